@@ -1,0 +1,71 @@
+# vortexgo: build, test, demo, GPU build-carry-run recipe and benchmarks.
+#
+#   make demo       the main job: simulated OCT acquisition (GPU if present, else CPU)
+#   make test       every test: go vet, go test -race, pytest (GPU tests skip without a GPU)
+#   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
+#                   `bash gpu-build/run_gpu_tests.sh` there; `make bench` there too)
+#
+# Everything is set up from scratch: Go tools pinned in go.mod, Python packages from PyPI
+# into .venv. Python 3.12 is preferred (the GPU machine runs 3.12).
+
+SHELL := /bin/bash
+PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3))
+PYTHON ?= $(if $(PY312),$(PY312),python3)
+VENV := .venv
+VPY := $(VENV)/bin/python
+PYDEPS := numpy pytest pytest-timeout tqdm pillow pybindgen setuptools wheel
+NATIVE := python/vortexgo/_native
+GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
+GPU_PY ?= $(PYTHON)
+
+.PHONY: all build test go-test py-test demo ptx gpu-build bench clean lint
+
+all: build
+
+$(VPY):
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q $(PYDEPS)
+
+$(NATIVE)/.stamp: $(GOFILES) setup.py go.mod | $(VPY)
+	$(VPY) setup.py native $(NATIVE)
+	touch $@
+
+build: $(VPY) $(NATIVE)/.stamp
+
+go-test:
+	go vet ./... && go vet -tags gpu ./...
+	go test -race -count=1 ./...
+
+py-test: build
+	PYTHONPATH=python $(VPY) -m pytest -q tests_py
+
+test: go-test py-test
+
+demo: build
+	PYTHONPATH=python $(VPY) examples/acquire.py
+
+ptx:
+	bash kernels/build_ptx.sh
+
+# --- GPU machine (no Go, no network there): build here, carry gpu-build/, run there ---
+gpu-build:
+	rm -rf gpu-build && mkdir -p gpu-build/bin gpu-build/python
+	$(GPU_PY) -m pip install -q pybindgen setuptools
+	$(GPU_PY) setup.py native gpu-build/python/vortexgo/_native
+	cp -r python/vortexgo/*.py gpu-build/python/vortexgo/
+	for p in $$(go list -tags gpu -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
+	  name=$$(echo $$p | sed 's|.*/gosrc/||; s|/|_|g'); \
+	  go test -c -race=false -tags gpu -o gpu-build/bin/$$name.test $$p || exit 1; \
+	done
+	cp scripts/run_gpu_tests.sh scripts/run_bench.sh gpu-build/
+	@du -sh gpu-build
+
+bench:
+	bash scripts/run_bench.sh
+
+lint:
+	gofmt -l gosrc kernels | (! grep .)
+
+clean:
+	rm -rf build gpu-build $(NATIVE) $(VENV)

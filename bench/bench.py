@@ -1,0 +1,197 @@
+"""vortexgo benchmarks: `make bench` on the GPU machine.
+
+Each section measures vortexgo next to the same work done in plain CuPy and
+next to the hardware ceiling, in the same run, and reports ratios. Results go
+to <out>/bench.json and <out>/bench.md (the device is named in both).
+Sections: foundation (this file), engine (bench_engine.py), toolkit
+(bench_toolkit.py) when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import vortexgo as vg  # noqa: E402
+
+
+def per_call_us(fn: Callable[[], object], n: int = 20000, repeats: int = 7) -> float:
+    """Median over `repeats` of the mean cost of fn() over n calls, in microseconds."""
+    for _ in range(min(n, 1000)):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter_ns() - t0) / n / 1e3)
+    return statistics.median(samples)
+
+
+def bandwidth_gbs(copy: Callable[[], None], sync: Callable[[], None], nbytes: int, iters: int = 20) -> float:
+    """Median GB/s of `copy` (issued then synced), nbytes per call."""
+    copy()
+    sync()
+    rates = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        copy()
+        sync()
+        rates.append(nbytes / (time.perf_counter() - t0) / 1e9)
+    return statistics.median(rates)
+
+
+def foundation(results: dict) -> list[dict]:
+    """Overheads of the CUDA resource layer against CuPy, and copy bandwidth."""
+    import cupy as cp
+
+    dev = vg.get_device("cuda:0")
+    s = vg.Stream(dev)
+    ev = vg.Event(dev)
+    cs = cp.cuda.Stream(non_blocking=True)
+    cev = cp.cuda.Event(disable_timing=True)
+    x = vg.zeros(256, "float32", dev, stream=s)
+    cx = cp.zeros(256, cp.float32)
+    api = vg._native.api
+    rows = []
+
+    def row(name, ours, theirs, floor=None, note=""):
+        r = {"op": name, "vortexgo_us": round(ours, 3), "cupy_us": round(theirs, 3),
+             "ratio_vs_cupy": round(ours / theirs, 3) if theirs else None,
+             "driver_floor_us": floor, "note": note}
+        rows.append(r)
+        return r
+
+    s.synchronize()
+    cs.synchronize()
+    row("event record", per_call_us(lambda: ev.record(s)), per_call_us(lambda: cev.record(cs)), 0.23)
+    s.synchronize()
+    cs.synchronize()
+    row("event query", per_call_us(lambda: ev.is_complete), per_call_us(lambda: cev.done), 0.26)
+    row("stream synchronize (empty)", per_call_us(s.synchronize), per_call_us(cs.synchronize), 0.32)
+
+    def ours_launch():
+        api.Fill(s._h, x.ptr, 256, "float32", 1.0)
+
+    def cupy_launch():
+        with cs:
+            cx.fill(1.0)
+
+    r = row("kernel launch (fill 256)", per_call_us(ours_launch, n=20000), per_call_us(cupy_launch, n=20000), 3.7,
+            "ours: the Go call behind vg.full / ops.Fill")
+    s.synchronize()
+    cs.synchronize()
+    r2 = per_call_us(lambda: vg.scale_offset(x, 1.0, 0.0, out=x, stream=s), n=20000)
+    s.synchronize()
+    row("kernel launch via Python API (scale_offset)", r2, r["cupy_us"], 3.7, "full Python wrapper path")
+    row("Python->Go call (no-op)", per_call_us(api.Noop, n=200000), float("nan"), None, "target < 1 us")
+
+    # Copy bandwidth: pinned and pageable, ours and CuPy's, 64 MiB.
+    nbytes = 64 << 20
+    hp = vg.empty(nbytes, "uint8", dev, pinned=True)
+    d = vg.empty(nbytes, "uint8", dev)
+    pageable = np.ones(nbytes, np.uint8)
+    chp = cp.cuda.alloc_pinned_memory(nbytes)
+    chost = np.frombuffer(chp, np.uint8, nbytes)
+    cd = cp.empty(nbytes, cp.uint8)
+
+    bw = {}
+    bw["h2d_pinned_vortexgo"] = bandwidth_gbs(lambda: s._h.Copy(d.ptr, hp.ptr, nbytes), s.synchronize, nbytes)
+    bw["d2h_pinned_vortexgo"] = bandwidth_gbs(lambda: s._h.Copy(hp.ptr, d.ptr, nbytes), s.synchronize, nbytes)
+    bw["h2d_pinned_cupy"] = bandwidth_gbs(lambda: cd.set(chost, stream=cs), cs.synchronize, nbytes)
+    bw["d2h_pinned_cupy"] = bandwidth_gbs(lambda: cd.get(stream=cs, out=chost), cs.synchronize, nbytes)
+    bw["h2d_pageable_vortexgo"] = bandwidth_gbs(lambda: s._h.Copy(d.ptr, pageable.ctypes.data, nbytes),
+                                               s.synchronize, nbytes)
+    bw["d2h_pageable_vortexgo"] = bandwidth_gbs(lambda: s._h.Copy(pageable.ctypes.data, d.ptr, nbytes),
+                                               s.synchronize, nbytes)
+    bw["h2d_pageable_cupy"] = bandwidth_gbs(lambda: cd.set(pageable, stream=cs), cs.synchronize, nbytes)
+    results["copy_bandwidth_gbs"] = {k: round(v, 2) for k, v in bw.items()}
+    results["copy_ratio_vs_cupy"] = {
+        "h2d_pinned": round(bw["h2d_pinned_vortexgo"] / bw["h2d_pinned_cupy"], 3),
+        "d2h_pinned": round(bw["d2h_pinned_vortexgo"] / bw["d2h_pinned_cupy"], 3),
+    }
+    results["overheads"] = rows
+    return rows
+
+
+def markdown(results: dict) -> str:
+    lines = [f"# vortexgo benchmarks", "",
+             f"Device: **{results['device']}** (driver {results.get('driver', '?')}), "
+             f"host {results['host']}, Python {results['python']}, CuPy {results.get('cupy', '?')}, "
+             f"{results['date']}.", ""]
+    if "overheads" in results:
+        lines += ["## CUDA resource overheads (per call, median)", "",
+                  "| operation | vortexgo (us) | CuPy (us) | vortexgo / CuPy | driver floor (us) | note |",
+                  "| --- | ---: | ---: | ---: | ---: | --- |"]
+        for r in results["overheads"]:
+            cupy = "—" if r["cupy_us"] != r["cupy_us"] else f"{r['cupy_us']:.3f}"
+            ratio = "—" if r["ratio_vs_cupy"] is None or r["ratio_vs_cupy"] != r["ratio_vs_cupy"] else f"{r['ratio_vs_cupy']:.2f}"
+            floor = "—" if r["driver_floor_us"] is None else f"{r['driver_floor_us']}"
+            lines.append(f"| {r['op']} | {r['vortexgo_us']:.3f} | {cupy} | {ratio} | {floor} | {r['note']} |")
+        bw = results["copy_bandwidth_gbs"]
+        ratio = results["copy_ratio_vs_cupy"]
+        lines += ["", "## Copy bandwidth, 64 MiB (GB/s, median)", "",
+                  "| direction | memory | vortexgo | CuPy | vortexgo / CuPy |", "| --- | --- | ---: | ---: | ---: |",
+                  f"| H2D | pinned | {bw['h2d_pinned_vortexgo']} | {bw['h2d_pinned_cupy']} | {ratio['h2d_pinned']} |",
+                  f"| D2H | pinned | {bw['d2h_pinned_vortexgo']} | {bw['d2h_pinned_cupy']} | {ratio['d2h_pinned']} |",
+                  f"| H2D | pageable | {bw['h2d_pageable_vortexgo']} | {bw['h2d_pageable_cupy']} | "
+                  f"{round(bw['h2d_pageable_vortexgo'] / bw['h2d_pageable_cupy'], 3)} |",
+                  f"| D2H | pageable | {bw['d2h_pageable_vortexgo']} | — | — |"]
+    for key in ("engine_md", "toolkit_md"):
+        if key in results:
+            lines += ["", results[key]]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default="bench-out")
+    ap.add_argument("--only", default="", help="comma-separated sections: foundation,engine,toolkit")
+    args = ap.parse_args()
+    if not vg.is_cuda_available():
+        print(f"make bench needs a GPU: {vg.cuda_unavailable_reason()}")
+        return 2
+    import cupy as cp
+
+    dev = vg.get_device("cuda:0")
+    results = {
+        "device": dev.name, "cc": "%d.%d" % dev.compute_capability,
+        "driver": cp.cuda.runtime.driverGetVersion(), "cupy": cp.__version__,
+        "python": platform.python_version(), "host": platform.node(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    only = set(filter(None, args.only.split(",")))
+    if not only or "foundation" in only:
+        foundation(results)
+    for name in ("engine", "toolkit"):
+        if only and name not in only:
+            continue
+        try:
+            mod = importlib.import_module(f"bench_{name}")
+        except ImportError:
+            continue
+        mod.run(results)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(results, indent=2))
+    md = markdown(results)
+    (out / "bench.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

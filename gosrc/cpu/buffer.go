@@ -1,0 +1,85 @@
+package cpu
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// Buffer is host memory obtained with an anonymous mmap. Its address is
+// page aligned and stable until Free.
+type Buffer struct {
+	dev   *Device
+	kind  backend.MemKind
+	mem   []byte  // the mapping, kept for Munmap; nil when size is 0
+	ptr   uintptr // &mem[0], immutable so Ptr never races with Free
+	size  int
+	freed atomic.Bool
+}
+
+var _ backend.Buffer = (*Buffer)(nil)
+
+func (d *Device) alloc(op string, n int, kind backend.MemKind) (*Buffer, error) {
+	if err := checkSize(op, n); err != nil {
+		return nil, err
+	}
+	b := &Buffer{dev: d, kind: kind, size: n}
+	if n == 0 {
+		// mmap rejects length 0; an empty buffer has address 0, like a
+		// zero-length NumPy array's data pointer may be.
+		return b, nil
+	}
+	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("%s: n=%d: mmap: %w", op, n, err)
+	}
+	b.mem = mem
+	b.ptr = uintptr(unsafe.Pointer(&mem[0]))
+	return b, nil
+}
+
+// Ptr returns the address of the first byte, or 0 after Free and for an
+// empty buffer.
+func (b *Buffer) Ptr() uintptr {
+	if b.freed.Load() {
+		return 0
+	}
+	return b.ptr
+}
+
+// Size returns the length in bytes.
+func (b *Buffer) Size() int { return b.size }
+
+// Kind reports DeviceMem or PinnedMem, as requested at allocation.
+func (b *Buffer) Kind() backend.MemKind { return b.kind }
+
+// Device returns the CPU device.
+func (b *Buffer) Device() backend.Device { return b.dev }
+
+// Bytes returns the buffer's memory as a slice (nil after Free). The slice
+// must not be used after Free.
+func (b *Buffer) Bytes() []byte {
+	if b.freed.Load() {
+		return nil
+	}
+	return b.mem
+}
+
+// Free unmaps the memory. A second Free returns an error wrapping
+// backend.ErrClosed.
+func (b *Buffer) Free() error {
+	if !b.freed.CompareAndSwap(false, true) {
+		return fmt.Errorf("cpu.Buffer.Free: buffer of %d bytes already freed: %w", b.size, backend.ErrClosed)
+	}
+	if b.mem == nil {
+		return nil
+	}
+	if err := unix.Munmap(b.mem); err != nil {
+		return fmt.Errorf("cpu.Buffer.Free: munmap of %d bytes: %w", b.size, err)
+	}
+	return nil
+}

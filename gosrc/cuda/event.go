@@ -1,0 +1,102 @@
+package cuda
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// CUevent flags (cuda.h's CUevent_flags).
+const (
+	eventDefault       = 0x0
+	eventDisableTiming = 0x2
+)
+
+// Event is a CUDA event.
+type Event struct {
+	dev    *Device
+	ctx    C.uintptr_t
+	h      C.uintptr_t
+	timing bool
+	closed atomic.Bool
+}
+
+var _ backend.Event = (*Event)(nil)
+
+// CreateEvent creates an event. Without timing the event is made with
+// CU_EVENT_DISABLE_TIMING, which makes record and wait cheaper; such an
+// event cannot be used with ElapsedTime.
+func (d *Device) CreateEvent(timing bool) (*Event, error) {
+	flags := C.uint(eventDisableTiming)
+	if timing {
+		flags = eventDefault
+	}
+	r := C.vg_event_create(C.uintptr_t(d.ctx), flags)
+	if err := errOf(r); err != nil {
+		return nil, err
+	}
+	return &Event{dev: d, ctx: C.uintptr_t(d.ctx), h: C.uintptr_t(r.v0), timing: timing}, nil
+}
+
+// Handle returns the CUevent.
+func (e *Event) Handle() uintptr { return uintptr(e.h) }
+
+// Timing reports whether the event records timestamps.
+func (e *Event) Timing() bool { return e.timing }
+
+// Device returns the device the event was created on.
+func (e *Event) Device() *Device { return e.dev }
+
+// Query reports whether the work captured by the last Record is complete.
+// An event never recorded reports true (CUDA's rule).
+func (e *Event) Query() (bool, error) {
+	if e.closed.Load() {
+		return false, errClosed("cuda.Event.Query")
+	}
+	return queryResult(C.vg_event_query(e.ctx, e.h))
+}
+
+// Synchronize blocks the host until the event completes.
+func (e *Event) Synchronize() error {
+	if e.closed.Load() {
+		return errClosed("cuda.Event.Synchronize")
+	}
+	return errOf(C.vg_event_sync(e.ctx, e.h))
+}
+
+// ElapsedTime returns the milliseconds between this event and end. Both must
+// be timing events and both must have completed (otherwise the driver
+// reports CUDA_ERROR_NOT_READY).
+func (e *Event) ElapsedTime(end backend.Event) (float32, error) {
+	const op = "cuda.Event.ElapsedTime"
+	if e.closed.Load() {
+		return 0, errClosed(op)
+	}
+	x, err := asEvent(op, end)
+	if err != nil {
+		return 0, err
+	}
+	if !e.timing || !x.timing {
+		return 0, fmt.Errorf("%s: start.Timing()=%v end.Timing()=%v, expected both true", op, e.timing, x.timing)
+	}
+	r := C.vg_event_elapsed(e.ctx, e.h, x.h)
+	if err := errOf(r); err != nil {
+		return 0, err
+	}
+	return float32(r.f), nil
+}
+
+// Close destroys the event. Closing twice returns an error wrapping
+// backend.ErrClosed.
+func (e *Event) Close() error {
+	if !e.closed.CompareAndSwap(false, true) {
+		return errClosed("cuda.Event.Close")
+	}
+	return errOf(C.vg_event_destroy(e.ctx, e.h))
+}

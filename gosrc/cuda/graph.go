@@ -1,0 +1,53 @@
+package cuda
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// Graph is an instantiated capture (CUgraph plus its CUgraphExec).
+type Graph struct {
+	dev    *Device
+	ctx    C.uintptr_t
+	graph  C.uintptr_t
+	exec   C.uintptr_t
+	nodes  int
+	closed atomic.Bool
+}
+
+var _ backend.Graph = (*Graph)(nil)
+
+// Launch replays the graph on s (cuGraphLaunch).
+func (g *Graph) Launch(s backend.Stream) error {
+	const op = "cuda.Graph.Launch"
+	if g.closed.Load() {
+		return errClosed(op)
+	}
+	cs, ok := s.(*Stream)
+	if !ok || cs == nil {
+		return fmt.Errorf("%s: s is %T, expected a non-nil *cuda.Stream", op, s)
+	}
+	if cs.closed.Load() {
+		return errClosed(op + ": stream")
+	}
+	return errOf(C.vg_graph_launch(g.ctx, g.exec, cs.h))
+}
+
+// Nodes returns the number of nodes in the captured graph.
+func (g *Graph) Nodes() int { return g.nodes }
+
+// Close destroys the executable graph and the graph. Closing twice returns
+// an error wrapping backend.ErrClosed.
+func (g *Graph) Close() error {
+	if !g.closed.CompareAndSwap(false, true) {
+		return errClosed("cuda.Graph.Close")
+	}
+	return errOf(C.vg_graph_destroy(g.ctx, g.graph, g.exec))
+}

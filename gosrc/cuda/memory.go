@@ -1,0 +1,86 @@
+package cuda
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// memHostAllocPortable is CU_MEMHOSTALLOC_PORTABLE: the pinned pages count
+// as pinned for every context, not just the one that allocated them.
+const memHostAllocPortable = 0x01
+
+// Buffer is device memory (cuMemAlloc_v2) or pinned host memory
+// (cuMemHostAlloc).
+type Buffer struct {
+	dev   *Device
+	ctx   C.uintptr_t
+	ptr   uintptr
+	size  int
+	kind  backend.MemKind
+	freed atomic.Bool
+}
+
+var _ backend.Buffer = (*Buffer)(nil)
+
+// Malloc allocates n > 0 bytes of device memory.
+func (d *Device) Malloc(n int) (*Buffer, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("cuda.Device.Alloc: n=%d, expected n > 0", n)
+	}
+	r := C.vg_mem_alloc(C.uintptr_t(d.ctx), C.size_t(n))
+	if err := errOf(r); err != nil {
+		return nil, err
+	}
+	return &Buffer{dev: d, ctx: C.uintptr_t(d.ctx), ptr: uintptr(r.v0), size: n, kind: backend.DeviceMem}, nil
+}
+
+// MallocHost allocates n > 0 bytes of page-locked, portable host memory:
+// the source or target of copies that do not block the host.
+func (d *Device) MallocHost(n int) (*Buffer, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("cuda.Device.AllocPinned: n=%d, expected n > 0", n)
+	}
+	r := C.vg_host_alloc(C.uintptr_t(d.ctx), C.size_t(n), memHostAllocPortable)
+	if err := errOf(r); err != nil {
+		return nil, err
+	}
+	return &Buffer{dev: d, ctx: C.uintptr_t(d.ctx), ptr: uintptr(r.v0), size: n, kind: backend.PinnedMem}, nil
+}
+
+// Ptr returns the address of the first byte (0 for a nil Buffer).
+func (b *Buffer) Ptr() uintptr {
+	if b == nil {
+		return 0
+	}
+	return b.ptr
+}
+
+// Size returns the length in bytes.
+func (b *Buffer) Size() int { return b.size }
+
+// Kind says whether the bytes are device or pinned memory.
+func (b *Buffer) Kind() backend.MemKind { return b.kind }
+
+// Device returns the owning device.
+func (b *Buffer) Device() backend.Device { return b.dev }
+
+// Free releases the memory. The driver waits for work using device memory
+// before freeing it (cuMemFree synchronises), so freeing does not race
+// with queued kernels. Freeing twice returns an error wrapping
+// backend.ErrClosed.
+func (b *Buffer) Free() error {
+	if !b.freed.CompareAndSwap(false, true) {
+		return errClosed("cuda.Buffer.Free")
+	}
+	if b.kind == backend.PinnedMem {
+		return errOf(C.vg_host_free(b.ctx, C.uintptr_t(b.ptr)))
+	}
+	return errOf(C.vg_mem_free(b.ctx, C.uintptr_t(b.ptr)))
+}

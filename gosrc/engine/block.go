@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// Block is one preallocated unit of work travelling through the pipeline:
+// acquired into pinned host memory, uploaded and processed on a slot
+// stream, formatted into the endpoints, then recycled. Every buffer and
+// event is allocated once by Engine.Prepare.
+type Block struct {
+	// ID counts blocks since the engine started (0, 1, 2, ...).
+	ID int64
+	// Start is the index (since start) of the block's first record: its
+	// scan position, from which formatters derive (volume, bscan, ascan).
+	Start int64
+	// Records is the number of valid records (the last block may be short).
+	Records int
+	// Slot is the index of the slot stream that processed the block.
+	Slot int
+
+	// Host is the pinned raw spectra, RecordsPerBlock*SamplesPerRecord.
+	Host []uint16
+	// HostBuf owns Host's memory.
+	HostBuf backend.Buffer
+	// Raw is the device copy of Host.
+	Raw backend.Buffer
+	// Outputs holds one entry per processor of the acquisition.
+	Outputs []BlockData
+
+	processed []backend.Buffer // float32 outputs, one per processor
+	int8s     []backend.Buffer // int8 outputs, one per processor
+
+	// Events, all recorded every pass and reused:
+	start    backend.Event   // slot stream, before the upload (timing)
+	ready    backend.Event   // slot stream, after processing (timing)
+	epDone   []backend.Event // one per endpoint, after its formatting (timing)
+	acquired float64         // host-clock acquire time, ms
+}
+
+// hostUint16 views n uint16 values of memory that is not on the Go heap
+// (pinned or mmap'd) as a slice.
+func hostUint16(ptr uintptr, n int) []uint16 {
+	if n == 0 || ptr == 0 {
+		return nil
+	}
+	// Through a pointer-to-pointer conversion: the memory belongs to the
+	// backend, never to the Go heap, so vet's uintptr->Pointer concern (the
+	// collector moving or freeing it) does not apply.
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&ptr))
+	return unsafe.Slice((*uint16)(p), n)
+}
+
+// blockShape is what newBlock needs to size a block.
+type blockShape struct {
+	records    int
+	rawSamples int
+	outSamples []int // per processor
+	endpoints  int
+}
+
+// newBlock allocates one block; on error it frees what it allocated.
+func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
+	b = &Block{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.free())
+			b = nil
+		}
+	}()
+	rawBytes := sh.records * sh.rawSamples * 2
+	if b.HostBuf, err = dev.AllocPinned(rawBytes); err != nil {
+		return b, fmt.Errorf("engine: block host buffer of %d bytes: %w", rawBytes, err)
+	}
+	b.Host = hostUint16(b.HostBuf.Ptr(), sh.records*sh.rawSamples)
+	if b.Raw, err = dev.Alloc(rawBytes); err != nil {
+		return b, fmt.Errorf("engine: block raw device buffer of %d bytes: %w", rawBytes, err)
+	}
+	for _, out := range sh.outSamples {
+		n := sh.records * out
+		p, err := dev.Alloc(n * 4)
+		if err != nil {
+			return b, fmt.Errorf("engine: block float32 output of %d bytes: %w", n*4, err)
+		}
+		b.processed = append(b.processed, p)
+		i8, err := dev.Alloc(n)
+		if err != nil {
+			return b, fmt.Errorf("engine: block int8 output of %d bytes: %w", n, err)
+		}
+		b.int8s = append(b.int8s, i8)
+	}
+	if b.start, err = dev.NewEvent(true); err != nil {
+		return b, fmt.Errorf("engine: block event: %w", err)
+	}
+	if b.ready, err = dev.NewEvent(true); err != nil {
+		return b, fmt.Errorf("engine: block event: %w", err)
+	}
+	for range sh.endpoints {
+		ev, err := dev.NewEvent(true)
+		if err != nil {
+			return b, fmt.Errorf("engine: block endpoint event: %w", err)
+		}
+		b.epDone = append(b.epDone, ev)
+	}
+	b.Outputs = make([]BlockData, len(sh.outSamples))
+	for i, out := range sh.outSamples {
+		b.Outputs[i] = BlockData{
+			Block: b, Raw: b.Raw.Ptr(), RawSamples: sh.rawSamples,
+			Processed: b.processed[i].Ptr(), Int8: b.int8s[i].Ptr(), OutputSamples: out,
+			Ready: b.ready,
+		}
+	}
+	return b, nil
+}
+
+// free releases everything the block holds, joining the errors.
+func (b *Block) free() error {
+	var errs []error
+	for _, buf := range append(append([]backend.Buffer{b.HostBuf, b.Raw}, b.processed...), b.int8s...) {
+		if buf != nil {
+			errs = append(errs, buf.Free())
+		}
+	}
+	for _, ev := range append([]backend.Event{b.start, b.ready}, b.epDone...) {
+		if ev != nil {
+			errs = append(errs, ev.Close())
+		}
+	}
+	b.Host = nil
+	return errors.Join(errs...)
+}

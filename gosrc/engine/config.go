@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// QueuePolicy says what the engine does when the event queue is full.
+type QueuePolicy int
+
+const (
+	// QueueBlock makes the engine wait for the Python dispatcher
+	// (backpressure): no event is lost. The default.
+	QueueBlock QueuePolicy = iota
+	// QueueDrop drops the event and counts it in Status.EventsDropped.
+	QueueDrop
+)
+
+// Config is vortex's EngineConfig: block geometry, pool sizes and the
+// wiring acquisition -> processors -> formatters -> endpoints.
+type Config struct {
+	// RecordsPerBlock is the number of A-scans per block.
+	RecordsPerBlock int
+	// BlocksToAllocate is the size of the block pool: how many blocks can
+	// be in flight at once.
+	BlocksToAllocate int
+	// PreloadCount is how many acquired blocks may wait for processing:
+	// how far the acquisition may run ahead of the GPU. 0 means 1.
+	PreloadCount int
+	// BlocksToAcquire stops the engine after that many blocks; 0 runs
+	// until the scan ends (or forever for a scan that repeats forever, or
+	// until the acquisition reports io.EOF).
+	BlocksToAcquire int
+	// Slots is the number of processing streams (0 means 2): consecutive
+	// blocks are processed on different streams so uploads overlap work.
+	Slots int
+	// EventQueueSize bounds the queue of events for Python (0 means 4096).
+	EventQueueSize int
+	// EventPolicy chooses backpressure (default) or drop-and-count.
+	EventPolicy QueuePolicy
+
+	acqs  []acqNode
+	procs []procNode
+	fmts  []fmtNode
+	errs  []error // wiring mistakes, reported by Validate
+}
+
+type acqNode struct {
+	acq   Acquisition
+	procs []Processor
+}
+
+type procNode struct {
+	proc Processor
+	fmts []Formatter
+}
+
+type fmtNode struct {
+	fmt Formatter
+	eps []Endpoint
+}
+
+// AddAcquisition adds an acquisition feeding the given processors.
+func (c *Config) AddAcquisition(acq Acquisition, processors ...Processor) {
+	if acq == nil {
+		c.errs = append(c.errs, errors.New("Config.AddAcquisition: acq=nil, expected an Acquisition"))
+		return
+	}
+	for i, p := range processors {
+		if p == nil {
+			c.errs = append(c.errs, fmt.Errorf("Config.AddAcquisition: processors[%d]=nil, expected a Processor", i))
+			return
+		}
+	}
+	c.acqs = append(c.acqs, acqNode{acq: acq, procs: processors})
+}
+
+// AddProcessor routes a processor's output to the given formatters.
+func (c *Config) AddProcessor(proc Processor, formatters ...Formatter) {
+	if proc == nil {
+		c.errs = append(c.errs, errors.New("Config.AddProcessor: proc=nil, expected a Processor"))
+		return
+	}
+	for i, f := range formatters {
+		if f == nil {
+			c.errs = append(c.errs, fmt.Errorf("Config.AddProcessor: formatters[%d]=nil, expected a Formatter", i))
+			return
+		}
+	}
+	c.procs = append(c.procs, procNode{proc: proc, fmts: formatters})
+}
+
+// AddFormatter routes a formatter's plans to the given endpoints.
+func (c *Config) AddFormatter(f Formatter, endpoints ...Endpoint) {
+	if f == nil {
+		c.errs = append(c.errs, errors.New("Config.AddFormatter: fmt=nil, expected a Formatter"))
+		return
+	}
+	for i, e := range endpoints {
+		if e == nil {
+			c.errs = append(c.errs, fmt.Errorf("Config.AddFormatter: endpoints[%d]=nil, expected an Endpoint", i))
+			return
+		}
+	}
+	c.fmts = append(c.fmts, fmtNode{fmt: f, eps: endpoints})
+}
+
+func (c *Config) slots() int {
+	if c.Slots == 0 {
+		return 2
+	}
+	return c.Slots
+}
+
+func (c *Config) preload() int {
+	if c.PreloadCount == 0 {
+		return 1
+	}
+	return c.PreloadCount
+}
+
+func (c *Config) queueSize() int {
+	if c.EventQueueSize == 0 {
+		return 4096
+	}
+	return c.EventQueueSize
+}
+
+// Validate checks the configuration and the wiring, naming the first
+// offending field.
+func (c *Config) Validate() error {
+	if len(c.errs) > 0 {
+		return c.errs[0]
+	}
+	switch {
+	case c.RecordsPerBlock <= 0:
+		return fmt.Errorf("Config.RecordsPerBlock: %d, expected > 0", c.RecordsPerBlock)
+	case c.BlocksToAllocate <= 0:
+		return fmt.Errorf("Config.BlocksToAllocate: %d, expected > 0", c.BlocksToAllocate)
+	case c.PreloadCount < 0 || c.PreloadCount > c.BlocksToAllocate:
+		return fmt.Errorf("Config.PreloadCount: %d, expected 0 <= PreloadCount <= BlocksToAllocate (%d)", c.PreloadCount, c.BlocksToAllocate)
+	case c.BlocksToAcquire < 0:
+		return fmt.Errorf("Config.BlocksToAcquire: %d, expected >= 0 (0 = until the scan ends)", c.BlocksToAcquire)
+	case c.Slots < 0:
+		return fmt.Errorf("Config.Slots: %d, expected >= 0 (0 = 2)", c.Slots)
+	case c.EventQueueSize < 0:
+		return fmt.Errorf("Config.EventQueueSize: %d, expected >= 0 (0 = 4096)", c.EventQueueSize)
+	case c.EventPolicy != QueueBlock && c.EventPolicy != QueueDrop:
+		return fmt.Errorf("Config.EventPolicy: %d, expected QueueBlock or QueueDrop", int(c.EventPolicy))
+	}
+	if len(c.acqs) != 1 {
+		// One acquisition covers every vortex example; several would need
+		// blocks that carry one raw buffer per acquisition.
+		return fmt.Errorf("Config.AddAcquisition: %d acquisitions, expected exactly 1", len(c.acqs))
+	}
+	if len(c.acqs[0].procs) == 0 {
+		return errors.New("Config.AddAcquisition: no processors, expected at least 1")
+	}
+	owner := map[Processor]bool{}
+	for _, p := range c.acqs[0].procs {
+		if owner[p] {
+			return errors.New("Config.AddAcquisition: a processor is listed twice, expected each once")
+		}
+		owner[p] = true
+	}
+	fmtOwned := map[Formatter]bool{}
+	seenProc := map[Processor]bool{}
+	for i, pn := range c.procs {
+		if !owner[pn.proc] {
+			return fmt.Errorf("Config.AddProcessor: processor #%d is not fed by an acquisition, expected it in AddAcquisition's processors", i)
+		}
+		if seenProc[pn.proc] {
+			return fmt.Errorf("Config.AddProcessor: processor #%d is added twice, expected once", i)
+		}
+		seenProc[pn.proc] = true
+		for _, f := range pn.fmts {
+			if fmtOwned[f] {
+				return fmt.Errorf("Config.AddProcessor: processor #%d lists a formatter already fed by a processor, expected each formatter under one processor", i)
+			}
+			fmtOwned[f] = true
+		}
+	}
+	seenFmt := map[Formatter]bool{}
+	seenEp := map[Endpoint]bool{}
+	for i, fn := range c.fmts {
+		if !fmtOwned[fn.fmt] {
+			return fmt.Errorf("Config.AddFormatter: formatter #%d is not fed by a processor, expected it in AddProcessor's formatters", i)
+		}
+		if seenFmt[fn.fmt] {
+			return fmt.Errorf("Config.AddFormatter: formatter #%d is added twice, expected once", i)
+		}
+		seenFmt[fn.fmt] = true
+		for _, e := range fn.eps {
+			if seenEp[e] {
+				return fmt.Errorf("Config.AddFormatter: formatter #%d lists an endpoint already used, expected each endpoint once", i)
+			}
+			seenEp[e] = true
+		}
+	}
+	return nil
+}

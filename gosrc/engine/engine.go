@@ -1,0 +1,721 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// ErrStopped is returned by Endpoint.Format when it gave up waiting (for a
+// user's lock, for a storage queue) because the engine is stopping; the
+// block is counted as dropped for that endpoint.
+var ErrStopped = errors.New("engine: stopping")
+
+// ownerSeq hands out engine lock tokens. They are negative so they can
+// never equal a token chosen by Python (thread ids, positive counters).
+var ownerSeq atomic.Int64
+
+// state is the engine's lifecycle.
+type state int32
+
+const (
+	stateNew state = iota
+	statePrepared
+	stateRunning
+	stateFinished
+	stateClosed
+)
+
+// Status is a snapshot of the engine's counters.
+type Status struct {
+	// BlocksAcquired counts blocks filled by the acquisition.
+	BlocksAcquired int64
+	// BlocksProcessed counts blocks whose upload and processing were
+	// dispatched to a slot stream.
+	BlocksProcessed int64
+	// BlocksFormatted counts blocks whose formatting was dispatched to
+	// every endpoint.
+	BlocksFormatted int64
+	// BlocksDropped counts blocks (or block-endpoint pairs) skipped after
+	// an error or because a stop interrupted a wait.
+	BlocksDropped int64
+	// Volumes counts volumes completed by the first formatter.
+	Volumes int64
+	// CallbackErrors counts Python handler exceptions (set by the Python
+	// layer through RecordCallbackErrors).
+	CallbackErrors int64
+	// EventsDropped counts events not delivered (QueueDrop, or after a
+	// stop request while the queue was full).
+	EventsDropped int64
+	// InFlight is the number of blocks out of the pool.
+	InFlight int
+	// Running is true between Start and the end of the run.
+	Running bool
+	// Done is true once the run has ended.
+	Done bool
+	// Err is the error that ended the run, or "".
+	Err string
+}
+
+type epRoute struct {
+	ep     Endpoint
+	id     int
+	stream backend.Stream
+}
+
+type fmtRoute struct {
+	fmt  Formatter
+	plan *FormatPlan
+	eps  []epRoute
+}
+
+// Engine runs the pipeline of a Config: acquire into pinned blocks, upload
+// and process on slot streams, format into endpoints on their streams,
+// recycle blocks once the device is done with them. Each stage is a
+// goroutine joined by bounded channels, so a slow stage throttles the ones
+// before it instead of growing a queue.
+type Engine struct {
+	cfg   Config
+	dev   backend.Device
+	owner int64
+
+	acq       Acquisition
+	procs     []Processor
+	routes    [][]fmtRoute // per processor
+	endpoints []Endpoint   // by endpoint id
+	volumeFmt Formatter    // the formatter whose volumes Status counts
+
+	rawSamples int
+	limit      int64 // records to acquire; 0 = unbounded
+	blocks     []*Block
+	slots      []backend.Stream
+
+	free, toProc, toFmt, toRecycle chan *Block
+	events                         *eventQueue
+
+	stateMu  sync.Mutex
+	state    state
+	stopping chan struct{}
+	stopOnce sync.Once
+	acqStop  sync.Once
+	acqErr   error
+	done     chan struct{}
+	wg       sync.WaitGroup
+	t0       time.Time
+
+	errMu sync.Mutex
+	err   error
+
+	acquired, processed, formatted, dropped, volumes, callbackErrs atomic.Int64
+	timings                                                        timings
+}
+
+// New returns an engine for cfg on dev. Nothing is allocated until
+// Prepare.
+func New(cfg Config, dev backend.Device) (*Engine, error) {
+	if dev == nil {
+		return nil, errors.New("engine.New: dev=nil, expected a backend.Device")
+	}
+	return &Engine{
+		cfg: cfg, dev: dev, owner: -ownerSeq.Add(1),
+		stopping: make(chan struct{}), done: make(chan struct{}),
+	}, nil
+}
+
+// Owner is the lock token the engine uses on endpoint tensors.
+func (e *Engine) Owner() int64 { return e.owner }
+
+// Device is the engine's device.
+func (e *Engine) Device() backend.Device { return e.dev }
+
+// Endpoints returns the endpoints in id order (the Event.Endpoint index).
+func (e *Engine) Endpoints() []Endpoint { return e.endpoints }
+
+// Prepare validates the configuration and allocates everything the run
+// needs: stage resources, slot streams, the block pool, channels and the
+// event queue. Nothing is allocated afterwards.
+func (e *Engine) Prepare() (err error) {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if e.state != stateNew {
+		return fmt.Errorf("engine.Prepare: engine is %s, expected a new engine", e.stateName())
+	}
+	if err := e.cfg.Validate(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.release())
+		}
+	}()
+	cfg := &e.cfg
+	an := cfg.acqs[0]
+	e.acq, e.procs = an.acq, an.procs
+	if err := e.acq.Prepare(); err != nil {
+		return fmt.Errorf("engine.Prepare: acquisition: %w", err)
+	}
+	e.rawSamples = e.acq.SamplesPerRecord()
+	if e.rawSamples <= 0 {
+		return fmt.Errorf("engine.Prepare: acquisition SamplesPerRecord()=%d, expected > 0", e.rawSamples)
+	}
+	outSamples := make([]int, len(e.procs))
+	for i, p := range e.procs {
+		if err := p.Prepare(); err != nil {
+			return fmt.Errorf("engine.Prepare: processor #%d: %w", i, err)
+		}
+		if outSamples[i] = p.OutputSamples(); outSamples[i] <= 0 {
+			return fmt.Errorf("engine.Prepare: processor #%d OutputSamples()=%d, expected > 0", i, outSamples[i])
+		}
+	}
+
+	// Routes: processor -> formatters -> endpoints, endpoint ids in
+	// AddFormatter order.
+	fmtEps := map[Formatter][]Endpoint{}
+	epID := map[Endpoint]int{}
+	for _, fn := range cfg.fmts {
+		fmtEps[fn.fmt] = fn.eps
+		for _, ep := range fn.eps {
+			epID[ep] = len(e.endpoints)
+			e.endpoints = append(e.endpoints, ep)
+		}
+	}
+	procFmts := map[Processor][]Formatter{}
+	for _, pn := range cfg.procs {
+		procFmts[pn.proc] = pn.fmts
+	}
+	scanRecords := int64(0)
+	bounded := true
+	e.routes = make([][]fmtRoute, len(e.procs))
+	for pi, p := range e.procs {
+		for _, f := range procFmts[p] {
+			if err := f.Prepare(cfg.RecordsPerBlock); err != nil {
+				return fmt.Errorf("engine.Prepare: formatter: %w", err)
+			}
+			if e.volumeFmt == nil {
+				e.volumeFmt = f
+			}
+			if n := f.ScanRecords(); n > 0 {
+				scanRecords = max(scanRecords, n)
+			} else {
+				bounded = false
+			}
+			bscans, ascans := f.VolumeShape()
+			s0, s1 := f.SampleRange(outSamples[pi])
+			r := fmtRoute{fmt: f, plan: &FormatPlan{Actions: make([]Action, 0, 4*cfg.RecordsPerBlock/max(1, ascans)+16)}}
+			for _, ep := range fmtEps[f] {
+				info := EndpointInfo{
+					Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
+					RawSamples: e.rawSamples, OutputSamples: outSamples[pi],
+					Bscans: bscans, Ascans: ascans, SampleStart: s0, SampleStop: s1,
+					Stopping: e.stopping,
+				}
+				if err := ep.Prepare(info); err != nil {
+					return fmt.Errorf("engine.Prepare: endpoint #%d: %w", epID[ep], err)
+				}
+				r.eps = append(r.eps, epRoute{ep: ep, id: epID[ep], stream: ep.Stream()})
+			}
+			e.routes[pi] = append(e.routes[pi], r)
+		}
+	}
+	switch {
+	case cfg.BlocksToAcquire > 0:
+		e.limit = int64(cfg.BlocksToAcquire) * int64(cfg.RecordsPerBlock)
+	case bounded && scanRecords > 0:
+		e.limit = scanRecords
+	}
+
+	for range cfg.slots() {
+		s, err := e.dev.NewStream(0)
+		if err != nil {
+			return fmt.Errorf("engine.Prepare: slot stream: %w", err)
+		}
+		e.slots = append(e.slots, s)
+	}
+	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: e.rawSamples, outSamples: outSamples, endpoints: len(e.endpoints)}
+	e.free = make(chan *Block, cfg.BlocksToAllocate)
+	for range cfg.BlocksToAllocate {
+		b, err := newBlock(e.dev, sh)
+		if err != nil {
+			return fmt.Errorf("engine.Prepare: %w", err)
+		}
+		e.blocks = append(e.blocks, b)
+		e.free <- b
+	}
+	e.toProc = make(chan *Block, cfg.preload())
+	e.toFmt = make(chan *Block, cfg.BlocksToAllocate)
+	e.toRecycle = make(chan *Block, cfg.BlocksToAllocate)
+	e.events = newEventQueue(cfg.queueSize(), cfg.EventPolicy)
+	e.state = statePrepared
+	return nil
+}
+
+// Start starts the acquisition and the stage goroutines.
+func (e *Engine) Start() error {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if e.state != statePrepared {
+		return fmt.Errorf("engine.Start: engine is %s, expected prepared (call Prepare once, then Start once)", e.stateName())
+	}
+	e.t0 = time.Now()
+	if err := e.acq.Start(); err != nil {
+		return fmt.Errorf("engine.Start: acquisition: %w", err)
+	}
+	e.state = stateRunning
+	e.wg.Add(4)
+	go e.acquireLoop()
+	go e.processLoop()
+	go e.formatLoop()
+	go e.recycleLoop()
+	go e.finish()
+	return nil
+}
+
+func (e *Engine) stateName() string {
+	return [...]string{"new", "prepared", "running", "finished", "closed"}[e.state]
+}
+
+// fail records the first error, posts it for Python and stops the run.
+func (e *Engine) fail(err error) {
+	e.errMu.Lock()
+	first := e.err == nil
+	if first {
+		e.err = err
+	}
+	e.errMu.Unlock()
+	// Stop first: the error event is then best-effort if the queue is
+	// full, so a dispatcher that stopped draining cannot wedge the run;
+	// the error itself is kept for Wait, Err and Status either way.
+	e.RequestStop()
+	if first {
+		e.events.post(Event{Kind: EventError, Endpoint: -1, Timestamp: e.now(), Message: err.Error()}, e.stopping)
+	}
+}
+
+func (e *Engine) failed() bool {
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	return e.err != nil
+}
+
+func (e *Engine) now() int64 { return int64(time.Since(e.t0)) }
+
+func (e *Engine) stopRequested() bool {
+	select {
+	case <-e.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopAcquisition stops the acquisition once; Stop and the natural end
+// of the run may both get here.
+func (e *Engine) stopAcquisition() {
+	e.acqStop.Do(func() { e.acqErr = e.acq.Stop() })
+}
+
+func (e *Engine) acquireLoop() {
+	defer e.wg.Done()
+	defer close(e.toProc)
+	spr := e.rawSamples
+	var id, start int64
+	for {
+		if e.limit > 0 && start >= e.limit {
+			return
+		}
+		var b *Block
+		select {
+		case b = <-e.free:
+		case <-e.stopping:
+			return
+		}
+		want := e.cfg.RecordsPerBlock
+		if e.limit > 0 {
+			want = int(min(int64(want), e.limit-start))
+		}
+		t := time.Now()
+		n, err := e.acq.Fill(b.Host[:want*spr], want)
+		b.acquired = float64(time.Since(t)) / float64(time.Millisecond)
+		eof := errors.Is(err, io.EOF)
+		if err != nil && !eof {
+			e.free <- b // cannot block: the pool has room for every block
+			if !e.stopRequested() {
+				// An error after Stop is the acquisition being
+				// interrupted, not a failure.
+				e.fail(fmt.Errorf("engine: acquisition: block %d: %w", id, err))
+			}
+			return
+		}
+		if n < 0 || n > want {
+			e.free <- b
+			e.fail(fmt.Errorf("engine: acquisition Fill returned n=%d, expected 0 <= n <= %d", n, want))
+			return
+		}
+		if n > 0 {
+			b.ID, b.Start, b.Records = id, start, n
+			id++
+			start += int64(n)
+			e.acquired.Add(1)
+			e.toProc <- b
+		} else {
+			e.free <- b
+		}
+		if eof || e.stopRequested() {
+			return
+		}
+	}
+}
+
+func (e *Engine) processLoop() {
+	defer e.wg.Done()
+	defer close(e.toFmt)
+	slot := 0
+	for b := range e.toProc {
+		if e.failed() {
+			e.dropped.Add(1)
+			b.Records = 0 // tells later stages to pass it through
+			e.toFmt <- b
+			continue
+		}
+		s := e.slots[slot]
+		b.Slot = slot
+		slot = (slot + 1) % len(e.slots)
+		if err := e.dispatchProcess(s, b); err != nil {
+			e.fail(err)
+			e.dropped.Add(1)
+			b.Records = 0
+		} else {
+			e.processed.Add(1)
+		}
+		e.toFmt <- b
+	}
+}
+
+// dispatchProcess enqueues the upload and every processor on slot stream
+// s; nothing here waits for the device.
+func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
+	if err := s.Record(b.start); err != nil {
+		return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
+	}
+	if err := s.Copy(b.Raw.Ptr(), b.HostBuf.Ptr(), b.Records*e.rawSamples*2); err != nil {
+		return fmt.Errorf("engine: block %d: upload: %w", b.ID, err)
+	}
+	for i, p := range e.procs {
+		if err := p.Process(b.Slot, s, b.Raw.Ptr(), b.Records, b.processed[i].Ptr(), b.int8s[i].Ptr()); err != nil {
+			return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, i, err)
+		}
+	}
+	if err := s.Record(b.ready); err != nil {
+		return fmt.Errorf("engine: block %d: recording ready event: %w", b.ID, err)
+	}
+	return nil
+}
+
+func (e *Engine) formatLoop() {
+	defer e.wg.Done()
+	defer close(e.toRecycle)
+	for b := range e.toFmt {
+		if b.Records == 0 || e.failed() {
+			if b.Records != 0 {
+				e.dropped.Add(1)
+				b.Records = 0
+			}
+			e.toRecycle <- b
+			continue
+		}
+		if err := e.dispatchFormat(b); err != nil {
+			e.fail(err)
+		} else {
+			e.formatted.Add(1)
+		}
+		e.toRecycle <- b
+	}
+}
+
+// dispatchFormat plans the block for each formatter, enqueues the
+// endpoints' formatting, then posts the block's events in order. The
+// events go out after dispatch, not completion (vortex's contract):
+// handlers chain their work on the endpoint's stream.
+func (e *Engine) dispatchFormat(b *Block) error {
+	for pi := range e.routes {
+		data := &b.Outputs[pi]
+		data.Records = b.Records
+		for ri := range e.routes[pi] {
+			r := &e.routes[pi][ri]
+			r.plan.Reset()
+			if err := r.fmt.Plan(b.Start, b.Records, r.plan); err != nil {
+				return fmt.Errorf("engine: block %d: formatter: %w", b.ID, err)
+			}
+			if r.fmt == e.volumeFmt {
+				for i := range r.plan.Actions {
+					if r.plan.Actions[i].Kind == ActionVolume {
+						e.volumes.Add(1)
+					}
+				}
+			}
+			for _, ep := range r.eps {
+				err := ep.ep.Format(data, r.plan)
+				if errors.Is(err, ErrStopped) {
+					e.dropped.Add(1)
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("engine: block %d: endpoint #%d: %w", b.ID, ep.id, err)
+				}
+				if err := ep.stream.Record(b.epDone[ep.id]); err != nil {
+					return fmt.Errorf("engine: block %d: endpoint #%d: recording done event: %w", b.ID, ep.id, err)
+				}
+				e.postPlan(ep.id, b, r.plan)
+			}
+		}
+	}
+	return nil
+}
+
+// postPlan posts an update event and one event per notification of the
+// plan, for one endpoint.
+func (e *Engine) postPlan(ep int, b *Block, plan *FormatPlan) {
+	ts := e.now()
+	e.events.post(Event{Kind: EventUpdate, Endpoint: ep, Sample: b.Start + int64(b.Records), Timestamp: ts}, e.stopping)
+	for i := range plan.Actions {
+		a := &plan.Actions[i]
+		var k EventKind
+		switch a.Kind {
+		case ActionSegment:
+			k = EventSegment
+		case ActionVolume:
+			k = EventVolume
+		case ActionScan:
+			k = EventScan
+		default:
+			continue
+		}
+		e.events.post(Event{Kind: k, Endpoint: ep, Sample: a.Sample, ScanIdx: a.Segment,
+			VolumeIdx: a.Volume, BscanIdx: a.Bscan, Timestamp: ts}, e.stopping)
+	}
+}
+
+func (e *Engine) recycleLoop() {
+	defer e.wg.Done()
+	for b := range e.toRecycle {
+		formatted := b.Records != 0
+		// The host waits here on purpose: this goroutine exists only to
+		// learn when the device has finished with a block so that its
+		// buffers can be reused. The dispatching stages never wait on it;
+		// a slow device shows up as an empty pool, which throttles the
+		// acquisition (backpressure), not as a stall of dispatch. An event
+		// not recorded this pass is complete (older work, or never
+		// recorded), so syncing every event is always safe.
+		err := b.ready.Synchronize()
+		for _, ev := range b.epDone {
+			err = errors.Join(err, ev.Synchronize())
+		}
+		if err != nil {
+			e.fail(fmt.Errorf("engine: block %d: waiting for the device: %w", b.ID, err))
+		} else if formatted {
+			e.timings.add(e.jobTiming(b))
+		}
+		e.free <- b
+	}
+}
+
+// jobTiming reads a finished block's timing events.
+func (e *Engine) jobTiming(b *Block) JobTiming {
+	j := JobTiming{Block: b.ID, Acquire: b.acquired}
+	if ms, err := b.start.ElapsedTime(b.ready); err == nil {
+		j.Process = float64(ms)
+	}
+	for _, ev := range b.epDone {
+		if ms, err := b.ready.ElapsedTime(ev); err == nil && float64(ms) > j.Format {
+			j.Format = float64(ms)
+		}
+	}
+	return j
+}
+
+// finish waits for the stages to drain, flushes the endpoints so that
+// every completed volume is stored, and marks the run done.
+func (e *Engine) finish() {
+	e.wg.Wait()
+	e.stopAcquisition()
+	if e.acqErr != nil && !e.failed() {
+		e.fail(fmt.Errorf("engine: stopping the acquisition: %w", e.acqErr))
+	}
+	for id, ep := range e.endpoints {
+		if err := ep.Flush(); err != nil {
+			e.fail(fmt.Errorf("engine: endpoint #%d: flush: %w", id, err))
+		}
+	}
+	e.events.close()
+	e.stateMu.Lock()
+	e.state = stateFinished
+	e.stateMu.Unlock()
+	close(e.done)
+}
+
+// RequestStop asks the run to stop without waiting: the acquisition stops,
+// blocks already acquired are still processed and formatted. Safe from any
+// goroutine, including a Python handler on the dispatcher thread (which
+// must not wait for a run that waits for its events).
+func (e *Engine) RequestStop() {
+	e.stopOnce.Do(func() {
+		close(e.stopping)
+		e.stateMu.Lock()
+		running := e.state == stateRunning
+		e.stateMu.Unlock()
+		if running {
+			// Unblocks a Fill waiting on hardware or a rate limit.
+			e.stopAcquisition()
+		}
+	})
+}
+
+// Stop stops the run and waits until it has drained: every acquired block
+// is formatted and every completed volume flushed to storage. Stopping in
+// the middle of a volume is safe; stopping twice, or an engine that never
+// started, is a no-op. It returns the run's error, if any.
+func (e *Engine) Stop() error {
+	e.RequestStop()
+	e.stateMu.Lock()
+	started := e.state >= stateRunning
+	e.stateMu.Unlock()
+	if !started {
+		return nil
+	}
+	return e.Wait()
+}
+
+// Wait blocks until the run ends and returns its error.
+func (e *Engine) Wait() error {
+	e.stateMu.Lock()
+	started := e.state >= stateRunning
+	e.stateMu.Unlock()
+	if !started {
+		return errors.New("engine.Wait: engine was not started, expected Start first")
+	}
+	<-e.done
+	return e.Err()
+}
+
+// WaitFor waits up to timeout for the run to end and reports whether it has.
+func (e *Engine) WaitFor(timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-e.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// Done reports whether the run has ended.
+func (e *Engine) Done() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Err returns the error that ended the run, or nil.
+func (e *Engine) Err() error {
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	return e.err
+}
+
+// RecordCallbackErrors adds n to the callback error count; the Python
+// dispatcher calls it when a handler raises.
+func (e *Engine) RecordCallbackErrors(n int) { e.callbackErrs.Add(int64(n)) }
+
+// Status returns a snapshot of the counters.
+func (e *Engine) Status() Status {
+	e.stateMu.Lock()
+	st := e.state
+	e.stateMu.Unlock()
+	s := Status{
+		BlocksAcquired: e.acquired.Load(), BlocksProcessed: e.processed.Load(),
+		BlocksFormatted: e.formatted.Load(), BlocksDropped: e.dropped.Load(),
+		Volumes: e.volumes.Load(), CallbackErrors: e.callbackErrs.Load(),
+		Running: st == stateRunning, Done: e.Done(),
+	}
+	if e.events != nil {
+		s.EventsDropped = e.events.dropped.Load()
+	}
+	if e.free != nil {
+		s.InFlight = len(e.blocks) - len(e.free)
+	}
+	if err := e.Err(); err != nil {
+		s.Err = err.Error()
+	}
+	return s
+}
+
+// NextEvents returns up to max events, waiting up to timeout for the first
+// (negative waits until one arrives, 0 polls). After the run ends and the
+// queue drains it returns one EventDone, then empty slices. The Python
+// dispatcher thread calls it with the GIL released.
+func (e *Engine) NextEvents(max int, timeout time.Duration) []Event {
+	if e.events == nil || max <= 0 {
+		return nil
+	}
+	buf := make([]Event, max)
+	return buf[:e.events.next(buf, timeout)]
+}
+
+// NextEventsInto is NextEvents into a caller's buffer, without allocating.
+func (e *Engine) NextEventsInto(dst []Event, timeout time.Duration) int {
+	if e.events == nil {
+		return 0
+	}
+	return e.events.next(dst, timeout)
+}
+
+// Timings summarises the per-block stage timings so far.
+func (e *Engine) Timings() TimingSummary { return e.timings.summary() }
+
+// RecentTimings copies the newest per-block timings (oldest first) into
+// dst and returns how many it copied.
+func (e *Engine) RecentTimings(dst []JobTiming) int { return e.timings.recent(dst) }
+
+// Close stops the run if needed and frees what Prepare allocated (blocks,
+// slot streams). Endpoints, processors and the acquisition belong to the
+// caller and stay open: their tensors outlive the engine.
+func (e *Engine) Close() error {
+	// The run's own error is reported by Wait and Err; Close reports only
+	// failures to free.
+	_ = e.Stop()
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	switch e.state {
+	case stateClosed:
+		return nil
+	case statePrepared:
+		// Never started: end the event queue so a dispatcher waiting in
+		// NextEvents gets EventDone and exits.
+		e.events.close()
+		close(e.done)
+	}
+	e.state = stateClosed
+	return e.release()
+}
+
+func (e *Engine) release() error {
+	var errs []error
+	for _, b := range e.blocks {
+		errs = append(errs, b.free())
+	}
+	e.blocks = nil
+	for _, s := range e.slots {
+		errs = append(errs, s.Close())
+	}
+	e.slots = nil
+	return errors.Join(errs...)
+}

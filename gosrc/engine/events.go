@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// EventUpdate: a block was formatted into the endpoint (vortex's
+	// update_callback).
+	EventUpdate EventKind = iota
+	// EventSegment: a B-scan is complete (segment_callback).
+	EventSegment
+	// EventVolume: a volume is complete (volume_callback).
+	EventVolume
+	// EventScan: the scan is complete (scan_callback).
+	EventScan
+	// EventError: a stage failed; Message says how. The engine stops.
+	EventError
+	// EventDone: the engine finished; no event follows.
+	EventDone
+)
+
+// String returns the kind's name as the Python layer spells it.
+func (k EventKind) String() string {
+	switch k {
+	case EventUpdate:
+		return "update"
+	case EventSegment:
+		return "segment"
+	case EventVolume:
+		return "volume"
+	case EventScan:
+		return "scan"
+	case EventError:
+		return "error"
+	case EventDone:
+		return "done"
+	}
+	return "EventKind(?)"
+}
+
+// Event is one record of the queue the Python dispatcher drains. Events of
+// a block are posted once its formatting has been dispatched (enqueued on
+// the endpoint streams, not necessarily finished), in block order.
+type Event struct {
+	// Kind says what happened.
+	Kind EventKind
+	// Endpoint is the endpoint's index in wiring order (AddFormatter
+	// calls, then endpoint order), or -1 for engine-wide events.
+	Endpoint int
+	// Sample is the record index (since start) one past the event.
+	Sample int64
+	// ScanIdx counts B-scans since start (vortex's scan_idx).
+	ScanIdx int64
+	// VolumeIdx is the volume index since start.
+	VolumeIdx int
+	// BscanIdx is the B-scan within its volume.
+	BscanIdx int
+	// Timestamp is nanoseconds since Engine.Start (monotonic clock).
+	Timestamp int64
+	// Message explains an EventError.
+	Message string
+}
+
+// eventQueue is a bounded queue between the format stage and Python. A
+// buffered channel gives a lock-free-looking, allocation-free post and a
+// receive with timeout; closing it tells the consumer the engine is done.
+type eventQueue struct {
+	ch       chan Event
+	policy   QueuePolicy
+	dropped  atomic.Int64
+	doneSent atomic.Bool
+}
+
+func newEventQueue(size int, policy QueuePolicy) *eventQueue {
+	return &eventQueue{ch: make(chan Event, size), policy: policy}
+}
+
+// post queues ev. Under QueueBlock it waits for room (backpressure) unless
+// stopping is closed: once a stop is requested, delivery becomes
+// best-effort so that a dispatcher that stopped draining cannot hang Stop.
+func (q *eventQueue) post(ev Event, stopping <-chan struct{}) {
+	select {
+	case q.ch <- ev:
+		return
+	default:
+	}
+	if q.policy == QueueDrop {
+		q.dropped.Add(1)
+		return
+	}
+	select {
+	case q.ch <- ev:
+	case <-stopping:
+		q.dropped.Add(1)
+	}
+}
+
+// close ends the queue; call after the last post.
+func (q *eventQueue) close() { close(q.ch) }
+
+// next fills dst with up to len(dst) events, waiting up to timeout for the
+// first (timeout < 0 waits forever, 0 only polls). After the queue closes
+// and drains it returns one EventDone, then nothing.
+func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
+	if len(dst) == 0 {
+		return 0
+	}
+	var (
+		ev Event
+		ok bool
+	)
+	select {
+	case ev, ok = <-q.ch:
+	default:
+		switch {
+		case timeout == 0:
+			return 0
+		case timeout < 0:
+			ev, ok = <-q.ch
+		default:
+			t := time.NewTimer(timeout)
+			select {
+			case ev, ok = <-q.ch:
+				t.Stop()
+			case <-t.C:
+				return 0
+			}
+		}
+	}
+	if !ok {
+		return q.done(dst)
+	}
+	dst[0] = ev
+	n := 1
+	for n < len(dst) {
+		select {
+		case ev, ok = <-q.ch:
+			if !ok {
+				return n + q.done(dst[n:])
+			}
+			dst[n] = ev
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// done writes the final EventDone once.
+func (q *eventQueue) done(dst []Event) int {
+	if len(dst) == 0 || !q.doneSent.CompareAndSwap(false, true) {
+		return 0
+	}
+	dst[0] = Event{Kind: EventDone, Endpoint: -1}
+	return 1
+}

@@ -1,0 +1,135 @@
+package pyapi
+
+import (
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/devices"
+)
+
+// Device is a compute device (a CUDA GPU or the CPU).
+type Device struct{ d backend.Device }
+
+// CUDAAvailable reports whether a CUDA driver and at least one device exist.
+func CUDAAvailable() bool { return devices.CUDAAvailable() }
+
+// CUDAUnavailableReason explains why CUDA is not available ("" when it is).
+func CUDAUnavailableReason() string {
+	if err := cuda.Init(); err != nil {
+		return err.Error()
+	}
+	if n, err := cuda.DeviceCount(); err != nil {
+		return err.Error()
+	} else if n == 0 {
+		return "no CUDA device found"
+	}
+	return ""
+}
+
+// CUDADeviceCount returns the number of CUDA devices (0 without a driver).
+func CUDADeviceCount() int {
+	if !cuda.Available() {
+		return 0
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// GetDevice returns the device for spec: "cpu", "cuda", "cuda:N" or "auto".
+func GetDevice(spec string) (*Device, error) {
+	d, err := devices.Get(spec)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Device{d: d}, nil
+}
+
+// Kind returns "cuda" or "cpu".
+func (d *Device) Kind() string { return d.d.Kind().String() }
+
+// Ordinal returns the device index within its backend.
+func (d *Device) Ordinal() int { return d.d.Ordinal() }
+
+// Name returns the device name.
+func (d *Device) Name() string { return d.d.Name() }
+
+// ComputeCapability returns major*10+minor (0 on the CPU).
+func (d *Device) ComputeCapability() int {
+	maj, min := d.d.ComputeCapability()
+	return maj*10 + min
+}
+
+// FreeMemory returns free device memory in bytes.
+func (d *Device) FreeMemory() (int, error) {
+	free, _, err := d.d.MemInfo()
+	return int(free), tag(err)
+}
+
+// TotalMemory returns total device memory in bytes.
+func (d *Device) TotalMemory() (int, error) {
+	_, total, err := d.d.MemInfo()
+	return int(total), tag(err)
+}
+
+// PriorityLeast is the least stream priority (the default).
+func (d *Device) PriorityLeast() int { l, _ := d.d.StreamPriorityRange(); return l }
+
+// PriorityGreatest is the greatest stream priority (a smaller number on CUDA).
+func (d *Device) PriorityGreatest() int { _, g := d.d.StreamPriorityRange(); return g }
+
+// Synchronize blocks until all work on the device is done (GIL released).
+func (d *Device) Synchronize() error { return tag(d.d.Synchronize()) }
+
+// NewStream creates a non-blocking stream with a clamped priority.
+func (d *Device) NewStream(priority int) (*Stream, error) {
+	s, err := d.d.NewStream(priority)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Stream{s: s}, nil
+}
+
+// WrapStream adopts a foreign stream handle without owning it.
+func (d *Device) WrapStream(handle int) (*Stream, error) {
+	if handle < 0 {
+		return nil, tag(badArg("handle=%d, expected a stream handle >= 0", handle))
+	}
+	s, err := d.d.WrapStream(uintptr(handle))
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Stream{s: s}, nil
+}
+
+// NewEvent creates an event; timing enables elapsed-time queries.
+func (d *Device) NewEvent(timing bool) (*Event, error) {
+	e, err := d.d.NewEvent(timing)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Event{e: e}, nil
+}
+
+// Alloc allocates nbytes of device memory, or of pinned host memory.
+func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
+	if nbytes < 0 {
+		return nil, tag(badArg("nbytes=%d, expected nbytes >= 0", nbytes))
+	}
+	// Every allocation is charged to the process memory budget.
+	a, err := allocatorFor(d.d, "array")
+	if err != nil {
+		return nil, tag(err)
+	}
+	var b backend.Buffer
+	if pinned {
+		b, err = a.AllocPinned(nbytes)
+	} else {
+		b, err = a.Alloc(nbytes)
+	}
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Buffer{b: b}, nil
+}

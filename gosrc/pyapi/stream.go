@@ -1,0 +1,172 @@
+package pyapi
+
+import (
+	"fmt"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// Stream is an ordered queue of asynchronous work.
+type Stream struct{ s backend.Stream }
+
+// Handle is the native stream handle (CUstream) as an int.
+func (s *Stream) Handle() int { return int(s.s.Handle()) }
+
+// Priority is the priority in effect.
+func (s *Stream) Priority() int { return s.s.Priority() }
+
+// Owned reports whether closing the stream destroys it.
+func (s *Stream) Owned() bool { return s.s.Owned() }
+
+// DeviceKind is "cuda" or "cpu".
+func (s *Stream) DeviceKind() string { return s.s.Device().Kind().String() }
+
+// DeviceOrdinal is the owning device's ordinal.
+func (s *Stream) DeviceOrdinal() int { return s.s.Device().Ordinal() }
+
+// Record records ev on this stream.
+func (s *Stream) Record(ev *Event) error {
+	if ev == nil {
+		return tag(badArg("event=None, expected an Event"))
+	}
+	return tag(s.s.Record(ev.e))
+}
+
+// WaitEvent makes later work on this stream wait for ev (no host wait).
+func (s *Stream) WaitEvent(ev *Event) error {
+	if ev == nil {
+		return tag(badArg("event=None, expected an Event"))
+	}
+	return tag(s.s.WaitEvent(ev.e))
+}
+
+// Synchronize blocks until the stream's work is done (GIL released).
+func (s *Stream) Synchronize() error { return tag(s.s.Synchronize()) }
+
+// Query reports whether the stream's work is done, without blocking.
+func (s *Stream) Query() (bool, error) {
+	ok, err := s.s.Query()
+	return ok, tag(err)
+}
+
+// Copy copies nbytes from src to dst in stream order.
+func (s *Stream) Copy(dst, src, nbytes int) error {
+	if nbytes < 0 {
+		return tag(badArg("nbytes=%d, expected nbytes >= 0", nbytes))
+	}
+	if nbytes == 0 {
+		return nil
+	}
+	return tag(s.s.Copy(uintptr(dst), uintptr(src), nbytes))
+}
+
+// Copy2D copies height rows of width bytes between pitched layouts.
+func (s *Stream) Copy2D(dst, dpitch, src, spitch, width, height int) error {
+	if width < 0 || height < 0 || dpitch < width || spitch < width {
+		return tag(badArg("copy2d: width=%d height=%d dpitch=%d spitch=%d, expected 0 <= width <= pitches and height >= 0",
+			width, height, dpitch, spitch))
+	}
+	return tag(s.s.Copy2D(uintptr(dst), dpitch, uintptr(src), spitch, width, height))
+}
+
+// Memset sets nbytes at dst to value in stream order.
+func (s *Stream) Memset(dst, value, nbytes int) error {
+	if value < 0 || value > 255 {
+		return tag(badArg("value=%d, expected 0 <= value <= 255", value))
+	}
+	if nbytes < 0 {
+		return tag(badArg("nbytes=%d, expected nbytes >= 0", nbytes))
+	}
+	return tag(s.s.Memset(uintptr(dst), byte(value), nbytes))
+}
+
+// BeginCapture starts capturing this stream's work into a graph.
+func (s *Stream) BeginCapture() error { return tag(s.s.BeginCapture()) }
+
+// EndCapture ends the capture and returns the instantiated graph.
+func (s *Stream) EndCapture() (*Graph, error) {
+	g, err := s.s.EndCapture()
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Graph{g: g}, nil
+}
+
+// Capturing reports whether a capture is in progress.
+func (s *Stream) Capturing() bool { return s.s.Capturing() }
+
+// Close releases the stream.
+func (s *Stream) Close() error { return tag(s.s.Close()) }
+
+// String describes the stream.
+func (s *Stream) String() string {
+	return fmt.Sprintf("Stream(%s:%d, handle=0x%x, priority=%d)", s.DeviceKind(), s.DeviceOrdinal(), s.Handle(), s.Priority())
+}
+
+// Event marks a point in a stream.
+type Event struct{ e backend.Event }
+
+// Handle is the native event handle as an int.
+func (e *Event) Handle() int { return int(e.e.Handle()) }
+
+// Timing reports whether the event records time.
+func (e *Event) Timing() bool { return e.e.Timing() }
+
+// Query reports whether the event has completed.
+func (e *Event) Query() (bool, error) {
+	ok, err := e.e.Query()
+	return ok, tag(err)
+}
+
+// Synchronize blocks until the event completes (GIL released).
+func (e *Event) Synchronize() error { return tag(e.e.Synchronize()) }
+
+// ElapsedTime returns milliseconds from e to end.
+func (e *Event) ElapsedTime(end *Event) (float64, error) {
+	if end == nil {
+		return 0, tag(badArg("end=None, expected an Event"))
+	}
+	ms, err := e.e.ElapsedTime(end.e)
+	return float64(ms), tag(err)
+}
+
+// Close releases the event.
+func (e *Event) Close() error { return tag(e.e.Close()) }
+
+// Graph is an instantiated CUDA graph (a recorded op list on the CPU).
+type Graph struct{ g backend.Graph }
+
+// Launch replays the graph on s.
+func (g *Graph) Launch(s *Stream) error {
+	if s == nil {
+		return tag(badArg("stream=None, expected a Stream"))
+	}
+	return tag(g.g.Launch(s.s))
+}
+
+// Nodes is the number of operations in the graph.
+func (g *Graph) Nodes() int { return g.g.Nodes() }
+
+// Close releases the graph.
+func (g *Graph) Close() error { return tag(g.g.Close()) }
+
+// Buffer is device or pinned memory.
+type Buffer struct{ b backend.Buffer }
+
+// Ptr is the address as an int.
+func (b *Buffer) Ptr() int { return int(b.b.Ptr()) }
+
+// Size is the length in bytes.
+func (b *Buffer) Size() int { return b.b.Size() }
+
+// Pinned reports whether the buffer is pinned host memory.
+func (b *Buffer) Pinned() bool { return b.b.Kind() == backend.PinnedMem }
+
+// DeviceKind is "cuda" or "cpu".
+func (b *Buffer) DeviceKind() string { return b.b.Device().Kind().String() }
+
+// DeviceOrdinal is the owning device's ordinal.
+func (b *Buffer) DeviceOrdinal() int { return b.b.Device().Ordinal() }
+
+// Free releases the memory.
+func (b *Buffer) Free() error { return tag(b.b.Free()) }

@@ -1,0 +1,86 @@
+"""Exception classes, and the mapping from the Go core's tagged error text."""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, TypeVar
+
+__all__ = [
+    "VortexError",
+    "CudaError",
+    "ClosedError",
+    "MemoryBudgetError",
+    "LockError",
+]
+
+
+class VortexError(RuntimeError):
+    """Base class of vortexgo's runtime errors."""
+
+
+class CudaError(VortexError):
+    """An error reported by the CUDA driver (or cuFFT); the text names the
+    driver call, the error name and its code, e.g.
+    ``cuda: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory``."""
+
+
+class ClosedError(VortexError, ValueError):
+    """Use of a stream, event, buffer, tensor or engine after it was closed."""
+
+
+class MemoryBudgetError(VortexError, MemoryError):
+    """An allocation would exceed the memory budget; the text names the
+    requested size, the current usage and the limit."""
+
+
+class LockError(VortexError):
+    """A tensor operation that would deadlock (e.g. resizing while the same
+    thread holds the tensor's lock)."""
+
+
+_TAGS: dict[str, type[BaseException]] = {
+    "CudaError": CudaError,
+    "ValueError": ValueError,
+    "TimeoutError": TimeoutError,
+    "ClosedError": ClosedError,
+    "MemoryBudgetError": MemoryBudgetError,
+    "OSError": OSError,
+    "LockError": LockError,
+    "VortexError": VortexError,
+}
+
+
+def translate(exc: BaseException) -> BaseException:
+    """Map a RuntimeError raised by the gopy layer to vortexgo's class.
+
+    The Go side prefixes each error with its class ("CudaError: ..."); see
+    gosrc/pyapi/errors.go.
+    """
+    text = str(exc)
+    head, sep, rest = text.partition(": ")
+    cls = _TAGS.get(head) if sep else None
+    if cls is None:
+        return VortexError(text)
+    return cls(rest)
+
+
+F = TypeVar("F", bound=Callable)
+
+
+def native(fn: F) -> F:
+    """Decorator: re-raise errors from Go calls inside fn as vortexgo errors.
+
+    A try block costs nothing on the success path in CPython 3.11+, so this
+    is safe on hot paths.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RuntimeError as exc:
+            if isinstance(exc, VortexError):
+                raise
+            raise translate(exc) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,102 @@
+"""CUDA graph capture and replay."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+from ._errors import native
+from ._stream import Stream, current_stream
+
+__all__ = ["Graph", "ScopedCapture", "capture_launch"]
+
+
+class Graph:
+    """An instantiated graph: a recording of stream work that replays with one launch.
+
+    On the CPU backend it is the recorded list of operations, replayed in order.
+    """
+
+    __slots__ = ("_h", "device", "_closed")
+
+    def __init__(self, _handle, device) -> None:
+        self._h = _handle
+        self.device = device
+        self._closed = False
+
+    @property
+    def nodes(self) -> int:
+        """Number of operations captured."""
+        return self._h.Nodes()
+
+    @native
+    def launch(self, stream: Optional[Stream] = None) -> None:
+        """Replay the graph on ``stream`` (default: the current stream)."""
+        s = stream if stream is not None else current_stream(self.device)
+        if not isinstance(s, Stream):
+            s = Stream.from_external(s, self.device)
+        self._h.Launch(s._h)
+
+    @native
+    def close(self) -> None:
+        """Release the graph."""
+        if not self._closed:
+            self._closed = True
+            self._h.Close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception as exc:  # pragma: no cover
+            warnings.warn(f"vortexgo: closing graph failed: {exc}", ResourceWarning, stacklevel=1)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.device.alias} nodes={'closed' if self._closed else self.nodes}>"
+
+
+class ScopedCapture:
+    """Capture the work issued to ``stream`` inside the block into a :class:`Graph`.
+
+    The stream is made current for the block (for vortexgo and, with CuPy,
+    for CuPy too), so CuPy kernels launched inside are captured as well::
+
+        with vortexgo.ScopedCapture(stream) as capture:
+            vortexgo.copy(dst, src, stream=stream)
+            cupy.multiply(x, 2, out=x)      # runs on `stream`, captured
+        capture.graph.launch(stream)
+
+    Work is recorded, not run, during the block. If the block raises, the
+    capture is ended and discarded.
+    """
+
+    def __init__(self, stream: Optional[Stream] = None) -> None:
+        if stream is not None and not isinstance(stream, Stream):
+            stream = Stream.from_external(stream)
+        self.stream: Stream = stream if stream is not None else current_stream()
+        self.graph: Optional[Graph] = None
+
+    @native
+    def __enter__(self) -> "ScopedCapture":
+        self.stream._h.BeginCapture()
+        try:
+            self.stream.__enter__()
+        except BaseException:
+            self.stream._h.EndCapture().Close()
+            raise
+        return self
+
+    @native
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stream.__exit__(exc_type, exc, tb)
+        h = self.stream._h.EndCapture()
+        if exc_type is not None:
+            h.Close()
+            return
+        self.graph = Graph(h, self.stream.device)
+
+
+def capture_launch(graph: Graph, stream: Optional[Stream] = None) -> None:
+    """Replay ``graph`` on ``stream`` (Warp's name for :meth:`Graph.launch`)."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph={graph!r}, expected a vortexgo.Graph")
+    graph.launch(stream)

@@ -1,0 +1,44 @@
+"""Loads the gopy-built Go core (vortexgo/_native) once.
+
+The extension links only libc (gopy -dynamic-link), so it imports on machines
+without CUDA; CUDA itself is dlopen'd lazily by the Go core.
+"""
+
+from __future__ import annotations
+
+import os
+
+try:
+    from ._native import pyapi as api  # type: ignore[attr-defined]
+except ImportError as exc:  # pragma: no cover - only on a broken install
+    raise ImportError(
+        "vortexgo's Go core is not built: run `make build` (or `pip install .`) "
+        f"first ({exc})"
+    ) from exc
+
+
+def _configure_cufft() -> None:
+    """Point the Go core at pip's nvidia-cufft when it is installed.
+
+    cuFFT is dlopen'd by Go; the library may live in a wheel rather than the
+    system path, and cuda-pathfinder knows where. Runs once at import; a
+    missing package is fine (the Go side then tries the system names and
+    reports every name it tried if none loads).
+    """
+    if os.environ.get("VORTEXGO_CUFFT_PATH"):
+        return
+    try:
+        from cuda import pathfinder  # type: ignore[import-not-found]
+
+        lib = pathfinder.load_nvidia_dynamic_lib("cufft")
+        path = getattr(lib, "abs_path", None)
+        if path:
+            # Go keeps its own copy of the environment: set it there.
+            api.SetEnv("VORTEXGO_CUFFT_PATH", path)
+    except Exception:
+        pass
+
+
+_configure_cufft()
+
+__all__ = ["api"]

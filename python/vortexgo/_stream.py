@@ -1,0 +1,385 @@
+"""Streams and events: ordered asynchronous work, and points in it."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+from typing import Any, Optional
+
+from ._device import Device, DeviceLike, get_device
+from ._errors import ClosedError, native
+
+__all__ = [
+    "Stream",
+    "Event",
+    "current_stream",
+    "default_stream",
+    "synchronize",
+    "synchronize_stream",
+    "synchronize_event",
+]
+
+
+def _cupy():
+    """CuPy if it is installed (imported lazily: it takes a while), else None."""
+    mod = sys.modules.get("cupy")
+    if mod is not None:
+        return mod
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except Exception:
+        return None
+    return cupy
+
+
+class Stream:
+    """An ordered queue of asynchronous work on one device.
+
+    On CUDA it is a non-blocking CUstream that CuPy, PyTorch and cuda.core can
+    adopt (``__cuda_stream__``); on the CPU backend work runs synchronously in
+    issue order.
+
+    Args:
+        device: the device (see :func:`vortexgo.get_device`).
+        priority: clamped to ``device.stream_priority_range``; on CUDA a
+            smaller number is a higher priority. Read back with :attr:`priority`.
+    """
+
+    __slots__ = ("_h", "device", "_cupy_stream", "_closed", "_owner", "__weakref__")
+
+    def __init__(self, device: DeviceLike = None, priority: int = 0) -> None:
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise TypeError(f"priority={priority!r}, expected an int")
+        self._h = None
+        self._closed = True  # until the native stream exists (keeps __del__ quiet)
+        self._cupy_stream = None
+        self._owner: Any = None
+        self.device: Device = get_device(device)
+        self._h = native(self.device._h.NewStream)(priority)
+        self._closed = False
+
+    @classmethod
+    def _wrap(cls, device: Device, handle, owner: Any = None) -> "Stream":
+        s = cls.__new__(cls)
+        s.device = device
+        s._h = handle
+        s._cupy_stream = None
+        s._closed = False
+        s._owner = owner  # keeps a foreign stream object alive while we use it
+        return s
+
+    @classmethod
+    def from_external(cls, stream: Any, device: DeviceLike = None) -> "Stream":
+        """Adopt a stream created elsewhere, without owning it.
+
+        Args:
+            stream: an object with ``__cuda_stream__`` (cuda.core, CuPy >= 13,
+                vortexgo), a CuPy stream (``.ptr``), a PyTorch stream
+                (``.cuda_stream``), or a raw CUstream handle as an int.
+            device: the device the stream belongs to (default: the default device).
+        """
+        owner = None
+        if isinstance(stream, Stream):
+            return stream
+        if isinstance(stream, int) and not isinstance(stream, bool):
+            handle = stream
+        elif hasattr(stream, "__cuda_stream__"):
+            proto = stream.__cuda_stream__
+            proto = proto() if callable(proto) else proto
+            if not (isinstance(proto, tuple) and len(proto) == 2 and proto[0] == 0):
+                raise TypeError(f"stream.__cuda_stream__ returned {proto!r}, expected (0, handle)")
+            handle, owner = int(proto[1]), stream
+        elif hasattr(stream, "cuda_stream"):
+            handle, owner = int(stream.cuda_stream), stream
+        elif hasattr(stream, "ptr"):
+            handle, owner = int(stream.ptr), stream
+        else:
+            raise TypeError(
+                f"stream={stream!r}, expected an int handle or an object with "
+                "__cuda_stream__, .cuda_stream or .ptr")
+        if handle < 0:
+            raise ValueError(f"stream handle={handle}, expected >= 0")
+        dev = get_device(device)
+        if owner is not None and device is None:
+            dev_id = getattr(getattr(owner, "device", None), "id", None)
+            if isinstance(dev_id, int):
+                dev = get_device(dev_id)
+        return cls._wrap(dev, native(dev._h.WrapStream)(handle), owner)
+
+    # --- properties -----------------------------------------------------
+
+    @property
+    def handle(self) -> int:
+        """The native handle (a CUstream pointer on CUDA) as an int."""
+        return self._h.Handle()
+
+    @property
+    def ptr(self) -> int:
+        """Alias of :attr:`handle` (CuPy's name)."""
+        return self._h.Handle()
+
+    @property
+    def cuda_stream(self) -> int:
+        """Alias of :attr:`handle` (PyTorch's name)."""
+        return self._h.Handle()
+
+    @property
+    def priority(self) -> int:
+        """The priority in effect (after clamping)."""
+        return self._h.Priority()
+
+    @property
+    def owned(self) -> bool:
+        """False for streams adopted with :meth:`from_external`."""
+        return self._h.Owned()
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """The CUDA stream protocol: ``(0, handle)``."""
+        return (0, self._h.Handle())
+
+    # --- work ---------------------------------------------------------------
+
+    def record_event(self, event: Optional["Event"] = None) -> "Event":
+        """Record ``event`` (a new one if None) at the tail of this stream and return it."""
+        if event is None:
+            event = Event(self.device)
+        self._record(event._h)
+        return event
+
+    def record(self, event: Optional["Event"] = None) -> "Event":
+        """Alias of :meth:`record_event` (CuPy's name)."""
+        return self.record_event(event)
+
+    @native
+    def _record(self, h) -> None:
+        self._h.Record(h)
+
+    @native
+    def wait_event(self, event: "Event") -> None:
+        """Make later work on this stream wait for ``event``; the host does not wait."""
+        if not isinstance(event, Event):
+            raise TypeError(f"event={event!r}, expected a vortexgo.Event")
+        self._h.WaitEvent(event._h)
+
+    def wait_stream(self, other: "Stream", event: Optional["Event"] = None) -> None:
+        """Make later work on this stream wait for all work queued so far on ``other``."""
+        if not isinstance(other, Stream):
+            other = Stream.from_external(other, self.device)
+        self.wait_event(other.record_event(event))
+
+    @native
+    def synchronize(self) -> None:
+        """Block the host until all work queued so far is done (GIL released)."""
+        self._h.Synchronize()
+
+    @property
+    @native
+    def is_complete(self) -> bool:
+        """True when all work queued so far is done (does not block)."""
+        return self._h.Query()
+
+    def query(self) -> bool:
+        """Alias of :attr:`is_complete`."""
+        return self.is_complete
+
+    # --- lifetime and context management ---------------------------------
+
+    @native
+    def close(self) -> None:
+        """Release the stream (foreign streams are only forgotten, not destroyed)."""
+        if self._closed:
+            raise ClosedError("stream already closed")
+        self._closed = True
+        self._cupy_stream = None
+        self._h.Close()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
+
+    def __del__(self) -> None:
+        # A failure in a destructor becomes a warning, never a crash.
+        try:
+            if not self._closed and self._h is not None:
+                self._closed = True
+                self._h.Close()
+        except Exception as exc:  # pragma: no cover
+            warnings.warn(f"vortexgo: closing {self!r} failed: {exc}", ResourceWarning, stacklevel=1)
+
+    def cupy(self):
+        """A ``cupy.cuda.ExternalStream`` over this stream (cached); None without CuPy or on CPU."""
+        if self._cupy_stream is None and self.device.is_cuda:
+            cp = _cupy()
+            if cp is not None:
+                self._cupy_stream = cp.cuda.ExternalStream(self.handle, self.device.ordinal)
+        return self._cupy_stream
+
+    def __enter__(self):
+        """Make this the current stream of vortexgo and, with CuPy, of CuPy too.
+
+        Returns the ``cupy.cuda.ExternalStream`` over this stream when CuPy is
+        installed (so ``stream.record()`` and CuPy calls inside the block run on
+        it), else this stream.
+        """
+        _stack().append(self)
+        cs = self.cupy()
+        if cs is not None:
+            cs.__enter__()
+            return cs
+        return self
+
+    def __exit__(self, *exc) -> None:
+        stack = _stack()
+        if stack and stack[-1] is self:
+            stack.pop()
+        cs = self._cupy_stream
+        if cs is not None:
+            cs.__exit__(*exc)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and self.device == other.device and self.handle == other.handle
+
+    def __hash__(self) -> int:
+        return hash((self.device, self.handle))
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"priority={self.priority}"
+        own = "" if self._closed or self.owned else ", external"
+        handle = "?" if self._closed else hex(self.handle)
+        return f"<Stream {self.device.alias} handle={handle} {state}{own}>"
+
+
+class Event:
+    """A marker in a stream: query it, wait for it on the host or on another
+    stream, or time the work between two events.
+
+    Args:
+        device: the device (default: the default device).
+        enable_timing: record timestamps so :meth:`elapsed_time` works.
+    """
+
+    __slots__ = ("_h", "device", "enable_timing", "_closed", "__weakref__")
+
+    def __init__(self, device: DeviceLike = None, enable_timing: bool = False) -> None:
+        self._h = None
+        self._closed = True  # until the native event exists (keeps __del__ quiet)
+        self.device: Device = get_device(device)
+        self.enable_timing = bool(enable_timing)
+        self._h = native(self.device._h.NewEvent)(self.enable_timing)
+        self._closed = False
+
+    @property
+    def handle(self) -> int:
+        """The native handle (CUevent) as an int."""
+        return self._h.Handle()
+
+    @native
+    def record(self, stream: Optional[Stream] = None) -> "Event":
+        """Record this event at the tail of ``stream`` (default: the current stream)."""
+        s = stream if stream is not None else current_stream(self.device)
+        if not isinstance(s, Stream):
+            s = Stream.from_external(s, self.device)
+        s._h.Record(self._h)
+        return self
+
+    @native
+    def synchronize(self) -> None:
+        """Block the host until the event completes (GIL released)."""
+        self._h.Synchronize()
+
+    @property
+    @native
+    def is_complete(self) -> bool:
+        """True once the work before the event is done (does not block)."""
+        return self._h.Query()
+
+    def query(self) -> bool:
+        """Alias of :attr:`is_complete`."""
+        return self.is_complete
+
+    @native
+    def elapsed_time(self, end: "Event") -> float:
+        """Milliseconds between this event and ``end`` (both timing events, both complete)."""
+        if not isinstance(end, Event):
+            raise TypeError(f"end={end!r}, expected a vortexgo.Event")
+        if not (self.enable_timing and end.enable_timing):
+            raise ValueError("elapsed_time needs two events created with enable_timing=True")
+        return self._h.ElapsedTime(end._h)
+
+    @native
+    def close(self) -> None:
+        """Release the event."""
+        if self._closed:
+            raise ClosedError("event already closed")
+        self._closed = True
+        self._h.Close()
+
+    def __del__(self) -> None:
+        try:
+            if not self._closed and self._h is not None:
+                self._closed = True
+                self._h.Close()
+        except Exception as exc:  # pragma: no cover
+            warnings.warn(f"vortexgo: closing event failed: {exc}", ResourceWarning, stacklevel=1)
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return f"<Event {self.device.alias} closed>"
+        timing = " timing" if self.enable_timing else ""
+        return f"<Event {self.device.alias} handle={hex(self.handle)}{timing}>"
+
+
+# --- current and default streams ---------------------------------------------
+
+_local = threading.local()
+_defaults: dict[Device, Stream] = {}
+_defaults_lock = threading.Lock()
+
+
+def _stack() -> list:
+    st = getattr(_local, "stack", None)
+    if st is None:
+        st = _local.stack = []
+    return st
+
+
+def default_stream(device: DeviceLike = None) -> Stream:
+    """vortexgo's per-device default stream (non-blocking, created on first use)."""
+    dev = get_device(device)
+    s = _defaults.get(dev)
+    if s is None:
+        with _defaults_lock:
+            s = _defaults.get(dev)
+            if s is None:
+                s = _defaults[dev] = Stream(dev)
+    return s
+
+
+def current_stream(device: DeviceLike = None) -> Stream:
+    """The innermost ``with stream:`` of this thread on ``device``, else the default stream."""
+    dev = get_device(device)
+    for s in reversed(_stack()):
+        if s.device == dev:
+            return s
+    return default_stream(dev)
+
+
+def synchronize(device: DeviceLike = None) -> None:
+    """Block until all work on the device (default: the default device) is done."""
+    get_device(device).synchronize()
+
+
+def synchronize_stream(stream: Stream) -> None:
+    """Block until all work queued so far on ``stream`` is done."""
+    if not isinstance(stream, Stream):
+        stream = Stream.from_external(stream)
+    stream.synchronize()
+
+
+def synchronize_event(event: Event) -> None:
+    """Block until ``event`` completes."""
+    if not isinstance(event, Event):
+        raise TypeError(f"event={event!r}, expected a vortexgo.Event")
+    event.synchronize()

@@ -1,0 +1,234 @@
+"""Locked tensors: device (or pinned) buffers guarded by a readers-writer
+lock, as vortex's endpoints hold them (``with endpoint.tensor as volume``)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import threading
+import warnings
+from typing import Any, Iterable, Optional, Union
+
+import numpy as np
+
+from ._array import Array, _norm_dtype, _norm_shape
+from ._device import DeviceLike, get_device
+from ._errors import ClosedError, native
+from ._native import api
+from ._stream import Stream, _cupy, current_stream
+
+__all__ = ["DeviceTensor", "TensorView"]
+
+
+def _owner() -> int:
+    # The Go lock tracks holders by token so that it can tell "this thread
+    # already holds me" (resize would deadlock) from "another thread does"
+    # (wait). Python thread idents are pointer-sized: mask to int64.
+    return threading.get_ident() & 0x7FFF_FFFF_FFFF_FFFF
+
+
+class TensorView:
+    """The object a locked tensor lends out when CuPy is not installed (or on CUDA
+    without CuPy): it speaks ``__cuda_array_interface__`` with ``stream: None``
+    (work is to be chained on the tensor's stream; see :class:`DeviceTensor`)
+    and DLPack, so any library can wrap it."""
+
+    __slots__ = ("ptr", "shape", "dtype", "device", "__weakref__")
+
+    def __init__(self, ptr: int, shape: tuple, dtype: np.dtype, device) -> None:
+        self.ptr, self.shape, self.dtype, self.device = ptr, shape, dtype, device
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False),
+                "version": 3, "strides": None, "stream": None}
+
+    def __repr__(self) -> str:
+        return f"<TensorView {self.shape} {self.dtype.name} on {self.device.alias}>"
+
+
+class DeviceTensor:
+    """A resizable n-d buffer with a lock.
+
+    ``with tensor as view:`` takes the exclusive lock (other Python threads
+    keep running while this one waits) and yields a zero-copy view: a CuPy
+    array when CuPy is installed and the tensor is in CUDA device memory, a
+    NumPy array when the memory is host-accessible (CPU backend, pinned).
+    Issue GPU work on the view on :attr:`stream` (``with tensor.stream:``):
+    writers record the tensor's ready event there, and the view reports
+    ``stream: None`` in its CUDA array interface so wrapping it never makes
+    the host wait.
+
+    Resizing while the same thread holds the lock raises
+    :class:`vortexgo.LockError` (it would deadlock); other threads wait.
+    """
+
+    def __init__(self, shape: Union[int, Iterable[int]], dtype: Any = "float32", device: DeviceLike = None, *,
+                 pinned: bool = False, stream: Optional[Stream] = None) -> None:
+        self._h = None
+        shape = _norm_shape(shape)
+        dt = _norm_dtype(dtype)
+        self.device = get_device(device)
+        self.pinned = bool(pinned)
+        self.stream: Stream = stream if stream is not None else Stream(self.device)
+        self._h = native(api.NewTensor)(self.device._h, ",".join(map(str, shape)), dt.name, self.pinned)
+        self._held = threading.local()
+        self._closed = False
+
+    @classmethod
+    def _wrap(cls, handle, device, stream: Stream, pinned: bool) -> "DeviceTensor":
+        t = cls.__new__(cls)
+        t._h, t.device, t.stream, t.pinned = handle, device, stream, pinned
+        t._held = threading.local()
+        t._closed = False
+        return t
+
+    # --- metadata ----------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        s = self._h.Shape()
+        return tuple(int(x) for x in s.split(",")) if s else ()
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self._h.DType())
+
+    @property
+    def nbytes(self) -> int:
+        return self._h.Nbytes()
+
+    @property
+    def ptr(self) -> int:
+        """The current address (it may change on :meth:`resize`; hold the lock while using it)."""
+        return self._h.Ptr()
+
+    # --- locking ---------------------------------------------------------------
+
+    def _stack(self) -> list:
+        st = getattr(self._held, "modes", None)
+        if st is None:
+            st = self._held.modes = []
+        return st
+
+    @native
+    def acquire(self, *, shared: bool = False, timeout: Optional[float] = None) -> None:
+        """Take the lock (exclusive unless ``shared``); ``timeout`` in seconds, None waits forever.
+
+        Raises TimeoutError if the lock is not obtained in time.
+        """
+        if self._closed:
+            raise ClosedError("tensor is closed")
+        if timeout is not None and timeout < 0:
+            raise ValueError(f"timeout={timeout}, expected None or >= 0 seconds")
+        ms = -1 if timeout is None else int(math.ceil(timeout * 1000))
+        self._h.Lock(_owner(), not shared, ms)
+        self._stack().append(shared)
+
+    @native
+    def release(self) -> None:
+        """Release the lock this thread took last."""
+        st = self._stack()
+        if not st:
+            raise RuntimeError("release() without a matching acquire() in this thread")
+        shared = st.pop()
+        self._h.Unlock(_owner(), not shared)
+
+    def view(self) -> Any:
+        """A zero-copy view of the current contents (take the lock first)."""
+        shape, dt, ptr = self.shape, self.dtype, self.ptr
+        if self.pinned or self.device.is_cpu:
+            n = math.prod(shape) * dt.itemsize
+            if n == 0:
+                return np.empty(shape, dt)
+            raw = (ctypes.c_char * n).from_address(ptr)
+            arr = np.frombuffer(raw, dtype=dt).reshape(shape)
+            return arr
+        tv = TensorView(ptr, shape, dt, self.device)
+        cp = _cupy()
+        if cp is not None:
+            with cp.cuda.Device(self.device.ordinal):
+                return cp.asarray(tv)
+        return tv
+
+    def locked(self, *, shared: bool = False, timeout: Optional[float] = None) -> "_Locked":
+        """Context manager: ``with tensor.locked(shared=True, timeout=1.0) as view:``."""
+        return _Locked(self, shared, timeout)
+
+    def __enter__(self) -> Any:
+        self.acquire()
+        try:
+            return self.view()
+        except BaseException:
+            self.release()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    # --- changes ------------------------------------------------------------------
+
+    @native
+    def resize(self, shape: Union[int, Iterable[int]], dtype: Any = None) -> None:
+        """Change shape (and dtype); reallocates only when the byte size grows.
+
+        Waits for other threads' locks; raises LockError if this thread holds the lock.
+        """
+        shape = _norm_shape(shape)
+        dt = self.dtype if dtype is None else _norm_dtype(dtype)
+        if self._stack():
+            from ._errors import LockError
+
+            raise LockError("resize() while this thread holds the tensor's lock would deadlock; "
+                            "leave the `with tensor` block first")
+        self._h.Resize(_owner(), ",".join(map(str, shape)), dt.name)
+
+    @native
+    def mark_ready(self, stream: Optional[Stream] = None) -> None:
+        """Record the tensor's ready event on ``stream`` (default: the tensor's stream) after writing."""
+        s = stream or self.stream
+        self._h.SetReady(s._h)
+
+    @native
+    def wait_ready(self, stream: Optional[Stream] = None) -> None:
+        """Make ``stream`` (default: current) wait for the last write marked ready; no host wait."""
+        s = stream or current_stream(self.device)
+        self._h.WaitReady(s._h)
+
+    @native
+    def close(self) -> None:
+        """Free the memory."""
+        if not self._closed:
+            self._closed = True
+            self._h.Close()
+
+    def __del__(self) -> None:
+        try:
+            if getattr(self, "_h", None) is not None and not self._closed:
+                self.close()
+        except Exception as exc:  # pragma: no cover
+            warnings.warn(f"vortexgo: closing tensor failed: {exc}", ResourceWarning, stacklevel=1)
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return "<DeviceTensor closed>"
+        where = f"{self.device.alias}{', pinned' if self.pinned else ''}"
+        return f"<DeviceTensor {self.shape} {self.dtype.name} on {where}>"
+
+
+class _Locked:
+    __slots__ = ("t", "shared", "timeout")
+
+    def __init__(self, t: DeviceTensor, shared: bool, timeout: Optional[float]) -> None:
+        self.t, self.shared, self.timeout = t, shared, timeout
+
+    def __enter__(self) -> Any:
+        self.t.acquire(shared=self.shared, timeout=self.timeout)
+        try:
+            return self.t.view()
+        except BaseException:
+            self.t.release()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.t.release()

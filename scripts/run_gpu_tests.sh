@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every GPU test on the lent GPU machine (no Go there): the Go test
+# binaries built by `make gpu-build`, then pytest against the carried
+# extension. Prints pass/fail counts per suite and a total; exits non-zero
+# on any failure. Usage (from the repo root): bash gpu-build/run_gpu_tests.sh [pytest args]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+gb="$root/gpu-build"
+out=${OUT:-/tmp/vortexgo-gpu}
+mkdir -p "$out"
+export PYTHONPATH="$gb/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+
+go_pass=0; go_fail=0; failed_bins=()
+for bin in "$gb"/bin/*.test; do
+  name=$(basename "$bin" .test)
+  pkgdir="$root/gosrc/${name//_//}"
+  [ -d "$pkgdir" ] || pkgdir="$root"
+  log="$out/go_$name.log"
+  (cd "$pkgdir" && "$bin" -test.v -test.count=1 -test.timeout=300s) >"$log" 2>&1
+  rc=$?
+  p=$(grep -c -- '^--- PASS' "$log"); f=$(grep -c -- '^--- FAIL' "$log")
+  s=$(grep -c -- '^--- SKIP' "$log")
+  go_pass=$((go_pass + p)); go_fail=$((go_fail + f))
+  if [ $rc -ne 0 ]; then failed_bins+=("$name"); tail -40 "$log"; fi
+  printf 'go %-24s pass=%-4d fail=%-3d skip=%-3d rc=%d\n' "$name" "$p" "$f" "$s" "$rc"
+done
+
+cd "$root"
+python3 -m pytest -q -p no:cacheprovider -rs tests_py "$@" 2>&1 | tee "$out/pytest.log"
+py_rc=${PIPESTATUS[0]}
+summary=$(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$out/pytest.log" | tail -1)
+echo "================ GPU test summary ================"
+echo "Go:     pass=$go_pass fail=$go_fail failed_binaries=${failed_bins[*]:-none}"
+echo "pytest: $summary (rc=$py_rc)"
+[ ${#failed_bins[@]} -eq 0 ] && [ $py_rc -eq 0 ]

@@ -1,0 +1,82 @@
+// Package tests_go holds whole-module tests: the architecture rules of
+// DESIGN.md section 6, checked with `go list`.
+package tests_go
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/vortexgo/vortexgo"
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+	CgoFiles   []string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-tags", "gpu", "-json=ImportPath,Deps,CgoFiles,Imports", module+"/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list failed")
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var pkgs []pkg
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	require.NotEmpty(t, pkgs)
+	return pkgs
+}
+
+// TestNothingImportsPyapi: pyapi is the top of the graph; the Go core must
+// stay usable (and testable) without the Python binding.
+func TestNothingImportsPyapi(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if strings.HasSuffix(p.ImportPath, "/gosrc/pyapi") {
+			continue
+		}
+		for _, d := range p.Deps {
+			require.False(t, strings.HasSuffix(d, "/gosrc/pyapi"), "%s depends on pyapi", p.ImportPath)
+		}
+	}
+}
+
+// TestCgoIsConfined: only the dlopen package and the CUDA shim use cgo, so
+// the rest of the core builds and races cleanly as plain Go.
+func TestCgoIsConfined(t *testing.T) {
+	allowed := map[string]bool{
+		module + "/gosrc/internal/dl": true,
+		module + "/gosrc/cuda":        true,
+	}
+	for _, p := range listPackages(t) {
+		if len(p.CgoFiles) > 0 {
+			require.True(t, allowed[p.ImportPath], "%s uses cgo (%v); only %v may", p.ImportPath, p.CgoFiles, allowed)
+		}
+	}
+}
+
+// TestBackendIsALeaf: the backend contract depends on nothing of ours.
+func TestBackendIsALeaf(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if !strings.HasSuffix(p.ImportPath, "/gosrc/backend") {
+			continue
+		}
+		for _, d := range p.Deps {
+			require.False(t, strings.HasPrefix(d, module+"/"), "backend depends on %s", d)
+		}
+	}
+}

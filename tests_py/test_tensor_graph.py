@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import vortexgo as vg
+
+
+def test_tensor_lock_yields_zero_copy_view(cpu):
+    t = vg.DeviceTensor((2, 3), "float32", cpu)
+    assert t.shape == (2, 3) and t.dtype == np.float32 and t.nbytes == 24
+    with t as v:
+        assert isinstance(v, np.ndarray) and v.ctypes.data == t.ptr
+        v[:] = 7
+    with t.locked(shared=True) as v:
+        np.testing.assert_array_equal(v, np.full((2, 3), 7, np.float32))
+    assert "DeviceTensor" in repr(t)
+
+
+def test_tensor_resize_while_holding_lock_raises(device):
+    t = vg.DeviceTensor(4, "int8", device)
+    with t:
+        with pytest.raises(vg.LockError, match="deadlock"):
+            t.resize(8)
+    t.resize((2, 8), "float32")
+    assert t.shape == (2, 8) and t.dtype == np.float32
+
+
+def test_tensor_resize_waits_for_other_thread(device):
+    t = vg.DeviceTensor(4, "int8", device)
+    held, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def holder():
+        with t:
+            held.set()
+            release.wait(10)
+
+    th = threading.Thread(target=holder)
+    th.start()
+    assert held.wait(10)
+
+    def resizer():
+        t.resize(16)
+        done.set()
+
+    r = threading.Thread(target=resizer)
+    r.start()
+    time.sleep(0.1)
+    assert not done.is_set()  # waiting for the holder, not failing
+    release.set()
+    assert done.wait(10)
+    th.join(10)
+    r.join(10)
+    assert t.shape == (16,)
+
+
+def test_tensor_lock_timeout_and_gil_release(device):
+    t = vg.DeviceTensor(4, "int8", device)
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with t:
+            held.set()
+            release.wait(10)
+
+    th = threading.Thread(target=holder)
+    th.start()
+    assert held.wait(10)
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        t.acquire(timeout=0.2)
+    assert time.perf_counter() - t0 >= 0.15
+    release.set()
+    th.join(10)
+    with t.locked(timeout=1.0):
+        pass
+
+
+def test_tensor_shared_readers_coexist(device):
+    t = vg.DeviceTensor(4, "int8", device)
+    inside = threading.Barrier(3, timeout=10)
+
+    def reader():
+        with t.locked(shared=True):
+            inside.wait()  # all three are inside at once
+
+    ts = [threading.Thread(target=reader) for _ in range(3)]
+    [x.start() for x in ts]
+    [x.join(10) for x in ts]
+    assert not inside.broken
+
+
+def test_tensor_bad_input(device):
+    with pytest.raises(ValueError, match="shape="):
+        vg.DeviceTensor((-1, 2), "int8", device)
+    with pytest.raises(TypeError, match="dtype="):
+        vg.DeviceTensor(2, "bool", device)
+    t = vg.DeviceTensor(2, "int8", device)
+    with pytest.raises(ValueError, match="timeout="):
+        t.acquire(timeout=-1)
+    with pytest.raises(RuntimeError, match="without a matching acquire"):
+        t.release()
+    t.close()
+    with pytest.raises(vg.ClosedError):
+        t.acquire()
+
+
+def test_graph_capture_replays_like_eager(device):
+    s = vg.Stream(device)
+    src = vg.from_numpy(np.arange(1024, dtype=np.float32), device, stream=s)
+    dst = vg.zeros(1024, "float32", device, stream=s)
+    s.synchronize()
+    with vg.ScopedCapture(s) as cap:
+        vg.scale_offset(src, 2.0, 1.0, out=dst, stream=s)
+        vg.scale_offset(dst, 3.0, 0.0, out=dst, stream=s)
+    g = cap.graph
+    assert g is not None and g.nodes >= 2
+    np.testing.assert_array_equal(dst.numpy(), np.zeros(1024, np.float32))  # captured, not run
+    for _ in range(3):
+        g.launch(s)
+    s.synchronize()
+    eager = (np.arange(1024, dtype=np.float32) * 2 + 1) * 3
+    np.testing.assert_array_equal(dst.numpy(), eager)
+    vg.capture_launch(g, s)
+    assert "Graph" in repr(g)
+    g.close()
+
+
+def test_capture_discarded_on_exception(device):
+    s = vg.Stream(device)
+    with pytest.raises(KeyError):
+        with vg.ScopedCapture(s) as cap:
+            raise KeyError("boom")
+    assert cap.graph is None
+    s.synchronize()  # the stream is usable again
+
+
+def test_capture_launch_type_checked():
+    with pytest.raises(TypeError, match="graph="):
+        vg.capture_launch("not a graph")
