@@ -48,7 +48,7 @@ def build_native(dest: Path, python: str = sys.executable) -> None:
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     for f in work.iterdir():
-        if f.suffix in (".py", ".so"):
+        if f.suffix == ".so" or (f.suffix == ".py" and f.name != "build.py"):
             shutil.copy2(f, dest / f.name)
 
 

@@ -65,7 +65,7 @@ def foundation(results: dict) -> list[dict]:
     cev = cp.cuda.Event(disable_timing=True)
     x = vg.zeros(256, "float32", dev, stream=s)
     cx = cp.zeros(256, cp.float32)
-    api = vg._native.api
+    api = vg._core.api
     rows = []
 
     def row(name, ours, theirs, floor=None, note=""):

@@ -196,9 +196,10 @@ func TestFringePeaksAtReflectorDepth(t *testing.T) {
 		}
 		d := int(math.Round(r.Depth))
 		local := max(mag[d-1], mag[d], mag[d+1])
-		// Peak ~ Iref*sqrt(R)*mean(S); the background far from all
+		// Peak ~ Iref*sqrt(R)*mean(S) with mean(S) ~ 0.53, less up to 36%
+		// scalloping for a fractional depth; the background far from all
 		// reflectors is orders of magnitude lower.
-		require.Greater(t, local, 0.2*a.cfg.ReferenceLevel*math.Sqrt(r.Reflectivity)*0.5, "reflector at %.1f", r.Depth)
+		require.Greater(t, local, 0.25*a.cfg.ReferenceLevel*math.Sqrt(r.Reflectivity), "reflector at %.1f", r.Depth)
 	}
 	require.Less(t, mag[5], 5.0, "nothing near DC once the background is removed")
 

@@ -69,7 +69,7 @@ func DefaultSimulatedConfig() SimulatedConfig {
 		CenterWavelength: 840e-9,
 		WavelengthSpan:   100e-9,
 		SourceBandwidth:  50e-9,
-		Dispersion:       10,
+		Dispersion:       30,
 	}
 }
 
@@ -175,11 +175,13 @@ func (a *SimulatedAcquisition) ResamplingPositions() []float32 {
 }
 
 // DispersionCompensation returns the phasor that cancels the simulated
-// dispersion on the resampled (even-k) spectrum: QuadraticPhasor of the
-// configured Dispersion. Multiply a spectral window into it to build
-// ProcessorConfig's SpectralFilter.
+// dispersion on the resampled (even-k) spectrum, for the depth peaks at
+// bins d < SamplesPerRecord/2 of the inverse FFT (their mirror images at
+// SamplesPerRecord-d broaden instead, as on a real system):
+// QuadraticPhasor(SamplesPerRecord, -Dispersion). Multiply a spectral
+// window into it to build ProcessorConfig's SpectralFilter.
 func (a *SimulatedAcquisition) DispersionCompensation() []complex64 {
-	return QuadraticPhasor(a.cfg.SamplesPerRecord, a.cfg.Dispersion)
+	return QuadraticPhasor(a.cfg.SamplesPerRecord, -a.cfg.Dispersion)
 }
 
 // Reflectors returns the interfaces seen by one A-scan: their depths in

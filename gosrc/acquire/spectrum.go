@@ -26,9 +26,9 @@ func newSpectrometer(cfg *SimulatedConfig) *spectrometer {
 	n := cfg.SamplesPerRecord
 	lambdaMin := cfg.CenterWavelength - cfg.WavelengthSpan/2
 	dLambda := cfg.WavelengthSpan / float64(n-1)
-	kFirst := 2 * math.Pi / lambdaMin                          // raw sample 0: shortest wavelength
+	kFirst := 2 * math.Pi / lambdaMin                         // raw sample 0: shortest wavelength
 	kLast := 2 * math.Pi / (lambdaMin + float64(n-1)*dLambda) // raw sample n-1
-	dk := (kFirst - kLast) / float64(n-1)                      // even-k step of the output
+	dk := (kFirst - kLast) / float64(n-1)                     // even-k step of the output
 	kMid := (kFirst + kLast) / 2
 	half := (kFirst - kLast) / 2
 	k0 := 2 * math.Pi / cfg.CenterWavelength
@@ -65,10 +65,10 @@ func newSpectrometer(cfg *SimulatedConfig) *spectrometer {
 }
 
 // QuadraticPhasor returns exp(i*radians*u^2) for n samples with u running
-// evenly from -1 to 1: the compensation of a quadratic (second-order)
-// dispersion mismatch of `radians` at the band edges, for a spectrum that
-// is evenly spaced in wavenumber. Multiply it into ProcessorConfig's
-// SpectralFilter (together with a window) to compensate dispersion.
+// evenly from -1 to 1 across a spectrum evenly spaced in wavenumber: a
+// quadratic (second-order dispersion) phase of `radians` at the band edges.
+// QuadraticPhasor(n, -a) compensates a dispersion mismatch of a radians;
+// multiply it into ProcessorConfig's SpectralFilter together with a window.
 func QuadraticPhasor(n int, radians float64) []complex64 {
 	out := make([]complex64, n)
 	for j := range out {

@@ -8,16 +8,27 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
 
-// driverLibs are the names tried for the driver. libcuda.so.1 is the
+// DriverPathEnv names an environment variable holding the full path of a
+// driver library to load instead of libcuda.so.1 (unusual installs, and
+// the tests, which load a fake driver through it).
+const DriverPathEnv = "VORTEXGO_CUDA_DRIVER"
+
+// driverLibs returns the names tried for the driver. libcuda.so.1 is the
 // soname every driver install provides; the unversioned name exists only
 // with a toolkit's development stubs.
-var driverLibs = []string{"libcuda.so.1"}
+func driverLibs() []string {
+	if p := os.Getenv(DriverPathEnv); p != "" {
+		return []string{p}
+	}
+	return []string{"libcuda.so.1"}
+}
 
 // symbol maps a driver function-table slot to the exported names that may
 // provide it, tried in order (newest ABI first).
@@ -101,7 +112,7 @@ var (
 // return the first call's result. Without libcuda.so.1 the error reads
 // "no CUDA driver: <dlopen's message>".
 func Init() error {
-	initOnce.Do(func() { initErr = load(driverLibs, driverSymbols, setDriverFn) })
+	initOnce.Do(func() { initErr = load(driverLibs(), driverSymbols, setDriverFn) })
 	return initErr
 }
 

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"time"
-
-	"github.com/vortexgo/vortexgo/gosrc/backend"
-)
+import "github.com/vortexgo/vortexgo/gosrc/backend"
 
 // This file holds every stage contract, as vortex keeps them in one header
 // (engine/adapter.hpp): acquisition, processor, formatter and endpoint.
@@ -187,8 +183,3 @@ type Endpoint interface {
 	// Close releases the stream and buffers.
 	Close() error
 }
-
-// LockRetry is how long an endpoint waits on a tensor lock before checking
-// whether the engine is stopping; it bounds how long Stop can be delayed
-// by a user who holds a lock.
-const LockRetry = 20 * time.Millisecond

@@ -41,8 +41,8 @@ type Status struct {
 	// BlocksFormatted counts blocks whose formatting was dispatched to
 	// every endpoint.
 	BlocksFormatted int64
-	// BlocksDropped counts blocks (or block-endpoint pairs) skipped after
-	// an error or because a stop interrupted a wait.
+	// BlocksDropped counts blocks skipped after an error, or not
+	// delivered to every endpoint because a stop interrupted a wait.
 	BlocksDropped int64
 	// Volumes counts volumes completed by the first formatter.
 	Volumes int64
@@ -108,8 +108,9 @@ type Engine struct {
 	wg       sync.WaitGroup
 	t0       time.Time
 
-	errMu sync.Mutex
-	err   error
+	errMu  sync.Mutex
+	err    error
+	broken atomic.Bool // a device stage failed: drop the blocks behind it
 
 	acquired, processed, formatted, dropped, volumes, callbackErrs atomic.Int64
 	timings                                                        timings
@@ -296,6 +297,15 @@ func (e *Engine) fail(err error) {
 	}
 }
 
+// failPipeline is fail for errors of the device stages: the blocks behind
+// the failure are dropped rather than pushed through a broken pipeline.
+// (An acquisition error only ends the input; blocks already acquired are
+// still delivered.)
+func (e *Engine) failPipeline(err error) {
+	e.broken.Store(true)
+	e.fail(err)
+}
+
 func (e *Engine) failed() bool {
 	e.errMu.Lock()
 	defer e.errMu.Unlock()
@@ -376,7 +386,7 @@ func (e *Engine) processLoop() {
 	defer close(e.toFmt)
 	slot := 0
 	for b := range e.toProc {
-		if e.failed() {
+		if e.broken.Load() {
 			e.dropped.Add(1)
 			b.Records = 0 // tells later stages to pass it through
 			e.toFmt <- b
@@ -386,7 +396,7 @@ func (e *Engine) processLoop() {
 		b.Slot = slot
 		slot = (slot + 1) % len(e.slots)
 		if err := e.dispatchProcess(s, b); err != nil {
-			e.fail(err)
+			e.failPipeline(err)
 			e.dropped.Add(1)
 			b.Records = 0
 		} else {
@@ -420,7 +430,7 @@ func (e *Engine) formatLoop() {
 	defer e.wg.Done()
 	defer close(e.toRecycle)
 	for b := range e.toFmt {
-		if b.Records == 0 || e.failed() {
+		if b.Records == 0 || e.broken.Load() {
 			if b.Records != 0 {
 				e.dropped.Add(1)
 				b.Records = 0
@@ -428,10 +438,13 @@ func (e *Engine) formatLoop() {
 			e.toRecycle <- b
 			continue
 		}
-		if err := e.dispatchFormat(b); err != nil {
-			e.fail(err)
-		} else {
+		switch complete, err := e.dispatchFormat(b); {
+		case err != nil:
+			e.failPipeline(err)
+		case complete:
 			e.formatted.Add(1)
+		default:
+			e.dropped.Add(1)
 		}
 		e.toRecycle <- b
 	}
@@ -440,8 +453,10 @@ func (e *Engine) formatLoop() {
 // dispatchFormat plans the block for each formatter, enqueues the
 // endpoints' formatting, then posts the block's events in order. The
 // events go out after dispatch, not completion (vortex's contract):
-// handlers chain their work on the endpoint's stream.
-func (e *Engine) dispatchFormat(b *Block) error {
+// handlers chain their work on the endpoint's stream. complete is false
+// when an endpoint gave up on the block because of a stop.
+func (e *Engine) dispatchFormat(b *Block) (complete bool, err error) {
+	complete = true
 	for pi := range e.routes {
 		data := &b.Outputs[pi]
 		data.Records = b.Records
@@ -449,7 +464,7 @@ func (e *Engine) dispatchFormat(b *Block) error {
 			r := &e.routes[pi][ri]
 			r.plan.Reset()
 			if err := r.fmt.Plan(b.Start, b.Records, r.plan); err != nil {
-				return fmt.Errorf("engine: block %d: formatter: %w", b.ID, err)
+				return false, fmt.Errorf("engine: block %d: formatter: %w", b.ID, err)
 			}
 			if r.fmt == e.volumeFmt {
 				for i := range r.plan.Actions {
@@ -461,20 +476,20 @@ func (e *Engine) dispatchFormat(b *Block) error {
 			for _, ep := range r.eps {
 				err := ep.ep.Format(data, r.plan)
 				if errors.Is(err, ErrStopped) {
-					e.dropped.Add(1)
+					complete = false
 					continue
 				}
 				if err != nil {
-					return fmt.Errorf("engine: block %d: endpoint #%d: %w", b.ID, ep.id, err)
+					return false, fmt.Errorf("engine: block %d: endpoint #%d: %w", b.ID, ep.id, err)
 				}
 				if err := ep.stream.Record(b.epDone[ep.id]); err != nil {
-					return fmt.Errorf("engine: block %d: endpoint #%d: recording done event: %w", b.ID, ep.id, err)
+					return false, fmt.Errorf("engine: block %d: endpoint #%d: recording done event: %w", b.ID, ep.id, err)
 				}
 				e.postPlan(ep.id, b, r.plan)
 			}
 		}
 	}
-	return nil
+	return complete, nil
 }
 
 // postPlan posts an update event and one event per notification of the
@@ -516,7 +531,7 @@ func (e *Engine) recycleLoop() {
 			err = errors.Join(err, ev.Synchronize())
 		}
 		if err != nil {
-			e.fail(fmt.Errorf("engine: block %d: waiting for the device: %w", b.ID, err))
+			e.failPipeline(fmt.Errorf("engine: block %d: waiting for the device: %w", b.ID, err))
 		} else if formatted {
 			e.timings.add(e.jobTiming(b))
 		}

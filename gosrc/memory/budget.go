@@ -42,6 +42,9 @@ type KindUsage struct {
 	Peak int64
 	// Limit is the limit in bytes; 0 means unlimited.
 	Limit int64
+	// Active is the number of live allocations (the sum of the counts in
+	// ByPurpose).
+	Active int
 	// ByPurpose breaks Current down by purpose label.
 	ByPurpose map[string]PurposeUsage
 }
@@ -167,7 +170,11 @@ func (b *Budget) Usage() Usage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	snap := func(k *kindState) KindUsage {
-		return KindUsage{Current: k.current, Peak: k.peak, Limit: k.limit, ByPurpose: maps.Clone(k.purposes)}
+		active := 0
+		for _, u := range k.purposes {
+			active += u.Count
+		}
+		return KindUsage{Current: k.current, Peak: k.peak, Limit: k.limit, Active: active, ByPurpose: maps.Clone(k.purposes)}
 	}
 	return Usage{Device: snap(&b.kinds[backend.DeviceMem]), Pinned: snap(&b.kinds[backend.PinnedMem])}
 }

@@ -421,17 +421,21 @@ func (p *BufferPool) Close() error {
 	free, pending := p.free, p.pending
 	p.free, p.pending = nil, nil
 	p.allocated -= len(free) + len(pending)
+	var unfinished []backend.Event
+	for _, e := range pending {
+		if !e.done {
+			unfinished = append(unfinished, e.after)
+		}
+	}
 	p.broadcastLocked()
 	p.mu.Unlock()
 
 	var errs []error
-	for _, e := range pending {
+	for _, ev := range unfinished {
 		// Host wait on purpose: teardown must not free pinned memory that
 		// a queued copy still uses. Concurrent watchers' Synchronize calls
 		// on the same event are harmless.
-		if !e.done {
-			errs = append(errs, e.after.Synchronize())
-		}
+		errs = append(errs, ev.Synchronize())
 	}
 	// Watchers touch their events until they return; wait for them before
 	// giving events back or letting the caller close its own.

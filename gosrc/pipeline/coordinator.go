@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/ops"
 )
 
 // OpID identifies an operation queued on an AsyncCoordinator. IDs start at
@@ -54,9 +55,8 @@ var (
 	ErrExternalOpen = errors.New("external op open")
 )
 
-// KernelLauncher launches a kernel by name on a stream. ops.LaunchByName has
-// this signature; it is injected so that this package builds and tests
-// without the kernel registry.
+// KernelLauncher launches a kernel by name on a stream; ops.LaunchByName
+// is the default. Tests inject their own to see the resolved arguments.
 type KernelLauncher func(s backend.Stream, name string, grid, block [3]uint32, args ...any) error
 
 // HostMem is a range of host memory: a pinned buffer or any host pointer
@@ -115,7 +115,7 @@ type CoordinatorOptions struct {
 	// Sequential puts all three roles on one stream: the no-overlap
 	// baseline (ManagedGpuContext with enableStreams=false).
 	Sequential bool
-	// Launch launches kernels by name; nil refuses kernel ops.
+	// Launch launches kernels by name; nil means ops.LaunchByName.
 	Launch KernelLauncher
 	// MaxReports bounds the completed reports kept for Poll (default
 	// 16384); older ones are dropped and counted in Dropped.
@@ -167,6 +167,9 @@ func NewAsyncCoordinator(dev backend.Device, opts CoordinatorOptions) (*AsyncCoo
 	}
 	c := &AsyncCoordinator{dev: dev, launch: opts.Launch, pool: eventPool{dev: dev},
 		nextID: 1, pending: make(map[OpID]*op), maxRep: opts.MaxReports}
+	if c.launch == nil {
+		c.launch = ops.LaunchByName
+	}
 	if c.maxRep <= 0 {
 		c.maxRep = 1 << 14
 	}
@@ -235,9 +238,6 @@ func (c *AsyncCoordinator) QueueCompute(cop ComputeOp, deps ...OpID) (OpID, erro
 	if work == nil {
 		if cop.Kernel == "" {
 			return 0, errors.New("QueueCompute: op has neither Func nor Kernel, expected one of them")
-		}
-		if c.launch == nil {
-			return 0, fmt.Errorf("QueueCompute: kernel %q needs a launcher, expected CoordinatorOptions.Launch to be set", cop.Kernel)
 		}
 		work = func(s backend.Stream) error {
 			return c.launch(s, cop.Kernel, cop.Grid, cop.Block, cop.Args...)

@@ -56,7 +56,6 @@ func (d *fakeDevice) NewStream(priority int) (backend.Stream, error) {
 func (d *fakeDevice) NewEvent(timing bool) (backend.Event, error) {
 	d.events.Add(1)
 	e := &fakeEvent{dev: d, handle: d.handles.Add(1), timing: timing}
-	e.cond = sync.NewCond(&e.mu)
 	return e, nil
 }
 
@@ -219,17 +218,19 @@ func (s *fakeStream) Record(ev backend.Event) error {
 		e.mu.Unlock()
 		return nil
 	}
-	e.captured = nil
-	e.recorded++
-	gen := e.recorded
+	r := &fakeRecord{done: make(chan struct{})}
+	e.captured, e.cur = nil, r
 	e.mu.Unlock()
-	return s.enqueue(func() { e.complete(gen) })
+	return s.enqueue(func() {
+		r.at = time.Now()
+		close(r.done)
+	})
 }
 
 func (s *fakeStream) WaitEvent(ev backend.Event) error {
 	e := ev.(*fakeEvent)
 	e.mu.Lock()
-	gen, c := e.recorded, e.captured
+	r, c := e.cur, e.captured
 	e.mu.Unlock()
 	if c != nil {
 		s.mu.Lock()
@@ -240,7 +241,7 @@ func (s *fakeStream) WaitEvent(ev backend.Event) error {
 		s.mu.Unlock()
 		return nil
 	}
-	return s.enqueue(func() { e.waitGen(gen) })
+	return s.enqueue(r.wait)
 }
 
 func (s *fakeStream) Synchronize() error {
@@ -361,70 +362,70 @@ func (g *fakeGraph) Launch(s backend.Stream) error {
 func (g *fakeGraph) Nodes() int   { return len(g.tasks) }
 func (g *fakeGraph) Close() error { return nil }
 
+// fakeEvent follows CUDA: each Record starts a new record, and a stream
+// wait or host sync waits for the record current when it was issued, even
+// if the event is recorded again (on another stream) later.
 type fakeEvent struct {
 	dev    *fakeDevice
 	handle uintptr
 	timing bool
 
 	mu       sync.Mutex
-	cond     *sync.Cond
-	recorded uint64 // generations recorded
-	done     uint64 // generations completed
-	at       time.Time
+	cur      *fakeRecord // nil: never recorded (complete, as in CUDA)
 	captured *fakeCapture
 	closed   bool
 }
 
-func (e *fakeEvent) complete(gen uint64) {
-	e.mu.Lock()
-	if gen > e.done {
-		e.done, e.at = gen, time.Now()
-	}
-	e.cond.Broadcast()
-	e.mu.Unlock()
+type fakeRecord struct {
+	done chan struct{}
+	at   time.Time // written before done is closed
 }
 
-func (e *fakeEvent) waitGen(gen uint64) {
+func (e *fakeEvent) current() *fakeRecord {
 	e.mu.Lock()
-	for e.done < gen {
-		e.cond.Wait()
+	defer e.mu.Unlock()
+	return e.cur
+}
+
+func (r *fakeRecord) wait() {
+	if r != nil {
+		<-r.done
 	}
-	e.mu.Unlock()
+}
+
+func (r *fakeRecord) complete() bool {
+	if r == nil {
+		return true
+	}
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (e *fakeEvent) Handle() uintptr { return e.handle }
 func (e *fakeEvent) Timing() bool    { return e.timing }
 
-func (e *fakeEvent) Query() (bool, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.done >= e.recorded, nil
-}
+func (e *fakeEvent) Query() (bool, error) { return e.current().complete(), nil }
 
 func (e *fakeEvent) Synchronize() error {
 	e.dev.hostSync.Add(1)
-	e.mu.Lock()
-	gen := e.recorded
-	e.mu.Unlock()
-	e.waitGen(gen)
+	e.current().wait()
 	return nil
 }
 
 func (e *fakeEvent) ElapsedTime(end backend.Event) (float32, error) {
 	f := end.(*fakeEvent)
-	e.mu.Lock()
-	a, aok := e.at, e.done >= e.recorded && e.recorded > 0
-	e.mu.Unlock()
-	f.mu.Lock()
-	b, bok := f.at, f.done >= f.recorded && f.recorded > 0
-	f.mu.Unlock()
 	if !e.timing || !f.timing {
 		return 0, errors.New("fake: ElapsedTime on a non-timing event")
 	}
-	if !aok || !bok {
-		return 0, errors.New("fake: ElapsedTime on an incomplete event")
+	a, b := e.current(), f.current()
+	if a == nil || b == nil || !a.complete() || !b.complete() {
+		return 0, errors.New("fake: ElapsedTime on an unrecorded or incomplete event")
 	}
-	return float32(b.Sub(a).Seconds() * 1e3), nil
+	return float32(b.at.Sub(a.at).Seconds() * 1e3), nil
 }
 
 func (e *fakeEvent) Close() error {

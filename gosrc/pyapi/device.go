@@ -1,6 +1,8 @@
 package pyapi
 
 import (
+	"errors"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/devices"
@@ -41,7 +43,12 @@ func CUDADeviceCount() int {
 func GetDevice(spec string) (*Device, error) {
 	d, err := devices.Get(spec)
 	if err != nil {
-		return nil, tag(err)
+		var ce *cuda.Error
+		if errors.Is(err, cuda.ErrNoDriver) || errors.As(err, &ce) {
+			return nil, tag(err)
+		}
+		// Anything else is a spec we could not resolve: the caller's argument.
+		return nil, tag(badArg("%v", err))
 	}
 	return &Device{d: d}, nil
 }

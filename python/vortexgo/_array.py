@@ -15,7 +15,7 @@ import numpy as np
 from . import _dlpack
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native
-from ._native import api
+from ._core import api
 from ._stream import Event, Stream, current_stream
 
 __all__ = ["Array", "empty", "zeros", "full", "from_numpy", "copy", "SUPPORTED_DTYPES"]
@@ -39,6 +39,9 @@ def _norm_shape(shape: ShapeLike) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (int(shape),)
     try:
+        if isinstance(shape, (str, bytes)) or any(
+                isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in shape):  # type: ignore[union-attr]
+            raise TypeError
         out = tuple(int(s) for s in shape)  # type: ignore[union-attr]
     except TypeError:
         raise TypeError(f"shape={shape!r}, expected an int or a sequence of ints") from None
@@ -231,11 +234,17 @@ class Array:
         """Buffer protocol (PEP 688, Python >= 3.12) for host-accessible memory."""
         if not self.host_accessible:
             raise BufferError("device memory has no buffer protocol; use .numpy()")
+        if self.dtype.kind == "c":
+            # memoryview cannot describe complex items; NumPy then falls back
+            # to __array_interface__, which can.
+            raise BufferError("complex64 arrays export __array_interface__, not the buffer protocol")
         self._check()
         raw = (ctypes.c_char * self.nbytes).from_address(self.ptr) if self.nbytes else bytearray()
         mv = memoryview(raw).cast("B")
         if self.nbytes and self.ndim:
-            mv = mv.cast(self.dtype.char, self.shape) if self.dtype.kind != "c" else mv
+            mv = mv.cast(self.dtype.char, self.shape)
+        # CPython wraps the returned view together with `self`, so consumers
+        # keep this array (and its memory) alive.
         return mv
 
     def __dlpack_device__(self) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import threading
 from typing import Union
 
 from ._errors import native
-from ._native import api
+from ._core import api
 
 __all__ = ["Device", "DeviceLike", "devices", "get_device", "is_cuda_available", "synchronize_device"]
 

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from ._array import Array, _norm_dtype, empty, order_after
 from ._errors import native
-from ._native import api
+from ._core import api
 from ._stream import Stream, current_stream
 
 __all__ = ["cast", "scale_offset"]
@@ -20,7 +20,8 @@ def _stream_for(x: Array, stream: Optional[Stream]) -> Stream:
 
 @native
 def cast(x: Array, dtype: Any, *, out: Optional[Array] = None, stream: Optional[Stream] = None) -> Array:
-    """Convert ``x`` to ``dtype`` (saturating to the target range for integers), asynchronously."""
+    """Convert ``x`` to ``dtype``, asynchronously. Float to integer rounds to nearest
+    (ties to even) and saturates to the target range."""
     if not isinstance(x, Array):
         raise TypeError(f"x={type(x).__name__}, expected a vortexgo.Array")
     dt = _norm_dtype(dtype)

@@ -202,11 +202,11 @@ class Stream:
     def __del__(self) -> None:
         # A failure in a destructor becomes a warning, never a crash.
         try:
-            if not self._closed and self._h is not None:
+            if not getattr(self, "_closed", True) and self._h is not None:
                 self._closed = True
                 self._h.Close()
         except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing {self!r} failed: {exc}", ResourceWarning, stacklevel=1)
+            warnings.warn(f"vortexgo: closing a stream failed: {exc}", ResourceWarning, stacklevel=1)
 
     def cupy(self):
         """A ``cupy.cuda.ExternalStream`` over this stream (cached); None without CuPy or on CPU."""
@@ -318,7 +318,7 @@ class Event:
 
     def __del__(self) -> None:
         try:
-            if not self._closed and self._h is not None:
+            if not getattr(self, "_closed", True) and self._h is not None:
                 self._closed = True
                 self._h.Close()
         except Exception as exc:  # pragma: no cover

@@ -14,7 +14,7 @@ import numpy as np
 from ._array import Array, _norm_dtype, _norm_shape
 from ._device import DeviceLike, get_device
 from ._errors import ClosedError, native
-from ._native import api
+from ._core import api
 from ._stream import Stream, _cupy, current_stream
 
 __all__ = ["DeviceTensor", "TensorView"]

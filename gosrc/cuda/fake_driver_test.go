@@ -1,0 +1,259 @@
+package cuda_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+)
+
+// The shim is exercised without a GPU against testdata/fakecuda.c, a fake
+// libcuda that keeps memory on the host and insists, like the real driver,
+// that the context is current on the calling thread. Init runs once per
+// process, so the checks run in a child process of the test binary with
+// $VORTEXGO_CUDA_DRIVER pointing at the fake.
+
+const fakeChildEnv = "VORTEXGO_FAKE_DRIVER_CHILD"
+
+func TestFakeDriver(t *testing.T) {
+	if os.Getenv(fakeChildEnv) != "" {
+		t.Skip("running as the child")
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		cc, err = exec.LookPath("cc")
+	}
+	if err != nil {
+		t.Skip("no C compiler to build the fake driver")
+	}
+	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
+	out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "testdata/fakecuda.c").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFakeDriverChild$", "-test.v")
+	cmd.Env = append(os.Environ(), fakeChildEnv+"=1", cuda.DriverPathEnv+"="+lib)
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "child failed:\n%s", out)
+	require.Contains(t, string(out), "--- PASS: TestFakeDriverChild")
+}
+
+// fakeProbe mirrors struct fake_probe in fakecuda.c.
+type fakeProbe struct {
+	Grid, Block [3]uint32
+	Shmem       uint32
+	_           uint32
+	Stream      uintptr
+	P0          uint64
+	P1          int32
+	P2          float32
+	P3          float64
+	Launches    int32
+}
+
+func fakeSym[T any](t *testing.T, lib *dl.Library, name string) *T {
+	p, err := lib.Sym(name)
+	require.NoError(t, err)
+	return (*T)(p)
+}
+
+func TestFakeDriverChild(t *testing.T) {
+	if os.Getenv(fakeChildEnv) == "" {
+		t.Skip("only runs as the child of TestFakeDriver")
+	}
+	require.NoError(t, cuda.Init())
+	require.True(t, cuda.Available())
+	lib, err := dl.Open(os.Getenv(cuda.DriverPathEnv)) // the same instance the shim loaded
+	require.NoError(t, err)
+	ctxSets := fakeSym[int32](t, lib, "fake_ctx_sets")
+	busy := fakeSym[int32](t, lib, "fake_stream_busy")
+	probe := fakeSym[fakeProbe](t, lib, "fake_probe_rec")
+
+	d, err := cuda.GetDevice(0)
+	require.NoError(t, err)
+	require.Equal(t, "Fake GPU", d.Name())
+	major, minor := d.ComputeCapability()
+	require.Equal(t, [2]int{9, 0}, [2]int{major, minor})
+	least, greatest := d.StreamPriorityRange()
+	require.Equal(t, [2]int{0, -5}, [2]int{least, greatest})
+	free, total, err := d.MemInfo()
+	require.NoError(t, err)
+	require.Equal(t, [2]uint64{1 << 29, 1 << 30}, [2]uint64{free, total})
+
+	t.Run("context is set only when it differs", func(t *testing.T) {
+		// Pin this goroutine to one thread so the counts are deterministic.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		require.NoError(t, d.Synchronize())
+		before := *ctxSets
+		require.NoError(t, d.Synchronize())
+		require.NoError(t, d.Synchronize())
+		require.Equal(t, before, *ctxSets, "context already current on this thread: no set expected")
+		// A new OS thread starts with no context: the wrapper must set it.
+		done := make(chan error)
+		go func() {
+			runtime.LockOSThread() // a fresh thread, discarded when the goroutine exits
+			done <- d.Synchronize()
+		}()
+		require.NoError(t, <-done)
+		require.Greater(t, *ctxSets, before)
+	})
+
+	t.Run("stream priority clamped and read back", func(t *testing.T) {
+		for _, tc := range []struct{ ask, want int }{{-9, -5}, {-2, -2}, {3, 0}} {
+			s, err := d.CreateStream(tc.ask)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, s.Priority())
+			w, err := d.WrapStream(s.Handle())
+			require.NoError(t, err)
+			require.Equal(t, tc.want, w.Priority())
+			require.False(t, w.Owned())
+			require.NoError(t, w.Close())
+			require.NoError(t, s.Close())
+			require.ErrorIs(t, s.Close(), backend.ErrClosed)
+		}
+		legacy, err := d.WrapStream(0)
+		require.NoError(t, err)
+		require.Equal(t, 0, legacy.Priority())
+	})
+
+	s, err := d.CreateStream(0)
+	require.NoError(t, err)
+	defer s.Close()
+
+	t.Run("query maps NOT_READY to false", func(t *testing.T) {
+		ev, err := d.CreateEvent(false)
+		require.NoError(t, err)
+		defer ev.Close()
+		require.NoError(t, s.Record(ev))
+		*busy = 1
+		done, err := s.Query()
+		require.NoError(t, err)
+		require.False(t, done)
+		done, err = ev.Query()
+		require.NoError(t, err)
+		require.False(t, done)
+		require.NoError(t, s.Synchronize())
+		done, err = ev.Query()
+		require.NoError(t, err)
+		require.True(t, done)
+		require.NoError(t, s.WaitEvent(ev))
+	})
+
+	t.Run("elapsed time", func(t *testing.T) {
+		a, _ := d.CreateEvent(true)
+		b, _ := d.CreateEvent(true)
+		defer a.Close()
+		defer b.Close()
+		ms, err := a.ElapsedTime(b)
+		require.NoError(t, err)
+		require.Equal(t, float32(1.5), ms)
+	})
+
+	t.Run("copies, memset and 2D copy", func(t *testing.T) {
+		const n = 64
+		h, err := d.MallocHost(n)
+		require.NoError(t, err)
+		defer h.Free()
+		g, err := d.Malloc(n)
+		require.NoError(t, err)
+		defer g.Free()
+		g2, err := d.Malloc(n)
+		require.NoError(t, err)
+		defer g2.Free()
+		hb := unsafe.Slice((*byte)(ptrOf(h.Ptr())), n)
+		for i := range hb {
+			hb[i] = byte(i)
+		}
+		want := append([]byte(nil), hb...)
+		require.NoError(t, s.CopyHtoD(g.Ptr(), h.Ptr(), n))
+		require.NoError(t, s.CopyDtoD(g2.Ptr(), g.Ptr(), n))
+		require.NoError(t, s.Memset(h.Ptr(), 0, n))
+		require.NoError(t, s.CopyDtoH(h.Ptr(), g2.Ptr(), n))
+		require.Equal(t, want, hb)
+		require.NoError(t, s.Memset(g.Ptr(), 0xee, n))
+		require.NoError(t, s.Copy(h.Ptr(), g.Ptr(), n))
+		require.Equal(t, byte(0xee), hb[n-1])
+		// 4 rows of 3 bytes from an 8-byte pitch into a packed 3-byte pitch.
+		require.NoError(t, s.CopyHtoD(g.Ptr(), h.Ptr(), 0))
+		for i := range hb {
+			hb[i] = byte(i)
+		}
+		require.NoError(t, s.Copy2D(g.Ptr(), 3, h.Ptr()+1, 8, 3, 4))
+		require.NoError(t, s.Copy(h.Ptr()+32, g.Ptr(), 12))
+		require.Equal(t, []byte{1, 2, 3, 9, 10, 11, 17, 18, 19, 25, 26, 27}, hb[32:44])
+	})
+
+	t.Run("launch packs parameters", func(t *testing.T) {
+		m, err := d.LoadNamedModule("fake", []byte("// fake ptx"))
+		require.NoError(t, err)
+		m2, err := d.LoadNamedModule("fake", nil)
+		require.NoError(t, err)
+		require.Same(t, m, m2, "named modules are cached")
+		f, err := m.Function("probe")
+		require.NoError(t, err)
+		f2, err := m.Function("probe")
+		require.NoError(t, err)
+		require.Same(t, f, f2)
+		err = s.Launch(f, cuda.Dim3{X: 7, Y: 2, Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 96,
+			uintptr(0xdeadbeef00), int32(-42), float32(2.5), float64(-1e300))
+		require.NoError(t, err)
+		p := *probe
+		require.Equal(t, int32(1), p.Launches)
+		require.Equal(t, [3]uint32{7, 2, 1}, p.Grid)
+		require.Equal(t, [3]uint32{128, 1, 1}, p.Block)
+		require.Equal(t, uint32(96), p.Shmem)
+		require.Equal(t, s.Handle(), p.Stream)
+		require.Equal(t, uint64(0xdeadbeef00), p.P0)
+		require.Equal(t, int32(-42), p.P1)
+		require.Equal(t, float32(2.5), p.P2)
+		require.Equal(t, -1e300, p.P3)
+
+		_, err = m.Function("missing")
+		require.ErrorIs(t, err, &cuda.Error{Code: cuda.CodeNotFound})
+		require.ErrorContains(t, err, `cuda.Module.Function("missing"): cuda: cuModuleGetFunction: CUDA_ERROR_NOT_FOUND (500): named symbol not found`)
+
+		_, err = d.LoadModule([]byte("bogus"))
+		require.ErrorContains(t, err, "cuda: cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed; JIT log: ptxas fatal: fake syntax error")
+	})
+
+	t.Run("out of memory error text", func(t *testing.T) {
+		_, err := d.Malloc(1 << 41)
+		require.EqualError(t, err, "cuda: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory")
+	})
+
+	t.Run("graph capture", func(t *testing.T) {
+		require.False(t, s.Capturing())
+		require.NoError(t, s.BeginCapture())
+		require.True(t, s.Capturing())
+		g, err := s.EndCapture()
+		require.NoError(t, err)
+		require.False(t, s.Capturing())
+		require.Equal(t, 3, g.Nodes())
+		require.NoError(t, g.Launch(s))
+		require.NoError(t, g.Close())
+		require.ErrorIs(t, g.Close(), backend.ErrClosed)
+	})
+
+	t.Run("launch does not allocate", func(t *testing.T) {
+		m, _ := d.LoadNamedModule("fake", nil)
+		f, _ := m.Function("probe")
+		grid, block := cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 1, Y: 1, Z: 1}
+		// Boxing these values into ...any does not allocate (small or
+		// constant values); the launch path itself must not either.
+		allocs := testing.AllocsPerRun(100, func() {
+			_ = s.Launch(f, grid, block, 0, uintptr(0), int32(1), float32(0), float64(0))
+		})
+		require.Zero(t, allocs)
+	})
+}
+
+// ptrOf reads an address the fake driver returned (C heap memory).
+func ptrOf(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }

@@ -1,0 +1,153 @@
+// fakecuda.c is a stand-in libcuda for tests on machines without a GPU.
+// Memory is host memory (copies and memsets really happen), every call
+// requires the fake context to be current on the calling thread (as the
+// real driver does: CUDA_ERROR_INVALID_CONTEXT otherwise), and launches
+// of the kernel "probe" record their parameters for the test to read.
+// Build: gcc -shared -fPIC -o libfakecuda.so fakecuda.c
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+#define CTX ((void*)0x1000)
+
+static __thread void* current;
+// Test hooks, read and written by the test through dlsym'd addresses.
+int fake_ctx_sets;
+int fake_stream_busy;
+static int capturing;
+
+struct fake_stream { int prio; };
+
+// fake_probe: what the last launch of "probe" received.
+struct fake_probe {
+	unsigned grid[3], block[3], shmem;
+	void* stream;
+	uint64_t p0; int32_t p1; float p2; double p3;
+	int launches;
+};
+struct fake_probe fake_probe_rec;
+
+#define NEED_CTX() do { if (current != CTX) return 201; } while (0)
+
+CUresult cuInit(unsigned f) { (void)f; return 0; }
+CUresult cuGetErrorName(CUresult c, const char** s) {
+	switch (c) {
+	case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
+	case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; return 0;
+	case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
+	case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
+	case 600: *s = "CUDA_ERROR_NOT_READY"; return 0;
+	}
+	return 1;
+}
+CUresult cuGetErrorString(CUresult c, const char** s) {
+	switch (c) {
+	case 2: *s = "out of memory"; return 0;
+	case 201: *s = "invalid device context"; return 0;
+	case 218: *s = "a PTX JIT compilation failed"; return 0;
+	case 500: *s = "named symbol not found"; return 0;
+	}
+	return 1;
+}
+CUresult cuDeviceGetCount(int* n) { *n = 1; return 0; }
+CUresult cuDeviceGet(int* d, int o) { if (o != 0) return 101; *d = 0; return 0; }
+CUresult cuDeviceGetName(char* n, int len, int d) { (void)d; strncpy(n, "Fake GPU", len); return 0; }
+CUresult cuDeviceGetAttribute(int* v, int a, int d) { (void)d; *v = a == 75 ? 9 : a == 76 ? 0 : -1; return 0; }
+CUresult cuDeviceTotalMem_v2(size_t* b, int d) { (void)d; *b = 1ull << 30; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void** c, int d) { (void)d; *c = CTX; return 0; }
+CUresult cuCtxGetCurrent(void** c) { *c = current; return 0; }
+CUresult cuCtxSetCurrent(void* c) { current = c; __sync_fetch_and_add(&fake_ctx_sets, 1); return 0; }
+CUresult cuCtxSynchronize(void) { NEED_CTX(); return 0; }
+CUresult cuCtxGetStreamPriorityRange(int* l, int* g) { NEED_CTX(); *l = 0; *g = -5; return 0; }
+CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { NEED_CTX(); *f = 1ull << 29; *t = 1ull << 30; return 0; }
+CUresult cuStreamCreateWithPriority(void** s, unsigned fl, int p) {
+	NEED_CTX();
+	if (fl != 1) return 1; // the shim must ask for CU_STREAM_NON_BLOCKING
+	struct fake_stream* fs = malloc(sizeof *fs);
+	fs->prio = p;
+	*s = fs;
+	return 0;
+}
+CUresult cuStreamDestroy_v2(void* s) { NEED_CTX(); free(s); return 0; }
+CUresult cuStreamGetPriority(void* s, int* p) { NEED_CTX(); *p = s ? ((struct fake_stream*)s)->prio : 0; return 0; }
+CUresult cuStreamSynchronize(void* s) { (void)s; NEED_CTX(); fake_stream_busy = 0; return 0; }
+CUresult cuStreamQuery(void* s) { (void)s; NEED_CTX(); return fake_stream_busy ? 600 : 0; }
+CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) { (void)s; (void)e; NEED_CTX(); return f == 0 ? 0 : 1; }
+CUresult cuEventCreate(void** e, unsigned f) { NEED_CTX(); *e = malloc(8); *(unsigned*)*e = f; return 0; }
+CUresult cuEventDestroy_v2(void* e) { NEED_CTX(); free(e); return 0; }
+CUresult cuEventRecord(void* e, void* s) { (void)e; (void)s; NEED_CTX(); return 0; }
+CUresult cuEventQuery(void* e) { (void)e; NEED_CTX(); return fake_stream_busy ? 600 : 0; }
+CUresult cuEventSynchronize(void* e) { (void)e; NEED_CTX(); fake_stream_busy = 0; return 0; }
+CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { (void)a; (void)b; NEED_CTX(); *ms = 1.5f; return 0; }
+CUresult cuMemAlloc_v2(uint64_t* p, size_t n) {
+	NEED_CTX();
+	if (n > (1ull << 40)) return 2;
+	*p = (uint64_t)(uintptr_t)malloc(n);
+	return 0;
+}
+CUresult cuMemFree_v2(uint64_t p) { NEED_CTX(); free((void*)(uintptr_t)p); return 0; }
+CUresult cuMemHostAlloc(void** p, size_t n, unsigned f) { NEED_CTX(); if (f != 1) return 1; *p = malloc(n); return 0; }
+CUresult cuMemFreeHost(void* p) { NEED_CTX(); free(p); return 0; }
+CUresult cuMemcpyAsync(uint64_t d, uint64_t s, size_t n, void* st) { (void)st; NEED_CTX(); memmove((void*)(uintptr_t)d, (void*)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void* s, size_t n, void* st) { return cuMemcpyAsync(d, (uint64_t)(uintptr_t)s, n, st); }
+CUresult cuMemcpyDtoHAsync_v2(void* d, uint64_t s, size_t n, void* st) { return cuMemcpyAsync((uint64_t)(uintptr_t)d, s, n, st); }
+CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void* st) { return cuMemcpyAsync(d, s, n, st); }
+typedef struct {
+	size_t srcXInBytes, srcY; int srcMemoryType; const void* srcHost; uint64_t srcDevice; void* srcArray; size_t srcPitch;
+	size_t dstXInBytes, dstY; int dstMemoryType; void* dstHost; uint64_t dstDevice; void* dstArray; size_t dstPitch;
+	size_t WidthInBytes, Height;
+} M2D;
+CUresult cuMemcpy2DAsync_v2(const M2D* p, void* st) {
+	(void)st;
+	NEED_CTX();
+	if (p->srcMemoryType != 4 || p->dstMemoryType != 4) return 1;
+	for (size_t y = 0; y < p->Height; y++)
+		memmove((char*)(uintptr_t)p->dstDevice + y * p->dstPitch, (const char*)(uintptr_t)p->srcDevice + y * p->srcPitch,
+		        p->WidthInBytes);
+	return 0;
+}
+CUresult cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void* st) { (void)st; NEED_CTX(); memset((void*)(uintptr_t)d, v, n); return 0; }
+CUresult cuModuleLoadDataEx(void** m, const void* img, unsigned n, int* opts, void** vals) {
+	NEED_CTX();
+	if (strstr((const char*)img, "bogus")) {
+		for (unsigned i = 0; i < n; i++)
+			if (opts[i] == 5) strcpy((char*)vals[i], "ptxas fatal: fake syntax error");
+		return 218;
+	}
+	*m = malloc(1);
+	return 0;
+}
+CUresult cuModuleUnload(void* m) { NEED_CTX(); free(m); return 0; }
+CUresult cuModuleGetFunction(void** f, void* m, const char* name) {
+	(void)m;
+	NEED_CTX();
+	if (strcmp(name, "missing") == 0) return 500;
+	*f = strcmp(name, "probe") == 0 ? (void*)0x2 : (void*)0x1;
+	return 0;
+}
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned sh, void* s, void** params, void** extra) {
+	NEED_CTX();
+	if (extra) return 1;
+	if (f == (void*)0x2) {
+		fake_probe_rec.grid[0] = gx; fake_probe_rec.grid[1] = gy; fake_probe_rec.grid[2] = gz;
+		fake_probe_rec.block[0] = bx; fake_probe_rec.block[1] = by; fake_probe_rec.block[2] = bz;
+		fake_probe_rec.shmem = sh;
+		fake_probe_rec.stream = s;
+		memcpy(&fake_probe_rec.p0, params[0], 8);
+		memcpy(&fake_probe_rec.p1, params[1], 4);
+		memcpy(&fake_probe_rec.p2, params[2], 4);
+		memcpy(&fake_probe_rec.p3, params[3], 8);
+		fake_probe_rec.launches++;
+	}
+	return 0;
+}
+CUresult cuStreamBeginCapture_v2(void* s, int mode) { (void)s; NEED_CTX(); if (mode != 2) return 1; capturing = 1; return 0; }
+CUresult cuStreamEndCapture(void* s, void** g) { (void)s; NEED_CTX(); if (!capturing) return 1; capturing = 0; *g = malloc(1); return 0; }
+CUresult cuStreamIsCapturing(void* s, int* st) { (void)s; NEED_CTX(); *st = capturing; return 0; }
+CUresult cuGraphInstantiateWithFlags(void** e, void* g, unsigned long long f) { (void)g; (void)f; NEED_CTX(); *e = malloc(1); return 0; }
+CUresult cuGraphLaunch(void* e, void* s) { (void)e; (void)s; NEED_CTX(); return 0; }
+CUresult cuGraphGetNodes(void* g, void** nodes, size_t* n) { (void)g; NEED_CTX(); if (nodes) return 1; *n = 3; return 0; }
+CUresult cuGraphDestroy(void* g) { NEED_CTX(); free(g); return 0; }
+CUresult cuGraphExecDestroy(void* e) { NEED_CTX(); free(e); return 0; }

@@ -1,0 +1,203 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
+)
+
+// stopContext returns a context cancelled when stopping closes or when
+// cancel is called (at Close), so a lock wait can be interrupted by a stop.
+func stopContext(stopping <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// StackTensorEndpoint keeps the latest volume in a locked tensor of shape
+// (bscans, ascans, depth): vortex's StackDeviceTensorEndpoint{Int8,UInt16,
+// Float32} (device memory), StackHostTensorEndpoint* (pinned host memory)
+// and SpectraStackDeviceTensorEndpointUInt16 (raw spectra, uncropped).
+type StackTensorEndpoint struct {
+	name  string
+	kind  backend.MemKind
+	dtype backend.DType
+	src   source
+	// Allocator, if set before Prepare, allocates the tensor (and charges
+	// its budget); otherwise an allocator on the engine's device is used.
+	Allocator *memory.Allocator
+
+	f      stackFormatter
+	stream backend.Stream
+	tensor *memory.DeviceTensor
+	owner  int64
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+var _ engine.Endpoint = (*StackTensorEndpoint)(nil)
+
+func newStackTensor(name string, kind backend.MemKind, dtype backend.DType, src source) (*StackTensorEndpoint, error) {
+	switch dtype {
+	case backend.Int8, backend.Uint16, backend.Float32:
+	default:
+		return nil, fmt.Errorf("endpoint.New%s: dtype=%v, expected int8, uint16 or float32", name, dtype)
+	}
+	return &StackTensorEndpoint{name: name, kind: kind, dtype: dtype, src: src}, nil
+}
+
+// NewStackDeviceTensorEndpoint returns an endpoint keeping processed
+// volumes of dtype (int8, uint16 or float32) in device memory.
+func NewStackDeviceTensorEndpoint(dtype backend.DType) (*StackTensorEndpoint, error) {
+	return newStackTensor("StackDeviceTensorEndpoint", backend.DeviceMem, dtype, srcProcessed)
+}
+
+// NewStackHostTensorEndpoint returns an endpoint keeping processed volumes
+// of dtype in pinned host memory (NumPy-readable without a copy).
+func NewStackHostTensorEndpoint(dtype backend.DType) (*StackTensorEndpoint, error) {
+	return newStackTensor("StackHostTensorEndpoint", backend.PinnedMem, dtype, srcProcessed)
+}
+
+// NewSpectraStackDeviceTensorEndpoint returns an endpoint keeping the raw
+// uint16 spectra of each volume, uncropped, in device memory.
+func NewSpectraStackDeviceTensorEndpoint() (*StackTensorEndpoint, error) {
+	return newStackTensor("SpectraStackDeviceTensorEndpoint", backend.DeviceMem, backend.Uint16, srcRaw)
+}
+
+// Prepare creates the stream and the tensor.
+func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
+	if e.tensor != nil {
+		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
+	}
+	if err := e.f.configure(info, e.src, e.dtype); err != nil {
+		return fmt.Errorf("%s.Prepare: %w", e.name, err)
+	}
+	alloc := e.Allocator
+	if alloc == nil {
+		a, err := memory.NewAllocator(info.Device, nil)
+		if err != nil {
+			return fmt.Errorf("%s.Prepare: %w", e.name, err)
+		}
+		alloc = a.WithPurpose("endpoint volume")
+	}
+	s, err := info.Device.NewStream(0)
+	if err != nil {
+		return fmt.Errorf("%s.Prepare: stream: %w", e.name, err)
+	}
+	t, err := memory.NewDeviceTensor(alloc, e.kind, e.f.shape(), e.dtype)
+	if err != nil {
+		return errors.Join(fmt.Errorf("%s.Prepare: tensor: %w", e.name, err), s.Close())
+	}
+	e.stream, e.tensor, e.owner = s, t, info.Owner
+	e.ctx, e.cancel = stopContext(info.Stopping)
+	return nil
+}
+
+// Stream is the stream formatting runs on; chain work on it.
+func (e *StackTensorEndpoint) Stream() backend.Stream { return e.stream }
+
+// Tensor is the volume; nil before Prepare. Take its lock to read it.
+func (e *StackTensorEndpoint) Tensor() *memory.DeviceTensor { return e.tensor }
+
+// DType is the tensor's element type.
+func (e *StackTensorEndpoint) DType() backend.DType { return e.dtype }
+
+// Format writes block b into the tensor under its exclusive lock, on the
+// endpoint's stream, after the block's ready event.
+func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
+	if err := e.stream.WaitEvent(b.Ready); err != nil {
+		return fmt.Errorf("%s.Format: %w", e.name, err)
+	}
+	// Waiting here while a user holds the lock is the backpressure the
+	// contract asks for; a stop cancels the wait so Stop cannot hang.
+	if err := e.tensor.LockContext(e.ctx, e.owner, true); err != nil {
+		if e.ctx.Err() != nil {
+			return errStopped(err)
+		}
+		return fmt.Errorf("%s.Format: %w", e.name, err)
+	}
+	err := e.f.format(e.stream, e.tensor.Ptr(), b, plan)
+	if err == nil {
+		err = e.tensor.SetReady(e.stream)
+	}
+	if uerr := e.tensor.Unlock(e.owner, true); uerr != nil {
+		err = errors.Join(err, uerr)
+	}
+	if err != nil {
+		return fmt.Errorf("%s.Format: %w", e.name, err)
+	}
+	return nil
+}
+
+// Flush has nothing off the hot path to wait for.
+func (e *StackTensorEndpoint) Flush() error { return nil }
+
+// Close releases the tensor and the stream (after their work completes).
+func (e *StackTensorEndpoint) Close() error {
+	if e.stream == nil {
+		return nil
+	}
+	e.cancel()
+	// A host wait at teardown: the stream's queued copies write into the
+	// tensor about to be freed.
+	err := e.stream.Synchronize()
+	err = errors.Join(err, e.tensor.Close(), e.stream.Close())
+	e.stream, e.tensor = nil, nil
+	return err
+}
+
+// NullEndpoint receives blocks and discards them; its events still fire,
+// which makes it the endpoint for callbacks-only and throughput tests.
+type NullEndpoint struct {
+	stream backend.Stream
+}
+
+var _ engine.Endpoint = (*NullEndpoint)(nil)
+
+// NewNullEndpoint returns a NullEndpoint.
+func NewNullEndpoint() *NullEndpoint { return &NullEndpoint{} }
+
+// Prepare creates the stream.
+func (e *NullEndpoint) Prepare(info engine.EndpointInfo) error {
+	if e.stream != nil {
+		return errors.New("NullEndpoint.Prepare: already prepared, expected one Prepare per endpoint")
+	}
+	s, err := info.Device.NewStream(0)
+	if err != nil {
+		return fmt.Errorf("NullEndpoint.Prepare: stream: %w", err)
+	}
+	e.stream = s
+	return nil
+}
+
+// Stream is the endpoint's stream.
+func (e *NullEndpoint) Stream() backend.Stream { return e.stream }
+
+// Format orders the stream after the block, so work a handler chains on
+// the stream sees the processed block.
+func (e *NullEndpoint) Format(b *engine.BlockData, _ *engine.FormatPlan) error {
+	return e.stream.WaitEvent(b.Ready)
+}
+
+// Flush does nothing.
+func (e *NullEndpoint) Flush() error { return nil }
+
+// Close releases the stream.
+func (e *NullEndpoint) Close() error {
+	if e.stream == nil {
+		return nil
+	}
+	err := e.stream.Close()
+	e.stream = nil
+	return err
+}

@@ -1,0 +1,315 @@
+package memory_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
+)
+
+func newPool(t *testing.T, a *memory.Allocator, cfg memory.PoolConfig) *memory.BufferPool {
+	t.Helper()
+	p, err := memory.NewBufferPool(a, cfg)
+	require.NoError(t, err)
+	return p
+}
+
+func TestBufferPoolConfigErrors(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	tests := []struct {
+		name string
+		cfg  memory.PoolConfig
+		want string
+	}{
+		{"zero size", memory.PoolConfig{}, "Size=0, expected Size > 0"},
+		{"negative initial", memory.PoolConfig{Size: 8, Initial: -1}, "Initial=-1, expected Initial >= 0"},
+		{"negative max", memory.PoolConfig{Size: 8, Max: -1}, "Max=-1, expected Max >= 0"},
+		{"initial over max", memory.PoolConfig{Size: 8, Initial: 3, Max: 2}, "Initial=3, expected Initial <= Max (2)"},
+		{"bad policy", memory.PoolConfig{Size: 8, Policy: memory.Policy(7)}, "Policy=7, expected Grow or Block"},
+		{"empty block pool", memory.PoolConfig{Size: 8, Policy: memory.Block}, "Initial=0 with Policy=block"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := memory.NewBufferPool(a, tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	_, err := memory.NewBufferPool(nil, memory.PoolConfig{Size: 8})
+	require.ErrorContains(t, err, "a=nil")
+
+	// Initial allocation over budget frees what it got.
+	small := newAllocator(t, 0, 20)
+	_, err = memory.NewBufferPool(small, memory.PoolConfig{Size: 8, Initial: 3})
+	var be *memory.BudgetError
+	require.ErrorAs(t, err, &be)
+	require.ErrorContains(t, err, "buffer 3 of 3")
+	requireNoUsage(t, small)
+}
+
+func TestBufferPoolReuseAfterEvent(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 4096, Initial: 1})
+	require.Equal(t, memory.PoolStats{Allocated: 1, Free: 1}, p.Stats())
+
+	b1, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	require.Equal(t, backend.PinnedMem, b1.Kind())
+	require.Equal(t, 4096, b1.Size())
+	require.Equal(t, memory.PoolStats{Allocated: 1, InUse: 1}, p.Stats())
+
+	// Returned behind an incomplete event: the pool grows instead of
+	// handing b1 out again, and does not block.
+	ev := newFakeEvent()
+	require.NoError(t, p.Put(b1, ev))
+	require.Equal(t, memory.PoolStats{Allocated: 1, Pending: 1}, p.Stats())
+	b2, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	require.NotEqual(t, b1.Ptr(), b2.Ptr())
+	require.Positive(t, ev.queryCount(), "Get queried the returned buffer's event")
+	require.Equal(t, memory.PoolStats{Allocated: 2, Pending: 1, InUse: 1}, p.Stats())
+
+	// Once the event completes, b1 is reused.
+	ev.complete()
+	b3, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	require.Equal(t, b1, b3)
+
+	// Returned with no event: reusable at once.
+	require.NoError(t, p.Put(b2, nil))
+	b4, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	require.Equal(t, b2, b4)
+
+	// A CPU event is complete as soon as it is recorded.
+	s, err := cpu.Default().NewStream(0)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, p.PutStream(b4, s))
+	b5, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	require.Equal(t, b2, b5)
+
+	require.NoError(t, p.Put(b3, nil))
+	require.NoError(t, p.Put(b5, nil))
+	require.Equal(t, int64(2*4096), a.Budget().Usage().Pinned.Current)
+	require.NoError(t, p.Close())
+	requireNoUsage(t, a)
+}
+
+func TestBufferPoolBlockPolicy(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 64, Initial: 2, Policy: memory.Block})
+	b1, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	b2, err := p.GetTimeout(0)
+	require.NoError(t, err)
+
+	_, err = p.GetTimeout(0)
+	require.ErrorIs(t, err, memory.ErrPoolExhausted)
+	require.ErrorContains(t, err, "no buffer free without waiting (2 allocated, block policy, 0 pending, 2 in use)")
+
+	ev := newFakeEvent()
+	require.NoError(t, p.Put(b1, ev))
+	_, err = p.GetTimeout(20 * time.Millisecond)
+	require.ErrorIs(t, err, memory.ErrPoolExhausted)
+	require.ErrorContains(t, err, "no buffer free after 20ms (2 allocated, block policy, 1 pending, 1 in use)")
+
+	// A waiting Get wakes when the pending buffer's event completes.
+	got := make(chan backend.Buffer, 1)
+	go func() {
+		b, err := p.Get(context.Background())
+		require.NoError(t, err)
+		got <- b
+	}()
+	select {
+	case <-got:
+		t.Fatal("Get returned before the event completed")
+	case <-time.After(30 * time.Millisecond):
+	}
+	ev.complete()
+	select {
+	case b := <-got:
+		require.Equal(t, b1, b)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Get did not wake when the event completed")
+	}
+
+	// And when a buffer is returned.
+	go func() {
+		b, err := p.GetTimeout(-1)
+		require.NoError(t, err)
+		got <- b
+	}()
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, p.Put(b2, nil))
+	require.Equal(t, b2, <-got)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = p.Get(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 2, p.Stats().Allocated, "a block pool never grows")
+
+	require.NoError(t, p.Put(b1, nil))
+	require.NoError(t, p.Put(b2, nil))
+	require.NoError(t, p.Close())
+	requireNoUsage(t, a)
+}
+
+func TestBufferPoolGrowUpToMax(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 32, Max: 2})
+	b1, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	b2, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	_, err = p.GetTimeout(5 * time.Millisecond)
+	require.ErrorContains(t, err, "(2 allocated, max 2, 0 pending, 2 in use)")
+	require.NoError(t, p.Put(b1, nil))
+	require.NoError(t, p.Put(b2, nil))
+	require.NoError(t, p.Close())
+	requireNoUsage(t, a)
+
+	// A budget refusal surfaces from Get and is not counted.
+	tight := newAllocator(t, 0, 32)
+	p2 := newPool(t, tight, memory.PoolConfig{Size: 32})
+	b, err := p2.GetTimeout(0)
+	require.NoError(t, err)
+	_, err = p2.GetTimeout(0)
+	var be *memory.BudgetError
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, 1, p2.Stats().Allocated)
+	require.NoError(t, p2.Put(b, nil))
+	require.NoError(t, p2.Close())
+	requireNoUsage(t, tight)
+}
+
+func TestBufferPoolPutErrors(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 16, Initial: 1})
+	foreign, err := a.AllocPinned(16)
+	require.NoError(t, err)
+	b, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	require.NoError(t, p.Put(b, nil))
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"nil", func() error { return p.Put(nil, nil) }, "buf=nil, expected a buffer from this pool's Get"},
+		{"foreign", func() error { return p.Put(foreign, nil) }, "is not in use from this pool"},
+		{"double put", func() error { return p.Put(b, nil) }, "is not in use from this pool"},
+		{"nil stream", func() error { return p.PutStream(b, nil) }, "s=nil"},
+		{"nil ctx", func() error { _, err := p.Get(nil); return err }, "ctx=nil"}, //nolint:staticcheck // the nil context is the point
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorContains(t, tc.call(), tc.want)
+		})
+	}
+	require.NoError(t, foreign.Free())
+	require.NoError(t, p.Close())
+	requireNoUsage(t, a)
+}
+
+func TestBufferPoolClose(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 16, Initial: 3, Policy: memory.Block})
+	s, err := cpu.Default().NewStream(0)
+	require.NoError(t, err)
+	defer s.Close()
+	inUse, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	pending, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	inUseStream, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	ev := newFakeEvent()
+	require.NoError(t, p.Put(pending, ev))
+
+	waiter := make(chan error, 1)
+	go func() { _, err := p.GetTimeout(-1); waiter <- err }()
+	time.Sleep(10 * time.Millisecond) // let the waiter start its event watcher
+
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	require.ErrorIs(t, <-waiter, backend.ErrClosed)
+	select {
+	case <-closed:
+		t.Fatal("Close freed a buffer whose event had not completed")
+	case <-time.After(20 * time.Millisecond):
+	}
+	ev.complete()
+	require.NoError(t, <-closed)
+	require.Equal(t, memory.PoolStats{Allocated: 2, InUse: 2}, p.Stats())
+
+	_, err = p.GetTimeout(0)
+	require.ErrorIs(t, err, backend.ErrClosed)
+	require.ErrorIs(t, p.Close(), backend.ErrClosed)
+	// Buffers out at Close are freed when returned.
+	require.NoError(t, p.Put(inUse, newCompletedEvent()))
+	require.NoError(t, p.PutStream(inUseStream, s))
+	require.Equal(t, memory.PoolStats{}, p.Stats())
+	requireNoUsage(t, a)
+}
+
+func newCompletedEvent() *fakeEvent {
+	ev := newFakeEvent()
+	ev.complete()
+	return ev
+}
+
+func TestBufferPoolConcurrent(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 256, Initial: 2, Max: 4})
+	s, err := cpu.Default().NewStream(0)
+	require.NoError(t, err)
+	defer s.Close()
+
+	var (
+		mu    sync.Mutex
+		owned = map[uintptr]bool{}
+		wg    sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				b, err := p.GetTimeout(5 * time.Second)
+				require.NoError(t, err)
+				mu.Lock()
+				require.False(t, owned[b.Ptr()], "buffer handed to two users")
+				owned[b.Ptr()] = true
+				mu.Unlock()
+				// Write the whole buffer: the race detector would flag a
+				// buffer shared by two goroutines.
+				clear(cpu.HostBytes(b.Ptr(), b.Size()))
+				mu.Lock()
+				owned[b.Ptr()] = false
+				mu.Unlock()
+				switch (w + i) % 3 {
+				case 0:
+					require.NoError(t, p.Put(b, nil))
+				case 1:
+					require.NoError(t, p.PutStream(b, s))
+				default:
+					ev := newFakeEvent()
+					require.NoError(t, p.Put(b, ev))
+					go ev.complete()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := p.Stats()
+	require.Zero(t, st.InUse)
+	require.LessOrEqual(t, st.Allocated, 4)
+	require.NoError(t, p.Close())
+	requireNoUsage(t, a)
+}
