@@ -123,17 +123,20 @@ extern "C" __global__ void oct_post(const float2 *__restrict__ in, float *__rest
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < (unsigned)total; k += gridDim.x * blockDim.x) {
         float2 c = in[k];
         float re = __fmul_rn(c.x, scale), im = __fmul_rn(c.y, scale);
-        bool square = flags & OCT_SQUARE;
+        // The power |y|^2 or Re(y)^2; decibels come from it directly
+        // (20*log10|y| = 10*log10|y|^2), floored so outputs stay finite.
+        float p = __fmul_rn(re, re);
+        if (flags & OCT_MAGNITUDE) p = __fadd_rn(p, __fmul_rn(im, im));
         float v;
-        if (flags & OCT_MAGNITUDE) {
-            float p = __fadd_rn(__fmul_rn(re, re), __fmul_rn(im, im));
-            v = square ? p : __fsqrt_rn(p);
-        } else {
-            v = square ? __fmul_rn(re, re) : re;
-        }
         if (flags & OCT_LOG10) {
             const float min_normal = 1.17549435e-38f;
-            v = square ? 10.f * log10f(fmaxf(v, min_normal)) : 20.f * log10f(fmaxf(fabsf(v), min_normal));
+            v = 10.f * log10f(fmaxf(p, min_normal));
+        } else if (flags & OCT_SQUARE) {
+            v = p;
+        } else if (flags & OCT_MAGNITUDE) {
+            v = __fsqrt_rn(p);
+        } else {
+            v = re;
         }
         out[k] = v;
         if (out8) {

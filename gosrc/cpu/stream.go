@@ -72,6 +72,28 @@ func (s *Stream) do(op string, fn func()) error {
 	return nil
 }
 
+// begin takes the stream's mutex for work that can run at once. It returns
+// true with the mutex held when the caller should run the work now and then
+// unlock; false (mutex released) while capturing, when the caller records a
+// closure through do instead. Splitting the paths keeps the common case free
+// of closure allocations: the engine records events and copies per block.
+func (s *Stream) begin(op string) (bool, error) {
+	if s.closed.Load() {
+		return false, fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed)
+	}
+	c := s.core
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false, fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed)
+	}
+	if c.capture != nil {
+		c.mu.Unlock()
+		return false, nil
+	}
+	return true, nil
+}
+
 // Enqueue runs fn in stream order (at once, on the calling goroutine) or
 // records it while capturing. fn must not issue work to this stream: the
 // stream's mutex is held while it runs.
@@ -92,6 +114,13 @@ func (s *Stream) Record(ev backend.Event) error {
 	}
 	if err := e.checkOpen(op); err != nil {
 		return err
+	}
+	if now, err := s.begin(op); err != nil {
+		return err
+	} else if now {
+		e.record()
+		s.core.mu.Unlock()
+		return nil
 	}
 	return s.do(op, e.record)
 }
@@ -185,6 +214,13 @@ func (s *Stream) Copy(dst, src uintptr, n int) error {
 	if err := errors.Join(checkPtr(op, "dst", dst, n), checkPtr(op, "src", src, n)); err != nil {
 		return err
 	}
+	if now, err := s.begin(op); err != nil {
+		return err
+	} else if now {
+		memmove(dst, src, n)
+		s.core.mu.Unlock()
+		return nil
+	}
 	return s.do(op, func() { memmove(dst, src, n) })
 }
 
@@ -225,6 +261,13 @@ func (s *Stream) Memset(dst uintptr, v byte, n int) error {
 	}
 	if err := checkPtr(op, "dst", dst, n); err != nil {
 		return err
+	}
+	if now, err := s.begin(op); err != nil {
+		return err
+	} else if now {
+		memset(dst, v, n)
+		s.core.mu.Unlock()
+		return nil
 	}
 	return s.do(op, func() { memset(dst, v, n) })
 }

@@ -484,9 +484,8 @@ func TestEngineAllocationsPerBlock(t *testing.T) {
 	small, large := mallocs(n), mallocs(3*n)
 	perBlock := float64(int64(large)-int64(small)) / float64(2*n)
 	t.Logf("allocations per block: %.2f (run of %d blocks: %d, of %d: %d)", perBlock, n, small, 3*n, large)
-	// The engine's own stages allocate nothing per block (see the memory
-	// profile of this test); the ~5 left come from the CPU backend, whose
-	// Stream.Record and Stream.Copy box a closure per call (4 records and
-	// 1 upload per block here). The bound catches any regression of ours.
-	require.Less(t, perBlock, 6.0, "allocations per block")
+	// Neither the engine's stages nor the CPU backend's stream operations
+	// allocate per block (cpu.Stream runs work directly unless capturing);
+	// the bound leaves room only for GC noise.
+	require.Less(t, perBlock, 0.5, "allocations per block")
 }

@@ -9,9 +9,8 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 )
 
-// maxCaptureIterations bounds the iterations one graph holds (the least
-// common multiple of the buffers' version counts).
-const maxCaptureIterations = 64
+// maxCaptureIterations bounds the iterations one graph holds.
+const maxCaptureIterations = 1024
 
 // PipelineGraph is a captured cycle of pipeline iterations, replayable with
 // one graph launch instead of a launch per stage.
@@ -36,7 +35,12 @@ type PipelineGraph struct {
 //
 // Stage Funcs run during capture and must only enqueue work (no host
 // access to results); that is the rule of stream capture.
-func (m *PipelineStageManager) Capture() (*PipelineGraph, error) {
+func (m *PipelineStageManager) Capture() (*PipelineGraph, error) { return m.CaptureIterations(0) }
+
+// CaptureIterations is Capture with n iterations per graph, a positive
+// multiple of the buffer cycle (0 means one cycle). More iterations per
+// replay spread its fixed cost (joins, timing events, the launch) thinner.
+func (m *PipelineStageManager) CaptureIterations(n int) (*PipelineGraph, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -45,12 +49,15 @@ func (m *PipelineStageManager) Capture() (*PipelineGraph, error) {
 	if len(m.order) == 0 {
 		return nil, errors.New("Capture: no stages, expected AddStage first")
 	}
-	n := 1
+	cycle := 1
 	for _, b := range m.bufs {
-		n = lcm(n, len(b))
+		cycle = lcm(cycle, len(b))
 	}
-	if n > maxCaptureIterations {
-		return nil, fmt.Errorf("Capture: buffer version counts need %d iterations per graph, expected at most %d", n, maxCaptureIterations)
+	if n == 0 {
+		n = cycle
+	}
+	if n < 0 || n%cycle != 0 || n > maxCaptureIterations {
+		return nil, fmt.Errorf("Capture: n=%d, expected a positive multiple of the buffer cycle %d, at most %d", n, cycle, maxCaptureIterations)
 	}
 	c := m.c
 	origin := c.streams[OpCompute]

@@ -92,7 +92,9 @@ func (r *Readback) BufferSize() int { return r.size }
 
 // ReadbackAsync starts copying n bytes at device address src into a pooled
 // pinned buffer, after the work queued so far on producer (the stream that
-// writes src), and returns at once.
+// writes src), and returns at once. The producer must not overwrite src
+// until the copy is done: alternate two sources, or call
+// ReadbackHandle.StreamWait on the producer first.
 //
 // When no buffer is free it reclaims released ones whose copies finished,
 // then grows (up to MaxBuffers); failing that, if a released buffer's copy
@@ -267,6 +269,22 @@ func (h *ReadbackHandle) Wait(timeout time.Duration) error {
 	h.mu.Unlock()
 	if err := waitEvent(ev, timeout); err != nil {
 		return fmt.Errorf("ReadbackHandle.Wait: %w", err)
+	}
+	return nil
+}
+
+// StreamWait makes s wait, on the device, for the copy to finish reading
+// its source: call it on the producer stream before it overwrites src (a
+// renderer alternating two targets does not need it). It does not block
+// the host.
+func (h *ReadbackHandle) StreamWait(s backend.Stream) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return fmt.Errorf("ReadbackHandle.StreamWait: %w", backend.ErrClosed)
+	}
+	if err := s.WaitEvent(h.done); err != nil {
+		return fmt.Errorf("ReadbackHandle.StreamWait: %w", err)
 	}
 	return nil
 }

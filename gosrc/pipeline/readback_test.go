@@ -38,9 +38,8 @@ func TestReadbackDoubleBuffered(t *testing.T) {
 		}
 		pending = h
 		// Frame f+1 must not overwrite what frame f's readback copies:
-		// the producer waits on nothing of ours, so make it order itself
-		// behind the copy the way a renderer would with a second target.
-		require.NoError(t, h.Wait(time.Second))
+		// the producer orders itself behind the copy on the device.
+		require.NoError(t, h.StreamWait(prod))
 	}
 	require.NoError(t, pending.Wait(-1))
 	require.Equal(t, bytes.Repeat([]byte{6}, 16), dev.read(pending.Ptr(), 16))

@@ -292,6 +292,18 @@ func TestPipelineCapture(t *testing.T) {
 			require.Positive(t, st.GraphHostUsPerIteration)
 			require.NoError(t, g.Close())
 			require.ErrorIs(t, g.Replay(), backend.ErrClosed)
+
+			for _, n := range []int{-3, 4, 2000} {
+				_, err := p.m.CaptureIterations(n)
+				require.ErrorContains(t, err, "expected a positive multiple of the buffer cycle 3")
+			}
+			g6, err := p.m.CaptureIterations(6)
+			require.NoError(t, err)
+			require.Equal(t, 6, g6.Iterations())
+			require.NoError(t, g6.Replay())
+			require.NoError(t, c.SynchronizeAll())
+			require.Equal(t, 19, p.m.GetStats().Iterations)
+			require.NoError(t, g6.Close())
 		})
 	}
 }

@@ -60,25 +60,44 @@ func newPostParams(c *Config) postParams {
 func (p *postParams) value(c complex64) float32 {
 	re := float32(real(c) * p.scale)
 	im := float32(imag(c) * p.scale)
-	var v float32
+	// The power, |y|^2 or Re(y)^2: decibels come from it directly, since
+	// 20*log10|y| = 10*log10|y|^2, which saves a square root.
+	power := float32(re * re)
+	if p.magnitude {
+		power += float32(im * im)
+	}
 	switch {
-	case p.magnitude && p.square:
-		v = float32(re*re) + float32(im*im)
-	case p.magnitude:
-		v = float32(math.Sqrt(float64(float32(re*re) + float32(im*im))))
+	case p.log10:
+		return decibels(power)
 	case p.square:
-		v = float32(re * re)
-	default:
-		v = re
+		return power
+	case p.magnitude:
+		return float32(math.Sqrt(float64(power)))
 	}
-	if p.log10 {
-		if p.square {
-			v = float32(10 * math.Log10(float64(max(v, minNormal))))
-		} else {
-			v = float32(20 * math.Log10(float64(max(float32(math.Abs(float64(v))), minNormal))))
-		}
+	return re
+}
+
+// decibels is 10*log10(max(power, minNormal)) to ~1e-7 dB. It is a few
+// times faster than math.Log10, which would otherwise be a third of the CPU
+// chain's time: log2 of the float's exponent plus an odd series in
+// t = (f-1)/(f+1) for the mantissa f in [sqrt(1/2), sqrt(2)), |t| <= 0.172,
+// where the terms past t^9 are below 4e-10.
+func decibels(power float32) float32 {
+	power = max(power, minNormal)
+	b := math.Float32bits(power)
+	if b>>23 >= 0xff { // +Inf or NaN
+		return float32(10 * math.Log10(float64(power)))
 	}
-	return v
+	e := int(b>>23) - 127
+	f := float64(math.Float32frombits(b&0x7fffff | 0x3f800000))
+	if f > math.Sqrt2 {
+		f /= 2
+		e++
+	}
+	t := (f - 1) / (f + 1)
+	t2 := t * t
+	log2 := float64(e) + 2/math.Ln2*t*(1+t2*(1.0/3+t2*(1.0/5+t2*(1.0/7+t2*(1.0/9)))))
+	return float32(10 * math.Log10E * math.Ln2 * log2)
 }
 
 // level maps v onto int8 through Levels: round to nearest even, clamp.

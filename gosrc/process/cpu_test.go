@@ -310,3 +310,17 @@ func TestCPUProcessorErrors(t *testing.T) {
 	require.ErrorIs(t, p.Process(0, h.s, h.in.Ptr(), 8, h.out.Ptr(), 0), backend.ErrClosed)
 	_ = cpu.Default()
 }
+
+func TestDecibels(t *testing.T) {
+	worst := 0.0
+	for e := -126.0; e < 128; e += 0.013 {
+		p := float32(math.Pow(2, e))
+		want := 10 * math.Log10(float64(p))
+		worst = max(worst, math.Abs(float64(decibels(p))-want))
+	}
+	require.Less(t, worst, 1e-4)
+	floor := float32(10 * math.Log10(minNormal))
+	require.Equal(t, floor, decibels(0))
+	require.Equal(t, floor, decibels(-1))
+	require.True(t, math.IsInf(float64(decibels(float32(math.Inf(1)))), 1))
+}

@@ -26,11 +26,12 @@
 //     M-d.
 //  5. Per output value: the real part, or the magnitude |y|
 //     (EnableMagnitude); squared (EnableSquare: |y|^2 or Re(y)^2); in
-//     decibels (EnableLog10: 10*log10 of a square, else 20*log10 of the
-//     absolute value, floored at the smallest normal float32 so outputs
-//     stay finite). The result is written as float32 (out), and, when
-//     requested, as int8 (outInt8): Levels [lo, hi] map linearly onto
-//     -128..127, rounded to nearest even and clamped.
+//     decibels (EnableLog10: 20*log10 of the amplitude, which is 10*log10
+//     of the square, so EnableSquare does not change it; computed as
+//     10*log10(max(P, 2^-126)) with P the power |y|^2 or Re(y)^2, which
+//     keeps outputs finite, >= -379 dB). The result is written as float32
+//     (out), and, when requested, as int8 (outInt8): Levels [lo, hi] map
+//     linearly onto -128..127, rounded to nearest even and clamped.
 //
 // Both processors implement the engine's Processor interface and compute
 // the same values: bit for bit up to the FFT, then within float32 rounding.
