@@ -13,9 +13,14 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
 go_pass=0; go_fail=0; failed_bins=()
+for gz in "$gb"/bin/*.test.gz; do
+  [ -e "$gz" ] || continue
+  gunzip -c "$gz" >"${gz%.gz}" && chmod +x "${gz%.gz}"
+done
 for bin in "$gb"/bin/*.test; do
   name=$(basename "$bin" .test)
   pkgdir="$root/gosrc/${name//_//}"
+  [ -d "$pkgdir" ] || pkgdir="$root/$name"
   [ -d "$pkgdir" ] || pkgdir="$root"
   log="$out/go_$name.log"
   (cd "$pkgdir" && "$bin" -test.v -test.count=1 -test.timeout=300s) >"$log" 2>&1

@@ -145,3 +145,22 @@ func TestCPUTripleBufferedStepAndReadback(t *testing.T) {
 	require.Len(t, readFloats(h.Buffer()), 2)
 	require.NoError(t, h.Release())
 }
+
+// BenchmarkCPUCoordinatorQueuePoll is the coordinator's bookkeeping per op
+// (queue with two event records and a reap, a Poll every 64 ops) on the
+// CPU backend, where the backend calls themselves cost next to nothing.
+func BenchmarkCPUCoordinatorQueuePoll(b *testing.B) {
+	c, err := NewAsyncCoordinator(cpu.Default(), CoordinatorOptions{})
+	require.NoError(b, err)
+	defer c.Close()
+	noop := ComputeOp{Func: func(backend.Stream) error { return nil }}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := c.QueueCompute(noop); err != nil {
+			b.Fatal(err)
+		}
+		if i%64 == 63 {
+			c.Poll()
+		}
+	}
+}
