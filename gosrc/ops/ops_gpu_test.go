@@ -3,6 +3,7 @@
 package ops
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"testing"
@@ -81,6 +82,12 @@ func (r *rig) requireSame(t *testing.T, g, h backend.Buffer, dt backend.DType, w
 	require.NoError(t, r.gs.Synchronize())
 	got := cpu.HostBytes(r.tmp.Ptr(), n)
 	want := cpu.HostBytes(h.Ptr(), n)
+	if dt == backend.Float32 || dt == backend.Float64 {
+		// NaN payloads differ by design (CUDA's canonical NaN is 0x7fffffff,
+		// Go's 0x7fc00000): compare NaN-ness, and every other value bit for bit.
+		canonNaN(got, dt)
+		canonNaN(want, dt)
+	}
 	require.Equal(t, want, got, "%s: GPU and CPU results differ", what)
 }
 
@@ -172,4 +179,22 @@ func BenchmarkLaunchByName(b *testing.B) {
 		}
 	}
 	_ = s.Synchronize()
+}
+
+// canonNaN rewrites every NaN in b (of float type dt) to one bit pattern.
+func canonNaN(b []byte, dt backend.DType) {
+	switch dt {
+	case backend.Float32:
+		for i := 0; i+4 <= len(b); i += 4 {
+			if math.IsNaN(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))) {
+				binary.LittleEndian.PutUint32(b[i:], 0x7fc00000)
+			}
+		}
+	case backend.Float64:
+		for i := 0; i+8 <= len(b); i += 8 {
+			if math.IsNaN(math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))) {
+				binary.LittleEndian.PutUint64(b[i:], 0x7ff8000000000000)
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package pyapi
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
@@ -95,7 +96,7 @@ func (d *Device) NewStream(priority int) (*Stream, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Stream{s: s}, nil
+	return newStream(s), nil
 }
 
 // WrapStream adopts a foreign stream handle without owning it.
@@ -107,7 +108,7 @@ func (d *Device) WrapStream(handle int) (*Stream, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Stream{s: s}, nil
+	return newStream(s), nil
 }
 
 // NewEvent creates an event; timing enables elapsed-time queries.
@@ -116,13 +117,18 @@ func (d *Device) NewEvent(timing bool) (*Event, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Event{e: e}, nil
+	return newEvent(e), nil
 }
 
 // Alloc allocates nbytes of device memory, or of pinned host memory.
 func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
 	if nbytes < 0 {
 		return nil, tag(badArg("nbytes=%d, expected nbytes >= 0", nbytes))
+	}
+	if nbytes == 0 {
+		// Empty arrays are legal in NumPy and CuPy; drivers refuse 0-byte
+		// allocations, so an empty array owns no memory at all.
+		return &Buffer{b: &emptyBuffer{dev: d.d, pinned: pinned}}, nil
 	}
 	// Every allocation is charged to the process memory budget.
 	a, err := allocatorFor(d.d, "array")
@@ -139,4 +145,28 @@ func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
 		return nil, tag(err)
 	}
 	return &Buffer{b: b}, nil
+}
+
+// emptyBuffer is the memory of a zero-size array: address 0, nothing to free.
+type emptyBuffer struct {
+	dev    backend.Device
+	pinned bool
+	freed  bool
+}
+
+func (b *emptyBuffer) Ptr() uintptr { return 0 }
+func (b *emptyBuffer) Size() int    { return 0 }
+func (b *emptyBuffer) Kind() backend.MemKind {
+	if b.pinned {
+		return backend.PinnedMem
+	}
+	return backend.DeviceMem
+}
+func (b *emptyBuffer) Device() backend.Device { return b.dev }
+func (b *emptyBuffer) Free() error {
+	if b.freed {
+		return fmt.Errorf("pyapi.Buffer.Free: empty buffer already freed: %w", backend.ErrClosed)
+	}
+	b.freed = true
+	return nil
 }

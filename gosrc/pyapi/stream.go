@@ -7,7 +7,15 @@ import (
 )
 
 // Stream is an ordered queue of asynchronous work.
-type Stream struct{ s backend.Stream }
+type Stream struct {
+	s  backend.Stream
+	id int // fast-path id (fast.go); 0 = unregistered or closed
+}
+
+func newStream(s backend.Stream) *Stream { return &Stream{s: s, id: fastStreams.add(s)} }
+
+// ID is the stream's fast-path id.
+func (s *Stream) ID() int { return s.id }
 
 // Handle is the native stream handle (CUstream) as an int.
 func (s *Stream) Handle() int { return int(s.s.Handle()) }
@@ -96,7 +104,14 @@ func (s *Stream) EndCapture() (*Graph, error) {
 func (s *Stream) Capturing() bool { return s.s.Capturing() }
 
 // Close releases the stream.
-func (s *Stream) Close() error { return tag(s.s.Close()) }
+func (s *Stream) Close() error {
+	err := s.s.Close()
+	if err == nil && s.id > 0 {
+		fastStreams.remove(s.id)
+		s.id = 0
+	}
+	return tag(err)
+}
 
 // String describes the stream.
 func (s *Stream) String() string {
@@ -104,7 +119,15 @@ func (s *Stream) String() string {
 }
 
 // Event marks a point in a stream.
-type Event struct{ e backend.Event }
+type Event struct {
+	e  backend.Event
+	id int // fast-path id (fast.go); 0 = unregistered or closed
+}
+
+func newEvent(e backend.Event) *Event { return &Event{e: e, id: fastEvents.add(e)} }
+
+// ID is the event's fast-path id.
+func (e *Event) ID() int { return e.id }
 
 // Handle is the native event handle as an int.
 func (e *Event) Handle() int { return int(e.e.Handle()) }
@@ -131,7 +154,14 @@ func (e *Event) ElapsedTime(end *Event) (float64, error) {
 }
 
 // Close releases the event.
-func (e *Event) Close() error { return tag(e.e.Close()) }
+func (e *Event) Close() error {
+	err := e.e.Close()
+	if err == nil && e.id > 0 {
+		fastEvents.remove(e.id)
+		e.id = 0
+	}
+	return tag(err)
+}
 
 // Graph is an instantiated CUDA graph (a recorded op list on the CPU).
 type Graph struct{ g backend.Graph }

@@ -15,7 +15,7 @@ import numpy as np
 from . import _dlpack
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native
-from ._core import api
+from ._core import DTYPE_CODES, api, fast_copy, fast_fill
 from ._stream import Event, Stream, current_stream
 
 __all__ = ["Array", "empty", "zeros", "full", "from_numpy", "copy", "SUPPORTED_DTYPES"]
@@ -166,8 +166,13 @@ class Array:
 
     # --- lifetime ------------------------------------------------------------
 
+    @property
+    def freed(self) -> bool:
+        """True once the memory (of this array or of the array it views) was freed."""
+        return (self._base or self)._buf is None
+
     def _check(self) -> None:
-        if self.ptr == 0 and self.nbytes:
+        if (self._base or self)._buf is None:
             raise ClosedError("array memory was freed")
 
     @native
@@ -179,16 +184,16 @@ class Array:
         """
         if self._base is not None:
             raise ValueError("free() on a view: free the array it views instead")
-        if self.ptr == 0:
+        if self._buf is None:
             raise ClosedError("array memory already freed")
-        self.ptr = 0
-        self._buf.Free()
+        buf, self._buf = self._buf, None
+        buf.Free()
 
     def __del__(self) -> None:
         try:
-            if self._base is None and self.ptr and self._buf is not None:
-                self.ptr = 0
-                self._buf.Free()
+            if self._base is None and self._buf is not None:
+                buf, self._buf = self._buf, None
+                buf.Free()
         except Exception as exc:  # pragma: no cover - a destructor must not raise
             warnings.warn(f"vortexgo: freeing array failed: {exc}", ResourceWarning, stacklevel=1)
 
@@ -316,7 +321,7 @@ class Array:
 
     def __repr__(self) -> str:
         where = f"{self.device.alias}{', pinned' if self.pinned else ''}"
-        if self.ptr == 0 and self.nbytes:
+        if self.freed:
             return f"<Array {self.shape} {self.dtype.name} on {where}, freed>"
         return f"<Array {self.shape} {self.dtype.name} on {where}, ptr=0x{self.ptr:x}>"
 
@@ -359,7 +364,7 @@ def full(shape: ShapeLike, fill_value: float, dtype: Any = "float32", device: De
     a = empty(shape, dtype, device, pinned=pinned, stream=stream)
     if a.dtype.kind == "c":
         raise TypeError("full() does not support complex64; use zeros() or from_numpy()")
-    if a.size:
+    if a.size and fast_fill(a.stream._id, a.ptr, a.size, DTYPE_CODES[a.dtype.name], float(fill_value)):
         native(api.Fill)(a.stream._h, a.ptr, a.size, a.dtype.name, float(fill_value))
     return a
 
@@ -419,7 +424,7 @@ def copy(dst: Union[Array, np.ndarray], src: Union[Array, np.ndarray], *, stream
     if stream is not None and not isinstance(stream, Stream):
         s = Stream.from_external(stream, dev)
     order_after(s, sstream)
-    if dn:
-        s._h.Copy(dptr, sptr, dn)
+    if dn and fast_copy(s._id, dptr, sptr, dn):
+        s._h.Copy(dptr, sptr, dn)  # the method path raises the full error
     if isinstance(dst, Array):
         dst.stream = s

@@ -10,6 +10,7 @@ import os
 
 try:
     from ._native import pyapi as api  # type: ignore[attr-defined]
+    from ._native import _gocore as _ext  # type: ignore[attr-defined]
 except ImportError as exc:  # pragma: no cover - only on a broken install
     raise ImportError(
         "vortexgo's Go core is not built: run `make build` (or `pip install .`) "
@@ -41,4 +42,19 @@ def _configure_cufft() -> None:
 
 _configure_cufft()
 
-__all__ = ["api"]
+# The fast path (gosrc/pyapi/fast.go): the extension's functions called
+# directly, ints in, int status out; -1 means "repeat through the method API
+# for the full error".
+fast_record = _ext.pyapi_FastRecord
+fast_wait_event = _ext.pyapi_FastWaitEvent
+fast_query_event = _ext.pyapi_FastQueryEvent
+fast_query_stream = _ext.pyapi_FastQueryStream
+fast_sync_stream = _ext.pyapi_FastSyncStream
+fast_sync_event = _ext.pyapi_FastSyncEvent
+fast_copy = _ext.pyapi_FastCopy
+fast_fill = _ext.pyapi_FastFill
+fast_scale_offset = _ext.pyapi_FastScaleOffset
+DTYPE_CODES = {name: api.DTypeCode(name) for name in
+               ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64", "complex64")}
+
+__all__ = ["api", "DTYPE_CODES"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ._array import Array, _norm_dtype, empty, order_after
+from ._core import DTYPE_CODES, api, fast_scale_offset
 from ._errors import native
-from ._core import api
 from ._stream import Stream, current_stream
 
 __all__ = ["cast", "scale_offset"]
@@ -47,7 +47,8 @@ def scale_offset(x: Array, scale: float, offset: float = 0.0, *, out: Optional[A
         out = empty(x.shape, x.dtype, x.device, pinned=x.pinned, stream=s)
     elif out.size != x.size or out.dtype != x.dtype:
         raise ValueError(f"out has {out.size} {out.dtype.name}, expected {x.size} {x.dtype.name}")
-    if x.size:
+    if x.size and fast_scale_offset(s._id, out.ptr, x.ptr, x.size, DTYPE_CODES[x.dtype.name],
+                                    float(scale), float(offset)):
         api.ScaleOffset(s._h, out.ptr, x.ptr, x.size, x.dtype.name, float(scale), float(offset))
     out.stream = s
     return out

@@ -7,6 +7,14 @@ import threading
 import warnings
 from typing import Any, Optional
 
+from ._core import (
+    fast_query_event,
+    fast_query_stream,
+    fast_record,
+    fast_sync_event,
+    fast_sync_stream,
+    fast_wait_event,
+)
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native
 
@@ -46,17 +54,19 @@ class Stream:
             smaller number is a higher priority. Read back with :attr:`priority`.
     """
 
-    __slots__ = ("_h", "device", "_cupy_stream", "_closed", "_owner", "__weakref__")
+    __slots__ = ("_h", "_id", "device", "_cupy_stream", "_closed", "_owner", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, priority: int = 0) -> None:
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise TypeError(f"priority={priority!r}, expected an int")
         self._h = None
+        self._id = 0
         self._closed = True  # until the native stream exists (keeps __del__ quiet)
         self._cupy_stream = None
         self._owner: Any = None
         self.device: Device = get_device(device)
         self._h = native(self.device._h.NewStream)(priority)
+        self._id = self._h.ID()
         self._closed = False
 
     @classmethod
@@ -64,6 +74,7 @@ class Stream:
         s = cls.__new__(cls)
         s.device = device
         s._h = handle
+        s._id = handle.ID()
         s._cupy_stream = None
         s._closed = False
         s._owner = owner  # keeps a foreign stream object alive while we use it
@@ -144,7 +155,10 @@ class Stream:
         """Record ``event`` (a new one if None) at the tail of this stream and return it."""
         if event is None:
             event = Event(self.device)
-        self._record(event._h)
+        elif not isinstance(event, Event):
+            raise TypeError(f"event={event!r}, expected a vortexgo.Event")
+        if fast_record(self._id, event._id):
+            self._record(event._h)  # the method path raises the full error
         return event
 
     def record(self, event: Optional["Event"] = None) -> "Event":
@@ -155,12 +169,12 @@ class Stream:
     def _record(self, h) -> None:
         self._h.Record(h)
 
-    @native
     def wait_event(self, event: "Event") -> None:
         """Make later work on this stream wait for ``event``; the host does not wait."""
         if not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        self._h.WaitEvent(event._h)
+        if fast_wait_event(self._id, event._id):
+            native(self._h.WaitEvent)(event._h)
 
     def wait_stream(self, other: "Stream", event: Optional["Event"] = None) -> None:
         """Make later work on this stream wait for all work queued so far on ``other``."""
@@ -168,16 +182,18 @@ class Stream:
             other = Stream.from_external(other, self.device)
         self.wait_event(other.record_event(event))
 
-    @native
     def synchronize(self) -> None:
         """Block the host until all work queued so far is done (GIL released)."""
-        self._h.Synchronize()
+        if fast_sync_stream(self._id):
+            native(self._h.Synchronize)()
 
     @property
-    @native
     def is_complete(self) -> bool:
         """True when all work queued so far is done (does not block)."""
-        return self._h.Query()
+        r = fast_query_stream(self._id)
+        if r < 0:
+            return native(self._h.Query)()
+        return r == 1
 
     def query(self) -> bool:
         """Alias of :attr:`is_complete`."""
@@ -192,6 +208,7 @@ class Stream:
             raise ClosedError("stream already closed")
         self._closed = True
         self._cupy_stream = None
+        self._id = 0
         self._h.Close()
 
     @property
@@ -260,14 +277,16 @@ class Event:
         enable_timing: record timestamps so :meth:`elapsed_time` works.
     """
 
-    __slots__ = ("_h", "device", "enable_timing", "_closed", "__weakref__")
+    __slots__ = ("_h", "_id", "device", "enable_timing", "_closed", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, enable_timing: bool = False) -> None:
         self._h = None
+        self._id = 0
         self._closed = True  # until the native event exists (keeps __del__ quiet)
         self.device: Device = get_device(device)
         self.enable_timing = bool(enable_timing)
         self._h = native(self.device._h.NewEvent)(self.enable_timing)
+        self._id = self._h.ID()
         self._closed = False
 
     @property
@@ -275,25 +294,27 @@ class Event:
         """The native handle (CUevent) as an int."""
         return self._h.Handle()
 
-    @native
     def record(self, stream: Optional[Stream] = None) -> "Event":
         """Record this event at the tail of ``stream`` (default: the current stream)."""
         s = stream if stream is not None else current_stream(self.device)
         if not isinstance(s, Stream):
             s = Stream.from_external(s, self.device)
-        s._h.Record(self._h)
+        if fast_record(s._id, self._id):
+            native(s._h.Record)(self._h)  # the method path raises the full error
         return self
 
-    @native
     def synchronize(self) -> None:
         """Block the host until the event completes (GIL released)."""
-        self._h.Synchronize()
+        if fast_sync_event(self._id):
+            native(self._h.Synchronize)()
 
     @property
-    @native
     def is_complete(self) -> bool:
         """True once the work before the event is done (does not block)."""
-        return self._h.Query()
+        r = fast_query_event(self._id)
+        if r < 0:
+            return native(self._h.Query)()
+        return r == 1
 
     def query(self) -> bool:
         """Alias of :attr:`is_complete`."""
@@ -314,6 +335,7 @@ class Event:
         if self._closed:
             raise ClosedError("event already closed")
         self._closed = True
+        self._id = 0
         self._h.Close()
 
     def __del__(self) -> None:

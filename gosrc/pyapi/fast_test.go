@@ -1,0 +1,54 @@
+package pyapi
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestIDTable(t *testing.T) {
+	var tab idTable[string]
+	a, b := tab.add("a"), tab.add("b")
+	require.Equal(t, []int{1, 2}, []int{a, b})
+	v, ok := tab.get(a)
+	require.True(t, ok)
+	require.Equal(t, "a", v)
+	for _, bad := range []int{0, -1, 3} {
+		_, ok := tab.get(bad)
+		require.False(t, ok, "id %d", bad)
+	}
+	tab.remove(a)
+	v, _ = tab.get(a)
+	require.Empty(t, v)
+	require.Equal(t, a, tab.add("c"), "freed ids are reused")
+}
+
+func TestFastPathOnCPU(t *testing.T) {
+	dev, err := GetDevice("cpu")
+	require.NoError(t, err)
+	s, err := dev.NewStream(0)
+	require.NoError(t, err)
+	e, err := dev.NewEvent(true)
+	require.NoError(t, err)
+	require.Positive(t, s.ID())
+	require.Zero(t, FastRecord(s.ID(), e.ID()))
+	require.Equal(t, 1, FastQueryEvent(e.ID()))
+	require.Equal(t, 1, FastQueryStream(s.ID()))
+	require.Zero(t, FastSyncStream(s.ID()))
+	require.Zero(t, FastSyncEvent(e.ID()))
+	require.Zero(t, FastWaitEvent(s.ID(), e.ID()))
+	buf, err := dev.Alloc(64, false)
+	require.NoError(t, err)
+	require.Zero(t, FastFill(s.ID(), buf.Ptr(), 16, DTypeCode("float32"), 2))
+	require.Zero(t, FastScaleOffset(s.ID(), buf.Ptr(), buf.Ptr(), 16, DTypeCode("float32"), 2, 1))
+	require.Equal(t, -1, DTypeCode("float16"))
+	require.Equal(t, -1, FastFill(s.ID(), buf.Ptr(), 16, 99, 0), "bad dtype code")
+	// Unregistered (0) and closed ids fail, so Python takes the method path.
+	require.Equal(t, -1, FastRecord(0, e.ID()))
+	sid := s.ID()
+	require.NoError(t, s.Close())
+	require.Equal(t, -1, FastRecord(sid, e.ID()))
+	require.Equal(t, -1, FastSyncStream(sid))
+	require.NoError(t, e.Close())
+	require.Zero(t, e.ID())
+}
