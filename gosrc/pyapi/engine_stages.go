@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/acquire"
@@ -259,7 +260,10 @@ func (f *Formatter) ScanRecords() int { return int(f.f.ScanRecords()) }
 // --- storage ------------------------------------------------------------------------
 
 // Storage is a SimpleStack file of volumes.
-type Storage struct{ s *storage.SimpleStack }
+type Storage struct {
+	s    *storage.SimpleStack
+	open atomic.Bool // between a successful Open and Close
+}
 
 // NewSimpleStack returns a closed stack of "int8", "uint16" or "float32".
 func NewSimpleStack(dtype string) (*Storage, error) {
@@ -297,14 +301,21 @@ func (s *Storage) Open(path, shape, header string) error {
 	if err := cfg.Validate(); err != nil {
 		return tag(badArg("%v", err))
 	}
-	return tag(s.s.Open(cfg))
+	if err := s.s.Open(cfg); err != nil {
+		return tag(err)
+	}
+	s.open.Store(true)
+	return nil
 }
 
 // Close finalises the header and closes the file (no-op when closed).
-func (s *Storage) Close() error { return tag(s.s.Close()) }
+func (s *Storage) Close() error {
+	s.open.Store(false)
+	return tag(s.s.Close())
+}
 
 // IsOpen reports whether a file is open.
-func (s *Storage) IsOpen() bool { return s.s.VolumeBytes() > 0 }
+func (s *Storage) IsOpen() bool { return s.open.Load() }
 
 // DType is the element type.
 func (s *Storage) DType() string { return s.s.DType().String() }
@@ -315,7 +326,7 @@ func (s *Storage) Path() string { return s.s.Config().Path }
 // Shape is the volume shape "bscans,ascans,depth" ("" when closed).
 func (s *Storage) Shape() string {
 	c := s.s.Config()
-	if c.Path == "" {
+	if !s.open.Load() {
 		return ""
 	}
 	return formatShape(c.Shape[:])
@@ -461,7 +472,7 @@ func (e *Endpoint) Stream() (*Stream, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Stream{s: w}, nil
+	return newStream(w), nil
 }
 
 // Written is the number of volumes a storage endpoint has stored.

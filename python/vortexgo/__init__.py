@@ -44,3 +44,78 @@ __all__ = [
     "Graph", "ScopedCapture", "capture_launch",
     "cast", "scale_offset",
 ]
+
+# --- the acquisition engine (vortex's module names: vortexgo.engine, .acquire,
+# .process, .scan, .format, .storage) ---
+from .acquire import (
+    FileAcquisition,
+    FileAcquisitionConfig,
+    NullAcquisition,
+    NullAcquisitionConfig,
+    SimulatedAcquisition,
+    SimulatedAcquisitionConfig,
+)
+from .process import CPUProcessor, CUDAProcessor, ProcessorConfig
+from .scan import RasterScan, RasterScanConfig
+from .format import SampleSlice, SimpleSlice, StackFormatExecutor, StackFormatExecutorConfig
+from .storage import SimpleStackConfig, SimpleStackFloat32, SimpleStackHeader, SimpleStackInt8, SimpleStackUInt16
+from .engine import (
+    AscanStackEndpoint,
+    Engine,
+    EngineConfig,
+    EngineEvent,
+    EngineStatus,
+    NullEndpoint,
+    SpectraStackDeviceTensorEndpointUInt16,
+    SpectraStackEndpoint,
+    StackDeviceTensorEndpointFloat32,
+    StackDeviceTensorEndpointInt8,
+    StackDeviceTensorEndpointUInt16,
+    StackHostTensorEndpointFloat32,
+    StackHostTensorEndpointInt8,
+    StackHostTensorEndpointUInt16,
+    StageTiming,
+)
+
+__all__ += [
+    "SimulatedAcquisition", "SimulatedAcquisitionConfig", "FileAcquisition", "FileAcquisitionConfig",
+    "NullAcquisition", "NullAcquisitionConfig",
+    "ProcessorConfig", "CPUProcessor", "CUDAProcessor",
+    "RasterScan", "RasterScanConfig", "SampleSlice", "SimpleSlice", "StackFormatExecutor", "StackFormatExecutorConfig",
+    "SimpleStackConfig", "SimpleStackHeader", "SimpleStackInt8", "SimpleStackUInt16", "SimpleStackFloat32",
+    "Engine", "EngineConfig", "EngineEvent", "EngineStatus", "StageTiming",
+    "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
+    "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
+    "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
+]
+
+# --- async toolkit: triple buffering, coordinator, pipeline stages, readback, pools, budget (issue 4) ---
+from . import toolkit
+from .toolkit import (
+    AsyncCoordinator,
+    BufferPool,
+    CompletedOp,
+    DownloadOp,
+    GpuPipelineStage,
+    KernelOp,
+    ManagedGpuContext,
+    MemoryUsage,
+    PipelineStageManager,
+    PipelineStats,
+    Readback,
+    ReadbackHandle,
+    SpinOp,
+    TripleBuffer,
+    UploadOp,
+    copy_peer,
+    memory_usage,
+    readback,
+    set_memory_budget,
+)
+
+__all__ += [
+    "toolkit", "TripleBuffer", "AsyncCoordinator", "CompletedOp", "PipelineStageManager", "GpuPipelineStage",
+    "PipelineStats", "ManagedGpuContext", "KernelOp", "SpinOp", "UploadOp", "DownloadOp",
+    "readback", "Readback", "ReadbackHandle", "BufferPool", "set_memory_budget", "memory_usage", "MemoryUsage",
+    "copy_peer",
+]

@@ -7,14 +7,13 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
-import warnings
 from typing import Any, Iterable, Optional, Union
 
 import numpy as np
 
 from . import _dlpack
 from ._device import Device, DeviceLike, get_device
-from ._errors import ClosedError, native
+from ._errors import ClosedError, native, release_on_collect
 from ._core import DTYPE_CODES, api, fast_copy, fast_fill
 from ._stream import Event, Stream, current_stream
 
@@ -108,7 +107,7 @@ class Array:
     and ``__dlpack__(stream=...)`` makes the consumer's stream wait on it.
     """
 
-    __slots__ = ("_buf", "_base", "ptr", "shape", "dtype", "device", "pinned", "stream", "__weakref__")
+    __slots__ = ("_buf", "_base", "_fin", "ptr", "shape", "dtype", "device", "pinned", "stream", "__weakref__")
 
     def __init__(self, *a, **k) -> None:
         raise TypeError("create arrays with vortexgo.empty/zeros/full/from_numpy")
@@ -118,6 +117,8 @@ class Array:
         self = object.__new__(cls)
         self._buf = buf
         self._base = base
+        # Only the owner frees; views keep the owner alive through _base.
+        self._fin = release_on_collect(self, buf.Free, "array memory") if base is None else None
         self.ptr = ptr
         self.shape = shape
         self.dtype = dtype
@@ -187,15 +188,8 @@ class Array:
         if self._buf is None:
             raise ClosedError("array memory already freed")
         buf, self._buf = self._buf, None
+        self._fin.detach()
         buf.Free()
-
-    def __del__(self) -> None:
-        try:
-            if self._base is None and self._buf is not None:
-                buf, self._buf = self._buf, None
-                buf.Free()
-        except Exception as exc:  # pragma: no cover - a destructor must not raise
-            warnings.warn(f"vortexgo: freeing array failed: {exc}", ResourceWarning, stacklevel=1)
 
     # --- protocols -----------------------------------------------------------
 

@@ -84,3 +84,31 @@ def native(fn: F) -> F:
             raise translate(exc) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def release_on_collect(obj: object, release: Callable[[], object], what: str):
+    """Run ``release()`` (a bound method of a gopy handle) when ``obj`` is collected.
+
+    Why not ``__del__``: when ``obj`` dies inside a reference cycle, the
+    collector may finalize the gopy handle object first, and calling into Go
+    through a released handle crashes the interpreter. ``weakref.finalize``
+    holds ``release`` (and so the handle) strongly until it has run. It does
+    not run at interpreter exit: the process releases everything then.
+    A failure becomes a warning, never an exception from the collector.
+    Returns the finalizer; ``close()`` methods ``detach()`` it and release
+    explicitly so their errors propagate.
+    """
+    import weakref
+
+    fin = weakref.finalize(obj, _release, release, what)
+    fin.atexit = False
+    return fin
+
+
+def _release(release: Callable[[], object], what: str) -> None:
+    import warnings
+
+    try:
+        release()
+    except Exception as exc:  # pragma: no cover - depends on teardown order
+        warnings.warn(f"vortexgo: releasing {what} failed: {exc}", ResourceWarning, stacklevel=2)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Optional
 
-from ._errors import native
+from ._errors import native, release_on_collect
 from ._stream import Stream, current_stream
 
 __all__ = ["Graph", "ScopedCapture", "capture_launch"]
@@ -17,12 +16,13 @@ class Graph:
     On the CPU backend it is the recorded list of operations, replayed in order.
     """
 
-    __slots__ = ("_h", "device", "_closed")
+    __slots__ = ("_h", "device", "_closed", "_fin", "__weakref__")
 
     def __init__(self, _handle, device) -> None:
         self._h = _handle
         self.device = device
         self._closed = False
+        self._fin = release_on_collect(self, _handle.Close, "a graph")
 
     @property
     def nodes(self) -> int:
@@ -42,13 +42,8 @@ class Graph:
         """Release the graph."""
         if not self._closed:
             self._closed = True
+            self._fin.detach()
             self._h.Close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing graph failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         return f"<Graph {self.device.alias} nodes={'closed' if self._closed else self.nodes}>"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import warnings
 from typing import Any, Optional
 
 from ._core import (
@@ -16,7 +15,7 @@ from ._core import (
     fast_wait_event,
 )
 from ._device import Device, DeviceLike, get_device
-from ._errors import ClosedError, native
+from ._errors import ClosedError, native, release_on_collect
 
 __all__ = [
     "Stream",
@@ -54,19 +53,20 @@ class Stream:
             smaller number is a higher priority. Read back with :attr:`priority`.
     """
 
-    __slots__ = ("_h", "_id", "device", "_cupy_stream", "_closed", "_owner", "__weakref__")
+    __slots__ = ("_h", "_id", "_fin", "device", "_cupy_stream", "_closed", "_owner", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, priority: int = 0) -> None:
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise TypeError(f"priority={priority!r}, expected an int")
         self._h = None
         self._id = 0
-        self._closed = True  # until the native stream exists (keeps __del__ quiet)
+        self._closed = True  # until the native stream exists
         self._cupy_stream = None
         self._owner: Any = None
         self.device: Device = get_device(device)
         self._h = native(self.device._h.NewStream)(priority)
         self._id = self._h.ID()
+        self._fin = release_on_collect(self, self._h.Close, "a stream")
         self._closed = False
 
     @classmethod
@@ -75,6 +75,7 @@ class Stream:
         s.device = device
         s._h = handle
         s._id = handle.ID()
+        s._fin = release_on_collect(s, handle.Close, "a stream")
         s._cupy_stream = None
         s._closed = False
         s._owner = owner  # keeps a foreign stream object alive while we use it
@@ -209,6 +210,7 @@ class Stream:
         self._closed = True
         self._cupy_stream = None
         self._id = 0
+        self._fin.detach()
         self._h.Close()
 
     @property
@@ -216,27 +218,26 @@ class Stream:
         """True after :meth:`close`."""
         return self._closed
 
-    def __del__(self) -> None:
-        # A failure in a destructor becomes a warning, never a crash.
-        try:
-            if not getattr(self, "_closed", True) and self._h is not None:
-                self._closed = True
-                self._h.Close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing a stream failed: {exc}", ResourceWarning, stacklevel=1)
-
     def cupy(self):
-        """A ``cupy.cuda.ExternalStream`` over this stream (cached); None without CuPy or on CPU."""
+        """A CuPy stream over this stream's handle (cached); None without CuPy or on CPU.
+
+        CuPy >= 14 adopts it through ``__cuda_stream__``
+        (``cupy.cuda.Stream.from_external``); older CuPy gets a
+        ``cupy.cuda.ExternalStream``. Either way no new stream is created.
+        """
         if self._cupy_stream is None and self.device.is_cuda:
             cp = _cupy()
             if cp is not None:
-                self._cupy_stream = cp.cuda.ExternalStream(self.handle, self.device.ordinal)
+                from_external = getattr(cp.cuda.Stream, "from_external", None)
+                with cp.cuda.Device(self.device.ordinal):
+                    self._cupy_stream = (from_external(self) if from_external is not None
+                                         else cp.cuda.ExternalStream(self.handle, self.device.ordinal))
         return self._cupy_stream
 
     def __enter__(self):
         """Make this the current stream of vortexgo and, with CuPy, of CuPy too.
 
-        Returns the ``cupy.cuda.ExternalStream`` over this stream when CuPy is
+        Returns the CuPy stream over this stream (see :meth:`cupy`) when CuPy is
         installed (so ``stream.record()`` and CuPy calls inside the block run on
         it), else this stream.
         """
@@ -277,16 +278,17 @@ class Event:
         enable_timing: record timestamps so :meth:`elapsed_time` works.
     """
 
-    __slots__ = ("_h", "_id", "device", "enable_timing", "_closed", "__weakref__")
+    __slots__ = ("_h", "_id", "_fin", "device", "enable_timing", "_closed", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, enable_timing: bool = False) -> None:
         self._h = None
         self._id = 0
-        self._closed = True  # until the native event exists (keeps __del__ quiet)
+        self._closed = True  # until the native event exists
         self.device: Device = get_device(device)
         self.enable_timing = bool(enable_timing)
         self._h = native(self.device._h.NewEvent)(self.enable_timing)
         self._id = self._h.ID()
+        self._fin = release_on_collect(self, self._h.Close, "an event")
         self._closed = False
 
     @property
@@ -336,15 +338,8 @@ class Event:
             raise ClosedError("event already closed")
         self._closed = True
         self._id = 0
+        self._fin.detach()
         self._h.Close()
-
-    def __del__(self) -> None:
-        try:
-            if not getattr(self, "_closed", True) and self._h is not None:
-                self._closed = True
-                self._h.Close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing event failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         if self._closed:

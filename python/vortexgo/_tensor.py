@@ -6,14 +6,13 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
-import warnings
 from typing import Any, Iterable, Optional, Union
 
 import numpy as np
 
 from ._array import Array, _norm_dtype, _norm_shape
 from ._device import DeviceLike, get_device
-from ._errors import ClosedError, native
+from ._errors import ClosedError, native, release_on_collect
 from ._core import api
 from ._stream import Stream, _cupy, current_stream
 
@@ -72,6 +71,7 @@ class DeviceTensor:
         self.pinned = bool(pinned)
         self.stream: Stream = stream if stream is not None else Stream(self.device)
         self._h = native(api.NewTensor)(self.device._h, ",".join(map(str, shape)), dt.name, self.pinned)
+        self._fin = release_on_collect(self, self._h.Close, "a tensor")
         self._held = threading.local()
         self._closed = False
 
@@ -79,6 +79,7 @@ class DeviceTensor:
     def _wrap(cls, handle, device, stream: Stream, pinned: bool) -> "DeviceTensor":
         t = cls.__new__(cls)
         t._h, t.device, t.stream, t.pinned = handle, device, stream, pinned
+        t._fin = None  # the owner (an endpoint) releases the memory
         t._held = threading.local()
         t._closed = False
         return t
@@ -200,14 +201,9 @@ class DeviceTensor:
         """Free the memory."""
         if not self._closed:
             self._closed = True
+            if self._fin is not None:
+                self._fin.detach()
             self._h.Close()
-
-    def __del__(self) -> None:
-        try:
-            if getattr(self, "_h", None) is not None and not self._closed:
-                self.close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing tensor failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         if self._closed:

@@ -1,0 +1,255 @@
+"""Acquisitions: sources of raw spectra (vortex's ``vortex.acquire``).
+
+- :class:`SimulatedAcquisition`: spectral-domain OCT interferograms (uint16)
+  of a layered 3D phantom, through a Gaussian source spectrum, a
+  spectrometer even in wavelength (so resampling matters), dispersion and
+  shot noise. Synthesised once at ``prepare`` and replayed at full speed, or
+  at ``rate`` A-scans per second like a real scanner.
+- :class:`FileAcquisition`: replays raw uint16 spectra from a raw file or a
+  ``.npy`` file.
+- :class:`NullAcquisition`: zeros, to measure the pipeline alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ._core import api
+from ._errors import native
+
+__all__ = [
+    "SimulatedAcquisitionConfig", "SimulatedAcquisition",
+    "FileAcquisitionConfig", "FileAcquisition",
+    "NullAcquisitionConfig", "NullAcquisition",
+]
+
+
+def _int(owner: str, name: str, v: Any, lo: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{owner}.{name}={v!r}, expected an int >= {lo}")
+    if v < lo:
+        raise ValueError(f"{owner}.{name}={v}, expected >= {lo}")
+    return int(v)
+
+
+def _float(owner: str, name: str, v: Any, lo: float = 0.0) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{owner}.{name}={v!r}, expected a number >= {lo}")
+    f = float(v)
+    if not math.isfinite(f) or f < lo:
+        raise ValueError(f"{owner}.{name}={v}, expected a finite number >= {lo}")
+    return f
+
+
+class _Acquisition:
+    """Common base: a native handle made by :meth:`initialize`."""
+
+    _config_type: type = object
+
+    def __init__(self, config: Any = None, logger: Optional[logging.Logger] = None, **fields: Any) -> None:
+        self._h = None
+        # vortex passes a logger first: SimulatedAcquisition(get_logger(...)).
+        if isinstance(config, logging.Logger):
+            config, logger = None, config
+        self.logger = logger
+        self.config = self._config_type()
+        if config is not None or fields:
+            self.initialize(config, **fields)
+
+    def initialize(self, config: Any = None, **fields: Any) -> None:
+        """Validate and adopt ``config`` (copied); ``fields`` override its attributes."""
+        if config is not None and not isinstance(config, self._config_type):
+            raise TypeError(f"config={config!r}, expected a {self._config_type.__name__}")
+        cfg = dataclasses.replace(config) if config is not None else self._config_type()
+        for k, v in fields.items():
+            if not hasattr(cfg, k):
+                raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
+            setattr(cfg, k, v)
+        self._h = native(self._create)(cfg)
+        self.config = cfg
+
+    def _create(self, cfg: Any):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError(f"{type(self).__name__} is not initialized, expected initialize(config) first")
+        return self._h
+
+    @property
+    def samples_per_record(self) -> int:
+        """The raw spectrum length (for a ``.npy`` FileAcquisition: known after :meth:`prepare`)."""
+        return self._handle().SamplesPerRecord()
+
+    @native
+    def prepare(self) -> None:
+        """Ready the source now (the engine's ``prepare`` does it too)."""
+        self._handle().Prepare()
+
+
+@dataclass
+class SimulatedAcquisitionConfig:
+    """Configuration of a :class:`SimulatedAcquisition` (an 840 nm spectrometer by default).
+
+    Attributes:
+        samples_per_record: spectrometer pixels per A-scan (>= 16).
+        ascans_per_bscan, bscans_per_volume: the phantom's lateral sampling;
+            match them to the :class:`~vortexgo.scan.RasterScan`.
+        volumes: distinct volumes synthesised once and replayed in a ring.
+        total_volumes: volumes delivered before the end; 0 replays forever.
+        rate: A-scans per second; 0 delivers as fast as the engine asks.
+        seed: makes the phantom and the noise reproducible.
+        noise_level: shot noise scale (0 = noiseless).
+        reference_level, dark_level: reference arm and detector offset, in counts.
+        center_wavelength, wavelength_span, source_bandwidth: in metres.
+        dispersion: quadratic phase mismatch at the band edges, radians.
+    """
+
+    samples_per_record: int = 1024
+    ascans_per_bscan: int = 256
+    bscans_per_volume: int = 256
+    volumes: int = 2
+    total_volumes: int = 0
+    rate: float = 0.0
+    seed: int = 1
+    noise_level: float = 1.0
+    reference_level: float = 20000.0
+    dark_level: float = 500.0
+    center_wavelength: float = 840e-9
+    wavelength_span: float = 100e-9
+    source_bandwidth: float = 50e-9
+    dispersion: float = 30.0
+
+    @property
+    def records_per_volume(self) -> int:
+        """A-scans per volume."""
+        return self.ascans_per_bscan * self.bscans_per_volume
+
+
+class SimulatedAcquisition(_Acquisition):
+    """Simulated spectral-domain OCT: a layered 3D phantom whose layers vary across
+    the volume (so projections show structure), seen through a Gaussian source,
+    a k-space nonlinearity, dispersion and noise; uint16 spectra.
+
+    Use :meth:`resampling_positions` and :meth:`dispersion_compensation` to
+    configure a processor for it.
+    """
+
+    _config_type = SimulatedAcquisitionConfig
+
+    def _create(self, c: SimulatedAcquisitionConfig):
+        o = "SimulatedAcquisitionConfig"
+        return api.NewSimulatedAcquisition(
+            _int(o, "samples_per_record", c.samples_per_record, 16), _int(o, "ascans_per_bscan", c.ascans_per_bscan, 1),
+            _int(o, "bscans_per_volume", c.bscans_per_volume, 1), _int(o, "volumes", c.volumes, 1),
+            _int(o, "total_volumes", c.total_volumes, 0), _float(o, "rate", c.rate), _int(o, "seed", c.seed, 0),
+            _float(o, "noise_level", c.noise_level), _float(o, "reference_level", c.reference_level),
+            _float(o, "dark_level", c.dark_level), _float(o, "center_wavelength", c.center_wavelength),
+            _float(o, "wavelength_span", c.wavelength_span), _float(o, "source_bandwidth", c.source_bandwidth),
+            _float(o, "dispersion", c.dispersion, -math.inf))
+
+    @native
+    def resampling_positions(self) -> np.ndarray:
+        """Fractional raw-pixel positions of samples even in wavenumber (float32):
+        :attr:`vortexgo.process.ProcessorConfig.resampling_samples` for this spectrometer."""
+        out = np.empty(self.config.samples_per_record, np.float32)
+        self._handle().ResamplingPositionsInto(out.ctypes.data, out.size)
+        return out
+
+    @native
+    def dispersion_compensation(self) -> np.ndarray:
+        """The complex64 phasor that undoes the simulated dispersion; multiply a
+        window into it for :attr:`vortexgo.process.ProcessorConfig.spectral_filter`."""
+        out = np.empty(self.config.samples_per_record, np.complex64)
+        self._handle().DispersionCompensationInto(out.ctypes.data, out.size)
+        return out
+
+    @native
+    def reflectors(self, volume: int, bscan: int, ascan: int) -> list[tuple[float, float]]:
+        """The phantom's interfaces seen by one A-scan: ``(depth_bin, reflectivity)`` pairs."""
+        s = self._handle().Reflectors(volume, bscan, ascan)
+        out = []
+        for part in filter(None, s.split(";")):
+            d, r = part.split(":")
+            out.append((float(d), float(r)))
+        return out
+
+    def __repr__(self) -> str:
+        c = self.config
+        if self._h is None:
+            return "<SimulatedAcquisition (not initialized)>"
+        rate = f"{c.rate:.3g} A-scans/s" if c.rate else "unthrottled"
+        total = "forever" if c.total_volumes == 0 else f"{c.total_volumes} volumes"
+        return (f"<SimulatedAcquisition {c.bscans_per_volume} x {c.ascans_per_bscan} x {c.samples_per_record} "
+                f"uint16, {total}, {rate}>")
+
+
+@dataclass
+class FileAcquisitionConfig:
+    """Configuration of a :class:`FileAcquisition`.
+
+    Attributes:
+        path: a raw file of little-endian uint16 spectra, or a ``.npy`` file
+            (detected by content) of uint16 whose last axis is the spectrum.
+        samples_per_record: required for raw files; 0 takes it from a
+            ``.npy`` header (another value must match it).
+        loop: replay from the start instead of ending.
+        rate: A-scans per second; 0 is unthrottled.
+    """
+
+    path: str = ""
+    samples_per_record: int = 0
+    loop: bool = False
+    rate: float = 0.0
+
+
+class FileAcquisition(_Acquisition):
+    """Replays raw spectra from a file (raw uint16 or ``.npy``)."""
+
+    _config_type = FileAcquisitionConfig
+
+    def _create(self, c: FileAcquisitionConfig):
+        o = "FileAcquisitionConfig"
+        path = os.fspath(c.path) if isinstance(c.path, os.PathLike) else c.path
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"{o}.path={c.path!r}, expected a file path")
+        return api.NewFileAcquisition(path, _int(o, "samples_per_record", c.samples_per_record, 0),
+                                      bool(c.loop), _float(o, "rate", c.rate))
+
+    def __repr__(self) -> str:
+        if self._h is None:
+            return "<FileAcquisition (not initialized)>"
+        return f"<FileAcquisition {self.config.path!r}{' loop' if self.config.loop else ''}>"
+
+
+@dataclass
+class NullAcquisitionConfig:
+    """Configuration of a :class:`NullAcquisition`: spectrum length, records
+    before the end (0 = endless) and rate (0 = unthrottled)."""
+
+    samples_per_record: int = 1024
+    records: int = 0
+    rate: float = 0.0
+
+
+class NullAcquisition(_Acquisition):
+    """Delivers spectra of zeros: the pipeline's cost without an acquisition's."""
+
+    _config_type = NullAcquisitionConfig
+
+    def _create(self, c: NullAcquisitionConfig):
+        o = "NullAcquisitionConfig"
+        return api.NewNullAcquisition(_int(o, "samples_per_record", c.samples_per_record, 1),
+                                      _int(o, "records", c.records, 0), _float(o, "rate", c.rate))
+
+    def __repr__(self) -> str:
+        if self._h is None:
+            return "<NullAcquisition (not initialized)>"
+        return f"<NullAcquisition {self.config.samples_per_record} samples>"

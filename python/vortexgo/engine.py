@@ -1,0 +1,924 @@
+"""The acquisition engine (vortex's ``vortex.engine``).
+
+An :class:`Engine` runs an acquisition through processors, formatters and
+endpoints, all asynchronously in Go: blocks come from a pool preallocated by
+:meth:`Engine.prepare` (pinned host + device memory), stages run concurrently
+with bounded queues and backpressure, and nothing is allocated on the hot
+path.
+
+Endpoints receive the formatted volumes. ``with endpoint.tensor as volume:``
+takes the endpoint's lock and yields a zero-copy CuPy array (NumPy for host
+and CPU endpoints); ``with endpoint.stream as stream:`` binds the stream the
+formatting runs on. Endpoint callbacks (``update_callback``,
+``segment_callback``, ``volume_callback``, ``scan_callback``) fire **once the
+formatting is dispatched, not completed**, in order, on a Python-owned
+dispatcher thread: chain GPU work on ``endpoint.stream``.
+
+A callback that raises is logged (logger ``"vortexgo.engine"``) and counted
+in :meth:`Engine.status`; the engine keeps running unless it was built with
+``callback_error_policy="stop"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+import warnings
+import weakref
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ._core import api
+from ._device import Device, DeviceLike, get_device
+from ._errors import LockError, VortexError, native, translate
+from ._stream import Stream
+from ._tensor import DeviceTensor
+from .acquire import _Acquisition
+from .format import StackFormatExecutor
+from .process import _Processor
+from .storage import _SimpleStack
+
+__all__ = [
+    "EngineConfig", "Engine", "EngineStatus", "StageTiming", "EngineEvent",
+    "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
+    "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
+    "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
+]
+
+log = logging.getLogger("vortexgo.engine")
+
+
+def _close_engine(h: Any) -> None:
+    """The engine's finaliser. It holds the gopy handle itself (weakref.finalize
+    keeps its arguments alive), so an engine dying in a reference cycle (a
+    callback that refers to its engine) or at interpreter exit never reaches
+    a handle the collector finalised first, as a __del__ could."""
+    try:
+        h.Close()
+    except Exception as exc:  # pragma: no cover
+        warnings.warn(f"vortexgo: closing an engine failed: {exc}", ResourceWarning, stacklevel=1)
+
+# Event kinds of the Go queue (gosrc/engine/events.go) and record fields
+# (gosrc/pyapi/engine.go): kind, endpoint, sample, scan_idx, volume_idx,
+# bscan_idx, timestamp_ns.
+_UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE = range(6)
+_FIELDS = 7
+_BATCH = 256
+_POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
+
+
+class EngineEvent:
+    """The values :attr:`Engine.event_callback` receives as its first argument."""
+
+    #: the engine started (fired first, on the dispatcher thread)
+    START = "start"
+    #: a stage failed; the second argument is the exception
+    ERROR = "error"
+    #: the run ended and every endpoint callback has run
+    COMPLETE = "complete"
+
+
+# --- endpoints ---------------------------------------------------------------------
+
+
+class _EndpointTensor(DeviceTensor):
+    """The endpoint's volume: the engine sizes and owns it, so it cannot be resized or freed from Python."""
+
+    def resize(self, shape: Any, dtype: Any = None) -> None:
+        if self._stack():
+            raise LockError("resizing an endpoint's tensor while this thread holds its lock would deadlock; "
+                            "leave the `with endpoint.tensor` block first (and note the engine sizes it)")
+        raise VortexError("an endpoint's tensor is sized by the engine from the formatter and processor; "
+                          "change their configuration and prepare a new engine instead")
+
+    def close(self) -> None:
+        """No-op: the endpoint owns its tensor (``endpoint.close()`` frees it)."""
+
+    def __repr__(self) -> str:
+        return "<Endpoint" + super().__repr__()[1:]
+
+
+class _EndpointStream(Stream):
+    """A non-owning handle on an endpoint's stream: closing it only forgets
+    the handle (the endpoint destroys the stream). Like every vortexgo
+    handle it is released through ``weakref.finalize``, which is safe inside
+    reference cycles (a callback that refers to its endpoint makes one)."""
+
+    __slots__ = ()
+
+
+class _Endpoint:
+    """Common base of the endpoints: callbacks, tensor and stream."""
+
+    _dtype: Optional[str] = None
+
+    def __init__(self) -> None:
+        self.update_callback: Optional[Callable[[], Any]] = None
+        self.segment_callback: Optional[Callable[[int, int, int, int], Any]] = None
+        self.volume_callback: Optional[Callable[[int, int, int], Any]] = None
+        self.scan_callback: Optional[Callable[[int, int], Any]] = None
+        self._device: Optional[Device] = None
+        self._tensor: Optional[_EndpointTensor] = None
+        self._stream: Optional[Stream] = None
+        self._executor: Optional[StackFormatExecutor] = None
+        self._shape: Optional[tuple[int, ...]] = None
+        self._executor_for: Optional[StackFormatExecutor] = None
+        self._closed = False
+
+    def _set_executor_shape(self, executor: Any, shape: Any) -> None:
+        if executor is not None and not isinstance(executor, StackFormatExecutor):
+            raise TypeError(f"executor={executor!r}, expected a StackFormatExecutor or None")
+        if shape is not None:
+            try:
+                shape = tuple(int(s) for s in shape)
+            except (TypeError, ValueError):
+                raise TypeError(f"shape={shape!r}, expected (bscans, ascans, depth) or None") from None
+            if len(shape) != 3 or min(shape) <= 0:
+                raise ValueError(f"shape={shape!r}, expected (bscans, ascans, depth) of positive sizes")
+        self._executor, self._shape = executor, shape
+
+    @property
+    def prepared(self) -> bool:
+        """True once an engine has prepared the endpoint."""
+        return self._h.Prepared()
+
+    @property
+    def stream(self) -> Stream:
+        """The stream formatting runs on (after :meth:`Engine.prepare`).
+
+        ``with endpoint.stream as stream:`` makes it current (binding a
+        ``cupy.cuda.ExternalStream`` when CuPy is installed), so work issued
+        there runs after the engine's formatting of the volume.
+        """
+        if self._stream is None:
+            self._stream = _EndpointStream._wrap(self._require_device(), native(self._h.Stream)())
+        return self._stream
+
+    def _require_device(self) -> Device:
+        if self._device is None or not self.prepared:
+            raise ValueError(f"{type(self).__name__} is not prepared yet, expected Engine.prepare() first")
+        return self._device
+
+    @native
+    def close(self) -> None:
+        """Release the endpoint's stream and buffers (after its engine is done)."""
+        if self._closed:
+            return
+        t = self._tensor
+        if t is not None and t._stack():
+            raise LockError(f"closing {type(self).__name__} while this thread holds its tensor's lock; "
+                            "leave the `with endpoint.tensor` block first")
+        self._closed = True
+        self._h.Close()
+
+    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
+        return None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("prepared" if self.prepared else "not prepared")
+        cbs = [n for n in ("update", "segment", "volume", "scan") if getattr(self, f"{n}_callback") is not None]
+        cb = f", callbacks: {', '.join(cbs)}" if cbs else ""
+        return f"<{type(self).__name__} {state}{cb}>"
+
+
+class _TensorEndpoint(_Endpoint):
+    _memory = "device"
+    _spectra = False
+
+    def __init__(self, executor: Optional[StackFormatExecutor] = None, shape: Optional[Sequence[int]] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
+        super().__init__()
+        if isinstance(executor, logging.Logger):
+            executor, logger = None, executor
+        self._set_executor_shape(executor, shape)
+        self.logger = logger
+        if self._spectra:
+            self._h = native(api.NewSpectraStackDeviceTensorEndpoint)()
+        else:
+            self._h = native(api.NewStackTensorEndpoint)(self._memory, self._dtype)
+
+    @property
+    def tensor(self) -> DeviceTensor:
+        """The latest volume, ``(bscans, ascans, depth)``, locked by ``with endpoint.tensor as volume:``.
+
+        The engine writes each block under the exclusive lock on
+        :attr:`stream`; while you hold the lock the engine waits (backpressure)
+        and never tears the data. Inside the lock you get a zero-copy CuPy
+        array (NumPy for host endpoints and the CPU backend).
+        """
+        if self._tensor is None:
+            dev = self._require_device()
+            h = native(self._h.Tensor)()
+            self._tensor = _EndpointTensor._wrap(h, dev, self.stream, pinned=self._memory == "host")
+        return self._tensor
+
+    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
+        ex = self._executor_for
+        if ex is None:
+            return None
+        if self._spectra:
+            b, a, _ = ex.volume_shape(samples_per_record)
+            return (b, a, samples_per_record)
+        return ex.volume_shape(processor.samples_per_ascan)
+
+    def __repr__(self) -> str:
+        base = super().__repr__()
+        if self._tensor is not None or (not self._closed and self.prepared):
+            try:
+                t = self.tensor
+                base = base[:-1] + f", {t.shape} {t.dtype.name}>"
+            except Exception:
+                pass
+        return base
+
+
+class StackDeviceTensorEndpointInt8(_TensorEndpoint):
+    """Keeps the latest volume's int8 rendering in device memory (``with endpoint.tensor as volume``)."""
+
+    _dtype = "int8"
+
+
+class StackDeviceTensorEndpointUInt16(_TensorEndpoint):
+    """Keeps the latest processed volume as uint16 (rounded, saturated) in device memory."""
+
+    _dtype = "uint16"
+
+
+class StackDeviceTensorEndpointFloat32(_TensorEndpoint):
+    """Keeps the latest processed volume as float32 in device memory."""
+
+    _dtype = "float32"
+
+
+class StackHostTensorEndpointInt8(_TensorEndpoint):
+    """Keeps the latest volume's int8 rendering in pinned host memory (NumPy, no copy)."""
+
+    _dtype = "int8"
+    _memory = "host"
+
+
+class StackHostTensorEndpointUInt16(_TensorEndpoint):
+    """Keeps the latest processed volume as uint16 in pinned host memory."""
+
+    _dtype = "uint16"
+    _memory = "host"
+
+
+class StackHostTensorEndpointFloat32(_TensorEndpoint):
+    """Keeps the latest processed volume as float32 in pinned host memory."""
+
+    _dtype = "float32"
+    _memory = "host"
+
+
+class SpectraStackDeviceTensorEndpointUInt16(_TensorEndpoint):
+    """Keeps the latest volume's raw uint16 spectra, uncropped, in device memory."""
+
+    _dtype = "uint16"
+    _spectra = True
+
+
+class _StorageEndpoint(_Endpoint):
+    _spectra = False
+
+    def __init__(self, executor: Any = None, storage: Optional[_SimpleStack] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
+        super().__init__()
+        # Accept both AscanStackEndpoint(storage) and vortex's (executor, storage, logger).
+        if storage is None and isinstance(executor, _SimpleStack):
+            executor, storage = None, executor
+        if not isinstance(storage, _SimpleStack):
+            raise TypeError(f"storage={storage!r}, expected a SimpleStackInt8, SimpleStackUInt16 or SimpleStackFloat32")
+        if self._spectra and storage.dtype != np.uint16:
+            raise ValueError(f"storage is a {type(storage).__name__}, expected a SimpleStackUInt16 (raw spectra are uint16)")
+        self._set_executor_shape(executor, None)
+        self.logger = logger
+        self.storage = storage
+        ctor = api.NewSpectraStackEndpoint if self._spectra else api.NewAscanStackEndpoint
+        self._h = native(ctor)(storage._h)
+
+    @property
+    def volumes_written(self) -> int:
+        """Volumes handed to the storage so far."""
+        return self._h.Written()
+
+    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
+        ex = self._executor_for
+        if ex is None:
+            return None
+        if self._spectra:
+            b, a, _ = ex.volume_shape(samples_per_record)
+            return (b, a, samples_per_record)
+        return ex.volume_shape(processor.samples_per_ascan)
+
+
+class AscanStackEndpoint(_StorageEndpoint):
+    """Stores every completed processed volume in a ``SimpleStack`` (in the stack's
+    dtype), off the engine's hot path. Open the stack before :meth:`Engine.prepare`."""
+
+
+class SpectraStackEndpoint(_StorageEndpoint):
+    """Stores the raw uint16 spectra of every completed volume in a ``SimpleStackUInt16``."""
+
+    _spectra = True
+
+
+class NullEndpoint(_Endpoint):
+    """Receives blocks and discards them; its callbacks still fire (and work chained on
+    its stream runs after the block's processing)."""
+
+    def __init__(self, logger: Optional[logging.Logger] = None) -> None:
+        super().__init__()
+        self.logger = logger
+        self._h = api.NewNullEndpoint()
+
+
+# --- configuration -------------------------------------------------------------------
+
+
+class EngineConfig:
+    """Block geometry, pool sizes and the wiring acquisition -> processors -> formatters -> endpoints.
+
+    Attributes:
+        records_per_block: A-scans per block.
+        blocks_to_allocate: blocks in the preallocated pool (how many can be in flight).
+        preload_count: acquired blocks that may wait for processing (<= blocks_to_allocate).
+        blocks_to_acquire: stop after that many blocks; 0 runs until the scan ends.
+        event_queue_size: events buffered for the dispatcher (0 = 4096).
+        event_policy: ``"block"`` (default: a slow callback slows the engine, nothing is
+            lost) or ``"drop"`` (events are dropped and counted instead).
+    """
+
+    def __init__(self, records_per_block: int = 1000, blocks_to_allocate: int = 16, preload_count: int = 4,
+                 blocks_to_acquire: int = 0, *, event_queue_size: int = 0, event_policy: str = "block") -> None:
+        self.records_per_block = records_per_block
+        self.blocks_to_allocate = blocks_to_allocate
+        self.preload_count = preload_count
+        self.blocks_to_acquire = blocks_to_acquire
+        self.event_queue_size = event_queue_size
+        self.event_policy = event_policy
+        self._acquisitions: list[tuple[_Acquisition, list[_Processor]]] = []
+        self._processors: list[tuple[_Processor, list[StackFormatExecutor]]] = []
+        self._formatters: list[tuple[StackFormatExecutor, list[_Endpoint]]] = []
+
+    def add_acquisition(self, acquisition: _Acquisition, processors: Sequence[_Processor],
+                        preload: bool = True, master: bool = True) -> None:
+        """Feed ``acquisition``'s blocks to ``processors`` (``preload`` and ``master``
+        are accepted for vortex compatibility; there is one acquisition)."""
+        if not isinstance(acquisition, _Acquisition):
+            raise TypeError(f"add_acquisition: acquisition={acquisition!r}, expected a SimulatedAcquisition, "
+                            "FileAcquisition or NullAcquisition")
+        procs = _as_list("add_acquisition", "processors", processors, _Processor, "CUDAProcessor or CPUProcessor")
+        self._acquisitions.append((acquisition, procs))
+
+    def add_processor(self, processor: _Processor, formatters: Sequence[StackFormatExecutor]) -> None:
+        """Route ``processor``'s A-scans to ``formatters``."""
+        if not isinstance(processor, _Processor):
+            raise TypeError(f"add_processor: processor={processor!r}, expected a CUDAProcessor or CPUProcessor")
+        fmts = _as_list("add_processor", "formatters", formatters, StackFormatExecutor, "StackFormatExecutor")
+        self._processors.append((processor, fmts))
+
+    def add_formatter(self, formatter: StackFormatExecutor, endpoints: Sequence[_Endpoint]) -> None:
+        """Route ``formatter``'s volumes to ``endpoints``."""
+        if not isinstance(formatter, StackFormatExecutor):
+            raise TypeError(f"add_formatter: formatter={formatter!r}, expected a StackFormatExecutor")
+        eps = _as_list("add_formatter", "endpoints", endpoints, _Endpoint, "endpoint")
+        self._formatters.append((formatter, eps))
+
+    @property
+    def endpoints(self) -> list[_Endpoint]:
+        """Every endpoint, in wiring order (the engine's endpoint ids)."""
+        return [ep for _, eps in self._formatters for ep in eps]
+
+    @property
+    def processors(self) -> list[_Processor]:
+        """Every processor fed by the acquisition."""
+        return [p for _, ps in self._acquisitions for p in ps]
+
+    def _check_fields(self) -> None:
+        o = "EngineConfig"
+        for name, lo in (("records_per_block", 1), ("blocks_to_allocate", 1), ("preload_count", 0),
+                         ("blocks_to_acquire", 0), ("event_queue_size", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{o}.{name}={v!r}, expected an int >= {lo}")
+            if v < lo:
+                raise ValueError(f"{o}.{name}={v}, expected >= {lo}")
+        if self.preload_count > self.blocks_to_allocate:
+            raise ValueError(f"{o}.preload_count={self.preload_count}, expected <= blocks_to_allocate "
+                             f"({self.blocks_to_allocate})")
+        if self.event_policy not in ("block", "drop"):
+            raise ValueError(f"{o}.event_policy={self.event_policy!r}, expected 'block' or 'drop'")
+        if len(self._acquisitions) != 1:
+            raise ValueError(f"{o}.add_acquisition: {len(self._acquisitions)} acquisitions, expected exactly 1")
+        for acq, _ in self._acquisitions:
+            acq._handle()
+        for p in self.processors:
+            p._handle()
+            if p.config.ascans_per_block < self.records_per_block:
+                raise ValueError(f"ProcessorConfig.ascans_per_block={p.config.ascans_per_block}, expected >= "
+                                 f"EngineConfig.records_per_block ({self.records_per_block})")
+        for f, _ in self._formatters:
+            f._handle()
+
+    def _native(self) -> Any:
+        slots = min((p.config.slots for p in self.processors), default=0)
+        h = api.NewEngineConfig(int(self.records_per_block), int(self.blocks_to_allocate), int(self.preload_count),
+                                int(self.blocks_to_acquire), int(slots), int(self.event_queue_size),
+                                self.event_policy == "drop")
+        for acq, procs in self._acquisitions:
+            h.AddAcquisition(acq._handle())
+            for p in procs:
+                h.AddAcquisitionProcessor(p._handle())
+        for p, fmts in self._processors:
+            h.AddProcessor(p._handle())
+            for f in fmts:
+                h.AddProcessorFormatter(f._handle())
+        for f, eps in self._formatters:
+            h.AddFormatter(f._handle())
+            for e in eps:
+                h.AddFormatterEndpoint(e._h)
+        return h
+
+    @native
+    def validate(self) -> None:
+        """Check the fields and the wiring; raise ValueError (or TypeError) naming the first bad one."""
+        self._check_fields()
+        self._native().Validate()
+
+    def __repr__(self) -> str:
+        n_ep = len(self.endpoints)
+        return (f"<EngineConfig {self.records_per_block} records/block, {self.blocks_to_allocate} blocks "
+                f"(preload {self.preload_count}), acquire {self.blocks_to_acquire or 'until the scan ends'}; "
+                f"{len(self.processors)} processor(s), {len(self._formatters)} formatter(s), {n_ep} endpoint(s)>")
+
+
+def _as_list(op: str, name: str, items: Any, cls: type, what: str) -> list:
+    if isinstance(items, cls):
+        items = [items]
+    try:
+        out = list(items)
+    except TypeError:
+        raise TypeError(f"{op}: {name}={items!r}, expected a list of {what}") from None
+    for i, x in enumerate(out):
+        if not isinstance(x, cls):
+            raise TypeError(f"{op}: {name}[{i}]={x!r}, expected a {what}")
+    return out
+
+
+# --- status -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    """A snapshot of the engine's counters (:meth:`Engine.status`)."""
+
+    blocks_acquired: int = 0
+    blocks_processed: int = 0
+    blocks_formatted: int = 0
+    blocks_dropped: int = 0
+    volumes: int = 0
+    callback_errors: int = 0
+    events_dropped: int = 0
+    in_flight: int = 0
+    running: bool = False
+    done: bool = False
+    error: str = ""
+
+    @property
+    def state(self) -> str:
+        """``"running"``, ``"done"``, ``"failed"`` or ``"idle"``."""
+        if self.error:
+            return "failed"
+        return "running" if self.running else ("done" if self.done else "idle")
+
+    def __repr__(self) -> str:
+        lines = [f"EngineStatus({self.state})"]
+        for f in fields(self):
+            if f.name in ("running", "done"):
+                continue
+            v = getattr(self, f.name)
+            if f.name == "error" and not v:
+                continue
+            lines.append(f"  {f.name:<17} {v}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td>{f.name}</td><td>{getattr(self, f.name)}</td></tr>" for f in fields(self))
+        return f"<b>EngineStatus ({self.state})</b><table>{rows}</table>"
+
+
+@dataclass(frozen=True)
+class StageTiming:
+    """Per-block time of one stage, in milliseconds (:attr:`Engine.timings`).
+
+    ``mean``, ``min`` and ``max`` cover every block; ``p50`` and ``p99`` the
+    most recent 1024.
+    """
+
+    count: int = 0
+    mean: float = 0.0
+    min: float = 0.0
+    max: float = 0.0
+    p50: float = 0.0
+    p99: float = 0.0
+
+    def __repr__(self) -> str:
+        return (f"StageTiming(n={self.count}, mean={self.mean:.3f} ms, p50={self.p50:.3f}, "
+                f"p99={self.p99:.3f}, max={self.max:.3f})")
+
+
+def _kv(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition("=")
+        out[k] = v
+    return out
+
+
+# --- the engine ------------------------------------------------------------------------
+
+
+class Engine:
+    """Runs an :class:`EngineConfig`'s pipeline.
+
+    ``Engine(config)`` or vortex's ``Engine(logger); engine.initialize(config)``;
+    then :meth:`prepare` (allocates everything, validates: ValueError naming the
+    field), :meth:`start`, :meth:`wait` (interruptible: Ctrl-C stops the engine
+    cleanly and re-raises) or :meth:`wait_for`, :meth:`stop`.
+
+    Args:
+        config: the configuration.
+        device: defaults to the processors' device.
+        callback_error_policy: ``"continue"`` (default: a raising callback is
+            logged and counted) or ``"stop"`` (also stops the engine).
+    """
+
+    def __init__(self, config: Optional[EngineConfig] = None, device: DeviceLike = None, *,
+                 callback_error_policy: str = "continue", logger: Optional[logging.Logger] = None) -> None:
+        self._h = None
+        if isinstance(config, logging.Logger):
+            config, logger = None, config
+        if callback_error_policy not in ("continue", "stop"):
+            raise ValueError(f"callback_error_policy={callback_error_policy!r}, expected 'continue' or 'stop'")
+        self.callback_error_policy = callback_error_policy
+        self.logger = logger or log
+        #: ``event_callback(event, exception_or_None)`` for engine-wide events (:class:`EngineEvent`).
+        self.event_callback: Optional[Callable[[str, Optional[BaseException]], Any]] = None
+        self._device_spec = device
+        self.device: Optional[Device] = None
+        self.config: Optional[EngineConfig] = None
+        self._endpoints: list[_Endpoint] = []
+        self._dispatcher: Optional[threading.Thread] = None
+        self._callback_errors = 0
+        self._last_callback_error: Optional[BaseException] = None
+        self._finalizer: Optional[weakref.finalize] = None
+        self._started = False
+        self._prepared = False
+        self._closed = False
+        if config is not None:
+            self.initialize(config)
+
+    def initialize(self, config: EngineConfig) -> None:
+        """Adopt ``config``. It is checked, and its wiring fixed, by :meth:`prepare`."""
+        if not isinstance(config, EngineConfig):
+            raise TypeError(f"config={config!r}, expected an EngineConfig")
+        if self.config is not None:
+            raise VortexError("the engine is already initialized, expected a new Engine")
+        self.config = config
+
+    def _pick_device(self, config: EngineConfig) -> Device:
+        devs = {p.device for p in config.processors}
+        if self._device_spec is not None:
+            dev = get_device(self._device_spec)
+        elif len(devs) == 1:
+            dev = devs.pop()
+        elif not devs:
+            dev = get_device(None)
+        else:
+            raise ValueError(f"processors on different devices {sorted(d.alias for d in devs)}, expected one device")
+        for p in config.processors:
+            if p.device != dev:
+                raise ValueError(f"{type(p).__name__} on {p.device.alias}, expected the engine's device {dev.alias}")
+        return dev
+
+    def _handle(self):
+        if self._closed:
+            from ._errors import ClosedError
+
+            raise ClosedError("the engine is closed")
+        if self._h is None:
+            raise VortexError("the engine is not prepared, expected prepare() first")
+        return self._h
+
+    # --- lifecycle --------------------------------------------------------------
+
+    @native
+    def prepare(self) -> None:
+        """Validate the configuration against the stages and allocate everything the run needs.
+
+        Raises ValueError naming the offending field (shapes, dtypes, block
+        sizes, storage not open or of the wrong shape) before anything starts.
+        """
+        if self._closed:
+            from ._errors import ClosedError
+
+            raise ClosedError("the engine is closed")
+        cfg = self.config
+        if cfg is None:
+            raise ValueError("the engine has no configuration, expected Engine(config) or initialize(config)")
+        if self._h is not None:
+            raise VortexError("engine.prepare: already prepared, expected one prepare() per engine")
+        cfg._check_fields()
+        dev = self._pick_device(cfg)
+        self._endpoints = cfg.endpoints
+        for ep in self._endpoints:
+            t = ep._tensor
+            if t is not None and t._stack():
+                raise LockError(f"preparing {type(ep).__name__} while this thread holds its tensor's lock")
+            if ep._closed:
+                raise ValueError(f"{type(ep).__name__} is closed, expected an open endpoint")
+        acq = cfg._acquisitions[0][0]
+        acq.prepare()
+        spr = acq.samples_per_record
+        for p in cfg.processors:
+            if p.config.samples_per_record != spr:
+                raise ValueError(f"ProcessorConfig.samples_per_record={p.config.samples_per_record}, expected "
+                                 f"{spr} (the acquisition's samples_per_record)")
+        self._check_endpoint_shapes(spr)
+        h = api.NewEngine(dev._h, cfg._native())
+        try:
+            h.Prepare()
+        except BaseException:
+            h.Close()
+            raise
+        self._h, self.device = h, dev
+        self._finalizer = weakref.finalize(self, _close_engine, h)
+        for ep in self._endpoints:
+            ep._device = self.device
+            ep._tensor, ep._stream = None, None
+        self._prepared = True
+
+    def _check_endpoint_shapes(self, spr: int) -> None:
+        cfg = self.config
+        assert cfg is not None
+        proc_of = {id(f): p for p, fs in cfg._processors for f in fs}
+        for f, eps in cfg._formatters:
+            p = proc_of.get(id(f))
+            if p is None:
+                continue  # the Go wiring check names it
+            for ep in eps:
+                if ep._executor is not None and ep._executor is not f:
+                    raise ValueError(f"{type(ep).__name__} was built for another StackFormatExecutor than the "
+                                     "one add_formatter routes to it")
+                ep._executor_for = f
+                shape = ep._volume_shape(p, spr)
+                if ep._shape is not None and shape is not None and tuple(ep._shape) != shape:
+                    raise ValueError(f"{type(ep).__name__} shape={ep._shape}, expected {shape} "
+                                     "(bscans_per_volume, ascans_per_bscan, depth after the sample slice)")
+                if isinstance(ep, _StorageEndpoint):
+                    st = ep.storage
+                    if not st.is_open:
+                        raise ValueError(f"{type(ep).__name__}: the {type(st).__name__} is not open, expected "
+                                         "storage.open(SimpleStackConfig(...)) before prepare()")
+                    if shape is not None and st.shape != shape:
+                        raise ValueError(f"SimpleStackConfig.shape={st.shape}, expected {shape} for "
+                                         f"{type(ep).__name__} (bscans, ascans, depth)")
+
+    @native
+    def start(self) -> None:
+        """Start the pipeline and the callback dispatcher thread."""
+        h = self._handle()
+        if not self._prepared:
+            raise VortexError("engine.start: not prepared, expected prepare() first")
+        h.Start()
+        self._started = True
+        self._dispatcher = threading.Thread(target=self._dispatch, name="vortexgo-engine-dispatcher", daemon=True)
+        self._dispatcher.start()
+
+    def _in_dispatcher(self) -> bool:
+        return self._dispatcher is not None and threading.current_thread() is self._dispatcher
+
+    @native
+    def stop(self) -> None:
+        """Stop the acquisition and wait until every acquired block is formatted and every
+        completed volume stored (a stop mid-volume loses no completed volume).
+
+        From a callback it only requests the stop (waiting there would wait for itself).
+        """
+        if self._h is None and not self._closed:
+            return  # never prepared: nothing runs
+        h = self._handle()
+        if self._in_dispatcher():
+            h.RequestStop()
+            return
+        h.Stop()
+        if self._started:
+            self._join_dispatcher(None)
+
+    def request_stop(self) -> None:
+        """Ask the engine to stop without waiting (safe anywhere, including callbacks)."""
+        if self._h is not None and not self._closed:
+            self._h.RequestStop()
+
+    def _join_dispatcher(self, timeout: Optional[float]) -> bool:
+        d = self._dispatcher
+        if d is None or d is threading.current_thread():
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while d.is_alive():
+            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            d.join(left)
+        return True
+
+    def wait(self) -> None:
+        """Block until the run ends and every callback has run; raise the run's error if a stage failed.
+
+        Interruptible: a KeyboardInterrupt (Ctrl-C) stops the engine cleanly
+        (every completed volume delivered and stored) and is re-raised.
+        """
+        h = self._handle()
+        if not self._started:
+            raise VortexError("engine.wait: not started, expected start() first")
+        if self._in_dispatcher():
+            raise VortexError("engine.wait() from a callback would wait for itself; use request_stop() there")
+        try:
+            # Short slices in Go (GIL released): the main thread returns to
+            # the interpreter between them, so Ctrl-C is delivered.
+            while not h.WaitFor(50):
+                pass
+            self._join_dispatcher(None)
+        except KeyboardInterrupt:
+            self._stop_quietly()
+            raise
+        self._raise_run_error()
+
+    def _stop_quietly(self) -> None:
+        try:
+            self._h.Stop()
+        except RuntimeError:
+            pass  # the run's own error stays available through status()
+        self._join_dispatcher(5.0)
+
+    def wait_for(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds; True when the run has ended and its callbacks have run."""
+        h = self._handle()
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not math.isfinite(timeout) or timeout < 0:
+            raise ValueError(f"timeout={timeout!r}, expected seconds >= 0")
+        if not self._started:
+            raise VortexError("engine.wait_for: not started, expected start() first")
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if h.WaitFor(int(max(0.0, min(left, 0.05)) * 1000)):
+                break
+            if left <= 0:
+                return False
+        if self._in_dispatcher():
+            return True
+        return self._join_dispatcher(max(0.0, deadline - time.monotonic()))
+
+    def _raise_run_error(self) -> None:
+        err = self._h.Err()
+        if err:
+            raise translate(RuntimeError(err))
+
+    @property
+    def done(self) -> bool:
+        """True once the run has ended."""
+        return self._h is not None and bool(self._h.Done())
+
+    @property
+    def endpoints(self) -> list[_Endpoint]:
+        """The endpoints, in wiring order."""
+        return list(self._endpoints)
+
+    def status(self) -> EngineStatus:
+        """A snapshot of the counters: blocks acquired / processed / formatted / dropped,
+        volumes, callback errors, events dropped, blocks in flight."""
+        if self._h is None:
+            return EngineStatus()
+        kv = _kv(self._handle().Status())
+        ints = {k: int(kv[k]) for k in ("blocks_acquired", "blocks_processed", "blocks_formatted", "blocks_dropped",
+                                        "volumes", "callback_errors", "events_dropped", "in_flight")}
+        return EngineStatus(**ints, running=kv["running"] == "true", done=kv["done"] == "true",
+                            error=kv.get("error", ""))
+
+    @property
+    def timings(self) -> dict[str, StageTiming]:
+        """Per-block job timing by stage: ``{"acquire", "process", "format"}`` -> :class:`StageTiming` (ms)."""
+        if self._h is None:
+            return {s: StageTiming() for s in ("acquire", "process", "format")}
+        kv = _kv(self._handle().Timings())
+        out = {}
+        for stage in ("acquire", "process", "format"):
+            out[stage] = StageTiming(count=int(kv[f"{stage}.count"]),
+                                     **{s: float(kv[f"{stage}.{s}"]) for s in ("mean", "min", "max", "p50", "p99")})
+        return out
+
+    @property
+    def last_callback_error(self) -> Optional[BaseException]:
+        """The most recent exception raised by a callback, or None."""
+        return self._last_callback_error
+
+    @native
+    def close(self) -> None:
+        """Stop the run if needed and free the blocks. Endpoints, processors and storage stay
+        open (their tensors outlive the engine); close them yourself."""
+        if self._closed:
+            return
+        if self._h is None:
+            self._closed = True
+            return
+        self._closed = True
+        self._finalizer.detach()
+        self._h.Close()
+        self._join_dispatcher(5.0)
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self.config is None:
+            return "<Engine (not initialized)>"
+        if self._closed:
+            return "<Engine closed>"
+        if self._h is None:
+            return f"<Engine {self.config!r} not prepared>"
+        st = self.status()
+        phase = st.state if self._started else ("prepared" if self._prepared else "initialized")
+        return (f"<Engine on {self.device.alias} {phase}: {st.blocks_acquired} blocks acquired, "
+                f"{st.volumes} volumes, {st.callback_errors} callback errors>")
+
+    # --- the dispatcher thread -------------------------------------------------------
+
+    def _callback_failed(self, what: str, exc: BaseException) -> None:
+        self._callback_errors += 1
+        self._last_callback_error = exc
+        self.logger.exception("vortexgo: %s raised; %s", what,
+                              "stopping the engine" if self.callback_error_policy == "stop" else "the engine keeps running")
+        try:
+            self._h.RecordCallbackErrors(1)
+            if self.callback_error_policy == "stop":
+                self._h.RequestStop()
+        except RuntimeError:  # pragma: no cover - the engine was closed under us
+            pass
+
+    def _engine_event(self, event: str, exc: Optional[BaseException]) -> None:
+        cb = self.event_callback
+        if cb is None:
+            return
+        try:
+            cb(event, exc)
+        except Exception as e:
+            self._callback_failed(f"event_callback({event!r})", e)
+
+    def _dispatch(self) -> None:
+        """Drain the Go event queue and run the handlers, in order (DESIGN.md section 1)."""
+        h = self._h
+        buf = np.zeros((_BATCH, _FIELDS), np.int64)
+        ptr = buf.ctypes.data
+        eps = self._endpoints
+        self._engine_event(EngineEvent.START, None)
+        while True:
+            try:
+                n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
+            except RuntimeError as exc:  # pragma: no cover - the engine was closed under us
+                self.logger.error("vortexgo: the event queue failed: %s", exc)
+                return
+            for kind, ep_id, sample, scan_idx, volume_idx, bscan_idx, _ts in buf[:n].tolist():
+                if kind == _DONE:
+                    self._engine_event(EngineEvent.COMPLETE, None)
+                    return
+                if kind == _ERROR:
+                    err = h.Err()
+                    self._engine_event(EngineEvent.ERROR, translate(RuntimeError(err)) if err else VortexError("engine error"))
+                    continue
+                ep = eps[ep_id]
+                if kind == _UPDATE:
+                    cb, args = ep.update_callback, ()
+                elif kind == _SEGMENT:
+                    cb, args = ep.segment_callback, (sample, scan_idx, volume_idx, bscan_idx)
+                elif kind == _VOLUME:
+                    cb, args = ep.volume_callback, (sample, scan_idx, volume_idx)
+                else:
+                    cb, args = ep.scan_callback, (sample, scan_idx)
+                if cb is None:
+                    continue
+                try:
+                    cb(*args)
+                except Exception as exc:
+                    self._callback_failed(f"{type(ep).__name__}.{_CB_NAMES[kind]}", exc)
+
+
+_CB_NAMES = {_UPDATE: "update_callback", _SEGMENT: "segment_callback", _VOLUME: "volume_callback",
+             _SCAN: "scan_callback"}

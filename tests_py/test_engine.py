@@ -1,0 +1,626 @@
+"""The acquisition engine on the CPU backend: end to end, callbacks, error
+policy, backpressure, stop / Ctrl-C, invalid configurations, storage.
+
+Sizes are small (256-sample spectra, 64 x 16 A-scan volumes) so every test
+runs in well under a second on a 2-core CI machine.
+"""
+
+from __future__ import annotations
+
+import _thread
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import pytest
+
+import vortexgo as vg
+from vortexgo.engine import (
+    AscanStackEndpoint,
+    Engine,
+    EngineConfig,
+    EngineEvent,
+    EngineStatus,
+    NullEndpoint,
+    SpectraStackDeviceTensorEndpointUInt16,
+    SpectraStackEndpoint,
+    StackDeviceTensorEndpointFloat32,
+    StackDeviceTensorEndpointInt8,
+    StackDeviceTensorEndpointUInt16,
+    StackHostTensorEndpointFloat32,
+    StackHostTensorEndpointInt8,
+    StackHostTensorEndpointUInt16,
+)
+from vortexgo.process import hann_window, spectral_filter
+from vortexgo.storage import SimpleStackConfig, SimpleStackHeader, SimpleStackInt8, SimpleStackUInt16
+
+pytestmark = pytest.mark.timeout(60)
+
+S, A, B = 256, 64, 16  # samples per spectrum, A-scans per B-scan, B-scans per volume
+RPB = 256  # records per block: 4 B-scans
+RPV = A * B  # records per volume
+
+
+@dataclass
+class Rig:
+    acq: vg.SimulatedAcquisition
+    proc: Any
+    fmt: vg.StackFormatExecutor
+    endpoints: list
+    config: EngineConfig
+    engine: Optional[Engine] = None
+    extra: dict = field(default_factory=dict)
+
+
+def make_rig(endpoints, *, volumes=3, scan_volumes=None, device="cpu", rpb=RPB, blocks=4, preload=2,
+             proc_cls=None, average_window=0, **engine_kw) -> Rig:
+    """A simulated acquisition -> processor -> stack formatter -> endpoints pipeline."""
+    acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=2,
+                                  total_volumes=volumes)
+    pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=rpb, average_window=average_window,
+                            resampling_samples=acq.resampling_positions(),
+                            spectral_filter=spectral_filter(hann_window(S), acq.dispersion_compensation()))
+    if proc_cls is None:
+        proc_cls = vg.CPUProcessor if device == "cpu" else vg.CUDAProcessor
+    proc = proc_cls(pc)
+    scan = vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B,
+                         volumes=volumes if scan_volumes is None else scan_volumes)
+    fmt = vg.StackFormatExecutor(scan=scan)
+    ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=blocks, preload_count=preload, **engine_kw)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, endpoints)
+    return Rig(acq, proc, fmt, endpoints, ec)
+
+
+def run(rig: Rig, **kw) -> Engine:
+    eng = Engine(rig.config, **kw)
+    rig.engine = eng
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    return eng
+
+
+def open_stack(tmp_path, name="vol.npy", cls=SimpleStackInt8, shape=(B, A, S), header=SimpleStackHeader.NumPy):
+    st = cls()
+    st.open(SimpleStackConfig(str(tmp_path / name), shape, header))
+    return st
+
+
+# --- end to end ------------------------------------------------------------------------
+
+
+def test_end_to_end_device_host_and_storage(tmp_path):
+    dev_ep = StackDeviceTensorEndpointInt8()
+    host_ep = StackHostTensorEndpointFloat32()
+    st = open_stack(tmp_path)
+    store_ep = AscanStackEndpoint(st)
+    rig = make_rig([dev_ep, host_ep, store_ep], volumes=3)
+    eng = run(rig)
+    s = eng.status()
+    assert s.done and not s.running and s.error == ""
+    assert s.volumes == 3 and s.blocks_acquired == 3 * RPV // RPB
+    assert s.blocks_formatted == s.blocks_acquired and s.blocks_dropped == 0 and s.events_dropped == 0
+    assert store_ep.volumes_written == 3
+    st.close()
+    stored = np.load(tmp_path / "vol.npy")
+    assert stored.shape == (3, B, A, S) and stored.dtype == np.int8
+    # The ring holds 2 distinct volumes, replayed: volume 2 is volume 0 again.
+    np.testing.assert_array_equal(stored[2], stored[0])
+    assert not np.array_equal(stored[1], stored[0])
+    with dev_ep.tensor as vol:
+        assert isinstance(vol, np.ndarray) and vol.shape == (B, A, S) and vol.dtype == np.int8
+        np.testing.assert_array_equal(vol, stored[2])
+    with host_ep.tensor as hv:
+        assert hv.shape == (B, A, S) and hv.dtype == np.float32
+        # The int8 rendering is the float A-scans mapped through levels (0, 60) dB.
+        expect = np.clip(np.rint(hv * (255 / 60) - 128), -128, 127).astype(np.int8)
+        assert np.mean(np.abs(expect.astype(int) - stored[2].astype(int)) <= 1) > 0.999
+    assert set(eng.timings) == {"acquire", "process", "format"}
+    assert eng.timings["process"].count == s.blocks_formatted
+
+
+def numpy_chain(raw: np.ndarray, positions: np.ndarray, filt: np.ndarray) -> np.ndarray:
+    """An independent NumPy implementation: background subtraction (the mean of each
+    block, as average_window=RPB does), resample, filter, inverse FFT, 20 log10 |y|."""
+    shape = raw.shape
+    raw = raw.astype(np.float64).reshape(-1, RPB, shape[-1])
+    raw = (raw - raw.mean(axis=1, keepdims=True)).reshape(shape)
+    lo = np.floor(positions).astype(int)
+    hi = np.minimum(lo + 1, raw.shape[-1] - 1)
+    frac = positions - lo
+    spec = raw[..., lo] * (1 - frac) + raw[..., hi] * frac
+    y = np.fft.ifft(spec * filt, axis=-1)
+    return 20 * np.log10(np.maximum(np.abs(y), 1e-30))
+
+
+def test_processed_volume_matches_numpy_and_reflectors_at_expected_depth():
+    spectra = SpectraStackDeviceTensorEndpointUInt16()
+    floats = StackDeviceTensorEndpointFloat32()
+    rig = make_rig([spectra, floats], volumes=1, average_window=RPB)
+    run(rig)
+    with spectra.tensor as raw, floats.tensor as out:
+        raw, out = raw.copy(), out.copy()
+    assert raw.shape == (B, A, S) and raw.dtype == np.uint16
+    pos = rig.acq.resampling_positions()
+    filt = spectral_filter(hann_window(S), rig.acq.dispersion_compensation())
+    ref = numpy_chain(raw, pos, filt)
+    strong = ref > ref.max() - 50  # compare where the signal is meaningful
+    np.testing.assert_allclose(out[strong], ref[strong], atol=0.05)
+    # The brightest reflector of an A-scan sits at its simulated depth.
+    b, a = B // 2, A // 3
+    depth, _ = max(rig.acq.reflectors(0, b, a), key=lambda r: r[1])
+    peak = int(np.argmax(out[b, a, 2: S // 2])) + 2
+    assert abs(peak - depth) <= 1.5
+
+
+def test_file_and_null_acquisitions(tmp_path):
+    raw = np.random.default_rng(0).integers(0, 4000, (2 * B, A, S), dtype=np.uint16)
+    np.save(tmp_path / "raw.npy", raw)
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"))
+    spectra = SpectraStackDeviceTensorEndpointUInt16()
+    proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
+    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=2))
+    ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=1)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, [spectra])
+    eng = Engine(ec)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    assert eng.status().volumes == 2
+    with spectra.tensor as v:
+        np.testing.assert_array_equal(v, raw[B:])
+    assert "FileAcquisition" in repr(acq)
+
+    null = vg.NullAcquisition(samples_per_record=S, records=3 * RPB)
+    ep = NullEndpoint()
+    updates = []
+    ep.update_callback = lambda: updates.append(1)
+    proc2 = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
+    fmt2 = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=0))
+    ec2 = EngineConfig(records_per_block=RPB, blocks_to_allocate=2, preload_count=1)
+    ec2.add_acquisition(null, [proc2])
+    ec2.add_processor(proc2, [fmt2])
+    ec2.add_formatter(fmt2, [ep])
+    with Engine(ec2) as eng2:
+        eng2.prepare()
+        eng2.start()
+        eng2.wait()
+        assert len(updates) == 3 and eng2.status().blocks_acquired == 3
+
+
+# --- callbacks -------------------------------------------------------------------------------
+
+
+def test_callbacks_order_and_arguments():
+    ep = StackDeviceTensorEndpointInt8()
+    log: list = []
+    ep.update_callback = lambda: log.append(("update",))
+    ep.segment_callback = lambda *a: log.append(("segment",) + a)
+    ep.volume_callback = lambda *a: log.append(("volume",) + a)
+    ep.scan_callback = lambda *a: log.append(("scan",) + a)
+    threads = set()
+    ep.volume_callback = (lambda f: lambda *a: (threads.add(threading.current_thread().name), f(*a)))(ep.volume_callback)
+    events = []
+    rig = make_rig([ep], volumes=2)
+    eng = Engine(rig.config)
+    eng.event_callback = lambda ev, exc: events.append((ev, exc))
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    assert events == [(EngineEvent.START, None), (EngineEvent.COMPLETE, None)]
+    assert threads == {"vortexgo-engine-dispatcher"}
+    segs = [e for e in log if e[0] == "segment"]
+    vols = [e for e in log if e[0] == "volume"]
+    scans = [e for e in log if e[0] == "scan"]
+    assert len([e for e in log if e[0] == "update"]) == 2 * RPV // RPB
+    assert segs == [("segment", (i + 1) * A, i, i // B, i % B) for i in range(2 * B)]
+    assert vols == [("volume", (v + 1) * RPV, (v + 1) * B - 1, v) for v in range(2)]
+    assert scans == [("scan", 2 * RPV, 2 * B - 1)]
+    # In order: each volume after its last segment, the scan last, an update first per block.
+    i_vol0 = log.index(vols[0])
+    assert log[i_vol0 - 1] == segs[B - 1]
+    assert log[-1] == scans[0] and log[0] == ("update",)
+
+
+def test_raising_callback_is_logged_counted_and_engine_continues(caplog):
+    ep = StackDeviceTensorEndpointInt8()
+    calls = []
+
+    def bad(sample, scan_idx, volume_idx):
+        calls.append(volume_idx)
+        raise RuntimeError(f"boom {volume_idx}")
+
+    ep.volume_callback = bad
+    rig = make_rig([ep], volumes=3)
+    with caplog.at_level(logging.ERROR, logger="vortexgo.engine"):
+        eng = run(rig)
+    s = eng.status()
+    assert calls == [0, 1, 2] and s.callback_errors == 3 and s.volumes == 3 and s.error == ""
+    assert isinstance(eng.last_callback_error, RuntimeError)
+    recs = [r for r in caplog.records if r.name == "vortexgo.engine"]
+    assert len(recs) == 3 and recs[0].exc_info is not None and "volume_callback" in recs[0].getMessage()
+
+
+def test_raising_callback_with_stop_policy_stops_engine(caplog):
+    ep = StackDeviceTensorEndpointInt8()
+    ep.volume_callback = lambda *a: 1 / 0
+    rig = make_rig([ep], volumes=0, scan_volumes=0)  # endless
+    with caplog.at_level(logging.ERROR, logger="vortexgo.engine"):
+        eng = Engine(rig.config, callback_error_policy="stop")
+        eng.prepare()
+        eng.start()
+        assert eng.wait_for(20), "the stop policy did not stop an endless run"
+    s = eng.status()
+    assert s.done and s.callback_errors >= 1 and s.error == ""
+    assert isinstance(eng.last_callback_error, ZeroDivisionError)
+
+
+def test_slow_callback_applies_backpressure_without_drops():
+    ep = StackDeviceTensorEndpointInt8()
+    segs = []
+
+    def slow(sample, scan_idx, volume_idx, bscan_idx):
+        time.sleep(0.002)
+        segs.append(scan_idx)
+
+    ep.segment_callback = slow
+    rig = make_rig([ep], volumes=3, event_queue_size=4)
+    eng = run(rig)
+    s = eng.status()
+    assert segs == list(range(3 * B))
+    assert s.events_dropped == 0 and s.blocks_dropped == 0 and s.volumes == 3
+
+
+def test_drop_policy_counts_dropped_events():
+    ep = StackDeviceTensorEndpointInt8()
+    ep.segment_callback = lambda *a: time.sleep(0.01)
+    rig = make_rig([ep], volumes=2, event_queue_size=1, event_policy="drop")
+    eng = run(rig)
+    s = eng.status()
+    assert s.events_dropped > 0 and s.blocks_dropped == 0 and s.volumes == 2
+
+
+def test_holding_the_tensor_lock_makes_the_engine_wait_not_tear():
+    ep = StackDeviceTensorEndpointInt8()
+    rig = make_rig([ep], volumes=3)
+    eng = Engine(rig.config)
+    eng.prepare()
+    with ep.tensor as vol:
+        before = vol.copy()
+        eng.start()
+        time.sleep(0.3)
+        mid = eng.status()
+        np.testing.assert_array_equal(vol, before)  # nothing written under our lock
+        assert mid.blocks_formatted == 0 and not mid.done
+    eng.wait()
+    s = eng.status()
+    assert s.volumes == 3 and s.blocks_dropped == 0
+
+
+def test_reconfiguring_endpoint_while_holding_lock_raises():
+    ep = StackDeviceTensorEndpointInt8()
+    rig = make_rig([ep], volumes=1)
+    run(rig)
+    with ep.tensor:
+        with pytest.raises(vg.LockError, match="holds its lock"):
+            ep.tensor.resize((1, 2, 3))
+        with pytest.raises(vg.LockError, match="holds its tensor's lock"):
+            ep.close()
+    with pytest.raises(vg.VortexError, match="sized by the engine"):
+        ep.tensor.resize((1, 2, 3))
+    ep.close()
+
+
+# --- stopping -----------------------------------------------------------------------------------
+
+
+def test_stop_mid_volume_keeps_every_completed_volume(tmp_path):
+    st = open_stack(tmp_path)
+    store = AscanStackEndpoint(st)
+    dev_ep = StackDeviceTensorEndpointInt8()
+    two = threading.Event()
+    dev_ep.volume_callback = lambda s, i, v: v >= 1 and two.set()
+    rig = make_rig([dev_ep, store], volumes=0, scan_volumes=0, rpb=A * 3)  # blocks straddle B-scans
+    eng = Engine(rig.config)
+    eng.prepare()
+    eng.start()
+    assert two.wait(20)
+    eng.stop()
+    s = eng.status()
+    assert s.done and not s.running and s.error == ""
+    written = store.volumes_written
+    assert written >= 2 and written == s.volumes == st.volumes_written
+    st.close()
+    vols = np.load(tmp_path / "vol.npy")
+    assert vols.shape == (written, B, A, S)
+    for v in range(2, written):  # the ring of 2 volumes replays
+        np.testing.assert_array_equal(vols[v], vols[v % 2])
+    eng.stop()  # a second stop is a no-op
+
+
+def test_keyboard_interrupt_during_wait_stops_cleanly(tmp_path):
+    st = open_stack(tmp_path)
+    store = AscanStackEndpoint(st)
+    rig = make_rig([store], volumes=0, scan_volumes=0)
+    eng = Engine(rig.config)
+    eng.prepare()
+    eng.start()
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        eng.wait()
+    assert time.monotonic() - t0 < 10
+    s = eng.status()
+    assert s.done and not s.running
+    st.close()
+    vols = np.load(tmp_path / "vol.npy")
+    assert vols.shape[0] == s.volumes == store.volumes_written
+
+
+def test_stop_from_a_callback_requests_stop():
+    ep = StackDeviceTensorEndpointInt8()
+    rig = make_rig([ep], volumes=0, scan_volumes=0)
+    eng = Engine(rig.config)
+    ep.volume_callback = lambda *a: eng.stop()
+    eng.prepare()
+    eng.start()
+    assert eng.wait_for(20)
+    assert eng.status().volumes >= 1
+
+
+# --- invalid configurations ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field_, value, match", [
+    ("records_per_block", 0, "EngineConfig.records_per_block"),
+    ("blocks_to_allocate", 0, "EngineConfig.blocks_to_allocate"),
+    ("preload_count", 9, "EngineConfig.preload_count"),
+    ("blocks_to_acquire", -1, "EngineConfig.blocks_to_acquire"),
+    ("event_policy", "sometimes", "EngineConfig.event_policy"),
+])
+def test_invalid_engine_config_rejected_at_prepare(field_, value, match):
+    rig = make_rig([StackDeviceTensorEndpointInt8()])
+    setattr(rig.config, field_, value)
+    eng = Engine(rig.config)  # accepted here: checked by prepare()
+    with pytest.raises(ValueError, match=match):
+        eng.prepare()
+    with pytest.raises(ValueError, match=match):
+        rig.config.validate()
+
+
+def test_invalid_wiring_and_stage_mismatches_name_the_field(tmp_path):
+    # processor blocks smaller than the engine's
+    rig = make_rig([StackDeviceTensorEndpointInt8()])
+    rig.config.records_per_block = RPB * 2
+    with pytest.raises(ValueError, match="ProcessorConfig.ascans_per_block"):
+        Engine(rig.config).prepare()
+    # spectrum length differs from the acquisition's
+    acq = vg.SimulatedAcquisition(samples_per_record=2 * S, ascans_per_bscan=A, bscans_per_volume=B)
+    rig = make_rig([StackDeviceTensorEndpointInt8()])
+    rig.config._acquisitions[0] = (acq, [rig.proc])
+    with pytest.raises(ValueError, match="ProcessorConfig.samples_per_record"):
+        Engine(rig.config).prepare()
+    # storage of the wrong shape, and storage not open
+    st = open_stack(tmp_path, shape=(B, A, S // 2))
+    with pytest.raises(ValueError, match="SimpleStackConfig.shape"):
+        Engine(make_rig([AscanStackEndpoint(st)]).config).prepare()
+    st.close()
+    with pytest.raises(ValueError, match="not open"):
+        Engine(make_rig([AscanStackEndpoint(SimpleStackInt8())]).config).prepare()
+    # an endpoint built for another shape
+    with pytest.raises(ValueError, match="shape"):
+        Engine(make_rig([StackDeviceTensorEndpointInt8(None, (B, A, S + 1))]).config).prepare()
+    # no acquisition; a formatter fed by no processor
+    ec = EngineConfig()
+    with pytest.raises(ValueError, match="add_acquisition"):
+        ec.validate()
+    rig = make_rig([StackDeviceTensorEndpointInt8()])
+    stray = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B))
+    rig.config.add_formatter(stray, [NullEndpoint()])
+    with pytest.raises(ValueError, match="not fed by a processor"):
+        rig.config.validate()
+    with pytest.raises(ValueError, match="not fed by a processor"):
+        Engine(rig.config).prepare()
+
+
+def test_unwritable_storage_path_fails_before_start(tmp_path):
+    st = SimpleStackInt8()
+    with pytest.raises(OSError, match="cannot be written"):
+        st.open(SimpleStackConfig(str(tmp_path / "missing" / "dir" / "x.npy"), (B, A, S)))
+    with pytest.raises(OSError):
+        st.open(SimpleStackConfig(str(tmp_path), (B, A, S)))  # a directory
+    eng = Engine(make_rig([AscanStackEndpoint(st)]).config)
+    with pytest.raises(ValueError, match="not open"):
+        eng.prepare()
+    assert not eng.status().running
+
+
+def test_read_only_directory_fails_at_open(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user that can write anywhere (root)")
+        with pytest.raises(OSError):
+            SimpleStackInt8().open(SimpleStackConfig(str(ro / "x.npy"), (B, A, S)))
+    finally:
+        os.chmod(ro, 0o700)
+
+
+def test_callback_cycles_are_collected_safely():
+    """A callback that refers to its endpoint and engine (a reference cycle) must
+    not crash the garbage collector when everything is dropped."""
+    import gc
+
+    def build():
+        ep = StackDeviceTensorEndpointInt8()
+        rig = make_rig([ep], volumes=1)
+        eng = Engine(rig.config)
+
+        def handler(*args):
+            with ep.tensor as v:
+                with ep.stream:
+                    v.max()
+            eng.status()
+
+        ep.volume_callback = handler
+        eng.prepare()
+        eng.start()
+        eng.wait()
+        assert ep.stream.handle and ep.tensor.shape == (B, A, S)
+
+    for _ in range(3):
+        build()
+        gc.collect()
+
+
+@pytest.mark.parametrize("make, exc", [
+    (lambda: vg.SimulatedAcquisition(samples_per_record=8), ValueError),
+    (lambda: vg.SimulatedAcquisition(samples_per_record="1024"), TypeError),
+    (lambda: vg.SimulatedAcquisition(rate=-1.0), ValueError),
+    (lambda: vg.SimulatedAcquisition(wavelength_span=1.0), ValueError),
+    (lambda: vg.SimulatedAcquisition(no_such_field=1), TypeError),
+    (lambda: vg.SimulatedAcquisition(vg.ProcessorConfig()), TypeError),
+    (lambda: vg.FileAcquisition(path=""), ValueError),
+    (lambda: vg.FileAcquisition(path="x.raw", samples_per_record=-1), ValueError),
+    (lambda: vg.NullAcquisition(samples_per_record=0), ValueError),
+    (lambda: vg.CPUProcessor(samples_per_record=1), ValueError),
+    (lambda: vg.CPUProcessor(samples_per_record=100), ValueError),  # not a power of two with the FFT
+    (lambda: vg.CPUProcessor(levels=(1.0, 1.0)), ValueError),
+    (lambda: vg.CPUProcessor(slots=0), ValueError),
+    (lambda: vg.CPUProcessor(samples_per_record=S, resampling_samples=np.full(S, S + 5.0)), ValueError),
+    (lambda: vg.CPUProcessor(samples_per_record=S, spectral_filter=np.ones(S // 2, np.complex64)), ValueError),
+    (lambda: vg.CPUProcessor(samples_per_record=S, resampling_samples=np.zeros((2, 2))), ValueError),
+    (lambda: vg.CPUProcessor(device="cuda:99"), Exception),
+    (lambda: vg.RasterScan(ascans_per_bscan=0), ValueError),
+    (lambda: vg.RasterScan(volumes=-1), ValueError),
+    (lambda: vg.StackFormatExecutor(scan=None), TypeError),
+    (lambda: vg.StackFormatExecutor(scan=vg.RasterScan(), sample_slice=(0, 10)), TypeError),
+    (lambda: vg.SampleSlice(10, 5), ValueError),
+    (lambda: vg.SampleSlice(-1), ValueError),
+    (lambda: StackDeviceTensorEndpointInt8(None, (1, 2)), ValueError),
+    (lambda: StackDeviceTensorEndpointInt8("fmt"), TypeError),
+    (lambda: AscanStackEndpoint(None), TypeError),
+    (lambda: AscanStackEndpoint(np.zeros(3)), TypeError),
+    (lambda: SpectraStackEndpoint(SimpleStackInt8()), ValueError),
+    (lambda: EngineConfig().add_acquisition("acq", []), TypeError),
+    (lambda: EngineConfig().add_processor(vg.CPUProcessor(), ["fmt"]), TypeError),
+    (lambda: EngineConfig().add_formatter(vg.StackFormatExecutor(scan=vg.RasterScan()), [None]), TypeError),
+    (lambda: Engine("config"), TypeError),
+    (lambda: Engine(EngineConfig(), callback_error_policy="ignore"), ValueError),
+])
+def test_bad_constructor_arguments(make, exc):
+    with pytest.raises(exc):
+        make()
+
+
+def test_storage_open_bad_config(tmp_path):
+    st = SimpleStackInt8()
+    with pytest.raises(ValueError, match="path"):
+        st.open(SimpleStackConfig("", (1, 2, 3)))
+    with pytest.raises(ValueError, match=r"shape\[1\]"):
+        st.open(SimpleStackConfig(str(tmp_path / "a.npy"), (1, 0, 3)))
+    with pytest.raises(ValueError, match="shape"):
+        st.open(SimpleStackConfig(str(tmp_path / "a.npy"), (1, 2)))
+    with pytest.raises(TypeError):
+        st.open("a.npy")
+    with pytest.raises(ValueError, match="not open"):
+        st.write_volume(np.zeros((1, 2, 3), np.int8))
+
+
+# --- storage --------------------------------------------------------------------------------------
+
+
+def test_simple_stack_api(tmp_path):
+    vol = np.arange(2 * 3 * 4, dtype=np.uint16).reshape(2, 3, 4)
+    with SimpleStackUInt16() as st:
+        st.open(SimpleStackConfig(tmp_path / "s.npy", (2, 3, 4)))
+        assert st.is_open and st.shape == (2, 3, 4) and "SimpleStackUInt16" in repr(st)
+        st.write_volume(vol)
+        st.write_volume(vg.from_numpy(vol + 1, "cpu"))
+        st.write_partial_bscan(0, 0, vol[0, :2] + 2)
+        st.write_partial_bscan(0, 2, vol[0, 2] + 2)
+        st.write_partial_bscan(1, 0, vol[1] + 2)
+        st.advance_volume()
+        st.seek(1)
+        st.write_partial_bscan(1, 1, vol[1, 1] + 100)
+        with pytest.raises(ValueError, match="dtype"):
+            st.write_volume(vol.astype(np.int8))
+        with pytest.raises(ValueError, match="shape"):
+            st.write_volume(vol[:1])
+        assert st.volumes_written == 3
+    assert not st.is_open
+    out = np.load(tmp_path / "s.npy")
+    expect = np.stack([vol, vol + 1, vol + 2])
+    expect[1, 1, 1] = vol[1, 1] + 100
+    np.testing.assert_array_equal(out, expect)
+
+    with SimpleStackInt8() as raw:
+        raw.open(SimpleStackConfig(str(tmp_path / "r.bin"), (1, 2, 2), SimpleStackHeader.Empty))
+        raw.write_volume(np.array([[[1, 2], [3, 4]]], np.int8))
+    assert (tmp_path / "r.bin").read_bytes() == bytes([1, 2, 3, 4])
+
+
+# --- objects and reprs ------------------------------------------------------------------------------
+
+
+def test_status_timings_and_reprs():
+    ep = StackHostTensorEndpointUInt16()
+    rig = make_rig([ep, StackHostTensorEndpointInt8(), StackDeviceTensorEndpointUInt16(), NullEndpoint()], volumes=1)
+    eng = Engine(rig.config)
+    assert eng.status() == EngineStatus() and not eng.done
+    assert "not prepared" in repr(eng) and "EngineConfig" in repr(rig.config)
+    with pytest.raises(ValueError, match="prepare"):
+        ep.tensor
+    eng.prepare()
+    assert "prepared" in repr(eng)
+    eng.start()
+    eng.wait()
+    s = eng.status()
+    r = repr(s)
+    assert r.startswith("EngineStatus(done)") and "volumes" in r and "callback_errors" in r
+    assert "<table>" in s._repr_html_()
+    assert "done" in repr(eng) and "StageTiming" in repr(eng.timings["format"])
+    assert "StackHostTensorEndpointUInt16 prepared" in repr(ep) and "uint16" in repr(ep)
+    for obj in (rig.acq, rig.proc, rig.fmt, vg.RasterScan(), vg.SimpleStackFloat32(), NullEndpoint()):
+        assert type(obj).__name__ in repr(obj)
+    # The endpoint's stream outlives its Python wrapper: dropping it must not close the engine's stream.
+    h = ep.stream.handle
+    ep._stream = None
+    import gc
+
+    gc.collect()
+    assert ep.stream.handle == h
+    with ep.stream as s:
+        assert s is ep.stream or s is not None
+    with pytest.raises(vg.VortexError, match="already prepared"):
+        eng.prepare()
+    eng.close()
+    assert "closed" in repr(eng)
+    with pytest.raises(vg.ClosedError):
+        eng.start()
+
+
+def test_wait_before_start_and_wait_for_timeout():
+    rig = make_rig([StackDeviceTensorEndpointInt8()], volumes=0, scan_volumes=0)
+    eng = Engine(rig.config)
+    eng.stop()  # never prepared: a no-op
+    eng.prepare()
+    with pytest.raises(vg.VortexError, match="start"):
+        eng.wait()
+    eng.start()
+    assert eng.wait_for(0.05) is False
+    with pytest.raises(ValueError):
+        eng.wait_for(-1)
+    eng.stop()
+    assert eng.wait_for(0) and eng.done

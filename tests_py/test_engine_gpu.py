@@ -1,0 +1,131 @@
+"""The engine on CUDA: the seed's two examples (MIP chained on the endpoint
+stream; user-managed buffering with cupy.copy, then numpy.save and
+SimpleStackInt8.write_volume) and CUDA vs CPU processor agreement.
+
+Every test skips cleanly without CUDA (and CuPy where it needs it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vortexgo as vg
+from vortexgo.engine import (
+    AscanStackEndpoint,
+    Engine,
+    SpectraStackDeviceTensorEndpointUInt16,
+    StackDeviceTensorEndpointFloat32,
+    StackDeviceTensorEndpointInt8,
+    StackHostTensorEndpointFloat32,
+)
+from vortexgo.storage import SimpleStackConfig, SimpleStackInt8
+
+from test_engine import A, B, RPV, S, make_rig, numpy_chain, RPB
+from vortexgo.process import hann_window, spectral_filter
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_mip_example_on_cuda(gpu, cp):
+    endpoint = StackDeviceTensorEndpointInt8()
+    rig = make_rig([endpoint], volumes=3, device="cuda")
+    mips = []
+
+    def handler(*args):
+        with endpoint.tensor as volume:
+            assert isinstance(volume, cp.ndarray) and volume.shape == (B, A, S)
+            with endpoint.stream as stream:
+                mips.append((cp.max(volume, axis=2), stream.record()))
+
+    endpoint.volume_callback = handler
+    eng = Engine(rig.config)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    assert len(mips) == 3 and eng.status().callback_errors == 0
+    mip, done = mips[-1]
+    done.synchronize()
+    with endpoint.tensor as volume:
+        endpoint.stream.synchronize()
+        np.testing.assert_array_equal(mip.get(), cp.max(volume, axis=2).get())
+    # The ring of 2 volumes replays: volume 2's MIP is volume 0's.
+    mips[0][1].synchronize()
+    np.testing.assert_array_equal(mips[0][0].get(), mips[2][0].get())
+    endpoint.close()
+
+
+def test_user_buffering_example_on_cuda(gpu, cp, tmp_path):
+    my_endpoint = StackDeviceTensorEndpointInt8()
+    my_buffers = []
+
+    def handler(sample, scan_idx, volume_idx):
+        with my_endpoint.tensor as volume:
+            with my_endpoint.stream:
+                my_buffers.append(cp.copy(volume))
+
+    my_endpoint.volume_callback = handler
+    rig = make_rig([my_endpoint], volumes=4, device="cuda")
+    eng = Engine(rig.config)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    my_endpoint.stream.synchronize()
+    assert len(my_buffers) == 4
+    host = np.stack([b.get() for b in my_buffers])
+    np.testing.assert_array_equal(host[2], host[0])
+    assert not np.array_equal(host[1], host[0])
+    np.save(tmp_path / "buffers.npy", host)
+    st = SimpleStackInt8()
+    st.open(SimpleStackConfig(str(tmp_path / "stack.npy"), (B, A, S)))
+    for b in my_buffers:
+        st.write_volume(b)  # a CuPy array
+    st.close()
+    np.testing.assert_array_equal(np.load(tmp_path / "stack.npy"), np.load(tmp_path / "buffers.npy"))
+    my_endpoint.close()
+
+
+def _float_volume(device: str, proc_cls):
+    spectra = SpectraStackDeviceTensorEndpointUInt16()
+    out = StackHostTensorEndpointFloat32()
+    rig = make_rig([spectra, out], volumes=1, device=device, proc_cls=proc_cls, average_window=RPB)
+    eng = Engine(rig.config)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    with out.tensor as v:
+        vol = np.array(v)
+    with spectra.tensor as raw:
+        raw = raw.get() if hasattr(raw, "get") else np.array(raw)
+    return vol, raw, rig
+
+
+def test_cuda_and_cpu_processors_agree(gpu, cp):
+    cuda_vol, cuda_raw, rig = _float_volume("cuda", vg.CUDAProcessor)
+    cpu_vol, cpu_raw, _ = _float_volume("cpu", vg.CPUProcessor)
+    np.testing.assert_array_equal(cuda_raw, cpu_raw)  # same simulated input
+    strong = cpu_vol > cpu_vol.max() - 50
+    np.testing.assert_allclose(cuda_vol[strong], cpu_vol[strong], atol=0.02)
+    ref = numpy_chain(cuda_raw, rig.acq.resampling_positions(),
+                      spectral_filter(hann_window(S), rig.acq.dispersion_compensation()))
+    np.testing.assert_allclose(cuda_vol[strong], ref[strong], atol=0.05)
+
+
+def test_storage_endpoint_on_cuda(gpu, tmp_path):
+    st = SimpleStackInt8()
+    st.open(SimpleStackConfig(str(tmp_path / "v.npy"), (B, A, S)))
+    dev_ep = StackDeviceTensorEndpointInt8()
+    store = AscanStackEndpoint(st)
+    rig = make_rig([dev_ep, store], volumes=3, device="cuda")
+    eng = Engine(rig.config)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    s = eng.status()
+    assert s.volumes == 3 and s.blocks_dropped == 0 and store.volumes_written == 3
+    st.close()
+    vols = np.load(tmp_path / "v.npy")
+    assert vols.shape == (3, B, A, S)
+    np.testing.assert_array_equal(vols[2], vols[0])
+    for ep in (dev_ep, store):
+        ep.close()
