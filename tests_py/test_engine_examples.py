@@ -18,7 +18,10 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _run(script: str, *args: str) -> str:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    # The package the tests import (a source tree or a carried build).
+    import vortexgo
+
+    env = dict(os.environ, PYTHONPATH=str(Path(vortexgo.__file__).resolve().parents[1]))
     r = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True, text=True,
                        env=env, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -35,6 +38,8 @@ def test_acquire_example(device, tmp_path):
 
     img = Image.open(tmp_path / "mip.png")
     assert img.size == (vols.shape[2], vols.shape[1])
+    bscan = Image.open(tmp_path / "bscan.png")
+    assert bscan.size == (vols.shape[2], vols.shape[3])  # A-scans across, depth down
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -158,6 +158,25 @@ def test_coordinator_upload_compute_download(device):
         assert "AsyncCoordinator" in repr(c)
 
 
+def test_coordinator_without_timing(device):
+    with vg.AsyncCoordinator(device, timing=False) as c:
+        n = 256
+        host = vg.from_numpy(np.arange(n, dtype=np.float32), device, pinned=True)
+        dev_buf = vg.empty(n, "float32", device)
+        out = np.zeros(n, np.float32)
+        u = c.queue_upload(host, dev_buf)
+        k = c.queue_compute(scale_op(n, 3.0, 0.0, dst=dev_buf, src=dev_buf), deps=[u])
+        d = c.queue_download(dev_buf, out, deps=[k])
+        c.wait(d, timeout=30)
+        np.testing.assert_allclose(out, np.arange(n) * 3)
+        c.synchronize_all()
+        reports = c.poll()
+        assert sorted(r.id for r in reports) == [u, k, d]
+        assert all(r.gpu_ms == -1 and r.error is None for r in reports)
+    with pytest.raises(TypeError, match="timing="):
+        vg.AsyncCoordinator(device, timing="no")
+
+
 def test_coordinator_callable_compute_op(device):
     with vg.AsyncCoordinator(device) as c:
         buf = vg.empty(64, "float32", device)

@@ -427,7 +427,8 @@ func (a *AsyncCoordinator) forgetStreams() {
 }
 
 // NewAsyncCoordinator creates the coordinator and its three streams.
-func NewAsyncCoordinator(dev *Device, uploadPriority, computePriority, downloadPriority int) (*AsyncCoordinator, error) {
+// timing=false skips per-op GPU timing (cheaper: see pipeline.CoordinatorOptions.NoTiming).
+func NewAsyncCoordinator(dev *Device, uploadPriority, computePriority, downloadPriority int, timing bool) (*AsyncCoordinator, error) {
 	// Pipeline managers built on the coordinator allocate through its
 	// device, so that device charges the budget.
 	d, err := chargedDevice(dev, "pipeline")
@@ -435,7 +436,8 @@ func NewAsyncCoordinator(dev *Device, uploadPriority, computePriority, downloadP
 		return nil, tag(err)
 	}
 	c, err := pipeline.NewAsyncCoordinator(d, pipeline.CoordinatorOptions{
-		UploadPriority: uploadPriority, ComputePriority: computePriority, DownloadPriority: downloadPriority})
+		UploadPriority: uploadPriority, ComputePriority: computePriority, DownloadPriority: downloadPriority,
+		NoTiming: !timing})
 	if err != nil {
 		return nil, ptag(err)
 	}

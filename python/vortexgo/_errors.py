@@ -41,6 +41,7 @@ class LockError(VortexError):
 _TAGS: dict[str, type[BaseException]] = {
     "CudaError": CudaError,
     "ValueError": ValueError,
+    "KeyError": KeyError,
     "TimeoutError": TimeoutError,
     "ClosedError": ClosedError,
     "MemoryBudgetError": MemoryBudgetError,

@@ -577,6 +577,8 @@ class Engine:
         self._callback_errors = 0
         self._last_callback_error: Optional[BaseException] = None
         self._finalizer: Optional[weakref.finalize] = None
+        self._latency: Optional[list[int]] = None  # off unless record_callback_latency() was called
+        self._latency_cap = 0
         self._started = False
         self._prepared = False
         self._closed = False
@@ -823,6 +825,33 @@ class Engine:
         return out
 
     @property
+    def start_monotonic_ns(self) -> int:
+        """The base of the events' timestamps on ``time.monotonic_ns()``'s clock
+        (``perf_counter_ns`` too, on Linux), read by Go just before the engine
+        started; 0 before :meth:`start`."""
+        if self._h is None or self._closed:
+            return 0
+        return int(self._h.StartMonotonicNs())
+
+    def record_callback_latency(self, capacity: int = 1 << 20) -> None:
+        """Record, for the first ``capacity`` endpoint callbacks, the time from the
+        engine dispatching the event (the Go timestamp) to its handler starting on
+        the dispatcher thread, in ns (:meth:`callback_latencies_ns`).
+
+        Off by default (the dispatcher then pays one ``is None`` test per
+        callback); call it before :meth:`start`. Used by ``bench/bench_engine.py``.
+        """
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
+            raise ValueError(f"capacity={capacity!r}, expected an int >= 1")
+        if self._started:
+            raise VortexError("record_callback_latency: the engine has started, expected a call before start()")
+        self._latency, self._latency_cap = [], int(capacity)
+
+    def callback_latencies_ns(self) -> np.ndarray:
+        """The latencies recorded since :meth:`record_callback_latency` (int64 ns, in callback order)."""
+        return np.array(self._latency or (), np.int64)
+
+    @property
     def last_callback_error(self) -> Optional[BaseException]:
         """The most recent exception raised by a callback, or None."""
         return self._last_callback_error
@@ -888,6 +917,9 @@ class Engine:
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
         ptr = buf.ctypes.data
         eps = self._endpoints
+        lat, lat_cap = self._latency, self._latency_cap
+        if lat is not None:
+            mono, base = time.monotonic_ns, int(h.StartMonotonicNs())
         self._engine_event(EngineEvent.START, None)
         while True:
             try:
@@ -895,7 +927,7 @@ class Engine:
             except RuntimeError as exc:  # pragma: no cover - the engine was closed under us
                 self.logger.error("vortexgo: the event queue failed: %s", exc)
                 return
-            for kind, ep_id, sample, scan_idx, volume_idx, bscan_idx, _ts in buf[:n].tolist():
+            for kind, ep_id, sample, scan_idx, volume_idx, bscan_idx, ts in buf[:n].tolist():
                 if kind == _DONE:
                     self._engine_event(EngineEvent.COMPLETE, None)
                     return
@@ -914,6 +946,8 @@ class Engine:
                     cb, args = ep.scan_callback, (sample, scan_idx)
                 if cb is None:
                     continue
+                if lat is not None and len(lat) < lat_cap:
+                    lat.append(mono() - base - ts)
                 try:
                     cb(*args)
                 except Exception as exc:
