@@ -22,13 +22,14 @@ for bin in "$gb"/bin/*.test; do
   pkgdir="$root/gosrc/${name//_//}"
   [ -d "$pkgdir" ] || pkgdir="$root/$name"
   [ -d "$pkgdir" ] || pkgdir="$root"
-  log="$out/go_$name.log"
+  log="$out/go_$name.log.tmp"
   (cd "$pkgdir" && "$bin" -test.v -test.count=1 -test.timeout=300s) >"$log" 2>&1
   rc=$?
   p=$(grep -c -- '^--- PASS' "$log"); f=$(grep -c -- '^--- FAIL' "$log")
   s=$(grep -c -- '^--- SKIP' "$log")
   go_pass=$((go_pass + p)); go_fail=$((go_fail + f))
-  if [ $rc -ne 0 ]; then failed_bins+=("$name"); tail -40 "$log"; fi
+  if [ $rc -ne 0 ]; then failed_bins+=("$name"); grep -B5 -A25 -- '--- FAIL' "$log" | head -80; fi
+  { echo "===== $name (rc=$rc)"; cat "$log"; } >>"$out/go_tests.log"; rm -f "$log"
   printf 'go %-24s pass=%-4d fail=%-3d skip=%-3d rc=%d\n' "$name" "$p" "$f" "$s" "$rc"
 done
 

@@ -408,16 +408,51 @@ type AsyncCoordinator struct {
 	dev     backend.Device
 	owned   bool
 	streams [3]*Stream // upload, compute, download; registered for the fast path once
+	id      int        // fast-path id (FastBeginExternal/FastEndExternal)
 }
 
-// borrowedStreams registers the coordinator's streams for the fast path.
+// borrowedStreams registers the coordinator and its streams for the fast path.
 func (a *AsyncCoordinator) borrowedStreams() {
 	a.streams = [3]*Stream{newStream(a.c.UploadStream()), newStream(a.c.ComputeStream()), newStream(a.c.DownloadStream())}
+	a.id = fastCoordinators.add(a.c)
+}
+
+// ID is the coordinator's fast-path id.
+func (a *AsyncCoordinator) ID() int { return a.id }
+
+var fastCoordinators idTable[*pipeline.AsyncCoordinator]
+
+// FastBeginExternal opens an external compute op without dependencies on
+// coordinator cid and returns its op id, or -1 (the method path then
+// raises the full error). Python calls it once per callable compute op.
+func FastBeginExternal(cid int) int {
+	c, _ := fastCoordinators.get(cid)
+	if c == nil {
+		return -1
+	}
+	id, _, err := c.BeginExternal()
+	if err != nil {
+		return -1
+	}
+	return int(id)
+}
+
+// FastEndExternal closes external op id of coordinator cid: 0, or -1.
+func FastEndExternal(cid, id int) int {
+	c, _ := fastCoordinators.get(cid)
+	if c == nil || id <= 0 {
+		return -1
+	}
+	return status(c.EndExternal(pipeline.OpID(id)))
 }
 
 // forgetStreams drops the fast-path ids of the coordinator's streams, which
 // its Close destroys.
 func (a *AsyncCoordinator) forgetStreams() {
+	if a.id > 0 {
+		fastCoordinators.remove(a.id)
+		a.id = 0
+	}
 	for _, s := range a.streams {
 		if s != nil && s.id > 0 {
 			fastStreams.remove(s.id)

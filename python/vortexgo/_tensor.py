@@ -10,7 +10,7 @@ from typing import Any, Iterable, Optional, Union
 
 import numpy as np
 
-from ._array import Array, _norm_dtype, _norm_shape
+from ._array import _norm_dtype, _norm_shape
 from ._device import DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
 from ._core import api

@@ -3,7 +3,6 @@ their typed arguments, and the toolkit's error translation."""
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union
@@ -12,7 +11,7 @@ import numpy as np
 
 from ._array import Array
 from ._core import api
-from ._errors import VortexError, translate
+from ._errors import native
 from ._stream import Stream
 
 __all__ = [
@@ -22,25 +21,10 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable)
 
-_KEY_TAG = "KeyError: "
 
 
-def tk_native(fn: F) -> F:
-    """Like :func:`vortexgo._errors.native`, plus KeyError for unknown op ids."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except RuntimeError as exc:
-            if isinstance(exc, VortexError):
-                raise
-            text = str(exc)
-            if text.startswith(_KEY_TAG):
-                raise KeyError(text[len(_KEY_TAG):]) from None
-            raise translate(exc) from None
-
-    return wrapper  # type: ignore[return-value]
+# KeyError (unknown op ids) is one of the tags _errors.native translates.
+tk_native = native
 
 
 def check_int(name: str, v: Any, lo: Optional[int] = None) -> int:

@@ -25,12 +25,12 @@ from __future__ import annotations
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
 from ._array import Array, _norm_dtype
-from ._core import api
+from ._core import _ext, api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError
 from ._stream import Stream
@@ -75,6 +75,10 @@ from ._toolkit_ops import (
     u64,
 )
 
+# The coordinator's fast path (int ids; see gosrc/pyapi/pipeline.go).
+_fast_begin = _ext.pyapi_FastBeginExternal
+_fast_end = _ext.pyapi_FastEndExternal
+
 __all__ = [
     "TripleBuffer", "AsyncCoordinator", "CompletedOp", "ComputeCallable",
     "PipelineStageManager", "GpuPipelineStage", "PipelineStats", "StageStats", "PipelineGraph",
@@ -104,6 +108,8 @@ def _device_range(x: Any, what: str) -> tuple[int, int]:
 
 
 def _deps(deps: Iterable[int]) -> str:
+    if deps == ():  # the common case, and the fast path's condition
+        return ""
     if isinstance(deps, (int, np.integer)) and not isinstance(deps, bool):
         deps = (deps,)
     try:
@@ -262,13 +268,13 @@ class TripleBuffer:
 # --- AsyncCoordinator ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CompletedOp:
+class CompletedOp(NamedTuple):
     """One completed operation, as reported by :meth:`AsyncCoordinator.poll`.
 
     ``gpu_ms`` is the time between the op's start and end events on its stream
-    (-1 if it could not be measured); ``error`` is set when the op failed after
-    it was queued (a callable that raised, a failed timing query)."""
+    (-1 if it was not measured: ``timing=False``, or a failed query); ``error``
+    is set when the op failed after it was queued (a callable that raised).
+    A named tuple: poll() builds one per op, and that is the cheapest record."""
 
     id: int
     type: str
@@ -331,6 +337,7 @@ class AsyncCoordinator:
         self._ext_errors: dict[int, str] = {}
         self._lock = threading.Lock()  # guards _keep
         self._compute = threading.RLock()  # one compute op at a time (a callable holds the stream)
+        self._fid = h.ID()
         self._upload_stream = borrowed(device, h.UploadStream(), self)
         self._compute_stream = borrowed(device, h.ComputeStream(), self)
         self._download_stream = borrowed(device, h.DownloadStream(), self)
@@ -431,14 +438,19 @@ class AsyncCoordinator:
         if not callable(op):
             raise TypeError(f"op={op!r}, expected a KernelOp, a SpinOp or a callable taking the compute stream")
         with self._compute:
-            op_id = self._h.BeginExternal(d)
+            # Fast path (int ids, gosrc/pyapi/pipeline.go) when there are no
+            # deps; the method path raises the full error if it fails.
+            op_id = _fast_begin(self._fid) if not d else -1
+            if op_id < 0:
+                op_id = self._h.BeginExternal(d)
             try:
                 op(self._compute_stream)
             except BaseException as exc:
                 self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                self._h.EndExternal(op_id)
+                if _fast_end(self._fid, op_id):
+                    self._h.EndExternal(op_id)
         return op_id
 
     # --- completion ---

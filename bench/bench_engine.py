@@ -1,0 +1,653 @@
+"""The engine section of `make bench`: end-to-end OCT processing throughput.
+
+For 1024- and 2048-sample uint16 A-scans, in one run on one device:
+
+- **vortexgo**: ``SimulatedAcquisition`` (a ring of pinned blocks replayed at
+  full speed) -> ``CUDAProcessor`` (background subtraction, resampling,
+  spectral filter, inverse FFT, magnitude in dB, int8) ->
+  ``StackDeviceTensorEndpointInt8``, measured in steady state;
+- **the same pipeline in plain CuPy** (array ops + ``cupy.fft``, the exact
+  steps of gosrc/process/doc.go): (a) a straightforward loop that uploads a
+  pinned block, processes it and synchronizes; (b) a two-stream version with
+  double-buffered device blocks, uploads on one stream and compute on another,
+  joined by events;
+- **the ceiling**: back-to-back pinned host-to-device copies of the same block
+  size (``cupy.cuda.runtime.memcpyAsync``).
+
+Plus the callback dispatcher (dispatcher CPU time per event; latency from the
+engine dispatching an event to its handler starting, p50 / p99) and device
+memory after ``prepare()`` versus after the run.
+
+``bench/bench.py`` calls :func:`run`. Standalone::
+
+    python bench/bench_engine.py --quick              # GPU: prints the markdown
+    python bench/bench_engine.py --device cpu --quick # the CPU-capable parts (a smoke run)
+
+The module imports without CuPy; :func:`run` raises a clear error without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+try:
+    import vortexgo as vg
+except ImportError:  # run from a checkout without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    import vortexgo as vg
+
+from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
+from vortexgo.engine import Engine, EngineConfig, SpectraStackDeviceTensorEndpointUInt16, StackDeviceTensorEndpointInt8
+from vortexgo.format import StackFormatExecutor
+from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
+from vortexgo.scan import RasterScan
+
+#: the processing parameters every variant uses
+AVERAGE_WINDOW = 64
+LEVELS = (0.0, 60.0)
+
+# Targets of issue 3 ("Benchmark").
+TARGET_CEILING = 0.9
+TARGET_SYNC = 3.0
+TARGET_TWO_STREAM = 1.5
+TARGET_EVENT_US = 1.0
+TARGET_P99_US = 50.0
+
+
+class Geometry:
+    """One benchmark configuration: spectra, scan and block sizes."""
+
+    def __init__(self, samples: int, ascans: int, bscans: int, records_per_block: int, blocks: int = 12,
+                 preload: int = 6, slots: int = 4) -> None:
+        self.samples, self.ascans, self.bscans = samples, ascans, bscans
+        self.rpb, self.blocks, self.preload, self.slots = records_per_block, blocks, preload, slots
+        if self.records_per_volume % records_per_block:
+            raise ValueError(f"a volume of {self.records_per_volume} A-scans is not a whole number of "
+                             f"{records_per_block}-record blocks")
+
+    @property
+    def records_per_volume(self) -> int:
+        return self.ascans * self.bscans
+
+    @property
+    def block_bytes(self) -> int:
+        return self.rpb * self.samples * 2
+
+    def describe(self) -> dict:
+        return {"samples": self.samples, "ascans_per_bscan": self.ascans, "bscans_per_volume": self.bscans,
+                "records_per_block": self.rpb, "blocks_to_allocate": self.blocks, "preload_count": self.preload,
+                "slots": self.slots}
+
+
+# --- the processing chain in plain array code -----------------------------------------
+
+
+class Chain:
+    """The CUDAProcessor's steps (gosrc/process/doc.go) written with plain array
+    operations on ``xp`` (CuPy: elementwise ops, gathers, ``cupy.fft``; NumPy on the
+    CPU). ``chain(raw)`` maps a ``(records, samples)`` uint16 block to int8 A-scans."""
+
+    def __init__(self, xp: Any, samples: int, records: int, window: int, positions: np.ndarray,
+                 filt: np.ndarray, levels: tuple[float, float]) -> None:
+        self.xp = xp
+        n = samples
+        pos = np.asarray(positions, np.float32)
+        i = np.minimum(np.floor(pos).astype(np.int64), n - 2)
+        self.i0 = xp.asarray(i)
+        self.i1 = xp.asarray(i + 1)
+        self.f = xp.asarray((pos - i.astype(np.float32)).astype(np.float32))
+        self.h = xp.asarray(np.asarray(filt, np.complex64))
+        self.records = records
+        self.w = min(window, records)
+        if self.w:
+            starts = np.clip(np.arange(records) - self.w // 2, 0, records - self.w)
+            self.starts = xp.asarray(starts)
+            self.ends = xp.asarray(starts + self.w)
+            self.csum = xp.zeros((records + 1, n), xp.int32)  # row 0 stays 0
+        lo, hi = (np.float32(v) for v in levels)
+        self.lo = lo
+        self.step = np.float32(255) / np.float32(hi - lo)
+        self.floor = np.float32(2.0 ** -126)
+
+    def __call__(self, raw: Any) -> Any:
+        xp = self.xp
+        x = raw.astype(xp.float32)
+        if self.w:  # 1. background: the mean of the window of w records centred (clamped) on each record
+            c = self.csum
+            xp.cumsum(raw, axis=0, dtype=xp.int32, out=c[1:])
+            x -= (c[self.ends] - c[self.starts]).astype(xp.float32) / np.float32(self.w)
+        x0 = x[:, self.i0]  # 2. linear resampling
+        y = x0 + self.f * (x[:, self.i1] - x0)
+        spec = y * self.h  # 3. spectral filter (complex64)
+        a = xp.fft.ifft(spec, axis=1)  # 4. inverse FFT, scaled by 1/M
+        p = a.real * a.real + a.imag * a.imag  # 5. power -> dB -> int8 levels
+        db = np.float32(10) * xp.log10(xp.maximum(p.astype(xp.float32), self.floor))
+        t = (db - self.lo) * self.step - np.float32(128)
+        return xp.clip(xp.rint(t), -128, 127).astype(xp.int8)
+
+
+def _agreement(ours: np.ndarray, ref: np.ndarray) -> dict:
+    d = np.abs(ours.astype(np.int16) - ref.astype(np.int16))
+    return {"max_abs_diff_levels": int(d.max()), "identical_fraction": float((d == 0).mean()),
+            "within_1_fraction": float((d <= 1).mean())}
+
+
+# --- the vortexgo engine ---------------------------------------------------------------
+
+
+def _pipeline(g: Geometry, device: Any, *, total_volumes: int, endpoints: list, rate: float = 0.0,
+              blocks_to_acquire: int = 0, event_queue_size: int = 0):
+    acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
+        samples_per_record=g.samples, ascans_per_bscan=g.ascans, bscans_per_volume=g.bscans, volumes=1,
+        total_volumes=total_volumes, rate=rate))
+    pc = ProcessorConfig(samples_per_record=g.samples, ascans_per_block=g.rpb, average_window=AVERAGE_WINDOW,
+                         resampling_samples=acq.resampling_positions(),
+                         spectral_filter=spectral_filter(hann_window(g.samples), acq.dispersion_compensation()),
+                         levels=LEVELS, slots=g.slots)
+    proc = CUDAProcessor(pc, device=device) if device.is_cuda else CPUProcessor(pc)
+    fmt = StackFormatExecutor(scan=RasterScan(ascans_per_bscan=g.ascans, bscans_per_volume=g.bscans,
+                                              volumes=total_volumes))
+    ec = EngineConfig(records_per_block=g.rpb, blocks_to_allocate=g.blocks, preload_count=g.preload,
+                      blocks_to_acquire=blocks_to_acquire, event_queue_size=event_queue_size)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, endpoints)
+    return Engine(ec), acq, pc, proc
+
+
+def _read_tensor(ep: Any, gpu: bool) -> np.ndarray:
+    with ep.tensor as v:
+        if gpu:
+            import cupy as cp
+
+            with ep.stream as s:
+                host = cp.asnumpy(v, stream=s)
+                s.synchronize()
+            return host
+        return np.array(v, copy=True)
+
+
+def reference_volume(g: Geometry, device: Any) -> tuple[np.ndarray, np.ndarray, ProcessorConfig]:
+    """One volume through the engine: its raw spectra and its int8 volume, both
+    (records, samples) on the host, and the processor configuration."""
+    ep = StackDeviceTensorEndpointInt8()
+    spectra = SpectraStackDeviceTensorEndpointUInt16()
+    engine, _, pc, proc = _pipeline(g, device, total_volumes=1, endpoints=[ep, spectra])
+    try:
+        engine.prepare()
+        engine.start()
+        engine.wait()
+        raw = _read_tensor(spectra, device.is_cuda).reshape(g.records_per_volume, g.samples)
+        out = _read_tensor(ep, device.is_cuda).reshape(g.records_per_volume, -1)
+    finally:
+        engine.close()
+        ep.close()
+        spectra.close()
+        proc.close()
+    return raw, out, pc
+
+
+def _free_device_bytes(gpu: bool) -> Optional[int]:
+    if not gpu:
+        return None
+    import cupy as cp
+
+    return int(cp.cuda.runtime.memGetInfo()[0])
+
+
+def engine_throughput(g: Geometry, device: Any, seconds: float, warm: float) -> dict:
+    """Steady-state A-scans/s of the engine end to end, from volume callback stamps
+    (each carries the A-scan count since start); device memory around the run."""
+    gpu = device.is_cuda
+    ep = StackDeviceTensorEndpointInt8()
+    engine, _, _, proc = _pipeline(g, device, total_volumes=0, endpoints=[ep])
+    stamps: list[tuple[int, int]] = []
+
+    def on_volume(sample: int, scan_idx: int, volume_idx: int) -> None:
+        stamps.append((time.perf_counter_ns(), sample))
+
+    ep.volume_callback = on_volume
+    try:
+        free_before = _free_device_bytes(gpu)
+        engine.prepare()
+        free_prepared = _free_device_bytes(gpu)
+        t0 = time.perf_counter_ns()
+        engine.start()
+        engine.wait_for(warm + seconds)
+        engine.stop()
+        free_after = _free_device_bytes(gpu)
+        status, timings = engine.status(), engine.timings
+    finally:
+        engine.close()
+        ep.close()
+        proc.close()
+    if status.error:
+        raise RuntimeError(f"the engine failed: {status.error}")
+    steady = [s for s in stamps if s[0] - t0 >= warm * 1e9]
+    if len(steady) < 2:
+        steady = stamps[len(stamps) // 2:]
+    if len(steady) < 2:
+        raise RuntimeError(f"only {len(stamps)} volumes in {warm + seconds:.1f} s: make the run longer")
+    (ta, sa), (tb, sb) = steady[0], steady[-1]
+    rate = (sb - sa) / ((tb - ta) / 1e9)
+    whole = stamps[-1][1] / ((stamps[-1][0] - t0) / 1e9)
+    out = {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "whole_run_ascans_per_s": whole,
+           "volumes": len(stamps), "volumes_measured": len(steady) - 1, "seconds_measured": (tb - ta) / 1e9,
+           "blocks_dropped": status.blocks_dropped,
+           "process_ms_p50": timings["process"].p50, "format_ms_p50": timings["format"].p50}
+    if gpu:
+        out["memory"] = {"free_before_prepare": free_before, "free_after_prepare": free_prepared,
+                         "free_after_run": free_after, "engine_bytes": free_before - free_prepared,
+                         "growth_bytes": free_prepared - free_after}
+    return out
+
+
+# --- the plain-CuPy (or NumPy) baselines -----------------------------------------------
+
+
+def _pinned_blocks(raw: np.ndarray, g: Geometry, gpu: bool) -> list[np.ndarray]:
+    """The volume's raw spectra as a ring of host blocks (pinned on a GPU)."""
+    blocks = raw.reshape(-1, g.rpb, g.samples)
+    if not gpu:
+        return [np.ascontiguousarray(b) for b in blocks]
+    import cupy as cp
+
+    out = []
+    for b in blocks:
+        mem = cp.cuda.alloc_pinned_memory(b.nbytes)
+        h = np.frombuffer(mem, np.uint16, b.size).reshape(b.shape)
+        h[...] = b
+        out.append(h)
+    return out
+
+
+def _timed_blocks(step: Callable[[int], None], finish: Callable[[], None], seconds: float) -> tuple[int, float]:
+    """Run step(k) for ~`seconds` (after a warm-up and a calibration); (blocks, elapsed s)."""
+    for k in range(3):
+        step(k)
+    finish()
+    t = time.perf_counter()
+    n = 0
+    while n < 4 or time.perf_counter() - t < 0.2:
+        step(n)
+        n += 1
+    finish()
+    per = (time.perf_counter() - t) / n
+    n = max(4, int(seconds / per))
+    t = time.perf_counter()
+    for k in range(n):
+        step(k)
+    finish()
+    return n, time.perf_counter() - t
+
+
+def baseline_sync(chain: Chain, host: list[np.ndarray], g: Geometry, gpu: bool, seconds: float) -> dict:
+    """The straightforward loop: upload a pinned block, process it, store the int8
+    A-scans in a device volume, synchronize; one block at a time."""
+    xp = chain.xp
+    vol = xp.empty((g.records_per_volume, g.samples), xp.int8)
+    per_vol = g.records_per_volume // g.rpb
+    if gpu:
+        import cupy as cp
+
+        s = cp.cuda.Stream(non_blocking=True)
+        d = cp.empty((g.rpb, g.samples), cp.uint16)
+
+        def step(k: int) -> None:
+            j = k % per_vol
+            with s:
+                d.set(host[k % len(host)], stream=s)
+                vol[j * g.rpb:(j + 1) * g.rpb] = chain(d)
+            s.synchronize()
+
+        finish = s.synchronize
+    else:
+        def step(k: int) -> None:
+            j = k % per_vol
+            vol[j * g.rpb:(j + 1) * g.rpb] = chain(host[k % len(host)])
+
+        def finish() -> None:
+            pass
+
+    n, dt = _timed_blocks(step, finish, seconds)
+    rate = n * g.rpb / dt
+    return {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "blocks": n}
+
+
+def baseline_two_stream(chain: Chain, host: list[np.ndarray], g: Geometry, seconds: float) -> dict:
+    """Overlapped CuPy: two device blocks; block k+1 uploads on one stream while block k
+    is processed on another; events order the reuse of each device block."""
+    import cupy as cp
+
+    up, comp = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    dev = [cp.empty((g.rpb, g.samples), cp.uint16) for _ in range(2)]
+    uploaded = [cp.cuda.Event(disable_timing=True) for _ in range(2)]
+    consumed = [cp.cuda.Event(disable_timing=True) for _ in range(2)]
+    vol = cp.empty((g.records_per_volume, g.samples), cp.int8)
+    per_vol = g.records_per_volume // g.rpb
+
+    def step(k: int) -> None:
+        j = k & 1
+        up.wait_event(consumed[j])  # block k-2 is done with dev[j] (no-op before its first record)
+        dev[j].set(host[k % len(host)], stream=up)
+        uploaded[j].record(up)
+        comp.wait_event(uploaded[j])
+        with comp:
+            i = k % per_vol
+            vol[i * g.rpb:(i + 1) * g.rpb] = chain(dev[j])
+        consumed[j].record(comp)
+
+    def finish() -> None:
+        up.synchronize()
+        comp.synchronize()
+
+    n, dt = _timed_blocks(step, finish, seconds)
+    rate = n * g.rpb / dt
+    return {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "blocks": n}
+
+
+def h2d_ceiling(g: Geometry, seconds: float, repeats: int = 3) -> dict:
+    """Back-to-back pinned host-to-device copies of one block (median of `repeats`)."""
+    import cupy as cp
+
+    nbytes = g.block_bytes
+    mem = cp.cuda.alloc_pinned_memory(nbytes)
+    host = np.frombuffer(mem, np.uint8, nbytes)
+    host[:] = 1
+    dev = cp.empty(nbytes, cp.uint8)
+    s = cp.cuda.Stream(non_blocking=True)
+    kind = cp.cuda.runtime.memcpyHostToDevice
+
+    def copy(n: int) -> None:
+        for _ in range(n):
+            cp.cuda.runtime.memcpyAsync(dev.data.ptr, host.ctypes.data, nbytes, kind, s.ptr)
+        s.synchronize()
+
+    copy(8)
+    t = time.perf_counter()
+    copy(16)
+    n = max(16, int(seconds / repeats / ((time.perf_counter() - t) / 16)))
+    rates = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        copy(n)
+        rates.append(n * nbytes / (time.perf_counter() - t) / 1e9)
+    gbs = statistics.median(rates)
+    return {"gbs": gbs, "ascans_per_s": gbs * 1e9 / (g.samples * 2), "block_bytes": nbytes}
+
+
+# --- callbacks ---------------------------------------------------------------------------
+
+
+def callback_dispatch(g: Geometry, device: Any, blocks: int, latency_seconds: float, rate: float) -> dict:
+    """Dispatcher cost per event (its thread's CPU time over the events it handled, the
+    engine unthrottled: many small blocks, a no-op segment_callback per B-scan), and the
+    latency from the engine dispatching an event to the handler starting, with the
+    acquisition paced at `rate` A-scans/s like a scanner (so the queue does not fill)."""
+    segs_per_block = g.rpb // g.ascans
+
+    # 1. cost: events arrive as fast as the engine makes them.
+    ep = StackDeviceTensorEndpointInt8()
+    total = blocks * segs_per_block
+    warm = min(total // 10, 2000)
+    state = {"n": 0}
+
+    def on_segment(sample: int, scan_idx: int, volume_idx: int, bscan_idx: int) -> None:
+        n = state["n"] = state["n"] + 1
+        if n == warm:
+            state["cpu0"], state["t0"] = time.thread_time_ns(), time.perf_counter_ns()
+        elif n == total:
+            state["cpu1"], state["t1"] = time.thread_time_ns(), time.perf_counter_ns()
+
+    ep.segment_callback = on_segment
+    engine, _, _, proc = _pipeline(g, device, total_volumes=0, endpoints=[ep], blocks_to_acquire=blocks)
+    try:
+        engine.prepare()
+        engine.start()
+        engine.wait()
+        status = engine.status()
+    finally:
+        engine.close()
+        ep.close()
+        proc.close()
+    if state["n"] != total or "cpu1" not in state:
+        raise RuntimeError(f"segment_callback ran {state['n']} times, expected {total}")
+    events = total - warm
+    # Every event of the queue costs the dispatcher (update events too, without a handler).
+    cost_us = (state["cpu1"] - state["cpu0"]) / events / 1e3
+    wall_us = (state["t1"] - state["t0"]) / events / 1e3
+
+    # 2. latency: a paced acquisition, the recorder on.
+    ep = StackDeviceTensorEndpointInt8()
+    ep.segment_callback = lambda *a: None
+    engine, _, _, proc = _pipeline(g, device, total_volumes=0, endpoints=[ep], rate=rate)
+    try:
+        engine.record_callback_latency()
+        engine.prepare()
+        engine.start()
+        engine.wait_for(latency_seconds)
+        engine.stop()
+        lat = engine.callback_latencies_ns()
+    finally:
+        engine.close()
+        ep.close()
+        proc.close()
+    lat = lat[len(lat) // 10:] / 1e3  # skip the start-up
+    if lat.size == 0:
+        raise RuntimeError("no callback latency was recorded")
+    return {"events": events, "events_dropped": status.events_dropped, "cost_us_per_event": cost_us,
+            "wall_us_per_event": wall_us, "events_per_s_cost_run": 1e6 / wall_us if wall_us else None,
+            "latency_events": int(lat.size), "latency_rate_ascans_per_s": rate,
+            "latency_us_p50": float(np.percentile(lat, 50)), "latency_us_p99": float(np.percentile(lat, 99)),
+            "latency_us_max": float(lat.max()), "segments_per_block": segs_per_block,
+            "geometry": g.describe()}
+
+
+# --- the section -------------------------------------------------------------------------
+
+
+def _configs(gpu: bool, quick: bool, sizes: list[int]) -> list[Geometry]:
+    if not gpu:
+        return [Geometry(s, 64, 16, 256, blocks=6, preload=3, slots=2) for s in sizes]
+    # 65,536 A-scans per volume: 8 blocks of 8,192 A-scans.
+    return [Geometry(s, 512, 128, 8192) for s in sizes]
+
+
+def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[list[int]] = None,
+          seconds: Optional[float] = None) -> dict:
+    """Measure everything available on `device` into results["engine"] and results["engine_md"]."""
+    gpu = device.is_cuda
+    sizes = sizes or ([1024, 2048] if gpu else [256])
+    seconds = seconds if seconds is not None else ((0.8 if quick else 3.0) if gpu else 0.5)
+    warm = 0.5 if gpu else 0.2
+    if gpu:
+        import cupy as cp
+
+        xp: Any = cp
+    else:
+        xp = np
+    out: dict[str, Any] = {"device": device.name, "backend": "cuda" if gpu else "cpu", "configs": []}
+    for g in _configs(gpu, quick, sizes):
+        row: dict[str, Any] = {"samples": g.samples, "geometry": g.describe()}
+        raw, ref_out, pc = reference_volume(g, device)
+        chain = Chain(xp, g.samples, g.rpb, AVERAGE_WINDOW, pc.resampling_samples, pc.spectral_filter, LEVELS)
+        mine = np.concatenate([_to_host(chain(xp.asarray(b))) for b in raw.reshape(-1, g.rpb, g.samples)])
+        row["agreement"] = _agreement(ref_out, mine)
+        del mine
+        row["engine"] = engine_throughput(g, device, seconds, warm)
+        host = _pinned_blocks(raw, g, gpu)
+        row["sync"] = baseline_sync(chain, host, g, gpu, seconds * 0.6)
+        if gpu:
+            row["two_stream"] = baseline_two_stream(chain, host, g, seconds * 0.6)
+            row["ceiling"] = h2d_ceiling(g, seconds * 0.4)
+            cp.get_default_memory_pool().free_all_blocks()
+        e = row["engine"]["ascans_per_s"]
+        row["ratio"] = {"engine_vs_sync": e / row["sync"]["ascans_per_s"]}
+        if gpu:
+            row["ratio"]["engine_vs_two_stream"] = e / row["two_stream"]["ascans_per_s"]
+            row["ratio"]["engine_vs_ceiling"] = row["engine"]["gbs"] / row["ceiling"]["gbs"]
+        out["configs"].append(row)
+        del host, raw, ref_out, chain
+    # Callbacks: small blocks, a segment (B-scan) every 32 A-scans, 16 per block.
+    cg = Geometry(256, 32, 64, 512, blocks=16, preload=8, slots=2) if gpu else Geometry(64, 16, 16, 128, blocks=8,
+                                                                                           preload=4, slots=1)
+    out["callbacks"] = callback_dispatch(cg, device, blocks=(4000 if quick else 20000) if gpu else 600,
+                                         latency_seconds=(1.0 if quick else 3.0) if gpu else 0.5,
+                                         rate=200_000.0 if gpu else 20_000.0)
+    results["engine"] = _jsonable(out)
+    results["engine_md"] = markdown(results["engine"])
+    return results["engine"]
+
+
+def _to_host(a: Any) -> np.ndarray:
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return round(float(x), 4)
+    return x
+
+
+def _mark(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def markdown(r: dict) -> str:
+    """The section as markdown, in the foundation section's style."""
+    gpu = r["backend"] == "cuda"
+    lines = [f"## Engine end to end ({r['device']})", ""]
+    if gpu:
+        lines += ["Host raw uint16 block -> device -> processed int8 volume in the endpoint. vortexgo: "
+                  "`SimulatedAcquisition` (pinned replay ring) -> `CUDAProcessor` (background subtraction over "
+                  f"{AVERAGE_WINDOW} A-scans, resampling, spectral filter, inverse FFT, dB, int8) -> "
+                  "`StackDeviceTensorEndpointInt8`, steady state. CuPy: the same steps with CuPy array ops and "
+                  "`cupy.fft`, from pinned blocks; *sync* uploads, processes and synchronizes block by block; "
+                  "*two streams* overlaps the next upload with the current block's processing. Ceiling: "
+                  "back-to-back pinned H2D copies of one block. All in one run.", "",
+                  "| A-scan | block | vortexgo (M A-scans/s) | vortexgo (GB/s raw) | CuPy sync | CuPy two streams "
+                  "| H2D ceiling (GB/s) | vortexgo / ceiling | vortexgo / sync | vortexgo / two streams |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for c in r["configs"]:
+            e, ra = c["engine"], c["ratio"]
+            lines.append(f"| {c['samples']} x uint16 | {c['geometry']['records_per_block']} | "
+                         f"{e['ascans_per_s'] / 1e6:.2f} | {e['gbs']:.2f} | {c['sync']['ascans_per_s'] / 1e6:.2f} | "
+                         f"{c['two_stream']['ascans_per_s'] / 1e6:.2f} | {c['ceiling']['gbs']:.2f} | "
+                         f"{ra['engine_vs_ceiling']:.2f} | {ra['engine_vs_sync']:.2f} | "
+                         f"{ra['engine_vs_two_stream']:.2f} |")
+        lines += ["", "CuPy columns in M A-scans/s. Targets: vortexgo / ceiling >= "
+                  f"{TARGET_CEILING} ({', '.join(_mark(c['ratio']['engine_vs_ceiling'] >= TARGET_CEILING) for c in r['configs'])}), "
+                  f"/ sync >= {TARGET_SYNC} ({', '.join(_mark(c['ratio']['engine_vs_sync'] >= TARGET_SYNC) for c in r['configs'])}), "
+                  f"/ two streams >= {TARGET_TWO_STREAM} "
+                  f"({', '.join(_mark(c['ratio']['engine_vs_two_stream'] >= TARGET_TWO_STREAM) for c in r['configs'])}). "
+                  "Reference: OCTproZ, 4.8 M A-scans/s on a GTX 1080 Ti."]
+    else:
+        lines += ["CPU backend smoke run (no GPU): `SimulatedAcquisition` -> `CPUProcessor` -> "
+                  "`StackDeviceTensorEndpointInt8` next to the same steps in plain NumPy, block by block. "
+                  "Not a performance figure.", "",
+                  "| A-scan | block | vortexgo (M A-scans/s) | NumPy loop (M A-scans/s) | vortexgo / NumPy |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        for c in r["configs"]:
+            lines.append(f"| {c['samples']} x uint16 | {c['geometry']['records_per_block']} | "
+                         f"{c['engine']['ascans_per_s'] / 1e6:.3f} | {c['sync']['ascans_per_s'] / 1e6:.3f} | "
+                         f"{c['ratio']['engine_vs_sync']:.2f} |")
+    agree = "; ".join(f"{c['samples']}: max |diff| {c['agreement']['max_abs_diff_levels']} level(s), "
+                      f"{100 * c['agreement']['identical_fraction']:.3f} % identical"
+                      for c in r["configs"])
+    lines += ["", f"Same math: the engine's int8 volume against the {'CuPy' if gpu else 'NumPy'} chain on the "
+              f"same raw spectra ({agree})."]
+    cb = r["callbacks"]
+    g = cb["geometry"]
+    lines += ["", "### Callback dispatch", "",
+              f"`segment_callback` per B-scan ({g['ascans_per_bscan']} A-scans, {cb['segments_per_block']} per "
+              f"{g['records_per_block']}-record block, {g['samples']} samples). Cost: the dispatcher thread's CPU "
+              f"time per event over {cb['events']} events, engine unthrottled. Latency: from the engine dispatching "
+              "the event (its Go timestamp, on CLOCK_MONOTONIC) to the Python handler starting, acquisition paced "
+              f"at {cb['latency_rate_ascans_per_s'] / 1e3:.0f} k A-scans/s, {cb['latency_events']} events.", "",
+              "| per-event cost (us) | wall per event, unthrottled (us) | latency p50 (us) | latency p99 (us) "
+              "| latency max (us) | targets |",
+              "| ---: | ---: | ---: | ---: | ---: | --- |",
+              f"| {cb['cost_us_per_event']:.3f} | {cb['wall_us_per_event']:.3f} | {cb['latency_us_p50']:.1f} | "
+              f"{cb['latency_us_p99']:.1f} | {cb['latency_us_max']:.1f} | cost < {TARGET_EVENT_US} us "
+              f"({_mark(cb['cost_us_per_event'] < TARGET_EVENT_US)}), p99 < {TARGET_P99_US:.0f} us "
+              f"({_mark(cb['latency_us_p99'] < TARGET_P99_US)}) |"]
+    if gpu:
+        lines += ["", "### Device memory after prepare()", "",
+                  "| A-scan | allocated by prepare (MiB) | free after prepare (MiB) | free after the run (MiB) "
+                  "| growth over the run (bytes) | volumes |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for c in r["configs"]:
+            m = c["engine"]["memory"]
+            lines.append(f"| {c['samples']} x uint16 | {m['engine_bytes'] / 2**20:.1f} | "
+                         f"{m['free_after_prepare'] / 2**20:.1f} | {m['free_after_run'] / 2**20:.1f} | "
+                         f"{m['growth_bytes']} | {c['engine']['volumes']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _require_gpu() -> Any:
+    if not vg.is_cuda_available():
+        raise RuntimeError(f"bench_engine needs a CUDA GPU (use --device cpu for the CPU smoke run): "
+                           f"{vg.cuda_unavailable_reason()}")
+    try:
+        import cupy  # noqa: F401
+    except ImportError as exc:
+        raise RuntimeError(f"bench_engine needs CuPy for its baselines: {exc}") from None
+    return vg.get_device("cuda:0")
+
+
+def run(results: dict, quick: bool = False) -> None:
+    """`make bench`'s engine section: results["engine"] (JSON) and results["engine_md"] (markdown)."""
+    bench(results, _require_gpu(), quick=quick)
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="vortexgo engine benchmark (the engine section of make bench)")
+    ap.add_argument("--quick", action="store_true", help="shorter runs (about 1 s per measurement)")
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                    help="cuda (default; needs a GPU and CuPy) or cpu (a smoke run of the CPU-capable parts)")
+    ap.add_argument("--sizes", default="", help="comma-separated samples per A-scan (default 1024,2048; cpu: 256)")
+    ap.add_argument("--seconds", type=float, default=None, help="seconds per throughput measurement")
+    ap.add_argument("--json", default="", help="also write the results to this JSON file")
+    args = ap.parse_args(argv)
+    try:
+        args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--sizes={args.sizes!r}, expected comma-separated integers")
+    for s in args.sizes:
+        if s < 16 or s & (s - 1):
+            ap.error(f"--sizes: {s}, expected powers of two >= 16")
+    if args.seconds is not None and args.seconds <= 0:
+        ap.error(f"--seconds={args.seconds}, expected > 0")
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    results: dict = {}
+    try:
+        device = _require_gpu() if args.device == "cuda" else vg.get_device("cpu")
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    bench(results, device, quick=args.quick, sizes=args.sizes or None, seconds=args.seconds)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results["engine"], indent=2))
+    print(results["engine_md"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
