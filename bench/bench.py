@@ -13,7 +13,6 @@ import argparse
 import datetime as _dt
 import importlib
 import json
-import os
 import platform
 import statistics
 import sys
@@ -128,7 +127,7 @@ def foundation(results: dict) -> list[dict]:
 
 
 def markdown(results: dict) -> str:
-    lines = [f"# vortexgo benchmarks", "",
+    lines = ["# vortexgo benchmarks", "",
              f"Device: **{results['device']}** (driver {results.get('driver', '?')}), "
              f"host {results['host']}, Python {results['python']}, CuPy {results.get('cupy', '?')}, "
              f"{results['date']}.", ""]

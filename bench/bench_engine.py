@@ -106,12 +106,15 @@ class Chain:
         self.f = xp.asarray((pos - i.astype(np.float32)).astype(np.float32))
         self.h = xp.asarray(np.asarray(filt, np.complex64))
         self.records = records
+        acc = np.int32 if records * 65535 < 2**31 else np.int64  # the prefix sums stay exact
+        self.acc = acc
         self.w = min(window, records)
         if self.w:
+            # Window [s, s+w) from the inclusive prefix sums c: c[s+w-1] - c[s-1] (c[-1] = 0).
             starts = np.clip(np.arange(records) - self.w // 2, 0, records - self.w)
-            self.starts = xp.asarray(starts)
-            self.ends = xp.asarray(starts + self.w)
-            self.csum = xp.zeros((records + 1, n), xp.int32)  # row 0 stays 0
+            self.last = xp.asarray(starts + self.w - 1)
+            self.before = xp.asarray(np.maximum(starts - 1, 0))
+            self.has_before = xp.asarray((starts > 0)[:, None].astype(acc))
         lo, hi = (np.float32(v) for v in levels)
         self.lo = lo
         self.step = np.float32(255) / np.float32(hi - lo)
@@ -121,15 +124,15 @@ class Chain:
         xp = self.xp
         x = raw.astype(xp.float32)
         if self.w:  # 1. background: the mean of the window of w records centred (clamped) on each record
-            c = self.csum
-            xp.cumsum(raw, axis=0, dtype=xp.int32, out=c[1:])
-            x -= (c[self.ends] - c[self.starts]).astype(xp.float32) / np.float32(self.w)
+            c = xp.cumsum(raw, axis=0, dtype=self.acc)  # exact integer sums
+            sums = c[self.last] - c[self.before] * self.has_before
+            x -= sums.astype(xp.float32) / np.float32(self.w)
         x0 = x[:, self.i0]  # 2. linear resampling
         y = x0 + self.f * (x[:, self.i1] - x0)
         spec = y * self.h  # 3. spectral filter (complex64)
         a = xp.fft.ifft(spec, axis=1)  # 4. inverse FFT, scaled by 1/M
         p = a.real * a.real + a.imag * a.imag  # 5. power -> dB -> int8 levels
-        db = np.float32(10) * xp.log10(xp.maximum(p.astype(xp.float32), self.floor))
+        db = xp.log10(xp.maximum(p.astype(xp.float32, copy=False), self.floor)) * np.float32(10)
         t = (db - self.lo) * self.step - np.float32(128)
         return xp.clip(xp.rint(t), -128, 127).astype(xp.int8)
 
@@ -447,7 +450,7 @@ def callback_dispatch(g: Geometry, device: Any, blocks: int, latency_seconds: fl
             "wall_us_per_event": wall_us, "events_per_s_cost_run": 1e6 / wall_us if wall_us else None,
             "latency_events": int(lat.size), "latency_rate_ascans_per_s": rate,
             "latency_us_p50": float(np.percentile(lat, 50)), "latency_us_p99": float(np.percentile(lat, 99)),
-            "latency_us_max": float(lat.max()), "segments_per_block": segs_per_block,
+            "latency_us_max": float(lat.max()), "latency_us_min": float(lat.min()), "segments_per_block": segs_per_block,
             "geometry": g.describe()}
 
 
@@ -488,7 +491,6 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
         if gpu:
             row["two_stream"] = baseline_two_stream(chain, host, g, seconds * 0.6)
             row["ceiling"] = h2d_ceiling(g, seconds * 0.4)
-            cp.get_default_memory_pool().free_all_blocks()
         e = row["engine"]["ascans_per_s"]
         row["ratio"] = {"engine_vs_sync": e / row["sync"]["ascans_per_s"]}
         if gpu:
@@ -496,6 +498,8 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
             row["ratio"]["engine_vs_ceiling"] = row["engine"]["gbs"] / row["ceiling"]["gbs"]
         out["configs"].append(row)
         del host, raw, ref_out, chain
+        if gpu:
+            cp.get_default_memory_pool().free_all_blocks()  # the next engine's memory figures start clean
     # Callbacks: small blocks, a segment (B-scan) every 32 A-scans, 16 per block.
     cg = Geometry(256, 32, 64, 512, blocks=16, preload=8, slots=2) if gpu else Geometry(64, 16, 16, 128, blocks=8,
                                                                                            preload=4, slots=1)

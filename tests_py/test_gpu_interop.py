@@ -10,7 +10,6 @@ import pytest
 
 import vortexgo as vg
 
-from conftest import HAS_CUDA
 
 pytestmark = pytest.mark.gpu
 

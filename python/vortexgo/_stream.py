@@ -70,12 +70,15 @@ class Stream:
         self._closed = False
 
     @classmethod
-    def _wrap(cls, device: Device, handle, owner: Any = None) -> "Stream":
+    def _wrap(cls, device: Device, handle, owner: Any = None, *, release: bool = True) -> "Stream":
+        # release=False: the native stream belongs to another object (a
+        # coordinator, a readback pool) that closes it; collecting this
+        # wrapper must not.
         s = cls.__new__(cls)
         s.device = device
         s._h = handle
         s._id = handle.ID()
-        s._fin = release_on_collect(s, handle.Close, "a stream")
+        s._fin = release_on_collect(s, handle.Close, "a stream") if release else None
         s._cupy_stream = None
         s._closed = False
         s._owner = owner  # keeps a foreign stream object alive while we use it
@@ -210,7 +213,8 @@ class Stream:
         self._closed = True
         self._cupy_stream = None
         self._id = 0
-        self._fin.detach()
+        if self._fin is not None:
+            self._fin.detach()
         self._h.Close()
 
     @property

@@ -4,17 +4,17 @@ asynchronous readback and peer copies between GPUs."""
 from __future__ import annotations
 
 import math
+import functools
 import threading
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 import numpy as np
 
-from ._array import Array, _norm_dtype, order_after
+from ._array import Array, order_after
 from ._core import api
 from ._device import Device, DeviceLike, get_device
-from ._errors import ClosedError
+from ._errors import ClosedError, release_on_collect
 from ._stream import Event, Stream, current_stream
 from ._toolkit_ops import check_int, invalidate, owned_view, timeout_us, tk_native, view_root
 
@@ -36,15 +36,12 @@ class BorrowedStream(Stream):
         """Refused: the owner (coordinator, context or readback pool) closes this stream."""
         raise ValueError("this stream belongs to a toolkit object; close that object instead")
 
-    def __del__(self) -> None:  # the owner closes the native stream
-        pass
-
     def __repr__(self) -> str:
         return f"<Stream {self.device.alias} handle={hex(self.handle)} borrowed from {type(self._owner).__name__}>"
 
 
 def borrowed(device: Device, handle, owner: Any) -> BorrowedStream:
-    s = BorrowedStream._wrap(device, handle, owner)
+    s = BorrowedStream._wrap(device, handle, owner, release=False)
     return s  # type: ignore[return-value]
 
 
@@ -173,6 +170,7 @@ class BufferPool:
         self._events: dict[int, Event] = {}  # ptr -> event it was put back with (kept alive)
         self._h = tk_native(api.NewBufferPool)(self.device._h, self.buffer_size, self.pool_size, self.max_size,
                                                 policy == "block")
+        self._fin = release_on_collect(self, self._h.Close, "a buffer pool")
         self._closed = False
 
     @tk_native
@@ -243,6 +241,7 @@ class BufferPool:
         buffers still out are freed when put back."""
         self._check()
         self._closed = True
+        self._fin.detach()
         self._h.Close()
 
     @property
@@ -256,14 +255,6 @@ class BufferPool:
     def __exit__(self, *exc) -> None:
         if not self._closed:
             self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h is not None and not getattr(self, "_closed", True):
-                self._closed = True
-                self._h.Close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing a buffer pool failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         if self._closed:
@@ -313,6 +304,13 @@ class _HostView:
                                     "data": (ptr, False), "version": 3, "strides": None}
 
 
+def _release_readback(h: Any, pool: "Readback") -> None:
+    # The finalizer of a ReadbackHandle: it holds the handle and the pool,
+    # never the ReadbackHandle itself.
+    if not pool.closed:
+        h.Release()
+
+
 class ReadbackHandle:
     """A readback in flight or done (returned by :func:`readback` and
     :meth:`Readback.readback`).
@@ -324,12 +322,13 @@ class ReadbackHandle:
     arrays); after release the arrays must not be used.
     """
 
-    __slots__ = ("_h", "_pool", "shape", "dtype", "nbytes", "_released", "__weakref__")
+    __slots__ = ("_h", "_pool", "shape", "dtype", "nbytes", "_released", "_fin", "__weakref__")
 
     def __init__(self, h, pool: "Readback", shape: tuple[int, ...], dtype: np.dtype) -> None:
         self._h, self._pool, self.shape, self.dtype = h, pool, shape, dtype
         self.nbytes = h.Len()
         self._released = False
+        self._fin = release_on_collect(self, functools.partial(_release_readback, h, pool), "a readback")
 
     def _check(self) -> None:
         if self._released:
@@ -371,6 +370,7 @@ class ReadbackHandle:
         invalid."""
         self._check()
         self._released = True
+        self._fin.detach()
         if not self._pool.closed:
             self._h.Release()
 
@@ -385,15 +385,6 @@ class ReadbackHandle:
     def __exit__(self, *exc) -> None:
         if not self._released:
             self.release()
-
-    def __del__(self) -> None:
-        try:
-            if not getattr(self, "_released", True):
-                self._released = True
-                if not self._pool.closed:
-                    self._h.Release()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: releasing a readback failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         if self._released:
@@ -442,6 +433,7 @@ class Readback:
             self._h = tk_native(api.NewReadback)(self.device._h, self.buffer_size, buffers, max_buffers,
                                                  check_int("priority", priority))
             self._stream = borrowed(self.device, self._h.Stream(), self)
+        self._fin = release_on_collect(self, self._h.Close, "a readback pool")
         self._closed = False
 
     @property
@@ -485,6 +477,7 @@ class Readback:
         if self._closed:
             raise ClosedError("readback pool already closed")
         self._closed = True
+        self._fin.detach()
         self._h.Close()
 
     def __enter__(self) -> "Readback":
@@ -493,14 +486,6 @@ class Readback:
     def __exit__(self, *exc) -> None:
         if not self._closed:
             self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h is not None and not getattr(self, "_closed", True):
-                self._closed = True
-                self._h.Close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing a readback pool failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         if self._closed:

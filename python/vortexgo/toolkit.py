@@ -23,7 +23,6 @@ See docs/toolkit.md.
 from __future__ import annotations
 
 import threading
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
@@ -32,10 +31,9 @@ import numpy as np
 from ._array import Array, _norm_dtype
 from ._core import _ext, api
 from ._device import Device, DeviceLike, get_device
-from ._errors import ClosedError
+from ._errors import ClosedError, release_on_collect
 from ._stream import Stream
 from ._toolkit_memory import (
-    BorrowedStream,
     BufferPool,
     MemoryKindUsage,
     MemoryUsage,
@@ -169,6 +167,8 @@ class TripleBuffer:
         self.dtype: np.dtype = np.dtype(h.DType())
         self.nbytes: int = h.Nbytes()
         self._views = [owned_view(self, h.SlotPtr(i), (self.size,), self.dtype, device) for i in range(3)]
+        # A context's triple buffers are released by the context.
+        self._fin = release_on_collect(self, h.Close, "a triple buffer") if owner is None else None
         self._closed = False
 
     def _view(self, slot: int) -> Optional[Array]:
@@ -231,6 +231,7 @@ class TripleBuffer:
         if self._owner is not None:
             raise ValueError("this TripleBuffer belongs to a ManagedGpuContext, which closes it")
         self._mark_closed()
+        self._fin.detach()
         self._h.Close()
 
     def _mark_closed(self) -> None:
@@ -249,14 +250,6 @@ class TripleBuffer:
     def __exit__(self, *exc) -> None:
         if not self._closed and self._owner is None:
             self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h is not None and not getattr(self, "_closed", True) and self._owner is None:
-                self._closed = True
-                self._h.Close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: freeing a triple buffer failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         if self._closed:
@@ -341,6 +334,8 @@ class AsyncCoordinator:
         self._upload_stream = borrowed(device, h.UploadStream(), self)
         self._compute_stream = borrowed(device, h.ComputeStream(), self)
         self._download_stream = borrowed(device, h.DownloadStream(), self)
+        # A context's coordinator is released by the context.
+        self._fin = release_on_collect(self, h.Close, "a coordinator") if owner is None else None
         self._closed = False
 
     # --- streams ---
@@ -520,6 +515,7 @@ class AsyncCoordinator:
         if self._owner is not None:
             raise ValueError("this AsyncCoordinator belongs to a ManagedGpuContext, which closes it")
         self._closed = True
+        self._fin.detach()
         self._h.Close()
         self._keep.clear()
 
@@ -534,14 +530,6 @@ class AsyncCoordinator:
     def __exit__(self, *exc) -> None:
         if not self._closed and self._owner is None:
             self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h is not None and not getattr(self, "_closed", True) and self._owner is None:
-                self._closed = True
-                self._h.Close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing a coordinator failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         if self._closed:
@@ -914,6 +902,7 @@ class ManagedGpuContext:
         self._coord = AsyncCoordinator._wrap(self._h.Coordinator(), self.device, self)
         self._tbs: list[TripleBuffer] = []
         self._managers: list[PipelineStageManager] = []
+        self._fin = release_on_collect(self, self._h.Close, "a context")
         self._closed = False
 
     def _check(self) -> None:
@@ -987,6 +976,7 @@ class ManagedGpuContext:
         self._coord._closed = True
         for tb in self._tbs:
             tb._mark_closed()
+        self._fin.detach()
         self._h.Close()
 
     @property
@@ -1000,14 +990,6 @@ class ManagedGpuContext:
     def __exit__(self, *exc) -> None:
         if not self._closed:
             self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h is not None and not getattr(self, "_closed", True):
-                self._closed = True
-                self._h.Close()
-        except Exception as exc:  # pragma: no cover
-            warnings.warn(f"vortexgo: closing a context failed: {exc}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         if self._closed:

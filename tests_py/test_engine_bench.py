@@ -1,0 +1,208 @@
+"""Keeps the engine benchmark (bench/bench_engine.py) and the soak (scripts/soak.py)
+from rotting: their CPU-capable parts run here on the CPU backend at tiny sizes, their
+GPU paths on the GPU machine (quick settings); plus the callback-latency hooks they
+rely on (Engine.record_callback_latency, start_monotonic_ns, pyapi Goroutines and
+MonotonicNs)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vortexgo as vg
+from vortexgo._core import api
+from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8
+
+from conftest import HAS_CUDA, needs_cuda, needs_cupy
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench" / "bench_engine.py"
+SOAK = ROOT / "scripts" / "soak.py"
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location("bench_engine_under_test", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def be():
+    return _load_bench()
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    pkg = str(Path(vg.__file__).resolve().parents[1])  # the vortexgo under test (python/ or gpu-build/python)
+    env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+# --- hooks ----------------------------------------------------------------------------
+
+
+def test_monotonic_clock_matches_python():
+    for _ in range(100):
+        a = time.monotonic_ns()
+        b = api.MonotonicNs()
+        c = time.monotonic_ns()
+        assert a <= b <= c
+    assert api.Goroutines() >= 1
+
+
+def _rig(volumes: int = 3):
+    acq = vg.SimulatedAcquisition(samples_per_record=64, ascans_per_bscan=16, bscans_per_volume=8, volumes=1,
+                                  total_volumes=volumes)
+    proc = vg.CPUProcessor(vg.ProcessorConfig(samples_per_record=64, ascans_per_block=32, slots=1))
+    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=16, bscans_per_volume=8, volumes=volumes))
+    ep = StackDeviceTensorEndpointInt8()
+    ec = EngineConfig(records_per_block=32, blocks_to_allocate=4, preload_count=2)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, [ep])
+    return Engine(ec), ep, proc
+
+
+def test_callback_latency_recorder():
+    engine, ep, proc = _rig()
+    calls = []
+    ep.segment_callback = lambda *a: calls.append(time.monotonic_ns())
+    ep.volume_callback = lambda *a: None
+    engine.record_callback_latency(capacity=10)
+    assert engine.start_monotonic_ns == 0
+    engine.prepare()
+    before = time.monotonic_ns()
+    engine.start()
+    after = time.monotonic_ns()
+    with pytest.raises(vg.VortexError, match="before start"):
+        engine.record_callback_latency()
+    engine.wait()
+    base = engine.start_monotonic_ns
+    assert before <= base <= after
+    lat = engine.callback_latencies_ns()
+    assert lat.dtype == np.int64 and lat.size == 10  # capped; segment and volume callbacks both count
+    assert (lat >= 0).all() and (lat < 10e9).all()
+    assert len(calls) == 8 * 3
+    engine.close()
+    ep.close()
+    proc.close()
+
+
+def test_callback_latency_off_by_default():
+    engine, ep, proc = _rig(volumes=1)
+    ep.segment_callback = lambda *a: None
+    engine.prepare()
+    engine.start()
+    engine.wait()
+    assert engine.callback_latencies_ns().size == 0
+    with pytest.raises(ValueError, match="capacity"):
+        Engine(EngineConfig()).record_callback_latency(0)
+    engine.close()
+    ep.close()
+    proc.close()
+
+
+# --- bench/bench_engine.py --------------------------------------------------------------
+
+
+def test_bench_arguments(be):
+    a = be.parse_args([])
+    assert a.device == "cuda" and not a.quick and a.sizes == []
+    a = be.parse_args(["--quick", "--device", "cpu", "--sizes", "128,256", "--seconds", "0.2"])
+    assert a.quick and a.device == "cpu" and a.sizes == [128, 256] and a.seconds == 0.2
+    for bad in (["--sizes", "1000"], ["--sizes", "x"], ["--seconds", "0"], ["--device", "tpu"]):
+        with pytest.raises(SystemExit) as e:
+            be.parse_args(bad)
+        assert e.value.code == 2
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="checks the no-GPU error")
+def test_bench_without_gpu_is_a_clear_error(be):
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        be.run({})
+    p = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, env=_env(),
+                       timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert "needs a CUDA GPU" in p.stderr
+
+
+def test_bench_chain_matches_cpu_processor(be):
+    g = be.Geometry(128, 32, 8, 128, blocks=4, preload=2, slots=1)
+    raw, out, pc = be.reference_volume(g, vg.get_device("cpu"))
+    assert raw.shape == (256, 128) and raw.dtype == np.uint16 and out.shape == (256, 128)
+    chain = be.Chain(np, g.samples, g.rpb, be.AVERAGE_WINDOW, pc.resampling_samples, pc.spectral_filter, be.LEVELS)
+    mine = np.concatenate([chain(b) for b in raw.reshape(-1, g.rpb, g.samples)])
+    agree = be._agreement(out, mine)
+    assert agree["max_abs_diff_levels"] <= 1 and agree["identical_fraction"] > 0.99, agree
+    assert len(np.unique(out)) > 20  # a real image, not a constant
+
+
+def test_bench_cpu_smoke(be, tmp_path):
+    results: dict = {}
+    r = be.bench(results, vg.get_device("cpu"), quick=True, seconds=0.3)
+    assert results["engine"] is r and "## Engine end to end (cpu)" in results["engine_md"]
+    json.dumps(results)  # JSON-able
+    (c,) = r["configs"]
+    assert c["engine"]["ascans_per_s"] > 0 and c["sync"]["ascans_per_s"] > 0 and c["engine"]["blocks_dropped"] == 0
+    assert c["agreement"]["max_abs_diff_levels"] <= 1
+    cb = r["callbacks"]
+    assert cb["events"] > 0 and cb["cost_us_per_event"] > 0 and cb["latency_events"] > 0
+    assert 0 <= cb["latency_us_min"] <= cb["latency_us_p50"] <= cb["latency_us_p99"] <= cb["latency_us_max"]
+    assert "### Callback dispatch" in results["engine_md"]
+
+
+@needs_cupy
+def test_bench_gpu_quick(be):
+    results: dict = {}
+    r = be.bench(results, vg.get_device("cuda:0"), quick=True, sizes=[1024], seconds=0.3)
+    json.dumps(results)
+    (c,) = r["configs"]
+    assert c["agreement"]["max_abs_diff_levels"] <= 1, c["agreement"]
+    for k in ("engine", "sync", "two_stream", "ceiling"):
+        assert c[k]["ascans_per_s"] > 0, k
+    assert c["engine"]["memory"]["engine_bytes"] > 0
+    assert "vortexgo / ceiling" in results["engine_md"]
+    print(results["engine_md"])
+
+
+# --- scripts/soak.py ----------------------------------------------------------------------
+
+
+def _soak(tmp_path, *args):
+    out = tmp_path / "soak.json"
+    p = subprocess.run([sys.executable, str(SOAK), *args, "--out", str(out), "--dir", str(tmp_path)],
+                       capture_output=True, text=True, env=_env(), timeout=110)
+    return p, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_soak_cpu(tmp_path):
+    p, r = _soak(tmp_path, "--device", "cpu", "--volumes", "200")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert r["ok"] and r["volumes"] == 200 and r["backend"] == "cpu"
+    assert all(c["ok"] for c in r["checks"].values())
+    assert r["file_bytes"] == r["file_bytes_expected"] == 256 + 200 * 8 * 16 * 32
+    assert len(r["samples"]) == 20 and "soak: passed" in p.stdout
+    assert not list(tmp_path.glob("*.npy"))  # removed without --keep
+
+
+def test_soak_usage_errors(tmp_path):
+    p, r = _soak(tmp_path, "--device", "cpu", "--volumes", "1")
+    assert p.returncode == 2 and r is None
+
+
+@needs_cuda
+def test_soak_gpu_small(tmp_path):
+    p, r = _soak(tmp_path, "--device", "cuda", "--volumes", "100", "--ascans", "128", "--bscans", "32")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert r["ok"] and r["backend"] == "cuda"
