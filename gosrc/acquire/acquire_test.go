@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/cpu"
 )
 
 func TestFastCos(t *testing.T) {
@@ -369,4 +372,45 @@ func BenchmarkSimulatedFill(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestSimulatedLendMatchesFill: lent ring addresses hold exactly what Fill
+// copies, across the ring's wrap, with the same end-of-data behaviour.
+func TestSimulatedLendMatchesFill(t *testing.T) {
+	cfg := DefaultSimulatedConfig()
+	cfg.SamplesPerRecord, cfg.AscansPerBscan, cfg.BscansPerVolume, cfg.Volumes = 32, 8, 2, 2
+	cfg.TotalVolumes = 3 // 48 records, over a ring of 32
+	mk := func() *SimulatedAcquisition {
+		a, err := NewSimulatedAcquisition(cfg)
+		require.NoError(t, err)
+		require.NoError(t, a.Prepare())
+		return a
+	}
+	lender, filler := mk(), mk()
+	dev := cpu.Default()
+	_, _, err := lender.Lend(4)
+	require.ErrorContains(t, err, "before PinTo")
+	require.ErrorContains(t, lender.PinTo(dev, 0), "maxRecords > 0")
+	require.NoError(t, lender.PinTo(dev, 12))
+	defer func() { require.NoError(t, lender.Close()) }()
+	require.NoError(t, lender.Start())
+	require.NoError(t, filler.Start())
+	_, _, err = lender.Lend(13)
+	require.ErrorContains(t, err, "expected 1..12")
+	dst := make([]uint16, 12*32)
+	total := 0
+	for {
+		src, n, lerr := lender.Lend(12)
+		m, ferr := filler.Fill(dst, 12)
+		if lerr != nil || ferr != nil {
+			require.ErrorIs(t, lerr, io.EOF)
+			require.ErrorIs(t, ferr, io.EOF)
+			break
+		}
+		require.Equal(t, m, n)
+		got := unsafe.Slice((*uint16)(ptrOf(src)), n*32)
+		require.Equal(t, dst[:m*32], got, "records %d..%d", total, total+n)
+		total += n
+	}
+	require.Equal(t, 48, total)
 }

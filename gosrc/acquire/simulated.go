@@ -1,6 +1,7 @@
 package acquire
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -8,6 +9,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
 )
 
 // SimulatedConfig configures a SimulatedAcquisition. Start from
@@ -131,11 +135,13 @@ type SimulatedAcquisition struct {
 	spec    *spectrometer
 	phantom *phantom
 
-	ring    []uint16 // Volumes*BscansPerVolume*AscansPerBscan records
-	records int      // records in the ring
-	pos     int      // next record of the ring to deliver
-	sent    int      // records delivered so far
-	limit   int      // records to deliver before io.EOF; 0 = endless
+	ring    []uint16       // Volumes*BscansPerVolume*AscansPerBscan records (+ wrap copy once pinned)
+	pinned  backend.Buffer // the ring's pinned memory after PinTo, else nil
+	wrap    int            // records copied past the ring's end by PinTo
+	records int            // records in the ring
+	pos     int            // next record of the ring to deliver
+	sent    int            // records delivered so far
+	limit   int            // records to deliver before io.EOF; 0 = endless
 
 	run runState
 }
@@ -242,6 +248,72 @@ func (a *SimulatedAcquisition) Stop() error {
 	return nil
 }
 
+// PinTo moves the ring into pinned memory of dev (engine.Lender), followed
+// by a copy of its first maxRecords records, so that every run of up to
+// maxRecords records Lend hands out is contiguous even where the replay
+// wraps. Calling it again re-pins (on another device, or for larger
+// blocks); Close frees the pinned ring.
+func (a *SimulatedAcquisition) PinTo(dev backend.Device, maxRecords int) error {
+	if a.ring == nil {
+		return fmt.Errorf("acquire: SimulatedAcquisition.PinTo before Prepare")
+	}
+	if dev == nil || maxRecords <= 0 {
+		return fmt.Errorf("acquire: SimulatedAcquisition.PinTo: dev=%v maxRecords=%d, expected a device and maxRecords > 0", dev, maxRecords)
+	}
+	n := a.cfg.SamplesPerRecord
+	wrap := min(maxRecords, a.records)
+	buf, err := dev.AllocPinned((a.records + wrap) * n * 2)
+	if err != nil {
+		return fmt.Errorf("acquire: pinning the replay ring (%d MiB): %w", (a.records+wrap)*n*2>>20, err)
+	}
+	ring := unsafe.Slice((*uint16)(ptrOf(buf.Ptr())), (a.records+wrap)*n)
+	copy(ring, a.ring[:a.records*n])
+	copy(ring[a.records*n:], a.ring[:wrap*n])
+	if a.pinned != nil {
+		if err := a.pinned.Free(); err != nil {
+			return errors.Join(err, buf.Free())
+		}
+	}
+	a.ring, a.pinned, a.wrap = ring, buf, wrap
+	return nil
+}
+
+// Lend returns the address of the next records spectra in the pinned ring
+// (engine.Lender): no copy. The ring is never rewritten, so the memory
+// stays valid for the life of the source.
+func (a *SimulatedAcquisition) Lend(records int) (uintptr, int, error) {
+	if a.pinned == nil {
+		return 0, 0, fmt.Errorf("acquire: SimulatedAcquisition.Lend before PinTo")
+	}
+	if records <= 0 || records > a.wrap {
+		return 0, 0, fmt.Errorf("acquire: Lend: records=%d, expected 1..%d (PinTo's maxRecords)", records, a.wrap)
+	}
+	want := records
+	if a.limit > 0 {
+		want = min(want, a.limit-a.sent)
+		if want == 0 {
+			return 0, 0, io.EOF
+		}
+	}
+	if err := a.run.admit(want); err != nil {
+		return 0, 0, err
+	}
+	src := a.pinned.Ptr() + uintptr(a.pos*a.cfg.SamplesPerRecord*2)
+	a.pos = (a.pos + want) % a.records
+	a.sent += want
+	return src, want, nil
+}
+
+// Close frees the pinned ring (after the engine using it is done).
+func (a *SimulatedAcquisition) Close() error {
+	if a.pinned == nil {
+		return nil
+	}
+	err := a.pinned.Free()
+	a.pinned, a.ring, a.wrap = nil, nil, 0
+	return err
+}
+
 // Fill copies the next records spectra of the ring into dst.
 func (a *SimulatedAcquisition) Fill(dst []uint16, records int) (int, error) {
 	n := a.cfg.SamplesPerRecord
@@ -311,3 +383,12 @@ func (g *synth) bscan(volume, bscan int) {
 		}
 	}
 }
+
+// ptrOf turns the address of memory that is not on the Go heap (pinned,
+// owned by a backend) into a pointer. Through a pointer-to-pointer
+// conversion, as vet's uintptr rule concerns Go-heap memory the collector
+// could move or free. Not inlined: go1.26.8 miscompiled an inlined variant
+// of this pattern (ssa.disjointTypes), see gosrc/cuda's tests.
+//
+//go:noinline
+func ptrOf(addr uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&addr)) }

@@ -21,6 +21,25 @@ type Acquisition interface {
 	Fill(dst []uint16, records int) (int, error)
 }
 
+// Lender is an optional extension of Acquisition for sources whose spectra
+// already sit in pinned host memory: a replay ring, a digitizer's DMA
+// buffers. The engine then uploads straight from the lent memory instead of
+// copying each block into its own pinned buffer first. Why: that host copy
+// runs at host memcpy speed (one core, ~5-10 GB/s) and was the engine's
+// bottleneck against a 55 GB/s PCIe/C2C upload (measured on an H200).
+type Lender interface {
+	// PinTo is called once by Engine.Prepare, after Prepare: the source
+	// moves or allocates its spectra in pinned memory of dev, so that any
+	// run of up to maxRecords records it lends is contiguous.
+	PinTo(dev backend.Device, maxRecords int) error
+	// Lend returns the address of the next records raw spectra (or fewer,
+	// n, at the end of the data) in pinned memory, with Fill's rate limit,
+	// end-of-data (io.EOF) and stop semantics. The memory must stay valid
+	// and unchanged until the upload from it completes; a replay ring that
+	// is never rewritten satisfies that for its whole life.
+	Lend(records int) (src uintptr, n int, err error)
+}
+
 // Processor turns raw spectra on the device into A-scans.
 type Processor interface {
 	// Prepare allocates what the processor needs; nothing after.

@@ -29,6 +29,8 @@ type Block struct {
 	HostBuf backend.Buffer
 	// Raw is the device copy of Host.
 	Raw backend.Buffer
+	// src is the upload's source: HostBuf, or memory lent by a Lender.
+	src uintptr
 	// Outputs holds one entry per processor of the acquisition.
 	Outputs []BlockData
 

@@ -85,6 +85,7 @@ type Engine struct {
 	owner int64
 
 	acq       Acquisition
+	lender    Lender // acq, when it lends pinned memory (zero-copy upload)
 	procs     []Processor
 	routes    [][]fmtRoute // per processor
 	endpoints []Endpoint   // by endpoint id
@@ -163,6 +164,12 @@ func (e *Engine) Prepare() (err error) {
 	e.rawSamples = e.acq.SamplesPerRecord()
 	if e.rawSamples <= 0 {
 		return fmt.Errorf("engine.Prepare: acquisition SamplesPerRecord()=%d, expected > 0", e.rawSamples)
+	}
+	if l, ok := e.acq.(Lender); ok {
+		if err := l.PinTo(e.dev, cfg.RecordsPerBlock); err != nil {
+			return fmt.Errorf("engine.Prepare: acquisition: pinning its data: %w", err)
+		}
+		e.lender = l
 	}
 	outSamples := make([]int, len(e.procs))
 	for i, p := range e.procs {
@@ -349,7 +356,14 @@ func (e *Engine) acquireLoop() {
 			want = int(min(int64(want), e.limit-start))
 		}
 		t := time.Now()
-		n, err := e.acq.Fill(b.Host[:want*spr], want)
+		var n int
+		var err error
+		if e.lender != nil {
+			b.src, n, err = e.lender.Lend(want)
+		} else {
+			b.src = b.HostBuf.Ptr()
+			n, err = e.acq.Fill(b.Host[:want*spr], want)
+		}
 		b.acquired = float64(time.Since(t)) / float64(time.Millisecond)
 		eof := errors.Is(err, io.EOF)
 		if err != nil && !eof {
@@ -412,7 +426,7 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	if err := s.Record(b.start); err != nil {
 		return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
 	}
-	if err := s.Copy(b.Raw.Ptr(), b.HostBuf.Ptr(), b.Records*e.rawSamples*2); err != nil {
+	if err := s.Copy(b.Raw.Ptr(), b.src, b.Records*e.rawSamples*2); err != nil {
 		return fmt.Errorf("engine: block %d: upload: %w", b.ID, err)
 	}
 	for i, p := range e.procs {

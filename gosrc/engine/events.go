@@ -114,9 +114,16 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 		ev Event
 		ok bool
 	)
+	got := false
 	select {
 	case ev, ok = <-q.ch:
+		got = true
 	default:
+	}
+	if !got && timeout != 0 {
+		ev, ok, got = q.spin(min(uint64(timeout), uint64(spinFor)))
+	}
+	if !got {
 		switch {
 		case timeout == 0:
 			return 0
@@ -150,6 +157,31 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 		}
 	}
 	return n
+}
+
+// spinFor bounds how long next polls the queue before parking. The caller
+// is the Python dispatcher thread: its goroutine is locked to that foreign
+// thread, and waking it from a park costs a futex wake plus a context switch
+// (dispatch-to-handler latency p50 77 us, p99 383 us measured on an H200
+// host without spinning), while a streaming engine posts events every few
+// hundred microseconds. Spinning costs at most spinFor of one core per idle
+// gap.
+const spinFor = 200 * time.Microsecond
+
+// spin polls the queue for up to d nanoseconds.
+func (q *eventQueue) spin(d uint64) (ev Event, ok, got bool) {
+	deadline := time.Now().Add(time.Duration(d))
+	for i := 0; ; i++ {
+		select {
+		case ev, ok = <-q.ch:
+			return ev, ok, true
+		default:
+		}
+		// Read the clock every 64 polls: a poll is ~20 ns, a clock read more.
+		if i&63 == 63 && time.Now().After(deadline) {
+			return ev, false, false
+		}
+	}
 }
 
 // done writes the final EventDone once.

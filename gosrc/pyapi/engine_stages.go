@@ -100,6 +100,15 @@ func NewNullAcquisition(samples, records int, rate float64) (*Acquisition, error
 // Kind is the acquisition's class name.
 func (a *Acquisition) Kind() string { return a.kind }
 
+// Close frees what the source holds outside the Go heap (the simulated
+// source's pinned replay ring); call it once no engine uses the source.
+func (a *Acquisition) Close() error {
+	if a.sim != nil {
+		return tag(a.sim.Close())
+	}
+	return nil
+}
+
 // SamplesPerRecord is the raw spectrum length (a FileAcquisition of a
 // .npy file knows it only after Prepare).
 func (a *Acquisition) SamplesPerRecord() int { return a.a.SamplesPerRecord() }

@@ -22,7 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._core import api
-from ._errors import native
+from ._errors import native, release_on_collect
 
 __all__ = [
     "SimulatedAcquisitionConfig", "SimulatedAcquisition",
@@ -72,7 +72,12 @@ class _Acquisition:
             if not hasattr(cfg, k):
                 raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
             setattr(cfg, k, v)
+        if self._h is not None:
+            self._fin.detach()
+            native(self._h.Close)()
         self._h = native(self._create)(cfg)
+        # Frees the pinned replay ring an engine may have asked for.
+        self._fin = release_on_collect(self, self._h.Close, "an acquisition")
         self.config = cfg
 
     def _create(self, cfg: Any):  # pragma: no cover - abstract
@@ -92,6 +97,13 @@ class _Acquisition:
     def prepare(self) -> None:
         """Ready the source now (the engine's ``prepare`` does it too)."""
         self._handle().Prepare()
+
+    @native
+    def close(self) -> None:
+        """Free the source's pinned memory (once no engine uses it)."""
+        if self._h is not None:
+            self._fin.detach()
+            self._h.Close()
 
 
 @dataclass
