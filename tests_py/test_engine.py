@@ -624,3 +624,10 @@ def test_wait_before_start_and_wait_for_timeout():
         eng.wait_for(-1)
     eng.stop()
     assert eng.wait_for(0) and eng.done
+
+
+@pytest.mark.parametrize("spin, exc", [(-1e-3, ValueError), (2.0, ValueError), ("fast", ValueError), (True, ValueError)])
+def test_dispatch_spin_is_validated(spin, exc):
+    ec = vg.engine.EngineConfig(dispatch_spin=spin)
+    with pytest.raises(exc, match="dispatch_spin"):
+        ec._check_fields()

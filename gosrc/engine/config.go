@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // QueuePolicy says what the engine does when the event queue is full.
@@ -38,6 +39,12 @@ type Config struct {
 	EventQueueSize int
 	// EventPolicy chooses backpressure (default) or drop-and-count.
 	EventPolicy QueuePolicy
+	// DispatchSpin is how long the dispatcher's wait for the next event
+	// polls before it parks (0 = 200 us, negative = never spin). Waking a
+	// parked dispatcher costs tens of microseconds (measured p50 50 us on an
+	// H200 host); spinning through the gap between blocks buys lower
+	// callback latency with up to one core of CPU.
+	DispatchSpin time.Duration
 
 	acqs  []acqNode
 	procs []procNode

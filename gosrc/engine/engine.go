@@ -257,7 +257,7 @@ func (e *Engine) Prepare() (err error) {
 	e.toProc = make(chan *Block, cfg.preload())
 	e.toFmt = make(chan *Block, cfg.BlocksToAllocate)
 	e.toRecycle = make(chan *Block, cfg.BlocksToAllocate)
-	e.events = newEventQueue(cfg.queueSize(), cfg.EventPolicy)
+	e.events = newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin)
 	e.state = statePrepared
 	return nil
 }

@@ -72,12 +72,19 @@ type Event struct {
 type eventQueue struct {
 	ch       chan Event
 	policy   QueuePolicy
+	spinFor  time.Duration // see Config.DispatchSpin
 	dropped  atomic.Int64
 	doneSent atomic.Bool
 }
 
-func newEventQueue(size int, policy QueuePolicy) *eventQueue {
-	return &eventQueue{ch: make(chan Event, size), policy: policy}
+func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue {
+	switch {
+	case spin == 0:
+		spin = defaultSpin
+	case spin < 0:
+		spin = 0
+	}
+	return &eventQueue{ch: make(chan Event, size), policy: policy, spinFor: spin}
 }
 
 // post queues ev. Under QueueBlock it waits for room (backpressure) unless
@@ -120,8 +127,12 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 		got = true
 	default:
 	}
-	if !got && timeout != 0 {
-		ev, ok, got = q.spin(min(uint64(timeout), uint64(spinFor)))
+	if !got && timeout != 0 && q.spinFor > 0 {
+		spin := q.spinFor
+		if timeout > 0 {
+			spin = min(spin, timeout)
+		}
+		ev, ok, got = q.spin(spin)
 	}
 	if !got {
 		switch {
@@ -159,18 +170,18 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 	return n
 }
 
-// spinFor bounds how long next polls the queue before parking. The caller
+// defaultSpin bounds how long next polls the queue before parking. The caller
 // is the Python dispatcher thread: its goroutine is locked to that foreign
 // thread, and waking it from a park costs a futex wake plus a context switch
 // (dispatch-to-handler latency p50 77 us, p99 383 us measured on an H200
 // host without spinning), while a streaming engine posts events every few
 // hundred microseconds. Spinning costs at most spinFor of one core per idle
-// gap.
-const spinFor = 200 * time.Microsecond
+// gap. Config.DispatchSpin overrides it.
+const defaultSpin = 200 * time.Microsecond
 
-// spin polls the queue for up to d nanoseconds.
-func (q *eventQueue) spin(d uint64) (ev Event, ok, got bool) {
-	deadline := time.Now().Add(time.Duration(d))
+// spin polls the queue for up to d.
+func (q *eventQueue) spin(d time.Duration) (ev Event, ok, got bool) {
+	deadline := time.Now().Add(d)
 	for i := 0; ; i++ {
 		select {
 		case ev, ok = <-q.ch:

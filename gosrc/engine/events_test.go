@@ -19,7 +19,7 @@ func TestEventQueue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newEventQueue(3, tc.policy)
+			q := newEventQueue(3, tc.policy, 0)
 			stopping := make(chan struct{})
 			close(stopping) // a stopped engine: posting must not block
 			for i := range tc.posts {
@@ -39,7 +39,7 @@ func TestEventQueue(t *testing.T) {
 }
 
 func TestEventQueueTimeout(t *testing.T) {
-	q := newEventQueue(1, QueueBlock)
+	q := newEventQueue(1, QueueBlock, -1)
 	buf := make([]Event, 1)
 	start := time.Now()
 	require.Zero(t, q.next(buf, 20*time.Millisecond))

@@ -44,12 +44,14 @@ type fmtLink struct {
 
 // NewEngineConfig returns a configuration; slots 0 and eventQueueSize 0
 // take the engine's defaults; dropEvents drops events when the queue is
-// full instead of waiting for the dispatcher.
-func NewEngineConfig(recordsPerBlock, blocksToAllocate, preloadCount, blocksToAcquire, slots, eventQueueSize int, dropEvents bool) *EngineConfig {
+// full instead of waiting for the dispatcher; dispatchSpinUs is
+// engine.Config.DispatchSpin in microseconds (0 = default, < 0 = none).
+func NewEngineConfig(recordsPerBlock, blocksToAllocate, preloadCount, blocksToAcquire, slots, eventQueueSize int, dropEvents bool, dispatchSpinUs int) *EngineConfig {
 	c := engine.Config{
 		RecordsPerBlock: recordsPerBlock, BlocksToAllocate: blocksToAllocate,
 		PreloadCount: preloadCount, BlocksToAcquire: blocksToAcquire,
 		Slots: slots, EventQueueSize: eventQueueSize,
+		DispatchSpin: time.Duration(dispatchSpinUs) * time.Microsecond,
 	}
 	if dropEvents {
 		c.EventPolicy = engine.QueueDrop

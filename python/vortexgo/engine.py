@@ -351,16 +351,22 @@ class EngineConfig:
         event_queue_size: events buffered for the dispatcher (0 = 4096).
         event_policy: ``"block"`` (default: a slow callback slows the engine, nothing is
             lost) or ``"drop"`` (events are dropped and counted instead).
+        dispatch_spin: seconds the callback dispatcher polls for the next event before
+            it parks (default 200 us; 0 never spins). Waking a parked dispatcher costs
+            tens of microseconds; a spin as long as the gap between blocks gives the
+            lowest callback latency for up to one CPU core.
     """
 
     def __init__(self, records_per_block: int = 1000, blocks_to_allocate: int = 16, preload_count: int = 4,
-                 blocks_to_acquire: int = 0, *, event_queue_size: int = 0, event_policy: str = "block") -> None:
+                 blocks_to_acquire: int = 0, *, event_queue_size: int = 0, event_policy: str = "block",
+                 dispatch_spin: float = 200e-6) -> None:
         self.records_per_block = records_per_block
         self.blocks_to_allocate = blocks_to_allocate
         self.preload_count = preload_count
         self.blocks_to_acquire = blocks_to_acquire
         self.event_queue_size = event_queue_size
         self.event_policy = event_policy
+        self.dispatch_spin = dispatch_spin
         self._acquisitions: list[tuple[_Acquisition, list[_Processor]]] = []
         self._processors: list[tuple[_Processor, list[StackFormatExecutor]]] = []
         self._formatters: list[tuple[StackFormatExecutor, list[_Endpoint]]] = []
@@ -411,6 +417,9 @@ class EngineConfig:
         if self.preload_count > self.blocks_to_allocate:
             raise ValueError(f"{o}.preload_count={self.preload_count}, expected <= blocks_to_allocate "
                              f"({self.blocks_to_allocate})")
+        spin = self.dispatch_spin
+        if isinstance(spin, bool) or not isinstance(spin, (int, float)) or not (0 <= spin <= 1):
+            raise ValueError(f"{o}.dispatch_spin={spin!r}, expected seconds in [0, 1]")
         if self.event_policy not in ("block", "drop"):
             raise ValueError(f"{o}.event_policy={self.event_policy!r}, expected 'block' or 'drop'")
         if len(self._acquisitions) != 1:
@@ -429,7 +438,7 @@ class EngineConfig:
         slots = min((p.config.slots for p in self.processors), default=0)
         h = api.NewEngineConfig(int(self.records_per_block), int(self.blocks_to_allocate), int(self.preload_count),
                                 int(self.blocks_to_acquire), int(slots), int(self.event_queue_size),
-                                self.event_policy == "drop")
+                                self.event_policy == "drop", round(self.dispatch_spin * 1e6) or -1)
         for acq, procs in self._acquisitions:
             h.AddAcquisition(acq._handle())
             for p in procs:
