@@ -66,6 +66,12 @@ type epRoute struct {
 	ep     Endpoint
 	id     int
 	stream backend.Stream
+	// sync: the endpoint's callbacks must run before the engine writes the
+	// next volume into it (SetCallbackSync); pendingAck is the Seq of the
+	// last volume event posted for it that was not yet waited for.
+	sync       bool
+	pendingAck uint64
+	sub        FormatPlan // a slice of the block's plan (no allocation)
 }
 
 type fmtRoute struct {
@@ -487,30 +493,82 @@ func (e *Engine) dispatchFormat(b *Block) (complete bool, err error) {
 					}
 				}
 			}
-			for _, ep := range r.eps {
-				err := ep.ep.Format(data, r.plan)
-				if errors.Is(err, ErrStopped) {
-					complete = false
-					continue
-				}
+			for i := range r.eps {
+				ok, err := e.formatInto(&r.eps[i], b, data, r.plan)
 				if err != nil {
-					return false, fmt.Errorf("engine: block %d: endpoint #%d: %w", b.ID, ep.id, err)
+					return false, err
 				}
-				if err := ep.stream.Record(b.epDone[ep.id]); err != nil {
-					return false, fmt.Errorf("engine: block %d: endpoint #%d: recording done event: %w", b.ID, ep.id, err)
-				}
-				e.postPlan(ep.id, b, r.plan)
+				complete = complete && ok
 			}
 		}
 	}
 	return complete, nil
 }
 
-// postPlan posts an update event and one event per notification of the
-// plan, for one endpoint.
-func (e *Engine) postPlan(ep int, b *Block, plan *FormatPlan) {
+// formatInto formats block b's part of plan into one endpoint and posts
+// its events. For an endpoint with callback sync, the plan is cut after
+// each volume notification: the engine waits until the dispatcher has run
+// the callbacks up to that volume before it writes the next volume into
+// the endpoint, so a volume_callback sees the volume it is told about
+// (vortex runs callbacks inline and gets this for free). Waiting happens
+// at volume boundaries only, outside any lock. It returns false when it
+// gave up because the engine is stopping.
+func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *FormatPlan) (bool, error) {
+	acts := plan.Actions
+	if !ep.sync {
+		acts = acts[len(acts):] // one pass over the whole plan below
+	}
+	for start := 0; ; {
+		part := plan
+		end := len(plan.Actions)
+		if ep.sync {
+			end = start
+			for end < len(acts) && acts[end].Kind != ActionVolume {
+				end++
+			}
+			if end < len(acts) {
+				end++ // include the volume notification
+			}
+			ep.sub.Actions = plan.Actions[start:end]
+			part = &ep.sub
+			if ep.pendingAck > 0 {
+				if !e.events.waitAcked(ep.pendingAck, e.stopping) {
+					return false, nil
+				}
+				ep.pendingAck = 0
+			}
+		}
+		err := ep.ep.Format(data, part)
+		if errors.Is(err, ErrStopped) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("engine: block %d: endpoint #%d: %w", b.ID, ep.id, err)
+		}
+		last := end == len(plan.Actions)
+		if last {
+			if err := ep.stream.Record(b.epDone[ep.id]); err != nil {
+				return false, fmt.Errorf("engine: block %d: endpoint #%d: recording done event: %w", b.ID, ep.id, err)
+			}
+		}
+		if seq := e.postPlan(ep.id, b, part, last); seq > 0 && ep.sync {
+			ep.pendingAck = seq
+		}
+		if last {
+			return true, nil
+		}
+		start = end
+	}
+}
+
+// postPlan posts one event per notification of the plan for one endpoint,
+// and the block's update event when update is set. It returns the Seq of
+// the last volume event posted (0 if none).
+func (e *Engine) postPlan(ep int, b *Block, plan *FormatPlan, update bool) (volumeSeq uint64) {
 	ts := e.now()
-	e.events.post(Event{Kind: EventUpdate, Endpoint: ep, Sample: b.Start + int64(b.Records), Timestamp: ts}, e.stopping)
+	if update {
+		e.events.post(Event{Kind: EventUpdate, Endpoint: ep, Sample: b.Start + int64(b.Records), Timestamp: ts}, e.stopping)
+	}
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		var k EventKind
@@ -524,9 +582,38 @@ func (e *Engine) postPlan(ep int, b *Block, plan *FormatPlan) {
 		default:
 			continue
 		}
-		e.events.post(Event{Kind: k, Endpoint: ep, Sample: a.Sample, ScanIdx: a.Segment,
+		seq := e.events.post(Event{Kind: k, Endpoint: ep, Sample: a.Sample, ScanIdx: a.Segment,
 			VolumeIdx: a.Volume, BscanIdx: a.Bscan, Timestamp: ts}, e.stopping)
+		if k == EventVolume {
+			volumeSeq = seq
+		}
 	}
+	return volumeSeq
+}
+
+// SetCallbackSync makes the engine wait, before writing the next volume
+// into endpoint id, until the event consumer has handled the events up to
+// the previous volume's notification (see formatInto). The Python layer
+// turns it on for endpoints with callbacks. Call before Start; ignored
+// under QueueDrop, where events may never arrive.
+func (e *Engine) SetCallbackSync(id int, on bool) error {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if e.state != statePrepared {
+		return fmt.Errorf("engine.SetCallbackSync: engine is %s, expected prepared and not started", e.stateName())
+	}
+	for pi := range e.routes {
+		for ri := range e.routes[pi] {
+			eps := e.routes[pi][ri].eps
+			for i := range eps {
+				if eps[i].id == id {
+					eps[i].sync = on && e.cfg.EventPolicy != QueueDrop
+					return nil
+				}
+			}
+		}
+	}
+	return fmt.Errorf("engine.SetCallbackSync: endpoint %d, expected 0 <= id < %d", id, len(e.endpoints))
 }
 
 func (e *Engine) recycleLoop() {

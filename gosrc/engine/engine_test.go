@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -488,4 +489,64 @@ func TestEngineAllocationsPerBlock(t *testing.T) {
 	// allocate per block (cpu.Stream runs work directly unless capturing);
 	// the bound leaves room only for GC noise.
 	require.Less(t, perBlock, 0.5, "allocations per block")
+}
+
+// TestCallbackSyncShowsTheAnnouncedVolume: with callback sync on, when the
+// consumer handles a volume event the endpoint's tensor holds exactly that
+// volume, even though the consumer is slow and blocks of 5 records straddle
+// the volumes of 12. Without it the engine races ahead (the control case).
+func TestCallbackSyncShowsTheAnnouncedVolume(t *testing.T) {
+	for _, sync := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Uint16)
+			require.NoError(t, err)
+			closeEndpoint(t, ep)
+			scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 6}
+			r := newRig(t, 8, scan, format.SampleSlice{}, ep)
+			e := r.engine(t)
+			require.NoError(t, e.Prepare())
+			require.NoError(t, e.SetCallbackSync(0, sync))
+			require.ErrorContains(t, e.SetCallbackSync(7, true), "expected 0 <= id < 1")
+			n := 3 * 4 * 8
+			var seen, right int
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				buf := make([]engine.Event, 16)
+				for {
+					k := e.NextEventsInto(buf, time.Second)
+					for _, ev := range buf[:k] {
+						switch ev.Kind {
+						case engine.EventDone:
+							return
+						case engine.EventVolume:
+							time.Sleep(5 * time.Millisecond) // a slow callback
+							got := hostSlice[uint16](ep.Tensor().Ptr(), n)
+							ok := true
+							for b := range 3 {
+								for a := range 4 {
+									for s := range 8 {
+										ok = ok && got[(b*4+a)*8+s] == expected(scan, ev.VolumeIdx, b, a, s)
+									}
+								}
+							}
+							seen++
+							if ok {
+								right++
+							}
+						}
+					}
+				}
+			}()
+			require.NoError(t, e.Start())
+			require.NoError(t, e.Wait())
+			<-done
+			require.Equal(t, 6, seen)
+			if sync {
+				require.Equal(t, 6, right, "every volume callback saw its own volume")
+			} else {
+				require.Less(t, right, 6, "without sync the engine overwrites volumes ahead of the consumer")
+			}
+		})
+	}
 }

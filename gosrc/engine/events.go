@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -64,14 +65,26 @@ type Event struct {
 	Timestamp int64
 	// Message explains an EventError.
 	Message string
+	// Seq numbers the events the queue accepted (1, 2, ...).
+	Seq uint64
 }
 
 // eventQueue is a bounded queue between the format stage and Python. A
 // buffered channel gives a lock-free-looking, allocation-free post and a
 // receive with timeout; closing it tells the consumer the engine is done.
 type eventQueue struct {
-	ch       chan Event
-	policy   QueuePolicy
+	ch     chan Event
+	policy QueuePolicy
+	seq    atomic.Uint64 // last Seq assigned (errors post from any stage)
+
+	// Acknowledgement: the single consumer (the Python dispatcher) calls
+	// next again only after every handler of the previous batch returned,
+	// so entering next acknowledges that batch.
+	returned uint64 // last Seq handed to the consumer
+	ackMu    sync.Mutex
+	acked    uint64
+	waiters  int
+	ackWake  chan struct{} // closed and replaced on ack when waiters > 0
 	spinFor  time.Duration // see Config.DispatchSpin
 	dropped  atomic.Int64
 	doneSent atomic.Bool
@@ -84,26 +97,75 @@ func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue
 	case spin < 0:
 		spin = 0
 	}
-	return &eventQueue{ch: make(chan Event, size), policy: policy, spinFor: spin}
+	return &eventQueue{ch: make(chan Event, size), policy: policy, spinFor: spin, ackWake: make(chan struct{})}
+}
+
+// markReturned notes the largest Seq handed to the consumer: posts from
+// several stages may reach the channel out of Seq order.
+func (q *eventQueue) markReturned(evs []Event) {
+	for i := range evs {
+		q.returned = max(q.returned, evs[i].Seq)
+	}
+}
+
+// ack records that every event up to seq has been handled.
+func (q *eventQueue) ack(seq uint64) {
+	q.ackMu.Lock()
+	if seq > q.acked {
+		q.acked = seq
+		if q.waiters > 0 {
+			close(q.ackWake)
+			q.ackWake = make(chan struct{})
+		}
+	}
+	q.ackMu.Unlock()
+}
+
+// waitAcked blocks until the consumer has handled event seq; false if
+// stopping closed first.
+func (q *eventQueue) waitAcked(seq uint64, stopping <-chan struct{}) bool {
+	q.ackMu.Lock()
+	for q.acked < seq {
+		w := q.ackWake
+		q.waiters++
+		q.ackMu.Unlock()
+		select {
+		case <-w:
+		case <-stopping:
+			q.ackMu.Lock()
+			q.waiters--
+			q.ackMu.Unlock()
+			return false
+		}
+		q.ackMu.Lock()
+		q.waiters--
+	}
+	q.ackMu.Unlock()
+	return true
 }
 
 // post queues ev. Under QueueBlock it waits for room (backpressure) unless
 // stopping is closed: once a stop is requested, delivery becomes
 // best-effort so that a dispatcher that stopped draining cannot hang Stop.
-func (q *eventQueue) post(ev Event, stopping <-chan struct{}) {
+func (q *eventQueue) post(ev Event, stopping <-chan struct{}) uint64 {
+	// A dropped event leaves a gap in Seq: acknowledgement compares with
+	// the largest Seq handed out, so gaps are harmless.
+	ev.Seq = q.seq.Add(1)
 	select {
 	case q.ch <- ev:
-		return
+		return ev.Seq
 	default:
 	}
 	if q.policy == QueueDrop {
 		q.dropped.Add(1)
-		return
+		return 0
 	}
 	select {
 	case q.ch <- ev:
+		return ev.Seq
 	case <-stopping:
 		q.dropped.Add(1)
+		return 0
 	}
 }
 
@@ -117,6 +179,7 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 	if len(dst) == 0 {
 		return 0
 	}
+	q.ack(q.returned) // the previous batch's handlers have all returned
 	var (
 		ev Event
 		ok bool
@@ -159,14 +222,17 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 		select {
 		case ev, ok = <-q.ch:
 			if !ok {
+				q.markReturned(dst[:n])
 				return n + q.done(dst[n:])
 			}
 			dst[n] = ev
 			n++
 		default:
+			q.markReturned(dst[:n])
 			return n
 		}
 	}
+	q.markReturned(dst[:n])
 	return n
 }
 

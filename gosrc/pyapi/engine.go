@@ -221,6 +221,10 @@ func (e *Engine) Prepare() error {
 	return nil
 }
 
+// SetCallbackSync makes the engine wait for endpoint id's callbacks at
+// volume boundaries (engine.Engine.SetCallbackSync); before Start.
+func (e *Engine) SetCallbackSync(id int, on bool) error { return tag(e.e.SetCallbackSync(id, on)) }
+
 // Start starts the pipeline's goroutines.
 func (e *Engine) Start() error {
 	mono := MonotonicNs()

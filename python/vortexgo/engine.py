@@ -706,6 +706,12 @@ class Engine:
         h = self._handle()
         if not self._prepared:
             raise VortexError("engine.start: not prepared, expected prepare() first")
+        # An endpoint with callbacks gets them run before the engine writes
+        # the next volume into it: a volume_callback then sees the volume it
+        # is told about (vortex runs callbacks inline, with the same effect).
+        for i, ep in enumerate(self._endpoints):
+            if any(getattr(ep, name) is not None for name in _CB_NAMES.values()):
+                h.SetCallbackSync(i, True)
         h.Start()
         self._started = True
         self._dispatcher = threading.Thread(target=self._dispatch, name="vortexgo-engine-dispatcher", daemon=True)
