@@ -3,7 +3,7 @@
 #   make demo       the main job: simulated OCT acquisition (GPU if present, else CPU)
 #   make test       every test: go vet, go test -race, pytest (GPU tests skip without a GPU)
 #   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
-#                   `bash gpu-build/run_gpu_tests.sh` there; `make bench` there too)
+#                   `bash gpu-build/run_gpu_tests.sh` there; `make bench` and `make soak` there too)
 #
 # Everything is set up from scratch: Go tools pinned in go.mod, Python packages from PyPI
 # into .venv. Python 3.12 is preferred (the GPU machine runs 3.12).
@@ -18,7 +18,7 @@ NATIVE := python/vortexgo/_native
 GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
 GPU_PY ?= $(PYTHON)
 
-.PHONY: all build test go-test py-test demo ptx gpu-build bench clean lint
+.PHONY: all build test go-test py-test demo ptx gpu-build bench soak clean lint
 
 all: build
 
@@ -66,6 +66,10 @@ gpu-build:
 
 bench:
 	bash scripts/run_bench.sh
+
+# On the GPU machine: 1,000 volumes, checks memory/goroutines/threads flat and the file exact.
+soak:
+	PYTHONPATH=$${PYTHONPATH:-gpu-build/python} python3 scripts/soak.py --out $${OUT:-bench-out}/soak.json
 
 lint:
 	gofmt -l gosrc kernels | (! grep .)

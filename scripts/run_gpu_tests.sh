@@ -34,6 +34,8 @@ for bin in "$gb"/bin/*.test; do
 done
 
 cd "$root"
+# -rs lists skip reasons; the last line is pytest's "N passed, M skipped" summary
+# (do not add another -q: -qq drops that line).
 python3 -m pytest -q -p no:cacheprovider -rs tests_py "$@" 2>&1 | tee "$out/pytest.log"
 py_rc=${PIPESTATUS[0]}
 summary=$(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$out/pytest.log" | tail -1)

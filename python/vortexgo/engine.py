@@ -942,32 +942,33 @@ class Engine:
             except RuntimeError as exc:  # pragma: no cover - the engine was closed under us
                 self.logger.error("vortexgo: the event queue failed: %s", exc)
                 return
-            for kind, ep_id, sample, scan_idx, volume_idx, bscan_idx, ts in buf[:n].tolist():
-                if kind == _DONE:
-                    self._engine_event(EngineEvent.COMPLETE, None)
-                    return
-                if kind == _ERROR:
+            # Handlers are read once per batch (callbacks may be swapped while
+            # the engine runs; a batch sees one set), then looked up by kind.
+            table = [(ep.update_callback, ep.segment_callback, ep.volume_callback, ep.scan_callback) for ep in eps]
+            for row in buf[:n].tolist():
+                kind = row[0]
+                if kind >= _ERROR:
+                    if kind == _DONE:
+                        self._engine_event(EngineEvent.COMPLETE, None)
+                        return
                     err = h.Err()
                     self._engine_event(EngineEvent.ERROR, translate(RuntimeError(err)) if err else VortexError("engine error"))
                     continue
-                ep = eps[ep_id]
-                if kind == _UPDATE:
-                    cb, args = ep.update_callback, ()
-                elif kind == _SEGMENT:
-                    cb, args = ep.segment_callback, (sample, scan_idx, volume_idx, bscan_idx)
-                elif kind == _VOLUME:
-                    cb, args = ep.volume_callback, (sample, scan_idx, volume_idx)
-                else:
-                    cb, args = ep.scan_callback, (sample, scan_idx)
+                cb = table[row[1]][kind]
                 if cb is None:
                     continue
                 if lat is not None and len(lat) < lat_cap:
-                    lat.append(mono() - base - ts)
+                    lat.append(mono() - base - row[6])
                 try:
-                    cb(*args)
+                    cb(*row[2:_ARGS_END[kind]])
                 except Exception as exc:
-                    self._callback_failed(f"{type(ep).__name__}.{_CB_NAMES[kind]}", exc)
+                    self._callback_failed(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
 
 
+# Per kind, the end of its arguments in an event row (kind, endpoint, sample,
+# scan_idx, volume_idx, bscan_idx, timestamp): update (), segment (sample,
+# scan_idx, volume_idx, bscan_idx), volume (sample, scan_idx, volume_idx),
+# scan (sample, scan_idx).
+_ARGS_END = (2, 6, 5, 4)
 _CB_NAMES = {_UPDATE: "update_callback", _SEGMENT: "segment_callback", _VOLUME: "volume_callback",
              _SCAN: "scan_callback"}
