@@ -72,6 +72,8 @@ type epRoute struct {
 	sync       bool
 	pendingAck uint64
 	sub        FormatPlan // a slice of the block's plan (no allocation)
+	// skip holds the event kinds nobody handles (SetEventMask): not posted.
+	skip [eventKinds]bool
 }
 
 type fmtRoute struct {
@@ -551,7 +553,7 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 				return false, fmt.Errorf("engine: block %d: endpoint #%d: recording done event: %w", b.ID, ep.id, err)
 			}
 		}
-		if seq := e.postPlan(ep.id, b, part, last); seq > 0 && ep.sync {
+		if seq := e.postPlan(ep, b, part, last); seq > 0 && ep.sync {
 			ep.pendingAck = seq
 		}
 		if last {
@@ -564,10 +566,10 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 // postPlan posts one event per notification of the plan for one endpoint,
 // and the block's update event when update is set. It returns the Seq of
 // the last volume event posted (0 if none).
-func (e *Engine) postPlan(ep int, b *Block, plan *FormatPlan, update bool) (volumeSeq uint64) {
+func (e *Engine) postPlan(ep *epRoute, b *Block, plan *FormatPlan, update bool) (volumeSeq uint64) {
 	ts := e.now()
-	if update {
-		e.events.post(Event{Kind: EventUpdate, Endpoint: ep, Sample: b.Start + int64(b.Records), Timestamp: ts}, e.stopping)
+	if update && !ep.skip[EventUpdate] {
+		e.events.post(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, e.stopping)
 	}
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
@@ -582,7 +584,11 @@ func (e *Engine) postPlan(ep int, b *Block, plan *FormatPlan, update bool) (volu
 		default:
 			continue
 		}
-		seq := e.events.post(Event{Kind: k, Endpoint: ep, Sample: a.Sample, ScanIdx: a.Segment,
+		// Volume events always go out under sync: they carry its acknowledgement.
+		if ep.skip[k] && !(k == EventVolume && ep.sync) {
+			continue
+		}
+		seq := e.events.post(Event{Kind: k, Endpoint: ep.id, Sample: a.Sample, ScanIdx: a.Segment,
 			VolumeIdx: a.Volume, BscanIdx: a.Bscan, Timestamp: ts}, e.stopping)
 		if k == EventVolume {
 			volumeSeq = seq
@@ -591,29 +597,54 @@ func (e *Engine) postPlan(ep int, b *Block, plan *FormatPlan, update bool) (volu
 	return volumeSeq
 }
 
-// SetCallbackSync makes the engine wait, before writing the next volume
-// into endpoint id, until the event consumer has handled the events up to
-// the previous volume's notification (see formatInto). The Python layer
-// turns it on for endpoints with callbacks. Call before Start; ignored
-// under QueueDrop, where events may never arrive.
-func (e *Engine) SetCallbackSync(id int, on bool) error {
+// SetEventMask limits the events posted for endpoint id to the kinds
+// someone handles (the Python layer passes the callbacks set at start), so
+// the dispatcher never wakes for an event it would discard. Call before
+// Start.
+func (e *Engine) SetEventMask(id int, kinds ...EventKind) error {
+	return e.withRoute("engine.SetEventMask", id, func(ep *epRoute) {
+		for k := range ep.skip {
+			ep.skip[k] = true
+		}
+		for _, k := range kinds {
+			if int(k) < len(ep.skip) {
+				ep.skip[k] = false
+			}
+		}
+	})
+}
+
+// withRoute runs fn on endpoint id's route while the engine is prepared
+// and not started.
+func (e *Engine) withRoute(op string, id int, fn func(*epRoute)) error {
 	e.stateMu.Lock()
 	defer e.stateMu.Unlock()
 	if e.state != statePrepared {
-		return fmt.Errorf("engine.SetCallbackSync: engine is %s, expected prepared and not started", e.stateName())
+		return fmt.Errorf("%s: engine is %s, expected prepared and not started", op, e.stateName())
 	}
 	for pi := range e.routes {
 		for ri := range e.routes[pi] {
 			eps := e.routes[pi][ri].eps
 			for i := range eps {
 				if eps[i].id == id {
-					eps[i].sync = on && e.cfg.EventPolicy != QueueDrop
+					fn(&eps[i])
 					return nil
 				}
 			}
 		}
 	}
-	return fmt.Errorf("engine.SetCallbackSync: endpoint %d, expected 0 <= id < %d", id, len(e.endpoints))
+	return fmt.Errorf("%s: endpoint %d, expected 0 <= id < %d", op, id, len(e.endpoints))
+}
+
+// SetCallbackSync makes the engine wait, before writing the next volume
+// into endpoint id, until the event consumer has handled the events up to
+// the previous volume's notification (see formatInto). The Python layer
+// turns it on for endpoints with callbacks. Call before Start; ignored
+// under QueueDrop, where events may never arrive.
+func (e *Engine) SetCallbackSync(id int, on bool) error {
+	return e.withRoute("engine.SetCallbackSync", id, func(ep *epRoute) {
+		ep.sync = on && e.cfg.EventPolicy != QueueDrop
+	})
 }
 
 func (e *Engine) recycleLoop() {

@@ -550,3 +550,44 @@ func TestCallbackSyncShowsTheAnnouncedVolume(t *testing.T) {
 		})
 	}
 }
+
+// TestEventMask: only the kinds an endpoint's consumer handles are posted;
+// volume events still go out under callback sync (they carry its ack).
+func TestEventMask(t *testing.T) {
+	tests := []struct {
+		name  string
+		sync  bool
+		kinds []engine.EventKind
+		want  map[engine.EventKind]int
+	}{
+		{"segments only", false, []engine.EventKind{engine.EventSegment},
+			map[engine.EventKind]int{engine.EventSegment: 6}},
+		{"segments, sync keeps volumes", true, []engine.EventKind{engine.EventSegment},
+			map[engine.EventKind]int{engine.EventSegment: 6, engine.EventVolume: 2}},
+		{"nothing", false, nil, map[engine.EventKind]int{}},
+		{"all", false, []engine.EventKind{engine.EventUpdate, engine.EventSegment, engine.EventVolume, engine.EventScan},
+			map[engine.EventKind]int{engine.EventUpdate: 5, engine.EventSegment: 6, engine.EventVolume: 2, engine.EventScan: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Int8)
+			require.NoError(t, err)
+			closeEndpoint(t, ep)
+			scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
+			r := newRig(t, 8, scan, format.SampleSlice{}, ep)
+			e := r.engine(t)
+			require.NoError(t, e.Prepare())
+			require.NoError(t, e.SetEventMask(0, tc.kinds...))
+			require.NoError(t, e.SetCallbackSync(0, tc.sync))
+			require.ErrorContains(t, e.SetEventMask(3), "expected 0 <= id < 1")
+			d := startDrain(e)
+			require.NoError(t, e.Start())
+			require.NoError(t, e.Wait())
+			evs := d.wait(t)
+			for _, k := range []engine.EventKind{engine.EventUpdate, engine.EventSegment, engine.EventVolume, engine.EventScan} {
+				require.Equal(t, tc.want[k], count(evs, k, 0), "%v events", k)
+			}
+			require.ErrorContains(t, e.SetEventMask(0), "expected prepared and not started")
+		})
+	}
+}

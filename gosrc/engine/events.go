@@ -23,6 +23,8 @@ const (
 	EventError
 	// EventDone: the engine finished; no event follows.
 	EventDone
+
+	eventKinds = iota // the number of kinds
 )
 
 // String returns the kind's name as the Python layer spells it.

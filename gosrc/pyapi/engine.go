@@ -225,6 +225,29 @@ func (e *Engine) Prepare() error {
 // volume boundaries (engine.Engine.SetCallbackSync); before Start.
 func (e *Engine) SetCallbackSync(id int, on bool) error { return tag(e.e.SetCallbackSync(id, on)) }
 
+// SetEventMask posts only the listed event kinds for endpoint id (a
+// comma-separated list of "update", "segment", "volume", "scan"); before
+// Start.
+func (e *Engine) SetEventMask(id int, kinds string) error {
+	var ks []engine.EventKind
+	for _, name := range strings.Split(kinds, ",") {
+		switch strings.TrimSpace(name) {
+		case "":
+		case "update":
+			ks = append(ks, engine.EventUpdate)
+		case "segment":
+			ks = append(ks, engine.EventSegment)
+		case "volume":
+			ks = append(ks, engine.EventVolume)
+		case "scan":
+			ks = append(ks, engine.EventScan)
+		default:
+			return tag(badArg("event kind %q, expected update, segment, volume or scan", name))
+		}
+	}
+	return tag(e.e.SetEventMask(id, ks...))
+}
+
 // Start starts the pipeline's goroutines.
 func (e *Engine) Start() error {
 	mono := MonotonicNs()

@@ -709,8 +709,12 @@ class Engine:
         # An endpoint with callbacks gets them run before the engine writes
         # the next volume into it: a volume_callback then sees the volume it
         # is told about (vortex runs callbacks inline, with the same effect).
+        # Events go out only for the callbacks set now, so the dispatcher never
+        # wakes for an event it would discard (set callbacks before start()).
         for i, ep in enumerate(self._endpoints):
-            if any(getattr(ep, name) is not None for name in _CB_NAMES.values()):
+            kinds = [name.split("_")[0] for name in _CB_NAMES.values() if getattr(ep, name) is not None]
+            h.SetEventMask(i, ",".join(kinds))
+            if kinds:
                 h.SetCallbackSync(i, True)
         h.Start()
         self._started = True
