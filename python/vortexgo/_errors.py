@@ -113,3 +113,24 @@ def _release(release: Callable[[], object], what: str) -> None:
         release()
     except Exception as exc:  # pragma: no cover - depends on teardown order
         warnings.warn(f"vortexgo: releasing {what} failed: {exc}", ResourceWarning, stacklevel=2)
+
+
+class Closeable:
+    """Mixin for objects with ``close()``: the ``closed`` property and a context
+    manager that closes on exit. An object owned by another (``_owner`` set,
+    e.g. a context's coordinator) is left for its owner to close."""
+
+    __slots__ = ()
+    _closed: bool
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` (or after the owner closed it)."""
+        return self._closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self._closed and getattr(self, "_owner", None) is None:
+            self.close()  # type: ignore[attr-defined]

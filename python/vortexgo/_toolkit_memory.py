@@ -14,7 +14,7 @@ import numpy as np
 from ._array import Array, order_after
 from ._core import api
 from ._device import Device, DeviceLike, get_device
-from ._errors import ClosedError, release_on_collect
+from ._errors import Closeable, ClosedError, release_on_collect
 from ._stream import Event, Stream, current_stream
 from ._toolkit_ops import check_int, invalidate, owned_view, timeout_us, tk_native, view_root
 
@@ -135,7 +135,7 @@ class PoolStats:
     in_use: int
 
 
-class BufferPool:
+class BufferPool(Closeable):
     """A pool of pinned host buffers of one size (forge3d's ``AsyncBufferPool``,
     made safe for asynchronous copies).
 
@@ -243,18 +243,6 @@ class BufferPool:
         self._closed = True
         self._fin.detach()
         self._h.Close()
-
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close`."""
-        return self._closed
-
-    def __enter__(self) -> "BufferPool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if not self._closed:
-            self.close()
 
     def __repr__(self) -> str:
         if self._closed:
@@ -397,7 +385,7 @@ class ReadbackHandle:
         return f"<ReadbackHandle {self.shape} {self.dtype.name} {state}>"
 
 
-class Readback:
+class Readback(Closeable):
     """Asynchronous device-to-host copies into a pool of pinned buffers.
 
     :meth:`readback` returns at once; the copy runs on the pool's stream after
@@ -441,11 +429,6 @@ class Readback:
         """The stream the copies run on."""
         return self._stream
 
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close`."""
-        return self._closed
-
     @tk_native
     def readback(self, array: Any, *, stream: Optional[Stream] = None) -> ReadbackHandle:
         """Start copying ``array`` (a vortexgo Array, or anything with
@@ -479,13 +462,6 @@ class Readback:
         self._closed = True
         self._fin.detach()
         self._h.Close()
-
-    def __enter__(self) -> "Readback":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if not self._closed:
-            self.close()
 
     def __repr__(self) -> str:
         if self._closed:

@@ -31,7 +31,7 @@ import numpy as np
 from ._array import Array, _norm_dtype
 from ._core import _ext, api
 from ._device import Device, DeviceLike, get_device
-from ._errors import ClosedError, release_on_collect
+from ._errors import Closeable, ClosedError, release_on_collect
 from ._stream import Stream
 from ._toolkit_memory import (
     BufferPool,
@@ -125,7 +125,7 @@ def _deps(deps: Iterable[int]) -> str:
 # --- TripleBuffer --------------------------------------------------------------------
 
 
-class TripleBuffer:
+class TripleBuffer(Closeable):
     """Three device buffers of ``size`` elements rotating through the upload,
     process and download stages (prism's ``GpuTripleBuffer``).
 
@@ -239,18 +239,6 @@ class TripleBuffer:
         for v in self._views:
             invalidate(v)
 
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close` (or after the owning context closed)."""
-        return self._closed
-
-    def __enter__(self) -> "TripleBuffer":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if not self._closed and self._owner is None:
-            self.close()
-
     def __repr__(self) -> str:
         if self._closed:
             return f"<TripleBuffer {self.device.alias} closed>"
@@ -277,7 +265,7 @@ class CompletedOp(NamedTuple):
     nbytes: int = 0
 
 
-class AsyncCoordinator:
+class AsyncCoordinator(Closeable):
     """Uploads, compute and downloads on three dedicated streams, ordered by events
     (prism's ``AsyncCoordinator``).
 
@@ -519,18 +507,6 @@ class AsyncCoordinator:
         self._h.Close()
         self._keep.clear()
 
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close`."""
-        return self._closed
-
-    def __enter__(self) -> "AsyncCoordinator":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if not self._closed and self._owner is None:
-            self.close()
-
     def __repr__(self) -> str:
         if self._closed:
             return f"<AsyncCoordinator {self.device.alias} closed>"
@@ -645,7 +621,7 @@ class PipelineGraph:
         return f"<PipelineGraph {state}>"
 
 
-class PipelineStageManager:
+class PipelineStageManager(Closeable):
     """Named stages run in a set order once per :meth:`execute_iteration`, on a
     coordinator's three streams (prism's ``PipelineStageManager``).
 
@@ -843,18 +819,6 @@ class PipelineStageManager:
         for v in self._views:
             invalidate(v)
 
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close`."""
-        return self._closed
-
-    def __enter__(self) -> "PipelineStageManager":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if not self._closed and self._owner is None:
-            self.close()
-
     def __repr__(self) -> str:
         if self._closed:
             return "<PipelineStageManager closed>"
@@ -878,7 +842,7 @@ class StepReport:
     downloaded_round: int
 
 
-class ManagedGpuContext:
+class ManagedGpuContext(Closeable):
     """One device's :class:`AsyncCoordinator` plus factories for triple buffers
     and pipeline managers, all closed with the context (prism's
     ``ManagedGpuContext``).
@@ -978,18 +942,6 @@ class ManagedGpuContext:
             tb._mark_closed()
         self._fin.detach()
         self._h.Close()
-
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close`."""
-        return self._closed
-
-    def __enter__(self) -> "ManagedGpuContext":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if not self._closed:
-            self.close()
 
     def __repr__(self) -> str:
         if self._closed:
