@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parent
 def build_native(dest: Path, python: str = sys.executable) -> None:
     """Run gopy for `python` and copy the bound package into `dest`."""
     tag = sysconfig.get_config_var("SOABI") or "native"
-    work = ROOT / "build" / f"gopy-{tag}"
+    # A leading "_" keeps the generated Go package out of `./...` patterns
+    # (go vet, go test, the layout tests), though it lives inside the module.
+    work = ROOT / "build" / f"_gopy-{tag}"
     tools = ROOT / "build" / "tools"
     tools.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
