@@ -130,9 +130,14 @@ func windowStart(r, w, R int) int {
 // errClosed reports a use after Close.
 func errClosed(op string) error { return fmt.Errorf("%s: %w", op, backend.ErrClosed) }
 
-// checkProcess validates the arguments common to both processors.
-func checkProcess(op string, c *Config, slot int, s backend.Stream, in uintptr, records int, out uintptr) error {
+// checkProcess validates the processor's state (closed, prepared) and the
+// arguments common to both processors.
+func checkProcess(op string, closed, prepared bool, c *Config, slot int, s backend.Stream, in uintptr, records int, out uintptr) error {
 	switch {
+	case closed:
+		return errClosed(op)
+	case !prepared:
+		return fmt.Errorf("%s: called before Prepare", op)
 	case slot < 0 || slot >= c.Slots:
 		return fmt.Errorf("%s: slot=%d, expected in [0, Slots=%d)", op, slot, c.Slots)
 	case s == nil:

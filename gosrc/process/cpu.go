@@ -86,13 +86,7 @@ func (p *CPUProcessor) Prepare() error {
 // which must be a CPU stream (backend.HostStream).
 func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
 	const op = "process: CPUProcessor.Process"
-	switch {
-	case p.closed:
-		return errClosed(op)
-	case p.slots == nil:
-		return fmt.Errorf("%s: called before Prepare", op)
-	}
-	if err := checkProcess(op, &p.cfg, slot, s, in, records, out); err != nil {
+	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
 		return err
 	}
 	hs, ok := s.(backend.HostStream)

@@ -209,13 +209,7 @@ func (p *CUDAProcessor) alloc(n int) (uintptr, error) {
 // which must be a *cuda.Stream of the processor's device.
 func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
 	const op = "process: CUDAProcessor.Process"
-	switch {
-	case p.closed:
-		return errClosed(op)
-	case p.slots == nil:
-		return fmt.Errorf("%s: called before Prepare", op)
-	}
-	if err := checkProcess(op, &p.cfg, slot, s, in, records, out); err != nil {
+	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
 		return err
 	}
 	cs, ok := s.(*cuda.Stream)
