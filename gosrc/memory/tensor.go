@@ -17,6 +17,10 @@ import (
 // of a try-lock that failed).
 var ErrLockTimeout = errors.New("lock wait timed out")
 
+// ErrLockHeld is wrapped by the error of a Resize whose owner holds the
+// tensor's lock itself (waiting for the exclusive lock would deadlock).
+var ErrLockHeld = errors.New("lock held by the caller")
+
 // DeviceTensor is a resizable n-d buffer in device or pinned memory, guarded
 // by a readers-writer lock with owner tokens and carrying a ready event.
 //
@@ -396,8 +400,8 @@ func (t *DeviceTensor) ResizeContext(ctx context.Context, owner int64, shape []i
 	t.mu.Lock()
 	if held, excl := t.holdsLocked(owner); held {
 		t.mu.Unlock()
-		return fmt.Errorf("%s: owner %d holds the %s lock; resizing while holding the lock would deadlock, expected Unlock first",
-			op, owner, mode(excl))
+		return fmt.Errorf("%s: owner %d holds the %s lock; resizing while holding the lock would deadlock, expected Unlock first: %w",
+			op, owner, mode(excl), ErrLockHeld)
 	}
 	t.mu.Unlock()
 	if err := t.lock(op, ctx, owner, true, -1, nil); err != nil {

@@ -211,6 +211,7 @@ func TestTensorResize(t *testing.T) {
 		require.NoError(t, tn.Lock(1, exclusive, -1))
 		err := tn.Resize(1, []int{2}, backend.Float32)
 		require.ErrorContains(t, err, "owner 1 holds the "+map[bool]string{false: "shared", true: "exclusive"}[exclusive]+" lock; resizing while holding the lock would deadlock")
+		require.ErrorIs(t, err, memory.ErrLockHeld)
 		require.NoError(t, tn.Unlock(1, exclusive))
 	}
 

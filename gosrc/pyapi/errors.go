@@ -20,6 +20,7 @@ const (
 	tagBudget  = "MemoryBudgetError: "
 	tagIO      = "OSError: "
 	tagRuntime = "VortexError: "
+	tagLock    = "LockError: "
 )
 
 // tag prefixes err's text with the Python exception class it maps to. It is
@@ -35,6 +36,8 @@ func tag(err error) error {
 	switch {
 	case errors.As(err, &be):
 		return errors.New(tagBudget + err.Error())
+	case errors.Is(err, memory.ErrLockHeld):
+		return errors.New(tagLock + err.Error())
 	case errors.Is(err, backend.ErrClosed):
 		return errors.New(tagClosed + err.Error())
 	case errors.As(err, &ce):

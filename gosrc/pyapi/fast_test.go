@@ -52,3 +52,20 @@ func TestFastPathOnCPU(t *testing.T) {
 	require.NoError(t, e.Close())
 	require.Zero(t, e.ID())
 }
+
+// TestResizeWhileHoldingIsLockError: memory.ErrLockHeld crosses to Python
+// as a LockError.
+func TestResizeWhileHoldingIsLockError(t *testing.T) {
+	dev, err := GetDevice("cpu")
+	require.NoError(t, err)
+	tn, err := NewTensor(dev, "4", "int8", false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tn.Close()) }()
+	require.NoError(t, tn.Lock(7, true, -1))
+	err = tn.Resize(7, "8", "int8")
+	require.ErrorContains(t, err, "LockError: ")
+	require.ErrorContains(t, err, "would deadlock")
+	require.NoError(t, tn.Unlock(7, true))
+	require.NoError(t, tn.Resize(7, "8", "int8"))
+	require.Equal(t, "8", tn.Shape())
+}

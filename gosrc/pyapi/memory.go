@@ -153,7 +153,8 @@ func (t *Tensor) Unlock(owner int, exclusive bool) error {
 	return tag(t.t.Unlock(int64(owner), exclusive))
 }
 
-// Resize changes shape and dtype; a LockError if owner holds the lock.
+// Resize changes shape and dtype; a LockError if owner holds the lock
+// (memory.ErrLockHeld).
 func (t *Tensor) Resize(owner int, shape, dtype string) error {
 	sh, err := parseShape(shape)
 	if err != nil {
@@ -162,10 +163,6 @@ func (t *Tensor) Resize(owner int, shape, dtype string) error {
 	dt, err := parseDType(dtype)
 	if err != nil {
 		return tag(err)
-	}
-	st := t.t.LockState()
-	if (st.Exclusive && st.ExclusiveOwner == int64(owner)) || st.Shared[int64(owner)] > 0 {
-		return fmt.Errorf("LockError: resizing while this thread holds the tensor's lock would deadlock; release it first")
 	}
 	return tag(t.t.Resize(int64(owner), sh, dt))
 }

@@ -495,19 +495,27 @@ func checkMem(what string, ptr, size, n int) error {
 	return nil
 }
 
-// QueueUpload copies n bytes of host memory [hostPtr, +hostLen) into the
-// device range [devPtr, +devLen) on the upload stream after deps (ids,
-// comma-separated), returning the op id.
-func (a *AsyncCoordinator) QueueUpload(hostPtr, hostLen, devPtr, devLen, n int, deps string) (int, error) {
+// copyArgs validates the arguments of an upload or download of n bytes
+// between host [hostPtr, +hostLen) and device [devPtr, +devLen) and parses
+// its dependencies.
+func copyArgs(op string, hostPtr, hostLen, devPtr, devLen, n int, deps string) ([]pipeline.OpID, error) {
 	d, err := parseIDs("deps", deps)
 	if err == nil {
 		err = errors.Join(checkMem("host", hostPtr, hostLen, n), checkMem("buffer", devPtr, devLen, n))
 	}
+	if err == nil && n > devLen {
+		err = badArg("%s: buffer of %d bytes, expected at least nbytes=%d", op, devLen, n)
+	}
+	return d, err
+}
+
+// QueueUpload copies n bytes of host memory [hostPtr, +hostLen) into the
+// device range [devPtr, +devLen) on the upload stream after deps (ids,
+// comma-separated), returning the op id.
+func (a *AsyncCoordinator) QueueUpload(hostPtr, hostLen, devPtr, devLen, n int, deps string) (int, error) {
+	d, err := copyArgs("QueueUpload", hostPtr, hostLen, devPtr, devLen, n, deps)
 	if err != nil {
 		return 0, tag(err)
-	}
-	if n > devLen {
-		return 0, tag(badArg("QueueUpload: buffer of %d bytes, expected at least nbytes=%d", devLen, n))
 	}
 	id, err := a.c.QueueUpload(pipeline.HostMem{Ptr: uintptr(hostPtr), Len: hostLen}, a.buf(devPtr, devLen), n, d...)
 	return int(id), ptag(err)
@@ -516,15 +524,9 @@ func (a *AsyncCoordinator) QueueUpload(hostPtr, hostLen, devPtr, devLen, n int, 
 // QueueDownload copies n bytes of [devPtr, +devLen) into host memory
 // [hostPtr, +hostLen) on the download stream after deps.
 func (a *AsyncCoordinator) QueueDownload(devPtr, devLen, hostPtr, hostLen, n int, deps string) (int, error) {
-	d, err := parseIDs("deps", deps)
-	if err == nil {
-		err = errors.Join(checkMem("host", hostPtr, hostLen, n), checkMem("buffer", devPtr, devLen, n))
-	}
+	d, err := copyArgs("QueueDownload", hostPtr, hostLen, devPtr, devLen, n, deps)
 	if err != nil {
 		return 0, tag(err)
-	}
-	if n > devLen {
-		return 0, tag(badArg("QueueDownload: buffer of %d bytes, expected at least nbytes=%d", devLen, n))
 	}
 	id, err := a.c.QueueDownload(a.buf(devPtr, devLen), pipeline.HostMem{Ptr: uintptr(hostPtr), Len: hostLen}, n, d...)
 	return int(id), ptag(err)

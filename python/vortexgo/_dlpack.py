@@ -152,7 +152,7 @@ def to_capsule(
     t.data = ptr
     t.device = DLDevice(device_type, device_id)
     t.ndim = ndim
-    t.dtype = DLDataType(_DTYPE_CODES[kind], 8 * size if kind != "c" else 8 * size, 1)
+    t.dtype = DLDataType(_DTYPE_CODES[kind], 8 * size, 1)
     t.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
     t.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = 0
