@@ -1,9 +1,8 @@
 package pyapi
 
 import (
-	"sync"
-
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 )
 
@@ -21,62 +20,25 @@ import (
 // -1 = failed. On -1 the Python layer repeats the call through the method
 // API, which raises the full, tagged error; fast calls never hide errors.
 
-// idTable maps small ints to objects. Registration is rare (creation,
-// close); lookups take a read lock. Ids start at 1 so that the zero value of
-// a wrapper's id field means "not registered" and always takes the method
-// path.
-type idTable[T any] struct {
-	mu    sync.RWMutex
-	items []T
-	free  []int
-}
-
-func (t *idTable[T]) add(v T) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n := len(t.free); n > 0 {
-		id := t.free[n-1]
-		t.free = t.free[:n-1]
-		t.items[id-1] = v
-		return id
-	}
-	t.items = append(t.items, v)
-	return len(t.items)
-}
-
-func (t *idTable[T]) get(id int) (T, bool) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	var zero T
-	if id < 1 || id > len(t.items) {
-		return zero, false
-	}
-	return t.items[id-1], true
-}
-
-func (t *idTable[T]) remove(id int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var zero T
-	if id >= 1 && id <= len(t.items) {
-		t.items[id-1] = zero
-		t.free = append(t.free, id)
-	}
-}
-
-var (
-	fastStreams idTable[backend.Stream]
-	fastEvents  idTable[backend.Event]
-)
+// handles is the one registry shared by the fast path and the method path
+// (gosrc/handle): a wrapper's ID is generation-tagged, so an ID kept after
+// close never names another object (the old int table reused freed ids).
+var handles handle.Registry
 
 func fastStream(id int) backend.Stream {
-	s, _ := fastStreams.get(id)
-	return s
+	s, err := handle.Get[*Stream](&handles, handle.ID(id))
+	if err != nil {
+		return nil
+	}
+	return s.s
 }
 
 func fastEvent(id int) backend.Event {
-	e, _ := fastEvents.get(id)
-	return e
+	e, err := handle.Get[*Event](&handles, handle.ID(id))
+	if err != nil {
+		return nil
+	}
+	return e.e
 }
 
 func status(err error) int {

@@ -6,23 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestIDTable(t *testing.T) {
-	var tab idTable[string]
-	a, b := tab.add("a"), tab.add("b")
-	require.Equal(t, []int{1, 2}, []int{a, b})
-	v, ok := tab.get(a)
-	require.True(t, ok)
-	require.Equal(t, "a", v)
-	for _, bad := range []int{0, -1, 3} {
-		_, ok := tab.get(bad)
-		require.False(t, ok, "id %d", bad)
-	}
-	tab.remove(a)
-	v, _ = tab.get(a)
-	require.Empty(t, v)
-	require.Equal(t, a, tab.add("c"), "freed ids are reused")
-}
-
 func TestFastPathOnCPU(t *testing.T) {
 	dev, err := GetDevice("cpu")
 	require.NoError(t, err)
@@ -49,8 +32,18 @@ func TestFastPathOnCPU(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.Equal(t, -1, FastRecord(sid, e.ID()))
 	require.Equal(t, -1, FastSyncStream(sid))
+	eid := e.ID()
 	require.NoError(t, e.Close())
-	require.Zero(t, e.ID())
+	require.Equal(t, -1, FastQueryEvent(eid))
+	// A closed id never names the next object, even when its slot is reused.
+	s2, err := dev.NewStream(0)
+	require.NoError(t, err)
+	require.NotEqual(t, sid, s2.ID())
+	require.Equal(t, -1, FastSyncStream(sid))
+	require.Zero(t, FastSyncStream(s2.ID()))
+	require.NoError(t, s2.Close())
+	_, err = s2.Handle()
+	require.ErrorContains(t, err, "ClosedError: ")
 }
 
 // TestResizeWhileHoldingIsLockError: memory.ErrLockHeld crosses to Python

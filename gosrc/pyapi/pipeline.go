@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
@@ -407,26 +408,35 @@ type AsyncCoordinator struct {
 	c       *pipeline.AsyncCoordinator
 	dev     backend.Device
 	owned   bool
-	streams [3]*Stream // upload, compute, download; registered for the fast path once
-	id      int        // fast-path id (FastBeginExternal/FastEndExternal)
+	streams [3]*Stream // upload, compute, download; borrowed from the coordinator's id
+	id      handle.ID  // registry id (FastBeginExternal/FastEndExternal)
 }
 
-// borrowedStreams registers the coordinator and its streams for the fast path.
+// borrowedStreams registers the coordinator, and its streams as borrowed
+// from it: closing the coordinator makes every cached stream wrapper stale.
 func (a *AsyncCoordinator) borrowedStreams() {
-	a.streams = [3]*Stream{newStream(a.c.UploadStream()), newStream(a.c.ComputeStream()), newStream(a.c.DownloadStream())}
-	a.id = fastCoordinators.add(a.c)
+	a.id = handles.Register(a)
+	for i, s := range []backend.Stream{a.c.UploadStream(), a.c.ComputeStream(), a.c.DownloadStream()} {
+		a.streams[i], _ = borrowStream(a.id, s) // a.id was just registered: cannot be stale
+	}
 }
 
-// ID is the coordinator's fast-path id.
-func (a *AsyncCoordinator) ID() int { return a.id }
+// ID is the coordinator's registry id.
+func (a *AsyncCoordinator) ID() int { return int(a.id) }
 
-var fastCoordinators idTable[*pipeline.AsyncCoordinator]
+func fastCoordinator(cid int) *pipeline.AsyncCoordinator {
+	a, err := handle.Get[*AsyncCoordinator](&handles, handle.ID(cid))
+	if err != nil {
+		return nil
+	}
+	return a.c
+}
 
 // FastBeginExternal opens an external compute op without dependencies on
 // coordinator cid and returns its op id, or -1 (the method path then
 // raises the full error). Python calls it once per callable compute op.
 func FastBeginExternal(cid int) int {
-	c, _ := fastCoordinators.get(cid)
+	c := fastCoordinator(cid)
 	if c == nil {
 		return -1
 	}
@@ -439,27 +449,16 @@ func FastBeginExternal(cid int) int {
 
 // FastEndExternal closes external op id of coordinator cid: 0, or -1.
 func FastEndExternal(cid, id int) int {
-	c, _ := fastCoordinators.get(cid)
+	c := fastCoordinator(cid)
 	if c == nil || id <= 0 {
 		return -1
 	}
 	return status(c.EndExternal(pipeline.OpID(id)))
 }
 
-// forgetStreams drops the fast-path ids of the coordinator's streams, which
-// its Close destroys.
-func (a *AsyncCoordinator) forgetStreams() {
-	if a.id > 0 {
-		fastCoordinators.remove(a.id)
-		a.id = 0
-	}
-	for _, s := range a.streams {
-		if s != nil && s.id > 0 {
-			fastStreams.remove(s.id)
-			s.id = 0
-		}
-	}
-}
+// forgetStreams releases the coordinator's id and with it the ids of its
+// streams, which its Close destroys.
+func (a *AsyncCoordinator) forgetStreams() { handles.Release(a.id) }
 
 // NewAsyncCoordinator creates the coordinator and its three streams.
 // timing=false skips per-op GPU timing (cheaper: see pipeline.CoordinatorOptions.NoTiming).

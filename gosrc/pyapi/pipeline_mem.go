@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
@@ -110,6 +111,7 @@ type Readback struct {
 	r      *pipeline.Readback
 	stream *Stream
 	owns   bool
+	id     handle.ID // registered when it owns its stream, which is borrowed from it
 }
 
 // NewReadback creates a pool of buffers pinned buffers of size bytes
@@ -145,7 +147,10 @@ func newReadback(dev *Device, size, buffers, maxBuffers int, stream *Stream, pri
 	}
 	rb := &Readback{r: r, stream: stream, owns: stream == nil}
 	if stream == nil {
-		rb.stream = newStream(r.Stream())
+		// The readback's own stream is borrowed from the readback: closing
+		// it makes a cached wrapper stale.
+		rb.id = handles.Register(rb)
+		rb.stream, _ = borrowStream(rb.id, r.Stream())
 	}
 	return rb, nil
 }
@@ -181,9 +186,8 @@ func (r *Readback) Stats() string {
 // Close waits for the copies and frees every buffer.
 func (r *Readback) Close() error {
 	err := r.r.Close()
-	if err == nil && r.owns && r.stream.id > 0 {
-		fastStreams.remove(r.stream.id)
-		r.stream.id = 0
+	if err == nil && r.owns {
+		handles.Release(r.id)
 	}
 	return ptag(err)
 }

@@ -124,20 +124,26 @@ class Stream:
 
     # --- properties -----------------------------------------------------
 
+    @native
+    def _handle(self) -> int:
+        # A ClosedError once this stream, or the object it is borrowed from
+        # (an endpoint, a coordinator), was closed: never a destroyed handle.
+        return self._h.Handle()
+
     @property
     def handle(self) -> int:
         """The native handle (a CUstream pointer on CUDA) as an int."""
-        return self._h.Handle()
+        return self._handle()
 
     @property
     def ptr(self) -> int:
         """Alias of :attr:`handle` (CuPy's name)."""
-        return self._h.Handle()
+        return self._handle()
 
     @property
     def cuda_stream(self) -> int:
         """Alias of :attr:`handle` (PyTorch's name)."""
-        return self._h.Handle()
+        return self._handle()
 
     @property
     def priority(self) -> int:
@@ -151,7 +157,7 @@ class Stream:
 
     def __cuda_stream__(self) -> tuple[int, int]:
         """The CUDA stream protocol: ``(0, handle)``."""
-        return (0, self._h.Handle())
+        return (0, self._handle())
 
     # --- work ---------------------------------------------------------------
 
@@ -298,7 +304,7 @@ class Event:
     @property
     def handle(self) -> int:
         """The native handle (CUevent) as an int."""
-        return self._h.Handle()
+        return native(self._h.Handle)()
 
     def record(self, stream: Optional[Stream] = None) -> "Event":
         """Record this event at the tail of ``stream`` (default: the current stream)."""
