@@ -70,6 +70,21 @@ func (m MemKind) String() string {
 // buffer or graph.
 var ErrClosed = errors.New("use of closed object")
 
+// ErrInUse is returned (wrapped) when closing or changing something that a
+// running engine, an in-flight operation or a borrower still uses: the
+// call is refused rather than freeing under the user (Python: InUseError).
+var ErrInUse = errors.New("in use")
+
+// ErrInvalid is returned (wrapped) for a bad argument or configuration
+// value; the wrapping text names the argument and the value expected
+// (Python: ValueError).
+var ErrInvalid = errors.New("invalid argument")
+
+// ErrTooLarge is returned (wrapped) when a requested size cannot be
+// allocated or represented, checked before any allocation so that Go never
+// dies of an impossible request (Python: MemoryError).
+var ErrTooLarge = errors.New("size too large")
+
 // Device is one compute device.
 type Device interface {
 	// Kind says which backend owns the device.

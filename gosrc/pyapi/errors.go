@@ -21,6 +21,8 @@ const (
 	tagIO      = "OSError: "
 	tagRuntime = "VortexError: "
 	tagLock    = "LockError: "
+	tagInUse   = "InUseError: "
+	tagMemory  = "MemoryError: "
 )
 
 // tag prefixes err's text with the Python exception class it maps to. It is
@@ -40,6 +42,12 @@ func tag(err error) error {
 		return errors.New(tagLock + err.Error())
 	case errors.Is(err, backend.ErrClosed):
 		return errors.New(tagClosed + err.Error())
+	case errors.Is(err, backend.ErrInUse):
+		return errors.New(tagInUse + err.Error())
+	case errors.Is(err, backend.ErrTooLarge):
+		return errors.New(tagMemory + err.Error())
+	case errors.Is(err, backend.ErrInvalid):
+		return errors.New(tagValue + err.Error())
 	case errors.As(err, &ce):
 		return errors.New(tagCuda + err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),

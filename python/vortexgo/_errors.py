@@ -11,6 +11,7 @@ __all__ = [
     "ClosedError",
     "MemoryBudgetError",
     "LockError",
+    "InUseError",
 ]
 
 
@@ -38,7 +39,15 @@ class LockError(VortexError):
     thread holds the tensor's lock)."""
 
 
+class InUseError(VortexError):
+    """Closing or changing something that is still in use (an endpoint or
+    acquisition of a running engine, memory with work in flight) was
+    refused: stop the user first (e.g. ``engine.stop()``), then retry."""
+
+
 _TAGS: dict[str, type[BaseException]] = {
+    "InUseError": InUseError,
+    "MemoryError": MemoryError,
     "CudaError": CudaError,
     "ValueError": ValueError,
     "KeyError": KeyError,
