@@ -91,18 +91,32 @@ func TestEventPoolConcurrent(t *testing.T) {
 
 	const workers, rounds = 8, 500
 	var wg sync.WaitGroup
+	errs := make(chan error, workers)
 	for range workers {
 		wg.Go(func() {
-			for range rounds {
-				ev, err := p.Get()
-				require.NoError(t, err)
-				require.NoError(t, s.Record(ev))
-				_ = p.Len()
-				require.NoError(t, p.Put(ev))
-			}
+			errs <- func() error {
+				for range rounds {
+					ev, err := p.Get()
+					if err != nil {
+						return err
+					}
+					if err := s.Record(ev); err != nil {
+						return err
+					}
+					_ = p.Len()
+					if err := p.Put(ev); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	require.Zero(t, p.Outstanding())
 	require.LessOrEqual(t, p.Len(), workers, "at most one event per concurrent user")
 	require.NoError(t, p.Close())

@@ -420,21 +420,39 @@ func TestStreamSerialisesGoroutines(t *testing.T) {
 	const workers, each = 8, 200
 	counter := 0 // not atomic: the stream's order is what protects it
 	var wg sync.WaitGroup
+	errs := make(chan error, workers+1)
 	for range workers {
 		wg.Go(func() {
-			for range each {
-				require.NoError(t, hs.Enqueue(func() { counter++ }))
-				_, err := s.Query()
-				require.NoError(t, err)
-			}
+			errs <- func() error {
+				for range each {
+					if err := hs.Enqueue(func() { counter++ }); err != nil {
+						return err
+					}
+					if _, err := s.Query(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
 		})
 	}
 	wg.Go(func() {
-		for range each {
-			require.NoError(t, cpu.Default().Synchronize())
-			require.NoError(t, s.Synchronize())
-		}
+		errs <- func() error {
+			for range each {
+				if err := cpu.Default().Synchronize(); err != nil {
+					return err
+				}
+				if err := s.Synchronize(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
 	})
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	require.Equal(t, workers*each, counter)
 }

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -134,17 +135,29 @@ func TestBudgetConcurrent(t *testing.T) {
 	b, err := memory.NewBudget(1000, 0)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
+	errs := make(chan error, 8)
 	for range 8 {
 		wg.Go(func() {
-			for range 500 {
-				if b.Reserve(backend.DeviceMem, 100, "w") == nil {
-					require.LessOrEqual(t, b.Usage().Device.Current, int64(1000))
-					require.NoError(t, b.Release(backend.DeviceMem, 100, "w"))
+			errs <- func() error {
+				for range 500 {
+					if b.Reserve(backend.DeviceMem, 100, "w") == nil {
+						if cur := b.Usage().Device.Current; cur > 1000 {
+							return fmt.Errorf("usage %d over the limit 1000", cur)
+						}
+						if err := b.Release(backend.DeviceMem, 100, "w"); err != nil {
+							return err
+						}
+					}
 				}
-			}
+				return nil
+			}()
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	u := b.Usage()
 	require.Zero(t, u.Device.Current)
 	require.LessOrEqual(t, u.Device.Peak, int64(1000))

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -121,11 +122,14 @@ func TestBufferPoolBlockPolicy(t *testing.T) {
 	require.ErrorContains(t, err, "no buffer free after 20ms (2 allocated, block policy, 1 pending, 1 in use)")
 
 	// A waiting Get wakes when the pending buffer's event completes.
-	got := make(chan backend.Buffer, 1)
+	type getResult struct {
+		b   backend.Buffer
+		err error
+	}
+	got := make(chan getResult, 1)
 	go func() {
 		b, err := p.Get(context.Background())
-		require.NoError(t, err)
-		got <- b
+		got <- getResult{b, err}
 	}()
 	select {
 	case <-got:
@@ -134,8 +138,9 @@ func TestBufferPoolBlockPolicy(t *testing.T) {
 	}
 	ev.complete()
 	select {
-	case b := <-got:
-		require.Equal(t, b1, b)
+	case r := <-got:
+		require.NoError(t, r.err)
+		require.Equal(t, b1, r.b)
 	case <-time.After(5 * time.Second):
 		t.Fatal("Get did not wake when the event completed")
 	}
@@ -143,12 +148,13 @@ func TestBufferPoolBlockPolicy(t *testing.T) {
 	// And when a buffer is returned.
 	go func() {
 		b, err := p.GetTimeout(-1)
-		require.NoError(t, err)
-		got <- b
+		got <- getResult{b, err}
 	}()
 	time.Sleep(10 * time.Millisecond)
 	require.NoError(t, p.Put(b2, nil))
-	require.Equal(t, b2, <-got)
+	r := <-got
+	require.NoError(t, r.err)
+	require.Equal(t, b2, r.b)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
@@ -278,35 +284,51 @@ func TestBufferPoolConcurrent(t *testing.T) {
 		owned = map[uintptr]bool{}
 		wg    sync.WaitGroup
 	)
+	errs := make(chan error, 8)
 	for w := range 8 {
 		wg.Go(func() {
-			for i := range 200 {
-				b, err := p.GetTimeout(5 * time.Second)
-				require.NoError(t, err)
-				mu.Lock()
-				require.False(t, owned[b.Ptr()], "buffer handed to two users")
-				owned[b.Ptr()] = true
-				mu.Unlock()
-				// Write the whole buffer: the race detector would flag a
-				// buffer shared by two goroutines.
-				clear(cpu.HostBytes(b.Ptr(), b.Size()))
-				mu.Lock()
-				owned[b.Ptr()] = false
-				mu.Unlock()
-				switch (w + i) % 3 {
-				case 0:
-					require.NoError(t, p.Put(b, nil))
-				case 1:
-					require.NoError(t, p.PutStream(b, s))
-				default:
-					ev := newFakeEvent()
-					require.NoError(t, p.Put(b, ev))
-					go ev.complete()
+			errs <- func() error {
+				for i := range 200 {
+					b, err := p.GetTimeout(5 * time.Second)
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					shared := owned[b.Ptr()]
+					owned[b.Ptr()] = true
+					mu.Unlock()
+					if shared {
+						return fmt.Errorf("buffer %#x handed to two users", b.Ptr())
+					}
+					// Write the whole buffer: the race detector would flag a
+					// buffer shared by two goroutines.
+					clear(cpu.HostBytes(b.Ptr(), b.Size()))
+					mu.Lock()
+					owned[b.Ptr()] = false
+					mu.Unlock()
+					switch (w + i) % 3 {
+					case 0:
+						err = p.Put(b, nil)
+					case 1:
+						err = p.PutStream(b, s)
+					default:
+						ev := newFakeEvent()
+						err = p.Put(b, ev)
+						go ev.complete()
+					}
+					if err != nil {
+						return err
+					}
 				}
-			}
+				return nil
+			}()
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	st := p.Stats()
 	require.Zero(t, st.InUse)
 	require.LessOrEqual(t, st.Allocated, 4)

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -169,32 +170,53 @@ func TestTensorConcurrentLocking(t *testing.T) {
 	var readers, writers atomic.Int32
 	var wg sync.WaitGroup
 	const owners, rounds = 16, 300
+	errs := make(chan error, owners)
 	for owner := range int64(owners) {
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(owner), 1))
-			for range rounds {
-				exclusive := rng.IntN(4) == 0
-				require.NoError(t, tn.Lock(owner, exclusive, -1))
-				if exclusive {
-					require.Equal(t, int32(1), writers.Add(1))
-					require.Zero(t, readers.Load())
-				} else {
-					readers.Add(1)
-					require.Zero(t, writers.Load())
+			errs <- func() error {
+				rng := rand.New(rand.NewPCG(uint64(owner), 1))
+				for range rounds {
+					exclusive := rng.IntN(4) == 0
+					if err := tn.Lock(owner, exclusive, -1); err != nil {
+						return err
+					}
+					// Check the exclusion, then undo the counts before
+					// reporting, so other owners are not blamed for it.
+					var bad error
+					if exclusive {
+						if w := writers.Add(1); w != 1 || readers.Load() != 0 {
+							bad = fmt.Errorf("owner %d holds the write lock with %d writers and %d readers", owner, w, readers.Load())
+						}
+					} else {
+						readers.Add(1)
+						if w := writers.Load(); w != 0 {
+							bad = fmt.Errorf("owner %d holds a read lock with %d writers", owner, w)
+						}
+					}
+					if rng.IntN(8) == 0 {
+						time.Sleep(10 * time.Microsecond)
+					}
+					if exclusive {
+						writers.Add(-1)
+					} else {
+						readers.Add(-1)
+					}
+					if err := tn.Unlock(owner, exclusive); err != nil {
+						return err
+					}
+					if bad != nil {
+						return bad
+					}
 				}
-				if rng.IntN(8) == 0 {
-					time.Sleep(10 * time.Microsecond)
-				}
-				if exclusive {
-					writers.Add(-1)
-				} else {
-					readers.Add(-1)
-				}
-				require.NoError(t, tn.Unlock(owner, exclusive))
-			}
+				return nil
+			}()
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	st := tn.LockState()
 	require.False(t, st.Exclusive)
 	require.Empty(t, st.Shared)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -265,28 +266,47 @@ func TestCoordinatorConcurrent(t *testing.T) {
 			}
 		}
 	}()
+	errs := make(chan error, workers)
 	for w := range workers {
+		// Buffers are made here: require may stop only the test goroutine.
+		data := bytes.Repeat([]byte{byte(w)}, 32)
+		in := pinned(t, dev, data)
+		out := pinned(t, dev, make([]byte, 32))
+		buf, err := dev.Alloc(32)
+		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			data := bytes.Repeat([]byte{byte(w)}, 32)
-			in := pinned(t, dev, data)
-			out := pinned(t, dev, make([]byte, 32))
-			buf, err := dev.Alloc(32)
-			require.NoError(t, err)
-			for range iters {
-				up, err := c.QueueUpload(HostOf(in), buf, 32)
-				require.NoError(t, err)
-				comp, err := c.QueueCompute(ComputeOp{Func: func(backend.Stream) error { return nil }}, up)
-				require.NoError(t, err)
-				down, err := c.QueueDownload(buf, HostOf(out), 32, comp)
-				require.NoError(t, err)
-				require.NoError(t, c.Wait(down, 5*time.Second))
-				require.Equal(t, data, dev.read(out.Ptr(), 32))
-			}
+			errs <- func() error {
+				for range iters {
+					up, err := c.QueueUpload(HostOf(in), buf, 32)
+					if err != nil {
+						return err
+					}
+					comp, err := c.QueueCompute(ComputeOp{Func: func(backend.Stream) error { return nil }}, up)
+					if err != nil {
+						return err
+					}
+					down, err := c.QueueDownload(buf, HostOf(out), 32, comp)
+					if err != nil {
+						return err
+					}
+					if err := c.Wait(down, 5*time.Second); err != nil {
+						return err
+					}
+					if got := dev.read(out.Ptr(), 32); !bytes.Equal(data, got) {
+						return fmt.Errorf("worker %d read %v, expected %v", w, got, data)
+					}
+				}
+				return nil
+			}()
 		}()
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	require.NoError(t, c.SynchronizeAll())
 	close(stop)
 	polled.Wait()

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -142,26 +143,49 @@ func TestReadbackConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	defer rb.Close()
 	var wg sync.WaitGroup
+	errs := make(chan error, 8)
 	for w := range 8 {
+		// Streams and buffers are made here: require may stop only the
+		// test goroutine.
+		s, err := dev.NewStream(0)
+		require.NoError(t, err)
+		defer s.Close()
+		src, err := dev.Alloc(32)
+		require.NoError(t, err)
+		defer src.Free()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := dev.NewStream(0)
-			require.NoError(t, err)
-			src, err := dev.Alloc(32)
-			require.NoError(t, err)
-			for i := range 20 {
-				v := byte(w*20 + i)
-				require.NoError(t, s.Memset(src.Ptr(), v, 32))
-				h, err := rb.ReadbackAsync(src.Ptr(), 32, s)
-				require.NoError(t, err)
-				require.NoError(t, h.Wait(5*time.Second))
-				require.Equal(t, bytes.Repeat([]byte{v}, 32), dev.read(h.Ptr(), 32))
-				require.NoError(t, h.Release())
-			}
+			errs <- func() error {
+				for i := range 20 {
+					v := byte(w*20 + i)
+					if err := s.Memset(src.Ptr(), v, 32); err != nil {
+						return err
+					}
+					h, err := rb.ReadbackAsync(src.Ptr(), 32, s)
+					if err != nil {
+						return err
+					}
+					if err := h.Wait(5 * time.Second); err != nil {
+						return err
+					}
+					want, got := bytes.Repeat([]byte{v}, 32), dev.read(h.Ptr(), 32)
+					if err := h.Release(); err != nil {
+						return err
+					}
+					if !bytes.Equal(want, got) {
+						return fmt.Errorf("worker %d round %d read %v, expected %v", w, i, got, want)
+					}
+				}
+				return nil
+			}()
 		}()
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	total, _, held, _ := rb.Stats()
 	require.LessOrEqual(t, total, 16)
 	require.Zero(t, held)

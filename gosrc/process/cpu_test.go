@@ -254,14 +254,19 @@ func TestCPUProcessorSlotsConcurrentAndCapture(t *testing.T) {
 		clear(h.result)
 	}
 	var wg sync.WaitGroup
+	errs := make(chan error, len(bufs)*3)
 	for i, h := range bufs {
 		wg.Go(func() {
 			for range 3 {
-				require.NoError(t, p.Process(i, h.s, h.in.Ptr(), 200, h.out.Ptr(), h.out8.Ptr()))
+				errs <- p.Process(i, h.s, h.in.Ptr(), 200, h.out.Ptr(), h.out8.Ptr())
 			}
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	for i, h := range bufs {
 		require.Equal(t, want[i], h.result, "slot %d", i)
 	}
