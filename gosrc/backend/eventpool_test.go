@@ -8,9 +8,11 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 func TestEventPoolReuse(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	for _, timing := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "timing"}[timing], func(t *testing.T) {
 			p, err := backend.NewEventPool(cpu.Default(), timing)
@@ -43,6 +45,7 @@ func TestEventPoolReuse(t *testing.T) {
 }
 
 func TestEventPoolErrors(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	_, err := backend.NewEventPool(nil, false)
 	require.ErrorContains(t, err, "dev=nil, expected a device")
 

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // Buffer is host memory obtained with an anonymous mmap. Its address is
@@ -19,6 +20,7 @@ type Buffer struct {
 	ptr   uintptr // &mem[0], immutable so Ptr never races with Free
 	size  int
 	freed atomic.Bool
+	inv   invariants.Obj
 }
 
 var _ backend.Buffer = (*Buffer)(nil)
@@ -31,6 +33,7 @@ func (d *Device) alloc(op string, n int, kind backend.MemKind) (*Buffer, error) 
 	if n == 0 {
 		// mmap rejects length 0; an empty buffer has address 0, like a
 		// zero-length NumPy array's data pointer may be.
+		b.inv = invariants.Track("cpu.Buffer", 0)
 		return b, nil
 	}
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
@@ -39,6 +42,7 @@ func (d *Device) alloc(op string, n int, kind backend.MemKind) (*Buffer, error) 
 	}
 	b.mem = mem
 	b.ptr = uintptr(unsafe.Pointer(&mem[0]))
+	b.inv = invariants.Track("cpu.Buffer", b.ptr)
 	return b, nil
 }
 
@@ -73,8 +77,9 @@ func (b *Buffer) Bytes() []byte {
 // backend.ErrClosed.
 func (b *Buffer) Free() error {
 	if !b.freed.CompareAndSwap(false, true) {
-		return fmt.Errorf("cpu.Buffer.Free: buffer of %d bytes already freed: %w", b.size, backend.ErrClosed)
+		return b.inv.Misuse(fmt.Errorf("cpu.Buffer.Free: buffer of %d bytes already freed: %w", b.size, backend.ErrClosed))
 	}
+	b.inv.Release()
 	if b.mem == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 func newStream(t *testing.T) backend.Stream {
@@ -55,6 +56,7 @@ func TestStreamPriorityClamped(t *testing.T) {
 }
 
 func TestAlloc(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	tests := []struct {
 		name    string
 		n       int
@@ -194,6 +196,7 @@ func TestStreamArgumentErrors(t *testing.T) {
 }
 
 func TestEvents(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	d := cpu.Default()
 	s := newStream(t)
 	start, err := d.NewEvent(true)
@@ -288,11 +291,13 @@ func TestWaitForeignEventBlocksHost(t *testing.T) {
 }
 
 func TestUseAfterClose(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	s, err := cpu.Default().NewStream(0)
 	require.NoError(t, err)
 	b := alloc(t, 8)
 	ev, err := cpu.Default().NewEvent(false)
 	require.NoError(t, err)
+	defer func() { require.NoError(t, ev.Close()) }()
 	require.NoError(t, s.Close())
 
 	calls := map[string]func() error{
@@ -316,6 +321,7 @@ func TestUseAfterClose(t *testing.T) {
 }
 
 func TestWrapStream(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	d := cpu.Default()
 	owner := newStream(t)
 	w, err := d.WrapStream(owner.Handle())
@@ -352,13 +358,15 @@ func TestWrapStream(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f1.BeginCapture())
 	require.True(t, f2.Capturing())
-	_, err = f2.EndCapture()
+	g, err = f2.EndCapture()
 	require.NoError(t, err)
+	require.NoError(t, g.Close())
 	require.NoError(t, f1.Close())
 	require.NoError(t, f2.Close())
 }
 
 func TestGraphCapture(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	s := newStream(t)
 	hs := s.(backend.HostStream)
 	src := alloc(t, 4)

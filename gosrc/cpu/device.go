@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // firstStreamHandle is the first handle NewStream hands out. Small values
@@ -66,7 +67,7 @@ func (d *Device) NewStream(priority int) (backend.Stream, error) {
 	c := &streamCore{handle: d.nextID, refs: 1}
 	d.nextID++
 	d.streams[c.handle] = c
-	return &Stream{dev: d, core: c, owned: true}, nil
+	return &Stream{dev: d, core: c, owned: true, inv: invariants.Track("cpu.Stream", c.handle)}, nil
 }
 
 // WrapStream adopts a stream by handle without owning it. Wrapping the
@@ -82,7 +83,7 @@ func (d *Device) WrapStream(handle uintptr) (backend.Stream, error) {
 		d.streams[handle] = c
 	}
 	c.refs++
-	return &Stream{dev: d, core: c, owned: false}, nil
+	return &Stream{dev: d, core: c, owned: false, inv: invariants.Track("cpu.Stream (wrapped)", handle)}, nil
 }
 
 // release drops one reference to c; the owner's Close unregisters c at once
@@ -98,7 +99,8 @@ func (d *Device) release(c *streamCore, owner bool) {
 
 // NewEvent creates an event. Events with timing record a timestamp.
 func (d *Device) NewEvent(timing bool) (backend.Event, error) {
-	return &Event{id: nextEventID.Add(1), timing: timing}, nil
+	id := nextEventID.Add(1)
+	return &Event{id: id, timing: timing, inv: invariants.Track("cpu.Event", id)}, nil
 }
 
 // Alloc allocates n bytes of host memory outside the Go heap.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // epoch anchors event timestamps; time.Since uses the monotonic clock, so
@@ -23,6 +24,7 @@ type Event struct {
 	closed   bool
 	recorded bool
 	stamp    time.Duration // since epoch, set by record
+	inv      invariants.Obj
 }
 
 var _ backend.Event = (*Event)(nil)
@@ -48,7 +50,7 @@ func (e *Event) checkOpen(op string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return fmt.Errorf("%s: event %#x: %w", op, e.id, backend.ErrClosed)
+		return e.inv.Misuse(fmt.Errorf("%s: event %#x: %w", op, e.id, backend.ErrClosed))
 	}
 	return nil
 }
@@ -91,7 +93,7 @@ func (e *Event) stampFor(op, role string) (time.Duration, error) {
 	defer e.mu.Unlock()
 	switch {
 	case e.closed:
-		return 0, fmt.Errorf("%s: %s event %#x: %w", op, role, e.id, backend.ErrClosed)
+		return 0, e.inv.Misuse(fmt.Errorf("%s: %s event %#x: %w", op, role, e.id, backend.ErrClosed))
 	case !e.timing:
 		return 0, fmt.Errorf("%s: %s event %#x was created with timing=false, expected a timing event", op, role, e.id)
 	case !e.recorded:
@@ -106,8 +108,9 @@ func (e *Event) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return fmt.Errorf("cpu.Event.Close: event %#x already closed: %w", e.id, backend.ErrClosed)
+		return e.inv.Misuse(fmt.Errorf("cpu.Event.Close: event %#x already closed: %w", e.id, backend.ErrClosed))
 	}
 	e.closed = true
+	e.inv.Release()
 	return nil
 }

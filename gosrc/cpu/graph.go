@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // Graph is a recorded sequence of host operations, replayed in order by
@@ -14,6 +15,7 @@ type Graph struct {
 
 	mu     sync.Mutex
 	closed bool
+	inv    invariants.Obj
 }
 
 var _ backend.Graph = (*Graph)(nil)
@@ -28,7 +30,7 @@ func (g *Graph) Launch(s backend.Stream) error {
 	closed := g.closed
 	g.mu.Unlock()
 	if closed {
-		return fmt.Errorf("%s: %w", op, backend.ErrClosed)
+		return g.inv.Misuse(fmt.Errorf("%s: %w", op, backend.ErrClosed))
 	}
 	hs, ok := s.(backend.HostStream)
 	if !ok {
@@ -51,8 +53,9 @@ func (g *Graph) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return fmt.Errorf("cpu.Graph.Close: graph already closed: %w", backend.ErrClosed)
+		return g.inv.Misuse(fmt.Errorf("cpu.Graph.Close: graph already closed: %w", backend.ErrClosed))
 	}
 	g.closed = true
+	g.inv.Release()
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // streamCore is the state shared by an owned stream and the wrappers of its
@@ -29,6 +30,7 @@ type Stream struct {
 	core   *streamCore
 	owned  bool
 	closed atomic.Bool // this Stream value was closed
+	inv    invariants.Obj
 }
 
 var (
@@ -56,13 +58,13 @@ func (s *Stream) String() string { return fmt.Sprintf("cpu.Stream(%#x)", s.core.
 // interleave with it.
 func (s *Stream) do(op string, fn func()) error {
 	if s.closed.Load() {
-		return fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed)
+		return s.inv.Misuse(fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed))
 	}
 	c := s.core
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed)
+		return s.inv.Misuse(fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed))
 	}
 	if c.capture != nil {
 		c.capture.ops = append(c.capture.ops, fn)
@@ -79,13 +81,13 @@ func (s *Stream) do(op string, fn func()) error {
 // of closure allocations: the engine records events and copies per block.
 func (s *Stream) begin(op string) (bool, error) {
 	if s.closed.Load() {
-		return false, fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed)
+		return false, s.inv.Misuse(fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed))
 	}
 	c := s.core
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return false, fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed)
+		return false, s.inv.Misuse(fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed))
 	}
 	if c.capture != nil {
 		c.mu.Unlock()
@@ -157,14 +159,14 @@ func (s *Stream) WaitEvent(ev backend.Event) error {
 // GPU.
 func (s *Stream) checkNotCapturing(op string) error {
 	if s.closed.Load() {
-		return fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed)
+		return s.inv.Misuse(fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed))
 	}
 	c := s.core
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed)
+		return s.inv.Misuse(fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed))
 	case c.capture != nil:
 		return fmt.Errorf("%s: %s is capturing a graph, expected EndCapture first", op, s)
 	}
@@ -182,7 +184,7 @@ func (s *Stream) Synchronize() error {
 func (s *Stream) Query() (bool, error) {
 	const op = "cpu.Stream.Query"
 	if s.closed.Load() {
-		return false, fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed)
+		return false, s.inv.Misuse(fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed))
 	}
 	c := s.core
 	if !c.mu.TryLock() {
@@ -191,7 +193,7 @@ func (s *Stream) Query() (bool, error) {
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return false, fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed)
+		return false, s.inv.Misuse(fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed))
 	case c.capture != nil:
 		return false, fmt.Errorf("%s: %s is capturing a graph, expected EndCapture first", op, s)
 	}
@@ -277,14 +279,14 @@ func (s *Stream) Memset(dst uintptr, v byte, n int) error {
 func (s *Stream) BeginCapture() error {
 	const op = "cpu.Stream.BeginCapture"
 	if s.closed.Load() {
-		return fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed)
+		return s.inv.Misuse(fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed))
 	}
 	c := s.core
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed)
+		return s.inv.Misuse(fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed))
 	case c.capture != nil:
 		return fmt.Errorf("%s: %s is already capturing, expected EndCapture first", op, s)
 	}
@@ -296,19 +298,20 @@ func (s *Stream) BeginCapture() error {
 func (s *Stream) EndCapture() (backend.Graph, error) {
 	const op = "cpu.Stream.EndCapture"
 	if s.closed.Load() {
-		return nil, fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed)
+		return nil, s.inv.Misuse(fmt.Errorf("%s: %s: %w", op, s, backend.ErrClosed))
 	}
 	c := s.core
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return nil, fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed)
+		return nil, s.inv.Misuse(fmt.Errorf("%s: %s was closed by its owner: %w", op, s, backend.ErrClosed))
 	case c.capture == nil:
 		return nil, fmt.Errorf("%s: %s is not capturing, expected BeginCapture first", op, s)
 	}
 	g := c.capture
 	c.capture = nil
+	g.inv = invariants.Track("cpu.Graph", c.handle)
 	return g, nil
 }
 
@@ -325,7 +328,7 @@ func (s *Stream) Capturing() bool {
 // Close returns an error wrapping backend.ErrClosed.
 func (s *Stream) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
-		return fmt.Errorf("cpu.Stream.Close: %s already closed: %w", s, backend.ErrClosed)
+		return s.inv.Misuse(fmt.Errorf("cpu.Stream.Close: %s already closed: %w", s, backend.ErrClosed))
 	}
 	if s.owned {
 		c := s.core
@@ -335,5 +338,6 @@ func (s *Stream) Close() error {
 		c.mu.Unlock()
 	}
 	s.dev.release(s.core, s.owned)
+	s.inv.Release()
 	return nil
 }

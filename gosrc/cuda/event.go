@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // CUevent flags (cuda.h's CUevent_flags).
@@ -25,6 +26,7 @@ type Event struct {
 	h      C.uintptr_t
 	timing bool
 	closed atomic.Bool
+	inv    invariants.Obj
 }
 
 var _ backend.Event = (*Event)(nil)
@@ -41,7 +43,8 @@ func (d *Device) CreateEvent(timing bool) (*Event, error) {
 	if err := errOf(r); err != nil {
 		return nil, err
 	}
-	return &Event{dev: d, ctx: C.uintptr_t(d.ctx), h: C.uintptr_t(r.v0), timing: timing}, nil
+	return &Event{dev: d, ctx: C.uintptr_t(d.ctx), h: C.uintptr_t(r.v0), timing: timing,
+		inv: invariants.Track("cuda.Event", uintptr(r.v0))}, nil
 }
 
 // Handle returns the CUevent.
@@ -57,7 +60,7 @@ func (e *Event) Device() *Device { return e.dev }
 // An event never recorded reports true (CUDA's rule).
 func (e *Event) Query() (bool, error) {
 	if e.closed.Load() {
-		return false, errClosed("cuda.Event.Query")
+		return false, e.inv.Misuse(errClosed("cuda.Event.Query"))
 	}
 	return queryResult(C.vg_event_query(e.ctx, e.h))
 }
@@ -65,7 +68,7 @@ func (e *Event) Query() (bool, error) {
 // Synchronize blocks the host until the event completes.
 func (e *Event) Synchronize() error {
 	if e.closed.Load() {
-		return errClosed("cuda.Event.Synchronize")
+		return e.inv.Misuse(errClosed("cuda.Event.Synchronize"))
 	}
 	return errOf(C.vg_event_sync(e.ctx, e.h))
 }
@@ -76,7 +79,7 @@ func (e *Event) Synchronize() error {
 func (e *Event) ElapsedTime(end backend.Event) (float32, error) {
 	const op = "cuda.Event.ElapsedTime"
 	if e.closed.Load() {
-		return 0, errClosed(op)
+		return 0, e.inv.Misuse(errClosed(op))
 	}
 	x, err := asEvent(op, end)
 	if err != nil {
@@ -96,7 +99,8 @@ func (e *Event) ElapsedTime(end backend.Event) (float32, error) {
 // backend.ErrClosed.
 func (e *Event) Close() error {
 	if !e.closed.CompareAndSwap(false, true) {
-		return errClosed("cuda.Event.Close")
+		return e.inv.Misuse(errClosed("cuda.Event.Close"))
 	}
+	e.inv.Release()
 	return errOf(C.vg_event_destroy(e.ctx, e.h))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // The shim is exercised without a GPU against testdata/fakecuda.c, a fake
@@ -68,6 +69,7 @@ func fakeSym[T any](t *testing.T, lib *dl.Library, name string) *T {
 }
 
 func TestFakeDriverChild(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	if os.Getenv(fakeChildEnv) == "" {
 		t.Skip("only runs as the child of TestFakeDriver")
 	}
@@ -125,6 +127,7 @@ func TestFakeDriverChild(t *testing.T) {
 		legacy, err := d.WrapStream(0)
 		require.NoError(t, err)
 		require.Equal(t, 0, legacy.Priority())
+		require.NoError(t, legacy.Close())
 	})
 
 	s, err := d.CreateStream(0)

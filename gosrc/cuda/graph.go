@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // Graph is an instantiated capture (CUgraph plus its CUgraphExec).
@@ -20,6 +21,7 @@ type Graph struct {
 	exec   C.uintptr_t
 	nodes  int
 	closed atomic.Bool
+	inv    invariants.Obj
 }
 
 var _ backend.Graph = (*Graph)(nil)
@@ -28,14 +30,14 @@ var _ backend.Graph = (*Graph)(nil)
 func (g *Graph) Launch(s backend.Stream) error {
 	const op = "cuda.Graph.Launch"
 	if g.closed.Load() {
-		return errClosed(op)
+		return g.inv.Misuse(errClosed(op))
 	}
 	cs, ok := s.(*Stream)
 	if !ok || cs == nil {
 		return fmt.Errorf("%s: s is %T, expected a non-nil *cuda.Stream", op, s)
 	}
 	if cs.closed.Load() {
-		return errClosed(op + ": stream")
+		return cs.inv.Misuse(errClosed(op + ": stream"))
 	}
 	return errOf(C.vg_graph_launch(g.ctx, g.exec, cs.h))
 }
@@ -47,7 +49,8 @@ func (g *Graph) Nodes() int { return g.nodes }
 // an error wrapping backend.ErrClosed.
 func (g *Graph) Close() error {
 	if !g.closed.CompareAndSwap(false, true) {
-		return errClosed("cuda.Graph.Close")
+		return g.inv.Misuse(errClosed("cuda.Graph.Close"))
 	}
+	g.inv.Release()
 	return errOf(C.vg_graph_destroy(g.ctx, g.graph, g.exec))
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // memHostAllocPortable is CU_MEMHOSTALLOC_PORTABLE: the pinned pages count
@@ -25,6 +26,7 @@ type Buffer struct {
 	size  int
 	kind  backend.MemKind
 	freed atomic.Bool
+	inv   invariants.Obj
 }
 
 var _ backend.Buffer = (*Buffer)(nil)
@@ -38,7 +40,8 @@ func (d *Device) Malloc(n int) (*Buffer, error) {
 	if err := errOf(r); err != nil {
 		return nil, err
 	}
-	return &Buffer{dev: d, ctx: C.uintptr_t(d.ctx), ptr: uintptr(r.v0), size: n, kind: backend.DeviceMem}, nil
+	return &Buffer{dev: d, ctx: C.uintptr_t(d.ctx), ptr: uintptr(r.v0), size: n, kind: backend.DeviceMem,
+		inv: invariants.Track("cuda.Buffer", uintptr(r.v0))}, nil
 }
 
 // MallocHost allocates n > 0 bytes of page-locked, portable host memory:
@@ -51,7 +54,8 @@ func (d *Device) MallocHost(n int) (*Buffer, error) {
 	if err := errOf(r); err != nil {
 		return nil, err
 	}
-	return &Buffer{dev: d, ctx: C.uintptr_t(d.ctx), ptr: uintptr(r.v0), size: n, kind: backend.PinnedMem}, nil
+	return &Buffer{dev: d, ctx: C.uintptr_t(d.ctx), ptr: uintptr(r.v0), size: n, kind: backend.PinnedMem,
+		inv: invariants.Track("cuda.Buffer (pinned)", uintptr(r.v0))}, nil
 }
 
 // Ptr returns the address of the first byte (0 for a nil Buffer).
@@ -77,8 +81,9 @@ func (b *Buffer) Device() backend.Device { return b.dev }
 // backend.ErrClosed.
 func (b *Buffer) Free() error {
 	if !b.freed.CompareAndSwap(false, true) {
-		return errClosed("cuda.Buffer.Free")
+		return b.inv.Misuse(errClosed("cuda.Buffer.Free"))
 	}
+	b.inv.Release()
 	if b.kind == backend.PinnedMem {
 		return errOf(C.vg_host_free(b.ctx, C.uintptr_t(b.ptr)))
 	}

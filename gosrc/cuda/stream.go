@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // Stream is a CUDA stream. Streams made by CreateStream are non-blocking
@@ -25,6 +26,7 @@ type Stream struct {
 	prio   int
 	owned  bool
 	closed atomic.Bool
+	inv    invariants.Obj
 }
 
 var _ backend.Stream = (*Stream)(nil)
@@ -41,6 +43,7 @@ func (d *Device) CreateStream(priority int) (*Stream, error) {
 	if pr := C.vg_stream_priority(s.ctx, s.h); pr.code == 0 {
 		s.prio = int(pr.i)
 	}
+	s.inv = invariants.Track("cuda.Stream", uintptr(s.h))
 	return s, nil
 }
 
@@ -55,6 +58,7 @@ func (d *Device) AdoptStream(handle uintptr) (*Stream, error) {
 		return nil, fmt.Errorf("cuda.Device.WrapStream: handle=%#x: %w", handle, err)
 	}
 	s.prio = int(r.i)
+	s.inv = invariants.Track("cuda.Stream (adopted)", handle)
 	return s, nil
 }
 
@@ -83,7 +87,7 @@ func asEvent(op string, ev backend.Event) (*Event, error) {
 		return nil, fmt.Errorf("%s: ev is %T, expected a non-nil *cuda.Event", op, ev)
 	}
 	if e.closed.Load() {
-		return nil, errClosed(op + ": event")
+		return nil, e.inv.Misuse(errClosed(op + ": event"))
 	}
 	return e, nil
 }
@@ -91,7 +95,7 @@ func asEvent(op string, ev backend.Event) (*Event, error) {
 // Record records ev at the current tail of the stream.
 func (s *Stream) Record(ev backend.Event) error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.Record")
+		return s.inv.Misuse(errClosed("cuda.Stream.Record"))
 	}
 	e, err := asEvent("cuda.Stream.Record", ev)
 	if err != nil {
@@ -104,7 +108,7 @@ func (s *Stream) Record(ev backend.Event) error {
 // block.
 func (s *Stream) WaitEvent(ev backend.Event) error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.WaitEvent")
+		return s.inv.Misuse(errClosed("cuda.Stream.WaitEvent"))
 	}
 	e, err := asEvent("cuda.Stream.WaitEvent", ev)
 	if err != nil {
@@ -116,7 +120,7 @@ func (s *Stream) WaitEvent(ev backend.Event) error {
 // Synchronize blocks the host until all work queued on the stream is done.
 func (s *Stream) Synchronize() error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.Synchronize")
+		return s.inv.Misuse(errClosed("cuda.Stream.Synchronize"))
 	}
 	return errOf(C.vg_stream_sync(s.ctx, s.h))
 }
@@ -125,7 +129,7 @@ func (s *Stream) Synchronize() error {
 // blocking.
 func (s *Stream) Query() (bool, error) {
 	if s.closed.Load() {
-		return false, errClosed("cuda.Stream.Query")
+		return false, s.inv.Misuse(errClosed("cuda.Stream.Query"))
 	}
 	return queryResult(C.vg_stream_query(s.ctx, s.h))
 }
@@ -144,7 +148,7 @@ func checkN(op string, n int) error {
 // pointers. Copies from or to pageable host memory may block the host.
 func (s *Stream) Copy(dst, src uintptr, n int) error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.Copy")
+		return s.inv.Misuse(errClosed("cuda.Stream.Copy"))
 	}
 	if err := checkN("cuda.Stream.Copy", n); err != nil || n == 0 {
 		return err
@@ -155,7 +159,7 @@ func (s *Stream) Copy(dst, src uintptr, n int) error {
 // CopyHtoD copies n bytes from host memory src to device memory dst.
 func (s *Stream) CopyHtoD(dst, src uintptr, n int) error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.CopyHtoD")
+		return s.inv.Misuse(errClosed("cuda.Stream.CopyHtoD"))
 	}
 	if err := checkN("cuda.Stream.CopyHtoD", n); err != nil || n == 0 {
 		return err
@@ -166,7 +170,7 @@ func (s *Stream) CopyHtoD(dst, src uintptr, n int) error {
 // CopyDtoH copies n bytes from device memory src to host memory dst.
 func (s *Stream) CopyDtoH(dst, src uintptr, n int) error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.CopyDtoH")
+		return s.inv.Misuse(errClosed("cuda.Stream.CopyDtoH"))
 	}
 	if err := checkN("cuda.Stream.CopyDtoH", n); err != nil || n == 0 {
 		return err
@@ -177,7 +181,7 @@ func (s *Stream) CopyDtoH(dst, src uintptr, n int) error {
 // CopyDtoD copies n bytes between device allocations.
 func (s *Stream) CopyDtoD(dst, src uintptr, n int) error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.CopyDtoD")
+		return s.inv.Misuse(errClosed("cuda.Stream.CopyDtoD"))
 	}
 	if err := checkN("cuda.Stream.CopyDtoD", n); err != nil || n == 0 {
 		return err
@@ -192,7 +196,7 @@ func (s *Stream) CopyDtoD(dst, src uintptr, n int) error {
 func (s *Stream) Copy2D(dst uintptr, dpitch int, src uintptr, spitch int, width, height int) error {
 	const op = "cuda.Stream.Copy2D"
 	if s.closed.Load() {
-		return errClosed(op)
+		return s.inv.Misuse(errClosed(op))
 	}
 	switch {
 	case width < 0:
@@ -213,7 +217,7 @@ func (s *Stream) Copy2D(dst uintptr, dpitch int, src uintptr, spitch int, width,
 // Memset sets n bytes at dst to v in stream order.
 func (s *Stream) Memset(dst uintptr, v byte, n int) error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.Memset")
+		return s.inv.Misuse(errClosed("cuda.Stream.Memset"))
 	}
 	if err := checkN("cuda.Stream.Memset", n); err != nil || n == 0 {
 		return err
@@ -227,7 +231,7 @@ func (s *Stream) Memset(dst uintptr, v byte, n int) error {
 // modes forbid during a capture.
 func (s *Stream) BeginCapture() error {
 	if s.closed.Load() {
-		return errClosed("cuda.Stream.BeginCapture")
+		return s.inv.Misuse(errClosed("cuda.Stream.BeginCapture"))
 	}
 	return errOf(C.vg_begin_capture(s.ctx, s.h))
 }
@@ -244,13 +248,14 @@ func (s *Stream) EndCapture() (backend.Graph, error) {
 // EndCaptureGraph is EndCapture returning the concrete *Graph.
 func (s *Stream) EndCaptureGraph() (*Graph, error) {
 	if s.closed.Load() {
-		return nil, errClosed("cuda.Stream.EndCapture")
+		return nil, s.inv.Misuse(errClosed("cuda.Stream.EndCapture"))
 	}
 	r := C.vg_end_capture(s.ctx, s.h)
 	if err := errOf(r); err != nil {
 		return nil, err
 	}
-	return &Graph{dev: s.dev, ctx: s.ctx, graph: C.uintptr_t(r.v0), exec: C.uintptr_t(r.v1), nodes: int(r.i)}, nil
+	return &Graph{dev: s.dev, ctx: s.ctx, graph: C.uintptr_t(r.v0), exec: C.uintptr_t(r.v1), nodes: int(r.i),
+		inv: invariants.Track("cuda.Graph", uintptr(r.v1))}, nil
 }
 
 // Capturing reports whether a capture is in progress on the stream,
@@ -273,7 +278,7 @@ func (s *Stream) Capturing() bool {
 func (s *Stream) Launch(fn *Function, grid, block Dim3, sharedMem int, args ...any) error {
 	const op = "cuda.Stream.Launch"
 	if s.closed.Load() {
-		return errClosed(op)
+		return s.inv.Misuse(errClosed(op))
 	}
 	if fn == nil {
 		return fmt.Errorf("%s: fn is nil, expected a *cuda.Function", op)
@@ -307,8 +312,9 @@ func (s *Stream) Launch(fn *Function, grid, block Dim3, sharedMem int, args ...a
 // Closing twice returns an error wrapping backend.ErrClosed.
 func (s *Stream) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
-		return errClosed("cuda.Stream.Close")
+		return s.inv.Misuse(errClosed("cuda.Stream.Close"))
 	}
+	s.inv.Release()
 	if !s.owned {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // ErrLockTimeout is wrapped by the error of a lock wait that timed out (or
@@ -282,6 +283,9 @@ func (t *DeviceTensor) lock(op string, ctx context.Context, owner int64, exclusi
 			return fmt.Errorf("%s: owner %d: tensor: %w", op, owner, backend.ErrClosed)
 		}
 		ok, err := t.tryAcquireLocked(op, owner, exclusive)
+		if ok {
+			invariants.Acquired("memory.DeviceTensor", t, owner, exclusive)
+		}
 		if ok || err != nil {
 			stopWaiting()
 			return err
@@ -345,6 +349,7 @@ func (t *DeviceTensor) Unlock(owner int64, exclusive bool) error {
 			t.shared[owner] = depth - 1
 		}
 	}
+	invariants.Released(t, owner, exclusive)
 	t.broadcastLocked()
 	if t.closed && t.exclCount == 0 && len(t.shared) == 0 {
 		return t.freeLocked()

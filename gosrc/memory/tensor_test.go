@@ -23,6 +23,19 @@ func newTensor(t *testing.T, a *memory.Allocator, shape ...int) *memory.DeviceTe
 	return tn
 }
 
+// unlockAll releases every lock still held on tn.
+func unlockAll(t *testing.T, tn *memory.DeviceTensor) {
+	t.Helper()
+	for st := tn.LockState(); st.Exclusive; st = tn.LockState() {
+		require.NoError(t, tn.Unlock(st.ExclusiveOwner, true))
+	}
+	for owner, depth := range tn.LockState().Shared {
+		for range depth {
+			require.NoError(t, tn.Unlock(owner, false))
+		}
+	}
+}
+
 func TestNewDeviceTensor(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -96,6 +109,7 @@ func TestTensorLockRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tn := newTensor(t, newAllocator(t, 0, 0), 4)
 			defer tn.Close()
+			defer unlockAll(t, tn) // Close frees the memory only once no one holds the lock
 			for i, s := range tc.steps {
 				var err error
 				if s.lock {
@@ -116,6 +130,7 @@ func TestTensorLockRules(t *testing.T) {
 func TestTensorLockTimeout(t *testing.T) {
 	tn := newTensor(t, newAllocator(t, 0, 0), 4)
 	defer tn.Close()
+	defer unlockAll(t, tn)
 	require.NoError(t, tn.Lock(1, true, -1))
 	start := time.Now()
 	err := tn.Lock(2, false, 30*time.Millisecond)

@@ -22,6 +22,7 @@ func TestFastPathOnCPU(t *testing.T) {
 	require.Zero(t, FastWaitEvent(s.ID(), e.ID()))
 	buf, err := dev.Alloc(64, false)
 	require.NoError(t, err)
+	defer func() { require.NoError(t, buf.Free()) }()
 	require.Zero(t, FastFill(s.ID(), buf.Ptr(), 16, DTypeCode("float32"), 2))
 	require.Zero(t, FastScaleOffset(s.ID(), buf.Ptr(), buf.Ptr(), 16, DTypeCode("float32"), 2, 1))
 	require.Equal(t, -1, DTypeCode("float16"))
