@@ -18,6 +18,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 	"github.com/vortexgo/vortexgo/kernels"
 )
 
@@ -120,6 +121,7 @@ func TestStreamPriority(t *testing.T) {
 }
 
 func TestWrapStream(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	d := device(t)
 	_, greatest := d.StreamPriorityRange()
 	owner := stream(t, d)
@@ -320,6 +322,7 @@ func scaleOffsetWork(t *testing.T, s *cuda.Stream, buf, out *cuda.Buffer, n int)
 }
 
 func TestGraphCaptureReplay(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	d := device(t)
 	s := stream(t, d)
 	const n = 1000
@@ -355,6 +358,7 @@ func TestGraphCaptureReplay(t *testing.T) {
 }
 
 func TestDoubleCloseAndFree(t *testing.T) {
+	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	d := device(t)
 	s, err := d.CreateStream(0)
 	require.NoError(t, err)
