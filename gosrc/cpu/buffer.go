@@ -47,9 +47,13 @@ func (d *Device) alloc(op string, n int, kind backend.MemKind) (*Buffer, error) 
 }
 
 // Ptr returns the address of the first byte, or 0 after Free and for an
-// empty buffer.
+// empty buffer. In invariant builds Ptr after Free panics: our code must
+// not ask for the address of memory it freed.
 func (b *Buffer) Ptr() uintptr {
 	if b.freed.Load() {
+		if invariants.Enabled {
+			_ = b.inv.Misuse(fmt.Errorf("cpu.Buffer.Ptr: buffer of %d bytes: %w", b.size, backend.ErrClosed))
+		}
 		return 0
 	}
 	return b.ptr
@@ -68,6 +72,9 @@ func (b *Buffer) Device() backend.Device { return b.dev }
 // must not be used after Free.
 func (b *Buffer) Bytes() []byte {
 	if b.freed.Load() {
+		if invariants.Enabled {
+			_ = b.inv.Misuse(fmt.Errorf("cpu.Buffer.Bytes: buffer of %d bytes: %w", b.size, backend.ErrClosed))
+		}
 		return nil
 	}
 	return b.mem

@@ -1,6 +1,7 @@
 package cpu_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -67,6 +68,17 @@ func TestMisusePanicsInInvariantBuilds(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, b.Free())
 			return b.Free
+		}},
+		{"buffer address after free", "cpu.Buffer", func(t *testing.T) func() error {
+			b, err := d.Alloc(16)
+			require.NoError(t, err)
+			require.NoError(t, b.Free())
+			return func() error {
+				if p := b.Ptr(); p != 0 {
+					return fmt.Errorf("Ptr()=%#x after Free, expected 0", p)
+				}
+				return backend.ErrClosed // user builds: 0 stands for "freed"
+			}
 		}},
 		{"graph launch after close", "cpu.Graph", func(t *testing.T) func() error {
 			s, err := d.NewStream(0)

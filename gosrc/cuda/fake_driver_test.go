@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -69,7 +70,6 @@ func fakeSym[T any](t *testing.T, lib *dl.Library, name string) *T {
 }
 
 func TestFakeDriverChild(t *testing.T) {
-	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	if os.Getenv(fakeChildEnv) == "" {
 		t.Skip("only runs as the child of TestFakeDriver")
 	}
@@ -102,16 +102,33 @@ func TestFakeDriverChild(t *testing.T) {
 		require.NoError(t, d.Synchronize())
 		require.Equal(t, before, *ctxSets, "context already current on this thread: no set expected")
 		// A new OS thread starts with no context: the wrapper must set it.
-		done := make(chan error)
-		go func() {
-			runtime.LockOSThread() // a fresh thread, discarded when the goroutine exits
-			done <- d.Synchronize()
-		}()
-		require.NoError(t, <-done)
+		// The runtime may hand a locked goroutine an idle thread that
+		// already has the context, so lock more goroutines at once than
+		// the process has threads: at least one runs on a new thread.
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Skipf("cannot count this process's threads: %v", err)
+		}
+		n := len(tasks) + 1
+		var ready sync.WaitGroup
+		ready.Add(n)
+		done := make(chan error, n)
+		for range n {
+			go func() {
+				runtime.LockOSThread() // the thread is discarded when the goroutine exits
+				ready.Done()
+				ready.Wait() // all n hold distinct threads now
+				done <- d.Synchronize()
+			}()
+		}
+		for range n {
+			require.NoError(t, <-done)
+		}
 		require.Greater(t, *ctxSets, before)
 	})
 
 	t.Run("stream priority clamped and read back", func(t *testing.T) {
+		invariants.AllowMisuse(t) // checks the ErrClosed a user sees after a second Close
 		for _, tc := range []struct{ ask, want int }{{-9, -5}, {-2, -2}, {3, 0}} {
 			s, err := d.CreateStream(tc.ask)
 			require.NoError(t, err)
@@ -236,6 +253,7 @@ func TestFakeDriverChild(t *testing.T) {
 	})
 
 	t.Run("graph capture", func(t *testing.T) {
+		invariants.AllowMisuse(t) // checks the ErrClosed a user sees after a second Close
 		require.False(t, s.Capturing())
 		require.NoError(t, s.BeginCapture())
 		require.True(t, s.Capturing())
@@ -259,6 +277,71 @@ func TestFakeDriverChild(t *testing.T) {
 		})
 		require.Zero(t, allocs)
 	})
+
+	// Misuse returns ErrClosed to users; invariant builds (-race, -tags
+	// invariants) panic naming the object and where it was made and closed.
+	t.Run("misuse panics in invariant builds", func(t *testing.T) {
+		tests := []struct {
+			name  string
+			kind  string
+			setup func(t *testing.T) func() error // closes an object, returns the misuse
+		}{
+			{"stream double close", "cuda.Stream", func(t *testing.T) func() error {
+				s, err := d.CreateStream(0)
+				require.NoError(t, err)
+				require.NoError(t, s.Close())
+				return s.Close
+			}},
+			{"stream use after close", "cuda.Stream", func(t *testing.T) func() error {
+				s, err := d.CreateStream(0)
+				require.NoError(t, err)
+				require.NoError(t, s.Close())
+				return s.Synchronize
+			}},
+			{"event use after close", "cuda.Event", func(t *testing.T) func() error {
+				e, err := d.CreateEvent(false)
+				require.NoError(t, err)
+				require.NoError(t, e.Close())
+				return func() error { _, err := e.Query(); return err }
+			}},
+			{"buffer double free", "cuda.Buffer", func(t *testing.T) func() error {
+				b, err := d.Malloc(16)
+				require.NoError(t, err)
+				require.NoError(t, b.Free())
+				return b.Free
+			}},
+			{"graph launch after close", "cuda.Graph", func(t *testing.T) func() error {
+				require.NoError(t, s.BeginCapture())
+				g, err := s.EndCaptureGraph()
+				require.NoError(t, err)
+				require.NoError(t, g.Close())
+				return func() error { return g.Launch(s) }
+			}},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				err, panicked := misuse(tc.setup(t))
+				require.Equal(t, invariants.Enabled, panicked, "panics only in invariant builds")
+				require.ErrorIs(t, err, backend.ErrClosed)
+				if panicked {
+					require.Contains(t, err.Error(), tc.kind)
+					require.Contains(t, err.Error(), "created at:")
+					require.Contains(t, err.Error(), "closed at:")
+				}
+			})
+		}
+	})
+}
+
+// misuse runs fn and returns its error, or the *invariants.Violation it
+// panicked with (which wraps the same error).
+func misuse(fn func() error) (err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, panicked = r.(*invariants.Violation), true
+		}
+	}()
+	return fn(), false
 }
 
 // ptrOf reads an address the fake driver returned (C heap memory).

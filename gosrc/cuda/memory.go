@@ -58,10 +58,15 @@ func (d *Device) MallocHost(n int) (*Buffer, error) {
 		inv: invariants.Track("cuda.Buffer (pinned)", uintptr(r.v0))}, nil
 }
 
-// Ptr returns the address of the first byte (0 for a nil Buffer).
+// Ptr returns the address of the first byte (0 for a nil Buffer). In
+// invariant builds Ptr after Free panics: our code must not hand out the
+// address of memory it freed.
 func (b *Buffer) Ptr() uintptr {
 	if b == nil {
 		return 0
+	}
+	if invariants.Enabled && b.freed.Load() {
+		_ = b.inv.Misuse(errClosed("cuda.Buffer.Ptr"))
 	}
 	return b.ptr
 }
