@@ -1,5 +1,7 @@
 // Package tests_go holds whole-module tests: the architecture rules of
-// DESIGN.md section 6, checked with `go list`.
+// DESIGN.md section 6, checked with `go list`; the ownership rules of
+// section 7 that can be read from the source (ownership_rules_test.go);
+// and test hygiene (goroutine_require_test.go).
 package tests_go
 
 import (
