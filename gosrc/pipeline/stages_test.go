@@ -143,7 +143,10 @@ func TestPipelineOverlap(t *testing.T) {
 	t.Logf("sequential %.2f ms/iter, triple %.2f ms/iter, utilization %.2f, speedup %.2fx",
 		seq.AvgIterationMs, tri.AvgIterationMs, tri.GPUUtilization, seq.AvgIterationMs/tri.AvgIterationMs)
 	require.Equal(t, 12, tri.Iterations)
-	require.InDelta(t, 9*unit.Seconds()*1e3, seq.AvgIterationMs, 3*unit.Seconds()*1e3)
+	// Sleeps never end early but overshoot on a loaded machine (CI shares
+	// its cores), so only the lower bound is exact; the ratio below is
+	// what shows the overlap.
+	require.GreaterOrEqual(t, seq.AvgIterationMs, 9*unit.Seconds()*1e3*0.95)
 	require.Less(t, tri.AvgIterationMs, 0.8*seq.AvgIterationMs)
 	require.GreaterOrEqual(t, tri.Stages[1].AvgMs, 5*unit.Seconds()*1e3*0.9)
 	require.InDelta(t, 1e3/tri.AvgIterationMs, tri.Throughput, 1e-9)
