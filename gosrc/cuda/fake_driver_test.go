@@ -256,6 +256,7 @@ func TestFakeDriverChild(t *testing.T) {
 		})
 		require.Zero(t, allocs)
 	})
+	t.Run("C fast path", func(t *testing.T) { testFastPath(t, d, lib) })
 }
 
 // ptrOf reads an address the fake driver returned (C heap memory).

@@ -2,6 +2,7 @@ package pyapi
 
 import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 )
@@ -19,6 +20,14 @@ import (
 // Status convention: 0 = ok (or "not ready" for queries), 1 = ready,
 // -1 = failed. On -1 the Python layer repeats the call through the method
 // API, which raises the full, tagged error; fast calls never hide errors.
+//
+// On CUDA a faster path skips Go: python/vortexgo/_fastcall.c calls the
+// shim's C functions (gosrc/cuda/fastpath.h) with the ids of FastID. These
+// functions serve the CPU backend and installs without that extension.
+
+// FastAPI is the address of the C fast path's function table (fastpath.h),
+// read once by python/vortexgo/_fastcall.c at import.
+func FastAPI() int { return int(cuda.FastAPI()) }
 
 // handles is the one registry shared by the fast path and the method path
 // (gosrc/handle): a wrapper's ID is generation-tagged, so an ID kept after
