@@ -100,12 +100,6 @@ func (s *Stream) Priority() int { return s.s.Priority() }
 // Owned reports whether closing the stream destroys it.
 func (s *Stream) Owned() bool { return s.s.Owned() }
 
-// DeviceKind is "cuda" or "cpu".
-func (s *Stream) DeviceKind() string { return s.s.Device().Kind().String() }
-
-// DeviceOrdinal is the owning device's ordinal.
-func (s *Stream) DeviceOrdinal() int { return s.s.Device().Ordinal() }
-
 // withEvent runs f once the stream and ev are both live.
 func (s *Stream) withEvent(ev *Event, f func() error) error {
 	if ev == nil {
@@ -144,15 +138,6 @@ func (s *Stream) Copy(dst, src, nbytes int) error {
 	return s.do(func() error { return s.s.Copy(uintptr(dst), uintptr(src), nbytes) })
 }
 
-// Copy2D copies height rows of width bytes between pitched layouts.
-func (s *Stream) Copy2D(dst, dpitch, src, spitch, width, height int) error {
-	if width < 0 || height < 0 || dpitch < width || spitch < width {
-		return tag(badArg("copy2d: width=%d height=%d dpitch=%d spitch=%d, expected 0 <= width <= pitches and height >= 0",
-			width, height, dpitch, spitch))
-	}
-	return s.do(func() error { return s.s.Copy2D(uintptr(dst), dpitch, uintptr(src), spitch, width, height) })
-}
-
 // Memset sets nbytes at dst to value in stream order.
 func (s *Stream) Memset(dst, value, nbytes int) error {
 	if value < 0 || value > 255 {
@@ -178,9 +163,6 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	return gr, nil
 }
 
-// Capturing reports whether a capture is in progress.
-func (s *Stream) Capturing() bool { return s.live() == nil && s.s.Capturing() }
-
 // Close releases the stream: its id (and every id borrowed from it) stops
 // naming it first. Closing a borrowed stream only forgets the wrapper.
 func (s *Stream) Close() error {
@@ -188,14 +170,6 @@ func (s *Stream) Close() error {
 		return tag(err)
 	}
 	return tag(s.s.Close())
-}
-
-// String describes the stream.
-func (s *Stream) String() string {
-	if s.live() != nil {
-		return "Stream(closed)"
-	}
-	return fmt.Sprintf("Stream(%s:%d, handle=0x%x, priority=%d)", s.DeviceKind(), s.DeviceOrdinal(), s.s.Handle(), s.Priority())
 }
 
 // Event marks a point in a stream.
@@ -232,9 +206,6 @@ func (e *Event) Handle() (int, error) {
 	}
 	return int(e.e.Handle()), nil
 }
-
-// Timing reports whether the event records time.
-func (e *Event) Timing() bool { return e.e.Timing() }
 
 // Query reports whether the event has completed.
 func (e *Event) Query() (ok bool, err error) {
