@@ -301,3 +301,17 @@ def test_borrowed_and_external_streams_on_cuda(gpu):
         w.synchronize()
     owner.close()
     e.close()
+
+
+def test_closed_stream_in_sets_and_comparisons(device):
+    s = vg.Stream(device)
+    w = vg.Stream.from_external(s.handle, device)
+    assert s == w and hash(s) == hash(w)
+    bag = {s, w}
+    assert len(bag) == 1
+    w.close()
+    assert w == w and w != s and s != w
+    assert s in bag  # the hash did not change when w closed
+    s.close()
+    bag.discard(s)
+    assert not bag

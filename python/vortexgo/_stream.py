@@ -71,11 +71,11 @@ class Stream:
             smaller number is a higher priority. Read back with :attr:`priority`.
     """
 
-    __slots__ = ("_h", "_id", "_cid", "_fin", "device", "_cupy_stream", "_closed", "_owner", "__weakref__")
+    __slots__ = ("_h", "_id", "_cid", "_fin", "device", "_cupy_stream", "_closed", "_owner", "_hash", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, priority: int = 0) -> None:
         priority = check_int("priority", priority, INT64_MIN, INT64_MAX)
-        self._h = None
+        self._h = self._hash = None
         self._id = self._cid = 0
         self._closed = True  # until the native stream exists
         self._cupy_stream = None
@@ -101,6 +101,7 @@ class Stream:
         s._h = handle
         s._id = handle.ID()
         s._cid = handle.FastID() if fast else 0
+        s._hash = None
         s._fin = release_on_collect(s, handle.Close, "a stream") if release else None
         s._cupy_stream = None
         s._closed = False
@@ -291,10 +292,26 @@ class Stream:
             cs.__exit__(*exc)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stream) and self.device == other.device and self.handle == other.handle
+        # Two live wrappers of one native stream are equal; a closed stream
+        # equals only itself (its handle is gone: no ClosedError from ==).
+        if self is other:
+            return True
+        if not isinstance(other, Stream) or self.device != other.device:
+            return False
+        try:
+            return self.handle == other.handle
+        except ClosedError:
+            return False
 
     def __hash__(self) -> int:
-        return hash((self.device, self.handle))
+        # Computed once, so a stream closed while in a set or dict keys the
+        # same; equal live wrappers hash alike since their handles agree.
+        if self._hash is None:
+            try:
+                self._hash = hash((self.device, self.handle))
+            except ClosedError:
+                self._hash = object.__hash__(self)
+        return self._hash
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"priority={self.priority}"
