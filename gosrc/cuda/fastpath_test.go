@@ -72,6 +72,7 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 		require.NoError(t, err)
 		id := s2.FastID()
 		atomic.StoreInt32(hold, 1)
+		defer atomic.StoreInt32(hold, 0) // a failure below must not leave later syncs blocked
 		synced := make(chan int)
 		go func() { synced <- cuda.FastStreamSync(id) }()
 		require.Eventually(t, func() bool { return atomic.LoadInt32(inSync) == 1 }, 5*time.Second, time.Millisecond)
@@ -93,6 +94,7 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 		s2, err := d.CreateStream(0)
 		require.NoError(t, err)
 		atomic.StoreInt32(hold, 1)
+		defer atomic.StoreInt32(hold, 0)
 		synced := make(chan error)
 		go func() { synced <- s2.Synchronize() }()
 		require.Eventually(t, func() bool { return atomic.LoadInt32(inSync) == 1 }, 5*time.Second, time.Millisecond)
