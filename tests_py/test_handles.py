@@ -8,6 +8,7 @@ so a crash is a failed test rather than a dead run.
 from __future__ import annotations
 
 import ctypes
+import os
 import subprocess
 import sys
 import textwrap
@@ -23,13 +24,15 @@ from conftest import DEVICES, needs_cuda
 PYTHON_DIR = str(Path(vg.__file__).resolve().parent.parent)
 
 
-def run_snippet(code: str, *, rc: int = 0, stdout: str = "", stderr: str = "", timeout: float = 240):
+def run_snippet(code: str, *, rc: int = 0, stdout: str = "", stderr: str = "", timeout: float = 240,
+                extra_env: dict | None = None):
     """Run `code` in a fresh interpreter; check its exit code and output."""
     env = {"PYTHONPATH": PYTHON_DIR, "PATH": "/usr/bin:/bin"}
     for k in ("HOME", "LD_LIBRARY_PATH", "VORTEXGO_CUDA_DRIVER", "CUDA_VISIBLE_DEVICES"):
-        v = __import__("os").environ.get(k)
+        v = os.environ.get(k)
         if v is not None:
             env[k] = v
+    env.update(extra_env or {})
     p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                        timeout=timeout, env=env)
     assert p.returncode == rc, f"exit {p.returncode}, expected {rc}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
@@ -247,6 +250,125 @@ print("OK")
 @pytest.mark.parametrize("dev", DEVICES)
 def test_threads_racing_close_never_crash(dev):
     run_snippet(RACE.format(dev=dev, iters=150), stdout="OK")
+
+
+# --- the C fast path on a fake CUDA driver (no GPU needed) ---------------------------------
+#
+# gosrc/cuda/testdata/fakecuda.c is a stand-in libcuda that keeps memory on
+# the host and, like the real driver, fails with CUDA_ERROR_INVALID_CONTEXT
+# on a thread without the context current. It also counts calls blocked in
+# cuStreamSynchronize (fake_sync_hold holds them) and flags a stream
+# destroyed while one is (fake_destroyed_in_use). Loaded through
+# VORTEXGO_CUDA_DRIVER in a subprocess, it runs the real shim, the real C
+# extension and the real close protocol.
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory) -> str:
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the fake driver")
+    if not _core.HAVE_C_FAST_PATH:
+        pytest.skip("the C fast path was not built")
+    lib = tmp_path_factory.mktemp("fakecuda") / "libfakecuda.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(REPO / "gosrc/cuda/testdata/fakecuda.c")],
+                   check=True)
+    return str(lib)
+
+
+def run_fake(lib: str, code: str, before: str = "", **kw):
+    """run_snippet with the fake driver loaded; `fake` is its ctypes handle."""
+    # In the environment of the process: Go reads the one it started with.
+    kw["extra_env"] = {"VORTEXGO_CUDA_DRIVER": lib}
+    prelude = before + f"""
+import ctypes, threading, time
+import vortexgo as vg
+from vortexgo import _core as c
+fake = ctypes.CDLL({lib!r})  # the instance the Go core loaded: same globals
+def fake_int(name):
+    return ctypes.c_int.in_dll(fake, name)
+dev = vg.get_device("cuda:0")
+"""
+    return run_snippet(prelude + textwrap.dedent(code), **kw)
+
+
+def test_fake_cuda_c_fast_path_answers(fake_driver):
+    run_fake(fake_driver, """
+        s, e = vg.Stream(dev), vg.Event(dev)
+        assert s._cid > 0 and e._cid > 0 and s._cid != e._cid
+        assert c.c_event_record(s._cid, e._cid) == 0
+        assert c.c_stream_wait(s._cid, e._cid) == 0
+        fake_int("fake_stream_busy").value = 1
+        assert c.c_event_query(e._cid) == 0 and c.c_stream_query(s._cid) == 0  # not ready
+        assert c.c_stream_sync(s._cid) == 0
+        assert c.c_event_query(e._cid) == 1 and c.c_stream_query(s._cid) == 1
+        assert c.c_event_sync(e._cid) == 0
+        assert c.c_stream_sync(e._cid) == -1 and c.c_event_query(s._cid) == -1  # wrong kinds
+        # A new thread has no context current: the shim makes it current.
+        out = []
+        t = threading.Thread(target=lambda: out.append((c.c_event_record(s._cid, e._cid), c.c_stream_sync(s._cid))))
+        t.start(); t.join()
+        assert out == [(0, 0)], out
+        # External wrappers get their own id; closing one forgets only it.
+        w = vg.Stream.from_external(s.handle, dev)
+        assert w._cid > 0 and w._cid != s._cid
+        wid = w._cid
+        w.close()
+        assert c.c_stream_sync(wid) == -1 and c.c_stream_sync(s._cid) == 0
+        sid, eid = s._cid, e._cid
+        s.close(); e.close()
+        assert c.c_event_record(sid, eid) == -1 and c.c_event_query(eid) == -1
+        for call in (s.synchronize, lambda: s.record(vg.Event(dev)), lambda: s.is_complete, e.synchronize,
+                     lambda: e.is_complete, lambda: s.handle, lambda: e.handle):
+            try:
+                call()
+            except vg.ClosedError:
+                pass
+            else:
+                raise AssertionError(f"{call} did not raise ClosedError")
+        s2 = vg.Stream(dev)
+        assert s2._cid != sid and c.c_stream_sync(sid) == -1
+        print("OK")
+    """, stdout="OK")
+
+
+def test_fake_cuda_close_waits_for_a_synchronize_in_flight(fake_driver):
+    run_fake(fake_driver, """
+        hold, in_sync = fake_int("fake_sync_hold"), fake_int("fake_in_sync")
+        for path in ("C", "Go", "method"):
+            s = vg.Stream(dev)
+            sync = {"C": lambda: c.c_stream_sync(s._cid), "Go": lambda: c.fast_sync_stream(s._id),
+                    "method": s._h.Synchronize}[path]
+            hold.value = 1
+            t = threading.Thread(target=sync)  # the GIL is released while it blocks
+            t.start()
+            deadline = time.monotonic() + 10
+            while in_sync.value == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert in_sync.value == 1, path
+            closer = threading.Thread(target=s.close)
+            closer.start()
+            time.sleep(0.05)
+            assert closer.is_alive(), f"{path}: close returned while a synchronize used the stream"
+            hold.value = 0
+            t.join(); closer.join()
+            assert fake_int("fake_destroyed_in_use").value == 0, path
+        print("OK")
+    """, stdout="OK")
+
+
+@pytest.mark.parametrize("c_path", [True, False], ids=["C path", "Go path only"])
+def test_fake_cuda_threads_racing_close_never_crash(fake_driver, c_path):
+    block = "" if c_path else 'import sys; sys.modules["vortexgo._native._fastcall"] = None\n'
+    p = run_fake(fake_driver, RACE.format(dev="cuda:0", iters=150) + textwrap.dedent("""
+        assert fake_int("fake_destroyed_in_use").value == 0
+        print("HAVE_C", c.HAVE_C_FAST_PATH)
+    """), before=block, stdout="OK")
+    assert f"HAVE_C {c_path}" in p.stdout
 
 
 # --- CUDA: the C fast path itself ----------------------------------------------------------
