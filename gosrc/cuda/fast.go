@@ -124,12 +124,15 @@ func (g *guard) shut() bool {
 			break
 		}
 	}
+	// Yield a few times, then sleep backing off to 1 ms (as vg_fast_retire).
+	wait := 10 * time.Microsecond
 	for i := 0; g.n.Load() != guardClosed; i++ {
 		if i < 64 {
 			runtime.Gosched()
-		} else {
-			time.Sleep(20 * time.Microsecond)
+			continue
 		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Millisecond)
 	}
 	return true
 }

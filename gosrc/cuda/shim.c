@@ -539,14 +539,17 @@ void vg_fast_retire(int slot) {
 	// Both sides are seq_cst (a Dekker pair with acquire below): either a
 	// fast call saw gen == 0 and backed off, or its inuse increment is
 	// visible here and we wait for it. A stream synchronize can take long,
-	// so after a few yields sleep instead of spinning.
+	// so after a few yields sleep, backing off to 1 ms: a close waits at
+	// most that long past the call's end and costs no busy core meanwhile.
+	long ns = 10000;
 	for (int i = 0; atomic_load(&s->inuse) != 0; i++) {
 		if (i < 64) {
 			sched_yield();
-		} else {
-			struct timespec ts = {0, 20000};
-			nanosleep(&ts, 0);
+			continue;
 		}
+		struct timespec ts = {0, ns};
+		nanosleep(&ts, 0);
+		if (ns < 1000000) ns *= 2;
 	}
 }
 
