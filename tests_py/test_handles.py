@@ -437,3 +437,16 @@ def test_closed_stream_in_sets_and_comparisons(device):
     s.close()
     bag.discard(s)
     assert not bag
+
+
+def test_collecting_an_already_released_object_is_silent(device):
+    import gc
+    import warnings
+
+    s = vg.Stream(device)
+    s._h.Close()  # released behind the wrapper's back, as an owner's close does
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del s
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
