@@ -16,6 +16,7 @@ VPY := $(VENV)/bin/python
 PYDEPS := numpy pytest pytest-timeout tqdm pillow pybindgen setuptools wheel
 NATIVE := python/vortexgo/_native
 GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
+CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h) python/vortexgo/_fastcall.c
 GPU_PY ?= $(PYTHON)
 
 .PHONY: all build test go-test py-test demo ptx gpu-build bench soak clean lint
@@ -27,7 +28,7 @@ $(VPY):
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q $(PYDEPS)
 
-$(NATIVE)/.stamp: $(GOFILES) setup.py go.mod | $(VPY)
+$(NATIVE)/.stamp: $(GOFILES) $(CFILES) setup.py go.mod | $(VPY)
 	$(VPY) setup.py native $(NATIVE)
 	touch $@
 

@@ -8,7 +8,9 @@ without CUDA. The result lands in vortexgo/_native inside the wheel.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -52,6 +54,27 @@ def build_native(dest: Path, python: str = sys.executable) -> None:
     for f in work.iterdir():
         if f.suffix == ".so" or (f.suffix == ".py" and f.name != "build.py"):
             shutil.copy2(f, dest / f.name)
+    build_fastcall(dest, python)
+
+
+def build_fastcall(dest: Path, python: str = sys.executable) -> None:
+    """Compile python/vortexgo/_fastcall.c into `dest` for `python`.
+
+    The C fast path for per-call stream and event operations (see
+    gosrc/cuda/fastpath.h). It needs only the target Python's headers and the
+    system C compiler, no CUDA headers. A failed build is reported and
+    skipped: vortexgo then uses the Go fast path, which is slower, not wrong.
+    """
+    query = ("import sysconfig, json; print(json.dumps([sysconfig.get_paths()['include'], "
+             "sysconfig.get_config_var('EXT_SUFFIX'), sysconfig.get_config_var('CC') or 'cc']))")
+    out = subprocess.run([python, "-c", query], check=True, capture_output=True, text=True).stdout
+    include, suffix, cc = json.loads(out)
+    cmd = [*shlex.split(cc), "-O2", "-shared", "-fPIC", "-std=c11", "-Wall", f"-I{include}",
+           f"-I{ROOT / 'gosrc' / 'cuda'}", str(ROOT / "python" / "vortexgo" / "_fastcall.c"),
+           "-o", str(dest / f"_fastcall{suffix}")]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        print(f"warning: the C fast path was not built ({' '.join(cmd)}):\n{res.stderr}", file=sys.stderr)
 
 
 class BuildPyWithGo(build_py):

@@ -81,6 +81,22 @@ def foundation(results: dict) -> list[dict]:
     cs.synchronize()
     row("event query", per_call_us(lambda: ev.is_complete), per_call_us(lambda: cev.done), 0.26)
     row("stream synchronize (empty)", per_call_us(s.synchronize), per_call_us(cs.synchronize), 0.32)
+    row("stream wait event", per_call_us(lambda: s.wait_event(ev)), per_call_us(lambda: cs.wait_event(cev)), None)
+    s.synchronize()
+    cs.synchronize()
+    row("event synchronize (done)", per_call_us(ev.synchronize), per_call_us(cev.synchronize), None)
+    row("stream query (idle)", per_call_us(lambda: s.is_complete), per_call_us(lambda: cs.done), None)
+    # The same calls one layer down: the C fast path alone (what the methods
+    # above add to it is Python attribute lookups), then the Go fast path it
+    # replaced, so a regression shows which layer it is in.
+    core = vg._core
+    paths = "C fast path" if core.HAVE_C_FAST_PATH else "C fast path NOT BUILT (Go path)"
+    row(f"event record, {paths} only", per_call_us(lambda: core.c_event_record(s._cid, ev._cid)),
+        per_call_us(lambda: cev.record(cs)), 0.23)
+    row(f"stream synchronize, {paths} only", per_call_us(lambda: core.c_stream_sync(s._cid)),
+        per_call_us(cs.synchronize), 0.32)
+    row("event record, Go fast path only", per_call_us(lambda: core.fast_record(s._id, ev._id)),
+        per_call_us(lambda: cev.record(cs)), 0.23)
 
     def ours_launch():
         api.Fill(s._h, x.ptr, 256, "float32", 1.0)

@@ -36,7 +36,24 @@ var (
 	devices = map[int]*Device{}
 )
 
-// DeviceCount returns the number of CUDA devices.
+// UnavailableReason explains why CUDA cannot be used ("" when it can): no
+// driver, a failed cuInit, or no device.
+func UnavailableReason() string {
+	if n, err := DeviceCount(); err != nil {
+		return err.Error()
+	} else if n == 0 {
+		return "no CUDA device found"
+	}
+	return ""
+}
+
+// CountOrZero is DeviceCount with 0 for "no driver" or any driver error.
+func CountOrZero() int {
+	n, _ := DeviceCount()
+	return n
+}
+
+// DeviceCount returns the number of CUDA devices; it loads the driver first.
 func DeviceCount() (int, error) {
 	if err := Init(); err != nil {
 		return 0, err
@@ -65,7 +82,7 @@ func GetDevice(ordinal int) (*Device, error) {
 		return nil, err
 	}
 	if ordinal < 0 || ordinal >= n {
-		return nil, fmt.Errorf("cuda.GetDevice: ordinal=%d, expected 0 <= ordinal < %d", ordinal, n)
+		return nil, fmt.Errorf("cuda.GetDevice: ordinal=%d, expected 0 <= ordinal < %d: %w", ordinal, n, backend.ErrInvalid)
 	}
 	var name [256]C.char
 	r := C.vg_device_open(C.int(ordinal), &name[0], C.int(len(name)))

@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
@@ -25,7 +24,8 @@ type Event struct {
 	ctx    C.uintptr_t
 	h      C.uintptr_t
 	timing bool
-	closed atomic.Bool
+	g      guard // Go calls in flight; Close waits for them
+	fast   int64 // the fast path's id (fast.go); 0 if the table was full
 	inv    invariants.Obj
 }
 
@@ -43,8 +43,10 @@ func (d *Device) CreateEvent(timing bool) (*Event, error) {
 	if err := errOf(r); err != nil {
 		return nil, err
 	}
-	return &Event{dev: d, ctx: C.uintptr_t(d.ctx), h: C.uintptr_t(r.v0), timing: timing,
-		inv: invariants.Track("cuda.Event", uintptr(r.v0))}, nil
+	e := &Event{dev: d, ctx: C.uintptr_t(d.ctx), h: C.uintptr_t(r.v0), timing: timing,
+		inv: invariants.Track("cuda.Event", uintptr(r.v0))}
+	e.fast = fastPublish(C.VG_KIND_EVENT, e.ctx, e.h)
+	return e, nil
 }
 
 // Handle returns the CUevent.
@@ -59,17 +61,19 @@ func (e *Event) Device() *Device { return e.dev }
 // Query reports whether the work captured by the last Record is complete.
 // An event never recorded reports true (CUDA's rule).
 func (e *Event) Query() (bool, error) {
-	if e.closed.Load() {
+	if !e.g.enter() {
 		return false, e.inv.Misuse(errClosed("cuda.Event.Query"))
 	}
+	defer e.g.exit()
 	return queryResult(C.vg_event_query(e.ctx, e.h))
 }
 
 // Synchronize blocks the host until the event completes.
 func (e *Event) Synchronize() error {
-	if e.closed.Load() {
+	if !e.g.enter() {
 		return e.inv.Misuse(errClosed("cuda.Event.Synchronize"))
 	}
+	defer e.g.exit()
 	return errOf(C.vg_event_sync(e.ctx, e.h))
 }
 
@@ -78,13 +82,15 @@ func (e *Event) Synchronize() error {
 // reports CUDA_ERROR_NOT_READY).
 func (e *Event) ElapsedTime(end backend.Event) (float32, error) {
 	const op = "cuda.Event.ElapsedTime"
-	if e.closed.Load() {
+	if !e.g.enter() {
 		return 0, e.inv.Misuse(errClosed(op))
 	}
+	defer e.g.exit()
 	x, err := asEvent(op, end)
 	if err != nil {
 		return 0, err
 	}
+	defer x.g.exit()
 	if !e.timing || !x.timing {
 		return 0, fmt.Errorf("%s: start.Timing()=%v end.Timing()=%v, expected both true", op, e.timing, x.timing)
 	}
@@ -95,12 +101,16 @@ func (e *Event) ElapsedTime(end backend.Event) (float32, error) {
 	return float32(r.f), nil
 }
 
-// Close destroys the event. Closing twice returns an error wrapping
-// backend.ErrClosed.
+// FastID is the event's id in the C fast path (fastpath.h); 0 if none.
+func (e *Event) FastID() int64 { return e.fast }
+
+// Close destroys the event once calls in flight on it (Go or fast path)
+// have returned. Closing twice returns an error wrapping backend.ErrClosed.
 func (e *Event) Close() error {
-	if !e.closed.CompareAndSwap(false, true) {
+	if !e.g.shut() {
 		return e.inv.Misuse(errClosed("cuda.Event.Close"))
 	}
 	e.inv.Release()
+	fastRetire(e.fast)
 	return errOf(C.vg_event_destroy(e.ctx, e.h))
 }

@@ -277,6 +277,7 @@ func TestFakeDriverChild(t *testing.T) {
 		})
 		require.Zero(t, allocs)
 	})
+	t.Run("C fast path", func(t *testing.T) { testFastPath(t, d, lib) })
 
 	// Misuse returns ErrClosed to users; invariant builds (-race, -tags
 	// invariants) panic naming the object and where it was made and closed.

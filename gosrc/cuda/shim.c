@@ -1,5 +1,10 @@
 // shim.c: the C half of the CUDA driver-API shim. See shim.h.
 #include "shim.h"
+#include "fastpath.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -498,3 +503,175 @@ vg_ret vg_fft_destroy(uintptr_t ctx, int plan) {
 	CHECK(FFT(cufftDestroy, int (*)(int))(plan), "cufftDestroy");
 	return ok();
 }
+
+// ---- the fast path (fastpath.h) ----
+
+typedef struct {
+	_Atomic uint32_t gen;  // 0 while free or retired
+	_Atomic int32_t inuse; // fast calls between acquire and release
+	int32_t kind;          // VG_KIND_*; written before gen is published
+	uintptr_t ctx;
+	uintptr_t h;
+} vg_slot;
+
+static vg_slot slots[VG_FAST_SLOTS];
+
+// tls_ctx caches the context the fast path last made current on this
+// thread, so the common call costs no cuCtxGetCurrent. Someone else may
+// change the thread's context behind it (CuPy on another device): a failed
+// driver call therefore drops the cache and retries once after a real check.
+static __thread uintptr_t tls_ctx;
+
+void vg_fast_publish(int slot, uint32_t gen, int kind, uintptr_t ctx, uintptr_t h) {
+	if (slot < 0 || slot >= VG_FAST_SLOTS || gen == 0) return;
+	vg_slot* s = &slots[slot];
+	s->kind = kind;
+	s->ctx = ctx;
+	s->h = h;
+	// The release half of seq_cst: a reader that sees gen sees kind, ctx, h.
+	atomic_store(&s->gen, gen);
+}
+
+void vg_fast_retire(int slot) {
+	if (slot < 0 || slot >= VG_FAST_SLOTS) return;
+	vg_slot* s = &slots[slot];
+	atomic_store(&s->gen, 0);
+	// Both sides are seq_cst (a Dekker pair with acquire below): either a
+	// fast call saw gen == 0 and backed off, or its inuse increment is
+	// visible here and we wait for it. A stream synchronize can take long,
+	// so after a few yields sleep, backing off to 1 ms: a close waits at
+	// most that long past the call's end and costs no busy core meanwhile.
+	long ns = 10000;
+	for (int i = 0; atomic_load(&s->inuse) != 0; i++) {
+		if (i < 64) {
+			sched_yield();
+			continue;
+		}
+		struct timespec ts = {0, ns};
+		nanosleep(&ts, 0);
+		if (ns < 1000000) ns *= 2;
+	}
+}
+
+// acquire returns the live slot id names, marked in use, or 0 if id is
+// stale, of another kind, or out of range.
+static vg_slot* acquire(int64_t id, int kind) {
+	uint32_t idx = (uint32_t)id - 1;
+	uint32_t gen = (uint32_t)((uint64_t)id >> 32);
+	if (id <= 0 || idx >= VG_FAST_SLOTS || gen == 0) return 0;
+	vg_slot* s = &slots[idx];
+	atomic_fetch_add(&s->inuse, 1);
+	if (atomic_load(&s->gen) != gen || s->kind != kind) {
+		atomic_fetch_sub(&s->inuse, 1);
+		return 0;
+	}
+	return s;
+}
+
+static void release(vg_slot* s) { atomic_fetch_sub(&s->inuse, 1); }
+
+// fast_current makes ctx current on this thread; force skips the cache.
+static int fast_current(uintptr_t ctx, int force) {
+	const char* op = 0;
+	if (!force && tls_ctx == ctx) return 0;
+	tls_ctx = 0;
+	if (make_current(ctx, &op) != 0) return -1;
+	tls_ctx = ctx;
+	return 0;
+}
+
+enum { CUDA_ERROR_NOT_READY = 600 };
+
+// RUN(ctx, r, call) sets r to call's CUresult with ctx current, retrying
+// once with a checked context if the cached one may have been wrong.
+#define RUN(ctx, r, call)                                                     \
+	do {                                                                      \
+		int _try;                                                             \
+		r = -1;                                                               \
+		for (_try = 0; _try < 2; _try++) {                                    \
+			if (fast_current((ctx), _try) != 0) break;                        \
+			r = (call);                                                       \
+			if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) break;        \
+		}                                                                     \
+	} while (0)
+
+static int done(CUresult r) { return r == CUDA_SUCCESS ? 0 : -1; }
+
+static int ready(CUresult r) {
+	if (r == CUDA_SUCCESS) return 1;
+	return r == CUDA_ERROR_NOT_READY ? 0 : -1;
+}
+
+int vg_fast_event_record(int64_t sid, int64_t eid) {
+	CUresult r;
+	vg_slot* s = acquire(sid, VG_KIND_STREAM);
+	if (!s) return -1;
+	vg_slot* e = acquire(eid, VG_KIND_EVENT);
+	if (!e) {
+		release(s);
+		return -1;
+	}
+	RUN(s->ctx, r, F(cuEventRecord, CUresult (*)(CUevent, CUstream))((CUevent)e->h, (CUstream)s->h));
+	release(e);
+	release(s);
+	return done(r);
+}
+
+int vg_fast_stream_wait(int64_t sid, int64_t eid) {
+	CUresult r;
+	vg_slot* s = acquire(sid, VG_KIND_STREAM);
+	if (!s) return -1;
+	vg_slot* e = acquire(eid, VG_KIND_EVENT);
+	if (!e) {
+		release(s);
+		return -1;
+	}
+	RUN(s->ctx, r,
+	    F(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned int))((CUstream)s->h, (CUevent)e->h, 0));
+	release(e);
+	release(s);
+	return done(r);
+}
+
+int vg_fast_event_query(int64_t eid) {
+	CUresult r;
+	vg_slot* e = acquire(eid, VG_KIND_EVENT);
+	if (!e) return -1;
+	RUN(e->ctx, r, F(cuEventQuery, CUresult (*)(CUevent))((CUevent)e->h));
+	release(e);
+	return ready(r);
+}
+
+int vg_fast_event_sync(int64_t eid) {
+	CUresult r;
+	vg_slot* e = acquire(eid, VG_KIND_EVENT);
+	if (!e) return -1;
+	RUN(e->ctx, r, F(cuEventSynchronize, CUresult (*)(CUevent))((CUevent)e->h));
+	release(e);
+	return done(r);
+}
+
+int vg_fast_stream_sync(int64_t sid) {
+	CUresult r;
+	vg_slot* s = acquire(sid, VG_KIND_STREAM);
+	if (!s) return -1;
+	RUN(s->ctx, r, F(cuStreamSynchronize, CUresult (*)(CUstream))((CUstream)s->h));
+	release(s);
+	return done(r);
+}
+
+int vg_fast_stream_query(int64_t sid) {
+	CUresult r;
+	vg_slot* s = acquire(sid, VG_KIND_STREAM);
+	if (!s) return -1;
+	RUN(s->ctx, r, F(cuStreamQuery, CUresult (*)(CUstream))((CUstream)s->h));
+	release(s);
+	return ready(r);
+}
+
+static const vg_fast_api fast_api = {
+	VG_FAST_MAGIC,        VG_FAST_VERSION,     vg_fast_event_record, vg_fast_event_query,
+	vg_fast_event_sync,   vg_fast_stream_sync, vg_fast_stream_wait,  vg_fast_stream_query,
+};
+
+uintptr_t vg_fast_api_addr(void) { return (uintptr_t)&fast_api; }

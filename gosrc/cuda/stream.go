@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
@@ -20,13 +19,14 @@ import (
 // A Stream may be used from several goroutines; the order of work issued
 // concurrently is whatever order the calls reach the driver.
 type Stream struct {
-	dev    *Device
-	ctx    C.uintptr_t
-	h      C.uintptr_t
-	prio   int
-	owned  bool
-	closed atomic.Bool
-	inv    invariants.Obj
+	dev   *Device
+	ctx   C.uintptr_t
+	h     C.uintptr_t
+	prio  int
+	owned bool
+	g     guard // Go calls in flight; Close waits for them
+	fast  int64 // the fast path's id (fast.go); 0 if the table was full
+	inv   invariants.Obj
 }
 
 var _ backend.Stream = (*Stream)(nil)
@@ -44,6 +44,7 @@ func (d *Device) CreateStream(priority int) (*Stream, error) {
 		s.prio = int(pr.i)
 	}
 	s.inv = invariants.Track("cuda.Stream", uintptr(s.h))
+	s.fast = fastPublish(C.VG_KIND_STREAM, s.ctx, s.h)
 	return s, nil
 }
 
@@ -59,6 +60,7 @@ func (d *Device) AdoptStream(handle uintptr) (*Stream, error) {
 	}
 	s.prio = int(r.i)
 	s.inv = invariants.Track("cuda.Stream (adopted)", handle)
+	s.fast = fastPublish(C.VG_KIND_STREAM, s.ctx, s.h)
 	return s, nil
 }
 
@@ -80,13 +82,14 @@ func (s *Stream) Owned() bool { return s.owned }
 // errClosed reports use of a closed object, wrapping backend.ErrClosed.
 func errClosed(op string) error { return fmt.Errorf("%s: %w", op, backend.ErrClosed) }
 
-// event extracts a live *Event from a backend.Event.
+// asEvent extracts a live *Event from a backend.Event, marked in use: the
+// caller calls e.g.exit() when done with it.
 func asEvent(op string, ev backend.Event) (*Event, error) {
 	e, ok := ev.(*Event)
 	if !ok || e == nil {
 		return nil, fmt.Errorf("%s: ev is %T, expected a non-nil *cuda.Event", op, ev)
 	}
-	if e.closed.Load() {
+	if !e.g.enter() {
 		return nil, e.inv.Misuse(errClosed(op + ": event"))
 	}
 	return e, nil
@@ -94,43 +97,49 @@ func asEvent(op string, ev backend.Event) (*Event, error) {
 
 // Record records ev at the current tail of the stream.
 func (s *Stream) Record(ev backend.Event) error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.Record"))
 	}
+	defer s.g.exit()
 	e, err := asEvent("cuda.Stream.Record", ev)
 	if err != nil {
 		return err
 	}
+	defer e.g.exit()
 	return errOf(C.vg_event_record(s.ctx, e.h, s.h))
 }
 
 // WaitEvent makes later work on the stream wait for ev; the host does not
 // block.
 func (s *Stream) WaitEvent(ev backend.Event) error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.WaitEvent"))
 	}
+	defer s.g.exit()
 	e, err := asEvent("cuda.Stream.WaitEvent", ev)
 	if err != nil {
 		return err
 	}
+	defer e.g.exit()
 	return errOf(C.vg_stream_wait(s.ctx, s.h, e.h))
 }
 
 // Synchronize blocks the host until all work queued on the stream is done.
 func (s *Stream) Synchronize() error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.Synchronize"))
 	}
+	defer s.g.exit()
 	return errOf(C.vg_stream_sync(s.ctx, s.h))
 }
 
 // Query reports whether all work queued on the stream is done, without
 // blocking.
 func (s *Stream) Query() (bool, error) {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return false, s.inv.Misuse(errClosed("cuda.Stream.Query"))
 	}
+	defer s.g.exit()
 	return queryResult(C.vg_stream_query(s.ctx, s.h))
 }
 
@@ -147,9 +156,10 @@ func checkN(op string, n int) error {
 // with unified addressing the driver infers the direction from the
 // pointers. Copies from or to pageable host memory may block the host.
 func (s *Stream) Copy(dst, src uintptr, n int) error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.Copy"))
 	}
+	defer s.g.exit()
 	if err := checkN("cuda.Stream.Copy", n); err != nil || n == 0 {
 		return err
 	}
@@ -158,9 +168,10 @@ func (s *Stream) Copy(dst, src uintptr, n int) error {
 
 // CopyHtoD copies n bytes from host memory src to device memory dst.
 func (s *Stream) CopyHtoD(dst, src uintptr, n int) error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.CopyHtoD"))
 	}
+	defer s.g.exit()
 	if err := checkN("cuda.Stream.CopyHtoD", n); err != nil || n == 0 {
 		return err
 	}
@@ -169,9 +180,10 @@ func (s *Stream) CopyHtoD(dst, src uintptr, n int) error {
 
 // CopyDtoH copies n bytes from device memory src to host memory dst.
 func (s *Stream) CopyDtoH(dst, src uintptr, n int) error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.CopyDtoH"))
 	}
+	defer s.g.exit()
 	if err := checkN("cuda.Stream.CopyDtoH", n); err != nil || n == 0 {
 		return err
 	}
@@ -180,9 +192,10 @@ func (s *Stream) CopyDtoH(dst, src uintptr, n int) error {
 
 // CopyDtoD copies n bytes between device allocations.
 func (s *Stream) CopyDtoD(dst, src uintptr, n int) error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.CopyDtoD"))
 	}
+	defer s.g.exit()
 	if err := checkN("cuda.Stream.CopyDtoD", n); err != nil || n == 0 {
 		return err
 	}
@@ -195,9 +208,10 @@ func (s *Stream) CopyDtoD(dst, src uintptr, n int) error {
 // works.
 func (s *Stream) Copy2D(dst uintptr, dpitch int, src uintptr, spitch int, width, height int) error {
 	const op = "cuda.Stream.Copy2D"
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed(op))
 	}
+	defer s.g.exit()
 	switch {
 	case width < 0:
 		return fmt.Errorf("%s: width=%d, expected width >= 0", op, width)
@@ -216,9 +230,10 @@ func (s *Stream) Copy2D(dst uintptr, dpitch int, src uintptr, spitch int, width,
 
 // Memset sets n bytes at dst to v in stream order.
 func (s *Stream) Memset(dst uintptr, v byte, n int) error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.Memset"))
 	}
+	defer s.g.exit()
 	if err := checkN("cuda.Stream.Memset", n); err != nil || n == 0 {
 		return err
 	}
@@ -230,9 +245,10 @@ func (s *Stream) Memset(dst uintptr, v byte, n int) error {
 // from Python threads) may keep making driver calls that the stricter
 // modes forbid during a capture.
 func (s *Stream) BeginCapture() error {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed("cuda.Stream.BeginCapture"))
 	}
+	defer s.g.exit()
 	return errOf(C.vg_begin_capture(s.ctx, s.h))
 }
 
@@ -247,9 +263,10 @@ func (s *Stream) EndCapture() (backend.Graph, error) {
 
 // EndCaptureGraph is EndCapture returning the concrete *Graph.
 func (s *Stream) EndCaptureGraph() (*Graph, error) {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return nil, s.inv.Misuse(errClosed("cuda.Stream.EndCapture"))
 	}
+	defer s.g.exit()
 	r := C.vg_end_capture(s.ctx, s.h)
 	if err := errOf(r); err != nil {
 		return nil, err
@@ -262,9 +279,10 @@ func (s *Stream) EndCaptureGraph() (*Graph, error) {
 // asking the driver, so captures begun by other libraries on an adopted
 // stream count too. A closed stream or a failed query reports false.
 func (s *Stream) Capturing() bool {
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return false
 	}
+	defer s.g.exit()
 	r := C.vg_is_capturing(s.ctx, s.h)
 	return r.code == 0 && r.i == 1 // CU_STREAM_CAPTURE_STATUS_ACTIVE
 }
@@ -277,9 +295,10 @@ func (s *Stream) Capturing() bool {
 // declares.
 func (s *Stream) Launch(fn *Function, grid, block Dim3, sharedMem int, args ...any) error {
 	const op = "cuda.Stream.Launch"
-	if s.closed.Load() {
+	if !s.g.enter() {
 		return s.inv.Misuse(errClosed(op))
 	}
+	defer s.g.exit()
 	if fn == nil {
 		return fmt.Errorf("%s: fn is nil, expected a *cuda.Function", op)
 	}
@@ -307,14 +326,20 @@ func (s *Stream) Launch(fn *Function, grid, block Dim3, sharedMem int, args ...a
 		C.uint(sharedMem), s.h, (*C.uchar)(&buf.b[0]), C.int(n)))
 }
 
+// FastID is the stream's id in the C fast path (fastpath.h); 0 if none.
+func (s *Stream) FastID() int64 { return s.fast }
+
 // Close destroys an owned stream after its queued work completes (the
-// driver defers the release); an adopted stream is only forgotten.
-// Closing twice returns an error wrapping backend.ErrClosed.
+// driver defers the release); an adopted stream is only forgotten. Calls
+// in flight on other goroutines, or through the fast path, finish first:
+// the handle is never destroyed under them. Closing twice returns an error
+// wrapping backend.ErrClosed.
 func (s *Stream) Close() error {
-	if !s.closed.CompareAndSwap(false, true) {
+	if !s.g.shut() {
 		return s.inv.Misuse(errClosed("cuda.Stream.Close"))
 	}
 	s.inv.Release()
+	fastRetire(s.fast)
 	if !s.owned {
 		return nil
 	}

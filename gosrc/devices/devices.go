@@ -74,14 +74,14 @@ func Get(spec string) (backend.Device, error) {
 	}
 	rest, ok := strings.CutPrefix(s, "cuda")
 	if !ok {
-		return nil, fmt.Errorf("devices.Get: spec=%q, expected %s", spec, acceptedForms)
+		return nil, fmt.Errorf("devices.Get: spec=%q, expected %s: %w", spec, acceptedForms, backend.ErrInvalid)
 	}
 	ordinal := 0
 	if rest != "" {
 		num, ok := strings.CutPrefix(rest, ":")
 		n, err := strconv.Atoi(num)
 		if !ok || err != nil || n < 0 || num != strconv.Itoa(n) {
-			return nil, fmt.Errorf("devices.Get: spec=%q, expected %s", spec, acceptedForms)
+			return nil, fmt.Errorf("devices.Get: spec=%q, expected %s: %w", spec, acceptedForms, backend.ErrInvalid)
 		}
 		ordinal = n
 	}

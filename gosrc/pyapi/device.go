@@ -1,7 +1,6 @@
 package pyapi
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -16,40 +15,16 @@ type Device struct{ d backend.Device }
 func CUDAAvailable() bool { return devices.CUDAAvailable() }
 
 // CUDAUnavailableReason explains why CUDA is not available ("" when it is).
-func CUDAUnavailableReason() string {
-	if err := cuda.Init(); err != nil {
-		return err.Error()
-	}
-	if n, err := cuda.DeviceCount(); err != nil {
-		return err.Error()
-	} else if n == 0 {
-		return "no CUDA device found"
-	}
-	return ""
-}
+func CUDAUnavailableReason() string { return cuda.UnavailableReason() }
 
 // CUDADeviceCount returns the number of CUDA devices (0 without a driver).
-func CUDADeviceCount() int {
-	if !cuda.Available() {
-		return 0
-	}
-	n, err := cuda.DeviceCount()
-	if err != nil {
-		return 0
-	}
-	return n
-}
+func CUDADeviceCount() int { return cuda.CountOrZero() }
 
 // GetDevice returns the device for spec: "cpu", "cuda", "cuda:N" or "auto".
 func GetDevice(spec string) (*Device, error) {
 	d, err := devices.Get(spec)
 	if err != nil {
-		var ce *cuda.Error
-		if errors.Is(err, cuda.ErrNoDriver) || errors.As(err, &ce) {
-			return nil, tag(err)
-		}
-		// Anything else is a spec we could not resolve: the caller's argument.
-		return nil, tag(badArg("%v", err))
+		return nil, tag(err)
 	}
 	return &Device{d: d}, nil
 }

@@ -33,7 +33,6 @@ func tag(err error) error {
 	}
 	var ce *cuda.Error
 	var be *memory.BudgetError
-	var ve *valueError
 	var pe *os.PathError
 	switch {
 	case errors.As(err, &be):
@@ -53,22 +52,20 @@ func tag(err error) error {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.Is(err, memory.ErrLockTimeout), isTimeout(err):
 		return errors.New(tagTimeout + err.Error())
-	case errors.As(err, &ve):
-		return errors.New(tagValue + err.Error())
 	case errors.As(err, &pe):
 		return errors.New(tagIO + err.Error())
 	}
 	return errors.New(tagRuntime + err.Error())
 }
 
-// valueError marks bad arguments detected in pyapi itself.
-type valueError struct{ msg string }
+// badArg is a bad argument met while marshalling: its text names the
+// argument, and it wraps backend.ErrInvalid like the core packages' errors.
+func badArg(format string, args ...any) error { return invalidArg(fmt.Sprintf(format, args...)) }
 
-func (e *valueError) Error() string { return e.msg }
+type invalidArg string
 
-func badArg(format string, args ...any) error {
-	return &valueError{msg: fmt.Sprintf(format, args...)}
-}
+func (e invalidArg) Error() string { return string(e) }
+func (e invalidArg) Unwrap() error { return backend.ErrInvalid }
 
 // isTimeout recognises errors that declare themselves timeouts
 // (interface { Timeout() bool }), as net and memory errors do.

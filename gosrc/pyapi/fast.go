@@ -2,6 +2,7 @@ package pyapi
 
 import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 )
@@ -19,6 +20,14 @@ import (
 // Status convention: 0 = ok (or "not ready" for queries), 1 = ready,
 // -1 = failed. On -1 the Python layer repeats the call through the method
 // API, which raises the full, tagged error; fast calls never hide errors.
+//
+// On CUDA a faster path skips Go: python/vortexgo/_fastcall.c calls the
+// shim's C functions (gosrc/cuda/fastpath.h) with the ids of FastID. These
+// functions serve the CPU backend and installs without that extension.
+
+// FastAPI is the address of the C fast path's function table (fastpath.h),
+// read once by python/vortexgo/_fastcall.c at import.
+func FastAPI() int { return int(cuda.FastAPI()) }
 
 // handles is the one registry shared by the fast path and the method path
 // (gosrc/handle): a wrapper's ID is generation-tagged, so an ID kept after
@@ -26,19 +35,17 @@ import (
 var handles handle.Registry
 
 func fastStream(id int) backend.Stream {
-	s, err := handle.Get[*Stream](&handles, handle.ID(id))
-	if err != nil {
-		return nil
+	if s, err := handle.Get[*Stream](&handles, handle.ID(id)); err == nil {
+		return s.s
 	}
-	return s.s
+	return nil
 }
 
 func fastEvent(id int) backend.Event {
-	e, err := handle.Get[*Event](&handles, handle.ID(id))
-	if err != nil {
-		return nil
+	if e, err := handle.Get[*Event](&handles, handle.ID(id)); err == nil {
+		return e.e
 	}
-	return e.e
+	return nil
 }
 
 func status(err error) int {
@@ -48,31 +55,7 @@ func status(err error) int {
 	return 0
 }
 
-// FastRecord records event eid on stream sid.
-func FastRecord(sid, eid int) int {
-	s, e := fastStream(sid), fastEvent(eid)
-	if s == nil || e == nil {
-		return -1
-	}
-	return status(s.Record(e))
-}
-
-// FastWaitEvent makes stream sid wait for event eid.
-func FastWaitEvent(sid, eid int) int {
-	s, e := fastStream(sid), fastEvent(eid)
-	if s == nil || e == nil {
-		return -1
-	}
-	return status(s.WaitEvent(e))
-}
-
-// FastQueryEvent returns 1 when event eid completed, 0 if not, -1 on error.
-func FastQueryEvent(eid int) int {
-	e := fastEvent(eid)
-	if e == nil {
-		return -1
-	}
-	done, err := e.Query()
+func ready(done bool, err error) int {
 	if err != nil {
 		return -1
 	}
@@ -80,40 +63,53 @@ func FastQueryEvent(eid int) int {
 		return 1
 	}
 	return 0
+}
+
+// onPair runs op on stream sid and event eid; -1 if either is not live.
+func onPair(sid, eid int, op func(backend.Stream, backend.Event) error) int {
+	s, e := fastStream(sid), fastEvent(eid)
+	if s == nil || e == nil {
+		return -1
+	}
+	return status(op(s, e))
+}
+
+// FastRecord records event eid on stream sid.
+func FastRecord(sid, eid int) int { return onPair(sid, eid, backend.Stream.Record) }
+
+// FastWaitEvent makes stream sid wait for event eid.
+func FastWaitEvent(sid, eid int) int { return onPair(sid, eid, backend.Stream.WaitEvent) }
+
+// FastQueryEvent returns 1 when event eid completed, 0 if not, -1 on error.
+func FastQueryEvent(eid int) int {
+	if e := fastEvent(eid); e != nil {
+		return ready(e.Query())
+	}
+	return -1
 }
 
 // FastQueryStream returns 1 when stream sid is idle, 0 if not, -1 on error.
 func FastQueryStream(sid int) int {
-	s := fastStream(sid)
-	if s == nil {
-		return -1
+	if s := fastStream(sid); s != nil {
+		return ready(s.Query())
 	}
-	done, err := s.Query()
-	if err != nil {
-		return -1
-	}
-	if done {
-		return 1
-	}
-	return 0
+	return -1
 }
 
 // FastSyncStream blocks until stream sid is idle (GIL released).
 func FastSyncStream(sid int) int {
-	s := fastStream(sid)
-	if s == nil {
-		return -1
+	if s := fastStream(sid); s != nil {
+		return status(s.Synchronize())
 	}
-	return status(s.Synchronize())
+	return -1
 }
 
 // FastSyncEvent blocks until event eid completes (GIL released).
 func FastSyncEvent(eid int) int {
-	e := fastEvent(eid)
-	if e == nil {
-		return -1
+	if e := fastEvent(eid); e != nil {
+		return status(e.Synchronize())
 	}
-	return status(e.Synchronize())
+	return -1
 }
 
 // FastCopy copies nbytes from src to dst on stream sid.

@@ -1,9 +1,12 @@
 package pyapi
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/handle"
 )
 
 func TestFastPathOnCPU(t *testing.T) {
@@ -62,4 +65,121 @@ func TestResizeWhileHoldingIsLockError(t *testing.T) {
 	require.NoError(t, tn.Unlock(7, true))
 	require.NoError(t, tn.Resize(7, "8", "int8"))
 	require.Equal(t, "8", tn.Shape())
+}
+
+// TestClosedObjectsRaise: every method of a closed stream, event or graph
+// fails with a ClosedError, and their ids name nothing on either path.
+func TestClosedObjectsRaise(t *testing.T) {
+	dev, err := GetDevice("cpu")
+	require.NoError(t, err)
+	s, err := dev.NewStream(0)
+	require.NoError(t, err)
+	e, err := dev.NewEvent(true)
+	require.NoError(t, err)
+	require.Zero(t, s.FastID(), "no C fast path on the CPU")
+	require.Zero(t, e.FastID())
+	require.Equal(t, -1, FastQueryStream(e.ID()), "an event's id is no stream")
+	require.Equal(t, -1, FastQueryEvent(s.ID()), "a stream's id is no event")
+
+	require.NoError(t, s.BeginCapture())
+	require.NoError(t, s.Memset(0, 0, 0))
+	g, err := s.EndCapture()
+	require.NoError(t, err)
+	n, err := g.Nodes()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, g.Launch(s))
+	require.NoError(t, g.Close())
+
+	live, err := dev.NewStream(0)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, live.Close()) }()
+	require.NoError(t, s.Close())
+	require.NoError(t, e.Close())
+	calls := map[string]error{
+		"graph.Launch": g.Launch(live),
+		"graph.Close":  g.Close(),
+		"stream.Close": s.Close(),
+		"stream.Sync":  s.Synchronize(),
+		"stream.Rec":   live.Record(e),
+		"stream.Wait":  s.WaitEvent(e),
+		"stream.Copy":  s.Copy(0, 0, 0),
+		"event.Sync":   e.Synchronize(),
+		"event.Close":  e.Close(),
+	}
+	_, calls["graph.Nodes"] = g.Nodes()
+	_, calls["stream.Handle"] = s.Handle()
+	_, calls["stream.Query"] = s.Query()
+	_, calls["event.Query"] = e.Query()
+	_, calls["event.Handle"] = e.Handle()
+	_, calls["event.Elapsed"] = e.ElapsedTime(e)
+	for name, err := range calls {
+		require.ErrorContains(t, err, "ClosedError: ", name)
+	}
+}
+
+// TestCloseRacesCalls: goroutines calling a stream and an event while
+// others close them get results or ClosedErrors, never a crash, and
+// exactly one Close of each succeeds (run with -race).
+func TestCloseRacesCalls(t *testing.T) {
+	dev, err := GetDevice("cpu")
+	require.NoError(t, err)
+	for iter := 0; iter < 50; iter++ {
+		s, err := dev.NewStream(0)
+		require.NoError(t, err)
+		e, err := dev.NewEvent(false)
+		require.NoError(t, err)
+		sid, eid := s.ID(), e.ID()
+		type result struct {
+			closes int
+			err    error
+		}
+		out := make(chan result, 8)
+		for w := 0; w < 8; w++ {
+			go func(w int) {
+				var r result
+				keep := func(err error) {
+					if err != nil && r.err == nil && !strings.HasPrefix(err.Error(), "ClosedError: ") {
+						r.err = err
+					}
+				}
+				for k := 0; k < 20; k++ {
+					switch (w + k) % 6 {
+					case 0:
+						keep(s.Record(e))
+					case 1:
+						keep(s.Synchronize())
+					case 2:
+						FastRecord(sid, eid)
+						FastSyncEvent(eid)
+					case 3:
+						_, err := e.Query()
+						keep(err)
+					case 4:
+						if err := s.Close(); err == nil {
+							r.closes++
+						} else {
+							keep(err)
+						}
+					case 5:
+						if err := e.Close(); err == nil {
+							r.closes++
+						} else {
+							keep(err)
+						}
+					}
+				}
+				out <- r
+			}(w)
+		}
+		closes := 0
+		for w := 0; w < 8; w++ {
+			r := <-out
+			require.NoError(t, r.err)
+			closes += r.closes
+		}
+		require.Equal(t, 2, closes, "one Close of the stream and one of the event succeed")
+		require.False(t, handles.Live(handle.ID(sid)))
+		require.False(t, handles.Live(handle.ID(eid)))
+	}
 }

@@ -54,7 +54,34 @@ fast_sync_event = _ext.pyapi_FastSyncEvent
 fast_copy = _ext.pyapi_FastCopy
 fast_fill = _ext.pyapi_FastFill
 fast_scale_offset = _ext.pyapi_FastScaleOffset
+
+# The C fast path (python/vortexgo/_fastcall.c, gosrc/cuda/fastpath.h): CUDA
+# streams and events, named by their FastID, without entering Go. Same
+# status convention; ids of 0 (CPU objects, borrowed streams) always give -1.
+# Without the extension (a failed C build) every c_* call gives -1 and the Go
+# fast path above answers instead.
+def _no_c(*_ids: int) -> int:
+    return -1
+
+
+try:
+    from ._native import _fastcall as _c  # type: ignore[attr-defined]
+
+    HAVE_C_FAST_PATH = bool(_c.init(api.FastAPI()))
+except ImportError:
+    HAVE_C_FAST_PATH = False
+if HAVE_C_FAST_PATH:
+    c_event_record = _c.event_record
+    c_event_query = _c.event_query
+    c_event_sync = _c.event_synchronize
+    c_stream_sync = _c.stream_synchronize
+    c_stream_wait = _c.stream_wait_event
+    c_stream_query = _c.stream_query
+else:
+    c_event_record = c_event_query = c_event_sync = _no_c
+    c_stream_sync = c_stream_wait = c_stream_query = _no_c
+
 DTYPE_CODES = {name: api.DTypeCode(name) for name in
                ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64", "complex64")}
 
-__all__ = ["api", "DTYPE_CODES"]
+__all__ = ["api", "DTYPE_CODES", "HAVE_C_FAST_PATH"]

@@ -121,6 +121,8 @@ def _release(release: Callable[[], object], what: str) -> None:
     try:
         release()
     except Exception as exc:  # pragma: no cover - depends on teardown order
+        if isinstance(exc, RuntimeError) and isinstance(translate(exc), ClosedError):
+            return  # its owner (an endpoint, a coordinator) released it first: nothing left to do
         warnings.warn(f"vortexgo: releasing {what} failed: {exc}", ResourceWarning, stacklevel=2)
 
 

@@ -26,8 +26,8 @@ class Graph:
 
     @property
     def nodes(self) -> int:
-        """Number of operations captured."""
-        return self._h.Nodes()
+        """Number of operations captured (ClosedError once closed)."""
+        return native(self._h.Nodes)()
 
     @native
     def launch(self, stream: Optional[Stream] = None) -> None:

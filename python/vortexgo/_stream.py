@@ -7,6 +7,12 @@ import threading
 from typing import Any, Optional
 
 from ._core import (
+    c_event_query,
+    c_event_record,
+    c_event_sync,
+    c_stream_query,
+    c_stream_sync,
+    c_stream_wait,
     fast_query_event,
     fast_query_stream,
     fast_record,
@@ -16,6 +22,18 @@ from ._core import (
 )
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
+from ._validate import INT64_MAX, check_int
+
+# Per-call operations try three paths in turn, each answering -1 when it
+# cannot: the C fast path (_cid: CUDA objects only), the Go fast path (_id),
+# then the method path, which raises the full error. A closed object has
+# both ids 0, so its calls always reach the method path's ClosedError; a
+# close racing a call is safe below (the native handle outlives every call
+# in flight).
+
+#: Smallest int64: priorities and handles are bounded to Go's int before gopy
+#: sees them (it would say "int too big to convert", naming nothing).
+INT64_MIN = -(2**63)
 
 __all__ = [
     "Stream",
@@ -53,31 +71,37 @@ class Stream:
             smaller number is a higher priority. Read back with :attr:`priority`.
     """
 
-    __slots__ = ("_h", "_id", "_fin", "device", "_cupy_stream", "_closed", "_owner", "__weakref__")
+    __slots__ = ("_h", "_id", "_cid", "_fin", "device", "_cupy_stream", "_closed", "_owner", "_hash", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, priority: int = 0) -> None:
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise TypeError(f"priority={priority!r}, expected an int")
-        self._h = None
-        self._id = 0
+        priority = check_int("priority", priority, INT64_MIN, INT64_MAX)
+        self._h = self._hash = None
+        self._id = self._cid = 0
         self._closed = True  # until the native stream exists
         self._cupy_stream = None
         self._owner: Any = None
         self.device: Device = get_device(device)
         self._h = native(self.device._h.NewStream)(priority)
         self._id = self._h.ID()
+        self._cid = self._h.FastID()
         self._fin = release_on_collect(self, self._h.Close, "a stream")
         self._closed = False
 
     @classmethod
-    def _wrap(cls, device: Device, handle, owner: Any = None, *, release: bool = True) -> "Stream":
+    def _wrap(cls, device: Device, handle, owner: Any = None, *, release: bool = True,
+              fast: bool = False) -> "Stream":
         # release=False: the native stream belongs to another object (a
         # coordinator, a readback pool) that closes it; collecting this
-        # wrapper must not.
+        # wrapper must not. fast=True only where this wrapper's handle lives
+        # exactly as long as the native stream (from_external): the C fast
+        # path knows no owners, so streams of endpoints and coordinators
+        # keep to the Go paths, which check their owner on every call.
         s = cls.__new__(cls)
         s.device = device
         s._h = handle
         s._id = handle.ID()
+        s._cid = handle.FastID() if fast else 0
+        s._hash = None
         s._fin = release_on_collect(s, handle.Close, "a stream") if release else None
         s._cupy_stream = None
         s._closed = False
@@ -104,23 +128,22 @@ class Stream:
             proto = proto() if callable(proto) else proto
             if not (isinstance(proto, tuple) and len(proto) == 2 and proto[0] == 0):
                 raise TypeError(f"stream.__cuda_stream__ returned {proto!r}, expected (0, handle)")
-            handle, owner = int(proto[1]), stream
+            handle, owner = proto[1], stream
         elif hasattr(stream, "cuda_stream"):
-            handle, owner = int(stream.cuda_stream), stream
+            handle, owner = stream.cuda_stream, stream
         elif hasattr(stream, "ptr"):
-            handle, owner = int(stream.ptr), stream
+            handle, owner = stream.ptr, stream
         else:
             raise TypeError(
                 f"stream={stream!r}, expected an int handle or an object with "
                 "__cuda_stream__, .cuda_stream or .ptr")
-        if handle < 0:
-            raise ValueError(f"stream handle={handle}, expected >= 0")
+        handle = check_int("stream", handle, 0, INT64_MAX)
         dev = get_device(device)
         if owner is not None and device is None:
             dev_id = getattr(getattr(owner, "device", None), "id", None)
             if isinstance(dev_id, int):
                 dev = get_device(dev_id)
-        return cls._wrap(dev, native(dev._h.WrapStream)(handle), owner)
+        return cls._wrap(dev, native(dev._h.WrapStream)(handle), owner, fast=True)
 
     # --- properties -----------------------------------------------------
 
@@ -167,13 +190,13 @@ class Stream:
             event = Event(self.device)
         elif not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        if fast_record(self._id, event._id):
+        if c_event_record(self._cid, event._cid) and fast_record(self._id, event._id):
             self._record(event._h)  # the method path raises the full error
         return event
 
-    def record(self, event: Optional["Event"] = None) -> "Event":
-        """Alias of :meth:`record_event` (CuPy's name)."""
-        return self.record_event(event)
+    #: Alias of :meth:`record_event` (CuPy's name); the same function, so the
+    #: alias costs no extra Python call on this per-call path.
+    record = record_event
 
     @native
     def _record(self, h) -> None:
@@ -183,7 +206,7 @@ class Stream:
         """Make later work on this stream wait for ``event``; the host does not wait."""
         if not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        if fast_wait_event(self._id, event._id):
+        if c_stream_wait(self._cid, event._cid) and fast_wait_event(self._id, event._id):
             native(self._h.WaitEvent)(event._h)
 
     def wait_stream(self, other: "Stream", event: Optional["Event"] = None) -> None:
@@ -194,15 +217,17 @@ class Stream:
 
     def synchronize(self) -> None:
         """Block the host until all work queued so far is done (GIL released)."""
-        if fast_sync_stream(self._id):
+        if c_stream_sync(self._cid) and fast_sync_stream(self._id):
             native(self._h.Synchronize)()
 
     @property
     def is_complete(self) -> bool:
         """True when all work queued so far is done (does not block)."""
-        r = fast_query_stream(self._id)
+        r = c_stream_query(self._cid)
         if r < 0:
-            return native(self._h.Query)()
+            r = fast_query_stream(self._id)
+            if r < 0:
+                return native(self._h.Query)()
         return r == 1
 
     def query(self) -> bool:
@@ -218,7 +243,7 @@ class Stream:
             raise ClosedError("stream already closed")
         self._closed = True
         self._cupy_stream = None
-        self._id = 0
+        self._id = self._cid = 0
         if self._fin is not None:
             self._fin.detach()
         self._h.Close()
@@ -267,10 +292,26 @@ class Stream:
             cs.__exit__(*exc)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stream) and self.device == other.device and self.handle == other.handle
+        # Two live wrappers of one native stream are equal; a closed stream
+        # equals only itself (its handle is gone: no ClosedError from ==).
+        if self is other:
+            return True
+        if not isinstance(other, Stream) or self.device != other.device:
+            return False
+        try:
+            return self.handle == other.handle
+        except ClosedError:
+            return False
 
     def __hash__(self) -> int:
-        return hash((self.device, self.handle))
+        # Computed once, so a stream closed while in a set or dict keys the
+        # same; equal live wrappers hash alike since their handles agree.
+        if self._hash is None:
+            try:
+                self._hash = hash((self.device, self.handle))
+            except ClosedError:
+                self._hash = object.__hash__(self)
+        return self._hash
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"priority={self.priority}"
@@ -288,16 +329,17 @@ class Event:
         enable_timing: record timestamps so :meth:`elapsed_time` works.
     """
 
-    __slots__ = ("_h", "_id", "_fin", "device", "enable_timing", "_closed", "__weakref__")
+    __slots__ = ("_h", "_id", "_cid", "_fin", "device", "enable_timing", "_closed", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, enable_timing: bool = False) -> None:
         self._h = None
-        self._id = 0
+        self._id = self._cid = 0
         self._closed = True  # until the native event exists
         self.device: Device = get_device(device)
         self.enable_timing = bool(enable_timing)
         self._h = native(self.device._h.NewEvent)(self.enable_timing)
         self._id = self._h.ID()
+        self._cid = self._h.FastID()
         self._fin = release_on_collect(self, self._h.Close, "an event")
         self._closed = False
 
@@ -311,21 +353,23 @@ class Event:
         s = stream if stream is not None else current_stream(self.device)
         if not isinstance(s, Stream):
             s = Stream.from_external(s, self.device)
-        if fast_record(s._id, self._id):
+        if c_event_record(s._cid, self._cid) and fast_record(s._id, self._id):
             native(s._h.Record)(self._h)  # the method path raises the full error
         return self
 
     def synchronize(self) -> None:
         """Block the host until the event completes (GIL released)."""
-        if fast_sync_event(self._id):
+        if c_event_sync(self._cid) and fast_sync_event(self._id):
             native(self._h.Synchronize)()
 
     @property
     def is_complete(self) -> bool:
         """True once the work before the event is done (does not block)."""
-        r = fast_query_event(self._id)
+        r = c_event_query(self._cid)
         if r < 0:
-            return native(self._h.Query)()
+            r = fast_query_event(self._id)
+            if r < 0:
+                return native(self._h.Query)()
         return r == 1
 
     def query(self) -> bool:
@@ -347,9 +391,14 @@ class Event:
         if self._closed:
             raise ClosedError("event already closed")
         self._closed = True
-        self._id = 0
+        self._id = self._cid = 0
         self._fin.detach()
         self._h.Close()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
 
     def __repr__(self) -> str:
         if self._closed:

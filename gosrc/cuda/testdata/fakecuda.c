@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int CUresult;
 #define CTX ((void*)0x1000)
@@ -69,9 +70,26 @@ CUresult cuStreamCreateWithPriority(void** s, unsigned fl, int p) {
 	*s = fs;
 	return 0;
 }
-CUresult cuStreamDestroy_v2(void* s) { NEED_CTX(); free(s); return 0; }
+// fake_sync_hold makes cuStreamSynchronize block while it is non-zero;
+// fake_in_sync counts the calls blocked there, and fake_destroyed_in_use is
+// set if a stream is destroyed while one is: Close must wait for them.
+int fake_sync_hold, fake_in_sync, fake_destroyed_in_use;
+CUresult cuStreamDestroy_v2(void* s) {
+	NEED_CTX();
+	if (__atomic_load_n(&fake_in_sync, __ATOMIC_SEQ_CST)) fake_destroyed_in_use = 1;
+	free(s);
+	return 0;
+}
 CUresult cuStreamGetPriority(void* s, int* p) { NEED_CTX(); *p = s ? ((struct fake_stream*)s)->prio : 0; return 0; }
-CUresult cuStreamSynchronize(void* s) { (void)s; NEED_CTX(); fake_stream_busy = 0; return 0; }
+CUresult cuStreamSynchronize(void* s) {
+	(void)s;
+	NEED_CTX();
+	__atomic_add_fetch(&fake_in_sync, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&fake_sync_hold, __ATOMIC_SEQ_CST)) usleep(100);
+	__atomic_sub_fetch(&fake_in_sync, 1, __ATOMIC_SEQ_CST);
+	fake_stream_busy = 0;
+	return 0;
+}
 CUresult cuStreamQuery(void* s) { (void)s; NEED_CTX(); return fake_stream_busy ? 600 : 0; }
 CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) { (void)s; (void)e; NEED_CTX(); return f == 0 ? 0 : 1; }
 CUresult cuEventCreate(void** e, unsigned f) { NEED_CTX(); *e = malloc(8); *(unsigned*)*e = f; return 0; }
