@@ -156,13 +156,15 @@ func (e *StackStorageEndpoint) write() {
 		} else if !failed {
 			e.written++
 		}
-		first := err != nil
 		reportErr := e.err
 		e.errMu.Unlock()
-		e.free <- st
-		if first && e.fail != nil {
+		// Fail before the staging buffer goes back: the engine's Flush
+		// waits for every buffer, so the error is posted before the run
+		// can end and close its event queue.
+		if err != nil && e.fail != nil {
 			e.fail(reportErr)
 		}
+		e.free <- st
 	}
 }
 
