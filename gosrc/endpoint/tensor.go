@@ -225,7 +225,8 @@ func (e *NullEndpoint) Close() error {
 }
 
 // NewStackTensorEndpoint returns vortex's StackDeviceTensorEndpoint* for
-// memory "device" or StackHostTensorEndpoint* for "host", of dtype, and
+// memory "device" or StackHostTensorEndpoint* for "host", of dtype, or
+// SpectraStackDeviceTensorEndpointUInt16 for "spectra" (dtype uint16), and
 // its class name (without the dtype suffix).
 func NewStackTensorEndpoint(memory string, dtype backend.DType) (*StackTensorEndpoint, string, error) {
 	var e *StackTensorEndpoint
@@ -235,8 +236,13 @@ func NewStackTensorEndpoint(memory string, dtype backend.DType) (*StackTensorEnd
 		e, err = NewStackDeviceTensorEndpoint(dtype)
 	case "host":
 		e, err = NewStackHostTensorEndpoint(dtype)
+	case "spectra":
+		if dtype != backend.Uint16 {
+			return nil, "", engine.Invalid("spectra endpoint of dtype %v, expected uint16 (raw spectra)", dtype)
+		}
+		e, err = NewSpectraStackDeviceTensorEndpoint()
 	default:
-		return nil, "", engine.Invalid("memory=%q, expected \"device\" or \"host\"", memory)
+		return nil, "", engine.Invalid("memory=%q, expected \"device\", \"host\" or \"spectra\"", memory)
 	}
 	if err != nil {
 		return nil, "", engine.Invalid("%v", err)

@@ -105,9 +105,6 @@ func NewNullAcquisition(samples, records int, rate float64) (*Acquisition, error
 	return &Acquisition{a: a, kind: "NullAcquisition"}, nil
 }
 
-// Kind is the acquisition's class name.
-func (a *Acquisition) Kind() string { return a.kind }
-
 // Close frees what the source holds outside the Go heap (the simulated
 // source's pinned replay ring); InUseError while an engine uses it.
 func (a *Acquisition) Close() error {
@@ -173,10 +170,7 @@ func (a *Acquisition) ReflectorsInto(volume, bscan, ascan, ptr, n int) (int, err
 // --- processors -----------------------------------------------------------------
 
 // Processor turns raw spectra into A-scans (engine.Processor).
-type Processor struct {
-	p    engine.Processor
-	kind string
-}
+type Processor struct{ p engine.Processor }
 
 // NewProcessor builds a "cpu" or "cuda" processor (process.New;
 // process.Config field for field; resampling positions as float32 and the
@@ -195,7 +189,7 @@ func NewProcessor(dev *Device, kind string, samples, ascansPerBlock, averageWind
 	if err != nil {
 		return nil, tag(err)
 	}
-	p, name, err := process.New(dev.d, kind, process.Config{
+	p, _, err := process.New(dev.d, kind, process.Config{
 		SamplesPerRecord: samples, AscansPerBlock: ascansPerBlock, AverageWindow: averageWindow,
 		ResamplingSamples: res, SpectralFilter: filt,
 		EnableIFFT: ifft, EnableMagnitude: magnitude, EnableSquare: square, EnableLog10: log10,
@@ -204,11 +198,8 @@ func NewProcessor(dev *Device, kind string, samples, ascansPerBlock, averageWind
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Processor{p: p, kind: name}, nil
+	return &Processor{p: p}, nil
 }
-
-// Kind is the processor's class name.
-func (p *Processor) Kind() string { return p.kind }
 
 // OutputSamples is the length of one processed A-scan.
 func (p *Processor) OutputSamples() int { return p.p.OutputSamples() }
@@ -320,7 +311,8 @@ func newEndpoint(e engine.Endpoint, kind string, t *endpoint.StackTensorEndpoint
 }
 
 // NewStackTensorEndpoint keeps processed volumes of dtype in "device" or
-// pinned "host" memory (endpoint.NewStackTensorEndpoint).
+// pinned "host" memory, or the raw uint16 spectra in device memory for
+// "spectra" (endpoint.NewStackTensorEndpoint).
 func NewStackTensorEndpoint(memory, dtype string) (*Endpoint, error) {
 	dt, err := parseDType(dtype)
 	if err != nil {
@@ -333,38 +325,22 @@ func NewStackTensorEndpoint(memory, dtype string) (*Endpoint, error) {
 	return newEndpoint(e, name, e, nil), nil
 }
 
-// NewSpectraStackDeviceTensorEndpoint keeps the raw uint16 spectra of each
-// volume in device memory.
-func NewSpectraStackDeviceTensorEndpoint() (*Endpoint, error) {
-	e, err := endpoint.NewSpectraStackDeviceTensorEndpoint()
-	if err != nil {
-		return nil, tag(badArg("%v", err))
-	}
-	return newEndpoint(e, "SpectraStackDeviceTensorEndpoint", e, nil), nil
-}
-
-// NewAscanStackEndpoint stores processed volumes in s (open it first).
-func NewAscanStackEndpoint(s *Storage) (*Endpoint, error) {
+// NewStorageEndpoint stores each completed volume in s (open it first):
+// processed A-scans (AscanStackEndpoint) or, with spectra, the raw spectra
+// (SpectraStackEndpoint).
+func NewStorageEndpoint(s *Storage, spectra bool) (*Endpoint, error) {
 	if s == nil {
 		return nil, tag(badArg("storage=None, expected a SimpleStack"))
 	}
-	e, err := endpoint.NewAscanStackEndpoint(s.s)
+	newEp, name := endpoint.NewAscanStackEndpoint, "AscanStackEndpoint"
+	if spectra {
+		newEp, name = endpoint.NewSpectraStackEndpoint, "SpectraStackEndpoint"
+	}
+	e, err := newEp(s.s)
 	if err != nil {
 		return nil, tag(badArg("%v", err))
 	}
-	return newEndpoint(e, "AscanStackEndpoint", nil, e), nil
-}
-
-// NewSpectraStackEndpoint stores the raw spectra of each volume in s.
-func NewSpectraStackEndpoint(s *Storage) (*Endpoint, error) {
-	if s == nil {
-		return nil, tag(badArg("storage=None, expected a SimpleStack"))
-	}
-	e, err := endpoint.NewSpectraStackEndpoint(s.s)
-	if err != nil {
-		return nil, tag(badArg("%v", err))
-	}
-	return newEndpoint(e, "SpectraStackEndpoint", nil, e), nil
+	return newEndpoint(e, name, nil, e), nil
 }
 
 // NewNullEndpoint discards blocks; its events still fire.
@@ -372,14 +348,8 @@ func NewNullEndpoint() *Endpoint {
 	return newEndpoint(endpoint.NewNullEndpoint(), "NullEndpoint", nil, nil)
 }
 
-// Kind is the endpoint's class name (without the dtype suffix).
-func (e *Endpoint) Kind() string { return e.kind }
-
 // Prepared reports whether an engine has prepared the endpoint.
 func (e *Endpoint) Prepared() bool { return e.e.Stream() != nil }
-
-// HasTensor reports whether the endpoint keeps a tensor.
-func (e *Endpoint) HasTensor() bool { return e.tensor != nil }
 
 // Tensor is the endpoint's locked volume (after the engine's Prepare).
 func (e *Endpoint) Tensor() (*Tensor, error) {
@@ -439,6 +409,3 @@ func (e *Endpoint) Close() error {
 	handles.Release(e.id)
 	return tag(e.e.Close())
 }
-
-// String describes the endpoint.
-func (e *Endpoint) String() string { return fmt.Sprintf("%s(prepared=%v)", e.kind, e.Prepared()) }

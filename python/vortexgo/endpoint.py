@@ -158,10 +158,7 @@ class _TensorEndpoint(_Endpoint):
             executor, logger = None, executor
         self._set_executor_shape(executor, shape)
         self.logger = logger
-        if self._spectra:
-            self._h = native(api.NewSpectraStackDeviceTensorEndpoint)()
-        else:
-            self._h = native(api.NewStackTensorEndpoint)(self._memory, self._dtype)
+        self._h = native(api.NewStackTensorEndpoint)("spectra" if self._spectra else self._memory, self._dtype)
 
     @property
     def tensor(self) -> DeviceTensor:
@@ -172,6 +169,10 @@ class _TensorEndpoint(_Endpoint):
         and never tears the data. Inside the lock you get a zero-copy CuPy
         array (NumPy for host endpoints and the CPU backend).
         """
+        if self._closed:
+            from ._errors import ClosedError
+
+            raise ClosedError(f"{type(self).__name__}.tensor: the endpoint is closed")
         if self._tensor is None:
             dev = self._require_device()
             h = native(self._h.Tensor)()
@@ -260,8 +261,7 @@ class _StorageEndpoint(_Endpoint):
         self._set_executor_shape(executor, None)
         self.logger = logger
         self.storage = storage
-        ctor = api.NewSpectraStackEndpoint if self._spectra else api.NewAscanStackEndpoint
-        self._h = native(ctor)(storage._h)
+        self._h = native(api.NewStorageEndpoint)(storage._h, self._spectra)
 
     @property
     def volumes_written(self) -> int:
