@@ -628,8 +628,7 @@ class Engine:
         Off by default (the dispatcher then pays one ``is None`` test per
         callback); call it before :meth:`start`. Used by ``bench/bench_engine.py``.
         """
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
-            raise ValueError(f"capacity={capacity!r}, expected an int >= 1")
+        capacity = check_int("capacity", capacity, 1, 1 << 32)
         if self._started:
             raise VortexError("record_callback_latency: the engine has started, expected a call before start()")
         self._latency, self._latency_cap = [], int(capacity)
