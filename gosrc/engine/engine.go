@@ -125,6 +125,9 @@ type Engine struct {
 	claims  []*Claim
 	broken  atomic.Bool // a device stage failed: drop the blocks behind it
 
+	recMu      sync.Mutex // NextRecords' scratch
+	recScratch []Event
+
 	acquired, processed, formatted, dropped, volumes, callbackErrs atomic.Int64
 	timings                                                        timings
 }
@@ -817,9 +820,13 @@ func (e *Engine) Wait() error {
 	return e.Err()
 }
 
-// WaitFor waits up to timeout for the run to end and reports whether it has.
+// WaitFor waits up to timeout (negative: 0) for the run to end and
+// reports whether it has.
 func (e *Engine) WaitFor(timeout time.Duration) bool {
-	t := time.NewTimer(timeout)
+	if e.Done() {
+		return true // a select on done and an expired timer picks at random
+	}
+	t := time.NewTimer(max(timeout, 0))
 	defer t.Stop()
 	select {
 	case <-e.done:
@@ -883,6 +890,24 @@ func (e *Engine) NextEvents(max int, timeout time.Duration) []Event {
 	}
 	buf := make([]Event, max)
 	return buf[:e.events.next(buf, timeout)]
+}
+
+// NextRecords is NextEvents as flat records: up to len(dst)/EventFields
+// events, EventFields int64 each (Event.Record), into dst. Safe for one
+// consumer at a time; the scratch events are reused, so it allocates only
+// when a larger batch is asked for.
+func (e *Engine) NextRecords(dst []int64, timeout time.Duration) int {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	max := len(dst) / EventFields
+	if cap(e.recScratch) < max {
+		e.recScratch = make([]Event, max)
+	}
+	n := e.NextEventsInto(e.recScratch[:max], timeout)
+	for i := range e.recScratch[:n] {
+		e.recScratch[i].Record(dst[i*EventFields:])
+	}
+	return n
 }
 
 // NextEventsInto is NextEvents into a caller's buffer, without allocating.

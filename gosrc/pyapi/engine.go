@@ -1,7 +1,6 @@
 package pyapi
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,9 +100,7 @@ func (c *EngineConfig) Validate() error { return tag(c.c.Validate()) }
 
 // Engine runs a configured pipeline (engine.Engine).
 type Engine struct {
-	e      *engine.Engine
-	evMu   sync.Mutex
-	events []engine.Event // the dispatcher's scratch, reused
+	e *engine.Engine
 	// startMono is CLOCK_MONOTONIC (ns) read just before engine.Start set
 	// the base of the events' timestamps (Python's time.monotonic_ns clock).
 	startMono atomic.Int64
@@ -171,12 +168,9 @@ func (e *Engine) RequestStop() { e.e.RequestStop() }
 // Stop stops the run and waits until it has drained (GIL released).
 func (e *Engine) Stop() error { return tag(e.e.Stop()) }
 
-// WaitFor waits up to timeoutMs (>= 0) for the run to end (GIL released).
+// WaitFor waits up to timeoutMs for the run to end (GIL released).
 func (e *Engine) WaitFor(timeoutMs int) bool {
-	if e.e.Done() {
-		return true // WaitFor(0) would pick at random between done and its timer
-	}
-	return e.e.WaitFor(time.Duration(max(timeoutMs, 0)) * time.Millisecond)
+	return e.e.WaitFor(time.Duration(timeoutMs) * time.Millisecond)
 }
 
 // Done reports whether the run has ended.
@@ -227,20 +221,11 @@ func (e *Engine) NextEventsInto(ptr, max, timeoutMs int) (int, error) {
 	if err != nil {
 		return 0, tag(err)
 	}
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
-	if cap(e.events) < max {
-		e.events = make([]engine.Event, max)
-	}
 	timeout := time.Duration(timeoutMs) * time.Millisecond
 	if timeoutMs < 0 {
 		timeout = -1
 	}
-	n := e.e.NextEventsInto(e.events[:max], timeout)
-	for i := range e.events[:n] {
-		e.events[i].Record(dst[i*EventFields:])
-	}
-	return n, nil
+	return e.e.NextRecords(dst, timeout), nil
 }
 
 // Close stops the run if needed and frees the blocks; endpoints,

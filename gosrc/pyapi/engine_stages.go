@@ -127,11 +127,15 @@ func (a *Acquisition) Prepare() error {
 	return nil
 }
 
+func (a *Acquisition) notSimulated() error {
+	return badArg("%s has no phantom, expected a SimulatedAcquisition", a.kind)
+}
+
 // ResamplingPositionsInto writes the simulated spectrometer's resampling
 // positions (float32) into the caller's buffer of n elements.
 func (a *Acquisition) ResamplingPositionsInto(ptr, n int) error {
 	if a.sim == nil {
-		return tag(badArg("%s has no resampling positions, expected a SimulatedAcquisition", a.kind))
+		return tag(a.notSimulated())
 	}
 	return tag(copyOut(ptr, n, a.sim.ResamplingPositions()))
 }
@@ -140,7 +144,7 @@ func (a *Acquisition) ResamplingPositionsInto(ptr, n int) error {
 // simulated dispersion into the caller's buffer of n elements.
 func (a *Acquisition) DispersionCompensationInto(ptr, n int) error {
 	if a.sim == nil {
-		return tag(badArg("%s has no dispersion compensation, expected a SimulatedAcquisition", a.kind))
+		return tag(a.notSimulated())
 	}
 	return tag(copyOut(ptr, n, a.sim.DispersionCompensation()))
 }
@@ -151,7 +155,7 @@ func (a *Acquisition) DispersionCompensationInto(ptr, n int) error {
 // count exceeds n: call again with a larger buffer).
 func (a *Acquisition) ReflectorsInto(volume, bscan, ascan, ptr, n int) (int, error) {
 	if a.sim == nil {
-		return 0, tag(badArg("%s has no phantom, expected a SimulatedAcquisition", a.kind))
+		return 0, tag(a.notSimulated())
 	}
 	rs, err := a.sim.Reflectors(volume, bscan, ascan)
 	if err != nil {

@@ -28,9 +28,10 @@ class SampleSlice:
     stop: Optional[int] = None
 
     def __post_init__(self) -> None:
-        self.start = check_int("SampleSlice.start", self.start, 0)
+        # A frozen dataclass: normalise through object.__setattr__.
+        object.__setattr__(self, "start", check_int("SampleSlice.start", self.start, 0))
         if self.stop is not None:
-            self.stop = check_int("SampleSlice.stop", self.stop)
+            object.__setattr__(self, "stop", check_int("SampleSlice.stop", self.stop))
         if self.stop is not None and self.stop <= self.start:
             raise ValueError(f"SampleSlice.stop={self.stop}, expected None or > start ({self.start})")
 
