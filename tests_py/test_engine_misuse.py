@@ -336,3 +336,20 @@ def test_storage_seek_beyond_any_file_raises_and_keeps_the_file_valid(tmp_path):
         print("OK")
     ''')
     assert "OK" in out
+
+
+# --- structured records -------------------------------------------------------------------
+
+
+def test_reflectors_are_pairs_and_name_bad_indices():
+    import vortexgo as vg
+
+    a = vg.SimulatedAcquisition(samples_per_record=256, ascans_per_bscan=16, bscans_per_volume=8, volumes=1)
+    rs = a.reflectors(0, 3, 5)
+    assert len(rs) > 8, "more than the first buffer holds: the second call is exercised"
+    assert all(isinstance(d, float) and isinstance(r, float) and 0 < r < 1 for d, r in rs)
+    assert len({d for d, _ in rs}) == len(rs)
+    for args, exc, name in [((-1, 0, 0), ValueError, "volume"), ((0, 8, 0), ValueError, "bscan"),
+                            ((0, 0, 2**70), ValueError, "ascan"), ((0, "1", 0), TypeError, "bscan")]:
+        with pytest.raises(exc, match=name):
+            a.reflectors(*args)
