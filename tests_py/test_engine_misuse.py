@@ -234,20 +234,32 @@ def test_disk_full_stops_the_engine_and_raises_from_wait(tmp_path):
 # --- handlers and waits -----------------------------------------------------------------
 
 
-def test_sys_exit_in_a_volume_callback_stops_the_engine_and_reraises():
-    out = run_case('''
+@pytest.mark.parametrize("where, raise_, exc", [
+    ("volume", "sys.exit(3)", "SystemExit"),
+    ("volume", "(_ for _ in ()).throw(KeyboardInterrupt())", "KeyboardInterrupt"),
+    ("event", "sys.exit(3)", "SystemExit"),
+])
+def test_base_exception_in_a_handler_stops_the_engine_and_reraises(where, raise_, exc):
+    out = run_case(f'''
         ep = StackHostTensorEndpointInt8()
-        ep.volume_callback = lambda *a: sys.exit(3)
+        calls = []
+        def handler(*a):
+            calls.append(a)
+            {raise_}
+        if {where!r} == "volume":
+            ep.volume_callback = handler
         eng, acq, proc = rig([ep], rate=0.0)
+        if {where!r} == "event":
+            eng.event_callback = lambda ev, e: handler() if ev == EngineEvent.START else None
         eng.prepare()
         eng.start()
-        e = expect(SystemExit, eng.wait)
-        assert e.code == 3 and eng.done
+        e = expect({exc}, eng.wait)
+        assert eng.done and len(calls) == 1, calls
         eng.close()
         ep.close()
         print("OK")
     ''', timeout=30)
-    assert "RAISED SystemExit" in out and "OK" in out
+    assert f"RAISED {exc}" in out and "OK" in out
 
 
 def test_wait_while_holding_the_tensor_lock_raises_lock_error():
