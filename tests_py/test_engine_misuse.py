@@ -365,3 +365,27 @@ def test_reflectors_are_pairs_and_name_bad_indices():
                             ((0, 0, 2**70), ValueError, "ascan"), ((0, "1", 0), TypeError, "bscan")]:
         with pytest.raises(exc, match=name):
             a.reflectors(*args)
+
+
+def test_reinitialising_stages_of_a_running_engine_raises_in_use():
+    out = run_case('''
+        ep = NullEndpoint()
+        ups = []
+        ep.update_callback = lambda: ups.append(1)
+        eng, acq, proc = rig([ep])
+        eng.prepare()
+        eng.start()
+        while len(ups) < 2:
+            time.sleep(0.01)
+        h_acq, h_proc = acq._h, proc._h
+        expect(vg.InUseError, acq.initialize, acq.config)
+        expect(vg.InUseError, proc.initialize, proc.config)
+        assert acq._h is h_acq and proc._h is h_proc
+        eng.stop()
+        assert eng.status().error == "", eng.status()
+        eng.close()
+        acq.initialize(acq.config)
+        proc.initialize(proc.config)
+        print("OK")
+    ''')
+    assert out.count("RAISED InUseError") == 2 and "OK" in out

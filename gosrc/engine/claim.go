@@ -73,7 +73,8 @@ func (c *Claim) Close(release func() error) error {
 	}
 	if c.users > 0 {
 		return fmt.Errorf("closing %s: it is used by an engine that has not finished; "+
-			"stop the engine first (engine.stop(), or wait() for the end of its run), then close it: %w",
+			"stop the engine first (engine.stop(), or wait() for the end of its run; engine.close() "+
+			"for an engine that was prepared but never started), then close it: %w",
 			c.name(), backend.ErrInUse)
 	}
 	if err := release(); err != nil {

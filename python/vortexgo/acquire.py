@@ -63,10 +63,15 @@ class _Acquisition:
             if not hasattr(cfg, k):
                 raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
             setattr(cfg, k, v)
+        h = native(self._create)(cfg)
         if self._h is not None:
-            native(self._h.Close)()  # InUseError while an engine uses it: nothing changes
+            try:
+                native(self._h.Close)()
+            except BaseException:
+                h.Close()  # InUseError while an engine uses it: nothing changes
+                raise
             self._fin.detach()
-        self._h = native(self._create)(cfg)
+        self._h = h
         # Frees the pinned replay ring an engine may have asked for.
         self._fin = release_on_collect(self, self._h.Close, "an acquisition")
         self.config = cfg

@@ -198,10 +198,16 @@ class _Processor:
                              int(cfg.average_window), rp, rn, fp, fn, bool(cfg.enable_ifft),
                              bool(cfg.enable_magnitude), bool(cfg.enable_square), bool(cfg.enable_log10),
                              lo, hi, int(cfg.slots))
-        old, self._h = self._h, h
+        if self._h is not None:
+            try:
+                self._h.Close()
+            except BaseException:
+                # Re-initialising a processor that an engine uses raises
+                # InUseError and changes nothing.
+                h.Close()
+                raise
+        self._h = h
         self.config, self.device = cfg, dev
-        if old is not None:
-            old.Close()
 
     def _handle(self):
         if self._h is None:
