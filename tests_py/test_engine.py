@@ -602,7 +602,9 @@ def test_status_timings_and_reprs():
     gc.collect()
     assert ep.stream.handle == h
     with ep.stream as s:
-        assert s is ep.stream or s is not None
+        # The block binds the endpoint's stream itself (or CuPy's wrapper of it).
+        cs = ep.stream.cupy()
+        assert s is ep.stream if cs is None else s.ptr == ep.stream.handle
     with pytest.raises(vg.VortexError, match="already prepared"):
         eng.prepare()
     eng.close()
@@ -626,7 +628,8 @@ def test_wait_before_start_and_wait_for_timeout():
     assert eng.wait_for(0) and eng.done
 
 
-@pytest.mark.parametrize("spin, exc", [(-1e-3, ValueError), (2.0, ValueError), ("fast", ValueError), (True, ValueError)])
+@pytest.mark.parametrize("spin, exc", [(-1e-3, ValueError), (2.0, ValueError), ("fast", TypeError), (True, TypeError),
+                                       (float("nan"), ValueError)])
 def test_dispatch_spin_is_validated(spin, exc):
     ec = vg.engine.EngineConfig(dispatch_spin=spin)
     with pytest.raises(exc, match="dispatch_spin"):

@@ -129,3 +129,51 @@ def test_storage_endpoint_on_cuda(gpu, tmp_path):
     np.testing.assert_array_equal(vols[2], vols[0])
     for ep in (dev_ep, store):
         ep.close()
+
+
+# --- closing what a running engine uses, on CUDA (issue 12) -----------------------------
+# Each case in its own interpreter: on the GPU these used to kill the process
+# (a Go panic in engine.go) or break the run ("use of closed object").
+
+CUDA_RIG = '''
+def cuda_rig(endpoints):
+    acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=1,
+                                  total_volumes=0, rate=200_000.0)
+    proc = vg.CUDAProcessor(vg.ProcessorConfig(samples_per_record=S, ascans_per_block=64))
+    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=0))
+    ec = EngineConfig(records_per_block=64, blocks_to_allocate=4, preload_count=2)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, endpoints)
+    return Engine(ec), acq, proc
+'''
+
+
+def test_close_while_running_on_cuda_raises_in_use(gpu):
+    from test_engine_misuse import run_case
+
+    out = run_case(CUDA_RIG + '''
+from vortexgo.engine import StackDeviceTensorEndpointInt8
+ep = StackDeviceTensorEndpointInt8()
+vols = []
+ep.volume_callback = lambda *a: vols.append(a)
+eng, acq, proc = cuda_rig([ep])
+eng.prepare()
+cached = ep.stream
+eng.start()
+while len(vols) < 2:
+    time.sleep(0.01)
+expect(vg.InUseError, ep.close)
+expect(vg.InUseError, acq.close)
+expect(vg.InUseError, proc.close)
+eng.stop()
+assert eng.status().error == "", eng.status()
+ep.close()
+expect(vg.ClosedError, cached.synchronize)
+expect(vg.ClosedError, lambda: ep.stream)
+acq.close()
+proc.close()
+eng.close()
+print("OK")
+''')
+    assert out.count("RAISED InUseError") == 3 and "RAISED ClosedError" in out and "OK" in out

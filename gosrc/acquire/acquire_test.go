@@ -7,12 +7,14 @@ import (
 	"math/cmplx"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 )
 
@@ -54,6 +56,10 @@ func TestSimulatedConfigValidate(t *testing.T) {
 		{"bandwidth", func(c *SimulatedConfig) { c.SourceBandwidth = 0 }, "SourceBandwidth=0, expected > 0"},
 		{"dispersion", func(c *SimulatedConfig) { c.Dispersion = math.Inf(1) }, "Dispersion=+Inf, expected a finite"},
 		{"rate", func(c *SimulatedConfig) { c.Rate = -1 }, "Rate=-1, expected >= 0"},
+		{"huge samples", func(c *SimulatedConfig) { c.SamplesPerRecord = 1 << 40 }, "SamplesPerRecord=1099511627776"},
+		{"huge volume", func(c *SimulatedConfig) { c.AscansPerBscan, c.BscansPerVolume = 1<<31, 1<<31 }, "AscansPerBscan=2147483648"},
+		{"huge ring", func(c *SimulatedConfig) { c.Volumes = 1 << 40 }, "Volumes=1099511627776"},
+		{"overflowing ring", func(c *SimulatedConfig) { c.Volumes = math.MaxInt }, "a ring of Volumes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +67,11 @@ func TestSimulatedConfigValidate(t *testing.T) {
 			tc.mod(&cfg)
 			_, err := NewSimulatedAcquisition(cfg)
 			require.ErrorContains(t, err, tc.want)
+			if strings.HasPrefix(tc.name, "huge") || strings.HasPrefix(tc.name, "overflowing") {
+				require.ErrorIs(t, err, backend.ErrTooLarge, "a MemoryError, before anything is allocated")
+			} else {
+				require.ErrorIs(t, err, backend.ErrInvalid)
+			}
 		})
 	}
 	cfg := DefaultSimulatedConfig()
@@ -413,4 +424,27 @@ func TestSimulatedLendMatchesFill(t *testing.T) {
 		total += n
 	}
 	require.Equal(t, 48, total)
+}
+
+func TestSimulatedCloseWaitsForTheEngine(t *testing.T) {
+	cfg := DefaultSimulatedConfig()
+	cfg.AscansPerBscan, cfg.BscansPerVolume, cfg.Volumes = 4, 4, 1
+	a, err := NewSimulatedAcquisition(cfg)
+	require.NoError(t, err)
+	require.NoError(t, a.Prepare())
+	require.NoError(t, a.PinTo(cpu.Default(), 4))
+	claims := a.Claims()
+	require.Len(t, claims, 1)
+	require.NoError(t, claims[0].Take())
+	require.ErrorIs(t, a.Close(), backend.ErrInUse, "the ring is still lent to an engine")
+	require.NoError(t, a.Start())
+	src, n, err := a.Lend(4)
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.NotZero(t, src, "the ring is still there")
+	require.NoError(t, a.Stop())
+	claims[0].Drop()
+	require.NoError(t, a.Close())
+	require.NoError(t, a.Close(), "closing twice is a no-op")
+	require.ErrorIs(t, claims[0].Take(), backend.ErrClosed)
 }

@@ -1,6 +1,8 @@
 package acquire
 
 import (
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+
 	"errors"
 	"fmt"
 	"io"
@@ -143,7 +145,7 @@ func checkFill(dst []uint16, records, samples int) error {
 // checkRate validates a rate field.
 func checkRate(rate float64) error {
 	if rate < 0 || rate != rate { // NaN fails rate == rate
-		return fmt.Errorf("acquire: Rate=%v, expected >= 0 (A-scans per second; 0 = unlimited)", rate)
+		return engine.Invalid("acquire: Rate=%v, expected >= 0 (A-scans per second; 0 = unlimited)", rate)
 	}
 	return nil
 }

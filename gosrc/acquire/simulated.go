@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 // SimulatedConfig configures a SimulatedAcquisition. Start from
@@ -80,7 +81,7 @@ func DefaultSimulatedConfig() SimulatedConfig {
 // Validate reports the first field that is out of range.
 func (c *SimulatedConfig) Validate() error {
 	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("acquire: SimulatedConfig.%s=%v, expected %s", field, v, want)
+		return engine.Invalid("acquire: SimulatedConfig.%s=%v, expected %s", field, v, want)
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
@@ -112,9 +113,15 @@ func (c *SimulatedConfig) Validate() error {
 	if err := checkRate(c.Rate); err != nil {
 		return err
 	}
-	total := uint64(c.Volumes) * uint64(c.BscansPerVolume) * uint64(c.AscansPerBscan) * uint64(c.SamplesPerRecord)
-	if total > math.MaxInt/2 {
-		return bad("Volumes", c.Volumes, "a ring small enough to address")
+	// The ring is synthesised into Go memory: bound it before Prepare
+	// allocates, as Go dies (it does not return an error) when make asks
+	// for more than the machine has.
+	bytes, ok := engine.MulSize(c.Volumes, c.BscansPerVolume, c.AscansPerBscan, c.SamplesPerRecord, 2)
+	if limit := maxRingBytes(); !ok || bytes > limit {
+		return engine.TooLarge("acquire: SimulatedConfig: a ring of Volumes=%d x BscansPerVolume=%d x AscansPerBscan=%d x "+
+			"SamplesPerRecord=%d uint16 spectra is more than %d bytes (half the host's memory), expected a smaller "+
+			"ring (fewer Volumes replay endlessly: set TotalVolumes for the run's length)",
+			c.Volumes, c.BscansPerVolume, c.AscansPerBscan, c.SamplesPerRecord, limit)
 	}
 	return nil
 }
@@ -144,7 +151,11 @@ type SimulatedAcquisition struct {
 	limit   int            // records to deliver before io.EOF; 0 = endless
 
 	run runState
+
+	claim engine.Claim // refuses Close while an engine uses the ring
 }
+
+var _ engine.Claimer = (*SimulatedAcquisition)(nil)
 
 // NewSimulatedAcquisition validates cfg and returns the source. The ring is
 // synthesised by Prepare.
@@ -153,14 +164,20 @@ func NewSimulatedAcquisition(cfg SimulatedConfig) (*SimulatedAcquisition, error)
 		return nil, err
 	}
 	perVolume := cfg.AscansPerBscan * cfg.BscansPerVolume
-	return &SimulatedAcquisition{
+	a := &SimulatedAcquisition{
 		cfg:     cfg,
 		spec:    newSpectrometer(&cfg),
 		phantom: newPhantom(&cfg),
 		records: cfg.Volumes * perVolume,
 		limit:   cfg.TotalVolumes * perVolume,
-	}, nil
+	}
+	a.claim.Name("SimulatedAcquisition")
+	return a, nil
 }
+
+// Claims reports the claim an engine takes while it uses the source
+// (engine.Claimer): Close is refused until that engine's run ends.
+func (a *SimulatedAcquisition) Claims() []*engine.Claim { return []*engine.Claim{&a.claim} }
 
 // Config returns the configuration the source was built with.
 func (a *SimulatedAcquisition) Config() SimulatedConfig { return a.cfg }
@@ -195,11 +212,11 @@ func (a *SimulatedAcquisition) DispersionCompensation() []complex64 {
 func (a *SimulatedAcquisition) Reflectors(volume, bscan, ascan int) ([]Reflector, error) {
 	switch {
 	case volume < 0 || volume >= a.cfg.Volumes:
-		return nil, fmt.Errorf("acquire: Reflectors: volume=%d, expected in [0, %d)", volume, a.cfg.Volumes)
+		return nil, engine.Invalid("acquire: Reflectors: volume=%d, expected in [0, %d)", volume, a.cfg.Volumes)
 	case bscan < 0 || bscan >= a.cfg.BscansPerVolume:
-		return nil, fmt.Errorf("acquire: Reflectors: bscan=%d, expected in [0, %d)", bscan, a.cfg.BscansPerVolume)
+		return nil, engine.Invalid("acquire: Reflectors: bscan=%d, expected in [0, %d)", bscan, a.cfg.BscansPerVolume)
 	case ascan < 0 || ascan >= a.cfg.AscansPerBscan:
-		return nil, fmt.Errorf("acquire: Reflectors: ascan=%d, expected in [0, %d)", ascan, a.cfg.AscansPerBscan)
+		return nil, engine.Invalid("acquire: Reflectors: ascan=%d, expected in [0, %d)", ascan, a.cfg.AscansPerBscan)
 	}
 	return a.phantom.reflectors(volume, bscan, ascan, nil), nil
 }
@@ -304,14 +321,20 @@ func (a *SimulatedAcquisition) Lend(records int) (uintptr, int, error) {
 	return src, want, nil
 }
 
-// Close frees the pinned ring (after the engine using it is done).
+// Close frees the pinned ring. While an engine that was prepared with the
+// source has not finished, it refuses with backend.ErrInUse (the engine
+// uploads straight from the ring). Closing twice is a no-op; a closed
+// source cannot be prepared by an engine again (backend.ErrClosed).
 func (a *SimulatedAcquisition) Close() error {
-	if a.pinned == nil {
-		return nil
-	}
-	err := a.pinned.Free()
-	a.pinned, a.ring, a.wrap = nil, nil, 0
-	return err
+	return a.claim.Close(func() error {
+		if a.pinned == nil {
+			a.ring = nil
+			return nil
+		}
+		err := a.pinned.Free()
+		a.pinned, a.ring, a.wrap = nil, nil, 0
+		return err
+	})
 }
 
 // Fill copies the next records spectra of the ring into dst.

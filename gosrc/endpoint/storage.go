@@ -50,9 +50,23 @@ type StackStorageEndpoint struct {
 	errMu   sync.Mutex
 	err     error // first write error
 	written int
+	fail    func(error) // the engine's EndpointInfo.Fail
+	claim   engine.Claim
 }
 
 var _ engine.Endpoint = (*StackStorageEndpoint)(nil)
+
+// Claims reports the endpoint's claim and its storage's (when the storage
+// is an engine.Claimer, as storage.SimpleStack is): while an engine uses
+// the endpoint, neither can be closed.
+func (e *StackStorageEndpoint) Claims() []*engine.Claim {
+	e.claim.Name(e.name)
+	cs := []*engine.Claim{&e.claim}
+	if c, ok := e.store.(engine.Claimer); ok {
+		cs = append(cs, c.Claims()...)
+	}
+	return cs
+}
 
 // NewAscanStackEndpoint stores processed volumes in store, in the store's
 // dtype (int8, uint16 or float32).
@@ -84,7 +98,7 @@ func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 		return fmt.Errorf("%s.Prepare: storage volume is %d bytes, expected %d (shape %v of %v; is the storage open with that shape?)",
 			e.name, got, want, e.f.shape(), e.f.dtype)
 	}
-	e.dev = info.Device
+	e.dev, e.fail = info.Device, info.Fail
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.release())
@@ -118,19 +132,38 @@ func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 // write stores queued volumes. Waiting on the staging event is this
 // goroutine's purpose: the download was enqueued on the endpoint stream
 // and the disk write must not start before it lands.
+//
+// The first failed write (a full disk, a file size limit, a closed file)
+// stops the engine at once through EndpointInfo.Fail: its error event
+// fires and Wait returns it. The volumes still queued are not written
+// (the store is failing) and not counted as written.
 func (e *StackStorageEndpoint) write() {
 	defer e.writer.Done()
 	for st := range e.queue {
-		err := st.ready.Synchronize()
-		if err == nil {
-			err = e.store.WriteVolume(hostView[byte](st.buf.Ptr(), st.buf.Size()))
+		e.errMu.Lock()
+		failed := e.err != nil
+		e.errMu.Unlock()
+		var err error
+		if !failed {
+			err = st.ready.Synchronize()
+			if err == nil {
+				err = e.store.WriteVolume(hostView[byte](st.buf.Ptr(), st.buf.Size()))
+			}
 		}
 		e.errMu.Lock()
 		if err != nil && e.err == nil {
 			e.err = fmt.Errorf("%s: storing volume %d: %w", e.name, e.written, err)
+		} else if !failed {
+			e.written++
 		}
-		e.written++
+		reportErr := e.err
 		e.errMu.Unlock()
+		// Fail before the staging buffer goes back: the engine's Flush
+		// waits for every buffer, so the error is posted before the run
+		// can end and close its event queue.
+		if err != nil && e.fail != nil {
+			e.fail(reportErr)
+		}
 		e.free <- st
 	}
 }
@@ -144,6 +177,14 @@ func (e *StackStorageEndpoint) Stream() backend.Stream { return e.stream }
 // a slow disk; it is not interrupted by a stop, so no completed volume is
 // lost.
 func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
+	e.errMu.Lock()
+	werr := e.err
+	e.errMu.Unlock()
+	if werr != nil {
+		// Also reported through Fail; returning it here keeps the engine
+		// from formatting volumes that can no longer be stored.
+		return werr
+	}
 	if err := e.stream.WaitEvent(b.Ready); err != nil {
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
@@ -200,12 +241,15 @@ func (e *StackStorageEndpoint) Written() int {
 }
 
 // Close flushes, stops the writer and frees the buffers. The storage
-// itself stays open: it belongs to the caller.
+// itself stays open: it belongs to the caller. While an engine uses the
+// endpoint it refuses with backend.ErrInUse.
 func (e *StackStorageEndpoint) Close() error {
-	if e.stream == nil {
-		return nil
-	}
-	return errors.Join(e.Flush(), e.release())
+	return e.claim.Close(func() error {
+		if e.stream == nil {
+			return nil
+		}
+		return errors.Join(e.Flush(), e.release())
+	})
 }
 
 func (e *StackStorageEndpoint) release() error {

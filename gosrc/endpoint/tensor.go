@@ -43,9 +43,17 @@ type StackTensorEndpoint struct {
 	owner  int64
 	ctx    context.Context
 	cancel context.CancelFunc
+	claim  engine.Claim // refuses Close while an engine formats into it
 }
 
 var _ engine.Endpoint = (*StackTensorEndpoint)(nil)
+
+// Claims reports the claim an engine takes while it formats into the
+// endpoint (engine.Claimer): Close is refused until that run ends.
+func (e *StackTensorEndpoint) Claims() []*engine.Claim {
+	e.claim.Name(e.name)
+	return []*engine.Claim{&e.claim}
+}
 
 func newStackTensor(name string, kind backend.MemKind, dtype backend.DType, src source) (*StackTensorEndpoint, error) {
 	switch dtype {
@@ -143,26 +151,37 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 func (e *StackTensorEndpoint) Flush() error { return nil }
 
 // Close releases the tensor and the stream (after their work completes).
+// While an engine that prepared the endpoint has not finished its run, it
+// refuses with backend.ErrInUse: the engine formats into the tensor.
 func (e *StackTensorEndpoint) Close() error {
-	if e.stream == nil {
-		return nil
-	}
-	e.cancel()
-	// A host wait at teardown: the stream's queued copies write into the
-	// tensor about to be freed.
-	err := e.stream.Synchronize()
-	err = errors.Join(err, e.tensor.Close(), e.stream.Close())
-	e.stream, e.tensor = nil, nil
-	return err
+	return e.claim.Close(func() error {
+		if e.stream == nil {
+			return nil
+		}
+		e.cancel()
+		// A host wait at teardown: the stream's queued copies write into the
+		// tensor about to be freed.
+		err := e.stream.Synchronize()
+		err = errors.Join(err, e.tensor.Close(), e.stream.Close())
+		e.stream, e.tensor = nil, nil
+		return err
+	})
 }
 
 // NullEndpoint receives blocks and discards them; its events still fire,
 // which makes it the endpoint for callbacks-only and throughput tests.
 type NullEndpoint struct {
 	stream backend.Stream
+	claim  engine.Claim
 }
 
 var _ engine.Endpoint = (*NullEndpoint)(nil)
+
+// Claims reports the claim an engine takes while it uses the endpoint.
+func (e *NullEndpoint) Claims() []*engine.Claim {
+	e.claim.Name("NullEndpoint")
+	return []*engine.Claim{&e.claim}
+}
 
 // NewNullEndpoint returns a NullEndpoint.
 func NewNullEndpoint() *NullEndpoint { return &NullEndpoint{} }
@@ -192,12 +211,41 @@ func (e *NullEndpoint) Format(b *engine.BlockData, _ *engine.FormatPlan) error {
 // Flush does nothing.
 func (e *NullEndpoint) Flush() error { return nil }
 
-// Close releases the stream.
+// Close releases the stream (refused with backend.ErrInUse while an
+// engine uses the endpoint).
 func (e *NullEndpoint) Close() error {
-	if e.stream == nil {
-		return nil
+	return e.claim.Close(func() error {
+		if e.stream == nil {
+			return nil
+		}
+		err := e.stream.Close()
+		e.stream = nil
+		return err
+	})
+}
+
+// NewStackTensorEndpoint returns vortex's StackDeviceTensorEndpoint* for
+// memory "device" or StackHostTensorEndpoint* for "host", of dtype, or
+// SpectraStackDeviceTensorEndpointUInt16 for "spectra" (dtype uint16), and
+// its class name (without the dtype suffix).
+func NewStackTensorEndpoint(memory string, dtype backend.DType) (*StackTensorEndpoint, string, error) {
+	var e *StackTensorEndpoint
+	var err error
+	switch memory {
+	case "device":
+		e, err = NewStackDeviceTensorEndpoint(dtype)
+	case "host":
+		e, err = NewStackHostTensorEndpoint(dtype)
+	case "spectra":
+		if dtype != backend.Uint16 {
+			return nil, "", engine.Invalid("spectra endpoint of dtype %v, expected uint16 (raw spectra)", dtype)
+		}
+		e, err = NewSpectraStackDeviceTensorEndpoint()
+	default:
+		return nil, "", engine.Invalid("memory=%q, expected \"device\", \"host\" or \"spectra\"", memory)
 	}
-	err := e.stream.Close()
-	e.stream = nil
-	return err
+	if err != nil {
+		return nil, "", engine.Invalid("%v", err)
+	}
+	return e, e.name, nil
 }

@@ -181,6 +181,10 @@ type EndpointInfo struct {
 	// Stopping is closed when the engine is asked to stop: an endpoint
 	// waiting on a user's lock gives up then instead of hanging Stop.
 	Stopping <-chan struct{}
+	// Fail reports an error found off the format goroutine (a storage
+	// writer's failed write): the engine stops at once, posts the error
+	// event and returns the error from Wait. Safe from any goroutine.
+	Fail func(error)
 }
 
 // Endpoint receives formatted data on its own stream.

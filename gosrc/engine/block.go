@@ -65,6 +65,31 @@ type blockShape struct {
 	endpoints  int
 }
 
+// MaxPoolBytes bounds the memory of the block pool (host and device
+// together): 1 TiB, above any real configuration, and a bound that keeps
+// every size below it representable.
+const MaxPoolBytes = 1 << 40
+
+// check bounds the pool's bytes before anything is allocated: per block,
+// 2 B per raw sample twice (pinned host and device) and 5 B per output
+// sample (float32 and int8) per processor.
+func (sh blockShape) check(blocks int) error {
+	per := 0
+	raw, ok := MulSize(sh.records, sh.rawSamples, 4)
+	for _, out := range sh.outSamples {
+		n, ok2 := MulSize(sh.records, out, 5)
+		ok = ok && ok2 && n <= MaxPoolBytes
+		per += n
+	}
+	total, ok3 := MulSize(raw+per, blocks)
+	if !ok || !ok3 || raw > MaxPoolBytes || total > MaxPoolBytes {
+		return TooLarge("block pool of %d blocks x %d records x %d raw samples (+ outputs %v): more than %d bytes, "+
+			"expected smaller EngineConfig.records_per_block, blocks_to_allocate or samples_per_record",
+			blocks, sh.records, sh.rawSamples, sh.outSamples, MaxPoolBytes)
+	}
+	return nil
+}
+
 // newBlock allocates one block; on error it frees what it allocated.
 func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 	b = &Block{}

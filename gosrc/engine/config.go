@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -70,12 +68,12 @@ type fmtNode struct {
 // AddAcquisition adds an acquisition feeding the given processors.
 func (c *Config) AddAcquisition(acq Acquisition, processors ...Processor) {
 	if acq == nil {
-		c.errs = append(c.errs, errors.New("Config.AddAcquisition: acq=nil, expected an Acquisition"))
+		c.errs = append(c.errs, Invalid("Config.AddAcquisition: acq=nil, expected an Acquisition"))
 		return
 	}
 	for i, p := range processors {
 		if p == nil {
-			c.errs = append(c.errs, fmt.Errorf("Config.AddAcquisition: processors[%d]=nil, expected a Processor", i))
+			c.errs = append(c.errs, Invalid("Config.AddAcquisition: processors[%d]=nil, expected a Processor", i))
 			return
 		}
 	}
@@ -85,12 +83,12 @@ func (c *Config) AddAcquisition(acq Acquisition, processors ...Processor) {
 // AddProcessor routes a processor's output to the given formatters.
 func (c *Config) AddProcessor(proc Processor, formatters ...Formatter) {
 	if proc == nil {
-		c.errs = append(c.errs, errors.New("Config.AddProcessor: proc=nil, expected a Processor"))
+		c.errs = append(c.errs, Invalid("Config.AddProcessor: proc=nil, expected a Processor"))
 		return
 	}
 	for i, f := range formatters {
 		if f == nil {
-			c.errs = append(c.errs, fmt.Errorf("Config.AddProcessor: formatters[%d]=nil, expected a Formatter", i))
+			c.errs = append(c.errs, Invalid("Config.AddProcessor: formatters[%d]=nil, expected a Formatter", i))
 			return
 		}
 	}
@@ -100,16 +98,47 @@ func (c *Config) AddProcessor(proc Processor, formatters ...Formatter) {
 // AddFormatter routes a formatter's plans to the given endpoints.
 func (c *Config) AddFormatter(f Formatter, endpoints ...Endpoint) {
 	if f == nil {
-		c.errs = append(c.errs, errors.New("Config.AddFormatter: fmt=nil, expected a Formatter"))
+		c.errs = append(c.errs, Invalid("Config.AddFormatter: fmt=nil, expected a Formatter"))
 		return
 	}
 	for i, e := range endpoints {
 		if e == nil {
-			c.errs = append(c.errs, fmt.Errorf("Config.AddFormatter: endpoints[%d]=nil, expected an Endpoint", i))
+			c.errs = append(c.errs, Invalid("Config.AddFormatter: endpoints[%d]=nil, expected an Endpoint", i))
 			return
 		}
 	}
 	c.fmts = append(c.fmts, fmtNode{fmt: f, eps: endpoints})
+}
+
+// AppendProcessor appends proc to the processors of the latest
+// AddAcquisition, for bindings that build the wiring one link at a time.
+func (c *Config) AppendProcessor(proc Processor) {
+	if len(c.acqs) == 0 || proc == nil {
+		c.errs = append(c.errs, Invalid("Config.AddAcquisition: processors must be processors, after an acquisition"))
+		return
+	}
+	n := &c.acqs[len(c.acqs)-1]
+	n.procs = append(n.procs, proc)
+}
+
+// AppendFormatter appends f to the formatters of the latest AddProcessor.
+func (c *Config) AppendFormatter(f Formatter) {
+	if len(c.procs) == 0 || f == nil {
+		c.errs = append(c.errs, Invalid("Config.AddProcessor: formatters must be formatters, after a processor"))
+		return
+	}
+	n := &c.procs[len(c.procs)-1]
+	n.fmts = append(n.fmts, f)
+}
+
+// AppendEndpoint appends e to the endpoints of the latest AddFormatter.
+func (c *Config) AppendEndpoint(e Endpoint) {
+	if len(c.fmts) == 0 || e == nil {
+		c.errs = append(c.errs, Invalid("Config.AddFormatter: endpoints must be endpoints, after a formatter"))
+		return
+	}
+	n := &c.fmts[len(c.fmts)-1]
+	n.eps = append(n.eps, e)
 }
 
 func (c *Config) slots() int {
@@ -140,33 +169,33 @@ func (c *Config) Validate() error {
 		return c.errs[0]
 	}
 	switch {
-	case c.RecordsPerBlock <= 0:
-		return fmt.Errorf("Config.RecordsPerBlock: %d, expected > 0", c.RecordsPerBlock)
-	case c.BlocksToAllocate <= 0:
-		return fmt.Errorf("Config.BlocksToAllocate: %d, expected > 0", c.BlocksToAllocate)
+	case c.RecordsPerBlock <= 0 || c.RecordsPerBlock > MaxRecordsPerBlock:
+		return Invalid("Config.RecordsPerBlock: %d, expected 1 <= RecordsPerBlock <= %d", c.RecordsPerBlock, MaxRecordsPerBlock)
+	case c.BlocksToAllocate <= 0 || c.BlocksToAllocate > MaxBlocks:
+		return Invalid("Config.BlocksToAllocate: %d, expected 1 <= BlocksToAllocate <= %d", c.BlocksToAllocate, MaxBlocks)
 	case c.PreloadCount < 0 || c.PreloadCount > c.BlocksToAllocate:
-		return fmt.Errorf("Config.PreloadCount: %d, expected 0 <= PreloadCount <= BlocksToAllocate (%d)", c.PreloadCount, c.BlocksToAllocate)
+		return Invalid("Config.PreloadCount: %d, expected 0 <= PreloadCount <= BlocksToAllocate (%d)", c.PreloadCount, c.BlocksToAllocate)
 	case c.BlocksToAcquire < 0:
-		return fmt.Errorf("Config.BlocksToAcquire: %d, expected >= 0 (0 = until the scan ends)", c.BlocksToAcquire)
-	case c.Slots < 0:
-		return fmt.Errorf("Config.Slots: %d, expected >= 0 (0 = 2)", c.Slots)
-	case c.EventQueueSize < 0:
-		return fmt.Errorf("Config.EventQueueSize: %d, expected >= 0 (0 = 4096)", c.EventQueueSize)
+		return Invalid("Config.BlocksToAcquire: %d, expected >= 0 (0 = until the scan ends)", c.BlocksToAcquire)
+	case c.Slots < 0 || c.Slots > MaxSlots:
+		return Invalid("Config.Slots: %d, expected 0 <= Slots <= %d (0 = 2)", c.Slots, MaxSlots)
+	case c.EventQueueSize < 0 || c.EventQueueSize > MaxEventQueue:
+		return Invalid("Config.EventQueueSize: %d, expected 0 <= EventQueueSize <= %d (0 = 4096)", c.EventQueueSize, MaxEventQueue)
 	case c.EventPolicy != QueueBlock && c.EventPolicy != QueueDrop:
-		return fmt.Errorf("Config.EventPolicy: %d, expected QueueBlock or QueueDrop", int(c.EventPolicy))
+		return Invalid("Config.EventPolicy: %d, expected QueueBlock or QueueDrop", int(c.EventPolicy))
 	}
 	if len(c.acqs) != 1 {
 		// One acquisition covers every vortex example; several would need
 		// blocks that carry one raw buffer per acquisition.
-		return fmt.Errorf("Config.AddAcquisition: %d acquisitions, expected exactly 1", len(c.acqs))
+		return Invalid("Config.AddAcquisition: %d acquisitions, expected exactly 1", len(c.acqs))
 	}
 	if len(c.acqs[0].procs) == 0 {
-		return errors.New("Config.AddAcquisition: no processors, expected at least 1")
+		return Invalid("Config.AddAcquisition: no processors, expected at least 1")
 	}
 	owner := map[Processor]bool{}
 	for _, p := range c.acqs[0].procs {
 		if owner[p] {
-			return errors.New("Config.AddAcquisition: a processor is listed twice, expected each once")
+			return Invalid("Config.AddAcquisition: a processor is listed twice, expected each once")
 		}
 		owner[p] = true
 	}
@@ -174,15 +203,15 @@ func (c *Config) Validate() error {
 	seenProc := map[Processor]bool{}
 	for i, pn := range c.procs {
 		if !owner[pn.proc] {
-			return fmt.Errorf("Config.AddProcessor: processor #%d is not fed by an acquisition, expected it in AddAcquisition's processors", i)
+			return Invalid("Config.AddProcessor: processor #%d is not fed by an acquisition, expected it in AddAcquisition's processors", i)
 		}
 		if seenProc[pn.proc] {
-			return fmt.Errorf("Config.AddProcessor: processor #%d is added twice, expected once", i)
+			return Invalid("Config.AddProcessor: processor #%d is added twice, expected once", i)
 		}
 		seenProc[pn.proc] = true
 		for _, f := range pn.fmts {
 			if fmtOwned[f] {
-				return fmt.Errorf("Config.AddProcessor: processor #%d lists a formatter already fed by a processor, expected each formatter under one processor", i)
+				return Invalid("Config.AddProcessor: processor #%d lists a formatter already fed by a processor, expected each formatter under one processor", i)
 			}
 			fmtOwned[f] = true
 		}
@@ -191,15 +220,15 @@ func (c *Config) Validate() error {
 	seenEp := map[Endpoint]bool{}
 	for i, fn := range c.fmts {
 		if !fmtOwned[fn.fmt] {
-			return fmt.Errorf("Config.AddFormatter: formatter #%d is not fed by a processor, expected it in AddProcessor's formatters", i)
+			return Invalid("Config.AddFormatter: formatter #%d is not fed by a processor, expected it in AddProcessor's formatters", i)
 		}
 		if seenFmt[fn.fmt] {
-			return fmt.Errorf("Config.AddFormatter: formatter #%d is added twice, expected once", i)
+			return Invalid("Config.AddFormatter: formatter #%d is added twice, expected once", i)
 		}
 		seenFmt[fn.fmt] = true
 		for _, e := range fn.eps {
 			if seenEp[e] {
-				return fmt.Errorf("Config.AddFormatter: formatter #%d lists an endpoint already used, expected each endpoint once", i)
+				return Invalid("Config.AddFormatter: formatter #%d lists an endpoint already used, expected each endpoint once", i)
 			}
 			seenEp[e] = true
 		}

@@ -117,9 +117,16 @@ type Engine struct {
 	wg       sync.WaitGroup
 	t0       time.Time
 
-	errMu  sync.Mutex
-	err    error
-	broken atomic.Bool // a device stage failed: drop the blocks behind it
+	errMu sync.Mutex
+	err   error
+	// claims are the stages' Claims taken at Prepare: their Close refuses
+	// (backend.ErrInUse) until the run ends and dropClaims releases them.
+	claimMu sync.Mutex
+	claims  []*Claim
+	broken  atomic.Bool // a device stage failed: drop the blocks behind it
+
+	recMu      sync.Mutex // NextRecords' scratch
+	recScratch []Event
 
 	acquired, processed, formatted, dropped, volumes, callbackErrs atomic.Int64
 	timings                                                        timings
@@ -161,9 +168,13 @@ func (e *Engine) Prepare() (err error) {
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.release())
+			e.dropClaims()
 		}
 	}()
 	cfg := &e.cfg
+	if err := e.takeClaims(); err != nil {
+		return fmt.Errorf("engine.Prepare: %w", err)
+	}
 	an := cfg.acqs[0]
 	e.acq, e.procs = an.acq, an.procs
 	if err := e.acq.Prepare(); err != nil {
@@ -224,11 +235,15 @@ func (e *Engine) Prepare() (err error) {
 			s0, s1 := f.SampleRange(outSamples[pi])
 			r := fmtRoute{fmt: f, plan: &FormatPlan{Actions: make([]Action, 0, 4*cfg.RecordsPerBlock/max(1, ascans)+16)}}
 			for _, ep := range fmtEps[f] {
+				id := epID[ep]
 				info := EndpointInfo{
 					Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 					RawSamples: e.rawSamples, OutputSamples: outSamples[pi],
 					Bscans: bscans, Ascans: ascans, SampleStart: s0, SampleStop: s1,
 					Stopping: e.stopping,
+					Fail: func(err error) {
+						e.failPipeline(fmt.Errorf("engine: endpoint #%d: %w", id, err))
+					},
 				}
 				if err := ep.Prepare(info); err != nil {
 					return fmt.Errorf("engine.Prepare: endpoint #%d: %w", epID[ep], err)
@@ -253,6 +268,9 @@ func (e *Engine) Prepare() (err error) {
 		e.slots = append(e.slots, s)
 	}
 	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: e.rawSamples, outSamples: outSamples, endpoints: len(e.endpoints)}
+	if err := sh.check(cfg.BlocksToAllocate); err != nil {
+		return fmt.Errorf("engine.Prepare: %w", err)
+	}
 	e.free = make(chan *Block, cfg.BlocksToAllocate)
 	for range cfg.BlocksToAllocate {
 		b, err := newBlock(e.dev, sh)
@@ -698,6 +716,8 @@ func (e *Engine) finish() {
 			e.fail(fmt.Errorf("engine: endpoint #%d: flush: %w", id, err))
 		}
 	}
+	// The stages may be closed from here on: nothing of the run uses them.
+	e.dropClaims()
 	e.events.close()
 	e.stateMu.Lock()
 	e.state = stateFinished
@@ -705,17 +725,67 @@ func (e *Engine) finish() {
 	close(e.done)
 }
 
+// takeClaims claims every stage of the configuration (see Claim), so that
+// closing one while this engine may use it is refused.
+func (e *Engine) takeClaims() error {
+	var stages []any
+	for _, an := range e.cfg.acqs {
+		stages = append(stages, an.acq)
+		for _, p := range an.procs {
+			stages = append(stages, p)
+		}
+	}
+	for _, fn := range e.cfg.fmts {
+		for _, ep := range fn.eps {
+			stages = append(stages, ep)
+		}
+	}
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	for _, st := range stages {
+		c, ok := st.(Claimer)
+		if !ok {
+			continue
+		}
+		for _, cl := range c.Claims() {
+			if err := cl.Take(); err != nil {
+				return err
+			}
+			e.claims = append(e.claims, cl)
+		}
+	}
+	return nil
+}
+
+// dropClaims releases the claims once (the run ended, Prepare failed, or
+// the engine is closed without having run).
+func (e *Engine) dropClaims() {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	for _, c := range e.claims {
+		c.Drop()
+	}
+	e.claims = nil
+}
+
 // RequestStop asks the run to stop without waiting: the acquisition stops,
 // blocks already acquired are still processed and formatted. Safe from any
 // goroutine, including a Python handler on the dispatcher thread (which
 // must not wait for a run that waits for its events).
+//
+// Before Start it is a no-op: a stop of a run that has not begun must not
+// poison the run that follows (it used to close the stop channel, so the
+// next Start produced 0 volumes without a word).
 func (e *Engine) RequestStop() {
+	e.stateMu.Lock()
+	st := e.state
+	e.stateMu.Unlock()
+	if st < stateRunning {
+		return
+	}
 	e.stopOnce.Do(func() {
 		close(e.stopping)
-		e.stateMu.Lock()
-		running := e.state == stateRunning
-		e.stateMu.Unlock()
-		if running {
+		if st == stateRunning {
 			// Unblocks a Fill waiting on hardware or a rate limit.
 			e.stopAcquisition()
 		}
@@ -725,7 +795,8 @@ func (e *Engine) RequestStop() {
 // Stop stops the run and waits until it has drained: every acquired block
 // is formatted and every completed volume flushed to storage. Stopping in
 // the middle of a volume is safe; stopping twice, or an engine that never
-// started, is a no-op. It returns the run's error, if any.
+// started, is a no-op (the engine can still be started afterwards). It
+// returns the run's error, if any.
 func (e *Engine) Stop() error {
 	e.RequestStop()
 	e.stateMu.Lock()
@@ -749,9 +820,13 @@ func (e *Engine) Wait() error {
 	return e.Err()
 }
 
-// WaitFor waits up to timeout for the run to end and reports whether it has.
+// WaitFor waits up to timeout (negative: 0) for the run to end and
+// reports whether it has.
 func (e *Engine) WaitFor(timeout time.Duration) bool {
-	t := time.NewTimer(timeout)
+	if e.Done() {
+		return true // a select on done and an expired timer picks at random
+	}
+	t := time.NewTimer(max(timeout, 0))
 	defer t.Stop()
 	select {
 	case <-e.done:
@@ -817,6 +892,24 @@ func (e *Engine) NextEvents(max int, timeout time.Duration) []Event {
 	return buf[:e.events.next(buf, timeout)]
 }
 
+// NextRecords is NextEvents as flat records: up to len(dst)/EventFields
+// events, EventFields int64 each (Event.Record), into dst. Safe for one
+// consumer at a time; the scratch events are reused, so it allocates only
+// when a larger batch is asked for.
+func (e *Engine) NextRecords(dst []int64, timeout time.Duration) int {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	max := len(dst) / EventFields
+	if cap(e.recScratch) < max {
+		e.recScratch = make([]Event, max)
+	}
+	n := e.NextEventsInto(e.recScratch[:max], timeout)
+	for i := range e.recScratch[:n] {
+		e.recScratch[i].Record(dst[i*EventFields:])
+	}
+	return n
+}
+
 // NextEventsInto is NextEvents into a caller's buffer, without allocating.
 func (e *Engine) NextEventsInto(dst []Event, timeout time.Duration) int {
 	if e.events == nil {
@@ -849,6 +942,7 @@ func (e *Engine) Close() error {
 		// NextEvents gets EventDone and exits.
 		e.events.close()
 		close(e.done)
+		e.dropClaims()
 	}
 	e.state = stateClosed
 	return e.release()

@@ -414,7 +414,11 @@ func TestEngineConfigErrorsNameTheField(t *testing.T) {
 		mutate func(*engine.Config)
 		want   string
 	}{
-		{"records", func(c *engine.Config) { c.RecordsPerBlock = 0 }, "Config.RecordsPerBlock: 0, expected > 0"},
+		{"records", func(c *engine.Config) { c.RecordsPerBlock = 0 }, "Config.RecordsPerBlock: 0, expected 1 <="},
+		{"records huge", func(c *engine.Config) { c.RecordsPerBlock = 1 << 40 }, "Config.RecordsPerBlock: 1099511627776"},
+		{"blocks huge", func(c *engine.Config) { c.BlocksToAllocate = 1 << 40 }, "Config.BlocksToAllocate: 1099511627776"},
+		{"queue huge", func(c *engine.Config) { c.EventQueueSize = 1 << 40 }, "Config.EventQueueSize: 1099511627776"},
+		{"slots huge", func(c *engine.Config) { c.Slots = 1 << 40 }, "Config.Slots: 1099511627776"},
 		{"blocks", func(c *engine.Config) { c.BlocksToAllocate = -1 }, "Config.BlocksToAllocate: -1"},
 		{"preload", func(c *engine.Config) { c.PreloadCount = 3 }, "Config.PreloadCount: 3"},
 		{"acquire", func(c *engine.Config) { c.BlocksToAcquire = -1 }, "Config.BlocksToAcquire: -1"},
@@ -432,6 +436,7 @@ func TestEngineConfigErrorsNameTheField(t *testing.T) {
 			c := base()
 			tc.mutate(&c)
 			require.ErrorContains(t, c.Validate(), tc.want)
+			require.ErrorIs(t, c.Validate(), backend.ErrInvalid, "a ValueError in Python")
 			e, err := engine.New(c, cpu.Default())
 			require.NoError(t, err)
 			require.ErrorContains(t, e.Prepare(), tc.want, "Prepare rejects it too")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 // minChunk is the fewest records worth a goroutine: below it the
@@ -29,6 +30,14 @@ type CPUProcessor struct {
 	workers int
 	slots   [][]*cpuScratch // [slot][worker]
 	closed  bool
+	claim   engine.Claim // refuses Close while an engine runs the processor
+}
+
+// Claims reports the claim an engine takes while it uses the processor
+// (engine.Claimer): Close is refused until that engine's run ends.
+func (p *CPUProcessor) Claims() []*engine.Claim {
+	p.claim.Name("CPUProcessor")
+	return []*engine.Claim{&p.claim}
 }
 
 // cpuScratch is one goroutine's working memory.
@@ -202,14 +211,17 @@ func interpolate(x []float32, pos float32) float32 {
 	return a + float32(f*(b-a))
 }
 
-// Close releases the scratch. Further calls return backend.ErrClosed.
+// Close releases the scratch; while an engine uses the processor it
+// refuses with backend.ErrInUse. Further calls return backend.ErrClosed.
 func (p *CPUProcessor) Close() error {
 	if p.closed {
 		return errClosed("process: CPUProcessor.Close")
 	}
-	p.closed = true
-	p.slots, p.plan = nil, nil
-	return nil
+	return p.claim.Close(func() error {
+		p.closed = true
+		p.slots, p.plan = nil, nil
+		return nil
+	})
 }
 
 // hostSlice views n values of type T at host address ptr (memory outside

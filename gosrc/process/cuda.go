@@ -8,6 +8,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 // Launch geometry. 256 threads keep 8 warps per block, enough to hide
@@ -54,6 +55,7 @@ type CUDAProcessor struct {
 	slots     []*cudaSlot
 	buffers   []*cuda.Buffer // everything to free on Close
 	closed    bool
+	claim     engine.Claim // refuses Close while an engine runs the processor
 }
 
 // cudaSlot is one slot's scratch.
@@ -279,13 +281,24 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 // Close frees the scratch, tables and plans. cuMemFree waits for queued
 // work that uses the memory, so Close is safe with Process calls still in
 // flight on the GPU (it blocks until they finish). Further calls return
-// backend.ErrClosed.
+// backend.ErrClosed. While an engine uses the processor it refuses with
+// backend.ErrInUse: closing it under a run used to break the run with
+// "use of closed object".
 func (p *CUDAProcessor) Close() error {
 	if p.closed {
 		return errClosed("process: CUDAProcessor.Close")
 	}
-	p.closed = true
-	return p.release()
+	return p.claim.Close(func() error {
+		p.closed = true
+		return p.release()
+	})
+}
+
+// Claims reports the claim an engine takes while it uses the processor
+// (engine.Claimer): Close is refused until that engine's run ends.
+func (p *CUDAProcessor) Claims() []*engine.Claim {
+	p.claim.Name("CUDAProcessor")
+	return []*engine.Claim{&p.claim}
 }
 
 // release frees everything allocated so far and returns the first error.

@@ -2,17 +2,13 @@ package pyapi
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/acquire"
-	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
+	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/process"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
@@ -50,6 +46,18 @@ func copyIn[T any](ptr, n int) ([]T, error) {
 	return append([]T(nil), s...), nil
 }
 
+// copyOut copies src into a caller's buffer of exactly len(src) elements.
+func copyOut[T any](ptr, n int, src []T) error {
+	if n != len(src) {
+		return badArg("n=%d, expected %d", n, len(src))
+	}
+	dst, err := hostSpan[T](ptr, n)
+	if err == nil {
+		copy(dst, src)
+	}
+	return err
+}
+
 // --- acquisitions ------------------------------------------------------------
 
 // Acquisition is a source of raw spectra (engine.Acquisition).
@@ -74,7 +82,7 @@ func NewSimulatedAcquisition(samples, ascans, bscans, volumes, totalVolumes int,
 	}
 	a, err := acquire.NewSimulatedAcquisition(cfg)
 	if err != nil {
-		return nil, tag(badArg("%v", err))
+		return nil, tag(err)
 	}
 	return &Acquisition{a: a, kind: "SimulatedAcquisition", sim: a}, nil
 }
@@ -97,11 +105,8 @@ func NewNullAcquisition(samples, records int, rate float64) (*Acquisition, error
 	return &Acquisition{a: a, kind: "NullAcquisition"}, nil
 }
 
-// Kind is the acquisition's class name.
-func (a *Acquisition) Kind() string { return a.kind }
-
 // Close frees what the source holds outside the Go heap (the simulated
-// source's pinned replay ring); call it once no engine uses the source.
+// source's pinned replay ring); InUseError while an engine uses it.
 func (a *Acquisition) Close() error {
 	if a.sim != nil {
 		return tag(a.sim.Close())
@@ -122,71 +127,59 @@ func (a *Acquisition) Prepare() error {
 	return nil
 }
 
+func (a *Acquisition) notSimulated() error {
+	return badArg("%s has no phantom, expected a SimulatedAcquisition", a.kind)
+}
+
 // ResamplingPositionsInto writes the simulated spectrometer's resampling
 // positions (float32) into the caller's buffer of n elements.
 func (a *Acquisition) ResamplingPositionsInto(ptr, n int) error {
 	if a.sim == nil {
-		return tag(badArg("%s has no resampling positions, expected a SimulatedAcquisition", a.kind))
+		return tag(a.notSimulated())
 	}
-	pos := a.sim.ResamplingPositions()
-	dst, err := hostSpan[float32](ptr, n)
-	if err != nil {
-		return tag(err)
-	}
-	if len(dst) != len(pos) {
-		return tag(badArg("n=%d, expected %d", n, len(pos)))
-	}
-	copy(dst, pos)
-	return nil
+	return tag(copyOut(ptr, n, a.sim.ResamplingPositions()))
 }
 
 // DispersionCompensationInto writes the phasor (complex64) that undoes the
 // simulated dispersion into the caller's buffer of n elements.
 func (a *Acquisition) DispersionCompensationInto(ptr, n int) error {
 	if a.sim == nil {
-		return tag(badArg("%s has no dispersion compensation, expected a SimulatedAcquisition", a.kind))
+		return tag(a.notSimulated())
 	}
-	ph := a.sim.DispersionCompensation()
-	dst, err := hostSpan[complex64](ptr, n)
-	if err != nil {
-		return tag(err)
-	}
-	if len(dst) != len(ph) {
-		return tag(badArg("n=%d, expected %d", n, len(ph)))
-	}
-	copy(dst, ph)
-	return nil
+	return tag(copyOut(ptr, n, a.sim.DispersionCompensation()))
 }
 
-// Reflectors lists the simulated interfaces of one A-scan as
-// "depth:reflectivity" pairs joined by ";" (depth in output bins).
-func (a *Acquisition) Reflectors(volume, bscan, ascan int) (string, error) {
+// ReflectorsInto writes the simulated interfaces of one A-scan as
+// (depth in output bins, reflectivity) float64 pairs into the caller's
+// buffer of n pairs, and returns how many there are (all of them when the
+// count exceeds n: call again with a larger buffer).
+func (a *Acquisition) ReflectorsInto(volume, bscan, ascan, ptr, n int) (int, error) {
 	if a.sim == nil {
-		return "", tag(badArg("%s has no phantom, expected a SimulatedAcquisition", a.kind))
+		return 0, tag(a.notSimulated())
 	}
 	rs, err := a.sim.Reflectors(volume, bscan, ascan)
 	if err != nil {
-		return "", tag(badArg("%v", err))
+		return 0, tag(err)
 	}
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = strconv.FormatFloat(r.Depth, 'g', -1, 64) + ":" + strconv.FormatFloat(r.Reflectivity, 'g', -1, 64)
+	dst, err := hostSpan[float64](ptr, 2*n)
+	if err != nil {
+		return 0, tag(err)
 	}
-	return strings.Join(parts, ";"), nil
+	for i := 0; i < len(rs) && i < n; i++ {
+		dst[2*i], dst[2*i+1] = rs[i].Depth, rs[i].Reflectivity
+	}
+	return len(rs), nil
 }
 
 // --- processors -----------------------------------------------------------------
 
 // Processor turns raw spectra into A-scans (engine.Processor).
-type Processor struct {
-	p     engine.Processor
-	kind  string
-	slots int
-}
+type Processor struct{ p engine.Processor }
 
-// NewProcessor builds a "cpu" or "cuda" processor (process.Config field for
-// field; resampling positions as float32 and the spectral filter as
-// complex64, each (address, count) of a NumPy array, count 0 for none).
+// NewProcessor builds a "cpu" or "cuda" processor (process.New;
+// process.Config field for field; resampling positions as float32 and the
+// spectral filter as complex64, each (address, count) of a NumPy array,
+// count 0 for none).
 func NewProcessor(dev *Device, kind string, samples, ascansPerBlock, averageWindow, resPtr, resN, filtPtr, filtN int,
 	ifft, magnitude, square, log10 bool, levelLo, levelHi float64, slots int) (*Processor, error) {
 	if dev == nil {
@@ -200,43 +193,23 @@ func NewProcessor(dev *Device, kind string, samples, ascansPerBlock, averageWind
 	if err != nil {
 		return nil, tag(err)
 	}
-	cfg := process.Config{
+	p, _, err := process.New(dev.d, kind, process.Config{
 		SamplesPerRecord: samples, AscansPerBlock: ascansPerBlock, AverageWindow: averageWindow,
 		ResamplingSamples: res, SpectralFilter: filt,
 		EnableIFFT: ifft, EnableMagnitude: magnitude, EnableSquare: square, EnableLog10: log10,
 		Levels: [2]float32{float32(levelLo), float32(levelHi)}, Slots: slots,
+	})
+	if err != nil {
+		return nil, tag(err)
 	}
-	switch kind {
-	case "cpu":
-		if dev.d.Kind() != backend.CPU {
-			return nil, tag(badArg("CPUProcessor on device %s, expected the cpu device", dev.d.Name()))
-		}
-		p, err := process.NewCPUProcessor(cfg)
-		if err != nil {
-			return nil, tag(badArg("%v", err))
-		}
-		return &Processor{p: p, kind: "CPUProcessor", slots: slots}, nil
-	case "cuda":
-		cd, ok := dev.d.(*cuda.Device)
-		if !ok {
-			return nil, tag(badArg("CUDAProcessor on device %q, expected a CUDA device", dev.d.Name()))
-		}
-		p, err := process.NewCUDAProcessor(cd, cfg)
-		if err != nil {
-			return nil, tag(badArg("%v", err))
-		}
-		return &Processor{p: p, kind: "CUDAProcessor", slots: slots}, nil
-	}
-	return nil, tag(badArg("kind=%q, expected \"cpu\" or \"cuda\"", kind))
+	return &Processor{p: p}, nil
 }
-
-// Kind is the processor's class name.
-func (p *Processor) Kind() string { return p.kind }
 
 // OutputSamples is the length of one processed A-scan.
 func (p *Processor) OutputSamples() int { return p.p.OutputSamples() }
 
-// Close releases the processor's device resources.
+// Close releases the processor's device resources (InUseError while an
+// engine runs it).
 func (p *Processor) Close() error { return tag(p.p.Close()) }
 
 // --- formatting -------------------------------------------------------------------
@@ -257,22 +230,10 @@ func NewStackFormatExecutor(ascansPerBscan, bscansPerVolume int, bidirectional b
 	return &Formatter{f: f}, nil
 }
 
-// Depth is the number of samples kept of A-scans of samples samples.
-func (f *Formatter) Depth(samples int) int {
-	s0, s1 := f.f.SampleRange(samples)
-	return s1 - s0
-}
-
-// ScanRecords is the number of records in the scan (0 = forever).
-func (f *Formatter) ScanRecords() int { return int(f.f.ScanRecords()) }
-
 // --- storage ------------------------------------------------------------------------
 
 // Storage is a SimpleStack file of volumes.
-type Storage struct {
-	s    *storage.SimpleStack
-	open atomic.Bool // between a successful Open and Close
-}
+type Storage struct{ s *storage.SimpleStack }
 
 // NewSimpleStack returns a closed stack of "int8", "uint16" or "float32".
 func NewSimpleStack(dtype string) (*Storage, error) {
@@ -287,62 +248,22 @@ func NewSimpleStack(dtype string) (*Storage, error) {
 	return &Storage{s: s}, nil
 }
 
-// Open creates the file; shape is "bscans,ascans,depth", header "empty"
-// or "numpy". An unwritable path fails here (OSError).
-func (s *Storage) Open(path, shape, header string) error {
-	sh, err := parseShape(shape)
-	if err != nil {
-		return tag(err)
-	}
-	if len(sh) != 3 {
-		return tag(badArg("shape=%q, expected (bscans, ascans, depth)", shape))
-	}
-	var h storage.Header
-	switch header {
-	case "empty":
-		h = storage.HeaderEmpty
-	case "numpy":
+// Open creates the file for volumes of shape (bscans, ascans, depth);
+// numpy selects the .npy header. An unwritable path fails here (OSError).
+func (s *Storage) Open(path string, bscans, ascans, depth int, numpy bool) error {
+	h := storage.HeaderEmpty
+	if numpy {
 		h = storage.HeaderNumPy
-	default:
-		return tag(badArg("header=%q, expected \"empty\" or \"numpy\"", header))
 	}
-	cfg := storage.SimpleStackConfig{Path: path, Shape: [3]int{sh[0], sh[1], sh[2]}, Header: h}
-	if err := cfg.Validate(); err != nil {
-		return tag(badArg("%v", err))
-	}
-	if err := s.s.Open(cfg); err != nil {
-		return tag(err)
-	}
-	s.open.Store(true)
-	return nil
+	return tag(s.s.Open(storage.SimpleStackConfig{Path: path, Shape: [3]int{bscans, ascans, depth}, Header: h}))
 }
 
-// Close finalises the header and closes the file (no-op when closed).
-func (s *Storage) Close() error {
-	s.open.Store(false)
-	return tag(s.s.Close())
-}
+// Close finalises the header and closes the file (no-op when closed;
+// InUseError while an engine stores into it).
+func (s *Storage) Close() error { return tag(s.s.Close()) }
 
 // IsOpen reports whether a file is open.
-func (s *Storage) IsOpen() bool { return s.open.Load() }
-
-// DType is the element type.
-func (s *Storage) DType() string { return s.s.DType().String() }
-
-// Path is the open file's path ("" when closed).
-func (s *Storage) Path() string { return s.s.Config().Path }
-
-// Shape is the volume shape "bscans,ascans,depth" ("" when closed).
-func (s *Storage) Shape() string {
-	c := s.s.Config()
-	if !s.open.Load() {
-		return ""
-	}
-	return formatShape(c.Shape[:])
-}
-
-// VolumeBytes is the size of one volume (0 when closed).
-func (s *Storage) VolumeBytes() int { return s.s.VolumeBytes() }
+func (s *Storage) IsOpen() bool { return s.s.IsOpen() }
 
 // Completed is the number of volumes completely written.
 func (s *Storage) Completed() int { return s.s.Completed() }
@@ -378,85 +299,61 @@ func (s *Storage) Seek(volume, bscan int) error { return tag(s.s.Seek(volume, bs
 // Endpoint receives formatted volumes (engine.Endpoint).
 type Endpoint struct {
 	e       engine.Endpoint
+	id      handle.ID // in the registry: its stream wrapper is borrowed from it
 	kind    string
 	tensor  *endpoint.StackTensorEndpoint
 	storage *endpoint.StackStorageEndpoint
-	store   *Storage
-	streamW *Stream // non-owning wrapper of the endpoint's stream, made once
+	stream  *Stream // the borrowed wrapper of the endpoint's stream, made once
+}
+
+// newEndpoint registers an endpoint, so that closing it invalidates the
+// stream wrapper borrowed from it on every call path.
+func newEndpoint(e engine.Endpoint, kind string, t *endpoint.StackTensorEndpoint, st *endpoint.StackStorageEndpoint) *Endpoint {
+	ep := &Endpoint{e: e, kind: kind, tensor: t, storage: st}
+	ep.id = handles.Register(ep)
+	return ep
 }
 
 // NewStackTensorEndpoint keeps processed volumes of dtype in "device" or
-// pinned "host" memory.
+// pinned "host" memory, or the raw uint16 spectra in device memory for
+// "spectra" (endpoint.NewStackTensorEndpoint).
 func NewStackTensorEndpoint(memory, dtype string) (*Endpoint, error) {
 	dt, err := parseDType(dtype)
 	if err != nil {
 		return nil, tag(err)
 	}
-	var e *endpoint.StackTensorEndpoint
-	var name string
-	switch memory {
-	case "device":
-		e, err = endpoint.NewStackDeviceTensorEndpoint(dt)
-		name = "StackDeviceTensorEndpoint"
-	case "host":
-		e, err = endpoint.NewStackHostTensorEndpoint(dt)
-		name = "StackHostTensorEndpoint"
-	default:
-		return nil, tag(badArg("memory=%q, expected \"device\" or \"host\"", memory))
-	}
+	e, name, err := endpoint.NewStackTensorEndpoint(memory, dt)
 	if err != nil {
-		return nil, tag(badArg("%v", err))
+		return nil, tag(err)
 	}
-	return &Endpoint{e: e, kind: name, tensor: e}, nil
+	return newEndpoint(e, name, e, nil), nil
 }
 
-// NewSpectraStackDeviceTensorEndpoint keeps the raw uint16 spectra of each
-// volume in device memory.
-func NewSpectraStackDeviceTensorEndpoint() (*Endpoint, error) {
-	e, err := endpoint.NewSpectraStackDeviceTensorEndpoint()
-	if err != nil {
-		return nil, tag(badArg("%v", err))
-	}
-	return &Endpoint{e: e, kind: "SpectraStackDeviceTensorEndpoint", tensor: e}, nil
-}
-
-// NewAscanStackEndpoint stores processed volumes in s (open it first).
-func NewAscanStackEndpoint(s *Storage) (*Endpoint, error) {
+// NewStorageEndpoint stores each completed volume in s (open it first):
+// processed A-scans (AscanStackEndpoint) or, with spectra, the raw spectra
+// (SpectraStackEndpoint).
+func NewStorageEndpoint(s *Storage, spectra bool) (*Endpoint, error) {
 	if s == nil {
 		return nil, tag(badArg("storage=None, expected a SimpleStack"))
 	}
-	e, err := endpoint.NewAscanStackEndpoint(s.s)
+	newEp, name := endpoint.NewAscanStackEndpoint, "AscanStackEndpoint"
+	if spectra {
+		newEp, name = endpoint.NewSpectraStackEndpoint, "SpectraStackEndpoint"
+	}
+	e, err := newEp(s.s)
 	if err != nil {
 		return nil, tag(badArg("%v", err))
 	}
-	return &Endpoint{e: e, kind: "AscanStackEndpoint", storage: e, store: s}, nil
-}
-
-// NewSpectraStackEndpoint stores the raw spectra of each volume in s.
-func NewSpectraStackEndpoint(s *Storage) (*Endpoint, error) {
-	if s == nil {
-		return nil, tag(badArg("storage=None, expected a SimpleStack"))
-	}
-	e, err := endpoint.NewSpectraStackEndpoint(s.s)
-	if err != nil {
-		return nil, tag(badArg("%v", err))
-	}
-	return &Endpoint{e: e, kind: "SpectraStackEndpoint", storage: e, store: s}, nil
+	return newEndpoint(e, name, nil, e), nil
 }
 
 // NewNullEndpoint discards blocks; its events still fire.
 func NewNullEndpoint() *Endpoint {
-	return &Endpoint{e: endpoint.NewNullEndpoint(), kind: "NullEndpoint"}
+	return newEndpoint(endpoint.NewNullEndpoint(), "NullEndpoint", nil, nil)
 }
-
-// Kind is the endpoint's class name (without the dtype suffix).
-func (e *Endpoint) Kind() string { return e.kind }
 
 // Prepared reports whether an engine has prepared the endpoint.
 func (e *Endpoint) Prepared() bool { return e.e.Stream() != nil }
-
-// HasTensor reports whether the endpoint keeps a tensor.
-func (e *Endpoint) HasTensor() bool { return e.tensor != nil }
 
 // Tensor is the endpoint's locked volume (after the engine's Prepare).
 func (e *Endpoint) Tensor() (*Tensor, error) {
@@ -470,18 +367,26 @@ func (e *Endpoint) Tensor() (*Tensor, error) {
 	return &Tensor{t: t}, nil
 }
 
-// Stream is a non-owning handle on the stream the endpoint formats on:
-// closing it leaves the endpoint's stream alive.
+// Stream is the endpoint's stream, borrowed from the endpoint: the same
+// wrapper on every call, and every method of it fails with ClosedError
+// once the endpoint is closed (closing the wrapper only forgets it).
 func (e *Endpoint) Stream() (*Stream, error) {
+	if !handles.Live(e.id) {
+		return nil, tag(fmt.Errorf("%s.stream: the endpoint is closed: %w", e.kind, handle.ErrStale))
+	}
+	if e.stream != nil && e.stream.live() == nil {
+		return e.stream, nil
+	}
 	s := e.e.Stream()
 	if s == nil {
 		return nil, tag(badArg("%s.stream does not exist yet, expected Engine.prepare() first", e.kind))
 	}
-	w, err := s.Device().WrapStream(s.Handle())
+	st, err := borrowStream(e.id, s)
 	if err != nil {
 		return nil, tag(err)
 	}
-	return newStream(w), nil
+	e.stream = st
+	return st, nil
 }
 
 // Written is the number of volumes a storage endpoint has stored.
@@ -492,8 +397,19 @@ func (e *Endpoint) Written() int {
 	return e.storage.Written()
 }
 
-// Close releases the endpoint's stream and buffers (its tensor too).
-func (e *Endpoint) Close() error { return tag(e.e.Close()) }
-
-// String describes the endpoint.
-func (e *Endpoint) String() string { return fmt.Sprintf("%s(prepared=%v)", e.kind, e.Prepared()) }
+// Close releases the endpoint's stream and buffers (its tensor too), and
+// its id with every wrapper borrowed from it; InUseError while an engine
+// uses it.
+func (e *Endpoint) Close() error {
+	if c, ok := e.e.(engine.Claimer); ok {
+		for _, cl := range c.Claims() {
+			if cl.InUse() {
+				return tag(e.e.Close()) // refused, nothing freed
+			}
+		}
+	}
+	// The id goes first, so no call path can reach the stream being
+	// destroyed below.
+	handles.Release(e.id)
+	return tag(e.e.Close())
+}

@@ -17,11 +17,13 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 // Header selects what precedes the volumes in the file.
@@ -63,18 +65,28 @@ type SimpleStackConfig struct {
 	Header Header
 }
 
+// MaxVolumeBytes bounds one volume (1 TiB): the byte offsets of a file of
+// such volumes stay far inside int64 for any volume count that fits a
+// disk, and a shape whose product overflows is refused instead of wrapping
+// into a small, wrong file.
+const MaxVolumeBytes = 1 << 40
+
 // Validate checks the configuration, naming the offending field.
 func (c SimpleStackConfig) Validate() error {
 	if c.Path == "" {
-		return errors.New(`SimpleStackConfig.Path: "", expected a file path`)
+		return engine.Invalid(`SimpleStackConfig.Path: "", expected a file path`)
 	}
 	for i, n := range c.Shape {
 		if n <= 0 {
-			return fmt.Errorf("SimpleStackConfig.Shape[%d]: %d, expected > 0 (shape is (bscans, ascans, depth))", i, n)
+			return engine.Invalid("SimpleStackConfig.Shape[%d]: %d, expected > 0 (shape is (bscans, ascans, depth))", i, n)
 		}
 	}
+	if n, ok := engine.MulSize(c.Shape[0], c.Shape[1], c.Shape[2], 4); !ok || n > MaxVolumeBytes {
+		return engine.TooLarge("SimpleStackConfig.Shape: %v is a volume of more than %d bytes, expected a smaller shape",
+			c.Shape, MaxVolumeBytes)
+	}
 	if c.Header != HeaderEmpty && c.Header != HeaderNumPy {
-		return fmt.Errorf("SimpleStackConfig.Header: %d, expected HeaderEmpty or HeaderNumPy", int(c.Header))
+		return engine.Invalid("SimpleStackConfig.Header: %d, expected HeaderEmpty or HeaderNumPy", int(c.Header))
 	}
 	return nil
 }
@@ -91,6 +103,16 @@ type SimpleStack struct {
 	volume    int   // volume the next write goes to
 	completed int   // volumes completely written (the header's first dimension)
 	dataOff   int64 // bytes before the first volume
+
+	claim engine.Claim // refuses Close while an engine stores into the stack
+}
+
+// Claims reports the claim an engine takes while one of its storage
+// endpoints writes here (engine.Claimer): Close is refused until the
+// engine's run ends, so a running engine never writes into a closed file.
+func (s *SimpleStack) Claims() []*engine.Claim {
+	s.claim.Name("SimpleStack")
+	return []*engine.Claim{&s.claim}
 }
 
 // NewSimpleStack returns a closed stack for int8, uint16 or float32 volumes
@@ -128,6 +150,13 @@ func (s *SimpleStack) bscanBytes() int {
 	return s.cfg.Shape[1] * s.cfg.Shape[2] * s.dtype.Size()
 }
 
+// IsOpen reports whether a file is open.
+func (s *SimpleStack) IsOpen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.f != nil
+}
+
 // Completed returns the number of volumes completely written.
 func (s *SimpleStack) Completed() int {
 	s.mu.Lock()
@@ -141,6 +170,8 @@ func (s *SimpleStack) Open(cfg SimpleStackConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// Before s.mu: Claim.Close holds the claim's lock while it takes s.mu.
+	s.claim.Reopen()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f != nil {
@@ -273,8 +304,9 @@ func (s *SimpleStack) Seek(volume, bscan int) error {
 	if s.f == nil {
 		return fmt.Errorf("storage.Seek: %w", ErrNotOpen)
 	}
-	if volume < 0 {
-		return fmt.Errorf("storage.Seek: volume=%d, expected >= 0", volume)
+	if volume < 0 || volume > s.maxVolume() {
+		return engine.Invalid("storage.Seek: volume=%d, expected 0 <= volume <= %d (the largest volume index whose "+
+			"bytes a file can address)", volume, s.maxVolume())
 	}
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
 		return fmt.Errorf("storage.Seek: bscan=%d, expected 0 <= bscan < %d", bscan, s.cfg.Shape[0])
@@ -285,10 +317,26 @@ func (s *SimpleStack) Seek(volume, bscan int) error {
 	return nil
 }
 
+// maxVolume is the largest volume index whose last byte a file offset
+// (int64) can address.
+func (s *SimpleStack) maxVolume() int {
+	vb := int64(s.volumeBytes())
+	if vb <= 0 {
+		return 0
+	}
+	return int((math.MaxInt64-s.dataOff)/vb - 1)
+}
+
 // Close rewrites the header, trims any incomplete trailing volume so that
 // a NumPy file holds exactly its declared shape, and closes the file.
-// Closing a closed stack is a no-op.
+// Closing a closed stack is a no-op. While an engine stores into the stack
+// it refuses with backend.ErrInUse (stop the engine first: closing under a
+// run used to drop its volumes without a word).
 func (s *SimpleStack) Close() error {
+	return s.claim.Close(s.close)
+}
+
+func (s *SimpleStack) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -125,17 +126,25 @@ func TestSimpleStackErrors(t *testing.T) {
 		name string
 		cfg  SimpleStackConfig
 		want string
+		is   error
 	}{
-		{"empty path", SimpleStackConfig{Shape: [3]int{1, 1, 1}}, "SimpleStackConfig.Path"},
-		{"bad shape", SimpleStackConfig{Path: filepath.Join(dir, "a"), Shape: [3]int{1, 0, 1}}, "SimpleStackConfig.Shape[1]: 0"},
-		{"bad header", SimpleStackConfig{Path: filepath.Join(dir, "a"), Shape: [3]int{1, 1, 1}, Header: 7}, "SimpleStackConfig.Header: 7"},
-		{"unwritable path", SimpleStackConfig{Path: filepath.Join(dir, "missing", "dir", "x.npy"), Shape: [3]int{1, 1, 1}}, "cannot be written"},
+		{"empty path", SimpleStackConfig{Shape: [3]int{1, 1, 1}}, "SimpleStackConfig.Path", backend.ErrInvalid},
+		{"bad shape", SimpleStackConfig{Path: filepath.Join(dir, "a"), Shape: [3]int{1, 0, 1}}, "SimpleStackConfig.Shape[1]: 0", backend.ErrInvalid},
+		{"bad header", SimpleStackConfig{Path: filepath.Join(dir, "a"), Shape: [3]int{1, 1, 1}, Header: 7}, "SimpleStackConfig.Header: 7", backend.ErrInvalid},
+		{"overflowing shape", SimpleStackConfig{Path: filepath.Join(dir, "a"), Shape: [3]int{1 << 32, 1 << 32, 1}}, "SimpleStackConfig.Shape", backend.ErrTooLarge},
+		{"huge shape", SimpleStackConfig{Path: filepath.Join(dir, "a"), Shape: [3]int{1 << 14, 1 << 14, 1 << 14}}, "SimpleStackConfig.Shape", backend.ErrTooLarge},
+		{"unwritable path", SimpleStackConfig{Path: filepath.Join(dir, "missing", "dir", "x.npy"), Shape: [3]int{1, 1, 1}}, "cannot be written", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := NewSimpleStack(backend.Int8)
 			require.NoError(t, err)
-			require.ErrorContains(t, s.Open(tc.cfg), tc.want)
+			err = s.Open(tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+			if tc.is != nil {
+				require.ErrorIs(t, err, tc.is)
+			}
+			require.False(t, s.IsOpen())
 		})
 	}
 
@@ -147,6 +156,12 @@ func TestSimpleStackErrors(t *testing.T) {
 	require.ErrorContains(t, s.WritePartialBscan(1, 0, nil), "bscan=1, expected 0 <= bscan < 1")
 	require.ErrorContains(t, s.WritePartialBscan(0, 1, make([]byte, 4)), "len(data)=4")
 	require.ErrorContains(t, s.Seek(-1, 0), "volume=-1")
+	for _, v := range []int{1 << 62, math.MaxInt} {
+		err := s.Seek(v, 0)
+		require.ErrorIs(t, err, backend.ErrInvalid, "volume %d: no file offset addresses it", v)
+	}
+	require.NoError(t, s.WriteVolume(make([]byte, 4)), "a refused seek leaves the position")
+	require.Equal(t, 1, s.Completed())
 	require.ErrorContains(t, s.Open(SimpleStackConfig{Path: filepath.Join(dir, "c"), Shape: [3]int{1, 1, 1}}), "already open")
 	require.NoError(t, s.Close())
 }

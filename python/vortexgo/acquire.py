@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import os
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -23,6 +22,7 @@ import numpy as np
 
 from ._core import api
 from ._errors import native, release_on_collect
+from ._validate import check_float, check_int
 
 __all__ = [
     "SimulatedAcquisitionConfig", "SimulatedAcquisition",
@@ -32,20 +32,11 @@ __all__ = [
 
 
 def _int(owner: str, name: str, v: Any, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{owner}.{name}={v!r}, expected an int >= {lo}")
-    if v < lo:
-        raise ValueError(f"{owner}.{name}={v}, expected >= {lo}")
-    return int(v)
+    return check_int(f"{owner}.{name}", v, lo)
 
 
-def _float(owner: str, name: str, v: Any, lo: float = 0.0) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{owner}.{name}={v!r}, expected a number >= {lo}")
-    f = float(v)
-    if not math.isfinite(f) or f < lo:
-        raise ValueError(f"{owner}.{name}={v}, expected a finite number >= {lo}")
-    return f
+def _float(owner: str, name: str, v: Any, lo: Optional[float] = 0.0) -> float:
+    return check_float(f"{owner}.{name}", v, lo)
 
 
 class _Acquisition:
@@ -72,10 +63,15 @@ class _Acquisition:
             if not hasattr(cfg, k):
                 raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
             setattr(cfg, k, v)
+        h = native(self._create)(cfg)
         if self._h is not None:
+            try:
+                native(self._h.Close)()
+            except BaseException:
+                h.Close()  # InUseError while an engine uses it: nothing changes
+                raise
             self._fin.detach()
-            native(self._h.Close)()
-        self._h = native(self._create)(cfg)
+        self._h = h
         # Frees the pinned replay ring an engine may have asked for.
         self._fin = release_on_collect(self, self._h.Close, "an acquisition")
         self.config = cfg
@@ -100,10 +96,15 @@ class _Acquisition:
 
     @native
     def close(self) -> None:
-        """Free the source's pinned memory (once no engine uses it)."""
+        """Free the source's pinned memory.
+
+        Raises :class:`~vortexgo.InUseError` while an engine that prepared the
+        source has not finished its run (the engine uploads from that memory):
+        stop the engine first, then close.
+        """
         if self._h is not None:
-            self._fin.detach()
             self._h.Close()
+            self._fin.detach()
 
 
 @dataclass
@@ -165,7 +166,7 @@ class SimulatedAcquisition(_Acquisition):
             _float(o, "noise_level", c.noise_level), _float(o, "reference_level", c.reference_level),
             _float(o, "dark_level", c.dark_level), _float(o, "center_wavelength", c.center_wavelength),
             _float(o, "wavelength_span", c.wavelength_span), _float(o, "source_bandwidth", c.source_bandwidth),
-            _float(o, "dispersion", c.dispersion, -math.inf))
+            _float(o, "dispersion", c.dispersion, None))
 
     @native
     def resampling_positions(self) -> np.ndarray:
@@ -186,12 +187,14 @@ class SimulatedAcquisition(_Acquisition):
     @native
     def reflectors(self, volume: int, bscan: int, ascan: int) -> list[tuple[float, float]]:
         """The phantom's interfaces seen by one A-scan: ``(depth_bin, reflectivity)`` pairs."""
-        s = self._handle().Reflectors(volume, bscan, ascan)
-        out = []
-        for part in filter(None, s.split(";")):
-            d, r = part.split(":")
-            out.append((float(d), float(r)))
-        return out
+        h = self._handle()
+        args = (check_int("volume", volume, 0), check_int("bscan", bscan, 0), check_int("ascan", ascan, 0))
+        buf = np.empty((8, 2), np.float64)  # most A-scans see fewer; more take a second call
+        n = h.ReflectorsInto(*args, buf.ctypes.data, len(buf))
+        if n > len(buf):
+            buf = np.empty((n, 2), np.float64)
+            n = h.ReflectorsInto(*args, buf.ctypes.data, len(buf))
+        return [(d, r) for d, r in buf[:n].tolist()]
 
     def __repr__(self) -> str:
         c = self.config

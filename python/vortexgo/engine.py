@@ -22,7 +22,6 @@ in :meth:`Engine.status`; the engine keeps running unless it was built with
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 import warnings
@@ -35,12 +34,16 @@ import numpy as np
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import LockError, VortexError, native, translate
-from ._stream import Stream
-from ._tensor import DeviceTensor
+from ._validate import INT64_MAX, check_float, check_int, check_timeout
 from .acquire import _Acquisition
+from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoints from vortex.engine
+    AscanStackEndpoint, NullEndpoint, SpectraStackDeviceTensorEndpointUInt16, SpectraStackEndpoint,
+    StackDeviceTensorEndpointFloat32, StackDeviceTensorEndpointInt8, StackDeviceTensorEndpointUInt16,
+    StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8, StackHostTensorEndpointUInt16,
+    _Endpoint, _StorageEndpoint,
+)
 from .format import StackFormatExecutor
 from .process import _Processor
-from .storage import _SimpleStack
 
 __all__ = [
     "EngineConfig", "Engine", "EngineStatus", "StageTiming", "EngineEvent",
@@ -67,6 +70,9 @@ def _close_engine(h: Any) -> None:
 # bscan_idx, timestamp_ns.
 _UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE = range(6)
 _FIELDS = 7
+# Flat status and timing records (gosrc/engine/records.go).
+_STATUS_FIELDS = 10
+_TIMING_FIELDS = 18
 _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
 
@@ -80,261 +86,6 @@ class EngineEvent:
     ERROR = "error"
     #: the run ended and every endpoint callback has run
     COMPLETE = "complete"
-
-
-# --- endpoints ---------------------------------------------------------------------
-
-
-class _EndpointTensor(DeviceTensor):
-    """The endpoint's volume: the engine sizes and owns it, so it cannot be resized or freed from Python."""
-
-    def resize(self, shape: Any, dtype: Any = None) -> None:
-        if self._stack():
-            raise LockError("resizing an endpoint's tensor while this thread holds its lock would deadlock; "
-                            "leave the `with endpoint.tensor` block first (and note the engine sizes it)")
-        raise VortexError("an endpoint's tensor is sized by the engine from the formatter and processor; "
-                          "change their configuration and prepare a new engine instead")
-
-    def close(self) -> None:
-        """No-op: the endpoint owns its tensor (``endpoint.close()`` frees it)."""
-
-    def __repr__(self) -> str:
-        return "<Endpoint" + super().__repr__()[1:]
-
-
-class _EndpointStream(Stream):
-    """A non-owning handle on an endpoint's stream: closing it only forgets
-    the handle (the endpoint destroys the stream). Like every vortexgo
-    handle it is released through ``weakref.finalize``, which is safe inside
-    reference cycles (a callback that refers to its endpoint makes one)."""
-
-    __slots__ = ()
-
-
-class _Endpoint:
-    """Common base of the endpoints: callbacks, tensor and stream."""
-
-    _dtype: Optional[str] = None
-
-    def __init__(self) -> None:
-        self.update_callback: Optional[Callable[[], Any]] = None
-        self.segment_callback: Optional[Callable[[int, int, int, int], Any]] = None
-        self.volume_callback: Optional[Callable[[int, int, int], Any]] = None
-        self.scan_callback: Optional[Callable[[int, int], Any]] = None
-        self._device: Optional[Device] = None
-        self._tensor: Optional[_EndpointTensor] = None
-        self._stream: Optional[Stream] = None
-        self._executor: Optional[StackFormatExecutor] = None
-        self._shape: Optional[tuple[int, ...]] = None
-        self._executor_for: Optional[StackFormatExecutor] = None
-        self._closed = False
-
-    def _set_executor_shape(self, executor: Any, shape: Any) -> None:
-        if executor is not None and not isinstance(executor, StackFormatExecutor):
-            raise TypeError(f"executor={executor!r}, expected a StackFormatExecutor or None")
-        if shape is not None:
-            try:
-                shape = tuple(int(s) for s in shape)
-            except (TypeError, ValueError):
-                raise TypeError(f"shape={shape!r}, expected (bscans, ascans, depth) or None") from None
-            if len(shape) != 3 or min(shape) <= 0:
-                raise ValueError(f"shape={shape!r}, expected (bscans, ascans, depth) of positive sizes")
-        self._executor, self._shape = executor, shape
-
-    @property
-    def prepared(self) -> bool:
-        """True once an engine has prepared the endpoint."""
-        return self._h.Prepared()
-
-    @property
-    def stream(self) -> Stream:
-        """The stream formatting runs on (after :meth:`Engine.prepare`).
-
-        ``with endpoint.stream as stream:`` makes it current (binding a
-        ``cupy.cuda.ExternalStream`` when CuPy is installed), so work issued
-        there runs after the engine's formatting of the volume.
-        """
-        if self._stream is None:
-            self._stream = _EndpointStream._wrap(self._require_device(), native(self._h.Stream)())
-        return self._stream
-
-    def _require_device(self) -> Device:
-        if self._device is None or not self.prepared:
-            raise ValueError(f"{type(self).__name__} is not prepared yet, expected Engine.prepare() first")
-        return self._device
-
-    @native
-    def close(self) -> None:
-        """Release the endpoint's stream and buffers (after its engine is done)."""
-        if self._closed:
-            return
-        t = self._tensor
-        if t is not None and t._stack():
-            raise LockError(f"closing {type(self).__name__} while this thread holds its tensor's lock; "
-                            "leave the `with endpoint.tensor` block first")
-        self._closed = True
-        self._h.Close()
-
-    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
-        return None
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else ("prepared" if self.prepared else "not prepared")
-        cbs = [n for n in ("update", "segment", "volume", "scan") if getattr(self, f"{n}_callback") is not None]
-        cb = f", callbacks: {', '.join(cbs)}" if cbs else ""
-        return f"<{type(self).__name__} {state}{cb}>"
-
-
-class _TensorEndpoint(_Endpoint):
-    _memory = "device"
-    _spectra = False
-
-    def __init__(self, executor: Optional[StackFormatExecutor] = None, shape: Optional[Sequence[int]] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
-        super().__init__()
-        if isinstance(executor, logging.Logger):
-            executor, logger = None, executor
-        self._set_executor_shape(executor, shape)
-        self.logger = logger
-        if self._spectra:
-            self._h = native(api.NewSpectraStackDeviceTensorEndpoint)()
-        else:
-            self._h = native(api.NewStackTensorEndpoint)(self._memory, self._dtype)
-
-    @property
-    def tensor(self) -> DeviceTensor:
-        """The latest volume, ``(bscans, ascans, depth)``, locked by ``with endpoint.tensor as volume:``.
-
-        The engine writes each block under the exclusive lock on
-        :attr:`stream`; while you hold the lock the engine waits (backpressure)
-        and never tears the data. Inside the lock you get a zero-copy CuPy
-        array (NumPy for host endpoints and the CPU backend).
-        """
-        if self._tensor is None:
-            dev = self._require_device()
-            h = native(self._h.Tensor)()
-            self._tensor = _EndpointTensor._wrap(h, dev, self.stream, pinned=self._memory == "host")
-        return self._tensor
-
-    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
-        ex = self._executor_for
-        if ex is None:
-            return None
-        if self._spectra:
-            b, a, _ = ex.volume_shape(samples_per_record)
-            return (b, a, samples_per_record)
-        return ex.volume_shape(processor.samples_per_ascan)
-
-    def __repr__(self) -> str:
-        base = super().__repr__()
-        if self._tensor is not None or (not self._closed and self.prepared):
-            try:
-                t = self.tensor
-                base = base[:-1] + f", {t.shape} {t.dtype.name}>"
-            except Exception:
-                pass
-        return base
-
-
-class StackDeviceTensorEndpointInt8(_TensorEndpoint):
-    """Keeps the latest volume's int8 rendering in device memory (``with endpoint.tensor as volume``)."""
-
-    _dtype = "int8"
-
-
-class StackDeviceTensorEndpointUInt16(_TensorEndpoint):
-    """Keeps the latest processed volume as uint16 (rounded, saturated) in device memory."""
-
-    _dtype = "uint16"
-
-
-class StackDeviceTensorEndpointFloat32(_TensorEndpoint):
-    """Keeps the latest processed volume as float32 in device memory."""
-
-    _dtype = "float32"
-
-
-class StackHostTensorEndpointInt8(_TensorEndpoint):
-    """Keeps the latest volume's int8 rendering in pinned host memory (NumPy, no copy)."""
-
-    _dtype = "int8"
-    _memory = "host"
-
-
-class StackHostTensorEndpointUInt16(_TensorEndpoint):
-    """Keeps the latest processed volume as uint16 in pinned host memory."""
-
-    _dtype = "uint16"
-    _memory = "host"
-
-
-class StackHostTensorEndpointFloat32(_TensorEndpoint):
-    """Keeps the latest processed volume as float32 in pinned host memory."""
-
-    _dtype = "float32"
-    _memory = "host"
-
-
-class SpectraStackDeviceTensorEndpointUInt16(_TensorEndpoint):
-    """Keeps the latest volume's raw uint16 spectra, uncropped, in device memory."""
-
-    _dtype = "uint16"
-    _spectra = True
-
-
-class _StorageEndpoint(_Endpoint):
-    _spectra = False
-
-    def __init__(self, executor: Any = None, storage: Optional[_SimpleStack] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
-        super().__init__()
-        # Accept both AscanStackEndpoint(storage) and vortex's (executor, storage, logger).
-        if storage is None and isinstance(executor, _SimpleStack):
-            executor, storage = None, executor
-        if not isinstance(storage, _SimpleStack):
-            raise TypeError(f"storage={storage!r}, expected a SimpleStackInt8, SimpleStackUInt16 or SimpleStackFloat32")
-        if self._spectra and storage.dtype != np.uint16:
-            raise ValueError(f"storage is a {type(storage).__name__}, expected a SimpleStackUInt16 (raw spectra are uint16)")
-        self._set_executor_shape(executor, None)
-        self.logger = logger
-        self.storage = storage
-        ctor = api.NewSpectraStackEndpoint if self._spectra else api.NewAscanStackEndpoint
-        self._h = native(ctor)(storage._h)
-
-    @property
-    def volumes_written(self) -> int:
-        """Volumes handed to the storage so far."""
-        return self._h.Written()
-
-    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
-        ex = self._executor_for
-        if ex is None:
-            return None
-        if self._spectra:
-            b, a, _ = ex.volume_shape(samples_per_record)
-            return (b, a, samples_per_record)
-        return ex.volume_shape(processor.samples_per_ascan)
-
-
-class AscanStackEndpoint(_StorageEndpoint):
-    """Stores every completed processed volume in a ``SimpleStack`` (in the stack's
-    dtype), off the engine's hot path. Open the stack before :meth:`Engine.prepare`."""
-
-
-class SpectraStackEndpoint(_StorageEndpoint):
-    """Stores the raw uint16 spectra of every completed volume in a ``SimpleStackUInt16``."""
-
-    _spectra = True
-
-
-class NullEndpoint(_Endpoint):
-    """Receives blocks and discards them; its callbacks still fire (and work chained on
-    its stream runs after the block's processing)."""
-
-    def __init__(self, logger: Optional[logging.Logger] = None) -> None:
-        super().__init__()
-        self.logger = logger
-        self._h = api.NewNullEndpoint()
 
 
 # --- configuration -------------------------------------------------------------------
@@ -407,19 +158,16 @@ class EngineConfig:
 
     def _check_fields(self) -> None:
         o = "EngineConfig"
-        for name, lo in (("records_per_block", 1), ("blocks_to_allocate", 1), ("preload_count", 0),
-                         ("blocks_to_acquire", 0), ("event_queue_size", 0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"{o}.{name}={v!r}, expected an int >= {lo}")
-            if v < lo:
-                raise ValueError(f"{o}.{name}={v}, expected >= {lo}")
+        # The upper bounds are the Go core's (gosrc/engine/errors.go): sizes
+        # are refused before anything is allocated.
+        for name, lo, hi in (("records_per_block", 1, _MAX_RECORDS_PER_BLOCK), ("blocks_to_allocate", 1, _MAX_BLOCKS),
+                             ("preload_count", 0, INT64_MAX), ("blocks_to_acquire", 0, INT64_MAX),
+                             ("event_queue_size", 0, _MAX_EVENT_QUEUE)):
+            setattr(self, name, check_int(f"{o}.{name}", getattr(self, name), lo, hi))
         if self.preload_count > self.blocks_to_allocate:
             raise ValueError(f"{o}.preload_count={self.preload_count}, expected <= blocks_to_allocate "
                              f"({self.blocks_to_allocate})")
-        spin = self.dispatch_spin
-        if isinstance(spin, bool) or not isinstance(spin, (int, float)) or not (0 <= spin <= 1):
-            raise ValueError(f"{o}.dispatch_spin={spin!r}, expected seconds in [0, 1]")
+        check_float(f"{o}.dispatch_spin", self.dispatch_spin, 0.0, 1.0)
         if self.event_policy not in ("block", "drop"):
             raise ValueError(f"{o}.event_policy={self.event_policy!r}, expected 'block' or 'drop'")
         if len(self._acquisitions) != 1:
@@ -464,6 +212,12 @@ class EngineConfig:
         return (f"<EngineConfig {self.records_per_block} records/block, {self.blocks_to_allocate} blocks "
                 f"(preload {self.preload_count}), acquire {self.blocks_to_acquire or 'until the scan ends'}; "
                 f"{len(self.processors)} processor(s), {len(self._formatters)} formatter(s), {n_ep} endpoint(s)>")
+
+
+# The Go core's bounds (gosrc/engine/errors.go).
+_MAX_RECORDS_PER_BLOCK = 1 << 24
+_MAX_BLOCKS = 1 << 16
+_MAX_EVENT_QUEUE = 1 << 24
 
 
 def _as_list(op: str, name: str, items: Any, cls: type, what: str) -> list:
@@ -541,14 +295,6 @@ class StageTiming:
                 f"p99={self.p99:.3f}, max={self.max:.3f})")
 
 
-def _kv(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        k, _, v = line.partition("=")
-        out[k] = v
-    return out
-
-
 # --- the engine ------------------------------------------------------------------------
 
 
@@ -591,6 +337,7 @@ class Engine:
         self._started = False
         self._prepared = False
         self._closed = False
+        self._fatal: Optional[BaseException] = None  # a handler's BaseException, re-raised by wait()
         if config is not None:
             self.initialize(config)
 
@@ -712,9 +459,9 @@ class Engine:
         # Events go out only for the callbacks set now, so the dispatcher never
         # wakes for an event it would discard (set callbacks before start()).
         for i, ep in enumerate(self._endpoints):
-            kinds = [name.split("_")[0] for name in _CB_NAMES.values() if getattr(ep, name) is not None]
-            h.SetEventMask(i, ",".join(kinds))
-            if kinds:
+            bits = sum(1 << kind for kind, name in _CB_NAMES.items() if getattr(ep, name) is not None)
+            h.SetEventMask(i, bits)
+            if bits:
                 h.SetCallbackSync(i, True)
         h.Start()
         self._started = True
@@ -730,6 +477,7 @@ class Engine:
         completed volume stored (a stop mid-volume loses no completed volume).
 
         From a callback it only requests the stop (waiting there would wait for itself).
+        Before :meth:`start` it is a no-op, and the engine can still be started.
         """
         if self._h is None and not self._closed:
             return  # never prepared: nothing runs
@@ -737,6 +485,7 @@ class Engine:
         if self._in_dispatcher():
             h.RequestStop()
             return
+        self._check_no_lock_held("stop")
         h.Stop()
         if self._started:
             self._join_dispatcher(None)
@@ -769,6 +518,7 @@ class Engine:
             raise VortexError("engine.wait: not started, expected start() first")
         if self._in_dispatcher():
             raise VortexError("engine.wait() from a callback would wait for itself; use request_stop() there")
+        self._check_no_lock_held("wait")
         try:
             # Short slices in Go (GIL released): the main thread returns to
             # the interpreter between them, so Ctrl-C is delivered.
@@ -780,6 +530,16 @@ class Engine:
             raise
         self._raise_run_error()
 
+    def _check_no_lock_held(self, op: str) -> None:
+        """Waiting for the run while this thread holds an endpoint's tensor lock
+        would wait forever: the engine waits for that lock to format the next block."""
+        for ep in self._endpoints:
+            t = ep._tensor
+            if t is not None and t._stack():
+                raise LockError(f"engine.{op}() while this thread holds {type(ep).__name__}'s tensor lock would "
+                                "deadlock (the engine waits for that lock); leave the `with endpoint.tensor` "
+                                "block first")
+
     def _stop_quietly(self) -> None:
         try:
             self._h.Stop()
@@ -790,10 +550,14 @@ class Engine:
     def wait_for(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds; True when the run has ended and its callbacks have run."""
         h = self._handle()
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not math.isfinite(timeout) or timeout < 0:
-            raise ValueError(f"timeout={timeout!r}, expected seconds >= 0")
+        timeout = check_timeout("timeout", timeout)
+        if timeout is None:
+            self.wait()
+            return True
         if not self._started:
             raise VortexError("engine.wait_for: not started, expected start() first")
+        if not self._in_dispatcher():
+            self._check_no_lock_held("wait_for")
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -806,6 +570,11 @@ class Engine:
         return self._join_dispatcher(max(0.0, deadline - time.monotonic()))
 
     def _raise_run_error(self) -> None:
+        fatal, self._fatal = self._fatal, None
+        if fatal is not None:
+            # A handler raised SystemExit, KeyboardInterrupt or another
+            # BaseException: the engine was stopped; it surfaces here.
+            raise fatal
         err = self._h.Err()
         if err:
             raise translate(RuntimeError(err))
@@ -825,23 +594,22 @@ class Engine:
         volumes, callback errors, events dropped, blocks in flight."""
         if self._h is None:
             return EngineStatus()
-        kv = _kv(self._handle().Status())
-        ints = {k: int(kv[k]) for k in ("blocks_acquired", "blocks_processed", "blocks_formatted", "blocks_dropped",
-                                        "volumes", "callback_errors", "events_dropped", "in_flight")}
-        return EngineStatus(**ints, running=kv["running"] == "true", done=kv["done"] == "true",
-                            error=kv.get("error", ""))
+        h = self._handle()
+        rec = np.zeros(_STATUS_FIELDS, np.int64)
+        h.StatusInto(rec.ctypes.data)
+        v = rec.tolist()
+        return EngineStatus(*v[:8], running=bool(v[8]), done=bool(v[9]), error=h.Err().replace("\n", " "))
 
     @property
     def timings(self) -> dict[str, StageTiming]:
         """Per-block job timing by stage: ``{"acquire", "process", "format"}`` -> :class:`StageTiming` (ms)."""
         if self._h is None:
             return {s: StageTiming() for s in ("acquire", "process", "format")}
-        kv = _kv(self._handle().Timings())
-        out = {}
-        for stage in ("acquire", "process", "format"):
-            out[stage] = StageTiming(count=int(kv[f"{stage}.count"]),
-                                     **{s: float(kv[f"{stage}.{s}"]) for s in ("mean", "min", "max", "p50", "p99")})
-        return out
+        rec = np.zeros(_TIMING_FIELDS, np.float64)
+        self._handle().TimingsInto(rec.ctypes.data)
+        v = rec.tolist()
+        return {stage: StageTiming(int(v[6 * i]), *v[6 * i + 1:6 * i + 6])
+                for i, stage in enumerate(("acquire", "process", "format"))}
 
     @property
     def start_monotonic_ns(self) -> int:
@@ -860,8 +628,7 @@ class Engine:
         Off by default (the dispatcher then pays one ``is None`` test per
         callback); call it before :meth:`start`. Used by ``bench/bench_engine.py``.
         """
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
-            raise ValueError(f"capacity={capacity!r}, expected an int >= 1")
+        capacity = check_int("capacity", capacity, 1, 1 << 32)
         if self._started:
             raise VortexError("record_callback_latency: the engine has started, expected a call before start()")
         self._latency, self._latency_cap = [], int(capacity)
@@ -921,6 +688,19 @@ class Engine:
         except RuntimeError:  # pragma: no cover - the engine was closed under us
             pass
 
+    def _handler_exited(self, what: str, exc: BaseException) -> None:
+        """A handler raised a BaseException (``sys.exit()``, KeyboardInterrupt):
+        never let it kill the dispatcher (the engine would wait forever for its
+        events). Stop the engine, keep draining, and re-raise it from wait()."""
+        if self._fatal is None:
+            self._fatal = exc
+        self.logger.error("vortexgo: %s raised %s; stopping the engine (wait() re-raises it)",
+                          what, type(exc).__name__)
+        try:
+            self._h.RequestStop()
+        except RuntimeError:  # pragma: no cover - the engine was closed under us
+            pass
+
     def _engine_event(self, event: str, exc: Optional[BaseException]) -> None:
         cb = self.event_callback
         if cb is None:
@@ -929,6 +709,8 @@ class Engine:
             cb(event, exc)
         except Exception as e:
             self._callback_failed(f"event_callback({event!r})", e)
+        except BaseException as e:
+            self._handler_exited(f"event_callback({event!r})", e)
 
     def _dispatch(self) -> None:
         """Drain the Go event queue and run the handlers, in order (DESIGN.md section 1)."""
@@ -950,6 +732,8 @@ class Engine:
             # the engine runs; a batch sees one set), then looked up by kind.
             table = [(ep.update_callback, ep.segment_callback, ep.volume_callback, ep.scan_callback) for ep in eps]
             for row in buf[:n].tolist():
+                if self._fatal is not None and row[0] < _ERROR:
+                    continue  # stopping after a handler's BaseException: drain only
                 kind = row[0]
                 if kind >= _ERROR:
                     if kind == _DONE:
@@ -967,6 +751,8 @@ class Engine:
                     cb(*row[2:_ARGS_END[kind]])
                 except Exception as exc:
                     self._callback_failed(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
+                except BaseException as exc:
+                    self._handler_exited(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
 
 
 # Per kind, the end of its arguments in an event row (kind, endpoint, sample,

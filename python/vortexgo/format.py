@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from ._core import api
+from ._validate import check_int
 from ._errors import native
 from .scan import RasterScan, RasterScanConfig
 
@@ -27,14 +28,10 @@ class SampleSlice:
     stop: Optional[int] = None
 
     def __post_init__(self) -> None:
-        for name in ("start", "stop"):
-            v = getattr(self, name)
-            if v is None and name == "stop":
-                continue
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"SampleSlice.{name}={v!r}, expected an int")
-        if self.start < 0:
-            raise ValueError(f"SampleSlice.start={self.start}, expected >= 0")
+        # A frozen dataclass: normalise through object.__setattr__.
+        object.__setattr__(self, "start", check_int("SampleSlice.start", self.start, 0))
+        if self.stop is not None:
+            object.__setattr__(self, "stop", check_int("SampleSlice.stop", self.stop))
         if self.stop is not None and self.stop <= self.start:
             raise ValueError(f"SampleSlice.stop={self.stop}, expected None or > start ({self.start})")
 

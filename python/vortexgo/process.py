@@ -27,6 +27,7 @@ import numpy as np
 
 from ._core import api
 from ._device import Device, DeviceLike, get_device
+from ._validate import check_int
 from ._errors import native
 
 __all__ = [
@@ -90,11 +91,7 @@ class ProcessorConfig:
         """Raise ValueError or TypeError naming the first bad field (the Go core checks again)."""
         o = "ProcessorConfig"
         for name, lo in (("samples_per_record", 2), ("ascans_per_block", 1), ("average_window", 0), ("slots", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"{o}.{name}={v!r}, expected an int >= {lo}")
-            if v < lo:
-                raise ValueError(f"{o}.{name}={v}, expected >= {lo}")
+            check_int(f"{o}.{name}", getattr(self, name), lo)
         for name in ("enable_ifft", "enable_magnitude", "enable_square", "enable_log10"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{o}.{name}={getattr(self, name)!r}, expected a bool")
@@ -201,10 +198,16 @@ class _Processor:
                              int(cfg.average_window), rp, rn, fp, fn, bool(cfg.enable_ifft),
                              bool(cfg.enable_magnitude), bool(cfg.enable_square), bool(cfg.enable_log10),
                              lo, hi, int(cfg.slots))
-        old, self._h = self._h, h
+        if self._h is not None:
+            try:
+                self._h.Close()
+            except BaseException:
+                # Re-initialising a processor that an engine uses raises
+                # InUseError and changes nothing.
+                h.Close()
+                raise
+        self._h = h
         self.config, self.device = cfg, dev
-        if old is not None:
-            old.Close()
 
     def _handle(self):
         if self._h is None:
@@ -218,10 +221,14 @@ class _Processor:
 
     @native
     def close(self) -> None:
-        """Release the processor's device resources (after the engine is done with it)."""
+        """Release the processor's device resources.
+
+        Raises :class:`~vortexgo.InUseError` while an engine that prepared the
+        processor has not finished its run: stop the engine first.
+        """
         if self._h is not None:
-            h, self._h = self._h, None
-            h.Close()
+            self._h.Close()  # InUseError leaves the processor usable
+            self._h = None
 
     def __repr__(self) -> str:
         if self._h is None:

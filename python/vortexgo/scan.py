@@ -11,15 +11,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ._validate import check_int
+
 __all__ = ["RasterScanConfig", "RasterScan"]
 
 
 def _check_int(owner: str, name: str, value: Any, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{owner}.{name}={value!r}, expected an int >= {lo}")
-    if value < lo:
-        raise ValueError(f"{owner}.{name}={value}, expected >= {lo}")
-    return value
+    return check_int(f"{owner}.{name}", value, lo)
 
 
 @dataclass

@@ -25,6 +25,7 @@ import numpy as np
 
 from ._core import api
 from ._errors import native
+from ._validate import check_int, check_shape
 
 __all__ = ["SimpleStackHeader", "SimpleStackConfig", "SimpleStackInt8", "SimpleStackUInt16", "SimpleStackFloat32"]
 
@@ -95,8 +96,8 @@ class _SimpleStack:
     @property
     def shape(self) -> Optional[tuple[int, int, int]]:
         """The volume shape ``(bscans, ascans, depth)`` while open, else None."""
-        s = self._h.Shape()
-        return tuple(int(x) for x in s.split(",")) if s else None  # type: ignore[return-value]
+        c = self.config
+        return tuple(c.shape) if c is not None and self.is_open else None  # type: ignore[return-value]
 
     @property
     def volumes_written(self) -> int:
@@ -112,11 +113,10 @@ class _SimpleStack:
         path = os.fspath(config.path)
         if not isinstance(path, str) or not path:
             raise ValueError(f"SimpleStackConfig.path={config.path!r}, expected a file path")
-        try:
-            shape = tuple(int(s) for s in config.shape)
-        except (TypeError, ValueError):
-            raise TypeError(f"SimpleStackConfig.shape={config.shape!r}, expected (bscans, ascans, depth)") from None
-        if len(shape) != 3 or any(isinstance(s, bool) for s in config.shape):
+        # Ints only: (2, 1.5, 3) is a mistake, not (2, 1, 3); the Go core
+        # bounds the volume's bytes (MemoryError) before the file is made.
+        shape = check_shape("SimpleStackConfig.shape", config.shape)
+        if len(shape) != 3:
             raise ValueError(f"SimpleStackConfig.shape={config.shape!r}, expected (bscans, ascans, depth)")
         for i, s in enumerate(shape):
             if s <= 0:
@@ -126,12 +126,16 @@ class _SimpleStack:
             header = SimpleStackHeader(header.lower())
         if not isinstance(header, SimpleStackHeader):
             raise TypeError(f"SimpleStackConfig.header={config.header!r}, expected a SimpleStackHeader")
-        self._h.Open(path, ",".join(map(str, shape)), header.value)
+        self._h.Open(path, *shape, header is SimpleStackHeader.NumPy)
         self.config = SimpleStackConfig(path, shape, header)  # type: ignore[arg-type]
 
     @native
     def close(self) -> None:
-        """Finalise the header (dropping an incomplete trailing volume) and close the file."""
+        """Finalise the header (dropping an incomplete trailing volume) and close the file.
+
+        Raises :class:`~vortexgo.InUseError` while a storage endpoint of an
+        engine that has not finished writes here: stop the engine first.
+        """
         self._h.Close()
 
     def _check(self, a: np.ndarray, what: str) -> None:
@@ -162,7 +166,8 @@ class _SimpleStack:
         depth = (self.shape or (0, 0, 0))[2]
         if a.shape[-1:] != (depth,) or a.ndim > 2:
             raise ValueError(f"write_partial_bscan: shape {a.shape}, expected (n, {depth}) or ({depth},)")
-        self._h.WritePartialBscan(int(bscan_idx), int(ascan_idx), a.ctypes.data, a.nbytes)
+        self._h.WritePartialBscan(check_int("bscan_idx", bscan_idx, 0), check_int("ascan_idx", ascan_idx, 0),
+                                  a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self) -> None:
@@ -172,7 +177,7 @@ class _SimpleStack:
     @native
     def seek(self, volume_idx: int, bscan_idx: int = 0) -> None:
         """Move the write position to ``(volume_idx, bscan_idx)``."""
-        self._h.Seek(int(volume_idx), int(bscan_idx))
+        self._h.Seek(check_int("volume_idx", volume_idx, 0), check_int("bscan_idx", bscan_idx, 0))
 
     def __enter__(self) -> "_SimpleStack":
         return self

@@ -1,0 +1,299 @@
+"""Endpoints: where the engine's formatted volumes go (vortex's endpoints,
+which vortex users import from ``vortex.engine``; :mod:`vortexgo.engine`
+re-exports every name here).
+
+Tensor endpoints keep the latest volume in a locked tensor
+(``with endpoint.tensor as volume:``); storage endpoints write every
+completed volume to a ``SimpleStack``; :class:`NullEndpoint` discards
+blocks but still fires its callbacks. Callbacks fire **once the formatting
+is dispatched, not completed**: chain GPU work on ``endpoint.stream``.
+
+An endpoint belongs to the user; an engine borrows it from its
+``prepare()`` until its run ends. Closing it while an engine uses it raises
+:class:`~vortexgo.InUseError` (stop the engine first); after ``close()``,
+``endpoint.stream`` (and a wrapper cached from it) raises
+:class:`~vortexgo.ClosedError` instead of reaching a destroyed stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ._core import api
+from ._device import Device
+from ._errors import LockError, VortexError, native
+from ._stream import Stream
+from ._tensor import DeviceTensor
+from ._validate import check_shape
+from .format import StackFormatExecutor
+from .process import _Processor
+from .storage import _SimpleStack
+
+__all__ = [
+    "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
+    "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
+    "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
+]
+
+
+class _EndpointTensor(DeviceTensor):
+    """The endpoint's volume: the engine sizes and owns it, so it cannot be resized or freed from Python."""
+
+    def resize(self, shape: Any, dtype: Any = None) -> None:
+        if self._stack():
+            raise LockError("resizing an endpoint's tensor while this thread holds its lock would deadlock; "
+                            "leave the `with endpoint.tensor` block first (and note the engine sizes it)")
+        raise VortexError("an endpoint's tensor is sized by the engine from the formatter and processor; "
+                          "change their configuration and prepare a new engine instead")
+
+    def close(self) -> None:
+        """No-op: the endpoint owns its tensor (``endpoint.close()`` frees it)."""
+
+    def __repr__(self) -> str:
+        return "<Endpoint" + super().__repr__()[1:]
+
+
+class _EndpointStream(Stream):
+    """A non-owning handle on an endpoint's stream: closing it only forgets
+    the handle (the endpoint destroys the stream). Like every vortexgo
+    handle it is released through ``weakref.finalize``, which is safe inside
+    reference cycles (a callback that refers to its endpoint makes one)."""
+
+    __slots__ = ()
+
+
+class _Endpoint:
+    """Common base of the endpoints: callbacks, tensor and stream."""
+
+    _dtype: Optional[str] = None
+
+    def __init__(self) -> None:
+        self.update_callback: Optional[Callable[[], Any]] = None
+        self.segment_callback: Optional[Callable[[int, int, int, int], Any]] = None
+        self.volume_callback: Optional[Callable[[int, int, int], Any]] = None
+        self.scan_callback: Optional[Callable[[int, int], Any]] = None
+        self._device: Optional[Device] = None
+        self._tensor: Optional[_EndpointTensor] = None
+        self._stream: Optional[Stream] = None
+        self._executor: Optional[StackFormatExecutor] = None
+        self._shape: Optional[tuple[int, ...]] = None
+        self._executor_for: Optional[StackFormatExecutor] = None
+        self._closed = False
+
+    def _set_executor_shape(self, executor: Any, shape: Any) -> None:
+        if executor is not None and not isinstance(executor, StackFormatExecutor):
+            raise TypeError(f"executor={executor!r}, expected a StackFormatExecutor or None")
+        if shape is not None:
+            shape = check_shape("shape", shape)
+            if len(shape) != 3 or min(shape) <= 0:
+                raise ValueError(f"shape={shape!r}, expected (bscans, ascans, depth) of positive sizes")
+        self._executor, self._shape = executor, shape
+
+    @property
+    def prepared(self) -> bool:
+        """True once an engine has prepared the endpoint."""
+        return self._h.Prepared()
+
+    @property
+    def stream(self) -> Stream:
+        """The stream formatting runs on (after :meth:`Engine.prepare`).
+
+        ``with endpoint.stream as stream:`` makes it current (binding a
+        ``cupy.cuda.ExternalStream`` when CuPy is installed), so work issued
+        there runs after the engine's formatting of the volume.
+        """
+        if self._closed:
+            from ._errors import ClosedError
+
+            raise ClosedError(f"{type(self).__name__}.stream: the endpoint is closed")
+        if self._stream is None:
+            self._stream = _EndpointStream._wrap(self._require_device(), native(self._h.Stream)())
+        return self._stream
+
+    def _require_device(self) -> Device:
+        if self._device is None or not self.prepared:
+            raise ValueError(f"{type(self).__name__} is not prepared yet, expected Engine.prepare() first")
+        return self._device
+
+    @native
+    def close(self) -> None:
+        """Release the endpoint's stream and buffers.
+
+        Raises :class:`~vortexgo.InUseError` while an engine that prepared the
+        endpoint has not finished its run (stop the engine first, then close),
+        and LockError while this thread holds the endpoint's tensor lock.
+        Afterwards ``endpoint.stream`` and any stream taken from it raise
+        :class:`~vortexgo.ClosedError`.
+        """
+        if self._closed:
+            return
+        t = self._tensor
+        if t is not None and t._stack():
+            raise LockError(f"closing {type(self).__name__} while this thread holds its tensor's lock; "
+                            "leave the `with endpoint.tensor` block first")
+        self._h.Close()  # InUseError leaves the endpoint open and usable
+        self._closed = True
+
+    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
+        return None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("prepared" if self.prepared else "not prepared")
+        cbs = [n for n in ("update", "segment", "volume", "scan") if getattr(self, f"{n}_callback") is not None]
+        cb = f", callbacks: {', '.join(cbs)}" if cbs else ""
+        return f"<{type(self).__name__} {state}{cb}>"
+
+
+class _TensorEndpoint(_Endpoint):
+    _memory = "device"
+    _spectra = False
+
+    def __init__(self, executor: Optional[StackFormatExecutor] = None, shape: Optional[Sequence[int]] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
+        super().__init__()
+        if isinstance(executor, logging.Logger):
+            executor, logger = None, executor
+        self._set_executor_shape(executor, shape)
+        self.logger = logger
+        self._h = native(api.NewStackTensorEndpoint)("spectra" if self._spectra else self._memory, self._dtype)
+
+    @property
+    def tensor(self) -> DeviceTensor:
+        """The latest volume, ``(bscans, ascans, depth)``, locked by ``with endpoint.tensor as volume:``.
+
+        The engine writes each block under the exclusive lock on
+        :attr:`stream`; while you hold the lock the engine waits (backpressure)
+        and never tears the data. Inside the lock you get a zero-copy CuPy
+        array (NumPy for host endpoints and the CPU backend).
+        """
+        if self._closed:
+            from ._errors import ClosedError
+
+            raise ClosedError(f"{type(self).__name__}.tensor: the endpoint is closed")
+        if self._tensor is None:
+            dev = self._require_device()
+            h = native(self._h.Tensor)()
+            self._tensor = _EndpointTensor._wrap(h, dev, self.stream, pinned=self._memory == "host")
+        return self._tensor
+
+    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
+        ex = self._executor_for
+        if ex is None:
+            return None
+        if self._spectra:
+            b, a, _ = ex.volume_shape(samples_per_record)
+            return (b, a, samples_per_record)
+        return ex.volume_shape(processor.samples_per_ascan)
+
+    def __repr__(self) -> str:
+        base = super().__repr__()
+        if self._tensor is not None or (not self._closed and self.prepared):
+            try:
+                t = self.tensor
+                base = base[:-1] + f", {t.shape} {t.dtype.name}>"
+            except Exception:
+                pass
+        return base
+
+
+class StackDeviceTensorEndpointInt8(_TensorEndpoint):
+    """Keeps the latest volume's int8 rendering in device memory (``with endpoint.tensor as volume``)."""
+
+    _dtype = "int8"
+
+
+class StackDeviceTensorEndpointUInt16(_TensorEndpoint):
+    """Keeps the latest processed volume as uint16 (rounded, saturated) in device memory."""
+
+    _dtype = "uint16"
+
+
+class StackDeviceTensorEndpointFloat32(_TensorEndpoint):
+    """Keeps the latest processed volume as float32 in device memory."""
+
+    _dtype = "float32"
+
+
+class StackHostTensorEndpointInt8(_TensorEndpoint):
+    """Keeps the latest volume's int8 rendering in pinned host memory (NumPy, no copy)."""
+
+    _dtype = "int8"
+    _memory = "host"
+
+
+class StackHostTensorEndpointUInt16(_TensorEndpoint):
+    """Keeps the latest processed volume as uint16 in pinned host memory."""
+
+    _dtype = "uint16"
+    _memory = "host"
+
+
+class StackHostTensorEndpointFloat32(_TensorEndpoint):
+    """Keeps the latest processed volume as float32 in pinned host memory."""
+
+    _dtype = "float32"
+    _memory = "host"
+
+
+class SpectraStackDeviceTensorEndpointUInt16(_TensorEndpoint):
+    """Keeps the latest volume's raw uint16 spectra, uncropped, in device memory."""
+
+    _dtype = "uint16"
+    _spectra = True
+
+
+class _StorageEndpoint(_Endpoint):
+    _spectra = False
+
+    def __init__(self, executor: Any = None, storage: Optional[_SimpleStack] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
+        super().__init__()
+        # Accept both AscanStackEndpoint(storage) and vortex's (executor, storage, logger).
+        if storage is None and isinstance(executor, _SimpleStack):
+            executor, storage = None, executor
+        if not isinstance(storage, _SimpleStack):
+            raise TypeError(f"storage={storage!r}, expected a SimpleStackInt8, SimpleStackUInt16 or SimpleStackFloat32")
+        if self._spectra and storage.dtype != np.uint16:
+            raise ValueError(f"storage is a {type(storage).__name__}, expected a SimpleStackUInt16 (raw spectra are uint16)")
+        self._set_executor_shape(executor, None)
+        self.logger = logger
+        self.storage = storage
+        self._h = native(api.NewStorageEndpoint)(storage._h, self._spectra)
+
+    @property
+    def volumes_written(self) -> int:
+        """Volumes handed to the storage so far."""
+        return self._h.Written()
+
+    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
+        ex = self._executor_for
+        if ex is None:
+            return None
+        if self._spectra:
+            b, a, _ = ex.volume_shape(samples_per_record)
+            return (b, a, samples_per_record)
+        return ex.volume_shape(processor.samples_per_ascan)
+
+
+class AscanStackEndpoint(_StorageEndpoint):
+    """Stores every completed processed volume in a ``SimpleStack`` (in the stack's
+    dtype), off the engine's hot path. Open the stack before :meth:`Engine.prepare`."""
+
+
+class SpectraStackEndpoint(_StorageEndpoint):
+    """Stores the raw uint16 spectra of every completed volume in a ``SimpleStackUInt16``."""
+
+    _spectra = True
+
+
+class NullEndpoint(_Endpoint):
+    """Receives blocks and discards them; its callbacks still fire (and work chained on
+    its stream runs after the block's processing)."""
+
+    def __init__(self, logger: Optional[logging.Logger] = None) -> None:
+        super().__init__()
+        self.logger = logger
+        self._h = api.NewNullEndpoint()
