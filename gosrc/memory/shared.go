@@ -108,10 +108,37 @@ func (s *Shared) unrefLocked() error {
 	return err
 }
 
+// Check fails with ErrInvalid unless [ptr, ptr+n) lies inside the memory:
+// operations named by (memory, address) check it before touching a byte,
+// so a wrong size or address is an error instead of a stray write.
+func (s *Shared) Check(ptr uintptr, n int) error {
+	base, size := s.buf.Ptr(), s.buf.Size()
+	if n < 0 || ptr < base || ptr-base > uintptr(size) || uintptr(n) > uintptr(size)-(ptr-base) {
+		return fmt.Errorf("memory: %d bytes at 0x%x, expected a range inside the %d bytes at 0x%x: %w",
+			n, ptr, size, base, backend.ErrInvalid)
+	}
+	return nil
+}
+
 // Borrow is one borrower's reference to Shared memory.
 type Borrow struct {
-	once sync.Once
-	s    *Shared
+	once     sync.Once
+	s        *Shared
+	released bool // under s.mu
+}
+
+// Borrow takes another reference through b, for a borrower's borrower (a
+// view of a view, an operation through a view). Unlike Shared.Borrow it
+// works after the owner closed, since b keeps the memory alive; it fails
+// with ErrClosed once b was released.
+func (b *Borrow) Borrow() (*Borrow, error) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if b.released {
+		return nil, fmt.Errorf("memory: borrow through a released borrow: %w", backend.ErrClosed)
+	}
+	b.s.refs++
+	return &Borrow{s: b.s}, nil
 }
 
 // Shared is the memory borrowed.
@@ -127,6 +154,7 @@ func (b *Borrow) Release() error {
 	var err error
 	b.once.Do(func() {
 		b.s.mu.Lock()
+		b.released = true
 		err = b.s.unrefLocked()
 	})
 	return err
