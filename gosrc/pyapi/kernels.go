@@ -63,13 +63,13 @@ func arrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) (err error
 	}
 	// The last reference may be ours (the owner freed meanwhile): the
 	// release then frees, and its error is this call's to report.
-	db, herr := hold(dm, uintptr(dst), dn)
+	db, herr := hold(dm, uintptr(dst), dn, s.s, op)
 	if herr != nil {
 		return fmt.Errorf("destination: %w", herr)
 	}
 	defer func() { err = errors.Join(err, release(db)) }()
 	if op == opCopy || op == opScaleOffset || op == opCast {
-		sb, herr := hold(sm, uintptr(src), sn)
+		sb, herr := hold(sm, uintptr(src), sn, s.s, op)
 		if herr != nil {
 			return fmt.Errorf("source: %w", herr)
 		}
@@ -96,9 +96,10 @@ func arrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) (err error
 	return badArg("op=%d, expected an array operation code", op)
 }
 
-// hold borrows the memory id names for one operation and checks that the
-// n bytes at ptr lie inside it; id 0 is a caller-kept host address.
-func hold(id int, ptr uintptr, n int) (*memory.Borrow, error) {
+// hold borrows the memory id names for one operation on s and checks that
+// the n bytes at ptr lie inside it and that s can reach them; id 0 is a
+// caller-kept host address.
+func hold(id int, ptr uintptr, n int, s backend.Stream, op int) (*memory.Borrow, error) {
 	if id == 0 {
 		return nil, nil
 	}
@@ -130,7 +131,26 @@ func hold(id int, ptr uintptr, n int) (*memory.Borrow, error) {
 	if err := b.Shared().Check(ptr, n); err != nil {
 		return nil, errors.Join(err, b.Release())
 	}
+	if err := reachable(b.Shared().Buffer(), s, op); err != nil {
+		return nil, errors.Join(err, b.Release())
+	}
 	return b, nil
+}
+
+// reachable refuses work that would fault: a CPU stream dereferencing GPU
+// memory, or a CUDA kernel on host memory the driver does not know. CUDA
+// copies reach any host address and (unified addressing) any device's.
+func reachable(buf backend.Buffer, s backend.Stream, op int) error {
+	md, sd := buf.Device(), s.Device()
+	pinnedCUDA := buf.Kind() == backend.PinnedMem && md.Kind() == backend.CUDA
+	switch {
+	case md.Kind() == sd.Kind() && md.Ordinal() == sd.Ordinal(),
+		sd.Kind() == backend.CPU && (md.Kind() == backend.CPU || pinnedCUDA),
+		sd.Kind() == backend.CUDA && (op == opCopy || pinnedCUDA):
+		return nil
+	}
+	return badArg("%s memory of %s:%d on a stream of %s:%d, expected a stream that can reach it",
+		buf.Kind(), md.Kind(), md.Ordinal(), sd.Kind(), sd.Ordinal())
 }
 
 func release(b *memory.Borrow) error {

@@ -49,16 +49,25 @@ def _norm_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
         raise TypeError(f"{name}={dtype!r}, expected one of {', '.join(SUPPORTED_DTYPES)}") from None
     if dt.name not in SUPPORTED_DTYPES:
         raise TypeError(f"{name}={dt.name!r}, expected one of {', '.join(SUPPORTED_DTYPES)}")
-    return check_native_order(name, dt)
+    return _native(name, dt)
+
+
+def _native(name: str, dt: np.dtype) -> np.dtype:
+    # check_native_order refuses byte-swapped dtypes; an explicitly native
+    # one ("<f4" on a little-endian host) is canonicalised first, since that
+    # check compares byte-order characters ('<' is not '=').
+    return np.dtype(dt.name) if dt.isnative else check_native_order(name, dt)
 
 
 def _norm_shape(shape: ShapeLike, name: str = "shape") -> tuple[int, ...]:
-    """Ints >= 0 (floats refused, not truncated), each dimension and their
-    product at most ``MAX_ELEMENTS``: bounded before anything is allocated."""
+    """Ints >= 0 (floats refused, not truncated) whose product is at most
+    ``MAX_ELEMENTS``, bounded before anything is allocated. The product of
+    the non-zero dimensions is bounded too: an empty array with a 2**60
+    dimension has no NumPy, DLPack or Go form either."""
     dims = check_shape(name, shape)
-    for d in dims:
-        if d > MAX_ELEMENTS:
-            raise ValueError(f"{name}={dims}: dimension {d}, expected at most {MAX_ELEMENTS}")
+    if math.prod(d for d in dims if d) > MAX_ELEMENTS:
+        raise ValueError(f"{name}={dims}: its non-zero dimensions give over {MAX_ELEMENTS} elements, "
+                         f"expected at most that")
     return dims
 
 
@@ -417,7 +426,6 @@ def _check_stream(stream: Any, device: Device, name: str = "stream") -> Optional
     return stream
 
 
-@native
 def empty(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None, *, pinned: bool = False,
           stream: Optional[Stream] = None) -> Array:
     """An uninitialised array.
@@ -437,7 +445,11 @@ def empty(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None, *
     pinned = check_bool("pinned", pinned)
     dev = get_device(device)
     s = _check_stream(stream, dev) or current_stream(dev)
-    buf = dev._h.Alloc(math.prod(shape) * dt.itemsize, pinned)
+    nbytes = math.prod(shape) * dt.itemsize
+    try:
+        buf = native(dev._h.Alloc)(nbytes, pinned)
+    except MemoryError as exc:
+        raise type(exc)(f"shape={shape} of {dt.name} ({nbytes} bytes) on {dev.alias}: {exc}") from None
     return Array._new(buf, buf.Ptr(), shape, dt, dev, pinned, s)
 
 
@@ -502,7 +514,7 @@ def from_numpy(array: Any, device: DeviceLike = None, *, pinned: bool = False,
     """
     src = np.asarray(array)
     dt = _norm_dtype(src.dtype.newbyteorder("="), "array.dtype")
-    src = np.ascontiguousarray(src, dtype=dt)
+    src = np.asarray(src, dtype=dt, order="C")  # ascontiguousarray would make 0-d arrays 1-d
     out = empty(src.shape, dt, device, pinned=pinned, stream=stream)
     if out.nbytes:
         # From pageable memory the driver stages the bytes before returning
@@ -522,8 +534,7 @@ def _endpoint(x: Any, what: str) -> tuple[int, int, int, Optional[Stream], Optio
             raise ValueError(f"{what} must be C-contiguous")
         if what == "dst" and not x.flags.writeable:
             raise ValueError("dst is read-only, expected a writeable NumPy array")
-        check_native_order(what, x.dtype)
-        return 0, x.ctypes.data, x.nbytes, None, None, x.dtype
+        return 0, x.ctypes.data, x.nbytes, None, None, _native(what, x.dtype)
     raise TypeError(f"{what}={type(x).__name__}, expected a vortexgo.Array or a numpy.ndarray")
 
 
