@@ -120,6 +120,20 @@ func ParseShape(s string) ([]int, error) {
 	return out, nil
 }
 
+// ParseShapeDType parses a shape (ParseShape) and a dtype name (ParseDType)
+// and bounds their byte size (ByteSize).
+func ParseShapeDType(shape, dtype string) ([]int, DType, error) {
+	sh, err := ParseShape(shape)
+	if err != nil {
+		return nil, 0, err
+	}
+	dt, err := ParseDType(dtype)
+	if err == nil {
+		_, err = ByteSize(sh, dt)
+	}
+	return sh, dt, err
+}
+
 // FormatShape writes shape as ParseShape reads it.
 func FormatShape(shape []int) string {
 	parts := make([]string, len(shape))

@@ -47,6 +47,14 @@ func AllocatorFor(dev backend.Device, purpose string) (*Allocator, error) {
 	return a.WithPurpose(purpose), nil
 }
 
+// Kind is PinnedMem when pinned, else DeviceMem.
+func Kind(pinned bool) backend.MemKind {
+	if pinned {
+		return backend.PinnedMem
+	}
+	return backend.DeviceMem
+}
+
 // AllocShared allocates n bytes of kind as Shared memory, the form every
 // allocation handed to Python takes (borrowers keep it alive). n == 0 gives
 // empty memory: address 0 and nothing to free, as NumPy and CuPy allow

@@ -143,14 +143,19 @@ func TestTensorViewsOutliveResizeAndClose(t *testing.T) {
 	}
 }
 
-func TestEmptyTensorViewBorrowsNothing(t *testing.T) {
+func TestEmptyTensorViewLendsEmptyMemory(t *testing.T) {
 	a := newAllocator(t, 0, 0)
 	tn, err := memory.NewDeviceTensor(a, backend.PinnedMem, []int{0, 3}, backend.Int16)
 	require.NoError(t, err)
 	v, err := tn.View()
 	require.NoError(t, err)
-	assert.Nil(t, v.Borrow)
 	assert.Zero(t, v.Ptr)
+	assert.Zero(t, v.Borrow.Shared().Size())
+	assert.Equal(t, backend.PinnedMem, v.Borrow.Shared().Buffer().Kind())
 	require.NoError(t, tn.Close())
+	require.NoError(t, v.Borrow.Release())
+	assert.True(t, v.Borrow.Shared().Freed())
 	requireNoUsage(t, a)
+	var none *memory.Borrow
+	require.NoError(t, none.Release(), "releasing a nil borrow is a no-op")
 }

@@ -120,6 +120,23 @@ func (s *Shared) Check(ptr uintptr, n int) error {
 	return nil
 }
 
+// Reachable refuses work on stream st that would fault: a CPU stream
+// dereferencing GPU memory, or a CUDA kernel on host memory the driver does
+// not know (ErrInvalid). CUDA copies (copying) reach any host address and,
+// with unified addressing, any device's memory.
+func (s *Shared) Reachable(st backend.Stream, copying bool) error {
+	md, sd := s.buf.Device(), st.Device()
+	pinnedCUDA := s.buf.Kind() == backend.PinnedMem && md.Kind() == backend.CUDA
+	switch {
+	case md.Kind() == sd.Kind() && md.Ordinal() == sd.Ordinal(),
+		sd.Kind() == backend.CPU && (md.Kind() == backend.CPU || pinnedCUDA),
+		sd.Kind() == backend.CUDA && (copying || pinnedCUDA):
+		return nil
+	}
+	return fmt.Errorf("memory: %s memory of %s:%d on a stream of %s:%d, expected a stream that can reach it: %w",
+		s.buf.Kind(), md.Kind(), md.Ordinal(), sd.Kind(), sd.Ordinal(), backend.ErrInvalid)
+}
+
 // Borrow is one borrower's reference to Shared memory.
 type Borrow struct {
 	once     sync.Once
@@ -149,8 +166,11 @@ func (b *Borrow) Ptr() uintptr { return b.s.Ptr() }
 
 // Release gives the reference back, freeing the memory if it was the last
 // one. Releasing twice is a no-op, so finalizers and explicit releases may
-// both run.
+// both run; so is releasing a nil Borrow (no memory was borrowed).
 func (b *Borrow) Release() error {
+	if b == nil {
+		return nil
+	}
 	var err error
 	b.once.Do(func() {
 		b.s.mu.Lock()

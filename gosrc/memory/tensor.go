@@ -164,7 +164,7 @@ func (t *DeviceTensor) Capacity() int {
 // borrow keeps that memory alive however the tensor is resized or closed
 // afterwards (a view taken before a resize keeps showing the old buffer).
 type TensorView struct {
-	// Borrow is the reference to the memory; nil for an empty tensor.
+	// Borrow is the reference to the memory (of no bytes for an empty tensor).
 	Borrow *Borrow
 	// Ptr is the address of the first element (0 when empty).
 	Ptr uintptr
@@ -182,15 +182,17 @@ func (t *DeviceTensor) View() (TensorView, error) {
 	if t.closed {
 		return TensorView{}, fmt.Errorf("memory.DeviceTensor.View: tensor: %w", backend.ErrClosed)
 	}
-	v := TensorView{Shape: slices.Clone(t.shape), DType: t.dtype}
-	if t.buf != nil {
-		b, err := t.buf.Borrow()
-		if err != nil {
-			return TensorView{}, fmt.Errorf("memory.DeviceTensor.View: %w", err)
-		}
-		v.Borrow, v.Ptr = b, b.Ptr()
+	buf := t.buf
+	if buf == nil {
+		// An empty tensor lends empty memory, so every view has a borrow.
+		buf = NewShared(&emptyBuffer{dev: t.alloc.Device(), kind: t.kind})
+		defer buf.Close()
 	}
-	return v, nil
+	b, err := buf.Borrow()
+	if err != nil {
+		return TensorView{}, fmt.Errorf("memory.DeviceTensor.View: %w", err)
+	}
+	return TensorView{Borrow: b, Ptr: b.Ptr(), Shape: slices.Clone(t.shape), DType: t.dtype}, nil
 }
 
 // Closed reports whether Close was called.

@@ -32,11 +32,7 @@ func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	kind := backend.DeviceMem
-	if pinned {
-		kind = backend.PinnedMem
-	}
-	sh, err := a.AllocShared(kind, nbytes)
+	sh, err := a.AllocShared(memory.Kind(pinned), nbytes)
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -52,14 +48,18 @@ func (b *Buffer) Ptr() int { return int(b.b.Ptr()) }
 // Lease borrows the memory for a view, a NumPy view or a DLPack capsule;
 // a ClosedError once the owner freed it.
 func (b *Buffer) Lease() (*Lease, error) {
-	if b.sh == nil {
-		return nil, tag(badArg("a pool's buffer cannot be leased, expected an array's memory"))
-	}
-	br, err := b.sh.Borrow()
+	br, err := b.borrow()
 	if err != nil {
 		return nil, tag(err)
 	}
 	return newLease(br), nil
+}
+
+func (b *Buffer) borrow() (*memory.Borrow, error) {
+	if b.sh == nil {
+		return nil, badArg("a pool's buffer cannot be borrowed, expected an array's memory")
+	}
+	return b.sh.Borrow()
 }
 
 // Free releases the owner's reference: the memory goes back now if nothing
@@ -76,7 +76,7 @@ func (b *Buffer) Free() error {
 // Lease is one borrower's reference to memory; the Python layer releases it
 // when the borrower (a vortexgo._lifetime.Keep) is collected.
 type Lease struct {
-	b     *memory.Borrow // nil for an empty tensor's view
+	b     *memory.Borrow
 	id    handle.ID
 	shape []int // a tensor view's shape and dtype when taken
 	dtype backend.DType
@@ -94,12 +94,7 @@ func newLease(b *memory.Borrow) *Lease {
 func (l *Lease) ID() int { return int(l.id) }
 
 // Ptr is the borrowed memory's address (0 when empty).
-func (l *Lease) Ptr() int {
-	if l.b == nil {
-		return 0
-	}
-	return int(l.b.Ptr())
-}
+func (l *Lease) Ptr() int { return int(l.b.Ptr()) }
 
 // Shape is a tensor view's shape, comma-separated.
 func (l *Lease) Shape() string { return backend.FormatShape(l.shape) }
@@ -107,13 +102,12 @@ func (l *Lease) Shape() string { return backend.FormatShape(l.shape) }
 // DType is a tensor view's NumPy dtype name.
 func (l *Lease) DType() string { return l.dtype.String() }
 
+func (l *Lease) borrow() (*memory.Borrow, error) { return l.b.Borrow() }
+
 // Release gives the reference back; the last one frees the memory. A
 // second Release is a no-op.
 func (l *Lease) Release() error {
 	handles.Release(l.id)
-	if l.b == nil {
-		return nil
-	}
 	return tag(l.b.Release())
 }
 
@@ -146,11 +140,7 @@ func NewTensor(dev *Device, shape, dtype string, pinned bool) (*Tensor, error) {
 	if dev == nil {
 		return nil, tag(badArg("device=None, expected a Device"))
 	}
-	sh, err := backend.ParseShape(shape)
-	if err != nil {
-		return nil, tag(err)
-	}
-	dt, err := backend.ParseDType(dtype)
+	sh, dt, err := backend.ParseShapeDType(shape, dtype)
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -158,11 +148,7 @@ func NewTensor(dev *Device, shape, dtype string, pinned bool) (*Tensor, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	kind := backend.DeviceMem
-	if pinned {
-		kind = backend.PinnedMem
-	}
-	t, err := memory.NewDeviceTensor(a, kind, sh, dt)
+	t, err := memory.NewDeviceTensor(a, memory.Kind(pinned), sh, dt)
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -186,11 +172,7 @@ func (t *Tensor) Unlock(owner int, exclusive bool) error {
 // Resize changes shape and dtype; a LockError if owner holds the lock
 // (memory.ErrLockHeld).
 func (t *Tensor) Resize(owner int, shape, dtype string) error {
-	sh, err := backend.ParseShape(shape)
-	if err != nil {
-		return tag(err)
-	}
-	dt, err := backend.ParseDType(dtype)
+	sh, dt, err := backend.ParseShapeDType(shape, dtype)
 	if err != nil {
 		return tag(err)
 	}
@@ -231,10 +213,7 @@ func (t *Tensor) Closed() bool { return t.t.Closed() }
 
 // SetReady records the ready event on s after the last write.
 func (t *Tensor) SetReady(s *Stream) error {
-	if s == nil {
-		return tag(badArg("stream=None, expected a Stream"))
-	}
-	if err := s.live(); err != nil {
+	if err := streamArg(s); err != nil {
 		return tag(err)
 	}
 	return tag(t.t.SetReady(s.s))
@@ -242,13 +221,17 @@ func (t *Tensor) SetReady(s *Stream) error {
 
 // WaitReady makes s wait for the ready event (no host wait).
 func (t *Tensor) WaitReady(s *Stream) error {
-	if s == nil {
-		return tag(badArg("stream=None, expected a Stream"))
-	}
-	if err := s.live(); err != nil {
+	if err := streamArg(s); err != nil {
 		return tag(err)
 	}
 	return tag(t.t.WaitReady(s.s))
+}
+
+func streamArg(s *Stream) error {
+	if s == nil {
+		return badArg("stream=None, expected a Stream")
+	}
+	return s.live()
 }
 
 // Close releases the tensor's memory (views keep it until they go).

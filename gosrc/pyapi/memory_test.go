@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
 func TestArrayOpsCheckMemory(t *testing.T) {
@@ -26,43 +27,43 @@ func TestArrayOpsCheckMemory(t *testing.T) {
 		wantErr string // "" for success
 	}{
 		{"fill all", func(b *Buffer, _ *Lease) error {
-			return ArrayOp(opFill, s.ID(), b.ID(), b.Ptr(), 0, 0, 16, f32, f32, 2, 0)
+			return ArrayOp(int(memory.OpFill), s.ID(), b.ID(), b.Ptr(), 0, 0, 16, f32, f32, 2, 0)
 		}, ""},
 		{"fast path fails where the method path raises", func(b *Buffer, _ *Lease) error {
-			require.Equal(t, -1, FastArrayOp(opFill, s.ID(), b.ID(), b.Ptr(), 0, 0, 17, f32, f32, 2, 0))
-			require.Zero(t, FastArrayOp(opCopy, s.ID(), 0, hostPtr, b.ID(), b.Ptr(), 64, 0, 0, 0, 0))
+			require.Equal(t, -1, FastArrayOp(int(memory.OpFill), s.ID(), b.ID(), b.Ptr(), 0, 0, 17, f32, f32, 2, 0))
+			require.Zero(t, FastArrayOp(int(memory.OpCopy), s.ID(), 0, hostPtr, b.ID(), b.Ptr(), 64, 0, 0, 0, 0))
 			return nil
 		}, ""},
 		{"fill one element too many", func(b *Buffer, _ *Lease) error {
-			return ArrayOp(opFill, s.ID(), b.ID(), b.Ptr(), 0, 0, 17, f32, f32, 2, 0)
+			return ArrayOp(int(memory.OpFill), s.ID(), b.ID(), b.Ptr(), 0, 0, 17, f32, f32, 2, 0)
 		}, "ValueError: destination: memory: 68 bytes"},
 		{"copy from an address outside", func(b *Buffer, _ *Lease) error {
-			return ArrayOp(opCopy, s.ID(), 0, hostPtr, b.ID(), b.Ptr()+8, 64, 0, 0, 0, 0)
+			return ArrayOp(int(memory.OpCopy), s.ID(), 0, hostPtr, b.ID(), b.Ptr()+8, 64, 0, 0, 0, 0)
 		}, "ValueError: source: memory: 64 bytes"},
 		{"fill out of the dtype's range", func(b *Buffer, _ *Lease) error {
-			return ArrayOp(opFill, s.ID(), b.ID(), b.Ptr(), 0, 0, 4, DTypeCode("int8"), 0, 1000, 0)
-		}, "ValueError: fill_value: value=1000 is out of range for int8"},
+			return ArrayOp(int(memory.OpFill), s.ID(), b.ID(), b.Ptr(), 0, 0, 4, DTypeCode("int8"), 0, 1000, 0)
+		}, "ValueError: memory.Op: fill_value: value=1000 is out of range for int8"},
 		{"after free", func(b *Buffer, _ *Lease) error {
 			require.NoError(t, b.Free())
-			return ArrayOp(opMemset, s.ID(), b.ID(), b.Ptr(), 0, 0, 64, 0, 0, 0, 0)
+			return ArrayOp(int(memory.OpMemset), s.ID(), b.ID(), b.Ptr(), 0, 0, 64, 0, 0, 0, 0)
 		}, "ClosedError: destination"},
 		{"through a lease after the owner freed", func(b *Buffer, l *Lease) error {
 			require.NoError(t, b.Free())
-			return ArrayOp(opScaleOffset, s.ID(), l.ID(), l.Ptr(), l.ID(), l.Ptr(), 16, f32, f32, 2, 1)
+			return ArrayOp(int(memory.OpScaleOffset), s.ID(), l.ID(), l.Ptr(), l.ID(), l.Ptr(), 16, f32, f32, 2, 1)
 		}, ""},
 		{"through a released lease", func(b *Buffer, l *Lease) error {
 			require.NoError(t, l.Release())
-			return ArrayOp(opMemset, s.ID(), l.ID(), l.Ptr(), 0, 0, 64, 0, 0, 0, 0)
+			return ArrayOp(int(memory.OpMemset), s.ID(), l.ID(), l.Ptr(), 0, 0, 64, 0, 0, 0, 0)
 		}, "ClosedError"},
 		{"a closed stream", func(b *Buffer, _ *Lease) error {
 			s2, err := dev.NewStream(0)
 			require.NoError(t, err)
 			require.NoError(t, s2.Close())
-			return ArrayOp(opMemset, s2.ID(), b.ID(), b.Ptr(), 0, 0, 64, 0, 0, 0, 0)
+			return ArrayOp(int(memory.OpMemset), s2.ID(), b.ID(), b.Ptr(), 0, 0, 64, 0, 0, 0, 0)
 		}, "ClosedError: stream"},
 		{"an unknown op", func(b *Buffer, _ *Lease) error {
 			return ArrayOp(99, s.ID(), b.ID(), b.Ptr(), 0, 0, 4, 0, 0, 0, 0)
-		}, "ValueError: op=99"},
+		}, "ValueError: memory.Op: code=99"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,8 +105,8 @@ func TestFreeWhileOperationsRun(t *testing.T) {
 				}
 				defer s.Close()
 				for range 16 {
-					if FastArrayOp(opMemset, s.ID(), b.ID(), b.Ptr(), 0, 0, size, 0, 0, 7, 0) != 0 {
-						errs <- ArrayOp(opMemset, s.ID(), b.ID(), b.Ptr(), 0, 0, size, 0, 0, 7, 0)
+					if FastArrayOp(int(memory.OpMemset), s.ID(), b.ID(), b.Ptr(), 0, 0, size, 0, 0, 7, 0) != 0 {
+						errs <- ArrayOp(int(memory.OpMemset), s.ID(), b.ID(), b.Ptr(), 0, 0, size, 0, 0, 7, 0)
 						return
 					}
 				}

@@ -25,7 +25,7 @@ SUPPORTED_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "floa
 
 ShapeLike = Union[int, Iterable[int]]
 
-# Array operations (gosrc/pyapi/kernels.go): memory is named by the id of
+# Array operations (memory.OpCode, run by gosrc/pyapi/kernels.go): memory is named by the id of
 # the Go object owning or borrowing it, so Go holds it for the call.
 OP_COPY, OP_MEMSET, OP_FILL, OP_SCALE_OFFSET, OP_CAST = range(5)
 _fast_op = _ext.pyapi_FastArrayOp
