@@ -69,7 +69,7 @@ print(array_bytes())
 def test_dlpack_stream_argument_on_cuda():
     out = run_isolated(GPU_PRELUDE + """
 a = vg.zeros(16, "float32", dev)
-for bad in (0, -2, "x", 1.5, True):
+for bad in (0, -2, "x", 1.5, True, 2**64):
     try:
         a.__dlpack__(stream=bad)
     except ValueError as exc:
@@ -79,7 +79,7 @@ for good in (None, -1, 1, 2, s.handle):
     a.__dlpack__(stream=good)
 print("ok")
 """)
-    assert out.split() == ["ValueError"] * 5 + ["ok"]
+    assert out.split() == ["ValueError"] * 6 + ["ok"]
 
 
 @_needs("cupy")

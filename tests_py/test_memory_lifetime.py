@@ -205,6 +205,38 @@ def test_free_while_threads_copy():
     assert out.split() == [str(20 * 4 * 50), "True", "[]"]
 
 
+def test_free_while_threads_export():
+    out = run_isolated("""
+        bad = []
+        for round in range(30):
+            a = vg.full(1 << 16, 2, "uint8", "cpu")
+            views = []
+            start = threading.Barrier(4)
+            def work():
+                start.wait()
+                for _ in range(30):
+                    try:
+                        views.append(a.numpy())
+                        views.append(np.from_dlpack(a))
+                        views.append(a.reshape(256, 256).numpy())
+                    except vg.ClosedError:
+                        pass
+                    except Exception as exc:
+                        bad.append(repr(exc))
+                        return
+            ts = [threading.Thread(target=work) for _ in range(3)]
+            [t.start() for t in ts]
+            start.wait()
+            a.free()
+            [t.join() for t in ts]
+            churn()
+            if any(int(v.sum()) != 2 * v.size for v in views):
+                bad.append("a view saw other values")
+        print(bad[:3])
+    """)
+    assert out.split() == ["[]"]
+
+
 @pytest.mark.parametrize("call", [
     "vg.scale_offset(a, 2.0)",
     "vg.cast(a, 'int8')",
@@ -214,6 +246,8 @@ def test_free_while_threads_copy():
     "a.reshape(32, 32)",
     "a.__dlpack__()",
     "memoryview(a)",
+    "np.asarray(a)",
+    "a.__array_interface__",
 ])
 def test_use_after_free_raises(call):
     out = run_isolated(f"""

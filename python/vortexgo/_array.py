@@ -17,7 +17,7 @@ from ._errors import ClosedError, native, release_on_collect
 from ._core import DTYPE_CODES, _ext, api
 from ._lifetime import Keep, host_view
 from ._stream import Event, Stream, current_stream
-from ._validate import MAX_ELEMENTS, check_bool, check_native_order, check_shape
+from ._validate import INT64_MAX, MAX_ELEMENTS, check_bool, check_native_order, check_shape
 
 __all__ = ["Array", "empty", "zeros", "full", "from_numpy", "copy", "SUPPORTED_DTYPES"]
 
@@ -25,8 +25,9 @@ SUPPORTED_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "floa
 
 ShapeLike = Union[int, Iterable[int]]
 
-# Array operations (memory.OpCode, run by gosrc/pyapi/kernels.go): memory is named by the id of
-# the Go object owning or borrowing it, so Go holds it for the call.
+# Array operations (memory.OpCode, run by gosrc/pyapi/kernels.go): memory is
+# named by the id of the Go object owning or borrowing it, so Go holds it for
+# the call.
 OP_COPY, OP_MEMSET, OP_FILL, OP_SCALE_OFFSET, OP_CAST = range(5)
 _fast_op = _ext.pyapi_FastArrayOp
 
@@ -181,7 +182,10 @@ class Array:
         if not self._mid:
             # Memory another Python object owns: keeping that object is the borrow.
             return Keep(None, self.ptr, self.nbytes, parent=self._base or self)
-        lease = native(self._buf.Lease)()
+        buf = self._buf  # read once: free() in another thread may clear it
+        if buf is None:
+            raise ClosedError("array memory was freed")
+        lease = native(buf.Lease)()
         return Keep(lease.Release, self.ptr, self.nbytes, parent=lease, what="borrowed array memory")
 
     def _view(self, ptr: int, shape, dtype) -> "Array":
@@ -270,6 +274,7 @@ class Array:
         # handed out, the array itself holds a borrow that is released only
         # when the array object is collected: free() then drops the owner's
         # reference, and the memory goes back with the last consumer.
+        self._check()
         if self._export is None and self._keep is None:
             self._export = self._borrow()
 
@@ -359,7 +364,7 @@ class Array:
             if stream is not None:
                 raise ValueError(f"stream={stream!r}, expected None for CPU memory (the array API standard)")
         elif stream is not None and (isinstance(stream, bool) or not isinstance(stream, (int, np.integer))
-                                     or stream == 0 or stream < -1):
+                                     or stream == 0 or stream < -1 or stream > INT64_MAX):
             raise ValueError(f"stream={stream!r}, expected None, -1, 1, 2 or a CUstream handle > 2")
         if copy:
             raise BufferError("copy=True is not supported: vortexgo exports zero-copy views")
