@@ -153,3 +153,23 @@ def test_cast_matches_numpy_for_in_range_values(src, to):
     else:
         want = src.astype(to)
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-6)
+
+
+@PROFILE
+@given(st.sampled_from(DTYPES), st.integers(2, 4), st.data())
+def test_shapes_at_the_bound_fail_cleanly_with_memory_error(dt, ndim, data):
+    # Between 2**47 + 1 and 2**48 elements: allowed by the shape bound, but
+    # more bytes than a process can map (47-bit user address space), so the
+    # allocation fails, as MemoryError naming the shape, and leaks nothing.
+    total = data.draw(st.integers(2**47 + 1, MAX_ELEMENTS))
+    dims = [total]
+    for _ in range(ndim - 1):  # split into factors, keeping the product within the bound
+        f = data.draw(st.integers(1, 64))
+        dims = [dims[0] // f, *dims[1:], f]
+    if int(np.prod(dims, dtype=object)) <= 2**47:
+        return
+    before = vg.memory_usage()
+    with pytest.raises(MemoryError, match="shape="):
+        vg.empty(tuple(dims), dt, CPU)
+    after = vg.memory_usage()
+    assert (after.device.current, after.pinned.current) == (before.device.current, before.pinned.current)
