@@ -75,6 +75,9 @@ func ParseDType(name string) (DType, error) {
 // bound (2^48 elements of at most 8 bytes) is the same.
 const MaxBytes = 1 << 51
 
+// MaxDims bounds the number of dimensions of a shape (NumPy's limit).
+const MaxDims = 64
+
 // ByteSize is the size in bytes of shape elements of d: ErrInvalid for a
 // negative dimension or an unknown dtype, ErrTooLarge beyond MaxBytes
 // (checked dimension by dimension, so the product never overflows).
@@ -103,6 +106,9 @@ func ParseShape(s string) ([]int, error) {
 		return []int{}, nil
 	}
 	parts := strings.Split(s, ",")
+	if len(parts) > MaxDims {
+		return nil, fmt.Errorf("shape has %d dimensions, expected at most %d: %w", len(parts), MaxDims, ErrInvalid)
+	}
 	out := make([]int, len(parts))
 	for i, p := range parts {
 		v, err := strconv.Atoi(strings.TrimSpace(p))

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -84,13 +85,14 @@ func TestParseShape(t *testing.T) {
 		{"a", nil, ErrInvalid},
 		{"99999999999999999999", nil, ErrTooLarge},
 		{"4294967296,4294967296", nil, ErrTooLarge},
+		{strings.Repeat("1,", MaxDims) + "1", nil, ErrInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseShape(tc.in)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
-				require.ErrorContains(t, err, "shape=")
+				require.ErrorContains(t, err, "shape")
 				return
 			}
 			require.NoError(t, err)

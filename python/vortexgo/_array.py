@@ -24,6 +24,7 @@ __all__ = ["Array", "empty", "zeros", "full", "from_numpy", "copy", "SUPPORTED_D
 SUPPORTED_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64", "complex64")
 
 ShapeLike = Union[int, Iterable[int]]
+MAX_NDIM = 64  # NumPy's (NPY_MAXDIMS): more could not be viewed or exported
 
 # Array operations (memory.OpCode, run by gosrc/pyapi/kernels.go): memory is
 # named by the id of the Go object owning or borrowing it, so Go holds it for
@@ -66,6 +67,8 @@ def _norm_shape(shape: ShapeLike, name: str = "shape") -> tuple[int, ...]:
     the non-zero dimensions is bounded too: an empty array with a 2**60
     dimension has no NumPy, DLPack or Go form either."""
     dims = check_shape(name, shape)
+    if len(dims) > MAX_NDIM:
+        raise ValueError(f"{name} has {len(dims)} dimensions, expected at most {MAX_NDIM} (NumPy's limit)")
     if math.prod(d for d in dims if d) > MAX_ELEMENTS:
         raise ValueError(f"{name}={dims}: its non-zero dimensions give over {MAX_ELEMENTS} elements, "
                          f"expected at most that")
