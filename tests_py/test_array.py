@@ -110,6 +110,8 @@ def test_host_arrays_speak_numpy_and_buffer(cpu):
 def test_device_arrays_have_no_host_interfaces(gpu):
     a = vg.zeros(4, "float32", gpu)
     assert not hasattr(a, "__array_interface__")
+    with pytest.raises(TypeError, match="numpy"):
+        np.asarray(a)  # device memory needs the explicit a.numpy()
     p = vg.zeros(4, "float32", gpu, pinned=True)
     assert not hasattr(p, "__cuda_array_interface__")
     assert np.asarray(p).ctypes.data == p.ptr
@@ -185,6 +187,10 @@ def test_reshape_view(device):
         a.reshape(4, 2)
     with pytest.raises(ValueError, match="view"):
         b.free()
+    a.free()  # the view borrows the memory: it stays usable
+    np.testing.assert_array_equal(b.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
+    with pytest.raises(vg.ClosedError):
+        a.reshape(3, 2)
 
 
 def test_cast_and_scale_offset(device):

@@ -141,3 +141,39 @@ def test_capture_discarded_on_exception(device):
 def test_capture_launch_type_checked():
     with pytest.raises(TypeError, match="graph="):
         vg.capture_launch("not a graph")
+
+
+def test_tensor_views_borrow_their_memory(cpu):
+    t = vg.DeviceTensor(8, "int16", cpu)
+    with t as v:
+        v[:] = 5
+    kept = t.view()
+    t.resize(1 << 16)  # grows: a new buffer; the old view keeps the old one
+    with t as v:
+        v[:] = 1
+    np.testing.assert_array_equal(kept, np.full(8, 5, np.int16))
+    t.close()
+    np.testing.assert_array_equal(kept, np.full(8, 5, np.int16))
+    with pytest.raises(vg.ClosedError):
+        t.view()
+    with pytest.raises(vg.ClosedError):
+        t.ptr
+    with pytest.raises(vg.ClosedError):
+        t.resize(4)
+    assert "closed" in repr(t)
+
+
+def test_tensor_shapes_and_arguments_are_validated(cpu):
+    with pytest.raises(ValueError, match="shape="):
+        vg.DeviceTensor((2**40, 2**40), "int8", cpu)
+    with pytest.raises(TypeError, match="shape="):
+        vg.DeviceTensor((2, 1.5), "int8", cpu)
+    with pytest.raises(TypeError, match="pinned="):
+        vg.DeviceTensor(2, "int8", cpu, pinned="yes")
+    t = vg.DeviceTensor(2, "int8", cpu)
+    with pytest.raises(ValueError, match="timeout="):
+        t.acquire(timeout=float("nan"))
+    with pytest.raises(TypeError, match="stream="):
+        t.mark_ready("not a stream")
+    empty = vg.DeviceTensor((0, 3), "float32", cpu)
+    assert empty.view().shape == (0, 3)

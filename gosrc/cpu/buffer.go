@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
@@ -29,6 +30,9 @@ func (d *Device) alloc(op string, n int, kind backend.MemKind) (*Buffer, error) 
 	if err := checkSize(op, n); err != nil {
 		return nil, err
 	}
+	if n > backend.MaxBytes {
+		return nil, fmt.Errorf("%s: n=%d, expected at most %d bytes: %w", op, n, backend.MaxBytes, backend.ErrTooLarge)
+	}
 	b := &Buffer{dev: d, kind: kind, size: n}
 	if n == 0 {
 		// mmap rejects length 0; an empty buffer has address 0, like a
@@ -37,6 +41,11 @@ func (d *Device) alloc(op string, n int, kind backend.MemKind) (*Buffer, error) 
 		return b, nil
 	}
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if errors.Is(err, unix.ENOMEM) {
+		// The kernel refused the mapping: a MemoryError for the caller, not
+		// an OS failure.
+		return nil, fmt.Errorf("%s: n=%d: mmap: %v: %w", op, n, err, backend.ErrTooLarge)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: n=%d: mmap: %w", op, n, err)
 	}

@@ -74,6 +74,14 @@ func (a *Allocator) AllocKind(kind backend.MemKind, n int) (backend.Buffer, erro
 }
 
 func (a *Allocator) alloc(op string, kind backend.MemKind, n int) (backend.Buffer, error) {
+	// Bound the request before the budget or the driver sees it: an
+	// impossible size is the caller's error, never a fatal one.
+	if n < 0 {
+		return nil, fmt.Errorf("%s: n=%d, expected n >= 0 bytes: %w", op, n, backend.ErrInvalid)
+	}
+	if n > backend.MaxBytes {
+		return nil, fmt.Errorf("%s: n=%d, expected at most %d bytes: %w", op, n, backend.MaxBytes, backend.ErrTooLarge)
+	}
 	if err := a.budget.Reserve(kind, n, a.purpose); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -29,32 +30,33 @@ func (e *BudgetError) Error() string {
 // PurposeUsage is what is allocated under one purpose label.
 type PurposeUsage struct {
 	// Bytes is the total size of the live allocations.
-	Bytes int64
+	Bytes int64 `json:"bytes"`
 	// Count is the number of live allocations.
-	Count int
+	Count int `json:"count"`
 }
 
 // KindUsage is the usage of one kind of memory.
 type KindUsage struct {
 	// Current is the number of bytes reserved now.
-	Current int64
+	Current int64 `json:"current"`
 	// Peak is the highest Current since the budget was created or ResetPeak.
-	Peak int64
+	Peak int64 `json:"peak"`
 	// Limit is the limit in bytes; 0 means unlimited.
-	Limit int64
+	Limit int64 `json:"limit"`
 	// Active is the number of live allocations (the sum of the counts in
 	// ByPurpose).
-	Active int
+	Active int `json:"active"`
 	// ByPurpose breaks Current down by purpose label.
-	ByPurpose map[string]PurposeUsage
+	ByPurpose map[string]PurposeUsage `json:"by_purpose"`
 }
 
-// Usage is a snapshot of a Budget.
+// Usage is a snapshot of a Budget. Its JSON form (field names in
+// snake_case) is the record the Python layer reads.
 type Usage struct {
 	// Device is device memory (plain host memory on the CPU backend).
-	Device KindUsage
+	Device KindUsage `json:"device"`
 	// Pinned is page-locked host memory.
-	Pinned KindUsage
+	Pinned KindUsage `json:"pinned"`
 }
 
 // Budget limits the bytes of device and of pinned memory reserved through
@@ -102,12 +104,35 @@ func (b *Budget) SetLimit(kind backend.MemKind, limit int64) error {
 		return err
 	}
 	if limit < 0 {
-		return fmt.Errorf("%s: limit=%d for %s memory, expected limit >= 0 (0 = unlimited)", op, limit, kind)
+		return fmt.Errorf("%s: limit=%d for %s memory, expected limit >= 0 (0 = unlimited): %w", op, limit, kind, backend.ErrInvalid)
 	}
 	b.mu.Lock()
 	b.kinds[i].limit = limit
 	b.mu.Unlock()
 	return nil
+}
+
+// SetLimits sets both limits, or neither when one is invalid.
+func (b *Budget) SetLimits(device, pinned int64) error {
+	if device < 0 || pinned < 0 {
+		return fmt.Errorf("memory.Budget.SetLimits: device=%d pinned=%d, expected limits >= 0 bytes (0 = unlimited): %w",
+			device, pinned, backend.ErrInvalid)
+	}
+	b.mu.Lock()
+	b.kinds[backend.DeviceMem].limit = device
+	b.kinds[backend.PinnedMem].limit = pinned
+	b.mu.Unlock()
+	return nil
+}
+
+// JSON is the usage as the JSON record the Python layer parses
+// (vortexgo.memory_usage): one structured form instead of text lines.
+func (u Usage) JSON() string {
+	out, err := json.Marshal(u)
+	if err != nil {
+		panic(err) // unreachable: ints, strings and maps of them always marshal
+	}
+	return string(out)
 }
 
 // Reserve charges n bytes of kind to purpose, or returns a *BudgetError if

@@ -9,6 +9,20 @@
 // fails or the buffer is freed, so usage returns to zero when everything is
 // released. A Budget with limit 0 only counts.
 //
+// The Python layer allocates through the process-wide budget (Process,
+// AllocatorFor), so one limit and one usage cover every device and purpose.
+// Sizes are bounded by backend.MaxBytes before the budget or a driver sees
+// them: an impossible request is an ErrTooLarge, never a fatal error.
+//
+// # Ownership
+//
+// Memory handed to Python is Shared: the owner holds one reference and each
+// borrower (a view, a NumPy view, a DLPack capsule, a tensor view, an
+// operation in progress) holds another. Closing the owner drops its
+// reference; the memory is freed with the last one, so nothing is ever
+// freed under a user. Operations on arrays (Op) run while their caller
+// holds a borrow of each side, after Shared.Check and Shared.Reachable.
+//
 // # DeviceTensor
 //
 // A DeviceTensor is an n-d buffer guarded by a readers-writer lock whose
@@ -17,6 +31,8 @@
 // resizing now would deadlock, instead of hanging. The writer records the
 // tensor's ready event after its last write; readers make their streams
 // wait on it, so no host synchronisation is needed to consume a tensor.
+// Its buffer is Shared: View borrows it, and a view outlives Resize and
+// Close.
 //
 // # BufferPool
 //

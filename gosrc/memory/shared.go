@@ -108,10 +108,54 @@ func (s *Shared) unrefLocked() error {
 	return err
 }
 
+// Check fails with ErrInvalid unless [ptr, ptr+n) lies inside the memory:
+// operations named by (memory, address) check it before touching a byte,
+// so a wrong size or address is an error instead of a stray write.
+func (s *Shared) Check(ptr uintptr, n int) error {
+	base, size := s.buf.Ptr(), s.buf.Size()
+	if n < 0 || ptr < base || ptr-base > uintptr(size) || uintptr(n) > uintptr(size)-(ptr-base) {
+		return fmt.Errorf("memory: %d bytes at 0x%x, expected a range inside the %d bytes at 0x%x: %w",
+			n, ptr, size, base, backend.ErrInvalid)
+	}
+	return nil
+}
+
+// Reachable refuses work on stream st that would fault: a CPU stream
+// dereferencing GPU memory, or a CUDA kernel on host memory the driver does
+// not know (ErrInvalid). CUDA copies (copying) reach any host address and,
+// with unified addressing, any device's memory.
+func (s *Shared) Reachable(st backend.Stream, copying bool) error {
+	md, sd := s.buf.Device(), st.Device()
+	pinnedCUDA := s.buf.Kind() == backend.PinnedMem && md.Kind() == backend.CUDA
+	switch {
+	case md.Kind() == sd.Kind() && md.Ordinal() == sd.Ordinal(),
+		sd.Kind() == backend.CPU && (md.Kind() == backend.CPU || pinnedCUDA),
+		sd.Kind() == backend.CUDA && (copying || pinnedCUDA):
+		return nil
+	}
+	return fmt.Errorf("memory: %s memory of %s:%d on a stream of %s:%d, expected a stream that can reach it: %w",
+		s.buf.Kind(), md.Kind(), md.Ordinal(), sd.Kind(), sd.Ordinal(), backend.ErrInvalid)
+}
+
 // Borrow is one borrower's reference to Shared memory.
 type Borrow struct {
-	once sync.Once
-	s    *Shared
+	once     sync.Once
+	s        *Shared
+	released bool // under s.mu
+}
+
+// Borrow takes another reference through b, for a borrower's borrower (a
+// view of a view, an operation through a view). Unlike Shared.Borrow it
+// works after the owner closed, since b keeps the memory alive; it fails
+// with ErrClosed once b was released.
+func (b *Borrow) Borrow() (*Borrow, error) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if b.released {
+		return nil, fmt.Errorf("memory: borrow through a released borrow: %w", backend.ErrClosed)
+	}
+	b.s.refs++
+	return &Borrow{s: b.s}, nil
 }
 
 // Shared is the memory borrowed.
@@ -122,11 +166,15 @@ func (b *Borrow) Ptr() uintptr { return b.s.Ptr() }
 
 // Release gives the reference back, freeing the memory if it was the last
 // one. Releasing twice is a no-op, so finalizers and explicit releases may
-// both run.
+// both run; so is releasing a nil Borrow (no memory was borrowed).
 func (b *Borrow) Release() error {
+	if b == nil {
+		return nil
+	}
 	var err error
 	b.once.Do(func() {
 		b.s.mu.Lock()
+		b.released = true
 		err = b.s.unrefLocked()
 	})
 	return err

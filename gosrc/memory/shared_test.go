@@ -91,3 +91,66 @@ func TestSharedConcurrentBorrowers(t *testing.T) {
 	}
 	assert.True(t, s.Freed())
 }
+
+func TestBorrowThroughBorrow(t *testing.T) {
+	tests := []struct {
+		name        string
+		ownerClosed bool
+	}{
+		{"owner live", false},
+		{"owner closed: the borrow still lends", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSharedCPU(t, 32)
+			b, err := s.Borrow()
+			require.NoError(t, err)
+			if tc.ownerClosed {
+				require.NoError(t, s.Close())
+			}
+			nested, err := b.Borrow()
+			require.NoError(t, err)
+			require.NoError(t, b.Release())
+			assert.False(t, s.Freed(), "the nested borrow keeps the memory")
+			_, err = b.Borrow()
+			assert.ErrorIs(t, err, backend.ErrClosed, "borrowing through a released borrow")
+			require.NoError(t, nested.Release())
+			if !tc.ownerClosed {
+				assert.False(t, s.Freed())
+				require.NoError(t, s.Close())
+			}
+			assert.True(t, s.Freed())
+		})
+	}
+}
+
+func TestSharedCheck(t *testing.T) {
+	s := newSharedCPU(t, 64)
+	defer func() { require.NoError(t, s.Close()) }()
+	base := s.Ptr()
+	tests := []struct {
+		name string
+		ptr  uintptr
+		n    int
+		ok   bool
+	}{
+		{"whole", base, 64, true},
+		{"tail", base + 60, 4, true},
+		{"empty at the end", base + 64, 0, true},
+		{"one past the end", base + 60, 5, false},
+		{"before the start", base - 1, 1, false},
+		{"past the end", base + 65, 0, false},
+		{"negative", base, -1, false},
+		{"huge", base + 1, int(^uint(0) >> 1), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.Check(tc.ptr, tc.n)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, backend.ErrInvalid)
+		})
+	}
+}

@@ -41,7 +41,7 @@ type DeviceTensor struct {
 	waiters   int
 	shape     []int
 	dtype     backend.DType
-	buf       backend.Buffer // nil while the capacity is 0
+	buf       *Shared // nil while the capacity is 0; views borrow it
 	exclOwner int64
 	exclCount int
 	shared    map[int64]int // owner -> nesting depth
@@ -74,27 +74,21 @@ func NewDeviceTensor(a *Allocator, kind backend.MemKind, shape []int, dtype back
 		shared: map[int64]int{},
 	}
 	if n > 0 {
-		if t.buf, err = a.AllocKind(kind, n); err != nil {
+		buf, err := a.AllocKind(kind, n)
+		if err != nil {
 			return nil, errors.Join(fmt.Errorf("%s: shape %v %s: %w", op, shape, dtype, err), ready.Close())
 		}
+		t.buf = NewShared(buf)
 	}
 	return t, nil
 }
 
-// byteSize validates shape and dtype and returns the size in bytes.
+// byteSize validates shape and dtype and returns the size in bytes, bounded
+// by backend.MaxBytes (ErrTooLarge) before anything is allocated.
 func byteSize(op string, shape []int, dtype backend.DType) (int, error) {
-	if !dtype.Valid() {
-		return 0, fmt.Errorf("%s: dtype=%s, expected one of the backend.DType constants", op, dtype)
-	}
-	n := dtype.Size()
-	for i, d := range shape {
-		if d < 0 {
-			return 0, fmt.Errorf("%s: shape[%d]=%d, expected a size >= 0", op, i, d)
-		}
-		if d > 0 && n > (1<<62)/d {
-			return 0, fmt.Errorf("%s: shape %v of %s overflows, expected under 2^62 bytes", op, shape, dtype)
-		}
-		n *= d
+	n, err := backend.ByteSize(shape, dtype)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	return n, nil
 }
@@ -165,6 +159,48 @@ func (t *DeviceTensor) Capacity() int {
 		return 0
 	}
 	return t.buf.Size()
+}
+
+// TensorView is a borrowed snapshot of a tensor's current memory: the
+// borrow keeps that memory alive however the tensor is resized or closed
+// afterwards (a view taken before a resize keeps showing the old buffer).
+type TensorView struct {
+	// Borrow is the reference to the memory (of no bytes for an empty tensor).
+	Borrow *Borrow
+	// Ptr is the address of the first element (0 when empty).
+	Ptr uintptr
+	// Shape and DType describe the contents when the view was taken.
+	Shape []int
+	DType backend.DType
+}
+
+// View borrows the current memory with its shape and dtype, atomically
+// with respect to Resize and Close; it fails with ErrClosed after Close.
+// Release the view's Borrow when done.
+func (t *DeviceTensor) View() (TensorView, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return TensorView{}, fmt.Errorf("memory.DeviceTensor.View: tensor: %w", backend.ErrClosed)
+	}
+	buf := t.buf
+	if buf == nil {
+		// An empty tensor lends empty memory, so every view has a borrow.
+		buf = NewShared(&emptyBuffer{dev: t.alloc.Device(), kind: t.kind})
+		defer buf.Close()
+	}
+	b, err := buf.Borrow()
+	if err != nil {
+		return TensorView{}, fmt.Errorf("memory.DeviceTensor.View: %w", err)
+	}
+	return TensorView{Borrow: b, Ptr: b.Ptr(), Shape: slices.Clone(t.shape), DType: t.dtype}, nil
+}
+
+// Closed reports whether Close was called.
+func (t *DeviceTensor) Closed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
 }
 
 // LockState is a snapshot of a tensor's lock, for diagnostics and tests.
@@ -385,6 +421,24 @@ func (t *DeviceTensor) SetReady(s backend.Stream) error {
 	return nil
 }
 
+// WaitReady makes s wait for the ready event (no host wait). The wait is
+// queued under t.mu so that Close cannot destroy the event underneath it.
+func (t *DeviceTensor) WaitReady(s backend.Stream) error {
+	const op = "memory.DeviceTensor.WaitReady"
+	if s == nil {
+		return fmt.Errorf("%s: s=nil, expected the reader's stream: %w", op, backend.ErrInvalid)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.freed {
+		return fmt.Errorf("%s: tensor: %w", op, backend.ErrClosed)
+	}
+	if err := s.WaitEvent(t.ready); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
 // Resize changes the shape and dtype, waiting for the exclusive lock. It
 // reallocates only when the new size exceeds the capacity; the contents are
 // not preserved then. If owner holds the lock itself, Resize returns an
@@ -433,12 +487,13 @@ func (t *DeviceTensor) resizeLocked(op string, n int, shape []int, dtype backend
 			if err := t.alloc.Device().Synchronize(); err != nil {
 				return fmt.Errorf("%s: waiting for work on the old buffer: %w", op, err)
 			}
-			// Free before allocating: tensors are volumes and peak memory
-			// matters more than keeping old contents on failure.
+			// Release before allocating: tensors are volumes and peak
+			// memory matters more than keeping old contents on failure.
+			// Views still borrowing the old buffer keep it until they go.
 			old := t.buf
 			t.buf = nil
 			t.shape = []int{0}
-			if err := old.Free(); err != nil {
+			if err := old.Close(); err != nil {
 				return fmt.Errorf("%s: freeing the old buffer: %w", op, err)
 			}
 		}
@@ -446,7 +501,7 @@ func (t *DeviceTensor) resizeLocked(op string, n int, shape []int, dtype backend
 		if err != nil {
 			return fmt.Errorf("%s: shape %v %s (%d bytes); the tensor is left empty: %w", op, shape, dtype, n, err)
 		}
-		t.buf = buf
+		t.buf = NewShared(buf)
 	}
 	t.shape = slices.Clone(shape)
 	t.dtype = dtype
@@ -483,7 +538,8 @@ func (t *DeviceTensor) freeLocked() error {
 		if err := t.alloc.Device().Synchronize(); err != nil {
 			errs = append(errs, fmt.Errorf("waiting for work on the buffer: %w", err))
 		}
-		errs = append(errs, t.buf.Free())
+		// Views borrowing the buffer keep it until they release it.
+		errs = append(errs, t.buf.Close())
 		t.buf = nil
 	}
 	errs = append(errs, t.ready.Close())

@@ -53,7 +53,7 @@ func TestNewDeviceTensor(t *testing.T) {
 		{name: "negative dim", kind: backend.DeviceMem, shape: []int{4, -1}, dtype: backend.Int8, wantErr: "shape[1]=-1, expected a size >= 0"},
 		{name: "bad dtype", kind: backend.DeviceMem, shape: []int{4}, dtype: backend.DType(99), wantErr: "dtype=DType(99), expected one of the backend.DType constants"},
 		{name: "bad kind", kind: backend.MemKind(3), shape: []int{4}, dtype: backend.Int8, wantErr: "kind=3"},
-		{name: "overflow", kind: backend.DeviceMem, shape: []int{1 << 40, 1 << 40}, dtype: backend.Int8, wantErr: "overflows"},
+		{name: "overflow", kind: backend.DeviceMem, shape: []int{1 << 40, 1 << 40}, dtype: backend.Int8, wantErr: "size too large"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,8 +1,6 @@
 package pyapi
 
 import (
-	"fmt"
-
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/devices"
@@ -93,55 +91,4 @@ func (d *Device) NewEvent(timing bool) (*Event, error) {
 		return nil, tag(err)
 	}
 	return newEvent(e), nil
-}
-
-// Alloc allocates nbytes of device memory, or of pinned host memory.
-func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
-	if nbytes < 0 {
-		return nil, tag(badArg("nbytes=%d, expected nbytes >= 0", nbytes))
-	}
-	if nbytes == 0 {
-		// Empty arrays are legal in NumPy and CuPy; drivers refuse 0-byte
-		// allocations, so an empty array owns no memory at all.
-		return &Buffer{b: &emptyBuffer{dev: d.d, pinned: pinned}}, nil
-	}
-	// Every allocation is charged to the process memory budget.
-	a, err := allocatorFor(d.d, "array")
-	if err != nil {
-		return nil, tag(err)
-	}
-	var b backend.Buffer
-	if pinned {
-		b, err = a.AllocPinned(nbytes)
-	} else {
-		b, err = a.Alloc(nbytes)
-	}
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Buffer{b: b}, nil
-}
-
-// emptyBuffer is the memory of a zero-size array: address 0, nothing to free.
-type emptyBuffer struct {
-	dev    backend.Device
-	pinned bool
-	freed  bool
-}
-
-func (b *emptyBuffer) Ptr() uintptr { return 0 }
-func (b *emptyBuffer) Size() int    { return 0 }
-func (b *emptyBuffer) Kind() backend.MemKind {
-	if b.pinned {
-		return backend.PinnedMem
-	}
-	return backend.DeviceMem
-}
-func (b *emptyBuffer) Device() backend.Device { return b.dev }
-func (b *emptyBuffer) Free() error {
-	if b.freed {
-		return fmt.Errorf("pyapi.Buffer.Free: empty buffer already freed: %w", backend.ErrClosed)
-	}
-	b.freed = true
-	return nil
 }

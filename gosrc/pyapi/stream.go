@@ -268,24 +268,3 @@ func (g *Graph) Close() error {
 	}
 	return tag(g.g.Close())
 }
-
-// Buffer is device or pinned memory.
-type Buffer struct{ b backend.Buffer }
-
-// Ptr is the address as an int.
-func (b *Buffer) Ptr() int { return int(b.b.Ptr()) }
-
-// Size is the length in bytes.
-func (b *Buffer) Size() int { return b.b.Size() }
-
-// Pinned reports whether the buffer is pinned host memory.
-func (b *Buffer) Pinned() bool { return b.b.Kind() == backend.PinnedMem }
-
-// DeviceKind is "cuda" or "cpu".
-func (b *Buffer) DeviceKind() string { return b.b.Device().Kind().String() }
-
-// DeviceOrdinal is the owning device's ordinal.
-func (b *Buffer) DeviceOrdinal() int { return b.b.Device().Ordinal() }
-
-// Free releases the memory.
-func (b *Buffer) Free() error { return tag(b.b.Free()) }

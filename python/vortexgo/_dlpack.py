@@ -3,8 +3,11 @@
 We export both the versioned struct (``DLManagedTensorVersioned``, capsule
 name ``"dltensor_versioned"``) for consumers that ask with
 ``max_version >= (1, 0)`` and the legacy ``DLManagedTensor`` (``"dltensor"``)
-for older ones. The exporting array stays alive until the consumer calls
-the deleter (or the capsule is dropped unconsumed).
+for older ones. The capsule's context holds the exporter's ``owner`` (a
+:class:`vortexgo._lifetime.Keep` over a Go borrow of the memory): the
+deleter (or the capsule's destructor when it is dropped unconsumed)
+releases it, so the memory stays valid for the consumer's whole life even
+if the exporting array is freed first.
 """
 
 from __future__ import annotations
@@ -77,15 +80,19 @@ class DLManagedTensorVersioned(ctypes.Structure):
 
 _DTYPE_CODES = {"i": _kDLInt, "u": _kDLUInt, "f": _kDLFloat, "c": _kDLComplex}
 
-# Everything a live capsule points into, keyed by the managed struct's address.
-# The deleter removes the entry, which drops our reference to the exporter.
+# Everything a live capsule points into, keyed by the managed struct's
+# address: the capsule's manager context. The deleter removes the entry and
+# releases the owner's borrow at once (not whenever the collector gets to it).
 _live: dict[int, tuple] = {}
 _live_lock = threading.Lock()
 
 
 def _release(addr: int) -> None:
     with _live_lock:
-        _live.pop(addr, None)
+        entry = _live.pop(addr, None)
+    release = getattr(entry[-1], "release", None) if entry is not None else None
+    if release is not None:
+        release()  # Keep.release: idempotent, and turns failures into warnings
 
 
 @_Deleter
@@ -135,7 +142,8 @@ def to_capsule(
     versioned: bool,
     read_only: bool = False,
 ) -> Any:
-    """Build a DLPack capsule over memory at ``ptr`` kept alive by ``owner``."""
+    """Build a DLPack capsule over memory at ``ptr`` kept alive by ``owner``
+    (released with ``owner.release()`` when it has one, once the consumer is done)."""
     kind, size = typestr[1], int(typestr[2:])
     ndim = len(shape)
     shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)

@@ -3,7 +3,6 @@ lock, as vortex's endpoints hold them (``with endpoint.tensor as volume``)."""
 
 from __future__ import annotations
 
-import ctypes
 import math
 import threading
 from typing import Any, Iterable, Optional, Union
@@ -14,7 +13,9 @@ from ._array import _norm_dtype, _norm_shape
 from ._device import DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
 from ._core import api
+from ._lifetime import Keep, host_view
 from ._stream import Stream, _cupy, current_stream
+from ._validate import check_bool, check_timeout
 
 __all__ = ["DeviceTensor", "TensorView"]
 
@@ -27,15 +28,17 @@ def _owner() -> int:
 
 
 class TensorView:
-    """The object a locked tensor lends out when CuPy is not installed (or on CUDA
-    without CuPy): it speaks ``__cuda_array_interface__`` with ``stream: None``
-    (work is to be chained on the tensor's stream; see :class:`DeviceTensor`)
-    and DLPack, so any library can wrap it."""
+    """The object a locked tensor in CUDA device memory lends out (wrapped by
+    CuPy when it is installed): it speaks ``__cuda_array_interface__`` with
+    ``stream: None`` (work is to be chained on the tensor's stream; see
+    :class:`DeviceTensor`), so any library can wrap it. It holds a borrow of
+    the tensor's memory (``keep``): consumers keep this object, and with it
+    the memory, alive after the tensor is resized or closed."""
 
-    __slots__ = ("ptr", "shape", "dtype", "device", "__weakref__")
+    __slots__ = ("ptr", "shape", "dtype", "device", "keep", "__weakref__")
 
-    def __init__(self, ptr: int, shape: tuple, dtype: np.dtype, device) -> None:
-        self.ptr, self.shape, self.dtype, self.device = ptr, shape, dtype, device
+    def __init__(self, ptr: int, shape: tuple, dtype: np.dtype, device, keep: Any = None) -> None:
+        self.ptr, self.shape, self.dtype, self.device, self.keep = ptr, shape, dtype, device, keep
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -60,15 +63,23 @@ class DeviceTensor:
 
     Resizing while the same thread holds the lock raises
     :class:`vortexgo.LockError` (it would deadlock); other threads wait.
+
+    Views borrow the memory they show: a view kept after the lock is
+    released, after :meth:`resize` (it keeps showing the old buffer) or
+    after :meth:`close` stays valid, and the memory goes back when the last
+    view is collected. :meth:`view` after :meth:`close` raises ClosedError.
     """
 
     def __init__(self, shape: Union[int, Iterable[int]], dtype: Any = "float32", device: DeviceLike = None, *,
                  pinned: bool = False, stream: Optional[Stream] = None) -> None:
         self._h = None
+        self._closed = True  # until the native tensor exists
         shape = _norm_shape(shape)
         dt = _norm_dtype(dtype)
         self.device = get_device(device)
-        self.pinned = bool(pinned)
+        self.pinned = check_bool("pinned", pinned)
+        if stream is not None and not isinstance(stream, Stream):
+            raise TypeError(f"stream={stream!r}, expected a vortexgo.Stream or None")
         self.stream: Stream = stream if stream is not None else Stream(self.device)
         self._h = native(api.NewTensor)(self.device._h, ",".join(map(str, shape)), dt.name, self.pinned)
         self._fin = release_on_collect(self, self._h.Close, "a tensor")
@@ -101,8 +112,9 @@ class DeviceTensor:
 
     @property
     def ptr(self) -> int:
-        """The current address (it may change on :meth:`resize`; hold the lock while using it)."""
-        return self._h.Ptr()
+        """The current address (it may change on :meth:`resize`; hold the lock
+        while using it). Raises ClosedError after :meth:`close`."""
+        return native(self._h.Ptr)()
 
     # --- locking ---------------------------------------------------------------
 
@@ -120,8 +132,7 @@ class DeviceTensor:
         """
         if self._closed:
             raise ClosedError("tensor is closed")
-        if timeout is not None and timeout < 0:
-            raise ValueError(f"timeout={timeout}, expected None or >= 0 seconds")
+        timeout = check_timeout("timeout", timeout)
         ms = -1 if timeout is None else int(math.ceil(timeout * 1000))
         self._h.Lock(_owner(), not shared, ms)
         self._stack().append(shared)
@@ -135,17 +146,20 @@ class DeviceTensor:
         shared = st.pop()
         self._h.Unlock(_owner(), not shared)
 
+    @native
     def view(self) -> Any:
-        """A zero-copy view of the current contents (take the lock first)."""
-        shape, dt, ptr = self.shape, self.dtype, self.ptr
+        """A zero-copy view of the current contents (take the lock first to
+        see them consistently). The view borrows the memory: it stays valid
+        after the lock is released, after :meth:`resize` (showing the old
+        buffer) and after :meth:`close`. Raises ClosedError after :meth:`close`."""
+        lease = self._h.View()
+        s = lease.Shape()
+        shape = tuple(int(x) for x in s.split(",")) if s else ()
+        dt, ptr = np.dtype(lease.DType()), lease.Ptr()
+        keep = Keep(lease.Release, ptr, math.prod(shape) * dt.itemsize, what="a tensor view")
         if self.pinned or self.device.is_cpu:
-            n = math.prod(shape) * dt.itemsize
-            if n == 0:
-                return np.empty(shape, dt)
-            raw = (ctypes.c_char * n).from_address(ptr)
-            arr = np.frombuffer(raw, dtype=dt).reshape(shape)
-            return arr
-        tv = TensorView(ptr, shape, dt, self.device)
+            return host_view(ptr, shape, dt, keep)
+        tv = TensorView(ptr, shape, dt, self.device, keep)
         cp = _cupy()
         if cp is not None:
             with cp.cuda.Device(self.device.ordinal):
@@ -177,6 +191,8 @@ class DeviceTensor:
         """
         shape = _norm_shape(shape)
         dt = self.dtype if dtype is None else _norm_dtype(dtype)
+        if self._closed:
+            raise ClosedError("tensor is closed")
         if self._stack():
             from ._errors import LockError
 
@@ -188,17 +204,22 @@ class DeviceTensor:
     def mark_ready(self, stream: Optional[Stream] = None) -> None:
         """Record the tensor's ready event on ``stream`` (default: the tensor's stream) after writing."""
         s = stream or self.stream
+        if not isinstance(s, Stream):
+            raise TypeError(f"stream={stream!r}, expected a vortexgo.Stream or None")
         self._h.SetReady(s._h)
 
     @native
     def wait_ready(self, stream: Optional[Stream] = None) -> None:
         """Make ``stream`` (default: current) wait for the last write marked ready; no host wait."""
         s = stream or current_stream(self.device)
+        if not isinstance(s, Stream):
+            raise TypeError(f"stream={stream!r}, expected a vortexgo.Stream or None")
         self._h.WaitReady(s._h)
 
     @native
     def close(self) -> None:
-        """Free the memory."""
+        """Release the tensor's memory: now if no view borrows it, else when
+        the last view is collected. Later locks and views raise ClosedError."""
         if not self._closed:
             self._closed = True
             if self._fin is not None:
@@ -206,7 +227,7 @@ class DeviceTensor:
             self._h.Close()
 
     def __repr__(self) -> str:
-        if self._closed:
+        if self._closed or self._h.Closed():
             return "<DeviceTensor closed>"
         where = f"{self.device.alias}{', pinned' if self.pinned else ''}"
         return f"<DeviceTensor {self.shape} {self.dtype.name} on {where}>"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import functools
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -84,20 +85,14 @@ def memory_usage() -> MemoryUsage:
     """Current, peak and limit of device and pinned memory, with live
     allocations by purpose ("array", "tensor", "triple_buffer", "pipeline",
     "readback", "buffer_pool", "managed_context", ...)."""
-    kinds: dict[str, dict[str, Any]] = {"device": {"by_purpose": {}}, "pinned": {"by_purpose": {}}}
-    purposes: dict[str, dict[str, dict[str, int]]] = {"device": {}, "pinned": {}}
-    for line in api.MemoryUsage().splitlines():
-        key, _, value = line.partition("=")
-        kind, _, rest = key.partition(".")
-        if rest.startswith("purpose."):
-            name, _, what = rest[len("purpose."):].rpartition(".")
-            purposes[kind].setdefault(name, {})[what] = int(value)
-        else:
-            kinds[kind][rest] = int(value)
+    # One structured record (memory.Usage.JSON in Go), parsed here only.
+    rec = json.loads(api.MemoryUsage())
     out = {}
-    for kind, vals in kinds.items():
-        vals["by_purpose"] = {p: PurposeUsage(v.get("bytes", 0), v.get("count", 0)) for p, v in purposes[kind].items()}
-        out[kind] = MemoryKindUsage(**vals)
+    for kind in ("device", "pinned"):
+        k = rec[kind]
+        by = {p: PurposeUsage(v["bytes"], v["count"]) for p, v in (k.get("by_purpose") or {}).items()}
+        out[kind] = MemoryKindUsage(current=k["current"], peak=k["peak"], limit=k["limit"], active=k["active"],
+                                    by_purpose=by)
     return MemoryUsage(**out)
 
 
