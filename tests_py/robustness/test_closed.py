@@ -181,6 +181,24 @@ V(variants(f"{F}/readback_use_after_close", """
     expect("handle.get after release", h2.get)
     report()""", prints="ok"))
 
+V(variants(f"{F}/close_inside_with", RIG + textwrap.dedent("""
+    problems = []
+    def inside(label, make):
+        try:
+            with make() as o:
+                o.close()
+        except Exception as e:
+            problems.append(f"{label}: {type(e).__name__}: {e}")
+    inside("TripleBuffer", lambda: vg.TripleBuffer(DEV, 16))
+    inside("AsyncCoordinator", lambda: vg.AsyncCoordinator(DEV))
+    inside("ManagedGpuContext", lambda: vg.ManagedGpuContext(DEV))
+    inside("PipelineStageManager", lambda: vg.PipelineStageManager(vg.AsyncCoordinator(DEV)))
+    inside("BufferPool", lambda: vg.BufferPool(64, 1, device=DEV))
+    inside("Readback", lambda: vg.Readback(64, DEV))
+    inside("SimpleStackInt8", lambda: stack(os.path.join(TMP, "s.npy"), shape=(2, 2, 2)))
+    inside("Engine", lambda: rig([vg.NullEndpoint()], volumes=1, device=DEV)[0])
+    print(problems or "ok")"""), prints="ok", timeout=10))
+
 # --- engine objects ------------------------------------------------------------------------------
 V([Case(f"{F}/engine_start", rig("""
     ep = vg.NullEndpoint(); eng, acq, proc = rig([ep], volumes=1); eng.close(); eng.start()"""), **CLOSED),
