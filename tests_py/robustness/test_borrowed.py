@@ -182,7 +182,8 @@ add("cupy_tensor_view_after_close", (textwrap.dedent("""
     t = vg.DeviceTensor((N,), "float32", DEV)
     with t as v:
         v[:] = 3
-    t.stream.synchronize(); t.close(); gc.collect()
+    cupy.cuda.runtime.deviceSynchronize()      # the fill ran on CuPy's stream
+    t.close(); gc.collect()
     junk = [vg.full(N, 9, "float32", DEV) for _ in range(8)]
     print(float(v.sum()))"""), dict(devices=("cuda:0",), needs=("cupy",), prints=str(3.0 * (1 << 18)))))
 add("cupy_readback_source_freed", (textwrap.dedent("""

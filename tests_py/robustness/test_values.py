@@ -133,6 +133,20 @@ ok("copy_into_readonly_numpy", """
     else:
         print(f"wrote into a read-only array: {out.tolist()}")""")
 
+# --- empty and 0-d arrays (found by the properties) -------------------------------------------
+ok("zero_size_and_0d_round_trip", """
+    bad = []
+    for x in (np.zeros((0, 3), np.float32), np.zeros((2, 0), np.int16), np.zeros((0,), np.complex64),
+              np.array(5, np.int32), np.array(1.5, np.float64)):
+        y = vg.from_numpy(x, device=DEV).numpy()
+        if y.shape != x.shape or y.dtype != x.dtype or not np.array_equal(y, x):
+            bad.append(f"{x.dtype}{x.shape} came back as {y.dtype}{y.shape}")
+    for shape in ((), (0, 4)):
+        y = vg.full(shape, 3, "int32", DEV).numpy()
+        if y.shape != shape or y.dtype != np.int32:
+            bad.append(f"full({shape}) came back as {y.dtype}{y.shape}")
+    print(bad or "ok")""")
+
 # --- dtype mismatches -------------------------------------------------------------------------------
 ok("copy_dtype_mismatch", """
     a = vg.zeros(4, "float32", DEV)
