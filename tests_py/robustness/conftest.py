@@ -15,8 +15,8 @@ import harness  # noqa: E402
 
 
 def pytest_collection_finish(session):
-    harness.selected = {item.callspec.params["case"].id for item in session.items
-                        if hasattr(item, "callspec") and "case" in item.callspec.params}
+    harness.selected = [item.callspec.params["case"].id for item in session.items
+                        if hasattr(item, "callspec") and "case" in item.callspec.params]
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -265,8 +265,8 @@ _lock = threading.Lock()
 _pool: Optional[cf.ThreadPoolExecutor] = None
 _skipped: set[str] = set()
 _outcomes: dict[str, tuple[Case, Outcome, str]] = {}
-#: ids of the cases pytest selected (set by conftest after collection); None: all
-selected: Optional[set[str]] = None
+#: ids of the cases pytest selected, in its order (set by conftest after collection); None: all
+selected: Optional[list[str]] = None
 
 
 def _available(need: str) -> bool:
@@ -319,9 +319,12 @@ def _start() -> None:
         if _pool is not None:
             return
         _pool = cf.ThreadPoolExecutor(max_workers=JOBS, thread_name_prefix="robust")
-        # Longest first, so one slow case does not end the run alone.
-        for c in sorted(_registry.values(), key=lambda c: -c.timeout):
-            if selected is not None and c.id not in selected:
+        # In pytest's order, so each test waits only for the cases before it
+        # (pytest-timeout counts that wait against the test).
+        order = selected if selected is not None else list(_registry)
+        for cid in order:
+            c = _registry.get(cid)
+            if c is None:
                 continue
             if skip_reason(c):
                 _skipped.add(c.id)
@@ -341,7 +344,7 @@ def check(case: Case) -> None:
     if reason:
         detail = [f"{case.id}: {reason}",
                   f"exit status {o.rc}{' (killed at timeout)' if o.timed_out else ''}, {o.seconds:.1f} s",
-                  "--- case ---", textwrap.dedent(case.code).strip()]
+                  "--- case ---", textwrap.dedent(case.code.replace(RIG, "# harness.RIG: config/rig/started/stack\n")).strip()]
         if o.stderr.strip():
             detail += ["--- stderr (tail) ---", _tail(o.stderr)]
         pytest.fail("\n".join(detail), pytrace=False)
