@@ -1,0 +1,1 @@
+"""The robustness suite (see README.md): a package, so that its conftest does not shadow tests_py/conftest.py."""

@@ -1,0 +1,359 @@
+"""The robustness harness: every case is a short snippet run in a subprocess of
+its own, so a SIGSEGV, a Go fatal error or a hang fails one case instead of
+ending the run.
+
+A case declares what a correct library does:
+
+- ``raises="ClosedError", words=("closed",)``: the snippet raises an exception
+  whose class is, or derives from, the named class (a builtin or a vortexgo
+  error class, matched by name along the MRO), and whose message contains
+  every word (case-insensitive);
+- ``prints="ok"``: the snippet runs to the end and the last line it printed
+  is exactly that;
+- neither: it runs to the end without an exception.
+
+Whatever the expectation, the process must then exit with status 0 within
+the case's timeout: a crash or a hang at interpreter exit fails the case too.
+A hang is caught by :mod:`faulthandler` one second before the timeout (the
+Python stacks go to stderr), the process group is killed at the timeout.
+
+All cases of the session run in a thread pool as soon as the first one is
+asked for (``ROBUST_JOBS`` workers, default: CPUs + 1), so the suite's wall
+time is about the sum of the cases' times over the workers.
+``ROBUST_TIMEOUT_SCALE`` multiplies every timeout (slow or loaded machines).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHONPATH = str(ROOT / "python")
+TIMEOUT_SCALE = float(os.environ.get("ROBUST_TIMEOUT_SCALE", "1"))
+JOBS = int(os.environ.get("ROBUST_JOBS", str((os.cpu_count() or 2) + 1)))
+
+_MARK = "__robust_result__"
+
+# Runs the snippet under exec() so that any exception, SystemExit included,
+# is reported with its class chain; the process then exits normally, so a
+# crash or hang during interpreter shutdown is still seen.
+_PRELUDE = """\
+import faulthandler, json, sys
+faulthandler.enable()
+faulthandler.dump_traceback_later({hang_after}, exit=True)
+_code = {code!r}
+_res = {{"ok": True}}
+try:
+    exec(compile(_code, "<case {cid}>", "exec"), {{"__name__": "__case__"}})
+except BaseException as _e:
+    import traceback
+    traceback.print_exc()
+    _res = {{"ok": False, "mro": [c.__name__ for c in type(_e).__mro__], "msg": str(_e)}}
+sys.stdout.flush()
+print({mark!r} + json.dumps(_res), flush=True)
+faulthandler.cancel_dump_traceback_later()
+faulthandler.dump_traceback_later({hang_after}, exit=True)
+"""
+
+# Every case starts with these names bound.
+COMMON = """\
+import gc, os, sys, threading, time, math
+import numpy as np
+import vortexgo as vg
+TMP = os.environ["ROBUST_TMP"]  # a fresh directory per case, removed afterwards
+BIG = "ValueError|MemoryError"
+_problems = []
+def expect(label, fn, exc="ClosedError", *words):
+    # Several checks in one process (for misuse that cannot crash): fn() must
+    # raise exc ("A|B" for either; "...|none": or return), its message naming
+    # every word; report() then prints "ok" or the checks that misbehaved.
+    try:
+        r = fn()
+    except BaseException as e:
+        names = [c.__name__ for c in type(e).__mro__]
+        msg = str(e)
+        if not any(x in names for x in exc.split("|")):
+            _problems.append(f"{label}: {type(e).__name__}: {msg[:150]} (expected {exc})")
+        else:
+            low = msg.lower().replace("_", "")
+            miss = [w for w in words if w.lower().replace("_", "") not in low]
+            if miss:
+                _problems.append(f"{label}: {type(e).__name__} naming no {miss}: {msg[:150]}")
+        return
+    if "none" not in exc.split("|"):
+        _problems.append(f"{label}: no error (returned {str(r)[:60]!r}, expected {exc})")
+def report():
+    print(_problems if _problems else "ok")
+"""
+
+
+# A small continuous (or finite) pipeline on the CPU backend, for engine and
+# storage cases: rig(endpoints, volumes=0) runs until stopped.
+RIG = """\
+from vortexgo.process import hann_window, spectral_filter
+S, A, B = 64, 16, 4
+def config(endpoints, volumes=0, device="cpu", rpb=16, blocks=4, **kw):
+    acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=2,
+                                  total_volumes=volumes)
+    pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=rpb,
+                            resampling_samples=acq.resampling_positions(),
+                            spectral_filter=spectral_filter(hann_window(S), acq.dispersion_compensation()))
+    proc = (vg.CPUProcessor if device == "cpu" else vg.CUDAProcessor)(pc)
+    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=volumes))
+    ec = vg.EngineConfig(records_per_block=rpb, blocks_to_allocate=blocks, preload_count=2, **kw)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, endpoints)
+    return ec, acq, proc
+def rig(endpoints, volumes=0, device="cpu", **kw):
+    ec, acq, proc = config(endpoints, volumes, device, **kw)
+    eng = vg.Engine(ec)
+    eng.prepare()
+    return eng, acq, proc
+def started(endpoints, volumes=0, device="cpu", **kw):
+    eng, acq, proc = rig(endpoints, volumes, device, **kw)
+    eng.start()
+    time.sleep(0.2)
+    return eng, acq, proc
+def stack(path, cls=vg.SimpleStackInt8, shape=(B, A, S)):
+    st = cls()
+    st.open(vg.SimpleStackConfig(str(path), shape))
+    return st
+"""
+
+
+@dataclass
+class Case:
+    """One misuse case. ``code`` is dedented and run after :data:`COMMON`."""
+
+    id: str
+    code: str
+    raises: Optional[str] = None  # a class name, or alternatives "ValueError|MemoryError"
+    words: tuple[str, ...] = ()
+    prints: Optional[str] = None
+    timeout: float = 8.0
+    needs: tuple[str, ...] = ()  # "cuda", "cupy", "torch": skipped when absent
+    issue: str = ""  # the repro in issue 12 this covers, if any
+    env: dict = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    rc: Optional[int]
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+    result: Optional[dict] = None
+
+    def symptom(self) -> str:
+        """A short label: how the case misbehaved (used by the report)."""
+        err = self.stderr
+        if self.timed_out or "Timeout (0:" in err:
+            return "hang"
+        go = ("fatal error:" in err or "\npanic:" in err or err.startswith("panic:")
+              or "unexpected fault address" in err or "unexpected signal during runtime execution" in err)
+        if go and self.rc not in (0, None):
+            return "crash (Go fatal error)" if "panic:" not in err else "crash (Go panic)"
+        if self.rc is not None and self.rc < 0:
+            try:
+                return f"crash ({signal.Signals(-self.rc).name})"
+            except ValueError:
+                return f"crash (signal {-self.rc})"
+        if "Fatal Python error" in err:
+            return "crash (Python fatal error)"
+        if self.rc not in (0, None):
+            return f"exit status {self.rc}"
+        return ""
+
+
+def _run(case: Case) -> Outcome:
+    timeout = case.timeout * TIMEOUT_SCALE
+    code = COMMON + textwrap.dedent(case.code)
+    script = _PRELUDE.format(hang_after=max(1.0, timeout - 1.5), code=code, cid=case.id, mark=_MARK)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHONPATH + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONFAULTHANDLER", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(case.env)
+    with tempfile.TemporaryDirectory(prefix="robust-") as tmp:
+        env["ROBUST_TMP"] = tmp
+        return _spawn(script, env, timeout)
+
+
+def _spawn(script: str, env: dict, timeout: float) -> Outcome:
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, cwd=str(ROOT), start_new_session=True, text=True, errors="replace")
+    timed_out = False
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+    res = None
+    for line in out.splitlines():
+        if line.startswith(_MARK):
+            res = json.loads(line[len(_MARK):])
+    return Outcome(p.returncode, out, err, time.monotonic() - t0, timed_out, res)
+
+
+def _tail(s: str, n: int = 2500) -> str:
+    return s if len(s) <= n else "..." + s[-n:]
+
+
+def judge(case: Case, o: Outcome) -> str:
+    """"" when the case behaved as declared, else a one-line reason (its symptom first)."""
+    r = o.result
+    sym = o.symptom()
+    if r is None:
+        return sym or f"no result (exit status {o.rc})"
+    if r["ok"]:
+        if case.raises is not None:
+            why = f"no error: expected {case.raises}"
+            if case.words:
+                why += f" naming {', '.join(map(repr, case.words))}"
+            printed = [ln for ln in o.stdout.splitlines() if not ln.startswith(_MARK)]
+            if printed:
+                why += f" (printed {printed[-1][:200]!r})"
+            return why + (f"; then {sym}" if sym else "")
+        if case.prints is not None:
+            printed = [ln for ln in o.stdout.splitlines() if not ln.startswith(_MARK)]
+            last = printed[-1] if printed else ""
+            if last.strip() != case.prints:
+                return f"wrong value: printed {last[:300]!r}, expected {case.prints!r}" + (f"; then {sym}" if sym else "")
+    else:
+        got = f"{r['mro'][0]}: {r['msg'][:300]}"
+        if case.raises is None:
+            return f"unexpected error: {got}" + (f"; then {sym}" if sym else "")
+        if not any(cls in r["mro"] for cls in case.raises.split("|")):
+            return f"wrong error: {got}, expected {case.raises}" + (f"; then {sym}" if sym else "")
+        # Case and underscores are ignored, so Go's spelling of a field
+        # (SamplesPerRecord) names the Python argument (samples_per_record).
+        low = r["msg"].lower().replace("_", "")
+        missing = [w for w in case.words if w.lower().replace("_", "") not in low]
+        if missing:
+            return f"unhelpful message: {got}, expected it to name {', '.join(map(repr, missing))}"
+    if sym:
+        return f"{sym} after the case ran"
+    return ""
+
+
+# --- the pool --------------------------------------------------------------------
+
+_registry: dict[str, Case] = {}
+_futures: dict[str, cf.Future] = {}
+_lock = threading.Lock()
+_pool: Optional[cf.ThreadPoolExecutor] = None
+_skipped: set[str] = set()
+_outcomes: dict[str, tuple[Case, Outcome, str]] = {}
+#: ids of the cases pytest selected, in its order (set by conftest after collection); None: all
+selected: Optional[list[str]] = None
+
+
+def _available(need: str) -> bool:
+    if need == "cuda":
+        import vortexgo
+
+        return vortexgo.is_cuda_available()
+    import importlib.util
+
+    if need in ("cupy", "torch"):
+        if importlib.util.find_spec(need) is None:
+            return False
+        return _available("cuda")
+    raise ValueError(need)
+
+
+def skip_reason(case: Case) -> str:
+    for n in case.needs:
+        if not _available(n):
+            return f"needs {n}"
+    return ""
+
+
+def variants(id: str, code: str, devices: tuple[str, ...] = ("cpu", "cuda:0"), **kw) -> list[Case]:
+    """One case per device: the code sees ``DEV`` ("cpu" or "cuda:0"); the CUDA
+    variant is skipped where there is no CUDA device."""
+    base_needs = tuple(kw.pop("needs", ()))
+    out = []
+    for dev in devices:
+        needs = base_needs if dev == "cpu" else base_needs + ("cuda",)
+        tag = "cpu" if dev == "cpu" else "cuda"
+        out.append(Case(f"{id}[{tag}]", f"DEV = {dev!r}\n" + textwrap.dedent(code), needs=needs, **kw))
+    return out
+
+
+def register(cases: list[Case]) -> list:
+    """Add ``cases`` to the session's pool; returns pytest params (one per case)."""
+    params = []
+    for c in cases:
+        if c.id in _registry and _registry[c.id] is not c:
+            raise ValueError(f"duplicate robustness case id {c.id!r}")
+        _registry[c.id] = c
+        params.append(pytest.param(c, id=c.id))
+    return params
+
+
+def _start() -> None:
+    global _pool
+    with _lock:
+        if _pool is not None:
+            return
+        _pool = cf.ThreadPoolExecutor(max_workers=JOBS, thread_name_prefix="robust")
+        # In pytest's order, so each test waits only for the cases before it
+        # (pytest-timeout counts that wait against the test).
+        order = selected if selected is not None else list(_registry)
+        for cid in order:
+            c = _registry.get(cid)
+            if c is None:
+                continue
+            if skip_reason(c):
+                _skipped.add(c.id)
+                continue
+            _futures[c.id] = _pool.submit(_run, c)
+
+
+def check(case: Case) -> None:
+    """Run (or collect) ``case`` and fail the calling test with its symptom."""
+    why = skip_reason(case)
+    if why:
+        pytest.skip(why)
+    _start()
+    o = _futures[case.id].result()
+    reason = judge(case, o)
+    _outcomes[case.id] = (case, o, reason)
+    if reason:
+        detail = [f"{case.id}: {reason}",
+                  f"exit status {o.rc}{' (killed at timeout)' if o.timed_out else ''}, {o.seconds:.1f} s",
+                  "--- case ---", textwrap.dedent(case.code.replace(RIG, "# harness.RIG: config/rig/started/stack\n")).strip()]
+        if o.stderr.strip():
+            detail += ["--- stderr (tail) ---", _tail(o.stderr)]
+        pytest.fail("\n".join(detail), pytrace=False)
+
+
+def outcomes() -> dict[str, tuple[Case, Outcome, str]]:
+    return _outcomes
+
+
+def shutdown() -> None:
+    if _pool is not None:
+        _pool.shutdown(wait=False, cancel_futures=True)
