@@ -26,18 +26,23 @@ func TestBufferPoolConfigErrors(t *testing.T) {
 		name string
 		cfg  memory.PoolConfig
 		want string
+		is   error
 	}{
-		{"zero size", memory.PoolConfig{}, "Size=0, expected Size > 0"},
-		{"negative initial", memory.PoolConfig{Size: 8, Initial: -1}, "Initial=-1, expected Initial >= 0"},
-		{"negative max", memory.PoolConfig{Size: 8, Max: -1}, "Max=-1, expected Max >= 0"},
-		{"initial over max", memory.PoolConfig{Size: 8, Initial: 3, Max: 2}, "Initial=3, expected Initial <= Max (2)"},
-		{"bad policy", memory.PoolConfig{Size: 8, Policy: memory.Policy(7)}, "Policy=7, expected Grow or Block"},
-		{"empty block pool", memory.PoolConfig{Size: 8, Policy: memory.Block}, "Initial=0 with Policy=block"},
+		{"zero size", memory.PoolConfig{}, "buffer_size=0, expected > 0", backend.ErrInvalid},
+		{"negative initial", memory.PoolConfig{Size: 8, Initial: -1}, "pool_size=-1, expected >= 0", backend.ErrInvalid},
+		{"negative max", memory.PoolConfig{Size: 8, Max: -1}, "max_size=-1, expected >= 0", backend.ErrInvalid},
+		{"initial over max", memory.PoolConfig{Size: 8, Initial: 3, Max: 2}, "pool_size=3, expected pool_size <= max_size (2)", backend.ErrInvalid},
+		{"bad policy", memory.PoolConfig{Size: 8, Policy: memory.Policy(7)}, "Policy=7, expected Grow or Block", backend.ErrInvalid},
+		{"empty block pool", memory.PoolConfig{Size: 8, Policy: memory.Block}, "pool_size=0 with policy 'block'", backend.ErrInvalid},
+		{"huge buffer", memory.PoolConfig{Size: 1 << 50, Initial: 1}, "buffer_size=1125899906842624", backend.ErrTooLarge},
+		{"too many buffers", memory.PoolConfig{Size: 1, Initial: 1 << 40}, "pool_size=1099511627776", backend.ErrTooLarge},
+		{"huge total", memory.PoolConfig{Size: 1 << 40, Initial: 1 << 10}, "expected at most", backend.ErrTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := memory.NewBufferPool(a, tc.cfg)
 			require.ErrorContains(t, err, tc.want)
+			require.ErrorIs(t, err, tc.is)
 		})
 	}
 	_, err := memory.NewBufferPool(nil, memory.PoolConfig{Size: 8})

@@ -44,15 +44,15 @@ var (
 	// ErrUnknownOp: the id was never issued by this coordinator.
 	ErrUnknownOp = errors.New("unknown op")
 	// ErrFutureOp: a dependency names an op not queued yet.
-	ErrFutureOp = errors.New("dependency on a future op")
+	ErrFutureOp = fmt.Errorf("dependency on a future op: %w", backend.ErrInvalid)
 	// ErrCycle: a dependency that can never be satisfied in order (an op on
 	// itself, on an external op still open, or stages whose buffers form a
 	// cycle).
-	ErrCycle = errors.New("dependency cycle")
+	ErrCycle = fmt.Errorf("dependency cycle: %w", backend.ErrInvalid)
 	// ErrHostTooSmall: a host range is shorter than the copy.
-	ErrHostTooSmall = errors.New("host buffer too small")
+	ErrHostTooSmall = fmt.Errorf("host buffer too small: %w", backend.ErrInvalid)
 	// ErrExternalOpen: the compute stream is lent to an external op.
-	ErrExternalOpen = errors.New("external op open")
+	ErrExternalOpen = fmt.Errorf("external op open: %w", backend.ErrInvalid)
 )
 
 // KernelLauncher launches a kernel by name on a stream; ops.LaunchByName
@@ -168,7 +168,7 @@ type AsyncCoordinator struct {
 // NewAsyncCoordinator creates the three streams on dev.
 func NewAsyncCoordinator(dev backend.Device, opts CoordinatorOptions) (*AsyncCoordinator, error) {
 	if dev == nil {
-		return nil, errors.New("NewAsyncCoordinator: device is nil, expected a backend.Device")
+		return nil, fmt.Errorf("NewAsyncCoordinator: device is nil, expected a backend.Device: %w", backend.ErrInvalid)
 	}
 	c := &AsyncCoordinator{dev: dev, launch: opts.Launch, pool: eventPool{dev: dev, noTiming: opts.NoTiming},
 		nextID: 1, pending: make(map[OpID]*op), maxRep: opts.MaxReports}
@@ -242,7 +242,10 @@ func (c *AsyncCoordinator) QueueCompute(cop ComputeOp, deps ...OpID) (OpID, erro
 	work := cop.Func
 	if work == nil {
 		if cop.Kernel == "" {
-			return 0, errors.New("QueueCompute: op has neither Func nor Kernel, expected one of them")
+			return 0, fmt.Errorf("QueueCompute: op has neither Func nor Kernel, expected one of them: %w", backend.ErrInvalid)
+		}
+		if err := CheckKernelArgs(cop.Kernel, cop.Args); err != nil {
+			return 0, fmt.Errorf("QueueCompute: %w", err)
 		}
 		work = func(s backend.Stream) error {
 			return c.launch(s, cop.Kernel, cop.Grid, cop.Block, cop.Args...)
@@ -632,15 +635,15 @@ func (c *AsyncCoordinator) putEvent(evs ...backend.Event) {
 func checkCopy(what string, host HostMem, dev backend.Buffer, n int) error {
 	switch {
 	case n < 0:
-		return fmt.Errorf("%s: n=%d, expected n >= 0", what, n)
-	case dev == nil:
-		return fmt.Errorf("%s: device buffer is nil, expected a backend.Buffer", what)
-	case host.Ptr == 0 && n > 0:
-		return fmt.Errorf("%s: host pointer is 0, expected a host address", what)
+		return fmt.Errorf("%s: nbytes=%d, expected nbytes >= 0: %w", what, n, backend.ErrInvalid)
+	case dev == nil || dev.Ptr() == 0 && n > 0:
+		return fmt.Errorf("%s: no device buffer, expected an allocated array: %w", what, backend.ErrInvalid)
+	case host.Ptr == 0 && n > 0 || host.Len < 0:
+		return fmt.Errorf("%s: host=(%#x, %d bytes), expected a host address and a length >= 0: %w", what, host.Ptr, host.Len, backend.ErrInvalid)
 	case n > host.Len:
-		return fmt.Errorf("%s: host range of %d bytes, expected at least n=%d: %w", what, host.Len, n, ErrHostTooSmall)
+		return fmt.Errorf("%s: host range of %d bytes, expected at least n=%d (nbytes): %w", what, host.Len, n, ErrHostTooSmall)
 	case n > dev.Size():
-		return fmt.Errorf("%s: device buffer of %d bytes, expected at least n=%d", what, dev.Size(), n)
+		return fmt.Errorf("%s: device buffer of %d bytes, expected at least nbytes=%d: %w", what, dev.Size(), n, backend.ErrInvalid)
 	}
 	return nil
 }
