@@ -79,6 +79,12 @@ class PoolArray(Array):
         keep = Keep(lease.Release, self.ptr, self.nbytes, what="a pool buffer view")
         return memoryview(host_view(self.ptr, self.shape, self.dtype, keep))
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # Reached only when the buffer protocol failed (a returned buffer):
+        # raise its error rather than let NumPy wrap the object.
+        a = np.asarray(memoryview(self))
+        return a if dtype is None else a.astype(dtype, copy=bool(copy))
+
     @property
     def __array_interface__(self) -> dict:  # type: ignore[override]
         # NumPy takes the buffer protocol first; anything reading this
