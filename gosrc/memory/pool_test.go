@@ -318,3 +318,101 @@ func TestBufferPoolConcurrent(t *testing.T) {
 	require.NoError(t, p.Close())
 	requireNoUsage(t, a)
 }
+
+// TestBufferPoolLend: a lent buffer is neither handed out again nor freed
+// until its last lend is released, whatever Put and Close did meanwhile.
+func TestBufferPoolLend(t *testing.T) {
+	tests := []struct {
+		name    string
+		close   bool // close the pool while the buffer is lent
+		putLate bool // put the buffer back after Close
+	}{
+		{"put while lent", false, false},
+		{"closed while lent", true, false},
+		{"put after close while lent", true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAllocator(t, 0, 0)
+			p := newPool(t, a, memory.PoolConfig{Size: 64, Initial: 1, Policy: memory.Block})
+			buf, err := p.GetTimeout(0)
+			require.NoError(t, err)
+			l1, err := p.Lend(buf)
+			require.NoError(t, err)
+			l2, err := p.Lend(buf)
+			require.NoError(t, err)
+			if !tc.putLate {
+				require.NoError(t, p.Put(buf, nil))
+				_, err = p.Lend(buf)
+				require.ErrorIs(t, err, backend.ErrClosed, "a returned buffer cannot be lent")
+			}
+			if tc.close {
+				require.NoError(t, p.Close())
+			} else {
+				_, err = p.GetTimeout(0)
+				require.ErrorIs(t, err, memory.ErrPoolExhausted, "not handed out while lent")
+			}
+			if tc.putLate {
+				require.NoError(t, p.Put(buf, nil))
+			}
+			require.NoError(t, l1.Release())
+			require.NoError(t, l1.Release(), "releasing twice is a no-op")
+			require.Positive(t, a.Budget().Usage().Pinned.Current, "still lent once")
+			require.NoError(t, l2.Release())
+			if tc.close {
+				requireNoUsage(t, a)
+				return
+			}
+			got, err := p.GetTimeout(0)
+			require.NoError(t, err)
+			require.Equal(t, buf, got, "reusable once every lend is released")
+			require.NoError(t, p.Put(got, nil))
+			require.NoError(t, p.Close())
+			requireNoUsage(t, a)
+		})
+	}
+}
+
+// TestBufferPoolLendWakesWaiter: releasing the last lend wakes a Get that
+// waits for a buffer.
+func TestBufferPoolLendWakesWaiter(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 64, Initial: 1, Policy: memory.Block})
+	buf, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	l, err := p.Lend(buf)
+	require.NoError(t, err)
+	require.NoError(t, p.Put(buf, nil))
+	got := make(chan error, 1)
+	go func() {
+		b, err := p.GetTimeout(5 * time.Second)
+		if err == nil {
+			err = p.Put(b, nil)
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, l.Release())
+	require.NoError(t, <-got)
+	require.NoError(t, p.Close())
+	requireNoUsage(t, a)
+}
+
+func TestBufferPoolErrorsAreTyped(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 8, Initial: 1, Policy: memory.Block})
+	defer func() { require.NoError(t, p.Close()) }()
+	other, err := a.AllocPinned(8)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, other.Free()) }()
+	require.ErrorIs(t, p.Put(other, nil), backend.ErrInvalid)
+	_, err = p.Lend(other)
+	require.ErrorIs(t, err, backend.ErrClosed)
+	b, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	_, err = p.GetTimeout(time.Millisecond)
+	var timeout interface{ Timeout() bool }
+	require.ErrorAs(t, err, &timeout)
+	require.True(t, timeout.Timeout(), "exhaustion is a timeout to the boundary")
+	require.NoError(t, p.Put(b, nil))
+}
