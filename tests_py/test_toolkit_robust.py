@@ -297,6 +297,31 @@ def test_readback_own_stream_closes_with_it(device):
         rb.stream
 
 
+@pytest.mark.parametrize("timing", [True, False])
+def test_callable_ops_tracked_with_and_without_timing(device, timing):
+    """Both callable paths (begin/end around the work, or one call after
+    it without timing) give ids in order and report a raising callable."""
+    with vg.AsyncCoordinator(device, timing=timing) as c:
+        seen = []
+        ids = [c.queue_compute(lambda s: seen.append(s)) for _ in range(5)]
+        assert ids == list(range(1, 6)) and all(s is c.compute_stream for s in seen)
+
+        def boom(stream):
+            raise RuntimeError("boom")
+
+        with pytest.raises(RuntimeError, match="boom"):
+            c.queue_compute(boom)
+        after = c.queue_compute(lambda s: None, deps=[ids[-1]])
+        c.synchronize_all()
+        done = {op.id: op for op in c.poll()}
+        assert sorted(done) == list(range(1, after + 1))
+        assert done[6].error == "RuntimeError: boom" and done[6].name == "external" and done[6].type == "compute"
+        assert all(done[i].error is None for i in ids)
+        assert (done[1].gpu_ms >= 0) == timing
+    with pytest.raises(vg.ClosedError):
+        c.queue_compute(lambda s: None)
+
+
 # --- threads ---------------------------------------------------------------------------
 
 

@@ -82,6 +82,9 @@ func (c *AsyncCoordinator) LastID() OpID {
 	return c.nextID - 1
 }
 
+// Timing reports whether ops are timed (CoordinatorOptions.NoTiming unset).
+func (c *AsyncCoordinator) Timing() bool { return !c.pool.noTiming }
+
 // BookkeepingNs measures the coordinator's own cost per op: n empty
 // compute ops queued and polled, with nothing else in the loop.
 func (c *AsyncCoordinator) BookkeepingNs(n int) (float64, error) {

@@ -313,6 +313,38 @@ func (c *AsyncCoordinator) EndExternal(id OpID) error {
 	return nil
 }
 
+// ExternalDone tracks, as one op, work the caller already enqueued on the
+// compute stream: BeginExternal and EndExternal in one call. It serves
+// coordinators without timing (no start event has to precede the work)
+// and ops without deps (nothing to wait on before it), where it halves the
+// calls per op; the caller serialises its compute work meanwhile (the
+// Python layer holds its compute lock around the work and this call).
+func (c *AsyncCoordinator) ExternalDone() (OpID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pool.noTiming {
+		return 0, fmt.Errorf("ExternalDone: the coordinator times its ops, expected BeginExternal before the work: %w", backend.ErrInvalid)
+	}
+	if err := c.usableLocked("ExternalDone", OpCompute); err != nil {
+		return 0, err
+	}
+	end, err := c.pool.get()
+	if err != nil {
+		return 0, fmt.Errorf("ExternalDone: %w", err)
+	}
+	if err := c.streams[OpCompute].Record(end); err != nil {
+		c.pool.put(end)
+		return 0, fmt.Errorf("ExternalDone: recording end: %w", err)
+	}
+	o := &op{id: c.nextID, typ: OpCompute, name: "external", lane: c.lanes[OpCompute], end: end}
+	c.nextID++
+	c.pending[o.id] = o
+	c.latest[OpCompute] = o.id
+	c.fifo[o.lane] = append(c.fifo[o.lane], o)
+	c.reapLaneLocked(o.lane)
+	return o.id, nil
+}
+
 // queue runs work on t's stream between a start and an end event, after
 // the stream has been made to wait on deps.
 func (c *AsyncCoordinator) queue(t OpType, name string, bytes int, deps []OpID, work func(backend.Stream) error) (OpID, error) {

@@ -226,3 +226,45 @@ func TestSizesBoundedBeforeAllocating(t *testing.T) {
 	dev.mu.Unlock()
 	require.Zero(t, n, "nothing was allocated")
 }
+
+func TestExternalDone(t *testing.T) {
+	tests := []struct {
+		name   string
+		timing bool
+		closed bool
+		is     error
+	}{
+		{"untimed", false, false, nil},
+		{"timed coordinators need BeginExternal", true, false, backend.ErrInvalid},
+		{"closed", false, true, backend.ErrClosed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := newFakeDevice(backend.CPU)
+			c, err := NewAsyncCoordinator(dev, CoordinatorOptions{NoTiming: !tc.timing})
+			require.NoError(t, err)
+			if tc.closed {
+				require.NoError(t, c.Close())
+			} else {
+				defer func() { require.NoError(t, c.Close()) }()
+			}
+			id, err := c.ExternalDone()
+			if tc.is != nil {
+				require.ErrorIs(t, err, tc.is)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, OpID(1), id)
+			require.Equal(t, OpID(1), c.LastID())
+			require.NoError(t, c.Wait(id, -1))
+			rs := c.Poll()
+			require.Len(t, rs, 1)
+			require.Equal(t, "external", rs[0].Name)
+			id2, _, err := c.BeginExternal(id)
+			require.NoError(t, err)
+			_, err = c.ExternalDone()
+			require.ErrorIs(t, err, ErrExternalOpen, "not while an external op is open")
+			require.NoError(t, c.EndExternal(id2))
+		})
+	}
+}

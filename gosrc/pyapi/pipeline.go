@@ -258,6 +258,9 @@ func NewAsyncCoordinator(dev *Device, uploadPriority, computePriority, downloadP
 // ID is the coordinator's registry id (the fast path's argument).
 func (a *AsyncCoordinator) ID() int { return int(a.id) }
 
+// Timing reports whether ops are timed (pipeline.CoordinatorOptions.NoTiming unset).
+func (a *AsyncCoordinator) Timing() bool { return a.c.Timing() }
+
 func fastCoordinator(cid int) *pipeline.AsyncCoordinator {
 	a, err := handle.Get[*AsyncCoordinator](&handles, handle.ID(cid))
 	if err != nil {
@@ -288,6 +291,26 @@ func FastEndExternal(cid, id int) int {
 		return -1
 	}
 	return status(c.EndExternal(pipeline.OpID(id)))
+}
+
+// FastExternalDone tracks work already enqueued on coordinator cid's
+// compute stream as one op (pipeline.ExternalDone): its id, or -1.
+func FastExternalDone(cid int) int {
+	c := fastCoordinator(cid)
+	if c == nil {
+		return -1
+	}
+	id, err := c.ExternalDone()
+	if err != nil {
+		return -1
+	}
+	return int(id)
+}
+
+// ExternalDone is FastExternalDone with the full error.
+func (a *AsyncCoordinator) ExternalDone() (int, error) {
+	id, err := a.c.ExternalDone()
+	return int(id), tag(err)
 }
 
 // QueueUpload copies n bytes of host [hostPtr, +hostLen) into device
@@ -333,12 +356,13 @@ func (a *AsyncCoordinator) EndExternal(id int) error {
 }
 
 // PollFields is the number of values per Poll record.
-const PollFields = 6
+const PollFields = 4
 
-// Poll writes completed ops as records of PollFields values: id, type
-// (pipeline.OpType), gpu_ms, bytes, name index (Name) and 1 when OpError
-// has the op's error; it returns the number of records written. Results
-// that do not fit wait for the next call.
+// Poll writes completed ops as records of PollFields values: id, kind,
+// gpu_ms, bytes; kind is (name index * 4 + pipeline.OpType) * 2 + 1 when
+// OpError holds the op's error, so Python maps it to (type, name) with one
+// lookup. It returns the number of records written; results that do not
+// fit wait for the next call.
 func (a *AsyncCoordinator) Poll(dst, n int) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -351,11 +375,11 @@ func (a *AsyncCoordinator) Poll(dst, n int) int {
 			idx = len(a.nameTab)
 			a.names[r.Name], a.nameTab = idx, append(a.nameTab, r.Name)
 		}
-		failed := 0.0
+		kind := (idx*4 + int(r.Type)) * 2
 		if r.Err != nil {
-			a.errs[r.ID], failed = r.Err.Error(), 1
+			a.errs[r.ID], kind = r.Err.Error(), kind+1
 		}
-		copy(out[i*PollFields:], []float64{float64(r.ID), float64(r.Type), float64(r.GPUMs), float64(r.Bytes), float64(idx), failed})
+		copy(out[i*PollFields:], []float64{float64(r.ID), float64(kind), float64(r.GPUMs), float64(r.Bytes)})
 	}
 	a.rest = append(a.rest[:0], a.rest[k:]...)
 	return k

@@ -24,10 +24,12 @@ ComputeCallable = Callable[[Stream], Any]
 # no wrapper, -1 means "repeat through the method path for the full error".
 _fast_begin = _ext.pyapi_FastBeginExternal
 _fast_end = _ext.pyapi_FastEndExternal
+_fast_done = _ext.pyapi_FastExternalDone
 _poll = _ext.pyapi_AsyncCoordinator_Poll
 _FIELDS = api.PollFields
 _POLL_CAP = 512  # records per Poll call; more wait for the next call
-_TYPES = ("compute", "upload", "download")  # pipeline.OpType
+_TYPES = ("compute", "upload", "download", "?")  # pipeline.OpType
+_STAGE_OPS = frozenset((KernelOp, SpinOp, UploadOp, DownloadOp))
 
 
 def timeout_us(name: str, timeout: Any) -> int:
@@ -136,10 +138,11 @@ class AsyncCoordinator(Closeable):
         self.device: Device = device
         self._keep: dict[int, Any] = {}
         self._ext_errors: dict[int, str] = {}
-        self._names: list[str] = []
+        self._kinds: dict[float, tuple[str, str, Optional[str]]] = {}  # Poll kind -> (type, name, failed)
         self._lock = threading.Lock()  # guards _keep
         self._compute = threading.RLock()  # one compute op at a time (a callable holds the stream)
         self._fid = h.ID()
+        self._timing = h.Timing()
         self._ph = h.handle  # gopy's handle of h, for the direct Poll call
         self._pbuf = array.array("d", bytes(8 * _FIELDS * _POLL_CAP))
         self._paddr = self._pbuf.buffer_info()[0]
@@ -241,19 +244,56 @@ class AsyncCoordinator(Closeable):
         raises, the op is still closed (and reported with the error by
         :meth:`poll`) and the exception propagates.
         """
-        # The hot path (a callable, no deps) is kept free of wrappers and
-        # conversions: two fast-path calls and a lock (the Go side measured
-        # 0.8 us per op; this function used to add 2.3 us).
-        if self._closed:
-            raise ClosedError("coordinator is closed")
+        # The hot path (a callable, no deps) is two fast-path calls around
+        # the callable and a lock, nothing else: no wrapper, no conversion.
+        # Everything unusual takes _queue_slow.
+        if op.__class__ in _STAGE_OPS or self._closed or deps != () or not callable(op):
+            return self._queue_slow(op, deps)
+        # The lock serialises callables (one open external op per
+        # coordinator, the Go rule); reentrant, so a callable that queues on
+        # its own coordinator gets the Go error instead of a deadlock.
+        lock = self._compute
+        lock.acquire()
+        if not self._timing:
+            # Without timing there is no start event to record before the
+            # work: run it, then track it as one op in one call.
+            try:
+                op(self._compute_stream)
+            except BaseException as exc:
+                op_id = self._done_after_work()
+                self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
+                raise
+            else:
+                op_id = _fast_done(self._fid)
+                if op_id < 0:
+                    op_id = self._done()
+            finally:
+                lock.release()
+            return op_id
+        try:
+            op_id = _fast_begin(self._fid)
+            if op_id < 0:
+                op_id = self._begin(())
+            try:
+                op(self._compute_stream)
+            except BaseException as exc:
+                self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                if _fast_end(self._fid, op_id):
+                    self._end(op_id)
+        finally:
+            lock.release()
+        return op_id
+
+    def _queue_slow(self, op: Any, deps: Iterable[int]) -> int:
+        self._check()
         if isinstance(op, (KernelOp, SpinOp, UploadOp, DownloadOp)):
             return self._queue_op(op, deps)
         if not callable(op):
             raise TypeError(f"op={op!r}, expected a KernelOp, a SpinOp or a callable taking the compute stream")
         with self._compute:
-            op_id = _fast_begin(self._fid) if deps == () else -1
-            if op_id < 0:
-                op_id = self._begin(deps)
+            op_id = self._begin(deps)
             try:
                 op(self._compute_stream)
             except BaseException as exc:
@@ -268,6 +308,14 @@ class AsyncCoordinator(Closeable):
     def _begin(self, deps: Iterable[int]) -> int:
         d = _dep_words(deps)  # referenced across the call: Go reads its memory
         return self._h.BeginExternal(*d.buffer_info())
+
+    @tk_native
+    def _done(self) -> int:
+        return self._h.ExternalDone()
+
+    def _done_after_work(self) -> int:
+        op_id = _fast_done(self._fid)
+        return op_id if op_id > 0 else self._done()
 
     @tk_native
     def _end(self, op_id: int) -> None:
@@ -302,24 +350,31 @@ class AsyncCoordinator(Closeable):
 
     def _records(self, k: int) -> list[CompletedOp]:
         v = self._pbuf[:k * _FIELDS].tolist()
-        names = self._names
-        for i in v[4::_FIELDS]:
-            if i >= len(names):
-                names.extend(self._h.Name(j) for j in range(len(names), int(i) + 1))
-        ids = list(map(int, v[0::_FIELDS]))
-        errs: list[Optional[str]] = [None] * k
-        if any(v[5::_FIELDS]) or self._ext_errors:
-            for j, op_id in enumerate(ids):
-                ext = self._ext_errors.pop(op_id, None)
-                errs[j] = self._h.OpError(op_id) if v[5 + j * _FIELDS] else None
-                errs[j] = errs[j] or ext
+        kinds, new = self._kinds, tuple.__new__  # tuple.__new__: the C constructor, no Python __new__
+        out = []
+        for i in range(0, k * _FIELDS, _FIELDS):
+            kind = kinds.get(v[i + 1]) or self._kind(v[i + 1])
+            out.append(new(CompletedOp, (int(v[i]), kind[0], kind[1], v[i + 2], kind[2], int(v[i + 3]))))
+        if self._ext_errors or any(op.error for op in out):
+            out = [self._with_error(op) for op in out]
         if self._keep:
             with self._lock:
-                for op_id in ids:
-                    self._keep.pop(op_id, None)
-        return list(map(CompletedOp, ids, [_TYPES[int(t)] for t in v[1::_FIELDS]],
-                        [names[int(i)] for i in v[4::_FIELDS]], v[2::_FIELDS], errs,
-                        map(int, v[3::_FIELDS])))
+                for op in out:
+                    self._keep.pop(op.id, None)
+        return out
+
+    def _kind(self, code: float) -> tuple[str, str, Optional[str]]:
+        # kind = (name index * 4 + type) * 2 + failed (gosrc/pyapi Poll);
+        # a failed op's kind carries a marker, its text comes from OpError.
+        c = int(code)
+        kind = (_TYPES[c // 2 % 4], self._h.Name(c // 8), "?" if c % 2 else None)
+        self._kinds[code] = kind
+        return kind
+
+    def _with_error(self, op: CompletedOp) -> CompletedOp:
+        ext = self._ext_errors.pop(op.id, None) if self._ext_errors else None
+        err = self._h.OpError(op.id) if op.error else None
+        return op._replace(error=err or ext) if (err or ext or op.error) else op
 
     @tk_native
     def done(self, op_id: int) -> bool:
