@@ -187,9 +187,9 @@ MISUSE = {
         from vortexgo._core import api
         from vortexgo.toolkit._ops import _encode
         from vortexgo.toolkit._records import words
-        w = words(_encode("fill_float32", [a, 1 << 30, 1.0]))
+        w = words((1, 1, 1, 1, 1, 1, *_encode("fill_float32", [a, 1 << 30, 1.0])))
         try:
-            api.NewKernelOp("fill_float32", 1, 1, 1, 1, 1, 1, *w.buffer_info())
+            api.NewKernelOp("fill_float32", *w.buffer_info())
             raise SystemExit("Go accepted n")
         except RuntimeError as exc:
             assert "n=1073741824" in str(exc), exc

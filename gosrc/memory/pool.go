@@ -547,3 +547,9 @@ func (p *BufferPool) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Record is allocated, free, pending and in use, as float64s (the row the
+// Python layer reads).
+func (s PoolStats) Record() []float64 {
+	return []float64{float64(s.Allocated), float64(s.Free), float64(s.Pending), float64(s.InUse)}
+}

@@ -146,3 +146,68 @@ func (tb *TripleBuffer) Claim(stage BufferState) int {
 	}
 	return tb.slotIndex(b)
 }
+
+// DecodeKernel is KernelOp from words: grid x, y, z and block x, y, z,
+// then the arguments (DecodeArgs).
+func DecodeKernel(name string, words []int64) (StageOp, error) {
+	if len(words) < 6 {
+		return StageOp{}, fmt.Errorf("kernel %q: %d words, expected grid and block (6) first: %w", name, len(words), backend.ErrInvalid)
+	}
+	args, err := DecodeArgs(words[6:])
+	if err != nil {
+		return StageOp{}, err
+	}
+	var d [6]uint64
+	for i, v := range words[:6] {
+		d[i] = uint64(max(v, 0)) // 0 is refused by KernelOp, naming the dimensions
+	}
+	return KernelOp(name, [3]uint64(d[:3]), [3]uint64(d[3:]), args)
+}
+
+// The records below are the float64 rows the Python layer reads (one
+// format for every result: gosrc/pyapi writes them into its buffer).
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Info is pending ops, dropped reports, the last op id and 1 when the
+// roles share one stream.
+func (c *AsyncCoordinator) Info() []float64 {
+	return []float64{float64(c.Pending()), float64(c.Dropped()), float64(c.LastID()), b2f(c.Sequential())}
+}
+
+// Record is the three slot states and the round.
+func (tb *TripleBuffer) Record() []float64 {
+	s := tb.States()
+	return []float64{float64(s[0]), float64(s[1]), float64(s[2]), float64(tb.Round())}
+}
+
+// Record is total, free, held and retiring.
+func (s ReadbackStats) Record() []float64 {
+	return []float64{float64(s.Total), float64(s.Free), float64(s.Held), float64(s.Retiring)}
+}
+
+// Record is round, upload, compute, download and downloaded_round.
+func (r StepReport) Record() []float64 {
+	return []float64{float64(r.Round), float64(r.Upload), float64(r.Compute), float64(r.Download), float64(r.DownloadedRound)}
+}
+
+// Record is issued (iterations issued so far), then iterations,
+// avg_iteration_ms, throughput, gpu_utilization, host_us_per_iteration,
+// graph_iterations, graph_host_us_per_iteration, in_flight, then runs,
+// avg_ms and total_ms of each stage by index.
+func (s PipelineStats) Record(issued int) []float64 {
+	v := []float64{float64(issued), float64(s.Iterations), s.AvgIterationMs, s.Throughput, s.GPUUtilization,
+		s.HostUsPerIteration, float64(s.GraphIterations), s.GraphHostUsPerIteration, float64(s.InFlight)}
+	for _, st := range s.Stages {
+		v = append(v, float64(st.Runs), st.AvgMs, st.TotalMs)
+	}
+	return v
+}
+
+// Info is the iterations one replay runs and the graph's nodes.
+func (pg *PipelineGraph) Info() []float64 { return []float64{float64(pg.iters), float64(pg.g.Nodes())} }

@@ -237,6 +237,15 @@ func (c *AsyncCoordinator) QueueDownload(src backend.Buffer, dst HostMem, n int,
 	})
 }
 
+// QueueCopy is QueueUpload (upload) or QueueDownload of n bytes between
+// host and dev.
+func (c *AsyncCoordinator) QueueCopy(upload bool, host HostMem, dev backend.Buffer, n int, deps ...OpID) (OpID, error) {
+	if upload {
+		return c.QueueUpload(host, dev, n, deps...)
+	}
+	return c.QueueDownload(dev, host, n, deps...)
+}
+
 // QueueCompute enqueues op on the compute stream after deps.
 func (c *AsyncCoordinator) QueueCompute(cop ComputeOp, deps ...OpID) (OpID, error) {
 	work := cop.Func

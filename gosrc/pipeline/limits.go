@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
 // Bounds checked before any allocation, so an impossible request fails
@@ -34,3 +35,17 @@ func checkBytes(what string, size, elem, count int) (int, error) {
 	}
 	return size * elem, nil
 }
+
+// charged is a device whose allocations go through a budgeted allocator.
+type charged struct {
+	backend.Device
+	a *memory.Allocator
+}
+
+func (d charged) Alloc(n int) (backend.Buffer, error)       { return d.a.Alloc(n) }
+func (d charged) AllocPinned(n int) (backend.Buffer, error) { return d.a.AllocPinned(n) }
+
+// Charged returns a's device with every allocation charged to a's budget
+// under a's purpose: the toolkit objects built on it (triple buffers,
+// pipeline buffers, readback buffers) then count in the memory budget.
+func Charged(a *memory.Allocator) backend.Device { return charged{Device: a.Device(), a: a} }

@@ -9,8 +9,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
 
-// ---- ManagedGpuContext ----
-
 // ManagedContext is one device's coordinator plus the triple buffers and
 // pipeline managers it created and closes (pipeline.ManagedGpuContext).
 type ManagedContext struct {
@@ -18,10 +16,10 @@ type ManagedContext struct {
 	coord *AsyncCoordinator
 }
 
-// NewManagedContext creates the context; enableStreams false runs all work
-// on one stream. Its allocations are charged to the budget as "managed_context".
+// NewManagedContext creates the context (enableStreams false: one stream),
+// its allocations charged to the budget as "managed_context".
 func NewManagedContext(dev *Device, enableStreams bool, uploadPriority, computePriority, downloadPriority int) (*ManagedContext, error) {
-	d, err := chargedDevice(dev, "managed_context")
+	d, err := charged(dev, "managed_context")
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -58,27 +56,19 @@ func (x *ManagedContext) CreatePipelineManager() (*PipelineManager, error) {
 	return &PipelineManager{m: m, dev: x.coord.dev}, nil
 }
 
-// TripleBufferedStep runs one round of tb (pipeline.TripleBufferedStep):
-// upload [srcPtr, +srcLen) (0: none), process with op, download into
-// [dstPtr, +dstLen), advance; n bytes per transfer (0: the whole buffer).
-// It writes round, upload, compute, download and downloaded_round as
-// records at rec (ids 0 where a stage had no buffer).
+// TripleBufferedStep runs one round of tb (pipeline.TripleBufferedStep)
+// and writes round, upload, compute, download, downloaded_round as a record.
 func (x *ManagedContext) TripleBufferedStep(tb *TripleBuffer, srcPtr, srcLen, dstPtr, dstLen, n int, op *StageOp, rec, nrec int) (int, error) {
-	if tb == nil || op == nil {
-		return 0, tag(badArg("triple_buffer and op are required"))
+	if tb == nil || op == nil || op.op.Copy != pipeline.NoCopy {
+		return 0, tag(badArg("expected a triple buffer and a kernel or spin op"))
 	}
-	if op.op.Copy != pipeline.NoCopy {
-		return 0, tag(badArg("op is a %s op, expected a kernel or spin op", op.op.Kernel))
-	}
-	r, err := x.x.TripleBufferedStep(tb.tb, pipeline.StepIO{
-		Src: pipeline.HostMem{Ptr: uintptr(srcPtr), Len: srcLen},
+	r, err := x.x.TripleBufferedStep(tb.tb, pipeline.StepIO{Src: pipeline.HostMem{Ptr: uintptr(srcPtr), Len: srcLen},
 		Dst: pipeline.HostMem{Ptr: uintptr(dstPtr), Len: dstLen}, N: n, Op: op.op})
-	return record(rec, nrec, float64(r.Round), float64(r.Upload), float64(r.Compute), float64(r.Download),
-		float64(r.DownloadedRound)), tag(err)
+	return record(rec, nrec, r.Record()...), tag(err)
 }
 
-// Close closes the managers, the coordinator and the triple buffers, and
-// releases the coordinator's id with its streams'.
+// Close closes the managers, the coordinator (releasing its ids) and the
+// triple buffers.
 func (x *ManagedContext) Close() error {
 	err := x.x.Close()
 	if err == nil {
@@ -87,43 +77,40 @@ func (x *ManagedContext) Close() error {
 	return tag(err)
 }
 
-// ---- Readback ----
+// byID resolves the registry id of a Python Stream or (event) Event; 0 is
+// none, and a closed one is a ClosedError.
+func byID(id int, event bool) (any, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	if event {
+		if e := fastEvent(id); e != nil {
+			return e, nil
+		}
+	} else if s := fastStream(id); s != nil {
+		return s, nil
+	}
+	return nil, tag(fmt.Errorf("stream or event %v: %w", handle.ID(id), handle.ErrStale))
+}
 
 // Readback copies device memory into pooled pinned buffers asynchronously
 // (pipeline.Readback); its buffers are charged to the budget as "readback".
 type Readback struct {
 	r      *pipeline.Readback
-	stream *Stream
-	id     handle.ID // registered when it owns its stream, which is borrowed from it
-}
-
-// byID resolves the registry id of a Python Stream (event false) or
-// Event; 0 is none, and a closed one is a ClosedError.
-func byID(id int, event bool) (any, error) {
-	var x any
-	if event {
-		if e := fastEvent(id); e != nil {
-			x = e
-		}
-	} else if s := fastStream(id); s != nil {
-		x = s
-	}
-	if x == nil && id != 0 {
-		return nil, fmt.Errorf("stream or event %v: %w", handle.ID(id), handle.ErrStale)
-	}
-	return x, nil
+	stream *Stream   // its own stream, borrowed from id; nil on the caller's
+	id     handle.ID // registered when it owns its stream
 }
 
 // NewReadback creates a pool of pinned buffers of size bytes (growing to
 // maxBuffers, 0: no growth) copying on stream streamID (0: its own).
 func NewReadback(dev *Device, size, buffers, maxBuffers, priority, streamID int) (*Readback, error) {
-	d, err := chargedDevice(dev, "readback")
+	d, err := charged(dev, "readback")
 	if err != nil {
 		return nil, tag(err)
 	}
 	s, err := byID(streamID, false)
 	if err != nil {
-		return nil, tag(err)
+		return nil, err
 	}
 	opts := pipeline.ReadbackOptions{Buffers: buffers, MaxBuffers: maxBuffers, Priority: priority}
 	opts.Stream, _ = s.(backend.Stream)
@@ -133,8 +120,6 @@ func NewReadback(dev *Device, size, buffers, maxBuffers, priority, streamID int)
 	}
 	rb := &Readback{r: r}
 	if s == nil {
-		// Its own stream is borrowed from it: closing it makes a cached
-		// wrapper stale.
 		rb.id = handles.Register(rb)
 		rb.stream, _ = borrowStream(rb.id, r.Stream())
 	}
@@ -142,11 +127,11 @@ func NewReadback(dev *Device, size, buffers, maxBuffers, priority, streamID int)
 }
 
 // Start copies n bytes at device address src into a pooled pinned buffer
-// after the work queued so far on producer, and returns at once.
+// after the work queued so far on stream producerID; it returns at once.
 func (r *Readback) Start(src, n, producerID int) (*ReadbackHandle, error) {
 	s, err := byID(producerID, false)
 	if err != nil {
-		return nil, tag(err)
+		return nil, err
 	}
 	p, _ := s.(backend.Stream)
 	h, err := r.r.ReadbackAsync(uintptr(src), n, p)
@@ -159,14 +144,11 @@ func (r *Readback) Start(src, n, producerID int) (*ReadbackHandle, error) {
 // Stream is the readback's own stream (nil when it copies on the caller's).
 func (r *Readback) Stream() *Stream { return r.stream }
 
-// Stats writes total, free, held and retiring buffers as records.
-func (r *Readback) Stats(dst, n int) int {
-	s := r.r.Stats()
-	return record(dst, n, float64(s.Total), float64(s.Free), float64(s.Held), float64(s.Retiring))
-}
+// Stats writes total, free, held and retiring buffers.
+func (r *Readback) Stats(dst, n int) int { return record(dst, n, r.r.Stats().Record()...) }
 
-// Close waits for the copies and drops every buffer; each is freed with
-// the last handle that still holds it.
+// Close waits for the copies and drops every buffer (held ones go with
+// their handles), releasing its stream's id.
 func (r *Readback) Close() error {
 	err := r.r.Close()
 	if err == nil && r.id != 0 {
@@ -175,24 +157,20 @@ func (r *Readback) Close() error {
 	return tag(err)
 }
 
-// ReadbackHandle is one readback in flight or done; it holds its buffer
-// until Release.
+// ReadbackHandle is one readback; it holds its buffer until Release.
 type ReadbackHandle struct{ h *pipeline.ReadbackHandle }
 
 // Done reports whether the copy completed, without blocking.
-func (h *ReadbackHandle) Done() (bool, error) {
-	ok, err := h.h.Done()
-	return ok, tag(err)
-}
+func (h *ReadbackHandle) Done() (bool, error) { return tagged(h.h.Done()) }
 
-// Wait blocks until the copy completes; timeoutUs < 0 waits forever.
+// Wait blocks until the copy completes (timeoutUs < 0: no limit).
 func (h *ReadbackHandle) Wait(timeoutUs int) error { return tag(h.h.Wait(durationUs(timeoutUs))) }
 
 // StreamWait makes stream streamID wait for the copy on the device.
 func (h *ReadbackHandle) StreamWait(streamID int) error {
 	s, err := byID(streamID, false)
 	if err != nil {
-		return tag(err)
+		return err
 	}
 	st, _ := s.(backend.Stream)
 	return tag(h.h.StreamWait(st))
@@ -201,13 +179,8 @@ func (h *ReadbackHandle) StreamWait(streamID int) error {
 // Ptr is the pinned address of the copied bytes.
 func (h *ReadbackHandle) Ptr() int { return int(h.h.Ptr()) }
 
-// Len is the number of bytes copied.
-func (h *ReadbackHandle) Len() int { return h.h.Len() }
-
 // Release gives the handle's buffer reference back.
 func (h *ReadbackHandle) Release() error { return tag(h.h.Release()) }
-
-// ---- BufferPool ----
 
 // BufferPool recycles pinned buffers of one size (memory.BufferPool),
 // charged to the budget as "buffer_pool".
@@ -244,8 +217,8 @@ func (p *BufferPool) Get(timeoutUs int) (*Buffer, error) {
 	return &Buffer{b: b}, nil
 }
 
-// Lend leases b, in use from this pool, for a view: the memory stays
-// allocated and out of the pool until the lease is released.
+// Lend leases b (in use from this pool) for a view: it stays allocated and
+// out of the pool until the lease is released.
 func (p *BufferPool) Lend(b *Buffer) (*Lease, error) {
 	if b == nil {
 		return nil, tag(badArg("buffer=None, expected a buffer from this pool"))
@@ -258,18 +231,18 @@ func (p *BufferPool) Lend(b *Buffer) (*Lease, error) {
 }
 
 // Put returns b, reusable once event eventID completes, or once the work
-// queued so far on stream streamID is done (ids 0: reusable at once).
+// queued so far on stream streamID is done (both 0: at once).
 func (p *BufferPool) Put(b *Buffer, eventID, streamID int) error {
 	if b == nil {
 		return tag(badArg("buffer=None, expected a buffer from this pool"))
 	}
 	ev, err := byID(eventID, true)
 	if err != nil {
-		return tag(err)
+		return err
 	}
 	s, err := byID(streamID, false)
 	if err != nil {
-		return tag(err)
+		return err
 	}
 	if s != nil {
 		return tag(p.p.PutStream(b.b, s.(backend.Stream)))
@@ -278,12 +251,9 @@ func (p *BufferPool) Put(b *Buffer, eventID, streamID int) error {
 	return tag(p.p.Put(b.b, e))
 }
 
-// Stats writes allocated, free, pending and in-use buffers as records.
-func (p *BufferPool) Stats(dst, n int) int {
-	s := p.p.Stats()
-	return record(dst, n, float64(s.Allocated), float64(s.Free), float64(s.Pending), float64(s.InUse))
-}
+// Stats writes allocated, free, pending and in-use buffers.
+func (p *BufferPool) Stats(dst, n int) int { return record(dst, n, p.p.Stats().Record()...) }
 
-// Close frees the pool's buffers (in-use ones when they are put back,
-// lent ones with their last lease).
+// Close frees the pool's buffers (in-use ones when put back, lent ones
+// with their last lease).
 func (p *BufferPool) Close() error { return tag(p.p.Close()) }

@@ -57,7 +57,7 @@ class ManagedGpuContext(Closeable):
         self._h = tk_native(api.NewManagedContext)(
             self.device._h, self.enable_streams, check_int("upload_priority", upload_priority),
             check_int("compute_priority", compute_priority), check_int("download_priority", download_priority))
-        self._coord = AsyncCoordinator._wrap(self._h.Coordinator(), self.device, self)
+        self._coord = AsyncCoordinator._wrap(self._h.Coordinator(), self.device, self, timing=True)
         self._tbs: list[TripleBuffer] = []
         self._managers: list[PipelineStageManager] = []
         self._fin = release_on_collect(self, self._h.Close, "a context")
@@ -78,7 +78,8 @@ class ManagedGpuContext(Closeable):
         """A :class:`TripleBuffer` of ``size`` elements, closed with the context."""
         self._check()
         dt = _norm_dtype(dtype)
-        tb = TripleBuffer._wrap(self._h.CreateTripleBuffer(check_int("size", size, 1), dt.name), self.device, self)
+        size = check_int("size", size, 1)
+        tb = TripleBuffer._wrap(self._h.CreateTripleBuffer(size, dt.name), self.device, self, size, dt)
         self._tbs.append(tb)
         return tb
 

@@ -124,15 +124,15 @@ class AsyncCoordinator(Closeable):
         h = tk_native(api.NewAsyncCoordinator)(
             dev._h, check_int("upload_priority", upload_priority), check_int("compute_priority", compute_priority),
             check_int("download_priority", download_priority), check_bool("timing", timing))
-        self._init(h, dev, None)
+        self._init(h, dev, None, timing)
 
     @classmethod
-    def _wrap(cls, h, device: Device, owner: Any) -> "AsyncCoordinator":
+    def _wrap(cls, h, device: Device, owner: Any, timing: bool) -> "AsyncCoordinator":
         c = cls.__new__(cls)
-        c._init(h, device, owner)
+        c._init(h, device, owner, timing)
         return c
 
-    def _init(self, h, device: Device, owner: Any) -> None:
+    def _init(self, h, device: Device, owner: Any, timing: bool) -> None:
         self._h = h
         self._owner = owner
         self.device: Device = device
@@ -142,7 +142,7 @@ class AsyncCoordinator(Closeable):
         self._lock = threading.Lock()  # guards _keep
         self._compute = threading.RLock()  # one compute op at a time (a callable holds the stream)
         self._fid = h.ID()
-        self._timing = h.Timing()
+        self._timing = timing
         self._ph = h.handle  # gopy's handle of h, for the direct Poll call
         self._pbuf = array.array("d", bytes(8 * _FIELDS * _POLL_CAP))
         self._paddr = self._pbuf.buffer_info()[0]
@@ -200,7 +200,7 @@ class AsyncCoordinator(Closeable):
                 break
             del self._keep[op_id]
 
-    def _copy(self, method, host: Any, buffer: Any, nbytes: Optional[int], deps: Iterable[int], up: bool) -> int:
+    def _copy(self, host: Any, buffer: Any, nbytes: Optional[int], deps: Iterable[int], up: bool) -> int:
         self._check()
         hp, hn = host_range(host, "host" if up else "host_dst")
         dr = device_range(buffer, "buffer")
@@ -210,10 +210,7 @@ class AsyncCoordinator(Closeable):
         dp, dn = dr
         n = dn if nbytes is None else check_int("nbytes", nbytes, 0)
         d = _dep_words(deps)
-        if up:
-            op_id = method(hp, hn, dp, dn, n, *d.buffer_info())
-        else:
-            op_id = method(dp, dn, hp, hn, n, *d.buffer_info())
+        op_id = self._h.QueueCopy(up, hp, hn, dp, dn, n, *d.buffer_info())
         self._hold(op_id, (host, buffer))
         return op_id
 
@@ -226,7 +223,7 @@ class AsyncCoordinator(Closeable):
         many bytes. From pinned memory the copy is asynchronous; from pageable
         NumPy memory the driver stages it before returning.
         """
-        return self._copy(self._h.QueueUpload, host, buffer, nbytes, deps, True)
+        return self._copy(host, buffer, nbytes, deps, True)
 
     @tk_native
     def queue_download(self, buffer: Any, host_dst: Any, *, nbytes: Optional[int] = None,
@@ -234,7 +231,7 @@ class AsyncCoordinator(Closeable):
         """Copy ``buffer`` (device Array) into ``host_dst`` (NumPy or pinned Array) on the
         download stream after ``deps``; returns the op id. Read ``host_dst`` only
         after the op completed (:meth:`wait`)."""
-        return self._copy(self._h.QueueDownload, host_dst, buffer, nbytes, deps, False)
+        return self._copy(host_dst, buffer, nbytes, deps, False)
 
     def queue_compute(self, op: Union[KernelOp, SpinOp, ComputeCallable], deps: Iterable[int] = ()) -> int:
         """Queue ``op`` on the compute stream after ``deps``; returns the op id.

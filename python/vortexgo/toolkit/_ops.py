@@ -21,6 +21,7 @@ __all__ = [
 
 # Argument kinds of gosrc/pipeline/args.go (DecodeArgs).
 _ARRAY, _IN, _OUT = 0, 7, 8
+_COPY_UPLOAD, _COPY_DOWNLOAD = 1, 2  # pipeline.CopyDir
 _KINDS = {"i32": 1, "u32": 2, "i64": 3, "u64": 4, "f32": 5, "f64": 6}
 _RANGE = {"i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, INT64_MAX), "u64": (0, INT64_MAX)}
 
@@ -222,8 +223,8 @@ class KernelOp:
     @tk_native
     def _handle(self):
         _check_n(self.name, self.args)  # arrays may have been replaced or freed since
-        w = words(_encode(self.name, self.args))
-        return api.NewKernelOp(self.name, *self.grid, *self.block, *w.buffer_info())
+        w = words((*self.grid, *self.block, *_encode(self.name, self.args)))  # referenced across the call
+        return api.NewKernelOp(self.name, *w.buffer_info())
 
     def __repr__(self) -> str:
         return f"KernelOp({self.name!r}, grid={self.grid}, block={self.block}, args={len(self.args)})"
@@ -278,7 +279,7 @@ class UploadOp:
 
     @tk_native
     def _handle(self):
-        return api.NewCopyOp(*host_range(self.host, "host"), True)
+        return api.NewCopyOp(*host_range(self.host, "host"), _COPY_UPLOAD)
 
     def __repr__(self) -> str:
         return f"UploadOp({host_range(self.host, 'host')[1]} bytes)"
@@ -296,7 +297,7 @@ class DownloadOp:
 
     @tk_native
     def _handle(self):
-        return api.NewCopyOp(*host_range(self.host, "host_dst"), False)
+        return api.NewCopyOp(*host_range(self.host, "host_dst"), _COPY_DOWNLOAD)
 
     def __repr__(self) -> str:
         return f"DownloadOp({host_range(self.host, 'host_dst')[1]} bytes)"

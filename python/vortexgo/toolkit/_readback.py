@@ -47,9 +47,9 @@ class ReadbackHandle:
 
     __slots__ = ("_h", "_keep", "shape", "dtype", "nbytes", "__weakref__")
 
-    def __init__(self, h, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    def __init__(self, h, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> None:
         self._h, self.shape, self.dtype = h, shape, dtype
-        self.nbytes = h.Len()
+        self.nbytes = nbytes
         # The one Go reference of this handle; arrays from get() hold it too.
         self._keep: Optional[Keep] = Keep(h.Release, h.Ptr(), self.nbytes, what="a readback")
 
@@ -186,7 +186,7 @@ class Readback(Closeable):
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes > self.buffer_size:
             raise ValueError(f"array of {nbytes} bytes, expected at most buffer_size={self.buffer_size}")
-        return ReadbackHandle(self._h.Start(ptr, nbytes, producer._id), shape, dtype)
+        return ReadbackHandle(self._h.Start(ptr, nbytes, producer._id), shape, dtype, nbytes)
 
     def stats(self) -> ReadbackStats:
         """Counts of the pool's buffers."""

@@ -87,8 +87,9 @@ class PipelineGraph:
 
     def __init__(self, h, manager: "PipelineStageManager") -> None:
         self._h, self._manager, self._closed = h, manager, False
-        self.iterations: int = h.Iterations()
-        self.nodes: int = h.Nodes()
+        iterations, nodes = records(h.Info, capacity=2)
+        self.iterations: int = int(iterations)
+        self.nodes: int = int(nodes)
 
     @tk_native
     def replay(self, n: int = 1) -> None:
@@ -201,11 +202,11 @@ class PipelineStageManager(Closeable):
         self._check()
         index, version = check_int("index", index, 0), check_int("version", version, 0)
         dt = _norm_dtype(dtype)
-        _, nbytes = records(self._h.BufferInfo, index, capacity=2)
+        ptr, nbytes, _ = records(self._h.Buffer, index, version, capacity=3)
         nbytes = int(nbytes)
         if nbytes % dt.itemsize:
             raise ValueError(f"buffer {index} has {nbytes} bytes, not a multiple of {dt.name}'s {dt.itemsize}")
-        view = owned_view(_Pointer(self._h.BufferPtr(index, version)), (nbytes // dt.itemsize,), dt, self.device)
+        view = owned_view(_Pointer(int(ptr)), (nbytes // dt.itemsize,), dt, self.device)
         view._base._buf.lease.owner = self  # the manager's memory: keep the manager alive
         self._views.append(view)
         return view
@@ -214,7 +215,7 @@ class PipelineStageManager(Closeable):
         """The number of versions of logical buffer ``index`` (0 if it does not exist)."""
         index = check_int("index", index, 0)
         try:
-            return int(tk_native(records)(self._h.BufferInfo, index, capacity=2)[0])
+            return int(records(self._h.Buffer, index, 0, capacity=3)[2])
         except ValueError:
             return 0
 
@@ -273,13 +274,13 @@ class PipelineStageManager(Closeable):
     def iteration(self) -> int:
         """The number of iterations issued (eager and replayed)."""
         self._check()
-        return self._h.Iteration()
+        return int(records(self._h.Stats, capacity=9 + 3 * len(self._stages))[0])
 
     def get_stats(self) -> PipelineStats:
         """Statistics of the completed iterations (no host wait; call
         ``coordinator.synchronize_all()`` first to include everything issued)."""
         self._check()
-        v = records(self._h.Stats, capacity=8 + 3 * len(self._stages))
+        v = records(self._h.Stats, capacity=9 + 3 * len(self._stages))[1:]
         st = tuple(StageStats(s.name, int(v[8 + 3 * i]), v[9 + 3 * i], v[10 + 3 * i])
                    for i, s in enumerate(self._stages[:(len(v) - 8) // 3]))
         return PipelineStats(

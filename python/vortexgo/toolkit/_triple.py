@@ -51,20 +51,20 @@ class TripleBuffer(Closeable):
         dev = get_device(device)
         size = check_int("size", size, 1)
         dt = _norm_dtype(dtype)
-        self._init(tk_native(api.NewTripleBuffer)(dev._h, size, dt.name), dev, None)
+        self._init(tk_native(api.NewTripleBuffer)(dev._h, size, dt.name), dev, None, size, dt)
 
     @classmethod
-    def _wrap(cls, h, device: Device, owner: Any) -> "TripleBuffer":
+    def _wrap(cls, h, device: Device, owner: Any, size: int, dtype: np.dtype) -> "TripleBuffer":
         tb = cls.__new__(cls)
-        tb._init(h, device, owner)
+        tb._init(h, device, owner, size, dtype)
         return tb
 
-    def _init(self, h, device: Device, owner: Any) -> None:
+    def _init(self, h, device: Device, owner: Any, size: int, dtype: np.dtype) -> None:
         self._h = h
         self._owner = owner
         self.device: Device = device
-        self.size: int = h.Size()
-        self.dtype: np.dtype = np.dtype(h.DType())
+        self.size: int = size
+        self.dtype: np.dtype = dtype
         self.nbytes: int = self.size * self.dtype.itemsize
         self._views = [owned_view(h.Borrow(i), (self.size,), self.dtype, device) for i in range(3)]
         # A context's triple buffers are released by the context.
@@ -101,12 +101,12 @@ class TripleBuffer(Closeable):
     def round(self) -> int:
         """The number of :meth:`advance` calls so far."""
         self._check()
-        return self._h.Round()
+        return int(records(self._h.States, capacity=4)[3])
 
     def states(self) -> tuple[str, str, str]:
         """The states of slots 0, 1 and 2 ("free", "uploading", "processing", "downloading"), read atomically."""
         self._check()
-        a, b, c = (_STATES[int(v)] for v in records(self._h.States, capacity=3))
+        a, b, c = (_STATES[int(v)] for v in records(self._h.States, capacity=4)[:3])
         return (a, b, c)
 
     def slot(self, i: int) -> Array:
