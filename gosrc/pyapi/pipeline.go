@@ -277,9 +277,18 @@ func (a *AsyncCoordinator) EndExternal(id int) error {
 // PollFields is the number of values per Poll record.
 const PollFields = pipeline.ReportFields
 
-// Poll writes completed ops as records (pipeline.ReportLog.Fill) and
-// returns how many it wrote.
-func (a *AsyncCoordinator) Poll(dst, n int) int { return a.log.Fill(a.c, view[float64](dst, n)) }
+// FastPoll writes coordinator cid's completed ops as records
+// (pipeline.ReportLog.Fill) and returns how many, or -1 for a closed cid.
+// A package function over the registry id: gopy's method call resolves
+// its handle through a locked map and reflection, which cost more than
+// the poll itself.
+func FastPoll(cid, dst, n int) int {
+	a, err := handle.Get[*AsyncCoordinator](&handles, handle.ID(cid))
+	if err != nil {
+		return -1
+	}
+	return a.log.Fill(a.c, view[float64](dst, n))
+}
 
 // Name is the op name of Poll's name index i.
 func (a *AsyncCoordinator) Name(i int) string { return a.log.Name(i) }

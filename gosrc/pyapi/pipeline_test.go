@@ -56,13 +56,13 @@ func TestPollRecords(t *testing.T) {
 	}
 	require.NoError(t, c.SynchronizeAll())
 	buf := make([]float64, 2*PollFields)
-	require.Equal(t, 2, c.Poll(addr(buf), len(buf)), "two records fit")
+	require.Equal(t, 2, FastPoll(c.ID(), addr(buf), len(buf)), "two records fit")
 	require.Equal(t, []float64{1, 2}, []float64{buf[0], buf[PollFields]})
 	require.Equal(t, "spin_ns", c.Name(int(buf[1])/8), "kind = (name*4 + type)*2 + failed")
 	require.Equal(t, 0, int(buf[1])/2%4, "a compute op")
-	require.Equal(t, 1, c.Poll(addr(buf), len(buf)), "the third waited")
+	require.Equal(t, 1, FastPoll(c.ID(), addr(buf), len(buf)), "the third waited")
 	require.Equal(t, float64(3), buf[0])
-	require.Zero(t, c.Poll(addr(buf), len(buf)))
+	require.Zero(t, FastPoll(c.ID(), addr(buf), len(buf)))
 	require.Equal(t, "", c.Name(99))
 }
 

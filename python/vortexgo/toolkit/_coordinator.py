@@ -25,7 +25,7 @@ ComputeCallable = Callable[[Stream], Any]
 _fast_begin = _ext.pyapi_FastBeginExternal
 _fast_end = _ext.pyapi_FastEndExternal
 _fast_done = _ext.pyapi_FastExternalDone
-_poll = _ext.pyapi_AsyncCoordinator_Poll
+_poll = _ext.pyapi_FastPoll
 _FIELDS = api.PollFields
 _POLL_CAP = 512  # records per Poll call; more wait for the next call
 _TYPES = ("compute", "upload", "download", "?")  # pipeline.OpType
@@ -143,7 +143,6 @@ class AsyncCoordinator(Closeable):
         self._compute = threading.RLock()  # one compute op at a time (a callable holds the stream)
         self._fid = h.ID()
         self._timing = timing
-        self._ph = h.handle  # gopy's handle of h, for the direct Poll call
         self._pbuf = array.array("d", bytes(8 * _FIELDS * _POLL_CAP))
         self._paddr = self._pbuf.buffer_info()[0]
         self._streams = tuple(borrowed(device, h.Stream(i), self) for i in range(3))
@@ -336,12 +335,14 @@ class AsyncCoordinator(Closeable):
         """The ops completed since the last poll, without blocking."""
         if self._closed:
             raise ClosedError("coordinator is closed")
-        k = _poll(self._ph, self._paddr, _FIELDS * _POLL_CAP)
-        if not k:
+        k = _poll(self._fid, self._paddr, _FIELDS * _POLL_CAP)
+        if k <= 0:
+            if k < 0:
+                raise ClosedError("coordinator is closed")
             return []
         out = self._records(k)
         while k == _POLL_CAP:
-            k = _poll(self._ph, self._paddr, _FIELDS * _POLL_CAP)
+            k = max(_poll(self._fid, self._paddr, _FIELDS * _POLL_CAP), 0)
             out += self._records(k)
         return out
 
