@@ -559,3 +559,21 @@ def test_spin_and_kernel_arg_validation():
     with pytest.raises(ValueError, match="In.index"):
         In(-1)
     GpuPipelineStage("s", [0], [0], KernelOp("k"))
+
+
+def test_pipeline_buffer_view_outlives_manager():
+    run_isolated("""
+        with vg.ManagedGpuContext(dev) as ctx:
+            m = ctx.create_pipeline_manager()
+            b = m.add_buffer(1 << 20, 2)
+            v = np.asarray(m.buffer(b, 1))
+            v[:] = 6
+        try:
+            m.buffer(b)
+            raise SystemExit("buffer() after close")
+        except vg.ClosedError:
+            pass
+        del m, ctx
+    """ + CHURN + """
+        assert int(v.sum()) == 6 * (1 << 20)
+    """)

@@ -268,3 +268,48 @@ func TestExternalDone(t *testing.T) {
 		})
 	}
 }
+
+func TestPipelineBufferBorrowOutlivesClose(t *testing.T) {
+	dev := newFakeDevice(backend.CPU)
+	c := newCoord(t, dev, CoordinatorOptions{})
+	m, err := NewPipelineStageManager(c)
+	require.NoError(t, err)
+	own, err := m.NewBuffer(16, 2)
+	require.NoError(t, err)
+	theirs, err := m.AddBuffer(NewSpan(dev, 0x1000, 16))
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		i, v int
+		is   error
+	}{
+		{"allocated by the manager", own, 1, nil},
+		{"the caller's", theirs, 0, backend.ErrInvalid},
+		{"no such version", own, 2, backend.ErrInvalid},
+		{"no such buffer", 9, 0, backend.ErrInvalid},
+	}
+	var held *struct{ release func() error }
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := m.Borrow(tc.i, tc.v)
+			if tc.is != nil {
+				require.ErrorIs(t, err, tc.is)
+				return
+			}
+			require.NoError(t, err)
+			held = &struct{ release func() error }{b.Release}
+		})
+	}
+	require.NotNil(t, held)
+	v0, err := m.Buffer(own, 0)
+	require.NoError(t, err)
+	v1, err := m.Buffer(own, 1)
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+	_, err = m.Borrow(own, 0)
+	require.ErrorIs(t, err, backend.ErrClosed)
+	require.False(t, live(dev, v0), "an unborrowed version is freed by Close")
+	require.True(t, live(dev, v1), "a borrowed version outlives Close")
+	require.NoError(t, held.release())
+	require.False(t, live(dev, v1))
+}

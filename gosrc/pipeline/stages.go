@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
 // BufferRef is a kernel argument that stands for one of the stage's
@@ -153,7 +154,7 @@ type PipelineStageManager struct {
 	order    []int
 	orderSet bool
 	bufs     [][]backend.Buffer
-	owned    []backend.Buffer
+	owned    map[backend.Buffer]*memory.Shared // NewBuffer's buffers, freed with their last borrow after Close
 	ver      [][]verState
 	iter     int
 	inflight []*iterRec
@@ -218,7 +219,12 @@ func (m *PipelineStageManager) NewBuffer(size, versions int) (int, error) {
 		return 0, err
 	}
 	m.mu.Lock()
-	m.owned = append(m.owned, bs...)
+	if m.owned == nil {
+		m.owned = map[backend.Buffer]*memory.Shared{}
+	}
+	for _, b := range bs {
+		m.owned[b] = memory.NewShared(b)
+	}
 	m.mu.Unlock()
 	return idx, nil
 }
@@ -235,6 +241,26 @@ func (m *PipelineStageManager) Buffer(i, v int) (backend.Buffer, error) {
 		return nil, fmt.Errorf("buffer %d version %d does not exist, expected 0 <= version < %d: %w", i, v, len(m.bufs[i]), backend.ErrInvalid)
 	}
 	return m.bufs[i][v], nil
+}
+
+// Borrow takes a reference to version v of logical buffer i, one that
+// NewBuffer allocated: it stays allocated until released, even after
+// Close. Caller-owned versions (AddBuffer) fail with ErrInvalid.
+func (m *PipelineStageManager) Borrow(i, v int) (*memory.Borrow, error) {
+	b, err := m.Buffer(i, v)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("PipelineStageManager.Borrow: %w", backend.ErrClosed)
+	}
+	sh, ok := m.owned[b]
+	if !ok {
+		return nil, fmt.Errorf("buffer %d version %d is the caller's (AddBuffer), expected one of NewBuffer's: %w", i, v, backend.ErrInvalid)
+	}
+	return sh.Borrow()
 }
 
 // BufferInfo returns the number of versions of logical buffer i and the
@@ -677,8 +703,10 @@ func (m *PipelineStageManager) Close() error {
 	m.release(m.epoch, nil)
 	m.epoch = nil
 	errs := []error{err}
-	for _, b := range m.owned {
-		errs = append(errs, b.Free())
+	// Each buffer is freed now, or by the release of its last borrow (a
+	// view); SynchronizeAll above waited for the work using them.
+	for _, sh := range m.owned {
+		errs = append(errs, sh.Close())
 	}
 	m.owned = nil
 	return errors.Join(errs...)

@@ -382,6 +382,16 @@ func (p *PipelineManager) Buffer(i, v, dst, n int) (int, error) {
 	return record(dst, n, float64(b.Ptr()), float64(b.Size()), float64(versions)), nil
 }
 
+// Borrow leases version v of logical buffer i (one NewBuffer allocated):
+// its memory outlives Close until the lease is released.
+func (p *PipelineManager) Borrow(i, v int) (*Lease, error) {
+	b, err := p.m.Borrow(i, v)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Lease{ptr: b.Ptr(), release: b.Release}, nil
+}
+
 // AddStage appends a stage reading the nins int64 buffer indices at ins
 // and writing those at outs, on stream 0 compute, 1 upload or 2 download.
 func (p *PipelineManager) AddStage(name string, ins, nins, outs, nouts, stream int, op *StageOp) (int, error) {

@@ -156,6 +156,7 @@ class PipelineStageManager(Closeable):
         self._keep: list[Any] = []
         self._graphs: list[PipelineGraph] = []
         self._views: list[Array] = []
+        self._caller_buffers: set[int] = set()
         self._closed = False
 
     def _check(self) -> None:
@@ -190,7 +191,9 @@ class PipelineStageManager(Closeable):
                 raise ValueError(f"arrays have sizes {sorted(sizes)} bytes, expected one size")
             self._keep.append(arrays)
             w = words(p for p, _ in ranges)
-            return self._h.AddBuffer(*w.buffer_info(), sizes.pop())
+            i = self._h.AddBuffer(*w.buffer_info(), sizes.pop())
+            self._caller_buffers.add(i)
+            return i
         if nbytes is None:
             raise TypeError("add_buffer() needs nbytes or arrays")
         return self._h.NewBuffer(check_int("nbytes", nbytes, 1), check_int("versions", versions, 1))
@@ -206,8 +209,15 @@ class PipelineStageManager(Closeable):
         nbytes = int(nbytes)
         if nbytes % dt.itemsize:
             raise ValueError(f"buffer {index} has {nbytes} bytes, not a multiple of {dt.name}'s {dt.itemsize}")
-        view = owned_view(_Pointer(int(ptr)), (nbytes // dt.itemsize,), dt, self.device)
-        view._base._buf.lease.owner = self  # the manager's memory: keep the manager alive
+        if index in self._caller_buffers:
+            # Your arrays (add_buffer(arrays=...)): they own the memory, and the
+            # manager keeps them while it lives.
+            view = owned_view(_Pointer(int(ptr)), (nbytes // dt.itemsize,), dt, self.device)
+            view._base._buf.lease.owner = self._keep
+        else:
+            # The manager's memory: the view holds a lease that keeps it
+            # allocated after close() until the view is gone.
+            view = owned_view(self._h.Borrow(index, version), (nbytes // dt.itemsize,), dt, self.device)
         self._views.append(view)
         return view
 
@@ -320,6 +330,7 @@ class PipelineStageManager(Closeable):
                 g.close()
         for v in self._views:
             invalidate(v)
+        self._views = []  # their leases go back when the user's references do
 
     def __repr__(self) -> str:
         if self._closed:
@@ -329,8 +340,8 @@ class PipelineStageManager(Closeable):
 
 
 class _Pointer:
-    """A stand-in lease for a manager buffer view: the manager frees its
-    buffers only at close, when its views are invalidated."""
+    """A stand-in lease for a view of the caller's own array (which the
+    manager keeps alive through ``owner``)."""
 
     __slots__ = ("ptr", "owner")
 
