@@ -7,6 +7,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
 
@@ -86,6 +87,13 @@ func (l *Lease) Ptr() int { return int(l.ptr) }
 // Release gives the reference back (idempotent).
 func (l *Lease) Release() error { return tag(l.release()) }
 
+func leased(b *memory.Borrow, err error) (*Lease, error) {
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Lease{ptr: b.Ptr(), release: b.Release}, nil
+}
+
 // StageOp is Go-side work for a compute op, a pipeline stage or a
 // triple-buffered step (pipeline.StageOp).
 type StageOp struct{ op pipeline.StageOp }
@@ -129,7 +137,10 @@ func NewTripleBuffer(dev *Device, size int, dtype string) (*TripleBuffer, error)
 	if err != nil {
 		return nil, tag(err)
 	}
-	tb, err := pipeline.NewTripleBuffer(d, size, dt)
+	return tripleBuffer(pipeline.NewTripleBuffer(d, size, dt))
+}
+
+func tripleBuffer(tb *pipeline.TripleBuffer, err error) (*TripleBuffer, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -141,13 +152,7 @@ func NewTripleBuffer(dev *Device, size int, dtype string) (*TripleBuffer, error)
 func (t *TripleBuffer) Claim(stage int) int { return t.tb.Claim(pipeline.BufferState(stage)) }
 
 // Borrow leases slot i: its memory outlives Close until the lease is released.
-func (t *TripleBuffer) Borrow(i int) (*Lease, error) {
-	b, err := t.tb.Borrow(i)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Lease{ptr: b.Ptr(), release: b.Release}, nil
-}
+func (t *TripleBuffer) Borrow(i int) (*Lease, error) { return leased(t.tb.Borrow(i)) }
 
 // Advance ends the round and returns the new round number.
 func (t *TripleBuffer) Advance() int { return int(t.tb.Advance()) }
@@ -384,13 +389,7 @@ func (p *PipelineManager) Buffer(i, v, dst, n int) (int, error) {
 
 // Borrow leases version v of logical buffer i (one NewBuffer allocated):
 // its memory outlives Close until the lease is released.
-func (p *PipelineManager) Borrow(i, v int) (*Lease, error) {
-	b, err := p.m.Borrow(i, v)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Lease{ptr: b.Ptr(), release: b.Release}, nil
-}
+func (p *PipelineManager) Borrow(i, v int) (*Lease, error) { return leased(p.m.Borrow(i, v)) }
 
 // AddStage appends a stage reading the nins int64 buffer indices at ins
 // and writing those at outs, on stream 0 compute, 1 upload or 2 download.

@@ -40,11 +40,7 @@ func (x *ManagedContext) CreateTripleBuffer(size int, dtype string) (*TripleBuff
 	if err != nil {
 		return nil, tag(err)
 	}
-	tb, err := x.x.CreateTripleBuffer(size, dt)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &TripleBuffer{tb: tb}, nil
+	return tripleBuffer(x.x.CreateTripleBuffer(size, dt))
 }
 
 // CreatePipelineManager creates a manager on the context's streams.
@@ -227,7 +223,7 @@ func (p *BufferPool) Lend(b *Buffer) (*Lease, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Lease{ptr: b.b.Ptr(), release: l.Release}, nil
+	return &Lease{ptr: b.b.Ptr(), release: l.Release}, nil // a Lend releases the pool's way
 }
 
 // Put returns b, reusable once event eventID completes, or once the work
