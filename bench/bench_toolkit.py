@@ -177,7 +177,7 @@ def bookkeeping(dev: vg.Device, n: int = 20000) -> dict:
     out = {}
     for timing in (False, True):
         with vg.AsyncCoordinator(dev, timing=timing) as c:
-            go_ns = min(vg.toolkit.api.CoordinatorBookkeepingNs(c._h, n) for _ in range(3))
+            go_ns = min(c._h.BookkeepingNs(n) for _ in range(3))
             py, batched = _python_bookkeeping(c, n)
         key = "timed_" if timing else ""
         out.update({f"{key}go_us": go_ns / 1e3, f"{key}python_us": py / 1e3, f"{key}python_batched_us": batched / 1e3})

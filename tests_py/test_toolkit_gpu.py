@@ -119,3 +119,57 @@ def test_readback_of_cupy_array(gpu, cp):
     h = vg.readback(x)
     np.testing.assert_array_equal(h.get(timeout=30), np.arange(1000) * 2)
     h.release()
+
+
+# --- ownership on the GPU (issue 12): views keep toolkit memory alive ----------------
+
+
+def test_cupy_view_of_triple_buffer_slot_outlives_close(gpu, cp):
+    tb = vg.TripleBuffer(gpu, 1 << 20, "float32")
+    v = cp.asarray(tb.slot(1))  # CAI: CuPy's UnownedMemory keeps the slot Array, which holds the lease
+    v.fill(3)
+    tb.close()
+    del tb
+    junk = [vg.full(1 << 20, 7, "float32", gpu) for _ in range(8)]  # would reuse freed memory
+    cp.cuda.Device().synchronize()
+    assert float(v.sum()) == 3 * (1 << 20)
+    del junk
+
+
+def test_readback_result_outlives_pool_on_gpu(gpu):
+    rb = vg.Readback(1 << 22, gpu)
+    src = vg.full(1 << 20, 5, "float32", gpu)
+    h = rb.readback(src)
+    v = h.get(timeout=30)
+    rb.close()
+    h.release()
+    del h, rb
+    junk = [vg.zeros(1 << 20, "float32", gpu, pinned=True) for _ in range(8)]
+    assert float(v.sum()) == 5 * (1 << 20)
+    del junk
+
+
+def test_kernel_n_past_arrays_refused_on_gpu(gpu):
+    a = vg.zeros(16, "float32", gpu)
+    with pytest.raises(ValueError, match="n=4096"):
+        KernelOp("fill_float32", 16, 256, [a, 4096, 1.0])
+    with vg.ManagedGpuContext(gpu) as ctx:
+        m = ctx.create_pipeline_manager()
+        b = m.add_buffer(64, 1)
+        m.add_stage(GpuPipelineStage("k", [b], [b], KernelOp("scale_offset_float32", 16, 256,
+                                                              [Out(0), In(0), 4096, 1.0, 0.0])))
+        with pytest.raises(ValueError, match="n=4096"):
+            m.execute_iteration()
+        ctx.async_coordinator.synchronize_all()  # the context is still usable (no illegal address)
+
+
+def test_closed_coordinator_stream_on_gpu(gpu):
+    c = vg.AsyncCoordinator(gpu)
+    s = c.download_stream
+    c.close()
+    with pytest.raises(vg.ClosedError):
+        s.synchronize()
+    with pytest.raises(vg.ClosedError):
+        s.__cuda_stream__()
+    with pytest.raises(vg.ClosedError):
+        c.download_stream

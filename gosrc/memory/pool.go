@@ -11,8 +11,23 @@ import (
 )
 
 // ErrPoolExhausted is wrapped by the error of a Get that found no buffer in
-// time (or at once, for a Get that may not wait).
-var ErrPoolExhausted = errors.New("buffer pool exhausted")
+// time (or at once, for a Get that may not wait). It declares itself a
+// timeout (Timeout() bool), so the boundary maps it without matching text.
+var ErrPoolExhausted error = exhaustedError{}
+
+type exhaustedError struct{}
+
+func (exhaustedError) Error() string { return "buffer pool exhausted" }
+
+// Timeout reports true: the wait for a buffer ran out.
+func (exhaustedError) Timeout() bool { return true }
+
+// Pool bounds, checked before allocating: a pool of more buffers, or of
+// larger ones, is refused with backend.ErrTooLarge.
+const (
+	MaxPoolBuffers = 1 << 16
+	MaxPoolBytes   = 1 << 48
+)
 
 // Policy says what Get does when no buffer is free.
 type Policy int
@@ -76,11 +91,16 @@ type pendingBuf struct {
 // Get and returned by Put with an event after which the buffer's last use
 // (a copy on some stream) is complete; the buffer is reused only once that
 // event completes. It is safe for concurrent use.
+//
+// Every buffer is Shared. A view of a buffer in use (Lend) holds a
+// reference: a returned buffer is not handed out again while it is lent,
+// and Close frees a lent buffer only when its last view lets go.
 type BufferPool struct {
 	alloc *Allocator
 	cfg   PoolConfig
 
 	mu        sync.Mutex
+	mem       map[backend.Buffer]*Shared // every live buffer
 	free      []backend.Buffer
 	pending   []*pendingBuf // in return order
 	inUse     map[backend.Buffer]struct{}
@@ -95,32 +115,84 @@ type BufferPool struct {
 // NewBufferPool allocates cfg.Initial pinned buffers through a.
 func NewBufferPool(a *Allocator, cfg PoolConfig) (*BufferPool, error) {
 	const op = "memory.NewBufferPool"
+	inv := backend.ErrInvalid
 	switch {
 	case a == nil:
-		return nil, fmt.Errorf("%s: a=nil, expected an allocator", op)
+		return nil, fmt.Errorf("%s: a=nil, expected an allocator: %w", op, inv)
 	case cfg.Size <= 0:
-		return nil, fmt.Errorf("%s: Size=%d, expected Size > 0", op, cfg.Size)
+		return nil, fmt.Errorf("%s: buffer_size=%d, expected > 0: %w", op, cfg.Size, inv)
 	case cfg.Initial < 0:
-		return nil, fmt.Errorf("%s: Initial=%d, expected Initial >= 0", op, cfg.Initial)
+		return nil, fmt.Errorf("%s: pool_size=%d, expected >= 0: %w", op, cfg.Initial, inv)
 	case cfg.Max < 0:
-		return nil, fmt.Errorf("%s: Max=%d, expected Max >= 0 (0 = no cap)", op, cfg.Max)
+		return nil, fmt.Errorf("%s: max_size=%d, expected >= 0 (0 = no cap): %w", op, cfg.Max, inv)
 	case cfg.Max > 0 && cfg.Initial > cfg.Max:
-		return nil, fmt.Errorf("%s: Initial=%d, expected Initial <= Max (%d)", op, cfg.Initial, cfg.Max)
+		return nil, fmt.Errorf("%s: pool_size=%d, expected pool_size <= max_size (%d): %w", op, cfg.Initial, cfg.Max, inv)
 	case cfg.Policy != Grow && cfg.Policy != Block:
-		return nil, fmt.Errorf("%s: Policy=%d, expected Grow or Block", op, int(cfg.Policy))
+		return nil, fmt.Errorf("%s: Policy=%d, expected Grow or Block: %w", op, int(cfg.Policy), inv)
 	case cfg.Policy == Block && cfg.Initial == 0:
-		return nil, fmt.Errorf("%s: Initial=0 with Policy=block, expected Initial > 0 (a block pool never allocates later)", op)
+		return nil, fmt.Errorf("%s: pool_size=0 with policy 'block', expected pool_size > 0 (a block pool never allocates later): %w", op, inv)
+	case cfg.Size > MaxPoolBytes || cfg.Initial > MaxPoolBuffers || cfg.Max > MaxPoolBuffers ||
+		cfg.Initial > 0 && cfg.Size > MaxPoolBytes/cfg.Initial:
+		return nil, fmt.Errorf("%s: pool_size=%d max_size=%d of buffer_size=%d, expected at most %d buffers and %d bytes: %w",
+			op, cfg.Initial, cfg.Max, cfg.Size, MaxPoolBuffers, int64(MaxPoolBytes), backend.ErrTooLarge)
 	}
-	p := &BufferPool{alloc: a, cfg: cfg, inUse: map[backend.Buffer]struct{}{}, changed: make(chan struct{})}
+	p := &BufferPool{alloc: a, cfg: cfg, mem: map[backend.Buffer]*Shared{}, inUse: map[backend.Buffer]struct{}{},
+		changed: make(chan struct{})}
 	for range cfg.Initial {
 		buf, err := a.AllocPinned(cfg.Size)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("%s: buffer %d of %d: %w", op, len(p.free)+1, cfg.Initial, err), freeAll(p.free))
 		}
 		p.free = append(p.free, buf)
+		p.mem[buf] = NewShared(buf)
 		p.allocated++
 	}
 	return p, nil
+}
+
+// Lend is one view's reference to a buffer of a BufferPool.
+type Lend struct {
+	b *Borrow
+	p *BufferPool
+}
+
+// Release gives the reference back (idempotent); the buffer may then be
+// reused, or freed if the pool was closed and the buffer returned.
+func (l *Lend) Release() error {
+	err := l.b.Release()
+	l.p.mu.Lock()
+	l.p.broadcastLocked() // a waiting Get may now take the buffer
+	l.p.mu.Unlock()
+	return err
+}
+
+// Lend takes a reference to buf, which must be in use (handed out by Get
+// and not returned): the buffer then stays allocated, and out of the
+// pool, until the reference is released, even if it is returned or the
+// pool closed meanwhile.
+func (p *BufferPool) Lend(buf backend.Buffer) (*Lend, error) {
+	const op = "memory.BufferPool.Lend"
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.inUse[buf]; !ok || buf == nil {
+		return nil, fmt.Errorf("%s: the buffer is not in use from this pool (returned already?): %w", op, backend.ErrClosed)
+	}
+	b, err := p.mem[buf].Borrow()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return &Lend{b: b, p: p}, nil
+}
+
+// lentLocked reports whether a view still holds buf.
+func (p *BufferPool) lentLocked(buf backend.Buffer) bool { return p.mem[buf].Borrowers() > 0 }
+
+// release drops the pool's reference to buf: it is freed now, or by its
+// last view's Release.
+func (p *BufferPool) releaseLocked(buf backend.Buffer) error {
+	sh := p.mem[buf]
+	delete(p.mem, buf)
+	return sh.Close()
 }
 
 func freeAll(bufs []backend.Buffer) error {
@@ -238,14 +310,19 @@ func (p *BufferPool) describeLocked() string {
 // whose event has completed. Events are queried (never waited for), so Get
 // does not block the host while some buffer is reusable.
 func (p *BufferPool) takeLocked(op string) (backend.Buffer, error) {
-	if n := len(p.free); n > 0 {
-		buf := p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
+	for i := len(p.free) - 1; i >= 0; i-- {
+		buf := p.free[i]
+		if p.lentLocked(buf) {
+			continue // a view of its last use is still alive
+		}
+		p.free = append(p.free[:i], p.free[i+1:]...)
 		p.inUse[buf] = struct{}{}
 		return buf, nil
 	}
 	for i, e := range p.pending {
+		if p.lentLocked(e.buf) {
+			continue
+		}
 		if !e.done {
 			if e.watching {
 				continue // its watcher will resolve it
@@ -314,6 +391,7 @@ func (p *BufferPool) grow(op string) (backend.Buffer, error) {
 		p.allocated--
 		return nil, errors.Join(fmt.Errorf("%s: pool: %w", op, backend.ErrClosed), buf.Free())
 	}
+	p.mem[buf] = NewShared(buf)
 	p.inUse[buf] = struct{}{}
 	return buf, nil
 }
@@ -376,16 +454,19 @@ func (p *BufferPool) putAfterClose(op string, buf backend.Buffer, s backend.Stre
 
 func (p *BufferPool) put(op string, buf backend.Buffer, after backend.Event, pooled bool) error {
 	if buf == nil {
-		return fmt.Errorf("%s: buf=nil, expected a buffer from this pool's Get", op)
+		return fmt.Errorf("%s: buf=nil, expected a buffer from this pool's Get: %w", op, backend.ErrInvalid)
 	}
 	p.mu.Lock()
 	if _, ok := p.inUse[buf]; !ok {
 		p.mu.Unlock()
-		return fmt.Errorf("%s: buffer %#x is not in use from this pool, expected a buffer from its Get that was not returned yet", op, buf.Ptr())
+		return fmt.Errorf("%s: buffer %#x is not in use from this pool, expected a buffer from its Get that was not returned yet: %w",
+			op, buf.Ptr(), backend.ErrInvalid)
 	}
 	delete(p.inUse, buf)
 	if p.closed {
 		p.allocated--
+		sh := p.mem[buf]
+		delete(p.mem, buf)
 		p.mu.Unlock()
 		// Teardown: the buffer's last copy may still be running, and
 		// freeing pinned memory under a DMA is worse than a short wait.
@@ -396,7 +477,7 @@ func (p *BufferPool) put(op string, buf backend.Buffer, after backend.Event, poo
 				waitErr = errors.Join(waitErr, p.events.Put(after))
 			}
 		}
-		return errors.Join(waitErr, buf.Free())
+		return errors.Join(waitErr, sh.Close())
 	}
 	if after == nil {
 		p.free = append(p.free, buf)
@@ -420,6 +501,15 @@ func (p *BufferPool) Close() error {
 	p.closed = true
 	free, pending := p.free, p.pending
 	p.free, p.pending = nil, nil
+	shared := make(map[backend.Buffer]*Shared, len(free)+len(pending))
+	for _, b := range free {
+		shared[b] = p.mem[b]
+		delete(p.mem, b)
+	}
+	for _, e := range pending {
+		shared[e.buf] = p.mem[e.buf]
+		delete(p.mem, e.buf)
+	}
 	p.allocated -= len(free) + len(pending)
 	var unfinished []backend.Event
 	for _, e := range pending {
@@ -440,10 +530,13 @@ func (p *BufferPool) Close() error {
 	// Watchers touch their events until they return; wait for them before
 	// giving events back or letting the caller close its own.
 	p.watchers.Wait()
+	// Each buffer is freed now, or by the Release of its last view.
 	for _, e := range pending {
-		errs = append(errs, p.recycleEvent(e), e.buf.Free())
+		errs = append(errs, p.recycleEvent(e), shared[e.buf].Close())
 	}
-	errs = append(errs, freeAll(free))
+	for _, b := range free {
+		errs = append(errs, shared[b].Close())
+	}
 	// No event pool is created once closed is set, so reading it now is
 	// final. Events still out of it are closed when Put back.
 	p.mu.Lock()
@@ -453,4 +546,10 @@ func (p *BufferPool) Close() error {
 		errs = append(errs, events.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// Record is allocated, free, pending and in use, as float64s (the row the
+// Python layer reads).
+func (s PoolStats) Record() []float64 {
+	return []float64{float64(s.Allocated), float64(s.Free), float64(s.Pending), float64(s.InUse)}
 }

@@ -27,18 +27,23 @@ func TestBufferPoolConfigErrors(t *testing.T) {
 		name string
 		cfg  memory.PoolConfig
 		want string
+		is   error
 	}{
-		{"zero size", memory.PoolConfig{}, "Size=0, expected Size > 0"},
-		{"negative initial", memory.PoolConfig{Size: 8, Initial: -1}, "Initial=-1, expected Initial >= 0"},
-		{"negative max", memory.PoolConfig{Size: 8, Max: -1}, "Max=-1, expected Max >= 0"},
-		{"initial over max", memory.PoolConfig{Size: 8, Initial: 3, Max: 2}, "Initial=3, expected Initial <= Max (2)"},
-		{"bad policy", memory.PoolConfig{Size: 8, Policy: memory.Policy(7)}, "Policy=7, expected Grow or Block"},
-		{"empty block pool", memory.PoolConfig{Size: 8, Policy: memory.Block}, "Initial=0 with Policy=block"},
+		{"zero size", memory.PoolConfig{}, "buffer_size=0, expected > 0", backend.ErrInvalid},
+		{"negative initial", memory.PoolConfig{Size: 8, Initial: -1}, "pool_size=-1, expected >= 0", backend.ErrInvalid},
+		{"negative max", memory.PoolConfig{Size: 8, Max: -1}, "max_size=-1, expected >= 0", backend.ErrInvalid},
+		{"initial over max", memory.PoolConfig{Size: 8, Initial: 3, Max: 2}, "pool_size=3, expected pool_size <= max_size (2)", backend.ErrInvalid},
+		{"bad policy", memory.PoolConfig{Size: 8, Policy: memory.Policy(7)}, "Policy=7, expected Grow or Block", backend.ErrInvalid},
+		{"empty block pool", memory.PoolConfig{Size: 8, Policy: memory.Block}, "pool_size=0 with policy 'block'", backend.ErrInvalid},
+		{"huge buffer", memory.PoolConfig{Size: 1 << 50, Initial: 1}, "buffer_size=1125899906842624", backend.ErrTooLarge},
+		{"too many buffers", memory.PoolConfig{Size: 1, Initial: 1 << 40}, "pool_size=1099511627776", backend.ErrTooLarge},
+		{"huge total", memory.PoolConfig{Size: 1 << 40, Initial: 1 << 10}, "expected at most", backend.ErrTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := memory.NewBufferPool(a, tc.cfg)
 			require.ErrorContains(t, err, tc.want)
+			require.ErrorIs(t, err, tc.is)
 		})
 	}
 	_, err := memory.NewBufferPool(nil, memory.PoolConfig{Size: 8})
@@ -334,4 +339,102 @@ func TestBufferPoolConcurrent(t *testing.T) {
 	require.LessOrEqual(t, st.Allocated, 4)
 	require.NoError(t, p.Close())
 	requireNoUsage(t, a)
+}
+
+// TestBufferPoolLend: a lent buffer is neither handed out again nor freed
+// until its last lend is released, whatever Put and Close did meanwhile.
+func TestBufferPoolLend(t *testing.T) {
+	tests := []struct {
+		name    string
+		close   bool // close the pool while the buffer is lent
+		putLate bool // put the buffer back after Close
+	}{
+		{"put while lent", false, false},
+		{"closed while lent", true, false},
+		{"put after close while lent", true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAllocator(t, 0, 0)
+			p := newPool(t, a, memory.PoolConfig{Size: 64, Initial: 1, Policy: memory.Block})
+			buf, err := p.GetTimeout(0)
+			require.NoError(t, err)
+			l1, err := p.Lend(buf)
+			require.NoError(t, err)
+			l2, err := p.Lend(buf)
+			require.NoError(t, err)
+			if !tc.putLate {
+				require.NoError(t, p.Put(buf, nil))
+				_, err = p.Lend(buf)
+				require.ErrorIs(t, err, backend.ErrClosed, "a returned buffer cannot be lent")
+			}
+			if tc.close {
+				require.NoError(t, p.Close())
+			} else {
+				_, err = p.GetTimeout(0)
+				require.ErrorIs(t, err, memory.ErrPoolExhausted, "not handed out while lent")
+			}
+			if tc.putLate {
+				require.NoError(t, p.Put(buf, nil))
+			}
+			require.NoError(t, l1.Release())
+			require.NoError(t, l1.Release(), "releasing twice is a no-op")
+			require.Positive(t, a.Budget().Usage().Pinned.Current, "still lent once")
+			require.NoError(t, l2.Release())
+			if tc.close {
+				requireNoUsage(t, a)
+				return
+			}
+			got, err := p.GetTimeout(0)
+			require.NoError(t, err)
+			require.Equal(t, buf, got, "reusable once every lend is released")
+			require.NoError(t, p.Put(got, nil))
+			require.NoError(t, p.Close())
+			requireNoUsage(t, a)
+		})
+	}
+}
+
+// TestBufferPoolLendWakesWaiter: releasing the last lend wakes a Get that
+// waits for a buffer.
+func TestBufferPoolLendWakesWaiter(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 64, Initial: 1, Policy: memory.Block})
+	buf, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	l, err := p.Lend(buf)
+	require.NoError(t, err)
+	require.NoError(t, p.Put(buf, nil))
+	got := make(chan error, 1)
+	go func() {
+		b, err := p.GetTimeout(5 * time.Second)
+		if err == nil {
+			err = p.Put(b, nil)
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, l.Release())
+	require.NoError(t, <-got)
+	require.NoError(t, p.Close())
+	requireNoUsage(t, a)
+}
+
+func TestBufferPoolErrorsAreTyped(t *testing.T) {
+	a := newAllocator(t, 0, 0)
+	p := newPool(t, a, memory.PoolConfig{Size: 8, Initial: 1, Policy: memory.Block})
+	defer func() { require.NoError(t, p.Close()) }()
+	other, err := a.AllocPinned(8)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, other.Free()) }()
+	require.ErrorIs(t, p.Put(other, nil), backend.ErrInvalid)
+	_, err = p.Lend(other)
+	require.ErrorIs(t, err, backend.ErrClosed)
+	b, err := p.GetTimeout(0)
+	require.NoError(t, err)
+	_, err = p.GetTimeout(time.Millisecond)
+	var timeout interface{ Timeout() bool }
+	require.ErrorAs(t, err, &timeout)
+	require.True(t, timeout.Timeout(), "exhaustion is a timeout to the boundary")
+	require.NoError(t, p.Put(b, nil))
 }

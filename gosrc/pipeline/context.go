@@ -128,17 +128,28 @@ func (x *ManagedGpuContext) TripleBufferedStep(tb *TripleBuffer, io StepIO) (Ste
 		return StepReport{}, fmt.Errorf("TripleBufferedStep: context: %w", backend.ErrClosed)
 	}
 	if tb == nil {
-		return StepReport{}, errors.New("TripleBufferedStep: triple buffer is nil, expected a *TripleBuffer")
+		return StepReport{}, fmt.Errorf("TripleBufferedStep: triple buffer is nil, expected a *TripleBuffer: %w", backend.ErrInvalid)
+	}
+	// The step's references keep the slots alive should the triple buffer
+	// be closed while its copies are queued.
+	release, err := tb.borrowAll()
+	if err != nil {
+		return StepReport{}, fmt.Errorf("TripleBufferedStep: %w", err)
+	}
+	defer release()
+	if io.Src.Ptr == 0 && io.Src.Len != 0 || io.Dst.Ptr == 0 && io.Dst.Len != 0 || io.Src.Len < 0 || io.Dst.Len < 0 {
+		return StepReport{}, fmt.Errorf("TripleBufferedStep: src=(%#x, %d) dst=(%#x, %d), expected an address and a length >= 0, "+
+			"or both 0: %w", io.Src.Ptr, io.Src.Len, io.Dst.Ptr, io.Dst.Len, backend.ErrInvalid)
 	}
 	n := io.N
 	if n == 0 {
 		n = tb.Bytes()
 	}
 	if n < 0 || n > tb.Bytes() {
-		return StepReport{}, fmt.Errorf("TripleBufferedStep: N=%d, expected 0 <= N <= %d (buffer bytes)", io.N, tb.Bytes())
+		return StepReport{}, fmt.Errorf("TripleBufferedStep: nbytes=%d, expected 0 <= nbytes <= %d (buffer bytes): %w", io.N, tb.Bytes(), backend.ErrInvalid)
 	}
 	if io.Op.Func == nil && io.Op.Kernel == "" {
-		return StepReport{}, errors.New("TripleBufferedStep: Op has neither Func nor Kernel, expected one of them")
+		return StepReport{}, fmt.Errorf("TripleBufferedStep: Op has neither Func nor Kernel, expected one of them: %w", backend.ErrInvalid)
 	}
 	slots := x.slots[tb]
 	if slots == nil {
@@ -149,7 +160,7 @@ func (x *ManagedGpuContext) TripleBufferedStep(tb *TripleBuffer, io StepIO) (Ste
 	rep := StepReport{Round: round}
 	// Check before claiming, so a missing Dst leaves tb untouched.
 	if tb.States()[(round+downloadOffset)%numSlots] == Processing && io.Dst.Ptr == 0 {
-		return rep, fmt.Errorf("TripleBufferedStep: round %d has the result of round %d to download, expected io.Dst", round, round-2)
+		return rep, fmt.Errorf("TripleBufferedStep: round %d has the result of round %d to download, expected dst: %w", round, round-2, backend.ErrInvalid)
 	}
 	c := x.coord
 

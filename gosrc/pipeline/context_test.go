@@ -84,7 +84,7 @@ func TestTripleBufferedStepErrors(t *testing.T) {
 	_, err = x.TripleBufferedStep(nil, StepIO{Op: noop})
 	require.ErrorContains(t, err, "triple buffer is nil")
 	_, err = x.TripleBufferedStep(tb, StepIO{Src: HostOf(in), N: 5, Op: noop})
-	require.ErrorContains(t, err, "N=5, expected 0 <= N <= 4")
+	require.ErrorContains(t, err, "nbytes=5, expected 0 <= nbytes <= 4")
 	_, err = x.TripleBufferedStep(tb, StepIO{Src: HostOf(in)})
 	require.ErrorContains(t, err, "neither Func nor Kernel")
 	for range 2 {
@@ -93,7 +93,7 @@ func TestTripleBufferedStepErrors(t *testing.T) {
 	}
 	before := tb.States()
 	_, err = x.TripleBufferedStep(tb, StepIO{Src: HostOf(in), Op: noop})
-	require.ErrorContains(t, err, "round 2 has the result of round 0 to download, expected io.Dst")
+	require.ErrorContains(t, err, "round 2 has the result of round 0 to download, expected dst")
 	require.Equal(t, before, tb.States(), "a refused step leaves the buffer untouched")
 	_, err = NewManagedGpuContext(dev, true, CoordinatorOptions{}, CoordinatorOptions{})
 	require.ErrorContains(t, err, "2 options")

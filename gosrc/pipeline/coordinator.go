@@ -44,15 +44,15 @@ var (
 	// ErrUnknownOp: the id was never issued by this coordinator.
 	ErrUnknownOp = errors.New("unknown op")
 	// ErrFutureOp: a dependency names an op not queued yet.
-	ErrFutureOp = errors.New("dependency on a future op")
+	ErrFutureOp = fmt.Errorf("dependency on a future op: %w", backend.ErrInvalid)
 	// ErrCycle: a dependency that can never be satisfied in order (an op on
 	// itself, on an external op still open, or stages whose buffers form a
 	// cycle).
-	ErrCycle = errors.New("dependency cycle")
+	ErrCycle = fmt.Errorf("dependency cycle: %w", backend.ErrInvalid)
 	// ErrHostTooSmall: a host range is shorter than the copy.
-	ErrHostTooSmall = errors.New("host buffer too small")
+	ErrHostTooSmall = fmt.Errorf("host buffer too small: %w", backend.ErrInvalid)
 	// ErrExternalOpen: the compute stream is lent to an external op.
-	ErrExternalOpen = errors.New("external op open")
+	ErrExternalOpen = fmt.Errorf("external op open: %w", backend.ErrInvalid)
 )
 
 // KernelLauncher launches a kernel by name on a stream; ops.LaunchByName
@@ -168,7 +168,7 @@ type AsyncCoordinator struct {
 // NewAsyncCoordinator creates the three streams on dev.
 func NewAsyncCoordinator(dev backend.Device, opts CoordinatorOptions) (*AsyncCoordinator, error) {
 	if dev == nil {
-		return nil, errors.New("NewAsyncCoordinator: device is nil, expected a backend.Device")
+		return nil, fmt.Errorf("NewAsyncCoordinator: device is nil, expected a backend.Device: %w", backend.ErrInvalid)
 	}
 	c := &AsyncCoordinator{dev: dev, launch: opts.Launch, pool: eventPool{dev: dev, noTiming: opts.NoTiming},
 		nextID: 1, pending: make(map[OpID]*op), maxRep: opts.MaxReports}
@@ -237,12 +237,24 @@ func (c *AsyncCoordinator) QueueDownload(src backend.Buffer, dst HostMem, n int,
 	})
 }
 
+// QueueCopy is QueueUpload (upload) or QueueDownload of n bytes between
+// host and dev.
+func (c *AsyncCoordinator) QueueCopy(upload bool, host HostMem, dev backend.Buffer, n int, deps ...OpID) (OpID, error) {
+	if upload {
+		return c.QueueUpload(host, dev, n, deps...)
+	}
+	return c.QueueDownload(dev, host, n, deps...)
+}
+
 // QueueCompute enqueues op on the compute stream after deps.
 func (c *AsyncCoordinator) QueueCompute(cop ComputeOp, deps ...OpID) (OpID, error) {
 	work := cop.Func
 	if work == nil {
 		if cop.Kernel == "" {
-			return 0, errors.New("QueueCompute: op has neither Func nor Kernel, expected one of them")
+			return 0, fmt.Errorf("QueueCompute: op has neither Func nor Kernel, expected one of them: %w", backend.ErrInvalid)
+		}
+		if err := CheckKernelArgs(cop.Kernel, cop.Args); err != nil {
+			return 0, fmt.Errorf("QueueCompute: %w", err)
 		}
 		work = func(s backend.Stream) error {
 			return c.launch(s, cop.Kernel, cop.Grid, cop.Block, cop.Args...)
@@ -308,6 +320,38 @@ func (c *AsyncCoordinator) EndExternal(id OpID) error {
 	o.end, o.open, c.open = end, false, nil
 	c.fifo[o.lane] = append(c.fifo[o.lane], o)
 	return nil
+}
+
+// ExternalDone tracks, as one op, work the caller already enqueued on the
+// compute stream: BeginExternal and EndExternal in one call. It serves
+// coordinators without timing (no start event has to precede the work)
+// and ops without deps (nothing to wait on before it), where it halves the
+// calls per op; the caller serialises its compute work meanwhile (the
+// Python layer holds its compute lock around the work and this call).
+func (c *AsyncCoordinator) ExternalDone() (OpID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pool.noTiming {
+		return 0, fmt.Errorf("ExternalDone: the coordinator times its ops, expected BeginExternal before the work: %w", backend.ErrInvalid)
+	}
+	if err := c.usableLocked("ExternalDone", OpCompute); err != nil {
+		return 0, err
+	}
+	end, err := c.pool.get()
+	if err != nil {
+		return 0, fmt.Errorf("ExternalDone: %w", err)
+	}
+	if err := c.streams[OpCompute].Record(end); err != nil {
+		c.pool.put(end)
+		return 0, fmt.Errorf("ExternalDone: recording end: %w", err)
+	}
+	o := &op{id: c.nextID, typ: OpCompute, name: "external", lane: c.lanes[OpCompute], end: end}
+	c.nextID++
+	c.pending[o.id] = o
+	c.latest[OpCompute] = o.id
+	c.fifo[o.lane] = append(c.fifo[o.lane], o)
+	c.reapLaneLocked(o.lane)
+	return o.id, nil
 }
 
 // queue runs work on t's stream between a start and an end event, after
@@ -632,15 +676,15 @@ func (c *AsyncCoordinator) putEvent(evs ...backend.Event) {
 func checkCopy(what string, host HostMem, dev backend.Buffer, n int) error {
 	switch {
 	case n < 0:
-		return fmt.Errorf("%s: n=%d, expected n >= 0", what, n)
-	case dev == nil:
-		return fmt.Errorf("%s: device buffer is nil, expected a backend.Buffer", what)
-	case host.Ptr == 0 && n > 0:
-		return fmt.Errorf("%s: host pointer is 0, expected a host address", what)
+		return fmt.Errorf("%s: nbytes=%d, expected nbytes >= 0: %w", what, n, backend.ErrInvalid)
+	case dev == nil || dev.Ptr() == 0 && n > 0:
+		return fmt.Errorf("%s: no device buffer, expected an allocated array: %w", what, backend.ErrInvalid)
+	case host.Ptr == 0 && n > 0 || host.Len < 0:
+		return fmt.Errorf("%s: host=(%#x, %d bytes), expected a host address and a length >= 0: %w", what, host.Ptr, host.Len, backend.ErrInvalid)
 	case n > host.Len:
-		return fmt.Errorf("%s: host range of %d bytes, expected at least n=%d: %w", what, host.Len, n, ErrHostTooSmall)
+		return fmt.Errorf("%s: host range of %d bytes, expected at least n=%d (nbytes): %w", what, host.Len, n, ErrHostTooSmall)
 	case n > dev.Size():
-		return fmt.Errorf("%s: device buffer of %d bytes, expected at least n=%d", what, dev.Size(), n)
+		return fmt.Errorf("%s: device buffer of %d bytes, expected at least nbytes=%d: %w", what, dev.Size(), n, backend.ErrInvalid)
 	}
 	return nil
 }

@@ -9,7 +9,16 @@ import (
 )
 
 // ErrTimeout is returned (wrapped) by waits that give up.
-var ErrTimeout = errors.New("timed out")
+var ErrTimeout error = timeoutError{}
+
+// timeoutError declares itself a timeout (Timeout() bool), as net and
+// memory errors do, so callers classify it without matching text.
+type timeoutError struct{}
+
+func (timeoutError) Error() string { return "timed out" }
+
+// Timeout reports true.
+func (timeoutError) Timeout() bool { return true }
 
 // eventPool recycles timing events. Creating an event costs about 1 us on
 // CUDA and recording one about 0.3 us, so the hot paths take events from

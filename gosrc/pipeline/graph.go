@@ -47,7 +47,7 @@ func (m *PipelineStageManager) CaptureIterations(n int) (*PipelineGraph, error) 
 		return nil, fmt.Errorf("Capture: pipeline manager: %w", backend.ErrClosed)
 	}
 	if len(m.order) == 0 {
-		return nil, errors.New("Capture: no stages, expected AddStage first")
+		return nil, fmt.Errorf("Capture: no stages, expected AddStage first: %w", backend.ErrInvalid)
 	}
 	cycle := 1
 	for _, b := range m.bufs {
@@ -57,7 +57,7 @@ func (m *PipelineStageManager) CaptureIterations(n int) (*PipelineGraph, error) 
 		n = cycle
 	}
 	if n < 0 || n%cycle != 0 || n > maxCaptureIterations {
-		return nil, fmt.Errorf("Capture: n=%d, expected a positive multiple of the buffer cycle %d, at most %d", n, cycle, maxCaptureIterations)
+		return nil, fmt.Errorf("Capture: iterations=%d, expected 0 or a positive multiple of the buffer cycle %d (the lcm of the buffers' versions), at most %d: %w", n, cycle, maxCaptureIterations, backend.ErrInvalid)
 	}
 	c := m.c
 	origin := c.streams[OpCompute]

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
 // ErrPoolExhausted is returned (wrapped) when every readback buffer is held
-// by an unreleased handle and the pool may not grow.
+// by an unreleased handle or a borrowed view and the pool may not grow.
 var ErrPoolExhausted = errors.New("readback pool exhausted")
 
 // ReadbackOptions configures NewReadback.
@@ -32,9 +33,14 @@ type ReadbackOptions struct {
 // Readback copies device memory into pooled pinned host buffers
 // asynchronously. ReadbackAsync returns at once: the copy runs on the
 // readback stream after the producer stream's work so far, so the producer
-// goes on with the next frame while this one is read back. A buffer goes
-// back to the pool only when the handle is released and its copy has
-// completed, so a copy in flight never lands in a buffer handed out again.
+// goes on with the next frame while this one is read back.
+//
+// Every buffer is memory.Shared and a handle holds one reference to its
+// buffer until Release; a caller whose views outlive the handle (Python's
+// NumPy views) releases only when the last of them goes. A buffer goes
+// back to the pool once released and its copy completed, so neither a copy
+// in flight nor a reader ever sees it handed out again; Close frees each
+// buffer with its last reference.
 type Readback struct {
 	mu       sync.Mutex
 	dev      backend.Device
@@ -42,9 +48,10 @@ type Readback struct {
 	ownsS    bool
 	size     int
 	max      int
-	all      []backend.Buffer
-	free     []backend.Buffer
-	retiring []*ReadbackHandle // released, copy maybe still running, oldest first
+	all      int
+	free     []*memory.Shared
+	retiring []*ReadbackHandle // released, copy or views maybe still running, oldest first
+	mem      []*memory.Shared  // every buffer, for Close
 	held     int
 	events   eventPool
 	closed   bool
@@ -53,20 +60,20 @@ type Readback struct {
 // NewReadback creates a readback pool of bufferSize-byte pinned buffers.
 func NewReadback(dev backend.Device, bufferSize int, opts ReadbackOptions) (*Readback, error) {
 	if dev == nil {
-		return nil, errors.New("NewReadback: device is nil, expected a backend.Device")
-	}
-	if bufferSize <= 0 {
-		return nil, fmt.Errorf("NewReadback: bufferSize=%d, expected bufferSize > 0", bufferSize)
+		return nil, fmt.Errorf("NewReadback: device is nil, expected a backend.Device: %w", backend.ErrInvalid)
 	}
 	n := opts.Buffers
 	if n == 0 {
 		n = 2
 	}
-	if n < 1 {
-		return nil, fmt.Errorf("NewReadback: Buffers=%d, expected Buffers >= 1 (0 for the default of 2)", opts.Buffers)
+	switch {
+	case n < 1:
+		return nil, fmt.Errorf("NewReadback: buffers=%d, expected >= 1 (0 for the default of 2): %w", opts.Buffers, backend.ErrInvalid)
+	case opts.MaxBuffers != 0 && opts.MaxBuffers < n:
+		return nil, fmt.Errorf("NewReadback: max_buffers=%d, expected 0 or >= buffers=%d: %w", opts.MaxBuffers, n, backend.ErrInvalid)
 	}
-	if opts.MaxBuffers != 0 && opts.MaxBuffers < n {
-		return nil, fmt.Errorf("NewReadback: MaxBuffers=%d, expected 0 or MaxBuffers >= Buffers=%d", opts.MaxBuffers, n)
+	if _, err := checkBytes("NewReadback: buffer_size", bufferSize, 1, max(n, opts.MaxBuffers)); err != nil {
+		return nil, err
 	}
 	r := &Readback{dev: dev, stream: opts.Stream, size: bufferSize, max: max(n, opts.MaxBuffers), events: eventPool{dev: dev}}
 	if r.stream == nil {
@@ -77,7 +84,7 @@ func NewReadback(dev backend.Device, bufferSize int, opts ReadbackOptions) (*Rea
 		r.stream, r.ownsS = s, true
 	}
 	for range n {
-		if _, err := r.allocLocked(); err != nil {
+		if err := r.allocLocked(); err != nil {
 			return nil, errors.Join(fmt.Errorf("NewReadback: %w", err), r.Close())
 		}
 	}
@@ -100,35 +107,41 @@ func (r *Readback) BufferSize() int { return r.size }
 // then grows (up to MaxBuffers); failing that, if a released buffer's copy
 // is still running it waits for the oldest one: a deliberate host wait
 // that applies back-pressure instead of letting pinned memory grow without
-// bound. If every buffer is held by an unreleased handle it returns
-// ErrPoolExhausted.
+// bound. If every buffer is held by an unreleased handle or a view it
+// returns ErrPoolExhausted.
 func (r *Readback) ReadbackAsync(src uintptr, n int, producer backend.Stream) (*ReadbackHandle, error) {
 	switch {
 	case producer == nil:
-		return nil, errors.New("ReadbackAsync: producer stream is nil, expected the stream that writes src")
+		return nil, fmt.Errorf("ReadbackAsync: producer stream is nil, expected the stream that writes src: %w", backend.ErrInvalid)
 	case n < 0 || n > r.size:
-		return nil, fmt.Errorf("ReadbackAsync: n=%d, expected 0 <= n <= %d (the buffer size): %w", n, r.size, ErrHostTooSmall)
+		return nil, fmt.Errorf("ReadbackAsync: nbytes=%d, expected 0 <= nbytes <= %d (the buffer size): %w", n, r.size, ErrHostTooSmall)
 	case src == 0 && n > 0:
-		return nil, errors.New("ReadbackAsync: src is 0, expected a device address")
+		return nil, fmt.Errorf("ReadbackAsync: src is 0, expected a device address: %w", backend.ErrInvalid)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, fmt.Errorf("ReadbackAsync: %w", backend.ErrClosed)
 	}
-	buf, err := r.takeLocked()
+	sh, err := r.takeLocked()
 	if err != nil {
+		return nil, fmt.Errorf("ReadbackAsync: %w", err)
+	}
+	own, err := sh.Borrow()
+	if err != nil { // unreachable: pool buffers stay open until Close, which holds r.mu
 		return nil, fmt.Errorf("ReadbackAsync: %w", err)
 	}
 	ready, err := r.events.get()
 	if err != nil {
-		r.free = append(r.free, buf)
+		_ = own.Release() // not the last reference: the pool still owns sh
+		r.free = append(r.free, sh)
 		return nil, fmt.Errorf("ReadbackAsync: %w", err)
 	}
 	done, err := r.events.get()
 	if err != nil {
 		r.events.put(ready)
-		r.free = append(r.free, buf)
+		_ = own.Release()
+		r.free = append(r.free, sh)
 		return nil, fmt.Errorf("ReadbackAsync: %w", err)
 	}
 	err = producer.Record(ready)
@@ -138,85 +151,110 @@ func (r *Readback) ReadbackAsync(src uintptr, n int, producer backend.Stream) (*
 	// The wait captured the record, so ready is free again at once.
 	r.events.put(ready)
 	if err == nil {
-		err = r.stream.Copy(buf.Ptr(), src, n)
+		err = r.stream.Copy(sh.Ptr(), src, n)
 	}
 	if err == nil {
 		err = r.stream.Record(done)
 	}
 	if err != nil {
-		// The copy may already be queued: keep buf and done out of
-		// circulation (a leak beats a buffer overwritten under a reader).
+		// The copy may already be queued: keep the buffer (own is never
+		// released) and done out of circulation (a leak beats a buffer
+		// overwritten under a reader).
 		return nil, fmt.Errorf("ReadbackAsync: %w", err)
 	}
 	r.held++
-	return &ReadbackHandle{r: r, buf: buf, n: n, done: done}, nil
+	return &ReadbackHandle{r: r, mem: sh, own: own, n: n, done: done}, nil
 }
 
 // takeLocked finds a buffer for a new readback (see ReadbackAsync).
-func (r *Readback) takeLocked() (backend.Buffer, error) {
+func (r *Readback) takeLocked() (*memory.Shared, error) {
 	r.reclaimLocked()
-	if len(r.free) == 0 && len(r.all) < r.max {
-		if _, err := r.allocLocked(); err != nil {
+	if len(r.free) == 0 && r.all < r.max {
+		if err := r.allocLocked(); err != nil {
 			return nil, err
 		}
 	}
-	if len(r.free) == 0 && len(r.retiring) > 0 {
-		// Back-pressure: see ReadbackAsync.
-		if err := r.retiring[0].done.Synchronize(); err != nil {
-			return nil, err
+	if len(r.free) == 0 {
+		// Back-pressure: see ReadbackAsync. Only a buffer nobody views
+		// can come back, so wait for the oldest such copy.
+		for _, h := range r.retiring {
+			if h.mem.Borrowers() == 0 {
+				if err := h.done.Synchronize(); err != nil {
+					return nil, err
+				}
+				break
+			}
 		}
 		r.reclaimLocked()
 	}
 	if len(r.free) == 0 {
-		return nil, fmt.Errorf("all %d pinned buffers are held by unreleased handles, expected Release first or MaxBuffers > %d: %w",
-			len(r.all), len(r.all), ErrPoolExhausted)
+		return nil, fmt.Errorf("all %d pinned buffers are held by unreleased handles or their views, expected Release "+
+			"(and dropping the views) first or max_buffers > %d: %w", r.all, r.all, ErrPoolExhausted)
 	}
-	b := r.free[len(r.free)-1]
+	sh := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
-	return b, nil
+	return sh, nil
 }
 
-// reclaimLocked returns released buffers whose copies completed, oldest
-// first; copies on one stream finish in order.
+// reclaimLocked returns released buffers whose copies completed and that
+// nobody views any more. Copies on one stream finish in order, so the
+// first copy still running ends the scan; viewed buffers stay retiring.
 func (r *Readback) reclaimLocked() {
-	k := 0
+	kept := r.retiring[:0]
+	running := false
 	for _, h := range r.retiring {
-		if ok, err := h.done.Query(); err == nil && !ok {
-			break
+		if !running && h.done != nil {
+			if ok, err := h.done.Query(); err == nil && !ok {
+				running = true
+			} else {
+				r.events.put(h.done)
+				h.done = nil
+			}
 		}
-		r.free = append(r.free, h.buf)
-		r.events.put(h.done)
-		h.done = nil
-		k++
+		if h.done == nil && h.mem.Borrowers() == 0 {
+			r.free = append(r.free, h.mem)
+			continue
+		}
+		kept = append(kept, h)
 	}
-	if k > 0 {
-		clear(r.retiring[:k])
-		r.retiring = r.retiring[k:]
-	}
+	clear(r.retiring[len(kept):])
+	r.retiring = kept
 }
 
-func (r *Readback) allocLocked() (backend.Buffer, error) {
+func (r *Readback) allocLocked() error {
 	b, err := r.dev.AllocPinned(r.size)
 	if err != nil {
-		return nil, fmt.Errorf("pinned buffer of %d bytes: %w", r.size, err)
+		return fmt.Errorf("pinned buffer of %d bytes: %w", r.size, err)
 	}
-	r.all = append(r.all, b)
-	r.free = append(r.free, b)
-	return b, nil
+	sh := memory.NewShared(b)
+	r.all++
+	r.mem = append(r.mem, sh)
+	r.free = append(r.free, sh)
+	return nil
 }
 
-// Stats reports the pool: buffers allocated, free, held by handles, and
-// released but still copying.
-func (r *Readback) Stats() (total, free, held, retiring int) {
+// ReadbackStats counts a readback pool's buffers.
+type ReadbackStats struct {
+	// Total buffers allocated, Free to hand out, Held by unreleased
+	// handles, Retiring: released while their copy ran or views remain.
+	Total, Free, Held, Retiring int
+}
+
+// Stats reports the pool's buffers.
+func (r *Readback) Stats() ReadbackStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.reclaimLocked()
-	return len(r.all), len(r.free), r.held, len(r.retiring)
+	if !r.closed {
+		r.reclaimLocked()
+	}
+	return ReadbackStats{Total: r.all, Free: len(r.free), Held: r.held, Retiring: len(r.retiring)}
 }
 
 // Close waits for the readback stream (its copies write the buffers about
-// to be freed), then frees every buffer, including those of unreleased
-// handles, which become invalid. Closing twice is an error.
+// to be released), then drops the pool's reference to every buffer: each
+// is freed now, or with the last handle or view that still uses it, so a
+// result being read is never freed under its reader. Handles stay usable
+// until released (their copies are complete). Closing twice is an error.
 func (r *Readback) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -225,11 +263,15 @@ func (r *Readback) Close() error {
 	}
 	r.closed = true
 	errs := []error{r.stream.Synchronize()}
-	r.reclaimLocked()
-	for _, b := range r.all {
-		errs = append(errs, b.Free())
+	for _, h := range r.retiring {
+		r.events.put(h.done)
+		h.done = nil
 	}
-	r.all, r.free = nil, nil
+	r.retiring, r.free = nil, nil
+	for _, sh := range r.mem {
+		errs = append(errs, sh.Close())
+	}
+	r.mem = nil
 	errs = append(errs, r.events.close())
 	if r.ownsS {
 		errs = append(errs, r.stream.Close())
@@ -237,36 +279,50 @@ func (r *Readback) Close() error {
 	return errors.Join(errs...)
 }
 
-// ReadbackHandle is one readback in flight or done.
+// ReadbackHandle is one readback in flight or done. It holds a reference
+// to its buffer until Release.
 type ReadbackHandle struct {
 	r        *Readback
-	buf      backend.Buffer
+	mem      *memory.Shared
+	own      *memory.Borrow
 	n        int
-	done     backend.Event
 	mu       sync.Mutex
+	done     backend.Event // nil once returned to the pool (after Close: complete)
 	released bool
+}
+
+// event returns the completion event, or nil when the copy is known
+// complete (the pool closed after waiting for it).
+func (h *ReadbackHandle) event(what string) (backend.Event, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return nil, fmt.Errorf("ReadbackHandle.%s: handle released: %w", what, backend.ErrClosed)
+	}
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	if h.r.closed {
+		return nil, nil // Close waited for every copy and closed the events
+	}
+	return h.done, nil
 }
 
 // Done reports whether the copy has completed, without blocking.
 func (h *ReadbackHandle) Done() (bool, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.released {
-		return false, fmt.Errorf("ReadbackHandle.Done: %w", backend.ErrClosed)
+	ev, err := h.event("Done")
+	if err != nil || ev == nil {
+		return err == nil, err
 	}
-	return h.done.Query()
+	return ev.Query()
 }
 
 // Wait blocks the host until the copy completes or timeout passes
 // (negative: no limit; zero: just check).
 func (h *ReadbackHandle) Wait(timeout time.Duration) error {
-	h.mu.Lock()
-	if h.released {
-		h.mu.Unlock()
-		return fmt.Errorf("ReadbackHandle.Wait: %w", backend.ErrClosed)
+	ev, err := h.event("Wait")
+	if err != nil || ev == nil {
+		return err
 	}
-	ev := h.done
-	h.mu.Unlock()
 	if err := waitEvent(ev, timeout); err != nil {
 		return fmt.Errorf("ReadbackHandle.Wait: %w", err)
 	}
@@ -278,10 +334,18 @@ func (h *ReadbackHandle) Wait(timeout time.Duration) error {
 // renderer alternating two targets does not need it). It does not block
 // the host.
 func (h *ReadbackHandle) StreamWait(s backend.Stream) error {
+	if s == nil {
+		return fmt.Errorf("ReadbackHandle.StreamWait: stream is nil: %w", backend.ErrInvalid)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
-		return fmt.Errorf("ReadbackHandle.StreamWait: %w", backend.ErrClosed)
+		return fmt.Errorf("ReadbackHandle.StreamWait: handle released: %w", backend.ErrClosed)
+	}
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	if h.r.closed {
+		return nil
 	}
 	if err := s.WaitEvent(h.done); err != nil {
 		return fmt.Errorf("ReadbackHandle.StreamWait: %w", err)
@@ -291,17 +355,17 @@ func (h *ReadbackHandle) StreamWait(s backend.Stream) error {
 
 // Buffer is the pinned buffer the copy lands in; read it only after Done
 // or Wait, and not after Release.
-func (h *ReadbackHandle) Buffer() backend.Buffer { return h.buf }
+func (h *ReadbackHandle) Buffer() backend.Buffer { return h.mem.Buffer() }
 
 // Ptr is the address of the copied bytes (Buffer().Ptr()).
-func (h *ReadbackHandle) Ptr() uintptr { return h.buf.Ptr() }
+func (h *ReadbackHandle) Ptr() uintptr { return h.mem.Ptr() }
 
 // Len is the number of bytes copied.
 func (h *ReadbackHandle) Len() int { return h.n }
 
-// Release gives the buffer back. It rejoins the pool once the copy has
-// completed, so releasing early is safe. Releasing twice is an error, as
-// is releasing while another goroutine waits on the handle.
+// Release gives the handle's reference back. The buffer rejoins the pool
+// once the copy has completed and every view let go, so releasing early
+// is safe. Releasing twice is an error.
 func (h *ReadbackHandle) Release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -311,12 +375,17 @@ func (h *ReadbackHandle) Release() error {
 	h.released = true
 	r := h.r
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.held--
-	if r.closed {
-		return nil // Close freed the buffer already
+	if !r.closed {
+		r.retiring = append(r.retiring, h)
 	}
-	r.retiring = append(r.retiring, h)
-	r.reclaimLocked()
-	return nil
+	r.mu.Unlock()
+	// After Close this may be the last reference, and frees the buffer.
+	err := h.own.Release()
+	r.mu.Lock()
+	if !r.closed {
+		r.reclaimLocked()
+	}
+	r.mu.Unlock()
+	return err
 }

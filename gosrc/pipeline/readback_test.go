@@ -46,7 +46,8 @@ func TestReadbackDoubleBuffered(t *testing.T) {
 	require.Equal(t, bytes.Repeat([]byte{6}, 16), dev.read(pending.Ptr(), 16))
 	require.NoError(t, pending.Release())
 	require.ErrorIs(t, pending.Release(), backend.ErrClosed)
-	total, free, held, _ := rb.Stats()
+	st := rb.Stats()
+	total, free, held := st.Total, st.Free, st.Held
 	require.Equal(t, 2, total, "double buffering needs no more than two buffers")
 	require.Equal(t, 0, held)
 	require.Equal(t, 2, free)
@@ -84,7 +85,7 @@ func TestReadbackReturnsAtOnce(t *testing.T) {
 	// then reuses it.
 	buf := h.Buffer()
 	require.NoError(t, h.Release())
-	_, _, _, retiring := rb.Stats()
+	retiring := rb.Stats().Retiring
 	require.Equal(t, 1, retiring)
 	h2, err := rb.ReadbackAsync(src.Ptr(), 8, prod)
 	require.NoError(t, err)
@@ -105,9 +106,9 @@ func TestReadbackGrowAndErrors(t *testing.T) {
 		opts ReadbackOptions
 		msg  string
 	}{
-		{"size", 0, ReadbackOptions{}, "bufferSize=0"},
-		{"buffers", 8, ReadbackOptions{Buffers: -1}, "Buffers=-1"},
-		{"max", 8, ReadbackOptions{Buffers: 3, MaxBuffers: 2}, "MaxBuffers=2"},
+		{"size", 0, ReadbackOptions{}, "buffer_size=0"},
+		{"buffers", 8, ReadbackOptions{Buffers: -1}, "buffers=-1"},
+		{"max", 8, ReadbackOptions{Buffers: 3, MaxBuffers: 2}, "max_buffers=2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewReadback(dev, tc.size, tc.opts)
@@ -186,7 +187,8 @@ func TestReadbackConcurrent(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	total, _, held, _ := rb.Stats()
+	st := rb.Stats()
+	total, held := st.Total, st.Held
 	require.LessOrEqual(t, total, 16)
 	require.Zero(t, held)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
 // BufferRef is a kernel argument that stands for one of the stage's
@@ -41,6 +42,9 @@ type StageOp struct {
 	Grid, Block [3]uint32
 	Args        []any
 	Func        func(sc StageContext) error
+	// Copy, when set, makes the op a host copy of Host (HostCopyOp).
+	Copy CopyDir
+	Host HostMem
 }
 
 // GpuPipelineStage is one named step of a pipeline iteration.
@@ -150,7 +154,7 @@ type PipelineStageManager struct {
 	order    []int
 	orderSet bool
 	bufs     [][]backend.Buffer
-	owned    []backend.Buffer
+	owned    map[backend.Buffer]*memory.Shared // NewBuffer's buffers, freed with their last borrow after Close
 	ver      [][]verState
 	iter     int
 	inflight []*iterRec
@@ -162,7 +166,7 @@ type PipelineStageManager struct {
 // NewPipelineStageManager creates a manager on c's streams.
 func NewPipelineStageManager(c *AsyncCoordinator) (*PipelineStageManager, error) {
 	if c == nil {
-		return nil, errors.New("NewPipelineStageManager: coordinator is nil, expected an *AsyncCoordinator")
+		return nil, fmt.Errorf("NewPipelineStageManager: coordinator is nil, expected an *AsyncCoordinator: %w", backend.ErrInvalid)
 	}
 	return &PipelineStageManager{c: c}, nil
 }
@@ -176,11 +180,11 @@ func (m *PipelineStageManager) Coordinator() *AsyncCoordinator { return m.c }
 // consecutive iterations overlap. The manager does not free them.
 func (m *PipelineStageManager) AddBuffer(versions ...backend.Buffer) (int, error) {
 	if len(versions) == 0 {
-		return 0, errors.New("AddBuffer: no versions, expected at least one backend.Buffer")
+		return 0, fmt.Errorf("AddBuffer: no versions, expected at least one backend.Buffer: %w", backend.ErrInvalid)
 	}
 	for i, b := range versions {
 		if b == nil {
-			return 0, fmt.Errorf("AddBuffer: version %d is nil, expected a backend.Buffer", i)
+			return 0, fmt.Errorf("AddBuffer: version %d is nil, expected a backend.Buffer: %w", i, backend.ErrInvalid)
 		}
 	}
 	m.mu.Lock()
@@ -194,10 +198,10 @@ func (m *PipelineStageManager) AddBuffer(versions ...backend.Buffer) (int, error
 // bytes each, freed by Close.
 func (m *PipelineStageManager) NewBuffer(size, versions int) (int, error) {
 	if versions < 1 {
-		return 0, fmt.Errorf("NewBuffer: versions=%d, expected versions >= 1", versions)
+		return 0, fmt.Errorf("NewBuffer: versions=%d, expected versions >= 1: %w", versions, backend.ErrInvalid)
 	}
-	if size <= 0 {
-		return 0, fmt.Errorf("NewBuffer: size=%d, expected size > 0 bytes", size)
+	if _, err := checkBytes("NewBuffer: nbytes", size, 1, versions); err != nil {
+		return 0, err
 	}
 	bs := make([]backend.Buffer, 0, versions)
 	for i := range versions {
@@ -215,16 +219,68 @@ func (m *PipelineStageManager) NewBuffer(size, versions int) (int, error) {
 		return 0, err
 	}
 	m.mu.Lock()
-	m.owned = append(m.owned, bs...)
+	if m.owned == nil {
+		m.owned = map[backend.Buffer]*memory.Shared{}
+	}
+	for _, b := range bs {
+		m.owned[b] = memory.NewShared(b)
+	}
 	m.mu.Unlock()
 	return idx, nil
 }
 
-// Buffer returns version v of logical buffer i.
-func (m *PipelineStageManager) Buffer(i, v int) backend.Buffer {
+// Buffer returns version v of logical buffer i; ErrInvalid names the
+// indices when there is no such buffer.
+func (m *PipelineStageManager) Buffer(i, v int) (backend.Buffer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.bufs[i][v]
+	if i < 0 || i >= len(m.bufs) {
+		return nil, fmt.Errorf("buffer %d does not exist, expected 0 <= buffer < %d: %w", i, len(m.bufs), backend.ErrInvalid)
+	}
+	if v < 0 || v >= len(m.bufs[i]) {
+		return nil, fmt.Errorf("buffer %d version %d does not exist, expected 0 <= version < %d: %w", i, v, len(m.bufs[i]), backend.ErrInvalid)
+	}
+	return m.bufs[i][v], nil
+}
+
+// Borrow takes a reference to version v of logical buffer i, one that
+// NewBuffer allocated: it stays allocated until released, even after
+// Close. Caller-owned versions (AddBuffer) fail with ErrInvalid.
+func (m *PipelineStageManager) Borrow(i, v int) (*memory.Borrow, error) {
+	b, err := m.Buffer(i, v)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("PipelineStageManager.Borrow: %w", backend.ErrClosed)
+	}
+	sh, ok := m.owned[b]
+	if !ok {
+		return nil, fmt.Errorf("buffer %d version %d is the caller's (AddBuffer), expected one of NewBuffer's: %w", i, v, backend.ErrInvalid)
+	}
+	return sh.Borrow()
+}
+
+// BufferInfo returns the number of versions of logical buffer i and the
+// size in bytes of each (the first version's; AddBuffer takes equal ones
+// from Python), or ErrInvalid when there is no buffer i.
+func (m *PipelineStageManager) BufferInfo(i int) (versions, size int, err error) {
+	b, err := m.Buffer(i, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.bufs[i]), b.Size(), nil
+}
+
+// Stages is the number of stages added.
+func (m *PipelineStageManager) Stages() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.stages)
 }
 
 // AddStage validates and appends a stage, returning its index. Until
@@ -233,18 +289,22 @@ func (m *PipelineStageManager) AddStage(st GpuPipelineStage) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if st.Name == "" {
-		return 0, errors.New("AddStage: empty Name, expected a stage name")
+		return 0, fmt.Errorf("AddStage: empty Name, expected a stage name: %w", backend.ErrInvalid)
 	}
 	if st.Stream < 0 || st.Stream >= numRoles {
-		return 0, fmt.Errorf("AddStage %q: Stream=%v, expected OpCompute, OpUpload or OpDownload", st.Name, st.Stream)
+		return 0, fmt.Errorf("AddStage %q: Stream=%v, expected OpCompute, OpUpload or OpDownload: %w", st.Name, st.Stream, backend.ErrInvalid)
+	}
+	if st.Op.Copy == CopyUpload && len(st.OutputBuffers) == 0 || st.Op.Copy == CopyDownload && len(st.InputBuffers) == 0 {
+		return 0, fmt.Errorf("AddStage %q: an %s op copies buffer 0 of the stage, expected output_buffers (upload) or input_buffers (download): %w",
+			st.Name, st.Op.Kernel, backend.ErrInvalid)
 	}
 	if st.Op.Func == nil && st.Op.Kernel == "" {
-		return 0, fmt.Errorf("AddStage %q: op has neither Func nor Kernel, expected one of them", st.Name)
+		return 0, fmt.Errorf("AddStage %q: op has neither Func nor Kernel, expected one of them: %w", st.Name, backend.ErrInvalid)
 	}
 	for _, list := range [][]int{st.InputBuffers, st.OutputBuffers} {
 		for _, b := range list {
 			if b < 0 || b >= len(m.bufs) {
-				return 0, fmt.Errorf("AddStage %q: buffer %d, expected 0 <= buffer < %d (AddBuffer first)", st.Name, b, len(m.bufs))
+				return 0, fmt.Errorf("AddStage %q: buffer %d, expected 0 <= buffer < %d (AddBuffer first): %w", st.Name, b, len(m.bufs), backend.ErrInvalid)
 			}
 		}
 	}
@@ -255,7 +315,7 @@ func (m *PipelineStageManager) AddStage(st GpuPipelineStage) (int, error) {
 				n = len(st.OutputBuffers)
 			}
 			if r.Index < 0 || r.Index >= n {
-				return 0, fmt.Errorf("AddStage %q: %+v, expected 0 <= Index < %d", st.Name, r, n)
+				return 0, fmt.Errorf("AddStage %q: %+v, expected 0 <= Index < %d: %w", st.Name, r, n, backend.ErrInvalid)
 			}
 		}
 	}
@@ -278,15 +338,15 @@ func (m *PipelineStageManager) SetOrder(order []int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(order) == 0 {
-		return errors.New("SetOrder: empty order, expected at least one stage index")
+		return fmt.Errorf("SetOrder: empty order, expected at least one stage index: %w", backend.ErrInvalid)
 	}
 	seen := make(map[int]bool, len(order))
 	for _, i := range order {
 		if i < 0 || i >= len(m.stages) {
-			return fmt.Errorf("SetOrder: stage %d, expected 0 <= stage < %d", i, len(m.stages))
+			return fmt.Errorf("SetOrder: stage %d, expected 0 <= stage < %d: %w", i, len(m.stages), backend.ErrInvalid)
 		}
 		if seen[i] {
-			return fmt.Errorf("SetOrder: stage %d (%q) appears twice, expected each stage at most once", i, m.stages[i].Name)
+			return fmt.Errorf("SetOrder: stage %d (%q) appears twice, expected each stage at most once: %w", i, m.stages[i].Name, backend.ErrInvalid)
 		}
 		seen[i] = true
 	}
@@ -305,7 +365,7 @@ func (m *PipelineStageManager) ExecuteIteration() error {
 		return fmt.Errorf("ExecuteIteration: pipeline manager: %w", backend.ErrClosed)
 	}
 	if len(m.order) == 0 {
-		return errors.New("ExecuteIteration: no stages, expected AddStage first")
+		return fmt.Errorf("ExecuteIteration: no stages, expected AddStage first: %w", backend.ErrInvalid)
 	}
 	m.harvestLocked()
 	rec := &iterRec{runs: make([]stageRun, 0, len(m.order))}
@@ -421,6 +481,9 @@ func (m *PipelineStageManager) runOpLocked(st *GpuPipelineStage, sc StageContext
 
 // runStageOp runs op with its BufferRef arguments resolved against sc.
 func runStageOp(launch KernelLauncher, op StageOp, sc StageContext) error {
+	if op.Copy != NoCopy {
+		return runCopy(op, sc)
+	}
 	if op.Func != nil {
 		return op.Func(sc)
 	}
@@ -442,9 +505,12 @@ func runStageOp(launch KernelLauncher, op StageOp, sc StageContext) error {
 			b = sc.Outputs
 		}
 		if r.Index < 0 || r.Index >= len(b) {
-			return fmt.Errorf("kernel %q: argument %d is %+v, expected 0 <= Index < %d", op.Kernel, i, r, len(b))
+			return fmt.Errorf("kernel %q: argument %d is %+v, expected 0 <= Index < %d: %w", op.Kernel, i, r, len(b), backend.ErrInvalid)
 		}
-		args[i] = b[r.Index].Ptr()
+		args[i] = b[r.Index] // a Buffer, so CheckKernelArgs sees its size
+	}
+	if err := CheckKernelArgs(op.Kernel, args); err != nil {
+		return err
 	}
 	return launch(sc.Stream, op.Kernel, op.Grid, op.Block, args...)
 }
@@ -637,8 +703,10 @@ func (m *PipelineStageManager) Close() error {
 	m.release(m.epoch, nil)
 	m.epoch = nil
 	errs := []error{err}
-	for _, b := range m.owned {
-		errs = append(errs, b.Free())
+	// Each buffer is freed now, or by the release of its last borrow (a
+	// view); SynchronizeAll above waited for the work using them.
+	for _, sh := range m.owned {
+		errs = append(errs, sh.Close())
 	}
 	m.owned = nil
 	return errors.Join(errs...)

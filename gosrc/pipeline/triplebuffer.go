@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
 // BufferState is where one TripleBuffer slot is in its cycle.
@@ -63,9 +64,13 @@ const (
 // owns, not whether the device has finished with it. Device ordering comes
 // from events (see ManagedGpuContext.TripleBufferedStep). All methods are
 // safe for concurrent use; each transition is one atomic compare-and-swap.
+//
+// Each slot is memory.Shared: a view of a slot (Borrow) keeps it alive
+// after Close, which only drops the triple buffer's own references.
 type TripleBuffer struct {
 	dev   backend.Device
 	bufs  [numSlots]backend.Buffer
+	mem   [numSlots]*memory.Shared
 	n     int
 	dtype backend.DType
 	word  atomic.Uint64
@@ -76,24 +81,26 @@ type TripleBuffer struct {
 // on dev.
 func NewTripleBuffer(dev backend.Device, size int, dtype backend.DType) (*TripleBuffer, error) {
 	if dev == nil {
-		return nil, errors.New("NewTripleBuffer: device is nil, expected a backend.Device")
-	}
-	if size <= 0 {
-		return nil, fmt.Errorf("NewTripleBuffer: size=%d, expected size > 0 elements", size)
+		return nil, fmt.Errorf("NewTripleBuffer: device is nil, expected a backend.Device: %w", backend.ErrInvalid)
 	}
 	if !dtype.Valid() {
-		return nil, fmt.Errorf("NewTripleBuffer: dtype=%v, expected a defined backend.DType", dtype)
+		return nil, fmt.Errorf("NewTripleBuffer: dtype=%v, expected a defined backend.DType: %w", dtype, backend.ErrInvalid)
+	}
+	nbytes, err := checkBytes("NewTripleBuffer: size", size, dtype.Size(), numSlots)
+	if err != nil {
+		return nil, err
 	}
 	tb := &TripleBuffer{dev: dev, n: size, dtype: dtype}
 	for i := range tb.bufs {
-		b, err := dev.Alloc(size * dtype.Size())
+		b, err := dev.Alloc(nbytes)
 		if err != nil {
 			for _, prev := range tb.bufs[:i] {
 				_ = prev.Free() // already failing; the allocation error is the one to report
 			}
-			return nil, fmt.Errorf("NewTripleBuffer: allocating slot %d of %d bytes: %w", i, size*dtype.Size(), err)
+			return nil, fmt.Errorf("NewTripleBuffer: allocating slot %d of %d bytes: %w", i, nbytes, err)
 		}
 		tb.bufs[i] = b
+		tb.mem[i] = memory.NewShared(b)
 	}
 	return tb, nil
 }
@@ -110,8 +117,35 @@ func (tb *TripleBuffer) DType() backend.DType { return tb.dtype }
 // Device is the device holding the buffers.
 func (tb *TripleBuffer) Device() backend.Device { return tb.dev }
 
-// Buffer returns slot i's buffer regardless of its state (0 <= i < 3).
-func (tb *TripleBuffer) Buffer(i int) backend.Buffer { return tb.bufs[i] }
+// Buffer returns slot i's buffer regardless of its state, or nil when i
+// is not 0, 1 or 2. Use it only while the triple buffer is open, or
+// through a Borrow.
+func (tb *TripleBuffer) Buffer(i int) backend.Buffer {
+	if i < 0 || i >= numSlots {
+		return nil
+	}
+	return tb.bufs[i]
+}
+
+// Borrow takes a reference to slot i that keeps its memory alive until it
+// is released, even after Close. It fails with ErrInvalid for a bad slot
+// and ErrClosed once the triple buffer is closed.
+func (tb *TripleBuffer) Borrow(i int) (*memory.Borrow, error) {
+	if i < 0 || i >= numSlots {
+		return nil, fmt.Errorf("TripleBuffer.Borrow: slot=%d, expected 0, 1 or 2: %w", i, backend.ErrInvalid)
+	}
+	b, err := tb.mem[i].Borrow()
+	if err != nil {
+		return nil, fmt.Errorf("TripleBuffer.Borrow: %w", err)
+	}
+	return b, nil
+}
+
+// SlotOf returns the slot index of b (a buffer from a Get call), or -1.
+func (tb *TripleBuffer) SlotOf(b backend.Buffer) int { return tb.slotIndex(b) }
+
+// Closed reports whether Close was called.
+func (tb *TripleBuffer) Closed() bool { return tb.freed.Load() }
 
 // Round is the number of Advance calls so far.
 func (tb *TripleBuffer) Round() uint64 { return tb.word.Load() >> genShift }
@@ -186,16 +220,40 @@ func (tb *TripleBuffer) Advance() uint64 {
 // must make sure no stage still uses a buffer.
 func (tb *TripleBuffer) Reset() { tb.word.Store(0) }
 
-// Close frees the three buffers. Closing twice is an error.
+// Close drops the triple buffer's references to its three buffers: each
+// is freed now, or when its last borrower releases it. On CUDA the free
+// waits for work still queued on the memory (cuMemFree synchronises), so
+// closing with copies in flight waits for them instead of freeing under
+// them. Closing twice is an error.
 func (tb *TripleBuffer) Close() error {
 	if !tb.freed.CompareAndSwap(false, true) {
 		return fmt.Errorf("TripleBuffer.Close: %w", backend.ErrClosed)
 	}
 	var errs []error
-	for _, b := range tb.bufs {
-		errs = append(errs, b.Free())
+	for _, m := range tb.mem {
+		errs = append(errs, m.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// borrowAll takes a reference to every slot for the duration of one step,
+// so a concurrent Close cannot free a slot a queued copy still targets.
+func (tb *TripleBuffer) borrowAll() (release func(), err error) {
+	var bs []*memory.Borrow
+	release = func() {
+		for _, b := range bs {
+			_ = b.Release() // the step's own references; a free error surfaces at Close
+		}
+	}
+	for i := range numSlots {
+		b, err := tb.Borrow(i)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		bs = append(bs, b)
+	}
+	return release, nil
 }
 
 // claim moves the slot at offset from the rotation base from state from to

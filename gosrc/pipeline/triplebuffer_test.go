@@ -20,7 +20,7 @@ func TestNewTripleBufferArgs(t *testing.T) {
 	}{
 		{"ok", dev, 16, backend.Float32, ""},
 		{"nil device", nil, 16, backend.Float32, "device is nil"},
-		{"zero size", dev, 0, backend.Float32, "size=0, expected size > 0"},
+		{"zero size", dev, 0, backend.Float32, "size=0, expected > 0"},
 		{"bad dtype", dev, 4, backend.DType(42), "dtype=DType(42)"},
 	}
 	for _, tc := range tests {

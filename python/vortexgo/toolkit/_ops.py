@@ -1,92 +1,29 @@
-"""Operations of the async toolkit: kernels by name, timed spins, host copies,
-their typed arguments, and the toolkit's error translation."""
+"""Operations of the async toolkit: kernels by name, timed spins and host
+copies, with their typed arguments."""
 
 from __future__ import annotations
 
-import math
+import re
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, TypeVar, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ._array import Array
-from ._core import api
-from ._errors import native
-from ._stream import Stream
+from .._array import Array
+from .._core import api
+from .._validate import INT64_MAX, check_float, check_int
+from ._records import float_bits, tk_native, words
 
 __all__ = [
     "KernelArg", "i32", "u32", "i64", "u64", "f32", "f64", "In", "Out",
-    "KernelOp", "SpinOp", "UploadOp", "DownloadOp", "Op",
+    "KernelOp", "SpinOp", "UploadOp", "DownloadOp", "Op", "host_range", "device_range",
 ]
 
-F = TypeVar("F", bound=Callable)
-
-
-
-# KeyError (unknown op ids) is one of the tags _errors.native translates.
-tk_native = native
-
-
-def check_int(name: str, v: Any, lo: Optional[int] = None) -> int:
-    """v as an int (not a bool), at least lo."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name}={v!r}, expected an int")
-    v = int(v)
-    if lo is not None and v < lo:
-        raise ValueError(f"{name}={v}, expected {name} >= {lo}")
-    return v
-
-
-def timeout_us(timeout: Optional[float]) -> int:
-    """Seconds (None: forever) as the Go side's microseconds (-1: forever)."""
-    if timeout is None:
-        return -1
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout={timeout!r}, expected seconds (a number) or None")
-    if not timeout >= 0 or math.isinf(timeout):
-        if math.isinf(timeout) and timeout > 0:
-            return -1
-        raise ValueError(f"timeout={timeout}, expected seconds >= 0 or None (no limit)")
-    return int(round(timeout * 1e6))
-
-
-# --- views of memory owned by toolkit objects ------------------------------------
-
-
-class _Owned:
-    """The ``_buf`` of an Array over memory a toolkit object owns: it keeps the
-    owner alive, and freeing the Array frees nothing (the owner does)."""
-
-    __slots__ = ("owner",)
-
-    def __init__(self, owner: Any) -> None:
-        self.owner = owner
-
-    def Free(self) -> None:  # noqa: N802 - the gopy Buffer method name
-        pass
-
-
-def owned_view(owner: Any, ptr: int, shape: tuple[int, ...], dtype: np.dtype, device, pinned: bool = False,
-               stream: Optional[Stream] = None) -> Array:
-    """An Array over ``owner``'s memory; ``free()`` on it is refused and
-    :func:`invalidate` makes it (and its reshapes) raise ClosedError."""
-    root = Array._new(_Owned(owner), ptr, shape, dtype, device, pinned, stream)
-    return Array._new(root._buf, ptr, shape, dtype, device, pinned, stream, base=root)
-
-
-def view_root(view: Array) -> Array:
-    """The hidden root Array of an :func:`owned_view` (or ``view`` itself)."""
-    return view._base if view._base is not None else view
-
-
-def invalidate(view: Array) -> None:
-    """Mark an :func:`owned_view` freed: later use raises ClosedError."""
-    view_root(view)._buf = None
-
-
-# --- kernel arguments ------------------------------------------------------------
-
-_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
+# Argument kinds of gosrc/pipeline/args.go (DecodeArgs).
+_ARRAY, _IN, _OUT = 0, 7, 8
+_COPY_UPLOAD, _COPY_DOWNLOAD = 1, 2  # pipeline.CopyDir
+_KINDS = {"i32": 1, "u32": 2, "i64": 3, "u64": 4, "f32": 5, "f64": 6}
+_RANGE = {"i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, INT64_MAX), "u64": (0, INT64_MAX)}
 
 
 @dataclass(frozen=True)
@@ -102,10 +39,14 @@ class KernelArg:
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise ValueError(f"kind={self.kind!r}, expected one of {', '.join(_KINDS)}")
-        if self.kind[0] in "iu" and (isinstance(self.value, bool) or not isinstance(self.value, (int, np.integer))):
-            raise TypeError(f"{self.kind}({self.value!r}): expected an int")
-        if self.kind[0] == "f" and (isinstance(self.value, bool) or not isinstance(self.value, (int, float, np.number))):
-            raise TypeError(f"{self.kind}({self.value!r}): expected a real number")
+        if self.kind[0] in "iu":
+            lo, hi = _RANGE[self.kind]
+            object.__setattr__(self, "value", check_int(f"{self.kind}()", self.value, lo, hi))
+        else:
+            object.__setattr__(self, "value", check_float(f"{self.kind}()", self.value, finite=False))
+
+    def _word(self) -> int:
+        return self.value if self.kind[0] in "iu" else float_bits(self.value)  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"{self.kind}({self.value!r})"
@@ -148,6 +89,9 @@ class In:
 
     index: int = 0
 
+    def __post_init__(self) -> None:
+        check_int("In.index", self.index, 0, 2**31 - 1)
+
 
 @dataclass(frozen=True)
 class Out:
@@ -156,69 +100,103 @@ class Out:
 
     index: int = 0
 
+    def __post_init__(self) -> None:
+        check_int("Out.index", self.index, 0, 2**31 - 1)
+
 
 _NP_KIND = {np.dtype("int32"): "i32", np.dtype("uint32"): "u32", np.dtype("int64"): "i64",
             np.dtype("uint64"): "u64", np.dtype("float32"): "f32", np.dtype("float64"): "f64"}
 
 
-def _device_ptr(x: Any) -> Optional[int]:
+def device_range(x: Any, what: str) -> Optional[tuple[int, int]]:
+    """(address, bytes) of a vortexgo Array or a CUDA array, else None."""
     if isinstance(x, Array):
         x._check()
-        return x.ptr
+        return x.ptr, x.nbytes
     cai = getattr(x, "__cuda_array_interface__", None)
     if isinstance(cai, dict):
-        return int(cai["data"][0])
+        n = int(np.prod(cai["shape"])) * np.dtype(cai["typestr"]).itemsize
+        return int(cai["data"][0]), n
     return None
 
 
-@tk_native
-def build_args(name: str, args: Sequence[Any]):
-    """A Go KernelArgs from Python values (see :class:`KernelArg`)."""
-    k = api.NewKernelArgs()
+def _encode(name: str, args: Sequence[Any]) -> list[int]:
+    out: list[int] = []
     for i, a in enumerate(args):
-        ptr = _device_ptr(a)
-        if ptr is not None:
-            k.Ptr(ptr)
+        r = device_range(a, f"argument {i}")
+        if r is not None:
+            out += (_ARRAY, r[0], r[1])
         elif isinstance(a, KernelArg):
-            getattr(k, a.kind.upper())(int(a.value) if a.kind[0] in "iu" else float(a.value))
-        elif isinstance(a, In):
-            k.In(check_int("In.index", a.index, 0))
-        elif isinstance(a, Out):
-            k.Out(check_int("Out.index", a.index, 0))
-        elif isinstance(a, bool):
+            out += (_KINDS[a.kind], a._word())
+        elif isinstance(a, (In, Out)):
+            out += (_IN if isinstance(a, In) else _OUT, a.index)
+        elif isinstance(a, (bool, np.bool_)):
             raise TypeError(f"kernel {name!r} argument {i} is a bool, expected an int wrapped in u32()/i32() etc.")
         elif isinstance(a, np.generic) and a.dtype in _NP_KIND:
-            kind = _NP_KIND[a.dtype]
-            getattr(k, kind.upper())(a.item())
+            k = KernelArg(_NP_KIND[a.dtype], a.item())
+            out += (_KINDS[k.kind], k._word())
         elif isinstance(a, (int, np.integer)):
-            (k.U64 if a >= 0 else k.I64)(int(a))
+            k = KernelArg("u64" if a >= 0 else "i64", int(a))
+            out += (_KINDS[k.kind], k._word())
         elif isinstance(a, (float, np.floating)):
-            k.F64(float(a))
+            out += (_KINDS["f64"], float_bits(float(a)))
         else:
             raise TypeError(
                 f"kernel {name!r} argument {i} is {type(a).__name__}, expected a vortexgo.Array, an object "
                 "with __cuda_array_interface__, an int, a float, a KernelArg (i32(...)...) or In/Out")
-    return k
+    return out
 
 
 def _dim3(name: str, v: Union[int, Sequence[int]]) -> tuple[int, int, int]:
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         v = (int(v),)
-    try:
-        t = tuple(check_int(name, x, 1) for x in v)  # type: ignore[union-attr]
-    except TypeError:
-        raise TypeError(f"{name}={v!r}, expected an int or 1 to 3 ints") from None
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+        raise TypeError(f"{name}={v!r}, expected an int or 1 to 3 ints")
+    t = tuple(check_int(name, x, 1, 2**32 - 1) for x in v)  # type: ignore[union-attr]
     if not 1 <= len(t) <= 3:
         raise ValueError(f"{name}={v!r}, expected 1 to 3 dimensions")
     return t + (1,) * (3 - len(t))  # type: ignore[return-value]
 
 
-# --- operations ---------------------------------------------------------------------
+# The elementwise kernels (kernels/elementwise.cu): pointers first, then
+# the element count n. Go refuses an n past a sized argument too
+# (pipeline.CheckKernelArgs); checking here names the arrays' Python sizes
+# before anything is built.
+_ELEMENTWISE = re.compile(r"^(fill|scale_offset|cast)_([a-z0-9]+?)(?:_([a-z0-9]+))?$")
+
+
+def _check_n(name: str, args: Sequence[Any]) -> None:
+    m = _ELEMENTWISE.match(name)
+    if m is None:
+        return
+    try:
+        if m.group(1) == "cast":
+            elems = [np.dtype(m.group(3)).itemsize, np.dtype(m.group(2)).itemsize]
+        else:
+            elems = [np.dtype(m.group(2)).itemsize] * (1 if m.group(1) == "fill" else 2)
+    except TypeError:
+        return
+    if len(args) <= len(elems):
+        return
+    n = args[len(elems)]
+    n = n.value if isinstance(n, KernelArg) and n.kind[0] in "iu" else n
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        return
+    for i, elem in enumerate(elems):
+        r = device_range(args[i], f"argument {i}")
+        if r is not None and int(n) > r[1] // elem:
+            raise ValueError(f"kernel {name!r}: n={int(n)} elements, but argument {i} holds {r[1]} bytes "
+                             f"({r[1] // elem} elements of {elem} bytes)")
 
 
 @dataclass(frozen=True)
 class KernelOp:
     """A kernel of kernels/ by name, with its launch configuration.
+
+    For the elementwise kernels (``fill_*``, ``scale_offset_*``, ``cast_*``)
+    an element count ``n`` larger than an array argument is refused with a
+    ValueError naming ``n`` and the sizes, here and again before each
+    launch (stage buffers, :class:`In`/:class:`Out`, are checked at launch).
 
     Args:
         name: the kernel's name (e.g. ``"scale_offset_float32"``).
@@ -240,11 +218,13 @@ class KernelOp:
         object.__setattr__(self, "grid", _dim3("grid", self.grid))
         object.__setattr__(self, "block", _dim3("block", self.block))
         object.__setattr__(self, "args", tuple(self.args))
+        _check_n(self.name, self.args)
 
     @tk_native
     def _handle(self):
-        k = build_args(self.name, self.args)
-        return api.NewKernelOp(self.name, *self.grid, *self.block, k)
+        _check_n(self.name, self.args)  # arrays may have been replaced or freed since
+        w = words((*self.grid, *self.block, *_encode(self.name, self.args)))  # referenced across the call
+        return api.NewKernelOp(self.name, *w.buffer_info())
 
     def __repr__(self) -> str:
         return f"KernelOp({self.name!r}, grid={self.grid}, block={self.block}, args={len(self.args)})"
@@ -258,17 +238,14 @@ class SpinOp:
     ms: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.ms, bool) or not isinstance(self.ms, (int, float)):
-            raise TypeError(f"ms={self.ms!r}, expected a number of milliseconds")
-        if not 0 <= self.ms <= 1e6:
-            raise ValueError(f"ms={self.ms}, expected 0 <= ms <= 1e6")
+        object.__setattr__(self, "ms", check_float("ms", self.ms, 0, 1e6))
 
     @tk_native
     def _handle(self):
-        return api.NewSpinOp(float(self.ms) * 1e3)
+        return api.NewSpinOp(self.ms * 1e3)
 
     def __repr__(self) -> str:
-        return f"SpinOp({self.ms} ms)"
+        return f"SpinOp({self.ms:g} ms)"
 
 
 def host_range(x: Any, what: str) -> tuple[int, int]:
@@ -302,8 +279,7 @@ class UploadOp:
 
     @tk_native
     def _handle(self):
-        ptr, n = host_range(self.host, "host")
-        return api.NewCopyOp(ptr, n, True)
+        return api.NewCopyOp(*host_range(self.host, "host"), _COPY_UPLOAD)
 
     def __repr__(self) -> str:
         return f"UploadOp({host_range(self.host, 'host')[1]} bytes)"
@@ -321,8 +297,7 @@ class DownloadOp:
 
     @tk_native
     def _handle(self):
-        ptr, n = host_range(self.host, "host_dst")
-        return api.NewCopyOp(ptr, n, False)
+        return api.NewCopyOp(*host_range(self.host, "host_dst"), _COPY_DOWNLOAD)
 
     def __repr__(self) -> str:
         return f"DownloadOp({host_range(self.host, 'host_dst')[1]} bytes)"

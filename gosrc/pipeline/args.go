@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// ArgKind codes the kernel arguments of DecodeArgs.
+type ArgKind int64
+
+// Argument kinds: an array is followed by its address and size in bytes,
+// a number by its value (floats as IEEE-754 bits), In/Out by the index.
+const (
+	ArgArray ArgKind = iota
+	ArgI32
+	ArgU32
+	ArgI64
+	ArgU64
+	ArgF32
+	ArgF64
+	ArgIn
+	ArgOut
+)
+
+// DecodeArgs turns a flat list of words (kind, payload...) into kernel
+// arguments, checking every value against its C type once, here.
+func DecodeArgs(words []int64) ([]any, error) {
+	var args []any
+	for i := 0; i < len(words); i++ {
+		k := ArgKind(words[i])
+		need := 1
+		if k == ArgArray {
+			need = 2
+		}
+		if i+need >= len(words) || k < ArgArray || k > ArgOut {
+			return nil, fmt.Errorf("kernel argument %d: kind %d with %d words left, expected a kind 0..%d and its value: %w",
+				len(args), k, len(words)-i-1, ArgOut, backend.ErrInvalid)
+		}
+		v := words[i+1]
+		bad := func(lo, hi int64) error {
+			if v < lo || v > hi {
+				return fmt.Errorf("kernel argument %d: %d, expected %d <= value <= %d: %w", len(args), v, lo, hi, backend.ErrInvalid)
+			}
+			return nil
+		}
+		var a any
+		var err error
+		switch k {
+		case ArgArray:
+			a, err = NewSpan(nil, uintptr(v), int(words[i+2])), bad(0, math.MaxInt64)
+		case ArgI32:
+			a, err = int32(v), bad(math.MinInt32, math.MaxInt32)
+		case ArgU32:
+			a, err = uint32(v), bad(0, math.MaxUint32)
+		case ArgI64:
+			a = v
+		case ArgU64:
+			a, err = uint64(v), bad(0, math.MaxInt64)
+		case ArgF32:
+			a = float32(math.Float64frombits(uint64(v)))
+		case ArgF64:
+			a = math.Float64frombits(uint64(v))
+		case ArgIn, ArgOut:
+			a, err = BufferRef{Output: k == ArgOut, Index: int(v)}, bad(0, math.MaxInt32)
+		}
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, a)
+		i += need
+	}
+	return args, nil
+}
+
+// LastID is the latest op id issued on any stream (0 before the first).
+func (c *AsyncCoordinator) LastID() OpID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nextID - 1
+}
+
+// Timing reports whether ops are timed (CoordinatorOptions.NoTiming unset).
+func (c *AsyncCoordinator) Timing() bool { return !c.pool.noTiming }
+
+// BookkeepingNs measures the coordinator's own cost per op: n empty
+// compute ops queued and polled, with nothing else in the loop.
+func (c *AsyncCoordinator) BookkeepingNs(n int) (float64, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("BookkeepingNs: n=%d, expected n > 0: %w", n, backend.ErrInvalid)
+	}
+	nop := ComputeOp{Kernel: "nop", Func: func(backend.Stream) error { return nil }}
+	if err := c.SynchronizeAll(); err != nil {
+		return 0, err
+	}
+	c.Poll()
+	t0 := time.Now()
+	for range n {
+		if _, err := c.QueueCompute(nop); err != nil {
+			return 0, err
+		}
+		c.Poll()
+	}
+	el := time.Since(t0)
+	return float64(el.Nanoseconds()) / float64(n), c.SynchronizeAll()
+}
+
+// ExecuteIterations issues n iterations (ExecuteIteration n times).
+func (m *PipelineStageManager) ExecuteIterations(n int) error {
+	for range n {
+		if err := m.ExecuteIteration(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReplayN launches the graph n times.
+func (pg *PipelineGraph) ReplayN(n int) error {
+	for range n {
+		if err := pg.Replay(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Claim moves the slot of stage (Uploading: the upload stage, Processing,
+// Downloading) one state forward and returns its index, or -1 when it is
+// not in the state that stage expects (see the Get methods).
+func (tb *TripleBuffer) Claim(stage BufferState) int {
+	var b backend.Buffer
+	var ok bool
+	switch stage {
+	case Uploading:
+		b, ok = tb.GetUploadBuffer()
+	case Processing:
+		b, ok = tb.GetProcessBuffer()
+	case Downloading:
+		b, ok = tb.GetDownloadBuffer()
+	}
+	if !ok {
+		return -1
+	}
+	return tb.slotIndex(b)
+}
+
+// DecodeKernel is KernelOp from words: grid x, y, z and block x, y, z,
+// then the arguments (DecodeArgs).
+func DecodeKernel(name string, words []int64) (StageOp, error) {
+	if len(words) < 6 {
+		return StageOp{}, fmt.Errorf("kernel %q: %d words, expected grid and block (6) first: %w", name, len(words), backend.ErrInvalid)
+	}
+	args, err := DecodeArgs(words[6:])
+	if err != nil {
+		return StageOp{}, err
+	}
+	var d [6]uint64
+	for i, v := range words[:6] {
+		d[i] = uint64(max(v, 0)) // 0 is refused by KernelOp, naming the dimensions
+	}
+	return KernelOp(name, [3]uint64(d[:3]), [3]uint64(d[3:]), args)
+}
+
+// The records below are the float64 rows the Python layer reads (one
+// format for every result: gosrc/pyapi writes them into its buffer).
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Info is pending ops, dropped reports, the last op id and 1 when the
+// roles share one stream.
+func (c *AsyncCoordinator) Info() []float64 {
+	return []float64{float64(c.Pending()), float64(c.Dropped()), float64(c.LastID()), b2f(c.Sequential())}
+}
+
+// Record is the three slot states and the round.
+func (tb *TripleBuffer) Record() []float64 {
+	s := tb.States()
+	return []float64{float64(s[0]), float64(s[1]), float64(s[2]), float64(tb.Round())}
+}
+
+// Record is total, free, held and retiring.
+func (s ReadbackStats) Record() []float64 {
+	return []float64{float64(s.Total), float64(s.Free), float64(s.Held), float64(s.Retiring)}
+}
+
+// Record is round, upload, compute, download and downloaded_round.
+func (r StepReport) Record() []float64 {
+	return []float64{float64(r.Round), float64(r.Upload), float64(r.Compute), float64(r.Download), float64(r.DownloadedRound)}
+}
+
+// Record is issued (iterations issued so far), then iterations,
+// avg_iteration_ms, throughput, gpu_utilization, host_us_per_iteration,
+// graph_iterations, graph_host_us_per_iteration, in_flight, then runs,
+// avg_ms and total_ms of each stage by index.
+func (s PipelineStats) Record(issued int) []float64 {
+	v := []float64{float64(issued), float64(s.Iterations), s.AvgIterationMs, s.Throughput, s.GPUUtilization,
+		s.HostUsPerIteration, float64(s.GraphIterations), s.GraphHostUsPerIteration, float64(s.InFlight)}
+	for _, st := range s.Stages {
+		v = append(v, float64(st.Runs), st.AvgMs, st.TotalMs)
+	}
+	return v
+}
+
+// Info is the iterations one replay runs and the graph's nodes.
+func (pg *PipelineGraph) Info() []float64 { return []float64{float64(pg.iters), float64(pg.g.Nodes())} }

@@ -1,0 +1,77 @@
+package pyapi
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+func addr[T any](s []T) int { return int(uintptr(unsafe.Pointer(unsafe.SliceData(s)))) }
+
+// TestClosedCoordinatorIDIsDead: a closed coordinator's fast-path id, and
+// its streams, never drive another coordinator (the old table reused ids).
+func TestClosedCoordinatorIDIsDead(t *testing.T) {
+	dev, err := GetDevice("cpu")
+	require.NoError(t, err)
+	var stale []int
+	var streams []*Stream
+	for range 4 {
+		c, err := NewAsyncCoordinator(dev, 0, 0, 0, false)
+		require.NoError(t, err)
+		s, err := c.Stream(2)
+		require.NoError(t, err)
+		stale, streams = append(stale, c.ID()), append(streams, s)
+		require.NoError(t, c.Close())
+	}
+	fresh, err := NewAsyncCoordinator(dev, 0, 0, 0, false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, fresh.Close()) }()
+	for i, id := range stale {
+		require.NotEqual(t, fresh.ID(), id)
+		require.Equal(t, -1, FastBeginExternal(id), "stale id %d", id)
+		require.Equal(t, -1, FastEndExternal(id, 1))
+		require.Equal(t, -1, FastSyncStream(streams[i].ID()))
+		_, err := streams[i].Handle()
+		require.ErrorContains(t, err, "ClosedError: ")
+	}
+	info := make([]float64, 4)
+	require.Equal(t, 4, fresh.Info(addr(info), len(info)))
+	require.Equal(t, []float64{0, 0, 0, 0}, info, "nothing was queued on the fresh coordinator")
+}
+
+// TestPollRecords: Poll writes fixed-size records, keeps what does not
+// fit for the next call, and names ops through the interned table.
+func TestPollRecords(t *testing.T) {
+	dev, err := GetDevice("cpu")
+	require.NoError(t, err)
+	c, err := NewAsyncCoordinator(dev, 0, 0, 0, true)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	spin, err := NewSpinOp(0)
+	require.NoError(t, err)
+	for range 3 {
+		_, err := c.QueueCompute(spin, 0, 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.SynchronizeAll())
+	buf := make([]float64, 2*PollFields)
+	require.Equal(t, 2, FastPoll(c.ID(), addr(buf), len(buf)), "two records fit")
+	require.Equal(t, []float64{1, 2}, []float64{buf[0], buf[PollFields]})
+	require.Equal(t, "spin_ns", c.Name(int(buf[1])/8), "kind = (name*4 + type)*2 + failed")
+	require.Equal(t, 0, int(buf[1])/2%4, "a compute op")
+	require.Equal(t, 1, FastPoll(c.ID(), addr(buf), len(buf)), "the third waited")
+	require.Equal(t, float64(3), buf[0])
+	require.Zero(t, FastPoll(c.ID(), addr(buf), len(buf)))
+	require.Equal(t, "", c.Name(99))
+}
+
+// TestRecordTooSmall: record reports the size it needs and writes nothing
+// when the caller's buffer is too small.
+func TestRecordTooSmall(t *testing.T) {
+	buf := []float64{-1, -1}
+	require.Equal(t, 3, record(addr(buf), len(buf), 1, 2, 3))
+	require.Equal(t, []float64{-1, -1}, buf)
+	require.Equal(t, 2, record(addr(buf), len(buf), 1, 2))
+	require.Equal(t, []float64{1, 2}, buf)
+}
