@@ -167,7 +167,7 @@ class Array:
         if base is None:
             mid = buf.ID() if hasattr(buf, "ID") else 0
             return cls._make(buf, None, mid, ptr, shape, dtype, device, pinned, stream)
-        return base._view(ptr, shape, dtype)
+        return base._view(ptr, shape, dtype, cls)
 
     @classmethod
     def _from_lease(cls, lease, shape, dtype, device, pinned, stream=None) -> "Array":
@@ -191,14 +191,16 @@ class Array:
         lease = native(buf.Lease)()
         return Keep(lease.Release, self.ptr, self.nbytes, parent=lease, what="borrowed array memory")
 
-    def _view(self, ptr: int, shape, dtype) -> "Array":
+    def _view(self, ptr: int, shape, dtype, cls: Optional[type] = None) -> "Array":
+        # cls: the view's class (the toolkit's PoolArray); a plain Array by default.
+        make = (cls or Array)._make
         if self._keep is None and not self._mid:
             self._check()
             root = self._base or self
-            return Array._make(None, None, 0, ptr, shape, dtype, self.device, self.pinned, self.stream, base=root)
+            return make(None, None, 0, ptr, shape, dtype, self.device, self.pinned, self.stream, base=root)
         keep = self._borrow()
         mid = self._mid if self._keep is not None else keep.parent.ID()
-        return Array._make(None, keep, mid, ptr, shape, dtype, self.device, self.pinned, self.stream)
+        return make(None, keep, mid, ptr, shape, dtype, self.device, self.pinned, self.stream)
 
     # --- shape -------------------------------------------------------------
 
