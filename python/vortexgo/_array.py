@@ -306,7 +306,7 @@ class Array:
             "data": (self.ptr, False),
             "version": 3,
             "strides": None,
-            "stream": self.stream.handle if self.stream is not None else None,
+            "stream": self._producer_handle(),
         }
 
     @property
@@ -378,8 +378,9 @@ class Array:
         if self.device.is_cuda and not self.pinned and stream != -1:
             # None means the legacy default stream (CU_STREAM_LEGACY == 1).
             handle = 1 if stream is None else int(stream)
-            if self.stream is not None and handle != self.stream.handle:
-                order_after(_foreign(self.device, handle), self.stream)
+            producer = self._producer()
+            if producer is not None and handle != producer.handle:
+                order_after(_foreign(self.device, handle), producer)
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
         dev_type, dev_id = self.__dlpack_device__()
         itemsize = self.dtype.itemsize
@@ -400,8 +401,9 @@ class Array:
         this is the explicit, synchronous way back to the host.
         """
         self._check()
-        if self.stream is not None:
-            self.stream.synchronize()
+        producer = self._producer()
+        if producer is not None:
+            producer.synchronize()
         if self.host_accessible:
             return host_view(self.ptr, self.shape, self.dtype, self._borrow())
         out = np.empty(self.shape, self.dtype)
@@ -409,6 +411,31 @@ class Array:
         run_op(OP_COPY, s, 0, out.ctypes.data, self._mid, self.ptr, self.nbytes)
         s.synchronize()
         return out
+
+    def _producer(self) -> Optional[Stream]:
+        """The stream of the last write, or None when there is nothing to wait for.
+
+        A producer stream the user closed (or whose owner, an endpoint or a
+        coordinator, was closed) cannot be waited on any more, but work
+        queued on it before still completes: wait for the whole device once
+        and forget the stream. This host wait happens only on that rare
+        path (reading an array after closing the stream that wrote it).
+        """
+        s = self.stream
+        if s is None:
+            return None
+        try:
+            s.handle  # ClosedError once the stream or its owner was closed
+            return s
+        except ClosedError:
+            if self.device.is_cuda:
+                self.device.synchronize()
+            self.stream = None
+            return None
+
+    def _producer_handle(self) -> Optional[int]:
+        s = self._producer()
+        return s.handle if s is not None else None
 
     def get(self) -> np.ndarray:
         """Alias of :meth:`numpy` (CuPy's name)."""

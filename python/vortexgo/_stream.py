@@ -22,7 +22,7 @@ from ._core import (
 )
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
-from ._validate import INT64_MAX, check_int
+from ._validate import INT64_MAX, check_bool, check_int
 
 # Per-call operations try three paths in turn, each answering -1 when it
 # cannot: the C fast path (_cid: CUDA objects only), the Go fast path (_id),
@@ -336,7 +336,7 @@ class Event:
         self._id = self._cid = 0
         self._closed = True  # until the native event exists
         self.device: Device = get_device(device)
-        self.enable_timing = bool(enable_timing)
+        self.enable_timing = check_bool("enable_timing", enable_timing)
         self._h = native(self.device._h.NewEvent)(self.enable_timing)
         self._id = self._h.ID()
         self._cid = self._h.FastID()

@@ -73,7 +73,10 @@ V(variants(f"{F}/array_use_after_free", """
     expect("copy into", lambda: vg.copy(a, np.ones(4, np.float32)))
     expect("copy from", lambda: vg.copy(np.ones(4, np.float32), a))
     expect("__dlpack__", a.__dlpack__)
-    expect("reshape view numpy", v.numpy)
+    # A view is a borrower (CuPy's pointer = (owner, offset)): it keeps the
+    # memory and still reads it after the owner's free().
+    if not np.array_equal(v.numpy(), np.zeros((2, 2), np.float32)):
+        _problems.append(f"reshape view after free read {v.numpy()!r}, expected zeros")
     expect("reshape of freed", lambda: a.reshape(4).numpy())
     expect("readback", lambda: vg.readback(a))
     report()""", prints="ok"))
@@ -176,8 +179,11 @@ V(variants(f"{F}/readback_use_after_close", """
     h2.release(); r.close()
     expect("readback", lambda: r.readback(vg.zeros(4, "float32", DEV)))
     expect("stats", r.stats)
-    expect("handle.get after pool close", h.get)
-    expect("handle.wait after pool close", h.wait)
+    # A completed handle holds a lease on its buffer: closing the pool
+    # never loses the data it read back.
+    h.wait()
+    if not np.array_equal(h.get(), np.zeros(4, np.float32)):
+        _problems.append(f"handle.get after pool close read {h.get()!r}, expected zeros")
     expect("handle.get after release", h2.get)
     report()""", prints="ok"))
 
