@@ -54,12 +54,15 @@ gpu-build:
 	rm -rf gpu-build && mkdir -p gpu-build/bin gpu-build/python
 	$(GPU_PY) -m pip install -q pybindgen setuptools
 	$(GPU_PY) setup.py native gpu-build/python/vortexgo/_native
-	cp -r python/vortexgo/*.py gpu-build/python/vortexgo/
+	tar -C python --exclude=_native --exclude=__pycache__ -cf - vortexgo | tar -C gpu-build/python -xf -
 	# Only packages with GPU tests (their CPU tests already ran here); stripped
 	# and gzipped so the carried folder stays far below the 64 MiB limit.
+	# Built with the invariant checks (gosrc/internal/invariants) on, as CI's
+	# -race runs are: misuse inside our own code panics there instead of
+	# passing silently.
 	for d in $$(grep -rl --include='*_test.go' '^//go:build gpu' gosrc kernels | xargs -n1 dirname | sort -u); do \
 	  name=$$(echo $$d | sed 's|^gosrc/||; s|/|_|g'); \
-	  go test -c -tags gpu -ldflags='-s -w' -o gpu-build/bin/$$name.test ./$$d || exit 1; \
+	  go test -c -tags gpu,invariants -ldflags='-s -w' -o gpu-build/bin/$$name.test ./$$d || exit 1; \
 	done
 	gzip -9 gpu-build/bin/*.test
 	cp scripts/run_gpu_tests.sh scripts/run_bench.sh gpu-build/

@@ -13,6 +13,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // testFastPath drives the shim's C fast path (fastpath.h) against the fake
@@ -91,6 +92,7 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 	})
 
 	t.Run("close waits for a Go call in flight", func(t *testing.T) {
+		invariants.AllowMisuse(t) // checks the ErrClosed a user sees after a racing Close
 		s2, err := d.CreateStream(0)
 		require.NoError(t, err)
 		atomic.StoreInt32(hold, 1)
@@ -113,6 +115,7 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 	})
 
 	t.Run("racing close and calls never reach a destroyed handle", func(t *testing.T) {
+		invariants.AllowMisuse(t) // calls racing Close are user misuse: ErrClosed, never a panic
 		for i := 0; i < 50; i++ {
 			s2, err := d.CreateStream(0)
 			require.NoError(t, err)

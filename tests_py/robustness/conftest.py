@@ -15,8 +15,10 @@ import harness  # noqa: E402
 
 
 def pytest_collection_finish(session):
+    # Only this suite's cases (objects with an id): other test files in the
+    # same session parametrize a plain "case" string.
     harness.selected = [item.callspec.params["case"].id for item in session.items
-                        if hasattr(item, "callspec") and "case" in item.callspec.params]
+                        if hasattr(item, "callspec") and hasattr(item.callspec.params.get("case"), "id")]
 
 
 def pytest_sessionfinish(session, exitstatus):
