@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import vortexgo as vg
+
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.timeout(120)
@@ -60,7 +62,7 @@ def expect(exc, fn, *args, match=None):
 def run_case(code: str, timeout: float = 60) -> str:
     """Run PRELUDE + code in a fresh interpreter; return its output. The case
     must exit 0 within timeout."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, PYTHONPATH=str(Path(vg.__file__).resolve().parents[1]))  # the imported package
     try:
         r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=env, cwd=str(ROOT),
                            capture_output=True, text=True, timeout=timeout)

@@ -30,7 +30,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
-PYTHON_DIR = str(Path(__file__).resolve().parents[1] / "python")
+PYTHON_DIR = str(Path(vg.__file__).resolve().parents[1])  # the package this session imported
 
 
 def run_isolated(code: str, device: str = "cpu") -> subprocess.CompletedProcess:

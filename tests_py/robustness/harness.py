@@ -26,6 +26,7 @@ time is about the sum of the cases' times over the workers.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import importlib.util
 import json
 import os
 import signal
@@ -42,7 +43,9 @@ from typing import Optional
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHONPATH = str(ROOT / "python")
+# The package this session imported (the source tree here; the carried
+# build on the GPU machine): every case's interpreter imports the same one.
+PYTHONPATH = str(Path(importlib.util.find_spec("vortexgo").origin).resolve().parents[1])
 TIMEOUT_SCALE = float(os.environ.get("ROBUST_TIMEOUT_SCALE", "1"))
 JOBS = int(os.environ.get("ROBUST_JOBS", str((os.cpu_count() or 2) + 1)))
 
