@@ -16,6 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import vortexgo as vg
@@ -391,3 +392,98 @@ def test_reinitialising_stages_of_a_running_engine_raises_in_use():
         print("OK")
     ''')
     assert out.count("RAISED InUseError") == 2 and "OK" in out
+
+
+# --- closed stages ------------------------------------------------------------------------
+
+
+def _closed_error(fn, *args):
+    import vortexgo as vg
+
+    with pytest.raises(Exception) as ei:
+        fn(*args)
+    assert isinstance(ei.value, vg.ClosedError), f"{type(ei.value).__name__}: {ei.value}"
+    return ei.value
+
+
+def test_closed_acquisitions_raise_closed_error(tmp_path):
+    import vortexgo as vg
+
+    raw = tmp_path / "r.raw"
+    np.zeros(128, np.uint16).tofile(raw)
+    for make in (lambda: vg.SimulatedAcquisition(samples_per_record=64, ascans_per_bscan=4, bscans_per_volume=4),
+                 lambda: vg.NullAcquisition(samples_per_record=64),
+                 lambda: vg.FileAcquisition(path=str(raw), samples_per_record=64)):
+        acq = make()
+        acq.prepare()
+        acq.close()
+        acq.close()  # a second close does nothing
+        name = type(acq).__name__
+        assert "closed" in _closed_error(acq.prepare).args[0] and name in repr(acq) and "closed" in repr(acq)
+        _closed_error(lambda: acq.samples_per_record)
+        if isinstance(acq, vg.SimulatedAcquisition):
+            for fn in (acq.resampling_positions, acq.dispersion_compensation, lambda: acq.reflectors(0, 0, 0)):
+                _closed_error(fn)
+        acq.initialize(acq.config)  # makes a new source
+        acq.prepare()
+        acq.close()
+
+
+def test_closed_processor_is_told_apart_from_an_uninitialised_one():
+    import vortexgo as vg
+
+    p = vg.CPUProcessor()
+    with pytest.raises(ValueError, match="not initialized") as ei:
+        p.samples_per_ascan
+    assert not isinstance(ei.value, vg.ClosedError)
+    p.initialize(vg.ProcessorConfig(samples_per_record=64, ascans_per_block=16))
+    assert p.samples_per_ascan == 64
+    p.close()
+    p.close()
+    assert "closed" in _closed_error(lambda: p.samples_per_ascan).args[0]
+    assert "closed" in repr(p)
+    ec = vg.EngineConfig(records_per_block=16)
+    ec.add_acquisition(vg.NullAcquisition(samples_per_record=64), [p])
+    _closed_error(ec.validate)
+    p.initialize(vg.ProcessorConfig(samples_per_record=64, ascans_per_block=16))
+    assert p.samples_per_ascan == 64
+    p.close()
+
+
+def test_closed_endpoints_and_storage_raise_closed_error(tmp_path):
+    import vortexgo as vg
+
+    st = vg.SimpleStackInt8()
+    _closed_error(st.write_volume, np.zeros((2, 2, 2), np.int8))  # never opened: closed too
+    st.open(vg.SimpleStackConfig(str(tmp_path / "a.npy"), (2, 2, 2)))
+    eps = [vg.NullEndpoint(), vg.StackHostTensorEndpointInt8(), vg.AscanStackEndpoint(st)]
+    for ep in eps:
+        ep.close()
+        ep.close()
+        _closed_error(lambda: ep.prepared)
+        _closed_error(lambda: ep.stream)
+        assert "closed" in repr(ep)
+    _closed_error(lambda: eps[1].tensor)
+    assert eps[2].volumes_written == 0  # what was stored stays readable
+    st.close()
+    for fn, args in ((st.write_volume, (np.zeros((2, 2, 2), np.int8),)),
+                     (st.write_partial_bscan, (0, 0, np.zeros((1, 2), np.int8))),
+                     (st.advance_volume, ()), (st.seek, (0, 0))):
+        _closed_error(fn, *args)
+
+
+@pytest.mark.parametrize("call, name", [("st.seek(0, 5)", "bscan"), ("st.write_partial_bscan(2**40, 0, a)", "bscan"),
+                                        ("st.write_partial_bscan(0, 1, np.ones((5, 2), np.int8))", "len(data)"),
+                                        ("st.write_partial_bscan(0, 0, np.ones((1, 3), np.int8))", "shape")])
+def test_storage_bad_arguments_are_value_errors(tmp_path, call, name):
+    import vortexgo as vg
+
+    st = vg.SimpleStackInt8()
+    st.open(vg.SimpleStackConfig(str(tmp_path / "v.npy"), (2, 2, 2)))
+    a = np.ones((1, 2), np.int8)  # noqa: F841 - used by call
+    with pytest.raises(ValueError, match=name.replace("(", r"\(").replace(")", r"\)")) as ei:
+        eval(call)
+    assert not isinstance(ei.value, vg.ClosedError)
+    st.write_volume(np.zeros((2, 2, 2), np.int8))  # the stack is still usable
+    st.close()
+    assert np.load(tmp_path / "v.npy").shape == (1, 2, 2, 2)

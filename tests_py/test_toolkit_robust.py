@@ -404,6 +404,75 @@ def test_threads_readback_while_it_closes(device):
         assert np.all(v == k)
 
 
+def test_threads_rotate_a_triple_buffer_while_it_closes(device):
+    # Each stage call either works or raises ClosedError: never an IndexError
+    # from a slot list emptied by close() under it.
+    for _ in range(20):
+        errors: list[BaseException] = []
+        tb = vg.TripleBuffer(device, 1024)
+        stop = threading.Event()
+
+        def rotate() -> None:
+            while not stop.is_set():
+                try:
+                    tb.get_upload_buffer(), tb.get_process_buffer(), tb.get_download_buffer(), tb.advance()
+                    tb.slot(1)
+                except vg.ClosedError:
+                    return
+                except BaseException as exc:  # noqa: BLE001 - reported on the test thread
+                    errors.append(exc)
+                    return
+
+        threads = [threading.Thread(target=rotate) for _ in range(4)]
+        for t in threads:
+            t.start()
+        tb.close()
+        stop.set()
+        for t in threads:
+            t.join(10)
+        assert not any(t.is_alive() for t in threads), "a rotating thread hangs"
+        assert not errors, errors
+        with pytest.raises(vg.ClosedError):
+            tb.get_upload_buffer()
+        with pytest.raises(vg.ClosedError):
+            tb.slot(0)
+
+
+@pytest.mark.parametrize("make, exc, words", [
+    # Allowed by the pool's bounds, refused by the allocator: the message names the pool's argument.
+    (lambda: vg.BufferPool(2**40, 1, device="cpu"), (MemoryError, ValueError), ("buffer_size=1099511627776",)),
+    # Counts beyond any pipeline's are bad arguments (ValueError), named.
+    (lambda: vg.PipelineStageManager(vg.AsyncCoordinator("cpu")).add_buffer(16, 2**40), ValueError,
+     ("versions=1099511627776", "at most 65536")),
+    (lambda: vg.Readback(16, "cpu", buffers=2**40), ValueError, ("buffers=1099511627776",)),
+    (lambda: vg.Readback(16, "cpu", max_buffers=2**40), ValueError, ("max_buffers=1099511627776",)),
+])
+def test_sizes_and_counts_name_their_argument(make, exc, words):
+    with pytest.raises(exc) as ei:
+        make()
+    assert not isinstance(ei.value, vg.ClosedError)
+    for w in words:
+        assert w in str(ei.value), str(ei.value)
+
+
+@pytest.mark.parametrize("name", ["upload_priority", "compute_priority", "download_priority"])
+@pytest.mark.parametrize("v, exc", [(-2**63 - 1, ValueError), (2**63, ValueError), (2**70, ValueError),
+                                    (1.5, TypeError), (True, TypeError), ("1", TypeError)])
+def test_priorities_are_checked_and_named(name, v, exc):
+    for make in (lambda: vg.AsyncCoordinator("cpu", **{name: v}), lambda: vg.ManagedGpuContext("cpu", **{name: v})):
+        with pytest.raises(exc, match=name):
+            make()
+    with pytest.raises(exc, match="priority"):
+        vg.Readback(16, "cpu", priority=v)
+
+
+@pytest.mark.parametrize("v", [-2**63, 2**63 - 1, np.int32(-7), np.int64(3)])
+def test_priorities_take_any_int64(v):
+    vg.AsyncCoordinator("cpu", upload_priority=v, compute_priority=v, download_priority=v).close()
+    vg.ManagedGpuContext("cpu", compute_priority=v).close()
+    vg.Readback(16, "cpu", priority=v).close()
+
+
 # --- Hypothesis: the public API with sizes, counts, timeouts, closed objects ------------
 
 TIMEOUTS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5),

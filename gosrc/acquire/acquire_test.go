@@ -16,6 +16,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 func TestFastCos(t *testing.T) {
@@ -224,6 +225,7 @@ func TestFringePeaksAtReflectorDepth(t *testing.T) {
 func TestNullAcquisition(t *testing.T) {
 	_, err := NewNullAcquisition(NullConfig{SamplesPerRecord: 0})
 	require.ErrorContains(t, err, "SamplesPerRecord=0, expected >= 1")
+	require.ErrorIs(t, err, backend.ErrInvalid)
 	a, err := NewNullAcquisition(NullConfig{SamplesPerRecord: 4, Records: 5})
 	require.NoError(t, err)
 	require.NoError(t, a.Prepare())
@@ -326,6 +328,7 @@ func TestFileAcquisition(t *testing.T) {
 				err = a.Prepare()
 			}
 			require.ErrorContains(t, err, tc.want)
+			require.ErrorIs(t, err, backend.ErrInvalid, "a bad configuration is a ValueError")
 		})
 	}
 
@@ -337,8 +340,54 @@ func TestFileAcquisition(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, b, 0o644))
 		a, err := NewFileAcquisition(FileConfig{Path: p})
 		require.NoError(t, err)
-		require.ErrorContains(t, a.Prepare(), `dtype "<f4", expected uint16`)
+		err = a.Prepare()
+		require.ErrorContains(t, err, `dtype "<f4", expected uint16`)
+		require.ErrorIs(t, err, backend.ErrInvalid)
 	})
+}
+
+// TestClosedAcquisitionRefusesPrepare: every source, once closed, refuses
+// Prepare and an engine's claim with ErrClosed (told apart from a bad
+// configuration), and closing it again is a no-op.
+func TestClosedAcquisitionRefusesPrepare(t *testing.T) {
+	raw := filepath.Join(t.TempDir(), "spectra.raw")
+	require.NoError(t, os.WriteFile(raw, make([]byte, 64), 0o644))
+	type source interface {
+		Prepare() error
+		Close() error
+		Claims() []*engine.Claim
+	}
+	tests := []struct {
+		name string
+		make func() (source, error)
+	}{
+		{"SimulatedAcquisition", func() (source, error) {
+			cfg := DefaultSimulatedConfig()
+			cfg.SamplesPerRecord, cfg.AscansPerBscan, cfg.BscansPerVolume, cfg.Volumes = 16, 2, 2, 1
+			return NewSimulatedAcquisition(cfg)
+		}},
+		{"NullAcquisition", func() (source, error) { return NewNullAcquisition(NullConfig{SamplesPerRecord: 4}) }},
+		{"FileAcquisition", func() (source, error) { return NewFileAcquisition(FileConfig{Path: raw, SamplesPerRecord: 4}) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := tc.make()
+			require.NoError(t, err)
+			require.NoError(t, a.Prepare(), "an open source prepares")
+			claims := a.Claims()
+			require.Len(t, claims, 1)
+			require.NoError(t, claims[0].Take())
+			require.ErrorIs(t, a.Close(), backend.ErrInUse, "refused while an engine uses it")
+			require.NoError(t, a.Prepare(), "a refused close leaves it open")
+			claims[0].Drop()
+			require.NoError(t, a.Close())
+			require.NoError(t, a.Close(), "closing twice is a no-op")
+			err = a.Prepare()
+			require.ErrorIs(t, err, backend.ErrClosed)
+			require.ErrorContains(t, err, tc.name+" is closed")
+			require.ErrorIs(t, claims[0].Take(), backend.ErrClosed, "no engine may take it")
+		})
+	}
 }
 
 func writeBigEndianNPY(t *testing.T, path string, data []uint16, shape ...int) {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 // FileConfig configures a FileAcquisition.
@@ -41,21 +43,44 @@ type FileAcquisition struct {
 	pos int64 // next record to read
 	eof bool  // a short Fill reached the end; the next Fill returns io.EOF
 	run runState
+
+	claim engine.Claim // refuses Close while an engine reads the file
 }
 
 // NewFileAcquisition validates cfg and returns the source. The file is read
 // by Prepare.
 func NewFileAcquisition(cfg FileConfig) (*FileAcquisition, error) {
 	if cfg.Path == "" {
-		return nil, errors.New(`acquire: FileConfig.Path="", expected a file name`)
+		return nil, engine.Invalid(`acquire: FileConfig.Path="", expected a file name`)
 	}
 	if cfg.SamplesPerRecord < 0 {
-		return nil, fmt.Errorf("acquire: FileConfig.SamplesPerRecord=%d, expected >= 1 (or 0 for a .npy file)", cfg.SamplesPerRecord)
+		return nil, engine.Invalid("acquire: FileConfig.SamplesPerRecord=%d, expected >= 1 (or 0 for a .npy file)", cfg.SamplesPerRecord)
 	}
 	if err := checkRate(cfg.Rate); err != nil {
 		return nil, err
 	}
-	return &FileAcquisition{cfg: cfg}, nil
+	a := &FileAcquisition{cfg: cfg}
+	a.claim.Name("FileAcquisition")
+	return a, nil
+}
+
+// Claims reports the claim an engine takes while it uses the source
+// (engine.Claimer): Close is refused until that engine's run ends.
+func (a *FileAcquisition) Claims() []*engine.Claim { return []*engine.Claim{&a.claim} }
+
+// Close closes the file if a run left it open; Prepare and an engine's
+// Prepare fail after it (backend.ErrClosed), and it refuses with
+// backend.ErrInUse while an engine uses the source. Closing twice is a
+// no-op.
+func (a *FileAcquisition) Close() error {
+	return a.claim.Close(func() error {
+		if a.f == nil {
+			return nil
+		}
+		err := a.f.Close()
+		a.f = nil
+		return err
+	})
 }
 
 // SamplesPerRecord returns the spectrum length, known once Prepare has read
@@ -66,39 +91,44 @@ func (a *FileAcquisition) SamplesPerRecord() int { return a.samples }
 func (a *FileAcquisition) Records() int64 { return a.records }
 
 // Prepare reads the header and checks that the file holds whole records.
+// Its errors are bad configurations (backend.ErrInvalid naming the field),
+// or backend.ErrClosed once the source is closed.
 func (a *FileAcquisition) Prepare() error {
+	if err := a.claim.Err("acquire: FileAcquisition.Prepare"); err != nil {
+		return err
+	}
 	f, err := os.Open(a.cfg.Path)
 	if err != nil {
-		return fmt.Errorf("acquire: FileConfig.Path: %w", err)
+		return engine.Invalid("acquire: FileConfig.Path: %v", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("acquire: FileConfig.Path: %w", err)
+		return engine.Invalid("acquire: FileConfig.Path: %v", err)
 	}
 	a.samples, a.offset, a.bigEndian = a.cfg.SamplesPerRecord, 0, false
 	var magic [6]byte
 	if _, err := io.ReadFull(f, magic[:]); err == nil && string(magic[:]) == npyMagic {
 		h, err := readNPYHeader(f)
 		if err != nil {
-			return fmt.Errorf("acquire: %s: %w", a.cfg.Path, err)
+			return engine.Invalid("acquire: %s: %v", a.cfg.Path, err)
 		}
 		last := h.shape[len(h.shape)-1]
 		if a.samples != 0 && a.samples != last {
-			return fmt.Errorf("acquire: FileConfig.SamplesPerRecord=%d, expected %d (the last axis of %s's shape %v)",
+			return engine.Invalid("acquire: FileConfig.SamplesPerRecord=%d, expected %d (the last axis of %s's shape %v)",
 				a.samples, last, a.cfg.Path, h.shape)
 		}
 		a.samples, a.offset, a.bigEndian = last, h.offset, h.bigEndian
 	} else if a.samples == 0 {
-		return fmt.Errorf("acquire: FileConfig.SamplesPerRecord=0, expected >= 1 for the raw file %s", a.cfg.Path)
+		return engine.Invalid("acquire: FileConfig.SamplesPerRecord=0, expected >= 1 for the raw file %s", a.cfg.Path)
 	}
 	if a.samples < 1 {
-		return fmt.Errorf("acquire: %s: spectrum length %d, expected >= 1", a.cfg.Path, a.samples)
+		return engine.Invalid("acquire: %s: spectrum length %d, expected >= 1", a.cfg.Path, a.samples)
 	}
 	data := st.Size() - a.offset
 	rec := int64(a.samples) * 2
 	if data%rec != 0 || data == 0 {
-		return fmt.Errorf("acquire: %s: %d data bytes, expected a non-zero multiple of %d (SamplesPerRecord=%d uint16 values)",
+		return engine.Invalid("acquire: %s: %d data bytes, expected a non-zero multiple of %d (SamplesPerRecord=%d uint16 values)",
 			a.cfg.Path, data, rec, a.samples)
 	}
 	a.records = data / rec

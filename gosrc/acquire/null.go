@@ -1,8 +1,9 @@
 package acquire
 
 import (
-	"fmt"
 	"io"
+
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 // NullConfig configures a NullAcquisition.
@@ -19,27 +20,41 @@ type NullConfig struct {
 // NullAcquisition delivers spectra of zeros: a source for measuring the
 // pipeline without acquisition costs, and for tests.
 type NullAcquisition struct {
-	cfg  NullConfig
-	sent int
-	run  runState
+	cfg   NullConfig
+	sent  int
+	run   runState
+	claim engine.Claim // so that a closed source is refused, as the others are
 }
 
 // NewNullAcquisition validates cfg and returns the source.
 func NewNullAcquisition(cfg NullConfig) (*NullAcquisition, error) {
 	if cfg.SamplesPerRecord < 1 {
-		return nil, fmt.Errorf("acquire: NullConfig.SamplesPerRecord=%d, expected >= 1", cfg.SamplesPerRecord)
+		return nil, engine.Invalid("acquire: NullConfig.SamplesPerRecord=%d, expected >= 1", cfg.SamplesPerRecord)
 	}
 	if cfg.Records < 0 {
-		return nil, fmt.Errorf("acquire: NullConfig.Records=%d, expected >= 0 (0 = endless)", cfg.Records)
+		return nil, engine.Invalid("acquire: NullConfig.Records=%d, expected >= 0 (0 = endless)", cfg.Records)
 	}
 	if err := checkRate(cfg.Rate); err != nil {
 		return nil, err
 	}
-	return &NullAcquisition{cfg: cfg}, nil
+	a := &NullAcquisition{cfg: cfg}
+	a.claim.Name("NullAcquisition")
+	return a, nil
 }
 
-// Prepare does nothing: there is nothing to prepare.
-func (a *NullAcquisition) Prepare() error { return nil }
+// Prepare does nothing but refuse a closed source (backend.ErrClosed).
+func (a *NullAcquisition) Prepare() error { return a.claim.Err("acquire: NullAcquisition.Prepare") }
+
+// Claims reports the claim an engine takes while it uses the source
+// (engine.Claimer).
+func (a *NullAcquisition) Claims() []*engine.Claim {
+	return []*engine.Claim{&a.claim}
+}
+
+// Close marks the source closed (it holds nothing to free): Prepare and
+// an engine's Prepare fail after it; backend.ErrInUse while an engine uses
+// it. Closing twice is a no-op.
+func (a *NullAcquisition) Close() error { return a.claim.Close(func() error { return nil }) }
 
 // Start arms the source; the record count carries on from where Stop left it.
 func (a *NullAcquisition) Start() error {

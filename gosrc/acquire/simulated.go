@@ -223,7 +223,11 @@ func (a *SimulatedAcquisition) Reflectors(volume, bscan, ascan int) ([]Reflector
 
 // Prepare synthesises the ring of volumes (once; later calls do nothing).
 // It uses every CPU: about a nanosecond per sample per reflector per core.
+// A closed source fails with backend.ErrClosed.
 func (a *SimulatedAcquisition) Prepare() error {
+	if err := a.claim.Err("acquire: SimulatedAcquisition.Prepare"); err != nil {
+		return err
+	}
 	if a.ring != nil {
 		return nil
 	}

@@ -44,6 +44,18 @@ func (c *Claim) Take() error {
 	return nil
 }
 
+// Err is nil while the stage is open and wraps backend.ErrClosed, naming
+// op and the stage, once it was closed: the stage's own methods check it
+// so that a closed stage is told apart from one never prepared.
+func (c *Claim) Err(op string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("%s: %s is closed: %w", op, c.name(), backend.ErrClosed)
+	}
+	return nil
+}
+
 // Drop releases one Take.
 func (c *Claim) Drop() {
 	c.mu.Lock()

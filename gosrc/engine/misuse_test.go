@@ -57,8 +57,23 @@ func TestClaim(t *testing.T) {
 				require.NoError(t, c.Take(), "a reopened stage can")
 			}
 			require.Equal(t, tc.released, released)
+			if tc.wantErr != nil {
+				require.NoError(t, c.Err("Op"), "a stage refused closing is still open")
+			}
 		})
 	}
+}
+
+func TestClaimErr(t *testing.T) {
+	var c engine.Claim
+	c.Name("TestStage")
+	require.NoError(t, c.Err("TestStage.Prepare"), "an open stage")
+	require.NoError(t, c.Close(func() error { return nil }))
+	err := c.Err("TestStage.Prepare")
+	require.ErrorIs(t, err, backend.ErrClosed)
+	require.ErrorContains(t, err, "TestStage.Prepare: TestStage is closed")
+	c.Reopen()
+	require.NoError(t, c.Err("TestStage.Prepare"), "a reopened stage")
 }
 
 func TestClaimCloseKeepsAFailedRelease(t *testing.T) {

@@ -141,7 +141,9 @@ func NewBufferPool(a *Allocator, cfg PoolConfig) (*BufferPool, error) {
 	for range cfg.Initial {
 		buf, err := a.AllocPinned(cfg.Size)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("%s: buffer %d of %d: %w", op, len(p.free)+1, cfg.Initial, err), freeAll(p.free))
+			// Name both arguments: either may be why the memory is not there.
+			return nil, errors.Join(fmt.Errorf("%s: buffer_size=%d: allocating buffer %d of pool_size=%d: %w",
+				op, cfg.Size, len(p.free)+1, cfg.Initial, err), freeAll(p.free))
 		}
 		p.free = append(p.free, buf)
 		p.mem[buf] = NewShared(buf)
@@ -385,7 +387,7 @@ func (p *BufferPool) grow(op string) (backend.Buffer, error) {
 	if err != nil {
 		p.allocated--
 		p.broadcastLocked() // a waiter may grow instead
-		return nil, fmt.Errorf("%s: growing the pool: %w", op, err)
+		return nil, fmt.Errorf("%s: growing the pool by a buffer of buffer_size=%d: %w", op, p.cfg.Size, err)
 	}
 	if p.closed {
 		p.allocated--

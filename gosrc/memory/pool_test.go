@@ -38,6 +38,8 @@ func TestBufferPoolConfigErrors(t *testing.T) {
 		{"huge buffer", memory.PoolConfig{Size: 1 << 50, Initial: 1}, "buffer_size=1125899906842624", backend.ErrTooLarge},
 		{"too many buffers", memory.PoolConfig{Size: 1, Initial: 1 << 40}, "pool_size=1099511627776", backend.ErrTooLarge},
 		{"huge total", memory.PoolConfig{Size: 1 << 40, Initial: 1 << 10}, "expected at most", backend.ErrTooLarge},
+		// Under the pool's bound but over the allocator's: still named.
+		{"buffer over the allocator's bound", memory.PoolConfig{Size: 1 << 40, Initial: 1}, "buffer_size=1099511627776", backend.ErrTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +56,7 @@ func TestBufferPoolConfigErrors(t *testing.T) {
 	_, err = memory.NewBufferPool(small, memory.PoolConfig{Size: 8, Initial: 3})
 	var be *memory.BudgetError
 	require.ErrorAs(t, err, &be)
-	require.ErrorContains(t, err, "buffer 3 of 3")
+	require.ErrorContains(t, err, "buffer_size=8: allocating buffer 3 of pool_size=3")
 	requireNoUsage(t, small)
 }
 

@@ -20,18 +20,23 @@ const (
 	MaxBuffers = 1 << 16
 )
 
-// checkBytes returns count*size*elem (the bytes of one of count buffers
-// of size elements of elem bytes is size*elem) after checking each factor
-// is positive and the total at most MaxBytes without overflowing.
-func checkBytes(what string, size, elem, count int) (int, error) {
+// checkBytes returns size*elem, the bytes of one of count buffers of size
+// elements of elem bytes, after checking size (the argument sizeName) is
+// positive, count (countName) at most MaxBuffers, and the total at most
+// MaxBytes without overflowing; op prefixes the messages.
+//
+// A count over MaxBuffers is a bad argument (ErrInvalid, a ValueError): no
+// pipeline needs that many buffers whatever their size, while a total too
+// large for memory is ErrTooLarge (a MemoryError).
+func checkBytes(op, sizeName string, size, elem int, countName string, count int) (int, error) {
 	switch {
 	case size <= 0:
-		return 0, fmt.Errorf("%s=%d, expected > 0: %w", what, size, backend.ErrInvalid)
+		return 0, fmt.Errorf("%s: %s=%d, expected > 0: %w", op, sizeName, size, backend.ErrInvalid)
 	case count > MaxBuffers:
-		return 0, fmt.Errorf("%s: %d buffers, expected at most %d: %w", what, count, MaxBuffers, backend.ErrTooLarge)
+		return 0, fmt.Errorf("%s: %s=%d, expected at most %d: %w", op, countName, count, MaxBuffers, backend.ErrInvalid)
 	case size > MaxBytes/elem/max(count, 1):
-		return 0, fmt.Errorf("%s=%d: %d x %d bytes x %d buffers exceeds %d bytes: %w",
-			what, size, size, elem, max(count, 1), MaxBytes, backend.ErrTooLarge)
+		return 0, fmt.Errorf("%s: %s=%d (x %d bytes) x %s=%d exceeds %d bytes: %w",
+			op, sizeName, size, elem, countName, max(count, 1), MaxBytes, backend.ErrTooLarge)
 	}
 	return size * elem, nil
 }

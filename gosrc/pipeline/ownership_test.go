@@ -204,21 +204,30 @@ func TestSizesBoundedBeforeAllocating(t *testing.T) {
 		name string
 		make func() error
 		is   error
+		want string // the argument the message must name
 	}{
-		{"triple buffer of 2^60 float32", func() error { _, err := NewTripleBuffer(dev, 1<<60, backend.Float32); return err }, backend.ErrTooLarge},
-		{"triple buffer of 0", func() error { _, err := NewTripleBuffer(dev, 0, backend.Float32); return err }, backend.ErrInvalid},
-		{"readback of 2^50 bytes", func() error { _, err := NewReadback(dev, 1<<50, ReadbackOptions{}); return err }, backend.ErrTooLarge},
+		{"triple buffer of 2^60 float32", func() error { _, err := NewTripleBuffer(dev, 1<<60, backend.Float32); return err }, backend.ErrTooLarge, "size=1152921504606846976"},
+		{"triple buffer of 0", func() error { _, err := NewTripleBuffer(dev, 0, backend.Float32); return err }, backend.ErrInvalid, "size=0"},
+		{"readback of 2^50 bytes", func() error { _, err := NewReadback(dev, 1<<50, ReadbackOptions{}); return err }, backend.ErrTooLarge, "buffer_size=1125899906842624"},
+		// Counts beyond MaxBuffers are bad arguments whatever the buffer size.
 		{"readback of 2^40 buffers", func() error {
 			_, err := NewReadback(dev, 1, ReadbackOptions{Buffers: 1 << 40})
 			return err
-		}, backend.ErrTooLarge},
-		{"pipeline buffer of 2^20 versions", func() error { _, err := m.NewBuffer(8, 1<<20); return err }, backend.ErrTooLarge},
-		{"pipeline buffer of 2^47 x 3", func() error { _, err := m.NewBuffer(1<<47, 3); return err }, backend.ErrTooLarge},
-		{"spin past MaxSpin", func() error { _, err := SpinOp(MaxSpin + 1); return err }, backend.ErrInvalid},
+		}, backend.ErrInvalid, "buffers=1099511627776, expected at most 65536"},
+		{"readback growing to 2^40 buffers", func() error {
+			_, err := NewReadback(dev, 1, ReadbackOptions{Buffers: 1, MaxBuffers: 1 << 40})
+			return err
+		}, backend.ErrInvalid, "max_buffers=1099511627776, expected at most 65536"},
+		{"pipeline buffer of 2^20 versions", func() error { _, err := m.NewBuffer(8, 1<<20); return err }, backend.ErrInvalid, "versions=1048576, expected at most 65536"},
+		{"pipeline buffer of 2^40 versions", func() error { _, err := m.NewBuffer(16, 1<<40); return err }, backend.ErrInvalid, "versions=1099511627776"},
+		{"pipeline buffer of 2^47 x 3", func() error { _, err := m.NewBuffer(1<<47, 3); return err }, backend.ErrTooLarge, "nbytes=140737488355328"},
+		{"spin past MaxSpin", func() error { _, err := SpinOp(MaxSpin + 1); return err }, backend.ErrInvalid, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.ErrorIs(t, tc.make(), tc.is)
+			err := tc.make()
+			require.ErrorIs(t, err, tc.is)
+			require.ErrorContains(t, err, tc.want)
 		})
 	}
 	dev.mu.Lock()

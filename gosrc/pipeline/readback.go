@@ -72,7 +72,11 @@ func NewReadback(dev backend.Device, bufferSize int, opts ReadbackOptions) (*Rea
 	case opts.MaxBuffers != 0 && opts.MaxBuffers < n:
 		return nil, fmt.Errorf("NewReadback: max_buffers=%d, expected 0 or >= buffers=%d: %w", opts.MaxBuffers, n, backend.ErrInvalid)
 	}
-	if _, err := checkBytes("NewReadback: buffer_size", bufferSize, 1, max(n, opts.MaxBuffers)); err != nil {
+	count, countName := n, "buffers"
+	if opts.MaxBuffers > n {
+		count, countName = opts.MaxBuffers, "max_buffers"
+	}
+	if _, err := checkBytes("NewReadback", "buffer_size", bufferSize, 1, countName, count); err != nil {
 		return nil, err
 	}
 	r := &Readback{dev: dev, stream: opts.Stream, size: bufferSize, max: max(n, opts.MaxBuffers), events: eventPool{dev: dev}}

@@ -200,7 +200,7 @@ func (m *PipelineStageManager) NewBuffer(size, versions int) (int, error) {
 	if versions < 1 {
 		return 0, fmt.Errorf("NewBuffer: versions=%d, expected versions >= 1: %w", versions, backend.ErrInvalid)
 	}
-	if _, err := checkBytes("NewBuffer: nbytes", size, 1, versions); err != nil {
+	if _, err := checkBytes("NewBuffer", "nbytes", size, 1, "versions", versions); err != nil {
 		return 0, err
 	}
 	bs := make([]backend.Buffer, 0, versions)

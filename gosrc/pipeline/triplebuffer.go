@@ -86,7 +86,7 @@ func NewTripleBuffer(dev backend.Device, size int, dtype backend.DType) (*Triple
 	if !dtype.Valid() {
 		return nil, fmt.Errorf("NewTripleBuffer: dtype=%v, expected a defined backend.DType: %w", dtype, backend.ErrInvalid)
 	}
-	nbytes, err := checkBytes("NewTripleBuffer: size", size, dtype.Size(), numSlots)
+	nbytes, err := checkBytes("NewTripleBuffer", "size", size, dtype.Size(), "slots", numSlots)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,10 @@ func copyOut[T any](ptr, n int, src []T) error {
 
 // Acquisition is a source of raw spectra (engine.Acquisition).
 type Acquisition struct {
-	a    engine.Acquisition
+	a interface {
+		engine.Acquisition
+		Close() error
+	}
 	kind string
 	sim  *acquire.SimulatedAcquisition
 }
@@ -91,7 +94,7 @@ func NewSimulatedAcquisition(samples, ascans, bscans, volumes, totalVolumes int,
 func NewFileAcquisition(path string, samples int, loop bool, rate float64) (*Acquisition, error) {
 	a, err := acquire.NewFileAcquisition(acquire.FileConfig{Path: path, SamplesPerRecord: samples, Loop: loop, Rate: rate})
 	if err != nil {
-		return nil, tag(badArg("%v", err))
+		return nil, tag(err)
 	}
 	return &Acquisition{a: a, kind: "FileAcquisition"}, nil
 }
@@ -100,19 +103,14 @@ func NewFileAcquisition(path string, samples int, loop bool, rate float64) (*Acq
 func NewNullAcquisition(samples, records int, rate float64) (*Acquisition, error) {
 	a, err := acquire.NewNullAcquisition(acquire.NullConfig{SamplesPerRecord: samples, Records: records, Rate: rate})
 	if err != nil {
-		return nil, tag(badArg("%v", err))
+		return nil, tag(err)
 	}
 	return &Acquisition{a: a, kind: "NullAcquisition"}, nil
 }
 
 // Close frees what the source holds outside the Go heap (the simulated
 // source's pinned replay ring); InUseError while an engine uses it.
-func (a *Acquisition) Close() error {
-	if a.sim != nil {
-		return tag(a.sim.Close())
-	}
-	return nil
-}
+func (a *Acquisition) Close() error { return tag(a.a.Close()) }
 
 // SamplesPerRecord is the raw spectrum length (a FileAcquisition of a
 // .npy file knows it only after Prepare).
@@ -120,12 +118,7 @@ func (a *Acquisition) SamplesPerRecord() int { return a.a.SamplesPerRecord() }
 
 // Prepare readies the source ahead of the engine (idempotent for the
 // simulated source; reads the header of a file).
-func (a *Acquisition) Prepare() error {
-	if err := a.a.Prepare(); err != nil {
-		return tag(badArg("%v", err))
-	}
-	return nil
-}
+func (a *Acquisition) Prepare() error { return tag(a.a.Prepare()) }
 
 func (a *Acquisition) notSimulated() error {
 	return badArg("%s has no phantom, expected a SimulatedAcquisition", a.kind)
@@ -243,7 +236,7 @@ func NewSimpleStack(dtype string) (*Storage, error) {
 	}
 	s, err := storage.NewSimpleStack(dt)
 	if err != nil {
-		return nil, tag(badArg("%v", err))
+		return nil, tag(err)
 	}
 	return &Storage{s: s}, nil
 }

@@ -52,8 +52,15 @@ func (h Header) String() string {
 // the data aligned as the format recommends.
 const npyHeaderLen = 256
 
-// ErrNotOpen is returned (wrapped) by writes to a stack that is not open.
-var ErrNotOpen = errors.New("storage: stack is not open")
+// ErrNotOpen is returned (wrapped) by writes to a stack that is not open
+// (never opened, or closed). It wraps backend.ErrClosed: Python's
+// ClosedError, a ValueError.
+var ErrNotOpen error = notOpen{}
+
+type notOpen struct{}
+
+func (notOpen) Error() string { return "storage: stack is not open, expected open(config) first" }
+func (notOpen) Unwrap() error { return backend.ErrClosed }
 
 // SimpleStackConfig says where and how a SimpleStack writes.
 type SimpleStackConfig struct {
@@ -122,7 +129,7 @@ func NewSimpleStack(dtype backend.DType) (*SimpleStack, error) {
 	case backend.Int8, backend.Uint16, backend.Float32:
 		return &SimpleStack{dtype: dtype}, nil
 	}
-	return nil, fmt.Errorf("storage.NewSimpleStack: dtype=%v, expected int8, uint16 or float32", dtype)
+	return nil, engine.Invalid("storage.NewSimpleStack: dtype=%v, expected int8, uint16 or float32", dtype)
 }
 
 // DType returns the element type of the volumes.
@@ -175,7 +182,7 @@ func (s *SimpleStack) Open(cfg SimpleStackConfig) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f != nil {
-		return fmt.Errorf("storage.Open: %q is already open, expected Close first", s.cfg.Path)
+		return engine.Invalid("storage.Open: %q is already open, expected Close first", s.cfg.Path)
 	}
 	f, err := os.OpenFile(cfg.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -238,7 +245,7 @@ func (s *SimpleStack) WriteVolume(data []byte) error {
 		return fmt.Errorf("storage.WriteVolume: %w", ErrNotOpen)
 	}
 	if len(data) != s.volumeBytes() {
-		return fmt.Errorf("storage.WriteVolume: len(data)=%d, expected %d (shape %v of %v)", len(data), s.volumeBytes(), s.cfg.Shape, s.dtype)
+		return engine.Invalid("storage.WriteVolume: len(data)=%d, expected %d (shape %v of %v)", len(data), s.volumeBytes(), s.cfg.Shape, s.dtype)
 	}
 	off := s.dataOff + int64(s.volume)*int64(s.volumeBytes())
 	if _, err := s.f.WriteAt(data, off); err != nil {
@@ -256,14 +263,14 @@ func (s *SimpleStack) WritePartialBscan(bscan, ascan int, data []byte) error {
 		return fmt.Errorf("storage.WritePartialBscan: %w", ErrNotOpen)
 	}
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
-		return fmt.Errorf("storage.WritePartialBscan: bscan=%d, expected 0 <= bscan < %d", bscan, s.cfg.Shape[0])
+		return engine.Invalid("storage.WritePartialBscan: bscan=%d, expected 0 <= bscan < %d", bscan, s.cfg.Shape[0])
 	}
 	ascanBytes := s.cfg.Shape[2] * s.dtype.Size()
 	if ascan < 0 || ascan >= s.cfg.Shape[1] {
-		return fmt.Errorf("storage.WritePartialBscan: ascan=%d, expected 0 <= ascan < %d", ascan, s.cfg.Shape[1])
+		return engine.Invalid("storage.WritePartialBscan: ascan=%d, expected 0 <= ascan < %d", ascan, s.cfg.Shape[1])
 	}
 	if len(data)%ascanBytes != 0 || ascan+len(data)/ascanBytes > s.cfg.Shape[1] {
-		return fmt.Errorf("storage.WritePartialBscan: len(data)=%d, expected a multiple of %d bytes (one A-scan) fitting in the %d A-scans after ascan=%d",
+		return engine.Invalid("storage.WritePartialBscan: len(data)=%d, expected a multiple of %d bytes (one A-scan) fitting in the %d A-scans after ascan=%d",
 			len(data), ascanBytes, s.cfg.Shape[1]-ascan, ascan)
 	}
 	off := s.dataOff + int64(s.volume)*int64(s.volumeBytes()) + int64(bscan)*int64(s.bscanBytes()) + int64(ascan)*int64(ascanBytes)
@@ -309,7 +316,7 @@ func (s *SimpleStack) Seek(volume, bscan int) error {
 			"bytes a file can address)", volume, s.maxVolume())
 	}
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
-		return fmt.Errorf("storage.Seek: bscan=%d, expected 0 <= bscan < %d", bscan, s.cfg.Shape[0])
+		return engine.Invalid("storage.Seek: bscan=%d, expected 0 <= bscan < %d", bscan, s.cfg.Shape[0])
 	}
 	// Partial writes carry their own B-scan index, so only the volume
 	// position is state; bscan is validated for vortex compatibility.

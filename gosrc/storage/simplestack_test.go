@@ -152,10 +152,26 @@ func TestSimpleStackErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, s.WriteVolume(nil), ErrNotOpen)
 	require.NoError(t, s.Open(SimpleStackConfig{Path: filepath.Join(dir, "b"), Shape: [3]int{1, 2, 2}}))
-	require.ErrorContains(t, s.WriteVolume(make([]byte, 3)), "len(data)=3, expected 4")
-	require.ErrorContains(t, s.WritePartialBscan(1, 0, nil), "bscan=1, expected 0 <= bscan < 1")
-	require.ErrorContains(t, s.WritePartialBscan(0, 1, make([]byte, 4)), "len(data)=4")
-	require.ErrorContains(t, s.Seek(-1, 0), "volume=-1")
+	// Bad arguments are ErrInvalid (Python ValueError), each naming the argument.
+	bad := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"short volume", s.WriteVolume(make([]byte, 3)), "len(data)=3, expected 4"},
+		{"bscan beyond", s.WritePartialBscan(1, 0, nil), "bscan=1, expected 0 <= bscan < 1"},
+		{"bscan 2^40", s.WritePartialBscan(1<<40, 0, make([]byte, 2)), "bscan=1099511627776"},
+		{"negative ascan", s.WritePartialBscan(0, -1, make([]byte, 2)), "ascan=-1"},
+		{"too many ascans", s.WritePartialBscan(0, 1, make([]byte, 4)), "len(data)=4"},
+		{"seek bscan beyond", s.Seek(0, 5), "bscan=5, expected 0 <= bscan < 1"},
+		{"seek negative volume", s.Seek(-1, 0), "volume=-1"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorContains(t, tc.err, tc.want)
+			require.ErrorIs(t, tc.err, backend.ErrInvalid)
+		})
+	}
 	for _, v := range []int{1 << 62, math.MaxInt} {
 		err := s.Seek(v, 0)
 		require.ErrorIs(t, err, backend.ErrInvalid, "volume %d: no file offset addresses it", v)
@@ -164,4 +180,14 @@ func TestSimpleStackErrors(t *testing.T) {
 	require.Equal(t, 1, s.Completed())
 	require.ErrorContains(t, s.Open(SimpleStackConfig{Path: filepath.Join(dir, "c"), Shape: [3]int{1, 1, 1}}), "already open")
 	require.NoError(t, s.Close())
+	// Closed (like never opened): every write is ErrClosed (Python ClosedError).
+	for name, err := range map[string]error{
+		"WriteVolume":       s.WriteVolume(make([]byte, 4)),
+		"WritePartialBscan": s.WritePartialBscan(0, 0, make([]byte, 2)),
+		"AdvanceVolume":     s.AdvanceVolume(),
+		"Seek":              s.Seek(0, 0),
+	} {
+		require.ErrorIs(t, err, ErrNotOpen, name)
+		require.ErrorIs(t, err, backend.ErrClosed, name)
+	}
 }

@@ -21,7 +21,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._core import api
-from ._errors import native, release_on_collect
+from ._errors import ClosedError, native, release_on_collect
 from ._validate import check_float, check_int
 
 __all__ = [
@@ -46,6 +46,7 @@ class _Acquisition:
 
     def __init__(self, config: Any = None, logger: Optional[logging.Logger] = None, **fields: Any) -> None:
         self._h = None
+        self._closed = False
         # vortex passes a logger first: SimulatedAcquisition(get_logger(...)).
         if isinstance(config, logging.Logger):
             config, logger = None, config
@@ -75,11 +76,15 @@ class _Acquisition:
         # Frees the pinned replay ring an engine may have asked for.
         self._fin = release_on_collect(self, self._h.Close, "an acquisition")
         self.config = cfg
+        self._closed = False  # initialize() after close() makes a new source
 
     def _create(self, cfg: Any):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _handle(self):
+        if self._closed:
+            raise ClosedError(f"{type(self).__name__} is closed, expected an open acquisition "
+                              "(initialize(config) makes a new one)")
         if self._h is None:
             raise ValueError(f"{type(self).__name__} is not initialized, expected initialize(config) first")
         return self._h
@@ -100,11 +105,13 @@ class _Acquisition:
 
         Raises :class:`~vortexgo.InUseError` while an engine that prepared the
         source has not finished its run (the engine uploads from that memory):
-        stop the engine first, then close.
+        stop the engine first, then close. Afterwards every method raises
+        :class:`~vortexgo.ClosedError`; closing again does nothing.
         """
-        if self._h is not None:
-            self._h.Close()
+        if self._h is not None and not self._closed:
+            self._h.Close()  # InUseError leaves the source open and usable
             self._fin.detach()
+            self._closed = True
 
 
 @dataclass
@@ -198,8 +205,8 @@ class SimulatedAcquisition(_Acquisition):
 
     def __repr__(self) -> str:
         c = self.config
-        if self._h is None:
-            return "<SimulatedAcquisition (not initialized)>"
+        if self._h is None or self._closed:
+            return f"<SimulatedAcquisition {'closed' if self._closed else '(not initialized)'}>"
         rate = f"{c.rate:.3g} A-scans/s" if c.rate else "unthrottled"
         total = "forever" if c.total_volumes == 0 else f"{c.total_volumes} volumes"
         return (f"<SimulatedAcquisition {c.bscans_per_volume} x {c.ascans_per_bscan} x {c.samples_per_record} "
@@ -239,8 +246,8 @@ class FileAcquisition(_Acquisition):
                                       bool(c.loop), _float(o, "rate", c.rate))
 
     def __repr__(self) -> str:
-        if self._h is None:
-            return "<FileAcquisition (not initialized)>"
+        if self._h is None or self._closed:
+            return f"<FileAcquisition {'closed' if self._closed else '(not initialized)'}>"
         return f"<FileAcquisition {self.config.path!r}{' loop' if self.config.loop else ''}>"
 
 
@@ -265,6 +272,6 @@ class NullAcquisition(_Acquisition):
                                       _int(o, "records", c.records, 0), _float(o, "rate", c.rate))
 
     def __repr__(self) -> str:
-        if self._h is None:
-            return "<NullAcquisition (not initialized)>"
+        if self._h is None or self._closed:
+            return f"<NullAcquisition {'closed' if self._closed else '(not initialized)'}>"
         return f"<NullAcquisition {self.config.samples_per_record} samples>"

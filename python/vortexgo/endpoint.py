@@ -24,7 +24,7 @@ import numpy as np
 
 from ._core import api
 from ._device import Device
-from ._errors import LockError, VortexError, native
+from ._errors import ClosedError, LockError, VortexError, native
 from ._stream import Stream
 from ._tensor import DeviceTensor
 from ._validate import check_shape
@@ -92,9 +92,14 @@ class _Endpoint:
                 raise ValueError(f"shape={shape!r}, expected (bscans, ascans, depth) of positive sizes")
         self._executor, self._shape = executor, shape
 
+    def _live(self, what: str) -> None:
+        if self._closed:
+            raise ClosedError(f"{type(self).__name__}.{what}: the endpoint is closed")
+
     @property
     def prepared(self) -> bool:
         """True once an engine has prepared the endpoint."""
+        self._live("prepared")
         return self._h.Prepared()
 
     @property
@@ -105,10 +110,7 @@ class _Endpoint:
         ``cupy.cuda.ExternalStream`` when CuPy is installed), so work issued
         there runs after the engine's formatting of the volume.
         """
-        if self._closed:
-            from ._errors import ClosedError
-
-            raise ClosedError(f"{type(self).__name__}.stream: the endpoint is closed")
+        self._live("stream")
         if self._stream is None:
             self._stream = _EndpointStream._wrap(self._require_device(), native(self._h.Stream)())
         return self._stream
@@ -169,10 +171,7 @@ class _TensorEndpoint(_Endpoint):
         and never tears the data. Inside the lock you get a zero-copy CuPy
         array (NumPy for host endpoints and the CPU backend).
         """
-        if self._closed:
-            from ._errors import ClosedError
-
-            raise ClosedError(f"{type(self).__name__}.tensor: the endpoint is closed")
+        self._live("tensor")
         if self._tensor is None:
             dev = self._require_device()
             h = native(self._h.Tensor)()
@@ -265,7 +264,8 @@ class _StorageEndpoint(_Endpoint):
 
     @property
     def volumes_written(self) -> int:
-        """Volumes handed to the storage so far."""
+        """Volumes handed to the storage so far (still readable after :meth:`close`:
+        it reports what was stored)."""
         return self._h.Written()
 
     def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:

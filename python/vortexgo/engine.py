@@ -33,7 +33,7 @@ import numpy as np
 
 from ._core import api
 from ._device import Device, DeviceLike, get_device
-from ._errors import LockError, VortexError, native, translate
+from ._errors import ClosedError, LockError, VortexError, native, translate
 from ._validate import INT64_MAX, check_float, check_int, check_timeout
 from .acquire import _Acquisition
 from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoints from vortex.engine
@@ -366,8 +366,6 @@ class Engine:
 
     def _handle(self):
         if self._closed:
-            from ._errors import ClosedError
-
             raise ClosedError("the engine is closed")
         if self._h is None:
             raise VortexError("the engine is not prepared, expected prepare() first")
@@ -383,8 +381,6 @@ class Engine:
         sizes, storage not open or of the wrong shape) before anything starts.
         """
         if self._closed:
-            from ._errors import ClosedError
-
             raise ClosedError("the engine is closed")
         cfg = self.config
         if cfg is None:
@@ -399,7 +395,7 @@ class Engine:
             if t is not None and t._stack():
                 raise LockError(f"preparing {type(ep).__name__} while this thread holds its tensor's lock")
             if ep._closed:
-                raise ValueError(f"{type(ep).__name__} is closed, expected an open endpoint")
+                raise ClosedError(f"{type(ep).__name__} is closed, expected an open endpoint")
         acq = cfg._acquisitions[0][0]
         acq.prepare()
         spr = acq.samples_per_record

@@ -28,7 +28,7 @@ import numpy as np
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._validate import check_int
-from ._errors import native
+from ._errors import ClosedError, native
 
 __all__ = [
     "ProcessorConfig", "CUDAProcessorConfig", "CPUProcessorConfig",
@@ -163,6 +163,7 @@ class _Processor:
     def __init__(self, config: Optional[ProcessorConfig] = None, logger: Optional[logging.Logger] = None, *,
                  device: DeviceLike = None, **fields: Any) -> None:
         self._h = None
+        self._closed = False
         if isinstance(config, logging.Logger):
             config, logger = None, config
         self.logger = logger
@@ -208,8 +209,13 @@ class _Processor:
                 raise
         self._h = h
         self.config, self.device = cfg, dev
+        self._closed = False  # initialize() after close() makes a new processor
 
     def _handle(self):
+        if self._closed:
+            # Told apart from never initialized: the object was usable once.
+            raise ClosedError(f"{type(self).__name__} is closed, expected an open processor "
+                              "(initialize(config) makes a new one)")
         if self._h is None:
             raise ValueError(f"{type(self).__name__} is not initialized, expected initialize(config) first")
         return self._h
@@ -224,15 +230,18 @@ class _Processor:
         """Release the processor's device resources.
 
         Raises :class:`~vortexgo.InUseError` while an engine that prepared the
-        processor has not finished its run: stop the engine first.
+        processor has not finished its run: stop the engine first. Afterwards
+        every method raises :class:`~vortexgo.ClosedError`; closing again does
+        nothing.
         """
         if self._h is not None:
             self._h.Close()  # InUseError leaves the processor usable
             self._h = None
+            self._closed = True
 
     def __repr__(self) -> str:
         if self._h is None:
-            return f"<{type(self).__name__} (not initialized)>"
+            return f"<{type(self).__name__} {'closed' if self._closed else '(not initialized)'}>"
         c = self.config
         steps = []
         if c.average_window:

@@ -24,7 +24,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ._core import api
-from ._errors import native
+from ._errors import ClosedError, native
 from ._validate import check_int, check_shape
 
 __all__ = ["SimpleStackHeader", "SimpleStackConfig", "SimpleStackInt8", "SimpleStackUInt16", "SimpleStackFloat32"]
@@ -138,6 +138,11 @@ class _SimpleStack:
         """
         self._h.Close()
 
+    def _require_open(self, what: str) -> None:
+        # ClosedError (a ValueError): a stack is closed until open() and after close().
+        if not self.is_open:
+            raise ClosedError(f"{type(self).__name__}.{what}: the stack is not open, expected open(config) first")
+
     def _check(self, a: np.ndarray, what: str) -> None:
         if a.dtype != self._dtype:
             raise ValueError(f"{what}: dtype {a.dtype.name}, expected {self._dtype.name} (this is a "
@@ -147,8 +152,7 @@ class _SimpleStack:
     def write_volume(self, volume: Any) -> None:
         """Write one whole volume (NumPy, CuPy, or vortexgo array) of shape
         ``(bscans, ascans, depth)`` and advance to the next."""
-        if not self.is_open:
-            raise ValueError(f"{type(self).__name__}.write_volume: the stack is not open, expected open(config) first")
+        self._require_open("write_volume")
         a = _host(volume)
         self._check(a, "write_volume")
         if a.shape != self.shape and a.shape != (1,) + tuple(self.shape or ()):
@@ -159,8 +163,7 @@ class _SimpleStack:
     def write_partial_bscan(self, bscan_idx: int, ascan_idx: int, data: Any) -> None:
         """Write whole A-scans (shape ``(n, depth)`` or ``(depth,)``) into B-scan
         ``bscan_idx`` of the current volume from A-scan ``ascan_idx``."""
-        if not self.is_open:
-            raise ValueError(f"{type(self).__name__}.write_partial_bscan: the stack is not open")
+        self._require_open("write_partial_bscan")
         a = _host(data)
         self._check(a, "write_partial_bscan")
         depth = (self.shape or (0, 0, 0))[2]

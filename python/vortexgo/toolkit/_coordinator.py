@@ -32,6 +32,11 @@ _TYPES = ("compute", "upload", "download", "?")  # pipeline.OpType
 _STAGE_OPS = frozenset((KernelOp, SpinOp, UploadOp, DownloadOp))
 
 
+def check_priority(name: str, v: Any) -> int:
+    """A stream priority: any int64 (the backend clamps it to its range)."""
+    return check_int(name, v, -(2**63))
+
+
 def timeout_us(name: str, timeout: Any) -> int:
     """A validated timeout in seconds (None: forever) as Go's microseconds (-1: forever)."""
     t = check_timeout(name, timeout)
@@ -122,8 +127,9 @@ class AsyncCoordinator(Closeable):
         self._closed = True
         dev = get_device(device)
         h = tk_native(api.NewAsyncCoordinator)(
-            dev._h, check_int("upload_priority", upload_priority), check_int("compute_priority", compute_priority),
-            check_int("download_priority", download_priority), check_bool("timing", timing))
+            dev._h, check_priority("upload_priority", upload_priority),
+            check_priority("compute_priority", compute_priority),
+            check_priority("download_priority", download_priority), check_bool("timing", timing))
         self._init(h, dev, None, timing)
 
     @classmethod

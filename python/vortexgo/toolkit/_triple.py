@@ -75,10 +75,19 @@ class TripleBuffer(Closeable):
         if self._closed:
             raise ClosedError("triple buffer is closed")
 
+    def _view(self, views: list, slot: int) -> Array:
+        # close() may run on another thread between our check and here: it sets
+        # _closed before it empties _views, so the list read before the check
+        # is either the full one or the thread sees _closed.
+        if self._closed or len(views) <= slot:
+            raise ClosedError("triple buffer is closed")
+        return views[slot]
+
     def _claim(self, stage: int) -> Optional[Array]:
+        views = self._views
         self._check()
         slot = self._h.Claim(stage)
-        return None if slot < 0 else self._views[slot]
+        return None if slot < 0 else self._view(views, slot)
 
     def get_upload_buffer(self) -> Optional[Array]:
         """Claim this round's upload slot (Free -> Uploading); None if it is not Free."""
@@ -111,8 +120,9 @@ class TripleBuffer(Closeable):
 
     def slot(self, i: int) -> Array:
         """Slot ``i``'s buffer regardless of its state."""
+        views = self._views
         self._check()
-        return self._views[check_int("slot", i, 0, 2)]
+        return self._view(views, check_int("slot", i, 0, 2))
 
     def reset(self) -> None:
         """Every slot back to Free and round 0 (no stage may still use a buffer)."""
