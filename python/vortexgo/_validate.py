@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
 #: Largest element count of any one allocation (2**48 elements, 256 TiB of
 #: bytes at one byte each): far above any real device, far below int64
 #: overflow of byte sizes, so a product of dimensions is bounded before a
@@ -54,8 +55,11 @@ def check_int(name: str, v: Any, lo: Optional[int] = None, hi: Optional[int] = I
         except TypeError:
             raise TypeError(f"{name}={_repr(v)}, expected an int") from None
     v = int(v)
-    if lo is not None and v < lo:
-        raise ValueError(f"{name}={v}, expected an int >= {lo}")
+    # Without a lower bound, Go's int64 is still one: an int below it would
+    # reach gopy and fail there with a message that names nothing.
+    low = lo if lo is not None else INT64_MIN
+    if v < low:
+        raise ValueError(f"{name}={v}, expected an int >= {low}")
     if hi is not None and v > hi:
         raise ValueError(f"{name}={v}, expected an int <= {hi}")
     return v
@@ -130,7 +134,7 @@ def check_shape(name: str, shape: Any, max_elements: int = MAX_ELEMENTS) -> tupl
 def check_native_order(name: str, dtype: np.dtype) -> np.dtype:
     """Refuse byte-swapped dtypes: the Go core computes in native order and
     would silently read big-endian data as little-endian."""
-    if dtype.byteorder not in ("=", "|") and dtype.byteorder != np.dtype(dtype.type).byteorder:
+    if not dtype.isnative:
         raise ValueError(
             f"{name} has dtype {dtype.str} (non-native byte order), expected native order: "
             f"convert with arr.astype(arr.dtype.newbyteorder('='))")
