@@ -98,15 +98,19 @@ def foundation(results: dict) -> list[dict]:
     row("event record, Go fast path only", per_call_us(lambda: core.fast_record(s._id, ev._id)),
         per_call_us(lambda: cev.record(cs)), 0.23)
 
+    from vortexgo import _array as varr
+    f32 = vg._core.DTYPE_CODES["float32"]
+
     def ours_launch():
-        api.Fill(s._h, x.ptr, 256, "float32", 1.0)
+        # The one Go call behind vg.full (run_op: the fast array op).
+        varr.run_op(varr.OP_FILL, s, x._mid, x.ptr, 0, 0, 256, f32, 0, 1.0)
 
     def cupy_launch():
         with cs:
             cx.fill(1.0)
 
     r = row("kernel launch (fill 256)", per_call_us(ours_launch, n=20000), per_call_us(cupy_launch, n=20000), 3.7,
-            "ours: the Go call behind vg.full / ops.Fill")
+            "ours: run_op, the Go call behind vg.full")
     s.synchronize()
     cs.synchronize()
     r2 = per_call_us(lambda: vg.scale_offset(x, 1.0, 0.0, out=x, stream=s), n=20000)

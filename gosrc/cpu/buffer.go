@@ -33,6 +33,13 @@ func (d *Device) alloc(op string, n int, kind backend.MemKind) (*Buffer, error) 
 	if n > backend.MaxBytes {
 		return nil, fmt.Errorf("%s: n=%d, expected at most %d bytes: %w", op, n, backend.MaxBytes, backend.ErrTooLarge)
 	}
+	if limit := hostLimit(); limit > 0 && uint64(n) > limit {
+		// Linux overcommits anonymous mappings: a mapping larger than the
+		// host's memory may succeed and the process is then killed when the
+		// pages are touched. Refuse it here, where it is still an error.
+		return nil, fmt.Errorf("%s: n=%d, expected at most the host's %d bytes of memory and swap: %w",
+			op, n, limit, backend.ErrTooLarge)
+	}
 	b := &Buffer{dev: d, kind: kind, size: n}
 	if n == 0 {
 		// mmap rejects length 0; an empty buffer has address 0, like a

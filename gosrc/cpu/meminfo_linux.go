@@ -51,3 +51,19 @@ func memAvailable() (uint64, bool) {
 	}
 	return 0, false
 }
+
+// hostLimit is the host's RAM plus swap in bytes (0 if unknown): no single
+// allocation can be backed beyond it. Some VMs report less RAM at start than
+// they grow to; swap and the RAM they report then still bound what a
+// mapping can be backed by at that moment.
+func hostLimit() uint64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 0
+	}
+	unit := uint64(si.Unit)
+	if unit == 0 {
+		unit = 1
+	}
+	return (uint64(si.Totalram) + uint64(si.Totalswap)) * unit
+}

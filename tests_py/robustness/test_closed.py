@@ -114,7 +114,8 @@ V(variants(f"{F}/tensor_close_inside_with", """
 
 # --- graphs --------------------------------------------------------------------------------
 V(variants(f"{F}/graph_launch", """
-    s = vg.Stream(DEV); a = vg.zeros(4, "float32", DEV)
+    # a is made on s: a capture may not wait on work queued outside it.
+    s = vg.Stream(DEV); a = vg.zeros(4, "float32", DEV, stream=s)
     with vg.ScopedCapture(s) as c:
         vg.scale_offset(a, 2.0, 1.0, out=a, stream=s)
     c.graph.close(); c.graph.launch(s)""", **CLOSED))
