@@ -40,6 +40,24 @@ def per_call_us(fn: Callable[[], object], n: int = 20000, repeats: int = 7) -> f
     return statistics.median(samples)
 
 
+def paired_us(ours: Callable[[], object], theirs: Callable[[], object], n: int = 20000,
+              repeats: int = 9) -> tuple[float, float]:
+    """per_call_us of both, measured interleaved (ours, theirs, ours, ...):
+    a drift of the host's speed during the run (a VM's neighbours, clock
+    changes) then hits both sides alike instead of biasing their ratio."""
+    for fn in (ours, theirs):
+        for _ in range(min(n, 1000)):
+            fn()
+    a, b = [], []
+    for _ in range(repeats):
+        for fn, out in ((ours, a), (theirs, b)):
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                fn()
+            out.append((time.perf_counter_ns() - t0) / n / 1e3)
+    return statistics.median(a), statistics.median(b)
+
+
 def bandwidth_gbs(copy: Callable[[], None], sync: Callable[[], None], nbytes: int, iters: int = 20) -> float:
     """Median GB/s of `copy` (issued then synced), nbytes per call."""
     copy()
@@ -76,27 +94,26 @@ def foundation(results: dict) -> list[dict]:
 
     s.synchronize()
     cs.synchronize()
-    row("event record", per_call_us(lambda: ev.record(s)), per_call_us(lambda: cev.record(cs)), 0.23)
+    row("event record", *paired_us(lambda: ev.record(s), lambda: cev.record(cs)), 0.23)
     s.synchronize()
     cs.synchronize()
-    row("event query", per_call_us(lambda: ev.is_complete), per_call_us(lambda: cev.done), 0.26)
-    row("stream synchronize (empty)", per_call_us(s.synchronize), per_call_us(cs.synchronize), 0.32)
-    row("stream wait event", per_call_us(lambda: s.wait_event(ev)), per_call_us(lambda: cs.wait_event(cev)), None)
+    row("event query", *paired_us(lambda: ev.is_complete, lambda: cev.done), 0.26)
+    row("stream synchronize (empty)", *paired_us(s.synchronize, cs.synchronize), 0.32)
+    row("stream wait event", *paired_us(lambda: s.wait_event(ev), lambda: cs.wait_event(cev)), None)
     s.synchronize()
     cs.synchronize()
-    row("event synchronize (done)", per_call_us(ev.synchronize), per_call_us(cev.synchronize), None)
-    row("stream query (idle)", per_call_us(lambda: s.is_complete), per_call_us(lambda: cs.done), None)
+    row("event synchronize (done)", *paired_us(ev.synchronize, cev.synchronize), None)
+    row("stream query (idle)", *paired_us(lambda: s.is_complete, lambda: cs.done), None)
     # The same calls one layer down: the C fast path alone (what the methods
     # above add to it is Python attribute lookups), then the Go fast path it
     # replaced, so a regression shows which layer it is in.
     core = vg._core
     paths = "C fast path" if core.HAVE_C_FAST_PATH else "C fast path NOT BUILT (Go path)"
-    row(f"event record, {paths} only", per_call_us(lambda: core.c_event_record(s._cid, ev._cid)),
-        per_call_us(lambda: cev.record(cs)), 0.23)
-    row(f"stream synchronize, {paths} only", per_call_us(lambda: core.c_stream_sync(s._cid)),
-        per_call_us(cs.synchronize), 0.32)
-    row("event record, Go fast path only", per_call_us(lambda: core.fast_record(s._id, ev._id)),
-        per_call_us(lambda: cev.record(cs)), 0.23)
+    row(f"event record, {paths} only", *paired_us(lambda: core.c_event_record(s._cid, ev._cid),
+                                                   lambda: cev.record(cs)), 0.23)
+    row(f"stream synchronize, {paths} only", *paired_us(lambda: core.c_stream_sync(s._cid), cs.synchronize), 0.32)
+    row("event record, Go fast path only", *paired_us(lambda: core.fast_record(s._id, ev._id),
+                                                      lambda: cev.record(cs)), 0.23)
 
     from vortexgo import _array as varr
     f32 = vg._core.DTYPE_CODES["float32"]
@@ -109,7 +126,7 @@ def foundation(results: dict) -> list[dict]:
         with cs:
             cx.fill(1.0)
 
-    r = row("kernel launch (fill 256)", per_call_us(ours_launch, n=20000), per_call_us(cupy_launch, n=20000), 3.7,
+    r = row("kernel launch (fill 256)", *paired_us(ours_launch, cupy_launch), 3.7,
             "ours: run_op, the Go call behind vg.full")
     s.synchronize()
     cs.synchronize()

@@ -350,7 +350,7 @@ func (c *AsyncCoordinator) ExternalDone() (OpID, error) {
 	c.pending[o.id] = o
 	c.latest[OpCompute] = o.id
 	c.fifo[o.lane] = append(c.fifo[o.lane], o)
-	c.reapLaneLocked(o.lane)
+	c.reapIfLongLocked(o.lane)
 	return o.id, nil
 }
 
@@ -402,8 +402,8 @@ func (c *AsyncCoordinator) queue(t OpType, name string, bytes int, deps []OpID, 
 	c.fifo[o.lane] = append(c.fifo[o.lane], o)
 	c.latest[t] = o.id
 	// Retire finished ops of this stream so events recycle even when the
-	// caller never polls: typically one event query.
-	c.reapLaneLocked(o.lane)
+	// caller never polls.
+	c.reapIfLongLocked(o.lane)
 	if workErr != nil {
 		return 0, fmt.Errorf("%s: op %d: %w", what, o.id, workErr)
 	}
@@ -579,8 +579,34 @@ func (c *AsyncCoordinator) SynchronizeAll() error {
 }
 
 // reapLaneLocked retires lane l's completed ops from the head of its FIFO.
+// reapEvery is how many ops a lane may hold before queueing reaps it. An
+// event query costs 0.2-1.4 us (H200, H100): reaping on every queue made it
+// the largest part of an op's bookkeeping; every 32 ops bounds the pending
+// list and the events out of the pool just as well.
+const reapEvery = 32
+
+func (c *AsyncCoordinator) reapIfLongLocked(l int) {
+	if len(c.fifo[l]) >= reapEvery {
+		c.reapLaneLocked(l)
+	}
+}
+
 func (c *AsyncCoordinator) reapLaneLocked(l int) {
 	q := c.fifo[l]
+	// A lane is one stream, so its ops complete in queue order: once the
+	// newest op's end event is done, every older one is. One query then
+	// retires a whole batch (a poll after 64 queued ops costs one driver
+	// call, not 64).
+	if n := len(q); n > 1 {
+		if done, err := q[n-1].end.Query(); err == nil && done {
+			for i, o := range q {
+				q[i] = nil
+				c.retireLocked(o)
+			}
+			c.fifo[l] = q[:0]
+			return
+		}
+	}
 	for len(q) > 0 {
 		o := q[0]
 		done, err := o.end.Query()
