@@ -797,7 +797,7 @@ def test_copy_peer_needs_cuda_memory(device):
         vg.copy_peer(np.zeros(4), a)
     reason = vg.toolkit.peer_copy_unavailable_reason()
     assert isinstance(reason, str)
-    if vg.toolkit.api.CUDADeviceCount() < 2:
+    if vg._device.cuda_device_count() < 2:
         assert "two CUDA devices" in reason
 
 

@@ -138,3 +138,18 @@ func Describe(d backend.Device) (string, error) {
 	out, err := json.Marshal(in)
 	return string(out), err
 }
+
+// CUDAStatus is the CUDA driver's state as the JSON record
+// python/vortexgo/_device.py reads in one place: whether a device can be
+// used, why not (the loader's or driver's message), and how many there are.
+func CUDAStatus() string {
+	out, err := json.Marshal(struct {
+		Available bool   `json:"available"`
+		Reason    string `json:"reason"`
+		Devices   int    `json:"devices"`
+	}{CUDAAvailable(), cuda.UnavailableReason(), cuda.CountOrZero()})
+	if err != nil {
+		panic(err) // unreachable: a bool, a string and an int always marshal
+	}
+	return string(out)
+}

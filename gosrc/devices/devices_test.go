@@ -166,3 +166,16 @@ func TestDescribe(t *testing.T) {
 	require.LessOrEqual(t, in.FreeMemory, in.TotalMemory)
 	require.Contains(t, rec, `"priority_range":[0,0]`)
 }
+
+// TestCUDAStatus: the record agrees with CUDAAvailable on this machine.
+func TestCUDAStatus(t *testing.T) {
+	var st struct {
+		Available bool   `json:"available"`
+		Reason    string `json:"reason"`
+		Devices   int    `json:"devices"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(CUDAStatus()), &st))
+	require.Equal(t, CUDAAvailable(), st.Available)
+	require.Equal(t, st.Available, st.Reason == "", "a reason exactly when unavailable")
+	require.Equal(t, st.Available, st.Devices > 0)
+}

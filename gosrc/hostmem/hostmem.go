@@ -10,7 +10,6 @@
 package hostmem
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -61,16 +60,14 @@ func Record(ptr, n int, vals ...float64) int {
 	return len(vals)
 }
 
-// Ints converts the caller's list of n int64s at ptr; values below lo
-// become lo (an id that cannot exist, which the callee then names).
-func Ints[T ~int | ~uint64](ptr, n int, lo int64) ([]T, error) {
-	src, err := Span[int64](ptr, n)
-	if err != nil {
-		return nil, fmt.Errorf("list: %w", err)
-	}
+// Ints converts the caller's list of n int64s at ptr (ptr 0 or n <= 0:
+// the empty list); values below lo become lo (an id that cannot exist,
+// which the callee then names).
+func Ints[T ~int | ~uint64 | ~uintptr](ptr, n int, lo int64) []T {
+	src, _ := Span[int64](ptr, max(n, 0)) // ptr 0 with n > 0 views nothing
 	out := make([]T, 0, len(src))
 	for _, v := range src {
 		out = append(out, T(max(v, lo)))
 	}
-	return out, nil
+	return out
 }

@@ -2,7 +2,6 @@ package pyapi
 
 import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/devices"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
@@ -10,14 +9,9 @@ import (
 // Device is a compute device (a CUDA GPU or the CPU).
 type Device struct{ d backend.Device }
 
-// CUDAAvailable reports whether a CUDA driver and at least one device exist.
-func CUDAAvailable() bool { return devices.CUDAAvailable() }
-
-// CUDAUnavailableReason explains why CUDA is not available ("" when it is).
-func CUDAUnavailableReason() string { return cuda.UnavailableReason() }
-
-// CUDADeviceCount returns the number of CUDA devices (0 without a driver).
-func CUDADeviceCount() int { return cuda.CountOrZero() }
+// CUDAStatus is whether CUDA is available, why not and how many devices
+// there are, as one JSON record (devices.CUDAStatus).
+func CUDAStatus() string { return devices.CUDAStatus() }
 
 // GetDevice returns the device for spec: "cpu", "cuda", "cuda:N" or "auto".
 func GetDevice(spec string) (*Device, error) {
@@ -52,10 +46,19 @@ func (d *Device) WrapStream(handle int) (*Stream, error) {
 // NewEvent creates an event; timing enables elapsed-time queries.
 func (d *Device) NewEvent(timing bool) (*Event, error) { return newEvent(d.d.NewEvent(timing)) }
 
+// allocator is d's allocator charging the process budget as purpose; a
+// nil d is Python's None.
+func (d *Device) allocator(purpose string) (*memory.Allocator, error) {
+	if d == nil {
+		return nil, badArg("device=None, expected a Device")
+	}
+	return memory.AllocatorFor(d.d, purpose)
+}
+
 // Alloc allocates nbytes (0 allowed) of device memory, or of pinned host
 // memory, charged to the process budget as "array".
 func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
-	a, err := memory.AllocatorFor(d.d, "array")
+	a, err := d.allocator("array")
 	if err != nil {
 		return nil, tag(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
+	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
 
 // classes maps the core packages' typed errors to the Python classes of
@@ -17,6 +18,7 @@ var classes = []struct {
 	name string
 	is   func(error) bool
 }{
+	{"KeyError", is(pipeline.ErrUnknownOp)}, // an op id the coordinator never issued
 	{"MemoryBudgetError", as[*memory.BudgetError]},
 	{"LockError", is(memory.ErrLockHeld)},
 	{"ClosedError", is(backend.ErrClosed)},
@@ -60,3 +62,13 @@ func isTimeout(err error) bool {
 
 // badArg is a bad argument met while marshalling (backend.Invalidf).
 var badArg = backend.Invalidf
+
+// tagged returns v, or the zero value and err with its Python class: a
+// wrapper built around a failed constructor's result is dropped here.
+func tagged[T any](v T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, tag(err)
+	}
+	return v, nil
+}

@@ -129,18 +129,3 @@ func DTypeCode(name string) int {
 	}
 	return -1
 }
-
-// fastStream and fastEvent are the live stream or event id names, or nil.
-func fastStream(id int) backend.Stream {
-	if s, err := handle.Get[*Stream](&handles, handle.ID(id)); err == nil {
-		return s.s
-	}
-	return nil
-}
-
-func fastEvent(id int) backend.Event {
-	if e, err := handle.Get[*Event](&handles, handle.ID(id)); err == nil {
-		return e.e
-	}
-	return nil
-}

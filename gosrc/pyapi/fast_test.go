@@ -84,8 +84,11 @@ func TestClosedObjectsRaise(t *testing.T) {
 	require.Equal(t, -1, FastQueryStream(e.ID()), "an event's id is no stream")
 	require.Equal(t, -1, FastQueryEvent(s.ID()), "a stream's id is no event")
 
+	buf, err := dev.Alloc(8, false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, buf.Free()) }()
 	require.NoError(t, s.BeginCapture())
-	require.NoError(t, s.Copy(0, 0, 0))
+	require.NoError(t, ArrayOp(int(memory.OpMemset), s.ID(), buf.ID(), buf.Ptr(), 0, 0, 8, 0, 0, 0, 0))
 	g, err := s.EndCapture()
 	require.NoError(t, err)
 	n, err := g.Nodes()
@@ -108,7 +111,7 @@ func TestClosedObjectsRaise(t *testing.T) {
 		"stream.Rec":   op(opRecord, live.ID(), e.ID()),
 		"stream.Wait":  op(opWaitEvent, s.ID(), e.ID()),
 		"stream.Query": op(opQueryStream, s.ID(), 0),
-		"stream.Copy":  s.Copy(0, 0, 0),
+		"stream.Copy":  ArrayOp(int(memory.OpCopy), s.ID(), 0, 0, 0, 0, 0, 0, 0, 0, 0),
 		"event.Sync":   op(opSyncEvent, 0, e.ID()),
 		"event.Query":  op(opQueryEvent, 0, e.ID()),
 		"event.Close":  e.Close(),

@@ -44,10 +44,7 @@ func (b *Buffer) Lease() (*Lease, error) {
 		return nil, tag(badArg("a pool's buffer cannot be borrowed, expected an array's memory"))
 	}
 	br, err := b.sh.Borrow()
-	if err != nil {
-		return nil, tag(err)
-	}
-	return newLease(br, ""), nil
+	return newLease(br, err, "")
 }
 
 // Free releases the owner's reference: the memory goes back now if nothing
@@ -61,25 +58,31 @@ func (b *Buffer) Free() error {
 	return tag(b.sh.Close())
 }
 
-// Lease is one borrower's reference to memory; the Python layer releases it
-// when the borrower (a vortexgo._lifetime.Keep) is collected.
+// Lease is one borrower's reference to memory (an array's, a tensor
+// view's, a toolkit buffer's); the Python layer releases it when the
+// borrower (a vortexgo._lifetime.Keep, a toolkit view) is collected.
 type Lease struct {
-	b    *memory.Borrow
-	id   handle.ID
-	info string // a tensor view's memory.TensorInfo record
+	ptr     uintptr
+	release func() error // a pool's lend gives the buffer back the pool's way
+	id      handle.ID    // 0 for a pool's lend: no array operation names it
+	info    string       // a tensor view's memory.TensorInfo record
 }
 
-// newLease registers b: its id names the memory in the array operations,
-// for as long as the lease is held (after the owner freed too).
-func newLease(b *memory.Borrow, info string) *Lease {
-	return &Lease{b: b, id: handles.Register(b), info: info}
+// newLease registers b, or passes err on: its id names the memory in the
+// array operations for as long as the lease is held (after the owner
+// freed too).
+func newLease(b *memory.Borrow, err error, info string) (*Lease, error) {
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Lease{ptr: b.Ptr(), release: b.Release, id: handles.Register(b), info: info}, nil
 }
 
 // ID names the borrowed memory in the array operations.
 func (l *Lease) ID() int { return int(l.id) }
 
 // Ptr is the borrowed memory's address (0 when empty).
-func (l *Lease) Ptr() int { return int(l.b.Ptr()) }
+func (l *Lease) Ptr() int { return int(l.ptr) }
 
 // Info is a tensor view's shape and dtype when taken (a memory.TensorInfo
 // JSON record).
@@ -89,7 +92,7 @@ func (l *Lease) Info() string { return l.info }
 // second Release is a no-op.
 func (l *Lease) Release() error {
 	handles.Release(l.id)
-	return tag(l.b.Release())
+	return tag(l.release())
 }
 
 // ArrayOp runs one memory.Op (code op; n, dtype codes dt and sdt, a, b) on
@@ -136,33 +139,21 @@ func memoryOf(what string, id int) (memory.Borrower, error) {
 	return m, nil
 }
 
-// Helpers of the other wrappers: the policy lives in memory and backend.
-func allocatorFor(dev backend.Device, purpose string) (*memory.Allocator, error) {
-	return memory.AllocatorFor(dev, purpose)
-}
-func parseDType(name string) (backend.DType, error) { return backend.ParseDType(name) }
-
 // Tensor is a lockable, resizable n-d buffer (memory.DeviceTensor).
 type Tensor struct{ t *memory.DeviceTensor }
 
 // NewTensor allocates a tensor; shape is comma-separated ("3,4,5").
 func NewTensor(dev *Device, shape, dtype string, pinned bool) (*Tensor, error) {
-	if dev == nil {
-		return nil, tag(badArg("device=None, expected a Device"))
+	a, err := dev.allocator("tensor")
+	if err != nil {
+		return nil, tag(err)
 	}
 	sh, dt, err := backend.ParseShapeDType(shape, dtype)
 	if err != nil {
 		return nil, tag(err)
 	}
-	a, err := memory.AllocatorFor(dev.d, "tensor")
-	if err != nil {
-		return nil, tag(err)
-	}
 	t, err := memory.NewDeviceTensor(a, memory.Kind(pinned), sh, dt)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Tensor{t: t}, nil
+	return tagged(&Tensor{t: t}, err)
 }
 
 // Lock takes the lock for owner; timeoutMs < 0 waits forever (GIL released).
@@ -189,10 +180,7 @@ func (t *Tensor) Resize(owner int, shape, dtype string) error {
 // after Close): the view stays valid across Resize and Close.
 func (t *Tensor) View() (*Lease, error) {
 	v, err := t.t.View()
-	if err != nil {
-		return nil, tag(err)
-	}
-	return newLease(v.Borrow, v.Info().JSON()), nil
+	return newLease(v.Borrow, err, v.Info().JSON())
 }
 
 // Ptr is the current address; a ClosedError after Close.

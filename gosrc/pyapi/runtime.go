@@ -4,8 +4,7 @@ import (
 	"os"
 	"runtime"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -20,17 +19,9 @@ func Noop() {}
 // sample it to show that a long run leaks none (scripts/soak.py).
 func Goroutines() int { return runtime.NumGoroutine() }
 
-// MonotonicNs reads CLOCK_MONOTONIC in nanoseconds: the clock behind
-// Python's time.monotonic_ns and time.perf_counter_ns on Linux, so values
-// from Go and from Python can be subtracted (callback latency, see
-// Engine.StartMonotonicNs). 0 if the clock cannot be read.
-func MonotonicNs() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
-}
+// MonotonicNs reads CLOCK_MONOTONIC in nanoseconds (engine.MonotonicNs):
+// Python's time.monotonic_ns clock, so Go's and Python's times subtract.
+func MonotonicNs() int64 { return engine.MonotonicNs() }
 
 // SetMemoryBudget sets the limits in bytes for device and pinned memory
 // (0 = unlimited); see memory.Budget.SetLimits.

@@ -96,16 +96,6 @@ func (s *Stream) Priority() int { return s.s.Priority() }
 // Owned reports whether closing the stream destroys it.
 func (s *Stream) Owned() bool { return s.s.Owned() }
 
-// Copy copies nbytes from src to dst in stream order (raw addresses: the
-// peer copy and the bandwidth benchmark; arrays use ArrayOp, which holds
-// the memory).
-func (s *Stream) Copy(dst, src, nbytes int) error {
-	if nbytes < 0 {
-		return tag(badArg("nbytes=%d, expected nbytes >= 0", nbytes))
-	}
-	return s.do(func() error { return s.s.Copy(uintptr(dst), uintptr(src), nbytes) })
-}
-
 // BeginCapture starts capturing this stream's work into a graph.
 func (s *Stream) BeginCapture() error { return s.do(s.s.BeginCapture) }
 

@@ -145,19 +145,29 @@ def _canonical(dev: Device) -> Device:
     return _cache.setdefault(dev.alias, dev)
 
 
+def _cuda_status() -> dict:
+    # available / reason / devices: one record (gosrc/devices CUDAStatus).
+    return json.loads(api.CUDAStatus())
+
+
+def cuda_device_count() -> int:
+    """The number of CUDA devices (0 without a driver)."""
+    return _cuda_status()["devices"]
+
+
 def is_cuda_available() -> bool:
     """True when a CUDA driver and at least one GPU are present."""
-    return bool(api.CUDAAvailable())
+    return _cuda_status()["available"]
 
 
 def cuda_unavailable_reason() -> str:
     """Why CUDA is unavailable (the driver's or loader's message), or ``""``."""
-    return api.CUDAUnavailableReason()
+    return _cuda_status()["reason"]
 
 
 def devices() -> list[Device]:
     """All devices: every CUDA GPU (in ordinal order), then the CPU."""
-    out = [get_device(f"cuda:{i}") for i in range(api.CUDADeviceCount())]
+    out = [get_device(f"cuda:{i}") for i in range(cuda_device_count())]
     out.append(get_device("cpu"))
     return out
 
