@@ -145,14 +145,18 @@ def foundation(results: dict) -> list[dict]:
     cd = cp.empty(nbytes, cp.uint8)
 
     bw = {}
-    bw["h2d_pinned_vortexgo"] = bandwidth_gbs(lambda: s._h.Copy(d.ptr, hp.ptr, nbytes), s.synchronize, nbytes)
-    bw["d2h_pinned_vortexgo"] = bandwidth_gbs(lambda: s._h.Copy(hp.ptr, d.ptr, nbytes), s.synchronize, nbytes)
+    from vortexgo._array import OP_COPY, run_op  # the copy vg.copy runs, without its checks
+
+    bw["h2d_pinned_vortexgo"] = bandwidth_gbs(lambda: run_op(OP_COPY, s, d._mid, d.ptr, hp._mid, hp.ptr, nbytes),
+                                             s.synchronize, nbytes)
+    bw["d2h_pinned_vortexgo"] = bandwidth_gbs(lambda: run_op(OP_COPY, s, hp._mid, hp.ptr, d._mid, d.ptr, nbytes),
+                                             s.synchronize, nbytes)
     bw["h2d_pinned_cupy"] = bandwidth_gbs(lambda: cd.set(chost, stream=cs), cs.synchronize, nbytes)
     bw["d2h_pinned_cupy"] = bandwidth_gbs(lambda: cd.get(stream=cs, out=chost), cs.synchronize, nbytes)
-    bw["h2d_pageable_vortexgo"] = bandwidth_gbs(lambda: s._h.Copy(d.ptr, pageable.ctypes.data, nbytes),
-                                               s.synchronize, nbytes)
-    bw["d2h_pageable_vortexgo"] = bandwidth_gbs(lambda: s._h.Copy(pageable.ctypes.data, d.ptr, nbytes),
-                                               s.synchronize, nbytes)
+    bw["h2d_pageable_vortexgo"] = bandwidth_gbs(lambda: run_op(OP_COPY, s, d._mid, d.ptr, 0, pageable.ctypes.data,
+                                                              nbytes), s.synchronize, nbytes)
+    bw["d2h_pageable_vortexgo"] = bandwidth_gbs(lambda: run_op(OP_COPY, s, 0, pageable.ctypes.data, d._mid, d.ptr,
+                                                              nbytes), s.synchronize, nbytes)
     bw["h2d_pageable_cupy"] = bandwidth_gbs(lambda: cd.set(pageable, stream=cs), cs.synchronize, nbytes)
     results["copy_bandwidth_gbs"] = {k: round(v, 2) for k, v in bw.items()}
     results["copy_ratio_vs_cupy"] = {

@@ -342,7 +342,7 @@ def test_fake_cuda_close_waits_for_a_synchronize_in_flight(fake_driver):
         for path in ("C", "Go", "method"):
             s = vg.Stream(dev)
             sync = {"C": lambda: c.c_stream_sync(s._cid), "Go": lambda: c.fast_sync_stream(s._id),
-                    "method": s._h.Synchronize}[path]
+                    "method": lambda: c.stream_op(c.OP_SYNC_STREAM, s._h.ID(), 0)}[path]
             hold.value = 1
             t = threading.Thread(target=sync)  # the GIL is released while it blocks
             t.start()

@@ -80,6 +80,16 @@ var ErrInUse = errors.New("in use")
 // (Python: ValueError).
 var ErrInvalid = errors.New("invalid argument")
 
+// Invalidf is a bad argument met while decoding a call: its text names the
+// argument and the value expected, and it wraps ErrInvalid without adding
+// words of its own (the text is the whole message the user reads).
+func Invalidf(format string, args ...any) error { return invalid(fmt.Sprintf(format, args...)) }
+
+type invalid string
+
+func (e invalid) Error() string { return string(e) }
+func (e invalid) Unwrap() error { return ErrInvalid }
+
 // ErrTooLarge is returned (wrapped) when a requested size cannot be
 // allocated or represented, checked before any allocation so that Go never
 // dies of an impossible request (Python: MemoryError).

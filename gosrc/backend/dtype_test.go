@@ -131,3 +131,10 @@ func TestCheckValue(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidf: the text is exactly the caller's, and it is an ErrInvalid.
+func TestInvalidf(t *testing.T) {
+	err := Invalidf("n=%d, expected >= 0", -1)
+	require.ErrorIs(t, err, ErrInvalid)
+	require.EqualError(t, err, "n=-1, expected >= 0")
+}

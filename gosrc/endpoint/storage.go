@@ -72,7 +72,7 @@ func (e *StackStorageEndpoint) Claims() []*engine.Claim {
 // dtype (int8, uint16 or float32).
 func NewAscanStackEndpoint(store VolumeWriter) (*StackStorageEndpoint, error) {
 	if store == nil {
-		return nil, errors.New("endpoint.NewAscanStackEndpoint: store=nil, expected an open storage (storage.SimpleStack)")
+		return nil, backend.Invalidf("endpoint.NewAscanStackEndpoint: store=nil, expected an open storage (storage.SimpleStack)")
 	}
 	return &StackStorageEndpoint{name: "AscanStackEndpoint", src: srcProcessed, store: store}, nil
 }
@@ -80,7 +80,7 @@ func NewAscanStackEndpoint(store VolumeWriter) (*StackStorageEndpoint, error) {
 // NewSpectraStackEndpoint stores the raw uint16 spectra of each volume.
 func NewSpectraStackEndpoint(store VolumeWriter) (*StackStorageEndpoint, error) {
 	if store == nil {
-		return nil, errors.New("endpoint.NewSpectraStackEndpoint: store=nil, expected an open storage (storage.SimpleStack)")
+		return nil, backend.Invalidf("endpoint.NewSpectraStackEndpoint: store=nil, expected an open storage (storage.SimpleStack)")
 	}
 	return &StackStorageEndpoint{name: "SpectraStackEndpoint", src: srcRaw, store: store}, nil
 }

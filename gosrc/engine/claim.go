@@ -117,3 +117,17 @@ func (c *Claim) name() string {
 type Claimer interface {
 	Claims() []*Claim
 }
+
+// Claimed reports whether an engine holds any claim that stage reports (a
+// stage that is no Claimer never is): a wrapper asks before invalidating
+// the names of a stage whose Close an engine's run would refuse.
+func Claimed(stage any) bool {
+	if c, ok := stage.(Claimer); ok {
+		for _, cl := range c.Claims() {
+			if cl.InUse() {
+				return true
+			}
+		}
+	}
+	return false
+}

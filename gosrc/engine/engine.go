@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 )
 
@@ -116,6 +118,9 @@ type Engine struct {
 	done     chan struct{}
 	wg       sync.WaitGroup
 	t0       time.Time
+	// startMono is CLOCK_MONOTONIC (ns) read just before t0: the base of
+	// the events' timestamps on Python's time.monotonic_ns clock.
+	startMono atomic.Int64
 
 	errMu sync.Mutex
 	err   error
@@ -288,6 +293,23 @@ func (e *Engine) Prepare() (err error) {
 	return nil
 }
 
+// MonotonicNs reads CLOCK_MONOTONIC in nanoseconds: the clock behind
+// Python's time.monotonic_ns and time.perf_counter_ns on Linux, so values
+// from Go and from Python can be subtracted (callback latency). 0 if the
+// clock cannot be read.
+func MonotonicNs() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// StartMonotonicNs is the base of the events' timestamps on
+// CLOCK_MONOTONIC (MonotonicNs), read just before Start took its start
+// time; 0 before a successful Start.
+func (e *Engine) StartMonotonicNs() int64 { return e.startMono.Load() }
+
 // Start starts the acquisition and the stage goroutines.
 func (e *Engine) Start() error {
 	e.stateMu.Lock()
@@ -295,10 +317,12 @@ func (e *Engine) Start() error {
 	if e.state != statePrepared {
 		return fmt.Errorf("engine.Start: engine is %s, expected prepared (call Prepare once, then Start once)", e.stateName())
 	}
+	mono := MonotonicNs()
 	e.t0 = time.Now()
 	if err := e.acq.Start(); err != nil {
 		return fmt.Errorf("engine.Start: acquisition: %w", err)
 	}
+	e.startMono.Store(mono)
 	e.state = stateRunning
 	e.wg.Add(4)
 	go e.acquireLoop()

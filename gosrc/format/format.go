@@ -7,6 +7,7 @@ package format
 import (
 	"fmt"
 
+	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
@@ -29,11 +30,11 @@ type RasterScan struct {
 func (r RasterScan) Validate() error {
 	switch {
 	case r.AscansPerBscan <= 0:
-		return fmt.Errorf("RasterScan.AscansPerBscan: %d, expected > 0", r.AscansPerBscan)
+		return backend.Invalidf("RasterScan.AscansPerBscan: %d, expected > 0", r.AscansPerBscan)
 	case r.BscansPerVolume <= 0:
-		return fmt.Errorf("RasterScan.BscansPerVolume: %d, expected > 0", r.BscansPerVolume)
+		return backend.Invalidf("RasterScan.BscansPerVolume: %d, expected > 0", r.BscansPerVolume)
 	case r.Volumes < 0:
-		return fmt.Errorf("RasterScan.Volumes: %d, expected >= 0 (0 = forever)", r.Volumes)
+		return backend.Invalidf("RasterScan.Volumes: %d, expected >= 0 (0 = forever)", r.Volumes)
 	}
 	return nil
 }
@@ -97,10 +98,10 @@ func NewStackFormatExecutor(scan RasterScan, slice SampleSlice) (*StackFormatExe
 		return nil, err
 	}
 	if slice.Start < 0 {
-		return nil, fmt.Errorf("SampleSlice.Start: %d, expected >= 0", slice.Start)
+		return nil, backend.Invalidf("SampleSlice.Start: %d, expected >= 0", slice.Start)
 	}
 	if slice.Stop != 0 && slice.Stop <= slice.Start {
-		return nil, fmt.Errorf("SampleSlice.Stop: %d, expected 0 (to the end) or > Start (%d)", slice.Stop, slice.Start)
+		return nil, backend.Invalidf("SampleSlice.Stop: %d, expected 0 (to the end) or > Start (%d)", slice.Stop, slice.Start)
 	}
 	return &StackFormatExecutor{scan: scan, slice: slice}, nil
 }

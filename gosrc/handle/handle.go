@@ -133,6 +133,26 @@ func (r *Registry) Live(id ID) bool {
 	return ok
 }
 
+// Check fails with an error naming what and wrapping ErrStale once id is
+// not live: the first step of every method of a registered wrapper, so a
+// closed one never reaches its native handle.
+func (r *Registry) Check(what string, id ID) error {
+	if !r.Live(id) {
+		return fmt.Errorf("%s %v: %w", what, id, ErrStale)
+	}
+	return nil
+}
+
+// Close releases id for the Close of the object it names. It fails like
+// Check when id was not live, so of two racing Close calls exactly one goes
+// on to destroy the native object.
+func (r *Registry) Close(what string, id ID) error {
+	if len(r.Release(id)) == 0 {
+		return fmt.Errorf("%s %v: %w", what, id, ErrStale)
+	}
+	return nil
+}
+
 // Get returns the object id names as a T, or an error wrapping ErrStale
 // (not live) or naming the type it found instead.
 func Get[T any](r *Registry, id ID) (T, error) {

@@ -85,6 +85,15 @@ func TestRegistryLifecycle(t *testing.T) {
 			assert.True(t, r.Live(owner))
 			assert.Equal(t, []any{"o"}, r.Release(owner))
 		}},
+		{"check and close name the object and fail once released", func(t *testing.T, r *Registry) {
+			id := r.Register("s")
+			require.NoError(t, r.Check("stream", id))
+			require.NoError(t, r.Close("stream", id))
+			for _, err := range []error{r.Check("stream", id), r.Close("stream", id)} {
+				assert.ErrorIs(t, err, ErrStale)
+				assert.ErrorContains(t, err, "stream "+id.String())
+			}
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, &Registry{}) })

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -74,4 +75,56 @@ func (o Op) Run(s backend.Stream, dst, src uintptr) error {
 		return ops.Cast(s, dst, o.DType, src, o.SrcDType, o.N)
 	}
 	return fmt.Errorf("memory.Op: code=%d, expected an OpCode: %w", o.Code, backend.ErrInvalid)
+}
+
+// Borrower is memory an operation can hold for its duration: a *Shared
+// through its owner, or a *Borrow (a view's reference, which keeps working
+// after the owner closed).
+type Borrower interface {
+	Borrow() (*Borrow, error)
+}
+
+// RunHeld validates o and runs it on s from src to dst, holding the memory
+// on each side for the call (a nil Borrower is a host address the caller
+// keeps alive, a NumPy array). Each range must lie inside its memory and be
+// reachable from s, so a wrong size is an error instead of a stray write;
+// a concurrent Close only drops the owner's reference and cannot unmap the
+// memory underneath. CPU streams run o before returning; on CUDA it is
+// queued, and the driver's free waits for queued work. When the last
+// reference is the operation's (the owner closed meanwhile), its release
+// frees the memory and reports that error with the operation's.
+func (o Op) RunHeld(s backend.Stream, dm Borrower, dst uintptr, sm Borrower, src uintptr) (err error) {
+	dn, sn, err := o.Bytes()
+	if err != nil || o.N == 0 {
+		return err
+	}
+	db, herr := hold(dm, dst, dn, s, o.Code == OpCopy)
+	if herr != nil {
+		return fmt.Errorf("destination: %w", herr)
+	}
+	defer func() { err = errors.Join(err, db.Release()) }()
+	if sn > 0 {
+		sb, herr := hold(sm, src, sn, s, o.Code == OpCopy)
+		if herr != nil {
+			return fmt.Errorf("source: %w", herr)
+		}
+		defer func() { err = errors.Join(err, sb.Release()) }()
+	}
+	return o.Run(s, dst, src)
+}
+
+// hold borrows m for one operation on s after checking that the n bytes at
+// ptr lie inside it and that s can reach them; nil m holds nothing.
+func hold(m Borrower, ptr uintptr, n int, s backend.Stream, copying bool) (*Borrow, error) {
+	if m == nil {
+		return nil, nil
+	}
+	b, err := m.Borrow()
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(b.s.Check(ptr, n), b.s.Reachable(s, copying)); err != nil {
+		return nil, errors.Join(err, b.Release())
+	}
+	return b, nil
 }

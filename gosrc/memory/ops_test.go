@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"errors"
 	"testing"
 	"unsafe"
 
@@ -87,4 +88,76 @@ func TestSharedReachable(t *testing.T) {
 		}
 		require.NoError(t, sh.Close())
 	}
+}
+
+// TestOpRunHeld: operations hold the memory they name and check each
+// range against it, before a byte moves.
+func TestOpRunHeld(t *testing.T) {
+	s, err := cpu.Default().NewStream(0)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	a := newAllocator(t, 0, 0)
+	host := make([]byte, 32)
+	hostPtr := uintptr(unsafe.Pointer(&host[0]))
+	copy16 := memory.Op{Code: memory.OpCopy, N: 16}
+	tests := []struct {
+		name    string
+		run     func(sh *memory.Shared) error
+		wantErr error // nil for success
+		text    string
+	}{
+		{"host to memory", func(sh *memory.Shared) error {
+			return copy16.RunHeld(s, sh, sh.Ptr(), nil, hostPtr)
+		}, nil, ""},
+		{"nothing to do needs no range", func(sh *memory.Shared) error {
+			return memory.Op{Code: memory.OpCopy}.RunHeld(s, sh, 0, sh, 0)
+		}, nil, ""},
+		{"destination too small", func(sh *memory.Shared) error {
+			return memory.Op{Code: memory.OpCopy, N: 17}.RunHeld(s, sh, sh.Ptr(), nil, hostPtr)
+		}, backend.ErrInvalid, "destination: "},
+		{"source outside", func(sh *memory.Shared) error {
+			return copy16.RunHeld(s, nil, hostPtr, sh, sh.Ptr()+8)
+		}, backend.ErrInvalid, "source: "},
+		{"closed owner", func(sh *memory.Shared) error {
+			ptr := sh.Ptr()
+			require.NoError(t, sh.Close())
+			return copy16.RunHeld(s, sh, ptr, nil, hostPtr)
+		}, backend.ErrClosed, "destination: "},
+		{"a borrow outlives its closed owner", func(sh *memory.Shared) error {
+			b, err := sh.Borrow()
+			require.NoError(t, err)
+			require.NoError(t, sh.Close())
+			ptr := b.Ptr()
+			return errors.Join(copy16.RunHeld(s, b, ptr, nil, hostPtr), b.Release())
+		}, nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sh, err := a.AllocShared(backend.DeviceMem, 16)
+			require.NoError(t, err)
+			err = tc.run(sh)
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tc.wantErr)
+				require.ErrorContains(t, err, tc.text)
+			}
+			_ = sh.Close() // the case may have closed it
+			requireNoUsage(t, a)
+		})
+	}
+}
+
+func TestTensorInfoJSON(t *testing.T) {
+	tn, err := memory.NewDeviceTensor(newAllocator(t, 0, 0), backend.DeviceMem, []int{2, 3}, backend.Int16)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"shape":[2,3],"dtype":"int16","nbytes":12,"closed":false}`, tn.Info().JSON())
+	v, err := tn.View()
+	require.NoError(t, err)
+	require.NoError(t, tn.Resize(1, []int{}, backend.Float64))
+	assert.JSONEq(t, `{"shape":[],"dtype":"float64","nbytes":8,"closed":false}`, tn.Info().JSON(), "0-d: [] not null")
+	assert.JSONEq(t, `{"shape":[2,3],"dtype":"int16","nbytes":12,"closed":false}`, v.Info().JSON(), "the view keeps what it showed")
+	require.NoError(t, tn.Close())
+	assert.True(t, tn.Info().Closed)
+	require.NoError(t, v.Borrow.Release())
 }

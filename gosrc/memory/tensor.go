@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -201,6 +202,42 @@ func (t *DeviceTensor) Closed() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.closed
+}
+
+// TensorInfo describes a tensor, or a view of one when it was taken, as the
+// JSON record python/vortexgo/_tensor.py reads in one place.
+type TensorInfo struct {
+	Shape  []int  `json:"shape"`
+	DType  string `json:"dtype"` // the NumPy name
+	Nbytes int    `json:"nbytes"`
+	Closed bool   `json:"closed"`
+}
+
+// Info describes the tensor in one read, so shape, dtype and size agree
+// even while another thread resizes it.
+func (t *DeviceTensor) Info() TensorInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, _ := byteSize("", t.shape, t.dtype)
+	return TensorInfo{Shape: slices.Clone(t.shape), DType: t.dtype.String(), Nbytes: n, Closed: t.closed}
+}
+
+// Info describes the contents the view shows.
+func (v TensorView) Info() TensorInfo {
+	n, _ := byteSize("", v.Shape, v.DType)
+	return TensorInfo{Shape: v.Shape, DType: v.DType.String(), Nbytes: n}
+}
+
+// JSON is the record as JSON.
+func (i TensorInfo) JSON() string {
+	if i.Shape == nil {
+		i.Shape = []int{} // a 0-d tensor: [] rather than null
+	}
+	out, err := json.Marshal(i)
+	if err != nil {
+		panic(err) // unreachable: ints, strings and bools always marshal
+	}
+	return string(out)
 }
 
 // LockState is a snapshot of a tensor's lock, for diagnostics and tests.

@@ -1,21 +1,11 @@
 package pyapi
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-)
-
-// Record sizes of the flat records (gosrc/engine/records.go).
-const (
-	// EventFields is the int64 fields of one event record.
-	EventFields = engine.EventFields
-	// StatusFields is the int64 fields of a status record.
-	StatusFields = engine.StatusFields
-	// TimingFields is the float64 fields of a timing record.
-	TimingFields = engine.TimingFields
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
 // EngineConfig is engine.Config built one link at a time (gopy passes no
@@ -99,12 +89,7 @@ func (e *Endpoint) stage() engine.Endpoint {
 func (c *EngineConfig) Validate() error { return tag(c.c.Validate()) }
 
 // Engine runs a configured pipeline (engine.Engine).
-type Engine struct {
-	e *engine.Engine
-	// startMono is CLOCK_MONOTONIC (ns) read just before engine.Start set
-	// the base of the events' timestamps (Python's time.monotonic_ns clock).
-	startMono atomic.Int64
-}
+type Engine struct{ e *engine.Engine }
 
 // NewEngine builds an engine for cfg on dev; nothing is allocated until
 // Prepare. Tensor endpoints are charged to the process memory budget.
@@ -114,7 +99,7 @@ func NewEngine(dev *Device, cfg *EngineConfig) (*Engine, error) {
 	}
 	for _, t := range cfg.tensors {
 		if t.Allocator == nil && t.Tensor() == nil {
-			a, err := allocatorFor(dev.d, "endpoint volume")
+			a, err := dev.allocator("endpoint volume")
 			if err != nil {
 				return nil, tag(err)
 			}
@@ -122,10 +107,7 @@ func NewEngine(dev *Device, cfg *EngineConfig) (*Engine, error) {
 		}
 	}
 	e, err := engine.New(cfg.c, dev.d)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Engine{e: e}, nil
+	return tagged(&Engine{e: e}, err)
 }
 
 // Prepare validates (ValueError naming the field) and allocates everything
@@ -147,19 +129,11 @@ func (e *Engine) SetEventMask(id, bits int) error {
 }
 
 // Start starts the pipeline's goroutines.
-func (e *Engine) Start() error {
-	mono := MonotonicNs()
-	if err := e.e.Start(); err != nil {
-		return tag(err)
-	}
-	e.startMono.Store(mono)
-	return nil
-}
+func (e *Engine) Start() error { return tag(e.e.Start()) }
 
-// StartMonotonicNs is the base of the events' timestamp_ns on
-// CLOCK_MONOTONIC, read just before the engine took its start time; 0
-// before Start.
-func (e *Engine) StartMonotonicNs() int64 { return e.startMono.Load() }
+// StartMonotonicNs is the base of the events' timestamp_ns on Python's
+// time.monotonic_ns clock (engine.Engine.StartMonotonicNs); 0 before Start.
+func (e *Engine) StartMonotonicNs() int64 { return e.e.StartMonotonicNs() }
 
 // RequestStop asks the run to stop without waiting (safe from a handler;
 // a no-op before Start).
@@ -187,45 +161,39 @@ func (e *Engine) Err() string {
 // RecordCallbackErrors adds n to the callback error count.
 func (e *Engine) RecordCallbackErrors(n int) { e.e.RecordCallbackErrors(n) }
 
-// StatusInto writes the status record (StatusFields int64) at ptr.
+// StatusInto writes the status record (engine.StatusFields int64) at ptr.
 func (e *Engine) StatusInto(ptr int) error {
-	dst, err := hostSpan[int64](ptr, StatusFields)
-	if err != nil {
-		return tag(err)
+	dst, err := hostmem.Span[int64](ptr, engine.StatusFields)
+	if err == nil {
+		s := e.e.Status()
+		s.Record(dst)
 	}
-	s := e.e.Status()
-	s.Record(dst)
-	return nil
+	return tag(err)
 }
 
-// TimingsInto writes the timing record (TimingFields float64) at ptr.
+// TimingsInto writes the timing record (engine.TimingFields float64) at ptr.
 func (e *Engine) TimingsInto(ptr int) error {
-	dst, err := hostSpan[float64](ptr, TimingFields)
-	if err != nil {
-		return tag(err)
+	dst, err := hostmem.Span[float64](ptr, engine.TimingFields)
+	if err == nil {
+		t := e.e.Timings()
+		t.Record(dst)
 	}
-	t := e.e.Timings()
-	t.Record(dst)
-	return nil
+	return tag(err)
 }
 
-// NextEventsInto writes up to max event records (EventFields int64 each)
-// at ptr, waiting up to timeoutMs for the first (negative: until one
+// NextEventsInto writes up to n event records (engine.EventFields int64
+// each) at ptr, waiting up to timeoutMs for the first (negative: until one
 // arrives; GIL released). It returns the count; after the run ends and the
 // queue drains, one "done" event, then 0.
-func (e *Engine) NextEventsInto(ptr, max, timeoutMs int) (int, error) {
-	if max <= 0 {
-		return 0, tag(badArg("max=%d, expected > 0", max))
+func (e *Engine) NextEventsInto(ptr, n, timeoutMs int) (int, error) {
+	if n <= 0 {
+		return 0, tag(badArg("max=%d, expected > 0", n))
 	}
-	dst, err := hostSpan[int64](ptr, max*EventFields)
+	dst, err := hostmem.Span[int64](ptr, n*engine.EventFields)
 	if err != nil {
 		return 0, tag(err)
 	}
-	timeout := time.Duration(timeoutMs) * time.Millisecond
-	if timeoutMs < 0 {
-		timeout = -1
-	}
-	return e.e.NextRecords(dst, timeout), nil
+	return e.e.NextRecords(dst, time.Duration(max(timeoutMs, -1))*time.Millisecond), nil
 }
 
 // Close stops the run if needed and frees the blocks; endpoints,

@@ -2,61 +2,22 @@ package pyapi
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/acquire"
+	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/process"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
-// This file holds the handles of the engine's stages: acquisitions,
-// processors, the stack formatter, storage and endpoints. NumPy data cross
-// as (address, count) and are copied (or, for synchronous writes, read in
-// place) before the call returns: Go keeps no pointer into Python memory.
-
-// hostSpan views n elements of T at the address of a caller's buffer (a
-// NumPy array the caller keeps alive for the duration of the call).
-func hostSpan[T any](ptr, n int) ([]T, error) {
-	if n < 0 {
-		return nil, badArg("n=%d, expected >= 0", n)
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	if ptr == 0 {
-		return nil, badArg("ptr=0 with n=%d, expected the address of %d elements", n, n)
-	}
-	p := uintptr(ptr)
-	// Pointer-to-pointer conversion: the memory belongs to NumPy, never to
-	// the Go heap, so vet's uintptr->Pointer concern does not apply.
-	up := *(*unsafe.Pointer)(unsafe.Pointer(&p))
-	return unsafe.Slice((*T)(up), n), nil
-}
-
-// copyIn copies n elements of T from a caller's buffer.
-func copyIn[T any](ptr, n int) ([]T, error) {
-	s, err := hostSpan[T](ptr, n)
-	if err != nil || s == nil {
-		return nil, err
-	}
-	return append([]T(nil), s...), nil
-}
-
-// copyOut copies src into a caller's buffer of exactly len(src) elements.
-func copyOut[T any](ptr, n int, src []T) error {
-	if n != len(src) {
-		return badArg("n=%d, expected %d", n, len(src))
-	}
-	dst, err := hostSpan[T](ptr, n)
-	if err == nil {
-		copy(dst, src)
-	}
-	return err
-}
+// The handles of the engine's stages: acquisitions, processors, the stack
+// formatter, storage and endpoints. NumPy data cross as (address, count)
+// and are copied (or, for synchronous writes, read in place) before the
+// call returns (gosrc/hostmem): Go keeps no pointer into Python memory.
 
 // --- acquisitions ------------------------------------------------------------
 
@@ -77,35 +38,25 @@ func NewSimulatedAcquisition(samples, ascans, bscans, volumes, totalVolumes int,
 	if seed < 0 {
 		return nil, tag(badArg("seed=%d, expected >= 0", seed))
 	}
-	cfg := acquire.SimulatedConfig{
+	a, err := acquire.NewSimulatedAcquisition(acquire.SimulatedConfig{
 		SamplesPerRecord: samples, AscansPerBscan: ascans, BscansPerVolume: bscans,
 		Volumes: volumes, TotalVolumes: totalVolumes, Rate: rate, Seed: uint64(seed),
 		NoiseLevel: noise, ReferenceLevel: reference, DarkLevel: dark,
 		CenterWavelength: center, WavelengthSpan: span, SourceBandwidth: bandwidth, Dispersion: dispersion,
-	}
-	a, err := acquire.NewSimulatedAcquisition(cfg)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Acquisition{a: a, kind: "SimulatedAcquisition", sim: a}, nil
+	})
+	return tagged(&Acquisition{a: a, kind: "SimulatedAcquisition", sim: a}, err)
 }
 
 // NewFileAcquisition replays raw uint16 spectra (raw or .npy) from path.
 func NewFileAcquisition(path string, samples int, loop bool, rate float64) (*Acquisition, error) {
 	a, err := acquire.NewFileAcquisition(acquire.FileConfig{Path: path, SamplesPerRecord: samples, Loop: loop, Rate: rate})
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Acquisition{a: a, kind: "FileAcquisition"}, nil
+	return tagged(&Acquisition{a: a, kind: "FileAcquisition"}, err)
 }
 
 // NewNullAcquisition delivers zeros (records = 0: endless).
 func NewNullAcquisition(samples, records int, rate float64) (*Acquisition, error) {
 	a, err := acquire.NewNullAcquisition(acquire.NullConfig{SamplesPerRecord: samples, Records: records, Rate: rate})
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Acquisition{a: a, kind: "NullAcquisition"}, nil
+	return tagged(&Acquisition{a: a, kind: "NullAcquisition"}, err)
 }
 
 // Close frees what the source holds outside the Go heap (the simulated
@@ -120,26 +71,32 @@ func (a *Acquisition) SamplesPerRecord() int { return a.a.SamplesPerRecord() }
 // simulated source; reads the header of a file).
 func (a *Acquisition) Prepare() error { return tag(a.a.Prepare()) }
 
-func (a *Acquisition) notSimulated() error {
-	return badArg("%s has no phantom, expected a SimulatedAcquisition", a.kind)
+// simulated is the phantom behind a: the simulated source, or a ValueError.
+func (a *Acquisition) simulated() (*acquire.SimulatedAcquisition, error) {
+	if a.sim == nil {
+		return nil, badArg("%s has no phantom, expected a SimulatedAcquisition", a.kind)
+	}
+	return a.sim, nil
 }
 
 // ResamplingPositionsInto writes the simulated spectrometer's resampling
 // positions (float32) into the caller's buffer of n elements.
 func (a *Acquisition) ResamplingPositionsInto(ptr, n int) error {
-	if a.sim == nil {
-		return tag(a.notSimulated())
+	s, err := a.simulated()
+	if err == nil {
+		err = hostmem.CopyOut(ptr, n, s.ResamplingPositions())
 	}
-	return tag(copyOut(ptr, n, a.sim.ResamplingPositions()))
+	return tag(err)
 }
 
 // DispersionCompensationInto writes the phasor (complex64) that undoes the
 // simulated dispersion into the caller's buffer of n elements.
 func (a *Acquisition) DispersionCompensationInto(ptr, n int) error {
-	if a.sim == nil {
-		return tag(a.notSimulated())
+	s, err := a.simulated()
+	if err == nil {
+		err = hostmem.CopyOut(ptr, n, s.DispersionCompensation())
 	}
-	return tag(copyOut(ptr, n, a.sim.DispersionCompensation()))
+	return tag(err)
 }
 
 // ReflectorsInto writes the simulated interfaces of one A-scan as
@@ -147,21 +104,19 @@ func (a *Acquisition) DispersionCompensationInto(ptr, n int) error {
 // buffer of n pairs, and returns how many there are (all of them when the
 // count exceeds n: call again with a larger buffer).
 func (a *Acquisition) ReflectorsInto(volume, bscan, ascan, ptr, n int) (int, error) {
-	if a.sim == nil {
-		return 0, tag(a.notSimulated())
-	}
-	rs, err := a.sim.Reflectors(volume, bscan, ascan)
+	s, err := a.simulated()
 	if err != nil {
 		return 0, tag(err)
 	}
-	dst, err := hostSpan[float64](ptr, 2*n)
+	rs, err := s.Reflectors(volume, bscan, ascan)
 	if err != nil {
 		return 0, tag(err)
 	}
-	for i := 0; i < len(rs) && i < n; i++ {
+	dst, err := hostmem.Span[float64](ptr, 2*n)
+	for i := 0; err == nil && i < len(rs) && i < n; i++ {
 		dst[2*i], dst[2*i+1] = rs[i].Depth, rs[i].Reflectivity
 	}
-	return len(rs), nil
+	return len(rs), tag(err)
 }
 
 // --- processors -----------------------------------------------------------------
@@ -178,11 +133,11 @@ func NewProcessor(dev *Device, kind string, samples, ascansPerBlock, averageWind
 	if dev == nil {
 		return nil, tag(badArg("device=None, expected a Device"))
 	}
-	res, err := copyIn[float32](resPtr, resN)
+	res, err := hostmem.CopyIn[float32](resPtr, resN)
 	if err != nil {
 		return nil, tag(err)
 	}
-	filt, err := copyIn[complex64](filtPtr, filtN)
+	filt, err := hostmem.CopyIn[complex64](filtPtr, filtN)
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -192,10 +147,7 @@ func NewProcessor(dev *Device, kind string, samples, ascansPerBlock, averageWind
 		EnableIFFT: ifft, EnableMagnitude: magnitude, EnableSquare: square, EnableLog10: log10,
 		Levels: [2]float32{float32(levelLo), float32(levelHi)}, Slots: slots,
 	})
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Processor{p: p}, nil
+	return tagged(&Processor{p: p}, err)
 }
 
 // OutputSamples is the length of one processed A-scan.
@@ -217,10 +169,7 @@ func NewStackFormatExecutor(ascansPerBscan, bscansPerVolume int, bidirectional b
 	f, err := format.NewStackFormatExecutor(
 		format.RasterScan{AscansPerBscan: ascansPerBscan, BscansPerVolume: bscansPerVolume, Bidirectional: bidirectional, Volumes: volumes},
 		format.SampleSlice{Start: sliceStart, Stop: sliceStop})
-	if err != nil {
-		return nil, tag(badArg("%v", err))
-	}
-	return &Formatter{f: f}, nil
+	return tagged(&Formatter{f: f}, err)
 }
 
 // --- storage ------------------------------------------------------------------------
@@ -230,15 +179,12 @@ type Storage struct{ s *storage.SimpleStack }
 
 // NewSimpleStack returns a closed stack of "int8", "uint16" or "float32".
 func NewSimpleStack(dtype string) (*Storage, error) {
-	dt, err := parseDType(dtype)
+	dt, err := backend.ParseDType(dtype)
 	if err != nil {
 		return nil, tag(err)
 	}
 	s, err := storage.NewSimpleStack(dt)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Storage{s: s}, nil
+	return tagged(&Storage{s: s}, err)
 }
 
 // Open creates the file for volumes of shape (bscans, ascans, depth);
@@ -264,21 +210,21 @@ func (s *Storage) Completed() int { return s.s.Completed() }
 // WriteVolume writes one whole volume of n bytes at ptr (written before
 // the call returns, so the caller's buffer is read in place).
 func (s *Storage) WriteVolume(ptr, n int) error {
-	data, err := hostSpan[byte](ptr, n)
-	if err != nil {
-		return tag(err)
+	data, err := hostmem.Span[byte](ptr, n)
+	if err == nil {
+		err = s.s.WriteVolume(data)
 	}
-	return tag(s.s.WriteVolume(data))
+	return tag(err)
 }
 
 // WritePartialBscan writes n bytes of whole A-scans into B-scan bscan of
 // the current volume from A-scan ascan.
 func (s *Storage) WritePartialBscan(bscan, ascan, ptr, n int) error {
-	data, err := hostSpan[byte](ptr, n)
-	if err != nil {
-		return tag(err)
+	data, err := hostmem.Span[byte](ptr, n)
+	if err == nil {
+		err = s.s.WritePartialBscan(bscan, ascan, data)
 	}
-	return tag(s.s.WritePartialBscan(bscan, ascan, data))
+	return tag(err)
 }
 
 // AdvanceVolume completes the current volume and moves to the next.
@@ -311,7 +257,7 @@ func newEndpoint(e engine.Endpoint, kind string, t *endpoint.StackTensorEndpoint
 // pinned "host" memory, or the raw uint16 spectra in device memory for
 // "spectra" (endpoint.NewStackTensorEndpoint).
 func NewStackTensorEndpoint(memory, dtype string) (*Endpoint, error) {
-	dt, err := parseDType(dtype)
+	dt, err := backend.ParseDType(dtype)
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -335,7 +281,7 @@ func NewStorageEndpoint(s *Storage, spectra bool) (*Endpoint, error) {
 	}
 	e, err := newEp(s.s)
 	if err != nil {
-		return nil, tag(badArg("%v", err))
+		return nil, tag(err)
 	}
 	return newEndpoint(e, name, nil, e), nil
 }
@@ -394,15 +340,10 @@ func (e *Endpoint) Written() int {
 // its id with every wrapper borrowed from it; InUseError while an engine
 // uses it.
 func (e *Endpoint) Close() error {
-	if c, ok := e.e.(engine.Claimer); ok {
-		for _, cl := range c.Claims() {
-			if cl.InUse() {
-				return tag(e.e.Close()) // refused, nothing freed
-			}
-		}
+	if !engine.Claimed(e.e) { // else Close is refused and the endpoint stays usable
+		// The id goes first, so no call path can reach the stream being
+		// destroyed below.
+		handles.Release(e.id)
 	}
-	// The id goes first, so no call path can reach the stream being
-	// destroyed below.
-	handles.Release(e.id)
 	return tag(e.e.Close())
 }

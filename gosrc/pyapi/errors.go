@@ -3,73 +3,72 @@ package pyapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
+	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
 
-// Class tags understood by python/vortexgo/_errors.py.
-const (
-	tagCuda    = "CudaError: "
-	tagValue   = "ValueError: "
-	tagTimeout = "TimeoutError: "
-	tagClosed  = "ClosedError: "
-	tagBudget  = "MemoryBudgetError: "
-	tagIO      = "OSError: "
-	tagRuntime = "VortexError: "
-	tagLock    = "LockError: "
-	tagInUse   = "InUseError: "
-	tagMemory  = "MemoryError: "
-)
+// classes maps the core packages' typed errors to the Python classes of
+// python/vortexgo/_errors.py; the first match wins, so the more specific
+// class comes first (a budget error is a MemoryError too, but says more).
+var classes = []struct {
+	name string
+	is   func(error) bool
+}{
+	{"KeyError", is(pipeline.ErrUnknownOp)}, // an op id the coordinator never issued
+	{"MemoryBudgetError", as[*memory.BudgetError]},
+	{"LockError", is(memory.ErrLockHeld)},
+	{"ClosedError", is(backend.ErrClosed)},
+	{"InUseError", is(backend.ErrInUse)},
+	{"MemoryError", is(backend.ErrTooLarge)},
+	{"ValueError", is(backend.ErrInvalid)},
+	{"CudaError", as[*cuda.Error]},
+	{"TimeoutError", isTimeout},
+	{"OSError", as[*os.PathError]},
+}
 
-// tag prefixes err's text with the Python exception class it maps to. It is
-// applied once, at the boundary, so Go code below keeps plain errors.
+// tag prefixes err's text with the Python class it maps to ("VortexError"
+// when none does). It is applied once, at the boundary, so Go code below
+// keeps plain errors.
 func tag(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ce *cuda.Error
-	var be *memory.BudgetError
-	var pe *os.PathError
-	switch {
-	case errors.As(err, &be):
-		return errors.New(tagBudget + err.Error())
-	case errors.Is(err, memory.ErrLockHeld):
-		return errors.New(tagLock + err.Error())
-	case errors.Is(err, backend.ErrClosed):
-		return errors.New(tagClosed + err.Error())
-	case errors.Is(err, backend.ErrInUse):
-		return errors.New(tagInUse + err.Error())
-	case errors.Is(err, backend.ErrTooLarge):
-		return errors.New(tagMemory + err.Error())
-	case errors.Is(err, backend.ErrInvalid):
-		return errors.New(tagValue + err.Error())
-	case errors.As(err, &ce):
-		return errors.New(tagCuda + err.Error())
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
-		errors.Is(err, memory.ErrLockTimeout), isTimeout(err):
-		return errors.New(tagTimeout + err.Error())
-	case errors.As(err, &pe):
-		return errors.New(tagIO + err.Error())
+	for _, c := range classes {
+		if c.is(err) {
+			return errors.New(c.name + ": " + err.Error())
+		}
 	}
-	return errors.New(tagRuntime + err.Error())
+	return errors.New("VortexError: " + err.Error())
 }
 
-// badArg is a bad argument met while marshalling: its text names the
-// argument, and it wraps backend.ErrInvalid like the core packages' errors.
-func badArg(format string, args ...any) error { return invalidArg(fmt.Sprintf(format, args...)) }
+func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
 
-type invalidArg string
+func as[T error](err error) bool {
+	var t T
+	return errors.As(err, &t)
+}
 
-func (e invalidArg) Error() string { return string(e) }
-func (e invalidArg) Unwrap() error { return backend.ErrInvalid }
-
-// isTimeout recognises errors that declare themselves timeouts
-// (interface { Timeout() bool }), as net and memory errors do.
+// isTimeout: the deadlines of context and os, a lock wait, and errors that
+// declare themselves timeouts (interface { Timeout() bool }) as net's do.
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, memory.ErrLockTimeout) || errors.As(err, &t) && t.Timeout()
+}
+
+// badArg is a bad argument met while marshalling (backend.Invalidf).
+var badArg = backend.Invalidf
+
+// tagged returns v, or the zero value and err with its Python class: a
+// wrapper built around a failed constructor's result is dropped here.
+func tagged[T any](v T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, tag(err)
+	}
+	return v, nil
 }

@@ -1,15 +1,16 @@
 package pyapi
 
 import (
+	"fmt"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
-	"github.com/vortexgo/vortexgo/gosrc/ops"
 )
 
 // The fast path: the per-call operations that Python issues at high rates
-// (event record/query/sync, stream wait/query/sync, small kernel launches)
-// as package functions over int ids returning an int status.
+// (event record/query/sync, stream wait/query/sync, array operations) as
+// package functions over int ids returning an int status.
 //
 // Why: gopy's method wrappers resolve handles through a locked map plus a
 // reflection-based embed lookup and allocate a C string for every error
@@ -19,7 +20,8 @@ import (
 //
 // Status convention: 0 = ok (or "not ready" for queries), 1 = ready,
 // -1 = failed. On -1 the Python layer repeats the call through the method
-// API, which raises the full, tagged error; fast calls never hide errors.
+// path (StreamOp, ArrayOp), which raises the full, tagged error; fast calls
+// never hide errors.
 //
 // On CUDA a faster path skips Go: python/vortexgo/_fastcall.c calls the
 // shim's C functions (gosrc/cuda/fastpath.h) with the ids of FastID. These
@@ -34,119 +36,96 @@ func FastAPI() int { return int(cuda.FastAPI()) }
 // close never names another object (the old int table reused freed ids).
 var handles handle.Registry
 
-func fastStream(id int) backend.Stream {
-	if s, err := handle.Get[*Stream](&handles, handle.ID(id)); err == nil {
-		return s.s
+// The stream and event operations (python/vortexgo/_stream.py mirrors the
+// codes): the first four name a stream, all but the queries and syncs of a
+// stream name an event.
+const (
+	opRecord      = iota // record event eid on stream sid
+	opWaitEvent          // later work on stream sid waits for event eid
+	opSyncStream         // block until stream sid is idle (GIL released)
+	opQueryStream        // is stream sid idle?
+	opSyncEvent          // block until event eid completed (GIL released)
+	opQueryEvent         // has event eid completed?
+)
+
+// streamOp runs op on the live stream sid and event eid it names; done is
+// a query's answer.
+func streamOp(op, sid, eid int) (done bool, err error) {
+	if op < opRecord || op > opQueryEvent {
+		return false, badArg("op=%d, expected a stream or event operation %d..%d", op, opRecord, opQueryEvent)
 	}
-	return nil
+	var s backend.Stream
+	var e backend.Event
+	if op <= opQueryStream {
+		st, err := handle.Get[*Stream](&handles, handle.ID(sid))
+		if err != nil {
+			return false, fmt.Errorf("stream: %w", err)
+		}
+		s = st.s
+	}
+	if op <= opWaitEvent || op >= opSyncEvent {
+		ev, err := handle.Get[*Event](&handles, handle.ID(eid))
+		if err != nil {
+			return false, fmt.Errorf("event: %w", err)
+		}
+		e = ev.e
+	}
+	switch op {
+	case opRecord:
+		return false, s.Record(e)
+	case opWaitEvent:
+		return false, s.WaitEvent(e)
+	case opSyncStream:
+		return false, s.Synchronize()
+	case opQueryStream:
+		return s.Query()
+	case opSyncEvent:
+		return false, e.Synchronize()
+	}
+	return e.Query()
 }
 
-func fastEvent(id int) backend.Event {
-	if e, err := handle.Get[*Event](&handles, handle.ID(id)); err == nil {
-		return e.e
-	}
-	return nil
+// StreamOp is the method path of the fast functions below: operation op
+// (their codes) on stream sid and event eid, raising the full error.
+func StreamOp(op, sid, eid int) (done bool, err error) {
+	done, err = streamOp(op, sid, eid)
+	return done, tag(err)
 }
 
-func status(err error) int {
-	if err != nil {
+// status is the fast path's int for a result: -1 failed, 1 done, 0 not.
+func status(done bool, err error) int {
+	switch {
+	case err != nil:
 		return -1
-	}
-	return 0
-}
-
-func ready(done bool, err error) int {
-	if err != nil {
-		return -1
-	}
-	if done {
+	case done:
 		return 1
 	}
 	return 0
 }
 
-// onPair runs op on stream sid and event eid; -1 if either is not live.
-func onPair(sid, eid int, op func(backend.Stream, backend.Event) error) int {
-	s, e := fastStream(sid), fastEvent(eid)
-	if s == nil || e == nil {
-		return -1
-	}
-	return status(op(s, e))
-}
-
 // FastRecord records event eid on stream sid.
-func FastRecord(sid, eid int) int { return onPair(sid, eid, backend.Stream.Record) }
+func FastRecord(sid, eid int) int { return status(streamOp(opRecord, sid, eid)) }
 
 // FastWaitEvent makes stream sid wait for event eid.
-func FastWaitEvent(sid, eid int) int { return onPair(sid, eid, backend.Stream.WaitEvent) }
+func FastWaitEvent(sid, eid int) int { return status(streamOp(opWaitEvent, sid, eid)) }
 
 // FastQueryEvent returns 1 when event eid completed, 0 if not, -1 on error.
-func FastQueryEvent(eid int) int {
-	if e := fastEvent(eid); e != nil {
-		return ready(e.Query())
-	}
-	return -1
-}
+func FastQueryEvent(eid int) int { return status(streamOp(opQueryEvent, 0, eid)) }
 
 // FastQueryStream returns 1 when stream sid is idle, 0 if not, -1 on error.
-func FastQueryStream(sid int) int {
-	if s := fastStream(sid); s != nil {
-		return ready(s.Query())
-	}
-	return -1
-}
+func FastQueryStream(sid int) int { return status(streamOp(opQueryStream, sid, 0)) }
 
 // FastSyncStream blocks until stream sid is idle (GIL released).
-func FastSyncStream(sid int) int {
-	if s := fastStream(sid); s != nil {
-		return status(s.Synchronize())
-	}
-	return -1
-}
+func FastSyncStream(sid int) int { return status(streamOp(opSyncStream, sid, 0)) }
 
 // FastSyncEvent blocks until event eid completes (GIL released).
-func FastSyncEvent(eid int) int {
-	if e := fastEvent(eid); e != nil {
-		return status(e.Synchronize())
+func FastSyncEvent(eid int) int { return status(streamOp(opSyncEvent, 0, eid)) }
+
+// DTypeCode returns the fast path's code of a NumPy dtype name (-1 if
+// unsupported).
+func DTypeCode(name string) int {
+	if dt, err := backend.ParseDType(name); err == nil {
+		return int(dt)
 	}
 	return -1
-}
-
-// FastCopy copies nbytes from src to dst on stream sid.
-func FastCopy(sid, dst, src, nbytes int) int {
-	s := fastStream(sid)
-	if s == nil || nbytes < 0 {
-		return -1
-	}
-	if nbytes == 0 {
-		return 0
-	}
-	return status(s.Copy(uintptr(dst), uintptr(src), nbytes))
-}
-
-// FastFill fills n elements of dtype code dt at dst with v on stream sid.
-func FastFill(sid, dst, n, dt int, v float64) int {
-	s := fastStream(sid)
-	if s == nil || !backend.DType(dt).Valid() {
-		return -1
-	}
-	return status(ops.Fill(s, uintptr(dst), n, backend.DType(dt), v))
-}
-
-// FastScaleOffset computes dst = src*scale + offset over n elements of dtype code dt.
-func FastScaleOffset(sid, dst, src, n, dt int, scale, offset float64) int {
-	s := fastStream(sid)
-	if s == nil || !backend.DType(dt).Valid() {
-		return -1
-	}
-	return status(ops.ScaleOffset(s, uintptr(dst), uintptr(src), n, backend.DType(dt), scale, offset))
-}
-
-// DTypeCode returns the fast-path code of a NumPy dtype name (-1 if unsupported).
-func DTypeCode(name string) int {
-	dt, err := backend.ParseDType(name)
-	if err != nil {
-		return -1
-	}
-	return int(dt)
 }

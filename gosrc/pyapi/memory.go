@@ -1,6 +1,7 @@
 package pyapi
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -8,35 +9,26 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
-// Buffer is memory an Array owns (a memory.Shared, registered so the array
-// operations of kernels.go can name it by id), or a buffer a pool lends
-// (sh nil: the pool frees it).
+// Memory that Python names by id: the registry holds the memory.Shared an
+// Array owns, or the memory.Borrow a view holds, so the array operations
+// hold it for their duration (memory.Op.RunHeld).
+
+// Buffer is memory an Array owns (a memory.Shared), or a buffer a pool
+// lends (sh nil, id 0: the pool frees it).
 type Buffer struct {
 	b  backend.Buffer
 	sh *memory.Shared
 	id handle.ID
 }
 
-// newBuffer registers sh as memory an Array owns; Free releases the
-// owner's reference. Other wrappers may hand Python memory this way.
-func newBuffer(sh *memory.Shared) *Buffer {
-	b := &Buffer{b: sh.Buffer(), sh: sh}
-	b.id = handles.Register(b)
-	return b
-}
-
-// Alloc allocates nbytes (0 allowed) of device memory, or of pinned host
-// memory, charged to the process budget as "array".
-func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
-	a, err := memory.AllocatorFor(d.d, "array")
+// newBuffer registers sh as memory an Array owns (Free releases the
+// owner's reference), or passes err on. Other wrappers may hand Python
+// memory this way.
+func newBuffer(sh *memory.Shared, err error) (*Buffer, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	sh, err := a.AllocShared(memory.Kind(pinned), nbytes)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return newBuffer(sh), nil
+	return &Buffer{b: sh.Buffer(), sh: sh, id: handles.Register(sh)}, nil
 }
 
 // ID names the memory in the array operations (0 for a pool's buffer).
@@ -48,18 +40,11 @@ func (b *Buffer) Ptr() int { return int(b.b.Ptr()) }
 // Lease borrows the memory for a view, a NumPy view or a DLPack capsule;
 // a ClosedError once the owner freed it.
 func (b *Buffer) Lease() (*Lease, error) {
-	br, err := b.borrow()
-	if err != nil {
-		return nil, tag(err)
-	}
-	return newLease(br), nil
-}
-
-func (b *Buffer) borrow() (*memory.Borrow, error) {
 	if b.sh == nil {
-		return nil, badArg("a pool's buffer cannot be borrowed, expected an array's memory")
+		return nil, tag(badArg("a pool's buffer cannot be borrowed, expected an array's memory"))
 	}
-	return b.sh.Borrow()
+	br, err := b.sh.Borrow()
+	return newLease(br, err, "")
 }
 
 // Free releases the owner's reference: the memory goes back now if nothing
@@ -73,95 +58,107 @@ func (b *Buffer) Free() error {
 	return tag(b.sh.Close())
 }
 
-// Lease is one borrower's reference to memory; the Python layer releases it
-// when the borrower (a vortexgo._lifetime.Keep) is collected.
+// Lease is one borrower's reference to memory (an array's, a tensor
+// view's, a toolkit buffer's); the Python layer releases it when the
+// borrower (a vortexgo._lifetime.Keep, a toolkit view) is collected.
 type Lease struct {
-	b     *memory.Borrow
-	id    handle.ID
-	shape []int // a tensor view's shape and dtype when taken
-	dtype backend.DType
+	ptr     uintptr
+	release func() error // a pool's lend gives the buffer back the pool's way
+	id      handle.ID    // 0 for a pool's lend: no array operation names it
+	info    string       // a tensor view's memory.TensorInfo record
 }
 
-// newLease registers b: its id names the memory in the array operations,
-// for as long as the lease is held (after the owner freed too).
-func newLease(b *memory.Borrow) *Lease {
-	l := &Lease{b: b}
-	l.id = handles.Register(l)
-	return l
+// newLease registers b, or passes err on: its id names the memory in the
+// array operations for as long as the lease is held (after the owner
+// freed too).
+func newLease(b *memory.Borrow, err error, info string) (*Lease, error) {
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Lease{ptr: b.Ptr(), release: b.Release, id: handles.Register(b), info: info}, nil
 }
 
 // ID names the borrowed memory in the array operations.
 func (l *Lease) ID() int { return int(l.id) }
 
 // Ptr is the borrowed memory's address (0 when empty).
-func (l *Lease) Ptr() int { return int(l.b.Ptr()) }
+func (l *Lease) Ptr() int { return int(l.ptr) }
 
-// Shape is a tensor view's shape, comma-separated.
-func (l *Lease) Shape() string { return backend.FormatShape(l.shape) }
-
-// DType is a tensor view's NumPy dtype name.
-func (l *Lease) DType() string { return l.dtype.String() }
-
-func (l *Lease) borrow() (*memory.Borrow, error) { return l.b.Borrow() }
+// Info is a tensor view's shape and dtype when taken (a memory.TensorInfo
+// JSON record).
+func (l *Lease) Info() string { return l.info }
 
 // Release gives the reference back; the last one frees the memory. A
 // second Release is a no-op.
 func (l *Lease) Release() error {
 	handles.Release(l.id)
-	return tag(l.b.Release())
+	return tag(l.release())
 }
 
-// SetMemoryBudget sets the limits in bytes for device and pinned memory
-// (0 = unlimited); see memory.Budget.SetLimits.
-func SetMemoryBudget(deviceBytes, pinnedBytes int) error {
-	return tag(memory.Process().SetLimits(int64(deviceBytes), int64(pinnedBytes)))
+// ArrayOp runs one memory.Op (code op; n, dtype codes dt and sdt, a, b) on
+// stream sid from (sm, src) to (dm, dst): memory named by registry id plus
+// an address in it, never by a bare address, so the operation holds it and
+// checks the range (id 0: a host address the caller keeps alive, a NumPy
+// array). Errors carry their Python class.
+func ArrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) error {
+	return tag(arrayOp(op, sid, dm, dst, sm, src, n, dt, sdt, a, b))
 }
 
-// MemoryUsage is the process budget's usage as one JSON record
-// (memory.Usage.JSON).
-func MemoryUsage() string { return memory.Process().Usage().JSON() }
-
-// ResetMemoryPeak sets the peak usage to the current usage.
-func ResetMemoryPeak() { memory.Process().ResetPeak() }
-
-// Helpers of the other wrappers: the policy lives in memory and backend.
-func allocatorFor(dev backend.Device, purpose string) (*memory.Allocator, error) {
-	return memory.AllocatorFor(dev, purpose)
+// FastArrayOp is ArrayOp for the fast path: 0 on success, -1 on failure
+// (the Python layer then repeats the call through ArrayOp for the error).
+func FastArrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) int {
+	return status(false, arrayOp(op, sid, dm, dst, sm, src, n, dt, sdt, a, b))
 }
-func parseShape(s string) ([]int, error)            { return backend.ParseShape(s) }
-func formatShape(shape []int) string                { return backend.FormatShape(shape) }
-func parseDType(name string) (backend.DType, error) { return backend.ParseDType(name) }
+
+func arrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) error {
+	s, err := handle.Get[*Stream](&handles, handle.ID(sid))
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	d, err := memoryOf("destination", dm)
+	if err != nil {
+		return err
+	}
+	sr, err := memoryOf("source", sm)
+	if err != nil {
+		return err
+	}
+	o := memory.Op{Code: memory.OpCode(op), N: n, DType: backend.DType(dt), SrcDType: backend.DType(sdt), A: a, B: b}
+	return o.RunHeld(s.s, d, uintptr(dst), sr, uintptr(src))
+}
+
+// memoryOf is the memory id names (nil for 0, a caller-kept host address).
+func memoryOf(what string, id int) (memory.Borrower, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	m, err := handle.Get[memory.Borrower](&handles, handle.ID(id))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return m, nil
+}
 
 // Tensor is a lockable, resizable n-d buffer (memory.DeviceTensor).
 type Tensor struct{ t *memory.DeviceTensor }
 
 // NewTensor allocates a tensor; shape is comma-separated ("3,4,5").
 func NewTensor(dev *Device, shape, dtype string, pinned bool) (*Tensor, error) {
-	if dev == nil {
-		return nil, tag(badArg("device=None, expected a Device"))
+	a, err := dev.allocator("tensor")
+	if err != nil {
+		return nil, tag(err)
 	}
 	sh, dt, err := backend.ParseShapeDType(shape, dtype)
 	if err != nil {
 		return nil, tag(err)
 	}
-	a, err := memory.AllocatorFor(dev.d, "tensor")
-	if err != nil {
-		return nil, tag(err)
-	}
 	t, err := memory.NewDeviceTensor(a, memory.Kind(pinned), sh, dt)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Tensor{t: t}, nil
+	return tagged(&Tensor{t: t}, err)
 }
 
 // Lock takes the lock for owner; timeoutMs < 0 waits forever (GIL released).
 func (t *Tensor) Lock(owner int, exclusive bool, timeoutMs int) error {
-	timeout := time.Duration(timeoutMs) * time.Millisecond
-	if timeoutMs < 0 {
-		timeout = -1
-	}
-	return tag(t.t.Lock(int64(owner), exclusive, timeout))
+	return tag(t.t.Lock(int64(owner), exclusive, time.Duration(timeoutMs)*time.Millisecond))
 }
 
 // Unlock releases one level of owner's lock.
@@ -183,56 +180,26 @@ func (t *Tensor) Resize(owner int, shape, dtype string) error {
 // after Close): the view stays valid across Resize and Close.
 func (t *Tensor) View() (*Lease, error) {
 	v, err := t.t.View()
-	if err != nil {
-		return nil, tag(err)
-	}
-	l := newLease(v.Borrow)
-	l.shape, l.dtype = v.Shape, v.DType
-	return l, nil
+	return newLease(v.Borrow, err, v.Info().JSON())
 }
 
 // Ptr is the current address; a ClosedError after Close.
 func (t *Tensor) Ptr() (int, error) {
 	if t.t.Closed() {
-		return 0, tag(backend.ErrClosed)
+		return 0, tag(fmt.Errorf("tensor: %w", backend.ErrClosed))
 	}
 	return int(t.t.Ptr()), nil
 }
 
-// Shape is the shape, comma-separated.
-func (t *Tensor) Shape() string { return backend.FormatShape(t.t.Shape()) }
-
-// DType is the NumPy dtype name.
-func (t *Tensor) DType() string { return t.t.DType().String() }
-
-// Nbytes is the size in bytes.
-func (t *Tensor) Nbytes() int { return t.t.Size() }
-
-// Closed reports whether the tensor (or the endpoint owning it) closed it.
-func (t *Tensor) Closed() bool { return t.t.Closed() }
+// Info is the shape, dtype, size and closed state as one JSON record
+// (memory.TensorInfo).
+func (t *Tensor) Info() string { return t.t.Info().JSON() }
 
 // SetReady records the ready event on s after the last write.
-func (t *Tensor) SetReady(s *Stream) error {
-	if err := streamArg(s); err != nil {
-		return tag(err)
-	}
-	return tag(t.t.SetReady(s.s))
-}
+func (t *Tensor) SetReady(s *Stream) error { return tag(onStream(s, t.t.SetReady)) }
 
 // WaitReady makes s wait for the ready event (no host wait).
-func (t *Tensor) WaitReady(s *Stream) error {
-	if err := streamArg(s); err != nil {
-		return tag(err)
-	}
-	return tag(t.t.WaitReady(s.s))
-}
-
-func streamArg(s *Stream) error {
-	if s == nil {
-		return badArg("stream=None, expected a Stream")
-	}
-	return s.live()
-}
+func (t *Tensor) WaitReady(s *Stream) error { return tag(onStream(s, t.t.WaitReady)) }
 
 // Close releases the tensor's memory (views keep it until they go).
 func (t *Tensor) Close() error { return tag(t.t.Close()) }

@@ -1,13 +1,11 @@
 package pyapi
 
 import (
-	"errors"
 	"time"
-	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
-	"github.com/vortexgo/vortexgo/gosrc/memory"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
 
@@ -17,82 +15,17 @@ import (
 // read in toolkit/_records.py): gopy passes slices poorly, and text cost
 // more than the calls. Python callables never reach Go.
 
-// tagKey marks errors Python raises as KeyError (unknown op ids).
-const tagKey = "KeyError: "
-
-// ptag is tag plus the one toolkit sentinel without a backend counterpart.
-func ptag(err error) error {
-	if errors.Is(err, pipeline.ErrUnknownOp) {
-		return errors.New(tagKey + err.Error())
-	}
-	return tag(err)
-}
-
-// view is n values of T at addr: a buffer the Python caller allocated and
-// keeps alive during the call, outside the Go heap (the pointer-to-pointer
-// conversion is the one vet accepts).
-func view[T any](addr, n int) []T {
-	if addr == 0 || n <= 0 {
-		return nil
-	}
-	p := uintptr(addr)
-	return unsafe.Slice((*T)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
-}
-
-// record writes vals into the caller's n float64s at dst when they fit and
-// returns len(vals), so a caller with too small a buffer can retry.
-func record(dst, n int, vals ...float64) int {
-	if len(vals) <= n {
-		copy(view[float64](dst, n), vals)
-	}
-	return len(vals)
-}
-
-// ints converts n int64s at addr; values below lo become lo (for op ids,
-// 0: the coordinator names it an unknown op).
-func ints[T ~int | ~uint64](addr, n int, lo int64) []T {
-	out := make([]T, 0, n)
-	for _, v := range view[int64](addr, n) {
-		out = append(out, T(max(v, lo)))
-	}
-	return out
-}
-
-// tagged returns v with err mapped to its Python class.
-func tagged[T any](v T, err error) (T, error) { return v, tag(err) }
-
+// durationUs is a timeout in microseconds; any negative one waits forever.
 func durationUs(us int) time.Duration { return time.Duration(max(us, -1)) * time.Microsecond }
 
+// charged is dev charging what the toolkit allocates on it to the process
+// budget as purpose (pipeline.Charged).
 func charged(dev *Device, purpose string) (backend.Device, error) {
-	if dev == nil {
-		return nil, badArg("device=None, expected a Device")
-	}
-	a, err := allocatorFor(dev.d, purpose)
+	a, err := dev.allocator(purpose)
 	if err != nil {
 		return nil, err
 	}
 	return pipeline.Charged(a), nil
-}
-
-// Loan is one borrower's reference to toolkit memory (a triple-buffer
-// slot, a pool buffer): the memory stays allocated until Release. Unlike a
-// Lease (memory.go) it may give the memory back the pool's way.
-type Loan struct {
-	ptr     uintptr
-	release func() error
-}
-
-// Ptr is the leased memory's address.
-func (l *Loan) Ptr() int { return int(l.ptr) }
-
-// Release gives the reference back (idempotent).
-func (l *Loan) Release() error { return tag(l.release()) }
-
-func leased(b *memory.Borrow, err error) (*Loan, error) {
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Loan{ptr: b.Ptr(), release: b.Release}, nil
 }
 
 // StageOp is Go-side work for a compute op, a pipeline stage or a
@@ -109,7 +42,11 @@ func newOp(op pipeline.StageOp, err error) (*StageOp, error) {
 // NewKernelOp is kernel name with grid, block and arguments in the n
 // int64 words at words (pipeline.DecodeKernel).
 func NewKernelOp(name string, words, n int) (*StageOp, error) {
-	return newOp(pipeline.DecodeKernel(name, view[int64](words, n)))
+	w, err := hostmem.Span[int64](words, n)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return newOp(pipeline.DecodeKernel(name, w))
 }
 
 // NewSpinOp keeps its stream busy for us microseconds.
@@ -130,7 +67,7 @@ type TripleBuffer struct{ tb *pipeline.TripleBuffer }
 // NewTripleBuffer allocates three buffers of size elements of dtype,
 // charged to the memory budget as "triple_buffer".
 func NewTripleBuffer(dev *Device, size int, dtype string) (*TripleBuffer, error) {
-	dt, err := parseDType(dtype)
+	dt, err := backend.ParseDType(dtype)
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -153,13 +90,16 @@ func tripleBuffer(tb *pipeline.TripleBuffer, err error) (*TripleBuffer, error) {
 func (t *TripleBuffer) Claim(stage int) int { return t.tb.Claim(pipeline.BufferState(stage)) }
 
 // Borrow leases slot i: its memory outlives Close until the lease is released.
-func (t *TripleBuffer) Borrow(i int) (*Loan, error) { return leased(t.tb.Borrow(i)) }
+func (t *TripleBuffer) Borrow(i int) (*Lease, error) {
+	b, err := t.tb.Borrow(i)
+	return newLease(b, err, "")
+}
 
 // Advance ends the round and returns the new round number.
 func (t *TripleBuffer) Advance() int { return int(t.tb.Advance()) }
 
 // States writes the three slot states (pipeline.BufferState) and the round.
-func (t *TripleBuffer) States(dst, n int) int { return record(dst, n, t.tb.Record()...) }
+func (t *TripleBuffer) States(dst, n int) int { return hostmem.Record(dst, n, t.tb.Record()...) }
 
 // Reset returns every slot to Free and the rotation to round 0.
 func (t *TripleBuffer) Reset() { t.tb.Reset() }
@@ -251,8 +191,8 @@ func (a *AsyncCoordinator) ExternalDone() (int, error) {
 // [devPtr, +devLen) (upload) or back, after the ndeps op ids at deps.
 func (a *AsyncCoordinator) QueueCopy(upload bool, hostPtr, hostLen, devPtr, devLen, n, deps, ndeps int) (int, error) {
 	id, err := a.c.QueueCopy(upload, pipeline.HostMem{Ptr: uintptr(hostPtr), Len: hostLen},
-		pipeline.NewSpan(a.dev, uintptr(devPtr), devLen), n, ints[pipeline.OpID](deps, ndeps, 0)...)
-	return int(id), ptag(err)
+		pipeline.NewSpan(a.dev, uintptr(devPtr), devLen), n, hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
+	return int(id), tag(err)
 }
 
 // QueueCompute enqueues a kernel or spin op on the compute stream after deps.
@@ -264,20 +204,20 @@ func (a *AsyncCoordinator) QueueCompute(op *StageOp, deps, ndeps int) (int, erro
 	if err != nil {
 		return 0, tag(err)
 	}
-	id, err := a.c.QueueCompute(cop, ints[pipeline.OpID](deps, ndeps, 0)...)
-	return int(id), ptag(err)
+	id, err := a.c.QueueCompute(cop, hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
+	return int(id), tag(err)
 }
 
 // BeginExternal makes the compute stream wait on deps and opens an op
 // whose work the caller enqueues; EndExternal closes it.
 func (a *AsyncCoordinator) BeginExternal(deps, ndeps int) (int, error) {
-	id, _, err := a.c.BeginExternal(ints[pipeline.OpID](deps, ndeps, 0)...)
-	return int(id), ptag(err)
+	id, _, err := a.c.BeginExternal(hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
+	return int(id), tag(err)
 }
 
 // EndExternal records the completion of external op id.
 func (a *AsyncCoordinator) EndExternal(id int) error {
-	return ptag(a.c.EndExternal(pipeline.OpID(max(id, 0))))
+	return tag(a.c.EndExternal(pipeline.OpID(max(id, 0))))
 }
 
 // PollFields is the number of values per Poll record.
@@ -293,7 +233,8 @@ func FastPoll(cid, dst, n int) int {
 	if err != nil {
 		return -1
 	}
-	return a.log.Fill(a.c, view[float64](dst, n))
+	buf, _ := hostmem.Span[float64](dst, max(n, 0)) // dst 0: nothing to fill
+	return a.log.Fill(a.c, buf)
 }
 
 // Name is the op name of Poll's name index i.
@@ -305,12 +246,12 @@ func (a *AsyncCoordinator) OpError(id int) string { return a.log.Err(pipeline.Op
 // Done reports whether op id completed, without blocking.
 func (a *AsyncCoordinator) Done(id int) (bool, error) {
 	ok, err := a.c.Done(pipeline.OpID(max(id, 0)))
-	return ok, ptag(err)
+	return ok, tag(err)
 }
 
 // Wait blocks until op id completes (timeoutUs < 0: no limit), GIL released.
 func (a *AsyncCoordinator) Wait(id, timeoutUs int) error {
-	return ptag(a.c.Wait(pipeline.OpID(max(id, 0)), durationUs(timeoutUs)))
+	return tag(a.c.Wait(pipeline.OpID(max(id, 0)), durationUs(timeoutUs)))
 }
 
 // SynchronizeAll blocks until the three streams are idle.
@@ -327,14 +268,17 @@ func (a *AsyncCoordinator) Stream(i int) (*Stream, error) {
 
 // Info writes pending ops, dropped reports, the last op id and 1 when the
 // roles share one stream.
-func (a *AsyncCoordinator) Info(dst, n int) int { return record(dst, n, a.c.Info()...) }
+func (a *AsyncCoordinator) Info(dst, n int) int { return hostmem.Record(dst, n, a.c.Info()...) }
 
 // Close waits for the streams and releases them, the coordinator's id and
 // every stream id borrowed from it.
-func (a *AsyncCoordinator) Close() error {
-	err := a.c.Close()
+func (a *AsyncCoordinator) Close() error { return released(a.id, a.c.Close()) }
+
+// released releases id (and the ids borrowed from it) once its object's
+// Close succeeded: a refused Close leaves every name of it working.
+func released(id handle.ID, err error) error {
 	if err == nil {
-		handles.Release(a.id)
+		handles.Release(id) // 0 (nothing registered) is a no-op
 	}
 	return tag(err)
 }
@@ -355,18 +299,15 @@ func NewPipelineManager(c *AsyncCoordinator) (*PipelineManager, error) {
 		return nil, tag(badArg("coordinator=None, expected an AsyncCoordinator"))
 	}
 	m, err := pipeline.NewPipelineStageManager(c.c)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &PipelineManager{m: m, dev: c.dev}, nil
+	return tagged(&PipelineManager{m: m, dev: c.dev}, err)
 }
 
 // AddBuffer registers a logical buffer whose versions are the caller's
 // device ranges of size bytes at the nptrs int64 addresses at ptrs.
 func (p *PipelineManager) AddBuffer(ptrs, nptrs, size int) (int, error) {
 	var bs []backend.Buffer
-	for _, v := range view[int64](ptrs, nptrs) {
-		bs = append(bs, pipeline.NewSpan(p.dev, uintptr(v), size))
+	for _, v := range hostmem.Ints[uintptr](ptrs, nptrs, 0) {
+		bs = append(bs, pipeline.NewSpan(p.dev, v, size))
 	}
 	return tagged(p.m.AddBuffer(bs...))
 }
@@ -385,12 +326,15 @@ func (p *PipelineManager) Buffer(i, v, dst, n int) (int, error) {
 		return 0, tag(err)
 	}
 	versions, _, _ := p.m.BufferInfo(i)
-	return record(dst, n, float64(b.Ptr()), float64(b.Size()), float64(versions)), nil
+	return hostmem.Record(dst, n, float64(b.Ptr()), float64(b.Size()), float64(versions)), nil
 }
 
 // Borrow leases version v of logical buffer i (one NewBuffer allocated):
 // its memory outlives Close until the lease is released.
-func (p *PipelineManager) Borrow(i, v int) (*Loan, error) { return leased(p.m.Borrow(i, v)) }
+func (p *PipelineManager) Borrow(i, v int) (*Lease, error) {
+	b, err := p.m.Borrow(i, v)
+	return newLease(b, err, "")
+}
 
 // AddStage appends a stage reading the nins int64 buffer indices at ins
 // and writing those at outs, on stream 0 compute, 1 upload or 2 download.
@@ -398,13 +342,13 @@ func (p *PipelineManager) AddStage(name string, ins, nins, outs, nouts, stream i
 	if op == nil {
 		return 0, tag(badArg("stage %q: op=None, expected an op", name))
 	}
-	return tagged(p.m.AddStage(pipeline.GpuPipelineStage{Name: name, InputBuffers: ints[int](ins, nins, -1),
-		OutputBuffers: ints[int](outs, nouts, -1), Stream: pipeline.OpType(stream), Op: op.op}))
+	return tagged(p.m.AddStage(pipeline.GpuPipelineStage{Name: name, InputBuffers: hostmem.Ints[int](ins, nins, -1),
+		OutputBuffers: hostmem.Ints[int](outs, nouts, -1), Stream: pipeline.OpType(stream), Op: op.op}))
 }
 
 // SetOrder sets the stages each iteration runs (n int64 indices at order).
 func (p *PipelineManager) SetOrder(order, n int) error {
-	return tag(p.m.SetOrder(ints[int](order, n, -1)))
+	return tag(p.m.SetOrder(hostmem.Ints[int](order, n, -1)))
 }
 
 // ExecuteIterations issues n iterations.
@@ -412,7 +356,7 @@ func (p *PipelineManager) ExecuteIterations(n int) error { return tag(p.m.Execut
 
 // Stats writes the iterations issued and the statistics (pipeline.PipelineStats.Record).
 func (p *PipelineManager) Stats(dst, n int) int {
-	return record(dst, n, p.m.GetStats().Record(p.m.Iteration())...)
+	return hostmem.Record(dst, n, p.m.GetStats().Record(p.m.Iteration())...)
 }
 
 // ResetStats clears the statistics.
@@ -421,10 +365,7 @@ func (p *PipelineManager) ResetStats() { p.m.ResetStats() }
 // Capture records n iterations (0: one buffer cycle) into a graph.
 func (p *PipelineManager) Capture(n int) (*PipelineGraph, error) {
 	g, err := p.m.CaptureIterations(n)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &PipelineGraph{g: g}, nil
+	return tagged(&PipelineGraph{g: g}, err)
 }
 
 // Close waits for the streams and frees the buffers NewBuffer made.
@@ -437,7 +378,7 @@ type PipelineGraph struct{ g *pipeline.PipelineGraph }
 func (g *PipelineGraph) ReplayN(n int) error { return tag(g.g.ReplayN(n)) }
 
 // Info writes the iterations one replay runs and the graph's nodes.
-func (g *PipelineGraph) Info(dst, n int) int { return record(dst, n, g.g.Info()...) }
+func (g *PipelineGraph) Info(dst, n int) int { return hostmem.Record(dst, n, g.g.Info()...) }
 
 // Close releases the graph.
 func (g *PipelineGraph) Close() error { return tag(g.g.Close()) }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
@@ -36,7 +37,7 @@ func (x *ManagedContext) Coordinator() *AsyncCoordinator { return x.coord }
 
 // CreateTripleBuffer allocates a triple buffer closed with the context.
 func (x *ManagedContext) CreateTripleBuffer(size int, dtype string) (*TripleBuffer, error) {
-	dt, err := parseDType(dtype)
+	dt, err := backend.ParseDType(dtype)
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -46,10 +47,7 @@ func (x *ManagedContext) CreateTripleBuffer(size int, dtype string) (*TripleBuff
 // CreatePipelineManager creates a manager on the context's streams.
 func (x *ManagedContext) CreatePipelineManager() (*PipelineManager, error) {
 	m, err := x.x.CreatePipelineManager()
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &PipelineManager{m: m, dev: x.coord.dev}, nil
+	return tagged(&PipelineManager{m: m, dev: x.coord.dev}, err)
 }
 
 // TripleBufferedStep runs one round of tb (pipeline.TripleBufferedStep)
@@ -60,33 +58,35 @@ func (x *ManagedContext) TripleBufferedStep(tb *TripleBuffer, srcPtr, srcLen, ds
 	}
 	r, err := x.x.TripleBufferedStep(tb.tb, pipeline.StepIO{Src: pipeline.HostMem{Ptr: uintptr(srcPtr), Len: srcLen},
 		Dst: pipeline.HostMem{Ptr: uintptr(dstPtr), Len: dstLen}, N: n, Op: op.op})
-	return record(rec, nrec, r.Record()...), tag(err)
+	return hostmem.Record(rec, nrec, r.Record()...), tag(err)
 }
 
 // Close closes the managers, the coordinator (releasing its ids) and the
 // triple buffers.
-func (x *ManagedContext) Close() error {
-	err := x.x.Close()
-	if err == nil {
-		handles.Release(x.coord.id)
-	}
-	return tag(err)
-}
+func (x *ManagedContext) Close() error { return released(x.coord.id, x.x.Close()) }
 
-// byID resolves the registry id of a Python Stream or (event) Event; 0 is
-// none, and a closed one is a ClosedError.
-func byID(id int, event bool) (any, error) {
+// streamOf and eventOf are the native stream or event behind a Python
+// wrapper's registry id: nil for 0 (none), a ClosedError once closed.
+func streamOf(id int) (backend.Stream, error) {
 	if id == 0 {
 		return nil, nil
 	}
-	if event {
-		if e := fastEvent(id); e != nil {
-			return e, nil
-		}
-	} else if s := fastStream(id); s != nil {
-		return s, nil
+	s, err := handle.Get[*Stream](&handles, handle.ID(id))
+	if err != nil {
+		return nil, fmt.Errorf("stream: %w", err)
 	}
-	return nil, tag(fmt.Errorf("stream or event %v: %w", handle.ID(id), handle.ErrStale))
+	return s.s, nil
+}
+
+func eventOf(id int) (backend.Event, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	e, err := handle.Get[*Event](&handles, handle.ID(id))
+	if err != nil {
+		return nil, fmt.Errorf("event: %w", err)
+	}
+	return e.e, nil
 }
 
 // Readback copies device memory into pooled pinned buffers asynchronously
@@ -104,13 +104,11 @@ func NewReadback(dev *Device, size, buffers, maxBuffers, priority, streamID int)
 	if err != nil {
 		return nil, tag(err)
 	}
-	s, err := byID(streamID, false)
+	s, err := streamOf(streamID)
 	if err != nil {
-		return nil, err
+		return nil, tag(err)
 	}
-	opts := pipeline.ReadbackOptions{Buffers: buffers, MaxBuffers: maxBuffers, Priority: priority}
-	opts.Stream, _ = s.(backend.Stream)
-	r, err := pipeline.NewReadback(d, size, opts)
+	r, err := pipeline.NewReadback(d, size, pipeline.ReadbackOptions{Buffers: buffers, MaxBuffers: maxBuffers, Priority: priority, Stream: s})
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -125,33 +123,23 @@ func NewReadback(dev *Device, size, buffers, maxBuffers, priority, streamID int)
 // Start copies n bytes at device address src into a pooled pinned buffer
 // after the work queued so far on stream producerID; it returns at once.
 func (r *Readback) Start(src, n, producerID int) (*ReadbackHandle, error) {
-	s, err := byID(producerID, false)
-	if err != nil {
-		return nil, err
-	}
-	p, _ := s.(backend.Stream)
-	h, err := r.r.ReadbackAsync(uintptr(src), n, p)
+	p, err := streamOf(producerID)
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &ReadbackHandle{h: h}, nil
+	h, err := r.r.ReadbackAsync(uintptr(src), n, p)
+	return tagged(&ReadbackHandle{h: h}, err)
 }
 
 // Stream is the readback's own stream (nil when it copies on the caller's).
 func (r *Readback) Stream() *Stream { return r.stream }
 
 // Stats writes total, free, held and retiring buffers.
-func (r *Readback) Stats(dst, n int) int { return record(dst, n, r.r.Stats().Record()...) }
+func (r *Readback) Stats(dst, n int) int { return hostmem.Record(dst, n, r.r.Stats().Record()...) }
 
 // Close waits for the copies and drops every buffer (held ones go with
 // their handles), releasing its stream's id.
-func (r *Readback) Close() error {
-	err := r.r.Close()
-	if err == nil && r.id != 0 {
-		handles.Release(r.id)
-	}
-	return tag(err)
-}
+func (r *Readback) Close() error { return released(r.id, r.r.Close()) }
 
 // ReadbackHandle is one readback; it holds its buffer until Release.
 type ReadbackHandle struct{ h *pipeline.ReadbackHandle }
@@ -164,12 +152,11 @@ func (h *ReadbackHandle) Wait(timeoutUs int) error { return tag(h.h.Wait(duratio
 
 // StreamWait makes stream streamID wait for the copy on the device.
 func (h *ReadbackHandle) StreamWait(streamID int) error {
-	s, err := byID(streamID, false)
-	if err != nil {
-		return err
+	s, err := streamOf(streamID)
+	if err == nil {
+		err = h.h.StreamWait(s)
 	}
-	st, _ := s.(backend.Stream)
-	return tag(h.h.StreamWait(st))
+	return tag(err)
 }
 
 // Ptr is the pinned address of the copied bytes.
@@ -185,10 +172,7 @@ type BufferPool struct{ p *memory.BufferPool }
 // NewBufferPool allocates initial buffers of size bytes; block makes Get
 // wait rather than grow; max caps growth (0: no cap).
 func NewBufferPool(dev *Device, size, initial, max int, block bool) (*BufferPool, error) {
-	if dev == nil {
-		return nil, tag(badArg("device=None, expected a Device"))
-	}
-	a, err := allocatorFor(dev.d, "buffer_pool")
+	a, err := dev.allocator("buffer_pool")
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -197,25 +181,19 @@ func NewBufferPool(dev *Device, size, initial, max int, block bool) (*BufferPool
 		pol = memory.Block
 	}
 	p, err := memory.NewBufferPool(a, memory.PoolConfig{Size: size, Initial: initial, Max: max, Policy: pol})
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &BufferPool{p: p}, nil
+	return tagged(&BufferPool{p: p}, err)
 }
 
 // Get returns a buffer, waiting at most timeoutUs (< 0: forever, 0: not at
 // all) when the pool is empty and may not grow. The GIL is released.
 func (p *BufferPool) Get(timeoutUs int) (*Buffer, error) {
 	b, err := p.p.GetTimeout(durationUs(timeoutUs))
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Buffer{b: b}, nil
+	return tagged(&Buffer{b: b}, err)
 }
 
 // Lend leases b (in use from this pool) for a view: it stays allocated and
 // out of the pool until the lease is released.
-func (p *BufferPool) Lend(b *Buffer) (*Loan, error) {
+func (p *BufferPool) Lend(b *Buffer) (*Lease, error) {
 	if b == nil {
 		return nil, tag(badArg("buffer=None, expected a buffer from this pool"))
 	}
@@ -223,7 +201,7 @@ func (p *BufferPool) Lend(b *Buffer) (*Loan, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Loan{ptr: b.b.Ptr(), release: l.Release}, nil // a Lend releases the pool's way
+	return &Lease{ptr: b.b.Ptr(), release: l.Release}, nil // a Lend releases the pool's way
 }
 
 // Put returns b, reusable once event eventID completes, or once the work
@@ -232,23 +210,23 @@ func (p *BufferPool) Put(b *Buffer, eventID, streamID int) error {
 	if b == nil {
 		return tag(badArg("buffer=None, expected a buffer from this pool"))
 	}
-	ev, err := byID(eventID, true)
+	e, err := eventOf(eventID)
 	if err != nil {
-		return err
+		return tag(err)
 	}
-	s, err := byID(streamID, false)
-	if err != nil {
-		return err
+	s, err := streamOf(streamID)
+	switch {
+	case err != nil:
+	case s != nil:
+		err = p.p.PutStream(b.b, s)
+	default:
+		err = p.p.Put(b.b, e)
 	}
-	if s != nil {
-		return tag(p.p.PutStream(b.b, s.(backend.Stream)))
-	}
-	e, _ := ev.(backend.Event)
-	return tag(p.p.Put(b.b, e))
+	return tag(err)
 }
 
 // Stats writes allocated, free, pending and in-use buffers.
-func (p *BufferPool) Stats(dst, n int) int { return record(dst, n, p.p.Stats().Record()...) }
+func (p *BufferPool) Stats(dst, n int) int { return hostmem.Record(dst, n, p.p.Stats().Record()...) }
 
 // Close frees the pool's buffers (in-use ones when put back, lent ones
 // with their last lease).

@@ -65,13 +65,3 @@ func TestPollRecords(t *testing.T) {
 	require.Zero(t, FastPoll(c.ID(), addr(buf), len(buf)))
 	require.Equal(t, "", c.Name(99))
 }
-
-// TestRecordTooSmall: record reports the size it needs and writes nothing
-// when the caller's buffer is too small.
-func TestRecordTooSmall(t *testing.T) {
-	buf := []float64{-1, -1}
-	require.Equal(t, 3, record(addr(buf), len(buf), 1, 2, 3))
-	require.Equal(t, []float64{-1, -1}, buf)
-	require.Equal(t, 2, record(addr(buf), len(buf), 1, 2))
-	require.Equal(t, []float64{1, 2}, buf)
-}

@@ -1,8 +1,6 @@
 package pyapi
 
 import (
-	"fmt"
-
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 )
@@ -11,23 +9,15 @@ import (
 // first checks the wrapper's id, so a closed wrapper, or one whose owner (an
 // endpoint, a coordinator) was closed, fails with a ClosedError and never
 // reaches the native handle. The backends make a call racing Close safe: it
-// completes on a live handle or fails with ErrClosed.
+// completes on a live handle or fails with ErrClosed. Their per-call
+// operations are StreamOp and the fast functions (fast.go).
 
-// live fails with a ClosedError (wrapping backend.ErrClosed) once id is released.
-func live(what string, id handle.ID) error {
-	if !handles.Live(id) {
-		return fmt.Errorf("%s %v: %w", what, id, handle.ErrStale)
+// checked runs f once id (a what) is known live.
+func checked(what string, id handle.ID, f func() error) error {
+	if err := handles.Check(what, id); err != nil {
+		return err
 	}
-	return nil
-}
-
-// release releases id for Close: a ClosedError if it was not live, so of two
-// racing Close calls exactly one goes on to destroy the native object.
-func release(what string, id handle.ID) error {
-	if len(handles.Release(id)) == 0 {
-		return fmt.Errorf("%s %v: %w", what, id, handle.ErrStale)
-	}
-	return nil
+	return f()
 }
 
 // fastID is the C fast path's id of a CUDA stream or event (0 otherwise).
@@ -45,11 +35,15 @@ type Stream struct {
 	borrowed bool // its owner (an endpoint, a coordinator) destroys s
 }
 
-// newStream registers an owned stream: closing it destroys s.
-func newStream(s backend.Stream) *Stream {
+// newStream registers s as owned (closing the wrapper destroys it), or
+// passes err on.
+func newStream(s backend.Stream, err error) (*Stream, error) {
+	if err != nil {
+		return nil, tag(err)
+	}
 	st := &Stream{s: s}
 	st.id = handles.Register(st)
-	return st
+	return st, nil
 }
 
 // borrowStream registers s as borrowed from owner: releasing owner's id
@@ -64,14 +58,18 @@ func borrowStream(owner handle.ID, s backend.Stream) (*Stream, error) {
 	return st, nil
 }
 
-func (s *Stream) live() error { return live("stream", s.id) }
+func (s *Stream) live() error { return handles.Check("stream", s.id) }
 
 // do runs f once the stream is known live, tagging its error.
-func (s *Stream) do(f func() error) error {
-	if err := s.live(); err != nil {
-		return tag(err)
+func (s *Stream) do(f func() error) error { return tag(checked("stream", s.id, f)) }
+
+// onStream runs f on s's native stream once s is known live (a stream
+// argument of another object's method).
+func onStream(s *Stream, f func(backend.Stream) error) error {
+	if s == nil {
+		return badArg("stream=None, expected a Stream")
 	}
-	return tag(f())
+	return checked("stream", s.id, func() error { return f(s.s) })
 }
 
 // ID is the stream's registry id (the Go fast path's argument).
@@ -87,11 +85,9 @@ func (s *Stream) FastID() int {
 }
 
 // Handle is the native stream handle (CUstream) as an int.
-func (s *Stream) Handle() (int, error) {
-	if err := s.live(); err != nil {
-		return 0, tag(err)
-	}
-	return int(s.s.Handle()), nil
+func (s *Stream) Handle() (h int, err error) {
+	err = s.do(func() error { h = int(s.s.Handle()); return nil })
+	return h, err
 }
 
 // Priority is the priority in effect.
@@ -99,55 +95,6 @@ func (s *Stream) Priority() int { return s.s.Priority() }
 
 // Owned reports whether closing the stream destroys it.
 func (s *Stream) Owned() bool { return s.s.Owned() }
-
-// withEvent runs f once the stream and ev are both live.
-func (s *Stream) withEvent(ev *Event, f func() error) error {
-	if ev == nil {
-		return tag(badArg("event=None, expected an Event"))
-	}
-	if err := ev.live(); err != nil {
-		return tag(err)
-	}
-	return s.do(f)
-}
-
-// Record records ev on this stream.
-func (s *Stream) Record(ev *Event) error {
-	return s.withEvent(ev, func() error { return s.s.Record(ev.e) })
-}
-
-// WaitEvent makes later work on this stream wait for ev (no host wait).
-func (s *Stream) WaitEvent(ev *Event) error {
-	return s.withEvent(ev, func() error { return s.s.WaitEvent(ev.e) })
-}
-
-// Synchronize blocks until the stream's work is done (GIL released).
-func (s *Stream) Synchronize() error { return s.do(s.s.Synchronize) }
-
-// Query reports whether the stream's work is done, without blocking.
-func (s *Stream) Query() (ok bool, err error) {
-	err = s.do(func() (e error) { ok, e = s.s.Query(); return e })
-	return ok, err
-}
-
-// Copy copies nbytes from src to dst in stream order.
-func (s *Stream) Copy(dst, src, nbytes int) error {
-	if nbytes < 0 {
-		return tag(badArg("nbytes=%d, expected nbytes >= 0", nbytes))
-	}
-	return s.do(func() error { return s.s.Copy(uintptr(dst), uintptr(src), nbytes) })
-}
-
-// Memset sets nbytes at dst to value in stream order.
-func (s *Stream) Memset(dst, value, nbytes int) error {
-	if value < 0 || value > 255 {
-		return tag(badArg("value=%d, expected 0 <= value <= 255", value))
-	}
-	if nbytes < 0 {
-		return tag(badArg("nbytes=%d, expected nbytes >= 0", nbytes))
-	}
-	return s.do(func() error { return s.s.Memset(uintptr(dst), byte(value), nbytes) })
-}
 
 // BeginCapture starts capturing this stream's work into a graph.
 func (s *Stream) BeginCapture() error { return s.do(s.s.BeginCapture) }
@@ -166,7 +113,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 // Close releases the stream: its id (and every id borrowed from it) stops
 // naming it first. Closing a borrowed stream only forgets the wrapper.
 func (s *Stream) Close() error {
-	if err := release("stream", s.id); err != nil || s.borrowed {
+	if err := handles.Close("stream", s.id); err != nil || s.borrowed {
 		return tag(err)
 	}
 	return tag(s.s.Close())
@@ -178,19 +125,13 @@ type Event struct {
 	id handle.ID
 }
 
-func newEvent(e backend.Event) *Event {
+func newEvent(e backend.Event, err error) (*Event, error) {
+	if err != nil {
+		return nil, tag(err)
+	}
 	ev := &Event{e: e}
 	ev.id = handles.Register(ev)
-	return ev
-}
-
-func (e *Event) live() error { return live("event", e.id) }
-
-func (e *Event) do(f func() error) error {
-	if err := e.live(); err != nil {
-		return tag(err)
-	}
-	return tag(f())
+	return ev, nil
 }
 
 // ID is the event's registry id (the Go fast path's argument).
@@ -200,37 +141,25 @@ func (e *Event) ID() int { return int(e.id) }
 func (e *Event) FastID() int { return fastID(e.e) }
 
 // Handle is the native event handle as an int.
-func (e *Event) Handle() (int, error) {
-	if err := e.live(); err != nil {
-		return 0, tag(err)
-	}
-	return int(e.e.Handle()), nil
+func (e *Event) Handle() (h int, err error) {
+	err = checked("event", e.id, func() error { h = int(e.e.Handle()); return nil })
+	return h, tag(err)
 }
-
-// Query reports whether the event has completed.
-func (e *Event) Query() (ok bool, err error) {
-	err = e.do(func() (err error) { ok, err = e.e.Query(); return err })
-	return ok, err
-}
-
-// Synchronize blocks until the event completes (GIL released).
-func (e *Event) Synchronize() error { return e.do(e.e.Synchronize) }
 
 // ElapsedTime returns milliseconds from e to end.
 func (e *Event) ElapsedTime(end *Event) (ms float64, err error) {
 	if end == nil {
 		return 0, tag(badArg("end=None, expected an Event"))
 	}
-	if err := end.live(); err != nil {
-		return 0, tag(err)
-	}
-	err = e.do(func() error { t, err := e.e.ElapsedTime(end.e); ms = float64(t); return err })
-	return ms, err
+	err = checked("event", end.id, func() error {
+		return checked("event", e.id, func() error { t, err := e.e.ElapsedTime(end.e); ms = float64(t); return err })
+	})
+	return ms, tag(err)
 }
 
 // Close releases the event; its id stops naming it first.
 func (e *Event) Close() error {
-	if err := release("event", e.id); err != nil {
+	if err := handles.Close("event", e.id); err != nil {
 		return tag(err)
 	}
 	return tag(e.e.Close())
@@ -244,26 +173,18 @@ type Graph struct {
 
 // Launch replays the graph on s.
 func (g *Graph) Launch(s *Stream) error {
-	if s == nil {
-		return tag(badArg("stream=None, expected a Stream"))
-	}
-	if err := live("graph", g.id); err != nil {
-		return tag(err)
-	}
-	return s.do(func() error { return g.g.Launch(s.s) })
+	return tag(checked("graph", g.id, func() error { return onStream(s, g.g.Launch) }))
 }
 
 // Nodes is the number of operations in the graph.
-func (g *Graph) Nodes() (int, error) {
-	if err := live("graph", g.id); err != nil {
-		return 0, tag(err)
-	}
-	return g.g.Nodes(), nil
+func (g *Graph) Nodes() (n int, err error) {
+	err = checked("graph", g.id, func() error { n = g.g.Nodes(); return nil })
+	return n, tag(err)
 }
 
 // Close releases the graph.
 func (g *Graph) Close() error {
-	if err := release("graph", g.id); err != nil {
+	if err := handles.Close("graph", g.id); err != nil {
 		return tag(err)
 	}
 	return tag(g.g.Close())

@@ -43,17 +43,17 @@ def _configure_cufft() -> None:
 _configure_cufft()
 
 # The fast path (gosrc/pyapi/fast.go): the extension's functions called
-# directly, ints in, int status out; -1 means "repeat through the method API
-# for the full error".
+# directly, ints in, int status out; -1 means "repeat through the method
+# path for the full error": stream_op(code, stream id, event id), one call
+# for every operation, with the codes below (fast.go's op* constants).
 fast_record = _ext.pyapi_FastRecord
 fast_wait_event = _ext.pyapi_FastWaitEvent
 fast_query_event = _ext.pyapi_FastQueryEvent
 fast_query_stream = _ext.pyapi_FastQueryStream
 fast_sync_stream = _ext.pyapi_FastSyncStream
 fast_sync_event = _ext.pyapi_FastSyncEvent
-fast_copy = _ext.pyapi_FastCopy
-fast_fill = _ext.pyapi_FastFill
-fast_scale_offset = _ext.pyapi_FastScaleOffset
+stream_op = api.StreamOp
+OP_RECORD, OP_WAIT_EVENT, OP_SYNC_STREAM, OP_QUERY_STREAM, OP_SYNC_EVENT, OP_QUERY_EVENT = range(6)
 
 # The C fast path (python/vortexgo/_fastcall.c, gosrc/cuda/fastpath.h): CUDA
 # streams and events, named by their FastID, without entering Go. Same

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from typing import Union
@@ -19,13 +20,19 @@ class Device:
     :func:`get_device` or :func:`devices`.
     """
 
-    __slots__ = ("_h", "kind", "ordinal", "name", "__weakref__")
+    __slots__ = ("_h", "_rec", "kind", "ordinal", "name", "__weakref__")
 
     def __init__(self, _handle) -> None:
         self._h = _handle
-        self.kind: str = _handle.Kind()
-        self.ordinal: int = _handle.Ordinal()
-        self.name: str = _handle.Name()
+        self._rec = self._info()  # what never changes is read once
+        self.kind: str = self._rec["kind"]
+        self.ordinal: int = self._rec["ordinal"]
+        self.name: str = self._rec["name"]
+
+    @native
+    def _info(self) -> dict:
+        # The device's one record (gosrc/devices Info), read in this one place.
+        return json.loads(self._h.Info())
 
     @property
     def alias(self) -> str:
@@ -45,25 +52,24 @@ class Device:
     @property
     def compute_capability(self) -> tuple[int, int]:
         """(major, minor); (0, 0) on the CPU."""
-        cc = self._h.ComputeCapability()
-        return divmod(cc, 10)
+        major, minor = self._rec["compute_capability"]
+        return major, minor
 
     @property
-    @native
     def total_memory(self) -> int:
         """Total device memory in bytes."""
-        return self._h.TotalMemory()
+        return self._rec["total_memory"]
 
     @property
-    @native
     def free_memory(self) -> int:
         """Free device memory in bytes."""
-        return self._h.FreeMemory()
+        return self._info()["free_memory"]
 
     @property
     def stream_priority_range(self) -> tuple[int, int]:
         """(least, greatest) stream priority; on CUDA greater priority is a smaller number."""
-        return self._h.PriorityLeast(), self._h.PriorityGreatest()
+        least, greatest = self._rec["priority_range"]
+        return least, greatest
 
     @native
     def synchronize(self) -> None:
@@ -139,19 +145,29 @@ def _canonical(dev: Device) -> Device:
     return _cache.setdefault(dev.alias, dev)
 
 
+def _cuda_status() -> dict:
+    # available / reason / devices: one record (gosrc/devices CUDAStatus).
+    return json.loads(api.CUDAStatus())
+
+
+def cuda_device_count() -> int:
+    """The number of CUDA devices (0 without a driver)."""
+    return _cuda_status()["devices"]
+
+
 def is_cuda_available() -> bool:
     """True when a CUDA driver and at least one GPU are present."""
-    return bool(api.CUDAAvailable())
+    return _cuda_status()["available"]
 
 
 def cuda_unavailable_reason() -> str:
     """Why CUDA is unavailable (the driver's or loader's message), or ``""``."""
-    return api.CUDAUnavailableReason()
+    return _cuda_status()["reason"]
 
 
 def devices() -> list[Device]:
     """All devices: every CUDA GPU (in ordinal order), then the CPU."""
-    out = [get_device(f"cuda:{i}") for i in range(api.CUDADeviceCount())]
+    out = [get_device(f"cuda:{i}") for i in range(cuda_device_count())]
     out.append(get_device("cpu"))
     return out
 

@@ -7,6 +7,12 @@ import threading
 from typing import Any, Optional
 
 from ._core import (
+    OP_QUERY_EVENT,
+    OP_QUERY_STREAM,
+    OP_RECORD,
+    OP_SYNC_EVENT,
+    OP_SYNC_STREAM,
+    OP_WAIT_EVENT,
     c_event_query,
     c_event_record,
     c_event_sync,
@@ -19,6 +25,7 @@ from ._core import (
     fast_sync_event,
     fast_sync_stream,
     fast_wait_event,
+    stream_op,
 )
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
@@ -26,10 +33,11 @@ from ._validate import INT64_MAX, check_bool, check_int
 
 # Per-call operations try three paths in turn, each answering -1 when it
 # cannot: the C fast path (_cid: CUDA objects only), the Go fast path (_id),
-# then the method path, which raises the full error. A closed object has
-# both ids 0, so its calls always reach the method path's ClosedError; a
-# close racing a call is safe below (the native handle outlives every call
-# in flight).
+# then the method path (_op: the wrappers' registry ids, still known after
+# close), which raises the full error. A closed object has both ids 0, so
+# its calls always reach the method path's ClosedError; a close racing a
+# call is safe below (the native handle outlives every call in flight).
+_op = native(stream_op)
 
 #: Smallest int64: priorities and handles are bounded to Go's int before gopy
 #: sees them (it would say "int too big to convert", naming nothing).
@@ -191,23 +199,19 @@ class Stream:
         elif not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
         if c_event_record(self._cid, event._cid) and fast_record(self._id, event._id):
-            self._record(event._h)  # the method path raises the full error
+            _op(OP_RECORD, self._h.ID(), event._h.ID())  # raises the full error
         return event
 
     #: Alias of :meth:`record_event` (CuPy's name); the same function, so the
     #: alias costs no extra Python call on this per-call path.
     record = record_event
 
-    @native
-    def _record(self, h) -> None:
-        self._h.Record(h)
-
     def wait_event(self, event: "Event") -> None:
         """Make later work on this stream wait for ``event``; the host does not wait."""
         if not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
         if c_stream_wait(self._cid, event._cid) and fast_wait_event(self._id, event._id):
-            native(self._h.WaitEvent)(event._h)
+            _op(OP_WAIT_EVENT, self._h.ID(), event._h.ID())
 
     def wait_stream(self, other: "Stream", event: Optional["Event"] = None) -> None:
         """Make later work on this stream wait for all work queued so far on ``other``."""
@@ -218,7 +222,7 @@ class Stream:
     def synchronize(self) -> None:
         """Block the host until all work queued so far is done (GIL released)."""
         if c_stream_sync(self._cid) and fast_sync_stream(self._id):
-            native(self._h.Synchronize)()
+            _op(OP_SYNC_STREAM, self._h.ID(), 0)
 
     @property
     def is_complete(self) -> bool:
@@ -227,7 +231,7 @@ class Stream:
         if r < 0:
             r = fast_query_stream(self._id)
             if r < 0:
-                return native(self._h.Query)()
+                return _op(OP_QUERY_STREAM, self._h.ID(), 0)
         return r == 1
 
     def query(self) -> bool:
@@ -354,13 +358,13 @@ class Event:
         if not isinstance(s, Stream):
             s = Stream.from_external(s, self.device)
         if c_event_record(s._cid, self._cid) and fast_record(s._id, self._id):
-            native(s._h.Record)(self._h)  # the method path raises the full error
+            _op(OP_RECORD, s._h.ID(), self._h.ID())  # raises the full error
         return self
 
     def synchronize(self) -> None:
         """Block the host until the event completes (GIL released)."""
         if c_event_sync(self._cid) and fast_sync_event(self._id):
-            native(self._h.Synchronize)()
+            _op(OP_SYNC_EVENT, 0, self._h.ID())
 
     @property
     def is_complete(self) -> bool:
@@ -369,7 +373,7 @@ class Event:
         if r < 0:
             r = fast_query_event(self._id)
             if r < 0:
-                return native(self._h.Query)()
+                return _op(OP_QUERY_EVENT, 0, self._h.ID())
         return r == 1
 
     def query(self) -> bool:

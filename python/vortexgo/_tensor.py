@@ -3,6 +3,7 @@ lock, as vortex's endpoints hold them (``with endpoint.tensor as volume``)."""
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from typing import Any, Iterable, Optional, Union
@@ -97,18 +98,25 @@ class DeviceTensor:
 
     # --- metadata ----------------------------------------------------------
 
+    def _info(self) -> dict:
+        # shape, dtype, nbytes and closed read together (memory.TensorInfo),
+        # so they agree while another thread resizes.
+        return json.loads(self._h.Info())
+
     @property
     def shape(self) -> tuple[int, ...]:
-        s = self._h.Shape()
-        return tuple(int(x) for x in s.split(",")) if s else ()
+        """The current shape."""
+        return tuple(self._info()["shape"])
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self._h.DType())
+        """The current dtype."""
+        return np.dtype(self._info()["dtype"])
 
     @property
     def nbytes(self) -> int:
-        return self._h.Nbytes()
+        """The current size in bytes."""
+        return self._info()["nbytes"]
 
     @property
     def ptr(self) -> int:
@@ -153,10 +161,9 @@ class DeviceTensor:
         after the lock is released, after :meth:`resize` (showing the old
         buffer) and after :meth:`close`. Raises ClosedError after :meth:`close`."""
         lease = self._h.View()
-        s = lease.Shape()
-        shape = tuple(int(x) for x in s.split(",")) if s else ()
-        dt, ptr = np.dtype(lease.DType()), lease.Ptr()
-        keep = Keep(lease.Release, ptr, math.prod(shape) * dt.itemsize, what="a tensor view")
+        info = json.loads(lease.Info())  # the view's own shape and dtype, taken with the borrow
+        shape, dt, ptr = tuple(info["shape"]), np.dtype(info["dtype"]), lease.Ptr()
+        keep = Keep(lease.Release, ptr, info["nbytes"], what="a tensor view")
         if self.pinned or self.device.is_cpu:
             return host_view(ptr, shape, dt, keep)
         tv = TensorView(ptr, shape, dt, self.device, keep)
@@ -227,10 +234,11 @@ class DeviceTensor:
             self._h.Close()
 
     def __repr__(self) -> str:
-        if self._closed or self._h.Closed():
+        info = None if self._closed else self._info()
+        if info is None or info["closed"]:
             return "<DeviceTensor closed>"
         where = f"{self.device.alias}{', pinned' if self.pinned else ''}"
-        return f"<DeviceTensor {self.shape} {self.dtype.name} on {where}>"
+        return f"<DeviceTensor {tuple(info['shape'])} {info['dtype']} on {where}>"
 
 
 class _Locked:

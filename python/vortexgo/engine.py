@@ -66,8 +66,8 @@ def _close_engine(h: Any) -> None:
         warnings.warn(f"vortexgo: closing an engine failed: {exc}", ResourceWarning, stacklevel=1)
 
 # Event kinds of the Go queue (gosrc/engine/events.go) and record fields
-# (gosrc/pyapi/engine.go): kind, endpoint, sample, scan_idx, volume_idx,
-# bscan_idx, timestamp_ns.
+# (engine.EventFields, gosrc/engine/records.go): kind, endpoint, sample,
+# scan_idx, volume_idx, bscan_idx, timestamp_ns.
 _UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE = range(6)
 _FIELDS = 7
 # Flat status and timing records (gosrc/engine/records.go).

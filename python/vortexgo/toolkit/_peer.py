@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .._array import Array, order_after
-from .._core import api
+from .._array import OP_COPY, Array, order_after, run_op
+from .._device import cuda_device_count, cuda_unavailable_reason
 from .._stream import Stream, current_stream
 from ._records import tk_native
 
@@ -14,11 +14,11 @@ __all__ = ["copy_peer", "peer_copy_unavailable_reason"]
 
 def peer_copy_unavailable_reason() -> str:
     """Why :func:`copy_peer` between two GPUs cannot run here ("" when it can)."""
-    n = api.CUDADeviceCount()
+    n = cuda_device_count()
     if n >= 2:
         return ""
     if n == 0:
-        return f"peer copies need two CUDA devices; none found ({api.CUDAUnavailableReason() or 'no CUDA device'})"
+        return f"peer copies need two CUDA devices; none found ({cuda_unavailable_reason() or 'no CUDA device'})"
     return "peer copies need two CUDA devices; only cuda:0 is present"
 
 
@@ -48,5 +48,6 @@ def copy_peer(dst: Array, src: Array, *, stream: Optional[Stream] = None) -> Non
         s = Stream.from_external(s, dst.device)
     order_after(s, src.stream)
     if dst.nbytes:
-        s._h.Copy(dst.ptr, src.ptr, dst.nbytes)
+        # Named by memory id, the copy holds both arrays' memory while queued.
+        run_op(OP_COPY, s, dst._mid, dst.ptr, src._mid, src.ptr, dst.nbytes)
     dst.stream = s
