@@ -58,6 +58,8 @@ GPU_SIZE = (1024, 256, 64, 512)
 CPU_SIZE = (64, 16, 8, 32)
 GPU_MEMORY_SLACK = 2 << 20  # bytes of device memory the driver may take lazily
 CPU_RSS_SLACK = 48 << 20  # the Python heap breathes
+# Goroutines that may come and go at a sample without being a leak (see the check).
+GOROUTINE_JITTER = 2
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -212,16 +214,17 @@ def soak(args: argparse.Namespace) -> dict:
         grew = max(s["rss"] for s in run) - first["rss"]
         check("host memory flat", grew <= CPU_RSS_SLACK,
               f"RSS grew by {grew} bytes from volume {first['volume']} (slack {CPU_RSS_SLACK}; CPU backend)")
-    # Growth, not jitter: a transient goroutine (a writer handing over, a timer) may come and
-    # go, so the later half of the run may not exceed the earlier half (a leak of one per
-    # volume would add hundreds).
+    # Growth, not jitter: a transient goroutine (a writer handing over, a timer, the
+    # runtime's own) may come and go at a sample, so the later half of the run may exceed
+    # the earlier half by GOROUTINE_JITTER at most (a leak of one per volume would add
+    # hundreds; without the slack the check failed about 1 run in 4 on a loaded host).
     half = max(1, len(run) // 2)
     early, late = run[:half], run[half:] or run[-1:]
     g_early, g_late = max(s["goroutines"] for s in early), max(s["goroutines"] for s in late)
-    check("goroutines flat", g_late <= g_early,
+    check("goroutines flat", g_late <= g_early + GOROUTINE_JITTER,
           f"at most {g_early} in the first half of the run, {g_late} in the second "
           f"(samples {first['goroutines']}..{last['goroutines']}); {goroutines_before} before prepare()")
-    check("goroutines released", goroutines_after <= goroutines_before,
+    check("goroutines released", goroutines_after <= goroutines_before + GOROUTINE_JITTER,
           f"{goroutines_before} before prepare(), {goroutines_after} after closing everything")
     t_early, t_late = max(s["threads"] for s in early), max(s["threads"] for s in late)
     check("threads flat", t_late <= t_early,
