@@ -306,7 +306,7 @@ class Array:
             "data": (self.ptr, False),
             "version": 3,
             "strides": None,
-            "stream": self._producer_handle(),
+            "stream": self._producer()[1],
         }
 
     @property
@@ -378,8 +378,8 @@ class Array:
         if self.device.is_cuda and not self.pinned and stream != -1:
             # None means the legacy default stream (CU_STREAM_LEGACY == 1).
             handle = 1 if stream is None else int(stream)
-            producer = self._producer()
-            if producer is not None and handle != producer.handle:
+            producer, producer_handle = self._producer()
+            if producer is not None and handle != producer_handle:
                 order_after(_foreign(self.device, handle), producer)
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
         dev_type, dev_id = self.__dlpack_device__()
@@ -401,7 +401,7 @@ class Array:
         this is the explicit, synchronous way back to the host.
         """
         self._check()
-        producer = self._producer()
+        producer, _ = self._producer()
         if producer is not None:
             producer.synchronize()
         if self.host_accessible:
@@ -412,8 +412,10 @@ class Array:
         s.synchronize()
         return out
 
-    def _producer(self) -> Optional[Stream]:
-        """The stream of the last write, or None when there is nothing to wait for.
+    def _producer(self) -> tuple[Optional[Stream], Optional[int]]:
+        """The stream of the last write and its handle, or (None, None) when
+        there is nothing to wait for. The handle is read once here: it is a
+        Go call, and every caller needs it or the liveness it proves.
 
         A producer stream the user closed (or whose owner, an endpoint or a
         coordinator, was closed) cannot be waited on any more, but work
@@ -423,19 +425,14 @@ class Array:
         """
         s = self.stream
         if s is None:
-            return None
+            return None, None
         try:
-            s.handle  # ClosedError once the stream or its owner was closed
-            return s
+            return s, s.handle  # ClosedError once the stream or its owner was closed
         except ClosedError:
             if self.device.is_cuda:
                 self.device.synchronize()
             self.stream = None
-            return None
-
-    def _producer_handle(self) -> Optional[int]:
-        s = self._producer()
-        return s.handle if s is not None else None
+            return None, None
 
     def get(self) -> np.ndarray:
         """Alias of :meth:`numpy` (CuPy's name)."""

@@ -27,7 +27,6 @@ See docs/toolkit.md.
 
 from __future__ import annotations
 
-from .._core import api
 from ._budget import (
     MemoryKindUsage,
     MemoryUsage,

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._core import _ext, api
 from .._device import Device, DeviceLike, get_device
-from .._errors import Closeable, ClosedError, native, release_on_collect
+from .._errors import Closeable, ClosedError, release_on_collect
 from .._stream import Stream
 from .._validate import check_bool, check_int, check_timeout
 from ._ops import DownloadOp, KernelOp, SpinOp, UploadOp, device_range, host_range
@@ -30,11 +30,6 @@ _FIELDS = api.PollFields
 _POLL_CAP = 512  # records per Poll call; more wait for the next call
 _TYPES = ("compute", "upload", "download", "?")  # pipeline.OpType
 _STAGE_OPS = frozenset((KernelOp, SpinOp, UploadOp, DownloadOp))
-
-
-def check_priority(name: str, v: Any) -> int:
-    """A stream priority: any int64 (the backend clamps it to its range)."""
-    return check_int(name, v, -(2**63))
 
 
 def timeout_us(name: str, timeout: Any) -> int:
@@ -127,9 +122,9 @@ class AsyncCoordinator(Closeable):
         self._closed = True
         dev = get_device(device)
         h = tk_native(api.NewAsyncCoordinator)(
-            dev._h, check_priority("upload_priority", upload_priority),
-            check_priority("compute_priority", compute_priority),
-            check_priority("download_priority", download_priority), check_bool("timing", timing))
+            dev._h, check_int("upload_priority", upload_priority),
+            check_int("compute_priority", compute_priority),
+            check_int("download_priority", download_priority), check_bool("timing", timing))
         self._init(h, dev, None, timing)
 
     @classmethod

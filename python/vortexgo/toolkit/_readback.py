@@ -16,7 +16,7 @@ from .._errors import Closeable, ClosedError, release_on_collect
 from .._lifetime import Keep, host_view
 from .._stream import Stream, current_stream
 from .._validate import check_int
-from ._coordinator import borrowed, check_priority, timeout_us
+from ._coordinator import borrowed, timeout_us
 from ._records import records, tk_native
 
 __all__ = ["Readback", "ReadbackHandle", "ReadbackStats", "readback"]
@@ -152,7 +152,7 @@ class Readback(Closeable):
         self.buffer_size = check_int("buffer_size", buffer_size, 1)
         buffers = check_int("buffers", buffers, 1)
         max_buffers = check_int("max_buffers", max_buffers, 0)
-        priority = check_priority("priority", priority)
+        priority = check_int("priority", priority)
         if stream is not None and not isinstance(stream, Stream):
             raise TypeError(f"stream={stream!r}, expected a vortexgo.Stream or None")
         self._h = tk_native(api.NewReadback)(self.device._h, self.buffer_size, buffers, max_buffers, priority,
