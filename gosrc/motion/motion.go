@@ -1,0 +1,58 @@
+// Package motion plans the inactive parts of a scan: multi-axis point-to-
+// point motions limited in position, velocity and acceleration, sampled at
+// the output rate. vortex uses the Reflexxes Type II library for this
+// (vortex::motion::plan); this is our own planner with the same contract:
+// time-optimal under the limits, every axis arriving together (phase-
+// synchronised when the motion is a straight line, time-synchronised
+// otherwise), entering the next segment at its required velocity.
+package motion
+
+import "math"
+
+// Range is a closed interval [Min, Max], vortex's Range.
+type Range struct {
+	Min, Max float64
+}
+
+// Symmetric is the range [-r, r] (vortex's Range.symmetric).
+func Symmetric(r float64) Range { return Range{Min: -math.Abs(r), Max: math.Abs(r)} }
+
+// Length is Max - Min.
+func (r Range) Length() float64 { return r.Max - r.Min }
+
+// Contains reports whether v lies in [Min, Max].
+func (r Range) Contains(v float64) bool { return v >= r.Min && v <= r.Max }
+
+// Limits bound one axis, vortex's Limits (motion::limits_t): the defaults are
+// position [-10, 10], velocity 100 and acceleration 10,000 (units per second
+// and per second squared).
+type Limits struct {
+	Position     Range
+	Velocity     float64
+	Acceleration float64
+}
+
+// DefaultLimits is vortex's default limits_t.
+func DefaultLimits() Limits {
+	return Limits{Position: Range{Min: -10, Max: 10}, Velocity: 100, Acceleration: 10_000}
+}
+
+// State is the position and velocity of every axis at one instant.
+type State struct {
+	Position []float64
+	Velocity []float64
+}
+
+// Options are vortex's motion::options_t.
+type Options struct {
+	// IncludeInitial keeps the sample at t = 0 (the start state).
+	IncludeInitial bool
+	// IncludeFinal keeps the sample at the end state.
+	IncludeFinal bool
+	// BypassLimitsCheck skips the position-limit check of the samples.
+	BypassLimitsCheck bool
+	// FixedSamples, when > 0, fixes the motion's duration to that many
+	// samples instead of the shortest feasible one (an error if it cannot
+	// be met). vortex's optional<size_t>; 0 means unset here.
+	FixedSamples int
+}
