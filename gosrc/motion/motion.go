@@ -56,3 +56,22 @@ type Options struct {
 	// be met). vortex's optional<size_t>; 0 means unset here.
 	FixedSamples int
 }
+
+// Path is a planned motion sampled at the output rate: Len() samples of Dims
+// axes each, row-major (sample i's axis d is Data[i*Dims+d]), the layout of
+// a scan buffer.
+type Path struct {
+	Data []float64
+	Dims int
+}
+
+// Len is the number of samples.
+func (p Path) Len() int {
+	if p.Dims == 0 {
+		return 0
+	}
+	return len(p.Data) / p.Dims
+}
+
+// At is sample i (all axes), aliasing Data.
+func (p Path) At(i int) []float64 { return p.Data[i*p.Dims : (i+1)*p.Dims] }
