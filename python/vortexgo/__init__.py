@@ -89,6 +89,12 @@ __all__ += [
     "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
 ]
 
+# --- vortex's marker and log modules, and its logger helpers at the top level ---
+from . import log, marker
+from .log import get_console_logger, get_file_logger, get_python_logger
+
+__all__ += ["log", "marker", "get_console_logger", "get_file_logger", "get_python_logger"]
+
 # --- async toolkit: triple buffering, coordinator, pipeline stages, readback, pools, budget (issue 4) ---
 from . import toolkit
 from .toolkit import (
