@@ -520,8 +520,10 @@ func (s *SegmentedScan) locate() error {
 			// pass starts with segment 0
 			next = state{kind: preSegment, index: 0}
 		}
-		if sample < s.nextUnbuffered() {
-			cut := sample - s.scanInitial()
+		// keep what plays up to the boundary; vortex keeps it only when
+		// the boundary is before the pass's end and so drops the rest of
+		// the last inactive path (a jump; vortex 0.5.1 then hangs)
+		if cut := sample - s.scanInitial(); cut > 0 {
 			s.stream = append(s.stream, s.scan[:cut*int64(s.ch)]...)
 			k := sort.Search(len(s.scanMarkers), func(j int) bool { return s.scanMarkers[j].Sample >= sample })
 			s.streamMarkers = append(s.streamMarkers, s.scanMarkers[:k]...)
