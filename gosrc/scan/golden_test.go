@@ -377,8 +377,7 @@ func skipIfNoPlanner(t *testing.T, err error) {
 }
 
 func containsNotImplemented(err error) bool {
-	_, e := motion.Plan(1, motion.State{}, motion.State{}, nil, motion.Options{})
-	return e != nil && strings.Contains(err.Error(), e.Error())
+	return strings.Contains(err.Error(), "motion.Plan: not implemented")
 }
 
 // tolerance of the comparisons: the linear policy matches vortex to
