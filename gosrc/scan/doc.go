@@ -19,6 +19,24 @@
 // RepeatedRadialScan, SpiralScan, FreeformScan) pair a config of vortex's
 // fields and defaults with a SegmentedScan.
 //
+// ScanQueue plays scans one after another (vortex's engine.scan_queue):
+// each starts from the last position and velocity of the one before, an
+// interrupt switches at the next block, and an empty queue holds its
+// last position.
+//
+// # Fidelity
+//
+// testdata/scan_golden.json holds vortex 0.5.1's own outputs for a table of
+// configs (scripts/golden/scan_golden.py); with the FixedLinear policy ours
+// match to 1e-15. The planner policies (MinimumDynamicLimited, the default,
+// and FixedDynamicLimited) call motion.Plan. Deliberate differences from
+// vortex, each a fix: the velocity and acceleration limits are checked on
+// absolute values (vortex compares the signed value, so a fast move
+// downwards passed); change() inside the last inactive path of a pass keeps
+// that path (vortex drops it, jumps, then hangs) and works exactly at a
+// pass's end (vortex fails); the old segments' velocities at a change use
+// the old samples_per_second.
+//
 // # Layout
 //
 // Every waveform is row-major float64: sample i's channel c is

@@ -62,7 +62,7 @@ type goldenFile struct {
 
 func loadGolden(t *testing.T) goldenFile {
 	t.Helper()
-	b, err := os.ReadFile("testdata/scan_golden.json")
+	b, err := readGoldenRaw()
 	require.NoError(t, err)
 	var g goldenFile
 	require.NoError(t, json.Unmarshal(b, &g))
@@ -481,3 +481,5 @@ func streamChunks(t *testing.T, s *SegmentedScan, chunks []int) ([]float64, []ma
 	}
 	return out, markers
 }
+
+func readGoldenRaw() ([]byte, error) { return os.ReadFile("testdata/scan_golden.json") }

@@ -281,16 +281,80 @@ def run_change(name, scan_name, a, prepare, before, b, restart, event, after):
     return case
 
 
+def run_queue(name, steps, blocks, zero_order_hold=True):
+    """A ScanQueue (vortex.engine) driven by steps: before block k, the
+    steps listed for k run (append/interrupt/clear/empty callback)."""
+    import vortex.engine as ve
+    q = ve.ScanQueue()
+    events, returns, samples, markers = [], [], [], []
+    scans = {}
+    refills = {'left': 0}
+
+    def scan_of(spec):
+        key = json.dumps(spec, sort_keys=True)
+        sc = vs.RasterScan()
+        sc.initialize(make_config('RasterScan', spec))
+        return sc
+
+    def cb(tag):
+        return lambda sample, e: events.append([tag, int(sample), str(e).split('.')[-1]])
+
+    for k, n in enumerate(blocks):
+        for st in steps.get(str(k), []):
+            op = st['op']
+            if op in ('append', 'interrupt'):
+                m = vm.ScanBoundary(0, st.get('sequence', 0), st.get('count_hint', 0), flags(st.get('flags', ALL)))
+                getattr(q, op)(scan_of(st['config']), cb(st['tag']), m)
+            elif op == 'clear':
+                q.clear()
+            elif op == 'empty':
+                refills['left'] = st['count']
+                spec, tag = st['config'], st['tag']
+
+                def refill(oq, spec=spec, tag=tag):
+                    if refills['left'] > 0:
+                        refills['left'] -= 1
+                        oq.append(scan_of(spec), cb(tag))
+                q.empty_callback = refill
+        ms = vm.MarkerList()
+        buf = np.zeros((n, 2))
+        got, total = q.generate(ms, buf, zero_order_hold)
+        returns.append([int(got), int(total)])
+        samples.extend(rows(buf[:total]))
+        markers.extend(marker_json(m) for m in ms)
+    return {'name': name, 'steps': steps, 'blocks': blocks, 'zero_order_hold': zero_order_hold,
+            'returns': returns, 'stream': samples, 'stream_markers': markers, 'events': events}
+
+
+QUEUES = [
+    ('queue_two_then_hold', {'0': [{'op': 'append', 'tag': 'a', 'config': small_raster(loop=False)},
+                                   {'op': 'append', 'tag': 'b', 'config': small_raster(loop=False, offset=[0.2, 0.3]), 'sequence': 1, 'flags': 3}]},
+     [37] * 6),
+    ('queue_no_hold', {'0': [{'op': 'append', 'tag': 'a', 'config': small_raster(loop=False)}]}, [50, 50, 50], False),
+    ('queue_interrupt_loop', {'0': [{'op': 'append', 'tag': 'loop', 'config': small_raster()},
+                                    {'op': 'append', 'tag': 'never', 'config': small_raster(loop=False)}],
+                              '3': [{'op': 'interrupt', 'tag': 'b', 'config': small_raster(loop=False, angle=0.5), 'sequence': 7}]},
+     [29] * 8),
+    ('queue_empty_callback', {'0': [{'op': 'empty', 'tag': 'refill', 'count': 2, 'config': small_raster(loop=False, bscans_per_volume=2)}]},
+     [41] * 6),
+    ('queue_clear', {'0': [{'op': 'append', 'tag': 'a', 'config': small_raster()}], '2': [{'op': 'clear'}],
+                     '3': [{'op': 'append', 'tag': 'b', 'config': small_raster(loop=False, offset=[-0.3, 0])}]},
+     [33] * 7),
+]
+
+
 def main():
-    out = {'vortex': getattr(vortex, '__version__', '?'), 'cases': [], 'changes': []}
+    out = {'vortex': getattr(vortex, '__version__', '?'), 'cases': [], 'changes': [], 'queues': []}
     for c in CASES:
         out['cases'].append(run_case(*c))
     for c in CHANGES:
         out['changes'].append(run_change(*c))
+    for c in QUEUES:
+        out['queues'].append(run_queue(*c))
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, 'w') as f:
         json.dump(out, f, separators=(',', ':'))
-    for c in out['cases'] + out['changes']:
+    for c in out['cases'] + out['changes'] + out['queues']:
         status = ('error: ' + c['error']) if 'error' in c else '%d samples' % len(c.get('buffer', c.get('stream', [])))
         print('%-40s %s' % (c['name'], status))
     print('wrote', os.path.normpath(OUT), os.path.getsize(OUT), 'bytes')
