@@ -172,6 +172,18 @@ func TestBadConfigs(t *testing.T) {
 			assert.ErrorIs(t, err, ErrNotInitialized, "a refused config leaves nothing half-configured")
 		})
 	}
+	// a pass too long to allocate is refused before allocating
+	big := NewRepeatedRasterScanConfig()
+	big.SetShape([2]int{1000, 10})
+	big.SetBscanExtent(motion.Range{Min: -0.01, Max: 0.01})
+	big.RepeatPeriod, big.RepeatCount = 1, 10
+	big.InactivePolicy = FixedLinear(maxInactiveSamples, 0)
+	var r RepeatedRasterScan
+	assert.ErrorIs(t, r.Initialize(big), backend.ErrTooLarge)
+	big.InactivePolicy = FixedLinear(5, 5)
+	big.SetShape([2]int{100_000, 100})
+	big.RepeatCount = 20
+	assert.ErrorIs(t, r.Initialize(big), backend.ErrTooLarge, "repeats beyond the bound")
 	// the limit check can be bypassed
 	cfg := smallRaster()
 	cfg.SetBscanExtent(motion.Range{Min: -2, Max: 2})

@@ -60,6 +60,9 @@ func (p SequentialPattern) ToPattern(waypoints [][]float64, channels int) ([]Seg
 	if p.BidirectionalVolumes {
 		n *= 2
 	}
+	if err := boundPattern(waypoints, int64(n/spv), "SequentialPattern.bidirectional_volumes"); err != nil {
+		return nil, err
+	}
 	segments := make([]Segment, n)
 	reversed := false
 	for dst := range segments {
@@ -185,8 +188,8 @@ func (p RepeatedPattern) ToPattern(waypoints [][]float64, channels int) ([]Segme
 	if spv%p.RepeatPeriod != 0 {
 		return nil, backend.Invalidf("RepeatedPattern.repeat_period: %d, expected to divide segments_per_volume (%d)", p.RepeatPeriod, spv)
 	}
-	if int64(spv)*int64(p.RepeatCount) > maxScanElements {
-		return nil, fmt.Errorf("RepeatedPattern.repeat_count: %d repeats of %d segments: %w", p.RepeatCount, spv, backend.ErrTooLarge)
+	if err := boundPattern(waypoints, int64(p.RepeatCount), "RepeatedPattern.repeat_count"); err != nil {
+		return nil, err
 	}
 	segments := make([]Segment, 0, spv*p.RepeatCount)
 	reversed := false
@@ -222,4 +225,17 @@ func (p RepeatedPattern) ToPattern(waypoints [][]float64, channels int) ([]Segme
 		}
 	}
 	return segments, nil
+}
+
+// boundPattern refuses, before allocating, a pattern of more than
+// maxScanElements values: copies times the waypoints' values.
+func boundPattern(waypoints [][]float64, copies int64, field string) error {
+	total := int64(0)
+	for _, w := range waypoints {
+		total += int64(len(w))
+	}
+	if total*copies > maxScanElements {
+		return fmt.Errorf("%s: %d copies of %d waypoint values, more than %d: %w", field, copies, total, maxScanElements, backend.ErrTooLarge)
+	}
+	return nil
 }

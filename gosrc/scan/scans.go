@@ -1,6 +1,8 @@
 package scan
 
 import (
+	"fmt"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
@@ -87,6 +89,17 @@ func build[C Config[C]](cfg C) ([]Segment, SegmentedConfig, error) {
 	if err := validateSegments(&base, segs); err != nil {
 		return nil, SegmentedConfig{}, err
 	}
+	if p := base.InactivePolicy; p.Kind != MinimumDynamicLimitedKind {
+		// a pass holds every segment and one fixed path after each
+		total := int64(p.InterVolumeSamples)
+		for i := range segs {
+			total += int64(segs[i].Len()) + int64(p.InterSegmentSamples)
+		}
+		if total*int64(base.ChannelsPerSample) > maxScanElements {
+			return nil, SegmentedConfig{}, fmt.Errorf("scan: a pass of %d samples of %d channels (segments and inter_segment_samples %d): more than %d values: %w",
+				total, base.ChannelsPerSample, p.InterSegmentSamples, maxScanElements, backend.ErrTooLarge)
+		}
+	}
 	return segs, base.copySegmented(), nil
 }
 
@@ -159,7 +172,7 @@ func (c RepeatedRasterScanConfig) Validate() error {
 	if err := c.XYWaypoints.validate(named(rasterNames, cls)); err != nil {
 		return err
 	}
-	return validateRepeat(cls, c.RepeatedPattern, c.SegmentsPerVolume)
+	return validateRepeat(cls, c.RepeatedPattern, c.SegmentsPerVolume, c.SamplesPerSegment)
 }
 
 // ToSegments is the pattern's segments.
@@ -241,7 +254,7 @@ func (c RepeatedRadialScanConfig) Validate() error {
 	if err := c.XYWaypoints.validate(named(rasterNames, cls)); err != nil {
 		return err
 	}
-	return validateRepeat(cls, c.RepeatedPattern, c.SegmentsPerVolume)
+	return validateRepeat(cls, c.RepeatedPattern, c.SegmentsPerVolume, c.SamplesPerSegment)
 }
 
 // ToSegments is the pattern's segments.
@@ -361,9 +374,12 @@ type (
 	FreeformScan = Scan[FreeformScanConfig]
 )
 
-func validateRepeat(cls string, p RepeatedPattern, spv int) error {
+func validateRepeat(cls string, p RepeatedPattern, spv, samples int) error {
 	if err := p.validate(cls); err != nil {
 		return err
+	}
+	if int64(spv)*int64(samples)*2*int64(p.RepeatCount) > maxScanElements {
+		return fmt.Errorf("%s.repeat_count: %d repeats of [%d, %d] waypoints, more than %d values: %w", cls, p.RepeatCount, spv, samples, maxScanElements, backend.ErrTooLarge)
 	}
 	if spv%p.RepeatPeriod != 0 {
 		return invalidf("%s.repeat_period: %d, expected to divide bscans_per_volume (%d)", cls, p.RepeatPeriod, spv)
