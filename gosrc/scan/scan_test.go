@@ -534,3 +534,23 @@ func maxStep(t *testing.T, s *SegmentedScan, d int) float64 {
 	steps := float64(min(p.InterSegmentSamples, p.InterVolumeSamples) + 1)
 	return math.Max(step, (hi-lo)/steps)
 }
+
+// BenchmarkNext streams a prepared default-size raster (500 x 10, linear
+// policy) in blocks of 1,000 samples, the engine's hot path.
+func BenchmarkNext(b *testing.B) {
+	c := NewRasterScanConfig()
+	c.InactivePolicy = FixedLinear(100, 100)
+	var s RasterScan
+	require.NoError(b, s.Initialize(c))
+	require.NoError(b, s.Prepare())
+	buf := make([]float64, 2*1000)
+	ms := make([]marker.Marker, 0, 256)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf) * 8))
+	for b.Loop() {
+		ms = ms[:0]
+		if _, err := s.Next(&ms, buf, 1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
