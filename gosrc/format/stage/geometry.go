@@ -227,7 +227,10 @@ func radialPixel(p *radialParams, ix, iy int) (before, after int, ratio float32,
 		ridx := (r - p.offR) / p.pitchR
 		b := int64(math.Floor(float64(ridx)))
 		a := int64(math.Ceil(float64(ridx)))
-		if a < 0 || b >= int64(p.count) {
+		// vortex compares the signed index with the unsigned record count,
+		// so a negative "before" index fails the bound too: a pixel less
+		// than one pitch before the first record is not written.
+		if a < 0 || b < 0 || b >= int64(p.count) {
 			continue
 		}
 		b = max(b, 0)
@@ -401,7 +404,8 @@ func spiralPixel(p *spiralParams, ix, iy int) (before, after int, ratio float64,
 	sidx := (spiralT - float64(p.segOffset)) / float64(p.segPitch)
 	b := int64(math.Floor(sidx))
 	a := int64(math.Ceil(sidx))
-	if a < 0 || b >= int64(p.count) {
+	// As in radialPixel, vortex's signed/unsigned bound rejects b < 0.
+	if a < 0 || b < 0 || b >= int64(p.count) {
 		return 0, 0, 0, false
 	}
 	b = max(b, 0)
