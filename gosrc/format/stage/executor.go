@@ -181,29 +181,38 @@ type Block[T Element] struct {
 // maxElements bounds shapes so that index arithmetic cannot overflow.
 const maxElements = 1 << 40
 
-func (v Volume[T]) check(what string) error {
+// volumeElements checks a volume shape and returns its element count.
+func volumeElements(what string, shape [4]int) (int, error) {
 	n := 1
-	for i, d := range v.Shape {
+	for i, d := range shape {
 		if d <= 0 || d > maxShape {
-			return backend.Invalidf("%s volume shape[%d]: %d, expected 1..%d", what, i, d, maxShape)
+			return 0, backend.Invalidf("%s: volume shape[%d]: %d, expected 1..%d", what, i, d, maxShape)
 		}
 		if n > maxElements/d {
-			return backend.Invalidf("%s volume shape %v: too many elements, expected at most %d", what, v.Shape, maxElements)
+			return 0, backend.Invalidf("%s: volume shape %v: too many elements, expected at most %d", what, shape, maxElements)
 		}
 		n *= d
 	}
+	return n, nil
+}
+
+func (v Volume[T]) check(what string) error {
+	n, err := volumeElements(what, v.Shape)
+	if err != nil {
+		return err
+	}
 	if len(v.Data) != n {
-		return backend.Invalidf("%s volume: %d elements for shape %v, expected %d", what, len(v.Data), v.Shape, n)
+		return backend.Invalidf("%s: volume: %d elements for shape %v, expected %d", what, len(v.Data), v.Shape, n)
 	}
 	return nil
 }
 
 func (b Block[T]) check(what string) error {
 	if b.Records < 0 || b.Samples <= 0 || b.Channels <= 0 || b.Records > maxShape || b.Samples > maxShape || b.Channels > maxShape {
-		return backend.Invalidf("%s block shape (%d, %d, %d): expected records >= 0, samples and channels >= 1", what, b.Records, b.Samples, b.Channels)
+		return backend.Invalidf("%s: block shape (%d, %d, %d): expected records >= 0, samples and channels >= 1", what, b.Records, b.Samples, b.Channels)
 	}
 	if n := b.Records * b.Samples * b.Channels; len(b.Data) != n {
-		return backend.Invalidf("%s block: %d elements for shape (%d, %d, %d), expected %d", what, len(b.Data), b.Records, b.Samples, b.Channels, n)
+		return backend.Invalidf("%s: block: %d elements for shape (%d, %d, %d), expected %d", what, len(b.Data), b.Records, b.Samples, b.Channels, n)
 	}
 	return nil
 }

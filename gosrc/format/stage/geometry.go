@@ -220,7 +220,7 @@ func radialPixel(p *radialParams, ix, iy int) (before, after int, ratio float32,
 			theta = float32(float64(theta) + math.Pi)
 		}
 		diff := theta - p.offT
-		diff = float32(float64(diff) - math.Round(float64(diff)/(2*math.Pi))*(2*math.Pi))
+		diff = float32(math.FMA(-math.Round(float64(diff)/(2*math.Pi)), 2*math.Pi, float64(diff)))
 		if float32(math.Abs(float64(diff))) > p.pitchT/2 {
 			continue
 		}
@@ -563,8 +563,10 @@ func (e *PositionFormatExecutor) params(shape [4]int, records, samples, channels
 // positionPixel maps a position to its volume index as vortex's
 // _position_rectify does: float32 matrix, double positions, floor.
 func positionPixel(m *[6]float32, xg, yg float64) (ix, iy int64) {
-	fx := float64(m[0])*xg + float64(m[1])*yg + float64(m[2])
-	fy := float64(m[3])*xg + float64(m[4])*yg + float64(m[5])
+	// Each product and sum rounded on its own (explicit conversions stop Go
+	// from fusing them), as the kernel's __dmul_rn/__dadd_rn do.
+	fx := float64(float64(float64(m[0])*xg)+float64(float64(m[1])*yg)) + float64(m[2])
+	fy := float64(float64(float64(m[3])*xg)+float64(float64(m[4])*yg)) + float64(m[5])
 	return floorClip(fx), floorClip(fy)
 }
 
