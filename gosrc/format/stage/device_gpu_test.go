@@ -3,6 +3,7 @@
 package stage
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,8 +80,33 @@ func TestGPULaunchMatchesExecutors(t *testing.T) {
 				return
 			}
 			n := elementsDiffering(host, dev, pixel)
-			t.Logf("%d of %d pixels differ", n, len(host)/pixel)
-			require.LessOrEqual(t, n, tol, "pixels differing from the CPU executor")
+			far := pixelsApart(host, dev, pixel, c.dtype)
+			t.Logf("%d of %d pixels differ, %d by more than float32 rounding", n, len(host)/pixel, far)
+			require.LessOrEqual(t, far, tol, "pixels differing from the CPU executor")
 		})
 	}
+}
+
+// pixelsApart counts pixels with an element that differs by more than
+// float32 rounding could explain (a relative 1e-4; integers must be equal):
+// a float volume shows the last-bit differences of CUDA's hypotf/atan2f in
+// the interpolation weight, which integer outputs round away.
+func pixelsApart(a, b []byte, pixel int, dt backend.DType) int {
+	n := 0
+	for p := 0; p+pixel <= len(a); p += pixel {
+		if dt != backend.Float32 {
+			if string(a[p:p+pixel]) != string(b[p:p+pixel]) {
+				n++
+			}
+			continue
+		}
+		x, y := fromBytes[float32](a[p:p+pixel]), fromBytes[float32](b[p:p+pixel])
+		for i := range x {
+			if math.Abs(float64(x[i]-y[i])) > 1e-4*math.Max(1, math.Abs(float64(x[i]))) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }

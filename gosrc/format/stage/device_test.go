@@ -80,6 +80,8 @@ func randBlock[S Element](rng *rand.Rand, records, samples, channels int) Block[
 // deviceCase is one launch compared with the CPU executor.
 type deviceCase struct {
 	name string
+	// dtype is the volume's element type.
+	dtype backend.DType
 	// run executes on the CPU (host) and through Launch (device), returning
 	// both volumes' bytes, the bytes of one pixel (an A-scan) and the
 	// count of pixels a geometric kernel may legitimately place
@@ -88,7 +90,7 @@ type deviceCase struct {
 }
 
 func stackCase[D, S Element](name string, cfg StackFormatExecutorConfig, channels int) deviceCase {
-	return deviceCase{name: name, run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
+	return deviceCase{name: name, dtype: DTypeOf[D](), run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
 		rng := rand.New(rand.NewPCG(3, 4))
 		e, err := NewStackFormatExecutor(cfg)
 		require.NoError(t, err)
@@ -120,7 +122,7 @@ func radialCfg() RadialFormatExecutorConfig {
 }
 
 func radialCase[D, S Element](name string, cfg RadialFormatExecutorConfig) deviceCase {
-	return deviceCase{name: name, run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
+	return deviceCase{name: name, dtype: DTypeOf[D](), run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
 		rng := rand.New(rand.NewPCG(5, 6))
 		e, err := NewRadialFormatExecutor(cfg)
 		require.NoError(t, err)
@@ -141,7 +143,7 @@ func radialCase[D, S Element](name string, cfg RadialFormatExecutorConfig) devic
 }
 
 func spiralCase[D, S Element](name string) deviceCase {
-	return deviceCase{name: name, run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
+	return deviceCase{name: name, dtype: DTypeOf[D](), run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		e, err := NewSpiralFormatExecutor(SpiralFormatExecutorConfig{
 			VolumeXYExtent: [2]Range{{-1, 1}, {-1, 1}}, SegmentExtent: Range{0, 1},
@@ -161,7 +163,7 @@ func spiralCase[D, S Element](name string) deviceCase {
 }
 
 func positionCase[D, S Element](name string, useTarget bool) deviceCase {
-	return deviceCase{name: name, run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
+	return deviceCase{name: name, dtype: DTypeOf[D](), run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
 		rng := rand.New(rand.NewPCG(9, 10))
 		cfg := DefaultPositionFormatExecutorConfig()
 		cfg.Set([2]float64{10, 10}, [2]float64{8.5, 8.5}, 0.1)
