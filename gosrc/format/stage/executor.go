@@ -73,6 +73,8 @@ func (s SampleSlice) resolve(samples int) (start, step, count int, err error) {
 		return 0, 0, 0, backend.Invalidf("sample_slice.step: %d, expected >= 1", s.Step)
 	case s.Stop <= s.Start:
 		return 0, 0, 0, backend.Invalidf("sample_slice.stop: %d, expected > start (%d)", s.Stop, s.Start)
+	case s.Count() == 0:
+		return 0, 0, 0, backend.Invalidf("sample_slice: %s keeps no sample, expected stop-start >= step", s)
 	case samples >= 0 && s.Stop > samples:
 		return 0, 0, 0, backend.Invalidf("sample_slice.stop: %d, expected <= the block's %d samples per record", s.Stop, samples)
 	}
