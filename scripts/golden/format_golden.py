@@ -18,7 +18,11 @@ script has three parts:
 
 Run (vortex importable; see ../shared/vortex-build/README.md):
     python scripts/golden/format_golden.py OUTDIR [cpu] [engine] [executors]
-Each part writes OUTDIR/format_<part>.json.
+Each part writes OUTDIR/format_<part>.json; gosrc/format/stage/testdata holds
+the three. The cpu part ran here; the engine and executors parts ran on the
+lent H100 with the unpacked wheel (/tmp/vortex_site/vortex) carried along:
+    PYTHONPATH=<site>/vortex LD_LIBRARY_PATH=<dir of libcufft.so.12>:<site>/vortex \
+        python3 format_golden.py OUT engine executors
 """
 
 import json

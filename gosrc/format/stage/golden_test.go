@@ -231,7 +231,7 @@ func TestGoldenEngine(t *testing.T) {
 				run(plan.Actions)
 				if bi == len(sc.Blocks)-1 {
 					// vortex's engine calls finish() on the last block's plan.
-					p.Finish(&plan)
+					require.NoError(t, p.Finish(&plan))
 					run(plan.Actions)
 				}
 			}

@@ -299,6 +299,9 @@ func (p *FormatPlanner) checkBlock(blockSample int64, blockLength int, markers [
 // (sorted by sample, none past the block), replacing plan's actions. It
 // returns an error, and changes nothing, for a malformed block.
 func (p *FormatPlanner) Next(plan *FormatPlan, blockSample int64, blockLength int, markers []marker.Marker) error {
+	if plan == nil {
+		return backend.Invalidf("FormatPlanner.Next: plan is nil, expected a *FormatPlan")
+	}
 	if err := p.checkBlock(blockSample, blockLength, markers); err != nil {
 		return err
 	}
@@ -318,7 +321,10 @@ func (p *FormatPlanner) Next(plan *FormatPlan, blockSample int64, blockLength in
 
 // Finish appends the notifications still pending at the end of the
 // stream (the last segment, volume and scan), replacing plan's actions.
-func (p *FormatPlanner) Finish(plan *FormatPlan) {
+func (p *FormatPlanner) Finish(plan *FormatPlan) error {
+	if plan == nil {
+		return backend.Invalidf("FormatPlanner.Finish: plan is nil, expected a *FormatPlan")
+	}
 	plan.Actions = plan.Actions[:0]
 	if p.lastSegment != NoIndex {
 		p.finishSegment(plan, p.lastSegment)
@@ -329,6 +335,7 @@ func (p *FormatPlanner) Finish(plan *FormatPlan) {
 	if p.lastScan != NoIndex {
 		p.finishScan(plan, p.lastScan)
 	}
+	return nil
 }
 
 func (p *FormatPlanner) step(plan *FormatPlan, blockSample int64, m *marker.Marker) {

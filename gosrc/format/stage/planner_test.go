@@ -139,7 +139,7 @@ func TestPlannerCases(t *testing.T) {
 			require.NoError(t, p.Next(&plan, 0, c.length, c.markers))
 			require.Equal(t, c.want, plan.Actions)
 			if c.finish != nil {
-				p.Finish(&plan)
+				require.NoError(t, p.Finish(&plan))
 				require.Equal(t, c.finish, plan.Actions)
 			}
 		})
@@ -217,6 +217,10 @@ func TestPlannerBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "FormatPlannerConfig.records_per_segment: -1")
 	var zero FormatPlanner
 	require.ErrorIs(t, zero.Next(&FormatPlan{}, 0, 1, nil), backend.ErrInvalid)
+	p, err := NewFormatPlanner(DefaultFormatPlannerConfig(1, 1))
+	require.NoError(t, err)
+	require.ErrorContains(t, p.Next(nil, 0, 1, nil), "FormatPlanner.Next: plan is nil")
+	require.ErrorContains(t, p.Finish(nil), "FormatPlanner.Finish: plan is nil")
 }
 
 func TestPlannerNoAllocs(t *testing.T) {
@@ -230,7 +234,9 @@ func TestPlannerNoAllocs(t *testing.T) {
 		if err := p.Next(&plan, 0, int(s.length), s.markers); err != nil {
 			panic(err)
 		}
-		p.Finish(&plan)
+		if err := p.Finish(&plan); err != nil {
+			panic(err)
+		}
 	})
 	require.Zero(t, allocs)
 }
@@ -332,7 +338,7 @@ func place(t *testing.T, cfg FormatPlannerConfig, g genned, cuts []int64) (vols 
 		apply(start)
 		start, mi = end, j
 	}
-	p.Finish(&plan)
+	require.NoError(t, p.Finish(&plan))
 	apply(start)
 	return vols, notes
 }
