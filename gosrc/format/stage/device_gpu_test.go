@@ -110,3 +110,9 @@ func pixelsApart(a, b []byte, pixel int, dt backend.DType) int {
 	}
 	return n
 }
+
+// TestGPUGoldenEngine replays vortex's engine scenarios with every copy
+// launched on the GPU, requiring vortex's volumes at each volume callback.
+func TestGPUGoldenEngine(t *testing.T) {
+	replayGoldenEngine(t, func(t *testing.T) rig { return newGPURig(t) })
+}
