@@ -54,6 +54,12 @@ func (c RadialFormatExecutorConfig) Validate() error {
 			return err
 		}
 	}
+	// A zero-length extent makes a zero pitch the kernels divide by.
+	for i, n := range [...]string{"radial_extent", "angular_extent"} {
+		if c.SegmentRTExtent[i].Length() == 0 {
+			return backend.Invalidf("%s: Range(%v, %v), expected a nonzero length", n, c.SegmentRTExtent[i].Min, c.SegmentRTExtent[i].Max)
+		}
+	}
 	if c.RadialShape[0] <= 0 || c.RadialShape[0] > maxShape {
 		return backend.Invalidf("radial_segments_per_volume: %d, expected 1..%d", c.RadialShape[0], maxShape)
 	}
@@ -561,7 +567,8 @@ func (e *PositionFormatExecutor) params(shape [4]int, records, samples, channels
 }
 
 // positionPixel maps a position to its volume index as vortex's
-// _position_rectify does: float32 matrix, double positions, floor.
+// _position_rectify does: float32 matrix, double positions, floor. A NaN
+// position maps to -1 (dropped); vortex's cast would put it at pixel 0.
 func positionPixel(m *[6]float32, xg, yg float64) (ix, iy int64) {
 	// Each product and sum rounded on its own (explicit conversions stop Go
 	// from fusing them), as the kernel's __dmul_rn/__dadd_rn do.
@@ -570,12 +577,13 @@ func positionPixel(m *[6]float32, xg, yg float64) (ix, iy int64) {
 	return floorClip(fx), floorClip(fy)
 }
 
-// floorClip is vortex's floor_clip_cast<long long>.
+// floorClip is vortex's floor_clip_cast<long long>, except that NaN gives
+// -1 (outside every volume), as the kernel's range test does.
 func floorClip(v float64) int64 {
 	f := math.Floor(v)
 	switch {
 	case f != f:
-		return 0
+		return -1
 	case f >= math.MaxInt64:
 		return math.MaxInt64
 	case f <= math.MinInt64:
