@@ -57,16 +57,16 @@ func streamOp(op, sid, eid int) (done bool, err error) {
 	var s backend.Stream
 	var e backend.Event
 	if op <= opQueryStream {
-		st, err := handle.Get[*Stream](&handles, handle.ID(sid))
+		st, err := lookup[*Stream]("stream", sid)
 		if err != nil {
-			return false, fmt.Errorf("stream: %w", err)
+			return false, err
 		}
 		s = st.s
 	}
 	if op <= opWaitEvent || op >= opSyncEvent {
-		ev, err := handle.Get[*Event](&handles, handle.ID(eid))
+		ev, err := lookup[*Event]("event", eid)
 		if err != nil {
-			return false, fmt.Errorf("event: %w", err)
+			return false, err
 		}
 		e = ev.e
 	}
@@ -83,6 +83,40 @@ func streamOp(op, sid, eid int) (done bool, err error) {
 		return false, e.Synchronize()
 	}
 	return e.Query()
+}
+
+// lookup is the live object of type T that id names, or an error naming
+// what with a ClosedError's sentinel.
+func lookup[T any](what string, id int) (T, error) {
+	v, err := handle.Get[T](&handles, handle.ID(id))
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
+}
+
+// streamOf and eventOf are the native stream or event behind a Python
+// wrapper's registry id: nil for 0 (none), a ClosedError once closed.
+func streamOf(id int) (backend.Stream, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	s, err := lookup[*Stream]("stream", id)
+	if err != nil {
+		return nil, err
+	}
+	return s.s, nil
+}
+
+func eventOf(id int) (backend.Event, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	e, err := lookup[*Event]("event", id)
+	if err != nil {
+		return nil, err
+	}
+	return e.e, nil
 }
 
 // StreamOp is the method path of the fast functions below: operation op

@@ -111,9 +111,9 @@ func FastArrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) int {
 }
 
 func arrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) error {
-	s, err := handle.Get[*Stream](&handles, handle.ID(sid))
+	s, err := lookup[*Stream]("stream", sid)
 	if err != nil {
-		return fmt.Errorf("stream: %w", err)
+		return err
 	}
 	d, err := memoryOf("destination", dm)
 	if err != nil {
@@ -132,11 +132,7 @@ func memoryOf(what string, id int) (memory.Borrower, error) {
 	if id == 0 {
 		return nil, nil
 	}
-	m, err := handle.Get[memory.Borrower](&handles, handle.ID(id))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return m, nil
+	return lookup[memory.Borrower](what, id)
 }
 
 // Tensor is a lockable, resizable n-d buffer (memory.DeviceTensor).

@@ -1,10 +1,7 @@
 package pyapi
 
 import (
-	"fmt"
-
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
@@ -12,24 +9,31 @@ import (
 
 // ManagedContext is one device's coordinator plus the triple buffers and
 // pipeline managers it created and closes (pipeline.ManagedGpuContext).
+// Closing it releases the coordinator's id.
 type ManagedContext struct {
+	Object
 	x     *pipeline.ManagedGpuContext
 	coord *AsyncCoordinator
 }
 
-// NewManagedContext creates the context (enableStreams false: one stream),
-// its allocations charged to the budget as "managed_context".
-func NewManagedContext(dev *Device, enableStreams bool, uploadPriority, computePriority, downloadPriority int) (*ManagedContext, error) {
+// NewManagedContext creates the context (enableStreams false: one stream)
+// from a pipeline.CoordinatorOptions record, its allocations charged to the
+// budget as "managed_context".
+func NewManagedContext(dev *Device, enableStreams bool, options string) (*ManagedContext, error) {
+	var o pipeline.CoordinatorOptions
 	d, err := charged(dev, "managed_context")
+	if err == nil {
+		err = backend.DecodeRecord("CoordinatorOptions", options, &o)
+	}
 	if err != nil {
 		return nil, tag(err)
 	}
-	x, err := pipeline.NewManagedGpuContext(d, enableStreams, pipeline.CoordinatorOptions{
-		UploadPriority: uploadPriority, ComputePriority: computePriority, DownloadPriority: downloadPriority})
+	x, err := pipeline.NewManagedGpuContext(d, enableStreams, o)
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &ManagedContext{x: x, coord: register(x.AsyncCoordinator(), dev.d)}, nil
+	c := register(x.AsyncCoordinator(), dev.d)
+	return &ManagedContext{Object: Object{obj: x, id: c.id}, x: x, coord: c}, nil
 }
 
 // Coordinator is the context's coordinator (closed with the context).
@@ -47,54 +51,27 @@ func (x *ManagedContext) CreateTripleBuffer(size int, dtype string) (*TripleBuff
 // CreatePipelineManager creates a manager on the context's streams.
 func (x *ManagedContext) CreatePipelineManager() (*PipelineManager, error) {
 	m, err := x.x.CreatePipelineManager()
-	return tagged(&PipelineManager{m: m, dev: x.coord.dev}, err)
+	return pipelineManager(m, x.coord.dev, err)
 }
 
 // TripleBufferedStep runs one round of tb (pipeline.TripleBufferedStep)
 // and writes round, upload, compute, download, downloaded_round as a record.
 func (x *ManagedContext) TripleBufferedStep(tb *TripleBuffer, srcPtr, srcLen, dstPtr, dstLen, n int, op *StageOp, rec, nrec int) (int, error) {
-	if tb == nil || op == nil || op.op.Copy != pipeline.NoCopy {
-		return 0, tag(badArg("expected a triple buffer and a kernel or spin op"))
+	if op.op.Copy != pipeline.NoCopy {
+		return 0, tag(badArg("op: a copy op, expected a kernel or spin op"))
 	}
 	r, err := x.x.TripleBufferedStep(tb.tb, pipeline.StepIO{Src: pipeline.HostMem{Ptr: uintptr(srcPtr), Len: srcLen},
 		Dst: pipeline.HostMem{Ptr: uintptr(dstPtr), Len: dstLen}, N: n, Op: op.op})
 	return hostmem.Record(rec, nrec, r.Record()...), tag(err)
 }
 
-// Close closes the managers, the coordinator (releasing its ids) and the
-// triple buffers.
-func (x *ManagedContext) Close() error { return released(x.coord.id, x.x.Close()) }
-
-// streamOf and eventOf are the native stream or event behind a Python
-// wrapper's registry id: nil for 0 (none), a ClosedError once closed.
-func streamOf(id int) (backend.Stream, error) {
-	if id == 0 {
-		return nil, nil
-	}
-	s, err := handle.Get[*Stream](&handles, handle.ID(id))
-	if err != nil {
-		return nil, fmt.Errorf("stream: %w", err)
-	}
-	return s.s, nil
-}
-
-func eventOf(id int) (backend.Event, error) {
-	if id == 0 {
-		return nil, nil
-	}
-	e, err := handle.Get[*Event](&handles, handle.ID(id))
-	if err != nil {
-		return nil, fmt.Errorf("event: %w", err)
-	}
-	return e.e, nil
-}
-
 // Readback copies device memory into pooled pinned buffers asynchronously
 // (pipeline.Readback); its buffers are charged to the budget as "readback".
+// Its Record is total, free, held and retiring buffers.
 type Readback struct {
+	Object // registered when it owns its stream
 	r      *pipeline.Readback
-	stream *Stream   // its own stream, borrowed from id; nil on the caller's
-	id     handle.ID // registered when it owns its stream
+	stream *Stream // its own stream, borrowed from its id; nil on the caller's
 }
 
 // NewReadback creates a pool of pinned buffers of size bytes (growing to
@@ -112,11 +89,11 @@ func NewReadback(dev *Device, size, buffers, maxBuffers, priority, streamID int)
 	if err != nil {
 		return nil, tag(err)
 	}
-	rb := &Readback{r: r}
-	if s == nil {
-		rb.id = handles.Register(rb)
-		rb.stream, _ = borrowStream(rb.id, r.Stream())
+	if s != nil {
+		return &Readback{Object: Object{obj: r}, r: r}, nil
 	}
+	rb := &Readback{Object: owner(r), r: r}
+	rb.stream, _ = borrowStream(rb.id, r.Stream()) // rb.id was just registered: cannot be stale
 	return rb, nil
 }
 
@@ -133,13 +110,6 @@ func (r *Readback) Start(src, n, producerID int) (*ReadbackHandle, error) {
 
 // Stream is the readback's own stream (nil when it copies on the caller's).
 func (r *Readback) Stream() *Stream { return r.stream }
-
-// Stats writes total, free, held and retiring buffers.
-func (r *Readback) Stats(dst, n int) int { return hostmem.Record(dst, n, r.r.Stats().Record()...) }
-
-// Close waits for the copies and drops every buffer (held ones go with
-// their handles), releasing its stream's id.
-func (r *Readback) Close() error { return released(r.id, r.r.Close()) }
 
 // ReadbackHandle is one readback; it holds its buffer until Release.
 type ReadbackHandle struct{ h *pipeline.ReadbackHandle }
@@ -166,22 +136,26 @@ func (h *ReadbackHandle) Ptr() int { return int(h.h.Ptr()) }
 func (h *ReadbackHandle) Release() error { return tag(h.h.Release()) }
 
 // BufferPool recycles pinned buffers of one size (memory.BufferPool),
-// charged to the budget as "buffer_pool".
-type BufferPool struct{ p *memory.BufferPool }
+// charged to the budget as "buffer_pool"; its Record is allocated, free,
+// pending and in-use buffers.
+type BufferPool struct {
+	Object
+	p *memory.BufferPool
+}
 
-// NewBufferPool allocates initial buffers of size bytes; block makes Get
-// wait rather than grow; max caps growth (0: no cap).
-func NewBufferPool(dev *Device, size, initial, max int, block bool) (*BufferPool, error) {
+// NewBufferPool allocates buffers from a memory.PoolConfig record (Policy
+// 0 grow, 1 block: Get waits rather than grow; Max 0: no cap).
+func NewBufferPool(dev *Device, config string) (*BufferPool, error) {
+	var c memory.PoolConfig
 	a, err := dev.allocator("buffer_pool")
+	if err == nil {
+		err = backend.DecodeRecord("BufferPool", config, &c)
+	}
 	if err != nil {
 		return nil, tag(err)
 	}
-	pol := memory.Grow
-	if block {
-		pol = memory.Block
-	}
-	p, err := memory.NewBufferPool(a, memory.PoolConfig{Size: size, Initial: initial, Max: max, Policy: pol})
-	return tagged(&BufferPool{p: p}, err)
+	p, err := memory.NewBufferPool(a, c)
+	return tagged(&BufferPool{Object: Object{obj: p}, p: p}, err)
 }
 
 // Get returns a buffer, waiting at most timeoutUs (< 0: forever, 0: not at
@@ -194,9 +168,6 @@ func (p *BufferPool) Get(timeoutUs int) (*Buffer, error) {
 // Lend leases b (in use from this pool) for a view: it stays allocated and
 // out of the pool until the lease is released.
 func (p *BufferPool) Lend(b *Buffer) (*Lease, error) {
-	if b == nil {
-		return nil, tag(badArg("buffer=None, expected a buffer from this pool"))
-	}
 	l, err := p.p.Lend(b.b)
 	if err != nil {
 		return nil, tag(err)
@@ -207,9 +178,6 @@ func (p *BufferPool) Lend(b *Buffer) (*Lease, error) {
 // Put returns b, reusable once event eventID completes, or once the work
 // queued so far on stream streamID is done (both 0: at once).
 func (p *BufferPool) Put(b *Buffer, eventID, streamID int) error {
-	if b == nil {
-		return tag(badArg("buffer=None, expected a buffer from this pool"))
-	}
 	e, err := eventOf(eventID)
 	if err != nil {
 		return tag(err)
@@ -224,10 +192,3 @@ func (p *BufferPool) Put(b *Buffer, eventID, streamID int) error {
 	}
 	return tag(err)
 }
-
-// Stats writes allocated, free, pending and in-use buffers.
-func (p *BufferPool) Stats(dst, n int) int { return hostmem.Record(dst, n, p.p.Stats().Record()...) }
-
-// Close frees the pool's buffers (in-use ones when put back, lent ones
-// with their last lease).
-func (p *BufferPool) Close() error { return tag(p.p.Close()) }

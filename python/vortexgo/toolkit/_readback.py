@@ -191,7 +191,7 @@ class Readback(Closeable):
     def stats(self) -> ReadbackStats:
         """Counts of the pool's buffers."""
         self._check()
-        return ReadbackStats(*map(int, records(self._h.Stats, capacity=4)))
+        return ReadbackStats(*map(int, records(self._h.Record, capacity=4)))
 
     @tk_native
     def close(self) -> None:
