@@ -23,7 +23,7 @@ import (
 // grows it belongs in the core packages. The goal of issue 12 is 1,500
 // lines; the package is at 1,892 after the first pass (it was 3,155), so
 // this is a ratchet: it only ever comes down, to pyapiLineGoal.
-const pyapiLineBudget = 1600
+const pyapiLineBudget = 1579
 
 // pyapiLineGoal is where pyapiLineBudget is headed (issue 12, still open).
 const pyapiLineGoal = 1500

@@ -285,3 +285,14 @@ func DecodeOp(kind StageOpKind, name string, words []int64) (StageOp, error) {
 	}
 	return HostCopyOp(HostMem{Ptr: uintptr(words[0]), Len: int(words[1])}, dir)
 }
+
+// BufferRecord is version v of logical buffer i as a record: address, size
+// in bytes, number of versions.
+func (m *PipelineStageManager) BufferRecord(i, v int) ([]float64, error) {
+	b, err := m.Buffer(i, v)
+	if err != nil {
+		return nil, err
+	}
+	versions, _, _ := m.BufferInfo(i)
+	return []float64{float64(b.Ptr()), float64(b.Size()), float64(versions)}, nil
+}

@@ -174,8 +174,7 @@ func (e *Endpoint) Prepared() bool { return e.e.Stream() != nil }
 
 // Tensor is a tensor endpoint's locked volume (endpoint.TensorOf).
 func (e *Endpoint) Tensor() (*Tensor, error) {
-	t, err := endpoint.TensorOf(e.e)
-	return tagged(&Tensor{t: t}, err)
+	return newTensor(endpoint.TensorOf(e.e))
 }
 
 // Stream is the endpoint's stream, borrowed from the endpoint: the same

@@ -135,8 +135,16 @@ func memoryOf(what string, id int) (memory.Borrower, error) {
 	return lookup[memory.Borrower](what, id)
 }
 
-// Tensor is a lockable, resizable n-d buffer (memory.DeviceTensor).
-type Tensor struct{ t *memory.DeviceTensor }
+// Tensor is a lockable, resizable n-d buffer (memory.DeviceTensor);
+// Object.Close releases its memory (views keep it until they go).
+type Tensor struct {
+	Object
+	t *memory.DeviceTensor
+}
+
+func newTensor(t *memory.DeviceTensor, err error) (*Tensor, error) {
+	return tagged(&Tensor{Object{obj: t}, t}, err)
+}
 
 // NewTensor allocates a tensor; shape is comma-separated ("3,4,5").
 func NewTensor(dev *Device, shape, dtype string, pinned bool) (*Tensor, error) {
@@ -148,8 +156,7 @@ func NewTensor(dev *Device, shape, dtype string, pinned bool) (*Tensor, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	t, err := memory.NewDeviceTensor(a, memory.Kind(pinned), sh, dt)
-	return tagged(&Tensor{t: t}, err)
+	return newTensor(memory.NewDeviceTensor(a, memory.Kind(pinned), sh, dt))
 }
 
 // Lock takes the lock for owner; timeoutMs < 0 waits forever (GIL released).
@@ -196,6 +203,3 @@ func (t *Tensor) SetReady(s *Stream) error { return tag(onStream(s, t.t.SetReady
 
 // WaitReady makes s wait for the ready event (no host wait).
 func (t *Tensor) WaitReady(s *Stream) error { return tag(onStream(s, t.t.WaitReady)) }
-
-// Close releases the tensor's memory (views keep it until they go).
-func (t *Tensor) Close() error { return tag(t.t.Close()) }

@@ -255,15 +255,11 @@ func (p *PipelineManager) NewBuffer(size, versions int) (int, error) {
 	return tagged(p.m.NewBuffer(size, versions))
 }
 
-// Buffer writes version v of logical buffer i as a record: address, size
-// in bytes, number of versions.
+// Buffer writes version v of logical buffer i as a record
+// (pipeline.PipelineStageManager.BufferRecord).
 func (p *PipelineManager) Buffer(i, v, dst, n int) (int, error) {
-	b, err := p.m.Buffer(i, v)
-	if err != nil {
-		return 0, tag(err)
-	}
-	versions, _, _ := p.m.BufferInfo(i)
-	return hostmem.Record(dst, n, float64(b.Ptr()), float64(b.Size()), float64(versions)), nil
+	rec, err := p.m.BufferRecord(i, v)
+	return hostmem.Record(dst, n, rec...), tag(err)
 }
 
 // Borrow leases version v of logical buffer i (one NewBuffer allocated):

@@ -57,9 +57,6 @@ func (x *ManagedContext) CreatePipelineManager() (*PipelineManager, error) {
 // TripleBufferedStep runs one round of tb (pipeline.TripleBufferedStep)
 // and writes round, upload, compute, download, downloaded_round as a record.
 func (x *ManagedContext) TripleBufferedStep(tb *TripleBuffer, srcPtr, srcLen, dstPtr, dstLen, n int, op *StageOp, rec, nrec int) (int, error) {
-	if op.op.Copy != pipeline.NoCopy {
-		return 0, tag(badArg("op: a copy op, expected a kernel or spin op"))
-	}
 	r, err := x.x.TripleBufferedStep(tb.tb, pipeline.StepIO{Src: pipeline.HostMem{Ptr: uintptr(srcPtr), Len: srcLen},
 		Dst: pipeline.HostMem{Ptr: uintptr(dstPtr), Len: dstLen}, N: n, Op: op.op})
 	return hostmem.Record(rec, nrec, r.Record()...), tag(err)
@@ -105,14 +102,18 @@ func (r *Readback) Start(src, n, producerID int) (*ReadbackHandle, error) {
 		return nil, tag(err)
 	}
 	h, err := r.r.ReadbackAsync(uintptr(src), n, p)
-	return tagged(&ReadbackHandle{h: h}, err)
+	return tagged(&ReadbackHandle{Object{obj: h}, h}, err)
 }
 
 // Stream is the readback's own stream (nil when it copies on the caller's).
 func (r *Readback) Stream() *Stream { return r.stream }
 
-// ReadbackHandle is one readback; it holds its buffer until Release.
-type ReadbackHandle struct{ h *pipeline.ReadbackHandle }
+// ReadbackHandle is one readback; it holds its buffer until Object.Close
+// (pipeline.ReadbackHandle.Release).
+type ReadbackHandle struct {
+	Object
+	h *pipeline.ReadbackHandle
+}
 
 // Done reports whether the copy completed, without blocking.
 func (h *ReadbackHandle) Done() (bool, error) { return tagged(h.h.Done()) }
@@ -131,9 +132,6 @@ func (h *ReadbackHandle) StreamWait(streamID int) error {
 
 // Ptr is the pinned address of the copied bytes.
 func (h *ReadbackHandle) Ptr() int { return int(h.h.Ptr()) }
-
-// Release gives the handle's buffer reference back.
-func (h *ReadbackHandle) Release() error { return tag(h.h.Release()) }
 
 // BufferPool recycles pinned buffers of one size (memory.BufferPool),
 // charged to the budget as "buffer_pool"; its Record is allocated, free,

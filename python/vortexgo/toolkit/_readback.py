@@ -51,7 +51,7 @@ class ReadbackHandle:
         self._h, self.shape, self.dtype = h, shape, dtype
         self.nbytes = nbytes
         # The one Go reference of this handle; arrays from get() hold it too.
-        self._keep: Optional[Keep] = Keep(h.Release, h.Ptr(), self.nbytes, what="a readback")
+        self._keep: Optional[Keep] = Keep(h.Close, h.Ptr(), self.nbytes, what="a readback")
 
     def _check(self) -> None:
         if self._keep is None:
