@@ -415,6 +415,16 @@ func (p *BufferPool) Put(buf backend.Buffer, after backend.Event) error {
 	return p.put("memory.BufferPool.Put", buf, after, false)
 }
 
+// PutAfter returns buf, reusable once the work issued so far to s is done
+// (PutStream) when s is given, else once after completes (Put; both nil:
+// now): the one entry for callers that hold either.
+func (p *BufferPool) PutAfter(buf backend.Buffer, after backend.Event, s backend.Stream) error {
+	if s != nil {
+		return p.PutStream(buf, s)
+	}
+	return p.Put(buf, after)
+}
+
 // PutStream returns buf, reusable once the work issued so far to s is
 // complete. The pool records an event of its own on s, so the caller has no
 // event lifetime to manage.

@@ -222,6 +222,17 @@ func (pg *PipelineGraph) Record() []float64 {
 	return []float64{float64(pg.iters), float64(pg.g.Nodes())}
 }
 
+// QueueStageOp enqueues a kernel or spin stage op on the compute stream
+// after deps (its Compute form; a copy or a kernel naming stage buffers is
+// refused).
+func (c *AsyncCoordinator) QueueStageOp(op StageOp, deps ...OpID) (OpID, error) {
+	cop, err := op.Compute()
+	if err != nil {
+		return 0, err
+	}
+	return c.QueueCompute(cop, deps...)
+}
+
 // ExternalStep is one step of an external compute op (External).
 type ExternalStep int
 
@@ -284,6 +295,16 @@ func DecodeOp(kind StageOpKind, name string, words []int64) (StageOp, error) {
 		dir = CopyDownload
 	}
 	return HostCopyOp(HostMem{Ptr: uintptr(words[0]), Len: int(words[1])}, dir)
+}
+
+// AddBufferAt is AddBuffer of the caller's device ranges of size bytes at
+// addrs on dev, one version each.
+func (m *PipelineStageManager) AddBufferAt(dev backend.Device, size int, addrs ...uintptr) (int, error) {
+	var bs []backend.Buffer
+	for _, a := range addrs {
+		bs = append(bs, NewSpan(dev, a, size))
+	}
+	return m.AddBuffer(bs...)
 }
 
 // BufferRecord is version v of logical buffer i as a record: address, size

@@ -1,23 +1,18 @@
 package pyapi
 
 import (
-	"fmt"
-
 	"github.com/vortexgo/vortexgo/gosrc/acquire"
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
-	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/process"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
-// The engine's stages: acquisitions, processors, the stack formatter,
-// storage and endpoints. Configs cross as one JSON record each
-// (backend.DecodeRecord); NumPy data as (address, count), copied (or, for
-// synchronous writes, read in place) before the call returns
+// The engine's stages. NumPy data cross as (address, count), copied (or,
+// for synchronous writes, read in place) before the call returns
 // (gosrc/hostmem): Go keeps no pointer into Python memory.
 
 // Acquisition is a source of raw spectra (acquire.Source).
@@ -79,17 +74,15 @@ func NewProcessor(dev *Device, kind, config string, resPtr, resN, filtPtr, filtN
 // OutputSamples is the length of one processed A-scan.
 func (p *Processor) OutputSamples() int { return p.p.OutputSamples() }
 
-// Formatter is a StackFormatExecutor over a RasterScan (engine.Formatter).
-type Formatter struct{ Object }
-
-// NewStackFormatExecutor places records into (bscans, ascans, depth)
-// volumes; sliceStop 0 keeps depth through the end; volumes 0 repeats the
-// scan forever.
-func NewStackFormatExecutor(ascansPerBscan, bscansPerVolume int, bidirectional bool, volumes, sliceStart, sliceStop int) (*Formatter, error) {
+// NewStackFormatExecutor is a formatter (format.StackFormatExecutor, whose
+// only use is EngineConfig.Link) placing records into (bscans, ascans,
+// depth) volumes; sliceStop 0 keeps depth through the end; volumes 0
+// repeats the scan forever.
+func NewStackFormatExecutor(ascansPerBscan, bscansPerVolume int, bidirectional bool, volumes, sliceStart, sliceStop int) (*Object, error) {
 	f, err := format.NewStackFormatExecutor(
 		format.RasterScan{AscansPerBscan: ascansPerBscan, BscansPerVolume: bscansPerVolume, Bidirectional: bidirectional, Volumes: volumes},
 		format.SampleSlice{Start: sliceStart, Stop: sliceStop})
-	return tagged(&Formatter{Object{obj: f}}, err)
+	return tagged(&Object{obj: f}, err)
 }
 
 // Storage is a SimpleStack file of volumes; its Record is open (0/1) and
@@ -146,8 +139,7 @@ func (s *Storage) Seek(volume, bscan int) error { return tag(s.s.Seek(volume, bs
 // closing it makes its stream's wrapper stale on every call path.
 type Endpoint struct {
 	Object
-	e      engine.Endpoint
-	stream *Stream // the borrowed wrapper of the endpoint's stream, made once
+	e engine.Endpoint
 }
 
 func newEndpoint(e engine.Endpoint, err error) (*Endpoint, error) {
@@ -177,21 +169,13 @@ func (e *Endpoint) Tensor() (*Tensor, error) {
 	return newTensor(endpoint.TensorOf(e.e))
 }
 
-// Stream is the endpoint's stream, borrowed from the endpoint: the same
-// wrapper on every call, and every method of it fails with ClosedError
-// once the endpoint is closed (closing the wrapper only forgets it).
+// Stream is a wrapper of the endpoint's stream borrowed from the endpoint
+// (the Python endpoint keeps the first): every method of it fails with
+// ClosedError once the endpoint is closed (closing it only forgets it).
 func (e *Endpoint) Stream() (*Stream, error) {
-	switch {
-	case !handles.Live(e.id):
-		return nil, tag(fmt.Errorf("%T.stream: the endpoint is closed: %w", e.e, handle.ErrStale))
-	case e.stream != nil && e.stream.live() == nil:
-		return e.stream, nil
-	case e.e.Stream() == nil:
+	s := e.e.Stream()
+	if s == nil && handles.Live(e.id) {
 		return nil, tag(badArg("%T.stream does not exist yet, expected Engine.prepare() first", e.e))
 	}
-	st, err := borrowStream(e.id, e.e.Stream())
-	if err == nil {
-		e.stream = st
-	}
-	return st, tag(err)
+	return tagged(borrowStream(e.id, s)) // a closed endpoint's id: a ClosedError
 }

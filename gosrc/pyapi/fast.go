@@ -10,22 +10,17 @@ import (
 
 // The fast path: the per-call operations that Python issues at high rates
 // (event record/query/sync, stream wait/query/sync, array operations) as
-// package functions over int ids returning an int status.
+// package functions over int ids returning an int status. Why: gopy's
+// method wrappers resolve handles through a locked map plus a reflection
+// lookup and allocate a C string for every error return, which costs more
+// than the driver call itself (H200: 0.98 us per event record against
+// CuPy's 0.33); a fast call is one cgo entry and a slice index.
 //
-// Why: gopy's method wrappers resolve handles through a locked map plus a
-// reflection-based embed lookup and allocate a C string for every error
-// return, which costs more than the driver call itself (measured on an
-// H200: 0.98 us per event record against CuPy's 0.33). Ints cross the
-// boundary as ints, so a fast call is one cgo entry and a slice index.
-//
-// Status convention: 0 = ok (or "not ready" for queries), 1 = ready,
-// -1 = failed. On -1 the Python layer repeats the call through the method
-// path (StreamOp, ArrayOp), which raises the full, tagged error; fast calls
-// never hide errors.
-//
-// On CUDA a faster path skips Go: python/vortexgo/_fastcall.c calls the
-// shim's C functions (gosrc/cuda/fastpath.h) with the ids of FastID. These
-// functions serve the CPU backend and installs without that extension.
+// Status: 0 = ok (or "not ready" for queries), 1 = ready, -1 = failed; on
+// -1 the Python layer repeats the call through the method path (StreamOp,
+// ArrayOp), which raises the full error. On CUDA python/vortexgo/_fastcall.c
+// skips Go (gosrc/cuda/fastpath.h, the ids of FastID); these functions
+// serve the CPU backend and installs without that extension.
 
 // FastAPI is the address of the C fast path's function table (fastpath.h),
 // read once by python/vortexgo/_fastcall.c at import.

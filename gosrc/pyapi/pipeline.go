@@ -1,18 +1,19 @@
 package pyapi
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
 
-// The async toolkit (gosrc/pipeline) for python/vortexgo/toolkit/, marshalled
-// only. Lists cross as (address, count) of the caller's int64 buffer, state
-// as Object.Record's float64 records (read in toolkit/_records.py), options
-// as one JSON record: gopy passes slices poorly, and text cost more than the
-// calls. Python callables never reach Go.
+// The async toolkit (gosrc/pipeline, memory.BufferPool) for
+// python/vortexgo/toolkit/. Lists cross as (address, count) of the caller's
+// int64 buffer (gopy passes slices poorly); Python callables never reach Go.
 
 // durationUs is a timeout in microseconds; any negative one waits forever.
 func durationUs(us int) time.Duration { return time.Duration(max(us, -1)) * time.Microsecond }
@@ -20,11 +21,26 @@ func durationUs(us int) time.Duration { return time.Duration(max(us, -1)) * time
 // charged is dev charging what the toolkit allocates on it to the process
 // budget as purpose (pipeline.Charged).
 func charged(dev *Device, purpose string) (backend.Device, error) {
-	a, err := dev.allocator(purpose)
+	a, err := memory.AllocatorFor(dev.d, purpose)
 	if err != nil {
 		return nil, err
 	}
 	return pipeline.Charged(a), nil
+}
+
+// build is newT on dev, charging the process budget as purpose, with its
+// options decoded from their JSON record: a toolkit constructor's steps.
+func build[C, T any](dev *Device, purpose, options string, newT func(backend.Device, C) (T, error)) (T, error) {
+	var c C
+	d, err := charged(dev, purpose)
+	if err == nil {
+		err = backend.DecodeRecord(fmt.Sprintf("%T", c), options, &c)
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return newT(d, c)
 }
 
 // StageOp is Go-side work for a compute op, a pipeline stage or a
@@ -98,31 +114,23 @@ type AsyncCoordinator struct {
 	log     pipeline.ReportLog
 }
 
-func register(c *pipeline.AsyncCoordinator, dev backend.Device) *AsyncCoordinator {
+func register(c *pipeline.AsyncCoordinator, dev backend.Device, err error) (*AsyncCoordinator, error) {
+	if err != nil {
+		return nil, tag(err)
+	}
 	a := &AsyncCoordinator{c: c, dev: dev}
 	a.Object = Object{obj: c, id: handles.Register(a)} // the fast path reads the wrapper's report log
 	for i, s := range []backend.Stream{c.UploadStream(), c.ComputeStream(), c.DownloadStream()} {
 		a.streams[i], _ = borrowStream(a.id, s) // a.id was just registered: cannot be stale
 	}
-	return a
+	return a, nil
 }
 
 // NewAsyncCoordinator creates the coordinator and its three streams from a
 // pipeline.CoordinatorOptions record.
 func NewAsyncCoordinator(dev *Device, options string) (*AsyncCoordinator, error) {
-	var o pipeline.CoordinatorOptions
-	d, err := charged(dev, "pipeline") // the managers built on it allocate through it
-	if err == nil {
-		err = backend.DecodeRecord("CoordinatorOptions", options, &o)
-	}
-	if err != nil {
-		return nil, tag(err)
-	}
-	c, err := pipeline.NewAsyncCoordinator(d, o)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return register(c, dev.d), nil
+	c, err := build(dev, "pipeline", options, pipeline.NewAsyncCoordinator) // its managers allocate through it
+	return register(c, dev.d, err)
 }
 
 // external runs step on coordinator cid (see External).
@@ -164,11 +172,7 @@ func (a *AsyncCoordinator) QueueCopy(upload bool, hostPtr, hostLen, devPtr, devL
 
 // QueueCompute enqueues a kernel or spin op on the compute stream after deps.
 func (a *AsyncCoordinator) QueueCompute(op *StageOp, deps, ndeps int) (int, error) {
-	cop, err := op.op.Compute()
-	if err != nil {
-		return 0, tag(err)
-	}
-	id, err := a.c.QueueCompute(cop, hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
+	id, err := a.c.QueueStageOp(op.op, hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
 	return int(id), tag(err)
 }
 
@@ -242,11 +246,7 @@ func NewPipelineManager(c *AsyncCoordinator) (*PipelineManager, error) {
 // AddBuffer registers a logical buffer whose versions are the caller's
 // device ranges of size bytes at the nptrs int64 addresses at ptrs.
 func (p *PipelineManager) AddBuffer(ptrs, nptrs, size int) (int, error) {
-	var bs []backend.Buffer
-	for _, v := range hostmem.Ints[uintptr](ptrs, nptrs, 0) {
-		bs = append(bs, pipeline.NewSpan(p.dev, v, size))
-	}
-	return tagged(p.m.AddBuffer(bs...))
+	return tagged(p.m.AddBufferAt(p.dev, size, hostmem.Ints[uintptr](ptrs, nptrs, 0)...))
 }
 
 // NewBuffer allocates a logical buffer of versions buffers of size bytes,
@@ -302,3 +302,173 @@ type PipelineGraph struct {
 
 // ReplayN replays the graph n times.
 func (g *PipelineGraph) ReplayN(n int) error { return tag(g.g.ReplayN(n)) }
+
+// ManagedContext is one device's coordinator plus the triple buffers and
+// pipeline managers it created and closes (pipeline.ManagedGpuContext).
+// Closing it releases the coordinator's id.
+type ManagedContext struct {
+	Object
+	x     *pipeline.ManagedGpuContext
+	coord *AsyncCoordinator
+}
+
+// NewManagedContext creates the context from a pipeline.CoordinatorOptions
+// record (Sequential: one stream), its allocations charged to the budget
+// as "managed_context".
+func NewManagedContext(dev *Device, options string) (*ManagedContext, error) {
+	x, err := build(dev, "managed_context", options, func(d backend.Device, o pipeline.CoordinatorOptions) (*pipeline.ManagedGpuContext, error) {
+		return pipeline.NewManagedGpuContext(d, !o.Sequential, o)
+	})
+	if err != nil {
+		return nil, tag(err)
+	}
+	c, _ := register(x.AsyncCoordinator(), dev.d, nil)
+	return &ManagedContext{Object: Object{obj: x, id: c.id}, x: x, coord: c}, nil
+}
+
+// Coordinator is the context's coordinator (closed with the context).
+func (x *ManagedContext) Coordinator() *AsyncCoordinator { return x.coord }
+
+// CreateTripleBuffer allocates a triple buffer closed with the context.
+func (x *ManagedContext) CreateTripleBuffer(size int, dtype string) (*TripleBuffer, error) {
+	dt, err := backend.ParseDType(dtype)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return tripleBuffer(x.x.CreateTripleBuffer(size, dt))
+}
+
+// CreatePipelineManager creates a manager on the context's streams.
+func (x *ManagedContext) CreatePipelineManager() (*PipelineManager, error) {
+	m, err := x.x.CreatePipelineManager()
+	return pipelineManager(m, x.coord.dev, err)
+}
+
+// TripleBufferedStep runs one round of tb (pipeline.TripleBufferedStep)
+// and writes round, upload, compute, download, downloaded_round as a record.
+func (x *ManagedContext) TripleBufferedStep(tb *TripleBuffer, srcPtr, srcLen, dstPtr, dstLen, n int, op *StageOp, rec, nrec int) (int, error) {
+	r, err := x.x.TripleBufferedStep(tb.tb, pipeline.StepIO{Src: pipeline.HostMem{Ptr: uintptr(srcPtr), Len: srcLen},
+		Dst: pipeline.HostMem{Ptr: uintptr(dstPtr), Len: dstLen}, N: n, Op: op.op})
+	return hostmem.Record(rec, nrec, r.Record()...), tag(err)
+}
+
+// Readback copies device memory into pooled pinned buffers asynchronously
+// (pipeline.Readback); its buffers are charged to the budget as "readback".
+// Its Record is total, free, held and retiring buffers.
+type Readback struct {
+	Object // registered when it owns its stream
+	r      *pipeline.Readback
+	stream *Stream // its own stream, borrowed from its id; nil on the caller's
+}
+
+// NewReadback creates a pool of pinned buffers of size bytes from a
+// pipeline.ReadbackOptions record, copying on stream streamID (0: its own).
+func NewReadback(dev *Device, size int, options string, streamID int) (*Readback, error) {
+	s, err := streamOf(streamID)
+	if err != nil {
+		return nil, tag(err)
+	}
+	r, err := build(dev, "readback", options, func(d backend.Device, o pipeline.ReadbackOptions) (*pipeline.Readback, error) {
+		o.Stream = s
+		return pipeline.NewReadback(d, size, o)
+	})
+	if err != nil {
+		return nil, tag(err)
+	}
+	if s != nil {
+		return &Readback{Object: Object{obj: r}, r: r}, nil
+	}
+	rb := &Readback{Object: owner(r), r: r}
+	rb.stream, _ = borrowStream(rb.id, r.Stream()) // rb.id was just registered: cannot be stale
+	return rb, nil
+}
+
+// Start copies n bytes at device address src into a pooled pinned buffer
+// after the work queued so far on stream producerID; it returns at once.
+func (r *Readback) Start(src, n, producerID int) (*ReadbackHandle, error) {
+	p, err := streamOf(producerID)
+	if err != nil {
+		return nil, tag(err)
+	}
+	h, err := r.r.ReadbackAsync(uintptr(src), n, p)
+	return tagged(&ReadbackHandle{Object{obj: h}, h}, err)
+}
+
+// Stream is the readback's own stream (nil when it copies on the caller's).
+func (r *Readback) Stream() *Stream { return r.stream }
+
+// ReadbackHandle is one readback; it holds its buffer until Object.Close
+// (pipeline.ReadbackHandle.Release).
+type ReadbackHandle struct {
+	Object
+	h *pipeline.ReadbackHandle
+}
+
+// Done reports whether the copy completed, without blocking.
+func (h *ReadbackHandle) Done() (bool, error) { return tagged(h.h.Done()) }
+
+// Wait blocks until the copy completes (timeoutUs < 0: no limit).
+func (h *ReadbackHandle) Wait(timeoutUs int) error { return tag(h.h.Wait(durationUs(timeoutUs))) }
+
+// StreamWait makes stream streamID wait for the copy on the device.
+func (h *ReadbackHandle) StreamWait(streamID int) error {
+	s, err := streamOf(streamID)
+	if err == nil {
+		err = h.h.StreamWait(s)
+	}
+	return tag(err)
+}
+
+// Ptr is the pinned address of the copied bytes.
+func (h *ReadbackHandle) Ptr() int { return int(h.h.Ptr()) }
+
+// BufferPool recycles pinned buffers of one size (memory.BufferPool),
+// charged to the budget as "buffer_pool"; its Record is allocated, free,
+// pending and in-use buffers.
+type BufferPool struct {
+	Object
+	p *memory.BufferPool
+}
+
+// NewBufferPool allocates buffers from a memory.PoolConfig record (Policy
+// 0 grow, 1 block: Get waits rather than grow; Max 0: no cap).
+func NewBufferPool(dev *Device, config string) (*BufferPool, error) {
+	var c memory.PoolConfig
+	a, err := memory.AllocatorFor(dev.d, "buffer_pool")
+	if err == nil {
+		err = backend.DecodeRecord("BufferPool", config, &c)
+	}
+	if err != nil {
+		return nil, tag(err)
+	}
+	p, err := memory.NewBufferPool(a, c)
+	return tagged(&BufferPool{Object: Object{obj: p}, p: p}, err)
+}
+
+// Get returns a buffer, waiting at most timeoutUs (< 0: forever, 0: not at
+// all) when the pool is empty and may not grow. The GIL is released.
+func (p *BufferPool) Get(timeoutUs int) (*Buffer, error) {
+	b, err := p.p.GetTimeout(durationUs(timeoutUs))
+	return tagged(&Buffer{b: b}, err)
+}
+
+// Lend leases b (in use from this pool) for a view: it stays allocated and
+// out of the pool until the lease is released.
+func (p *BufferPool) Lend(b *Buffer) (*Lease, error) {
+	l, err := p.p.Lend(b.b)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Lease{ptr: b.b.Ptr(), release: l.Release}, nil // released the pool's way
+}
+
+// Put returns b, reusable once event eventID completes, or once the work
+// queued so far on stream streamID is done (both 0: at once).
+func (p *BufferPool) Put(b *Buffer, eventID, streamID int) error {
+	e, err := eventOf(eventID)
+	s, serr := streamOf(streamID)
+	if err = errors.Join(err, serr); err == nil {
+		err = p.p.PutAfter(b.b, e, s)
+	}
+	return tag(err)
+}

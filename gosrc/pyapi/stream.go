@@ -20,14 +20,6 @@ func checked(what string, id handle.ID, f func() error) error {
 	return f()
 }
 
-// fastID is the C fast path's id of a CUDA stream or event (0 otherwise).
-func fastID(x any) int {
-	if f, ok := x.(interface{ FastID() int64 }); ok {
-		return int(f.FastID())
-	}
-	return 0
-}
-
 // Stream is an ordered queue of asynchronous work.
 type Stream struct {
 	Object
@@ -58,27 +50,22 @@ func borrowStream(owner handle.ID, s backend.Stream) (*Stream, error) {
 	return st, nil
 }
 
-func (s *Stream) live() error { return handles.Check("stream", s.id) }
-
 // do runs f once the stream is known live, tagging its error.
 func (s *Stream) do(f func() error) error { return tag(checked("stream", s.id, f)) }
 
 // onStream runs f on s's native stream once s is known live (a stream
-// argument of another object's method).
+// argument of another object's method; gopy never passes None as nil).
 func onStream(s *Stream, f func(backend.Stream) error) error {
-	if s == nil {
-		return badArg("stream=None, expected a Stream")
-	}
 	return checked("stream", s.id, func() error { return f(s.s) })
 }
 
-// FastID is the stream's id in the C fast path (0: none, use ID's path).
-// A borrowed stream has none: only the registry knows when its owner closed.
+// FastID is Object.FastID, 0 for a borrowed stream: only the registry
+// knows when its owner closed.
 func (s *Stream) FastID() int {
 	if s.borrowed {
 		return 0
 	}
-	return fastID(s.s)
+	return s.Object.FastID()
 }
 
 // Handle is the native stream handle (CUstream) as an int.
@@ -131,9 +118,6 @@ func newEvent(e backend.Event, err error) (*Event, error) {
 	return ev, nil
 }
 
-// FastID is the event's id in the C fast path (0: none).
-func (e *Event) FastID() int { return fastID(e.e) }
-
 // Handle is the native event handle as an int.
 func (e *Event) Handle() (h int, err error) {
 	err = checked("event", e.id, func() error { h = int(e.e.Handle()); return nil })
@@ -142,9 +126,6 @@ func (e *Event) Handle() (h int, err error) {
 
 // ElapsedTime returns milliseconds from e to end.
 func (e *Event) ElapsedTime(end *Event) (ms float64, err error) {
-	if end == nil {
-		return 0, tag(badArg("end=None, expected an Event"))
-	}
 	err = checked("event", end.id, func() error {
 		return checked("event", e.id, func() error { t, err := e.e.ElapsedTime(end.e); ms = float64(t); return err })
 	})

@@ -54,8 +54,8 @@ class ManagedGpuContext(Closeable):
         self._closed = True
         self.device: Device = get_device(device)
         self.enable_streams = check_bool("enable_streams", enable_streams)
-        self._h = tk_native(api.NewManagedContext)(self.device._h, self.enable_streams, coordinator_options(
-            upload_priority, compute_priority, download_priority))
+        self._h = tk_native(api.NewManagedContext)(self.device._h, coordinator_options(
+            upload_priority, compute_priority, download_priority, Sequential=not self.enable_streams))
         self._coord = AsyncCoordinator._wrap(self._h.Coordinator(), self.device, self, timing=True)
         self._tbs: list[TripleBuffer] = []
         self._managers: list[PipelineStageManager] = []
