@@ -20,12 +20,12 @@ import (
 // can be checked by reading the source.
 
 // pyapiLineBudget: pyapi marshals only, so it stays small; policy that
-// grows it belongs in the core packages. The goal of issue 12 is 1,500
-// lines; the package is at 1,892 after the first pass (it was 3,155), so
-// this is a ratchet: it only ever comes down, to pyapiLineGoal.
-const pyapiLineBudget = 1900
+// grows it belongs in the core packages. It was 3,155 lines, 1,892 after
+// the first pass, and is now under issue 12's goal of 1,500: a ratchet
+// that only ever comes down.
+const pyapiLineBudget = 1500
 
-// pyapiLineGoal is where pyapiLineBudget is headed (issue 12, still open).
+// pyapiLineGoal is issue 12's bound, which pyapiLineBudget has reached.
 const pyapiLineGoal = 1500
 
 // sourceFile is one parsed non-test Go file of the module.

@@ -650,6 +650,18 @@ def test_buffer_pool_bad_input(device, kwargs, exc):
         vg.BufferPool(device=device, **kwargs)
 
 
+@pytest.mark.parametrize("kwargs, exc, match", [
+    # A count out of range is a ValueError naming the argument and the range,
+    # as the pipeline's counts are; MemoryError stays for bytes.
+    (dict(buffer_size=8, pool_size=2**40), ValueError, r"pool_size=1099511627776, expected 0 <= pool_size <= 65536"),
+    (dict(buffer_size=8, pool_size=1, max_size=2**17), ValueError, r"max_size=131072, expected 0 <= max_size <= 65536"),
+    (dict(buffer_size=2**50, pool_size=1), MemoryError, r"buffer_size=1125899906842624"),
+])
+def test_buffer_pool_out_of_range(device, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        vg.BufferPool(device=device, **kwargs)
+
+
 # --- memory budget --------------------------------------------------------------------------------
 
 

@@ -168,7 +168,7 @@ MISUSE = {
                     pass
         from vortexgo._core import _ext
         others = [vg.AsyncCoordinator(dev) for _ in range(4)]
-        assert _ext.pyapi_FastBeginExternal(fid) == -1, "a stale id drove a new coordinator"
+        assert _ext.pyapi_FastExternal(0, fid, 0) == -1, "a stale id drove a new coordinator"
         assert all(o.last_op_id == 0 for o in others)
     """,
     "kernel n past its arrays (coordinator)": """
@@ -189,7 +189,7 @@ MISUSE = {
         from vortexgo.toolkit._records import words
         w = words((1, 1, 1, 1, 1, 1, *_encode("fill_float32", [a, 1 << 30, 1.0])))
         try:
-            api.NewKernelOp("fill_float32", *w.buffer_info())
+            api.NewStageOp(0, "fill_float32", *w.buffer_info())  # pipeline.StageKernel
             raise SystemExit("Go accepted n")
         except RuntimeError as exc:
             assert "n=1073741824" in str(exc), exc
@@ -267,8 +267,8 @@ def test_closed_coordinator_id_never_drives_a_new_one(device):
     try:
         assert fresh._fid not in stale
         for fid in stale:
-            assert _ext.pyapi_FastBeginExternal(fid) == -1
-            assert _ext.pyapi_FastEndExternal(fid, 1) == -1
+            assert _ext.pyapi_FastExternal(0, fid, 0) == -1
+            assert _ext.pyapi_FastExternal(1, fid, 1) == -1
         assert fresh.last_op_id == 0 and fresh.pending == 0
     finally:
         fresh.close()

@@ -34,7 +34,8 @@ type StackTensorEndpoint struct {
 	dtype backend.DType
 	src   source
 	// Allocator, if set before Prepare, allocates the tensor (and charges
-	// its budget); otherwise an allocator on the engine's device is used.
+	// its budget); otherwise the process's allocator on the engine's device
+	// does, charging the process budget as "endpoint volume".
 	Allocator *memory.Allocator
 
 	f      stackFormatter
@@ -92,11 +93,11 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	}
 	alloc := e.Allocator
 	if alloc == nil {
-		a, err := memory.NewAllocator(info.Device, nil)
+		a, err := memory.AllocatorFor(info.Device, "endpoint volume")
 		if err != nil {
 			return fmt.Errorf("%s.Prepare: %w", e.name, err)
 		}
-		alloc = a.WithPurpose("endpoint volume")
+		alloc = a
 	}
 	s, err := info.Device.NewStream(0)
 	if err != nil {

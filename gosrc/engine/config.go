@@ -235,3 +235,57 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// Link is one link of the wiring, for bindings that build it one call at
+// a time (Config.Link): a node, or a stage appended to the latest node.
+type Link int
+
+const (
+	// LinkAcquisition starts an acquisition node (AddAcquisition).
+	LinkAcquisition Link = iota
+	// LinkAcquisitionProcessor feeds the latest acquisition to a processor.
+	LinkAcquisitionProcessor
+	// LinkProcessor starts a processor node (AddProcessor).
+	LinkProcessor
+	// LinkProcessorFormatter routes the latest processor to a formatter.
+	LinkProcessorFormatter
+	// LinkFormatter starts a formatter node (AddFormatter).
+	LinkFormatter
+	// LinkFormatterEndpoint routes the latest formatter to an endpoint.
+	LinkFormatterEndpoint
+)
+
+// Link adds stage to the wiring as link l. A stage of the wrong kind (nil
+// included) or an unknown link is a wiring error that Validate reports.
+func (c *Config) Link(l Link, stage any) {
+	ok := false
+	switch l {
+	case LinkAcquisition:
+		var a Acquisition
+		if a, ok = stage.(Acquisition); ok {
+			c.AddAcquisition(a)
+		}
+	case LinkAcquisitionProcessor, LinkProcessor:
+		var p Processor
+		if p, ok = stage.(Processor); ok && l == LinkProcessor {
+			c.AddProcessor(p)
+		} else if ok {
+			c.AppendProcessor(p)
+		}
+	case LinkProcessorFormatter, LinkFormatter:
+		var f Formatter
+		if f, ok = stage.(Formatter); ok && l == LinkFormatter {
+			c.AddFormatter(f)
+		} else if ok {
+			c.AppendFormatter(f)
+		}
+	case LinkFormatterEndpoint:
+		var e Endpoint
+		if e, ok = stage.(Endpoint); ok {
+			c.AppendEndpoint(e)
+		}
+	}
+	if !ok {
+		c.errs = append(c.errs, Invalid("Config.Link: link %d with a %T, expected a stage of that link's kind", l, stage))
+	}
+}

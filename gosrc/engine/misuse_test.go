@@ -238,13 +238,11 @@ func TestRecords(t *testing.T) {
 
 	st := engine.Status{BlocksAcquired: 1, BlocksProcessed: 2, BlocksFormatted: 3, BlocksDropped: 4, Volumes: 5,
 		CallbackErrors: 6, EventsDropped: 7, InFlight: 8, Running: false, Done: true}
-	srec := make([]int64, engine.StatusFields)
-	st.Record(srec)
-	require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 0, 1}, srec)
+	require.Equal(t, []float64{1, 2, 3, 4, 5, 6, 7, 8, 0, 1}, st.Record())
 
 	tm := engine.TimingSummary{Process: engine.StageStats{Count: 2, Mean: 1.5, Min: 1, Max: 2, P50: 1.5, P99: 2}}
-	trec := make([]float64, engine.TimingFields)
-	tm.Record(trec)
+	trec := tm.Record()
+	require.Len(t, trec, engine.TimingFields)
 	require.Equal(t, []float64{2, 1.5, 1, 2, 1.5, 2}, trec[6:12])
 
 	masks := []struct {

@@ -1,8 +1,10 @@
 package engine
 
 // Flat records for bindings: the Python layer reads events, status and
-// timings as fixed-layout arrays of numbers (one NumPy buffer, no parsing),
-// so the layouts live here, next to the types they flatten.
+// timings as fixed-layout arrays of numbers (one buffer, no parsing), so
+// the layouts live here, next to the types they flatten. Events, read at
+// high rates, are written into the caller's int64s; the rest are float64
+// slices, the one record style of the bindings (hostmem.Record).
 
 // EventFields is the number of int64 fields of one event record: kind,
 // endpoint, sample, scan_idx, volume_idx, bscan_idx, timestamp_ns.
@@ -15,38 +17,61 @@ func (ev *Event) Record(dst []int64) {
 	dst[4], dst[5], dst[6] = int64(ev.VolumeIdx), int64(ev.BscanIdx), ev.Timestamp
 }
 
-// StatusFields is the number of int64 fields of a status record, in the
-// order of Status's fields: blocks acquired, processed, formatted,
-// dropped, volumes, callback errors, events dropped, in flight, running
-// (0/1), done (0/1). The error text is read separately (Engine.Err).
+// StatusFields is the number of fields of a status record, in the order
+// of Status's fields: blocks acquired, processed, formatted, dropped,
+// volumes, callback errors, events dropped, in flight, running (0/1),
+// done (0/1). The error text is read separately (Engine.Err).
 const StatusFields = 10
 
-// Record writes the status counters (StatusFields of them) into dst.
-func (s *Status) Record(dst []int64) {
-	_ = dst[StatusFields-1]
-	b := func(v bool) int64 {
+// Record is the status counters (StatusFields of them; float64 is exact
+// for counts below 2^53).
+func (s *Status) Record() []float64 {
+	b := func(v bool) float64 {
 		if v {
 			return 1
 		}
 		return 0
 	}
-	dst[0], dst[1], dst[2], dst[3] = s.BlocksAcquired, s.BlocksProcessed, s.BlocksFormatted, s.BlocksDropped
-	dst[4], dst[5], dst[6], dst[7] = s.Volumes, s.CallbackErrors, s.EventsDropped, int64(s.InFlight)
-	dst[8], dst[9] = b(s.Running), b(s.Done)
+	return []float64{float64(s.BlocksAcquired), float64(s.BlocksProcessed), float64(s.BlocksFormatted),
+		float64(s.BlocksDropped), float64(s.Volumes), float64(s.CallbackErrors), float64(s.EventsDropped),
+		float64(s.InFlight), b(s.Running), b(s.Done)}
 }
 
-// TimingFields is the number of float64 fields of a timing record: for
-// each stage (acquire, process, format) count, mean, min, max, p50, p99 in
+// TimingFields is the number of fields of a timing record: for each stage
+// (acquire, process, format) count, mean, min, max, p50, p99 in
 // milliseconds.
 const TimingFields = 18
 
-// Record writes the summary (TimingFields values) into dst.
-func (t *TimingSummary) Record(dst []float64) {
-	_ = dst[TimingFields-1]
-	for i, s := range [...]*StageStats{&t.Acquire, &t.Process, &t.Format} {
-		r := dst[i*6 : i*6+6]
-		r[0], r[1], r[2], r[3], r[4], r[5] = float64(s.Count), s.Mean, s.Min, s.Max, s.P50, s.P99
+// Record is the summary (TimingFields values).
+func (t *TimingSummary) Record() []float64 {
+	out := make([]float64, 0, TimingFields)
+	for _, s := range [...]*StageStats{&t.Acquire, &t.Process, &t.Format} {
+		out = append(out, float64(s.Count), s.Mean, s.Min, s.Max, s.P50, s.P99)
 	}
+	return out
+}
+
+// Record is the engine's state as one record for bindings: the status
+// (StatusFields values) then the timings (TimingFields values).
+func (e *Engine) Record() []float64 {
+	s, t := e.Status(), e.Timings()
+	return append(s.Record(), t.Record()...)
+}
+
+// SetCallbacks sets which event kinds endpoint id's callbacks handle (bits
+// of EventMask): only those are posted, and an endpoint with callbacks has
+// them run before the engine writes its next volume (SetCallbackSync), so
+// a volume callback sees the volume it is told about, as in vortex, whose
+// callbacks run inline. Before Start.
+func (e *Engine) SetCallbacks(id, bits int) error {
+	ks, err := EventMask(bits)
+	if err == nil {
+		err = e.SetEventMask(id, ks...)
+	}
+	if err == nil {
+		err = e.SetCallbackSync(id, bits != 0)
+	}
+	return err
 }
 
 // EventMask turns a bit set of event kinds (bit k set: kind k handled)

@@ -22,8 +22,11 @@ func (exhaustedError) Error() string { return "buffer pool exhausted" }
 // Timeout reports true: the wait for a buffer ran out.
 func (exhaustedError) Timeout() bool { return true }
 
-// Pool bounds, checked before allocating: a pool of more buffers, or of
-// larger ones, is refused with backend.ErrTooLarge.
+// Pool bounds, checked before allocating: a count of buffers over
+// MaxPoolBuffers is a bad argument (backend.ErrInvalid, a ValueError naming
+// it and the range, as pipeline.MaxBuffers is); a size in bytes over
+// MaxPoolBytes, alone or in total, cannot be allocated
+// (backend.ErrTooLarge, a MemoryError).
 const (
 	MaxPoolBuffers = 1 << 16
 	MaxPoolBytes   = 1 << 48
@@ -131,8 +134,11 @@ func NewBufferPool(a *Allocator, cfg PoolConfig) (*BufferPool, error) {
 		return nil, fmt.Errorf("%s: Policy=%d, expected Grow or Block: %w", op, int(cfg.Policy), inv)
 	case cfg.Policy == Block && cfg.Initial == 0:
 		return nil, fmt.Errorf("%s: pool_size=0 with policy 'block', expected pool_size > 0 (a block pool never allocates later): %w", op, inv)
-	case cfg.Size > MaxPoolBytes || cfg.Initial > MaxPoolBuffers || cfg.Max > MaxPoolBuffers ||
-		cfg.Initial > 0 && cfg.Size > MaxPoolBytes/cfg.Initial:
+	case cfg.Initial > MaxPoolBuffers:
+		return nil, fmt.Errorf("%s: pool_size=%d, expected 0 <= pool_size <= %d: %w", op, cfg.Initial, MaxPoolBuffers, inv)
+	case cfg.Max > MaxPoolBuffers:
+		return nil, fmt.Errorf("%s: max_size=%d, expected 0 <= max_size <= %d (0 = no cap): %w", op, cfg.Max, MaxPoolBuffers, inv)
+	case cfg.Size > MaxPoolBytes || cfg.Initial > 0 && cfg.Size > MaxPoolBytes/cfg.Initial:
 		return nil, fmt.Errorf("%s: pool_size=%d max_size=%d of buffer_size=%d, expected at most %d buffers and %d bytes: %w",
 			op, cfg.Initial, cfg.Max, cfg.Size, MaxPoolBuffers, int64(MaxPoolBytes), backend.ErrTooLarge)
 	}
@@ -207,6 +213,9 @@ func freeAll(bufs []backend.Buffer) error {
 
 // Config returns the pool's configuration.
 func (p *BufferPool) Config() PoolConfig { return p.cfg }
+
+// Record is the pool's Stats as a record (PoolStats.Record).
+func (p *BufferPool) Record() []float64 { return p.Stats().Record() }
 
 // Stats returns the pool's counts.
 func (p *BufferPool) Stats() PoolStats {
@@ -404,6 +413,16 @@ func (p *BufferPool) grow(op string) (backend.Buffer, error) {
 // or is closed. After Close, Put waits for after and frees buf.
 func (p *BufferPool) Put(buf backend.Buffer, after backend.Event) error {
 	return p.put("memory.BufferPool.Put", buf, after, false)
+}
+
+// PutAfter returns buf, reusable once the work issued so far to s is done
+// (PutStream) when s is given, else once after completes (Put; both nil:
+// now): the one entry for callers that hold either.
+func (p *BufferPool) PutAfter(buf backend.Buffer, after backend.Event, s backend.Stream) error {
+	if s != nil {
+		return p.PutStream(buf, s)
+	}
+	return p.Put(buf, after)
 }
 
 // PutStream returns buf, reusable once the work issued so far to s is

@@ -36,7 +36,10 @@ func TestBufferPoolConfigErrors(t *testing.T) {
 		{"bad policy", memory.PoolConfig{Size: 8, Policy: memory.Policy(7)}, "Policy=7, expected Grow or Block", backend.ErrInvalid},
 		{"empty block pool", memory.PoolConfig{Size: 8, Policy: memory.Block}, "pool_size=0 with policy 'block'", backend.ErrInvalid},
 		{"huge buffer", memory.PoolConfig{Size: 1 << 50, Initial: 1}, "buffer_size=1125899906842624", backend.ErrTooLarge},
-		{"too many buffers", memory.PoolConfig{Size: 1, Initial: 1 << 40}, "pool_size=1099511627776", backend.ErrTooLarge},
+		// A count out of range is a ValueError naming the argument and the
+		// range, as the pipeline's counts are; MemoryError is for bytes.
+		{"too many buffers", memory.PoolConfig{Size: 1, Initial: 1 << 40}, "pool_size=1099511627776, expected 0 <= pool_size <= 65536", backend.ErrInvalid},
+		{"max over the bound", memory.PoolConfig{Size: 1, Max: 1<<16 + 1}, "max_size=65537, expected 0 <= max_size <= 65536", backend.ErrInvalid},
 		{"huge total", memory.PoolConfig{Size: 1 << 40, Initial: 1 << 10}, "expected at most", backend.ErrTooLarge},
 		// Under the pool's bound but over the allocator's: still named.
 		{"buffer over the allocator's bound", memory.PoolConfig{Size: 1 << 40, Initial: 1}, "buffer_size=1099511627776", backend.ErrTooLarge},

@@ -16,8 +16,17 @@ import (
 )
 
 // ErrLockTimeout is wrapped by the error of a lock wait that timed out (or
-// of a try-lock that failed).
-var ErrLockTimeout = errors.New("lock wait timed out")
+// of a try-lock that failed). It declares itself a timeout (Timeout()
+// true), as context's and os's deadlines do, so the boundary maps every
+// timeout by that one test.
+var ErrLockTimeout error = lockTimeout{}
+
+type lockTimeout struct{}
+
+func (lockTimeout) Error() string { return "lock wait timed out" }
+
+// Timeout reports true: the wait for the lock ran out.
+func (lockTimeout) Timeout() bool { return true }
 
 // ErrLockHeld is wrapped by the error of a Resize whose owner holds the
 // tensor's lock itself (waiting for the exclusive lock would deadlock).
@@ -195,6 +204,20 @@ func (t *DeviceTensor) View() (TensorView, error) {
 		return TensorView{}, fmt.Errorf("memory.DeviceTensor.View: %w", err)
 	}
 	return TensorView{Borrow: b, Ptr: b.Ptr(), Shape: slices.Clone(t.shape), DType: t.dtype}, nil
+}
+
+// LivePtr is Ptr, or an error wrapping backend.ErrClosed after Close (an
+// address of a closed tensor names nothing the caller may use).
+func (t *DeviceTensor) LivePtr() (uintptr, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, fmt.Errorf("tensor: %w", backend.ErrClosed)
+	}
+	if t.buf == nil || t.freed {
+		return 0, nil
+	}
+	return t.buf.Ptr(), nil
 }
 
 // Closed reports whether Close was called.

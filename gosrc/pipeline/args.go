@@ -165,7 +165,8 @@ func DecodeKernel(name string, words []int64) (StageOp, error) {
 }
 
 // The records below are the float64 rows the Python layer reads (one
-// format for every result: gosrc/pyapi writes them into its buffer).
+// format for every result: gosrc/pyapi writes them into its buffer, one
+// Record method per type).
 
 func b2f(b bool) float64 {
 	if b {
@@ -174,9 +175,9 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// Info is pending ops, dropped reports, the last op id and 1 when the
+// Record is pending ops, dropped reports, the last op id and 1 when the
 // roles share one stream.
-func (c *AsyncCoordinator) Info() []float64 {
+func (c *AsyncCoordinator) Record() []float64 {
 	return []float64{float64(c.Pending()), float64(c.Dropped()), float64(c.LastID()), b2f(c.Sequential())}
 }
 
@@ -190,6 +191,9 @@ func (tb *TripleBuffer) Record() []float64 {
 func (s ReadbackStats) Record() []float64 {
 	return []float64{float64(s.Total), float64(s.Free), float64(s.Held), float64(s.Retiring)}
 }
+
+// Record is the pool's Stats as a record.
+func (r *Readback) Record() []float64 { return r.Stats().Record() }
 
 // Record is round, upload, compute, download and downloaded_round.
 func (r StepReport) Record() []float64 {
@@ -209,5 +213,107 @@ func (s PipelineStats) Record(issued int) []float64 {
 	return v
 }
 
-// Info is the iterations one replay runs and the graph's nodes.
-func (pg *PipelineGraph) Info() []float64 { return []float64{float64(pg.iters), float64(pg.g.Nodes())} }
+// Record is the manager's statistics (GetStats) as a record, after the
+// iterations issued so far.
+func (m *PipelineStageManager) Record() []float64 { return m.GetStats().Record(m.Iteration()) }
+
+// Record is the iterations one replay runs and the graph's nodes.
+func (pg *PipelineGraph) Record() []float64 {
+	return []float64{float64(pg.iters), float64(pg.g.Nodes())}
+}
+
+// QueueStageOp enqueues a kernel or spin stage op on the compute stream
+// after deps (its Compute form; a copy or a kernel naming stage buffers is
+// refused).
+func (c *AsyncCoordinator) QueueStageOp(op StageOp, deps ...OpID) (OpID, error) {
+	cop, err := op.Compute()
+	if err != nil {
+		return 0, err
+	}
+	return c.QueueCompute(cop, deps...)
+}
+
+// ExternalStep is one step of an external compute op (External).
+type ExternalStep int
+
+const (
+	// ExternalBegin opens an op after deps (BeginExternal).
+	ExternalBegin ExternalStep = iota
+	// ExternalEnd closes op id (EndExternal).
+	ExternalEnd
+	// ExternalTrack tracks work already enqueued as one op (ExternalDone).
+	ExternalTrack
+)
+
+// External runs one step of an external compute op, for bindings that
+// reach every step through one entry: the op id of a begin or track, 0 for
+// an end.
+func (c *AsyncCoordinator) External(step ExternalStep, id OpID, deps ...OpID) (OpID, error) {
+	switch step {
+	case ExternalBegin:
+		op, _, err := c.BeginExternal(deps...)
+		return op, err
+	case ExternalEnd:
+		return 0, c.EndExternal(id)
+	case ExternalTrack:
+		return c.ExternalDone()
+	}
+	return 0, fmt.Errorf("external step %d, expected 0 (begin), 1 (end) or 2 (track): %w", step, backend.ErrInvalid)
+}
+
+// StageOpKind names the kind of op DecodeOp builds.
+type StageOpKind int
+
+const (
+	// StageKernel is KernelOp from DecodeKernel's words.
+	StageKernel StageOpKind = iota
+	// StageSpin is SpinOp of words[0] nanoseconds.
+	StageSpin
+	// StageUpload is HostCopyOp(CopyUpload) of host address words[0] and
+	// length words[1].
+	StageUpload
+	// StageDownload is HostCopyOp(CopyDownload), words as StageUpload's.
+	StageDownload
+)
+
+// DecodeOp is the stage op of kind from words, for bindings that pass
+// every op as one list of int64 words.
+func DecodeOp(kind StageOpKind, name string, words []int64) (StageOp, error) {
+	need := map[StageOpKind]int{StageSpin: 1, StageUpload: 2, StageDownload: 2}[kind]
+	switch {
+	case kind == StageKernel:
+		return DecodeKernel(name, words)
+	case need == 0:
+		return StageOp{}, fmt.Errorf("stage op kind %d, expected 0 (kernel) to 3 (download): %w", kind, backend.ErrInvalid)
+	case len(words) != need:
+		return StageOp{}, fmt.Errorf("stage op kind %d: %d words, expected %d: %w", kind, len(words), need, backend.ErrInvalid)
+	case kind == StageSpin:
+		return SpinOp(time.Duration(words[0]))
+	}
+	dir := CopyUpload
+	if kind == StageDownload {
+		dir = CopyDownload
+	}
+	return HostCopyOp(HostMem{Ptr: uintptr(words[0]), Len: int(words[1])}, dir)
+}
+
+// AddBufferAt is AddBuffer of the caller's device ranges of size bytes at
+// addrs on dev, one version each.
+func (m *PipelineStageManager) AddBufferAt(dev backend.Device, size int, addrs ...uintptr) (int, error) {
+	var bs []backend.Buffer
+	for _, a := range addrs {
+		bs = append(bs, NewSpan(dev, a, size))
+	}
+	return m.AddBuffer(bs...)
+}
+
+// BufferRecord is version v of logical buffer i as a record: address, size
+// in bytes, number of versions.
+func (m *PipelineStageManager) BufferRecord(i, v int) ([]float64, error) {
+	b, err := m.Buffer(i, v)
+	if err != nil {
+		return nil, err
+	}
+	versions, _, _ := m.BufferInfo(i)
+	return []float64{float64(b.Ptr()), float64(b.Size()), float64(versions)}, nil
+}

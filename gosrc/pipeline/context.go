@@ -148,8 +148,8 @@ func (x *ManagedGpuContext) TripleBufferedStep(tb *TripleBuffer, io StepIO) (Ste
 	if n < 0 || n > tb.Bytes() {
 		return StepReport{}, fmt.Errorf("TripleBufferedStep: nbytes=%d, expected 0 <= nbytes <= %d (buffer bytes): %w", io.N, tb.Bytes(), backend.ErrInvalid)
 	}
-	if io.Op.Func == nil && io.Op.Kernel == "" {
-		return StepReport{}, fmt.Errorf("TripleBufferedStep: Op has neither Func nor Kernel, expected one of them: %w", backend.ErrInvalid)
+	if io.Op.Func == nil && io.Op.Kernel == "" || io.Op.Copy != NoCopy {
+		return StepReport{}, fmt.Errorf("TripleBufferedStep: Op is no kernel or spin op (a copy, or neither Func nor Kernel), expected one: %w", backend.ErrInvalid)
 	}
 	slots := x.slots[tb]
 	if slots == nil {

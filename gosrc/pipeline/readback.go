@@ -367,6 +367,9 @@ func (h *ReadbackHandle) Ptr() uintptr { return h.mem.Ptr() }
 // Len is the number of bytes copied.
 func (h *ReadbackHandle) Len() int { return h.n }
 
+// Close is Release: the handle is an io.Closer for bindings.
+func (h *ReadbackHandle) Close() error { return h.Release() }
+
 // Release gives the handle's reference back. The buffer rejoins the pool
 // once the copy has completed and every view let go, so releasing early
 // is safe. Releasing twice is an error.

@@ -1,8 +1,12 @@
 package pyapi
 
 import (
+	"os"
+	"runtime"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/devices"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -46,21 +50,40 @@ func (d *Device) WrapStream(handle int) (*Stream, error) {
 // NewEvent creates an event; timing enables elapsed-time queries.
 func (d *Device) NewEvent(timing bool) (*Event, error) { return newEvent(d.d.NewEvent(timing)) }
 
-// allocator is d's allocator charging the process budget as purpose; a
-// nil d is Python's None.
-func (d *Device) allocator(purpose string) (*memory.Allocator, error) {
-	if d == nil {
-		return nil, badArg("device=None, expected a Device")
-	}
-	return memory.AllocatorFor(d.d, purpose)
-}
-
 // Alloc allocates nbytes (0 allowed) of device memory, or of pinned host
 // memory, charged to the process budget as "array".
 func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
-	a, err := d.allocator("array")
+	a, err := memory.AllocatorFor(d.d, "array")
 	if err != nil {
 		return nil, tag(err)
 	}
 	return newBuffer(a.AllocShared(memory.Kind(pinned), nbytes))
 }
+
+// SetEnv sets an environment variable in the Go runtime's copy of the
+// environment (Python's os.environ does not reach it once Go has started).
+func SetEnv(key, value string) error { return tag(os.Setenv(key, value)) }
+
+// Noop does nothing: the benchmark measures one Python->Go call with it.
+func Noop() {}
+
+// Goroutines is the number of goroutines in the Go runtime: soak tests
+// sample it to show that a long run leaks none (scripts/soak.py).
+func Goroutines() int { return runtime.NumGoroutine() }
+
+// MonotonicNs reads CLOCK_MONOTONIC in nanoseconds (engine.MonotonicNs):
+// Python's time.monotonic_ns clock, so Go's and Python's times subtract.
+func MonotonicNs() int64 { return engine.MonotonicNs() }
+
+// SetMemoryBudget sets the limits in bytes for device and pinned memory
+// (0 = unlimited); see memory.Budget.SetLimits.
+func SetMemoryBudget(deviceBytes, pinnedBytes int) error {
+	return tag(memory.Process().SetLimits(int64(deviceBytes), int64(pinnedBytes)))
+}
+
+// MemoryUsage is the process budget's usage as one JSON record
+// (memory.Usage.JSON).
+func MemoryUsage() string { return memory.Process().Usage().JSON() }
+
+// ResetMemoryPeak sets the peak usage to the current usage.
+func ResetMemoryPeak() { memory.Process().ResetPeak() }

@@ -4,18 +4,16 @@
 //
 // # Conventions
 //
-// Pointers and native handles cross the boundary as int (64-bit); every
-// object Python names by id lives in one registry (fast.go). Errors are Go
-// errors whose text starts with the Python class they map to ("CudaError: ",
-// "ClosedError: ", ...; errors.go) that python/vortexgo/_errors.py raises.
-// Records (several values at once) cross as JSON text or as float64s written
-// into a caller's buffer, each read in one place in Python.
+// Pointers and native handles cross as int (64-bit); every object Python
+// names by id lives in one registry (fast.go). Errors carry the Python
+// class they map to as a prefix ("ClosedError: ", ...; errors.go). A
+// wrapper Python closes embeds Object (one Close, one Record). Records
+// cross one way each: a config as one JSON record of the core struct's
+// fields (backend.DecodeRecord), state as float64s written into the
+// caller's buffer (Object.Record, hostmem.Record).
 //
-// gopy releases the GIL around every call into Go, so every call here that
-// may wait (a lock, an event, an engine wait) leaves other Python threads and
-// Jupyter's kernel running. Nothing here ever calls back into Python: Go
-// reports to Python through queues that a Python-owned thread drains
-// (DESIGN.md section 1).
-//
-// Nothing in the module imports pyapi (enforced by a test).
+// gopy releases the GIL around every call into Go, so a call that waits
+// leaves other Python threads running. Nothing here calls back into
+// Python: Go reports through queues that a Python-owned thread drains
+// (DESIGN.md section 1). Nothing in the module imports pyapi (a test).
 package pyapi

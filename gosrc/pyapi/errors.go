@@ -1,7 +1,6 @@
 package pyapi
 
 import (
-	"context"
 	"errors"
 	"os"
 
@@ -52,12 +51,11 @@ func as[T error](err error) bool {
 	return errors.As(err, &t)
 }
 
-// isTimeout: the deadlines of context and os, a lock wait, and errors that
-// declare themselves timeouts (interface { Timeout() bool }) as net's do.
+// isTimeout: errors that declare themselves timeouts (Timeout() true), as
+// context's and os's deadlines, memory's lock waits and pools and net's do.
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.Is(err, memory.ErrLockTimeout) || errors.As(err, &t) && t.Timeout()
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // badArg is a bad argument met while marshalling (backend.Invalidf).

@@ -10,22 +10,17 @@ import (
 
 // The fast path: the per-call operations that Python issues at high rates
 // (event record/query/sync, stream wait/query/sync, array operations) as
-// package functions over int ids returning an int status.
+// package functions over int ids returning an int status. Why: gopy's
+// method wrappers resolve handles through a locked map plus a reflection
+// lookup and allocate a C string for every error return, which costs more
+// than the driver call itself (H200: 0.98 us per event record against
+// CuPy's 0.33); a fast call is one cgo entry and a slice index.
 //
-// Why: gopy's method wrappers resolve handles through a locked map plus a
-// reflection-based embed lookup and allocate a C string for every error
-// return, which costs more than the driver call itself (measured on an
-// H200: 0.98 us per event record against CuPy's 0.33). Ints cross the
-// boundary as ints, so a fast call is one cgo entry and a slice index.
-//
-// Status convention: 0 = ok (or "not ready" for queries), 1 = ready,
-// -1 = failed. On -1 the Python layer repeats the call through the method
-// path (StreamOp, ArrayOp), which raises the full, tagged error; fast calls
-// never hide errors.
-//
-// On CUDA a faster path skips Go: python/vortexgo/_fastcall.c calls the
-// shim's C functions (gosrc/cuda/fastpath.h) with the ids of FastID. These
-// functions serve the CPU backend and installs without that extension.
+// Status: 0 = ok (or "not ready" for queries), 1 = ready, -1 = failed; on
+// -1 the Python layer repeats the call through the method path (StreamOp,
+// ArrayOp), which raises the full error. On CUDA python/vortexgo/_fastcall.c
+// skips Go (gosrc/cuda/fastpath.h, the ids of FastID); these functions
+// serve the CPU backend and installs without that extension.
 
 // FastAPI is the address of the C fast path's function table (fastpath.h),
 // read once by python/vortexgo/_fastcall.c at import.
@@ -57,16 +52,16 @@ func streamOp(op, sid, eid int) (done bool, err error) {
 	var s backend.Stream
 	var e backend.Event
 	if op <= opQueryStream {
-		st, err := handle.Get[*Stream](&handles, handle.ID(sid))
+		st, err := lookup[*Stream]("stream", sid)
 		if err != nil {
-			return false, fmt.Errorf("stream: %w", err)
+			return false, err
 		}
 		s = st.s
 	}
 	if op <= opWaitEvent || op >= opSyncEvent {
-		ev, err := handle.Get[*Event](&handles, handle.ID(eid))
+		ev, err := lookup[*Event]("event", eid)
 		if err != nil {
-			return false, fmt.Errorf("event: %w", err)
+			return false, err
 		}
 		e = ev.e
 	}
@@ -83,6 +78,40 @@ func streamOp(op, sid, eid int) (done bool, err error) {
 		return false, e.Synchronize()
 	}
 	return e.Query()
+}
+
+// lookup is the live object of type T that id names, or an error naming
+// what with a ClosedError's sentinel.
+func lookup[T any](what string, id int) (T, error) {
+	v, err := handle.Get[T](&handles, handle.ID(id))
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
+}
+
+// streamOf and eventOf are the native stream or event behind a Python
+// wrapper's registry id: nil for 0 (none), a ClosedError once closed.
+func streamOf(id int) (backend.Stream, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	s, err := lookup[*Stream]("stream", id)
+	if err != nil {
+		return nil, err
+	}
+	return s.s, nil
+}
+
+func eventOf(id int) (backend.Event, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	e, err := lookup[*Event]("event", id)
+	if err != nil {
+		return nil, err
+	}
+	return e.e, nil
 }
 
 // StreamOp is the method path of the fast functions below: operation op

@@ -1,11 +1,9 @@
 package pyapi
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -13,26 +11,23 @@ import (
 // Array owns, or the memory.Borrow a view holds, so the array operations
 // hold it for their duration (memory.Op.RunHeld).
 
-// Buffer is memory an Array owns (a memory.Shared), or a buffer a pool
-// lends (sh nil, id 0: the pool frees it).
+// Buffer is memory an Array owns (a memory.Shared; its ID names it in the
+// array operations), or a buffer a pool lends (sh nil, ID 0: the pool
+// frees it).
 type Buffer struct {
+	Object
 	b  backend.Buffer
 	sh *memory.Shared
-	id handle.ID
 }
 
 // newBuffer registers sh as memory an Array owns (Free releases the
-// owner's reference), or passes err on. Other wrappers may hand Python
-// memory this way.
+// owner's reference), or passes err on.
 func newBuffer(sh *memory.Shared, err error) (*Buffer, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Buffer{b: sh.Buffer(), sh: sh, id: handles.Register(sh)}, nil
+	return &Buffer{Object{obj: sh, id: handles.Register(sh)}, sh.Buffer(), sh}, nil
 }
-
-// ID names the memory in the array operations (0 for a pool's buffer).
-func (b *Buffer) ID() int { return int(b.id) }
 
 // Ptr is the address as an int.
 func (b *Buffer) Ptr() int { return int(b.b.Ptr()) }
@@ -60,26 +55,23 @@ func (b *Buffer) Free() error {
 
 // Lease is one borrower's reference to memory (an array's, a tensor
 // view's, a toolkit buffer's); the Python layer releases it when the
-// borrower (a vortexgo._lifetime.Keep, a toolkit view) is collected.
+// borrower (a vortexgo._lifetime.Keep, a toolkit view) is collected. Its
+// ID names the memory in the array operations (0 for a pool's lend).
 type Lease struct {
+	Object
 	ptr     uintptr
 	release func() error // a pool's lend gives the buffer back the pool's way
-	id      handle.ID    // 0 for a pool's lend: no array operation names it
 	info    string       // a tensor view's memory.TensorInfo record
 }
 
-// newLease registers b, or passes err on: its id names the memory in the
-// array operations for as long as the lease is held (after the owner
-// freed too).
+// newLease registers b, or passes err on: its id names the memory for as
+// long as the lease is held (after the owner freed too).
 func newLease(b *memory.Borrow, err error, info string) (*Lease, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	return &Lease{ptr: b.Ptr(), release: b.Release, id: handles.Register(b), info: info}, nil
+	return &Lease{Object{obj: b, id: handles.Register(b)}, b.Ptr(), b.Release, info}, nil
 }
-
-// ID names the borrowed memory in the array operations.
-func (l *Lease) ID() int { return int(l.id) }
 
 // Ptr is the borrowed memory's address (0 when empty).
 func (l *Lease) Ptr() int { return int(l.ptr) }
@@ -111,9 +103,9 @@ func FastArrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) int {
 }
 
 func arrayOp(op, sid, dm, dst, sm, src, n, dt, sdt int, a, b float64) error {
-	s, err := handle.Get[*Stream](&handles, handle.ID(sid))
+	s, err := lookup[*Stream]("stream", sid)
 	if err != nil {
-		return fmt.Errorf("stream: %w", err)
+		return err
 	}
 	d, err := memoryOf("destination", dm)
 	if err != nil {
@@ -132,19 +124,23 @@ func memoryOf(what string, id int) (memory.Borrower, error) {
 	if id == 0 {
 		return nil, nil
 	}
-	m, err := handle.Get[memory.Borrower](&handles, handle.ID(id))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return m, nil
+	return lookup[memory.Borrower](what, id)
 }
 
-// Tensor is a lockable, resizable n-d buffer (memory.DeviceTensor).
-type Tensor struct{ t *memory.DeviceTensor }
+// Tensor is a lockable, resizable n-d buffer (memory.DeviceTensor);
+// Object.Close releases its memory (views keep it until they go).
+type Tensor struct {
+	Object
+	t *memory.DeviceTensor
+}
+
+func newTensor(t *memory.DeviceTensor, err error) (*Tensor, error) {
+	return tagged(&Tensor{Object{obj: t}, t}, err)
+}
 
 // NewTensor allocates a tensor; shape is comma-separated ("3,4,5").
 func NewTensor(dev *Device, shape, dtype string, pinned bool) (*Tensor, error) {
-	a, err := dev.allocator("tensor")
+	a, err := memory.AllocatorFor(dev.d, "tensor")
 	if err != nil {
 		return nil, tag(err)
 	}
@@ -152,8 +148,7 @@ func NewTensor(dev *Device, shape, dtype string, pinned bool) (*Tensor, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
-	t, err := memory.NewDeviceTensor(a, memory.Kind(pinned), sh, dt)
-	return tagged(&Tensor{t: t}, err)
+	return newTensor(memory.NewDeviceTensor(a, memory.Kind(pinned), sh, dt))
 }
 
 // Lock takes the lock for owner; timeoutMs < 0 waits forever (GIL released).
@@ -185,10 +180,8 @@ func (t *Tensor) View() (*Lease, error) {
 
 // Ptr is the current address; a ClosedError after Close.
 func (t *Tensor) Ptr() (int, error) {
-	if t.t.Closed() {
-		return 0, tag(fmt.Errorf("tensor: %w", backend.ErrClosed))
-	}
-	return int(t.t.Ptr()), nil
+	p, err := t.t.LivePtr()
+	return int(p), tag(err)
 }
 
 // Info is the shape, dtype, size and closed state as one JSON record
@@ -200,6 +193,3 @@ func (t *Tensor) SetReady(s *Stream) error { return tag(onStream(s, t.t.SetReady
 
 // WaitReady makes s wait for the ready event (no host wait).
 func (t *Tensor) WaitReady(s *Stream) error { return tag(onStream(s, t.t.WaitReady)) }
-
-// Close releases the tensor's memory (views keep it until they go).
-func (t *Tensor) Close() error { return tag(t.t.Close()) }

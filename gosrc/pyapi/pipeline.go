@@ -1,19 +1,19 @@
 package pyapi
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	"github.com/vortexgo/vortexgo/gosrc/memory"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
 
-// The async toolkit (gosrc/pipeline) for python/vortexgo/toolkit/, marshalled
-// only. Lists cross as (address, count) of the caller's int64 buffer and
-// results as float64 records written into the caller's buffer (one format,
-// read in toolkit/_records.py): gopy passes slices poorly, and text cost
-// more than the calls. Python callables never reach Go.
+// The async toolkit (gosrc/pipeline, memory.BufferPool) for
+// python/vortexgo/toolkit/. Lists cross as (address, count) of the caller's
+// int64 buffer (gopy passes slices poorly); Python callables never reach Go.
 
 // durationUs is a timeout in microseconds; any negative one waits forever.
 func durationUs(us int) time.Duration { return time.Duration(max(us, -1)) * time.Microsecond }
@@ -21,48 +21,52 @@ func durationUs(us int) time.Duration { return time.Duration(max(us, -1)) * time
 // charged is dev charging what the toolkit allocates on it to the process
 // budget as purpose (pipeline.Charged).
 func charged(dev *Device, purpose string) (backend.Device, error) {
-	a, err := dev.allocator(purpose)
+	a, err := memory.AllocatorFor(dev.d, purpose)
 	if err != nil {
 		return nil, err
 	}
 	return pipeline.Charged(a), nil
 }
 
+// build is newT on dev, charging the process budget as purpose, with its
+// options decoded from their JSON record: a toolkit constructor's steps.
+func build[C, T any](dev *Device, purpose, options string, newT func(backend.Device, C) (T, error)) (T, error) {
+	var c C
+	d, err := charged(dev, purpose)
+	if err == nil {
+		err = backend.DecodeRecord(fmt.Sprintf("%T", c), options, &c)
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return newT(d, c)
+}
+
 // StageOp is Go-side work for a compute op, a pipeline stage or a
 // triple-buffered step (pipeline.StageOp).
 type StageOp struct{ op pipeline.StageOp }
 
-func newOp(op pipeline.StageOp, err error) (*StageOp, error) {
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &StageOp{op: op}, nil
-}
-
-// NewKernelOp is kernel name with grid, block and arguments in the n
-// int64 words at words (pipeline.DecodeKernel).
-func NewKernelOp(name string, words, n int) (*StageOp, error) {
+// NewStageOp decodes a stage op of kind (pipeline.DecodeOp: 0 kernel name
+// with grid, block and arguments, 1 spin for words[0] ns, 2 upload or 3
+// download of host range words[0], +words[1]) from the n int64 words at
+// words.
+func NewStageOp(kind int, name string, words, n int) (*StageOp, error) {
 	w, err := hostmem.Span[int64](words, n)
 	if err != nil {
 		return nil, tag(err)
 	}
-	return newOp(pipeline.DecodeKernel(name, w))
-}
-
-// NewSpinOp keeps its stream busy for us microseconds.
-func NewSpinOp(us float64) (*StageOp, error) {
-	return newOp(pipeline.SpinOp(time.Duration(min(max(us, -1), 1e12) * 1e3)))
-}
-
-// NewCopyOp copies host [hostPtr, +hostLen) to a stage's buffer 0 or back
-// (dir: pipeline.CopyDir).
-func NewCopyOp(hostPtr, hostLen, dir int) (*StageOp, error) {
-	return newOp(pipeline.HostCopyOp(pipeline.HostMem{Ptr: uintptr(hostPtr), Len: hostLen}, pipeline.CopyDir(dir)))
+	op, err := pipeline.DecodeOp(pipeline.StageOpKind(kind), name, w)
+	return tagged(&StageOp{op: op}, err)
 }
 
 // TripleBuffer is three buffers rotating through upload, process and
-// download (pipeline.TripleBuffer).
-type TripleBuffer struct{ tb *pipeline.TripleBuffer }
+// download (pipeline.TripleBuffer); its Record is the three slot states
+// and the round.
+type TripleBuffer struct {
+	Object
+	tb *pipeline.TripleBuffer
+}
 
 // NewTripleBuffer allocates three buffers of size elements of dtype,
 // charged to the memory budget as "triple_buffer".
@@ -79,10 +83,7 @@ func NewTripleBuffer(dev *Device, size int, dtype string) (*TripleBuffer, error)
 }
 
 func tripleBuffer(tb *pipeline.TripleBuffer, err error) (*TripleBuffer, error) {
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &TripleBuffer{tb: tb}, nil
+	return tagged(&TripleBuffer{Object: Object{obj: tb}, tb: tb}, err)
 }
 
 // Claim moves the slot of stage (a pipeline.BufferState: 1 upload, 2
@@ -98,93 +99,67 @@ func (t *TripleBuffer) Borrow(i int) (*Lease, error) {
 // Advance ends the round and returns the new round number.
 func (t *TripleBuffer) Advance() int { return int(t.tb.Advance()) }
 
-// States writes the three slot states (pipeline.BufferState) and the round.
-func (t *TripleBuffer) States(dst, n int) int { return hostmem.Record(dst, n, t.tb.Record()...) }
-
 // Reset returns every slot to Free and the rotation to round 0.
 func (t *TripleBuffer) Reset() { t.tb.Reset() }
 
-// Close drops the buffers; leased slots are freed with their last lease.
-func (t *TripleBuffer) Close() error { return tag(t.tb.Close()) }
-
 // AsyncCoordinator queues uploads, compute and downloads on three streams
-// ordered by events (pipeline.AsyncCoordinator).
+// ordered by events (pipeline.AsyncCoordinator). It is registered: closing
+// it makes its streams' wrappers and its id stale. Its Record is pending
+// ops, dropped reports, the last op id and 1 when the roles share a stream.
 type AsyncCoordinator struct {
+	Object
 	c       *pipeline.AsyncCoordinator
 	dev     backend.Device
 	streams [3]*Stream // upload, compute, download: borrowed from the coordinator's id
-	id      handle.ID
 	log     pipeline.ReportLog
 }
 
-// register registers the coordinator, and its streams as borrowed from it:
-// closing it makes every stream wrapper and its ids stale.
-func register(c *pipeline.AsyncCoordinator, dev backend.Device) *AsyncCoordinator {
+func register(c *pipeline.AsyncCoordinator, dev backend.Device, err error) (*AsyncCoordinator, error) {
+	if err != nil {
+		return nil, tag(err)
+	}
 	a := &AsyncCoordinator{c: c, dev: dev}
-	a.id = handles.Register(a)
+	a.Object = Object{obj: c, id: handles.Register(a)} // the fast path reads the wrapper's report log
 	for i, s := range []backend.Stream{c.UploadStream(), c.ComputeStream(), c.DownloadStream()} {
 		a.streams[i], _ = borrowStream(a.id, s) // a.id was just registered: cannot be stale
 	}
-	return a
+	return a, nil
 }
 
-// NewAsyncCoordinator creates the coordinator and its three streams;
-// timing=false skips per-op GPU timing.
-func NewAsyncCoordinator(dev *Device, uploadPriority, computePriority, downloadPriority int, timing bool) (*AsyncCoordinator, error) {
-	d, err := charged(dev, "pipeline") // the managers built on it allocate through it
-	if err != nil {
-		return nil, tag(err)
-	}
-	c, err := pipeline.NewAsyncCoordinator(d, pipeline.CoordinatorOptions{UploadPriority: uploadPriority,
-		ComputePriority: computePriority, DownloadPriority: downloadPriority, NoTiming: !timing})
-	if err != nil {
-		return nil, tag(err)
-	}
-	return register(c, dev.d), nil
+// NewAsyncCoordinator creates the coordinator and its three streams from a
+// pipeline.CoordinatorOptions record.
+func NewAsyncCoordinator(dev *Device, options string) (*AsyncCoordinator, error) {
+	c, err := build(dev, "pipeline", options, pipeline.NewAsyncCoordinator) // its managers allocate through it
+	return register(c, dev.d, err)
 }
 
-// ID is the coordinator's registry id (the fast path's argument).
-func (a *AsyncCoordinator) ID() int { return int(a.id) }
-
-func fast(cid int, f func(c *pipeline.AsyncCoordinator) (pipeline.OpID, error)) int {
-	a, err := handle.Get[*AsyncCoordinator](&handles, handle.ID(cid))
+// external runs step on coordinator cid (see External).
+func external(step, cid, id, deps, ndeps int) (int, error) {
+	a, err := lookup[*AsyncCoordinator]("coordinator", cid)
 	if err != nil {
-		return -1
+		return 0, err
 	}
-	id, err := f(a.c)
-	if err != nil {
-		return -1
-	}
-	return int(id)
+	op, err := a.c.External(pipeline.ExternalStep(step), pipeline.OpID(max(id, 0)), hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
+	return int(op), err
 }
 
-// FastBeginExternal opens an external compute op without deps on
-// coordinator cid: its id, or -1 (the method path then raises the error).
+// External runs one step of an external compute op on coordinator cid
+// (pipeline.ExternalStep: 0 begin after the ndeps op ids at deps, 1 end op
+// id, 2 track the work already enqueued): the op id, or 0 for an end.
+func External(step, cid, id, deps, ndeps int) (int, error) {
+	op, err := external(step, cid, id, deps, ndeps)
+	return op, tag(err)
+}
+
+// FastExternal is External without deps for the fast path: -1 on failure
+// (the Python layer then repeats the call through External for the error).
 // A released cid never names another coordinator.
-func FastBeginExternal(cid int) int {
-	return fast(cid, func(c *pipeline.AsyncCoordinator) (pipeline.OpID, error) {
-		id, _, err := c.BeginExternal()
-		return id, err
-	})
-}
-
-// FastEndExternal closes external op id of coordinator cid: 0, or -1.
-func FastEndExternal(cid, id int) int {
-	return fast(cid, func(c *pipeline.AsyncCoordinator) (pipeline.OpID, error) {
-		return 0, c.EndExternal(pipeline.OpID(max(id, 0)))
-	})
-}
-
-// FastExternalDone tracks work already enqueued on coordinator cid's
-// compute stream as one op (pipeline.ExternalDone): its id, or -1.
-func FastExternalDone(cid int) int {
-	return fast(cid, func(c *pipeline.AsyncCoordinator) (pipeline.OpID, error) { return c.ExternalDone() })
-}
-
-// ExternalDone is FastExternalDone with the full error.
-func (a *AsyncCoordinator) ExternalDone() (int, error) {
-	id, err := a.c.ExternalDone()
-	return int(id), tag(err)
+func FastExternal(step, cid, id int) int {
+	op, err := external(step, cid, id, 0, 0)
+	if err != nil {
+		return -1
+	}
+	return op
 }
 
 // QueueCopy copies n bytes from host [hostPtr, +hostLen) to device
@@ -197,27 +172,8 @@ func (a *AsyncCoordinator) QueueCopy(upload bool, hostPtr, hostLen, devPtr, devL
 
 // QueueCompute enqueues a kernel or spin op on the compute stream after deps.
 func (a *AsyncCoordinator) QueueCompute(op *StageOp, deps, ndeps int) (int, error) {
-	if op == nil {
-		return 0, tag(badArg("op=None, expected a kernel or spin op"))
-	}
-	cop, err := op.op.Compute()
-	if err != nil {
-		return 0, tag(err)
-	}
-	id, err := a.c.QueueCompute(cop, hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
+	id, err := a.c.QueueStageOp(op.op, hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
 	return int(id), tag(err)
-}
-
-// BeginExternal makes the compute stream wait on deps and opens an op
-// whose work the caller enqueues; EndExternal closes it.
-func (a *AsyncCoordinator) BeginExternal(deps, ndeps int) (int, error) {
-	id, _, err := a.c.BeginExternal(hostmem.Ints[pipeline.OpID](deps, ndeps, 0)...)
-	return int(id), tag(err)
-}
-
-// EndExternal records the completion of external op id.
-func (a *AsyncCoordinator) EndExternal(id int) error {
-	return tag(a.c.EndExternal(pipeline.OpID(max(id, 0))))
 }
 
 // PollFields is the number of values per Poll record.
@@ -229,7 +185,7 @@ const PollFields = pipeline.ReportFields
 // its handle through a locked map and reflection, which cost more than
 // the poll itself.
 func FastPoll(cid, dst, n int) int {
-	a, err := handle.Get[*AsyncCoordinator](&handles, handle.ID(cid))
+	a, err := lookup[*AsyncCoordinator]("coordinator", cid)
 	if err != nil {
 		return -1
 	}
@@ -245,8 +201,7 @@ func (a *AsyncCoordinator) OpError(id int) string { return a.log.Err(pipeline.Op
 
 // Done reports whether op id completed, without blocking.
 func (a *AsyncCoordinator) Done(id int) (bool, error) {
-	ok, err := a.c.Done(pipeline.OpID(max(id, 0)))
-	return ok, tag(err)
+	return tagged(a.c.Done(pipeline.OpID(max(id, 0))))
 }
 
 // Wait blocks until op id completes (timeoutUs < 0: no limit), GIL released.
@@ -266,50 +221,32 @@ func (a *AsyncCoordinator) Stream(i int) (*Stream, error) {
 	return a.streams[i], nil
 }
 
-// Info writes pending ops, dropped reports, the last op id and 1 when the
-// roles share one stream.
-func (a *AsyncCoordinator) Info(dst, n int) int { return hostmem.Record(dst, n, a.c.Info()...) }
-
-// Close waits for the streams and releases them, the coordinator's id and
-// every stream id borrowed from it.
-func (a *AsyncCoordinator) Close() error { return released(a.id, a.c.Close()) }
-
-// released releases id (and the ids borrowed from it) once its object's
-// Close succeeded: a refused Close leaves every name of it working.
-func released(id handle.ID, err error) error {
-	if err == nil {
-		handles.Release(id) // 0 (nothing registered) is a no-op
-	}
-	return tag(err)
-}
-
 // BookkeepingNs is the per-op cost in Go alone (pipeline.BookkeepingNs).
 func (a *AsyncCoordinator) BookkeepingNs(n int) (float64, error) { return tagged(a.c.BookkeepingNs(n)) }
 
 // PipelineManager runs named stages in a set order per iteration
-// (pipeline.PipelineStageManager).
+// (pipeline.PipelineStageManager); its Record is the statistics
+// (pipeline.PipelineStageManager.Record).
 type PipelineManager struct {
+	Object
 	m   *pipeline.PipelineStageManager
 	dev backend.Device
 }
 
+func pipelineManager(m *pipeline.PipelineStageManager, dev backend.Device, err error) (*PipelineManager, error) {
+	return tagged(&PipelineManager{Object: Object{obj: m}, m: m, dev: dev}, err)
+}
+
 // NewPipelineManager creates a manager on coordinator c's streams.
 func NewPipelineManager(c *AsyncCoordinator) (*PipelineManager, error) {
-	if c == nil {
-		return nil, tag(badArg("coordinator=None, expected an AsyncCoordinator"))
-	}
 	m, err := pipeline.NewPipelineStageManager(c.c)
-	return tagged(&PipelineManager{m: m, dev: c.dev}, err)
+	return pipelineManager(m, c.dev, err)
 }
 
 // AddBuffer registers a logical buffer whose versions are the caller's
 // device ranges of size bytes at the nptrs int64 addresses at ptrs.
 func (p *PipelineManager) AddBuffer(ptrs, nptrs, size int) (int, error) {
-	var bs []backend.Buffer
-	for _, v := range hostmem.Ints[uintptr](ptrs, nptrs, 0) {
-		bs = append(bs, pipeline.NewSpan(p.dev, v, size))
-	}
-	return tagged(p.m.AddBuffer(bs...))
+	return tagged(p.m.AddBufferAt(p.dev, size, hostmem.Ints[uintptr](ptrs, nptrs, 0)...))
 }
 
 // NewBuffer allocates a logical buffer of versions buffers of size bytes,
@@ -318,15 +255,11 @@ func (p *PipelineManager) NewBuffer(size, versions int) (int, error) {
 	return tagged(p.m.NewBuffer(size, versions))
 }
 
-// Buffer writes version v of logical buffer i as a record: address, size
-// in bytes, number of versions.
+// Buffer writes version v of logical buffer i as a record
+// (pipeline.PipelineStageManager.BufferRecord).
 func (p *PipelineManager) Buffer(i, v, dst, n int) (int, error) {
-	b, err := p.m.Buffer(i, v)
-	if err != nil {
-		return 0, tag(err)
-	}
-	versions, _, _ := p.m.BufferInfo(i)
-	return hostmem.Record(dst, n, float64(b.Ptr()), float64(b.Size()), float64(versions)), nil
+	rec, err := p.m.BufferRecord(i, v)
+	return hostmem.Record(dst, n, rec...), tag(err)
 }
 
 // Borrow leases version v of logical buffer i (one NewBuffer allocated):
@@ -339,9 +272,6 @@ func (p *PipelineManager) Borrow(i, v int) (*Lease, error) {
 // AddStage appends a stage reading the nins int64 buffer indices at ins
 // and writing those at outs, on stream 0 compute, 1 upload or 2 download.
 func (p *PipelineManager) AddStage(name string, ins, nins, outs, nouts, stream int, op *StageOp) (int, error) {
-	if op == nil {
-		return 0, tag(badArg("stage %q: op=None, expected an op", name))
-	}
 	return tagged(p.m.AddStage(pipeline.GpuPipelineStage{Name: name, InputBuffers: hostmem.Ints[int](ins, nins, -1),
 		OutputBuffers: hostmem.Ints[int](outs, nouts, -1), Stream: pipeline.OpType(stream), Op: op.op}))
 }
@@ -354,31 +284,191 @@ func (p *PipelineManager) SetOrder(order, n int) error {
 // ExecuteIterations issues n iterations.
 func (p *PipelineManager) ExecuteIterations(n int) error { return tag(p.m.ExecuteIterations(n)) }
 
-// Stats writes the iterations issued and the statistics (pipeline.PipelineStats.Record).
-func (p *PipelineManager) Stats(dst, n int) int {
-	return hostmem.Record(dst, n, p.m.GetStats().Record(p.m.Iteration())...)
-}
-
 // ResetStats clears the statistics.
 func (p *PipelineManager) ResetStats() { p.m.ResetStats() }
 
 // Capture records n iterations (0: one buffer cycle) into a graph.
 func (p *PipelineManager) Capture(n int) (*PipelineGraph, error) {
 	g, err := p.m.CaptureIterations(n)
-	return tagged(&PipelineGraph{g: g}, err)
+	return tagged(&PipelineGraph{Object: Object{obj: g}, g: g}, err)
 }
 
-// Close waits for the streams and frees the buffers NewBuffer made.
-func (p *PipelineManager) Close() error { return tag(p.m.Close()) }
-
-// PipelineGraph is a captured cycle of iterations.
-type PipelineGraph struct{ g *pipeline.PipelineGraph }
+// PipelineGraph is a captured cycle of iterations; its Record is the
+// iterations one replay runs and the graph's nodes.
+type PipelineGraph struct {
+	Object
+	g *pipeline.PipelineGraph
+}
 
 // ReplayN replays the graph n times.
 func (g *PipelineGraph) ReplayN(n int) error { return tag(g.g.ReplayN(n)) }
 
-// Info writes the iterations one replay runs and the graph's nodes.
-func (g *PipelineGraph) Info(dst, n int) int { return hostmem.Record(dst, n, g.g.Info()...) }
+// ManagedContext is one device's coordinator plus the triple buffers and
+// pipeline managers it created and closes (pipeline.ManagedGpuContext).
+// Closing it releases the coordinator's id.
+type ManagedContext struct {
+	Object
+	x     *pipeline.ManagedGpuContext
+	coord *AsyncCoordinator
+}
 
-// Close releases the graph.
-func (g *PipelineGraph) Close() error { return tag(g.g.Close()) }
+// NewManagedContext creates the context from a pipeline.CoordinatorOptions
+// record (Sequential: one stream), its allocations charged to the budget
+// as "managed_context".
+func NewManagedContext(dev *Device, options string) (*ManagedContext, error) {
+	x, err := build(dev, "managed_context", options, func(d backend.Device, o pipeline.CoordinatorOptions) (*pipeline.ManagedGpuContext, error) {
+		return pipeline.NewManagedGpuContext(d, !o.Sequential, o)
+	})
+	if err != nil {
+		return nil, tag(err)
+	}
+	c, _ := register(x.AsyncCoordinator(), dev.d, nil)
+	return &ManagedContext{Object: Object{obj: x, id: c.id}, x: x, coord: c}, nil
+}
+
+// Coordinator is the context's coordinator (closed with the context).
+func (x *ManagedContext) Coordinator() *AsyncCoordinator { return x.coord }
+
+// CreateTripleBuffer allocates a triple buffer closed with the context.
+func (x *ManagedContext) CreateTripleBuffer(size int, dtype string) (*TripleBuffer, error) {
+	dt, err := backend.ParseDType(dtype)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return tripleBuffer(x.x.CreateTripleBuffer(size, dt))
+}
+
+// CreatePipelineManager creates a manager on the context's streams.
+func (x *ManagedContext) CreatePipelineManager() (*PipelineManager, error) {
+	m, err := x.x.CreatePipelineManager()
+	return pipelineManager(m, x.coord.dev, err)
+}
+
+// TripleBufferedStep runs one round of tb (pipeline.TripleBufferedStep)
+// and writes round, upload, compute, download, downloaded_round as a record.
+func (x *ManagedContext) TripleBufferedStep(tb *TripleBuffer, srcPtr, srcLen, dstPtr, dstLen, n int, op *StageOp, rec, nrec int) (int, error) {
+	r, err := x.x.TripleBufferedStep(tb.tb, pipeline.StepIO{Src: pipeline.HostMem{Ptr: uintptr(srcPtr), Len: srcLen},
+		Dst: pipeline.HostMem{Ptr: uintptr(dstPtr), Len: dstLen}, N: n, Op: op.op})
+	return hostmem.Record(rec, nrec, r.Record()...), tag(err)
+}
+
+// Readback copies device memory into pooled pinned buffers asynchronously
+// (pipeline.Readback); its buffers are charged to the budget as "readback".
+// Its Record is total, free, held and retiring buffers.
+type Readback struct {
+	Object // registered when it owns its stream
+	r      *pipeline.Readback
+	stream *Stream // its own stream, borrowed from its id; nil on the caller's
+}
+
+// NewReadback creates a pool of pinned buffers of size bytes from a
+// pipeline.ReadbackOptions record, copying on stream streamID (0: its own).
+func NewReadback(dev *Device, size int, options string, streamID int) (*Readback, error) {
+	s, err := streamOf(streamID)
+	if err != nil {
+		return nil, tag(err)
+	}
+	r, err := build(dev, "readback", options, func(d backend.Device, o pipeline.ReadbackOptions) (*pipeline.Readback, error) {
+		o.Stream = s
+		return pipeline.NewReadback(d, size, o)
+	})
+	if err != nil {
+		return nil, tag(err)
+	}
+	if s != nil {
+		return &Readback{Object: Object{obj: r}, r: r}, nil
+	}
+	rb := &Readback{Object: owner(r), r: r}
+	rb.stream, _ = borrowStream(rb.id, r.Stream()) // rb.id was just registered: cannot be stale
+	return rb, nil
+}
+
+// Start copies n bytes at device address src into a pooled pinned buffer
+// after the work queued so far on stream producerID; it returns at once.
+func (r *Readback) Start(src, n, producerID int) (*ReadbackHandle, error) {
+	p, err := streamOf(producerID)
+	if err != nil {
+		return nil, tag(err)
+	}
+	h, err := r.r.ReadbackAsync(uintptr(src), n, p)
+	return tagged(&ReadbackHandle{Object{obj: h}, h}, err)
+}
+
+// Stream is the readback's own stream (nil when it copies on the caller's).
+func (r *Readback) Stream() *Stream { return r.stream }
+
+// ReadbackHandle is one readback; it holds its buffer until Object.Close
+// (pipeline.ReadbackHandle.Release).
+type ReadbackHandle struct {
+	Object
+	h *pipeline.ReadbackHandle
+}
+
+// Done reports whether the copy completed, without blocking.
+func (h *ReadbackHandle) Done() (bool, error) { return tagged(h.h.Done()) }
+
+// Wait blocks until the copy completes (timeoutUs < 0: no limit).
+func (h *ReadbackHandle) Wait(timeoutUs int) error { return tag(h.h.Wait(durationUs(timeoutUs))) }
+
+// StreamWait makes stream streamID wait for the copy on the device.
+func (h *ReadbackHandle) StreamWait(streamID int) error {
+	s, err := streamOf(streamID)
+	if err == nil {
+		err = h.h.StreamWait(s)
+	}
+	return tag(err)
+}
+
+// Ptr is the pinned address of the copied bytes.
+func (h *ReadbackHandle) Ptr() int { return int(h.h.Ptr()) }
+
+// BufferPool recycles pinned buffers of one size (memory.BufferPool),
+// charged to the budget as "buffer_pool"; its Record is allocated, free,
+// pending and in-use buffers.
+type BufferPool struct {
+	Object
+	p *memory.BufferPool
+}
+
+// NewBufferPool allocates buffers from a memory.PoolConfig record (Policy
+// 0 grow, 1 block: Get waits rather than grow; Max 0: no cap).
+func NewBufferPool(dev *Device, config string) (*BufferPool, error) {
+	var c memory.PoolConfig
+	a, err := memory.AllocatorFor(dev.d, "buffer_pool")
+	if err == nil {
+		err = backend.DecodeRecord("BufferPool", config, &c)
+	}
+	if err != nil {
+		return nil, tag(err)
+	}
+	p, err := memory.NewBufferPool(a, c)
+	return tagged(&BufferPool{Object: Object{obj: p}, p: p}, err)
+}
+
+// Get returns a buffer, waiting at most timeoutUs (< 0: forever, 0: not at
+// all) when the pool is empty and may not grow. The GIL is released.
+func (p *BufferPool) Get(timeoutUs int) (*Buffer, error) {
+	b, err := p.p.GetTimeout(durationUs(timeoutUs))
+	return tagged(&Buffer{b: b}, err)
+}
+
+// Lend leases b (in use from this pool) for a view: it stays allocated and
+// out of the pool until the lease is released.
+func (p *BufferPool) Lend(b *Buffer) (*Lease, error) {
+	l, err := p.p.Lend(b.b)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Lease{ptr: b.b.Ptr(), release: l.Release}, nil // released the pool's way
+}
+
+// Put returns b, reusable once event eventID completes, or once the work
+// queued so far on stream streamID is done (both 0: at once).
+func (p *BufferPool) Put(b *Buffer, eventID, streamID int) error {
+	e, err := eventOf(eventID)
+	s, serr := streamOf(streamID)
+	if err = errors.Join(err, serr); err == nil {
+		err = p.p.PutAfter(b.b, e, s)
+	}
+	return tag(err)
+}

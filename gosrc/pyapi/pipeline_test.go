@@ -17,26 +17,30 @@ func TestClosedCoordinatorIDIsDead(t *testing.T) {
 	var stale []int
 	var streams []*Stream
 	for range 4 {
-		c, err := NewAsyncCoordinator(dev, 0, 0, 0, false)
+		c, err := NewAsyncCoordinator(dev, `{"NoTiming": true}`)
 		require.NoError(t, err)
 		s, err := c.Stream(2)
 		require.NoError(t, err)
 		stale, streams = append(stale, c.ID()), append(streams, s)
 		require.NoError(t, c.Close())
 	}
-	fresh, err := NewAsyncCoordinator(dev, 0, 0, 0, false)
+	fresh, err := NewAsyncCoordinator(dev, `{"NoTiming": true}`)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, fresh.Close()) }()
 	for i, id := range stale {
 		require.NotEqual(t, fresh.ID(), id)
-		require.Equal(t, -1, FastBeginExternal(id), "stale id %d", id)
-		require.Equal(t, -1, FastEndExternal(id, 1))
+		require.Equal(t, -1, FastExternal(0, id, 0), "stale id %d", id)
+		require.Equal(t, -1, FastExternal(1, id, 1))
+		_, err := External(2, id, 0, 0, 0)
+		require.ErrorContains(t, err, "ClosedError: ")
 		require.Equal(t, -1, FastSyncStream(streams[i].ID()))
-		_, err := streams[i].Handle()
+		_, err = streams[i].Handle()
 		require.ErrorContains(t, err, "ClosedError: ")
 	}
 	info := make([]float64, 4)
-	require.Equal(t, 4, fresh.Info(addr(info), len(info)))
+	n, err := fresh.Record(addr(info), len(info))
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
 	require.Equal(t, []float64{0, 0, 0, 0}, info, "nothing was queued on the fresh coordinator")
 }
 
@@ -45,10 +49,11 @@ func TestClosedCoordinatorIDIsDead(t *testing.T) {
 func TestPollRecords(t *testing.T) {
 	dev, err := GetDevice("cpu")
 	require.NoError(t, err)
-	c, err := NewAsyncCoordinator(dev, 0, 0, 0, true)
+	c, err := NewAsyncCoordinator(dev, `{}`)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
-	spin, err := NewSpinOp(0)
+	words := []int64{0}
+	spin, err := NewStageOp(1, "", addr(words), len(words)) // a spin of 0 ns
 	require.NoError(t, err)
 	for range 3 {
 		_, err := c.QueueCompute(spin, 0, 0)
@@ -64,4 +69,31 @@ func TestPollRecords(t *testing.T) {
 	require.Equal(t, float64(3), buf[0])
 	require.Zero(t, FastPoll(c.ID(), addr(buf), len(buf)))
 	require.Equal(t, "", c.Name(99))
+}
+
+// TestObjectRecordAndConfigRecords: state crosses as Object.Record's
+// float64s, configs as one JSON record whose unknown keys are refused.
+func TestObjectRecordAndConfigRecords(t *testing.T) {
+	dev, err := GetDevice("cpu")
+	require.NoError(t, err)
+	_, err = NewBufferPool(dev, `{"Size": 8, "Initial": 1, "Bogus": 1}`)
+	require.ErrorContains(t, err, "ValueError: ")
+	require.ErrorContains(t, err, "Bogus")
+	_, err = NewBufferPool(dev, `{"Size": 8, "Initial": 1099511627776}`)
+	require.ErrorContains(t, err, "ValueError: ")
+	require.ErrorContains(t, err, "pool_size=1099511627776, expected 0 <= pool_size <= 65536")
+	p, err := NewBufferPool(dev, `{"Size": 8, "Initial": 2}`)
+	require.NoError(t, err)
+	rec := make([]float64, 4)
+	n, err := p.Record(addr(rec), len(rec))
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.Equal(t, []float64{2, 2, 0, 0}, rec, "allocated, free, pending, in use")
+	require.NoError(t, p.Close())
+
+	f, err := NewStackFormatExecutor(4, 2, false, 1, 0, 0)
+	require.NoError(t, err)
+	_, err = f.Record(addr(rec), len(rec))
+	require.ErrorContains(t, err, "ValueError: ", "a formatter has no record")
+	require.NoError(t, f.Close(), "nothing to release")
 }

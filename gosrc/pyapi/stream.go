@@ -20,18 +20,10 @@ func checked(what string, id handle.ID, f func() error) error {
 	return f()
 }
 
-// fastID is the C fast path's id of a CUDA stream or event (0 otherwise).
-func fastID(x any) int {
-	if f, ok := x.(interface{ FastID() int64 }); ok {
-		return int(f.FastID())
-	}
-	return 0
-}
-
 // Stream is an ordered queue of asynchronous work.
 type Stream struct {
+	Object
 	s        backend.Stream
-	id       handle.ID
 	borrowed bool // its owner (an endpoint, a coordinator) destroys s
 }
 
@@ -42,7 +34,7 @@ func newStream(s backend.Stream, err error) (*Stream, error) {
 		return nil, tag(err)
 	}
 	st := &Stream{s: s}
-	st.id = handles.Register(st)
+	st.Object = Object{obj: s, id: handles.Register(st)}
 	return st, nil
 }
 
@@ -54,34 +46,26 @@ func borrowStream(owner handle.ID, s backend.Stream) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.id = id
+	st.Object = Object{obj: s, id: id}
 	return st, nil
 }
-
-func (s *Stream) live() error { return handles.Check("stream", s.id) }
 
 // do runs f once the stream is known live, tagging its error.
 func (s *Stream) do(f func() error) error { return tag(checked("stream", s.id, f)) }
 
 // onStream runs f on s's native stream once s is known live (a stream
-// argument of another object's method).
+// argument of another object's method; gopy never passes None as nil).
 func onStream(s *Stream, f func(backend.Stream) error) error {
-	if s == nil {
-		return badArg("stream=None, expected a Stream")
-	}
 	return checked("stream", s.id, func() error { return f(s.s) })
 }
 
-// ID is the stream's registry id (the Go fast path's argument).
-func (s *Stream) ID() int { return int(s.id) }
-
-// FastID is the stream's id in the C fast path (0: none, use ID's path).
-// A borrowed stream has none: only the registry knows when its owner closed.
+// FastID is Object.FastID, 0 for a borrowed stream: only the registry
+// knows when its owner closed.
 func (s *Stream) FastID() int {
 	if s.borrowed {
 		return 0
 	}
-	return fastID(s.s)
+	return s.Object.FastID()
 }
 
 // Handle is the native stream handle (CUstream) as an int.
@@ -106,7 +90,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 		return nil, err
 	}
 	gr := &Graph{g: g}
-	gr.id = handles.Register(gr)
+	gr.Object = Object{obj: g, id: handles.Register(gr)}
 	return gr, nil
 }
 
@@ -119,10 +103,10 @@ func (s *Stream) Close() error {
 	return tag(s.s.Close())
 }
 
-// Event marks a point in a stream.
+// Event marks a point in a stream; Object.Close releases it.
 type Event struct {
-	e  backend.Event
-	id handle.ID
+	Object
+	e backend.Event
 }
 
 func newEvent(e backend.Event, err error) (*Event, error) {
@@ -130,15 +114,9 @@ func newEvent(e backend.Event, err error) (*Event, error) {
 		return nil, tag(err)
 	}
 	ev := &Event{e: e}
-	ev.id = handles.Register(ev)
+	ev.Object = Object{obj: e, id: handles.Register(ev)}
 	return ev, nil
 }
-
-// ID is the event's registry id (the Go fast path's argument).
-func (e *Event) ID() int { return int(e.id) }
-
-// FastID is the event's id in the C fast path (0: none).
-func (e *Event) FastID() int { return fastID(e.e) }
 
 // Handle is the native event handle as an int.
 func (e *Event) Handle() (h int, err error) {
@@ -148,27 +126,17 @@ func (e *Event) Handle() (h int, err error) {
 
 // ElapsedTime returns milliseconds from e to end.
 func (e *Event) ElapsedTime(end *Event) (ms float64, err error) {
-	if end == nil {
-		return 0, tag(badArg("end=None, expected an Event"))
-	}
 	err = checked("event", end.id, func() error {
 		return checked("event", e.id, func() error { t, err := e.e.ElapsedTime(end.e); ms = float64(t); return err })
 	})
 	return ms, tag(err)
 }
 
-// Close releases the event; its id stops naming it first.
-func (e *Event) Close() error {
-	if err := handles.Close("event", e.id); err != nil {
-		return tag(err)
-	}
-	return tag(e.e.Close())
-}
-
-// Graph is an instantiated CUDA graph (a recorded op list on the CPU).
+// Graph is an instantiated CUDA graph (a recorded op list on the CPU);
+// Object.Close releases it.
 type Graph struct {
-	g  backend.Graph
-	id handle.ID
+	Object
+	g backend.Graph
 }
 
 // Launch replays the graph on s.
@@ -180,12 +148,4 @@ func (g *Graph) Launch(s *Stream) error {
 func (g *Graph) Nodes() (n int, err error) {
 	err = checked("graph", g.id, func() error { n = g.g.Nodes(); return nil })
 	return n, tag(err)
-}
-
-// Close releases the graph.
-func (g *Graph) Close() error {
-	if err := handles.Close("graph", g.id); err != nil {
-		return tag(err)
-	}
-	return tag(g.g.Close())
 }

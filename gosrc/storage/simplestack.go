@@ -366,3 +366,15 @@ func (s *SimpleStack) close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Record is the stack's state for bindings: open (0/1), then the volumes
+// completely written.
+func (s *SimpleStack) Record() []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := 0.0
+	if s.f != nil {
+		open = 1
+	}
+	return []float64{open, float64(s.completed)}
+}

@@ -191,3 +191,16 @@ func TestSimpleStackErrors(t *testing.T) {
 		require.ErrorIs(t, err, backend.ErrClosed, name)
 	}
 }
+
+// TestSimpleStackRecord: the bindings' record is open (0/1) and the
+// volumes completed.
+func TestSimpleStackRecord(t *testing.T) {
+	s, err := NewSimpleStack(backend.Uint16)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 0}, s.Record())
+	require.NoError(t, s.Open(SimpleStackConfig{Path: filepath.Join(t.TempDir(), "v.bin"), Shape: [3]int{1, 1, 2}}))
+	require.NoError(t, s.WriteVolume([]byte{1, 0, 2, 0}))
+	require.Equal(t, []float64{1, 1}, s.Record())
+	require.NoError(t, s.Close())
+	require.Equal(t, []float64{0, 1}, s.Record())
+}

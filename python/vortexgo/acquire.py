@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -37,6 +38,15 @@ def _int(owner: str, name: str, v: Any, lo: int) -> int:
 
 def _float(owner: str, name: str, v: Any, lo: Optional[float] = 0.0) -> float:
     return check_float(f"{owner}.{name}", v, lo)
+
+
+def _new(kind: str, config: dict) -> Any:
+    """The Go acquisition of kind from its config's fields (acquire.New)."""
+    return api.NewAcquisition(kind, json.dumps(config))
+
+
+# acquire.PhantomArray codes.
+_RESAMPLING, _DISPERSION, _REFLECTORS = range(3)
 
 
 class _Acquisition:
@@ -166,42 +176,49 @@ class SimulatedAcquisition(_Acquisition):
 
     def _create(self, c: SimulatedAcquisitionConfig):
         o = "SimulatedAcquisitionConfig"
-        return api.NewSimulatedAcquisition(
-            _int(o, "samples_per_record", c.samples_per_record, 16), _int(o, "ascans_per_bscan", c.ascans_per_bscan, 1),
-            _int(o, "bscans_per_volume", c.bscans_per_volume, 1), _int(o, "volumes", c.volumes, 1),
-            _int(o, "total_volumes", c.total_volumes, 0), _float(o, "rate", c.rate), _int(o, "seed", c.seed, 0),
-            _float(o, "noise_level", c.noise_level), _float(o, "reference_level", c.reference_level),
-            _float(o, "dark_level", c.dark_level), _float(o, "center_wavelength", c.center_wavelength),
-            _float(o, "wavelength_span", c.wavelength_span), _float(o, "source_bandwidth", c.source_bandwidth),
-            _float(o, "dispersion", c.dispersion, None))
+        return _new("SimulatedAcquisition", {
+            "SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 16),
+            "AscansPerBscan": _int(o, "ascans_per_bscan", c.ascans_per_bscan, 1),
+            "BscansPerVolume": _int(o, "bscans_per_volume", c.bscans_per_volume, 1),
+            "Volumes": _int(o, "volumes", c.volumes, 1), "TotalVolumes": _int(o, "total_volumes", c.total_volumes, 0),
+            "Rate": _float(o, "rate", c.rate), "Seed": _int(o, "seed", c.seed, 0),
+            "NoiseLevel": _float(o, "noise_level", c.noise_level),
+            "ReferenceLevel": _float(o, "reference_level", c.reference_level),
+            "DarkLevel": _float(o, "dark_level", c.dark_level),
+            "CenterWavelength": _float(o, "center_wavelength", c.center_wavelength),
+            "WavelengthSpan": _float(o, "wavelength_span", c.wavelength_span),
+            "SourceBandwidth": _float(o, "source_bandwidth", c.source_bandwidth),
+            "Dispersion": _float(o, "dispersion", c.dispersion, None)})
+
+    def _phantom(self, what: int, *ascan: int, size: int) -> np.ndarray:
+        """One of the phantom's arrays (acquire.Phantom) as float64s."""
+        h = self._handle()
+        buf = np.empty(size, np.float64)  # the size it has, or a guess; a second call when short
+        n = h.Phantom(what, *ascan, buf.ctypes.data, size)
+        if n > size:
+            buf = np.empty(n, np.float64)
+            n = h.Phantom(what, *ascan, buf.ctypes.data, n)
+        return buf[:n]
 
     @native
     def resampling_positions(self) -> np.ndarray:
         """Fractional raw-pixel positions of samples even in wavenumber (float32):
         :attr:`vortexgo.process.ProcessorConfig.resampling_samples` for this spectrometer."""
-        out = np.empty(self.config.samples_per_record, np.float32)
-        self._handle().ResamplingPositionsInto(out.ctypes.data, out.size)
-        return out
+        return self._phantom(_RESAMPLING, 0, 0, 0, size=self.config.samples_per_record).astype(np.float32)
 
     @native
     def dispersion_compensation(self) -> np.ndarray:
         """The complex64 phasor that undoes the simulated dispersion; multiply a
         window into it for :attr:`vortexgo.process.ProcessorConfig.spectral_filter`."""
-        out = np.empty(self.config.samples_per_record, np.complex64)
-        self._handle().DispersionCompensationInto(out.ctypes.data, out.size)
-        return out
+        v = self._phantom(_DISPERSION, 0, 0, 0, size=2 * self.config.samples_per_record)
+        return v.view(np.complex128).astype(np.complex64)
 
     @native
     def reflectors(self, volume: int, bscan: int, ascan: int) -> list[tuple[float, float]]:
         """The phantom's interfaces seen by one A-scan: ``(depth_bin, reflectivity)`` pairs."""
-        h = self._handle()
         args = (check_int("volume", volume, 0), check_int("bscan", bscan, 0), check_int("ascan", ascan, 0))
-        buf = np.empty((8, 2), np.float64)  # most A-scans see fewer; more take a second call
-        n = h.ReflectorsInto(*args, buf.ctypes.data, len(buf))
-        if n > len(buf):
-            buf = np.empty((n, 2), np.float64)
-            n = h.ReflectorsInto(*args, buf.ctypes.data, len(buf))
-        return [(d, r) for d, r in buf[:n].tolist()]
+        v = self._phantom(_REFLECTORS, *args, size=16).tolist()  # most A-scans see fewer than 8
+        return list(zip(v[0::2], v[1::2]))
 
     def __repr__(self) -> str:
         c = self.config
@@ -242,8 +259,9 @@ class FileAcquisition(_Acquisition):
         path = os.fspath(c.path) if isinstance(c.path, os.PathLike) else c.path
         if not isinstance(path, str) or not path:
             raise ValueError(f"{o}.path={c.path!r}, expected a file path")
-        return api.NewFileAcquisition(path, _int(o, "samples_per_record", c.samples_per_record, 0),
-                                      bool(c.loop), _float(o, "rate", c.rate))
+        return _new("FileAcquisition", {"Path": path,
+                                        "SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 0),
+                                        "Loop": bool(c.loop), "Rate": _float(o, "rate", c.rate)})
 
     def __repr__(self) -> str:
         if self._h is None or self._closed:
@@ -268,8 +286,8 @@ class NullAcquisition(_Acquisition):
 
     def _create(self, c: NullAcquisitionConfig):
         o = "NullAcquisitionConfig"
-        return api.NewNullAcquisition(_int(o, "samples_per_record", c.samples_per_record, 1),
-                                      _int(o, "records", c.records, 0), _float(o, "rate", c.rate))
+        return _new("NullAcquisition", {"SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 1),
+                                        "Records": _int(o, "records", c.records, 0), "Rate": _float(o, "rate", c.rate)})
 
     def __repr__(self) -> str:
         if self._h is None or self._closed:

@@ -160,7 +160,7 @@ class _TensorEndpoint(_Endpoint):
             executor, logger = None, executor
         self._set_executor_shape(executor, shape)
         self.logger = logger
-        self._h = native(api.NewStackTensorEndpoint)("spectra" if self._spectra else self._memory, self._dtype)
+        self._h = native(api.NewEndpoint)("spectra" if self._spectra else self._memory, self._dtype)
 
     @property
     def tensor(self) -> DeviceTensor:
@@ -260,13 +260,15 @@ class _StorageEndpoint(_Endpoint):
         self._set_executor_shape(executor, None)
         self.logger = logger
         self.storage = storage
-        self._h = native(api.NewStorageEndpoint)(storage._h, self._spectra)
+        self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h)
 
     @property
     def volumes_written(self) -> int:
         """Volumes handed to the storage so far (still readable after :meth:`close`:
         it reports what was stored)."""
-        return self._h.Written()
+        rec = np.zeros(1, np.float64)  # endpoint.StackStorageEndpoint.Record: volumes written
+        self._h.Record(rec.ctypes.data, 1)
+        return int(rec[0])
 
     def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
         ex = self._executor_for
@@ -296,4 +298,4 @@ class NullEndpoint(_Endpoint):
     def __init__(self, logger: Optional[logging.Logger] = None) -> None:
         super().__init__()
         self.logger = logger
-        self._h = api.NewNullEndpoint()
+        self._h = api.NewEndpoint("null", "")

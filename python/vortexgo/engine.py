@@ -21,6 +21,7 @@ in :meth:`Engine.status`; the engine keeps running unless it was built with
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -70,9 +71,10 @@ def _close_engine(h: Any) -> None:
 # scan_idx, volume_idx, bscan_idx, timestamp_ns.
 _UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE = range(6)
 _FIELDS = 7
-# Flat status and timing records (gosrc/engine/records.go).
+# The engine's record (engine.Engine.Record, gosrc/engine/records.go): the
+# status (10 values), then the timings (18).
 _STATUS_FIELDS = 10
-_TIMING_FIELDS = 18
+_RECORD_FIELDS = _STATUS_FIELDS + 18
 _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
 
@@ -184,21 +186,26 @@ class EngineConfig:
 
     def _native(self) -> Any:
         slots = min((p.config.slots for p in self.processors), default=0)
-        h = api.NewEngineConfig(int(self.records_per_block), int(self.blocks_to_allocate), int(self.preload_count),
-                                int(self.blocks_to_acquire), int(slots), int(self.event_queue_size),
-                                self.event_policy == "drop", round(self.dispatch_spin * 1e6) or -1)
+        # engine.Config's fields as one record (DispatchSpin in ns: 0 would
+        # mean the default, so "never spin" is -1).
+        h = api.NewEngineConfig(json.dumps({
+            "RecordsPerBlock": int(self.records_per_block), "BlocksToAllocate": int(self.blocks_to_allocate),
+            "PreloadCount": int(self.preload_count), "BlocksToAcquire": int(self.blocks_to_acquire),
+            "Slots": int(slots), "EventQueueSize": int(self.event_queue_size),
+            "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": round(self.dispatch_spin * 1e9) or -1}))
+        # The wiring, one engine.Link at a time.
         for acq, procs in self._acquisitions:
-            h.AddAcquisition(acq._handle())
+            h.Link(_LINK_ACQUISITION, acq._handle())
             for p in procs:
-                h.AddAcquisitionProcessor(p._handle())
+                h.Link(_LINK_ACQUISITION_PROCESSOR, p._handle())
         for p, fmts in self._processors:
-            h.AddProcessor(p._handle())
+            h.Link(_LINK_PROCESSOR, p._handle())
             for f in fmts:
-                h.AddProcessorFormatter(f._handle())
+                h.Link(_LINK_PROCESSOR_FORMATTER, f._handle())
         for f, eps in self._formatters:
-            h.AddFormatter(f._handle())
+            h.Link(_LINK_FORMATTER, f._handle())
             for e in eps:
-                h.AddFormatterEndpoint(e._h)
+                h.Link(_LINK_FORMATTER_ENDPOINT, e._h)
         return h
 
     @native
@@ -213,6 +220,10 @@ class EngineConfig:
                 f"(preload {self.preload_count}), acquire {self.blocks_to_acquire or 'until the scan ends'}; "
                 f"{len(self.processors)} processor(s), {len(self._formatters)} formatter(s), {n_ep} endpoint(s)>")
 
+
+# engine.Link codes (gosrc/engine/config.go).
+(_LINK_ACQUISITION, _LINK_ACQUISITION_PROCESSOR, _LINK_PROCESSOR, _LINK_PROCESSOR_FORMATTER, _LINK_FORMATTER,
+ _LINK_FORMATTER_ENDPOINT) = range(6)
 
 # The Go core's bounds (gosrc/engine/errors.go).
 _MAX_RECORDS_PER_BLOCK = 1 << 24
@@ -455,10 +466,7 @@ class Engine:
         # Events go out only for the callbacks set now, so the dispatcher never
         # wakes for an event it would discard (set callbacks before start()).
         for i, ep in enumerate(self._endpoints):
-            bits = sum(1 << kind for kind, name in _CB_NAMES.items() if getattr(ep, name) is not None)
-            h.SetEventMask(i, bits)
-            if bits:
-                h.SetCallbackSync(i, True)
+            h.SetCallbacks(i, sum(1 << kind for kind, name in _CB_NAMES.items() if getattr(ep, name) is not None))
         h.Start()
         self._started = True
         self._dispatcher = threading.Thread(target=self._dispatch, name="vortexgo-engine-dispatcher", daemon=True)
@@ -578,7 +586,13 @@ class Engine:
     @property
     def done(self) -> bool:
         """True once the run has ended."""
-        return self._h is not None and bool(self._h.Done())
+        return self._h is not None and bool(self._record(self._h)[_STATUS_FIELDS - 1])
+
+    @staticmethod
+    def _record(h: Any) -> list[float]:
+        rec = np.zeros(_RECORD_FIELDS, np.float64)
+        h.Record(rec.ctypes.data, _RECORD_FIELDS)
+        return rec.tolist()
 
     @property
     def endpoints(self) -> list[_Endpoint]:
@@ -590,20 +604,15 @@ class Engine:
         volumes, callback errors, events dropped, blocks in flight."""
         if self._h is None:
             return EngineStatus()
-        h = self._handle()
-        rec = np.zeros(_STATUS_FIELDS, np.int64)
-        h.StatusInto(rec.ctypes.data)
-        v = rec.tolist()
-        return EngineStatus(*v[:8], running=bool(v[8]), done=bool(v[9]), error=h.Err().replace("\n", " "))
+        v = [int(x) for x in self._record(self._handle())[:_STATUS_FIELDS]]
+        return EngineStatus(*v[:8], running=bool(v[8]), done=bool(v[9]), error=self._h.Err().replace("\n", " "))
 
     @property
     def timings(self) -> dict[str, StageTiming]:
         """Per-block job timing by stage: ``{"acquire", "process", "format"}`` -> :class:`StageTiming` (ms)."""
         if self._h is None:
             return {s: StageTiming() for s in ("acquire", "process", "format")}
-        rec = np.zeros(_TIMING_FIELDS, np.float64)
-        self._handle().TimingsInto(rec.ctypes.data)
-        v = rec.tolist()
+        v = self._record(self._handle())[_STATUS_FIELDS:]
         return {stage: StageTiming(int(v[6 * i]), *v[6 * i + 1:6 * i + 6])
                 for i, stage in enumerate(("acquire", "process", "format"))}
 

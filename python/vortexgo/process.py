@@ -18,6 +18,7 @@ agree within float tolerance. The chain, per A-scan:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 from dataclasses import dataclass
@@ -195,10 +196,12 @@ class _Processor:
         rp, rn = (0, 0) if res is None else (res.ctypes.data, res.size)
         fp, fn = (0, 0) if filt is None else (filt.ctypes.data, filt.size)
         lo, hi = (float(x) for x in cfg.levels)
-        h = api.NewProcessor(dev._h, self._kind, int(cfg.samples_per_record), int(cfg.ascans_per_block),
-                             int(cfg.average_window), rp, rn, fp, fn, bool(cfg.enable_ifft),
-                             bool(cfg.enable_magnitude), bool(cfg.enable_square), bool(cfg.enable_log10),
-                             lo, hi, int(cfg.slots))
+        # process.Config's fields as one record; the arrays as (address, count).
+        h = api.NewProcessor(dev._h, self._kind, json.dumps({
+            "SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
+            "AverageWindow": int(cfg.average_window), "EnableIFFT": bool(cfg.enable_ifft),
+            "EnableMagnitude": bool(cfg.enable_magnitude), "EnableSquare": bool(cfg.enable_square),
+            "EnableLog10": bool(cfg.enable_log10), "Levels": [lo, hi], "Slots": int(cfg.slots)}), rp, rn, fp, fn)
         if self._h is not None:
             try:
                 self._h.Close()

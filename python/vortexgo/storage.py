@@ -16,6 +16,7 @@ engine's hot path.
 from __future__ import annotations
 
 import enum
+import json
 import os
 import weakref
 from dataclasses import dataclass
@@ -91,7 +92,13 @@ class _SimpleStack:
     @property
     def is_open(self) -> bool:
         """True between :meth:`open` and :meth:`close`."""
-        return self._h.IsOpen()
+        return bool(self._record()[0])
+
+    def _record(self) -> list[float]:
+        """storage.SimpleStack.Record: open (0/1), volumes completed."""
+        rec = np.zeros(2, np.float64)
+        self._h.Record(rec.ctypes.data, 2)
+        return rec.tolist()
 
     @property
     def shape(self) -> Optional[tuple[int, int, int]]:
@@ -102,7 +109,7 @@ class _SimpleStack:
     @property
     def volumes_written(self) -> int:
         """Volumes completely written so far."""
-        return self._h.Completed()
+        return int(self._record()[1])
 
     @native
     def open(self, config: SimpleStackConfig) -> None:
@@ -126,7 +133,8 @@ class _SimpleStack:
             header = SimpleStackHeader(header.lower())
         if not isinstance(header, SimpleStackHeader):
             raise TypeError(f"SimpleStackConfig.header={config.header!r}, expected a SimpleStackHeader")
-        self._h.Open(path, *shape, header is SimpleStackHeader.NumPy)
+        self._h.Open(json.dumps({"Path": path, "Shape": list(shape),
+                                 "Header": int(header is SimpleStackHeader.NumPy)}))  # storage.Header
         self.config = SimpleStackConfig(path, shape, header)  # type: ignore[arg-type]
 
     @native
@@ -157,7 +165,7 @@ class _SimpleStack:
         self._check(a, "write_volume")
         if a.shape != self.shape and a.shape != (1,) + tuple(self.shape or ()):
             raise ValueError(f"write_volume: shape {a.shape}, expected {self.shape}")
-        self._h.WriteVolume(a.ctypes.data, a.nbytes)
+        self._h.Write(-1, 0, a.ctypes.data, a.nbytes)  # bscan -1: a whole volume
 
     @native
     def write_partial_bscan(self, bscan_idx: int, ascan_idx: int, data: Any) -> None:
@@ -169,8 +177,8 @@ class _SimpleStack:
         depth = (self.shape or (0, 0, 0))[2]
         if a.shape[-1:] != (depth,) or a.ndim > 2:
             raise ValueError(f"write_partial_bscan: shape {a.shape}, expected (n, {depth}) or ({depth},)")
-        self._h.WritePartialBscan(check_int("bscan_idx", bscan_idx, 0), check_int("ascan_idx", ascan_idx, 0),
-                                  a.ctypes.data, a.nbytes)
+        self._h.Write(check_int("bscan_idx", bscan_idx, 0), check_int("ascan_idx", ascan_idx, 0),
+                      a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self) -> None:

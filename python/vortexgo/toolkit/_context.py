@@ -10,7 +10,7 @@ from .._core import api
 from .._device import Device, DeviceLike, get_device
 from .._errors import Closeable, ClosedError, release_on_collect
 from .._validate import check_bool, check_int
-from ._coordinator import AsyncCoordinator
+from ._coordinator import AsyncCoordinator, coordinator_options
 from ._ops import KernelOp, SpinOp, host_range
 from ._records import records, tk_native
 from ._stages import PipelineStageManager
@@ -54,9 +54,8 @@ class ManagedGpuContext(Closeable):
         self._closed = True
         self.device: Device = get_device(device)
         self.enable_streams = check_bool("enable_streams", enable_streams)
-        self._h = tk_native(api.NewManagedContext)(
-            self.device._h, self.enable_streams, check_int("upload_priority", upload_priority),
-            check_int("compute_priority", compute_priority), check_int("download_priority", download_priority))
+        self._h = tk_native(api.NewManagedContext)(self.device._h, coordinator_options(
+            upload_priority, compute_priority, download_priority, Sequential=not self.enable_streams))
         self._coord = AsyncCoordinator._wrap(self._h.Coordinator(), self.device, self, timing=True)
         self._tbs: list[TripleBuffer] = []
         self._managers: list[PipelineStageManager] = []

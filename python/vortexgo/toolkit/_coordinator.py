@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import json
 import threading
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
@@ -16,20 +17,28 @@ from .._validate import check_bool, check_int, check_timeout
 from ._ops import DownloadOp, KernelOp, SpinOp, UploadOp, device_range, host_range
 from ._records import records, tk_native, words
 
-__all__ = ["AsyncCoordinator", "CompletedOp", "ComputeCallable", "BorrowedStream", "timeout_us"]
+__all__ = ["AsyncCoordinator", "CompletedOp", "ComputeCallable", "BorrowedStream", "coordinator_options", "timeout_us"]
 
 ComputeCallable = Callable[[Stream], Any]
 
 # The fast path (registry ids; gosrc/pyapi/pipeline.go): no method lookup,
 # no wrapper, -1 means "repeat through the method path for the full error".
-_fast_begin = _ext.pyapi_FastBeginExternal
-_fast_end = _ext.pyapi_FastEndExternal
-_fast_done = _ext.pyapi_FastExternalDone
+# _fast(step, coordinator id, op id) runs one step of an external op
+# (pipeline.ExternalStep codes below); api.External is its method path.
+_fast = _ext.pyapi_FastExternal
+_BEGIN, _END, _TRACK = range(3)
 _poll = _ext.pyapi_FastPoll
 _FIELDS = api.PollFields
 _POLL_CAP = 512  # records per Poll call; more wait for the next call
 _TYPES = ("compute", "upload", "download", "?")  # pipeline.OpType
 _STAGE_OPS = frozenset((KernelOp, SpinOp, UploadOp, DownloadOp))
+
+
+def coordinator_options(upload: Any, compute: Any, download: Any, **more: Any) -> str:
+    """A pipeline.CoordinatorOptions record of the three stream priorities and ``more``."""
+    return json.dumps({"UploadPriority": check_int("upload_priority", upload),
+                       "ComputePriority": check_int("compute_priority", compute),
+                       "DownloadPriority": check_int("download_priority", download), **more})
 
 
 def timeout_us(name: str, timeout: Any) -> int:
@@ -121,10 +130,8 @@ class AsyncCoordinator(Closeable):
         self._h = None
         self._closed = True
         dev = get_device(device)
-        h = tk_native(api.NewAsyncCoordinator)(
-            dev._h, check_int("upload_priority", upload_priority),
-            check_int("compute_priority", compute_priority),
-            check_int("download_priority", download_priority), check_bool("timing", timing))
+        h = tk_native(api.NewAsyncCoordinator)(dev._h, coordinator_options(
+            upload_priority, compute_priority, download_priority, NoTiming=not check_bool("timing", timing)))
         self._init(h, dev, None, timing)
 
     @classmethod
@@ -178,7 +185,7 @@ class AsyncCoordinator(Closeable):
 
     def _info(self) -> list[float]:
         self._check()
-        return records(self._h.Info, capacity=4)
+        return records(self._h.Record, capacity=4)
 
     @property
     def sequential(self) -> bool:
@@ -261,14 +268,14 @@ class AsyncCoordinator(Closeable):
                 self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
                 raise
             else:
-                op_id = _fast_done(self._fid)
+                op_id = _fast(_TRACK, self._fid, 0)
                 if op_id < 0:
                     op_id = self._done()
             finally:
                 lock.release()
             return op_id
         try:
-            op_id = _fast_begin(self._fid)
+            op_id = _fast(_BEGIN, self._fid, 0)
             if op_id < 0:
                 op_id = self._begin(())
             try:
@@ -277,7 +284,7 @@ class AsyncCoordinator(Closeable):
                 self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                if _fast_end(self._fid, op_id):
+                if _fast(_END, self._fid, op_id):
                     self._end(op_id)
         finally:
             lock.release()
@@ -297,26 +304,26 @@ class AsyncCoordinator(Closeable):
                 self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                if _fast_end(self._fid, op_id):
+                if _fast(_END, self._fid, op_id):
                     self._end(op_id)
         return op_id
 
     @tk_native
     def _begin(self, deps: Iterable[int]) -> int:
         d = _dep_words(deps)  # referenced across the call: Go reads its memory
-        return self._h.BeginExternal(*d.buffer_info())
+        return api.External(_BEGIN, self._fid, 0, *d.buffer_info())
 
     @tk_native
     def _done(self) -> int:
-        return self._h.ExternalDone()
+        return api.External(_TRACK, self._fid, 0, 0, 0)
 
     def _done_after_work(self) -> int:
-        op_id = _fast_done(self._fid)
+        op_id = _fast(_TRACK, self._fid, 0)
         return op_id if op_id > 0 else self._done()
 
     @tk_native
     def _end(self, op_id: int) -> None:
-        self._h.EndExternal(op_id)
+        api.External(_END, self._fid, op_id, 0, 0)
 
     @tk_native
     def _queue_op(self, op: Any, deps: Iterable[int]) -> int:

@@ -21,7 +21,7 @@ __all__ = [
 
 # Argument kinds of gosrc/pipeline/args.go (DecodeArgs).
 _ARRAY, _IN, _OUT = 0, 7, 8
-_COPY_UPLOAD, _COPY_DOWNLOAD = 1, 2  # pipeline.CopyDir
+_STAGE_KERNEL, _STAGE_SPIN, _STAGE_UPLOAD, _STAGE_DOWNLOAD = range(4)  # pipeline.StageOpKind
 _KINDS = {"i32": 1, "u32": 2, "i64": 3, "u64": 4, "f32": 5, "f64": 6}
 _RANGE = {"i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, INT64_MAX), "u64": (0, INT64_MAX)}
 
@@ -224,7 +224,7 @@ class KernelOp:
     def _handle(self):
         _check_n(self.name, self.args)  # arrays may have been replaced or freed since
         w = words((*self.grid, *self.block, *_encode(self.name, self.args)))  # referenced across the call
-        return api.NewKernelOp(self.name, *w.buffer_info())
+        return api.NewStageOp(_STAGE_KERNEL, self.name, *w.buffer_info())
 
     def __repr__(self) -> str:
         return f"KernelOp({self.name!r}, grid={self.grid}, block={self.block}, args={len(self.args)})"
@@ -242,7 +242,8 @@ class SpinOp:
 
     @tk_native
     def _handle(self):
-        return api.NewSpinOp(self.ms * 1e3)
+        w = words((round(self.ms * 1e6),))  # ns
+        return api.NewStageOp(_STAGE_SPIN, "", *w.buffer_info())
 
     def __repr__(self) -> str:
         return f"SpinOp({self.ms:g} ms)"
@@ -279,7 +280,8 @@ class UploadOp:
 
     @tk_native
     def _handle(self):
-        return api.NewCopyOp(*host_range(self.host, "host"), _COPY_UPLOAD)
+        w = words(host_range(self.host, "host"))
+        return api.NewStageOp(_STAGE_UPLOAD, "", *w.buffer_info())
 
     def __repr__(self) -> str:
         return f"UploadOp({host_range(self.host, 'host')[1]} bytes)"
@@ -297,7 +299,8 @@ class DownloadOp:
 
     @tk_native
     def _handle(self):
-        return api.NewCopyOp(*host_range(self.host, "host_dst"), _COPY_DOWNLOAD)
+        w = words(host_range(self.host, "host_dst"))
+        return api.NewStageOp(_STAGE_DOWNLOAD, "", *w.buffer_info())
 
     def __repr__(self) -> str:
         return f"DownloadOp({host_range(self.host, 'host_dst')[1]} bytes)"

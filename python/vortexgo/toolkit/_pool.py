@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any, Optional, Union
@@ -70,8 +71,10 @@ class BufferPool(Closeable):
         self._lock = threading.Lock()
         self._out: dict[int, tuple[Any, PoolArray]] = {}  # ptr -> (Go buffer, the Array handed out)
         self._events: dict[int, Event] = {}  # ptr -> event it was put back with (kept alive)
-        self._h = tk_native(api.NewBufferPool)(self.device._h, self.buffer_size, self.pool_size, self.max_size,
-                                                policy == "block")
+        # memory.PoolConfig as one record (Policy 0 grow, 1 block); counts over
+        # memory.MaxPoolBuffers are a ValueError naming them, from Go.
+        self._h = tk_native(api.NewBufferPool)(self.device._h, json.dumps({
+            "Size": self.buffer_size, "Initial": self.pool_size, "Max": self.max_size, "Policy": int(policy == "block")}))
         self._fin = release_on_collect(self, self._h.Close, "a buffer pool")
         self._closed = False
 
@@ -138,7 +141,7 @@ class BufferPool(Closeable):
     def stats(self) -> PoolStats:
         """Counts of the pool's buffers."""
         self._check()
-        return PoolStats(*map(int, records(self._h.Stats, capacity=4)))
+        return PoolStats(*map(int, records(self._h.Record, capacity=4)))
 
     def _check(self) -> None:
         if self._closed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ class ReadbackHandle:
         self._h, self.shape, self.dtype = h, shape, dtype
         self.nbytes = nbytes
         # The one Go reference of this handle; arrays from get() hold it too.
-        self._keep: Optional[Keep] = Keep(h.Release, h.Ptr(), self.nbytes, what="a readback")
+        self._keep: Optional[Keep] = Keep(h.Close, h.Ptr(), self.nbytes, what="a readback")
 
     def _check(self) -> None:
         if self._keep is None:
@@ -155,7 +156,8 @@ class Readback(Closeable):
         priority = check_int("priority", priority)
         if stream is not None and not isinstance(stream, Stream):
             raise TypeError(f"stream={stream!r}, expected a vortexgo.Stream or None")
-        self._h = tk_native(api.NewReadback)(self.device._h, self.buffer_size, buffers, max_buffers, priority,
+        options = json.dumps({"Buffers": buffers, "MaxBuffers": max_buffers, "Priority": priority})  # pipeline.ReadbackOptions
+        self._h = tk_native(api.NewReadback)(self.device._h, self.buffer_size, options,
                                              stream._id if stream is not None else 0)
         self._stream = stream if stream is not None else borrowed(self.device, self._h.Stream(), self)
         self._fin = release_on_collect(self, self._h.Close, "a readback pool")
@@ -191,7 +193,7 @@ class Readback(Closeable):
     def stats(self) -> ReadbackStats:
         """Counts of the pool's buffers."""
         self._check()
-        return ReadbackStats(*map(int, records(self._h.Stats, capacity=4)))
+        return ReadbackStats(*map(int, records(self._h.Record, capacity=4)))
 
     @tk_native
     def close(self) -> None:

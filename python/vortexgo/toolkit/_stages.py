@@ -87,7 +87,7 @@ class PipelineGraph:
 
     def __init__(self, h, manager: "PipelineStageManager") -> None:
         self._h, self._manager, self._closed = h, manager, False
-        iterations, nodes = records(h.Info, capacity=2)
+        iterations, nodes = records(h.Record, capacity=2)
         self.iterations: int = int(iterations)
         self.nodes: int = int(nodes)
 
@@ -284,13 +284,13 @@ class PipelineStageManager(Closeable):
     def iteration(self) -> int:
         """The number of iterations issued (eager and replayed)."""
         self._check()
-        return int(records(self._h.Stats, capacity=9 + 3 * len(self._stages))[0])
+        return int(records(self._h.Record, capacity=9 + 3 * len(self._stages))[0])
 
     def get_stats(self) -> PipelineStats:
         """Statistics of the completed iterations (no host wait; call
         ``coordinator.synchronize_all()`` first to include everything issued)."""
         self._check()
-        v = records(self._h.Stats, capacity=9 + 3 * len(self._stages))[1:]
+        v = records(self._h.Record, capacity=9 + 3 * len(self._stages))[1:]
         st = tuple(StageStats(s.name, int(v[8 + 3 * i]), v[9 + 3 * i], v[10 + 3 * i])
                    for i, s in enumerate(self._stages[:(len(v) - 8) // 3]))
         return PipelineStats(

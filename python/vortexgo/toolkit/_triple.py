@@ -110,12 +110,12 @@ class TripleBuffer(Closeable):
     def round(self) -> int:
         """The number of :meth:`advance` calls so far."""
         self._check()
-        return int(records(self._h.States, capacity=4)[3])
+        return int(records(self._h.Record, capacity=4)[3])
 
     def states(self) -> tuple[str, str, str]:
         """The states of slots 0, 1 and 2 ("free", "uploading", "processing", "downloading"), read atomically."""
         self._check()
-        a, b, c = (_STATES[int(v)] for v in records(self._h.States, capacity=4)[:3])
+        a, b, c = (_STATES[int(v)] for v in records(self._h.Record, capacity=4)[:3])
         return (a, b, c)
 
     def slot(self, i: int) -> Array:

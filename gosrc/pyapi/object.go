@@ -1,0 +1,62 @@
+package pyapi
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/handle"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+)
+
+// Object is embedded first in every wrapper of a core object that Python
+// closes (gopy makes it the Python base class, and accepts any such
+// wrapper where an *Object is expected): one Close, one Record and the
+// engine's wiring (EngineConfig.Link) serve them all.
+type Object struct {
+	obj any
+	id  handle.ID // registered (owner) when ids are borrowed from it: its streams
+}
+
+// owner is obj's Object, registered: closing it makes every id borrowed
+// from it stale on every call path.
+func owner(obj any) Object { return Object{obj: obj, id: handles.Register(obj)} }
+
+// ID is the object's registry id (0 when none is borrowed from it).
+func (o *Object) ID() int { return int(o.id) }
+
+// FastID is the object's id in the C fast path (a CUDA stream's or
+// event's; 0: none, use ID's path).
+func (o *Object) FastID() int {
+	if f, ok := o.obj.(interface{ FastID() int64 }); ok {
+		return int(f.FastID())
+	}
+	return 0
+}
+
+// Close closes the core object (a no-op for one that holds nothing). A
+// registered one's id, with every id borrowed from it, goes first, so no
+// call path reaches what Close destroys and of two racing Close calls one
+// reaches it; an object an engine uses refuses (InUseError) and keeps them.
+func (o *Object) Close() error {
+	if o.id != 0 && !engine.Claimed(o.obj) {
+		if err := handles.Close(fmt.Sprintf("%T", o.obj), o.id); err != nil {
+			return tag(err)
+		}
+	}
+	if c, ok := o.obj.(io.Closer); ok {
+		return tag(c.Close())
+	}
+	return nil
+}
+
+// Record writes the core object's state record (its Record method, which
+// documents the layout) into the caller's n float64s at dst when they fit,
+// and returns its length either way (hostmem.Record).
+func (o *Object) Record(dst, n int) (int, error) {
+	r, ok := o.obj.(interface{ Record() []float64 })
+	if !ok {
+		return 0, tag(badArg("%T has no record", o.obj))
+	}
+	return hostmem.Record(dst, n, r.Record()...), nil
+}
