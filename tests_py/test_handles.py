@@ -8,9 +8,7 @@ so a crash is a failed test rather than a dead run.
 from __future__ import annotations
 
 import ctypes
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,23 +17,14 @@ import pytest
 import vortexgo as vg
 from vortexgo import _core
 
+import _subproc
 from conftest import DEVICES, needs_cuda
-
-PYTHON_DIR = str(Path(vg.__file__).resolve().parent.parent)
-
 
 def run_snippet(code: str, *, rc: int = 0, stdout: str = "", stderr: str = "", timeout: float = 240,
                 extra_env: dict | None = None):
-    """Run `code` in a fresh interpreter; check its exit code and output."""
-    env = {"PYTHONPATH": PYTHON_DIR, "PATH": "/usr/bin:/bin"}
-    for k in ("HOME", "LD_LIBRARY_PATH", "VORTEXGO_CUDA_DRIVER", "CUDA_VISIBLE_DEVICES"):
-        v = os.environ.get(k)
-        if v is not None:
-            env[k] = v
-    env.update(extra_env or {})
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                       timeout=timeout, env=env)
-    assert p.returncode == rc, f"exit {p.returncode}, expected {rc}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
+    """Run `code` in a fresh interpreter with a clean environment (see
+    _subproc.run); check its exit code and output."""
+    p = _subproc.run(code, rc=rc, timeout=timeout, env=extra_env, inherit_env=False)
     assert stdout in p.stdout, p.stdout
     assert stderr in p.stderr, p.stderr[-4000:]
     return p
