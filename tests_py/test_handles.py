@@ -8,9 +8,7 @@ so a crash is a failed test rather than a dead run.
 from __future__ import annotations
 
 import ctypes
-import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -251,22 +249,11 @@ def test_threads_racing_close_never_crash(dev):
 # VORTEXGO_CUDA_DRIVER in a subprocess, it runs the real shim, the real C
 # extension and the real close protocol.
 
-REPO = Path(__file__).resolve().parent.parent
-
-
 @pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory) -> str:
-    import shutil
-
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler to build the fake driver")
+def fake_driver(fake_cuda_driver) -> str:
     if not _core.HAVE_C_FAST_PATH:
         pytest.skip("the C fast path was not built")
-    lib = tmp_path_factory.mktemp("fakecuda") / "libfakecuda.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(REPO / "gosrc/cuda/testdata/fakecuda.c")],
-                   check=True)
-    return str(lib)
+    return fake_cuda_driver
 
 
 def run_fake(lib: str, code: str, before: str = "", **kw):
