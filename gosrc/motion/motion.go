@@ -55,6 +55,14 @@ type Options struct {
 	// samples instead of the shortest feasible one (an error if it cannot
 	// be met). vortex's optional<size_t>; 0 means unset here.
 	FixedSamples int
+	// VortexVelocityOvershoot reproduces a choice of vortex's planner
+	// (Reflexxes Type II) that breaks the velocity limit: for a
+	// displacement just above the distance a triangular profile needs to
+	// reach the limit (up to (V-v0)(V-v1)/2A more) it still plans the
+	// triangle, whose peak exceeds the limit (by up to a factor sqrt(3/2)
+	// from rest to rest). Plan otherwise cruises at the limit, which takes
+	// slightly longer. Meant for comparing with vortex sample by sample.
+	VortexVelocityOvershoot bool
 }
 
 // Path is a planned motion sampled at the output rate: Len() samples of Dims
