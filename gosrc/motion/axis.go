@@ -9,17 +9,17 @@ import "math"
 // a plan near a decision boundary would pick a different profile (or a
 // different sample count) than vortex's.
 const (
-	validEps     = 1e-10  // a profile whose radicand is only this far negative is still possible
-	denomEps     = 1e-6   // below this a hold-velocity denominator is treated as zero
-	psAbsEps     = 1e-6   // phase synchronisation: absolute tolerance
-	psRelEps     = 1e-3   // phase synchronisation: relative tolerance of limits and times
-	psCollinear  = 1e-2   // phase synchronisation: relative collinearity tolerance
-	positiveZero = 1e-50  // the square root of a non-positive radicand
-	infinity     = 1e100  // "never" for inoperative intervals and the last polynomial
-	maxExecTime  = 1e10   // longest motion, in seconds
-	equalityRel  = 1e-7   // nudge of a start state equal to a moving target state
-	equalityAbs  = 1e-7   // the same, for a start position of zero
-	maxPolys     = 7      // pieces of one axis' motion: prelude (2) + ramp, hold, ramp (2) + tail
+	validEps     = 1e-10 // a profile whose radicand is only this far negative is still possible
+	denomEps     = 1e-6  // below this a hold-velocity denominator is treated as zero
+	psAbsEps     = 1e-6  // phase synchronisation: absolute tolerance
+	psRelEps     = 1e-3  // phase synchronisation: relative tolerance of limits and times
+	psCollinear  = 1e-2  // phase synchronisation: relative collinearity tolerance
+	positiveZero = 1e-50 // the square root of a non-positive radicand
+	infinity     = 1e100 // "never" for inoperative intervals and the last polynomial
+	maxExecTime  = 1e10  // longest motion, in seconds
+	equalityRel  = 1e-7  // nudge of a start state equal to a moving target state
+	equalityAbs  = 1e-7  // the same, for a start position of zero
+	maxPolys     = 7     // pieces of one axis' motion: prelude (2) + ramp, hold, ramp (2) + tail
 	sqrt2        = math.Sqrt2
 )
 

@@ -164,10 +164,10 @@ func assertWithinLimits(t *testing.T, lim []Limits, dt float64, start State, p P
 		vtol := vmax*1e-9 + 8*eps*x/dt
 		atol := l.Acceleration*1e-9 + 16*eps*x/(dt*dt)
 		for k := 1; k < n; k++ {
-			v := (p.At(k)[d] - p.At(k-1)[d]) / dt
+			v := (p.At(k)[d] - p.At(k - 1)[d]) / dt
 			require.LessOrEqual(t, math.Abs(v), vmax+vtol, "axis %d velocity at sample %d", d, k)
 			if k >= 2 {
-				a := (p.At(k)[d] - 2*p.At(k-1)[d] + p.At(k-2)[d]) / (dt * dt)
+				a := (p.At(k)[d] - 2*p.At(k - 1)[d] + p.At(k - 2)[d]) / (dt * dt)
 				require.LessOrEqual(t, math.Abs(a), l.Acceleration+atol, "axis %d acceleration at sample %d", d, k)
 			}
 		}
