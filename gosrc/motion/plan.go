@@ -489,48 +489,38 @@ func collinear(ax []axis) bool {
 		lTV += a.tv * a.tv
 	}
 	lDir, lCV, lTV = sqrtPos(lDir), sqrtPos(lCV), sqrtPos(lTV)
-	unit := func(get func(a *axis) *float64, l float64) {
+	lens := [3]float64{lDir, lCV, lTV}
+	for k, l := range lens {
 		for i := range ax {
 			if ax[i].selected {
-				if l != positiveZero && l != 0 {
-					*get(&ax[i]) /= l
+				if c := ax[i].vec(k); l != positiveZero && l != 0 {
+					*c /= l
 				} else {
-					*get(&ax[i]) = 0
+					*c = 0
 				}
 			}
 		}
 	}
-	dirOf := func(a *axis) *float64 { return &a.dir }
-	cvOf := func(a *axis) *float64 { return &a.cv }
-	tvOf := func(a *axis) *float64 { return &a.tv }
-	unit(dirOf, lDir)
-	unit(cvOf, lCV)
-	unit(tvOf, lTV)
-
-	lRef := psAbsEps
-	var refOf func(a *axis) *float64
-	if lDir >= lCV && lDir >= lTV && lDir >= psAbsEps {
-		refOf, lRef = dirOf, lDir
-	}
-	if lCV >= lDir && lCV >= lTV && lCV >= psAbsEps {
-		refOf, lRef = cvOf, lCV
-	}
-	if lTV >= lDir && lTV >= lCV && lTV >= psAbsEps {
-		refOf, lRef = tvOf, lTV
+	// The reference is the longest of the three (the later on a tie).
+	lRef, ref := psAbsEps, -1
+	for k, l := range lens {
+		if l >= lDir && l >= lCV && l >= lTV && l >= psAbsEps {
+			lRef, ref = l, k
+		}
 	}
 	if !(lRef > psAbsEps) {
 		return false
 	}
 	for i := range ax {
-		ax[i].check = *refOf(&ax[i])
+		ax[i].check = *ax[i].vec(ref)
 	}
 	// Each vector may point either way along the line: turn it round when
 	// none of its significant components agrees in sign with the reference.
-	for _, get := range []func(a *axis) *float64{dirOf, cvOf, tvOf} {
+	for k := range lens {
 		flip := true
 		for i := range ax {
 			a := &ax[i]
-			if a.selected && sameSign(*get(a), a.check) && math.Abs(*get(a)) > psAbsEps {
+			if c := *a.vec(k); a.selected && sameSign(c, a.check) && math.Abs(c) > psAbsEps {
 				flip = false
 				break
 			}
@@ -538,7 +528,8 @@ func collinear(ax []axis) bool {
 		if flip {
 			for i := range ax {
 				if ax[i].selected {
-					*get(&ax[i]) = -*get(&ax[i])
+					c := ax[i].vec(k)
+					*c = -*c
 				}
 			}
 		}
@@ -559,6 +550,18 @@ func collinear(ax []axis) bool {
 		ax[i].ref = ax[i].check
 	}
 	return true
+}
+
+// vec is component k of the axis' displacement (0), start-velocity (1) or
+// target-velocity (2) unit vector.
+func (a *axis) vec(k int) *float64 {
+	switch k {
+	case 0:
+		return &a.dir
+	case 1:
+		return &a.cv
+	}
+	return &a.tv
 }
 
 // shapePossible reports whether an axis (normalised state, its share of the
