@@ -165,11 +165,11 @@ func assertWithinLimits(t *testing.T, lim []Limits, dt float64, start State, p P
 		atol := l.Acceleration*1e-9 + 16*eps*x/(dt*dt)
 		for k := 1; k < n; k++ {
 			// Plain comparisons first: testify per sample is slow.
-			if v := (p.At(k)[d] - p.At(k-1)[d]) / dt; math.Abs(v) > vmax+vtol {
+			if v := (p.At(k)[d] - p.At(k - 1)[d]) / dt; math.Abs(v) > vmax+vtol {
 				require.LessOrEqual(t, math.Abs(v), vmax+vtol, "axis %d velocity at sample %d", d, k)
 			}
 			if k >= 2 {
-				if a := (p.At(k)[d] - 2*p.At(k-1)[d] + p.At(k-2)[d]) / (dt * dt); math.Abs(a) > l.Acceleration+atol {
+				if a := (p.At(k)[d] - 2*p.At(k - 1)[d] + p.At(k - 2)[d]) / (dt * dt); math.Abs(a) > l.Acceleration+atol {
 					require.LessOrEqual(t, math.Abs(a), l.Acceleration+atol, "axis %d acceleration at sample %d", d, k)
 				}
 			}

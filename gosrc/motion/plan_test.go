@@ -53,7 +53,7 @@ func TestPlanShapes(t *testing.T) {
 			require.GreaterOrEqual(t, p.Len(), 2)
 			for d := range tc.limits {
 				assert.Equal(t, tc.start.Position[d], p.At(0)[d], "axis %d starts at the start", d)
-				assert.InDelta(t, tc.end.Position[d], p.At(p.Len()-1)[d], 1e-12, "axis %d ends at the target", d)
+				assert.InDelta(t, tc.end.Position[d], p.At(p.Len() - 1)[d], 1e-12, "axis %d ends at the target", d)
 			}
 			assertWithinLimits(t, tc.limits, dt, tc.start, p)
 			// Entering and leaving at the required velocities: the first and
@@ -63,7 +63,7 @@ func TestPlanShapes(t *testing.T) {
 			n := p.Len() - 1
 			for d, l := range tc.limits {
 				first := (p.At(1)[d] - p.At(0)[d]) / dt
-				last := (p.At(n)[d] - p.At(n-1)[d]) / dt
+				last := (p.At(n)[d] - p.At(n - 1)[d]) / dt
 				v0, v1 := tc.start.Velocity[d], tc.end.Velocity[d]
 				assert.InDelta(t, v0, first, l.Acceleration*dt+math.Abs(v0)/float64(n)+1e-9, "axis %d leaves at its start velocity", d)
 				assert.InDelta(t, v1, last, l.Acceleration*dt+math.Abs(v1)/float64(n)+1e-9, "axis %d arrives at its target velocity", d)
@@ -107,8 +107,8 @@ func TestPlanFixedSamples(t *testing.T) {
 			want := n
 			if fin {
 				want++
-				assert.InDelta(t, 0.5, p.At(p.Len()-1)[0], 1e-12)
-				assert.InDelta(t, -0.3, p.At(p.Len()-1)[1], 1e-12)
+				assert.InDelta(t, 0.5, p.At(p.Len() - 1)[0], 1e-12)
+				assert.InDelta(t, -0.3, p.At(p.Len() - 1)[1], 1e-12)
 			}
 			assert.Equal(t, want, p.Len(), "FixedSamples=%d include_final=%v", n, fin)
 			assertWithinLimits(t, l, dt, start, p)
@@ -150,7 +150,7 @@ func TestPlanRandomWithinLimits(t *testing.T) {
 		p, err := Plan(dt, start, end, l, Options{IncludeInitial: true, IncludeFinal: true})
 		require.NoError(t, err, "case %d", k)
 		for d := range l {
-			require.InDelta(t, end.Position[d], p.At(p.Len()-1)[d], 1e-9*(1+math.Abs(end.Position[d])), "case %d axis %d arrives", k, d)
+			require.InDelta(t, end.Position[d], p.At(p.Len() - 1)[d], 1e-9*(1+math.Abs(end.Position[d])), "case %d axis %d arrives", k, d)
 		}
 		assertWithinLimits(t, l, dt, start, p)
 	}
@@ -237,7 +237,7 @@ func TestPlanDegenerate(t *testing.T) {
 	p, err = Plan(1e-4, st([]float64{0.5}, 10), st([]float64{0.5}, 10), lims(1, 100, 1e4), Options{IncludeFinal: true})
 	require.NoError(t, err)
 	assert.Greater(t, p.Len(), 1)
-	assert.InDelta(t, 0.5, p.At(p.Len()-1)[0], 1e-9)
+	assert.InDelta(t, 0.5, p.At(p.Len() - 1)[0], 1e-9)
 }
 
 // TestPlanAllocations: the Path is Plan's only allocation up to stackAxes
