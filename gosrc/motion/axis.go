@@ -21,6 +21,10 @@ const (
 	equalityAbs  = 1e-7  // the same, for a start position of zero
 	maxPolys     = 7     // pieces of one axis' motion: prelude (2) + ramp, hold, ramp (2) + tail
 	sqrt2        = math.Sqrt2
+
+	// limitRounding is the relative rounding Plan tolerates where Reflexxes
+	// tolerates more (see Options.VortexQuirks).
+	limitRounding = 1e-9
 )
 
 // sqrtPos is a square root that treats a non-positive radicand (rounding
@@ -151,8 +155,8 @@ func trapNegTime(s state1, vmax, amax float64) float64 {
 // (2V² - v0² - v1²)/2A that the triangle needs to reach V, so for
 // displacements between the two it plans a triangle whose peak exceeds the
 // velocity limit (by up to sqrt(3/2) for a move from rest to rest). Plan
-// uses the correct threshold unless Options.VortexVelocityOvershoot asks
-// for vortex's plans.
+// uses the correct threshold unless Options.VortexQuirks asks for vortex's
+// plans.
 func minTime(s state1, vmax, amax float64, vortexBand bool) (float64, shape, bool) {
 	t := 0.0
 	if !(s.v0 >= 0) {

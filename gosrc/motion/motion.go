@@ -55,14 +55,24 @@ type Options struct {
 	// samples instead of the shortest feasible one (an error if it cannot
 	// be met). vortex's optional<size_t>; 0 means unset here.
 	FixedSamples int
-	// VortexVelocityOvershoot reproduces a choice of vortex's planner
-	// (Reflexxes Type II) that breaks the velocity limit: for a
-	// displacement just above the distance a triangular profile needs to
-	// reach the limit (up to (V-v0)(V-v1)/2A more) it still plans the
-	// triangle, whose peak exceeds the limit (by up to a factor sqrt(3/2)
-	// from rest to rest). Plan otherwise cruises at the limit, which takes
-	// slightly longer. Meant for comparing with vortex sample by sample.
-	VortexVelocityOvershoot bool
+	// VortexQuirks reproduces two choices of vortex's planner (Reflexxes
+	// Type II) that break the limits, for comparing with vortex sample by
+	// sample. Plan otherwise corrects them:
+	//
+	//   - For a displacement just above the distance a triangular profile
+	//     needs to reach the velocity limit (up to (V-v0)(V-v1)/2A more),
+	//     Reflexxes still plans the triangle, whose peak exceeds the limit
+	//     (by up to a factor sqrt(3/2) from rest to rest). Plan cruises at
+	//     the limit, which takes slightly longer.
+	//   - Reflexxes phase-synchronises motions that are collinear within 1 %
+	//     and its limits within 0.1 %, then patches the start, end and
+	//     position errors of the proportional motion with corrections that
+	//     leave steps in the path (acceleration spikes tens of times the
+	//     limit) and miss the target by up to about 1 % of the move. Plan
+	//     phase-synchronises only when the proportional motion meets both
+	//     states to rounding and keeps every axis' limits, and otherwise
+	//     time-synchronises.
+	VortexQuirks bool
 }
 
 // Path is a planned motion sampled at the output rate: Len() samples of Dims

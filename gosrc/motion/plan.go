@@ -50,7 +50,8 @@ const stackAxes = 4
 // the target velocity.
 //
 // The plans match vortex's (Reflexxes Type II) to rounding (see the golden
-// tests) with one deliberate difference, see Options.VortexVelocityOvershoot.
+// tests) with two deliberate differences where vortex breaks the limits, see
+// Options.VortexQuirks.
 // Errors (backend.ErrInvalid) name the argument: dimension mismatches,
 // dt <= 0, non-finite values, limits <= 0, a target velocity above its
 // limit, a fixed duration that cannot be met, a sample outside the position
@@ -83,7 +84,7 @@ func Plan(dt float64, start, end State, limits []Limits, opt Options) (Path, err
 		target = opt.FixedSamples + 1
 		minSync = float64(target) * dt
 	}
-	sync, err := solve(ax, dt, minSync, opt.VortexVelocityOvershoot)
+	sync, err := solve(ax, dt, minSync, opt.VortexQuirks)
 	if err != nil {
 		return Path{}, err
 	}
@@ -96,8 +97,12 @@ func Plan(dt float64, start, end State, limits []Limits, opt Options) (Path, err
 	}
 	count := int(c)
 	if target > 0 {
-		// vortex tolerates one sample of rounding either way.
-		if count != target && count != target+1 {
+		// vortex tolerates one sample more than asked for ("rounding"), but
+		// that sample can be almost whole: squeezing it in speeds the
+		// motion up by up to 1/n, breaking the limits. Plan tolerates
+		// rounding only, unless asked for vortex's quirks.
+		over := count == target+1 && (opt.VortexQuirks || sync <= float64(target)*dt*(1+limitRounding))
+		if count != target && !over {
 			return Path{}, backend.Invalidf("motion.Plan: opt.FixedSamples = %d cannot be met: the motion needs %d samples (%g s at dt = %g)",
 				opt.FixedSamples, count-1, sync, dt)
 		}
@@ -228,7 +233,7 @@ func sameSign(a, b float64) bool { return (a < 0) == (b < 0) }
 // shortest durations and the synchronisation time; step 2: the profiles)
 // including its conventions, because vortex's sample counts and sample
 // times derive from them.
-func solve(ax []axis, dt, minSync float64, vortexBand bool) (float64, error) {
+func solve(ax []axis, dt, minSync float64, quirks bool) (float64, error) {
 	// A start state equal to a moving target state is nudged along the
 	// velocity, so that the axis does not take "already there" for an
 	// answer while the planner expects a motion.
@@ -252,10 +257,11 @@ func solve(ax []axis, dt, minSync float64, vortexBand bool) (float64, error) {
 	}
 
 	// Step 1: each axis' shortest motion; the slowest axis leads.
+	var sortedSmall [2 * stackAxes]float64
 	maxMin, lead := 0.0, 0
 	for i := range ax {
 		a := &ax[i]
-		a.minT, a.shape, a.reversed = minTime(a.in, a.vmax, a.amax, vortexBand)
+		a.minT, a.shape, a.reversed = minTime(a.in, a.vmax, a.amax, quirks)
 		if a.minT > maxMin {
 			maxMin, lead = a.minT, i
 		}
@@ -270,42 +276,38 @@ func solve(ax []axis, dt, minSync float64, vortexBand bool) (float64, error) {
 		}
 	}
 
-	phase := phaseSync(ax, lead)
 	sync := 0.0
-	var sorted []float64
-	var sortedSmall [2 * stackAxes]float64
+	phase := phaseSync(ax, lead, quirks)
 	if phase {
 		sync = ax[lead].minT
-	} else {
-		sync = maxMin
-		sorted = timeSync(ax, maxMin, sortedSmall[:0])
-		sync = leaveInoperative(ax, sorted, maxMin, maxMin)
-	}
-	if sync > maxExecTime {
-		return 0, backend.Invalidf("motion.Plan: the motion would last %g s, over the %g s a plan may last", sync, maxExecTime)
-	}
-	if minSync > sync {
-		if phase {
-			// Reflexxes searches its (here unset, all zero) inoperative
-			// intervals only in time synchronisation.
-			sync = minSync
-		} else {
-			sync = leaveInoperative(ax, sorted, minSync, minSync)
+		if sync > maxExecTime {
+			return 0, tooLong(sync)
 		}
-	}
-
-	// Step 2: the profiles.
-	selected := 0
-	if phase {
+		// Reflexxes searches its (here unset, all zero) inoperative
+		// intervals only in time synchronisation.
+		sync = math.Max(sync, minSync)
 		g := &ax[lead]
 		syncProfile(&g.prof, g.in, g.vmax, g.amax, sync)
 		sync = g.prof.p[g.prof.n-2].end
+		// Reflexxes plans the leading axis at a fixed duration without its
+		// inoperative intervals, so it can miss its target; Plan then
+		// time-synchronises, which respects them.
+		phase = quirks || arrives(g, sync)
 		for i := range ax {
-			if ax[i].selected && i != lead {
-				scaleProfile(&ax[i], g, sync, dt)
+			if phase && ax[i].selected && i != lead && !scaleProfile(&ax[i], g, sync, dt, quirks) {
+				phase = false
 			}
 		}
-	} else {
+	}
+	if !phase {
+		sorted := timeSync(ax, maxMin, sortedSmall[:0])
+		sync = leaveInoperative(ax, sorted, maxMin, maxMin)
+		if sync > maxExecTime {
+			return 0, tooLong(sync)
+		}
+		if minSync > sync {
+			sync = leaveInoperative(ax, sorted, minSync, minSync)
+		}
 		for i := range ax {
 			a := &ax[i]
 			if a.selected {
@@ -313,6 +315,7 @@ func solve(ax []axis, dt, minSync float64, vortexBand bool) (float64, error) {
 			}
 		}
 	}
+	selected := 0
 	final := true
 	for i := range ax {
 		a := &ax[i]
@@ -332,6 +335,20 @@ func solve(ax []axis, dt, minSync float64, vortexBand bool) (float64, error) {
 		return ax[lead].minT, nil
 	}
 	return sync, nil
+}
+
+// arrives reports whether an axis' profile meets its target state at time
+// sync, to rounding.
+func arrives(a *axis, sync float64) bool {
+	j := a.prof.piece(sync)
+	x, v := a.prof.p[j].pos(sync), a.prof.p[j].vel(sync)
+	vs := a.vmax + math.Abs(a.in.v0) + math.Abs(a.in.v1)
+	ps := math.Abs(a.in.p0) + math.Abs(a.in.p1) + math.Abs(a.in.p1-a.in.p0)
+	return math.Abs(x-a.in.p1) <= limitRounding*ps && math.Abs(v-a.in.v1) <= limitRounding*vs
+}
+
+func tooLong(sync float64) error {
+	return backend.Invalidf("motion.Plan: the motion would last %g s, over the %g s a plan may last", sync, maxExecTime)
 }
 
 // timeSync computes every axis' inoperative durations and returns their
@@ -405,13 +422,19 @@ func inoperativeAt(ax []axis, t float64) bool {
 // the displacement, start and target velocity must be collinear (within
 // Reflexxes' tolerances), every axis' share of the leading axis' limits
 // must be within its own, and every axis must then need the same time.
-func phaseSync(ax []axis, lead int) bool {
+func phaseSync(ax []axis, lead int, quirks bool) bool {
 	if !collinear(ax) || !(math.Abs(ax[lead].ref) > psAbsEps) {
 		return false
 	}
 	g := &ax[lead]
 	kA := g.amax / math.Abs(g.ref)
 	kV := g.vmax / math.Abs(g.ref)
+	// Reflexxes lets an axis' share of the leading axis' limits exceed its
+	// own by 0.1 %; Plan allows rounding only.
+	rel, abs := psRelEps, psAbsEps
+	if !quirks {
+		rel, abs = limitRounding, 0
+	}
 	for i := range ax {
 		a := &ax[i]
 		if !a.selected {
@@ -420,7 +443,7 @@ func phaseSync(ax []axis, lead int) bool {
 		a.psT = 0
 		a.psA = math.Abs(kA * a.ref)
 		a.psV = math.Abs(kV * a.ref)
-		if a.psA > a.amax*(1+psRelEps)+psAbsEps || a.psV > a.vmax*(1+psRelEps)+psAbsEps {
+		if a.psA > a.amax*(1+rel)+abs || a.psV > a.vmax*(1+rel)+abs {
 			return false
 		}
 	}
@@ -603,14 +626,16 @@ func shapePossible(sh shape, s state1, vmax, amax float64) bool {
 	return false
 }
 
-// scaleProfile makes axis a follow the leading axis g in proportion, then
-// corrects what the proportion misses (the axes are collinear only within
-// a tolerance) as Reflexxes does: a velocity error spread linearly over the
-// motion and a position error at the end spread likewise. Both corrections
-// are written relative to each piece's start exactly as in Reflexxes Type
-// II (which offsets them by the piece's start time), so that nearly
-// collinear plans match vortex's.
-func scaleProfile(a, g *axis, sync, dt float64) {
+// scaleProfile makes axis a follow the leading axis g in proportion. The
+// proportion meets a's start and target states only to the tolerance of
+// the collinearity test; Reflexxes then corrects the velocity errors at
+// both ends (spread linearly over the motion) and the position error at the
+// end, writing both corrections relative to each piece's start, which
+// leaves steps between the pieces and misses the target unless the errors
+// are rounding. With quirks the corrections are applied as Reflexxes does
+// (vortex's plans); otherwise scaleProfile reports false when the errors
+// are more than rounding, and the caller time-synchronises instead.
+func scaleProfile(a, g *axis, sync, dt float64, quirks bool) bool {
 	r := a.ref / g.ref
 	a.prof.n = g.prof.n
 	for j := 0; j < g.prof.n; j++ {
@@ -622,11 +647,22 @@ func scaleProfile(a, g *axis, sync, dt float64) {
 		}
 	}
 	if !(sync > dt) {
-		return
+		return true
 	}
 	n := a.prof.n
 	errStart := a.in.v0 - a.prof.p[0].vel(0)
 	errEnd := a.in.v1 - a.prof.p[n-1].vel(sync)
+	if !quirks {
+		// Rounding of the proportion: a few ulp of the velocities and
+		// positions involved (1e-9 relative leaves ample room and is far
+		// below anything a scanner resolves).
+		vs := a.vmax + math.Abs(a.in.v0) + math.Abs(a.in.v1)
+		ps := math.Abs(a.in.p0) + math.Abs(a.in.p1) + math.Abs(a.in.p1-a.in.p0)
+		errPos := a.in.p1 - a.prof.p[n-1].pos(sync)
+		if math.Abs(errStart) > limitRounding*vs || math.Abs(errEnd) > limitRounding*vs || math.Abs(errPos) > limitRounding*ps {
+			return false
+		}
+	}
 	for j := 0; j < n; j++ {
 		q := &a.prof.p[j]
 		q.va1 += (errEnd - errStart) / sync
@@ -639,4 +675,5 @@ func scaleProfile(a, g *axis, sync, dt float64) {
 		q.a1 += errPos / sync
 		q.a0 -= q.t0 * errPos / sync
 	}
+	return true
 }

@@ -262,3 +262,65 @@ func BenchmarkPlan2D(b *testing.B) {
 		}
 	}
 }
+
+// TestPlanRandomNearCollinear: motions collinear within Reflexxes' 1 %
+// tolerance, where vortex's phase-synchronisation corrections step the
+// path and miss the target (Options.VortexQuirks); Plan's keep the limits
+// and arrive.
+func TestPlanRandomNearCollinear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := lims(2, 100, 1e4)
+	const dt = 1e-4
+	for k := 0; k < 1000; k++ {
+		u := []float64{rng.Float64()*2 - 1, rng.Float64()*2 - 1}
+		e := func() float64 { return 1 + 0.008*(rng.Float64()*2-1) }
+		d := 0.1 + rng.Float64()*2
+		a0, a1 := rng.Float64()*60-30, rng.Float64()*60-30
+		start := st([]float64{0, 0}, a0*u[0]*e(), a0*u[1]*e())
+		end := st([]float64{d * u[0] * e(), d * u[1] * e()}, a1*u[0]*e(), a1*u[1]*e())
+		p, err := Plan(dt, start, end, l, Options{IncludeInitial: true, IncludeFinal: true})
+		require.NoError(t, err, "case %d", k)
+		for i := range l {
+			require.InDelta(t, end.Position[i], p.At(p.Len() - 1)[i], 1e-12, "case %d axis %d arrives", k, i)
+		}
+		assertWithinLimits(t, l, dt, start, p)
+	}
+}
+
+// TestPlanRandomFixed: fixed durations of random moving states either
+// fail as "cannot be met" or keep the limits and arrive, exactly n samples
+// later (vortex's plans may instead squeeze in a missing sample or, in one
+// axis, miss the target).
+func TestPlanRandomFixed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const dt = 1e-3
+	met := 0
+	for k := 0; k < 3000; k++ {
+		dims := 1 + k%3
+		l := lims(dims, 100, 1e4)
+		start, end := State{make([]float64, dims), make([]float64, dims)}, State{make([]float64, dims), make([]float64, dims)}
+		for d := 0; d < dims; d++ {
+			start.Position[d] = rng.Float64()*2 - 1
+			end.Position[d] = rng.Float64()*2 - 1
+			start.Velocity[d] = rng.Float64()*200 - 100
+			end.Velocity[d] = rng.Float64()*200 - 100
+			if k%2 == 0 { // same direction: inoperative intervals
+				end.Velocity[d] = math.Copysign(end.Velocity[d], start.Velocity[d])
+			}
+		}
+		n := 5 + rng.IntN(80)
+		p, err := Plan(dt, start, end, l, Options{FixedSamples: n, IncludeFinal: true})
+		if err != nil {
+			require.ErrorIs(t, err, backend.ErrInvalid)
+			require.Contains(t, err.Error(), "cannot be met", "case %d", k)
+			continue
+		}
+		met++
+		require.Equal(t, n+1, p.Len(), "case %d", k)
+		for i := range l {
+			require.InDelta(t, end.Position[i], p.At(p.Len() - 1)[i], 1e-12, "case %d axis %d arrives", k, i)
+		}
+		assertWithinLimits(t, l, dt, start, p)
+	}
+	assert.Greater(t, met, 1000, "most fixed durations can be met")
+}

@@ -193,6 +193,36 @@ def main():
     # Position limits exceeded (the overshoot leaves the range).
     cases.append(pre_scan("limits/overshoot", [[-1.0, 1.0, 100.0, 1e4]], 2000, [0.9], [90.0], [0.95], [0.0]))
 
+    # Time synchronisation landing in an inoperative interval: axis 0 runs
+    # fast towards a near target it must pass at speed (it can arrive early
+    # or, after turning round, late, but not in between); axis 1 needs a
+    # duration in between, so the motion waits for the interval's end.
+    for k in range(8):
+        sg = 1.0 if k % 2 == 0 else -1.0
+        d0 = sg * rng.uniform(0.05, 0.4)
+        v0 = sg * rng.uniform(60, 100)
+        v1 = sg * rng.uniform(40, 100)
+        d1 = rng.uniform(0.2, 1.5) * (1 if k % 3 else -1)
+        cases.append(pre_scan(f"2d-inoperative/{k}", L2, 1000, [0.0, 0.0], [v0, rng.uniform(-30, 30)],
+                              [d0, d1], [v1, 0.0 if k % 2 else rng.uniform(-30, 30)]))
+    # Fixed durations of moving states (some infeasible: vortex's error).
+    for k in range(8):
+        cases.append(pre_scan(f"fixed/random/{k}", L2, 1000, rng.uniform(-1, 1, 2), rng.uniform(-60, 60, 2),
+                              rng.uniform(-1, 1, 2), rng.uniform(-55, 55, 2), fixed=int(rng.uniform(8, 60))))
+    # Phase synchronisation entering against the displacement (the leading
+    # axis passes the target and comes back), and starting at the limit.
+    for k in range(6):
+        u = rng.uniform(-1, 1, 2)
+        u /= np.linalg.norm(u)
+        d = rng.uniform(0.05, 3.0)
+        a0, a1 = rng.uniform(-50, 50), -rng.uniform(5, 50)
+        cases.append(pre_scan(f"2d-collinear-back/{k}", L2, 1000, [0.0, 0.0], a0 * u, d * u, a1 * u))
+    cases.append(pre_scan("1d-at-limit/0", L1, 1000, [0.0], [100.0], [1.0], [-99.0]))
+    cases.append(pre_scan("1d-at-limit/1", L1, 1000, [0.0], [-100.0], [1.0], [99.0]))
+    for k in range(6):
+        cases.append(pre_scan(f"3d-random/b{k}", L3, 1000, rng.uniform(-1, 1, 3), rng.uniform(-60, 60, 3),
+                              rng.uniform(-1, 1, 3), rng.uniform(-50, 50, 3), include_initial=bool(k % 2)))
+
     # Between segments of looping scans (the path scans take).
     line = lambda x0, x1, y, n: np.stack([np.linspace(x0, x1, n), np.full(n, y)], axis=1)
     cases += between_segments("scan-raster", L2, 2000, [line(-1, 1, -0.2, 60), line(-1, 1, 0.0, 60), line(-1, 1, 0.2, 60)])
