@@ -92,8 +92,16 @@ func (pr *profile) hold(v, x, t, dur, sign float64) {
 	pr.n++
 }
 
-// at is the position at time t.
-func (pr *profile) at(t float64) float64 { return pr.p[pr.piece(t)].pos(t) }
+
+// next is the position at time t for times in increasing order: *j is the
+// piece found for the previous time, the search resumes there (the same
+// piece as piece(t), since pieces are ordered by time).
+func (pr *profile) next(t float64, j *int) float64 {
+	for *j < pr.n-1 && t > pr.p[*j].end {
+		*j++
+	}
+	return pr.p[*j].pos(t)
+}
 
 // piece is the index of the piece in force at time t: the first whose end
 // is not before t.

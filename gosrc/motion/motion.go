@@ -55,9 +55,10 @@ type Options struct {
 	// samples instead of the shortest feasible one (an error if it cannot
 	// be met). vortex's optional<size_t>; 0 means unset here.
 	FixedSamples int
-	// VortexQuirks reproduces two choices of vortex's planner (Reflexxes
-	// Type II) that break the limits, for comparing with vortex sample by
-	// sample. Plan otherwise corrects them:
+	// VortexQuirks reproduces choices of vortex's planner (Reflexxes Type
+	// II, and vortex's sampling of it) that break the limits or miss the
+	// target, for comparing with vortex sample by sample. Plan otherwise
+	// corrects them:
 	//
 	//   - For a displacement just above the distance a triangular profile
 	//     needs to reach the velocity limit (up to (V-v0)(V-v1)/2A more),
@@ -72,6 +73,14 @@ type Options struct {
 	//     phase-synchronises only when the proportional motion meets both
 	//     states to rounding and keeps every axis' limits, and otherwise
 	//     time-synchronises.
+	//   - With a fixed duration, Reflexxes plans a phase-synchronised
+	//     motion at that duration even where its leading axis cannot arrive
+	//     then (it misses the target); Plan time-synchronises, which finds
+	//     the durations the axes can meet.
+	//   - vortex accepts a motion one sample longer than the fixed count
+	//     and squeezes it into the count, speeding it up by up to 1/n
+	//     (limits exceeded by up to (1+1/n)²); Plan accepts only rounding
+	//     and otherwise fails with "cannot be met".
 	VortexQuirks bool
 }
 

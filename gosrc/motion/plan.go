@@ -26,7 +26,8 @@ type axis struct {
 	ref                float64
 	psA, psV, psT      float64
 
-	prof profile
+	prof   profile
+	cursor int // the piece of the last sample (sampling goes forward in time)
 }
 
 const stackAxes = 4
@@ -50,8 +51,10 @@ const stackAxes = 4
 // the target velocity.
 //
 // The plans match vortex's (Reflexxes Type II) to rounding (see the golden
-// tests) with two deliberate differences where vortex breaks the limits, see
-// Options.VortexQuirks.
+// tests) except where vortex's plans break the limits or miss the target,
+// which Plan corrects (Options.VortexQuirks lists them and restores
+// vortex's plans).
+//
 // Errors (backend.ErrInvalid) name the argument: dimension mismatches,
 // dt <= 0, non-finite values, limits <= 0, a target velocity above its
 // limit, a fixed duration that cannot be met, a sample outside the position
@@ -134,7 +137,7 @@ func Plan(dt float64, start, end State, limits []Limits, opt Options) (Path, err
 			if a.selected {
 				// Reflexxes reports positions relative to the target; the
 				// subtraction is kept so that the samples round alike.
-				row[i] = a.in.p1 - (a.in.p1 - a.prof.at(t))
+				row[i] = a.in.p1 - (a.in.p1 - a.prof.next(t, &a.cursor))
 			} else {
 				row[i] = a.in.p1
 			}
