@@ -92,7 +92,6 @@ func (pr *profile) hold(v, x, t, dur, sign float64) {
 	pr.n++
 }
 
-
 // next is the position at time t for times in increasing order: *j is the
 // piece found for the previous time, the search resumes there (the same
 // piece as piece(t), since pieces are ordered by time).
