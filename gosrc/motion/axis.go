@@ -272,7 +272,7 @@ func inoperative(s state1, vmax, amax float64) (begin, end float64) {
 // velocity; the hold velocity is the one that makes the distance come out
 // right, and which of the ramp directions applies follows from where the
 // target lies relative to the extreme profiles.
-func syncProfile(pr *profile, s state1, vmax, amax, T float64) {
+func syncProfile(pr *profile, s state1, vmax, amax, T float64, stable bool) {
 	pr.n = 0
 	sign := 1.0
 	t := 0.0
@@ -313,29 +313,29 @@ func syncProfile(pr *profile, s state1, vmax, amax, T float64) {
 		// Below both velocities: decelerate, hold, accelerate, unless the
 		// axis has to come to rest and approach from the far side.
 		if s.p0+(s.v0*s.v0+s.v1*s.v1)/(2*amax) <= s.p1 || (s.v0+s.v1)/amax > T-t {
-			downHoldUp(pr, s, amax, t, T, sign)
+			downHoldUp(pr, s, amax, t, T, sign, stable)
 			return
 		}
 		brakeTo(0)
 		negate()
-		upHoldDownThrough(pr, s, amax, t, T, sign)
+		upHoldDownThrough(pr, s, amax, t, T, sign, stable)
 	}
 	switch {
 	case s.v0 <= s.v1:
 		switch {
 		case holdAtTarget(false):
-			upHoldDown(pr, s, amax, t, T, sign)
+			upHoldDown(pr, s, amax, t, T, sign, stable)
 		case holdAtStart(true):
-			upHoldUp(pr, s, amax, t, T, sign)
+			upHoldUp(pr, s, amax, t, T, sign, stable)
 		default:
 			slowest()
 		}
 	case s.v1 >= 0:
 		switch {
 		case holdAtStart(false):
-			upHoldDown(pr, s, amax, t, T, sign)
+			upHoldDown(pr, s, amax, t, T, sign, stable)
 		case holdAtTarget(true):
-			downHoldDown(pr, s, amax, t, T, sign)
+			downHoldDown(pr, s, amax, t, T, sign, stable)
 		default:
 			slowest()
 		}
@@ -344,16 +344,45 @@ func syncProfile(pr *profile, s state1, vmax, amax, T float64) {
 			brakeTo(0)
 			negate()
 			if holdAtTarget(false) {
-				upHoldDown(pr, s, amax, t, T, sign)
+				upHoldDown(pr, s, amax, t, T, sign, stable)
 			} else {
-				upHoldUp(pr, s, amax, t, T, sign)
+				upHoldUp(pr, s, amax, t, T, sign, stable)
 			}
 		} else if holdAtStart(false) {
-			upHoldDownThrough(pr, s, amax, t, T, sign)
+			upHoldDownThrough(pr, s, amax, t, T, sign, stable)
 		} else {
-			downHoldDownThrough(pr, s, amax, t, T, sign)
+			downHoldDownThrough(pr, s, amax, t, T, sign, stable)
 		}
 	}
+}
+
+// holdAbove is the hold velocity of a profile whose hold lies above both
+// velocities (ramp up, hold, ramp down): the smaller root of a quadratic,
+// 0.5·(B - sqrt(R)) with B = A·dT + v0 + v1. Reflexxes evaluates it so; when
+// A·dT dwarfs the velocities (long motions) that subtraction loses digits
+// (1e-9 relative for motions of seconds at 1e6 units/s²), so unless
+// reproducing vortex Plan uses the equivalent 2nd form (B² - R)/2/(B + sqrt(R)),
+// B² - R = 2(v0² + v1²) + 4A(p1 - p0).
+func holdAbove(s state1, amax, dT float64, stable bool) float64 {
+	b := dT*amax + s.v0 + s.v1
+	root := sqrtPos(holdRadicand(s, amax, dT, 1))
+	if stable && b > 0 {
+		return (s.v0*s.v0 + s.v1*s.v1 + 2*amax*(s.p1-s.p0)) / (b + root)
+	}
+	return 0.5 * (b - root)
+}
+
+// holdBelow is the hold velocity of a profile whose hold lies below both
+// velocities (ramp down, hold, ramp up): 0.5·(B + sqrt(R)) with
+// B = v0 + v1 - A·dT, stable form (R - B²)/2/(sqrt(R) - B),
+// R - B² = 4A(p1 - p0) - 2(v0² + v1²).
+func holdBelow(s state1, amax, dT float64, stable bool) float64 {
+	b := s.v0 + s.v1 - dT*amax
+	root := sqrtPos(holdRadicand(s, amax, dT, -1))
+	if stable && b < 0 {
+		return (2*amax*(s.p1-s.p0) - s.v0*s.v0 - s.v1*s.v1) / (root - b)
+	}
+	return 0.5 * (b + root)
 }
 
 // radicand of the hold velocity of the profiles whose ramps have opposite
@@ -381,9 +410,9 @@ func firstRamp(pr *profile, s *state1, amax float64, t *float64, vh, sign float6
 }
 
 // upHoldDown: accelerate to a hold above both velocities, decelerate.
-func upHoldDown(pr *profile, s state1, amax, t, T, sign float64) {
+func upHoldDown(pr *profile, s state1, amax, t, T, sign float64, stable bool) {
 	dT := T - t
-	vh := 0.5 * (dT*amax + s.v0 + s.v1 - sqrtPos(holdRadicand(s, amax, dT, 1)))
+	vh := holdAbove(s, amax, dT, stable)
 	if vh < s.v0 {
 		vh = s.v0
 	}
@@ -392,7 +421,7 @@ func upHoldDown(pr *profile, s state1, amax, t, T, sign float64) {
 }
 
 // upHoldUp: accelerate to a hold between v0 and v1, accelerate again.
-func upHoldUp(pr *profile, s state1, amax, t, T, sign float64) {
+func upHoldUp(pr *profile, s state1, amax, t, T, sign float64, stable bool) {
 	dT := T - t
 	vh := s.v1
 	if den := amax*dT + s.v0 - s.v1; math.Abs(den) > denomEps {
@@ -407,9 +436,9 @@ func upHoldUp(pr *profile, s state1, amax, t, T, sign float64) {
 
 // downHoldUp: decelerate to a hold below both velocities (negative when
 // the axis reverses), accelerate.
-func downHoldUp(pr *profile, s state1, amax, t, T, sign float64) {
+func downHoldUp(pr *profile, s state1, amax, t, T, sign float64, stable bool) {
 	dT := T - t
-	vh := 0.5 * (s.v0 + s.v1 - dT*amax + sqrtPos(holdRadicand(s, amax, dT, -1)))
+	vh := holdBelow(s, amax, dT, stable)
 	if vh > s.v0 {
 		vh = s.v0
 	}
@@ -418,7 +447,7 @@ func downHoldUp(pr *profile, s state1, amax, t, T, sign float64) {
 }
 
 // downHoldDown: decelerate to a hold between v1 and v0, decelerate again.
-func downHoldDown(pr *profile, s state1, amax, t, T, sign float64) {
+func downHoldDown(pr *profile, s state1, amax, t, T, sign float64, stable bool) {
 	dT := T - t
 	vh := s.v1
 	if den := amax*dT - s.v0 + s.v1; math.Abs(den) > denomEps {
@@ -496,9 +525,9 @@ func finishThrough(pr *profile, s state1, amax, t, T, vh, sign float64) {
 
 // upHoldDownThrough: accelerate to a hold, decelerate through rest to a
 // negative target velocity.
-func upHoldDownThrough(pr *profile, s state1, amax, t, T, sign float64) {
+func upHoldDownThrough(pr *profile, s state1, amax, t, T, sign float64, stable bool) {
 	dT := T - t
-	vh := 0.5 * (amax*dT + s.v0 + s.v1 - sqrtPos(holdRadicand(s, amax, dT, 1)))
+	vh := holdAbove(s, amax, dT, stable)
 	if vh < s.v0 {
 		vh = s.v0
 	}
@@ -508,7 +537,7 @@ func upHoldDownThrough(pr *profile, s state1, amax, t, T, sign float64) {
 
 // downHoldDownThrough: decelerate to a hold >= 0, decelerate through rest
 // to a negative target velocity.
-func downHoldDownThrough(pr *profile, s state1, amax, t, T, sign float64) {
+func downHoldDownThrough(pr *profile, s state1, amax, t, T, sign float64, stable bool) {
 	dT := T - t
 	vh := s.v1
 	if den := amax*dT - s.v0 + s.v1; math.Abs(den) > denomEps {

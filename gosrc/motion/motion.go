@@ -81,6 +81,13 @@ type Options struct {
 	//     and squeezes it into the count, speeding it up by up to 1/n
 	//     (limits exceeded by up to (1+1/n)²); Plan accepts only rounding
 	//     and otherwise fails with "cannot be met".
+	//   - A motion that ends within the first sample is sampled at the
+	//     leading axis' shortest duration (Reflexxes' report of a finished
+	//     motion) even when the axes are synchronised to a later time, so
+	//     the sample misses the target; Plan samples the synchronised time.
+	//   - The hold velocity of a ramp-hold-ramp profile is computed as
+	//     Reflexxes does, losing digits on long motions (A·T large against
+	//     the velocities); Plan uses an equivalent stable form.
 	VortexQuirks bool
 }
 

@@ -290,7 +290,7 @@ func solve(ax []axis, dt, minSync float64, quirks bool) (float64, error) {
 		// intervals only in time synchronisation.
 		sync = math.Max(sync, minSync)
 		g := &ax[lead]
-		syncProfile(&g.prof, g.in, g.vmax, g.amax, sync)
+		syncProfile(&g.prof, g.in, g.vmax, g.amax, sync, !quirks)
 		sync = g.prof.p[g.prof.n-2].end
 		// Reflexxes plans the leading axis at a fixed duration without its
 		// inoperative intervals, so it can miss its target; Plan then
@@ -314,7 +314,7 @@ func solve(ax []axis, dt, minSync float64, quirks bool) (float64, error) {
 		for i := range ax {
 			a := &ax[i]
 			if a.selected {
-				syncProfile(&a.prof, a.in, a.vmax, a.amax, sync)
+				syncProfile(&a.prof, a.in, a.vmax, a.amax, sync, !quirks)
 			}
 		}
 	}
@@ -333,8 +333,11 @@ func solve(ax []axis, dt, minSync float64, quirks bool) (float64, error) {
 		sync = 0
 	}
 	// A motion over within the first sample reports the leading axis'
-	// shortest duration (Reflexxes' convention); vortex counts samples by it.
-	if final {
+	// shortest duration (Reflexxes' convention); vortex counts and places
+	// samples by it. When axes move, that can fall short of the
+	// synchronised duration (an axis waiting out an inoperative interval),
+	// and the sample misses the target: Plan keeps the synchronised one.
+	if final && (quirks || selected == 0) {
 		return ax[lead].minT, nil
 	}
 	return sync, nil
@@ -649,9 +652,6 @@ func scaleProfile(a, g *axis, sync, dt float64, quirks bool) bool {
 			t0: q.t0, end: q.end,
 		}
 	}
-	if !(sync > dt) {
-		return true
-	}
 	n := a.prof.n
 	errStart := a.in.v0 - a.prof.p[0].vel(0)
 	errEnd := a.in.v1 - a.prof.p[n-1].vel(sync)
@@ -665,6 +665,10 @@ func scaleProfile(a, g *axis, sync, dt float64, quirks bool) bool {
 		if math.Abs(errStart) > limitRounding*vs || math.Abs(errEnd) > limitRounding*vs || math.Abs(errPos) > limitRounding*ps {
 			return false
 		}
+	}
+	// Reflexxes corrects only motions longer than one sample.
+	if !(sync > dt) {
+		return true
 	}
 	for j := 0; j < n; j++ {
 		q := &a.prof.p[j]

@@ -1,6 +1,7 @@
 package motion
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -323,4 +324,45 @@ func TestPlanRandomFixed(t *testing.T) {
 		assertWithinLimits(t, l, dt, start, p)
 	}
 	assert.Greater(t, met, 1000, "most fixed durations can be met")
+}
+
+// FuzzPlan: any finite input either fails with a typed error or gives
+// finite samples that arrive at the target (2 axes, include_final) within
+// the limits.
+func FuzzPlan(f *testing.F) {
+	f.Add(1e-4, 0.0, 0.0, 1.0, 0.0, 0.0, 10.0, 0.5, -5.0, 100.0, 1e4, 0)
+	f.Add(1e-3, 1.0, 90.0, -1.0, 40.0, 0.0, 0.0, 0.02, 0.0, 100.0, 1e4, 50)
+	f.Add(1e-5, 0.3, -250.0, 0.3, 0.0, 0.1, 1e-9, 0.1, 0.0, 50.0, 1e6, 0)
+	f.Fuzz(func(t *testing.T, dt, p0, v0, p1, v1, q0, w0, q1, w1, vmax, amax float64, fixed int) {
+		if fixed > 10000 {
+			fixed = 10000
+		}
+		l := []Limits{{Position: Range{Min: math.Inf(-1), Max: math.Inf(1)}, Velocity: vmax, Acceleration: amax}, {Position: Range{Min: math.Inf(-1), Max: math.Inf(1)}, Velocity: vmax * 0.7, Acceleration: amax * 1.3}}
+		start, end := st([]float64{p0, q0}, v0, w0), st([]float64{p1, q1}, v1, w1)
+		// Keep the motion short enough to sample in a test.
+		if !(dt >= 1e-6) || !(vmax >= 1e-3) || !(amax >= 1e-3) || math.Abs(p1-p0)+math.Abs(q1-q0) > 1e3*vmax*dt ||
+			(math.Abs(v0)+math.Abs(w0)+vmax)/amax > 1e3*dt {
+			_, _ = Plan(dt, start, end, l, Options{FixedSamples: fixed})
+			return
+		}
+		p, err := Plan(dt, start, end, l, Options{FixedSamples: fixed, IncludeFinal: true})
+		if err != nil {
+			require.True(t, errors.Is(err, backend.ErrInvalid) || errors.Is(err, backend.ErrTooLarge), err)
+			return
+		}
+		require.Positive(t, p.Len())
+		for _, x := range p.Data {
+			require.False(t, math.IsNaN(x) || math.IsInf(x, 0))
+		}
+		for i := range l {
+			want := end.Position[i]
+			require.InDelta(t, want, p.At(p.Len() - 1)[i], 1e-6*(1+math.Abs(want)+math.Abs(start.Position[i])), "axis %d arrives", i)
+		}
+		if fixed == 0 {
+			// From the start state: prepend it as sample 0.
+			q, err := Plan(dt, start, end, l, Options{IncludeInitial: true})
+			require.NoError(t, err)
+			assertWithinLimits(t, l, dt, start, q)
+		}
+	})
 }
