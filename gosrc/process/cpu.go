@@ -6,6 +6,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"gonum.org/v1/gonum/dsp/fourier"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
@@ -17,20 +19,30 @@ const minChunk = 8
 
 // CPUProcessor runs the processing chain in Go on the CPU backend: Process
 // enqueues it on a backend.HostStream, which runs it before returning, and
-// spreads the records of a block over up to GOMAXPROCS goroutines.
+// spreads the records of a block over up to GOMAXPROCS goroutines. The
+// inverse FFT is gonum's (any length, float64), planned once per
+// goroutine's scratch.
 //
-// Calls for different slots may run concurrently from different goroutines;
+// The rolling average is carried across calls in call order: calls for
+// different slots may run concurrently from different goroutines (the
+// history update is serialised by a mutex, the rest runs in parallel);
 // calls for one slot must not (the engine issues them in order on the
 // slot's stream).
 type CPUProcessor struct {
 	cfg     Config
 	m       int
 	post    postParams
-	plan    *fftPlan
+	res     *resampling
 	workers int
-	slots   [][]*cpuScratch // [slot][worker]
+	slots   []*cpuSlot
 	closed  bool
 	claim   engine.Claim // refuses Close while an engine runs the processor
+
+	// histMu orders the rolling-average updates of concurrent calls; it is
+	// held while one block's last records enter the history and its mean is
+	// taken (O(min(records, W) x N)), never during the FFTs.
+	histMu sync.Mutex
+	hist   *history
 }
 
 // Claims reports the claim an engine takes while it uses the processor
@@ -40,11 +52,18 @@ func (p *CPUProcessor) Claims() []*engine.Claim {
 	return []*engine.Claim{&p.claim}
 }
 
+// cpuSlot is one slot's working memory.
+type cpuSlot struct {
+	avg     []float32 // the average record subtracted from this slot's block
+	workers []*cpuScratch
+}
+
 // cpuScratch is one goroutine's working memory.
 type cpuScratch struct {
-	sums []int64     // background window sums, one per raw sample
-	spec []float32   // the background-subtracted raw spectrum
-	cx   []complex64 // the output spectrum / A-scan
+	spec []float32    // the raw (or background-subtracted) record
+	res  []float32    // the resampled record
+	cx   []complex128 // the spectrum / A-scan
+	fft  *fourier.CmplxFFT
 }
 
 // NewCPUProcessor validates cfg and returns a processor; Prepare allocates
@@ -54,7 +73,12 @@ func NewCPUProcessor(cfg Config) (*CPUProcessor, error) {
 		return nil, err
 	}
 	cfg = cfg.clone()
-	return &CPUProcessor{cfg: cfg, m: cfg.OutputSamples(), post: newPostParams(&cfg)}, nil
+	p := &CPUProcessor{cfg: cfg, m: cfg.OutputSamples(), post: newPostParams(&cfg)}
+	if len(cfg.ResamplingSamples) > 0 {
+		r := newResampling(cfg.ResamplingSamples, cfg.SamplesPerRecord)
+		p.res = &r
+	}
+	return p, nil
 }
 
 // Config returns a copy of the processor's configuration.
@@ -63,8 +87,8 @@ func (p *CPUProcessor) Config() Config { return p.cfg.clone() }
 // OutputSamples is the length of one processed record.
 func (p *CPUProcessor) OutputSamples() int { return p.m }
 
-// Prepare allocates the FFT plan and per-slot, per-goroutine scratch.
-// Calling it again does nothing.
+// Prepare allocates the history, the FFT plans and per-slot,
+// per-goroutine scratch. Calling it again does nothing.
 func (p *CPUProcessor) Prepare() error {
 	if p.closed {
 		return errClosed("process: CPUProcessor.Prepare")
@@ -72,27 +96,33 @@ func (p *CPUProcessor) Prepare() error {
 	if p.slots != nil {
 		return nil
 	}
-	if p.cfg.EnableIFFT {
-		p.plan = newFFTPlan(p.m)
+	n := p.cfg.SamplesPerRecord
+	if p.cfg.AverageWindow > 0 {
+		p.hist = newHistory(p.cfg.AverageWindow, n)
 	}
 	p.workers = max(1, min(runtime.GOMAXPROCS(0), (p.cfg.AscansPerBlock+minChunk-1)/minChunk))
-	p.slots = make([][]*cpuScratch, p.cfg.Slots)
+	p.slots = make([]*cpuSlot, p.cfg.Slots)
 	for i := range p.slots {
-		p.slots[i] = make([]*cpuScratch, p.workers)
-		for w := range p.slots[i] {
-			sc := &cpuScratch{spec: make([]float32, p.cfg.SamplesPerRecord), cx: make([]complex64, p.m)}
-			if p.cfg.AverageWindow > 0 {
-				sc.sums = make([]int64, p.cfg.SamplesPerRecord)
-			}
-			p.slots[i][w] = sc
+		sl := &cpuSlot{workers: make([]*cpuScratch, p.workers)}
+		if p.hist != nil {
+			sl.avg = make([]float32, n)
 		}
+		for w := range sl.workers {
+			sc := &cpuScratch{spec: make([]float32, n), res: make([]float32, p.m), cx: make([]complex128, p.m)}
+			if p.cfg.EnableIFFT {
+				sc.fft = fourier.NewCmplxFFT(p.m)
+			}
+			sl.workers[w] = sc
+		}
+		p.slots[i] = sl
 	}
 	return nil
 }
 
 // Process enqueues the processing of records raw spectra at host address
-// in into out (float32) and, when outInt8 != 0, outInt8 (int8), on s,
-// which must be a CPU stream (backend.HostStream).
+// in (uint16, records x SamplesPerRecord x ChannelsPerSample) into out
+// (float32) and, when outInt8 != 0, outInt8 (int8), each records x
+// OutputSamples(), on s, which must be a CPU stream (backend.HostStream).
 func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
 	const op = "process: CPUProcessor.Process"
 	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
@@ -105,22 +135,37 @@ func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records i
 	if records == 0 {
 		return nil
 	}
-	n, m := p.cfg.SamplesPerRecord, p.m
-	raw := hostSlice[uint16](in, records*n)
-	dst := hostSlice[float32](out, records*m)
+	raw := hostSlice[uint16](in, records*p.cfg.SamplesPerRecord*p.cfg.Channels())
+	dst := hostSlice[float32](out, records*p.m)
 	var dst8 []int8
 	if outInt8 != 0 {
-		dst8 = hostSlice[int8](outInt8, records*m)
+		dst8 = hostSlice[int8](outInt8, records*p.m)
 	}
-	scratch := p.slots[slot]
-	return hs.Enqueue(func() { p.run(scratch, raw, dst, dst8, records) })
+	sl := p.slots[slot]
+	return hs.Enqueue(func() { p.run(sl, raw, dst, dst8, records) })
 }
 
-// run processes a block, splitting its records into contiguous chunks, one
-// per goroutine, and waits for them: the CPU stream's contract is that work
-// is done when Enqueue returns.
-func (p *CPUProcessor) run(scratch []*cpuScratch, raw []uint16, dst []float32, dst8 []int8, records int) {
-	chunks := min(len(scratch), (records+minChunk-1)/minChunk)
+// sample reads record r's sample i of the processed channel.
+func (p *CPUProcessor) sample(raw []uint16, r, i int) int32 {
+	v := raw[(r*p.cfg.SamplesPerRecord+i)*p.cfg.Channels()+p.cfg.Channel]
+	if p.cfg.InterpretAsSigned {
+		return int32(int16(v))
+	}
+	return int32(v)
+}
+
+// run processes a block: the history update and mean first (in call
+// order), then the records in contiguous chunks, one per goroutine, and
+// waits for them: the CPU stream's contract is that work is done when
+// Enqueue returns.
+func (p *CPUProcessor) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8, records int) {
+	if p.hist != nil {
+		p.histMu.Lock()
+		p.hist.append(records, func(r, i int) int32 { return p.sample(raw, r, i) })
+		p.hist.mean(sl.avg)
+		p.histMu.Unlock()
+	}
+	chunks := min(len(sl.workers), (records+minChunk-1)/minChunk)
 	size := (records + chunks - 1) / chunks
 	var wg sync.WaitGroup
 	for c := 1; c < chunks; c++ {
@@ -128,87 +173,72 @@ func (p *CPUProcessor) run(scratch []*cpuScratch, raw []uint16, dst []float32, d
 		if lo >= hi {
 			break
 		}
-		wg.Go(func() { p.chunk(scratch[c], raw, dst, dst8, records, lo, hi) })
+		wg.Go(func() { p.chunk(sl.workers[c], sl.avg, raw, dst, dst8, lo, hi) })
 	}
-	p.chunk(scratch[0], raw, dst, dst8, records, 0, min(size, records))
+	p.chunk(sl.workers[0], sl.avg, raw, dst, dst8, 0, min(size, records))
 	wg.Wait()
 }
 
-// chunk processes records [lo, hi) of a block of R records.
-func (p *CPUProcessor) chunk(sc *cpuScratch, raw []uint16, dst []float32, dst8 []int8, R, lo, hi int) {
-	n, m := p.cfg.SamplesPerRecord, p.m
-	w := min(p.cfg.AverageWindow, R)
-	var cur int // first record of the window summed in sc.sums
-	if w > 0 {
-		cur = windowStart(lo, w, R)
-		clear(sc.sums)
-		for r := cur; r < cur+w; r++ {
-			for i, v := range raw[r*n : (r+1)*n] {
-				sc.sums[i] += int64(v)
-			}
-		}
-	}
-	pos, filt := p.cfg.ResamplingSamples, p.cfg.SpectralFilter
+// chunk processes records [lo, hi) of a block; avg is the block's average
+// record, nil without averaging.
+func (p *CPUProcessor) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []float32, dst8 []int8, lo, hi int) {
+	m := p.m
+	filt := p.cfg.SpectralFilter
+	complexSpectrum := filt != nil || p.cfg.EnableIFFT
 	for r := lo; r < hi; r++ {
-		rec := raw[r*n : (r+1)*n]
-		// Step 1: background subtraction (or plain conversion).
-		if w > 0 {
-			// Slide the window forward; it moves at most one record per
-			// record, and the integer sums stay exact.
-			for s := windowStart(r, w, R); cur < s; cur++ {
-				add, drop := raw[(cur+w)*n:(cur+w+1)*n], raw[cur*n:(cur+1)*n]
-				for i := range sc.sums {
-					sc.sums[i] += int64(add[i]) - int64(drop[i])
+		// Step 1: the record as float32, minus the average record.
+		for i := range sc.spec {
+			v := float32(p.sample(raw, r, i))
+			if avg != nil {
+				v -= avg[i]
+			}
+			sc.spec[i] = v
+		}
+		// Step 2: resampling.
+		x := sc.spec
+		if p.res != nil {
+			for j := range sc.res {
+				sc.res[j] = p.res.interpolate(sc.spec, j)
+			}
+			x = sc.res
+		}
+		out := dst[r*m : (r+1)*m]
+		var out8 []int8
+		if dst8 != nil {
+			out8 = dst8[r*m : (r+1)*m]
+		}
+		if !complexSpectrum {
+			// Step 5 straight from the real spectrum.
+			for j, v := range x[:m] {
+				y := p.post.value(float64(v), 0)
+				out[j] = float32(y)
+				if out8 != nil {
+					out8[j] = p.post.level(y)
 				}
 			}
-			fw := float32(w)
-			for i, v := range rec {
-				sc.spec[i] = float32(v) - float32(sc.sums[i])/fw
-			}
-		} else {
-			for i, v := range rec {
-				sc.spec[i] = float32(v)
-			}
+			continue
 		}
-		// Steps 2 and 3: resampling and spectral filter, into complex.
-		for j := range sc.cx {
-			var v float32
-			if pos != nil {
-				v = interpolate(sc.spec, pos[j])
-			} else {
-				v = sc.spec[j]
-			}
+		// Step 3: spectral filter, float32 products as vortex's.
+		for j, v := range x[:m] {
 			if filt != nil {
-				sc.cx[j] = complex(v*real(filt[j]), v*imag(filt[j]))
+				sc.cx[j] = complex(float64(v*real(filt[j])), float64(v*imag(filt[j])))
 			} else {
-				sc.cx[j] = complex(v, 0)
+				sc.cx[j] = complex(float64(v), 0)
 			}
 		}
-		// Step 4: inverse FFT.
-		if p.plan != nil {
-			p.plan.inverse(sc.cx)
+		// Step 4: unnormalised inverse FFT (the 1/M is step 5's).
+		if sc.fft != nil {
+			sc.fft.Sequence(sc.cx, sc.cx)
 		}
-		// Step 5: output values.
-		out := dst[r*m : (r+1)*m]
+		// Step 5.
 		for j, c := range sc.cx {
-			out[j] = p.post.value(c)
-		}
-		if dst8 != nil {
-			out8 := dst8[r*m : (r+1)*m]
-			for j, v := range out {
-				out8[j] = p.post.level(v)
+			y := p.post.value(real(c), imag(c))
+			out[j] = float32(y)
+			if out8 != nil {
+				out8[j] = p.post.level(y)
 			}
 		}
 	}
-}
-
-// interpolate is step 2 for one position: x[i] + f*(x[i+1]-x[i]), with the
-// float32 roundings spelled out (no fused multiply-add) as in the kernel.
-func interpolate(x []float32, pos float32) float32 {
-	i := min(int(pos), len(x)-2)
-	f := pos - float32(i)
-	a, b := x[i], x[i+1]
-	return a + float32(f*(b-a))
 }
 
 // Close releases the scratch; while an engine uses the processor it
@@ -219,7 +249,7 @@ func (p *CPUProcessor) Close() error {
 	}
 	return p.claim.Close(func() error {
 		p.closed = true
-		p.slots, p.plan = nil, nil
+		p.slots, p.hist = nil, nil
 		return nil
 	})
 }

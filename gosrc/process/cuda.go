@@ -3,6 +3,7 @@ package process
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -16,11 +17,6 @@ import (
 // share an SM.
 const (
 	threads = 256
-	// chunkRecords is how many records one background thread slides over:
-	// long enough to amortise the window set-up (at most two partial
-	// chunks), short enough for a block of ~1000 records to fill the GPU
-	// with N x R/64 threads.
-	chunkRecords = 64
 	// postBlocks caps the grid of the grid-stride post kernel at a few
 	// waves of an H100/H200 (132 SMs x 8 resident blocks of 256 threads).
 	postBlocks = 132 * 8 * 4
@@ -28,42 +24,57 @@ const (
 
 // Flags of oct_post; keep in step with kernels/oct.cu.
 const (
-	flagMagnitude = 1
+	flagLog10     = 1
 	flagSquare    = 2
-	flagLog10     = 4
+	flagMagnitude = 4
+	flagLevels    = 8
 )
 
-// CUDAProcessor runs the processing chain on a CUDA device: background
-// subtraction, fused resampling and spectral filter into complex64, a
-// batched cuFFT C2C inverse, and a fused scale/magnitude/log/int8 kernel.
-// Every step is enqueued on the caller's stream; Process allocates nothing
-// and never waits on the host. Each slot owns its scratch and its cuFFT
-// plan, so calls for different slots may run concurrently on different
-// streams; calls for one slot must be issued in order on one stream (the
-// scratch is reused by the next call in stream order).
+// CUDAProcessor runs the processing chain on a CUDA device: the rolling
+// average's history and mean, a fused load/average-subtraction/resampling/
+// filter kernel into complex64, a batched cuFFT C2C inverse of any length,
+// and a fused normalise/magnitude/log/levels/int8 kernel. Every step is
+// enqueued on the caller's stream; Process allocates nothing and never
+// waits on the host.
+//
+// Each slot owns its scratch and its cuFFT plan, so calls for different
+// slots may run concurrently on different streams; calls for one slot must
+// be issued in order on one stream (the scratch is reused by the next call
+// in stream order). The rolling average's history is shared: calls update
+// it in the order Process is called, each waiting on the device (an event,
+// never the host) for the previous call's update, whatever stream that
+// call used.
 type CUDAProcessor struct {
 	cfg  Config
 	dev  *cuda.Device
 	m    int
 	post postParams
 
-	fnSums, fnBackground, fnResampleU16, fnResampleF32, fnPost *cuda.Function
+	fnHistory, fnMean, fnSpectrum, fnPost *cuda.Function
 
-	// pos and filt are the device addresses of the shared read-only
-	// tables, 0 when unused: the kernels skip a step on a null pointer.
-	pos, filt uintptr
-	slots     []*cudaSlot
-	buffers   []*cuda.Buffer // everything to free on Close
-	closed    bool
-	claim     engine.Claim // refuses Close while an engine runs the processor
+	// Device addresses of the shared read-only tables, 0 when unused: the
+	// kernels skip a step on a null pointer.
+	before, after, wBefore, wAfter, filt uintptr
+	slots                                []*cudaSlot
+	buffers                              []*cuda.Buffer // everything to free on Close
+	closed                               bool
+	claim                                engine.Claim // refuses Close while an engine runs the processor
+
+	// mu orders the history updates of concurrent Process calls; it is
+	// held while two kernel launches and an event record are enqueued,
+	// which never block on the device.
+	mu           sync.Mutex
+	ring         uintptr     // int32 history, AverageWindow x N (AverageWindow > 0)
+	index, count int         // the ring's next row and valid rows (host view of the enqueued state)
+	prev         *cuda.Event // recorded after the last enqueued history update, nil before the first
 }
 
 // cudaSlot is one slot's scratch.
 type cudaSlot struct {
-	sums       uintptr // uint32 chunk sums, ceil(AscansPerBlock/64) x N (AverageWindow > 0)
-	background uintptr // float32 background-subtracted spectra, AscansPerBlock x N (AverageWindow > 0)
-	spectrum   uintptr // complex64 spectra / A-scans, AscansPerBlock x M
-	plan       *cuda.FFTPlan
+	avg      uintptr // float32 average record, N (AverageWindow > 0)
+	spectrum uintptr // complex64 spectra / A-scans, AscansPerBlock x M
+	plan     *cuda.FFTPlan
+	averaged *cuda.Event // recorded after this slot's last history update
 }
 
 // NewCUDAProcessor validates cfg and returns a processor for dev; Prepare
@@ -86,9 +97,9 @@ func (p *CUDAProcessor) Config() Config { return p.cfg.clone() }
 func (p *CUDAProcessor) OutputSamples() int { return p.m }
 
 // Prepare loads the kernels (JIT-compiled once per device), uploads the
-// resampling and filter tables, and allocates each slot's scratch and cuFFT
-// plan. Calling it again does nothing. On error, whatever was allocated is
-// released.
+// resampling and filter tables, and allocates the history and each slot's
+// scratch, event and cuFFT plan. Calling it again does nothing. On error,
+// whatever was allocated is released.
 func (p *CUDAProcessor) Prepare() (err error) {
 	const op = "process: CUDAProcessor.Prepare"
 	if p.closed {
@@ -114,9 +125,8 @@ func (p *CUDAProcessor) Prepare() (err error) {
 		fn   **cuda.Function
 		name string
 	}{
-		{&p.fnSums, "oct_chunk_sums"}, {&p.fnBackground, "oct_background"},
-		{&p.fnResampleU16, "oct_resample_u16"}, {&p.fnResampleF32, "oct_resample_f32"},
-		{&p.fnPost, "oct_post"},
+		{&p.fnHistory, "oct_history"}, {&p.fnMean, "oct_mean"},
+		{&p.fnSpectrum, "oct_spectrum"}, {&p.fnPost, "oct_post"},
 	} {
 		if *k.fn, err = mod.Function(k.name); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
@@ -150,26 +160,42 @@ func (p *CUDAProcessor) Prepare() (err error) {
 		copy(cpu.HostBytes(h.Ptr(), len(host)), host)
 		return d, s.CopyHtoD(d, h.Ptr(), len(host))
 	}
-	if rs := p.cfg.ResamplingSamples; len(rs) > 0 {
-		if p.pos, err = upload(unsafe.Slice((*byte)(unsafe.Pointer(&rs[0])), len(rs)*4)); err != nil {
-			return fmt.Errorf("%s: ResamplingSamples: %w", op, err)
+	if len(p.cfg.ResamplingSamples) > 0 {
+		r := newResampling(p.cfg.ResamplingSamples, p.cfg.SamplesPerRecord)
+		for _, t := range []struct {
+			dst  *uintptr
+			data []byte
+		}{
+			{&p.before, bytesOf(r.before)}, {&p.after, bytesOf(r.after)},
+			{&p.wBefore, bytesOf(r.wBefore)}, {&p.wAfter, bytesOf(r.wAfter)},
+		} {
+			if *t.dst, err = upload(t.data); err != nil {
+				return fmt.Errorf("%s: ResamplingSamples: %w", op, err)
+			}
 		}
 	}
 	if f := p.cfg.SpectralFilter; len(f) > 0 {
-		if p.filt, err = upload(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), len(f)*8)); err != nil {
+		if p.filt, err = upload(bytesOf(f)); err != nil {
 			return fmt.Errorf("%s: SpectralFilter: %w", op, err)
 		}
 	}
 
 	n, m, R := p.cfg.SamplesPerRecord, p.m, p.cfg.AscansPerBlock
+	if p.cfg.AverageWindow > 0 {
+		if p.ring, err = p.alloc(p.cfg.AverageWindow * n * 4); err != nil {
+			return fmt.Errorf("%s: history: %w", op, err)
+		}
+	}
 	slots := make([]*cudaSlot, p.cfg.Slots)
 	for i := range slots {
 		sl := &cudaSlot{}
+		slots[i] = sl
+		p.slots = slots[:i+1] // so release frees the plans and events made so far
 		if p.cfg.AverageWindow > 0 {
-			if sl.sums, err = p.alloc(ceilDiv(R, chunkRecords) * n * 4); err != nil {
+			if sl.avg, err = p.alloc(n * 4); err != nil {
 				return fmt.Errorf("%s: slot %d: %w", op, i, err)
 			}
-			if sl.background, err = p.alloc(R * n * 4); err != nil {
+			if sl.averaged, err = p.dev.CreateEvent(false); err != nil {
 				return fmt.Errorf("%s: slot %d: %w", op, i, err)
 			}
 		}
@@ -187,13 +213,17 @@ func (p *CUDAProcessor) Prepare() (err error) {
 				return fmt.Errorf("%s: slot %d: %w", op, i, err)
 			}
 		}
-		slots[i] = sl
-		p.slots = slots[:i+1] // so release frees the plans made so far
 	}
 	if err = s.Synchronize(); err != nil {
 		return fmt.Errorf("%s: uploading tables: %w", op, err)
 	}
 	return nil
+}
+
+// bytesOf views a slice's memory as bytes.
+func bytesOf[T any](v []T) []byte {
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(zero)))
 }
 
 // alloc allocates device memory that Close frees.
@@ -207,8 +237,10 @@ func (p *CUDAProcessor) alloc(n int) (uintptr, error) {
 }
 
 // Process enqueues the processing of records raw spectra at device address
-// in into out (float32) and, when outInt8 != 0, outInt8 (int8), on s,
-// which must be a *cuda.Stream of the processor's device.
+// in (uint16, records x SamplesPerRecord x ChannelsPerSample) into out
+// (float32) and, when outInt8 != 0, outInt8 (int8), each records x
+// OutputSamples(), on s, which must be a *cuda.Stream of the processor's
+// device.
 func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
 	const op = "process: CUDAProcessor.Process"
 	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
@@ -223,29 +255,28 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 	}
 	sl := p.slots[slot]
 	n, m := p.cfg.SamplesPerRecord, p.m
+	ch, channel := int32(p.cfg.Channels()), int32(p.cfg.Channel)
+	var signed int32
+	if p.cfg.InterpretAsSigned {
+		signed = 1
+	}
 	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
 
-	// Step 1: background subtraction into float32, or straight from uint16.
-	spectra, resample := in, p.fnResampleU16
-	if p.cfg.AverageWindow > 0 {
-		chunks := ceilDiv(records, chunkRecords)
-		grid := cuda.Dim3{X: uint32(ceilDiv(n, threads) * chunks), Y: 1, Z: 1}
-		if err := cs.Launch(p.fnSums, grid, block, 0,
-			in, sl.sums, int32(records), int32(n), int32(chunkRecords)); err != nil {
-			return fmt.Errorf("%s: oct_chunk_sums: %w", op, err)
+	// Step 1a: the rolling average.
+	var avg uintptr
+	if p.ring != 0 {
+		if err := p.average(cs, sl, in, records, ch, channel, signed); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
 		}
-		if err := cs.Launch(p.fnBackground, grid, block, 0,
-			in, sl.sums, sl.background, int32(records), int32(n), int32(chunkRecords), int32(p.cfg.AverageWindow)); err != nil {
-			return fmt.Errorf("%s: oct_background: %w", op, err)
-		}
-		spectra, resample = sl.background, p.fnResampleF32
+		avg = sl.avg
 	}
 
-	// Steps 2 and 3: resample and filter into complex64.
+	// Steps 1b-3: load, subtract, resample and filter into complex64.
 	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads) * records), Y: 1, Z: 1}
-	if err := cs.Launch(resample, grid, block, 0,
-		spectra, sl.spectrum, p.pos, p.filt, int32(n), int32(m)); err != nil {
-		return fmt.Errorf("%s: oct_resample: %w", op, err)
+	if err := cs.Launch(p.fnSpectrum, grid, block, 0,
+		in, avg, p.before, p.after, p.wBefore, p.wAfter, p.filt, sl.spectrum,
+		int32(n), int32(m), ch, channel, signed); err != nil {
+		return fmt.Errorf("%s: oct_spectrum: %w", op, err)
 	}
 
 	// Step 4: inverse FFT in place, bound to the caller's stream.
@@ -261,20 +292,55 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 	// Step 5: output values.
 	total := records * m
 	var flags int32
-	if p.post.magnitude {
-		flags |= flagMagnitude
+	if p.post.log10 {
+		flags |= flagLog10
 	}
 	if p.post.square {
 		flags |= flagSquare
 	}
-	if p.post.log10 {
-		flags |= flagLog10
+	if p.post.magnitude {
+		flags |= flagMagnitude
 	}
+	if p.post.levels {
+		flags |= flagLevels
+	}
+	k := p.post.kernel()
 	grid = cuda.Dim3{X: uint32(min(ceilDiv(total, threads), postBlocks)), Y: 1, Z: 1}
 	if err := cs.Launch(p.fnPost, grid, block, 0,
-		sl.spectrum, out, outInt8, int32(total), flags, p.post.scale, p.post.lo, p.post.levelStep); err != nil {
+		sl.spectrum, out, outInt8, int32(total), flags, k.outMul, k.outAdd, k.lvlMul, k.lvlAdd); err != nil {
 		return fmt.Errorf("%s: oct_post: %w", op, err)
 	}
+	return nil
+}
+
+// average enqueues on cs the history update for a block (its last
+// min(records, W) records enter the ring) and the mean of the ring into
+// the slot's average record, after the previous call's update (on
+// whichever stream it ran), then records the slot's event for the next.
+func (p *CUDAProcessor) average(cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, ch, channel, signed int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, w := p.cfg.SamplesPerRecord, p.cfg.AverageWindow
+	if p.prev != nil {
+		if err := cs.WaitEvent(p.prev); err != nil {
+			return err
+		}
+	}
+	cnt := min(records, w)
+	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
+	if err := cs.Launch(p.fnHistory, cuda.Dim3{X: uint32(ceilDiv(cnt*n, threads)), Y: 1, Z: 1}, block, 0,
+		in, p.ring, int32(records), int32(n), ch, channel, signed, int32(cnt), int32(p.index), int32(w)); err != nil {
+		return fmt.Errorf("oct_history: %w", err)
+	}
+	count := min(p.count+cnt, w)
+	if err := cs.Launch(p.fnMean, cuda.Dim3{X: uint32(ceilDiv(n, threads)), Y: 1, Z: 1}, block, 0,
+		p.ring, sl.avg, int32(n), int32(count)); err != nil {
+		return fmt.Errorf("oct_mean: %w", err)
+	}
+	if err := cs.Record(sl.averaged); err != nil {
+		return err
+	}
+	p.index, p.count, p.prev = (p.index+cnt)%w, count, sl.averaged
 	return nil
 }
 
@@ -310,6 +376,11 @@ func (p *CUDAProcessor) release() error {
 				first = err
 			}
 		}
+		if sl != nil && sl.averaged != nil {
+			if err := sl.averaged.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
 	}
 	for _, b := range p.buffers {
 		if err := b.Free(); err != nil && first == nil {
@@ -317,7 +388,7 @@ func (p *CUDAProcessor) release() error {
 		}
 	}
 	p.slots, p.buffers = nil, nil
-	p.pos, p.filt = 0, 0
+	p.before, p.after, p.wBefore, p.wAfter, p.filt, p.ring, p.prev = 0, 0, 0, 0, 0, 0, nil
 	return first
 }
 
