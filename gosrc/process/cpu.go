@@ -123,7 +123,16 @@ func (p *CPUProcessor) Prepare() error {
 // in (uint16, records x SamplesPerRecord x ChannelsPerSample) into out
 // (float32) and, when outInt8 != 0, outInt8 (int8), each records x
 // OutputSamples(), on s, which must be a CPU stream (backend.HostStream).
+// The block's records enter the rolling average's history (vortex's
+// append_history=True).
 func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
+	return p.ProcessHistory(slot, s, in, records, out, outInt8, true)
+}
+
+// ProcessHistory is Process with vortex's append_history: false leaves the
+// history as it is and subtracts its current mean (none while it is
+// empty).
+func (p *CPUProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CPUProcessor.Process"
 	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
 		return err
@@ -142,7 +151,7 @@ func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records i
 		dst8 = hostSlice[int8](outInt8, records*p.m)
 	}
 	sl := p.slots[slot]
-	return hs.Enqueue(func() { p.run(sl, raw, dst, dst8, records) })
+	return hs.Enqueue(func() { p.run(sl, raw, dst, dst8, records, appendHistory) })
 }
 
 // sample reads record r's sample i of the processed channel.
@@ -158,11 +167,17 @@ func (p *CPUProcessor) sample(raw []uint16, r, i int) int32 {
 // order), then the records in contiguous chunks, one per goroutine, and
 // waits for them: the CPU stream's contract is that work is done when
 // Enqueue returns.
-func (p *CPUProcessor) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8, records int) {
+func (p *CPUProcessor) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8, records int, appendHistory bool) {
+	var avg []float32
 	if p.hist != nil {
 		p.histMu.Lock()
-		p.hist.append(records, func(r, i int) int32 { return p.sample(raw, r, i) })
-		p.hist.mean(sl.avg)
+		if appendHistory {
+			p.hist.append(records, func(r, i int) int32 { return p.sample(raw, r, i) })
+		}
+		if p.hist.count > 0 {
+			p.hist.mean(sl.avg)
+			avg = sl.avg
+		}
 		p.histMu.Unlock()
 	}
 	chunks := min(len(sl.workers), (records+minChunk-1)/minChunk)
@@ -173,9 +188,9 @@ func (p *CPUProcessor) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8
 		if lo >= hi {
 			break
 		}
-		wg.Go(func() { p.chunk(sl.workers[c], sl.avg, raw, dst, dst8, lo, hi) })
+		wg.Go(func() { p.chunk(sl.workers[c], avg, raw, dst, dst8, lo, hi) })
 	}
-	p.chunk(sl.workers[0], sl.avg, raw, dst, dst8, 0, min(size, records))
+	p.chunk(sl.workers[0], avg, raw, dst, dst8, 0, min(size, records))
 	wg.Wait()
 }
 

@@ -415,3 +415,49 @@ func TestNewAndCloseWhileClaimed(t *testing.T) {
 		})
 	}
 }
+
+func TestCPUProcessorAppendHistoryFalse(t *testing.T) {
+	// vortex's append_history=False: the block is not added to the history
+	// and the current mean is subtracted; before any history, none is.
+	c := smallConfig(16, 3)
+	c.EnableIFFT, c.EnableMagnitude, c.EnableLog10, c.EnableSquare = false, false, false, false
+	c.AverageWindow = 4
+	rng := rand.New(rand.NewPCG(11, 12))
+	raw := randomRaw(rng, 4*3*16, false) // blocks Z, A, B, C
+	p, err := NewCPUProcessor(c)
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	defer p.Close()
+	h := newHostBuffers(t, 16, 16, 3)
+	block := func(k int, appendHistory bool) []float32 {
+		copy(h.raw, raw[k*48:(k+1)*48])
+		require.NoError(t, p.ProcessHistory(k%2, h.s, h.in.Ptr(), 3, h.out.Ptr(), 0, appendHistory))
+		return slices.Clone(h.result)
+	}
+	mean := func(records ...int) []float32 {
+		m := make([]float32, 16)
+		for i := range m {
+			s := 0.0
+			for _, r := range records {
+				s += float64(raw[r*16+i])
+			}
+			m[i] = float32(s / float64(len(records)))
+		}
+		return m
+	}
+	check := func(got []float32, k int, avg []float32) {
+		for r := range 3 {
+			for i := range 16 {
+				want := float32(raw[(k*3+r)*16+i])
+				if avg != nil {
+					want -= avg[i]
+				}
+				require.Equal(t, want, got[r*16+i], "block %d record %d sample %d", k, r, i)
+			}
+		}
+	}
+	check(block(0, false), 0, nil)               // empty history: nothing subtracted
+	check(block(1, true), 1, mean(3, 4, 5))      // A enters
+	check(block(2, false), 2, mean(3, 4, 5))     // B does not
+	check(block(3, true), 3, mean(5, 9, 10, 11)) // the last 4 appended: A's last, C
+}

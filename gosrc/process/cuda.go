@@ -241,7 +241,16 @@ func (p *CUDAProcessor) alloc(n int) (uintptr, error) {
 // (float32) and, when outInt8 != 0, outInt8 (int8), each records x
 // OutputSamples(), on s, which must be a *cuda.Stream of the processor's
 // device.
+// The block's records enter the rolling average's history (vortex's
+// append_history=True).
 func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
+	return p.ProcessHistory(slot, s, in, records, out, outInt8, true)
+}
+
+// ProcessHistory is Process with vortex's append_history: false leaves the
+// history as it is and subtracts its current mean (none while it is
+// empty).
+func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CUDAProcessor.Process"
 	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
 		return err
@@ -265,10 +274,20 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 	// Step 1a: the rolling average.
 	var avg uintptr
 	if p.ring != 0 {
-		if err := p.average(cs, sl, in, records, ch, channel, signed); err != nil {
+		// A graph would replay the history position of its capture: refuse
+		// rather than average the wrong records. One driver query per block,
+		// only with averaging.
+		if cs.Capturing() {
+			return fmt.Errorf("%s: AverageWindow=%d cannot be captured into a graph (the rolling average's position advances with every call), expected a stream that is not capturing: %w",
+				op, p.cfg.AverageWindow, backend.ErrInvalid)
+		}
+		subtract, err := p.average(cs, sl, in, records, ch, channel, signed, appendHistory)
+		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		avg = sl.avg
+		if subtract {
+			avg = sl.avg
+		}
 	}
 
 	// Steps 1b-3: load, subtract, resample and filter into complex64.
@@ -313,35 +332,45 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 	return nil
 }
 
-// average enqueues on cs the history update for a block (its last
-// min(records, W) records enter the ring) and the mean of the ring into
-// the slot's average record, after the previous call's update (on
-// whichever stream it ran), then records the slot's event for the next.
-func (p *CUDAProcessor) average(cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, ch, channel, signed int32) error {
+// average enqueues on cs the history update for a block (with
+// appendHistory, its last min(records, W) records enter the ring) and the
+// mean of the ring into the slot's average record, after the previous
+// call's update (on whichever stream it ran), then records the slot's
+// event for the next. It reports whether there is a mean to subtract (not
+// while the history is empty).
+func (p *CUDAProcessor) average(cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, ch, channel, signed int32, appendHistory bool) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n, w := p.cfg.SamplesPerRecord, p.cfg.AverageWindow
 	if p.prev != nil {
 		if err := cs.WaitEvent(p.prev); err != nil {
-			return err
+			return false, err
 		}
 	}
-	cnt := min(records, w)
+	cnt := 0
+	if appendHistory {
+		cnt = min(records, w)
+	}
 	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
-	if err := cs.Launch(p.fnHistory, cuda.Dim3{X: uint32(ceilDiv(cnt*n, threads)), Y: 1, Z: 1}, block, 0,
-		in, p.ring, int32(records), int32(n), ch, channel, signed, int32(cnt), int32(p.index), int32(w)); err != nil {
-		return fmt.Errorf("oct_history: %w", err)
+	if cnt > 0 {
+		if err := cs.Launch(p.fnHistory, cuda.Dim3{X: uint32(ceilDiv(cnt*n, threads)), Y: 1, Z: 1}, block, 0,
+			in, p.ring, int32(records), int32(n), ch, channel, signed, int32(cnt), int32(p.index), int32(w)); err != nil {
+			return false, fmt.Errorf("oct_history: %w", err)
+		}
 	}
 	count := min(p.count+cnt, w)
+	if count == 0 {
+		return false, nil
+	}
 	if err := cs.Launch(p.fnMean, cuda.Dim3{X: uint32(ceilDiv(n, threads)), Y: 1, Z: 1}, block, 0,
 		p.ring, sl.avg, int32(n), int32(count)); err != nil {
-		return fmt.Errorf("oct_mean: %w", err)
+		return false, fmt.Errorf("oct_mean: %w", err)
 	}
 	if err := cs.Record(sl.averaged); err != nil {
-		return err
+		return false, err
 	}
 	p.index, p.count, p.prev = (p.index+cnt)%w, count, sl.averaged
-	return nil
+	return true, nil
 }
 
 // Close frees the scratch, tables and plans. cuMemFree waits for queued

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 )
 
@@ -295,4 +296,92 @@ func measure(t *testing.T, dev *cuda.Device, c Config, records, iters int) float
 	ms, err := start.ElapsedTime(end)
 	require.NoError(t, err)
 	return float64(iters*len(lanes)*records) / (float64(ms) / 1e3)
+}
+
+// TestCUDAAverageRefusesCapture: a captured graph would replay one history
+// position, so Process refuses a capturing stream when averaging, and
+// captures fine without averaging.
+func TestCUDAAverageRefusesCapture(t *testing.T) {
+	dev := gpuDevice(t)
+	for _, w := range []int{0, 3} {
+		c := smallConfig(64, 4)
+		c.AverageWindow = w
+		p, err := NewCUDAProcessor(dev, c)
+		require.NoError(t, err)
+		require.NoError(t, p.Prepare())
+		s, err := dev.CreateStream(0)
+		require.NoError(t, err)
+		in, err := dev.Malloc(4 * 64 * 2)
+		require.NoError(t, err)
+		out, err := dev.Malloc(4 * 64 * 4)
+		require.NoError(t, err)
+		require.NoError(t, s.BeginCapture())
+		perr := p.Process(0, s, in.Ptr(), 4, out.Ptr(), 0)
+		g, cerr := s.EndCapture()
+		if w > 0 {
+			require.ErrorIs(t, perr, backend.ErrInvalid)
+			require.ErrorContains(t, perr, "cannot be captured into a graph")
+		} else {
+			require.NoError(t, perr)
+		}
+		require.NoError(t, cerr)
+		require.NoError(t, g.Close())
+		require.NoError(t, in.Free())
+		require.NoError(t, out.Free())
+		require.NoError(t, s.Close())
+		require.NoError(t, p.Close())
+	}
+}
+
+// TestCUDAAppendHistoryFalseMatchesCPU runs the same blocks with and
+// without append_history through both processors: bit-identical without
+// the FFT.
+func TestCUDAAppendHistoryFalseMatchesCPU(t *testing.T) {
+	dev := gpuDevice(t)
+	c := smallConfig(100, 5)
+	c.EnableIFFT, c.EnableMagnitude, c.EnableLog10, c.EnableSquare = false, false, false, false
+	c.AverageWindow = 7
+	appends := []bool{false, true, false, true, true}
+	rng := rand.New(rand.NewPCG(13, 14))
+	raw := randomRaw(rng, len(appends)*5*100, false)
+
+	cp, err := NewCPUProcessor(c)
+	require.NoError(t, err)
+	require.NoError(t, cp.Prepare())
+	defer cp.Close()
+	h := newHostBuffers(t, 100, 100, 5)
+	var want []float32
+	for k, a := range appends {
+		copy(h.raw, raw[k*500:(k+1)*500])
+		require.NoError(t, cp.ProcessHistory(k%2, h.s, h.in.Ptr(), 5, h.out.Ptr(), 0, a))
+		want = append(want, h.result...)
+	}
+
+	gp, err := NewCUDAProcessor(dev, c)
+	require.NoError(t, err)
+	require.NoError(t, gp.Prepare())
+	defer gp.Close()
+	s, err := dev.CreateStream(0)
+	require.NoError(t, err)
+	defer s.Close()
+	hIn, err := dev.MallocHost(len(raw) * 2)
+	require.NoError(t, err)
+	defer hIn.Free()
+	hOut, err := dev.MallocHost(len(want) * 4)
+	require.NoError(t, err)
+	defer hOut.Free()
+	dIn, err := dev.Malloc(len(raw) * 2)
+	require.NoError(t, err)
+	defer dIn.Free()
+	dOut, err := dev.Malloc(len(want) * 4)
+	require.NoError(t, err)
+	defer dOut.Free()
+	copy(hostSlice[uint16](hIn.Ptr(), len(raw)), raw)
+	require.NoError(t, s.CopyHtoD(dIn.Ptr(), hIn.Ptr(), len(raw)*2))
+	for k, a := range appends {
+		require.NoError(t, gp.ProcessHistory(k%2, s, dIn.Ptr()+uintptr(k*1000), 5, dOut.Ptr()+uintptr(k*2000), 0, a))
+	}
+	require.NoError(t, s.CopyDtoH(hOut.Ptr(), dOut.Ptr(), len(want)*4))
+	require.NoError(t, s.Synchronize())
+	require.Equal(t, want, hostSlice[float32](hOut.Ptr(), len(want)))
 }
