@@ -2,6 +2,7 @@ package process
 
 import (
 	"fmt"
+	"math/cmplx"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -64,6 +65,11 @@ type cpuScratch struct {
 	res  []float32    // the resampled record
 	cx   []complex128 // the spectrum / A-scan
 	fft  *fourier.CmplxFFT
+	// A real spectrum (no filter) takes the real FFT, half the work:
+	// rfft, its input re and its M/2+1 coefficients half.
+	rfft *fourier.FFT
+	re   []float64
+	half []complex128
 }
 
 // NewCPUProcessor validates cfg and returns a processor; Prepare allocates
@@ -109,7 +115,10 @@ func (p *CPUProcessor) Prepare() error {
 		}
 		for w := range sl.workers {
 			sc := &cpuScratch{spec: make([]float32, n), res: make([]float32, p.m), cx: make([]complex128, p.m)}
-			if p.cfg.EnableIFFT {
+			switch {
+			case p.cfg.EnableIFFT && p.cfg.SpectralFilter == nil:
+				sc.rfft, sc.re, sc.half = fourier.NewFFT(p.m), make([]float64, p.m), make([]complex128, p.m/2+1)
+			case p.cfg.EnableIFFT:
 				sc.fft = fourier.NewCmplxFFT(p.m)
 			}
 			sl.workers[w] = sc
@@ -198,8 +207,7 @@ func (p *CPUProcessor) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8
 // record, nil without averaging.
 func (p *CPUProcessor) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []float32, dst8 []int8, lo, hi int) {
 	m := p.m
-	filt := p.cfg.SpectralFilter
-	complexSpectrum := filt != nil || p.cfg.EnableIFFT
+	complexSpectrum := p.cfg.SpectralFilter != nil || p.cfg.EnableIFFT
 	for r := lo; r < hi; r++ {
 		// Step 1: the record as float32, minus the average record.
 		for i := range sc.spec {
@@ -233,17 +241,23 @@ func (p *CPUProcessor) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []
 			}
 			continue
 		}
-		// Step 3: spectral filter, float32 products as vortex's.
-		for j, v := range x[:m] {
-			if filt != nil {
-				sc.cx[j] = complex(float64(v*real(filt[j])), float64(v*imag(filt[j])))
-			} else {
-				sc.cx[j] = complex(float64(v), 0)
+		if sc.rfft != nil {
+			// Step 4 of a real spectrum: the inverse DFT is the conjugate of
+			// the forward one, whose upper half mirrors the lower:
+			// y[k] = conj(C[k]) for k <= M/2, C[M-k] above.
+			for j, v := range x[:m] {
+				sc.re[j] = float64(v)
 			}
-		}
-		// Step 4: unnormalised inverse FFT (the 1/M is step 5's).
-		if sc.fft != nil {
-			sc.fft.Sequence(sc.cx, sc.cx)
+			sc.rfft.Coefficients(sc.half, sc.re)
+			for k := range sc.cx {
+				if k < len(sc.half) {
+					sc.cx[k] = cmplx.Conj(sc.half[k])
+				} else {
+					sc.cx[k] = sc.half[m-k]
+				}
+			}
+		} else {
+			p.filter(sc, x)
 		}
 		// Step 5.
 		for j, c := range sc.cx {
@@ -253,6 +267,23 @@ func (p *CPUProcessor) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []
 				out8[j] = p.post.level(y)
 			}
 		}
+	}
+}
+
+// filter is steps 3 and 4 of a complex spectrum: the spectral filter
+// (float32 products, as vortex's) and the unnormalised inverse FFT (the
+// 1/M is step 5's), into sc.cx.
+func (p *CPUProcessor) filter(sc *cpuScratch, x []float32) {
+	filt := p.cfg.SpectralFilter
+	for j, v := range x[:p.m] {
+		if filt != nil {
+			sc.cx[j] = complex(float64(v*real(filt[j])), float64(v*imag(filt[j])))
+		} else {
+			sc.cx[j] = complex(float64(v), 0)
+		}
+	}
+	if sc.fft != nil {
+		sc.fft.Sequence(sc.cx, sc.cx)
 	}
 }
 

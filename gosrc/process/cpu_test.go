@@ -461,3 +461,17 @@ func TestCPUProcessorAppendHistoryFalse(t *testing.T) {
 	check(block(2, false), 2, mean(3, 4, 5))     // B does not
 	check(block(3, true), 3, mean(5, 9, 10, 11)) // the last 4 appended: A's last, C
 }
+
+func TestLog10(t *testing.T) {
+	worst := 0.0
+	for e := -1074.0; e < 1024; e += 0.0137 {
+		x := math.Pow(2, e)
+		want := math.Log10(x)
+		worst = max(worst, math.Abs(log10(x)-want)/max(1, math.Abs(want)))
+	}
+	require.Less(t, worst, 1e-12)
+	require.True(t, math.IsInf(log10(0), -1))
+	require.True(t, math.IsNaN(log10(-1)))
+	require.True(t, math.IsInf(log10(math.Inf(1)), 1))
+	require.True(t, math.IsNaN(log10(math.NaN())))
+}
