@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 )
@@ -193,6 +194,10 @@ func (p *postParams) kernel() kernelConsts {
 // row 0 and wraps once full) and, as vortex recomputes the mean of the ring
 // each block, the exact per-sample integer sums of its valid rows.
 type history struct {
+	// mu orders the updates of concurrent calls; it is held while one
+	// block's last records enter the history and its mean is taken
+	// (O(min(records, W) x N)), never during the FFTs.
+	mu           sync.Mutex
 	w, n         int
 	ring         []int32 // w x n raw values (uint16 or int16)
 	sums         []int64

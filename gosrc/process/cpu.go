@@ -5,6 +5,7 @@ import (
 	"math/cmplx"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"gonum.org/v1/gonum/dsp/fourier"
@@ -28,22 +29,26 @@ const minChunk = 8
 // different slots may run concurrently from different goroutines (the
 // history update is serialised by a mutex, the rest runs in parallel);
 // calls for one slot must not (the engine issues them in order on the
-// slot's stream).
+// slot's stream). Change swaps the configuration between blocks.
 type CPUProcessor struct {
+	st       atomic.Pointer[cpuState]
+	mu       sync.Mutex // serialises Prepare, Change and Close
+	prepared bool
+	closed   atomic.Bool
+	claim    engine.Claim // refuses Close while an engine runs the processor
+}
+
+// cpuState is everything one configuration needs, immutable once built
+// (but for the scratch and the history's contents): a block loads it once
+// and uses it throughout, so Change takes effect at a block boundary.
+type cpuState struct {
 	cfg     Config
 	m       int
 	post    postParams
 	res     *resampling
 	workers int
 	slots   []*cpuSlot
-	closed  bool
-	claim   engine.Claim // refuses Close while an engine runs the processor
-
-	// histMu orders the rolling-average updates of concurrent calls; it is
-	// held while one block's last records enter the history and its mean is
-	// taken (O(min(records, W) x N)), never during the FFTs.
-	histMu sync.Mutex
-	hist   *history
+	hist    *history // nil without averaging; kept across compatible changes
 }
 
 // Claims reports the claim an engine takes while it uses the processor
@@ -75,56 +80,137 @@ type cpuScratch struct {
 // NewCPUProcessor validates cfg and returns a processor; Prepare allocates
 // its scratch.
 func NewCPUProcessor(cfg Config) (*CPUProcessor, error) {
+	st, err := newCPUState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &CPUProcessor{}
+	p.st.Store(st)
+	return p, nil
+}
+
+func newCPUState(cfg Config) (*cpuState, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.clone()
-	p := &CPUProcessor{cfg: cfg, m: cfg.OutputSamples(), post: newPostParams(&cfg)}
+	st := &cpuState{cfg: cfg, m: cfg.OutputSamples(), post: newPostParams(&cfg)}
 	if len(cfg.ResamplingSamples) > 0 {
 		r := newResampling(cfg.ResamplingSamples, cfg.SamplesPerRecord)
-		p.res = &r
+		st.res = &r
 	}
-	return p, nil
+	return st, nil
 }
 
 // Config returns a copy of the processor's configuration.
-func (p *CPUProcessor) Config() Config { return p.cfg.clone() }
+func (p *CPUProcessor) Config() Config { return p.st.Load().cfg.clone() }
 
 // OutputSamples is the length of one processed record.
-func (p *CPUProcessor) OutputSamples() int { return p.m }
+func (p *CPUProcessor) OutputSamples() int { return p.st.Load().m }
 
 // Prepare allocates the history, the FFT plans and per-slot,
 // per-goroutine scratch. Calling it again does nothing.
 func (p *CPUProcessor) Prepare() error {
-	if p.closed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
 		return errClosed("process: CPUProcessor.Prepare")
 	}
-	if p.slots != nil {
+	if p.prepared {
 		return nil
 	}
-	n := p.cfg.SamplesPerRecord
-	if p.cfg.AverageWindow > 0 {
-		p.hist = newHistory(p.cfg.AverageWindow, n)
+	st := p.st.Load()
+	st.allocate(nil)
+	p.prepared = true
+	return nil
+}
+
+// allocate makes the state's scratch and plans, and its history, or takes
+// prev's when prev is compatible (same window and record layout).
+func (st *cpuState) allocate(prev *cpuState) {
+	n := st.cfg.SamplesPerRecord
+	if st.cfg.AverageWindow > 0 {
+		if prev != nil && prev.hist != nil && historyCompatible(&prev.cfg, &st.cfg) {
+			st.hist = prev.hist
+		} else {
+			st.hist = newHistory(st.cfg.AverageWindow, n)
+		}
 	}
-	p.workers = max(1, min(runtime.GOMAXPROCS(0), (p.cfg.AscansPerBlock+minChunk-1)/minChunk))
-	p.slots = make([]*cpuSlot, p.cfg.Slots)
-	for i := range p.slots {
-		sl := &cpuSlot{workers: make([]*cpuScratch, p.workers)}
-		if p.hist != nil {
+	st.workers = max(1, min(runtime.GOMAXPROCS(0), (st.cfg.AscansPerBlock+minChunk-1)/minChunk))
+	st.slots = make([]*cpuSlot, st.cfg.Slots)
+	for i := range st.slots {
+		sl := &cpuSlot{workers: make([]*cpuScratch, st.workers)}
+		if st.hist != nil {
 			sl.avg = make([]float32, n)
 		}
 		for w := range sl.workers {
-			sc := &cpuScratch{spec: make([]float32, n), res: make([]float32, p.m), cx: make([]complex128, p.m)}
+			sc := &cpuScratch{spec: make([]float32, n), res: make([]float32, st.m), cx: make([]complex128, st.m)}
 			switch {
-			case p.cfg.EnableIFFT && p.cfg.SpectralFilter == nil:
-				sc.rfft, sc.re, sc.half = fourier.NewFFT(p.m), make([]float64, p.m), make([]complex128, p.m/2+1)
-			case p.cfg.EnableIFFT:
-				sc.fft = fourier.NewCmplxFFT(p.m)
+			case st.cfg.EnableIFFT && st.cfg.SpectralFilter == nil:
+				sc.rfft, sc.re, sc.half = fourier.NewFFT(st.m), make([]float64, st.m), make([]complex128, st.m/2+1)
+			case st.cfg.EnableIFFT:
+				sc.fft = fourier.NewCmplxFFT(st.m)
 			}
 			sl.workers[w] = sc
 		}
-		p.slots[i] = sl
+		st.slots[i] = sl
 	}
+}
+
+// historyCompatible reports whether the rolling average's history carries
+// over from configuration a to b: same window, same samples, same channel
+// read the same way. (vortex's CUDAProcessor keeps it over such
+// "lightweight" changes; its CPUProcessor always starts over, which its
+// documentation allows: "record history ... may be lost".)
+func historyCompatible(a, b *Config) bool {
+	return a.AverageWindow == b.AverageWindow && a.SamplesPerRecord == b.SamplesPerRecord &&
+		a.Channels() == b.Channels() && a.Channel == b.Channel && a.InterpretAsSigned == b.InterpretAsSigned
+}
+
+// shapeChanged names the first field of the block shape that differs
+// between a and b: an engine sized its buffers for a.
+func shapeChanged(a, b *Config) string {
+	switch {
+	case a.SamplesPerRecord != b.SamplesPerRecord:
+		return "SamplesPerRecord"
+	case a.Channels() != b.Channels():
+		return "ChannelsPerSample"
+	case a.AscansPerBlock != b.AscansPerBlock:
+		return "AscansPerBlock"
+	case a.OutputSamples() != b.OutputSamples():
+		return "OutputSamples()"
+	case a.Slots != b.Slots:
+		return "Slots"
+	}
+	return ""
+}
+
+// Change validates cfg and makes it the configuration of the blocks that
+// Process starts from now on (vortex's change(config)); blocks already
+// started finish with the previous one. The rolling average's history is
+// kept when the window, samples and channel are unchanged, else it starts
+// over. While an engine runs the processor, a change of the block's shape
+// (samples, channels, records, output samples, slots) is refused with
+// backend.ErrInUse, as the engine's buffers were sized for the old one.
+func (p *CPUProcessor) Change(cfg Config) error {
+	const op = "process: CPUProcessor.Change"
+	next, err := newCPUState(cfg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return errClosed(op)
+	}
+	prev := p.st.Load()
+	if f := shapeChanged(&prev.cfg, &next.cfg); f != "" && p.claim.InUse() {
+		return fmt.Errorf("%s: Config.%s changes while an engine runs the processor, expected the same block shape (stop the engine first): %w", op, f, backend.ErrInUse)
+	}
+	if p.prepared {
+		next.allocate(prev)
+	}
+	p.st.Store(next)
 	return nil
 }
 
@@ -143,7 +229,8 @@ func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records i
 // empty).
 func (p *CPUProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CPUProcessor.Process"
-	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
+	st := p.st.Load()
+	if err := checkProcess(op, p.closed.Load(), st.slots != nil, &st.cfg, slot, s, in, records, out); err != nil {
 		return err
 	}
 	hs, ok := s.(backend.HostStream)
@@ -153,18 +240,18 @@ func (p *CPUProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, re
 	if records == 0 {
 		return nil
 	}
-	raw := hostSlice[uint16](in, records*p.cfg.SamplesPerRecord*p.cfg.Channels())
-	dst := hostSlice[float32](out, records*p.m)
+	raw := hostSlice[uint16](in, records*st.cfg.SamplesPerRecord*st.cfg.Channels())
+	dst := hostSlice[float32](out, records*st.m)
 	var dst8 []int8
 	if outInt8 != 0 {
-		dst8 = hostSlice[int8](outInt8, records*p.m)
+		dst8 = hostSlice[int8](outInt8, records*st.m)
 	}
-	sl := p.slots[slot]
-	return hs.Enqueue(func() { p.run(sl, raw, dst, dst8, records, appendHistory) })
+	sl := st.slots[slot]
+	return hs.Enqueue(func() { st.run(sl, raw, dst, dst8, records, appendHistory) })
 }
 
 // sample reads record r's sample i of the processed channel.
-func (p *CPUProcessor) sample(raw []uint16, r, i int) int32 {
+func (p *cpuState) sample(raw []uint16, r, i int) int32 {
 	v := raw[(r*p.cfg.SamplesPerRecord+i)*p.cfg.Channels()+p.cfg.Channel]
 	if p.cfg.InterpretAsSigned {
 		return int32(int16(v))
@@ -176,18 +263,18 @@ func (p *CPUProcessor) sample(raw []uint16, r, i int) int32 {
 // order), then the records in contiguous chunks, one per goroutine, and
 // waits for them: the CPU stream's contract is that work is done when
 // Enqueue returns.
-func (p *CPUProcessor) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8, records int, appendHistory bool) {
+func (p *cpuState) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8, records int, appendHistory bool) {
 	var avg []float32
-	if p.hist != nil {
-		p.histMu.Lock()
+	if h := p.hist; h != nil {
+		h.mu.Lock()
 		if appendHistory {
-			p.hist.append(records, func(r, i int) int32 { return p.sample(raw, r, i) })
+			h.append(records, func(r, i int) int32 { return p.sample(raw, r, i) })
 		}
-		if p.hist.count > 0 {
-			p.hist.mean(sl.avg)
+		if h.count > 0 {
+			h.mean(sl.avg)
 			avg = sl.avg
 		}
-		p.histMu.Unlock()
+		h.mu.Unlock()
 	}
 	chunks := min(len(sl.workers), (records+minChunk-1)/minChunk)
 	size := (records + chunks - 1) / chunks
@@ -205,7 +292,7 @@ func (p *CPUProcessor) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8
 
 // chunk processes records [lo, hi) of a block; avg is the block's average
 // record, nil without averaging.
-func (p *CPUProcessor) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []float32, dst8 []int8, lo, hi int) {
+func (p *cpuState) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []float32, dst8 []int8, lo, hi int) {
 	m := p.m
 	complexSpectrum := p.cfg.SpectralFilter != nil || p.cfg.EnableIFFT
 	for r := lo; r < hi; r++ {
@@ -273,7 +360,7 @@ func (p *CPUProcessor) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []
 // filter is steps 3 and 4 of a complex spectrum: the spectral filter
 // (float32 products, as vortex's) and the unnormalised inverse FFT (the
 // 1/M is step 5's), into sc.cx.
-func (p *CPUProcessor) filter(sc *cpuScratch, x []float32) {
+func (p *cpuState) filter(sc *cpuScratch, x []float32) {
 	filt := p.cfg.SpectralFilter
 	for j, v := range x[:p.m] {
 		if filt != nil {
@@ -290,12 +377,13 @@ func (p *CPUProcessor) filter(sc *cpuScratch, x []float32) {
 // Close releases the scratch; while an engine uses the processor it
 // refuses with backend.ErrInUse. Further calls return backend.ErrClosed.
 func (p *CPUProcessor) Close() error {
-	if p.closed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
 		return errClosed("process: CPUProcessor.Close")
 	}
 	return p.claim.Close(func() error {
-		p.closed = true
-		p.slots, p.hist = nil, nil
+		p.closed.Store(true)
 		return nil
 	})
 }

@@ -475,3 +475,117 @@ func TestLog10(t *testing.T) {
 	require.True(t, math.IsInf(log10(math.Inf(1)), 1))
 	require.True(t, math.IsNaN(log10(math.NaN())))
 }
+
+func TestCPUProcessorChange(t *testing.T) {
+	const n, R = 64, 6
+	rng := rand.New(rand.NewPCG(15, 16))
+	raw := randomRaw(rng, 2*R*n, false) // blocks A, B
+	base := smallConfig(n, R)
+	base.AverageWindow = 8
+	tests := []struct {
+		name      string
+		mod       func(*Config)
+		keepsHist bool
+	}{
+		{"levels-and-log", func(c *Config) { c.Levels = [2]float32{10, 70}; c.EnableSquare = false }, true},
+		{"filter", func(c *Config) { c.SpectralFilter = randomFilter(rng, n) }, true},
+		{"resampling-same-length", func(c *Config) { c.ResamplingSamples = sortedPositions(rng, n, n) }, true},
+		{"window", func(c *Config) { c.AverageWindow = 3 }, false},
+		{"no-average", func(c *Config) { c.AverageWindow = 0 }, false},
+		{"output-length", func(c *Config) { c.ResamplingSamples = sortedPositions(rng, 40, n) }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			next := base
+			tc.mod(&next)
+			p, err := NewCPUProcessor(base)
+			require.NoError(t, err)
+			require.NoError(t, p.Prepare())
+			defer p.Close()
+			h := newHostBuffers(t, n, n, R)
+			copy(h.raw, raw[:R*n])
+			require.NoError(t, p.Process(0, h.s, h.in.Ptr(), R, h.out.Ptr(), h.out8.Ptr()))
+			require.NoError(t, p.Change(next))
+			require.Equal(t, next.OutputSamples(), p.OutputSamples())
+			require.Equal(t, next.Levels, p.Config().Levels)
+			copy(h.raw, raw[R*n:])
+			require.NoError(t, p.Process(1, h.s, h.in.Ptr(), R, h.out.Ptr(), h.out8.Ptr()))
+			m := next.OutputSamples()
+			got, got8 := slices.Clone(h.result[:R*m]), slices.Clone(h.result8[:R*m])
+
+			// The same block from a processor that had next all along: with
+			// the history of block A when it carries over, without it else.
+			var want []float32
+			var want8 []int8
+			if tc.keepsHist {
+				want, want8 = cpuBlocks(t, next, raw, []int{R, R})
+				want, want8 = want[R*m:], want8[R*m:]
+			} else {
+				want, want8 = cpuBlocks(t, next, raw[R*n:], []int{R})
+			}
+			require.Equal(t, want, got)
+			require.Equal(t, want8, got8)
+		})
+	}
+}
+
+func TestCPUProcessorChangeErrorsAndEngineClaim(t *testing.T) {
+	c := smallConfig(32, 4)
+	p, err := NewCPUProcessor(c)
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	bad := c
+	bad.Slots = 0
+	require.ErrorContains(t, p.Change(bad), "Config.Slots=0")
+	require.Equal(t, 2, p.Config().Slots, "a refused change keeps the configuration")
+
+	claims := p.Claims()
+	require.NoError(t, claims[0].Take())
+	bigger := c
+	bigger.AscansPerBlock = 8
+	err = p.Change(bigger)
+	require.ErrorIs(t, err, backend.ErrInUse)
+	require.ErrorContains(t, err, "Config.AscansPerBlock changes while an engine runs the processor")
+	levels := c
+	levels.Levels = [2]float32{0, 40}
+	require.NoError(t, p.Change(levels), "a change of values only is fine while an engine runs")
+	claims[0].Drop()
+	require.NoError(t, p.Change(bigger))
+	require.Equal(t, 8, p.Config().AscansPerBlock)
+	require.NoError(t, p.Close())
+	require.ErrorIs(t, p.Change(c), backend.ErrClosed)
+}
+
+func TestCPUProcessorChangeWhileProcessing(t *testing.T) {
+	// Change from another goroutine while blocks are processed: each
+	// block uses one configuration throughout (the race detector watches).
+	c := smallConfig(64, 16)
+	c.AverageWindow = 5
+	p, err := NewCPUProcessor(c)
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	defer p.Close()
+	h := newHostBuffers(t, 64, 64, 16)
+	copy(h.raw, randomRaw(rand.New(rand.NewPCG(17, 18)), len(h.raw), false))
+	errs := make(chan error, 50)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := range 50 {
+			next := c
+			if k%2 == 1 {
+				next.Levels = [2]float32{0, float32(40 + k)}
+				next.EnableSquare = false
+			}
+			errs <- p.Change(next)
+		}
+	}()
+	for range 100 {
+		require.NoError(t, p.Process(0, h.s, h.in.Ptr(), 16, h.out.Ptr(), h.out8.Ptr()))
+	}
+	<-done
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
