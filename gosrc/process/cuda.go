@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -43,30 +44,47 @@ const (
 // in stream order). The rolling average's history is shared: calls update
 // it in the order Process is called, each waiting on the device (an event,
 // never the host) for the previous call's update, whatever stream that
-// call used.
+// call used. Change swaps the configuration between blocks.
 type CUDAProcessor struct {
-	cfg  Config
-	dev  *cuda.Device
-	m    int
-	post postParams
+	dev *cuda.Device
 
 	fnHistory, fnMean, fnSpectrum, fnPost *cuda.Function
 
+	// swap guards st: Process holds it shared while it enqueues a block
+	// (microseconds, never waiting on the device; uncontended but for a
+	// Change), Change exclusively while it swaps the state, so no block is
+	// enqueued on a state being freed.
+	swap     sync.RWMutex
+	st       *cudaState
+	mu       sync.Mutex // serialises Prepare, Change and Close
+	prepared bool
+	closed   atomic.Bool
+	claim    engine.Claim // refuses Close while an engine runs the processor
+}
+
+// cudaState is one configuration's device resources.
+type cudaState struct {
+	cfg  Config
+	m    int
+	post postParams
 	// Device addresses of the shared read-only tables, 0 when unused: the
 	// kernels skip a step on a null pointer.
 	before, after, wBefore, wAfter, filt uintptr
 	slots                                []*cudaSlot
-	buffers                              []*cuda.Buffer // everything to free on Close
-	closed                               bool
-	claim                                engine.Claim // refuses Close while an engine runs the processor
+	buffers                              []*cuda.Buffer // the tables and slot scratch, freed with the state
+	hist                                 *cudaHistory   // nil without averaging; kept across compatible changes
+}
 
+// cudaHistory is the rolling average's device history and the host's view
+// of it.
+type cudaHistory struct {
 	// mu orders the history updates of concurrent Process calls; it is
 	// held while two kernel launches and an event record are enqueued,
 	// which never block on the device.
 	mu           sync.Mutex
-	ring         uintptr     // int32 history, AverageWindow x N (AverageWindow > 0)
-	index, count int         // the ring's next row and valid rows (host view of the enqueued state)
-	prev         *cuda.Event // recorded after the last enqueued history update, nil before the first
+	buf          *cuda.Buffer // int32 ring, AverageWindow x N
+	index, count int          // the ring's next row and valid rows (as enqueued)
+	prev         *cuda.Event  // recorded after the last enqueued update, nil when none is pending
 }
 
 // cudaSlot is one slot's scratch.
@@ -83,36 +101,48 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	if dev == nil {
 		return nil, errors.New("process: NewCUDAProcessor: dev=nil, expected a *cuda.Device")
 	}
+	st, err := newCUDAState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &CUDAProcessor{dev: dev, st: st}, nil
+}
+
+func newCUDAState(cfg Config) (*cudaState, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.clone()
-	return &CUDAProcessor{cfg: cfg, dev: dev, m: cfg.OutputSamples(), post: newPostParams(&cfg)}, nil
+	return &cudaState{cfg: cfg, m: cfg.OutputSamples(), post: newPostParams(&cfg)}, nil
+}
+
+// state returns the current configuration state.
+func (p *CUDAProcessor) state() *cudaState {
+	p.swap.RLock()
+	defer p.swap.RUnlock()
+	return p.st
 }
 
 // Config returns a copy of the processor's configuration.
-func (p *CUDAProcessor) Config() Config { return p.cfg.clone() }
+func (p *CUDAProcessor) Config() Config { return p.state().cfg.clone() }
 
 // OutputSamples is the length of one processed record.
-func (p *CUDAProcessor) OutputSamples() int { return p.m }
+func (p *CUDAProcessor) OutputSamples() int { return p.state().m }
 
 // Prepare loads the kernels (JIT-compiled once per device), uploads the
 // resampling and filter tables, and allocates the history and each slot's
 // scratch, event and cuFFT plan. Calling it again does nothing. On error,
 // whatever was allocated is released.
-func (p *CUDAProcessor) Prepare() (err error) {
+func (p *CUDAProcessor) Prepare() error {
 	const op = "process: CUDAProcessor.Prepare"
-	if p.closed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
 		return errClosed(op)
 	}
-	if p.slots != nil {
+	if p.prepared {
 		return nil
 	}
-	defer func() {
-		if err != nil {
-			p.release()
-		}
-	}()
 	ptx, err := octPTX()
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -132,13 +162,27 @@ func (p *CUDAProcessor) Prepare() (err error) {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 	}
+	if err := p.allocate(p.st, nil); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	p.prepared = true
+	return nil
+}
 
-	// Prepare may block: the tables go up through a private stream and a
-	// synchronize, so they are in place before any Process call can use
-	// them on another stream. This is set-up, not the hot path.
+// allocate uploads st's tables and allocates its slots, and its history or
+// prev's when compatible. It may block: the tables go up through a
+// private stream and a synchronize, so they are in place before any
+// Process call can use them on another stream. This is set-up, not the hot
+// path. On error, whatever it allocated is released.
+func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
+	defer func() {
+		if err != nil {
+			st.release(prev)
+		}
+	}()
 	s, err := p.dev.CreateStream(0)
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return err
 	}
 	defer s.Close()
 	var staging []*cuda.Buffer
@@ -147,8 +191,16 @@ func (p *CUDAProcessor) Prepare() (err error) {
 			b.Free()
 		}
 	}()
+	alloc := func(n int) (uintptr, error) {
+		b, err := p.dev.Malloc(n)
+		if err != nil {
+			return 0, err
+		}
+		st.buffers = append(st.buffers, b)
+		return b.Ptr(), nil
+	}
 	upload := func(host []byte) (uintptr, error) {
-		d, err := p.alloc(len(host))
+		d, err := alloc(len(host))
 		if err != nil {
 			return 0, err
 		}
@@ -160,62 +212,126 @@ func (p *CUDAProcessor) Prepare() (err error) {
 		copy(cpu.HostBytes(h.Ptr(), len(host)), host)
 		return d, s.CopyHtoD(d, h.Ptr(), len(host))
 	}
-	if len(p.cfg.ResamplingSamples) > 0 {
-		r := newResampling(p.cfg.ResamplingSamples, p.cfg.SamplesPerRecord)
+	if len(st.cfg.ResamplingSamples) > 0 {
+		r := newResampling(st.cfg.ResamplingSamples, st.cfg.SamplesPerRecord)
 		for _, t := range []struct {
 			dst  *uintptr
 			data []byte
 		}{
-			{&p.before, bytesOf(r.before)}, {&p.after, bytesOf(r.after)},
-			{&p.wBefore, bytesOf(r.wBefore)}, {&p.wAfter, bytesOf(r.wAfter)},
+			{&st.before, bytesOf(r.before)}, {&st.after, bytesOf(r.after)},
+			{&st.wBefore, bytesOf(r.wBefore)}, {&st.wAfter, bytesOf(r.wAfter)},
 		} {
 			if *t.dst, err = upload(t.data); err != nil {
-				return fmt.Errorf("%s: ResamplingSamples: %w", op, err)
+				return fmt.Errorf("ResamplingSamples: %w", err)
 			}
 		}
 	}
-	if f := p.cfg.SpectralFilter; len(f) > 0 {
-		if p.filt, err = upload(bytesOf(f)); err != nil {
-			return fmt.Errorf("%s: SpectralFilter: %w", op, err)
+	if f := st.cfg.SpectralFilter; len(f) > 0 {
+		if st.filt, err = upload(bytesOf(f)); err != nil {
+			return fmt.Errorf("SpectralFilter: %w", err)
 		}
 	}
 
-	n, m, R := p.cfg.SamplesPerRecord, p.m, p.cfg.AscansPerBlock
-	if p.cfg.AverageWindow > 0 {
-		if p.ring, err = p.alloc(p.cfg.AverageWindow * n * 4); err != nil {
-			return fmt.Errorf("%s: history: %w", op, err)
+	n, m, R := st.cfg.SamplesPerRecord, st.m, st.cfg.AscansPerBlock
+	if st.cfg.AverageWindow > 0 {
+		if prev != nil && prev.hist != nil && historyCompatible(&prev.cfg, &st.cfg) {
+			st.hist = prev.hist
+		} else {
+			b, err := p.dev.Malloc(st.cfg.AverageWindow * n * 4)
+			if err != nil {
+				return fmt.Errorf("history: %w", err)
+			}
+			st.hist = &cudaHistory{buf: b}
 		}
 	}
-	slots := make([]*cudaSlot, p.cfg.Slots)
-	for i := range slots {
+	st.slots = make([]*cudaSlot, st.cfg.Slots)
+	for i := range st.slots {
 		sl := &cudaSlot{}
-		slots[i] = sl
-		p.slots = slots[:i+1] // so release frees the plans and events made so far
-		if p.cfg.AverageWindow > 0 {
-			if sl.avg, err = p.alloc(n * 4); err != nil {
-				return fmt.Errorf("%s: slot %d: %w", op, i, err)
+		st.slots[i] = sl
+		if st.cfg.AverageWindow > 0 {
+			if sl.avg, err = alloc(n * 4); err != nil {
+				return fmt.Errorf("slot %d: %w", i, err)
 			}
 			if sl.averaged, err = p.dev.CreateEvent(false); err != nil {
-				return fmt.Errorf("%s: slot %d: %w", op, i, err)
+				return fmt.Errorf("slot %d: %w", i, err)
 			}
 		}
-		if sl.spectrum, err = p.alloc(R * m * 8); err != nil {
-			return fmt.Errorf("%s: slot %d: %w", op, i, err)
+		if sl.spectrum, err = alloc(R * m * 8); err != nil {
+			return fmt.Errorf("slot %d: %w", i, err)
 		}
 		// The plan always transforms AscansPerBlock records; the rows past
 		// a short block's records hold zeros or stale spectra and are never
 		// read back. Zero them once so no NaN ever appears there.
 		if err = s.Memset(sl.spectrum, 0, R*m*8); err != nil {
-			return fmt.Errorf("%s: slot %d: %w", op, i, err)
+			return fmt.Errorf("slot %d: %w", i, err)
 		}
-		if p.cfg.EnableIFFT {
+		if st.cfg.EnableIFFT {
 			if sl.plan, err = cuda.NewFFTPlan(p.dev, m, R, cuda.C2C); err != nil {
-				return fmt.Errorf("%s: slot %d: %w", op, i, err)
+				return fmt.Errorf("slot %d: %w", i, err)
 			}
 		}
 	}
 	if err = s.Synchronize(); err != nil {
-		return fmt.Errorf("%s: uploading tables: %w", op, err)
+		return fmt.Errorf("uploading tables: %w", err)
+	}
+	return nil
+}
+
+// Change validates cfg and makes it the configuration of the blocks that
+// Process enqueues from now on (vortex's change(config)); blocks already
+// enqueued finish with the previous one. The rolling average's history is
+// kept when the window, samples and channel are unchanged (vortex's
+// CUDAProcessor keeps it over its "lightweight" changes), else it starts
+// over. Change allocates the new configuration's resources, then waits for
+// the device (cuCtxSynchronize) before freeing the previous ones; graphs
+// captured before a Change must not be replayed after it. While an engine
+// runs the processor, a change of the block's shape (samples, channels,
+// records, output samples, slots) is refused with backend.ErrInUse, as the
+// engine's buffers were sized for the old one.
+func (p *CUDAProcessor) Change(cfg Config) error {
+	const op = "process: CUDAProcessor.Change"
+	next, err := newCUDAState(cfg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return errClosed(op)
+	}
+	prev := p.st
+	if f := shapeChanged(&prev.cfg, &next.cfg); f != "" && p.claim.InUse() {
+		return fmt.Errorf("%s: Config.%s changes while an engine runs the processor, expected the same block shape (stop the engine first): %w", op, f, backend.ErrInUse)
+	}
+	if !p.prepared {
+		p.swap.Lock()
+		p.st = next
+		p.swap.Unlock()
+		return nil
+	}
+	if err := p.allocate(next, prev); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	p.swap.Lock()
+	p.st = next
+	p.swap.Unlock()
+	// Every block enqueued on prev was enqueued before the swap: once the
+	// device is idle, none uses prev, and a kept history has no update
+	// pending to wait for (its prev event belongs to prev's slots).
+	if err := p.dev.Synchronize(); err != nil {
+		return fmt.Errorf("%s: waiting for the blocks of the previous configuration: %w", op, err)
+	}
+	if h := next.hist; h != nil && h == prev.hist {
+		h.mu.Lock()
+		for _, sl := range prev.slots {
+			if h.prev == sl.averaged {
+				h.prev = nil // completed; a block enqueued since may have replaced it
+			}
+		}
+		h.mu.Unlock()
+	}
+	if err := prev.release(next); err != nil {
+		return fmt.Errorf("%s: releasing the previous configuration: %w", op, err)
 	}
 	return nil
 }
@@ -226,23 +342,12 @@ func bytesOf[T any](v []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(zero)))
 }
 
-// alloc allocates device memory that Close frees.
-func (p *CUDAProcessor) alloc(n int) (uintptr, error) {
-	b, err := p.dev.Malloc(n)
-	if err != nil {
-		return 0, err
-	}
-	p.buffers = append(p.buffers, b)
-	return b.Ptr(), nil
-}
-
 // Process enqueues the processing of records raw spectra at device address
 // in (uint16, records x SamplesPerRecord x ChannelsPerSample) into out
 // (float32) and, when outInt8 != 0, outInt8 (int8), each records x
 // OutputSamples(), on s, which must be a *cuda.Stream of the processor's
-// device.
-// The block's records enter the rolling average's history (vortex's
-// append_history=True).
+// device. The block's records enter the rolling average's history
+// (vortex's append_history=True).
 func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
 	return p.ProcessHistory(slot, s, in, records, out, outInt8, true)
 }
@@ -252,7 +357,10 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 // empty).
 func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CUDAProcessor.Process"
-	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
+	p.swap.RLock()
+	defer p.swap.RUnlock()
+	st := p.st
+	if err := checkProcess(op, p.closed.Load(), st.slots != nil, &st.cfg, slot, s, in, records, out); err != nil {
 		return err
 	}
 	cs, ok := s.(*cuda.Stream)
@@ -262,26 +370,26 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 	if records == 0 {
 		return nil
 	}
-	sl := p.slots[slot]
-	n, m := p.cfg.SamplesPerRecord, p.m
-	ch, channel := int32(p.cfg.Channels()), int32(p.cfg.Channel)
+	sl := st.slots[slot]
+	n, m := st.cfg.SamplesPerRecord, st.m
+	ch, channel := int32(st.cfg.Channels()), int32(st.cfg.Channel)
 	var signed int32
-	if p.cfg.InterpretAsSigned {
+	if st.cfg.InterpretAsSigned {
 		signed = 1
 	}
 	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
 
 	// Step 1a: the rolling average.
 	var avg uintptr
-	if p.ring != 0 {
+	if st.hist != nil {
 		// A graph would replay the history position of its capture: refuse
 		// rather than average the wrong records. One driver query per block,
 		// only with averaging.
 		if cs.Capturing() {
 			return fmt.Errorf("%s: AverageWindow=%d cannot be captured into a graph (the rolling average's position advances with every call), expected a stream that is not capturing: %w",
-				op, p.cfg.AverageWindow, backend.ErrInvalid)
+				op, st.cfg.AverageWindow, backend.ErrInvalid)
 		}
-		subtract, err := p.average(cs, sl, in, records, ch, channel, signed, appendHistory)
+		subtract, err := p.average(st, cs, sl, in, records, ch, channel, signed, appendHistory)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -293,7 +401,7 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 	// Steps 1b-3: load, subtract, resample and filter into complex64.
 	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads) * records), Y: 1, Z: 1}
 	if err := cs.Launch(p.fnSpectrum, grid, block, 0,
-		in, avg, p.before, p.after, p.wBefore, p.wAfter, p.filt, sl.spectrum,
+		in, avg, st.before, st.after, st.wBefore, st.wAfter, st.filt, sl.spectrum,
 		int32(n), int32(m), ch, channel, signed); err != nil {
 		return fmt.Errorf("%s: oct_spectrum: %w", op, err)
 	}
@@ -311,19 +419,19 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 	// Step 5: output values.
 	total := records * m
 	var flags int32
-	if p.post.log10 {
+	if st.post.log10 {
 		flags |= flagLog10
 	}
-	if p.post.square {
+	if st.post.square {
 		flags |= flagSquare
 	}
-	if p.post.magnitude {
+	if st.post.magnitude {
 		flags |= flagMagnitude
 	}
-	if p.post.levels {
+	if st.post.levels {
 		flags |= flagLevels
 	}
-	k := p.post.kernel()
+	k := st.post.kernel()
 	grid = cuda.Dim3{X: uint32(min(ceilDiv(total, threads), postBlocks)), Y: 1, Z: 1}
 	if err := cs.Launch(p.fnPost, grid, block, 0,
 		sl.spectrum, out, outInt8, int32(total), flags, k.outMul, k.outAdd, k.lvlMul, k.lvlAdd); err != nil {
@@ -338,12 +446,13 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 // call's update (on whichever stream it ran), then records the slot's
 // event for the next. It reports whether there is a mean to subtract (not
 // while the history is empty).
-func (p *CUDAProcessor) average(cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, ch, channel, signed int32, appendHistory bool) (bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n, w := p.cfg.SamplesPerRecord, p.cfg.AverageWindow
-	if p.prev != nil {
-		if err := cs.WaitEvent(p.prev); err != nil {
+func (p *CUDAProcessor) average(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, ch, channel, signed int32, appendHistory bool) (bool, error) {
+	h := st.hist
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, w := st.cfg.SamplesPerRecord, st.cfg.AverageWindow
+	if h.prev != nil {
+		if err := cs.WaitEvent(h.prev); err != nil {
 			return false, err
 		}
 	}
@@ -354,22 +463,22 @@ func (p *CUDAProcessor) average(cs *cuda.Stream, sl *cudaSlot, in uintptr, recor
 	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
 	if cnt > 0 {
 		if err := cs.Launch(p.fnHistory, cuda.Dim3{X: uint32(ceilDiv(cnt*n, threads)), Y: 1, Z: 1}, block, 0,
-			in, p.ring, int32(records), int32(n), ch, channel, signed, int32(cnt), int32(p.index), int32(w)); err != nil {
+			in, h.buf.Ptr(), int32(records), int32(n), ch, channel, signed, int32(cnt), int32(h.index), int32(w)); err != nil {
 			return false, fmt.Errorf("oct_history: %w", err)
 		}
 	}
-	count := min(p.count+cnt, w)
+	count := min(h.count+cnt, w)
 	if count == 0 {
 		return false, nil
 	}
 	if err := cs.Launch(p.fnMean, cuda.Dim3{X: uint32(ceilDiv(n, threads)), Y: 1, Z: 1}, block, 0,
-		p.ring, sl.avg, int32(n), int32(count)); err != nil {
+		h.buf.Ptr(), sl.avg, int32(n), int32(count)); err != nil {
 		return false, fmt.Errorf("oct_mean: %w", err)
 	}
 	if err := cs.Record(sl.averaged); err != nil {
 		return false, err
 	}
-	p.index, p.count, p.prev = (p.index+cnt)%w, count, sl.averaged
+	h.index, h.count, h.prev = (h.index+cnt)%w, count, sl.averaged
 	return true, nil
 }
 
@@ -380,12 +489,16 @@ func (p *CUDAProcessor) average(cs *cuda.Stream, sl *cudaSlot, in uintptr, recor
 // backend.ErrInUse: closing it under a run used to break the run with
 // "use of closed object".
 func (p *CUDAProcessor) Close() error {
-	if p.closed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
 		return errClosed("process: CUDAProcessor.Close")
 	}
 	return p.claim.Close(func() error {
-		p.closed = true
-		return p.release()
+		p.swap.Lock()
+		defer p.swap.Unlock()
+		p.closed.Store(true)
+		return p.st.release(nil)
 	})
 }
 
@@ -396,28 +509,31 @@ func (p *CUDAProcessor) Claims() []*engine.Claim {
 	return []*engine.Claim{&p.claim}
 }
 
-// release frees everything allocated so far and returns the first error.
-func (p *CUDAProcessor) release() error {
+// release frees everything the state allocated, its history unless keep
+// (the state that took it over) holds it, and returns the first error.
+func (st *cudaState) release(keep *cudaState) error {
 	var first error
-	for _, sl := range p.slots {
-		if sl != nil && sl.plan != nil {
-			if err := sl.plan.Close(); err != nil && first == nil {
-				first = err
-			}
-		}
-		if sl != nil && sl.averaged != nil {
-			if err := sl.averaged.Close(); err != nil && first == nil {
-				first = err
-			}
-		}
-	}
-	for _, b := range p.buffers {
-		if err := b.Free(); err != nil && first == nil {
+	note := func(err error) {
+		if err != nil && first == nil {
 			first = err
 		}
 	}
-	p.slots, p.buffers = nil, nil
-	p.before, p.after, p.wBefore, p.wAfter, p.filt, p.ring, p.prev = 0, 0, 0, 0, 0, 0, nil
+	for _, sl := range st.slots {
+		if sl != nil && sl.plan != nil {
+			note(sl.plan.Close())
+		}
+		if sl != nil && sl.averaged != nil {
+			note(sl.averaged.Close())
+		}
+	}
+	for _, b := range st.buffers {
+		note(b.Free())
+	}
+	if st.hist != nil && (keep == nil || keep.hist != st.hist) {
+		note(st.hist.buf.Free())
+	}
+	st.slots, st.buffers, st.hist = nil, nil, nil
+	st.before, st.after, st.wBefore, st.wAfter, st.filt = 0, 0, 0, 0, 0
 	return first
 }
 

@@ -385,3 +385,83 @@ func TestCUDAAppendHistoryFalseMatchesCPU(t *testing.T) {
 	require.NoError(t, s.Synchronize())
 	require.Equal(t, want, hostSlice[float32](hOut.Ptr(), len(want)))
 }
+
+// TestCUDAChangeMatchesCPU: block A, Change, block B on both processors
+// (each on its own slot stream): B agrees, with the history kept or
+// started over alike; a block enqueued before the Change keeps the old
+// configuration.
+func TestCUDAChangeMatchesCPU(t *testing.T) {
+	dev := gpuDevice(t)
+	const n, R = 1376, 6
+	rng := rand.New(rand.NewPCG(19, 20))
+	raw := randomRaw(rng, 2*R*n, false)
+	base := smallConfig(n, R)
+	base.AverageWindow = 8
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"levels-and-log", func(c *Config) { c.Levels = [2]float32{10, 70}; c.EnableSquare = false }},
+		{"filter", func(c *Config) { c.SpectralFilter = randomFilter(rng, n) }},
+		{"window", func(c *Config) { c.AverageWindow = 3 }},
+		{"output-length", func(c *Config) { c.ResamplingSamples = sortedPositions(rng, 1024, n) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := base
+			tc.mod(&next)
+			m := next.OutputSamples()
+			// CPU: A, Change, B.
+			cp, err := NewCPUProcessor(base)
+			require.NoError(t, err)
+			require.NoError(t, cp.Prepare())
+			defer cp.Close()
+			h := newHostBuffers(t, n, n, R)
+			copy(h.raw, raw[:R*n])
+			require.NoError(t, cp.Process(0, h.s, h.in.Ptr(), R, h.out.Ptr(), h.out8.Ptr()))
+			wantA := slices.Clone(h.result[:R*n])
+			require.NoError(t, cp.Change(next))
+			copy(h.raw, raw[R*n:])
+			require.NoError(t, cp.Process(1, h.s, h.in.Ptr(), R, h.out.Ptr(), h.out8.Ptr()))
+			want, want8 := slices.Clone(h.result[:R*m]), slices.Clone(h.result8[:R*m])
+
+			// CUDA: A on stream 0, Change (no host wait for A first), B on stream 1.
+			gp, err := NewCUDAProcessor(dev, base)
+			require.NoError(t, err)
+			require.NoError(t, gp.Prepare())
+			defer gp.Close()
+			var streams [2]*cuda.Stream
+			for i := range streams {
+				streams[i], err = dev.CreateStream(0)
+				require.NoError(t, err)
+				defer streams[i].Close()
+			}
+			buf := func(size int, pinned bool) *cuda.Buffer {
+				var b *cuda.Buffer
+				if pinned {
+					b, err = dev.MallocHost(size)
+				} else {
+					b, err = dev.Malloc(size)
+				}
+				require.NoError(t, err)
+				t.Cleanup(func() { b.Free() })
+				return b
+			}
+			hIn, dIn := buf(len(raw)*2, true), buf(len(raw)*2, false)
+			hA, dA := buf(R*n*4, true), buf(R*n*4, false)
+			hB, dB, hB8, dB8 := buf(R*m*4, true), buf(R*m*4, false), buf(R*m, true), buf(R*m, false)
+			copy(hostSlice[uint16](hIn.Ptr(), len(raw)), raw)
+			require.NoError(t, streams[0].CopyHtoD(dIn.Ptr(), hIn.Ptr(), len(raw)*2))
+			require.NoError(t, gp.Process(0, streams[0], dIn.Ptr(), R, dA.Ptr(), 0))
+			require.NoError(t, gp.Change(next))
+			require.Equal(t, m, gp.OutputSamples())
+			require.NoError(t, gp.Process(1, streams[1], dIn.Ptr()+uintptr(R*n*2), R, dB.Ptr(), dB8.Ptr()))
+			require.NoError(t, dev.Synchronize())
+			require.NoError(t, streams[0].CopyDtoH(hA.Ptr(), dA.Ptr(), R*n*4))
+			require.NoError(t, streams[0].CopyDtoH(hB.Ptr(), dB.Ptr(), R*m*4))
+			require.NoError(t, streams[0].CopyDtoH(hB8.Ptr(), dB8.Ptr(), R*m))
+			require.NoError(t, streams[0].Synchronize())
+			compareOutputs(t, &base, wantA, hostSlice[float32](hA.Ptr(), R*n), make([]int8, R*n), make([]int8, R*n))
+			compareOutputs(t, &next, want, hostSlice[float32](hB.Ptr(), R*m), want8, hostSlice[int8](hB8.Ptr(), R*m))
+		})
+	}
+}
