@@ -108,6 +108,14 @@ func (p *CPUProcessor) Config() Config { return p.st.Load().cfg.clone() }
 // OutputSamples is the length of one processed record.
 func (p *CPUProcessor) OutputSamples() int { return p.st.Load().m }
 
+// InputValues is the number of uint16 values of one raw record that
+// Process reads: SamplesPerRecord x ChannelsPerSample. A caller's raw
+// buffers must hold that many per record.
+func (p *CPUProcessor) InputValues() int {
+	c := &p.st.Load().cfg
+	return c.SamplesPerRecord * c.Channels()
+}
+
 // Prepare allocates the history, the FFT plans and per-slot,
 // per-goroutine scratch. Calling it again does nothing.
 func (p *CPUProcessor) Prepare() error {

@@ -74,6 +74,12 @@ func TestConfigValidate(t *testing.T) {
 	require.NoError(t, c.Validate(), "inverted levels, as vortex")
 	c.ResamplingSamples = make([]float32, 7)
 	require.Equal(t, 7, c.OutputSamples())
+	c.ResamplingSamples = nil
+	c.ChannelsPerSample = 3
+	p, err := NewCPUProcessor(c)
+	require.NoError(t, err)
+	require.Equal(t, 64*3, p.InputValues(), "raw records hold every channel")
+	require.Equal(t, 64, p.OutputSamples())
 }
 
 func TestLevelAndRoundClip(t *testing.T) {

@@ -129,6 +129,14 @@ func (p *CUDAProcessor) Config() Config { return p.state().cfg.clone() }
 // OutputSamples is the length of one processed record.
 func (p *CUDAProcessor) OutputSamples() int { return p.state().m }
 
+// InputValues is the number of uint16 values of one raw record that
+// Process reads: SamplesPerRecord x ChannelsPerSample. A caller's raw
+// buffers must hold that many per record.
+func (p *CUDAProcessor) InputValues() int {
+	c := &p.state().cfg
+	return c.SamplesPerRecord * c.Channels()
+}
+
 // Prepare loads the kernels (JIT-compiled once per device), uploads the
 // resampling and filter tables, and allocates the history and each slot's
 // scratch, event and cuFFT plan. Calling it again does nothing. On error,

@@ -81,27 +81,25 @@ func loadGolden(t testing.TB) []goldenCase {
 	return doc.Cases
 }
 
-// goldenTolerance is how close (in the int8 output's units, before
-// rounding) our value must be to a rounding boundary for a one-step
-// difference from vortex to be accepted. vortex runs the chain in float32
-// with FFTW's float32 FFT (relative error ~1e-7 of a record's largest
-// bin); the CPU processor here does the FFT and step 5 in float64 and CUDA
-// in float32 with cuFFT. Values then differ by ~1e-4 of an int8 step
-// for bins near a record's peak, but by much more in decibels for bins
-// near zero, where a tiny absolute error is a large relative one: the
-// tolerance is relative to the bin's own dB value's sensitivity, so it is
-// applied on the linear value (see withinRounding).
-const goldenTolerance = 2e-3
+// goldenTolerance is how close (in int8 steps, before rounding) our value
+// must be to a rounding boundary for a one-step difference from vortex to
+// be accepted. vortex runs the chain in float32 with FFTW's float32 FFT,
+// whose error is ~eps32*log2(M) ~ 1e-6 of a record's largest bin; the CPU
+// processor here does the FFT and step 5 in float64, CUDA in float32
+// (cuFFT). In decibels a bin 60 dB below the peak then moves by ~1e-3 dB
+// (an int8 step is 1 dB without levels), so values that close to x.5 may
+// round either way; measured: at most 2e-3 over the goldens.
+const goldenTolerance = 5e-3
 
 // compareInt8 checks got against vortex's want: equal, or one step apart
 // where the unrounded value lies within goldenTolerance of a rounding
 // boundary (x.5), or anything in decibels where small(k) says the bin's
 // linear value is below 1e-4 of its record's peak: there vortex's float32
 // FFT error (~1e-7 of the peak) is a large relative error, which log10
-// turns into decibels. It returns the number of differences.
-func compareInt8(t *testing.T, name string, want, got []int8, unrounded []float64, small func(k int) bool) int {
+// turns into decibels. It returns the differences at a boundary, the
+// largest distance from the boundary among them, and those near zero.
+func compareInt8(t *testing.T, name string, want, got []int8, unrounded []float64, small func(k int) bool) (boundary int, worst float64, nearZero int) {
 	t.Helper()
-	diffs := 0
 	for k := range want {
 		if want[k] == got[k] {
 			continue
@@ -109,13 +107,17 @@ func compareInt8(t *testing.T, name string, want, got []int8, unrounded []float6
 		d := int(want[k]) - int(got[k])
 		tv := unrounded[k]
 		frac := math.Abs(tv - math.Floor(tv) - 0.5)
-		ok := small(k) || ((d == 1 || d == -1) && frac < goldenTolerance)
-		if !ok {
+		switch {
+		case (d == 1 || d == -1) && frac < goldenTolerance:
+			boundary++
+			worst = max(worst, frac)
+		case small(k):
+			nearZero++
+		default:
 			require.Failf(t, "int8 output differs from vortex", "%s: element %d: vortex %d, ours %d (unrounded %v)", name, k, want[k], got[k], tv)
 		}
-		diffs++
 	}
-	return diffs
+	return boundary, worst, nearZero
 }
 
 // unroundedInt8 is the int8 output before rounding for float outputs out
@@ -175,13 +177,20 @@ func TestGoldenVortexCPU(t *testing.T) {
 			if g.CPUBug {
 				// Ours follows vortex's CUDA expression; vortex's CPU output
 				// matches its own (scaled differently) expression instead.
-				diffs := compareInt8(t, g.Name+" (vortex CPU expression)", want, int8Of(unroundedInt8(&c, out, true)), unroundedInt8(&c, out, true), nearZero(&c, out, m))
-				t.Logf("%s: vortex CPU's levels+log10 expression reproduced, %d/%d one-step differences", g.Name, diffs, len(want))
+				b, worst, z := compareInt8(t, g.Name+" (vortex CPU expression)", want, int8Of(unroundedInt8(&c, out, true)), unroundedInt8(&c, out, true), nearZero(&c, out, m))
+				t.Logf("%s: vortex CPU's levels+log10 expression reproduced: %d/%d differ at a rounding boundary (within %.2g), %d near zero", g.Name, b, len(want), worst, z)
 				return
 			}
-			diffs := compareInt8(t, g.Name, want, out8, unroundedInt8(&c, out, false), nearZero(&c, out, m))
-			t.Logf("%s: %d/%d int8 values differ from vortex's, each within %g of a rounding boundary or >= 80 dB below its record's peak", g.Name, diffs, len(want), goldenTolerance)
+			logGolden(t, g.Name, len(want))(compareInt8(t, g.Name, want, out8, unroundedInt8(&c, out, false), nearZero(&c, out, m)))
 		})
+	}
+}
+
+// logGolden reports compareInt8's counts.
+func logGolden(t *testing.T, name string, total int) func(int, float64, int) {
+	return func(boundary int, worst float64, near int) {
+		t.Logf("%s: of %d int8 values, %d differ from vortex's by one step at a rounding boundary (the farthest %.2g from it), %d in bins >= 80 dB below the record's peak",
+			name, total, boundary, worst, near)
 	}
 }
 

@@ -96,8 +96,7 @@ func TestGoldenVortexCUDA(t *testing.T) {
 				compareOutputs(t, &c, cout, out, cout8, out8)
 				return
 			}
-			diffs := compareInt8(t, g.Name, want, out8, unroundedInt8(&c, out, false), nearZero(&c, out, m))
-			t.Logf("%s: %d/%d int8 values differ from vortex's, each within %g of a rounding boundary or >= 80 dB below its record's peak", g.Name, diffs, len(want), goldenTolerance)
+			logGolden(t, g.Name, len(want))(compareInt8(t, g.Name, want, out8, unroundedInt8(&c, out, false), nearZero(&c, out, m)))
 		})
 	}
 }
