@@ -8,6 +8,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
+	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
 // Object is embedded first in every wrapper of a core object that Python
@@ -67,10 +68,12 @@ func (o *Object) Record(dst, n int) (int, error) {
 // constructor (one case per package).
 func NewObject(pkg, kind, record string) (*Object, error) {
 	var obj any
-	err := badArg("package %q, expected scan", pkg)
+	err := badArg("package %q, expected scan or storage", pkg)
 	switch pkg {
 	case "scan":
 		obj, err = scan.New(kind, record)
+	case "storage": // kind: the dtype; no record
+		obj, err = storage.New(kind)
 	}
 	return tagged(&Object{obj: obj}, err)
 }
@@ -81,7 +84,9 @@ func NewObject(pkg, kind, record string) (*Object, error) {
 // (hostmem.Record's convention). with is a second object the op takes (a
 // scan a queue appends; pass the object itself when none).
 func (o *Object) Do(op, args string, with *Object, dst, n int) (string, error) {
-	d, ok := o.obj.(scan.Bound)
+	d, ok := o.obj.(interface {
+		Do(op string, args []byte, with any, dst, n int) ([]byte, error)
+	})
 	if !ok {
 		return "", tag(badArg("%T has no operations", o.obj))
 	}
