@@ -627,8 +627,21 @@ def _xy_fields(volume: Callable[[], Range], segment: Callable[[], Range], shape:
     )
 
 
-def _alias(target: str, doc: str) -> property:
-    return property(lambda self: getattr(self, target), lambda self, v: setattr(self, target, v), doc=doc)
+class _alias:
+    """vortex's second name of a field; errors name the one used."""
+
+    def __init__(self, target: str, doc: str) -> None:
+        self.target, self.__doc__ = target, doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> Any:
+        return self if obj is None else obj._v[self.target]
+
+    def __set__(self, obj: Any, v: Any) -> None:
+        f = getattr(type(obj), self.target)
+        obj._v[self.target] = f.check(f"{type(obj).__name__}.{self.name}", v)
 
 
 class _Configurable:
