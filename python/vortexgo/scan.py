@@ -1176,6 +1176,11 @@ class ScanQueue:
         """Drop the active and queued scans and play ``scan`` next, from where the stream is."""
         self._add("interrupt", scan, callback, marker)
 
+    def poll_events(self) -> None:
+        """Run the callbacks of events recorded while something else (the engine's Generate stage)
+        played the queue; every other call does this too."""
+        self._run("events")
+
     def clear(self) -> None:
         """Drop the active and queued scans (their callbacks hear Abort)."""
         self._run("clear")
