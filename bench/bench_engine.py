@@ -91,9 +91,11 @@ class Geometry:
 
 
 class Chain:
-    """The CUDAProcessor's steps (gosrc/process/doc.go) written with plain array
-    operations on ``xp`` (CuPy: elementwise ops, gathers, ``cupy.fft``; NumPy on the
-    CPU). ``chain(raw)`` maps a ``(records, samples)`` uint16 block to int8 A-scans."""
+    """The CUDAProcessor's steps (gosrc/process/doc.go, vortex's semantics) written
+    with plain array operations on ``xp`` (CuPy: elementwise ops, gathers,
+    ``cupy.fft``; NumPy on the CPU). ``chain(raw)`` maps a ``(records, samples)``
+    uint16 block to int8 A-scans; it keeps the background history between calls,
+    so blocks must come in order."""
 
     def __init__(self, xp: Any, samples: int, records: int, window: int, positions: np.ndarray,
                  filt: np.ndarray, levels: tuple[float, float]) -> None:
@@ -106,15 +108,14 @@ class Chain:
         self.f = xp.asarray((pos - i.astype(np.float32)).astype(np.float32))
         self.h = xp.asarray(np.asarray(filt, np.complex64))
         self.records = records
-        acc = np.int32 if records * 65535 < 2**31 else np.int64  # the prefix sums stay exact
-        self.acc = acc
-        self.w = min(window, records)
+        # vortex's background: a rolling history of the last w records,
+        # carried across blocks; each block adds its last min(records, w)
+        # records, then the history's mean is subtracted from every record.
+        self.w = window
         if self.w:
-            # Window [s, s+w) from the inclusive prefix sums c: c[s+w-1] - c[s-1] (c[-1] = 0).
-            starts = np.clip(np.arange(records) - self.w // 2, 0, records - self.w)
-            self.last = xp.asarray(starts + self.w - 1)
-            self.before = xp.asarray(np.maximum(starts - 1, 0))
-            self.has_before = xp.asarray((starts > 0)[:, None].astype(acc))
+            self.hist = xp.zeros((self.w, n), xp.float64)
+            self.filled = 0
+            self.head = 0
         lo, hi = (np.float32(v) for v in levels)
         self.lo = lo
         self.step = np.float32(255) / np.float32(hi - lo)
@@ -123,10 +124,14 @@ class Chain:
     def __call__(self, raw: Any) -> Any:
         xp = self.xp
         x = raw.astype(xp.float32)
-        if self.w:  # 1. background: the mean of the window of w records centred (clamped) on each record
-            c = xp.cumsum(raw, axis=0, dtype=self.acc)  # exact integer sums
-            sums = c[self.last] - c[self.before] * self.has_before
-            x -= sums.astype(xp.float32) / np.float32(self.w)
+        if self.w:  # 1. background: the mean of the rolling history
+            k = min(self.w, x.shape[0])
+            rows = (self.head + np.arange(k)) % self.w  # the ring's order does not matter for a mean
+            self.hist[xp.asarray(rows)] = x[x.shape[0] - k:]
+            self.head = (self.head + k) % self.w
+            self.filled = min(self.w, self.filled + k)
+            mean = self.hist.sum(axis=0) / self.filled  # unfilled rows are zeros
+            x -= mean.astype(xp.float32)
         x0 = x[:, self.i0]  # 2. linear resampling
         y = x0 + self.f * (x[:, self.i1] - x0)
         spec = y * self.h  # 3. spectral filter (complex64)

@@ -40,7 +40,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="auto", help="auto (GPU if present), cpu, cuda or cuda:N")
     p.add_argument("--volumes", type=int, help="volumes to acquire (default: 20 on a GPU, 6 on the CPU)")
-    p.add_argument("--samples", type=int, help="spectrometer pixels per A-scan (a power of two)")
+    p.add_argument("--samples", type=int, help="spectrometer pixels per A-scan (any length)")
     p.add_argument("--ascans", type=int, help="A-scans per B-scan")
     p.add_argument("--bscans", type=int, help="B-scans per volume")
     p.add_argument("--out", default="out", help="output folder (default: ./out)")

@@ -118,16 +118,18 @@ def test_end_to_end_device_host_and_storage(tmp_path):
         np.testing.assert_array_equal(vol, stored[2])
     with host_ep.tensor as hv:
         assert hv.shape == (B, A, S) and hv.dtype == np.float32
-        # The int8 rendering is the float A-scans mapped through levels (0, 60) dB.
-        expect = np.clip(np.rint(hv * (255 / 60) - 128), -128, 127).astype(np.int8)
+        # levels unset (vortex's default): the int8 rendering is the float
+        # A-scans cast directly, rounded and saturated.
+        expect = np.clip(np.rint(hv), -128, 127).astype(np.int8)
         assert np.mean(np.abs(expect.astype(int) - stored[2].astype(int)) <= 1) > 0.999
     assert set(eng.timings) == {"acquire", "process", "format"}
     assert eng.timings["process"].count == s.blocks_formatted
 
 
 def numpy_chain(raw: np.ndarray, positions: np.ndarray, filt: np.ndarray) -> np.ndarray:
-    """An independent NumPy implementation: background subtraction (the mean of each
-    block, as average_window=RPB does), resample, filter, inverse FFT, 20 log10 |y|."""
+    """An independent NumPy implementation: background subtraction (the mean of the
+    last RPB records, which with average_window=RPB is each block's own mean),
+    resample, filter, inverse FFT, 10 log10 |y|^2 (vortex's square + log10 defaults)."""
     shape = raw.shape
     raw = raw.astype(np.float64).reshape(-1, RPB, shape[-1])
     raw = (raw - raw.mean(axis=1, keepdims=True)).reshape(shape)
@@ -136,7 +138,7 @@ def numpy_chain(raw: np.ndarray, positions: np.ndarray, filt: np.ndarray) -> np.
     frac = positions - lo
     spec = raw[..., lo] * (1 - frac) + raw[..., hi] * frac
     y = np.fft.ifft(spec * filt, axis=-1)
-    return 20 * np.log10(np.maximum(np.abs(y), 1e-30))
+    return 10 * np.log10(np.maximum(np.abs(y) ** 2, 1e-60))
 
 
 def test_processed_volume_matches_numpy_and_reflectors_at_expected_depth():
@@ -495,7 +497,7 @@ def test_callback_cycles_are_collected_safely():
     (lambda: vg.FileAcquisition(path="x.raw", samples_per_record=-1), ValueError),
     (lambda: vg.NullAcquisition(samples_per_record=0), ValueError),
     (lambda: vg.CPUProcessor(samples_per_record=1), ValueError),
-    (lambda: vg.CPUProcessor(samples_per_record=100), ValueError),  # not a power of two with the FFT
+    (lambda: vg.CPUProcessor(channel=1), ValueError),  # channel >= channels_per_sample
     (lambda: vg.CPUProcessor(levels=(1.0, 1.0)), ValueError),
     (lambda: vg.CPUProcessor(slots=0), ValueError),
     (lambda: vg.CPUProcessor(samples_per_record=S, resampling_samples=np.full(S, S + 5.0)), ValueError),

@@ -203,6 +203,13 @@ func (e *Engine) Prepare() (err error) {
 		if outSamples[i] = p.OutputSamples(); outSamples[i] <= 0 {
 			return fmt.Errorf("engine.Prepare: processor #%d OutputSamples()=%d, expected > 0", i, outSamples[i])
 		}
+		// A processor reads InputValues raw values per record from the
+		// block (samples x channels): more than the acquisition writes
+		// would read past the block's buffer, so it is refused here.
+		if iv, ok := p.(interface{ InputValues() int }); ok && iv.InputValues() != e.rawSamples {
+			return fmt.Errorf("engine.Prepare: processor #%d reads %d raw values per record (samples_per_record x channels_per_sample), the acquisition gives %d: %w",
+				i, iv.InputValues(), e.rawSamples, backend.ErrInvalid)
+		}
 	}
 
 	// Routes: processor -> formatters -> endpoints, endpoint ids in

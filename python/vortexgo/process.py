@@ -4,15 +4,22 @@ One :class:`ProcessorConfig` drives both :class:`CUDAProcessor` (our kernels
 plus cuFFT) and :class:`CPUProcessor` (the same math in Go); their outputs
 agree within float tolerance. The chain, per A-scan:
 
-1. background subtraction: the mean of ``average_window`` neighbouring
-   spectra (0 disables it);
+1. background subtraction, as vortex does it: the mean of the last
+   ``average_window`` records, a rolling history carried across blocks
+   (0 disables it);
 2. linear-interpolation resampling at ``resampling_samples`` (fractional
    raw positions, e.g. even in wavenumber), then the complex
    ``spectral_filter`` (window x dispersion phasor);
-3. inverse FFT (``enable_ifft``, scaled by 1/M);
-4. ``enable_magnitude`` / ``enable_square`` / ``enable_log10`` (decibels);
-5. the float32 A-scan, and an int8 rendering mapping ``levels`` = (lo, hi)
-   onto -128..127.
+3. inverse FFT (``enable_ifft``, scaled by 1/M; any length);
+4. ``enable_magnitude`` / ``enable_square`` / ``enable_log10`` (10 log10 of
+   the value: with ``enable_square`` that is 20 log10 of the amplitude);
+5. the float32 A-scan, and an int8 rendering: ``levels`` = (lo, hi) mapped
+   onto -128..127, or, with ``levels`` unset (None), a direct cast
+   (rounded, saturated).
+
+Defaults are vortex's (1000 samples and records, square and log10 on, levels
+unset), and the outputs equal vortex's on the same input (golden files from
+vortex 0.5.1 in gosrc/process/testdata).
 """
 
 from __future__ import annotations
@@ -47,29 +54,37 @@ class ProcessorConfig:
         samples_per_record: raw spectrum length (>= 2).
         ascans_per_block: the most A-scans per block; at least
             :attr:`vortexgo.engine.EngineConfig.records_per_block`.
-        average_window: A-scans averaged for background (DC) subtraction; 0 disables it.
+        channels_per_sample: interleaved channels in the raw input.
+        channel: the channel processed (< channels_per_sample).
+        interpret_as_signed: read the raw uint16 values as int16.
+        average_window: records in the rolling background (DC) average,
+            carried across blocks; 0 disables it.
         resampling_samples: fractional raw positions (float32, each in
             [0, samples_per_record - 1]), one per output sample; None: no resampling.
         spectral_filter: complex64, one per output sample (window x dispersion
             phasor); None: no filter.
-        enable_ifft: inverse FFT to depth (the output length must be a power of two).
+        enable_ifft: inverse FFT to depth (any length).
         enable_magnitude: \\|y\\| instead of the real part.
         enable_square: square the output.
-        enable_log10: decibels (20 log10 of amplitudes, 10 log10 of squares).
-        levels: (lo, hi) mapped onto int8 -128..127 for the int8 output.
+        enable_log10: 10 log10 of the value (decibels of power when squared).
+        levels: (lo, hi) mapped onto int8 -128..127 for the int8 output;
+            None (vortex's unset) casts the values directly.
         slots: concurrent processing streams (each with its own scratch).
     """
 
-    samples_per_record: int = 1024
+    samples_per_record: int = 1000
     ascans_per_block: int = 1000
+    channels_per_sample: int = 1
+    channel: int = 0
+    interpret_as_signed: bool = False
     average_window: int = 0
     resampling_samples: ArrayLike = None
     spectral_filter: ArrayLike = None
     enable_ifft: bool = True
     enable_magnitude: bool = True
-    enable_square: bool = False
+    enable_square: bool = True
     enable_log10: bool = True
-    levels: tuple[float, float] = (0.0, 60.0)
+    levels: Optional[tuple[float, float]] = None
     slots: int = 2
 
     @property
@@ -91,17 +106,15 @@ class ProcessorConfig:
     def validate(self) -> None:
         """Raise ValueError or TypeError naming the first bad field (the Go core checks again)."""
         o = "ProcessorConfig"
-        for name, lo in (("samples_per_record", 2), ("ascans_per_block", 1), ("average_window", 0), ("slots", 1)):
+        for name, lo in (("samples_per_record", 2), ("ascans_per_block", 1), ("channels_per_sample", 1),
+                         ("channel", 0), ("average_window", 0), ("slots", 1)):
             check_int(f"{o}.{name}", getattr(self, name), lo)
-        for name in ("enable_ifft", "enable_magnitude", "enable_square", "enable_log10"):
+        if self.channel >= self.channels_per_sample:
+            raise ValueError(f"{o}.channel={self.channel}, expected < channels_per_sample={self.channels_per_sample}")
+        for name in ("enable_ifft", "enable_magnitude", "enable_square", "enable_log10", "interpret_as_signed"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{o}.{name}={getattr(self, name)!r}, expected a bool")
-        try:
-            lo, hi = (float(x) for x in self.levels)
-        except (TypeError, ValueError):
-            raise TypeError(f"{o}.levels={self.levels!r}, expected (lo, hi)") from None
-        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
-            raise ValueError(f"{o}.levels={self.levels!r}, expected finite (lo, hi) with hi > lo")
+        self._levels()
         res = _as_1d(o, "resampling_samples", self.resampling_samples, np.float32)
         if res is not None:
             if not np.all(np.isfinite(res)) or res.min() < 0 or res.max() > self.samples_per_record - 1:
@@ -111,9 +124,20 @@ class ProcessorConfig:
         m = self.samples_per_ascan
         if filt is not None and filt.size != m:
             raise ValueError(f"{o}.spectral_filter: {filt.size} values, expected {m} (one per output sample)")
-        if self.enable_ifft and (m < 2 or m & (m - 1)):
-            raise ValueError(f"{o}.samples_per_ascan={m} with enable_ifft, expected a power of two "
-                             "(set resampling_samples to such a length)")
+
+    def _levels(self) -> tuple[float, float]:
+        """(lo, hi), or (0, 0): the Go core's "unset" (a direct cast)."""
+        if self.levels is None:
+            return 0.0, 0.0
+        try:
+            lo, hi = (float(x) for x in self.levels)
+        except (TypeError, ValueError):
+            raise TypeError(f"ProcessorConfig.levels={self.levels!r}, expected None or (lo, hi)") from None
+        # vortex accepts inverted levels (a negative image); equal ones
+        # would divide by zero.
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi != lo):
+            raise ValueError(f"ProcessorConfig.levels={self.levels!r}, expected None or finite (lo, hi) with lo != hi")
+        return lo, hi
 
 
 #: vortex's names for the same configuration.
@@ -195,10 +219,12 @@ class _Processor:
         filt = _as_1d("ProcessorConfig", "spectral_filter", cfg.spectral_filter, np.complex64)
         rp, rn = (0, 0) if res is None else (res.ctypes.data, res.size)
         fp, fn = (0, 0) if filt is None else (filt.ctypes.data, filt.size)
-        lo, hi = (float(x) for x in cfg.levels)
+        lo, hi = cfg._levels()
         # process.Config's fields as one record; the arrays as (address, count).
         h = api.NewProcessor(dev._h, self._kind, json.dumps({
             "SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
+            "ChannelsPerSample": int(cfg.channels_per_sample), "Channel": int(cfg.channel),
+            "InterpretAsSigned": bool(cfg.interpret_as_signed),
             "AverageWindow": int(cfg.average_window), "EnableIFFT": bool(cfg.enable_ifft),
             "EnableMagnitude": bool(cfg.enable_magnitude), "EnableSquare": bool(cfg.enable_square),
             "EnableLog10": bool(cfg.enable_log10), "Levels": [lo, hi], "Slots": int(cfg.slots)}), rp, rn, fp, fn)
