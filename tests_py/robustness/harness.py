@@ -140,7 +140,9 @@ class Case:
     raises: Optional[str] = None  # a class name, or alternatives "ValueError|MemoryError"
     words: tuple[str, ...] = ()
     prints: Optional[str] = None
-    timeout: float = 8.0
+    # Generous: only a real hang waits this long, and a 2-core machine
+    # under load took over 6 s to start an interpreter and run a 1 MiB case.
+    timeout: float = 20.0
     needs: tuple[str, ...] = ()  # "cuda", "cupy", "torch": skipped when absent
     issue: str = ""  # the repro in issue 12 this covers, if any
     env: dict = field(default_factory=dict)
