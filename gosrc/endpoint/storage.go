@@ -8,6 +8,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 )
 
 // VolumeWriter is the storage a storage endpoint writes to;
@@ -39,7 +40,7 @@ type StackStorageEndpoint struct {
 	src   source
 	store VolumeWriter
 
-	f       stackFormatter
+	f       volumeFormatter
 	dev     backend.Device
 	stream  backend.Stream
 	volume  backend.Buffer // the volume being formatted
@@ -91,12 +92,12 @@ func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	if e.stream != nil {
 		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
 	}
-	if err := e.f.configure(info, e.src, e.store.DType()); err != nil {
+	if err := e.f.configure(info, e.src, e.store.DType(), nil, nil); err != nil {
 		return fmt.Errorf("%s.Prepare: %w", e.name, err)
 	}
 	if got, want := e.store.VolumeBytes(), e.f.volumeBytes(); got != want {
 		return fmt.Errorf("%s.Prepare: storage volume is %d bytes, expected %d (shape %v of %v; is the storage open with that shape?)",
-			e.name, got, want, e.f.shape(), e.f.dtype)
+			e.name, got, want, e.f.shape3(), e.f.dtype)
 	}
 	e.dev, e.fail = info.Device, info.Fail
 	defer func() {
@@ -193,16 +194,16 @@ func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPl
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		switch a.Kind {
-		case engine.ActionCopy:
+		case stage.Copy:
 			one := engine.FormatPlan{Actions: plan.Actions[i : i+1]}
 			if err := e.f.format(e.stream, e.volume.Ptr(), b, &one); err != nil {
 				return fmt.Errorf("%s.Format: %w", e.name, err)
 			}
-		case engine.ActionVolume:
+		case stage.FinishVolume:
 			st := <-e.free
 			if err := e.stream.Copy(st.buf.Ptr(), e.volume.Ptr(), e.f.volumeBytes()); err != nil {
 				e.free <- st
-				return fmt.Errorf("%s.Format: download of volume %d: %w", e.name, a.Volume, err)
+				return fmt.Errorf("%s.Format: download of volume %d: %w", e.name, a.VolumeIndex, err)
 			}
 			if err := e.stream.Record(st.ready); err != nil {
 				e.free <- st
