@@ -765,6 +765,9 @@ func (e *Engine) finish() {
 // closing one while this engine may use it is refused.
 func (e *Engine) takeClaims() error {
 	var stages []any
+	for _, n := range e.cfg.ios {
+		stages = append(stages, n.io)
+	}
 	for _, an := range e.cfg.acqs {
 		stages = append(stages, an.acq)
 		for _, p := range an.procs {
