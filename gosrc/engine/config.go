@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/marker"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
 // QueuePolicy says what the engine does when the event queue is full.
@@ -60,6 +61,13 @@ type Config struct {
 	// first (vortex's lead_marker); nil means vortex's default, a
 	// ScanBoundary(0, 0, 0) without flags, which no planner mask matches.
 	LeadMarker *marker.Marker
+	// IOWiring is the IOConfig of each IO linked with LinkIO, in link
+	// order (bindings set it in the config record; an IO beyond it gets
+	// vortex's add_io defaults: lead 0, preload, not master).
+	IOWiring []IOConfig
+	// ScanQueue is the queue the Generate stage plays (vortex's
+	// engine.scan_queue); nil: the engine makes its own (Engine.ScanQueue).
+	ScanQueue *scan.ScanQueue `json:"-"`
 
 	ios   []ioNode
 	acqs  []acqNode
@@ -327,6 +335,11 @@ const (
 	LinkFormatter
 	// LinkFormatterEndpoint routes the latest formatter to an endpoint.
 	LinkFormatterEndpoint
+	// LinkIO adds an IO (AddIO) with the next IOWiring entry.
+	LinkIO
+	// LinkScanQueue sets Config.ScanQueue from a stage that has the queue
+	// (a binding's queue object: Queue() *scan.ScanQueue).
+	LinkScanQueue
 )
 
 // Link adds stage to the wiring as link l. A stage of the wrong kind (nil
@@ -357,6 +370,20 @@ func (c *Config) Link(l Link, stage any) {
 		var e Endpoint
 		if e, ok = stage.(Endpoint); ok {
 			c.AppendEndpoint(e)
+		}
+	case LinkIO:
+		var io IO
+		if io, ok = stage.(IO); ok {
+			w := IOConfig{Preload: true}
+			if len(c.ios) < len(c.IOWiring) {
+				w = c.IOWiring[len(c.ios)]
+			}
+			c.AddIO(io, w)
+		}
+	case LinkScanQueue:
+		var q interface{ Queue() *scan.ScanQueue }
+		if q, ok = stage.(interface{ Queue() *scan.ScanQueue }); ok {
+			c.ScanQueue = q.Queue()
 		}
 	}
 	if !ok {

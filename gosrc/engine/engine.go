@@ -165,8 +165,12 @@ func New(cfg Config, dev backend.Device) (*Engine, error) {
 	if dev == nil {
 		return nil, errors.New("engine.New: dev=nil, expected a backend.Device")
 	}
+	q := cfg.ScanQueue
+	if q == nil {
+		q = scan.NewScanQueue()
+	}
 	return &Engine{
-		cfg: cfg, dev: dev, owner: -ownerSeq.Add(1), queue: scan.NewScanQueue(),
+		cfg: cfg, dev: dev, owner: -ownerSeq.Add(1), queue: q,
 		stopping: make(chan struct{}), done: make(chan struct{}),
 	}, nil
 }

@@ -193,3 +193,33 @@ func (s *SimIO) Recorded(dst []float64) (first int64, rows int) {
 	}
 	return s.first + s.samples - int64(rows), rows
 }
+
+// New builds the IO of kind from its JSON record, for bindings: "NullIO"
+// (no record) or "SimIO" (a SimConfig, keys the Go field names).
+func New(kind, record string) (engine.IO, error) {
+	switch kind {
+	case "NullIO":
+		return NewNullIO(), nil
+	case "SimIO":
+		var c SimConfig
+		if record != "" {
+			if err := backend.DecodeRecord("SimIOConfig", record, &c); err != nil {
+				return nil, err
+			}
+		}
+		return NewSimIO(c)
+	}
+	return nil, backend.Invalidf("io.New: kind %q, expected NullIO or SimIO", kind)
+}
+
+// Record is the SimIO's state for bindings: samples output, started
+// (0/1), stopped (0/1).
+func (s *SimIO) Record() []float64 {
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	return []float64{float64(s.Samples()), b(s.Started()), b(s.Stopped())}
+}

@@ -57,3 +57,15 @@ func TestNullIO(t *testing.T) {
 	require.NoError(t, n.Stop())
 	require.Equal(t, int64(1), n.Blocks())
 }
+
+func TestNew(t *testing.T) {
+	io, err := gio.New("SimIO", `{"RecordSamples": 16, "Feedback": true, "FeedbackDelay": 2}`)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 0, 0}, io.(*gio.SimIO).Record())
+	_, err = gio.New("SimIO", `{"Delay": 2}`)
+	require.ErrorContains(t, err, "Delay")
+	_, err = gio.New("NullIO", "")
+	require.NoError(t, err)
+	_, err = gio.New("DAQmxIO", "")
+	require.ErrorContains(t, err, "expected NullIO or SimIO")
+}
