@@ -210,9 +210,13 @@ func (e *Engine) acquireLoop() {
 	defer e.wg.Done()
 	defer close(e.toProc)
 	defer e.dropPending()
-	depth := 0
+	// IOs are handed blocks up to the preload depth ahead of the
+	// acquisition; one block of the pool stays out of it, so that the
+	// generated blocks never hold the whole pool while the oldest waits.
+	depth, startAt := 0, 1
 	if len(e.ios) > 0 {
-		depth = e.cfg.preload()
+		depth = min(e.cfg.preload(), e.cfg.BlocksToAllocate-1)
+		startAt = min(e.cfg.preload(), depth+1)
 	}
 	ioStarted := len(e.ios) == 0
 	var id, start int64
@@ -251,7 +255,7 @@ func (e *Engine) acquireLoop() {
 				}
 			}
 			generating = !b.Last
-			if !ioStarted && (len(e.pending) >= e.cfg.preload() || !generating) {
+			if !ioStarted && (len(e.pending) >= startAt || !generating) {
 				ioStarted = true
 				if err := e.startIOs(); err != nil {
 					e.ioFailed(err)

@@ -507,3 +507,77 @@ func TestEmptyQueueEndsAfterPostScanRecords(t *testing.T) {
 		require.NoError(t, e.Close())
 	}
 }
+
+// TestGenerateEdges: small pools with IOs preloading the whole pool do not
+// deadlock; a scan whose channels differ from galvo_output_channels ends
+// the run with an error naming both; a stop while IOs run is clean.
+func TestGenerateEdges(t *testing.T) {
+	tests := []struct {
+		name     string
+		blocks   int
+		preload  int
+		channels int  // GalvoOutputChannels
+		stop     bool // loop the scan and stop the run
+		want     string
+	}{
+		{"one block, preload 1", 1, 1, 0, false, ""},
+		{"two blocks, preload 2", 2, 2, 0, false, ""},
+		{"channel mismatch", 3, 1, 3, false, "channels"},
+		{"stop while running", 3, 2, 0, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			acq, proc := newFakeAcq(4), newFakeProc(4)
+			planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+			require.NoError(t, err)
+			cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: tc.blocks, PreloadCount: tc.preload, GalvoOutputChannels: tc.channels}
+			cfg.AddAcquisition(acq, proc)
+			cfg.AddProcessor(proc, planner)
+			cfg.AddFormatter(planner)
+			io, err := gio.NewSimIO(gio.SimConfig{})
+			require.NoError(t, err)
+			cfg.AddIO(io, engine.IOConfig{LeadSamples: 2, Preload: true})
+			e, err := engine.New(cfg, cpu.Default())
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, e.Close()) })
+			s := rasterScan(t, true, 0)
+			if tc.stop {
+				c := s.Config()
+				c.Loop = true
+				require.NoError(t, s.Initialize(c))
+			}
+			require.NoError(t, e.ScanQueue().Append(s, nil, scan.ScanBoundary()))
+			require.NoError(t, e.Prepare())
+			require.NoError(t, e.Start())
+			if tc.stop {
+				require.Eventually(t, func() bool { return e.Status().BlocksAcquired >= 5 }, 5*time.Second, time.Millisecond)
+				require.NoError(t, e.Stop())
+			}
+			done := make(chan error, 1)
+			go func() { done <- e.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				e.RequestStop()
+				t.Fatal("the run did not end (deadlock)")
+			}
+			if tc.want != "" {
+				require.ErrorContains(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, io.Started())
+			require.True(t, io.Stopped())
+			// The IO may hold blocks generated ahead of a stopped
+			// acquisition: up to the preload depth.
+			acquired := e.Status().BlocksAcquired * 5
+			depth := int64(min(tc.preload, tc.blocks-1)) * 5
+			require.GreaterOrEqual(t, io.Samples(), acquired)
+			if tc.stop {
+				require.LessOrEqual(t, io.Samples(), acquired+depth)
+			} else {
+				require.Equal(t, acquired, io.Samples())
+			}
+		})
+	}
+}
