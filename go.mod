@@ -11,6 +11,7 @@ require (
 	github.com/go-python/gopy v0.5.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sys v0.49.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (

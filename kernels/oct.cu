@@ -1,97 +1,84 @@
-// OCT processing kernels for gosrc/process.CUDAProcessor.
+// OCT processing kernels for gosrc/process.CUDAProcessor: vortex's
+// CUDAProcessor chain (src/vortex/process/cuda.cu) with vortex's float32
+// arithmetic. The chain is defined in gosrc/process/doc.go; the CPU
+// processor computes the same steps, the FFT and step 5 in float64.
 //
-// The chain and its exact arithmetic are defined in gosrc/process/doc.go;
-// the CPU processor computes the same float32 operations in the same order
-// (explicit __f*_rn intrinsics forbid the fused multiply-adds nvcc would
-// otherwise form), so both backends agree bit for bit up to the FFT.
+// Explicit __f*_rn intrinsics forbid the fused multiply-adds nvcc would
+// otherwise form, so steps 1-3 are bit for bit those of the CPU processor
+// (and of vortex's CPUProcessor, compiled without FMA).
 //
-// All indices are 32-bit: Config.Validate bounds a block to 2^31-1 values.
+// All indices are 32-bit: Config.Validate bounds a block and the history
+// to 2^31-1 values.
 
 #include <stdint.h>
 
-#define OCT_MAGNITUDE 1
+#define OCT_LOG10 1
 #define OCT_SQUARE 2
-#define OCT_LOG10 4
+#define OCT_MAGNITUDE 4
+#define OCT_LEVELS 8
 
-// Step 1a: per-chunk column sums of the raw block, t[c*n + i] = sum of
-// raw[r*n + i] over the records r of chunk c (chunk records each). They let
-// oct_background start each chunk's window sum without re-reading the
-// whole window. One-dimensional grid of ceil(n/blockDim) blocks per chunk
-// (gridDim.y would cap the chunks at 65535).
-extern "C" __global__ void oct_chunk_sums(const uint16_t *__restrict__ raw, uint32_t *__restrict__ t,
-                                          int records, int n, int chunk) {
-    int per = (n + blockDim.x - 1) / blockDim.x;
-    int c = blockIdx.x / per;
-    int i = (blockIdx.x % per) * blockDim.x + threadIdx.x;
+// sample reads record r's sample i of the processed channel, as int16 when
+// is_signed (vortex's interpret_as_signed), else as uint16.
+__device__ __forceinline__ int sample(const uint16_t *__restrict__ raw, int r, int i, int n, int ch, int channel,
+                                      int is_signed) {
+    uint16_t v = raw[(r * n + i) * ch + channel];
+    return is_signed ? (int)(int16_t)v : (int)v;
+}
+
+// Rolling average, part 1: the last cnt records of the block enter the
+// history ring (w rows of n values) at row index, wrapping. One thread per
+// value; grid ceil(cnt*n / blockDim).
+extern "C" __global__ void oct_history(const uint16_t *__restrict__ raw, int32_t *__restrict__ ring, int records,
+                                       int n, int ch, int channel, int is_signed, int cnt, int index, int w) {
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= cnt * n) return;
+    int q = k / n, i = k % n;
+    int r = records - cnt + q;
+    int row = (index + q) % w;
+    ring[row * n + i] = sample(raw, r, i, n, ch, channel, is_signed);
+}
+
+// Rolling average, part 2: the mean of the history's valid rows
+// [0, count), from the exact integer sum, divided in float64 and rounded
+// once (as the CPU processor's history.mean). Grid ceil(n / blockDim).
+extern "C" __global__ void oct_mean(const int32_t *__restrict__ ring, float *__restrict__ avg, int n, int count) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    int lo = c * chunk;
-    int hi = min(lo + chunk, records);
-    uint32_t s = 0;
-    for (int r = lo; r < hi; ++r) s += raw[r * n + i];
-    t[c * n + i] = s;
+    long long s = 0;
+    for (int r = 0; r < count; ++r) s += ring[r * n + i];
+    avg[i] = __double2float_rn(__ddiv_rn((double)s, (double)count));
 }
 
-// windowStart mirrors process.windowStart.
-__device__ __forceinline__ int window_start(int r, int w, int records) {
-    return min(max(r - w / 2, 0), records - w);
+// load is step 1 for one value: the sample as float32 minus the average
+// record (avg may be null).
+__device__ __forceinline__ float load(const uint16_t *__restrict__ raw, const float *__restrict__ avg, int r, int i,
+                                      int n, int ch, int channel, int is_signed) {
+    float v = (float)sample(raw, r, i, n, ch, channel, is_signed);
+    return avg ? __fsub_rn(v, avg[i]) : v;
 }
 
-// Step 1b: background subtraction. Each thread owns one sample i of the
-// records of one chunk: it forms the window sum of its first record from
-// the chunk sums plus at most two partial chunks, then slides the window
-// record by record. Integer sums are exact (and unsigned wrap-around in
-// the sliding update cancels), so the result equals the CPU's bit for bit.
-// Grid as oct_chunk_sums.
-extern "C" __global__ void oct_background(const uint16_t *__restrict__ raw, const uint32_t *__restrict__ t,
-                                          float *__restrict__ out, int records, int n, int chunk, int window) {
-    int per = (n + blockDim.x - 1) / blockDim.x;
-    int i = (blockIdx.x % per) * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    int lo = (blockIdx.x / per) * chunk;
-    int hi = min(lo + chunk, records);
-    int w = min(window, records);
-    int a = window_start(lo, w, records), b = a + w;
-    int ca = (a + chunk - 1) / chunk, cb = b / chunk; // whole chunks inside [a, b)
-    uint32_t sum = 0;
-    if (ca <= cb) {
-        for (int r = a; r < ca * chunk; ++r) sum += raw[r * n + i];
-        for (int c = ca; c < cb; ++c) sum += t[c * n + i];
-        for (int r = cb * chunk; r < b; ++r) sum += raw[r * n + i];
-    } else {
-        for (int r = a; r < b; ++r) sum += raw[r * n + i];
-    }
-    float fw = (float)w;
-    for (int r = lo; r < hi; ++r) {
-        for (int s = window_start(r, w, records); a < s; ++a) {
-            sum += (uint32_t)raw[(a + w) * n + i] - (uint32_t)raw[a * n + i];
-        }
-        float mean = __fdiv_rn(__uint2float_rn(sum), fw);
-        out[r * n + i] = __fsub_rn((float)raw[r * n + i], mean);
-    }
-}
-
-// Steps 2 and 3: resampling by linear interpolation and the complex
-// spectral filter, writing the complex spectrum. pos and filt may be null
-// (no resampling: m == n; no filter). One-dimensional grid of
-// ceil(m/blockDim) blocks per record (gridDim.y would cap records at 65535).
-template <typename T>
-__device__ __forceinline__ void resample(const T *__restrict__ in, float2 *__restrict__ out,
-                                         const float *__restrict__ pos, const float2 *__restrict__ filt,
-                                         int n, int m) {
+// Steps 1-3: average subtraction, resampling by linear interpolation
+// through vortex's tables (before/after indices and weights; null: no
+// resampling, m == n) and the complex spectral filter (null: none),
+// writing the complex spectrum, m values per record. One-dimensional grid
+// of ceil(m/blockDim) blocks per record (gridDim.y would cap records at
+// 65535).
+extern "C" __global__ void oct_spectrum(const uint16_t *__restrict__ raw, const float *__restrict__ avg,
+                                        const int32_t *__restrict__ before, const int32_t *__restrict__ after,
+                                        const float *__restrict__ w_before, const float *__restrict__ w_after,
+                                        const float2 *__restrict__ filt, float2 *__restrict__ out, int n, int m,
+                                        int ch, int channel, int is_signed) {
     int per = (m + blockDim.x - 1) / blockDim.x;
     int r = blockIdx.x / per;
     int j = (blockIdx.x % per) * blockDim.x + threadIdx.x;
     if (j >= m) return;
-    const T *x = in + r * n;
     float v;
-    if (pos) {
-        float p = pos[j];
-        int i0 = min((int)p, n - 2); // p >= 0, so truncation is floor
-        float f = __fsub_rn(p, (float)i0);
-        float a = (float)x[i0], b = (float)x[i0 + 1];
-        v = __fadd_rn(a, __fmul_rn(f, __fsub_rn(b, a)));
+    if (before) {
+        float a = load(raw, avg, r, before[j], n, ch, channel, is_signed);
+        float b = load(raw, avg, r, after[j], n, ch, channel, is_signed);
+        v = __fadd_rn(__fmul_rn(w_before[j], a), __fmul_rn(w_after[j], b));
     } else {
-        v = (float)x[j];
+        v = load(raw, avg, r, j, n, ch, channel, is_signed);
     }
     float2 c = make_float2(v, 0.f);
     if (filt) {
@@ -101,55 +88,43 @@ __device__ __forceinline__ void resample(const T *__restrict__ in, float2 *__res
     out[r * m + j] = c;
 }
 
-extern "C" __global__ void oct_resample_u16(const uint16_t *__restrict__ in, float2 *__restrict__ out,
-                                            const float *__restrict__ pos, const float2 *__restrict__ filt,
-                                            int n, int m) {
-    resample(in, out, pos, filt, n, m);
+// round_clip is vortex's round_clip_cast to int8: round half away from
+// zero, clip, and NaN as 0 (what the device's float-to-int conversion gives).
+__device__ __forceinline__ int8_t round_clip(float t) {
+    if (t != t) return 0;
+    float v = roundf(t);
+    if (v >= 127.f) return 127;
+    if (v <= -128.f) return -128;
+    return (int8_t)(int)v;
 }
 
-extern "C" __global__ void oct_resample_f32(const float *__restrict__ in, float2 *__restrict__ out,
-                                            const float *__restrict__ pos, const float2 *__restrict__ filt,
-                                            int n, int m) {
-    resample(in, out, pos, filt, n, m);
-}
-
-// Step 5: scaling (1/M after the inverse FFT), magnitude, square, decibels,
-// the float32 output and the int8 rendering through Levels. out8 may be
-// null. Grid-stride over total = records*m values.
+// Step 5: f = log10(a), a*a or a, for a = |y| (EnableMagnitude, or
+// EnableSquare without log10, as vortex) or Re(y); out = out_mul*f +
+// out_add and, when out8 is not null, the int8 of lvl_mul*f + lvl_add
+// (OCT_LEVELS) or of out. The constants carry the 1/M normalisation, the
+// decibel factor and the levels (process.postParams.kernel). Grid-stride
+// over total = records*m values.
 extern "C" __global__ void oct_post(const float2 *__restrict__ in, float *__restrict__ out,
-                                    int8_t *__restrict__ out8, int total, int flags, float scale,
-                                    float lo, float step) {
+                                    int8_t *__restrict__ out8, int total, int flags, float out_mul, float out_add,
+                                    float lvl_mul, float lvl_add) {
     // Unsigned: total < 2^31 and the stride < 2^31, so k + stride cannot wrap.
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < (unsigned)total; k += gridDim.x * blockDim.x) {
         float2 c = in[k];
-        float re = __fmul_rn(c.x, scale), im = __fmul_rn(c.y, scale);
-        // The power |y|^2 or Re(y)^2; decibels come from it directly
-        // (20*log10|y| = 10*log10|y|^2), floored so outputs stay finite.
-        float p = __fmul_rn(re, re);
-        if (flags & OCT_MAGNITUDE) p = __fadd_rn(p, __fmul_rn(im, im));
-        float v;
+        bool mag = (flags & OCT_MAGNITUDE) || ((flags & OCT_SQUARE) && !(flags & OCT_LOG10));
+        float a = mag ? hypotf(c.x, c.y) : c.x;
+        float f;
         if (flags & OCT_LOG10) {
-            const float min_normal = 1.17549435e-38f;
-            v = 10.f * log10f(fmaxf(p, min_normal));
+            f = log10f(a);
         } else if (flags & OCT_SQUARE) {
-            v = p;
-        } else if (flags & OCT_MAGNITUDE) {
-            v = __fsqrt_rn(p);
+            f = __fmul_rn(a, a);
         } else {
-            v = re;
+            f = a;
         }
+        float v = __fadd_rn(__fmul_rn(out_mul, f), out_add);
         out[k] = v;
         if (out8) {
-            float q = __fsub_rn(__fmul_rn(__fsub_rn(v, lo), step), 128.f);
-            int8_t b;
-            if (q != q || q <= -128.f) {
-                b = -128;
-            } else if (q >= 127.f) {
-                b = 127;
-            } else {
-                b = (int8_t)__float2int_rn(q);
-            }
-            out8[k] = b;
+            float t = (flags & OCT_LEVELS) ? __fadd_rn(__fmul_rn(lvl_mul, f), lvl_add) : v;
+            out8[k] = round_clip(t);
         }
     }
 }

@@ -3,6 +3,10 @@ backend (CI has no GPU) and, where a GPU exists, on CUDA too."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 import vortexgo as vg
@@ -46,3 +50,20 @@ def cp():
     import cupy
 
     return cupy
+
+
+@pytest.fixture(scope="session")
+def fake_cuda_driver(tmp_path_factory) -> str:
+    """Path of gosrc/cuda/testdata/fakecuda.c built as a shared library: a
+    stand-in libcuda (host memory, the driver's context and capture rules)
+    that a subprocess loads with VORTEXGO_CUDA_DRIVER, so the real shim, C
+    extension and Go core run without a GPU."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the fake driver")
+    src = Path(__file__).resolve().parent.parent / "gosrc" / "cuda" / "testdata" / "fakecuda.c"
+    if not src.exists():
+        pytest.skip(f"{src} not here (tests run outside the source tree)")
+    lib = tmp_path_factory.mktemp("fakecuda") / "libfakecuda.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    return str(lib)

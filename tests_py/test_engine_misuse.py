@@ -10,18 +10,10 @@ failed timeout.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-import vortexgo as vg
-
-ROOT = Path(__file__).resolve().parents[1]
+import _subproc
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,17 +53,10 @@ def expect(exc, fn, *args, match=None):
 
 
 def run_case(code: str, timeout: float = 60) -> str:
-    """Run PRELUDE + code in a fresh interpreter; return its output. The case
-    must exit 0 within timeout."""
-    env = dict(os.environ, PYTHONPATH=str(Path(vg.__file__).resolve().parents[1]))  # the imported package
-    try:
-        r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=env, cwd=str(ROOT),
-                           capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"the case hung (no exit within {timeout} s); output so far:\n{e.stdout}\n{e.stderr}")
-    out = r.stdout + r.stderr
-    assert r.returncode == 0, f"exit status {r.returncode}:\n{out[-4000:]}"
-    return out
+    """Run PRELUDE + code in a fresh interpreter (see _subproc.run); return
+    its output. The case must exit 0 within timeout."""
+    r = _subproc.run(code, prelude=PRELUDE, timeout=timeout)
+    return r.stdout + r.stderr
 
 
 # --- closing what a running engine uses ---------------------------------------------

@@ -8,34 +8,21 @@ so a crash is a failed test rather than a dead run.
 from __future__ import annotations
 
 import ctypes
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 import vortexgo as vg
 from vortexgo import _core
 
+import _subproc
 from conftest import DEVICES, needs_cuda
-
-PYTHON_DIR = str(Path(vg.__file__).resolve().parent.parent)
-
 
 def run_snippet(code: str, *, rc: int = 0, stdout: str = "", stderr: str = "", timeout: float = 240,
                 extra_env: dict | None = None):
-    """Run `code` in a fresh interpreter; check its exit code and output."""
-    env = {"PYTHONPATH": PYTHON_DIR, "PATH": "/usr/bin:/bin"}
-    for k in ("HOME", "LD_LIBRARY_PATH", "VORTEXGO_CUDA_DRIVER", "CUDA_VISIBLE_DEVICES"):
-        v = os.environ.get(k)
-        if v is not None:
-            env[k] = v
-    env.update(extra_env or {})
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                       timeout=timeout, env=env)
-    assert p.returncode == rc, f"exit {p.returncode}, expected {rc}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
+    """Run `code` in a fresh interpreter with a clean environment (see
+    _subproc.run); check its exit code and output."""
+    p = _subproc.run(code, rc=rc, timeout=timeout, env=extra_env, inherit_env=False)
     assert stdout in p.stdout, p.stdout
     assert stderr in p.stderr, p.stderr[-4000:]
     return p
@@ -262,22 +249,11 @@ def test_threads_racing_close_never_crash(dev):
 # VORTEXGO_CUDA_DRIVER in a subprocess, it runs the real shim, the real C
 # extension and the real close protocol.
 
-REPO = Path(__file__).resolve().parent.parent
-
-
 @pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory) -> str:
-    import shutil
-
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler to build the fake driver")
+def fake_driver(fake_cuda_driver) -> str:
     if not _core.HAVE_C_FAST_PATH:
         pytest.skip("the C fast path was not built")
-    lib = tmp_path_factory.mktemp("fakecuda") / "libfakecuda.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(REPO / "gosrc/cuda/testdata/fakecuda.c")],
-                   check=True)
-    return str(lib)
+    return fake_cuda_driver
 
 
 def run_fake(lib: str, code: str, before: str = "", **kw):

@@ -6,17 +6,12 @@ process, so a crash is a failure of that case, not a dead test run."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+import _subproc
 import vortexgo as vg
-
-PYTHON_DIR = str(Path(vg.__file__).resolve().parent.parent)
 
 PRELUDE = """
 import gc, sys, threading
@@ -36,16 +31,10 @@ def churn():
 
 
 def run_isolated(code: str, timeout: float = 120) -> str:
-    """Run ``code`` (after PRELUDE) in a fresh interpreter; assert it exits
-    cleanly and return its stdout."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("VORTEXGO_DEVICE", "cpu")
-    proc = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, (
-        f"exit status {proc.returncode}\n--- stdout\n{proc.stdout[-2000:]}\n--- stderr\n{proc.stderr[-4000:]}")
-    return proc.stdout
+    """Run ``code`` (after PRELUDE) in a fresh interpreter (see
+    _subproc.run); assert it exits cleanly and return its stdout."""
+    env = {} if "VORTEXGO_DEVICE" in os.environ else {"VORTEXGO_DEVICE": "cpu"}
+    return _subproc.run(code, prelude=PRELUDE, timeout=timeout, env=env).stdout
 
 
 # --- borrowers outlive the owner's free() --------------------------------------

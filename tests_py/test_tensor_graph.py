@@ -6,7 +6,9 @@ import time
 import numpy as np
 import pytest
 
+import _subproc
 import vortexgo as vg
+from conftest import needs_cuda
 
 
 def test_tensor_lock_yields_zero_copy_view(cpu):
@@ -136,6 +138,111 @@ def test_capture_discarded_on_exception(device):
             raise KeyError("boom")
     assert cap.graph is None
     s.synchronize()  # the stream is usable again
+
+
+# --- what a capture cannot hold -----------------------------------------------------------
+#
+# Inside a capture the host cannot wait for the capturing stream, and (on
+# CUDA) the stream cannot wait on an event recorded outside the capture.
+# The errors say what to do; the block's own error propagates (not the
+# driver's "capture invalidated" from ending it); the stream works again
+# after the block.
+
+
+def test_capture_refuses_host_waits_on_cpu(cpu):
+    s = vg.Stream(cpu)
+    x = vg.zeros(16, "float32", cpu, stream=s)
+    with pytest.raises(vg.VortexError, match="capturing a graph") as info:
+        with vg.ScopedCapture(s):
+            vg.scale_offset(x, 2.0, 1.0, out=x, stream=s)
+            s.synchronize()
+    assert "EndCapture first" in str(info.value)
+    with pytest.raises(vg.VortexError, match="capturing a graph"):
+        with vg.ScopedCapture(s):
+            s.is_complete
+    s.synchronize()  # usable again
+    np.testing.assert_array_equal(x.numpy(), 0)  # the discarded captures never ran
+
+    # CPU work is done when it is issued, so an event recorded outside the
+    # capture is complete: waiting on it inside is accepted and orders
+    # nothing (CUDA refuses it: see the tests below).
+    outside = s.record_event()
+    with vg.ScopedCapture(s) as cap:
+        s.wait_event(outside)
+        vg.scale_offset(x, 2.0, 1.0, out=x, stream=s)
+    cap.graph.launch(s)
+    s.synchronize()
+    np.testing.assert_array_equal(x.numpy(), 1)
+    cap.graph.close()
+
+
+# Each case: what the block does, and the words the error must hold (the
+# error is the refused call's, not cuStreamEndCapture's from leaving). The
+# first refused call invalidates the capture; later calls, ending it
+# included, fail with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, whose text
+# names every cause and the way out.
+CUDA_CAPTURE_CASES = {
+    "wait on an event recorded outside": ("s.wait_event(outside)", "recorded outside the capture"),
+    "synchronize the capturing stream": ("s.synchronize()", "synchronize"),
+    "query the capturing stream": ("s.is_complete", "queried"),
+}
+
+CUDA_CAPTURE_SCRIPT = """
+import vortexgo as vg
+dev = vg.get_device("cuda:0")
+s = vg.Stream(dev)
+x = vg.zeros(16, "float32", dev, stream=s)
+outside = s.record_event()
+try:
+    with vg.ScopedCapture(s):
+        vg.scale_offset(x, 2.0, 1.0, out=x, stream=s)
+        {call}
+except vg.CudaError as exc:
+    assert "STREAM_CAPTURE" in str(exc), exc
+    assert {words!r} in str(exc), exc
+    assert "cuStreamEndCapture" not in str(exc), exc
+    print("RAISED", exc)
+else:
+    raise AssertionError("no error")
+# A refused call caught inside the block: leaving it raises, saying why.
+try:
+    with vg.ScopedCapture(s) as cap:
+        try:
+            {call}
+        except vg.CudaError:
+            pass
+except vg.CudaError as exc:
+    assert "CAPTURE_INVALIDATED" in str(exc) and "capture again" in str(exc), exc
+    assert cap.graph is None
+else:
+    raise AssertionError("leaving an invalidated capture did not raise")
+s.synchronize()  # usable again, and a new capture works
+with vg.ScopedCapture(s) as cap:
+    vg.scale_offset(x, 2.0, 1.0, out=x, stream=s)
+cap.graph.launch(s)
+s.synchronize()
+if {real_gpu}:  # the fake driver runs no kernels
+    assert x.numpy().tolist() == [1.0] * 16, x.numpy()
+print("OK")
+"""
+
+
+@pytest.mark.parametrize("case", sorted(CUDA_CAPTURE_CASES))
+def test_capture_refusals_on_a_fake_cuda_driver(fake_cuda_driver, case):
+    # The driver's capture rules as gosrc/cuda/testdata/fakecuda.c models
+    # them, through the real shim, C fast path and Go core.
+    call, words = CUDA_CAPTURE_CASES[case]
+    p = _subproc.run(CUDA_CAPTURE_SCRIPT.format(call=call, words=words, real_gpu=False), timeout=120,
+                     env={"VORTEXGO_CUDA_DRIVER": fake_cuda_driver})
+    assert p.stdout.splitlines()[-1] == "OK", p.stdout
+
+
+@needs_cuda
+@pytest.mark.parametrize("case", sorted(CUDA_CAPTURE_CASES))
+def test_capture_refusals_on_cuda(case):
+    call, words = CUDA_CAPTURE_CASES[case]
+    p = _subproc.run(CUDA_CAPTURE_SCRIPT.format(call=call, words=words, real_gpu=True), timeout=120)
+    assert p.stdout.splitlines()[-1] == "OK", p.stdout
 
 
 def test_capture_launch_type_checked():

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import gc
 import math
-import os
-import subprocess
-import sys
-import textwrap
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+import _subproc
 import vortexgo as vg
 from vortexgo.toolkit import GpuPipelineStage, In, KernelOp, Out, i32
 
@@ -30,18 +26,13 @@ from hypothesis import strategies as st  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
-PYTHON_DIR = str(Path(vg.__file__).resolve().parents[1])  # the package this session imported
 
-
-def run_isolated(code: str, device: str = "cpu") -> subprocess.CompletedProcess:
+def run_isolated(code: str, device: str = "cpu") -> _subproc.Outcome:
     """Run ``code`` in a fresh interpreter (``np``, ``vg`` and ``dev`` defined)
     and require a clean exit: a SIGSEGV or a Go fatal error fails the test
-    with the child's output."""
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    prog = f"import gc, numpy as np, vortexgo as vg\ndev = vg.get_device({device!r})\n" + textwrap.dedent(code)
-    r = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, f"child exited with {r.returncode}:\n{r.stdout}\n{r.stderr[-3000:]}"
-    return r
+    with the child's output (see _subproc.run)."""
+    prelude = f"import gc, numpy as np, vortexgo as vg\ndev = vg.get_device({device!r})\n"
+    return _subproc.run(code, prelude=prelude, timeout=120)
 
 
 # Churn: allocate and fill memory so a freed buffer is likely reused and

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -113,6 +114,41 @@ func TestErrorFormat(t *testing.T) {
 			require.Equal(t, tc.want, tc.err.Error())
 		})
 	}
+}
+
+// The stream-capture errors say what to do; other codes keep the driver's text alone.
+func TestErrorCaptureHints(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    *Error
+		prefix string
+		says   string
+	}{
+		{"wait outside the capture", &Error{Op: "cuStreamWaitEvent", Code: CodeCaptureIsolation,
+			Name: "CUDA_ERROR_STREAM_CAPTURE_ISOLATION"},
+			"cuda: cuStreamWaitEvent: CUDA_ERROR_STREAM_CAPTURE_ISOLATION (905); ",
+			"synchronize that work before the capture begins"},
+		{"sync inside the capture", &Error{Op: "cuStreamSynchronize", Code: CodeCaptureUnsupported,
+			Name: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", Msg: "operation not permitted when stream is capturing"},
+			"cuda: cuStreamSynchronize: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900): operation not permitted " +
+				"when stream is capturing; ",
+			"synchronize before the capture begins or after it ends"},
+		{"invalidated names every cause", &Error{Op: "cuStreamEndCapture", Code: CodeCaptureInvalidated},
+			"cuda: cuStreamEndCapture: CUresult(901) (901); ",
+			"cannot wait on an event recorded outside the capture"},
+		{"captured event", &Error{Op: "cuEventQuery", Code: CodeCapturedEvent},
+			"cuda: cuEventQuery: CUresult(907) (907); ", "launch the graph"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.err.Error()
+			require.True(t, strings.HasPrefix(got, tc.prefix), got)
+			require.Contains(t, got[len(tc.prefix):], tc.says)
+		})
+	}
+	require.Equal(t, "cuda: cuMemAlloc_v2: CUresult(2) (2)", (&Error{Op: "cuMemAlloc_v2", Code: 2}).Error())
+	require.NotContains(t, newError("cufftExecC2C", CodeCaptureUnsupported).Error(), ";",
+		"a cuFFT code is no CUresult: no capture hint")
 }
 
 func TestErrorIs(t *testing.T) {

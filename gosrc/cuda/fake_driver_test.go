@@ -266,6 +266,40 @@ func TestFakeDriverChild(t *testing.T) {
 		require.ErrorIs(t, g.Close(), backend.ErrClosed)
 	})
 
+	// The fake driver applies the capture rules to the capturing stream;
+	// the errors must say what to do, and the stream must work again once
+	// the invalidated capture is ended.
+	t.Run("capture refusals say what to do", func(t *testing.T) {
+		outside, err := d.CreateEvent(false)
+		require.NoError(t, err)
+		defer outside.Close()
+		inside, err := d.CreateEvent(false)
+		require.NoError(t, err)
+		defer inside.Close()
+		require.NoError(t, s.Record(outside))
+
+		require.NoError(t, s.BeginCapture())
+		require.NoError(t, s.Record(inside))
+		require.NoError(t, s.WaitEvent(inside), "an event recorded in the capture may be waited on")
+		err = s.WaitEvent(outside)
+		require.ErrorIs(t, err, &cuda.Error{Code: cuda.CodeCaptureIsolation})
+		require.ErrorContains(t, err, "synchronize that work before the capture begins")
+		err = s.Synchronize()
+		require.ErrorIs(t, err, &cuda.Error{Code: cuda.CodeCaptureInvalidated})
+		require.ErrorContains(t, err, "cannot wait on an event recorded outside the capture")
+		_, err = s.EndCapture()
+		require.ErrorIs(t, err, &cuda.Error{Code: cuda.CodeCaptureInvalidated})
+		require.False(t, s.Capturing())
+		require.NoError(t, s.Synchronize(), "the stream works again after the capture ended")
+
+		require.NoError(t, s.BeginCapture())
+		err = s.Synchronize()
+		require.ErrorIs(t, err, &cuda.Error{Code: cuda.CodeCaptureUnsupported})
+		require.ErrorContains(t, err, "synchronize before the capture begins or after it ends")
+		_, err = s.EndCapture()
+		require.ErrorIs(t, err, &cuda.Error{Code: cuda.CodeCaptureInvalidated})
+	})
+
 	t.Run("launch does not allocate", func(t *testing.T) {
 		m, _ := d.LoadNamedModule("fake", nil)
 		f, _ := m.Function("probe")

@@ -55,6 +55,40 @@ type Options struct {
 	// samples instead of the shortest feasible one (an error if it cannot
 	// be met). vortex's optional<size_t>; 0 means unset here.
 	FixedSamples int
+	// VortexQuirks reproduces choices of vortex's planner (Reflexxes Type
+	// II, and vortex's sampling of it) that break the limits or miss the
+	// target, for comparing with vortex sample by sample. Plan otherwise
+	// corrects them:
+	//
+	//   - For a displacement just above the distance a triangular profile
+	//     needs to reach the velocity limit (up to (V-v0)(V-v1)/2A more),
+	//     Reflexxes still plans the triangle, whose peak exceeds the limit
+	//     (by up to a factor sqrt(3/2) from rest to rest). Plan cruises at
+	//     the limit, which takes slightly longer.
+	//   - Reflexxes phase-synchronises motions that are collinear within 1 %
+	//     and its limits within 0.1 %, then patches the start, end and
+	//     position errors of the proportional motion with corrections that
+	//     leave steps in the path (acceleration spikes tens of times the
+	//     limit) and miss the target by up to about 1 % of the move. Plan
+	//     phase-synchronises only when the proportional motion meets both
+	//     states to rounding and keeps every axis' limits, and otherwise
+	//     time-synchronises.
+	//   - With a fixed duration, Reflexxes plans a phase-synchronised
+	//     motion at that duration even where its leading axis cannot arrive
+	//     then (it misses the target); Plan time-synchronises, which finds
+	//     the durations the axes can meet.
+	//   - vortex accepts a motion one sample longer than the fixed count
+	//     and squeezes it into the count, speeding it up by up to 1/n
+	//     (limits exceeded by up to (1+1/n)²); Plan accepts only rounding
+	//     and otherwise fails with "cannot be met".
+	//   - A motion that ends within the first sample is sampled at the
+	//     leading axis' shortest duration (Reflexxes' report of a finished
+	//     motion) even when the axes are synchronised to a later time, so
+	//     the sample misses the target; Plan samples the synchronised time.
+	//   - The hold velocity of a ramp-hold-ramp profile is computed as
+	//     Reflexxes does, losing digits on long motions (A·T large against
+	//     the velocities); Plan uses an equivalent stable form.
+	VortexQuirks bool
 }
 
 // Path is a planned motion sampled at the output rate: Len() samples of Dims

@@ -3,65 +3,83 @@ package process
 import (
 	"fmt"
 	"math"
-	"math/bits"
 )
 
 // maxElements bounds the values of one block so 32-bit indices in the CUDA
 // kernels cannot overflow.
 const maxElements = math.MaxInt32
 
-// maxAverageWindow keeps the background sums exact in 32-bit integers:
-// 65536 * 65535 < 2^32.
-const maxAverageWindow = 1 << 16
+// maxAverageWindow bounds the rolling-average history (AverageWindow x
+// SamplesPerRecord values are kept) and keeps the history sums exact in
+// int64 with room to spare.
+const maxAverageWindow = 1 << 20
 
-// Config is vortex's ProcessorConfig with Go names. See the package
-// documentation for the exact definition of each step.
+// Config is vortex's ProcessorConfig (CPUProcessorConfig and
+// CUDAProcessorConfig) with Go names. The package documentation defines
+// each step exactly.
 type Config struct {
-	// SamplesPerRecord is the raw spectrum length N (>= 2).
+	// SamplesPerRecord is the raw spectrum length N (vortex: 1000).
 	SamplesPerRecord int
-	// AscansPerBlock is the most records one Process call handles; scratch
-	// is sized for it.
+	// AscansPerBlock is the most records one Process call handles, also
+	// records_per_block (vortex: 1000).
 	AscansPerBlock int
-	// AverageWindow is the number of records averaged for background
-	// subtraction; 0 disables it.
+	// ChannelsPerSample is the number of interleaved channels of the raw
+	// input, whose shape is (records, SamplesPerRecord, ChannelsPerSample);
+	// 0 means 1 (vortex: 1).
+	ChannelsPerSample int
+	// Channel is the channel processed, in [0, ChannelsPerSample) (vortex: 0).
+	Channel int
+	// InterpretAsSigned reads the raw uint16 values as int16 (vortex's
+	// CUDAProcessorConfig.interpret_as_signed, here on both backends).
+	InterpretAsSigned bool
+	// AverageWindow is the length W of the rolling average subtracted from
+	// every record: the mean of the last W records seen, carried across
+	// blocks; 0 disables it (vortex: 0).
 	AverageWindow int
 	// ResamplingSamples are fractional positions into the raw spectrum, in
-	// [0, SamplesPerRecord-1], one per output spectrum sample; empty means
-	// no resampling.
+	// [0, SamplesPerRecord-1], one per output sample; empty means no
+	// resampling (vortex: empty).
 	ResamplingSamples []float32
-	// SpectralFilter multiplies the (resampled) spectrum: a window times a
-	// dispersion phasor, OutputSamples long; empty means none.
+	// SpectralFilter multiplies the (resampled) spectrum, OutputSamples()
+	// long; empty means none (vortex: empty).
 	SpectralFilter []complex64
-	// EnableIFFT transforms the spectrum to depth (inverse FFT, 1/M).
+	// EnableIFFT applies the inverse FFT of length OutputSamples(), any
+	// length, with the normalisation 1/M (vortex: true).
 	EnableIFFT bool
-	// EnableMagnitude outputs |y| instead of the real part.
+	// EnableMagnitude outputs |y| instead of Re(y) (vortex: true).
 	EnableMagnitude bool
-	// EnableSquare squares the output (|y|^2 with EnableMagnitude).
+	// EnableSquare squares the magnitude (always |y|, as vortex does), or,
+	// with EnableLog10, doubles the decibel factor: 20*log10 instead of
+	// 10*log10 (vortex: true).
 	EnableSquare bool
-	// EnableLog10 outputs decibels: 20*log10 of amplitudes, 10*log10 of
-	// squares.
+	// EnableLog10 outputs 10*log10 of the value (20*log10 with
+	// EnableSquare) (vortex: true).
 	EnableLog10 bool
-	// Levels is the float range [lo, hi] mapped linearly onto int8
-	// -128..127 (with clamping) for the int8 output; hi > lo.
+	// Levels is the optional range [lo, hi] mapped linearly onto
+	// -128..127 for the int8 output. The zero value [0, 0] means unset
+	// (vortex's None, the default): the int8 output is then the value
+	// itself, rounded and clamped. lo != hi; hi < lo inverts the mapping as
+	// in vortex.
 	Levels [2]float32
-	// Slots is the number of Process calls that may run concurrently, each
-	// on its own stream with its own scratch (>= 1).
+	// Slots is the number of Process calls that may be in flight at once,
+	// each on its own stream with its own scratch (vortex: 2).
 	Slots int
 }
 
-// DefaultConfig returns the usual OCT chain for n-sample spectra and blocks
-// of ascans records: inverse FFT, magnitude in dB, Levels [0, 60] dB, two
-// slots, no background subtraction, resampling or filter (set those for
-// your spectrometer, e.g. from acquire.SimulatedAcquisition).
-func DefaultConfig(n, ascans int) Config {
+// DefaultConfig returns vortex's defaults: 1000 samples per record, 1000
+// records per block, one channel, inverse FFT, magnitude, square and
+// log10 enabled (20*log10|y/M|), levels unset, no average, resampling or
+// filter, two slots.
+func DefaultConfig() Config {
 	return Config{
-		SamplesPerRecord: n,
-		AscansPerBlock:   ascans,
-		EnableIFFT:       true,
-		EnableMagnitude:  true,
-		EnableLog10:      true,
-		Levels:           [2]float32{0, 60},
-		Slots:            2,
+		SamplesPerRecord:  1000,
+		AscansPerBlock:    1000,
+		ChannelsPerSample: 1,
+		EnableIFFT:        true,
+		EnableMagnitude:   true,
+		EnableSquare:      true,
+		EnableLog10:       true,
+		Slots:             2,
 	}
 }
 
@@ -74,6 +92,12 @@ func (c *Config) OutputSamples() int {
 	return c.SamplesPerRecord
 }
 
+// Channels is ChannelsPerSample with 0 read as 1.
+func (c *Config) Channels() int { return max(c.ChannelsPerSample, 1) }
+
+// HasLevels reports whether Levels is set.
+func (c *Config) HasLevels() bool { return c.Levels != [2]float32{} }
+
 // Validate reports the first field that is out of range, naming it and the
 // value expected.
 func (c *Config) Validate() error {
@@ -83,16 +107,23 @@ func (c *Config) Validate() error {
 	finite := func(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
 	n := c.SamplesPerRecord
 	switch {
-	case n < 2:
-		return bad("SamplesPerRecord", n, ">= 2")
+	case n < 1:
+		return bad("SamplesPerRecord", n, ">= 1")
 	case c.AscansPerBlock < 1:
 		return bad("AscansPerBlock", c.AscansPerBlock, ">= 1")
+	case c.ChannelsPerSample < 0:
+		return bad("ChannelsPerSample", c.ChannelsPerSample, ">= 1 (0 means 1)")
+	case c.Channel < 0 || c.Channel >= c.Channels():
+		return bad("Channel", c.Channel, fmt.Sprintf("in [0, ChannelsPerSample=%d)", c.Channels()))
 	case c.AverageWindow < 0 || c.AverageWindow > maxAverageWindow:
 		return bad("AverageWindow", c.AverageWindow, fmt.Sprintf("in [0, %d] (0 disables)", maxAverageWindow))
 	case c.Slots < 1:
 		return bad("Slots", c.Slots, ">= 1")
-	case !finite(c.Levels[0]) || !finite(c.Levels[1]) || c.Levels[1] <= c.Levels[0]:
-		return bad("Levels", c.Levels, "finite [lo, hi] with hi > lo")
+	case c.HasLevels() && (!finite(c.Levels[0]) || !finite(c.Levels[1]) || c.Levels[0] == c.Levels[1]):
+		return bad("Levels", c.Levels, "finite [lo, hi] with lo != hi, or [0 0] for unset")
+	}
+	if len(c.ResamplingSamples) > 0 && len(c.ResamplingSamples) < 2 {
+		return fmt.Errorf("process: len(Config.ResamplingSamples)=1, expected 0 or >= 2")
 	}
 	for j, p := range c.ResamplingSamples {
 		if !finite(p) || p < 0 || p > float32(n-1) {
@@ -108,11 +139,11 @@ func (c *Config) Validate() error {
 			return bad(fmt.Sprintf("SpectralFilter[%d]", j), h, "a finite complex number")
 		}
 	}
-	if c.EnableIFFT && (m < 2 || bits.OnesCount(uint(m)) != 1) {
-		return fmt.Errorf("process: Config.OutputSamples()=%d with EnableIFFT, expected a power of two >= 2 (set ResamplingSamples to such a length)", m)
+	if int64(c.AscansPerBlock)*int64(max(n*c.Channels(), m)) > maxElements {
+		return bad("AscansPerBlock", c.AscansPerBlock, fmt.Sprintf("AscansPerBlock*max(SamplesPerRecord*ChannelsPerSample, OutputSamples()) <= %d", maxElements))
 	}
-	if int64(c.AscansPerBlock)*int64(max(n, m)) > maxElements {
-		return bad("AscansPerBlock", c.AscansPerBlock, fmt.Sprintf("AscansPerBlock*max(SamplesPerRecord, OutputSamples()) <= %d", maxElements))
+	if int64(c.AverageWindow)*int64(n) > maxElements {
+		return bad("AverageWindow", c.AverageWindow, fmt.Sprintf("AverageWindow*SamplesPerRecord <= %d", maxElements))
 	}
 	return nil
 }

@@ -2,9 +2,13 @@ package process
 
 import (
 	"fmt"
+	"math/cmplx"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
+
+	"gonum.org/v1/gonum/dsp/fourier"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
@@ -17,20 +21,34 @@ const minChunk = 8
 
 // CPUProcessor runs the processing chain in Go on the CPU backend: Process
 // enqueues it on a backend.HostStream, which runs it before returning, and
-// spreads the records of a block over up to GOMAXPROCS goroutines.
+// spreads the records of a block over up to GOMAXPROCS goroutines. The
+// inverse FFT is gonum's (any length, float64), planned once per
+// goroutine's scratch.
 //
-// Calls for different slots may run concurrently from different goroutines;
+// The rolling average is carried across calls in call order: calls for
+// different slots may run concurrently from different goroutines (the
+// history update is serialised by a mutex, the rest runs in parallel);
 // calls for one slot must not (the engine issues them in order on the
-// slot's stream).
+// slot's stream). Change swaps the configuration between blocks.
 type CPUProcessor struct {
+	st       atomic.Pointer[cpuState]
+	mu       sync.Mutex // serialises Prepare, Change and Close
+	prepared bool
+	closed   atomic.Bool
+	claim    engine.Claim // refuses Close while an engine runs the processor
+}
+
+// cpuState is everything one configuration needs, immutable once built
+// (but for the scratch and the history's contents): a block loads it once
+// and uses it throughout, so Change takes effect at a block boundary.
+type cpuState struct {
 	cfg     Config
 	m       int
 	post    postParams
-	plan    *fftPlan
+	res     *resampling
 	workers int
-	slots   [][]*cpuScratch // [slot][worker]
-	closed  bool
-	claim   engine.Claim // refuses Close while an engine runs the processor
+	slots   []*cpuSlot
+	hist    *history // nil without averaging; kept across compatible changes
 }
 
 // Claims reports the claim an engine takes while it uses the processor
@@ -40,62 +58,187 @@ func (p *CPUProcessor) Claims() []*engine.Claim {
 	return []*engine.Claim{&p.claim}
 }
 
+// cpuSlot is one slot's working memory.
+type cpuSlot struct {
+	avg     []float32 // the average record subtracted from this slot's block
+	workers []*cpuScratch
+}
+
 // cpuScratch is one goroutine's working memory.
 type cpuScratch struct {
-	sums []int64     // background window sums, one per raw sample
-	spec []float32   // the background-subtracted raw spectrum
-	cx   []complex64 // the output spectrum / A-scan
+	spec []float32    // the raw (or background-subtracted) record
+	res  []float32    // the resampled record
+	cx   []complex128 // the spectrum / A-scan
+	fft  *fourier.CmplxFFT
+	// A real spectrum (no filter) takes the real FFT, half the work:
+	// rfft, its input re and its M/2+1 coefficients half.
+	rfft *fourier.FFT
+	re   []float64
+	half []complex128
 }
 
 // NewCPUProcessor validates cfg and returns a processor; Prepare allocates
 // its scratch.
 func NewCPUProcessor(cfg Config) (*CPUProcessor, error) {
+	st, err := newCPUState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &CPUProcessor{}
+	p.st.Store(st)
+	return p, nil
+}
+
+func newCPUState(cfg Config) (*cpuState, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.clone()
-	return &CPUProcessor{cfg: cfg, m: cfg.OutputSamples(), post: newPostParams(&cfg)}, nil
+	st := &cpuState{cfg: cfg, m: cfg.OutputSamples(), post: newPostParams(&cfg)}
+	if len(cfg.ResamplingSamples) > 0 {
+		r := newResampling(cfg.ResamplingSamples, cfg.SamplesPerRecord)
+		st.res = &r
+	}
+	return st, nil
 }
 
 // Config returns a copy of the processor's configuration.
-func (p *CPUProcessor) Config() Config { return p.cfg.clone() }
+func (p *CPUProcessor) Config() Config { return p.st.Load().cfg.clone() }
 
 // OutputSamples is the length of one processed record.
-func (p *CPUProcessor) OutputSamples() int { return p.m }
+func (p *CPUProcessor) OutputSamples() int { return p.st.Load().m }
 
-// Prepare allocates the FFT plan and per-slot, per-goroutine scratch.
-// Calling it again does nothing.
+// InputValues is the number of uint16 values of one raw record that
+// Process reads: SamplesPerRecord x ChannelsPerSample. A caller's raw
+// buffers must hold that many per record.
+func (p *CPUProcessor) InputValues() int {
+	c := &p.st.Load().cfg
+	return c.SamplesPerRecord * c.Channels()
+}
+
+// Prepare allocates the history, the FFT plans and per-slot,
+// per-goroutine scratch. Calling it again does nothing.
 func (p *CPUProcessor) Prepare() error {
-	if p.closed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
 		return errClosed("process: CPUProcessor.Prepare")
 	}
-	if p.slots != nil {
+	if p.prepared {
 		return nil
 	}
-	if p.cfg.EnableIFFT {
-		p.plan = newFFTPlan(p.m)
-	}
-	p.workers = max(1, min(runtime.GOMAXPROCS(0), (p.cfg.AscansPerBlock+minChunk-1)/minChunk))
-	p.slots = make([][]*cpuScratch, p.cfg.Slots)
-	for i := range p.slots {
-		p.slots[i] = make([]*cpuScratch, p.workers)
-		for w := range p.slots[i] {
-			sc := &cpuScratch{spec: make([]float32, p.cfg.SamplesPerRecord), cx: make([]complex64, p.m)}
-			if p.cfg.AverageWindow > 0 {
-				sc.sums = make([]int64, p.cfg.SamplesPerRecord)
-			}
-			p.slots[i][w] = sc
+	st := p.st.Load()
+	st.allocate(nil)
+	p.prepared = true
+	return nil
+}
+
+// allocate makes the state's scratch and plans, and its history, or takes
+// prev's when prev is compatible (same window and record layout).
+func (st *cpuState) allocate(prev *cpuState) {
+	n := st.cfg.SamplesPerRecord
+	if st.cfg.AverageWindow > 0 {
+		if prev != nil && prev.hist != nil && historyCompatible(&prev.cfg, &st.cfg) {
+			st.hist = prev.hist
+		} else {
+			st.hist = newHistory(st.cfg.AverageWindow, n)
 		}
 	}
+	st.workers = max(1, min(runtime.GOMAXPROCS(0), (st.cfg.AscansPerBlock+minChunk-1)/minChunk))
+	st.slots = make([]*cpuSlot, st.cfg.Slots)
+	for i := range st.slots {
+		sl := &cpuSlot{workers: make([]*cpuScratch, st.workers)}
+		if st.hist != nil {
+			sl.avg = make([]float32, n)
+		}
+		for w := range sl.workers {
+			sc := &cpuScratch{spec: make([]float32, n), res: make([]float32, st.m), cx: make([]complex128, st.m)}
+			switch {
+			case st.cfg.EnableIFFT && st.cfg.SpectralFilter == nil:
+				sc.rfft, sc.re, sc.half = fourier.NewFFT(st.m), make([]float64, st.m), make([]complex128, st.m/2+1)
+			case st.cfg.EnableIFFT:
+				sc.fft = fourier.NewCmplxFFT(st.m)
+			}
+			sl.workers[w] = sc
+		}
+		st.slots[i] = sl
+	}
+}
+
+// historyCompatible reports whether the rolling average's history carries
+// over from configuration a to b: same window, same samples, same channel
+// read the same way. (vortex's CUDAProcessor keeps it over such
+// "lightweight" changes; its CPUProcessor always starts over, which its
+// documentation allows: "record history ... may be lost".)
+func historyCompatible(a, b *Config) bool {
+	return a.AverageWindow == b.AverageWindow && a.SamplesPerRecord == b.SamplesPerRecord &&
+		a.Channels() == b.Channels() && a.Channel == b.Channel && a.InterpretAsSigned == b.InterpretAsSigned
+}
+
+// shapeChanged names the first field of the block shape that differs
+// between a and b: an engine sized its buffers for a.
+func shapeChanged(a, b *Config) string {
+	switch {
+	case a.SamplesPerRecord != b.SamplesPerRecord:
+		return "SamplesPerRecord"
+	case a.Channels() != b.Channels():
+		return "ChannelsPerSample"
+	case a.AscansPerBlock != b.AscansPerBlock:
+		return "AscansPerBlock"
+	case a.OutputSamples() != b.OutputSamples():
+		return "OutputSamples()"
+	case a.Slots != b.Slots:
+		return "Slots"
+	}
+	return ""
+}
+
+// Change validates cfg and makes it the configuration of the blocks that
+// Process starts from now on (vortex's change(config)); blocks already
+// started finish with the previous one. The rolling average's history is
+// kept when the window, samples and channel are unchanged, else it starts
+// over. While an engine runs the processor, a change of the block's shape
+// (samples, channels, records, output samples, slots) is refused with
+// backend.ErrInUse, as the engine's buffers were sized for the old one.
+func (p *CPUProcessor) Change(cfg Config) error {
+	const op = "process: CPUProcessor.Change"
+	next, err := newCPUState(cfg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return errClosed(op)
+	}
+	prev := p.st.Load()
+	if f := shapeChanged(&prev.cfg, &next.cfg); f != "" && p.claim.InUse() {
+		return fmt.Errorf("%s: Config.%s changes while an engine runs the processor, expected the same block shape (stop the engine first): %w", op, f, backend.ErrInUse)
+	}
+	if p.prepared {
+		next.allocate(prev)
+	}
+	p.st.Store(next)
 	return nil
 }
 
 // Process enqueues the processing of records raw spectra at host address
-// in into out (float32) and, when outInt8 != 0, outInt8 (int8), on s,
-// which must be a CPU stream (backend.HostStream).
+// in (uint16, records x SamplesPerRecord x ChannelsPerSample) into out
+// (float32) and, when outInt8 != 0, outInt8 (int8), each records x
+// OutputSamples(), on s, which must be a CPU stream (backend.HostStream).
+// The block's records enter the rolling average's history (vortex's
+// append_history=True).
 func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
+	return p.ProcessHistory(slot, s, in, records, out, outInt8, true)
+}
+
+// ProcessHistory is Process with vortex's append_history: false leaves the
+// history as it is and subtracts its current mean (none while it is
+// empty).
+func (p *CPUProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CPUProcessor.Process"
-	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
+	st := p.st.Load()
+	if err := checkProcess(op, p.closed.Load(), st.slots != nil, &st.cfg, slot, s, in, records, out); err != nil {
 		return err
 	}
 	hs, ok := s.(backend.HostStream)
@@ -105,22 +248,43 @@ func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records i
 	if records == 0 {
 		return nil
 	}
-	n, m := p.cfg.SamplesPerRecord, p.m
-	raw := hostSlice[uint16](in, records*n)
-	dst := hostSlice[float32](out, records*m)
+	raw := hostSlice[uint16](in, records*st.cfg.SamplesPerRecord*st.cfg.Channels())
+	dst := hostSlice[float32](out, records*st.m)
 	var dst8 []int8
 	if outInt8 != 0 {
-		dst8 = hostSlice[int8](outInt8, records*m)
+		dst8 = hostSlice[int8](outInt8, records*st.m)
 	}
-	scratch := p.slots[slot]
-	return hs.Enqueue(func() { p.run(scratch, raw, dst, dst8, records) })
+	sl := st.slots[slot]
+	return hs.Enqueue(func() { st.run(sl, raw, dst, dst8, records, appendHistory) })
 }
 
-// run processes a block, splitting its records into contiguous chunks, one
-// per goroutine, and waits for them: the CPU stream's contract is that work
-// is done when Enqueue returns.
-func (p *CPUProcessor) run(scratch []*cpuScratch, raw []uint16, dst []float32, dst8 []int8, records int) {
-	chunks := min(len(scratch), (records+minChunk-1)/minChunk)
+// sample reads record r's sample i of the processed channel.
+func (p *cpuState) sample(raw []uint16, r, i int) int32 {
+	v := raw[(r*p.cfg.SamplesPerRecord+i)*p.cfg.Channels()+p.cfg.Channel]
+	if p.cfg.InterpretAsSigned {
+		return int32(int16(v))
+	}
+	return int32(v)
+}
+
+// run processes a block: the history update and mean first (in call
+// order), then the records in contiguous chunks, one per goroutine, and
+// waits for them: the CPU stream's contract is that work is done when
+// Enqueue returns.
+func (p *cpuState) run(sl *cpuSlot, raw []uint16, dst []float32, dst8 []int8, records int, appendHistory bool) {
+	var avg []float32
+	if h := p.hist; h != nil {
+		h.mu.Lock()
+		if appendHistory {
+			h.append(records, func(r, i int) int32 { return p.sample(raw, r, i) })
+		}
+		if h.count > 0 {
+			h.mean(sl.avg)
+			avg = sl.avg
+		}
+		h.mu.Unlock()
+	}
+	chunks := min(len(sl.workers), (records+minChunk-1)/minChunk)
 	size := (records + chunks - 1) / chunks
 	var wg sync.WaitGroup
 	for c := 1; c < chunks; c++ {
@@ -128,98 +292,106 @@ func (p *CPUProcessor) run(scratch []*cpuScratch, raw []uint16, dst []float32, d
 		if lo >= hi {
 			break
 		}
-		wg.Go(func() { p.chunk(scratch[c], raw, dst, dst8, records, lo, hi) })
+		wg.Go(func() { p.chunk(sl.workers[c], avg, raw, dst, dst8, lo, hi) })
 	}
-	p.chunk(scratch[0], raw, dst, dst8, records, 0, min(size, records))
+	p.chunk(sl.workers[0], avg, raw, dst, dst8, 0, min(size, records))
 	wg.Wait()
 }
 
-// chunk processes records [lo, hi) of a block of R records.
-func (p *CPUProcessor) chunk(sc *cpuScratch, raw []uint16, dst []float32, dst8 []int8, R, lo, hi int) {
-	n, m := p.cfg.SamplesPerRecord, p.m
-	w := min(p.cfg.AverageWindow, R)
-	var cur int // first record of the window summed in sc.sums
-	if w > 0 {
-		cur = windowStart(lo, w, R)
-		clear(sc.sums)
-		for r := cur; r < cur+w; r++ {
-			for i, v := range raw[r*n : (r+1)*n] {
-				sc.sums[i] += int64(v)
-			}
-		}
-	}
-	pos, filt := p.cfg.ResamplingSamples, p.cfg.SpectralFilter
+// chunk processes records [lo, hi) of a block; avg is the block's average
+// record, nil without averaging.
+func (p *cpuState) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []float32, dst8 []int8, lo, hi int) {
+	m := p.m
+	complexSpectrum := p.cfg.SpectralFilter != nil || p.cfg.EnableIFFT
 	for r := lo; r < hi; r++ {
-		rec := raw[r*n : (r+1)*n]
-		// Step 1: background subtraction (or plain conversion).
-		if w > 0 {
-			// Slide the window forward; it moves at most one record per
-			// record, and the integer sums stay exact.
-			for s := windowStart(r, w, R); cur < s; cur++ {
-				add, drop := raw[(cur+w)*n:(cur+w+1)*n], raw[cur*n:(cur+1)*n]
-				for i := range sc.sums {
-					sc.sums[i] += int64(add[i]) - int64(drop[i])
+		// Step 1: the record as float32, minus the average record.
+		for i := range sc.spec {
+			v := float32(p.sample(raw, r, i))
+			if avg != nil {
+				v -= avg[i]
+			}
+			sc.spec[i] = v
+		}
+		// Step 2: resampling.
+		x := sc.spec
+		if p.res != nil {
+			for j := range sc.res {
+				sc.res[j] = p.res.interpolate(sc.spec, j)
+			}
+			x = sc.res
+		}
+		out := dst[r*m : (r+1)*m]
+		var out8 []int8
+		if dst8 != nil {
+			out8 = dst8[r*m : (r+1)*m]
+		}
+		if !complexSpectrum {
+			// Step 5 straight from the real spectrum.
+			for j, v := range x[:m] {
+				y := p.post.value(float64(v), 0)
+				out[j] = float32(y)
+				if out8 != nil {
+					out8[j] = p.post.level(y)
 				}
 			}
-			fw := float32(w)
-			for i, v := range rec {
-				sc.spec[i] = float32(v) - float32(sc.sums[i])/fw
+			continue
+		}
+		if sc.rfft != nil {
+			// Step 4 of a real spectrum: the inverse DFT is the conjugate of
+			// the forward one, whose upper half mirrors the lower:
+			// y[k] = conj(C[k]) for k <= M/2, C[M-k] above.
+			for j, v := range x[:m] {
+				sc.re[j] = float64(v)
+			}
+			sc.rfft.Coefficients(sc.half, sc.re)
+			for k := range sc.cx {
+				if k < len(sc.half) {
+					sc.cx[k] = cmplx.Conj(sc.half[k])
+				} else {
+					sc.cx[k] = sc.half[m-k]
+				}
 			}
 		} else {
-			for i, v := range rec {
-				sc.spec[i] = float32(v)
-			}
+			p.filter(sc, x)
 		}
-		// Steps 2 and 3: resampling and spectral filter, into complex.
-		for j := range sc.cx {
-			var v float32
-			if pos != nil {
-				v = interpolate(sc.spec, pos[j])
-			} else {
-				v = sc.spec[j]
-			}
-			if filt != nil {
-				sc.cx[j] = complex(v*real(filt[j]), v*imag(filt[j]))
-			} else {
-				sc.cx[j] = complex(v, 0)
-			}
-		}
-		// Step 4: inverse FFT.
-		if p.plan != nil {
-			p.plan.inverse(sc.cx)
-		}
-		// Step 5: output values.
-		out := dst[r*m : (r+1)*m]
+		// Step 5.
 		for j, c := range sc.cx {
-			out[j] = p.post.value(c)
-		}
-		if dst8 != nil {
-			out8 := dst8[r*m : (r+1)*m]
-			for j, v := range out {
-				out8[j] = p.post.level(v)
+			y := p.post.value(real(c), imag(c))
+			out[j] = float32(y)
+			if out8 != nil {
+				out8[j] = p.post.level(y)
 			}
 		}
 	}
 }
 
-// interpolate is step 2 for one position: x[i] + f*(x[i+1]-x[i]), with the
-// float32 roundings spelled out (no fused multiply-add) as in the kernel.
-func interpolate(x []float32, pos float32) float32 {
-	i := min(int(pos), len(x)-2)
-	f := pos - float32(i)
-	a, b := x[i], x[i+1]
-	return a + float32(f*(b-a))
+// filter is steps 3 and 4 of a complex spectrum: the spectral filter
+// (float32 products, as vortex's) and the unnormalised inverse FFT (the
+// 1/M is step 5's), into sc.cx.
+func (p *cpuState) filter(sc *cpuScratch, x []float32) {
+	filt := p.cfg.SpectralFilter
+	for j, v := range x[:p.m] {
+		if filt != nil {
+			sc.cx[j] = complex(float64(v*real(filt[j])), float64(v*imag(filt[j])))
+		} else {
+			sc.cx[j] = complex(float64(v), 0)
+		}
+	}
+	if sc.fft != nil {
+		sc.fft.Sequence(sc.cx, sc.cx)
+	}
 }
 
 // Close releases the scratch; while an engine uses the processor it
 // refuses with backend.ErrInUse. Further calls return backend.ErrClosed.
 func (p *CPUProcessor) Close() error {
-	if p.closed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
 		return errClosed("process: CPUProcessor.Close")
 	}
 	return p.claim.Close(func() error {
-		p.closed = true
-		p.slots, p.plan = nil, nil
+		p.closed.Store(true)
 		return nil
 	})
 }

@@ -3,6 +3,8 @@ package process
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -16,11 +18,6 @@ import (
 // share an SM.
 const (
 	threads = 256
-	// chunkRecords is how many records one background thread slides over:
-	// long enough to amortise the window set-up (at most two partial
-	// chunks), short enough for a block of ~1000 records to fill the GPU
-	// with N x R/64 threads.
-	chunkRecords = 64
 	// postBlocks caps the grid of the grid-stride post kernel at a few
 	// waves of an H100/H200 (132 SMs x 8 resident blocks of 256 threads).
 	postBlocks = 132 * 8 * 4
@@ -28,42 +25,74 @@ const (
 
 // Flags of oct_post; keep in step with kernels/oct.cu.
 const (
-	flagMagnitude = 1
+	flagLog10     = 1
 	flagSquare    = 2
-	flagLog10     = 4
+	flagMagnitude = 4
+	flagLevels    = 8
 )
 
-// CUDAProcessor runs the processing chain on a CUDA device: background
-// subtraction, fused resampling and spectral filter into complex64, a
-// batched cuFFT C2C inverse, and a fused scale/magnitude/log/int8 kernel.
-// Every step is enqueued on the caller's stream; Process allocates nothing
-// and never waits on the host. Each slot owns its scratch and its cuFFT
-// plan, so calls for different slots may run concurrently on different
-// streams; calls for one slot must be issued in order on one stream (the
-// scratch is reused by the next call in stream order).
+// CUDAProcessor runs the processing chain on a CUDA device: the rolling
+// average's history and mean, a fused load/average-subtraction/resampling/
+// filter kernel into complex64, a batched cuFFT C2C inverse of any length,
+// and a fused normalise/magnitude/log/levels/int8 kernel. Every step is
+// enqueued on the caller's stream; Process allocates nothing and never
+// waits on the host.
+//
+// Each slot owns its scratch and its cuFFT plan, so calls for different
+// slots may run concurrently on different streams; calls for one slot must
+// be issued in order on one stream (the scratch is reused by the next call
+// in stream order). The rolling average's history is shared: calls update
+// it in the order Process is called, each waiting on the device (an event,
+// never the host) for the previous call's update, whatever stream that
+// call used. Change swaps the configuration between blocks.
 type CUDAProcessor struct {
+	dev *cuda.Device
+
+	fnHistory, fnMean, fnSpectrum, fnPost *cuda.Function
+
+	// swap guards st: Process holds it shared while it enqueues a block
+	// (microseconds, never waiting on the device; uncontended but for a
+	// Change), Change exclusively while it swaps the state, so no block is
+	// enqueued on a state being freed.
+	swap     sync.RWMutex
+	st       *cudaState
+	mu       sync.Mutex // serialises Prepare, Change and Close
+	prepared bool
+	closed   atomic.Bool
+	claim    engine.Claim // refuses Close while an engine runs the processor
+}
+
+// cudaState is one configuration's device resources.
+type cudaState struct {
 	cfg  Config
-	dev  *cuda.Device
 	m    int
 	post postParams
+	// Device addresses of the shared read-only tables, 0 when unused: the
+	// kernels skip a step on a null pointer.
+	before, after, wBefore, wAfter, filt uintptr
+	slots                                []*cudaSlot
+	buffers                              []*cuda.Buffer // the tables and slot scratch, freed with the state
+	hist                                 *cudaHistory   // nil without averaging; kept across compatible changes
+}
 
-	fnSums, fnBackground, fnResampleU16, fnResampleF32, fnPost *cuda.Function
-
-	// pos and filt are the device addresses of the shared read-only
-	// tables, 0 when unused: the kernels skip a step on a null pointer.
-	pos, filt uintptr
-	slots     []*cudaSlot
-	buffers   []*cuda.Buffer // everything to free on Close
-	closed    bool
-	claim     engine.Claim // refuses Close while an engine runs the processor
+// cudaHistory is the rolling average's device history and the host's view
+// of it.
+type cudaHistory struct {
+	// mu orders the history updates of concurrent Process calls; it is
+	// held while two kernel launches and an event record are enqueued,
+	// which never block on the device.
+	mu           sync.Mutex
+	buf          *cuda.Buffer // int32 ring, AverageWindow x N
+	index, count int          // the ring's next row and valid rows (as enqueued)
+	prev         *cuda.Event  // recorded after the last enqueued update, nil when none is pending
 }
 
 // cudaSlot is one slot's scratch.
 type cudaSlot struct {
-	sums       uintptr // uint32 chunk sums, ceil(AscansPerBlock/64) x N (AverageWindow > 0)
-	background uintptr // float32 background-subtracted spectra, AscansPerBlock x N (AverageWindow > 0)
-	spectrum   uintptr // complex64 spectra / A-scans, AscansPerBlock x M
-	plan       *cuda.FFTPlan
+	avg      uintptr // float32 average record, N (AverageWindow > 0)
+	spectrum uintptr // complex64 spectra / A-scans, AscansPerBlock x M
+	plan     *cuda.FFTPlan
+	averaged *cuda.Event // recorded after this slot's last history update
 }
 
 // NewCUDAProcessor validates cfg and returns a processor for dev; Prepare
@@ -72,36 +101,56 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	if dev == nil {
 		return nil, errors.New("process: NewCUDAProcessor: dev=nil, expected a *cuda.Device")
 	}
+	st, err := newCUDAState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &CUDAProcessor{dev: dev, st: st}, nil
+}
+
+func newCUDAState(cfg Config) (*cudaState, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.clone()
-	return &CUDAProcessor{cfg: cfg, dev: dev, m: cfg.OutputSamples(), post: newPostParams(&cfg)}, nil
+	return &cudaState{cfg: cfg, m: cfg.OutputSamples(), post: newPostParams(&cfg)}, nil
+}
+
+// state returns the current configuration state.
+func (p *CUDAProcessor) state() *cudaState {
+	p.swap.RLock()
+	defer p.swap.RUnlock()
+	return p.st
 }
 
 // Config returns a copy of the processor's configuration.
-func (p *CUDAProcessor) Config() Config { return p.cfg.clone() }
+func (p *CUDAProcessor) Config() Config { return p.state().cfg.clone() }
 
 // OutputSamples is the length of one processed record.
-func (p *CUDAProcessor) OutputSamples() int { return p.m }
+func (p *CUDAProcessor) OutputSamples() int { return p.state().m }
+
+// InputValues is the number of uint16 values of one raw record that
+// Process reads: SamplesPerRecord x ChannelsPerSample. A caller's raw
+// buffers must hold that many per record.
+func (p *CUDAProcessor) InputValues() int {
+	c := &p.state().cfg
+	return c.SamplesPerRecord * c.Channels()
+}
 
 // Prepare loads the kernels (JIT-compiled once per device), uploads the
-// resampling and filter tables, and allocates each slot's scratch and cuFFT
-// plan. Calling it again does nothing. On error, whatever was allocated is
-// released.
-func (p *CUDAProcessor) Prepare() (err error) {
+// resampling and filter tables, and allocates the history and each slot's
+// scratch, event and cuFFT plan. Calling it again does nothing. On error,
+// whatever was allocated is released.
+func (p *CUDAProcessor) Prepare() error {
 	const op = "process: CUDAProcessor.Prepare"
-	if p.closed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
 		return errClosed(op)
 	}
-	if p.slots != nil {
+	if p.prepared {
 		return nil
 	}
-	defer func() {
-		if err != nil {
-			p.release()
-		}
-	}()
 	ptx, err := octPTX()
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -114,21 +163,34 @@ func (p *CUDAProcessor) Prepare() (err error) {
 		fn   **cuda.Function
 		name string
 	}{
-		{&p.fnSums, "oct_chunk_sums"}, {&p.fnBackground, "oct_background"},
-		{&p.fnResampleU16, "oct_resample_u16"}, {&p.fnResampleF32, "oct_resample_f32"},
-		{&p.fnPost, "oct_post"},
+		{&p.fnHistory, "oct_history"}, {&p.fnMean, "oct_mean"},
+		{&p.fnSpectrum, "oct_spectrum"}, {&p.fnPost, "oct_post"},
 	} {
 		if *k.fn, err = mod.Function(k.name); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 	}
+	if err := p.allocate(p.st, nil); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	p.prepared = true
+	return nil
+}
 
-	// Prepare may block: the tables go up through a private stream and a
-	// synchronize, so they are in place before any Process call can use
-	// them on another stream. This is set-up, not the hot path.
+// allocate uploads st's tables and allocates its slots, and its history or
+// prev's when compatible. It may block: the tables go up through a
+// private stream and a synchronize, so they are in place before any
+// Process call can use them on another stream. This is set-up, not the hot
+// path. On error, whatever it allocated is released.
+func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
+	defer func() {
+		if err != nil {
+			st.release(prev)
+		}
+	}()
 	s, err := p.dev.CreateStream(0)
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return err
 	}
 	defer s.Close()
 	var staging []*cuda.Buffer
@@ -137,8 +199,16 @@ func (p *CUDAProcessor) Prepare() (err error) {
 			b.Free()
 		}
 	}()
+	alloc := func(n int) (uintptr, error) {
+		b, err := p.dev.Malloc(n)
+		if err != nil {
+			return 0, err
+		}
+		st.buffers = append(st.buffers, b)
+		return b.Ptr(), nil
+	}
 	upload := func(host []byte) (uintptr, error) {
-		d, err := p.alloc(len(host))
+		d, err := alloc(len(host))
 		if err != nil {
 			return 0, err
 		}
@@ -150,68 +220,155 @@ func (p *CUDAProcessor) Prepare() (err error) {
 		copy(cpu.HostBytes(h.Ptr(), len(host)), host)
 		return d, s.CopyHtoD(d, h.Ptr(), len(host))
 	}
-	if rs := p.cfg.ResamplingSamples; len(rs) > 0 {
-		if p.pos, err = upload(unsafe.Slice((*byte)(unsafe.Pointer(&rs[0])), len(rs)*4)); err != nil {
-			return fmt.Errorf("%s: ResamplingSamples: %w", op, err)
+	if len(st.cfg.ResamplingSamples) > 0 {
+		r := newResampling(st.cfg.ResamplingSamples, st.cfg.SamplesPerRecord)
+		for _, t := range []struct {
+			dst  *uintptr
+			data []byte
+		}{
+			{&st.before, bytesOf(r.before)}, {&st.after, bytesOf(r.after)},
+			{&st.wBefore, bytesOf(r.wBefore)}, {&st.wAfter, bytesOf(r.wAfter)},
+		} {
+			if *t.dst, err = upload(t.data); err != nil {
+				return fmt.Errorf("ResamplingSamples: %w", err)
+			}
 		}
 	}
-	if f := p.cfg.SpectralFilter; len(f) > 0 {
-		if p.filt, err = upload(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), len(f)*8)); err != nil {
-			return fmt.Errorf("%s: SpectralFilter: %w", op, err)
+	if f := st.cfg.SpectralFilter; len(f) > 0 {
+		if st.filt, err = upload(bytesOf(f)); err != nil {
+			return fmt.Errorf("SpectralFilter: %w", err)
 		}
 	}
 
-	n, m, R := p.cfg.SamplesPerRecord, p.m, p.cfg.AscansPerBlock
-	slots := make([]*cudaSlot, p.cfg.Slots)
-	for i := range slots {
-		sl := &cudaSlot{}
-		if p.cfg.AverageWindow > 0 {
-			if sl.sums, err = p.alloc(ceilDiv(R, chunkRecords) * n * 4); err != nil {
-				return fmt.Errorf("%s: slot %d: %w", op, i, err)
+	n, m, R := st.cfg.SamplesPerRecord, st.m, st.cfg.AscansPerBlock
+	if st.cfg.AverageWindow > 0 {
+		if prev != nil && prev.hist != nil && historyCompatible(&prev.cfg, &st.cfg) {
+			st.hist = prev.hist
+		} else {
+			b, err := p.dev.Malloc(st.cfg.AverageWindow * n * 4)
+			if err != nil {
+				return fmt.Errorf("history: %w", err)
 			}
-			if sl.background, err = p.alloc(R * n * 4); err != nil {
-				return fmt.Errorf("%s: slot %d: %w", op, i, err)
+			st.hist = &cudaHistory{buf: b}
+		}
+	}
+	st.slots = make([]*cudaSlot, st.cfg.Slots)
+	for i := range st.slots {
+		sl := &cudaSlot{}
+		st.slots[i] = sl
+		if st.cfg.AverageWindow > 0 {
+			if sl.avg, err = alloc(n * 4); err != nil {
+				return fmt.Errorf("slot %d: %w", i, err)
+			}
+			if sl.averaged, err = p.dev.CreateEvent(false); err != nil {
+				return fmt.Errorf("slot %d: %w", i, err)
 			}
 		}
-		if sl.spectrum, err = p.alloc(R * m * 8); err != nil {
-			return fmt.Errorf("%s: slot %d: %w", op, i, err)
+		if sl.spectrum, err = alloc(R * m * 8); err != nil {
+			return fmt.Errorf("slot %d: %w", i, err)
 		}
 		// The plan always transforms AscansPerBlock records; the rows past
 		// a short block's records hold zeros or stale spectra and are never
 		// read back. Zero them once so no NaN ever appears there.
 		if err = s.Memset(sl.spectrum, 0, R*m*8); err != nil {
-			return fmt.Errorf("%s: slot %d: %w", op, i, err)
+			return fmt.Errorf("slot %d: %w", i, err)
 		}
-		if p.cfg.EnableIFFT {
+		if st.cfg.EnableIFFT {
 			if sl.plan, err = cuda.NewFFTPlan(p.dev, m, R, cuda.C2C); err != nil {
-				return fmt.Errorf("%s: slot %d: %w", op, i, err)
+				return fmt.Errorf("slot %d: %w", i, err)
 			}
 		}
-		slots[i] = sl
-		p.slots = slots[:i+1] // so release frees the plans made so far
 	}
 	if err = s.Synchronize(); err != nil {
-		return fmt.Errorf("%s: uploading tables: %w", op, err)
+		return fmt.Errorf("uploading tables: %w", err)
 	}
 	return nil
 }
 
-// alloc allocates device memory that Close frees.
-func (p *CUDAProcessor) alloc(n int) (uintptr, error) {
-	b, err := p.dev.Malloc(n)
+// Change validates cfg and makes it the configuration of the blocks that
+// Process enqueues from now on (vortex's change(config)); blocks already
+// enqueued finish with the previous one. The rolling average's history is
+// kept when the window, samples and channel are unchanged (vortex's
+// CUDAProcessor keeps it over its "lightweight" changes), else it starts
+// over. Change allocates the new configuration's resources, then waits for
+// the device (cuCtxSynchronize) before freeing the previous ones; graphs
+// captured before a Change must not be replayed after it. While an engine
+// runs the processor, a change of the block's shape (samples, channels,
+// records, output samples, slots) is refused with backend.ErrInUse, as the
+// engine's buffers were sized for the old one.
+func (p *CUDAProcessor) Change(cfg Config) error {
+	const op = "process: CUDAProcessor.Change"
+	next, err := newCUDAState(cfg)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	p.buffers = append(p.buffers, b)
-	return b.Ptr(), nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return errClosed(op)
+	}
+	prev := p.st
+	if f := shapeChanged(&prev.cfg, &next.cfg); f != "" && p.claim.InUse() {
+		return fmt.Errorf("%s: Config.%s changes while an engine runs the processor, expected the same block shape (stop the engine first): %w", op, f, backend.ErrInUse)
+	}
+	if !p.prepared {
+		p.swap.Lock()
+		p.st = next
+		p.swap.Unlock()
+		return nil
+	}
+	if err := p.allocate(next, prev); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	p.swap.Lock()
+	p.st = next
+	p.swap.Unlock()
+	// Every block enqueued on prev was enqueued before the swap: once the
+	// device is idle, none uses prev, and a kept history has no update
+	// pending to wait for (its prev event belongs to prev's slots).
+	if err := p.dev.Synchronize(); err != nil {
+		return fmt.Errorf("%s: waiting for the blocks of the previous configuration: %w", op, err)
+	}
+	if h := next.hist; h != nil && h == prev.hist {
+		h.mu.Lock()
+		for _, sl := range prev.slots {
+			if h.prev == sl.averaged {
+				h.prev = nil // completed; a block enqueued since may have replaced it
+			}
+		}
+		h.mu.Unlock()
+	}
+	if err := prev.release(next); err != nil {
+		return fmt.Errorf("%s: releasing the previous configuration: %w", op, err)
+	}
+	return nil
+}
+
+// bytesOf views a slice's memory as bytes.
+func bytesOf[T any](v []T) []byte {
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(zero)))
 }
 
 // Process enqueues the processing of records raw spectra at device address
-// in into out (float32) and, when outInt8 != 0, outInt8 (int8), on s,
-// which must be a *cuda.Stream of the processor's device.
+// in (uint16, records x SamplesPerRecord x ChannelsPerSample) into out
+// (float32) and, when outInt8 != 0, outInt8 (int8), each records x
+// OutputSamples(), on s, which must be a *cuda.Stream of the processor's
+// device. The block's records enter the rolling average's history
+// (vortex's append_history=True).
 func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
+	return p.ProcessHistory(slot, s, in, records, out, outInt8, true)
+}
+
+// ProcessHistory is Process with vortex's append_history: false leaves the
+// history as it is and subtracts its current mean (none while it is
+// empty).
+func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CUDAProcessor.Process"
-	if err := checkProcess(op, p.closed, p.slots != nil, &p.cfg, slot, s, in, records, out); err != nil {
+	p.swap.RLock()
+	defer p.swap.RUnlock()
+	st := p.st
+	if err := checkProcess(op, p.closed.Load(), st.slots != nil, &st.cfg, slot, s, in, records, out); err != nil {
 		return err
 	}
 	cs, ok := s.(*cuda.Stream)
@@ -221,31 +378,40 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 	if records == 0 {
 		return nil
 	}
-	sl := p.slots[slot]
-	n, m := p.cfg.SamplesPerRecord, p.m
+	sl := st.slots[slot]
+	n, m := st.cfg.SamplesPerRecord, st.m
+	ch, channel := int32(st.cfg.Channels()), int32(st.cfg.Channel)
+	var signed int32
+	if st.cfg.InterpretAsSigned {
+		signed = 1
+	}
 	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
 
-	// Step 1: background subtraction into float32, or straight from uint16.
-	spectra, resample := in, p.fnResampleU16
-	if p.cfg.AverageWindow > 0 {
-		chunks := ceilDiv(records, chunkRecords)
-		grid := cuda.Dim3{X: uint32(ceilDiv(n, threads) * chunks), Y: 1, Z: 1}
-		if err := cs.Launch(p.fnSums, grid, block, 0,
-			in, sl.sums, int32(records), int32(n), int32(chunkRecords)); err != nil {
-			return fmt.Errorf("%s: oct_chunk_sums: %w", op, err)
+	// Step 1a: the rolling average.
+	var avg uintptr
+	if st.hist != nil {
+		// A graph would replay the history position of its capture: refuse
+		// rather than average the wrong records. One driver query per block,
+		// only with averaging.
+		if cs.Capturing() {
+			return fmt.Errorf("%s: AverageWindow=%d cannot be captured into a graph (the rolling average's position advances with every call), expected a stream that is not capturing: %w",
+				op, st.cfg.AverageWindow, backend.ErrInvalid)
 		}
-		if err := cs.Launch(p.fnBackground, grid, block, 0,
-			in, sl.sums, sl.background, int32(records), int32(n), int32(chunkRecords), int32(p.cfg.AverageWindow)); err != nil {
-			return fmt.Errorf("%s: oct_background: %w", op, err)
+		subtract, err := p.average(st, cs, sl, in, records, ch, channel, signed, appendHistory)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
 		}
-		spectra, resample = sl.background, p.fnResampleF32
+		if subtract {
+			avg = sl.avg
+		}
 	}
 
-	// Steps 2 and 3: resample and filter into complex64.
+	// Steps 1b-3: load, subtract, resample and filter into complex64.
 	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads) * records), Y: 1, Z: 1}
-	if err := cs.Launch(resample, grid, block, 0,
-		spectra, sl.spectrum, p.pos, p.filt, int32(n), int32(m)); err != nil {
-		return fmt.Errorf("%s: oct_resample: %w", op, err)
+	if err := cs.Launch(p.fnSpectrum, grid, block, 0,
+		in, avg, st.before, st.after, st.wBefore, st.wAfter, st.filt, sl.spectrum,
+		int32(n), int32(m), ch, channel, signed); err != nil {
+		return fmt.Errorf("%s: oct_spectrum: %w", op, err)
 	}
 
 	// Step 4: inverse FFT in place, bound to the caller's stream.
@@ -261,21 +427,67 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 	// Step 5: output values.
 	total := records * m
 	var flags int32
-	if p.post.magnitude {
-		flags |= flagMagnitude
-	}
-	if p.post.square {
-		flags |= flagSquare
-	}
-	if p.post.log10 {
+	if st.post.log10 {
 		flags |= flagLog10
 	}
+	if st.post.square {
+		flags |= flagSquare
+	}
+	if st.post.magnitude {
+		flags |= flagMagnitude
+	}
+	if st.post.levels {
+		flags |= flagLevels
+	}
+	k := st.post.kernel()
 	grid = cuda.Dim3{X: uint32(min(ceilDiv(total, threads), postBlocks)), Y: 1, Z: 1}
 	if err := cs.Launch(p.fnPost, grid, block, 0,
-		sl.spectrum, out, outInt8, int32(total), flags, p.post.scale, p.post.lo, p.post.levelStep); err != nil {
+		sl.spectrum, out, outInt8, int32(total), flags, k.outMul, k.outAdd, k.lvlMul, k.lvlAdd); err != nil {
 		return fmt.Errorf("%s: oct_post: %w", op, err)
 	}
 	return nil
+}
+
+// average enqueues on cs the history update for a block (with
+// appendHistory, its last min(records, W) records enter the ring) and the
+// mean of the ring into the slot's average record, after the previous
+// call's update (on whichever stream it ran), then records the slot's
+// event for the next. It reports whether there is a mean to subtract (not
+// while the history is empty).
+func (p *CUDAProcessor) average(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, ch, channel, signed int32, appendHistory bool) (bool, error) {
+	h := st.hist
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, w := st.cfg.SamplesPerRecord, st.cfg.AverageWindow
+	if h.prev != nil {
+		if err := cs.WaitEvent(h.prev); err != nil {
+			return false, err
+		}
+	}
+	cnt := 0
+	if appendHistory {
+		cnt = min(records, w)
+	}
+	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
+	if cnt > 0 {
+		if err := cs.Launch(p.fnHistory, cuda.Dim3{X: uint32(ceilDiv(cnt*n, threads)), Y: 1, Z: 1}, block, 0,
+			in, h.buf.Ptr(), int32(records), int32(n), ch, channel, signed, int32(cnt), int32(h.index), int32(w)); err != nil {
+			return false, fmt.Errorf("oct_history: %w", err)
+		}
+	}
+	count := min(h.count+cnt, w)
+	if count == 0 {
+		return false, nil
+	}
+	if err := cs.Launch(p.fnMean, cuda.Dim3{X: uint32(ceilDiv(n, threads)), Y: 1, Z: 1}, block, 0,
+		h.buf.Ptr(), sl.avg, int32(n), int32(count)); err != nil {
+		return false, fmt.Errorf("oct_mean: %w", err)
+	}
+	if err := cs.Record(sl.averaged); err != nil {
+		return false, err
+	}
+	h.index, h.count, h.prev = (h.index+cnt)%w, count, sl.averaged
+	return true, nil
 }
 
 // Close frees the scratch, tables and plans. cuMemFree waits for queued
@@ -285,12 +497,16 @@ func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 // backend.ErrInUse: closing it under a run used to break the run with
 // "use of closed object".
 func (p *CUDAProcessor) Close() error {
-	if p.closed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
 		return errClosed("process: CUDAProcessor.Close")
 	}
 	return p.claim.Close(func() error {
-		p.closed = true
-		return p.release()
+		p.swap.Lock()
+		defer p.swap.Unlock()
+		p.closed.Store(true)
+		return p.st.release(nil)
 	})
 }
 
@@ -301,23 +517,31 @@ func (p *CUDAProcessor) Claims() []*engine.Claim {
 	return []*engine.Claim{&p.claim}
 }
 
-// release frees everything allocated so far and returns the first error.
-func (p *CUDAProcessor) release() error {
+// release frees everything the state allocated, its history unless keep
+// (the state that took it over) holds it, and returns the first error.
+func (st *cudaState) release(keep *cudaState) error {
 	var first error
-	for _, sl := range p.slots {
-		if sl != nil && sl.plan != nil {
-			if err := sl.plan.Close(); err != nil && first == nil {
-				first = err
-			}
-		}
-	}
-	for _, b := range p.buffers {
-		if err := b.Free(); err != nil && first == nil {
+	note := func(err error) {
+		if err != nil && first == nil {
 			first = err
 		}
 	}
-	p.slots, p.buffers = nil, nil
-	p.pos, p.filt = 0, 0
+	for _, sl := range st.slots {
+		if sl != nil && sl.plan != nil {
+			note(sl.plan.Close())
+		}
+		if sl != nil && sl.averaged != nil {
+			note(sl.averaged.Close())
+		}
+	}
+	for _, b := range st.buffers {
+		note(b.Free())
+	}
+	if st.hist != nil && (keep == nil || keep.hist != st.hist) {
+		note(st.hist.buf.Free())
+	}
+	st.slots, st.buffers, st.hist = nil, nil, nil
+	st.before, st.after, st.wBefore, st.wAfter, st.filt = 0, 0, 0, 0, 0
 	return first
 }
 

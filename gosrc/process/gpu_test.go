@@ -4,11 +4,13 @@ package process
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vortexgo/vortexgo/gosrc/acquire"
+	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 )
 
@@ -19,19 +21,24 @@ func gpuDevice(t testing.TB) *cuda.Device {
 	return dev
 }
 
-// gpuRun processes raw (records of n samples) on the device and returns
-// the float32 and int8 outputs.
-func gpuRun(t testing.TB, dev *cuda.Device, c Config, raw []uint16, records int) ([]float32, []int8) {
+// gpuBlocks processes consecutive blocks of raw (records x N x channels)
+// on the device, block k on slot k%Slots and on that slot's own stream, so
+// consecutive blocks run on different streams and the rolling average's
+// order is kept by the processor's events alone. All blocks are enqueued
+// before the host waits once. It returns the float and int8 outputs.
+func gpuBlocks(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks []int) ([]float32, []int8) {
 	t.Helper()
 	p, err := NewCUDAProcessor(dev, c)
 	require.NoError(t, err)
 	require.NoError(t, p.Prepare())
 	defer func() { require.NoError(t, p.Close()) }()
-	n, m := c.SamplesPerRecord, p.OutputSamples()
-	s, err := dev.CreateStream(0)
-	require.NoError(t, err)
-	defer s.Close()
-
+	nraw, m := c.SamplesPerRecord*c.Channels(), p.OutputSamples()
+	streams := make([]*cuda.Stream, c.Slots)
+	for i := range streams {
+		streams[i], err = dev.CreateStream(0)
+		require.NoError(t, err)
+		defer streams[i].Close()
+	}
 	alloc := func(size int, pinned bool) *cuda.Buffer {
 		var b *cuda.Buffer
 		var err error
@@ -44,71 +51,92 @@ func gpuRun(t testing.TB, dev *cuda.Device, c Config, raw []uint16, records int)
 		t.Cleanup(func() { b.Free() })
 		return b
 	}
-	hIn, hOut, hOut8 := alloc(records*n*2, true), alloc(records*m*4, true), alloc(records*m, true)
-	dIn, dOut, dOut8 := alloc(records*n*2, false), alloc(records*m*4, false), alloc(records*m, false)
-	copy(hostSlice[uint16](hIn.Ptr(), records*n), raw)
-	require.NoError(t, s.CopyHtoD(dIn.Ptr(), hIn.Ptr(), records*n*2))
+	total := 0
+	for _, b := range blocks {
+		total += b
+	}
+	hIn, hOut, hOut8 := alloc(total*nraw*2, true), alloc(total*m*4, true), alloc(total*m, true)
+	dIn, dOut, dOut8 := alloc(total*nraw*2, false), alloc(total*m*4, false), alloc(total*m, false)
+	copy(hostSlice[uint16](hIn.Ptr(), total*nraw), raw)
+	s0 := streams[0]
+	require.NoError(t, s0.CopyHtoD(dIn.Ptr(), hIn.Ptr(), total*nraw*2))
 	// Poison the outputs so a value the kernels fail to write shows.
-	require.NoError(t, s.Memset(dOut.Ptr(), 0xff, records*m*4))
-	require.NoError(t, s.Memset(dOut8.Ptr(), 0x55, records*m))
-	// Use the last slot: slots must be independent.
-	require.NoError(t, p.Process(c.Slots-1, s, dIn.Ptr(), records, dOut.Ptr(), dOut8.Ptr()))
-	require.NoError(t, s.CopyDtoH(hOut.Ptr(), dOut.Ptr(), records*m*4))
-	require.NoError(t, s.CopyDtoH(hOut8.Ptr(), dOut8.Ptr(), records*m))
-	require.NoError(t, s.Synchronize())
-	out := append([]float32(nil), hostSlice[float32](hOut.Ptr(), records*m)...)
-	out8 := append([]int8(nil), hostSlice[int8](hOut8.Ptr(), records*m)...)
-	return out, out8
+	require.NoError(t, s0.Memset(dOut.Ptr(), 0xff, total*m*4))
+	require.NoError(t, s0.Memset(dOut8.Ptr(), 0x55, total*m))
+	require.NoError(t, s0.Synchronize())
+	start := 0
+	for k, b := range blocks {
+		s := streams[k%c.Slots]
+		require.NoError(t, p.Process(k%c.Slots, s, dIn.Ptr()+uintptr(start*nraw*2), b,
+			dOut.Ptr()+uintptr(start*m*4), dOut8.Ptr()+uintptr(start*m)))
+		start += b
+	}
+	require.NoError(t, dev.Synchronize())
+	require.NoError(t, s0.CopyDtoH(hOut.Ptr(), dOut.Ptr(), total*m*4))
+	require.NoError(t, s0.CopyDtoH(hOut8.Ptr(), dOut8.Ptr(), total*m))
+	require.NoError(t, s0.Synchronize())
+	return slices.Clone(hostSlice[float32](hOut.Ptr(), total*m)), slices.Clone(hostSlice[int8](hOut8.Ptr(), total*m))
 }
 
-// cpuRun is the CPU processor's output for the same block.
-func cpuRun(t *testing.T, c Config, raw []uint16, records int) ([]float32, []int8) {
-	p, err := NewCPUProcessor(c)
-	require.NoError(t, err)
-	require.NoError(t, p.Prepare())
-	defer p.Close()
-	h := newHostBuffers(t, c.SamplesPerRecord, p.OutputSamples(), records)
-	copy(h.raw, raw)
-	require.NoError(t, p.Process(0, h.s, h.in.Ptr(), records, h.out.Ptr(), h.out8.Ptr()))
-	return append([]float32(nil), h.result...), append([]int8(nil), h.result8...)
+// TestGoldenVortexCUDA compares the CUDA processor's int8 output with
+// vortex's CPUProcessor (the goldens), as TestGoldenVortexCPU does for the
+// CPU processor; the vortex CPU levels+log10 case is compared with the
+// CPU processor instead (vortex's CUDA expression, which both follow).
+func TestGoldenVortexCUDA(t *testing.T) {
+	dev := gpuDevice(t)
+	for _, g := range loadGolden(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			c := g.config()
+			raw := readGz[uint16](t, g.Input)
+			want := readGz[int8](t, g.Output)
+			out, out8 := gpuBlocks(t, dev, c, raw, g.Blocks)
+			m := c.OutputSamples()
+			if g.CPUBug {
+				cout, cout8 := cpuBlocks(t, c, raw, g.Blocks)
+				compareOutputs(t, &c, cout, out, cout8, out8)
+				return
+			}
+			logGolden(t, g.Name, len(want))(compareInt8(t, g.Name, want, out8, unroundedInt8(&c, out, false), nearZero(&c, out, m)))
+		})
+	}
 }
 
-// TestCUDAMatchesCPU runs the same simulated block through both processors:
-// bit-identical without the FFT, within float32 rounding of two different
-// FFTs with it, and int8 outputs that differ only at rounding boundaries.
+// TestCUDAMatchesCPU runs the same blocks through both processors, for the
+// goldens' configurations and the reference cases (signed input, channels,
+// odd lengths, averages across blocks on alternating streams): equal
+// within float32 rounding of two FFTs, int8 outputs one step apart at most.
 func TestCUDAMatchesCPU(t *testing.T) {
 	dev := gpuDevice(t)
-	for _, n := range []int{1024, 2048} {
-		const ascans, bscans = 64, 16
-		records := ascans * bscans
-		a, raw := simulatedBlock(t, n, ascans, bscans)
-		tests := []struct {
-			name    string
-			records int
-			exact   bool
-			mod     func(*Config)
-		}{
-			{"db-full-chain", records, false, func(c *Config) {}},
-			{"db-partial-block", records - 77, false, func(c *Config) { c.AverageWindow = 100 }},
-			{"magnitude-no-resampling", records, false, func(c *Config) {
-				c.ResamplingSamples, c.EnableLog10, c.AverageWindow = nil, false, 37
-			}},
-			{"power-db-no-background", records, false, func(c *Config) { c.AverageWindow, c.EnableSquare = 0, true }},
-			{"real-part-ifft", records, false, func(c *Config) { c.EnableMagnitude, c.EnableLog10 = false, false }},
-			{"no-fft-exact", records, true, func(c *Config) {
-				c.EnableIFFT, c.EnableLog10, c.AverageWindow = false, false, 129
-				c.Levels = [2]float32{0, 3000}
-			}},
-		}
-		for _, tc := range tests {
+	for _, g := range loadGolden(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			c := g.config()
+			raw := readGz[uint16](t, g.Input)
+			want, want8 := cpuBlocks(t, c, raw, g.Blocks)
+			got, got8 := gpuBlocks(t, dev, c, raw, g.Blocks)
+			compareOutputs(t, &c, want, got, want8, got8)
+		})
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{77, 1376} {
+		for _, tc := range referenceCases(rng) {
 			t.Run(tc.name+"/n="+strconv.Itoa(n), func(t *testing.T) {
-				c := phantomConfig(t, a, records, true, true)
-				c.Slots = 2
+				c := smallConfig(n, slices.Max(tc.blocks))
 				tc.mod(&c)
-				got, got8 := gpuRun(t, dev, c, raw, tc.records)
-				want, want8 := cpuRun(t, c, raw, tc.records)
-				if tc.exact {
-					require.Equal(t, want, got, "bit-identical without the FFT")
+				if len(c.ResamplingSamples) > 0 {
+					c.ResamplingSamples = sortedPositions(rng, max(2, len(c.ResamplingSamples)*n/77), n)
+				}
+				if len(c.SpectralFilter) > 0 {
+					c.SpectralFilter = randomFilter(rng, c.OutputSamples())
+				}
+				total := 0
+				for _, b := range tc.blocks {
+					total += b
+				}
+				raw := randomRaw(rng, total*n*c.Channels(), c.InterpretAsSigned)
+				want, want8 := cpuBlocks(t, c, raw, tc.blocks)
+				got, got8 := gpuBlocks(t, dev, c, raw, tc.blocks)
+				if !c.EnableIFFT && c.SpectralFilter == nil && !c.EnableLog10 && !c.EnableSquare && !c.EnableMagnitude {
+					require.Equal(t, want, got, "bit-identical without FFT, filter or nonlinear step")
 					require.Equal(t, want8, got8)
 					return
 				}
@@ -118,83 +146,91 @@ func TestCUDAMatchesCPU(t *testing.T) {
 	}
 }
 
-// compareOutputs checks CUDA against CPU values within float32 accuracy.
+// compareOutputs checks CUDA against CPU values: the CPU does the FFT and
+// step 5 in float64, CUDA in float32 (cuFFT), so values differ by a few
+// float32 ulps of the record's largest value (absolute), which in decibels
+// is relative to the value itself.
 func compareOutputs(t *testing.T, c *Config, want, got []float32, want8, got8 []int8) {
 	t.Helper()
+	p := newPostParams(c)
 	linear := func(v float32) float64 {
 		if !c.EnableLog10 {
+			if c.EnableSquare {
+				return math.Sqrt(math.Abs(float64(v)))
+			}
 			return math.Abs(float64(v))
 		}
-		if c.EnableSquare {
-			return math.Sqrt(math.Pow(10, float64(v)/10))
-		}
-		return math.Pow(10, float64(v)/20)
+		return math.Pow(10, float64(v)/p.db)
 	}
-	peak := 0.0
-	for _, v := range want {
-		peak = max(peak, linear(v))
-	}
-	// Two float32 FFTs differ by a few ulps of the transform's norm.
-	absErr := 2e-6 * peak
-	if c.EnableSquare && !c.EnableLog10 {
-		absErr = 4e-6 * peak
-	}
+	m := c.OutputSamples()
 	worst, mism := 0.0, 0
-	for k, w := range want {
-		g := got[k]
-		var tol float64
-		if c.EnableLog10 {
-			// dB error of a linear error absErr on a value of this size.
-			tol = 1e-3 + 20/math.Ln10*absErr/max(linear(w), 1e-30)
-			if c.EnableSquare {
-				tol = 2e-3 + 20/math.Ln10*absErr/max(linear(w), 1e-30)
+	for r := 0; r < len(want)/m; r++ {
+		peak := 0.0
+		for _, v := range want[r*m : (r+1)*m] {
+			if x := linear(v); !math.IsNaN(x) {
+				peak = max(peak, x)
 			}
-		} else {
-			tol = absErr + 1e-5*math.Abs(float64(w))
 		}
-		d := math.Abs(float64(g) - float64(w))
-		require.LessOrEqual(t, d, tol, "value %d (record %d): cpu %v, cuda %v", k, k/c.OutputSamples(), w, g)
-		worst = max(worst, d)
-		e := int(got8[k]) - int(want8[k])
-		require.LessOrEqual(t, e*e, 1, "int8 value %d: cpu %d, cuda %d", k, want8[k], got8[k])
-		if e != 0 {
-			mism++
+		absErr := 4e-6 * peak
+		for k := r * m; k < (r+1)*m; k++ {
+			w, g := float64(want[k]), float64(got[k])
+			if math.IsNaN(w) || math.IsInf(w, 0) {
+				// log10 of a zero or negative value: float32 rounding decides
+				// the sign of a value this close to zero.
+				continue
+			}
+			var tol float64
+			switch {
+			case c.EnableLog10:
+				tol = 1e-4 + p.db/math.Ln10*absErr/max(linear(want[k]), 1e-30)
+			case c.EnableSquare:
+				tol = 2*absErr*peak + 1e-6*math.Abs(w)
+			default:
+				tol = absErr + 1e-6*math.Abs(w)
+			}
+			d := math.Abs(g - w)
+			require.LessOrEqual(t, d, tol, "value %d (record %d): cpu %v, cuda %v", k, r, w, g)
+			worst = max(worst, d)
+			e := int(got8[k]) - int(want8[k])
+			if e != 0 && tol < 0.01 {
+				require.LessOrEqual(t, e*e, 1, "int8 value %d: cpu %d, cuda %d", k, want8[k], got8[k])
+			}
+			if e != 0 {
+				mism++
+			}
 		}
 	}
-	t.Logf("worst |cuda-cpu| %.3g, int8 mismatches %d of %d", worst, mism, len(want))
-	require.LessOrEqual(t, mism, len(want)/1000+1, "int8 outputs differ only at rounding boundaries")
+	t.Logf("worst |cuda-cpu| %.3g, int8 differences %d of %d", worst, mism, len(want))
+	require.LessOrEqual(t, mism, len(want)/500+2, "int8 outputs differ only at rounding boundaries")
 }
 
 // TestCUDAProcessorThroughput measures A-scans per second of the full
-// chain (background, resampling, filter, inverse FFT, dB, int8) for
-// 1024-sample records, two slots on two streams, and requires >= 26 M/s on
-// an H100 or H200: faster than the raw block's host-to-device copy.
+// chain (average, resampling, filter, inverse FFT, dB, int8) at 1376
+// samples (vortex's Axsun100k) next to 1024 and 2048, two slots on two
+// streams. Targets are measured by `make bench`, not asserted here.
 func TestCUDAProcessorThroughput(t *testing.T) {
 	dev := gpuDevice(t)
-	const n, records, iters = 1024, 4096, 100
-	a, err := acquire.NewSimulatedAcquisition(acquire.DefaultSimulatedConfig())
-	require.NoError(t, err)
-	variants := []struct {
-		name string
-		mod  func(*Config)
-	}{
-		{"full-chain", func(c *Config) {}},
-		{"no-background", func(c *Config) { c.AverageWindow = 0 }},
-		{"no-fft", func(c *Config) { c.EnableIFFT = false }},
-		{"fft-only", func(c *Config) {
-			c.AverageWindow, c.ResamplingSamples, c.SpectralFilter = 0, nil, nil
-			c.EnableMagnitude, c.EnableLog10 = false, false
-		}},
-	}
-	for _, v := range variants {
-		c := phantomConfig(t, a, records, true, true)
-		c.AverageWindow = 256
-		c.Slots = 2
-		v.mod(&c)
-		rate := measure(t, dev, c, records, iters)
-		t.Logf("%s on %s: %.1f M A-scans/s (%d-record blocks, %d slots)", v.name, dev.Name(), rate/1e6, records, c.Slots)
-		// Throughput targets are measured by `make bench`, not asserted here.
-		require.Positive(t, rate)
+	const records, iters = 4096, 100
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{1024, 1376, 2048} {
+		for _, v := range []struct {
+			name string
+			mod  func(*Config)
+		}{
+			{"full-chain", func(c *Config) {
+				c.AverageWindow = 256
+				c.ResamplingSamples = sortedPositions(rng, n, n)
+				c.SpectralFilter = randomFilter(rng, n)
+				c.Levels = [2]float32{0, 80}
+			}},
+			{"fft-only", func(c *Config) { c.EnableMagnitude, c.EnableLog10, c.EnableSquare = false, false, false }},
+		} {
+			c := smallConfig(n, records)
+			v.mod(&c)
+			rate := measure(t, dev, c, records, iters)
+			t.Logf("n=%d %s on %s: %.1f M A-scans/s (%d-record blocks, %d slots)", n, v.name, dev.Name(), rate/1e6, records, c.Slots)
+			require.Positive(t, rate)
+		}
 	}
 }
 
@@ -259,4 +295,172 @@ func measure(t *testing.T, dev *cuda.Device, c Config, records, iters int) float
 	ms, err := start.ElapsedTime(end)
 	require.NoError(t, err)
 	return float64(iters*len(lanes)*records) / (float64(ms) / 1e3)
+}
+
+// TestCUDAAverageRefusesCapture: a captured graph would replay one history
+// position, so Process refuses a capturing stream when averaging, and
+// captures fine without averaging.
+func TestCUDAAverageRefusesCapture(t *testing.T) {
+	dev := gpuDevice(t)
+	for _, w := range []int{0, 3} {
+		c := smallConfig(64, 4)
+		c.AverageWindow = w
+		p, err := NewCUDAProcessor(dev, c)
+		require.NoError(t, err)
+		require.NoError(t, p.Prepare())
+		s, err := dev.CreateStream(0)
+		require.NoError(t, err)
+		in, err := dev.Malloc(4 * 64 * 2)
+		require.NoError(t, err)
+		out, err := dev.Malloc(4 * 64 * 4)
+		require.NoError(t, err)
+		require.NoError(t, s.BeginCapture())
+		perr := p.Process(0, s, in.Ptr(), 4, out.Ptr(), 0)
+		g, cerr := s.EndCapture()
+		if w > 0 {
+			require.ErrorIs(t, perr, backend.ErrInvalid)
+			require.ErrorContains(t, perr, "cannot be captured into a graph")
+		} else {
+			require.NoError(t, perr)
+		}
+		require.NoError(t, cerr)
+		require.NoError(t, g.Close())
+		require.NoError(t, in.Free())
+		require.NoError(t, out.Free())
+		require.NoError(t, s.Close())
+		require.NoError(t, p.Close())
+	}
+}
+
+// TestCUDAAppendHistoryFalseMatchesCPU runs the same blocks with and
+// without append_history through both processors: bit-identical without
+// the FFT.
+func TestCUDAAppendHistoryFalseMatchesCPU(t *testing.T) {
+	dev := gpuDevice(t)
+	c := smallConfig(100, 5)
+	c.EnableIFFT, c.EnableMagnitude, c.EnableLog10, c.EnableSquare = false, false, false, false
+	c.AverageWindow = 7
+	appends := []bool{false, true, false, true, true}
+	rng := rand.New(rand.NewPCG(13, 14))
+	raw := randomRaw(rng, len(appends)*5*100, false)
+
+	cp, err := NewCPUProcessor(c)
+	require.NoError(t, err)
+	require.NoError(t, cp.Prepare())
+	defer cp.Close()
+	h := newHostBuffers(t, 100, 100, 5)
+	var want []float32
+	for k, a := range appends {
+		copy(h.raw, raw[k*500:(k+1)*500])
+		require.NoError(t, cp.ProcessHistory(k%2, h.s, h.in.Ptr(), 5, h.out.Ptr(), 0, a))
+		want = append(want, h.result...)
+	}
+
+	gp, err := NewCUDAProcessor(dev, c)
+	require.NoError(t, err)
+	require.NoError(t, gp.Prepare())
+	defer gp.Close()
+	s, err := dev.CreateStream(0)
+	require.NoError(t, err)
+	defer s.Close()
+	hIn, err := dev.MallocHost(len(raw) * 2)
+	require.NoError(t, err)
+	defer hIn.Free()
+	hOut, err := dev.MallocHost(len(want) * 4)
+	require.NoError(t, err)
+	defer hOut.Free()
+	dIn, err := dev.Malloc(len(raw) * 2)
+	require.NoError(t, err)
+	defer dIn.Free()
+	dOut, err := dev.Malloc(len(want) * 4)
+	require.NoError(t, err)
+	defer dOut.Free()
+	copy(hostSlice[uint16](hIn.Ptr(), len(raw)), raw)
+	require.NoError(t, s.CopyHtoD(dIn.Ptr(), hIn.Ptr(), len(raw)*2))
+	for k, a := range appends {
+		require.NoError(t, gp.ProcessHistory(k%2, s, dIn.Ptr()+uintptr(k*1000), 5, dOut.Ptr()+uintptr(k*2000), 0, a))
+	}
+	require.NoError(t, s.CopyDtoH(hOut.Ptr(), dOut.Ptr(), len(want)*4))
+	require.NoError(t, s.Synchronize())
+	require.Equal(t, want, hostSlice[float32](hOut.Ptr(), len(want)))
+}
+
+// TestCUDAChangeMatchesCPU: block A, Change, block B on both processors
+// (each on its own slot stream): B agrees, with the history kept or
+// started over alike; a block enqueued before the Change keeps the old
+// configuration.
+func TestCUDAChangeMatchesCPU(t *testing.T) {
+	dev := gpuDevice(t)
+	const n, R = 1376, 6
+	rng := rand.New(rand.NewPCG(19, 20))
+	raw := randomRaw(rng, 2*R*n, false)
+	base := smallConfig(n, R)
+	base.AverageWindow = 8
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"levels-and-log", func(c *Config) { c.Levels = [2]float32{10, 70}; c.EnableSquare = false }},
+		{"filter", func(c *Config) { c.SpectralFilter = randomFilter(rng, n) }},
+		{"window", func(c *Config) { c.AverageWindow = 3 }},
+		{"output-length", func(c *Config) { c.ResamplingSamples = sortedPositions(rng, 1024, n) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := base
+			tc.mod(&next)
+			m := next.OutputSamples()
+			// CPU: A, Change, B.
+			cp, err := NewCPUProcessor(base)
+			require.NoError(t, err)
+			require.NoError(t, cp.Prepare())
+			defer cp.Close()
+			h := newHostBuffers(t, n, n, R)
+			copy(h.raw, raw[:R*n])
+			require.NoError(t, cp.Process(0, h.s, h.in.Ptr(), R, h.out.Ptr(), h.out8.Ptr()))
+			wantA := slices.Clone(h.result[:R*n])
+			require.NoError(t, cp.Change(next))
+			copy(h.raw, raw[R*n:])
+			require.NoError(t, cp.Process(1, h.s, h.in.Ptr(), R, h.out.Ptr(), h.out8.Ptr()))
+			want, want8 := slices.Clone(h.result[:R*m]), slices.Clone(h.result8[:R*m])
+
+			// CUDA: A on stream 0, Change (no host wait for A first), B on stream 1.
+			gp, err := NewCUDAProcessor(dev, base)
+			require.NoError(t, err)
+			require.NoError(t, gp.Prepare())
+			defer gp.Close()
+			var streams [2]*cuda.Stream
+			for i := range streams {
+				streams[i], err = dev.CreateStream(0)
+				require.NoError(t, err)
+				defer streams[i].Close()
+			}
+			buf := func(size int, pinned bool) *cuda.Buffer {
+				var b *cuda.Buffer
+				if pinned {
+					b, err = dev.MallocHost(size)
+				} else {
+					b, err = dev.Malloc(size)
+				}
+				require.NoError(t, err)
+				t.Cleanup(func() { b.Free() })
+				return b
+			}
+			hIn, dIn := buf(len(raw)*2, true), buf(len(raw)*2, false)
+			hA, dA := buf(R*n*4, true), buf(R*n*4, false)
+			hB, dB, hB8, dB8 := buf(R*m*4, true), buf(R*m*4, false), buf(R*m, true), buf(R*m, false)
+			copy(hostSlice[uint16](hIn.Ptr(), len(raw)), raw)
+			require.NoError(t, streams[0].CopyHtoD(dIn.Ptr(), hIn.Ptr(), len(raw)*2))
+			require.NoError(t, gp.Process(0, streams[0], dIn.Ptr(), R, dA.Ptr(), 0))
+			require.NoError(t, gp.Change(next))
+			require.Equal(t, m, gp.OutputSamples())
+			require.NoError(t, gp.Process(1, streams[1], dIn.Ptr()+uintptr(R*n*2), R, dB.Ptr(), dB8.Ptr()))
+			require.NoError(t, dev.Synchronize())
+			require.NoError(t, streams[0].CopyDtoH(hA.Ptr(), dA.Ptr(), R*n*4))
+			require.NoError(t, streams[0].CopyDtoH(hB.Ptr(), dB.Ptr(), R*m*4))
+			require.NoError(t, streams[0].CopyDtoH(hB8.Ptr(), dB8.Ptr(), R*m))
+			require.NoError(t, streams[0].Synchronize())
+			compareOutputs(t, &base, wantA, hostSlice[float32](hA.Ptr(), R*n), make([]int8, R*n), make([]int8, R*n))
+			compareOutputs(t, &next, want, hostSlice[float32](hB.Ptr(), R*m), want8, hostSlice[int8](hB8.Ptr(), R*m))
+		})
+	}
 }

@@ -11,80 +11,114 @@ import (
 )
 
 // reference is an independent, straightforward float64 implementation of
-// the chain as the package documentation defines it: the background mean
-// by definition, interpolation, a DFT by definition.
-func reference(c Config, raw []uint16, R int) []float64 {
-	n, m := c.SamplesPerRecord, c.OutputSamples()
-	out := make([]float64, R*m)
+// vortex's chain for consecutive blocks (sizes in blocks) of raw records
+// (records x N x channels): the rolling average by definition (the mean of
+// the last min(W, seen) records, the current block's included, of the
+// records seen so far, block by block), interpolation by vortex's formula,
+// a DFT by definition and vortex's output expressions. It returns the
+// float output per record and sample.
+func reference(c Config, raw []uint16, blocks []int) []float64 {
+	n, m, ch := c.SamplesPerRecord, c.OutputSamples(), c.Channels()
+	total := 0
+	for _, b := range blocks {
+		total += b
+	}
+	val := func(r, i int) float64 {
+		v := raw[(r*n+i)*ch+c.Channel]
+		if c.InterpretAsSigned {
+			return float64(int16(v))
+		}
+		return float64(v)
+	}
+	out := make([]float64, total*m)
 	spec := make([]float64, n)
+	avg := make([]float64, n)
 	x := make([]complex128, m)
-	for r := range R {
-		for i := range n {
-			spec[i] = float64(raw[r*n+i])
-		}
+	start := 0
+	for _, b := range blocks {
 		if c.AverageWindow > 0 {
-			w := min(c.AverageWindow, R)
-			s := r - w/2
-			s = max(s, 0)
-			s = min(s, R-w)
+			// The history holds the last W records up to this block's end.
+			lo := max(0, start+b-c.AverageWindow)
 			for i := range n {
-				sum := 0.0
-				for q := s; q < s+w; q++ {
-					sum += float64(raw[q*n+i])
+				s := 0.0
+				for q := lo; q < start+b; q++ {
+					s += val(q, i)
 				}
-				spec[i] -= sum / float64(w)
+				avg[i] = float64(float32(s / float64(start+b-lo)))
 			}
 		}
-		for j := range m {
-			v := 0.0
-			if len(c.ResamplingSamples) > 0 {
-				p := float64(c.ResamplingSamples[j])
-				i0 := min(int(math.Floor(p)), n-2)
-				f := p - float64(i0)
-				v = (1-f)*spec[i0] + f*spec[i0+1]
-			} else {
-				v = spec[j]
-			}
-			x[j] = complex(v, 0)
-			if len(c.SpectralFilter) > 0 {
-				x[j] *= complex128(c.SpectralFilter[j])
-			}
-		}
-		for k := range m {
-			y := x[k]
-			if c.EnableIFFT {
-				y = 0
-				for j := range m {
-					y += x[j] * cmplx.Exp(complex(0, 2*math.Pi*float64(j*k%m)/float64(m)))
+		for r := start; r < start+b; r++ {
+			for i := range n {
+				spec[i] = val(r, i)
+				if c.AverageWindow > 0 {
+					spec[i] = float64(float32(spec[i]) - float32(avg[i]))
 				}
-				y /= complex(float64(m), 0)
 			}
-			out[r*m+k] = refValue(&c, y)
+			for j := range m {
+				v := spec[j%n]
+				if len(c.ResamplingSamples) > 0 {
+					p := float64(c.ResamplingSamples[j])
+					f := p - math.Floor(p)
+					a, b := int(math.Floor(p)), int(math.Floor(p))+1
+					if b >= n {
+						a, b = n-1, n-1
+					}
+					v = (1-f)*spec[a] + f*spec[b]
+				}
+				x[j] = complex(v, 0)
+				if len(c.SpectralFilter) > 0 {
+					x[j] *= complex128(c.SpectralFilter[j])
+				}
+			}
+			for k := range m {
+				y := x[k]
+				norm := 1.0
+				if c.EnableIFFT {
+					y = 0
+					for j := range m {
+						y += x[j] * cmplx.Exp(complex(0, 2*math.Pi*float64(j*k%m)/float64(m)))
+					}
+					norm = 1 / float64(m)
+				}
+				out[r*m+k] = refValue(&c, y, norm)
+			}
 		}
+		start += b
 	}
 	return out
 }
 
-func refValue(c *Config, y complex128) float64 {
-	v := real(y)
-	if c.EnableMagnitude {
-		v = cmplx.Abs(y)
-	}
-	if c.EnableLog10 {
-		// 20*log10 of the amplitude, floored where the power is 2^-126.
-		return 20 * math.Log10(max(math.Abs(v), math.Sqrt(minNormal)))
-	}
+// refValue is vortex's output expression for a float output without
+// levels, read from its documentation and source.
+func refValue(c *Config, y complex128, norm float64) float64 {
+	db := 10.0
 	if c.EnableSquare {
-		v *= v
+		db = 20
 	}
-	return v
+	switch {
+	case c.EnableLog10 && c.EnableMagnitude:
+		return db * math.Log10(norm*cmplx.Abs(y))
+	case c.EnableLog10:
+		return db * math.Log10(norm*real(y))
+	case c.EnableSquare:
+		return math.Pow(norm*cmplx.Abs(y), 2)
+	case c.EnableMagnitude:
+		return norm * cmplx.Abs(y)
+	}
+	return norm * real(y)
 }
 
-// refLevel is the int8 mapping in float64.
+// refLevel is vortex's int8 output for a float value v: Levels mapped onto
+// [-128, 127] when set, rounded half away from zero, clipped.
 func refLevel(c *Config, v float64) float64 {
-	lo, hi := float64(c.Levels[0]), float64(c.Levels[1])
-	t := (v-lo)/(hi-lo)*255 - 128
-	return min(max(math.RoundToEven(t), -128), 127)
+	if c.HasLevels() {
+		lo, hi := float64(c.Levels[0]), float64(c.Levels[1])
+		v = (v-lo)*255/(hi-lo) - 128
+	}
+	if math.IsNaN(v) {
+		return 0
+	}
+	return min(max(math.Round(v), -128), 127)
 }
 
 // hostBuffers is a CPU stream with input and output buffers for R records.
@@ -96,6 +130,8 @@ type hostBuffers struct {
 	result8       []int8
 }
 
+// newHostBuffers allocates for R records of n raw values (samples x
+// channels) and m output samples.
 func newHostBuffers(t testing.TB, n, m, R int) *hostBuffers {
 	t.Helper()
 	dev := cpu.Default()
@@ -119,4 +155,28 @@ func newHostBuffers(t testing.TB, n, m, R int) *hostBuffers {
 		require.NoError(t, s.Close())
 	})
 	return h
+}
+
+// cpuBlocks runs the CPU processor over consecutive blocks of raw
+// (records x N x channels), alternating slots, and returns the float and
+// int8 outputs of all records.
+func cpuBlocks(t testing.TB, c Config, raw []uint16, blocks []int) ([]float32, []int8) {
+	t.Helper()
+	p, err := NewCPUProcessor(c)
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	defer func() { require.NoError(t, p.Close()) }()
+	nraw, m := c.SamplesPerRecord*c.Channels(), p.OutputSamples()
+	h := newHostBuffers(t, nraw, m, c.AscansPerBlock)
+	var out []float32
+	var out8 []int8
+	start := 0
+	for k, b := range blocks {
+		copy(h.raw, raw[start*nraw:(start+b)*nraw])
+		require.NoError(t, p.Process(k%c.Slots, h.s, h.in.Ptr(), b, h.out.Ptr(), h.out8.Ptr()))
+		out = append(out, h.result[:b*m]...)
+		out8 = append(out8, h.result8[:b*m]...)
+		start += b
+	}
+	return out, out8
 }

@@ -20,17 +20,13 @@ func CUDAStatus() string { return devices.CUDAStatus() }
 // GetDevice returns the device for spec: "cpu", "cuda", "cuda:N" or "auto".
 func GetDevice(spec string) (*Device, error) {
 	d, err := devices.Get(spec)
-	if err != nil {
-		return nil, tag(err)
-	}
-	return &Device{d: d}, nil
+	return tagged(&Device{d: d}, err)
 }
 
 // Info describes the device as one JSON record (devices.Info): kind,
 // ordinal, name, compute capability, stream priority range and memory.
 func (d *Device) Info() (string, error) {
-	s, err := devices.Describe(d.d)
-	return s, tag(err)
+	return tagged(devices.Describe(d.d))
 }
 
 // Synchronize blocks until all work on the device is done (GIL released).

@@ -8,7 +8,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/process"
-	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
 // The engine's stages. NumPy data cross as (address, count), copied (or,
@@ -85,55 +84,6 @@ func NewStackFormatExecutor(ascansPerBscan, bscansPerVolume int, bidirectional b
 	return tagged(&Object{obj: f}, err)
 }
 
-// Storage is a SimpleStack file of volumes; its Record is open (0/1) and
-// the volumes completed (storage.SimpleStack.Record).
-type Storage struct {
-	Object
-	s *storage.SimpleStack
-}
-
-// NewSimpleStack returns a closed stack of "int8", "uint16" or "float32".
-func NewSimpleStack(dtype string) (*Storage, error) {
-	dt, err := backend.ParseDType(dtype)
-	if err != nil {
-		return nil, tag(err)
-	}
-	s, err := storage.NewSimpleStack(dt)
-	return tagged(&Storage{Object: Object{obj: s}, s: s}, err)
-}
-
-// Open creates the file from a storage.SimpleStackConfig record (Header 0
-// none, 1 .npy). An unwritable path fails here (OSError).
-func (s *Storage) Open(config string) error {
-	var c storage.SimpleStackConfig
-	err := backend.DecodeRecord("SimpleStackConfig", config, &c)
-	if err == nil {
-		err = s.s.Open(c)
-	}
-	return tag(err)
-}
-
-// Write writes the n bytes at ptr (read in place: written before the call
-// returns): a whole volume when bscan < 0, else whole A-scans into B-scan
-// bscan of the current volume from A-scan ascan.
-func (s *Storage) Write(bscan, ascan, ptr, n int) error {
-	data, err := hostmem.Span[byte](ptr, n)
-	switch {
-	case err != nil:
-	case bscan < 0:
-		err = s.s.WriteVolume(data)
-	default:
-		err = s.s.WritePartialBscan(bscan, ascan, data)
-	}
-	return tag(err)
-}
-
-// AdvanceVolume completes the current volume and moves to the next.
-func (s *Storage) AdvanceVolume() error { return tag(s.s.AdvanceVolume()) }
-
-// Seek moves the write position to (volume, bscan).
-func (s *Storage) Seek(volume, bscan int) error { return tag(s.s.Seek(volume, bscan)) }
-
 // Endpoint receives formatted volumes (engine.Endpoint); a storage
 // endpoint's Record is the volumes written. It is registered, so that
 // closing it makes its stream's wrapper stale on every call path.
@@ -156,9 +106,14 @@ func NewEndpoint(kind, dtype string) (*Endpoint, error) {
 }
 
 // NewStorageEndpoint builds an "ascan_stack" or "spectra_stack" endpoint
-// storing each completed volume in s (open it first).
-func NewStorageEndpoint(kind string, s *Storage) (*Endpoint, error) {
-	return newEndpoint(endpoint.New(kind, "", s.s))
+// storing each completed volume in s (NewObject("storage", ...); open it
+// first).
+func NewStorageEndpoint(kind string, s *Object) (*Endpoint, error) {
+	st, ok := s.obj.(endpoint.VolumeWriter)
+	if !ok {
+		return nil, tag(badArg("storage %T, expected a SimpleStack", s.obj))
+	}
+	return newEndpoint(endpoint.New(kind, "", st))
 }
 
 // Prepared reports whether an engine has prepared the endpoint.

@@ -7,6 +7,8 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
+	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
 // Object is embedded first in every wrapper of a core object that Python
@@ -59,4 +61,35 @@ func (o *Object) Record(dst, n int) (int, error) {
 		return 0, tag(badArg("%T has no record", o.obj))
 	}
 	return hostmem.Record(dst, n, r.Record()...), nil
+}
+
+// NewObject builds a core object that Python drives by named operations
+// (Do) from its kind and JSON config record, through its core package's
+// constructor (one case per package).
+func NewObject(pkg, kind, record string) (*Object, error) {
+	var obj any
+	err := badArg("package %q, expected scan or storage", pkg)
+	switch pkg {
+	case "scan":
+		obj, err = scan.New(kind, record)
+	case "storage": // kind: the dtype; no record
+		obj, err = storage.New(kind)
+	}
+	return tagged(&Object{obj: obj}, err)
+}
+
+// Do runs the core object's operation op (its Do method documents them):
+// args and result are JSON records; an array result goes into the caller's
+// n elements at dst when it fits, its length in the result either way
+// (hostmem.Record's convention). with is a second object the op takes (a
+// scan a queue appends; pass the object itself when none).
+func (o *Object) Do(op, args string, with *Object, dst, n int) (string, error) {
+	d, ok := o.obj.(interface {
+		Do(op string, args []byte, with any, dst, n int) ([]byte, error)
+	})
+	if !ok {
+		return "", tag(badArg("%T has no operations", o.obj))
+	}
+	out, err := d.Do(op, []byte(args), with.obj, dst, n)
+	return string(out), tag(err)
 }

@@ -101,7 +101,7 @@ func (w *XYWaypoints) validate(n xyNames) error {
 	if w.SegmentsPerVolume < 1 {
 		return backend.Invalidf("%s.%s: %d, expected > 0", n.cls, n.segments, w.SegmentsPerVolume)
 	}
-	if int64(w.SamplesPerSegment)*int64(w.SegmentsPerVolume)*2 > maxScanElements {
+	if w.SamplesPerSegment > maxScanElements || w.SegmentsPerVolume > maxScanElements || int64(w.SamplesPerSegment)*int64(w.SegmentsPerVolume)*2 > maxScanElements { // each first: the product of two huge ones overflows
 		return backend.Invalidf("%s.shape: [%d, %d], expected at most %d samples in all", n.cls, w.SegmentsPerVolume, w.SamplesPerSegment, maxScanElements/2)
 	}
 	if !finite(w.Offset[0]) || !finite(w.Offset[1]) {

@@ -56,7 +56,7 @@ from .acquire import (
     SimulatedAcquisitionConfig,
 )
 from .process import CPUProcessor, CUDAProcessor, ProcessorConfig
-from .scan import RasterScan, RasterScanConfig
+from .scan import Range, RasterScan, RasterScanConfig
 from .format import SampleSlice, SimpleSlice, StackFormatExecutor, StackFormatExecutorConfig
 from .storage import SimpleStackConfig, SimpleStackFloat32, SimpleStackHeader, SimpleStackInt8, SimpleStackUInt16
 from .engine import (
@@ -81,7 +81,7 @@ __all__ += [
     "SimulatedAcquisition", "SimulatedAcquisitionConfig", "FileAcquisition", "FileAcquisitionConfig",
     "NullAcquisition", "NullAcquisitionConfig",
     "ProcessorConfig", "CPUProcessor", "CUDAProcessor",
-    "RasterScan", "RasterScanConfig", "SampleSlice", "SimpleSlice", "StackFormatExecutor", "StackFormatExecutorConfig",
+    "Range", "RasterScan", "RasterScanConfig", "SampleSlice", "SimpleSlice", "StackFormatExecutor", "StackFormatExecutorConfig",
     "SimpleStackConfig", "SimpleStackHeader", "SimpleStackInt8", "SimpleStackUInt16", "SimpleStackFloat32",
     "Engine", "EngineConfig", "EngineEvent", "EngineStatus", "StageTiming",
     "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",

@@ -69,6 +69,7 @@ try:
 
     HAVE_C_FAST_PATH = bool(_c.init(api.FastAPI()))
 except ImportError:
+    _c = None
     HAVE_C_FAST_PATH = False
 if HAVE_C_FAST_PATH:
     c_event_record = _c.event_record
@@ -81,7 +82,22 @@ else:
     c_event_record = c_event_query = c_event_sync = _no_c
     c_stream_sync = c_stream_wait = c_stream_query = _no_c
 
+# The extension's C base types of Stream and Event (see _stream.py): their
+# per-call methods run in C and try the C fast path, then the Go fast path
+# bound here, then the object's pure-Python method. None without the
+# extension (or with a build older than them): _stream.py then uses its
+# pure-Python bases, which behave the same, one Python frame slower. They
+# work without the shim's table too (HAVE_C_FAST_PATH False): the Go path
+# answers then.
+StreamBase = getattr(_c, "StreamBase", None)
+EventBase = getattr(_c, "EventBase", None)
+if StreamBase is not None and EventBase is not None:
+    _c.bind(fast_record, fast_wait_event, fast_query_event, fast_query_stream, fast_sync_stream, fast_sync_event)
+else:
+    StreamBase = EventBase = None
+HAVE_C_METHODS = StreamBase is not None
+
 DTYPE_CODES = {name: api.DTypeCode(name) for name in
                ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64", "complex64")}
 
-__all__ = ["api", "DTYPE_CODES", "HAVE_C_FAST_PATH"]
+__all__ = ["api", "DTYPE_CODES", "HAVE_C_FAST_PATH", "HAVE_C_METHODS"]

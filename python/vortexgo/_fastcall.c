@@ -1,17 +1,34 @@
 /* _fastcall: vortexgo's per-call stream and event operations without Go.
  *
- * Each function takes the ids of Stream.FastID/Event.FastID (ints) and calls
- * the CUDA shim's fast functions (gosrc/cuda/fastpath.h), which check the
- * id's generation, mark the entry in use against a concurrent close, make
- * the entry's context current and call the driver. The table's address comes
- * from the Go core once, through init(address).
+ * Two layers:
  *
- * Returns: 0 done / not ready, 1 ready (queries), -1 "not done here": the
- * caller repeats the call through the method path, which raises the full
- * error. Before init, every call returns -1.
+ * - StreamBase and EventBase, the C base types of vortexgo.Stream and
+ *   vortexgo.Event (python/vortexgo/_stream.py). Their hot methods
+ *   (synchronize, query, is_complete, record, wait_event) are C methods, so
+ *   a call from Python costs what CuPy's Cython methods cost: no Python
+ *   frame, no global lookups. Each reads the object's ids from its struct and
+ *   tries, in turn, the shim's fast functions (CUDA objects: the id `_cid`),
+ *   the Go fast functions (`_id`: CPU objects, borrowed streams), then a
+ *   Python method of the object named `_<method>_slow`, the pure-Python
+ *   implementation, which raises the full error. Anything unusual (a keyword
+ *   argument, no argument, a non-vortexgo argument) goes straight to that
+ *   method, so the C code decides nothing a Python user could observe.
+ *
+ * - The module functions below take the ids themselves (ints) and call the
+ *   shim's fast functions (gosrc/cuda/fastpath.h), which check the id's
+ *   generation, mark the entry in use against a concurrent close, make the
+ *   entry's context current and call the driver. The table's address comes
+ *   from the Go core once, through init(address).
+ *
+ * Status of every fast function: 0 done / not ready, 1 ready (queries),
+ * -1 "not done here": the caller repeats the call through the next path.
+ * Before init, every shim call returns -1. close() sets both ids to 0, so
+ * every later call reaches the slow method and its ClosedError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
+#include <structmember.h>
 
 #include "fastpath.h"
 
@@ -87,6 +104,247 @@ static PyObject* stream_synchronize(PyObject* self, PyObject* const* args, Py_ss
 	return PyLong_FromLong(r);
 }
 
+/* --- the C base types of Stream and Event ------------------------------------ */
+
+/* The Go fast functions (pyapi.Fast*), bound once by _core through bind():
+ * the path for objects the shim's table does not hold. */
+enum { GO_RECORD, GO_WAIT_EVENT, GO_QUERY_EVENT, GO_QUERY_STREAM, GO_SYNC_STREAM, GO_SYNC_EVENT, GO_N };
+static PyObject* go_fast[GO_N];
+
+/* Both types share one layout. `gid` is the Go fast id kept as the Python
+ * int it came as: the Go functions take Python ints, and an id is too large
+ * for CPython's small-int cache, so converting an int64 on every call would
+ * allocate. */
+typedef struct {
+	PyObject_HEAD
+	int64_t cid;   /* _cid: the shim's id, 0 when it holds none */
+	PyObject* gid; /* _id: the Go fast id (an int), NULL until set */
+} FastObject;
+
+static PyTypeObject StreamBaseType;
+static PyTypeObject EventBaseType;
+
+/* Interned names of the slow methods (see the header). */
+static PyObject *s_record_event_slow, *s_wait_event_slow, *s_record_slow, *s_synchronize_slow,
+    *s_is_complete_slow;
+
+/* go_call: Go fast function k on the ids a (and b when n == 2). Returns its
+ * status, or -2 with a Python error set (the Go wrapper raised). */
+static int go_call(int k, PyObject* a, PyObject* b, int n) {
+	PyObject* argv[2] = {a, b};
+	PyObject* res;
+	long r;
+	if (go_fast[k] == NULL || a == NULL || (n == 2 && b == NULL)) return -1;
+	/* Held for the call: the Go wrapper releases the GIL, and a close() on
+	 * another thread then replaces the object's id (set_gid drops the old). */
+	Py_INCREF(a);
+	Py_XINCREF(b);
+	res = PyObject_Vectorcall(go_fast[k], argv, n, NULL);
+	Py_DECREF(a);
+	Py_XDECREF(b);
+	if (res == NULL) return -2;
+	r = PyLong_AsLong(res);
+	Py_DECREF(res);
+	if (r == -1 && PyErr_Occurred()) return -2;
+	return r < 0 ? -1 : (int)r;
+}
+
+/* slow: self.<name>(*args, **kw), the pure-Python method with the full error. */
+static PyObject* slow(PyObject* self, PyObject* name, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+	PyObject* m = PyObject_GetAttr(self, name);
+	PyObject* r;
+	if (m == NULL) return NULL;
+	r = PyObject_Vectorcall(m, args, (size_t)nargs, kwnames);
+	Py_DECREF(m);
+	return r;
+}
+
+/* pair_status: record (or wait) stream s on event e: shim, then Go. */
+static int pair_status(FastObject* s, FastObject* e, int shim_wait) {
+	int r = -1;
+	if (api && s->cid && e->cid) r = shim_wait ? api->stream_wait(s->cid, e->cid) : api->event_record(s->cid, e->cid);
+	if (r < 0) r = go_call(shim_wait ? GO_WAIT_EVENT : GO_RECORD, s->gid, e->gid, 2);
+	return r;
+}
+
+static int sync_status(FastObject* o, int event) {
+	int64_t cid = o->cid;
+	int r = -1;
+	if (api && cid) {
+		/* Blocks until the GPU is done: the GIL is released meanwhile, and
+		 * the shim's in-use mark keeps a concurrent close() waiting. */
+		Py_BEGIN_ALLOW_THREADS r = event ? api->event_sync(cid) : api->stream_sync(cid);
+		Py_END_ALLOW_THREADS
+	}
+	if (r < 0) r = go_call(event ? GO_SYNC_EVENT : GO_SYNC_STREAM, o->gid, NULL, 1);
+	return r;
+}
+
+static int query_status(FastObject* o, int event) {
+	int r = -1;
+	if (api && o->cid) r = event ? api->event_query(o->cid) : api->stream_query(o->cid);
+	if (r < 0) r = go_call(event ? GO_QUERY_EVENT : GO_QUERY_STREAM, o->gid, NULL, 1);
+	return r;
+}
+
+/* Stream.record_event(event=None) -> event */
+static PyObject* stream_record_event(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+	if (nargs == 1 && kwnames == NULL && PyObject_TypeCheck(args[0], &EventBaseType)) {
+		int r = pair_status((FastObject*)self, (FastObject*)args[0], 0);
+		if (r == -2) return NULL;
+		if (r >= 0) return Py_NewRef(args[0]);
+	}
+	return slow(self, s_record_event_slow, args, nargs, kwnames);
+}
+
+/* Stream.wait_event(event) -> None */
+static PyObject* stream_wait_event_m(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+	if (nargs == 1 && kwnames == NULL && PyObject_TypeCheck(args[0], &EventBaseType)) {
+		int r = pair_status((FastObject*)self, (FastObject*)args[0], 1);
+		if (r == -2) return NULL;
+		if (r >= 0) Py_RETURN_NONE;
+	}
+	return slow(self, s_wait_event_slow, args, nargs, kwnames);
+}
+
+/* Event.record(stream=None) -> self */
+static PyObject* event_record_m(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+	if (nargs == 1 && kwnames == NULL && PyObject_TypeCheck(args[0], &StreamBaseType)) {
+		int r = pair_status((FastObject*)args[0], (FastObject*)self, 0);
+		if (r == -2) return NULL;
+		if (r >= 0) return Py_NewRef(self);
+	}
+	return slow(self, s_record_slow, args, nargs, kwnames);
+}
+
+static PyObject* synchronize_m(PyObject* self, int event) {
+	int r = sync_status((FastObject*)self, event);
+	if (r == -2) return NULL;
+	if (r >= 0) Py_RETURN_NONE;
+	return slow(self, s_synchronize_slow, NULL, 0, NULL);
+}
+
+static PyObject* query_m(PyObject* self, int event) {
+	int r = query_status((FastObject*)self, event);
+	if (r == -2) return NULL;
+	if (r >= 0) return PyBool_FromLong(r == 1);
+	return slow(self, s_is_complete_slow, NULL, 0, NULL);
+}
+
+static PyObject* stream_synchronize_m(PyObject* self, PyObject* unused) { return synchronize_m(self, 0); }
+static PyObject* event_synchronize_m(PyObject* self, PyObject* unused) { return synchronize_m(self, 1); }
+static PyObject* stream_query_m(PyObject* self, PyObject* unused) { return query_m(self, 0); }
+static PyObject* event_query_m(PyObject* self, PyObject* unused) { return query_m(self, 1); }
+static PyObject* stream_is_complete(PyObject* self, void* closure) { return query_m(self, 0); }
+static PyObject* event_is_complete(PyObject* self, void* closure) { return query_m(self, 1); }
+
+/* _id: an int only (the Go functions would refuse anything else later, far
+ * from the assignment); it cannot be deleted. */
+static PyObject* get_gid(PyObject* self, void* closure) {
+	PyObject* g = ((FastObject*)self)->gid;
+	return g ? Py_NewRef(g) : PyLong_FromLong(0);
+}
+
+static int set_gid(PyObject* self, PyObject* v, void* closure) {
+	if (v == NULL) {
+		PyErr_SetString(PyExc_TypeError, "_id cannot be deleted");
+		return -1;
+	}
+	if (!PyLong_CheckExact(v)) {
+		PyErr_Format(PyExc_TypeError, "_id=%R, expected an int", v);
+		return -1;
+	}
+	Py_XSETREF(((FastObject*)self)->gid, Py_NewRef(v));
+	return 0;
+}
+
+static void fast_dealloc(PyObject* self) {
+	Py_CLEAR(((FastObject*)self)->gid);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static PyMemberDef fast_members[] = {
+    {"_cid", T_LONGLONG, offsetof(FastObject, cid), 0, "the shim's fast id (0: none)"},
+    {NULL},
+};
+
+#define VC(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+
+static PyMethodDef stream_methods[] = {
+    {"record_event", VC(stream_record_event),
+     "record_event($self, /, event=None)\n--\n\nRecord ``event`` (a new one if None) at the tail of this stream and "
+     "return it."},
+    {"wait_event", VC(stream_wait_event_m),
+     "wait_event($self, /, event)\n--\n\nMake later work on this stream wait for ``event``; the host does not wait."},
+    {"synchronize", stream_synchronize_m, METH_NOARGS,
+     "synchronize($self, /)\n--\n\nBlock the host until all work queued so far is done (GIL released)."},
+    {"query", stream_query_m, METH_NOARGS, "query($self, /)\n--\n\nAlias of :attr:`is_complete`."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMethodDef event_methods[] = {
+    {"record", VC(event_record_m),
+     "record($self, /, stream=None)\n--\n\nRecord this event at the tail of ``stream`` (default: the current stream)."},
+    {"synchronize", event_synchronize_m, METH_NOARGS,
+     "synchronize($self, /)\n--\n\nBlock the host until the event completes (GIL released)."},
+    {"query", event_query_m, METH_NOARGS, "query($self, /)\n--\n\nAlias of :attr:`is_complete`."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef stream_getset[] = {
+    {"is_complete", stream_is_complete, NULL, "True when all work queued so far is done (does not block).", NULL},
+    {"done", stream_is_complete, NULL, "Alias of :attr:`is_complete` (CuPy's name).", NULL},
+    {"_id", get_gid, set_gid, "the Go fast id (0: none)", NULL},
+    {NULL},
+};
+
+static PyGetSetDef event_getset[] = {
+    {"is_complete", event_is_complete, NULL, "True once the work before the event is done (does not block).",
+     NULL},
+    {"done", event_is_complete, NULL, "Alias of :attr:`is_complete` (CuPy's name).", NULL},
+    {"_id", get_gid, set_gid, "the Go fast id (0: none)", NULL},
+    {NULL},
+};
+
+static PyTypeObject StreamBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "vortexgo._native._fastcall.StreamBase",
+    .tp_basicsize = sizeof(FastObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The C base of vortexgo.Stream: its per-call methods without a Python frame.",
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = fast_dealloc,
+    .tp_methods = stream_methods,
+    .tp_members = fast_members,
+    .tp_getset = stream_getset,
+};
+
+static PyTypeObject EventBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "vortexgo._native._fastcall.EventBase",
+    .tp_basicsize = sizeof(FastObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The C base of vortexgo.Event: its per-call methods without a Python frame.",
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = fast_dealloc,
+    .tp_methods = event_methods,
+    .tp_members = fast_members,
+    .tp_getset = event_getset,
+};
+
+/* bind(record, wait_event, query_event, query_stream, sync_stream,
+ * sync_event): adopt the Go fast functions (callables taking int ids and
+ * returning an int status). Called once by _core; a later call replaces them. */
+static PyObject* bind(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+	ARGS(GO_N);
+	for (int i = 0; i < GO_N; i++) {
+		if (!PyCallable_Check(args[i])) {
+			PyErr_Format(PyExc_TypeError, "bind: argument %d is %R, expected a callable", i, args[i]);
+			return NULL;
+		}
+	}
+	for (int i = 0; i < GO_N; i++) Py_XSETREF(go_fast[i], Py_NewRef(args[i]));
+	Py_RETURN_NONE;
+}
+
 /* init(address): adopt the shim's table (pyapi.FastAPI()). It checks the
  * magic and version so that a stale build of either side is refused (the
  * caller then keeps the Go fast path) rather than called with the wrong
@@ -106,6 +364,8 @@ static PyObject* init(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 
 static PyMethodDef methods[] = {
     {"init", (PyCFunction)(void (*)(void))init, METH_FASTCALL, "init(address) -> bool: adopt the shim's table."},
+    {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
+     "bind(record, wait_event, query_event, query_stream, sync_stream, sync_event): adopt the Go fast functions."},
     {"event_record", (PyCFunction)(void (*)(void))event_record, METH_FASTCALL, "event_record(stream_id, event_id) -> int"},
     {"event_query", (PyCFunction)(void (*)(void))event_query, METH_FASTCALL, "event_query(event_id) -> int"},
     {"event_synchronize", (PyCFunction)(void (*)(void))event_synchronize, METH_FASTCALL,
@@ -123,4 +383,24 @@ static struct PyModuleDef module = {
     "vortexgo's C fast path for per-call stream and event operations (see gosrc/cuda/fastpath.h).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__fastcall(void) { return PyModule_Create(&module); }
+static int intern(PyObject** out, const char* s) {
+	*out = PyUnicode_InternFromString(s);
+	return *out == NULL ? -1 : 0;
+}
+
+PyMODINIT_FUNC PyInit__fastcall(void) {
+	PyObject* m;
+	if (intern(&s_record_event_slow, "_record_event_slow") || intern(&s_wait_event_slow, "_wait_event_slow") ||
+	    intern(&s_record_slow, "_record_slow") || intern(&s_synchronize_slow, "_synchronize_slow") ||
+	    intern(&s_is_complete_slow, "_is_complete_slow"))
+		return NULL;
+	if (PyType_Ready(&StreamBaseType) < 0 || PyType_Ready(&EventBaseType) < 0) return NULL;
+	m = PyModule_Create(&module);
+	if (m == NULL) return NULL;
+	if (PyModule_AddObjectRef(m, "StreamBase", (PyObject*)&StreamBaseType) < 0 ||
+	    PyModule_AddObjectRef(m, "EventBase", (PyObject*)&EventBaseType) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}

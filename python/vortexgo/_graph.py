@@ -61,7 +61,17 @@ class ScopedCapture:
         capture.graph.launch(stream)
 
     Work is recorded, not run, during the block. If the block raises, the
-    capture is ended and discarded.
+    capture is ended and discarded, and the block's error propagates.
+
+    A graph holds only work on the GPU, so inside the block the host cannot
+    wait for the capturing stream (``stream.synchronize()``, ``is_complete``,
+    the same on an event recorded in it), and the stream cannot wait on an
+    event recorded outside the capture. Order the capture after outside work
+    by synchronizing that work before the block; wait for the captured work
+    after launching the graph. On CUDA such a call fails with a
+    :class:`CudaError` saying so and invalidates the capture (leaving the
+    block then raises too); the CPU backend refuses the synchronize and the
+    query likewise.
     """
 
     def __init__(self, stream: Optional[Stream] = None) -> None:
@@ -83,11 +93,21 @@ class ScopedCapture:
     @native
     def __exit__(self, exc_type, exc, tb) -> None:
         self.stream.__exit__(exc_type, exc, tb)
-        h = self.stream._h.EndCapture()
-        if exc_type is not None:
-            h.Close()
+        if exc_type is None:
+            # Fails with the driver's CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+            # (and what to do) if a call inside was refused and caught.
+            self.graph = Graph(self.stream._h.EndCapture(), self.stream.device)
             return
-        self.graph = Graph(h, self.stream.device)
+        # The block raised: end the capture and drop it. Ending fails when
+        # the block's error invalidated the capture (a refused synchronize
+        # or wait does on CUDA); that says less than the block's own error,
+        # which propagates, with the failure as a note.
+        try:
+            self.stream._h.EndCapture().Close()
+        except Exception as end:
+            add_note = getattr(exc, "add_note", None)  # Python >= 3.11
+            if add_note is not None:
+                add_note(f"ending the discarded capture failed too: {end}")
 
 
 def capture_launch(graph: Graph, stream: Optional[Stream] = None) -> None:

@@ -7,12 +7,14 @@ import threading
 from typing import Any, Optional
 
 from ._core import (
+    EventBase,
     OP_QUERY_EVENT,
     OP_QUERY_STREAM,
     OP_RECORD,
     OP_SYNC_EVENT,
     OP_SYNC_STREAM,
     OP_WAIT_EVENT,
+    StreamBase,
     c_event_query,
     c_event_record,
     c_event_sync,
@@ -37,6 +39,14 @@ from ._validate import INT64_MAX, check_bool, check_int
 # close), which raises the full error. A closed object has both ids 0, so
 # its calls always reach the method path's ClosedError; a close racing a
 # call is safe below (the native handle outlives every call in flight).
+#
+# Stream and Event get these methods from a base class: the extension's C
+# types (_core.StreamBase/EventBase, python/vortexgo/_fastcall.c) where it
+# was built, so a call costs no Python frame, else the pure-Python bases
+# below. The C methods fall back to the pure-Python methods (bound on the
+# subclasses as _<name>_slow) for anything but the plain call that succeeds
+# (no argument, keywords, a foreign stream, a -1 from both fast paths), so
+# the two bases cannot differ in what they accept or raise.
 _op = native(stream_op)
 
 #: Smallest int64: priorities and handles are bounded to Go's int before gopy
@@ -66,7 +76,109 @@ def _cupy():
     return cupy
 
 
-class Stream:
+class _PyStreamBase:
+    """Stream's per-call methods in Python: its base without the C extension,
+    and the slow path of the C base (python/vortexgo/_fastcall.c)."""
+
+    __slots__ = ("_id", "_cid")
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # Both ids start at 0, as in the C base: a call on an object whose
+        # __init__ failed takes the same path (and error) in both.
+        self = super().__new__(cls)
+        self._id = self._cid = 0
+        return self
+
+    def record_event(self, event: Optional["Event"] = None) -> "Event":
+        """Record ``event`` (a new one if None) at the tail of this stream and return it."""
+        if event is None:
+            event = Event(self.device)
+        elif not isinstance(event, Event):
+            raise TypeError(f"event={event!r}, expected a vortexgo.Event")
+        if c_event_record(self._cid, event._cid) and fast_record(self._id, event._id):
+            _op(OP_RECORD, self._h.ID(), event._h.ID())  # raises the full error
+        return event
+
+    def wait_event(self, event: "Event") -> None:
+        """Make later work on this stream wait for ``event``; the host does not wait."""
+        if not isinstance(event, Event):
+            raise TypeError(f"event={event!r}, expected a vortexgo.Event")
+        if c_stream_wait(self._cid, event._cid) and fast_wait_event(self._id, event._id):
+            _op(OP_WAIT_EVENT, self._h.ID(), event._h.ID())
+
+    def synchronize(self) -> None:
+        """Block the host until all work queued so far is done (GIL released)."""
+        if c_stream_sync(self._cid) and fast_sync_stream(self._id):
+            _op(OP_SYNC_STREAM, self._h.ID(), 0)
+
+    @property
+    def is_complete(self) -> bool:
+        """True when all work queued so far is done (does not block)."""
+        r = c_stream_query(self._cid)
+        if r < 0:
+            r = fast_query_stream(self._id)
+            if r < 0:
+                return _op(OP_QUERY_STREAM, self._h.ID(), 0)
+        return r == 1
+
+    #: Alias of :attr:`is_complete` (CuPy's name).
+    done = is_complete
+
+    def query(self) -> bool:
+        """Alias of :attr:`is_complete`."""
+        return self.is_complete
+
+
+class _PyEventBase:
+    """Event's per-call methods in Python: its base without the C extension,
+    and the slow path of the C base (python/vortexgo/_fastcall.c)."""
+
+    __slots__ = ("_id", "_cid")
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # Both ids start at 0, as in the C base: a call on an object whose
+        # __init__ failed takes the same path (and error) in both.
+        self = super().__new__(cls)
+        self._id = self._cid = 0
+        return self
+
+    def record(self, stream: Optional["Stream"] = None) -> "Event":
+        """Record this event at the tail of ``stream`` (default: the current stream)."""
+        s = stream if stream is not None else current_stream(self.device)
+        if not isinstance(s, Stream):
+            s = Stream.from_external(s, self.device)
+        if c_event_record(s._cid, self._cid) and fast_record(s._id, self._id):
+            _op(OP_RECORD, s._h.ID(), self._h.ID())  # raises the full error
+        return self
+
+    def synchronize(self) -> None:
+        """Block the host until the event completes (GIL released)."""
+        if c_event_sync(self._cid) and fast_sync_event(self._id):
+            _op(OP_SYNC_EVENT, 0, self._h.ID())
+
+    @property
+    def is_complete(self) -> bool:
+        """True once the work before the event is done (does not block)."""
+        r = c_event_query(self._cid)
+        if r < 0:
+            r = fast_query_event(self._id)
+            if r < 0:
+                return _op(OP_QUERY_EVENT, 0, self._h.ID())
+        return r == 1
+
+    #: Alias of :attr:`is_complete` (CuPy's name).
+    done = is_complete
+
+    def query(self) -> bool:
+        """Alias of :attr:`is_complete`."""
+        return self.is_complete
+
+
+_StreamBase = StreamBase if StreamBase is not None else _PyStreamBase
+_EventBase = EventBase if EventBase is not None else _PyEventBase
+
+
+class Stream(_StreamBase):
     """An ordered queue of asynchronous work on one device.
 
     On CUDA it is a non-blocking CUstream that CuPy, PyTorch and cuda.core can
@@ -79,7 +191,7 @@ class Stream:
             smaller number is a higher priority. Read back with :attr:`priority`.
     """
 
-    __slots__ = ("_h", "_id", "_cid", "_fin", "device", "_cupy_stream", "_closed", "_owner", "_hash", "__weakref__")
+    __slots__ = ("_h", "_fin", "device", "_cupy_stream", "_closed", "_owner", "_hash", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, priority: int = 0) -> None:
         priority = check_int("priority", priority, INT64_MIN, INT64_MAX)
@@ -191,52 +303,23 @@ class Stream:
         return (0, self._handle())
 
     # --- work ---------------------------------------------------------------
+    # record_event, wait_event, synchronize, query, is_complete and done come
+    # from the base (see _PyStreamBase for their documentation).
 
-    def record_event(self, event: Optional["Event"] = None) -> "Event":
-        """Record ``event`` (a new one if None) at the tail of this stream and return it."""
-        if event is None:
-            event = Event(self.device)
-        elif not isinstance(event, Event):
-            raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        if c_event_record(self._cid, event._cid) and fast_record(self._id, event._id):
-            _op(OP_RECORD, self._h.ID(), event._h.ID())  # raises the full error
-        return event
+    _record_event_slow = _PyStreamBase.record_event
+    _wait_event_slow = _PyStreamBase.wait_event
+    _synchronize_slow = _PyStreamBase.synchronize
+    _is_complete_slow = _PyStreamBase.is_complete.fget
 
-    #: Alias of :meth:`record_event` (CuPy's name); the same function, so the
-    #: alias costs no extra Python call on this per-call path.
-    record = record_event
-
-    def wait_event(self, event: "Event") -> None:
-        """Make later work on this stream wait for ``event``; the host does not wait."""
-        if not isinstance(event, Event):
-            raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        if c_stream_wait(self._cid, event._cid) and fast_wait_event(self._id, event._id):
-            _op(OP_WAIT_EVENT, self._h.ID(), event._h.ID())
+    #: Alias of :meth:`record_event` (CuPy's name); the same method object,
+    #: so the alias costs no extra call on this per-call path.
+    record = _StreamBase.record_event
 
     def wait_stream(self, other: "Stream", event: Optional["Event"] = None) -> None:
         """Make later work on this stream wait for all work queued so far on ``other``."""
         if not isinstance(other, Stream):
             other = Stream.from_external(other, self.device)
         self.wait_event(other.record_event(event))
-
-    def synchronize(self) -> None:
-        """Block the host until all work queued so far is done (GIL released)."""
-        if c_stream_sync(self._cid) and fast_sync_stream(self._id):
-            _op(OP_SYNC_STREAM, self._h.ID(), 0)
-
-    @property
-    def is_complete(self) -> bool:
-        """True when all work queued so far is done (does not block)."""
-        r = c_stream_query(self._cid)
-        if r < 0:
-            r = fast_query_stream(self._id)
-            if r < 0:
-                return _op(OP_QUERY_STREAM, self._h.ID(), 0)
-        return r == 1
-
-    def query(self) -> bool:
-        """Alias of :attr:`is_complete`."""
-        return self.is_complete
 
     # --- lifetime and context management ---------------------------------
 
@@ -295,6 +378,13 @@ class Stream:
         if cs is not None:
             cs.__exit__(*exc)
 
+    def __reduce_ex__(self, protocol: int):
+        # One owner per native stream: a copy would be a second wrapper able
+        # to close the stream under the first (and a pickled handle means
+        # nothing in another process).
+        raise TypeError("a vortexgo.Stream cannot be copied or pickled: share the object, "
+                        "or wrap its handle with Stream.from_external")
+
     def __eq__(self, other: object) -> bool:
         # Two live wrappers of one native stream are equal; a closed stream
         # equals only itself (its handle is gone: no ClosedError from ==).
@@ -324,7 +414,7 @@ class Stream:
         return f"<Stream {self.device.alias} handle={handle} {state}{own}>"
 
 
-class Event:
+class Event(_EventBase):
     """A marker in a stream: query it, wait for it on the host or on another
     stream, or time the work between two events.
 
@@ -333,7 +423,7 @@ class Event:
         enable_timing: record timestamps so :meth:`elapsed_time` works.
     """
 
-    __slots__ = ("_h", "_id", "_cid", "_fin", "device", "enable_timing", "_closed", "__weakref__")
+    __slots__ = ("_h", "_fin", "device", "enable_timing", "_closed", "__weakref__")
 
     def __init__(self, device: DeviceLike = None, enable_timing: bool = False) -> None:
         self._h = None
@@ -352,33 +442,12 @@ class Event:
         """The native handle (CUevent) as an int."""
         return native(self._h.Handle)()
 
-    def record(self, stream: Optional[Stream] = None) -> "Event":
-        """Record this event at the tail of ``stream`` (default: the current stream)."""
-        s = stream if stream is not None else current_stream(self.device)
-        if not isinstance(s, Stream):
-            s = Stream.from_external(s, self.device)
-        if c_event_record(s._cid, self._cid) and fast_record(s._id, self._id):
-            _op(OP_RECORD, s._h.ID(), self._h.ID())  # raises the full error
-        return self
+    # record, synchronize, query, is_complete and done come from the base
+    # (see _PyEventBase for their documentation).
 
-    def synchronize(self) -> None:
-        """Block the host until the event completes (GIL released)."""
-        if c_event_sync(self._cid) and fast_sync_event(self._id):
-            _op(OP_SYNC_EVENT, 0, self._h.ID())
-
-    @property
-    def is_complete(self) -> bool:
-        """True once the work before the event is done (does not block)."""
-        r = c_event_query(self._cid)
-        if r < 0:
-            r = fast_query_event(self._id)
-            if r < 0:
-                return _op(OP_QUERY_EVENT, 0, self._h.ID())
-        return r == 1
-
-    def query(self) -> bool:
-        """Alias of :attr:`is_complete`."""
-        return self.is_complete
+    _record_slow = _PyEventBase.record
+    _synchronize_slow = _PyEventBase.synchronize
+    _is_complete_slow = _PyEventBase.is_complete.fget
 
     @native
     def elapsed_time(self, end: "Event") -> float:
@@ -403,6 +472,10 @@ class Event:
     def closed(self) -> bool:
         """True after :meth:`close`."""
         return self._closed
+
+    def __reduce_ex__(self, protocol: int):
+        # One owner per native event (see Stream.__reduce_ex__).
+        raise TypeError("a vortexgo.Event cannot be copied or pickled: share the object")
 
     def __repr__(self) -> str:
         if self._closed:

@@ -77,12 +77,16 @@ class _SimpleStack:
     _dtype = np.dtype("int8")
 
     def __init__(self, logger: Any = None) -> None:
-        self._h = native(api.NewSimpleStack)(self._dtype.name)
+        self._h = native(api.NewObject)("storage", self._dtype.name, "")  # storage.SimpleStack.Do's ops
         # A finaliser rather than __del__: it holds the handle, so a stack dying
         # in a reference cycle or at exit still closes (and finalises) its file.
         weakref.finalize(self, self._h.Close)
         self.logger = logger
         self.config: Optional[SimpleStackConfig] = None
+
+    def _do(self, op: str, args: Optional[dict] = None, ptr: int = 0, nbytes: int = 0) -> None:
+        """One of the Go stack's operations (gosrc/storage/bind.go; the generic binding path)."""
+        self._h.Do(op, "" if args is None else json.dumps(args), self._h, ptr, nbytes)
 
     @property
     def dtype(self) -> np.dtype:
@@ -133,8 +137,8 @@ class _SimpleStack:
             header = SimpleStackHeader(header.lower())
         if not isinstance(header, SimpleStackHeader):
             raise TypeError(f"SimpleStackConfig.header={config.header!r}, expected a SimpleStackHeader")
-        self._h.Open(json.dumps({"Path": path, "Shape": list(shape),
-                                 "Header": int(header is SimpleStackHeader.NumPy)}))  # storage.Header
+        self._do("open", {"Path": path, "Shape": list(shape),
+                          "Header": int(header is SimpleStackHeader.NumPy)})  # storage.Header
         self.config = SimpleStackConfig(path, shape, header)  # type: ignore[arg-type]
 
     @native
@@ -165,7 +169,7 @@ class _SimpleStack:
         self._check(a, "write_volume")
         if a.shape != self.shape and a.shape != (1,) + tuple(self.shape or ()):
             raise ValueError(f"write_volume: shape {a.shape}, expected {self.shape}")
-        self._h.Write(-1, 0, a.ctypes.data, a.nbytes)  # bscan -1: a whole volume
+        self._do("write", {"Bscan": -1}, a.ctypes.data, a.nbytes)  # bscan -1: a whole volume
 
     @native
     def write_partial_bscan(self, bscan_idx: int, ascan_idx: int, data: Any) -> None:
@@ -177,18 +181,18 @@ class _SimpleStack:
         depth = (self.shape or (0, 0, 0))[2]
         if a.shape[-1:] != (depth,) or a.ndim > 2:
             raise ValueError(f"write_partial_bscan: shape {a.shape}, expected (n, {depth}) or ({depth},)")
-        self._h.Write(check_int("bscan_idx", bscan_idx, 0), check_int("ascan_idx", ascan_idx, 0),
-                      a.ctypes.data, a.nbytes)
+        self._do("write", {"Bscan": check_int("bscan_idx", bscan_idx, 0), "Ascan": check_int("ascan_idx", ascan_idx, 0)},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self) -> None:
         """Mark the current volume complete (after partial writes) and move to the next."""
-        self._h.AdvanceVolume()
+        self._do("advance_volume")
 
     @native
     def seek(self, volume_idx: int, bscan_idx: int = 0) -> None:
         """Move the write position to ``(volume_idx, bscan_idx)``."""
-        self._h.Seek(check_int("volume_idx", volume_idx, 0), check_int("bscan_idx", bscan_idx, 0))
+        self._do("seek", {"Volume": check_int("volume_idx", volume_idx, 0), "Bscan": check_int("bscan_idx", bscan_idx, 0)})
 
     def __enter__(self) -> "_SimpleStack":
         return self

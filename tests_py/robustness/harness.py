@@ -26,26 +26,18 @@ time is about the sum of the cases' times over the workers.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import importlib.util
 import json
 import os
-import signal
-import subprocess
-import sys
 import tempfile
 import textwrap
 import threading
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-# The package this session imported (the source tree here; the carried
-# build on the GPU machine): every case's interpreter imports the same one.
-PYTHONPATH = str(Path(importlib.util.find_spec("vortexgo").origin).resolve().parents[1])
+import _subproc
+
 TIMEOUT_SCALE = float(os.environ.get("ROBUST_TIMEOUT_SCALE", "1"))
 JOBS = int(os.environ.get("ROBUST_JOBS", str((os.cpu_count() or 2) + 1)))
 
@@ -155,33 +147,10 @@ class Case:
 
 
 @dataclass
-class Outcome:
-    rc: Optional[int]
-    stdout: str
-    stderr: str
-    seconds: float
-    timed_out: bool = False
-    result: Optional[dict] = None
+class Outcome(_subproc.Outcome):
+    """How a case's process ended, with the result line the prelude printed."""
 
-    def symptom(self) -> str:
-        """A short label: how the case misbehaved (used by the report)."""
-        err = self.stderr
-        if self.timed_out or "Timeout (0:" in err:
-            return "hang"
-        go = ("fatal error:" in err or "\npanic:" in err or err.startswith("panic:")
-              or "unexpected fault address" in err or "unexpected signal during runtime execution" in err)
-        if go and self.rc not in (0, None):
-            return "crash (Go fatal error)" if "panic:" not in err else "crash (Go panic)"
-        if self.rc is not None and self.rc < 0:
-            try:
-                return f"crash ({signal.Signals(-self.rc).name})"
-            except ValueError:
-                return f"crash (signal {-self.rc})"
-        if "Fatal Python error" in err:
-            return "crash (Python fatal error)"
-        if self.rc not in (0, None):
-            return f"exit status {self.rc}"
-        return ""
+    result: Optional[dict] = None
 
 
 # Seconds a case may spend on costs that are not ours on a fresh machine:
@@ -197,35 +166,19 @@ def _run(case: Case) -> Outcome:
     timeout *= TIMEOUT_SCALE
     code = COMMON + textwrap.dedent(case.code)
     script = _PRELUDE.format(hang_after=max(1.0, timeout - 1.5), code=code, cid=case.id, mark=_MARK)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHONPATH + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("PYTHONFAULTHANDLER", "1")
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(case.env)
+    env = _subproc.child_env({"PYTHONUNBUFFERED": "1", **case.env})
     with tempfile.TemporaryDirectory(prefix="robust-") as tmp:
         env["ROBUST_TMP"] = tmp
         return _spawn(script, env, timeout)
 
 
 def _spawn(script: str, env: dict, timeout: float) -> Outcome:
-    t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=env, cwd=str(ROOT), start_new_session=True, text=True, errors="replace")
-    timed_out = False
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = p.communicate()
+    o = _subproc.spawn(script, timeout=timeout, env=env)
     res = None
-    for line in out.splitlines():
+    for line in o.stdout.splitlines():
         if line.startswith(_MARK):
             res = json.loads(line[len(_MARK):])
-    return Outcome(p.returncode, out, err, time.monotonic() - t0, timed_out, res)
+    return Outcome(**vars(o), result=res)
 
 
 def _tail(s: str, n: int = 2500) -> str:

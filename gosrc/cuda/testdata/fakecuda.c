@@ -16,7 +16,23 @@ static __thread void* current;
 // Test hooks, read and written by the test through dlsym'd addresses.
 int fake_ctx_sets;
 int fake_stream_busy;
+// Stream capture, with the driver's rules for the capturing stream: a
+// synchronize or query is refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+// so is a wait on an event not recorded in the capture
+// (CUDA_ERROR_STREAM_CAPTURE_ISOLATION); either invalidates the capture, and
+// every later call on the stream, EndCapture included, then fails with
+// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. capturing: 0 none, 1 active, 2
+// invalidated (cuStreamIsCapturing's statuses).
 static int capturing;
+static void* capture_stream;
+static int refuse_in_capture(void* s, int code) {
+	if (!capturing || s != capture_stream) return 0;
+	if (capturing == 2) return 901;
+	capturing = 2;
+	return code;
+}
+// An event is two ints: its flags, and whether its last record was captured.
+#define CAPTURED(e) (((int*)(e))[1])
 
 struct fake_stream { int prio; };
 
@@ -39,6 +55,9 @@ CUresult cuGetErrorName(CUresult c, const char** s) {
 	case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
 	case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
 	case 600: *s = "CUDA_ERROR_NOT_READY"; return 0;
+	case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; return 0;
+	case 901: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; return 0;
+	case 905: *s = "CUDA_ERROR_STREAM_CAPTURE_ISOLATION"; return 0;
 	}
 	return 1;
 }
@@ -82,19 +101,34 @@ CUresult cuStreamDestroy_v2(void* s) {
 }
 CUresult cuStreamGetPriority(void* s, int* p) { NEED_CTX(); *p = s ? ((struct fake_stream*)s)->prio : 0; return 0; }
 CUresult cuStreamSynchronize(void* s) {
-	(void)s;
 	NEED_CTX();
+	int r = refuse_in_capture(s, 900);
+	if (r) return r;
 	__atomic_add_fetch(&fake_in_sync, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&fake_sync_hold, __ATOMIC_SEQ_CST)) usleep(100);
 	__atomic_sub_fetch(&fake_in_sync, 1, __ATOMIC_SEQ_CST);
 	fake_stream_busy = 0;
 	return 0;
 }
-CUresult cuStreamQuery(void* s) { (void)s; NEED_CTX(); return fake_stream_busy ? 600 : 0; }
-CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) { (void)s; (void)e; NEED_CTX(); return f == 0 ? 0 : 1; }
-CUresult cuEventCreate(void** e, unsigned f) { NEED_CTX(); *e = malloc(8); *(unsigned*)*e = f; return 0; }
+CUresult cuStreamQuery(void* s) {
+	NEED_CTX();
+	int r = refuse_in_capture(s, 900);
+	return r ? r : fake_stream_busy ? 600 : 0;
+}
+CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) {
+	NEED_CTX();
+	if (f != 0) return 1;
+	if (capturing == 2 && s == capture_stream) return 901;
+	return CAPTURED(e) ? 0 : refuse_in_capture(s, 905);
+}
+CUresult cuEventCreate(void** e, unsigned f) { NEED_CTX(); *e = calloc(2, sizeof(int)); *(unsigned*)*e = f; return 0; }
 CUresult cuEventDestroy_v2(void* e) { NEED_CTX(); free(e); return 0; }
-CUresult cuEventRecord(void* e, void* s) { (void)e; (void)s; NEED_CTX(); return 0; }
+CUresult cuEventRecord(void* e, void* s) {
+	NEED_CTX();
+	if (capturing == 2 && s == capture_stream) return 901;
+	CAPTURED(e) = capturing && s == capture_stream;
+	return 0;
+}
 CUresult cuEventQuery(void* e) { (void)e; NEED_CTX(); return fake_stream_busy ? 600 : 0; }
 CUresult cuEventSynchronize(void* e) { (void)e; NEED_CTX(); fake_stream_busy = 0; return 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { (void)a; (void)b; NEED_CTX(); *ms = 1.5f; return 0; }
@@ -161,8 +195,22 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	}
 	return 0;
 }
-CUresult cuStreamBeginCapture_v2(void* s, int mode) { (void)s; NEED_CTX(); if (mode != 2) return 1; capturing = 1; return 0; }
-CUresult cuStreamEndCapture(void* s, void** g) { (void)s; NEED_CTX(); if (!capturing) return 1; capturing = 0; *g = malloc(1); return 0; }
+CUresult cuStreamBeginCapture_v2(void* s, int mode) {
+	NEED_CTX();
+	if (mode != 2 || capturing) return 1;
+	capturing = 1;
+	capture_stream = s;
+	return 0;
+}
+CUresult cuStreamEndCapture(void* s, void** g) {
+	NEED_CTX();
+	if (!capturing || s != capture_stream) return 1;
+	int invalid = capturing == 2;
+	capturing = 0;
+	capture_stream = NULL;
+	*g = invalid ? NULL : malloc(1);
+	return invalid ? 901 : 0;
+}
 CUresult cuStreamIsCapturing(void* s, int* st) { (void)s; NEED_CTX(); *st = capturing; return 0; }
 CUresult cuGraphInstantiateWithFlags(void** e, void* g, unsigned long long f) { (void)g; (void)f; NEED_CTX(); *e = malloc(1); return 0; }
 CUresult cuGraphLaunch(void* e, void* s) { (void)e; (void)s; NEED_CTX(); return 0; }
