@@ -54,6 +54,9 @@ func (e *StackStorageEndpoint) Record() []float64 { return []float64{float64(e.W
 // PositionDeviceTensorEndpoint) and their raw-spectra twins
 // "spectra_radial", "spectra_spiral", "spectra_position".
 func NewWithExecutor(kind, dtype string, exec any, shape []int) (engine.Endpoint, error) {
+	if len(shape) == 3 && shape[0] == 0 && shape[1] == 0 && shape[2] == 0 {
+		shape = nil // bindings pass no shape as zeros
+	}
 	dt, err := backend.ParseDType(dtype)
 	if err != nil {
 		return nil, err

@@ -204,7 +204,8 @@ func (f *StackFormatExecutor) Next(plan *engine.FormatPlan, start int64, records
 // the engine's Formatter), or an executor, "StackFormatExecutor",
 // "RadialFormatExecutor", "SpiralFormatExecutor" or
 // "PositionFormatExecutor" (their configs), which endpoints execute plans
-// with.
+// with; "IndexStackFormatExecutor" is this package's index-only formatter
+// (a RasterScan's and a SampleSlice's fields).
 func New(kind, record string) (any, error) {
 	decode := func(v any) error {
 		if record == "" {
@@ -243,6 +244,15 @@ func New(kind, record string) (any, error) {
 			return nil, err
 		}
 		return stage.NewPositionFormatExecutor(c)
+	case "IndexStackFormatExecutor": // this package's, for the old wiring
+		var c struct {
+			RasterScan
+			SampleSlice
+		}
+		if err := decode(&c); err != nil {
+			return nil, err
+		}
+		return NewStackFormatExecutor(c.RasterScan, c.SampleSlice)
 	}
 	return nil, backend.Invalidf("format.New: kind %q, expected FormatPlanner, StackFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor or PositionFormatExecutor", kind)
 }

@@ -136,6 +136,8 @@ func TestNew(t *testing.T) {
 		{"RadialFormatExecutor", `{"SegmentRTExtent": [{"Min": -1, "Max": 1}, {"Min": 0, "Max": 3.14}], "RadialShape": [4, 8]}`, ""},
 		{"SpiralFormatExecutor", `{"SegmentExtent": {"Min": 0, "Max": 1}, "SpiralShape": [2, 10], "SpiralVelocity": 1}`, ""},
 		{"PositionFormatExecutor", ``, ""},
+		{"IndexStackFormatExecutor", `{"AscansPerBscan": 4, "BscansPerVolume": 3, "Volumes": 1, "Start": 2}`, ""},
+		{"IndexStackFormatExecutor", `{"AscansPerBscan": 0, "BscansPerVolume": 3}`, "AscansPerBscan"},
 		{"Nope", ``, "expected FormatPlanner"},
 	}
 	for _, tc := range tests {

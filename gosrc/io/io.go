@@ -9,12 +9,14 @@
 package io
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
 // NullIO is vortex's NullIO: it accepts every block and outputs nothing.
@@ -222,4 +224,23 @@ func (s *SimIO) Record() []float64 {
 		return 0
 	}
 	return []float64{float64(s.Samples()), b(s.Started()), b(s.Stopped())}
+}
+
+// Do is the SimIO's operation for bindings: "recorded" copies the latest
+// recorded samples (rows of output channels) into the caller's n float64s
+// at dst and returns {"First": sample of the first row, "Rows": rows,
+// "Channels": output channels}.
+func (s *SimIO) Do(op string, _ []byte, _ any, dst, n int) ([]byte, error) {
+	if op != "recorded" {
+		return nil, backend.Invalidf("SimIO: operation %q, expected recorded", op)
+	}
+	buf, err := hostmem.Span[float64](dst, n)
+	if err != nil {
+		return nil, err
+	}
+	first, rows := s.Recorded(buf)
+	s.mu.Lock()
+	ch := s.info.OutputChannels
+	s.mu.Unlock()
+	return json.Marshal(map[string]int64{"First": first, "Rows": int64(rows), "Channels": int64(ch)})
 }

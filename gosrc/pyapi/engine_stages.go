@@ -7,6 +7,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	gio "github.com/vortexgo/vortexgo/gosrc/io"
 	"github.com/vortexgo/vortexgo/gosrc/process"
 )
 
@@ -73,15 +74,21 @@ func NewProcessor(dev *Device, kind, config string, resPtr, resN, filtPtr, filtN
 // OutputSamples is the length of one processed A-scan.
 func (p *Processor) OutputSamples() int { return p.p.OutputSamples() }
 
-// NewStackFormatExecutor is a formatter (format.StackFormatExecutor, whose
-// only use is EngineConfig.Link) placing records into (bscans, ascans,
-// depth) volumes; sliceStop 0 keeps depth through the end; volumes 0
-// repeats the scan forever.
-func NewStackFormatExecutor(ascansPerBscan, bscansPerVolume int, bidirectional bool, volumes, sliceStart, sliceStop int) (*Object, error) {
-	f, err := format.NewStackFormatExecutor(
-		format.RasterScan{AscansPerBscan: ascansPerBscan, BscansPerVolume: bscansPerVolume, Bidirectional: bidirectional, Volumes: volumes},
-		format.SampleSlice{Start: sliceStart, Stop: sliceStop})
-	return tagged(&Object{obj: f}, err)
+// NewStage builds a "format" (format.New: the FormatPlanner, an executor)
+// or "io" (io.New: NullIO, SimIO) object from its JSON record.
+func NewStage(pkg, kind, record string) (*Object, error) {
+	if pkg == "io" {
+		o, err := gio.New(kind, record)
+		return tagged(&Object{obj: o}, err)
+	}
+	o, err := format.New(kind, record)
+	return tagged(&Object{obj: o}, err)
+}
+
+// NewExecutorEndpoint builds endpoint.NewWithExecutor's kind of dtype with
+// executor x and volume shape (s0, s1, s2) (zeros: from the planner).
+func NewExecutorEndpoint(kind, dtype string, x *Object, s0, s1, s2 int) (*Endpoint, error) {
+	return newEndpoint(endpoint.NewWithExecutor(kind, dtype, x.obj, []int{s0, s1, s2}))
 }
 
 // Endpoint receives formatted volumes (engine.Endpoint); a storage
