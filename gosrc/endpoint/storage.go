@@ -39,6 +39,7 @@ type StackStorageEndpoint struct {
 	name  string
 	src   source
 	store VolumeWriter
+	exec  *stage.StackFormatExecutor // nil: the formatter's slice (EndpointInfo.Slice)
 
 	f       volumeFormatter
 	dev     backend.Device
@@ -86,13 +87,28 @@ func NewSpectraStackEndpoint(store VolumeWriter) (*StackStorageEndpoint, error) 
 	return &StackStorageEndpoint{name: "SpectraStackEndpoint", src: srcRaw, store: store}, nil
 }
 
+// SetExecutor sets the stack executor the endpoint formats with (vortex's
+// AscanStackEndpoint(executor, storage)); before Prepare. A volume is the
+// planner's segments x records x the samples the executor keeps.
+func (e *StackStorageEndpoint) SetExecutor(exec *stage.StackFormatExecutor) error {
+	if e.stream != nil {
+		return fmt.Errorf("%s.SetExecutor: already prepared: %w", e.name, backend.ErrInUse)
+	}
+	e.exec = exec
+	return nil
+}
+
 // Prepare checks the store against the volume shape, allocates the
 // device volume and the pinned staging buffers, and starts the writer.
 func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	if e.stream != nil {
 		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
 	}
-	if err := e.f.configure(info, e.src, e.store.DType(), nil, nil); err != nil {
+	var exec any
+	if e.exec != nil {
+		exec = e.exec
+	}
+	if err := e.f.configure(info, e.src, e.store.DType(), exec, nil); err != nil {
 		return fmt.Errorf("%s.Prepare: %w", e.name, err)
 	}
 	if got, want := e.store.VolumeBytes(), e.f.volumeBytes(); got != want {

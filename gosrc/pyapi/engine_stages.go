@@ -6,6 +6,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	gio "github.com/vortexgo/vortexgo/gosrc/io"
 	"github.com/vortexgo/vortexgo/gosrc/process"
@@ -114,13 +115,17 @@ func NewEndpoint(kind, dtype string) (*Endpoint, error) {
 
 // NewStorageEndpoint builds an "ascan_stack" or "spectra_stack" endpoint
 // storing each completed volume in s (NewObject("storage", ...); open it
-// first).
-func NewStorageEndpoint(kind string, s *Object) (*Endpoint, error) {
+// first), formatted by the stack executor x (pass s for none).
+func NewStorageEndpoint(kind string, s, x *Object) (*Endpoint, error) {
 	st, ok := s.obj.(endpoint.VolumeWriter)
 	if !ok {
 		return nil, tag(badArg("storage %T, expected a SimpleStack", s.obj))
 	}
-	return newEndpoint(endpoint.New(kind, "", st))
+	e, err := endpoint.New(kind, "", st)
+	if ex, ok := x.obj.(*stage.StackFormatExecutor); ok && err == nil {
+		err = e.(*endpoint.StackStorageEndpoint).SetExecutor(ex)
+	}
+	return newEndpoint(e, err)
 }
 
 // Prepared reports whether an engine has prepared the endpoint.

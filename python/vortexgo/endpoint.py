@@ -301,7 +301,8 @@ class _StorageEndpoint(_Endpoint):
         self._set_executor_shape(executor, None)
         self.logger = logger
         self.storage = storage
-        self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h)
+        x = executor._handle() if self._vortex_wiring else storage._h  # the storage: no executor
+        self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h, x)
 
     @property
     def volumes_written(self) -> int:
