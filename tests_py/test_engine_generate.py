@@ -121,3 +121,58 @@ def test_config_fields_and_errors(tmp_path):
         ec2.validate()
     with pytest.raises(TypeError, match="FormatPlanner"):
         EngineConfig().add_formatter(StackFormatExecutor(StackFormatExecutorConfig()), [])
+
+
+def test_bad_wiring_names_the_argument(tmp_path):
+    from vortexgo.endpoint import RadialDeviceTensorEndpointFloat32, StackDeviceTensorEndpointFloat32
+    from vortexgo.format import RadialFormatExecutor, RadialFormatExecutorConfig, SimpleSlice
+    radial = RadialFormatExecutor(RadialFormatExecutorConfig(radial_segments_per_volume=4, radial_records_per_segment=8))
+    with pytest.raises(ValueError, match="shape"):
+        RadialDeviceTensorEndpointFloat32(radial)
+    with pytest.raises(TypeError, match="RadialFormatExecutor"):
+        RadialDeviceTensorEndpointFloat32(StackFormatExecutor(StackFormatExecutorConfig()), (8, 8, S))
+    with pytest.raises(ValueError, match="stop"):
+        StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(2)))
+    # a volume whose samples disagree with the executor's slice is refused at prepare, before anything runs
+    ep = StackDeviceTensorEndpointFloat32(StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, 8))),
+                                          (B, A, S))
+    _, ec, _ = rig(tmp_path, lambda p: [ep])
+    eng = Engine(ec)
+    eng.scan_queue.append(raster())
+    with pytest.raises(ValueError, match="sample"):
+        eng.prepare()
+
+
+def test_radial_scan_end_to_end(tmp_path):
+    from vortexgo.endpoint import RadialDeviceTensorEndpointFloat32
+    from vortexgo.format import RadialFormatExecutor, RadialFormatExecutorConfig
+    c = vs.RadialScanConfig()
+    c.samples_per_segment = 16
+    c.set_half_evenly_spaced(6)
+    c.loop = False
+    c.inactive_policy = vs.inactive_policy.FixedLinear(5, 7)
+    c.bypass_limits_check = True
+    scan = vs.RadialScan()
+    scan.initialize(c)
+    ex = RadialFormatExecutor(RadialFormatExecutorConfig(radial_segments_per_volume=6, radial_records_per_segment=16))
+    ep = RadialDeviceTensorEndpointFloat32(ex, (9, 11, S))
+    raw = (np.arange(1024 * S, dtype=np.uint16) % 60000).reshape(1024, S)
+    np.save(tmp_path / "raw.npy", raw)
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"))
+    proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
+    planner = FormatPlanner(FormatPlannerConfig(6, 16))
+    ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=2)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [planner])
+    ec.add_formatter(planner, [ep])
+    volumes = []
+    ep.volume_callback = lambda sample, scan_index, volume_index: volumes.append((scan_index, volume_index))
+    eng = Engine(ec)
+    eng.scan_queue.append(scan)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    assert volumes == [(0, 0)]
+    with ep.tensor as vol:
+        vol = np.asarray(vol)
+        assert vol.shape == (9, 11, S) and np.count_nonzero(vol) > vol.size // 4

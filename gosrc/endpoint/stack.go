@@ -301,6 +301,30 @@ func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype 
 	if len(shape) != 3 {
 		return engine.Invalid("endpoint: shape %v, expected 3 dimensions", shape)
 	}
+	// The executor keeps its sample slice of each record: the volume's
+	// samples must be that many, checked here so that nothing runs
+	// half-configured.
+	var slice stage.SampleSlice
+	switch x := exec.(type) {
+	case *stage.StackFormatExecutor:
+		slice = x.Config().SampleSlice
+	case *stage.RadialFormatExecutor:
+		slice = x.Config().SampleSlice
+	case *stage.SpiralFormatExecutor:
+		slice = x.Config().SampleSlice
+	case *stage.PositionFormatExecutor:
+		slice = x.Config().SampleSlice
+	}
+	kept := f.samples
+	if slice.Simple {
+		if slice.Stop > f.samples {
+			return engine.Invalid("endpoint: sample_slice stop %d, expected <= the %d samples per record", slice.Stop, f.samples)
+		}
+		kept = slice.Count()
+	}
+	if shape[2] != kept {
+		return engine.Invalid("endpoint: shape %v has %d samples, expected %d (the executor's sample_slice of %d samples per record)", shape, shape[2], kept, f.samples)
+	}
 	f.shape = [4]int{shape[0], shape[1], shape[2], 1}
 	for i, d := range shape {
 		if d <= 0 {
