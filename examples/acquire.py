@@ -26,14 +26,23 @@ import numpy as np
 import vortexgo as vg
 from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
 from vortexgo.engine import AscanStackEndpoint, Engine, EngineConfig, StackDeviceTensorEndpointInt8
-from vortexgo.format import SampleSlice, StackFormatExecutor
+from vortexgo.format import FormatPlanner, FormatPlannerConfig, SimpleSlice, StackFormatExecutor, StackFormatExecutorConfig
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
-from vortexgo.scan import RasterScan
+from vortexgo.scan import RasterScan, RasterScanConfig
 from vortexgo.storage import SimpleStackConfig, SimpleStackHeader, SimpleStackInt8
 
 # (samples per spectrum, A-scans per B-scan, B-scans per volume, volumes)
 GPU_DEFAULT = (1024, 512, 256, 20)
 CPU_DEFAULT = (512, 128, 64, 6)
+
+
+def raster_scan(ascans: int, bscans: int) -> RasterScan:
+    """One volume of vortex's raster scan (the engine's scan queue plays it once per append)."""
+    cfg = RasterScanConfig()
+    cfg.ascans_per_bscan, cfg.bscans_per_volume, cfg.loop = ascans, bscans, False
+    scan = RasterScan()
+    scan.initialize(cfg)
+    return scan
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -65,7 +74,7 @@ def main(argv=None) -> int:
     # Acquisition: a simulated scanner replaying two distinct volumes.
     acquire = SimulatedAcquisition(SimulatedAcquisitionConfig(
         samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans,
-        volumes=2, total_volumes=volumes))
+        volumes=2))  # the scan queue, not the source, ends the run
 
     # Processing: background subtraction, resampling to even k, Hann window x
     # dispersion compensation, inverse FFT, dB, int8 over 0..60 dB.
@@ -77,9 +86,12 @@ def main(argv=None) -> int:
         levels=(0.0, 60.0))
     process = CUDAProcessor(pc, device=device) if gpu else CPUProcessor(pc)
 
-    # Formatting: a raster scan; keep the unaliased half of the depth.
-    scan = RasterScan(ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=volumes)
-    stack_format = StackFormatExecutor(scan=scan, sample_slice=SampleSlice(0, samples // 2))
+    # Generate and format, as vortex: the engine's scan queue plays a raster
+    # scan (its markers say where each A-scan goes), the planner turns the
+    # markers into copies, the executor keeps the unaliased half of the depth.
+    scan = raster_scan(ascans, bscans)
+    planner = FormatPlanner(FormatPlannerConfig(bscans, ascans))
+    stack_format = StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, samples // 2)))
     shape = (bscans, ascans, samples // 2)
 
     endpoint = StackDeviceTensorEndpointInt8(stack_format, shape)
@@ -89,9 +101,11 @@ def main(argv=None) -> int:
 
     ec = EngineConfig(records_per_block=records_per_block, blocks_to_allocate=8, preload_count=4)
     ec.add_acquisition(acquire, [process])
-    ec.add_processor(process, [stack_format])
-    ec.add_formatter(stack_format, [endpoint, storage_endpoint])
+    ec.add_processor(process, [planner])
+    ec.add_formatter(planner, [endpoint, storage_endpoint])
     engine = Engine(ec)
+    for _ in range(volumes):
+        engine.scan_queue.append(scan)
 
     mips: list = []
 

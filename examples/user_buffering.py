@@ -21,10 +21,19 @@ import numpy
 import vortexgo as vg
 from vortexgo.acquire import SimulatedAcquisition
 from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8
-from vortexgo.format import StackFormatExecutor
+from vortexgo.format import FormatPlanner, FormatPlannerConfig, StackFormatExecutor, StackFormatExecutorConfig
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig
-from vortexgo.scan import RasterScan
+from vortexgo.scan import RasterScan, RasterScanConfig
 from vortexgo.storage import SimpleStackConfig, SimpleStackInt8
+
+
+def raster_scan(ascans: int, bscans: int) -> RasterScan:
+    """One volume of vortex's raster scan (the engine's scan queue plays it once per append)."""
+    cfg = RasterScanConfig()
+    cfg.ascans_per_bscan, cfg.bscans_per_volume, cfg.loop = ascans, bscans, False
+    scan = RasterScan()
+    scan.initialize(cfg)
+    return scan
 
 
 def main(argv=None) -> int:
@@ -42,12 +51,12 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
 
     acquire = SimulatedAcquisition(samples_per_record=samples, ascans_per_bscan=ascans,
-                                   bscans_per_volume=bscans, total_volumes=args.volumes)
+                                   bscans_per_volume=bscans)
     pc = ProcessorConfig(samples_per_record=samples, ascans_per_block=4 * ascans, average_window=ascans,
                          resampling_samples=acquire.resampling_positions())
     process = CUDAProcessor(pc, device=device) if device.is_cuda else CPUProcessor(pc)
-    stack_format = StackFormatExecutor(scan=RasterScan(ascans_per_bscan=ascans, bscans_per_volume=bscans,
-                                                       volumes=args.volumes))
+    planner = FormatPlanner(FormatPlannerConfig(bscans, ascans))
+    stack_format = StackFormatExecutor(StackFormatExecutorConfig())
 
     # 1. Configure a StackDeviceTensorEndpointInt8 for the engine.
     my_endpoint = StackDeviceTensorEndpointInt8(stack_format, (bscans, ascans, samples))
@@ -64,9 +73,12 @@ def main(argv=None) -> int:
     # 3. Perform the acquisition.
     ec = EngineConfig(records_per_block=4 * ascans, blocks_to_allocate=8, preload_count=4)
     ec.add_acquisition(acquire, [process])
-    ec.add_processor(process, [stack_format])
-    ec.add_formatter(stack_format, [my_endpoint])
+    ec.add_processor(process, [planner])
+    ec.add_formatter(planner, [my_endpoint])
     engine = Engine(ec)
+    scan = raster_scan(ascans, bscans)
+    for _ in range(args.volumes):
+        engine.scan_queue.append(scan)
     engine.prepare()
     engine.start()
     engine.wait()

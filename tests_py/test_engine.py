@@ -506,7 +506,7 @@ def test_callback_cycles_are_collected_safely():
     (lambda: vg.CPUProcessor(device="cuda:99"), Exception),
     (lambda: vg.RasterScan(ascans_per_bscan=0), ValueError),
     (lambda: vg.RasterScan(volumes=-1), ValueError),
-    (lambda: vg.StackFormatExecutor(scan=None), TypeError),
+    (lambda: vg.StackFormatExecutor(sample_slice=(0, 10)), TypeError),
     (lambda: vg.StackFormatExecutor(scan=vg.RasterScan(), sample_slice=(0, 10)), TypeError),
     (lambda: vg.SampleSlice(10, 5), ValueError),
     (lambda: vg.SampleSlice(-1), ValueError),

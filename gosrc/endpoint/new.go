@@ -3,6 +3,7 @@ package endpoint
 import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -43,3 +44,41 @@ func TensorOf(e engine.Endpoint) (*memory.DeviceTensor, error) {
 // Record is the storage endpoint's state for bindings: the volumes
 // written.
 func (e *StackStorageEndpoint) Record() []float64 { return []float64{float64(e.Written())} }
+
+// NewWithExecutor builds vortex's tensor endpoint of kind for exec (a
+// stage executor) with volume shape (nil: a stack volume sized from the
+// planner and the executor's slice), for bindings: "stack_device",
+// "stack_host", "spectra_stack_device" (StackDeviceTensorEndpoint*,
+// StackHostTensorEndpoint*, SpectraStackDeviceTensorEndpointUInt16), or a
+// geometry endpoint, "radial", "spiral", "position" (Radial, AscanSpiral,
+// PositionDeviceTensorEndpoint) and their raw-spectra twins
+// "spectra_radial", "spectra_spiral", "spectra_position".
+func NewWithExecutor(kind, dtype string, exec any, shape []int) (engine.Endpoint, error) {
+	if len(shape) == 3 && shape[0] == 0 && shape[1] == 0 && shape[2] == 0 {
+		shape = nil // bindings pass no shape as zeros
+	}
+	dt, err := backend.ParseDType(dtype)
+	if err != nil {
+		return nil, err
+	}
+	var e *StackTensorEndpoint
+	switch kind {
+	case "stack_device":
+		e, _, err = NewStackTensorEndpoint("device", dt)
+	case "stack_host":
+		e, _, err = NewStackTensorEndpoint("host", dt)
+	case "spectra_stack_device":
+		e, _, err = NewStackTensorEndpoint("spectra", dt)
+	case "radial", "spiral", "position", "spectra_radial", "spectra_spiral", "spectra_position":
+		return NewGeometryTensorEndpoint(exec, shape, dt, len(kind) > 8 && kind[:8] == "spectra_")
+	default:
+		return nil, engine.Invalid("endpoint kind %q, expected stack_device, stack_host, spectra_stack_device, radial, spiral, position or a spectra_ geometry kind", kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := exec.(*stage.StackFormatExecutor); !ok && exec != nil {
+		return nil, engine.Invalid("%s: executor %T, expected a StackFormatExecutor", e.name, exec)
+	}
+	return e, e.SetExecutor(exec, shape)
+}

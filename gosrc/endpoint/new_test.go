@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 )
 
 // fakeStore is a VolumeWriter that keeps nothing.
@@ -47,6 +48,43 @@ func TestNewByKind(t *testing.T) {
 			if s, ok := e.(*StackStorageEndpoint); ok {
 				require.Equal(t, []float64{0}, s.Record())
 			}
+		})
+	}
+}
+
+func TestNewWithExecutor(t *testing.T) {
+	stack, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{})
+	require.NoError(t, err)
+	radial, err := stage.NewRadialFormatExecutor(stage.RadialFormatExecutorConfig{
+		SegmentRTExtent: [2]stage.Range{{Min: -1, Max: 1}, {Min: 0, Max: 3}}, RadialShape: [2]int{4, 8}})
+	require.NoError(t, err)
+	tests := []struct {
+		kind, dtype string
+		exec        any
+		shape       []int
+		want        string
+	}{
+		{"stack_device", "int8", stack, []int{3, 4, 5}, ""},
+		{"stack_host", "float32", nil, nil, ""},
+		{"spectra_stack_device", "uint16", stack, nil, ""},
+		{"spectra_stack_device", "float32", stack, nil, "uint16"},
+		{"stack_device", "int8", radial, nil, "expected a StackFormatExecutor"},
+		{"radial", "float32", radial, []int{8, 8, 16}, ""},
+		{"radial", "float32", radial, nil, "shape=None"},
+		{"spectra_radial", "uint16", radial, []int{8, 8, 16}, ""},
+		{"spiral", "float32", stack, []int{8, 8, 16}, "expected a Radial"},
+		{"stack_device", "int8", stack, []int{3, 4}, "3 dimensions"},
+		{"cube", "int8", nil, nil, "endpoint kind"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kind+tc.want, func(t *testing.T) {
+			e, err := NewWithExecutor(tc.kind, tc.dtype, tc.exec, tc.shape)
+			if tc.want != "" {
+				require.ErrorContains(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, e.Close())
 		})
 	}
 }

@@ -13,13 +13,11 @@
 //
 // # The format kernel
 //
-// Placing a block's records into a volume is one strided copy per B-scan
-// segment, with a depth crop, an optional reversal (bidirectional return
-// lines) and an optional cast. On the CPU backend it runs as Go code
-// (FormatHost) through backend.HostStream. On CUDA a same-type forward copy
-// is a single Copy2D; anything else launches kernels/format.cu's
-// vortexgo_format_<src>_<dst> through ops.LaunchByName, whose CPU twins
-// this package registers.
+// An endpoint executes the Copy actions of the planner's plan with its
+// executor (package stage: stack, radial, spiral, position), each one
+// kernel launch on the endpoint's stream (the kernels' Go twins on the CPU
+// backend). FormatHost and the vortexgo_format_<src>_<dst> kernels are the
+// plain strided copy, kept for their users outside the engine.
 package endpoint
 
 import (
@@ -30,6 +28,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 )
 
@@ -194,111 +193,212 @@ const (
 	srcRaw                     // uint16 raw spectra
 )
 
-// stackFormatter places a block's records into a (bscans, ascans, depth)
-// volume of one dtype. It holds one FormatArgs and a bound method value so
-// that the CPU path enqueues without allocating.
-type stackFormatter struct {
-	dtype              backend.DType
-	src                source
-	bscans, ascans     int
-	depth, sampleStart int
-	args               FormatArgs
-	hostRun            func()
-	hostErr            error
-	deviceKind         backend.Kind
-	volumeElems        int
+// volumeFormatter executes the Copy actions of a format plan into one
+// volume with an executor of package stage (stack, radial, spiral or
+// position), as kernels on the endpoint's stream (their Go twins on the
+// CPU backend). Nothing here waits on the host.
+type volumeFormatter struct {
+	dtype   backend.DType
+	src     source
+	exec    any    // *stage.{Stack,Radial,Spiral,Position}FormatExecutor
+	shape   [4]int // the executor's volume shape
+	samples int    // samples per record of the block buffer read
+
+	// The CPU path: host streams run the executor's Go code directly
+	// through a prebound method value, so formatting a block on the CPU
+	// backend allocates nothing (a launch boxes its arguments).
+	hostRun  func()
+	hostFn   func(*volumeFormatter) error
+	hostErr  error
+	hostDst  uintptr
+	hostBlk  stage.DeviceBlock
+	hostData *engine.BlockData
+	hostAct  stage.Action
 }
 
-// configure resolves the geometry from the engine's info.
-func (f *stackFormatter) configure(info engine.EndpointInfo, src source, dtype backend.DType) error {
+// hostFormatters run one Copy on host memory, by (block, volume) dtype.
+var hostFormatters = map[[2]backend.DType]func(*volumeFormatter) error{
+	{backend.Float32, backend.Float32}: hostFormat[float32, float32],
+	{backend.Float32, backend.Uint16}:  hostFormat[uint16, float32],
+	{backend.Float32, backend.Int8}:    hostFormat[int8, float32],
+	{backend.Uint16, backend.Uint16}:   hostFormat[uint16, uint16],
+	{backend.Int8, backend.Int8}:       hostFormat[int8, int8],
+}
+
+// hostFormat executes f.hostAct with the CPU executor on host memory.
+func hostFormat[D, S stage.Element](f *volumeFormatter) error {
+	vol := stage.Volume[D]{Data: hostView[D](f.hostDst, f.shape[0]*f.shape[1]*f.shape[2]), Shape: f.shape}
+	b := f.hostBlk
+	blk := stage.Block[S]{Data: hostView[S](b.Ptr, b.Records*b.Samples), Records: b.Records, Samples: b.Samples, Channels: 1}
+	switch x := f.exec.(type) {
+	case *stage.StackFormatExecutor:
+		return stage.ExecuteStack(x, vol, blk, f.hostAct)
+	case *stage.RadialFormatExecutor:
+		return stage.ExecuteRadial(x, vol, blk, f.hostAct)
+	case *stage.SpiralFormatExecutor:
+		return stage.ExecuteSpiral(x, vol, blk, f.hostAct)
+	case *stage.PositionFormatExecutor:
+		d := f.hostData
+		t := stage.Positions{Data: hostView[float64](d.Target.Ptr, d.Target.Records*d.Target.Channels), Records: d.Target.Records, Channels: d.Target.Channels}
+		a := stage.Positions{Data: hostView[float64](d.Actual.Ptr, d.Actual.Records*d.Actual.Channels), Records: d.Actual.Records, Channels: d.Actual.Channels}
+		return stage.ExecutePosition(x, vol, blk, t, a, f.hostAct)
+	}
+	return fmt.Errorf("endpoint: executor %T", f.exec)
+}
+
+func (f *volumeFormatter) runHost() { f.hostErr = f.hostFn(f) }
+
+// checkExecutor accepts the executors endpoints run.
+func checkExecutor(exec any) error {
+	switch exec.(type) {
+	case nil, *stage.StackFormatExecutor, *stage.RadialFormatExecutor, *stage.SpiralFormatExecutor, *stage.PositionFormatExecutor:
+		return nil
+	}
+	return engine.Invalid("executor: a %T, expected a Stack, Radial, Spiral or PositionFormatExecutor", exec)
+}
+
+// configure resolves the volume from the engine's info, the endpoint's
+// executor and its shape (nil: for a stack executor, the planner's
+// segments x records x the samples kept; other executors need a shape).
+func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype backend.DType, exec any, shape []int) error {
 	f.src, f.dtype = src, dtype
-	f.bscans, f.ascans = info.Bscans, info.Ascans
+	f.samples = info.OutputSamples
 	if src == srcRaw {
 		if dtype != backend.Uint16 {
 			return fmt.Errorf("endpoint: spectra dtype=%v, expected uint16", dtype)
 		}
-		f.sampleStart, f.depth = 0, info.RawSamples
+		f.samples = info.RawSamples
 	} else {
-		f.sampleStart, f.depth = info.SampleStart, info.SampleStop-info.SampleStart
 		switch dtype {
 		case backend.Int8, backend.Uint16, backend.Float32:
 		default:
 			return fmt.Errorf("endpoint: dtype=%v, expected int8, uint16 or float32", dtype)
 		}
 	}
-	if f.bscans <= 0 || f.ascans <= 0 || f.depth <= 0 {
-		return fmt.Errorf("endpoint: volume shape (%d, %d, %d), expected all > 0 (check the formatter's scan and sample slice)", f.bscans, f.ascans, f.depth)
+	if exec == nil {
+		slice := info.Slice
+		if src == srcRaw {
+			slice = stage.NullSlice()
+		}
+		e, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: slice})
+		if err != nil {
+			return err
+		}
+		exec = e
 	}
-	f.volumeElems = f.bscans * f.ascans * f.depth
-	f.hostRun = f.runHost
+	f.exec = exec
+	if shape == nil {
+		se, ok := exec.(*stage.StackFormatExecutor)
+		if !ok {
+			return engine.Invalid("endpoint: shape=None with a %T, expected the volume's (x, y, samples)", exec)
+		}
+		kept := f.samples
+		if sl := se.Config().SampleSlice; sl.Simple {
+			kept = sl.Count()
+		}
+		shape = []int{info.SegmentsPerVolume, info.RecordsPerSegment, kept}
+	}
+	if len(shape) != 3 {
+		return engine.Invalid("endpoint: shape %v, expected 3 dimensions", shape)
+	}
+	// The executor keeps its sample slice of each record: the volume's
+	// samples must be that many, checked here so that nothing runs
+	// half-configured.
+	var slice stage.SampleSlice
+	switch x := exec.(type) {
+	case *stage.StackFormatExecutor:
+		slice = x.Config().SampleSlice
+	case *stage.RadialFormatExecutor:
+		slice = x.Config().SampleSlice
+	case *stage.SpiralFormatExecutor:
+		slice = x.Config().SampleSlice
+	case *stage.PositionFormatExecutor:
+		slice = x.Config().SampleSlice
+	}
+	kept := f.samples
+	if slice.Simple {
+		if slice.Stop > f.samples {
+			return engine.Invalid("endpoint: sample_slice stop %d, expected <= the %d samples per record", slice.Stop, f.samples)
+		}
+		kept = slice.Count()
+	}
+	if shape[2] != kept {
+		return engine.Invalid("endpoint: shape %v has %d samples, expected %d (the executor's sample_slice of %d samples per record)", shape, shape[2], kept, f.samples)
+	}
+	f.shape = [4]int{shape[0], shape[1], shape[2], 1}
+	for i, d := range shape {
+		if d <= 0 {
+			return engine.Invalid("endpoint: shape[%d]=%d, expected > 0 (check the planner's shape and the sample slice)", i, d)
+		}
+	}
+	if _, ok := engine.MulSize(shape[0], shape[1], shape[2], dtype.Size()); !ok {
+		return engine.TooLarge("endpoint: volume %v of %v is too large", shape, dtype)
+	}
 	return nil
 }
 
-func (f *stackFormatter) shape() []int { return []int{f.bscans, f.ascans, f.depth} }
+func (f *volumeFormatter) shape3() []int { return []int{f.shape[0], f.shape[1], f.shape[2]} }
 
-func (f *stackFormatter) volumeBytes() int { return f.volumeElems * f.dtype.Size() }
-
-// runHost executes f.args; it runs inside HostStream.Enqueue.
-func (f *stackFormatter) runHost() { f.hostErr = FormatHost(&f.args) }
+func (f *volumeFormatter) volumeBytes() int {
+	return f.shape[0] * f.shape[1] * f.shape[2] * f.dtype.Size()
+}
 
 // format enqueues the plan's copies for block b into the volume at dst.
-func (f *stackFormatter) format(s backend.Stream, dst uintptr, b *engine.BlockData, plan *engine.FormatPlan) error {
+func (f *volumeFormatter) format(s backend.Stream, dst uintptr, b *engine.BlockData, plan *engine.FormatPlan) error {
+	blk := stage.DeviceBlock{Records: b.Records, Samples: f.samples, Channels: 1}
+	switch {
+	case f.src == srcRaw:
+		blk.Ptr, blk.DType = b.Raw, backend.Uint16
+	case f.dtype == backend.Int8:
+		blk.Ptr, blk.DType = b.Int8, backend.Int8
+	default:
+		blk.Ptr, blk.DType = b.Processed, backend.Float32
+	}
+	vol := stage.DeviceVolume{Ptr: dst, DType: f.dtype, Shape: f.shape}
+	hs, host := s.(backend.HostStream)
+	if host {
+		fn, ok := hostFormatters[[2]backend.DType{blk.DType, f.dtype}]
+		if !ok {
+			return fmt.Errorf("endpoint: no formatter from %v to %v", blk.DType, f.dtype)
+		}
+		f.hostFn, f.hostDst, f.hostBlk, f.hostData = fn, dst, blk, b
+		if f.hostRun == nil {
+			f.hostRun = f.runHost
+		}
+	}
 	for i := range plan.Actions {
-		a := &plan.Actions[i]
-		if a.Kind != engine.ActionCopy {
+		a := plan.Actions[i]
+		if a.Kind != stage.Copy || a.Count == 0 {
 			continue
 		}
-		if a.SrcRecord < 0 || a.SrcRecord+a.Records > b.Records || a.DstAscan < 0 || a.DstAscan+a.Records > f.ascans || a.Bscan < 0 || a.Bscan >= f.bscans {
-			return fmt.Errorf("endpoint: copy of records [%d, %d) to bscan %d ascans [%d, %d), expected records within the block's %d and a destination inside (%d, %d)",
-				a.SrcRecord, a.SrcRecord+a.Records, a.Bscan, a.DstAscan, a.DstAscan+a.Records, b.Records, f.bscans, f.ascans)
+		if host {
+			// Enqueue runs the work at once on a host stream (the engine
+			// never captures endpoint streams), so reusing the fields is safe.
+			f.hostAct, f.hostErr = a, nil
+			if err := hs.Enqueue(f.hostRun); err != nil {
+				return err
+			}
+			if f.hostErr != nil {
+				return f.hostErr
+			}
+			continue
 		}
-		args := &f.args
-		switch {
-		case f.src == srcRaw:
-			args.Src, args.SrcType, args.SrcStride = b.Raw, backend.Uint16, b.RawSamples
-		case f.dtype == backend.Int8:
-			args.Src, args.SrcType, args.SrcStride = b.Int8, backend.Int8, b.OutputSamples
-		default:
-			args.Src, args.SrcType, args.SrcStride = b.Processed, backend.Float32, b.OutputSamples
+		var err error
+		switch x := f.exec.(type) {
+		case *stage.StackFormatExecutor:
+			err = x.Launch(s, vol, blk, a)
+		case *stage.RadialFormatExecutor:
+			err = x.Launch(s, vol, blk, a)
+		case *stage.SpiralFormatExecutor:
+			err = x.Launch(s, vol, blk, a)
+		case *stage.PositionFormatExecutor:
+			err = x.Launch(s, vol, blk, b.Target, b.Actual, a)
 		}
-		args.Src += uintptr((a.SrcRecord*args.SrcStride + f.sampleStart) * args.SrcType.Size())
-		args.Dst = dst + uintptr((a.Bscan*f.ascans+a.DstAscan)*f.depth*f.dtype.Size())
-		args.DstType, args.DstStride = f.dtype, f.depth
-		args.Records, args.Samples, args.Reverse = a.Records, f.depth, a.Reverse
-		if err := f.launch(s); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// launch runs f.args on s by the cheapest path the backend offers.
-func (f *stackFormatter) launch(s backend.Stream) error {
-	a := &f.args
-	if hs, ok := s.(backend.HostStream); ok {
-		// Enqueue runs the work at once on a host stream (the engine never
-		// captures endpoint streams), so reusing f.args is safe and the
-		// bound method value avoids a closure per copy.
-		f.hostErr = nil
-		if err := hs.Enqueue(f.hostRun); err != nil {
-			return err
-		}
-		return f.hostErr
-	}
-	es := a.SrcType.Size()
-	if a.SrcType == a.DstType && !a.Reverse {
-		return s.Copy2D(a.Dst, a.DstStride*es, a.Src, a.SrcStride*es, a.Samples*es, a.Records)
-	}
-	name, err := KernelName(a.SrcType, a.DstType)
-	if err != nil {
-		return err
-	}
-	if a.Records > maxGridY {
-		return fmt.Errorf("endpoint: a B-scan segment of %d A-scans, expected at most %d (the format kernel's grid y)", a.Records, maxGridY)
-	}
-	const threads = 256
-	grid := [3]uint32{uint32((a.Samples + threads - 1) / threads), uint32(a.Records), 1}
-	return LaunchKernel(s, name, grid, [3]uint32{threads, 1, 1}, KernelArgs(a)...)
 }
 
 // errStopped wraps a lock wait interrupted by the engine's stop.

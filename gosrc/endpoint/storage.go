@@ -8,6 +8,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 )
 
 // VolumeWriter is the storage a storage endpoint writes to;
@@ -38,8 +39,9 @@ type StackStorageEndpoint struct {
 	name  string
 	src   source
 	store VolumeWriter
+	exec  *stage.StackFormatExecutor // nil: the formatter's slice (EndpointInfo.Slice)
 
-	f       stackFormatter
+	f       volumeFormatter
 	dev     backend.Device
 	stream  backend.Stream
 	volume  backend.Buffer // the volume being formatted
@@ -85,18 +87,33 @@ func NewSpectraStackEndpoint(store VolumeWriter) (*StackStorageEndpoint, error) 
 	return &StackStorageEndpoint{name: "SpectraStackEndpoint", src: srcRaw, store: store}, nil
 }
 
+// SetExecutor sets the stack executor the endpoint formats with (vortex's
+// AscanStackEndpoint(executor, storage)); before Prepare. A volume is the
+// planner's segments x records x the samples the executor keeps.
+func (e *StackStorageEndpoint) SetExecutor(exec *stage.StackFormatExecutor) error {
+	if e.stream != nil {
+		return fmt.Errorf("%s.SetExecutor: already prepared: %w", e.name, backend.ErrInUse)
+	}
+	e.exec = exec
+	return nil
+}
+
 // Prepare checks the store against the volume shape, allocates the
 // device volume and the pinned staging buffers, and starts the writer.
 func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	if e.stream != nil {
 		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
 	}
-	if err := e.f.configure(info, e.src, e.store.DType()); err != nil {
+	var exec any
+	if e.exec != nil {
+		exec = e.exec
+	}
+	if err := e.f.configure(info, e.src, e.store.DType(), exec, nil); err != nil {
 		return fmt.Errorf("%s.Prepare: %w", e.name, err)
 	}
 	if got, want := e.store.VolumeBytes(), e.f.volumeBytes(); got != want {
 		return fmt.Errorf("%s.Prepare: storage volume is %d bytes, expected %d (shape %v of %v; is the storage open with that shape?)",
-			e.name, got, want, e.f.shape(), e.f.dtype)
+			e.name, got, want, e.f.shape3(), e.f.dtype)
 	}
 	e.dev, e.fail = info.Device, info.Fail
 	defer func() {
@@ -193,16 +210,16 @@ func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPl
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		switch a.Kind {
-		case engine.ActionCopy:
+		case stage.Copy:
 			one := engine.FormatPlan{Actions: plan.Actions[i : i+1]}
 			if err := e.f.format(e.stream, e.volume.Ptr(), b, &one); err != nil {
 				return fmt.Errorf("%s.Format: %w", e.name, err)
 			}
-		case engine.ActionVolume:
+		case stage.FinishVolume:
 			st := <-e.free
 			if err := e.stream.Copy(st.buf.Ptr(), e.volume.Ptr(), e.f.volumeBytes()); err != nil {
 				e.free <- st
-				return fmt.Errorf("%s.Format: download of volume %d: %w", e.name, a.Volume, err)
+				return fmt.Errorf("%s.Format: download of volume %d: %w", e.name, a.VolumeIndex, err)
 			}
 			if err := e.stream.Record(st.ready); err != nil {
 				e.free <- st

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -24,10 +25,12 @@ func stopContext(stopping <-chan struct{}) (context.Context, context.CancelFunc)
 	return ctx, cancel
 }
 
-// StackTensorEndpoint keeps the latest volume in a locked tensor of shape
-// (bscans, ascans, depth): vortex's StackDeviceTensorEndpoint{Int8,UInt16,
-// Float32} (device memory), StackHostTensorEndpoint* (pinned host memory)
-// and SpectraStackDeviceTensorEndpointUInt16 (raw spectra, uncropped).
+// StackTensorEndpoint keeps the latest volume in a locked tensor, formatted
+// by its executor: vortex's StackDeviceTensorEndpoint{Int8,UInt16,Float32}
+// (device memory; shape (segments, records, samples)),
+// StackHostTensorEndpoint* (pinned host memory),
+// SpectraStackDeviceTensorEndpointUInt16 (raw spectra), and the radial,
+// spiral and position device tensor endpoints (shape (x, y, samples)).
 type StackTensorEndpoint struct {
 	name  string
 	kind  backend.MemKind
@@ -38,7 +41,9 @@ type StackTensorEndpoint struct {
 	// does, charging the process budget as "endpoint volume".
 	Allocator *memory.Allocator
 
-	f      stackFormatter
+	exec   any   // the executor (nil: a stack executor with the formatter's slice)
+	shape3 []int // the volume's shape (nil: from the planner, stack only)
+	f      volumeFormatter
 	stream backend.Stream
 	tensor *memory.DeviceTensor
 	owner  int64
@@ -65,6 +70,66 @@ func newStackTensor(name string, kind backend.MemKind, dtype backend.DType, src 
 	return &StackTensorEndpoint{name: name, kind: kind, dtype: dtype, src: src}, nil
 }
 
+// SetExecutor sets the executor and the volume shape before Prepare, as
+// vortex's constructors take them (StackDeviceTensorEndpointInt8(executor,
+// shape)). A nil shape sizes a stack volume from the planner's shape and
+// the executor's sample slice.
+func (e *StackTensorEndpoint) SetExecutor(exec any, shape []int) error {
+	if e.tensor != nil {
+		return fmt.Errorf("%s.SetExecutor: already prepared, expected before Engine.prepare(): %w", e.name, backend.ErrInUse)
+	}
+	if err := checkExecutor(exec); err != nil {
+		return err
+	}
+	if shape != nil && len(shape) != 3 {
+		return engine.Invalid("%s: shape %v, expected 3 dimensions", e.name, shape)
+	}
+	e.exec, e.shape3 = exec, append([]int(nil), shape...)
+	if shape == nil {
+		e.shape3 = nil
+	}
+	return nil
+}
+
+// Executor is the endpoint's executor (nil until SetExecutor).
+func (e *StackTensorEndpoint) Executor() any { return e.exec }
+
+// NewGeometryTensorEndpoint returns vortex's radial, spiral or position
+// device tensor endpoint for exec (a Radial, Spiral or
+// PositionFormatExecutor) with volume shape (x, y, samples), of processed
+// A-scans of dtype, or raw spectra (spectra, uint16).
+func NewGeometryTensorEndpoint(exec any, shape []int, dtype backend.DType, spectra bool) (*StackTensorEndpoint, error) {
+	var name string
+	switch exec.(type) {
+	case *stage.RadialFormatExecutor:
+		name = "RadialDeviceTensorEndpoint"
+	case *stage.SpiralFormatExecutor:
+		name = "SpiralDeviceTensorEndpoint"
+	case *stage.PositionFormatExecutor:
+		name = "PositionDeviceTensorEndpoint"
+	default:
+		return nil, engine.Invalid("executor: a %T, expected a Radial, Spiral or PositionFormatExecutor", exec)
+	}
+	src := srcProcessed
+	if spectra {
+		name, src = "Spectra"+name, srcRaw
+		if dtype != backend.Uint16 {
+			return nil, engine.Invalid("%s: dtype %v, expected uint16 (raw spectra)", name, dtype)
+		}
+	}
+	e, err := newStackTensor(name, backend.DeviceMem, dtype, src)
+	if err != nil {
+		return nil, engine.Invalid("%v", err)
+	}
+	if shape == nil {
+		return nil, engine.Invalid("%s: shape=None, expected the volume's (x, y, samples)", name)
+	}
+	if err := e.SetExecutor(exec, shape); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
 // NewStackDeviceTensorEndpoint returns an endpoint keeping processed
 // volumes of dtype (int8, uint16 or float32) in device memory.
 func NewStackDeviceTensorEndpoint(dtype backend.DType) (*StackTensorEndpoint, error) {
@@ -88,7 +153,7 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	if e.tensor != nil {
 		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
 	}
-	if err := e.f.configure(info, e.src, e.dtype); err != nil {
+	if err := e.f.configure(info, e.src, e.dtype, e.exec, e.shape3); err != nil {
 		return fmt.Errorf("%s.Prepare: %w", e.name, err)
 	}
 	alloc := e.Allocator
@@ -103,7 +168,7 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	if err != nil {
 		return fmt.Errorf("%s.Prepare: stream: %w", e.name, err)
 	}
-	t, err := memory.NewDeviceTensor(alloc, e.kind, e.f.shape(), e.dtype)
+	t, err := memory.NewDeviceTensor(alloc, e.kind, e.f.shape3(), e.dtype)
 	if err != nil {
 		return errors.Join(fmt.Errorf("%s.Prepare: tensor: %w", e.name, err), s.Close())
 	}

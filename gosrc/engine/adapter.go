@@ -1,9 +1,13 @@
 package engine
 
-import "github.com/vortexgo/vortexgo/gosrc/backend"
+import (
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/marker"
+)
 
 // This file holds every stage contract, as vortex keeps them in one header
-// (engine/adapter.hpp): acquisition, processor, formatter and endpoint.
+// (engine/adapter.hpp): acquisition, IO, processor, formatter and endpoint.
 
 // Acquisition produces raw spectra, one block at a time.
 type Acquisition interface {
@@ -56,88 +60,112 @@ type Processor interface {
 	Close() error
 }
 
-// Formatter decides where each record of a block goes: vortex's format
-// planner. It fills a FormatPlan that the formatter's endpoints execute.
+// Formatter is vortex's format planner: fed each block's markers in order,
+// it plans where the block's records go and which segments, volumes and
+// scans finish. *stage.FormatPlanner is the formatter; its plan is what
+// the formatter's endpoints execute with their executors.
 type Formatter interface {
-	// Prepare is called once by Engine.Prepare; the formatter reserves the
-	// plan capacity it will need for blocks of recordsPerBlock records, so
-	// that planning never allocates.
-	Prepare(recordsPerBlock int) error
-	// Plan appends to plan the actions for the records
-	// [start, start+records) of the acquisition (start counts records
-	// since the engine started).
-	Plan(start int64, records int, plan *FormatPlan) error
-	// ScanRecords is the number of records in the whole scan, or 0 when
-	// the scan repeats forever.
+	// Next replaces plan's actions with the plan for the block of
+	// blockLength records starting at blockSample, whose markers (sorted
+	// by sample, all inside the block) are given.
+	Next(plan *FormatPlan, blockSample int64, blockLength int, markers []marker.Marker) error
+	// Finish replaces plan's actions with the notifications still pending
+	// at the end of the stream (the engine calls it after the last block).
+	Finish(plan *FormatPlan) error
+	// SegmentsPerVolume and RecordsPerSegment are the planner's shape,
+	// from which stack endpoints size their volume by default.
+	SegmentsPerVolume() int
+	RecordsPerSegment() int
+}
+
+// ScanLimiter is an optional Formatter extension for formatters that know
+// the length of their scan without a scan queue (format.StackFormatExecutor,
+// the index-only raster kept for bindings that have not moved to the scan
+// queue): the run ends after ScanRecords records (0: never).
+type ScanLimiter interface {
 	ScanRecords() int64
-	// VolumeShape is the (bscans, ascans) of one volume.
-	VolumeShape() (bscans, ascans int)
-	// SampleRange resolves the formatter's depth crop against A-scans of
-	// samples samples, returning the half-open range [start, stop).
-	SampleRange(samples int) (start, stop int)
 }
 
-// ActionKind says what a FormatPlan action does.
-type ActionKind uint8
-
-const (
-	// ActionCopy places records of the block into a B-scan.
-	ActionCopy ActionKind = iota
-	// ActionSegment reports that a B-scan (segment) is complete.
-	ActionSegment
-	// ActionVolume reports that a volume is complete.
-	ActionVolume
-	// ActionScan reports that the whole scan is complete.
-	ActionScan
-)
-
-// String returns the action's name.
-func (k ActionKind) String() string {
-	switch k {
-	case ActionCopy:
-		return "copy"
-	case ActionSegment:
-		return "segment"
-	case ActionVolume:
-		return "volume"
-	case ActionScan:
-		return "scan"
-	}
-	return "ActionKind(?)"
+// Slicer is an optional Formatter extension giving the sample slice that
+// endpoints without an executor of their own apply, for A-scans of
+// samples samples.
+type Slicer interface {
+	SampleSlice(samples int) stage.SampleSlice
 }
 
-// Action is one step of a FormatPlan.
-type Action struct {
-	// Kind selects which fields matter.
-	Kind ActionKind
-	// SrcRecord is the first record of the block to copy (ActionCopy).
-	SrcRecord int
-	// Records is how many records to copy (ActionCopy).
-	Records int
-	// DstAscan is the lowest destination A-scan index the copy writes
-	// (ActionCopy).
-	DstAscan int
-	// Reverse places the records in decreasing A-scan order, for the
-	// return lines of a bidirectional scan (ActionCopy).
-	Reverse bool
-	// Bscan is the B-scan index within its volume.
-	Bscan int
-	// Volume is the volume index since the engine started.
-	Volume int
-	// Segment counts B-scans since the engine started (vortex's scan_idx).
-	Segment int64
-	// Sample is the record index (since start) one past the event.
+// FormatPlan is the reusable list of actions for one block (vortex's
+// format plan, produced by the Formatter).
+type FormatPlan = stage.FormatPlan
+
+// Action is one step of a FormatPlan: a Copy, or a notification
+// (FinishSegment, FinishVolume, FinishScan) or an Event marker passed on.
+type Action = stage.Action
+
+// IOInfo is what Engine.Prepare tells an IO.
+type IOInfo struct {
+	// RecordsPerBlock is the largest block.
+	RecordsPerBlock int
+	// OutputChannels is Config.GalvoOutputChannels: the columns of
+	// IOBlock.GalvoTarget.
+	OutputChannels int
+	// InputChannels is Config.GalvoInputChannels: the columns of
+	// IOBlock.GalvoActual.
+	InputChannels int
+	// LeadSamples is the IO's lead (IOConfig.LeadSamples).
+	LeadSamples int
+}
+
+// IOBlock is one block's waveforms as an IO sees them. The slices belong to
+// the engine's preallocated block: valid during Next only.
+type IOBlock struct {
+	// ID counts blocks since the engine started.
+	ID int64
+	// Sample is the acquisition sample of the block's first record.
 	Sample int64
+	// Records is the number of samples in the block.
+	Records int
+	// GalvoTarget is (Records, OutputChannels) row-major: the scan queue's
+	// waveform shifted LeadSamples earlier, so that an IO whose hardware
+	// lags by its lead puts the galvos where the acquisition expects them
+	// (vortex's galvo_target for this lead).
+	GalvoTarget []float64
+	// GalvoActual is (Records, InputChannels) row-major: an IO that
+	// measures the galvos writes the measured positions here (vortex's
+	// galvo_actual); the engine reads it after the acquisition's Fill of
+	// the same block returns, then uploads it with the block.
+	GalvoActual []float64
 }
 
-// FormatPlan is the reusable list of actions for one block.
-type FormatPlan struct {
-	// Actions in the order they must run and be reported.
-	Actions []Action
+// IO outputs the generated waveforms and reads back positions: vortex's
+// io adapter (a DAQ card driving galvos). A driver is one package that
+// implements it; package io has NullIO and a simulated galvo IO.
+type IO interface {
+	// Prepare is called once by Engine.Prepare; allocate here, nothing
+	// after.
+	Prepare(info IOInfo) error
+	// Start begins output; the engine calls it once the preload blocks
+	// have been handed over (IOConfig), non-masters before masters.
+	Start() error
+	// Stop ends output; called once when the run ends.
+	Stop() error
+	// Next hands over the next block's waveforms in order. It may block for
+	// backpressure (a full output buffer) but must return once Stop is
+	// called.
+	Next(b *IOBlock) error
 }
 
-// Reset empties the plan, keeping its capacity.
-func (p *FormatPlan) Reset() { p.Actions = p.Actions[:0] }
+// IOConfig is how an IO is wired (vortex's add_io arguments).
+type IOConfig struct {
+	// LeadSamples is how many samples earlier than the acquisition this IO
+	// receives the waveform.
+	LeadSamples int
+	// Preload: the IO accepts blocks before it is started (the first
+	// PreloadCount blocks); otherwise they are handed to it right after
+	// Start.
+	Preload bool
+	// Master IOs are started after all others (a master clocks the rest).
+	Master bool
+}
 
 // BlockData is what an endpoint reads from a block: the buffers of one
 // processor's output and the raw spectra it came from. All pointers are
@@ -151,6 +179,12 @@ type BlockData struct {
 	Raw uintptr
 	// RawSamples is the length of one raw spectrum.
 	RawSamples int
+	// Sample is the acquisition sample of the block's first record.
+	Sample int64
+	// Target and Actual are the block's commanded and measured galvo
+	// positions on the device, one row per record (vortex's sample_target
+	// and sample_actual), for PositionFormatExecutor.
+	Target, Actual stage.DevicePositions
 	// Processed holds float32 A-scans, OutputSamples each.
 	Processed uintptr
 	// Int8 holds the int8 rendering of the A-scans.
@@ -173,11 +207,11 @@ type EndpointInfo struct {
 	RawSamples int
 	// OutputSamples is the length of one processed A-scan.
 	OutputSamples int
-	// Bscans and Ascans are the volume shape from the formatter.
-	Bscans, Ascans int
-	// SampleStart and SampleStop are the formatter's depth crop of the
-	// processed A-scans.
-	SampleStart, SampleStop int
+	// SegmentsPerVolume and RecordsPerSegment are the formatter's shape.
+	SegmentsPerVolume, RecordsPerSegment int
+	// Slice is the formatter's sample slice (Slicer), or NullSlice: what
+	// an endpoint without an executor of its own keeps of each A-scan.
+	Slice stage.SampleSlice
 	// Stopping is closed when the engine is asked to stop: an endpoint
 	// waiting on a user's lock gives up then instead of hanging Stop.
 	Stopping <-chan struct{}

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
 // Block is one preallocated unit of work travelling through the pipeline:
@@ -22,6 +24,22 @@ type Block struct {
 	Records int
 	// Slot is the index of the slot stream that processed the block.
 	Slot int
+	// Last is set on the run's last block: the formatters finish after it.
+	Last bool
+
+	// Markers are the block's markers from the Generate stage, sorted by
+	// sample, all inside the block (capacity reserved at Prepare).
+	Markers []marker.Marker
+	// galvo holds the generated waveform per IO lead (index as
+	// Engine.leads), RecordsPerBlock x output channels each; galvo[0] (lead
+	// 0, the acquisition's timing) is a view of targetHost.
+	galvo [][]float64
+	// Target and actual positions: pinned host (written by the Generate
+	// stage and the IOs) and their device copies (uploaded with the block).
+	targetHost, actualHost backend.Buffer
+	targetDev, actualDev   backend.Buffer
+	actual                 []float64 // view of actualHost
+	io                     IOBlock   // reused per IO
 
 	// Host is the pinned raw spectra, RecordsPerBlock*SamplesPerRecord.
 	Host []uint16
@@ -57,12 +75,25 @@ func hostUint16(ptr uintptr, n int) []uint16 {
 	return unsafe.Slice((*uint16)(p), n)
 }
 
+// hostFloat64 views n float64 values of backend host memory as a slice.
+func hostFloat64(ptr uintptr, n int) []float64 {
+	if n == 0 || ptr == 0 {
+		return nil
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&ptr)) // backend memory, see hostUint16
+	return unsafe.Slice((*float64)(p), n)
+}
+
 // blockShape is what newBlock needs to size a block.
 type blockShape struct {
 	records    int
 	rawSamples int
 	outSamples []int // per processor
 	endpoints  int
+	galvoOut   int // output channels
+	galvoIn    int // input channels
+	leads      int // distinct IO leads (lead 0 included)
+	markers    int // marker capacity
 }
 
 // MaxPoolBytes bounds the memory of the block pool (host and device
@@ -74,8 +105,11 @@ const MaxPoolBytes = 1 << 40
 // 2 B per raw sample twice (pinned host and device) and 5 B per output
 // sample (float32 and int8) per processor.
 func (sh blockShape) check(blocks int) error {
-	per := 0
+	// positions: 16 B per channel (pinned + device), plus 8 B per lead
+	// and output channel for the waveforms of the other leads
+	per, ok0 := MulSize(sh.records, 16*(sh.galvoOut+sh.galvoIn)+8*sh.galvoOut*max(sh.leads-1, 0))
 	raw, ok := MulSize(sh.records, sh.rawSamples, 4)
+	ok = ok && ok0
 	for _, out := range sh.outSamples {
 		n, ok2 := MulSize(sh.records, out, 5)
 		ok = ok && ok2 && n <= MaxPoolBytes
@@ -133,12 +167,34 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 		}
 		b.epDone = append(b.epDone, ev)
 	}
+	tBytes, aBytes := sh.records*sh.galvoOut*8, sh.records*sh.galvoIn*8
+	if b.targetHost, err = dev.AllocPinned(tBytes); err != nil {
+		return b, fmt.Errorf("engine: block target positions of %d bytes: %w", tBytes, err)
+	}
+	if b.targetDev, err = dev.Alloc(tBytes); err != nil {
+		return b, fmt.Errorf("engine: block target positions of %d bytes: %w", tBytes, err)
+	}
+	if b.actualHost, err = dev.AllocPinned(aBytes); err != nil {
+		return b, fmt.Errorf("engine: block actual positions of %d bytes: %w", aBytes, err)
+	}
+	if b.actualDev, err = dev.Alloc(aBytes); err != nil {
+		return b, fmt.Errorf("engine: block actual positions of %d bytes: %w", aBytes, err)
+	}
+	b.galvo = make([][]float64, max(sh.leads, 1))
+	b.galvo[0] = hostFloat64(b.targetHost.Ptr(), sh.records*sh.galvoOut)
+	for i := 1; i < len(b.galvo); i++ {
+		b.galvo[i] = make([]float64, sh.records*sh.galvoOut)
+	}
+	b.actual = hostFloat64(b.actualHost.Ptr(), sh.records*sh.galvoIn)
+	b.Markers = make([]marker.Marker, 0, sh.markers)
 	b.Outputs = make([]BlockData, len(sh.outSamples))
 	for i, out := range sh.outSamples {
 		b.Outputs[i] = BlockData{
 			Block: b, Raw: b.Raw.Ptr(), RawSamples: sh.rawSamples,
 			Processed: b.processed[i].Ptr(), Int8: b.int8s[i].Ptr(), OutputSamples: out,
-			Ready: b.ready,
+			Ready:  b.ready,
+			Target: stage.DevicePositions{Ptr: b.targetDev.Ptr(), Channels: sh.galvoOut},
+			Actual: stage.DevicePositions{Ptr: b.actualDev.Ptr(), Channels: sh.galvoIn},
 		}
 	}
 	return b, nil
@@ -147,7 +203,7 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 // free releases everything the block holds, joining the errors.
 func (b *Block) free() error {
 	var errs []error
-	for _, buf := range append(append([]backend.Buffer{b.HostBuf, b.Raw}, b.processed...), b.int8s...) {
+	for _, buf := range append(append([]backend.Buffer{b.HostBuf, b.Raw, b.targetHost, b.targetDev, b.actualHost, b.actualDev}, b.processed...), b.int8s...) {
 		if buf != nil {
 			errs = append(errs, buf.Free())
 		}

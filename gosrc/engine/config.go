@@ -2,6 +2,9 @@ package engine
 
 import (
 	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/marker"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
 // QueuePolicy says what the engine does when the event queue is full.
@@ -44,10 +47,38 @@ type Config struct {
 	// callback latency with up to one core of CPU.
 	DispatchSpin time.Duration
 
+	// GalvoOutputChannels is the channels of the generated waveform (the
+	// scans' channels_per_sample); 0 means vortex's default, 2.
+	GalvoOutputChannels int
+	// GalvoInputChannels is the channels of measured positions IOs write;
+	// 0 means vortex's default, 2.
+	GalvoInputChannels int
+	// PostScanRecords is how many records past the end of the scan queue
+	// the engine still acquires before it stops (vortex's
+	// post_scan_records).
+	PostScanRecords int
+	// LeadMarker is the marker placed at sample 0, before the scan queue's
+	// first (vortex's lead_marker); nil means vortex's default, a
+	// ScanBoundary(0, 0, 0) without flags, which no planner mask matches.
+	LeadMarker *marker.Marker
+	// IOWiring is the IOConfig of each IO linked with LinkIO, in link
+	// order (bindings set it in the config record; an IO beyond it gets
+	// vortex's add_io defaults: lead 0, preload, not master).
+	IOWiring []IOConfig
+	// ScanQueue is the queue the Generate stage plays (vortex's
+	// engine.scan_queue); nil: the engine makes its own (Engine.ScanQueue).
+	ScanQueue *scan.ScanQueue `json:"-"`
+
+	ios   []ioNode
 	acqs  []acqNode
 	procs []procNode
 	fmts  []fmtNode
 	errs  []error // wiring mistakes, reported by Validate
+}
+
+type ioNode struct {
+	io  IO
+	cfg IOConfig
 }
 
 type acqNode struct {
@@ -78,6 +109,42 @@ func (c *Config) AddAcquisition(acq Acquisition, processors ...Processor) {
 		}
 	}
 	c.acqs = append(c.acqs, acqNode{acq: acq, procs: processors})
+}
+
+// AddIO adds an IO that receives the generated waveforms (vortex's
+// add_io(io, lead_samples, preload, master)).
+func (c *Config) AddIO(io IO, cfg IOConfig) {
+	switch {
+	case io == nil:
+		c.errs = append(c.errs, Invalid("Config.AddIO: io=nil, expected an IO"))
+	case cfg.LeadSamples < 0 || cfg.LeadSamples > MaxRecordsPerBlock:
+		c.errs = append(c.errs, Invalid("Config.AddIO: lead_samples=%d, expected 0 <= lead_samples <= %d", cfg.LeadSamples, MaxRecordsPerBlock))
+	default:
+		c.ios = append(c.ios, ioNode{io: io, cfg: cfg})
+	}
+}
+
+func (c *Config) outChannels() int {
+	if c.GalvoOutputChannels == 0 {
+		return 2
+	}
+	return c.GalvoOutputChannels
+}
+
+func (c *Config) inChannels() int {
+	if c.GalvoInputChannels == 0 {
+		return 2
+	}
+	return c.GalvoInputChannels
+}
+
+func (c *Config) leadMarker() marker.Marker {
+	if c.LeadMarker == nil {
+		m := marker.NewScanBoundary(0, 0, 0)
+		m.Flags = marker.NoFlags
+		return m
+	}
+	return *c.LeadMarker
 }
 
 // AddProcessor routes a processor's output to the given formatters.
@@ -183,6 +250,21 @@ func (c *Config) Validate() error {
 		return Invalid("Config.EventQueueSize: %d, expected 0 <= EventQueueSize <= %d (0 = 4096)", c.EventQueueSize, MaxEventQueue)
 	case c.EventPolicy != QueueBlock && c.EventPolicy != QueueDrop:
 		return Invalid("Config.EventPolicy: %d, expected QueueBlock or QueueDrop", int(c.EventPolicy))
+	case c.GalvoOutputChannels < 0 || c.GalvoOutputChannels > MaxGalvoChannels:
+		return Invalid("Config.GalvoOutputChannels: %d, expected 0 <= galvo_output_channels <= %d (0 = 2)", c.GalvoOutputChannels, MaxGalvoChannels)
+	case c.GalvoInputChannels < 0 || c.GalvoInputChannels > MaxGalvoChannels:
+		return Invalid("Config.GalvoInputChannels: %d, expected 0 <= galvo_input_channels <= %d (0 = 2)", c.GalvoInputChannels, MaxGalvoChannels)
+	case c.PostScanRecords < 0:
+		return Invalid("Config.PostScanRecords: %d, expected >= 0", c.PostScanRecords)
+	case c.LeadMarker != nil && c.LeadMarker.Sample != 0:
+		return Invalid("Config.LeadMarker: sample %d, expected 0 (it leads the first block)", c.LeadMarker.Sample)
+	}
+	seenIO := map[IO]bool{}
+	for i, n := range c.ios {
+		if seenIO[n.io] {
+			return Invalid("Config.AddIO: io #%d is added twice, expected once", i)
+		}
+		seenIO[n.io] = true
 	}
 	if len(c.acqs) != 1 {
 		// One acquisition covers every vortex example; several would need
@@ -253,6 +335,11 @@ const (
 	LinkFormatter
 	// LinkFormatterEndpoint routes the latest formatter to an endpoint.
 	LinkFormatterEndpoint
+	// LinkIO adds an IO (AddIO) with the next IOWiring entry.
+	LinkIO
+	// LinkScanQueue sets Config.ScanQueue from a stage that has the queue
+	// (a binding's queue object: Queue() *scan.ScanQueue).
+	LinkScanQueue
 )
 
 // Link adds stage to the wiring as link l. A stage of the wrong kind (nil
@@ -283,6 +370,20 @@ func (c *Config) Link(l Link, stage any) {
 		var e Endpoint
 		if e, ok = stage.(Endpoint); ok {
 			c.AppendEndpoint(e)
+		}
+	case LinkIO:
+		var io IO
+		if io, ok = stage.(IO); ok {
+			w := IOConfig{Preload: true}
+			if len(c.ios) < len(c.IOWiring) {
+				w = c.IOWiring[len(c.ios)]
+			}
+			c.AddIO(io, w)
+		}
+	case LinkScanQueue:
+		var q interface{ Queue() *scan.ScanQueue }
+		if q, ok = stage.(interface{ Queue() *scan.ScanQueue }); ok {
+			c.ScanQueue = q.Queue()
 		}
 	}
 	if !ok {

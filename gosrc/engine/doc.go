@@ -6,12 +6,17 @@
 //
 // Four goroutines joined by bounded channels move preallocated Blocks:
 //
-//	acquire:  take a free block, Acquisition.Fill its pinned host buffer
+//	acquire:  vortex's Generate and Acquire stages: take a free block, let
+//	          the scan queue (Engine.ScanQueue) write its waveform and
+//	          markers, hand the waveform to the IOs (each shifted by its
+//	          lead_samples), then Acquisition.Fill its pinned host buffer
 //	process:  on a slot stream, record a timing event, upload (H2D), run
 //	          every Processor, record the block's ready event
-//	format:   for each Formatter, plan the block; each Endpoint makes its
-//	          own stream wait on the ready event (device side) and enqueues
-//	          its copies; the engine records a done event per endpoint and
+//	format:   for each Formatter (the format planner), plan the block from
+//	          its markers; each Endpoint makes its own stream wait on the
+//	          ready event (device side) and executes the plan with its
+//	          executor (stack, radial, spiral, position) as kernels on its
+//	          stream; the engine records a done event per endpoint and
 //	          posts the block's events for Python
 //	recycle:  wait for the block's events, read its timings, return it to
 //	          the pool
@@ -20,6 +25,24 @@
 // (Config.BlocksToAllocate) bounds the blocks in flight, so a slow stage
 // throttles the acquisition instead of growing a queue, and nothing is
 // allocated after Prepare.
+//
+// # Generate (generate.go)
+//
+// vortex's acquire loop: the scan queue is rebased to the largest IO lead,
+// generates into that lead's waveform, and every smaller lead gets it
+// delayed through a preallocated delay line, so lead 0 lines up with the
+// acquisition and the markers. Markers generated past a block wait for
+// the next; the first block starts with Config.LeadMarker and an
+// InactiveLines. When the queue runs dry it holds the last position, and
+// the block in which the records past the scan reach PostScanRecords is
+// the last (the planner is finished with it). The first PreloadCount
+// blocks go to the IOs before they start (IOConfig.Preload; masters start
+// last); the acquisition fills each block once the IOs hold the blocks up
+// to PreloadCount ahead of it. Difference from vortex: the acquisition's
+// own preload is its Fill (our acquisitions have no buffers to post).
+// Legacy: a formatter that is a ScanLimiter (format.StackFormatExecutor,
+// for bindings not yet on the scan queue) bounds the run by itself until a
+// scan is queued.
 //
 // # Events for Python
 //

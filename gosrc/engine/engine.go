@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/marker"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
 // ErrStopped is returned by Endpoint.Format when it gave up waiting (for a
@@ -81,7 +83,16 @@ type epRoute struct {
 type fmtRoute struct {
 	fmt  Formatter
 	plan *FormatPlan
+	fin  *FormatPlan // Finish's notifications, appended to the last block's plan
 	eps  []epRoute
+}
+
+// leadLine delays the reference waveform for one IO lead (vortex's ring
+// buffers): ring holds the last `delay` rows the lead has not yet output,
+// tmp is scratch of delay+RecordsPerBlock rows, both allocated at Prepare.
+type leadLine struct {
+	lead, delay int
+	ring, tmp   []float64
 }
 
 // Engine runs the pipeline of a Config: acquire into pinned blocks, upload
@@ -96,6 +107,17 @@ type Engine struct {
 
 	acq       Acquisition
 	lender    Lender // acq, when it lends pinned memory (zero-copy upload)
+	queue     *scan.ScanQueue
+	ios       []ioNode
+	ioLead    []int      // per IO: its index in leads
+	leads     []leadLine // sorted by lead; leads[0] is lead 0
+	maxLead   int
+	future    []marker.Marker // markers generated past their block
+	pending   []*Block        // generated, handed to IOs, not yet acquired
+	postScan  int             // post-scan records still wanted
+	ioGiven   []int64         // per IO: the next block ID it is owed
+	legacy    bool            // a ScanLimiter formatter bounds the run
+	scanned   bool            // the scan queue has produced samples
 	procs     []Processor
 	routes    [][]fmtRoute // per processor
 	endpoints []Endpoint   // by endpoint id
@@ -143,11 +165,20 @@ func New(cfg Config, dev backend.Device) (*Engine, error) {
 	if dev == nil {
 		return nil, errors.New("engine.New: dev=nil, expected a backend.Device")
 	}
+	q := cfg.ScanQueue
+	if q == nil {
+		q = scan.NewScanQueue()
+	}
 	return &Engine{
-		cfg: cfg, dev: dev, owner: -ownerSeq.Add(1),
+		cfg: cfg, dev: dev, owner: -ownerSeq.Add(1), queue: q,
 		stopping: make(chan struct{}), done: make(chan struct{}),
 	}, nil
 }
+
+// ScanQueue is the engine's scan queue (vortex's engine.scan_queue): the
+// Generate stage plays its scans into every block's waveform and markers.
+// Append or interrupt scans on it at any time, also while the engine runs.
+func (e *Engine) ScanQueue() *scan.ScanQueue { return e.queue }
 
 // Owner is the lock token the engine uses on endpoint tensors.
 func (e *Engine) Owner() int64 { return e.owner }
@@ -195,6 +226,9 @@ func (e *Engine) Prepare() (err error) {
 		}
 		e.lender = l
 	}
+	if err := e.prepareIOs(); err != nil {
+		return err
+	}
 	outSamples := make([]int, len(e.procs))
 	for i, p := range e.procs {
 		if err := p.Prepare(); err != nil {
@@ -229,29 +263,43 @@ func (e *Engine) Prepare() (err error) {
 	}
 	scanRecords := int64(0)
 	bounded := true
+	markers := blockMarkers(cfg.RecordsPerBlock)
 	e.routes = make([][]fmtRoute, len(e.procs))
 	for pi, p := range e.procs {
 		for _, f := range procFmts[p] {
-			if err := f.Prepare(cfg.RecordsPerBlock); err != nil {
-				return fmt.Errorf("engine.Prepare: formatter: %w", err)
-			}
 			if e.volumeFmt == nil {
 				e.volumeFmt = f
 			}
-			if n := f.ScanRecords(); n > 0 {
-				scanRecords = max(scanRecords, n)
+			if l, ok := f.(ScanLimiter); ok {
+				e.legacy = true
+				if n := l.ScanRecords(); n > 0 {
+					scanRecords = max(scanRecords, n)
+				} else {
+					bounded = false
+				}
 			} else {
 				bounded = false
 			}
-			bscans, ascans := f.VolumeShape()
-			s0, s1 := f.SampleRange(outSamples[pi])
-			r := fmtRoute{fmt: f, plan: &FormatPlan{Actions: make([]Action, 0, 4*cfg.RecordsPerBlock/max(1, ascans)+16)}}
+			r := fmtRoute{fmt: f, plan: &FormatPlan{}, fin: &FormatPlan{}}
+			// A legacy formatter plans by index: up to 4 actions per
+			// segment it touches, at most one segment per record.
+			if err := r.plan.Reserve(markers + 4*cfg.RecordsPerBlock/max(1, f.RecordsPerSegment()) + 16); err != nil {
+				return fmt.Errorf("engine.Prepare: %w", err)
+			}
+			if err := r.fin.Reserve(4); err != nil {
+				return fmt.Errorf("engine.Prepare: %w", err)
+			}
+			slice := stage.NullSlice()
+			if sl, ok := f.(Slicer); ok {
+				slice = sl.SampleSlice(outSamples[pi])
+			}
 			for _, ep := range fmtEps[f] {
 				id := epID[ep]
 				info := EndpointInfo{
 					Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 					RawSamples: e.rawSamples, OutputSamples: outSamples[pi],
-					Bscans: bscans, Ascans: ascans, SampleStart: s0, SampleStop: s1,
+					SegmentsPerVolume: f.SegmentsPerVolume(), RecordsPerSegment: f.RecordsPerSegment(),
+					Slice:    slice,
 					Stopping: e.stopping,
 					Fail: func(err error) {
 						e.failPipeline(fmt.Errorf("engine: endpoint #%d: %w", id, err))
@@ -268,9 +316,11 @@ func (e *Engine) Prepare() (err error) {
 	switch {
 	case cfg.BlocksToAcquire > 0:
 		e.limit = int64(cfg.BlocksToAcquire) * int64(cfg.RecordsPerBlock)
-	case bounded && scanRecords > 0:
+	case e.legacy && bounded && scanRecords > 0:
 		e.limit = scanRecords
 	}
+	e.future = make([]marker.Marker, 0, markers)
+	e.pending = make([]*Block, 0, cfg.preload()+1)
 
 	for range cfg.slots() {
 		s, err := e.dev.NewStream(0)
@@ -279,7 +329,8 @@ func (e *Engine) Prepare() (err error) {
 		}
 		e.slots = append(e.slots, s)
 	}
-	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: e.rawSamples, outSamples: outSamples, endpoints: len(e.endpoints)}
+	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: e.rawSamples, outSamples: outSamples, endpoints: len(e.endpoints),
+		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers}
 	if err := sh.check(cfg.BlocksToAllocate); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
 	}
@@ -323,6 +374,9 @@ func (e *Engine) Start() error {
 	defer e.stateMu.Unlock()
 	if e.state != statePrepared {
 		return fmt.Errorf("engine.Start: engine is %s, expected prepared (call Prepare once, then Start once)", e.stateName())
+	}
+	if err := e.startGenerate(); err != nil {
+		return fmt.Errorf("engine.Start: %w", err)
 	}
 	mono := MonotonicNs()
 	e.t0 = time.Now()
@@ -390,66 +444,7 @@ func (e *Engine) stopRequested() bool {
 // stopAcquisition stops the acquisition once; Stop and the natural end
 // of the run may both get here.
 func (e *Engine) stopAcquisition() {
-	e.acqStop.Do(func() { e.acqErr = e.acq.Stop() })
-}
-
-func (e *Engine) acquireLoop() {
-	defer e.wg.Done()
-	defer close(e.toProc)
-	spr := e.rawSamples
-	var id, start int64
-	for {
-		if e.limit > 0 && start >= e.limit {
-			return
-		}
-		var b *Block
-		select {
-		case b = <-e.free:
-		case <-e.stopping:
-			return
-		}
-		want := e.cfg.RecordsPerBlock
-		if e.limit > 0 {
-			want = int(min(int64(want), e.limit-start))
-		}
-		t := time.Now()
-		var n int
-		var err error
-		if e.lender != nil {
-			b.src, n, err = e.lender.Lend(want)
-		} else {
-			b.src = b.HostBuf.Ptr()
-			n, err = e.acq.Fill(b.Host[:want*spr], want)
-		}
-		b.acquired = float64(time.Since(t)) / float64(time.Millisecond)
-		eof := errors.Is(err, io.EOF)
-		if err != nil && !eof {
-			e.free <- b // cannot block: the pool has room for every block
-			if !e.stopRequested() {
-				// An error after Stop is the acquisition being
-				// interrupted, not a failure.
-				e.fail(fmt.Errorf("engine: acquisition: block %d: %w", id, err))
-			}
-			return
-		}
-		if n < 0 || n > want {
-			e.free <- b
-			e.fail(fmt.Errorf("engine: acquisition Fill returned n=%d, expected 0 <= n <= %d", n, want))
-			return
-		}
-		if n > 0 {
-			b.ID, b.Start, b.Records = id, start, n
-			id++
-			start += int64(n)
-			e.acquired.Add(1)
-			e.toProc <- b
-		} else {
-			e.free <- b
-		}
-		if eof || e.stopRequested() {
-			return
-		}
-	}
+	e.acqStop.Do(func() { e.acqErr = errors.Join(e.acq.Stop(), e.stopIOs()) })
 }
 
 func (e *Engine) processLoop() {
@@ -485,6 +480,13 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	}
 	if err := s.Copy(b.Raw.Ptr(), b.src, b.Records*e.rawSamples*2); err != nil {
 		return fmt.Errorf("engine: block %d: upload: %w", b.ID, err)
+	}
+	// The positions travel with the block, for PositionFormatExecutor.
+	if err := s.Copy(b.targetDev.Ptr(), b.targetHost.Ptr(), b.Records*e.cfg.outChannels()*8); err != nil {
+		return fmt.Errorf("engine: block %d: target positions upload: %w", b.ID, err)
+	}
+	if err := s.Copy(b.actualDev.Ptr(), b.actualHost.Ptr(), b.Records*e.cfg.inChannels()*8); err != nil {
+		return fmt.Errorf("engine: block %d: actual positions upload: %w", b.ID, err)
 	}
 	for i, p := range e.procs {
 		if err := p.Process(b.Slot, s, b.Raw.Ptr(), b.Records, b.processed[i].Ptr(), b.int8s[i].Ptr()); err != nil {
@@ -530,16 +532,24 @@ func (e *Engine) dispatchFormat(b *Block) (complete bool, err error) {
 	complete = true
 	for pi := range e.routes {
 		data := &b.Outputs[pi]
-		data.Records = b.Records
+		data.Records, data.Sample = b.Records, b.Start
+		data.Target.Records, data.Actual.Records = b.Records, b.Records
 		for ri := range e.routes[pi] {
 			r := &e.routes[pi][ri]
-			r.plan.Reset()
-			if err := r.fmt.Plan(b.Start, b.Records, r.plan); err != nil {
+			if err := r.fmt.Next(r.plan, b.Start, b.Records, b.Markers); err != nil {
 				return false, fmt.Errorf("engine: block %d: formatter: %w", b.ID, err)
+			}
+			if b.Last {
+				// vortex finishes the planner with the last block: the
+				// segment, volume and scan still open are reported.
+				if err := r.fmt.Finish(r.fin); err != nil {
+					return false, fmt.Errorf("engine: block %d: formatter: %w", b.ID, err)
+				}
+				r.plan.Actions = append(r.plan.Actions, r.fin.Actions...)
 			}
 			if r.fmt == e.volumeFmt {
 				for i := range r.plan.Actions {
-					if r.plan.Actions[i].Kind == ActionVolume {
+					if r.plan.Actions[i].Kind == stage.FinishVolume {
 						e.volumes.Add(1)
 					}
 				}
@@ -574,7 +584,7 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 		end := len(plan.Actions)
 		if ep.sync {
 			end = start
-			for end < len(acts) && acts[end].Kind != ActionVolume {
+			for end < len(acts) && acts[end].Kind != stage.FinishVolume {
 				end++
 			}
 			if end < len(acts) {
@@ -624,12 +634,14 @@ func (e *Engine) postPlan(ep *epRoute, b *Block, plan *FormatPlan, update bool) 
 		a := &plan.Actions[i]
 		var k EventKind
 		switch a.Kind {
-		case ActionSegment:
+		case stage.FinishSegment:
 			k = EventSegment
-		case ActionVolume:
+		case stage.FinishVolume:
 			k = EventVolume
-		case ActionScan:
+		case stage.FinishScan:
 			k = EventScan
+		case stage.EventAction:
+			k = EventMarker
 		default:
 			continue
 		}
@@ -637,8 +649,12 @@ func (e *Engine) postPlan(ep *epRoute, b *Block, plan *FormatPlan, update bool) 
 		if ep.skip[k] && !(k == EventVolume && ep.sync) {
 			continue
 		}
-		seq := e.events.post(Event{Kind: k, Endpoint: ep.id, Sample: a.Sample, ScanIdx: a.Segment,
-			VolumeIdx: a.Volume, BscanIdx: a.Bscan, Timestamp: ts}, e.stopping)
+		ev := Event{Kind: k, Endpoint: ep.id, Sample: a.Sample, ScanIdx: a.ScanIndex,
+			VolumeIdx: a.VolumeIndex, BscanIdx: a.SegmentIndexBuffer, Timestamp: ts}
+		if k == EventMarker {
+			ev.ScanIdx, ev.VolumeIdx, ev.BscanIdx = int64(a.ID), 0, 0
+		}
+		seq := e.events.post(ev, e.stopping)
 		if k == EventVolume {
 			volumeSeq = seq
 		}
@@ -760,6 +776,9 @@ func (e *Engine) finish() {
 // closing one while this engine may use it is refused.
 func (e *Engine) takeClaims() error {
 	var stages []any
+	for _, n := range e.cfg.ios {
+		stages = append(stages, n.io)
+	}
 	for _, an := range e.cfg.acqs {
 		stages = append(stages, an.acq)
 		for _, p := range an.procs {

@@ -182,8 +182,8 @@ func TestEngineFormatsVolumesIntoTensor(t *testing.T) {
 			for _, ev := range evs {
 				if ev.Kind == engine.EventSegment {
 					require.Equal(t, seg, ev.ScanIdx)
-					require.Equal(t, int(seg%3), ev.BscanIdx)
-					require.Equal(t, int(seg/3), ev.VolumeIdx)
+					require.Equal(t, seg%3, ev.BscanIdx)
+					require.Equal(t, seg/3, ev.VolumeIdx)
 					require.Equal(t, (seg+1)*4, ev.Sample)
 					seg++
 				}
@@ -531,7 +531,7 @@ func TestCallbackSyncShowsTheAnnouncedVolume(t *testing.T) {
 							for b := range 3 {
 								for a := range 4 {
 									for s := range 8 {
-										ok = ok && got[(b*4+a)*8+s] == expected(scan, ev.VolumeIdx, b, a, s)
+										ok = ok && got[(b*4+a)*8+s] == expected(scan, int(ev.VolumeIdx), b, a, s)
 									}
 								}
 							}

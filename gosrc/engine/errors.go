@@ -63,6 +63,9 @@ const (
 	MaxRecordsPerBlock = 1 << 24
 	// MaxBlocks is the largest Config.BlocksToAllocate.
 	MaxBlocks = 1 << 16
+	// MaxGalvoChannels bounds Config.GalvoOutputChannels and
+	// GalvoInputChannels (a DAQ has a handful of analog channels).
+	MaxGalvoChannels = 64
 	// MaxSlots is the largest Config.Slots.
 	MaxSlots = 64
 )

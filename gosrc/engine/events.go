@@ -23,6 +23,9 @@ const (
 	EventError
 	// EventDone: the engine finished; no event follows.
 	EventDone
+	// EventMarker: an Event marker reached the endpoint (vortex's endpoint
+	// event_callback(sample, id)); the id travels in ScanIdx.
+	EventMarker
 
 	eventKinds = iota // the number of kinds
 )
@@ -42,6 +45,8 @@ func (k EventKind) String() string {
 		return "error"
 	case EventDone:
 		return "done"
+	case EventMarker:
+		return "event"
 	}
 	return "EventKind(?)"
 }
@@ -57,12 +62,14 @@ type Event struct {
 	Endpoint int
 	// Sample is the record index (since start) one past the event.
 	Sample int64
-	// ScanIdx counts B-scans since start (vortex's scan_idx).
+	// ScanIdx is vortex's scan_index: the scan's sequence number (from its
+	// ScanBoundary marker), or -1 before any; an EventMarker's id.
 	ScanIdx int64
-	// VolumeIdx is the volume index since start.
-	VolumeIdx int
-	// BscanIdx is the B-scan within its volume.
-	BscanIdx int
+	// VolumeIdx is vortex's volume_index: the volume's index in its scan.
+	VolumeIdx int64
+	// BscanIdx is vortex's segment_index_buffer: the segment's index in
+	// the volume buffer.
+	BscanIdx int64
 	// Timestamp is nanoseconds since Engine.Start (monotonic clock).
 	Timestamp int64
 	// Message explains an EventError.

@@ -6,9 +6,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	gio "github.com/vortexgo/vortexgo/gosrc/io"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
 // TestConfigLink: the bindings' one-link-at-a-time wiring builds what the
@@ -52,4 +56,42 @@ func TestConfigLink(t *testing.T) {
 			require.ErrorContains(t, err, "Config.Link")
 		})
 	}
+}
+
+// queueHolder is a binding's queue object.
+type queueHolder struct{ q *scan.ScanQueue }
+
+func (h queueHolder) Queue() *scan.ScanQueue { return h.q }
+
+// TestLinkIOAndScanQueue: LinkIO pairs each IO with its IOWiring entry
+// (vortex's add_io defaults beyond it), LinkScanQueue makes the engine
+// play the binding's queue.
+func TestLinkIOAndScanQueue(t *testing.T) {
+	acq, proc := newFakeAcq(8), newFakeProc(8)
+	planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	require.NoError(t, err)
+	a, b := gio.NewNullIO(), gio.NewNullIO()
+	q := scan.NewScanQueue()
+	cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, IOWiring: []engine.IOConfig{{LeadSamples: 3, Master: true}}}
+	cfg.Link(engine.LinkAcquisition, acq)
+	cfg.Link(engine.LinkAcquisitionProcessor, proc)
+	cfg.Link(engine.LinkProcessor, proc)
+	cfg.Link(engine.LinkProcessorFormatter, planner)
+	cfg.Link(engine.LinkFormatter, planner)
+	cfg.Link(engine.LinkIO, a)
+	cfg.Link(engine.LinkIO, b)
+	cfg.Link(engine.LinkScanQueue, queueHolder{q})
+	require.NoError(t, cfg.Validate())
+	require.Same(t, q, cfg.ScanQueue)
+	e, err := engine.New(cfg, cpu.Default())
+	require.NoError(t, err)
+	require.Same(t, q, e.ScanQueue())
+	require.NoError(t, e.Close())
+
+	bad := cfg
+	bad.Link(engine.LinkIO, proc)
+	require.ErrorContains(t, bad.Validate(), "Config.Link")
+	bad = cfg
+	bad.Link(engine.LinkScanQueue, proc)
+	require.ErrorContains(t, bad.Validate(), "Config.Link")
 }

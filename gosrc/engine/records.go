@@ -14,7 +14,7 @@ const EventFields = 7
 func (ev *Event) Record(dst []int64) {
 	_ = dst[EventFields-1]
 	dst[0], dst[1], dst[2], dst[3] = int64(ev.Kind), int64(ev.Endpoint), ev.Sample, ev.ScanIdx
-	dst[4], dst[5], dst[6] = int64(ev.VolumeIdx), int64(ev.BscanIdx), ev.Timestamp
+	dst[4], dst[5], dst[6] = ev.VolumeIdx, ev.BscanIdx, ev.Timestamp
 }
 
 // StatusFields is the number of fields of a status record, in the order
@@ -76,13 +76,14 @@ func (e *Engine) SetCallbacks(id, bits int) error {
 
 // EventMask turns a bit set of event kinds (bit k set: kind k handled)
 // into the kinds, for SetEventMask. Bits for kinds other than update,
-// segment, volume and scan are refused.
+// segment, volume, scan and event (marker) are refused.
 func EventMask(bits int) ([]EventKind, error) {
-	if bits < 0 || bits >= 1<<(EventScan+1) {
-		return nil, Invalid("event mask %#x, expected bits of update (1), segment (2), volume (4), scan (8)", bits)
+	const handled = 1<<EventUpdate | 1<<EventSegment | 1<<EventVolume | 1<<EventScan | 1<<EventMarker
+	if bits < 0 || bits&^handled != 0 {
+		return nil, Invalid("event mask %#x, expected bits of update (1), segment (2), volume (4), scan (8), event (64)", bits)
 	}
 	var ks []EventKind
-	for k := EventUpdate; k <= EventScan; k++ {
+	for k := EventUpdate; k < eventKinds; k++ {
 		if bits&(1<<k) != 0 {
 			ks = append(ks, k)
 		}

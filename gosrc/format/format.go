@@ -1,7 +1,13 @@
-// Package format maps acquired records to their place in a volume: the
-// raster scan pattern and vortex's StackFormatExecutor, which plans, per
-// block, which records go to which B-scan and where the B-scans, volumes
-// and the scan end.
+// Package format is the index-only raster formatter that predates the
+// Generate stage: a RasterScan of records (no waveform, no markers) and a
+// StackFormatExecutor that plans, per block, which records go to which
+// B-scan straight from the record index, ignoring the engine's markers.
+//
+// It is kept for the bindings until they move to vortex's wiring (the
+// engine's scan queue feeding a stage.FormatPlanner, whose plan the
+// endpoints execute with stage's executors); new code uses those. It
+// implements engine.Formatter with engine.ScanLimiter (the run ends with
+// its scan) and engine.Slicer (its depth crop).
 package format
 
 import (
@@ -9,6 +15,8 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
 // RasterScan is a raster pattern: AscansPerBscan records per B-scan,
@@ -90,7 +98,11 @@ type StackFormatExecutor struct {
 	slice SampleSlice
 }
 
-var _ engine.Formatter = (*StackFormatExecutor)(nil)
+var (
+	_ engine.Formatter   = (*StackFormatExecutor)(nil)
+	_ engine.ScanLimiter = (*StackFormatExecutor)(nil)
+	_ engine.Slicer      = (*StackFormatExecutor)(nil)
+)
 
 // NewStackFormatExecutor validates scan and slice.
 func NewStackFormatExecutor(scan RasterScan, slice SampleSlice) (*StackFormatExecutor, error) {
@@ -109,40 +121,46 @@ func NewStackFormatExecutor(scan RasterScan, slice SampleSlice) (*StackFormatExe
 // Scan returns the raster scan.
 func (f *StackFormatExecutor) Scan() RasterScan { return f.scan }
 
-// Prepare has nothing to allocate: the engine sizes the plan, since a block
-// spans at most recordsPerBlock/AscansPerBscan+2 B-scans.
-func (f *StackFormatExecutor) Prepare(recordsPerBlock int) error {
-	if recordsPerBlock <= 0 {
-		return fmt.Errorf("StackFormatExecutor.Prepare: recordsPerBlock=%d, expected > 0", recordsPerBlock)
-	}
-	return nil
-}
-
 // ScanRecords is the scan's record count (0 = forever).
 func (f *StackFormatExecutor) ScanRecords() int64 { return f.scan.TotalRecords() }
 
-// VolumeShape is (BscansPerVolume, AscansPerBscan).
-func (f *StackFormatExecutor) VolumeShape() (bscans, ascans int) {
-	return f.scan.BscansPerVolume, f.scan.AscansPerBscan
-}
+// SegmentsPerVolume is BscansPerVolume.
+func (f *StackFormatExecutor) SegmentsPerVolume() int { return f.scan.BscansPerVolume }
 
-// SampleRange resolves the slice against A-scans of samples samples,
-// clamping it to the A-scan.
-func (f *StackFormatExecutor) SampleRange(samples int) (start, stop int) {
-	start, stop = f.slice.Start, f.slice.Stop
+// RecordsPerSegment is AscansPerBscan.
+func (f *StackFormatExecutor) RecordsPerSegment() int { return f.scan.AscansPerBscan }
+
+// SampleSlice is the depth crop resolved against A-scans of samples
+// samples, clamped to the A-scan.
+func (f *StackFormatExecutor) SampleSlice(samples int) stage.SampleSlice {
+	start, stop := f.slice.Start, f.slice.Stop
 	if stop == 0 || stop > samples {
 		stop = samples
 	}
-	return min(start, stop), stop
+	if start >= stop {
+		return stage.NullSlice()
+	}
+	return stage.SimpleSlice(start, stop, 1)
 }
 
-// Plan appends the copies and notifications for records
-// [start, start+records). Records past the end of a finite scan are
-// ignored. It never allocates once the plan has capacity for the block.
-func (f *StackFormatExecutor) Plan(start int64, records int, plan *engine.FormatPlan) error {
+// Finish has nothing pending: every notification goes out with the block
+// that completes it.
+func (f *StackFormatExecutor) Finish(plan *engine.FormatPlan) error {
+	plan.Actions = plan.Actions[:0]
+	return nil
+}
+
+// Next replaces plan's actions with the copies and notifications for
+// records [start, start+records), ignoring markers. Records past the end of
+// a finite scan are ignored. Notifications carry vortex's fields with the
+// old meanings: ScanIndex counts B-scans since the start, VolumeIndex
+// counts volumes, SegmentIndexBuffer is the B-scan in its volume. It never
+// allocates once the plan has capacity for the block.
+func (f *StackFormatExecutor) Next(plan *engine.FormatPlan, start int64, records int, _ []marker.Marker) error {
 	if start < 0 || records < 0 {
-		return fmt.Errorf("StackFormatExecutor.Plan: start=%d records=%d, expected both >= 0", start, records)
+		return fmt.Errorf("StackFormatExecutor.Next: start=%d records=%d, expected both >= 0", start, records)
 	}
+	plan.Actions = plan.Actions[:0]
 	end := start + int64(records)
 	total := f.scan.TotalRecords()
 	if total > 0 {
@@ -157,25 +175,84 @@ func (f *StackFormatExecutor) Plan(start int64, records int, plan *engine.Format
 			dst = a - p.Ascan - n
 		}
 		line := rec / int64(a)
-		plan.Actions = append(plan.Actions, engine.Action{
-			Kind: engine.ActionCopy, SrcRecord: int(rec - start), Records: n, DstAscan: dst,
-			Reverse: p.Reversed, Bscan: p.Bscan, Volume: p.Volume, Segment: line,
+		plan.Actions = append(plan.Actions, stage.Action{
+			Kind: stage.Copy, BlockOffset: int(rec - start), Count: n, BufferRecord: dst,
+			Reverse: p.Reversed, BufferSegment: p.Bscan,
 		})
 		rec += int64(n)
 		if p.Ascan+n < a {
 			continue
 		}
-		note := engine.Action{Bscan: p.Bscan, Volume: p.Volume, Segment: line, Sample: rec}
-		note.Kind = engine.ActionSegment
+		note := stage.Action{ScanIndex: line, VolumeIndex: int64(p.Volume), SegmentIndexBuffer: int64(p.Bscan), Sample: rec}
+		note.Kind = stage.FinishSegment
 		plan.Actions = append(plan.Actions, note)
 		if p.Bscan == f.scan.BscansPerVolume-1 {
-			note.Kind = engine.ActionVolume
+			note.Kind = stage.FinishVolume
 			plan.Actions = append(plan.Actions, note)
 		}
 		if total > 0 && rec == total {
-			note.Kind = engine.ActionScan
+			note.Kind = stage.FinishScan
 			plan.Actions = append(plan.Actions, note)
 		}
 	}
 	return nil
+}
+
+// New builds an object of vortex's format module from its JSON record,
+// for bindings (keys are the Go field names; absent keys keep vortex's
+// defaults): "FormatPlanner" (a stage.FormatPlannerConfig; the planner is
+// the engine's Formatter), or an executor, "StackFormatExecutor",
+// "RadialFormatExecutor", "SpiralFormatExecutor" or
+// "PositionFormatExecutor" (their configs), which endpoints execute plans
+// with; "IndexStackFormatExecutor" is this package's index-only formatter
+// (a RasterScan's and a SampleSlice's fields).
+func New(kind, record string) (any, error) {
+	decode := func(v any) error {
+		if record == "" {
+			return nil
+		}
+		return backend.DecodeRecord(kind+"Config", record, v)
+	}
+	switch kind {
+	case "FormatPlanner":
+		c := stage.DefaultFormatPlannerConfig(0, 0)
+		if err := decode(&c); err != nil {
+			return nil, err
+		}
+		return stage.NewFormatPlanner(c)
+	case "StackFormatExecutor":
+		var c stage.StackFormatExecutorConfig
+		if err := decode(&c); err != nil {
+			return nil, err
+		}
+		return stage.NewStackFormatExecutor(c)
+	case "RadialFormatExecutor":
+		var c stage.RadialFormatExecutorConfig
+		if err := decode(&c); err != nil {
+			return nil, err
+		}
+		return stage.NewRadialFormatExecutor(c)
+	case "SpiralFormatExecutor":
+		var c stage.SpiralFormatExecutorConfig
+		if err := decode(&c); err != nil {
+			return nil, err
+		}
+		return stage.NewSpiralFormatExecutor(c)
+	case "PositionFormatExecutor":
+		c := stage.DefaultPositionFormatExecutorConfig()
+		if err := decode(&c); err != nil {
+			return nil, err
+		}
+		return stage.NewPositionFormatExecutor(c)
+	case "IndexStackFormatExecutor": // this package's, for the old wiring
+		var c struct {
+			RasterScan
+			SampleSlice
+		}
+		if err := decode(&c); err != nil {
+			return nil, err
+		}
+		return NewStackFormatExecutor(c.RasterScan, c.SampleSlice)
+	}
+	return nil, backend.Invalidf("format.New: kind %q, expected FormatPlanner, StackFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor or PositionFormatExecutor", kind)
 }

@@ -6,7 +6,9 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	gio "github.com/vortexgo/vortexgo/gosrc/io"
 	"github.com/vortexgo/vortexgo/gosrc/process"
 )
 
@@ -73,15 +75,21 @@ func NewProcessor(dev *Device, kind, config string, resPtr, resN, filtPtr, filtN
 // OutputSamples is the length of one processed A-scan.
 func (p *Processor) OutputSamples() int { return p.p.OutputSamples() }
 
-// NewStackFormatExecutor is a formatter (format.StackFormatExecutor, whose
-// only use is EngineConfig.Link) placing records into (bscans, ascans,
-// depth) volumes; sliceStop 0 keeps depth through the end; volumes 0
-// repeats the scan forever.
-func NewStackFormatExecutor(ascansPerBscan, bscansPerVolume int, bidirectional bool, volumes, sliceStart, sliceStop int) (*Object, error) {
-	f, err := format.NewStackFormatExecutor(
-		format.RasterScan{AscansPerBscan: ascansPerBscan, BscansPerVolume: bscansPerVolume, Bidirectional: bidirectional, Volumes: volumes},
-		format.SampleSlice{Start: sliceStart, Stop: sliceStop})
-	return tagged(&Object{obj: f}, err)
+// NewStage builds a "format" (format.New: the FormatPlanner, an executor)
+// or "io" (io.New: NullIO, SimIO) object from its JSON record.
+func NewStage(pkg, kind, record string) (*Object, error) {
+	if pkg == "io" {
+		o, err := gio.New(kind, record)
+		return tagged(&Object{obj: o}, err)
+	}
+	o, err := format.New(kind, record)
+	return tagged(&Object{obj: o}, err)
+}
+
+// NewExecutorEndpoint builds endpoint.NewWithExecutor's kind of dtype with
+// executor x and volume shape (s0, s1, s2) (zeros: from the planner).
+func NewExecutorEndpoint(kind, dtype string, x *Object, s0, s1, s2 int) (*Endpoint, error) {
+	return newEndpoint(endpoint.NewWithExecutor(kind, dtype, x.obj, []int{s0, s1, s2}))
 }
 
 // Endpoint receives formatted volumes (engine.Endpoint); a storage
@@ -107,13 +115,17 @@ func NewEndpoint(kind, dtype string) (*Endpoint, error) {
 
 // NewStorageEndpoint builds an "ascan_stack" or "spectra_stack" endpoint
 // storing each completed volume in s (NewObject("storage", ...); open it
-// first).
-func NewStorageEndpoint(kind string, s *Object) (*Endpoint, error) {
+// first), formatted by the stack executor x (pass s for none).
+func NewStorageEndpoint(kind string, s, x *Object) (*Endpoint, error) {
 	st, ok := s.obj.(endpoint.VolumeWriter)
 	if !ok {
 		return nil, tag(badArg("storage %T, expected a SimpleStack", s.obj))
 	}
-	return newEndpoint(endpoint.New(kind, "", st))
+	e, err := endpoint.New(kind, "", st)
+	if ex, ok := x.obj.(*stage.StackFormatExecutor); ok && err == nil {
+		err = e.(*endpoint.StackStorageEndpoint).SetExecutor(ex)
+	}
+	return newEndpoint(e, err)
 }
 
 // Prepared reports whether an engine has prepared the endpoint.

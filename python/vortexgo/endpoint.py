@@ -28,7 +28,7 @@ from ._errors import ClosedError, LockError, VortexError, native
 from ._stream import Stream
 from ._tensor import DeviceTensor
 from ._validate import check_shape
-from .format import StackFormatExecutor
+from .format import PositionFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor, StackFormatExecutor
 from .process import _Processor
 from .storage import _SimpleStack
 
@@ -36,7 +36,14 @@ __all__ = [
     "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
     "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
     "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
+    "RadialDeviceTensorEndpointInt8", "RadialDeviceTensorEndpointUInt16", "RadialDeviceTensorEndpointFloat32",
+    "SpiralDeviceTensorEndpointInt8", "SpiralDeviceTensorEndpointUInt16", "SpiralDeviceTensorEndpointFloat32",
+    "PositionDeviceTensorEndpointInt8", "PositionDeviceTensorEndpointUInt16", "PositionDeviceTensorEndpointFloat32",
+    "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
+    "SpectraPositionDeviceTensorEndpointUInt16",
 ]
+
+_GEOMETRY = (RadialFormatExecutor, SpiralFormatExecutor, PositionFormatExecutor)
 
 
 class _EndpointTensor(DeviceTensor):
@@ -75,6 +82,8 @@ class _Endpoint:
         self.segment_callback: Optional[Callable[[int, int, int, int], Any]] = None
         self.volume_callback: Optional[Callable[[int, int, int], Any]] = None
         self.scan_callback: Optional[Callable[[int, int], Any]] = None
+        #: ``event_callback(sample, id)`` for the scan's Event markers (vortex's endpoint event callback).
+        self.event_callback: Optional[Callable[[int, int], Any]] = None
         self._device: Optional[Device] = None
         self._tensor: Optional[_EndpointTensor] = None
         self._stream: Optional[Stream] = None
@@ -83,14 +92,23 @@ class _Endpoint:
         self._executor_for: Optional[StackFormatExecutor] = None
         self._closed = False
 
+    _executors: tuple = (StackFormatExecutor,)
+
     def _set_executor_shape(self, executor: Any, shape: Any) -> None:
-        if executor is not None and not isinstance(executor, StackFormatExecutor):
-            raise TypeError(f"executor={executor!r}, expected a StackFormatExecutor or None")
+        if executor is not None and not isinstance(executor, self._executors):
+            names = " or ".join(c.__name__ for c in self._executors)
+            raise TypeError(f"executor={executor!r}, expected a {names} or None")
         if shape is not None:
             shape = check_shape("shape", shape)
             if len(shape) != 3 or min(shape) <= 0:
-                raise ValueError(f"shape={shape!r}, expected (bscans, ascans, depth) of positive sizes")
+                raise ValueError(f"shape={shape!r}, expected (segments, records, samples) of positive sizes")
         self._executor, self._shape = executor, shape
+
+    @property
+    def _vortex_wiring(self) -> bool:
+        """Built with an executor of vortex's wiring (not the index-only formatter)."""
+        ex = self._executor
+        return ex is not None and not getattr(ex, "_legacy", False)
 
     def _live(self, what: str) -> None:
         if self._closed:
@@ -144,7 +162,7 @@ class _Endpoint:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("prepared" if self.prepared else "not prepared")
-        cbs = [n for n in ("update", "segment", "volume", "scan") if getattr(self, f"{n}_callback") is not None]
+        cbs = [n for n in ("update", "segment", "volume", "scan", "event") if getattr(self, f"{n}_callback") is not None]
         cb = f", callbacks: {', '.join(cbs)}" if cbs else ""
         return f"<{type(self).__name__} {state}{cb}>"
 
@@ -152,6 +170,7 @@ class _Endpoint:
 class _TensorEndpoint(_Endpoint):
     _memory = "device"
     _spectra = False
+    _geometry = ""  # "radial", "spiral", "position": a geometry endpoint
 
     def __init__(self, executor: Optional[StackFormatExecutor] = None, shape: Optional[Sequence[int]] = None,
                  logger: Optional[logging.Logger] = None) -> None:
@@ -160,7 +179,13 @@ class _TensorEndpoint(_Endpoint):
             executor, logger = None, executor
         self._set_executor_shape(executor, shape)
         self.logger = logger
-        self._h = native(api.NewEndpoint)("spectra" if self._spectra else self._memory, self._dtype)
+        if self._vortex_wiring or self._geometry:
+            if executor is None:
+                raise TypeError(f"{type(self).__name__}: executor=None, expected a {self._executors[0].__name__}")
+            kind = ("spectra_" if self._spectra else "") + (self._geometry or f"stack_{self._memory}")
+            self._h = native(api.NewExecutorEndpoint)(kind, self._dtype, executor._handle(), *(self._shape or (0, 0, 0)))
+        else:
+            self._h = native(api.NewEndpoint)("spectra" if self._spectra else self._memory, self._dtype)
 
     @property
     def tensor(self) -> DeviceTensor:
@@ -180,8 +205,8 @@ class _TensorEndpoint(_Endpoint):
 
     def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
         ex = self._executor_for
-        if ex is None:
-            return None
+        if ex is None or not getattr(ex, "_legacy", False):
+            return None  # vortex's wiring: the Go core checks the shape against the executor
         if self._spectra:
             b, a, _ = ex.volume_shape(samples_per_record)
             return (b, a, samples_per_record)
@@ -244,6 +269,22 @@ class SpectraStackDeviceTensorEndpointUInt16(_TensorEndpoint):
     _spectra = True
 
 
+def _geometry_endpoint(name: str, geometry: str, executor: type, dtype: str, spectra: bool = False) -> type:
+    what = "raw uint16 spectra" if spectra else f"processed A-scans as {dtype}"
+    doc = (f"vortex's ``{name}``: the latest volume of {what}, placed by a {executor.__name__} into an "
+           "``(x, y, samples)`` device tensor: ``{name}(executor, shape)``.").replace("{name}", name)
+    return type(name, (_TensorEndpoint,), {"__doc__": doc, "_dtype": dtype, "_geometry": geometry,
+                                          "_executors": (executor,), "_spectra": spectra, "__module__": __name__})
+
+
+for _g, _ex in (("Radial", RadialFormatExecutor), ("Spiral", SpiralFormatExecutor), ("Position", PositionFormatExecutor)):
+    for _suffix, _dt in (("Int8", "int8"), ("UInt16", "uint16"), ("Float32", "float32")):
+        _n = f"{_g}DeviceTensorEndpoint{_suffix}"
+        globals()[_n] = _geometry_endpoint(_n, _g.lower(), _ex, _dt)
+    _n = f"Spectra{_g}DeviceTensorEndpointUInt16"
+    globals()[_n] = _geometry_endpoint(_n, _g.lower(), _ex, "uint16", True)
+
+
 class _StorageEndpoint(_Endpoint):
     _spectra = False
 
@@ -260,7 +301,8 @@ class _StorageEndpoint(_Endpoint):
         self._set_executor_shape(executor, None)
         self.logger = logger
         self.storage = storage
-        self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h)
+        x = executor._handle() if self._vortex_wiring else storage._h  # the storage: no executor
+        self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h, x)
 
     @property
     def volumes_written(self) -> int:
@@ -272,8 +314,8 @@ class _StorageEndpoint(_Endpoint):
 
     def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
         ex = self._executor_for
-        if ex is None:
-            return None
+        if ex is None or not getattr(ex, "_legacy", False):
+            return None  # vortex's wiring: the Go core checks the shape against the executor
         if self._spectra:
             b, a, _ = ex.volume_shape(samples_per_record)
             return (b, a, samples_per_record)

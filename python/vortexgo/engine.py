@@ -43,8 +43,13 @@ from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoin
     StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8, StackHostTensorEndpointUInt16,
     _Endpoint, _StorageEndpoint,
 )
-from .format import StackFormatExecutor
+from .format import FormatPlanner, StackFormatExecutor
+from .io import _IO
+from .marker import ScanBoundary
 from .process import _Processor
+from .scan import ScanQueue
+
+_FORMATTERS = (FormatPlanner, StackFormatExecutor)
 
 __all__ = [
     "EngineConfig", "Engine", "EngineStatus", "StageTiming", "EngineEvent",
@@ -69,7 +74,7 @@ def _close_engine(h: Any) -> None:
 # Event kinds of the Go queue (gosrc/engine/events.go) and record fields
 # (engine.EventFields, gosrc/engine/records.go): kind, endpoint, sample,
 # scan_idx, volume_idx, bscan_idx, timestamp_ns.
-_UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE = range(6)
+_UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE, _EVENT = range(7)
 _FIELDS = 7
 # The engine's record (engine.Engine.Record, gosrc/engine/records.go): the
 # status (10 values), then the timings (18).
@@ -108,11 +113,23 @@ class EngineConfig:
             it parks (default 200 us; 0 never spins). Waking a parked dispatcher costs
             tens of microseconds; a spin as long as the gap between blocks gives the
             lowest callback latency for up to one CPU core.
+        galvo_output_channels, galvo_input_channels: channels of the generated
+            waveform (the scans' channels_per_sample) and of measured positions (2, 2).
+        post_scan_records: records still acquired after the scan queue runs dry.
+        lead_marker: the marker at sample 0 (vortex's default: a ScanBoundary without flags).
+        strobes: vortex's digital strobes; not generated yet, so only ``[]`` is accepted.
     """
 
     def __init__(self, records_per_block: int = 1000, blocks_to_allocate: int = 16, preload_count: int = 4,
                  blocks_to_acquire: int = 0, *, event_queue_size: int = 0, event_policy: str = "block",
-                 dispatch_spin: float = 200e-6) -> None:
+                 dispatch_spin: float = 200e-6, galvo_output_channels: int = 2, galvo_input_channels: int = 2,
+                 post_scan_records: int = 0, lead_marker: Optional[ScanBoundary] = None) -> None:
+        self.galvo_output_channels = galvo_output_channels
+        self.galvo_input_channels = galvo_input_channels
+        self.post_scan_records = post_scan_records
+        self.lead_marker = lead_marker
+        self.strobes: list = []
+        self._ios: list[tuple[_IO, dict]] = []
         self.records_per_block = records_per_block
         self.blocks_to_allocate = blocks_to_allocate
         self.preload_count = preload_count
@@ -134,17 +151,27 @@ class EngineConfig:
         procs = _as_list("add_acquisition", "processors", processors, _Processor, "CUDAProcessor or CPUProcessor")
         self._acquisitions.append((acquisition, procs))
 
-    def add_processor(self, processor: _Processor, formatters: Sequence[StackFormatExecutor]) -> None:
-        """Route ``processor``'s A-scans to ``formatters``."""
+    def add_io(self, io: _IO, lead_samples: int = 0, preload: bool = True, master: bool = False) -> None:
+        """Send the generated waveforms to ``io`` ``lead_samples`` samples ahead of the
+        acquisition; ``preload``: it takes the first ``preload_count`` blocks before it starts;
+        ``master`` IOs start after the others (vortex's ``add_io``)."""
+        if not isinstance(io, _IO):
+            raise TypeError(f"add_io: io={io!r}, expected a NullIO or SimulatedIO")
+        self._ios.append((io, {"LeadSamples": check_int("add_io: lead_samples", lead_samples, 0, _MAX_RECORDS_PER_BLOCK),
+                               "Preload": bool(preload), "Master": bool(master)}))
+
+    def add_processor(self, processor: _Processor, formatters: Sequence[FormatPlanner]) -> None:
+        """Route ``processor``'s A-scans to ``formatters`` (FormatPlanner)."""
         if not isinstance(processor, _Processor):
             raise TypeError(f"add_processor: processor={processor!r}, expected a CUDAProcessor or CPUProcessor")
-        fmts = _as_list("add_processor", "formatters", formatters, StackFormatExecutor, "StackFormatExecutor")
+        fmts = _as_list("add_processor", "formatters", formatters, _FORMATTERS, "FormatPlanner")
         self._processors.append((processor, fmts))
 
-    def add_formatter(self, formatter: StackFormatExecutor, endpoints: Sequence[_Endpoint]) -> None:
-        """Route ``formatter``'s volumes to ``endpoints``."""
-        if not isinstance(formatter, StackFormatExecutor):
-            raise TypeError(f"add_formatter: formatter={formatter!r}, expected a StackFormatExecutor")
+    def add_formatter(self, formatter: FormatPlanner, endpoints: Sequence[_Endpoint]) -> None:
+        """Route ``formatter``'s (a FormatPlanner's) plans to ``endpoints``."""
+        if not isinstance(formatter, _FORMATTERS) or (isinstance(formatter, StackFormatExecutor) and not formatter._legacy
+                                                      and formatter._h is not None):
+            raise TypeError(f"add_formatter: formatter={formatter!r}, expected a FormatPlanner")
         eps = _as_list("add_formatter", "endpoints", endpoints, _Endpoint, "endpoint")
         self._formatters.append((formatter, eps))
 
@@ -183,8 +210,15 @@ class EngineConfig:
                                  f"EngineConfig.records_per_block ({self.records_per_block})")
         for f, _ in self._formatters:
             f._handle()
+        for name in ("galvo_output_channels", "galvo_input_channels"):
+            setattr(self, name, check_int(f"{o}.{name}", getattr(self, name), 1, 64))
+        self.post_scan_records = check_int(f"{o}.post_scan_records", self.post_scan_records, 0)
+        if self.lead_marker is not None and not isinstance(self.lead_marker, ScanBoundary):
+            raise TypeError(f"{o}.lead_marker={self.lead_marker!r}, expected None or a ScanBoundary")
+        if list(self.strobes):
+            raise ValueError(f"{o}.strobes={self.strobes!r}: strobes are not generated yet, expected []")
 
-    def _native(self) -> Any:
+    def _native(self, scan_queue: Optional[ScanQueue] = None) -> Any:
         slots = min((p.config.slots for p in self.processors), default=0)
         # engine.Config's fields as one record (DispatchSpin in ns: 0 would
         # mean the default, so "never spin" is -1).
@@ -192,7 +226,14 @@ class EngineConfig:
             "RecordsPerBlock": int(self.records_per_block), "BlocksToAllocate": int(self.blocks_to_allocate),
             "PreloadCount": int(self.preload_count), "BlocksToAcquire": int(self.blocks_to_acquire),
             "Slots": int(slots), "EventQueueSize": int(self.event_queue_size),
-            "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": round(self.dispatch_spin * 1e9) or -1}))
+            "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": round(self.dispatch_spin * 1e9) or -1,
+            "GalvoOutputChannels": int(self.galvo_output_channels), "GalvoInputChannels": int(self.galvo_input_channels),
+            "PostScanRecords": int(self.post_scan_records), "LeadMarker": _marker_record(self.lead_marker),
+            "IOWiring": [w for _, w in self._ios]}))
+        for io, _ in self._ios:
+            h.Link(_LINK_IO, io._handle())
+        if scan_queue is not None:
+            h.Link(_LINK_SCAN_QUEUE, scan_queue._h)
         # The wiring, one engine.Link at a time.
         for acq, procs in self._acquisitions:
             h.Link(_LINK_ACQUISITION, acq._handle())
@@ -223,7 +264,15 @@ class EngineConfig:
 
 # engine.Link codes (gosrc/engine/config.go).
 (_LINK_ACQUISITION, _LINK_ACQUISITION_PROCESSOR, _LINK_PROCESSOR, _LINK_PROCESSOR_FORMATTER, _LINK_FORMATTER,
- _LINK_FORMATTER_ENDPOINT) = range(6)
+ _LINK_FORMATTER_ENDPOINT, _LINK_IO, _LINK_SCAN_QUEUE) = range(8)
+
+
+def _marker_record(m: Optional[ScanBoundary]) -> Optional[dict]:
+    """A ScanBoundary as gosrc/marker.Marker's fields (Kind 1: ScanBoundary)."""
+    if m is None:
+        return None
+    return {"Kind": 1, "Sample": int(m.sample), "Sequence": int(m.sequence), "CountHint": int(m.volume_count_hint),
+            "Flags": int(getattr(m.flags, "value", m.flags))}
 
 # The Go core's bounds (gosrc/engine/errors.go).
 _MAX_RECORDS_PER_BLOCK = 1 << 24
@@ -349,6 +398,8 @@ class Engine:
         self._prepared = False
         self._closed = False
         self._fatal: Optional[BaseException] = None  # a handler's BaseException, re-raised by wait()
+        #: vortex's ``engine.scan_queue``: the Generate stage plays its scans into every block.
+        self.scan_queue = ScanQueue()
         if config is not None:
             self.initialize(config)
 
@@ -415,7 +466,7 @@ class Engine:
                 raise ValueError(f"ProcessorConfig.samples_per_record={p.config.samples_per_record}, expected "
                                  f"{spr} (the acquisition's samples_per_record)")
         self._check_endpoint_shapes(spr)
-        h = api.NewEngine(dev._h, cfg._native())
+        h = api.NewEngine(dev._h, cfg._native(self.scan_queue))
         try:
             h.Prepare()
         except BaseException:
@@ -437,6 +488,12 @@ class Engine:
             if p is None:
                 continue  # the Go wiring check names it
             for ep in eps:
+                if not getattr(f, "_legacy", False):
+                    ep._executor_for = f
+                    if isinstance(ep, _StorageEndpoint) and not ep.storage.is_open:
+                        raise ValueError(f"{type(ep).__name__}: the {type(ep.storage).__name__} is not open, expected "
+                                         "storage.open(SimpleStackConfig(...)) before prepare()")
+                    continue
                 if ep._executor is not None and ep._executor is not f:
                     raise ValueError(f"{type(ep).__name__} was built for another StackFormatExecutor than the "
                                      "one add_formatter routes to it")
@@ -735,12 +792,13 @@ class Engine:
                 return
             # Handlers are read once per batch (callbacks may be swapped while
             # the engine runs; a batch sees one set), then looked up by kind.
-            table = [(ep.update_callback, ep.segment_callback, ep.volume_callback, ep.scan_callback) for ep in eps]
+            table = [(ep.update_callback, ep.segment_callback, ep.volume_callback, ep.scan_callback, None, None,
+                      ep.event_callback) for ep in eps]
             for row in buf[:n].tolist():
-                if self._fatal is not None and row[0] < _ERROR:
-                    continue  # stopping after a handler's BaseException: drain only
                 kind = row[0]
-                if kind >= _ERROR:
+                if self._fatal is not None and kind not in (_ERROR, _DONE):
+                    continue  # stopping after a handler's BaseException: drain only
+                if kind in (_ERROR, _DONE):
                     if kind == _DONE:
                         self._engine_event(EngineEvent.COMPLETE, None)
                         return
@@ -763,7 +821,9 @@ class Engine:
 # Per kind, the end of its arguments in an event row (kind, endpoint, sample,
 # scan_idx, volume_idx, bscan_idx, timestamp): update (), segment (sample,
 # scan_idx, volume_idx, bscan_idx), volume (sample, scan_idx, volume_idx),
-# scan (sample, scan_idx).
-_ARGS_END = (2, 6, 5, 4)
+# scan (sample, scan_idx), event (sample, id: the id travels in scan_idx).
+# vortex's meanings: scan_idx is the scan's sequence number, volume_idx the
+# volume's index in its scan, bscan_idx the segment's index in the volume.
+_ARGS_END = (2, 6, 5, 4, 0, 0, 4)
 _CB_NAMES = {_UPDATE: "update_callback", _SEGMENT: "segment_callback", _VOLUME: "volume_callback",
-             _SCAN: "scan_callback"}
+             _SCAN: "scan_callback", _EVENT: "event_callback"}

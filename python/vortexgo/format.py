@@ -1,39 +1,69 @@
 """Formatting: placing processed A-scans into volumes (vortex's ``vortex.format``).
 
-A :class:`StackFormatExecutor` follows a :class:`vortexgo.scan.RasterScan` and
-places each block's A-scans into ``(bscans, ascans, depth)`` volumes, cropping
-depth to ``sample_slice`` and flipping the return lines of a bidirectional
-scan. The engine runs it on each endpoint's stream.
+vortex's wiring: the engine's scan queue generates each block's markers, a
+:class:`FormatPlanner` (``EngineConfig.add_formatter(planner, endpoints)``)
+turns them into a format plan, and every endpoint executes the plan with its
+executor (:class:`StackFormatExecutor`, :class:`RadialFormatExecutor`,
+:class:`SpiralFormatExecutor`, :class:`PositionFormatExecutor`) on its stream.
+
+``StackFormatExecutor(scan=RasterScan(...))`` is the older index-only wiring
+(no scan queue: the raster is an index pattern and the executor is the
+formatter); it still works and is deprecated.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 from ._core import api
-from ._validate import check_int
+from ._validate import check_bool, check_float, check_int
 from ._errors import native
-from .scan import RasterScan, RasterScanConfig
+from .scan import Range, RasterScan, RasterScanConfig
 
-__all__ = ["SampleSlice", "SimpleSlice", "StackFormatExecutorConfig", "StackFormatExecutor"]
+__all__ = ["SampleSlice", "SimpleSlice", "NullSlice", "NullTransform", "LinearTransform",
+           "StackFormatExecutorConfig", "StackFormatExecutor", "FormatPlannerConfig", "FormatPlanner",
+           "RadialFormatExecutorConfig", "RadialFormatExecutor", "SpiralFormatExecutorConfig", "SpiralFormatExecutor",
+           "PositionFormatExecutorConfig", "PositionFormatExecutor"]
+
+
+def _stage(kind: str, record: dict) -> Any:
+    return native(api.NewStage)("format", kind, json.dumps(record))
 
 
 @dataclass(frozen=True)
 class SampleSlice:
-    """Keep samples ``[start, stop)`` of each A-scan; ``stop=None`` keeps through the end."""
+    """Keep samples ``start, start+step, ...`` below ``stop`` of each A-scan (vortex's
+    ``SimpleSlice(start, stop, step)``); ``stop=None`` keeps through the end."""
 
     start: int = 0
     stop: Optional[int] = None
+    step: int = 1
 
     def __post_init__(self) -> None:
         # A frozen dataclass: normalise through object.__setattr__.
         object.__setattr__(self, "start", check_int("SampleSlice.start", self.start, 0))
+        object.__setattr__(self, "step", check_int("SampleSlice.step", self.step, 1))
         if self.stop is not None:
             object.__setattr__(self, "stop", check_int("SampleSlice.stop", self.stop))
         if self.stop is not None and self.stop <= self.start:
             raise ValueError(f"SampleSlice.stop={self.stop}, expected None or > start ({self.start})")
+
+    def count(self) -> int:
+        """vortex's ``count()``: ``(stop - start) // step`` (needs ``stop``)."""
+        if self.stop is None:
+            raise ValueError("SampleSlice.count: stop=None, expected a stop")
+        return (self.stop - self.start) // self.step
+
+    def _record(self) -> dict:
+        if self.stop is None:
+            if (self.start, self.step) != (0, 1):
+                raise ValueError(f"{self!r}: stop=None with start or step, expected a stop (SimpleSlice(start, stop, step))")
+            return {"Simple": False}
+        return {"Simple": True, "Start": self.start, "Stop": self.stop, "Step": self.step}
 
     def resolve(self, samples: int) -> tuple[int, int]:
         """The half-open range kept of an A-scan of ``samples`` samples."""
@@ -45,25 +75,65 @@ class SampleSlice:
 SimpleSlice = SampleSlice
 
 
+def NullSlice() -> SampleSlice:
+    """vortex's ``NullSlice()``: every sample."""
+    return SampleSlice()
+
+
+@dataclass(frozen=True)
+class NullTransform:
+    """vortex's ``NullTransform()``: samples unchanged."""
+
+    def _record(self) -> dict:
+        return {"Linear": False}
+
+
+@dataclass(frozen=True)
+class LinearTransform:
+    """vortex's ``LinearTransform(scale, offset)``: ``scale * x + offset``."""
+
+    scale: float = 1.0
+    offset: float = 0.0
+
+    def _record(self) -> dict:
+        return {"Linear": True, "Scale": check_float("LinearTransform.scale", self.scale),
+                "Offset": check_float("LinearTransform.offset", self.offset)}
+
+
 @dataclass
 class StackFormatExecutorConfig:
-    """Configuration of a :class:`StackFormatExecutor`.
+    """Configuration of a :class:`StackFormatExecutor` (vortex's fields, plus the deprecated ``scan``).
 
     Attributes:
-        scan: the :class:`~vortexgo.scan.RasterScan` (or its config) the
-            A-scans follow.
-        sample_slice: the depth crop (:class:`SampleSlice`); default keeps all.
+        sample_slice: the samples kept (:class:`SampleSlice`); default keeps all.
+        sample_transform: :class:`NullTransform` (default) or :class:`LinearTransform`.
+        erase_after_volume: vortex's field (vortex 0.5.1 never reads it).
+        scan: deprecated index-only wiring: the :class:`~vortexgo.scan.RasterScan`
+            (or its config) the A-scans follow, which makes the executor a formatter.
     """
 
-    scan: Union[RasterScan, RasterScanConfig, None] = None
     sample_slice: SampleSlice = field(default_factory=SampleSlice)
+    sample_transform: Union[NullTransform, LinearTransform] = field(default_factory=NullTransform)
+    erase_after_volume: bool = False
+    scan: Union[RasterScan, RasterScanConfig, None] = None
+
+    def _record(self) -> dict:
+        if not isinstance(self.sample_slice, SampleSlice):
+            raise TypeError(f"sample_slice={self.sample_slice!r}, expected a SimpleSlice or NullSlice()")
+        if not isinstance(self.sample_transform, (NullTransform, LinearTransform)):
+            raise TypeError(f"sample_transform={self.sample_transform!r}, expected a NullTransform or LinearTransform")
+        return {"SampleSlice": self.sample_slice._record(), "SampleTransform": self.sample_transform._record(),
+                "EraseAfterVolume": check_bool("erase_after_volume", self.erase_after_volume)}
+
+    def copy(self) -> "StackFormatExecutorConfig":
+        return dataclasses.replace(self)
 
 
 class StackFormatExecutor:
-    """Places A-scans into ``(bscans, ascans, depth)`` volumes following a raster scan.
+    """Places the planner's copies into ``(segments, records, samples)`` volumes (vortex's
+    executor): ``StackFormatExecutor(); sfe.initialize(config)`` or ``StackFormatExecutor(config)``.
 
-    ``StackFormatExecutor(config)``, ``StackFormatExecutor(scan=..., sample_slice=...)``
-    or vortex's ``StackFormatExecutor(); sfe.initialize(config)``.
+    With ``scan=...`` (deprecated) it is instead the index-only formatter of that raster scan.
     """
 
     def __init__(self, config: Optional[StackFormatExecutorConfig] = None, **fields: Any) -> None:
@@ -84,6 +154,10 @@ class StackFormatExecutor:
                 raise TypeError(f"StackFormatExecutor: unknown field {k!r}")
             setattr(cfg, k, v)
         scan = cfg.scan
+        if scan is None:
+            self._h = _stage("StackFormatExecutor", cfg._record())
+            self.config, self.scan_config = cfg, None
+            return
         if isinstance(scan, RasterScan):
             sc = scan.config
         elif isinstance(scan, RasterScanConfig):
@@ -94,9 +168,16 @@ class StackFormatExecutor:
         sl = cfg.sample_slice
         if not isinstance(sl, SampleSlice):
             raise TypeError(f"StackFormatExecutorConfig.sample_slice={sl!r}, expected a SampleSlice")
-        self._h = api.NewStackFormatExecutor(sc.ascans_per_bscan, sc.bscans_per_volume, sc.bidirectional_segments,
-                                             sc.volumes, sl.start, sl.stop or 0)
+        if sl.step != 1:
+            raise ValueError(f"sample_slice={sl!r}: the index-only wiring keeps contiguous samples, expected step=1")
+        self._h = _stage("IndexStackFormatExecutor", {
+            "AscansPerBscan": sc.ascans_per_bscan, "BscansPerVolume": sc.bscans_per_volume,
+            "Bidirectional": bool(sc.bidirectional_segments), "Volumes": sc.volumes, "Start": sl.start, "Stop": sl.stop or 0})
         self.config, self.scan_config = cfg, sc
+
+    @property
+    def _legacy(self) -> bool:
+        return self.scan_config is not None
 
     def _handle(self):
         if self._h is None:
@@ -112,8 +193,186 @@ class StackFormatExecutor:
         return (sc.bscans_per_volume, sc.ascans_per_bscan, stop - start)
 
     def __repr__(self) -> str:
-        if self.scan_config is None:
+        if self._h is None:
             return "<StackFormatExecutor (not initialized)>"
+        if self.scan_config is None:
+            return f"<StackFormatExecutor {self.config.sample_slice!r} {self.config.sample_transform!r}>"
         sl = self.config.sample_slice
         crop = "" if sl == SampleSlice() else f" samples [{sl.start}:{'' if sl.stop is None else sl.stop}]"
         return f"<StackFormatExecutor {RasterScan(self.scan_config)!r}{crop}>"
+
+
+class _Executor:
+    """Base of the geometry executors: ``X(); x.initialize(config)`` or ``X(config)``."""
+
+    _kind = ""
+    _config_cls: type = object
+
+    def __init__(self, config: Any = None) -> None:
+        self._h = None
+        self.config = self._config_cls()
+        if config is not None:
+            self.initialize(config)
+
+    @native
+    def initialize(self, config: Any) -> None:
+        """Validate and adopt ``config`` (ValueError naming the field)."""
+        if not isinstance(config, self._config_cls):
+            raise TypeError(f"config={config!r}, expected a {self._config_cls.__name__}")
+        self._h = _stage(self._kind, config._record())
+        self.config = config.copy()
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError(f"{type(self).__name__} is not initialized, expected initialize(config) first")
+        return self._h
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {'initialized' if self._h is not None else '(not initialized)'}>"
+
+
+def _rng(name: str, v: Any) -> dict:
+    r = v if isinstance(v, Range) else Range(*v)
+    return {"Min": check_float(f"{name}.min", r.min), "Max": check_float(f"{name}.max", r.max)}
+
+
+@dataclass
+class RadialFormatExecutorConfig(StackFormatExecutorConfig):
+    """vortex's ``RadialFormatExecutorConfig``: radial segments (lines through the origin at
+    angles across ``angular_extent``, records across ``radial_extent``) rectified onto an
+    ``(x, y)`` grid spanning ``x_extent`` x ``y_extent``."""
+
+    x_extent: Any = (-1.0, 1.0)
+    y_extent: Any = (-1.0, 1.0)
+    radial_extent: Any = (-1.0, 1.0)
+    angular_extent: Any = (0.0, math.pi)
+    radial_segments_per_volume: int = 1
+    radial_records_per_segment: int = 1
+
+    def _record(self) -> dict:
+        r = super()._record()
+        r.update({"VolumeXYExtent": [_rng("x_extent", self.x_extent), _rng("y_extent", self.y_extent)],
+                  "SegmentRTExtent": [_rng("radial_extent", self.radial_extent), _rng("angular_extent", self.angular_extent)],
+                  "RadialShape": [check_int("radial_segments_per_volume", self.radial_segments_per_volume, 1),
+                                  check_int("radial_records_per_segment", self.radial_records_per_segment, 1)]})
+        return r
+
+
+@dataclass
+class SpiralFormatExecutorConfig(StackFormatExecutorConfig):
+    """vortex's ``SpiralFormatExecutorConfig``: an Archimedean spiral of ``rings_per_spiral``
+    rings across ``radial_extent``, ``samples_per_spiral`` samples at ``spiral_velocity``,
+    rectified onto an ``(x, y)`` grid."""
+
+    x_extent: Any = (-1.0, 1.0)
+    y_extent: Any = (-1.0, 1.0)
+    radial_extent: Any = (0.0, 1.0)
+    rings_per_spiral: int = 1
+    samples_per_spiral: int = 1
+    spiral_velocity: float = 1.0
+
+    def _record(self) -> dict:
+        r = super()._record()
+        r.update({"VolumeXYExtent": [_rng("x_extent", self.x_extent), _rng("y_extent", self.y_extent)],
+                  "SegmentExtent": _rng("radial_extent", self.radial_extent),
+                  "SpiralShape": [check_int("rings_per_spiral", self.rings_per_spiral, 1),
+                                  check_int("samples_per_spiral", self.samples_per_spiral, 1)],
+                  "SpiralVelocity": check_float("spiral_velocity", self.spiral_velocity)})
+        return r
+
+
+@dataclass
+class PositionFormatExecutorConfig(StackFormatExecutorConfig):
+    """vortex's ``PositionFormatExecutorConfig``: each A-scan lands where its galvo position maps
+    through ``transform`` (2x3); ``use_target_position`` picks the commanded position over the
+    measured one; ``channels`` are the position channels holding x and y."""
+
+    transform: Any = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))
+    use_target_position: bool = True
+    channels: Sequence[int] = (0, 1)
+
+    def set(self, pitch: Sequence[float] = (1, 1), offset: Sequence[float] = (0, 0), angle: float = 0) -> None:
+        """vortex's ``set(pitch, offset, angle)``: rotate by ``angle``, scale by ``pitch``, then offset."""
+        s, c = math.sin(angle), math.cos(angle)
+        self.transform = ((pitch[0] * c, -pitch[0] * s, offset[0]), (pitch[1] * s, pitch[1] * c, offset[1]))
+
+    def _record(self) -> dict:
+        r = super()._record()
+        t = [[check_float("transform", float(v)) for v in row] for row in self.transform]
+        if len(t) != 2 or any(len(row) != 3 for row in t):
+            raise ValueError(f"transform={self.transform!r}, expected 2x3")
+        r.update({"Transform": t, "UseTargetPosition": check_bool("use_target_position", self.use_target_position),
+                  "Channels": [check_int("channels[0]", self.channels[0], 0), check_int("channels[1]", self.channels[1], 0)]})
+        return r
+
+
+class RadialFormatExecutor(_Executor):
+    """vortex's ``RadialFormatExecutor`` (for :class:`~vortexgo.endpoint.RadialDeviceTensorEndpoint`)."""
+
+    _kind, _config_cls = "RadialFormatExecutor", RadialFormatExecutorConfig
+
+
+class SpiralFormatExecutor(_Executor):
+    """vortex's ``SpiralFormatExecutor`` (for the spiral device tensor endpoints)."""
+
+    _kind, _config_cls = "SpiralFormatExecutor", SpiralFormatExecutorConfig
+
+
+class PositionFormatExecutor(_Executor):
+    """vortex's ``PositionFormatExecutor`` (for :class:`~vortexgo.endpoint.PositionDeviceTensorEndpoint`)."""
+
+    _kind, _config_cls = "PositionFormatExecutor", PositionFormatExecutorConfig
+
+
+@dataclass
+class FormatPlannerConfig:
+    """vortex's ``FormatPlannerConfig``: the volume the planner fills and how.
+
+    ``segments_per_volume`` and ``records_per_segment`` must be set (vortex's default is
+    unbounded; an executor allocates the volume they describe). ``mask`` filters boundaries
+    and events by their flags; ``flip_reversed`` loads reversed segments back to front;
+    ``strip_inactive`` drops inactive records; ``adapt_shape`` grows the shape instead of
+    truncating.
+    """
+
+    segments_per_volume: int = 0
+    records_per_segment: int = 0
+    mask: int = (1 << 64) - 1
+    flip_reversed: bool = True
+    strip_inactive: bool = True
+    adapt_shape: bool = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.segments_per_volume, self.records_per_segment)
+
+    @shape.setter
+    def shape(self, v: Sequence[int]) -> None:
+        self.segments_per_volume, self.records_per_segment = v
+
+    def copy(self) -> "FormatPlannerConfig":
+        return dataclasses.replace(self)
+
+    def _record(self) -> dict:
+        mask = int(getattr(self.mask, "value", self.mask))
+        return {"Shape": [check_int("FormatPlannerConfig.segments_per_volume", self.segments_per_volume, 1),
+                          check_int("FormatPlannerConfig.records_per_segment", self.records_per_segment, 1)],
+                "Mask": check_int("FormatPlannerConfig.mask", mask, 0, (1 << 64) - 1),
+                "FlipReversed": check_bool("flip_reversed", self.flip_reversed),
+                "StripInactive": check_bool("strip_inactive", self.strip_inactive),
+                "AdaptShape": check_bool("adapt_shape", self.adapt_shape)}
+
+
+class FormatPlanner(_Executor):
+    """vortex's ``FormatPlanner``: turns each block's markers into the format plan that
+    ``EngineConfig.add_formatter(planner, endpoints)``'s endpoints execute."""
+
+    _kind, _config_cls = "FormatPlanner", FormatPlannerConfig
+
+    @property
+    def segments_per_volume(self) -> int:
+        return self.config.segments_per_volume
+
+    @property
+    def records_per_segment(self) -> int:
+        return self.config.records_per_segment

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/marker"
+)
+
+// The Generate stage (vortex's acquire loop, engine/detail/session.hpp):
+// per block, the scan queue writes the waveform of the IO with the largest
+// lead and the block's markers; every other lead gets that waveform
+// delayed through its leadLine, so each IO leads the acquisition by its
+// lead_samples; markers generated past the block wait for the next one.
+// The first PreloadCount blocks go to the IOs before they are started
+// (IOConfig.Preload), and the acquisition fills each block once the IOs
+// hold the blocks up to PreloadCount ahead of it.
+
+// blockMarkers is the marker capacity reserved per block: a scan emits a
+// few markers per segment boundary; segments shorter than a sample or two
+// are not scans anyone runs, and a block that needs more only grows its
+// slice once.
+func blockMarkers(records int) int { return 2*records + 16 }
+
+// prepareIOs sorts out the leads and prepares every IO.
+func (e *Engine) prepareIOs() error {
+	cfg := &e.cfg
+	e.ios = cfg.ios
+	leads := []int{0}
+	for _, n := range e.ios {
+		if !slices.Contains(leads, n.cfg.LeadSamples) {
+			leads = append(leads, n.cfg.LeadSamples)
+		}
+	}
+	slices.Sort(leads)
+	e.maxLead = leads[len(leads)-1]
+	out := cfg.outChannels()
+	e.leads = make([]leadLine, len(leads))
+	for i, l := range leads {
+		d := e.maxLead - l
+		if _, ok := MulSize(d+cfg.RecordsPerBlock, out, 16); !ok {
+			return TooLarge("engine.Prepare: lead_samples %d: delay line too large", e.maxLead)
+		}
+		e.leads[i] = leadLine{lead: l, delay: d}
+		if d > 0 {
+			e.leads[i].ring = make([]float64, d*out)
+			e.leads[i].tmp = make([]float64, (d+cfg.RecordsPerBlock)*out)
+		}
+	}
+	e.ioLead = make([]int, len(e.ios))
+	e.ioGiven = make([]int64, len(e.ios))
+	for i, n := range e.ios {
+		e.ioLead[i] = slices.Index(leads, n.cfg.LeadSamples)
+		info := IOInfo{RecordsPerBlock: cfg.RecordsPerBlock, OutputChannels: out, InputChannels: cfg.inChannels(), LeadSamples: n.cfg.LeadSamples}
+		if err := n.io.Prepare(info); err != nil {
+			return fmt.Errorf("engine.Prepare: io #%d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// startGenerate moves the scan queue ahead by the largest lead (so that
+// the lead-0 waveform, delayed by it, lines up with the acquisition from
+// sample 0) and fills the delay lines with the queue's position.
+func (e *Engine) startGenerate() error {
+	if err := e.queue.Rebase(int64(e.maxLead)); err != nil {
+		return fmt.Errorf("scan_queue: %w", err)
+	}
+	_, pos, _ := e.queue.State()
+	out := e.cfg.outChannels()
+	for i := range e.leads {
+		l := &e.leads[i]
+		for r := 0; r < l.delay; r++ {
+			row := l.ring[r*out : (r+1)*out]
+			clear(row)
+			if len(pos) == out {
+				copy(row, pos)
+			}
+		}
+	}
+	e.future = append(e.future[:0], e.cfg.leadMarker(), marker.NewInactiveLines(0))
+	e.postScan = e.cfg.PostScanRecords
+	return nil
+}
+
+// generate fills block b (ID, Start and Records set) with the waveforms
+// and markers of its samples. last reports that the scan queue ran out and
+// the post-scan records are covered (vortex's job.last).
+func (e *Engine) generate(b *Block) (last bool, err error) {
+	out := e.cfg.outChannels()
+	n := b.Records
+	refIdx := len(e.leads) - 1
+	ref := b.galvo[refIdx][:n*out]
+	b.Markers = append(b.Markers[:0], e.future...)
+	e.future = e.future[:0]
+	scanned, total, err := e.queue.Generate(&b.Markers, ref, out, n, true)
+	if err != nil {
+		return false, fmt.Errorf("engine: block %d: scan_queue.generate: %w", b.ID, err)
+	}
+	if total != n {
+		return false, fmt.Errorf("engine: block %d: scan_queue.generate wrote %d samples, expected %d", b.ID, total, n)
+	}
+	if scanned > 0 {
+		e.scanned = true
+	}
+	// Markers at or past the block's end belong to the next block.
+	end := b.Start + int64(n)
+	k := len(b.Markers)
+	for k > 0 && b.Markers[k-1].Sample >= end {
+		k--
+	}
+	e.future = append(e.future, b.Markers[k:]...)
+	b.Markers = b.Markers[:k]
+	for i := range refIdx {
+		e.leads[i].delayInto(b.galvo[i][:n*out], ref, n, out)
+	}
+	// A legacy formatter bounds the run by itself until a scan is queued.
+	if (!e.legacy || e.scanned) && scanned < total {
+		over := total - scanned
+		if over >= e.postScan {
+			return true, nil
+		}
+		e.postScan -= over
+	}
+	return false, nil
+}
+
+// delayInto writes ref (n rows of ch) delayed by l.delay rows into dst:
+// the rows held from earlier blocks first, then ref's, keeping the last
+// delay rows for the next block.
+func (l *leadLine) delayInto(dst, ref []float64, n, ch int) {
+	d := l.delay * ch
+	copy(l.tmp[:d], l.ring)
+	copy(l.tmp[d:d+n*ch], ref[:n*ch])
+	copy(dst[:n*ch], l.tmp[:n*ch])
+	copy(l.ring, l.tmp[n*ch:n*ch+d])
+}
+
+// dispatchIO hands block b to IO i.
+func (e *Engine) dispatchIO(i int, b *Block) error {
+	out, in := e.cfg.outChannels(), e.cfg.inChannels()
+	b.io = IOBlock{ID: b.ID, Sample: b.Start, Records: b.Records,
+		GalvoTarget: b.galvo[e.ioLead[i]][:b.Records*out], GalvoActual: b.actual[:b.Records*in]}
+	e.ioGiven[i] = b.ID + 1
+	if err := e.ios[i].io.Next(&b.io); err != nil {
+		return fmt.Errorf("engine: block %d: io #%d: %w", b.ID, i, err)
+	}
+	return nil
+}
+
+// startIOs starts the IOs, non-masters first, each followed by the blocks
+// it did not take before its start.
+func (e *Engine) startIOs() error {
+	for _, master := range [...]bool{false, true} {
+		for i, n := range e.ios {
+			if n.cfg.Master != master {
+				continue
+			}
+			if err := n.io.Start(); err != nil {
+				return fmt.Errorf("engine: io #%d: start: %w", i, err)
+			}
+			for _, b := range e.pending {
+				if b.ID >= e.ioGiven[i] {
+					if err := e.dispatchIO(i, b); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// stopIOs stops every IO, joining the errors.
+func (e *Engine) stopIOs() error {
+	var errs []error
+	for i, n := range e.ios {
+		if err := n.io.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("io #%d: stop: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// takeFree takes a block from the pool; false when the engine stops first.
+func (e *Engine) takeFree() (*Block, bool) {
+	select {
+	case b := <-e.free:
+		return b, true
+	case <-e.stopping:
+		return nil, false
+	}
+}
+
+// dropPending returns the generated blocks that will not be acquired.
+func (e *Engine) dropPending() {
+	for _, b := range e.pending {
+		e.free <- b // cannot block: the pool has room for every block
+	}
+	e.pending = e.pending[:0]
+}
+
+// acquireLoop is the Generate and Acquire stages: it generates blocks up
+// to the preload depth ahead, hands them to the IOs, and fills the oldest
+// with the acquisition.
+func (e *Engine) acquireLoop() {
+	defer e.wg.Done()
+	defer close(e.toProc)
+	defer e.dropPending()
+	// IOs are handed blocks up to the preload depth ahead of the
+	// acquisition; one block of the pool stays out of it, so that the
+	// generated blocks never hold the whole pool while the oldest waits.
+	depth, startAt := 0, 1
+	if len(e.ios) > 0 {
+		depth = min(e.cfg.preload(), e.cfg.BlocksToAllocate-1)
+		startAt = min(e.cfg.preload(), depth+1)
+	}
+	ioStarted := len(e.ios) == 0
+	var id, start int64
+	generating := true
+	for {
+		for generating && len(e.pending) <= depth {
+			if e.limit > 0 && start >= e.limit {
+				generating = false
+				break
+			}
+			b, ok := e.takeFree()
+			if !ok {
+				return
+			}
+			want := e.cfg.RecordsPerBlock
+			if e.limit > 0 {
+				want = int(min(int64(want), e.limit-start))
+			}
+			b.ID, b.Start, b.Records, b.Last = id, start, want, false
+			last, err := e.generate(b)
+			if err != nil {
+				e.free <- b
+				e.fail(err)
+				return
+			}
+			b.Last = last || (e.limit > 0 && start+int64(want) >= e.limit)
+			id++
+			start += int64(want)
+			e.pending = append(e.pending, b)
+			for i := range e.ios {
+				if ioStarted || e.ios[i].cfg.Preload {
+					if err := e.dispatchIO(i, b); err != nil {
+						e.ioFailed(err)
+						return
+					}
+				}
+			}
+			generating = !b.Last
+			if !ioStarted && (len(e.pending) >= startAt || !generating) {
+				ioStarted = true
+				if err := e.startIOs(); err != nil {
+					e.ioFailed(err)
+					return
+				}
+			}
+		}
+		if len(e.pending) == 0 || e.stopRequested() {
+			return
+		}
+		b := e.pending[0]
+		copy(e.pending, e.pending[1:])
+		e.pending = e.pending[:len(e.pending)-1]
+		if !e.acquire(b) {
+			return
+		}
+	}
+}
+
+// ioFailed reports an IO error, unless it is an IO interrupted by a stop.
+func (e *Engine) ioFailed(err error) {
+	if !e.stopRequested() {
+		e.fail(err)
+	}
+}
+
+// acquire fills block b and sends it on; false ends the loop.
+func (e *Engine) acquire(b *Block) bool {
+	spr := e.rawSamples
+	want := b.Records
+	t := time.Now()
+	var n int
+	var err error
+	if e.lender != nil {
+		b.src, n, err = e.lender.Lend(want)
+	} else {
+		b.src = b.HostBuf.Ptr()
+		n, err = e.acq.Fill(b.Host[:want*spr], want)
+	}
+	b.acquired = float64(time.Since(t)) / float64(time.Millisecond)
+	eof := errors.Is(err, io.EOF)
+	if err != nil && !eof {
+		e.free <- b // cannot block: the pool has room for every block
+		if !e.stopRequested() {
+			// An error after Stop is the acquisition being
+			// interrupted, not a failure.
+			e.fail(fmt.Errorf("engine: acquisition: block %d: %w", b.ID, err))
+		}
+		return false
+	}
+	if n < 0 || n > want {
+		e.free <- b
+		e.fail(fmt.Errorf("engine: acquisition Fill returned n=%d, expected 0 <= n <= %d", n, want))
+		return false
+	}
+	if n == 0 {
+		e.free <- b
+		return !eof && !e.stopRequested()
+	}
+	if n < want {
+		// The source ended inside the block: its markers past the data go.
+		end := b.Start + int64(n)
+		k := len(b.Markers)
+		for k > 0 && b.Markers[k-1].Sample >= end {
+			k--
+		}
+		b.Markers = b.Markers[:k]
+	}
+	b.Records = n
+	b.Last = b.Last || eof
+	e.acquired.Add(1)
+	e.toProc <- b
+	return !b.Last && !e.stopRequested()
+}

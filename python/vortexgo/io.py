@@ -1,0 +1,95 @@
+"""IO: where the generated waveforms go (vortex's ``vortex.io``), wired with
+``EngineConfig.add_io(io, lead_samples=0, preload=True, master=False)``.
+
+:class:`NullIO` accepts the waveforms and drops them. :class:`SimulatedIO`
+is a simulated galvo IO: it records every sample it would output (the latest
+``record_samples`` of them, in a bounded ring) and, with ``feedback``, writes
+a copy delayed by ``feedback_delay`` samples as the measured position (for
+:class:`~vortexgo.format.PositionFormatExecutor` with
+``use_target_position=False``). Hardware drivers are not part of vortexgo: a
+DAQ driver is one Go package implementing ``engine.IO``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import numpy as np
+
+from ._core import api
+from ._errors import native
+from ._validate import check_bool, check_int
+
+__all__ = ["NullIO", "SimulatedIO"]
+
+
+class _IO:
+    _kind = ""
+
+    def _record(self) -> dict:
+        return {}
+
+    def _handle(self):
+        return self._h
+
+    def close(self) -> None:
+        """Release the IO (refused with InUseError while an engine uses it)."""
+        native(self._h.Close)()
+
+
+class NullIO(_IO):
+    """vortex's ``NullIO``: accepts every block, outputs nothing."""
+
+    def __init__(self) -> None:
+        self._h = native(api.NewStage)("io", "NullIO", "")
+
+    def __repr__(self) -> str:
+        return "<NullIO>"
+
+
+class SimulatedIO(_IO):
+    """A simulated galvo IO recording what it would output.
+
+    Args:
+        record_samples: how many of the latest output samples are kept (default 65,536).
+        feedback: write the output, delayed, as the measured position.
+        feedback_delay: the delay of the measured position, in samples.
+    """
+
+    def __init__(self, record_samples: int = 1 << 16, feedback: bool = False, feedback_delay: int = 0) -> None:
+        rec = {"RecordSamples": check_int("SimulatedIO.record_samples", record_samples, 1, 1 << 24),
+               "Feedback": check_bool("SimulatedIO.feedback", feedback),
+               "FeedbackDelay": check_int("SimulatedIO.feedback_delay", feedback_delay, 0, 1 << 24)}
+        self._h = native(api.NewStage)("io", "SimIO", json.dumps(rec))
+        self.record_samples = rec["RecordSamples"]
+
+    def _state(self) -> np.ndarray:
+        rec = np.zeros(3, np.float64)  # io.SimIO.Record: samples, started, stopped
+        native(self._h.Record)(rec.ctypes.data, 3)
+        return rec
+
+    @property
+    def samples(self) -> int:
+        """Samples output so far (including those the ring no longer holds)."""
+        return int(self._state()[0])
+
+    @property
+    def started(self) -> bool:
+        return bool(self._state()[1])
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self._state()[2])
+
+    def recorded(self, channels: int = 2) -> tuple[int, np.ndarray]:
+        """The latest recorded samples as ``(first_sample, array (rows, channels))``, oldest first."""
+        channels = check_int("channels", channels, 1, 64)
+        buf = np.zeros((self.record_samples, channels), np.float64)
+        out = json.loads(native(self._h.Do)("recorded", "", self._h, buf.ctypes.data, buf.size))
+        if out["Rows"] and out["Channels"] != channels:
+            raise ValueError(f"channels={channels}, expected {out['Channels']} (EngineConfig.galvo_output_channels)")
+        return int(out["First"]), buf[: out["Rows"]].copy()
+
+    def __repr__(self) -> str:
+        return f"<SimulatedIO {self.samples} samples output>"
