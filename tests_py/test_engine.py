@@ -88,7 +88,7 @@ def run(rig: Rig, **kw) -> Engine:
 
 def open_stack(tmp_path, name="vol.npy", cls=SimpleStackInt8, shape=(B, A, S), header=SimpleStackHeader.NumPy):
     st = cls()
-    st.open(SimpleStackConfig(str(tmp_path / name), shape, header))
+    st.open(SimpleStackConfig(str(tmp_path / name), shape, header=header))
     return st
 
 
@@ -109,7 +109,8 @@ def test_end_to_end_device_host_and_storage(tmp_path):
     assert store_ep.volumes_written == 3
     st.close()
     stored = np.load(tmp_path / "vol.npy")
-    assert stored.shape == (3, B, A, S) and stored.dtype == np.int8
+    assert stored.shape == (3, B, A, S, 1) and stored.dtype == np.int8
+    stored = stored[..., 0]  # vortex's channels axis
     # The ring holds 2 distinct volumes, replayed: volume 2 is volume 0 again.
     np.testing.assert_array_equal(stored[2], stored[0])
     assert not np.array_equal(stored[1], stored[0])
