@@ -96,7 +96,7 @@ def main(argv=None) -> int:
 
     endpoint = StackDeviceTensorEndpointInt8(stack_format, shape)
     storage = SimpleStackInt8()
-    storage.open(SimpleStackConfig(os.path.join(args.out, "volumes.npy"), shape, SimpleStackHeader.NumPy))
+    storage.open(SimpleStackConfig(os.path.join(args.out, "volumes.npy"), shape, header=SimpleStackHeader.NumPy))
     storage_endpoint = AscanStackEndpoint(stack_format, storage)
 
     ec = EngineConfig(records_per_block=records_per_block, blocks_to_allocate=8, preload_count=4)
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     Image.fromarray(img8).save(png)
     # And the central B-scan of the last stored volume: depth down, A-scans across.
     stored = np.load(storage.config.path, mmap_mode="r")
-    bscan = stored[-1, bscans // 2].T.astype(np.int16) + 128
+    bscan = stored[-1, bscans // 2, ..., 0].T.astype(np.int16) + 128
     lo, hi = np.percentile(bscan, [1, 99.9])
     bscan8 = np.clip((bscan - lo) / max(hi - lo, 1) * 255, 0, 255).astype(np.uint8)
     bscan_png = os.path.join(args.out, "bscan.png")

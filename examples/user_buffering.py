@@ -92,8 +92,9 @@ def main(argv=None) -> int:
     storage.open(SimpleStackConfig(os.path.join(args.out, "buffered_stack.npy"), (bscans, ascans, samples)))
     for b in my_buffers:
         storage.write_volume(b)
+        storage.advance_volume()  # as in vortex: write_volume fills the current volume only
     storage.close()
-    saved = numpy.load(os.path.join(args.out, "buffered_stack.npy"))
+    saved = numpy.load(os.path.join(args.out, "buffered_stack.npy"))[..., 0]  # drop the channels axis
     print(f"buffered {len(my_buffers)} volumes on {device.alias}; saved {saved.shape} "
           f"(numpy.save and SimpleStackInt8.write_volume)")
     ok = len(my_buffers) == args.volumes and numpy.array_equal(saved, numpy.stack(host))

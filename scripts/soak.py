@@ -52,7 +52,7 @@ from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_
 from vortexgo.scan import RasterScan
 from vortexgo.storage import SimpleStackConfig, SimpleStackHeader, SimpleStackInt8
 
-NPY_HEADER = 256  # SimpleStackHeader.NumPy pads its .npy header to 256 bytes (docs/engine.md)
+NPY_HEADER = 320  # SimpleStackHeader.NumPy: vortex's .npy 2.0 header, 12 + 308 bytes
 # (samples, ascans per B-scan, B-scans per volume, depth kept)
 GPU_SIZE = (1024, 256, 64, 512)
 CPU_SIZE = (64, 16, 8, 32)
@@ -137,7 +137,7 @@ def soak(args: argparse.Namespace) -> dict:
                               sample_slice=SampleSlice(0, depth))
     endpoint = StackDeviceTensorEndpointInt8(fmt, shape)
     storage = SimpleStackInt8()
-    storage.open(SimpleStackConfig(path, shape, SimpleStackHeader.NumPy))
+    storage.open(SimpleStackConfig(path, shape, header=SimpleStackHeader.NumPy))
     storage_endpoint = AscanStackEndpoint(fmt, storage)
     ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=8, preload_count=4)
     ec.add_acquisition(acq, [proc])
@@ -238,7 +238,7 @@ def soak(args: argparse.Namespace) -> dict:
     check("file grows with the volumes", sizes_ok,
           f"at every sample: between the header and header + {volumes} volumes, never shrinking")
     check("file size", size == expected, f"{size} bytes, expected {expected} = {NPY_HEADER} + {volumes} x {vol_bytes}")
-    check("numpy.load shape", loaded_shape == [volumes, *shape], f"{loaded_shape}, expected {[volumes, *shape]}")
+    check("numpy.load shape", loaded_shape == [volumes, *shape, 1], f"{loaded_shape}, expected {[volumes, *shape, 1]}")
     check("every volume", status.volumes == volumes and storage_endpoint.volumes_written == volumes,
           f"engine {status.volumes}, stored {storage_endpoint.volumes_written}, expected {volumes}")
     check("no drops, no errors", status.blocks_dropped == 0 and status.callback_errors == 0 and not status.error,

@@ -195,7 +195,8 @@ func TestEngineFormatsVolumesIntoTensor(t *testing.T) {
 	}
 }
 
-var npyShape = regexp.MustCompile(`'shape': \((\d+), (\d+), (\d+), (\d+)\)`)
+// SimpleStack writes vortex's 5-D shape; the channels axis here is 1.
+var npyShape = regexp.MustCompile(`'shape': \((\d+), (\d+), (\d+), (\d+)(?:, 1)?\)`)
 
 // readNPY returns the shape and data of a .npy file written by SimpleStack.
 func readNPY(t *testing.T, path string) ([]int, []byte) {
@@ -203,15 +204,19 @@ func readNPY(t *testing.T, path string) ([]int, []byte) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, "\x93NUMPY", string(b[:6]))
-	hlen := int(binary.LittleEndian.Uint16(b[8:10]))
-	m := npyShape.FindStringSubmatch(string(b[10 : 10+hlen]))
-	require.NotNil(t, m, "header %q", b[10:10+hlen])
+	// Format 2.0 (what vortex writes) has a 4-byte header length.
+	pre, hlen := 12, int(binary.LittleEndian.Uint32(b[8:12]))
+	if b[6] == 1 {
+		pre, hlen = 10, int(binary.LittleEndian.Uint16(b[8:10]))
+	}
+	m := npyShape.FindStringSubmatch(string(b[pre : pre+hlen]))
+	require.NotNil(t, m, "header %q", b[pre:pre+hlen])
 	shape := make([]int, 4)
 	for i := range shape {
 		shape[i], err = strconv.Atoi(m[i+1])
 		require.NoError(t, err)
 	}
-	return shape, b[10+hlen:]
+	return shape, b[pre+hlen:]
 }
 
 func TestEngineStoresVolumes(t *testing.T) {

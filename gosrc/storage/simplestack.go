@@ -1,17 +1,11 @@
 // Package storage writes acquired volumes to disk.
 //
-// SimpleStack follows vortex's storage object of the same name: a file of
-// consecutive (bscans, ascans, depth) volumes of one element type, with
-// either no header (raw bytes) or a NumPy header that makes the file a
-// valid .npy array of shape (volumes, bscans, ascans, depth).
-//
-// # Crash safety
-//
-// The NumPy header is written with a shape field padded to a fixed width,
-// so it can be rewritten in place without moving the data. It is rewritten
-// after every completed volume and at Close, so a crash, a Stop in the
-// middle of a volume or a killed process leaves a file that numpy.load
-// reads with every volume completed so far.
+// SimpleStack follows vortex's simple_stack_t: a file of consecutive
+// (bscans, ascans, samples, channels) volumes of one element type, after
+// one of vortex's headers (none, NumPy, MATLAB v5, NRRD, NIfTI-2), laid out
+// byte for byte as vortex lays them out (headers.go says where vortex's
+// own files cannot be read and vortexgo differs). See SimpleStack for the
+// crash-safety addition.
 package storage
 
 import (
@@ -19,38 +13,45 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
-// Header selects what precedes the volumes in the file.
+// Header selects what precedes the volumes in the file. The values are
+// vortex's simple_stack_header_t (none, numpy, matlab, nrrd, nifti).
 type Header int
 
 const (
 	// HeaderEmpty writes the raw volumes with nothing before them.
 	HeaderEmpty Header = iota
-	// HeaderNumPy writes a .npy (format 1.0) header.
+	// HeaderNumPy writes a .npy (format 2.0) header.
 	HeaderNumPy
+	// HeaderMATLAB writes a MATLAB v5 .mat header (one variable, "data").
+	HeaderMATLAB
+	// HeaderNRRD writes an NRRD0005 header (raw encoding).
+	HeaderNRRD
+	// HeaderNIfTI writes a NIfTI-2 header.
+	HeaderNIfTI
 )
 
-// String returns "empty" or "numpy".
+// String returns the header's name as vortex's Python enum spells it.
 func (h Header) String() string {
 	switch h {
 	case HeaderEmpty:
-		return "empty"
+		return "Empty"
 	case HeaderNumPy:
-		return "numpy"
+		return "NumPy"
+	case HeaderMATLAB:
+		return "MATLAB"
+	case HeaderNRRD:
+		return "NRRD"
+	case HeaderNIfTI:
+		return "NifTI"
 	}
 	return fmt.Sprintf("Header(%d)", int(h))
 }
-
-// npyHeaderLen is the fixed size of the .npy preamble, magic included. 256
-// bytes leave room for four 20-digit dimensions, and a multiple of 64 keeps
-// the data aligned as the format recommends.
-const npyHeaderLen = 256
 
 // ErrNotOpen is returned (wrapped) by writes to a stack that is not open
 // (never opened, or closed). It wraps backend.ErrClosed: Python's
@@ -62,14 +63,29 @@ type notOpen struct{}
 func (notOpen) Error() string { return "storage: stack is not open, expected open(config) first" }
 func (notOpen) Unwrap() error { return backend.ErrClosed }
 
-// SimpleStackConfig says where and how a SimpleStack writes.
+// SimpleStackConfig says where and how a SimpleStack writes (vortex's
+// simple_stack_config_t). vortex's 4-D shape (bscans, ascans, samples,
+// channels) is Shape plus Channels, so that 3-D callers keep working.
 type SimpleStackConfig struct {
 	// Path is the file to create (truncated if it exists).
 	Path string
-	// Shape is one volume: (bscans, ascans, depth).
+	// Shape is one volume: (bscans, ascans, samples).
 	Shape [3]int
-	// Header is HeaderEmpty or HeaderNumPy.
+	// Channels is vortex's fourth dimension, channels per sample; 0 means 1.
+	Channels int
+	// Header is one of HeaderEmpty ... HeaderNIfTI.
 	Header Header
+	// Buffering is vortex's flag; writes here are unbuffered either way
+	// (each lands in the file before the call returns).
+	Buffering bool
+}
+
+// channels returns Channels with 0 read as 1.
+func (c SimpleStackConfig) channels() int {
+	if c.Channels == 0 {
+		return 1
+	}
+	return c.Channels
 }
 
 // MaxVolumeBytes bounds one volume (1 TiB): the byte offsets of a file of
@@ -85,31 +101,47 @@ func (c SimpleStackConfig) Validate() error {
 	}
 	for i, n := range c.Shape {
 		if n <= 0 {
-			return engine.Invalid("SimpleStackConfig.Shape[%d]: %d, expected > 0 (shape is (bscans, ascans, depth))", i, n)
+			return engine.Invalid("SimpleStackConfig.Shape[%d]: %d, expected > 0 (shape is (bscans, ascans, samples, channels))", i, n)
 		}
 	}
-	if n, ok := engine.MulSize(c.Shape[0], c.Shape[1], c.Shape[2], 4); !ok || n > MaxVolumeBytes {
-		return engine.TooLarge("SimpleStackConfig.Shape: %v is a volume of more than %d bytes, expected a smaller shape",
-			c.Shape, MaxVolumeBytes)
+	if c.Channels < 0 {
+		return engine.Invalid("SimpleStackConfig.Channels: %d, expected > 0 (shape[3], channels per sample)", c.Channels)
 	}
-	if c.Header != HeaderEmpty && c.Header != HeaderNumPy {
-		return engine.Invalid("SimpleStackConfig.Header: %d, expected HeaderEmpty or HeaderNumPy", int(c.Header))
+	if n, ok := engine.MulSize(c.Shape[0], c.Shape[1], c.Shape[2], c.channels(), 8); !ok || n > MaxVolumeBytes {
+		return engine.TooLarge("SimpleStackConfig.Shape: %v x %d channels is a volume of more than %d bytes, expected a smaller shape",
+			c.Shape, c.channels(), MaxVolumeBytes)
+	}
+	if c.Header < HeaderEmpty || c.Header > HeaderNIfTI {
+		return engine.Invalid("SimpleStackConfig.Header: %d, expected 0 (Empty), 1 (NumPy), 2 (MATLAB), 3 (NRRD) or 4 (NifTI)", int(c.Header))
 	}
 	return nil
 }
 
-// SimpleStack writes volumes of one dtype to a file. Its methods are safe
-// for concurrent use; the engine's storage endpoints call them from a writer
-// goroutine, off the acquisition's hot path.
+// SimpleStack writes volumes of one element type to a file, as vortex's
+// simple_stack_t does: writes land in the current volume, AdvanceVolume
+// moves to the next (reserving it on disk), Seek moves anywhere, and Close
+// pads an unfinished last volume with zeros and writes the final header.
+//
+// # Crash safety
+//
+// Beyond vortex, the header is rewritten with the number of volumes
+// advanced past after each AdvanceVolume, so a crash, a stop or a killed
+// process leaves a file that numpy.load (and the other readers) open with
+// every volume completed so far. Close writes the same final header as
+// vortex, so a closed file is byte for byte vortex's.
+//
+// Its methods are safe for concurrent use; the engine's storage endpoints
+// call them from a writer goroutine, off the acquisition's hot path.
 type SimpleStack struct {
-	dtype backend.DType
+	elem elem
 
 	mu        sync.Mutex
 	f         *os.File
 	cfg       SimpleStackConfig
-	volume    int   // volume the next write goes to
-	completed int   // volumes completely written (the header's first dimension)
-	dataOff   int64 // bytes before the first volume
+	headerEnd int64 // bytes before the first volume (vortex's _header_position)
+	volumePos int64 // file offset of the current volume
+	farthest  int64 // end of the farthest byte written
+	completed int   // volume count in the header on disk
 
 	claim engine.Claim // refuses Close while an engine stores into the stack
 }
@@ -122,18 +154,29 @@ func (s *SimpleStack) Claims() []*engine.Claim {
 	return []*engine.Claim{&s.claim}
 }
 
-// NewSimpleStack returns a closed stack for int8, uint16 or float32 volumes
-// (vortex's SimpleStackInt8, SimpleStackUInt16, SimpleStackFloat32).
+// NewSimpleStack returns a closed stack for int8, uint16, float32 or
+// float64 volumes; NewSimpleStackNamed also takes "uint64".
 func NewSimpleStack(dtype backend.DType) (*SimpleStack, error) {
-	switch dtype {
-	case backend.Int8, backend.Uint16, backend.Float32:
-		return &SimpleStack{dtype: dtype}, nil
-	}
-	return nil, engine.Invalid("storage.NewSimpleStack: dtype=%v, expected int8, uint16 or float32", dtype)
+	return NewSimpleStackNamed(dtype.String())
 }
 
-// DType returns the element type of the volumes.
-func (s *SimpleStack) DType() backend.DType { return s.dtype }
+// NewSimpleStackNamed returns a closed stack of the element type named as
+// NumPy does: vortex's SimpleStackInt8 ("int8"), SimpleStackUInt16,
+// SimpleStackUInt64, SimpleStackFloat32 and SimpleStackFloat64.
+func NewSimpleStackNamed(dtype string) (*SimpleStack, error) {
+	e, ok := elemNamed(dtype)
+	if !ok {
+		return nil, engine.Invalid("storage.NewSimpleStack: dtype=%q, expected int8, uint16, uint64, float32 or float64", dtype)
+	}
+	return &SimpleStack{elem: e}, nil
+}
+
+// DType returns the element type of the volumes; for uint64, which
+// backend has no type for, an invalid DType (storage endpoints refuse it).
+func (s *SimpleStack) DType() backend.DType { return s.elem.dtype }
+
+// DTypeName returns the NumPy name of the element type.
+func (s *SimpleStack) DTypeName() string { return s.elem.name }
 
 // Config returns the configuration of the open stack (zero when closed).
 func (s *SimpleStack) Config() SimpleStackConfig {
@@ -146,36 +189,49 @@ func (s *SimpleStack) Config() SimpleStackConfig {
 func (s *SimpleStack) VolumeBytes() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.volumeBytes()
+	if s.f == nil {
+		return 0
+	}
+	return int(s.volumeBytes())
 }
 
-func (s *SimpleStack) volumeBytes() int {
-	return s.cfg.Shape[0] * s.cfg.Shape[1] * s.cfg.Shape[2] * s.dtype.Size()
+func (s *SimpleStack) ascanBytes() int64 {
+	return int64(s.cfg.Shape[2]) * int64(s.cfg.channels()) * int64(s.elem.size)
 }
 
-func (s *SimpleStack) bscanBytes() int {
-	return s.cfg.Shape[1] * s.cfg.Shape[2] * s.dtype.Size()
-}
+func (s *SimpleStack) bscanBytes() int64  { return int64(s.cfg.Shape[1]) * s.ascanBytes() }
+func (s *SimpleStack) volumeBytes() int64 { return int64(s.cfg.Shape[0]) * s.bscanBytes() }
 
-// IsOpen reports whether a file is open.
+// IsOpen reports whether a file is open (vortex's ready).
 func (s *SimpleStack) IsOpen() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.f != nil
 }
 
-// Completed returns the number of volumes completely written.
+// Completed returns the number of volumes the header counts so far.
 func (s *SimpleStack) Completed() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.completed
 }
 
-// Open creates the file and writes the header. It fails at once on a path
+// shape5 is the file's shape: (volumes, bscans, ascans, samples, channels).
+func (s *SimpleStack) shape5(volumes int) []int {
+	return []int{volumes, s.cfg.Shape[0], s.cfg.Shape[1], s.cfg.Shape[2], s.cfg.channels()}
+}
+
+// Open creates the file and writes the provisional header (zero volumes).
+// An open stack is closed first, as in vortex. It fails at once on a path
 // that cannot be written, so a bad path surfaces before an engine starts.
 func (s *SimpleStack) Open(cfg SimpleStackConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if s.IsOpen() {
+		if err := s.Close(); err != nil {
+			return fmt.Errorf("storage.Open: closing %q first: %w", s.Config().Path, err)
+		}
 	}
 	// Before s.mu: Claim.Close holds the claim's lock while it takes s.mu.
 	s.claim.Reopen()
@@ -184,127 +240,173 @@ func (s *SimpleStack) Open(cfg SimpleStackConfig) error {
 	if s.f != nil {
 		return engine.Invalid("storage.Open: %q is already open, expected Close first", s.cfg.Path)
 	}
+	s.cfg = cfg
+	h, err := header(cfg.Header, s.elem, s.shape5(0))
+	if err == nil && cfg.Header == HeaderMATLAB {
+		// The element's size is a uint32: refuse a volume that cannot fit
+		// now rather than at the first AdvanceVolume.
+		_, err = header(cfg.Header, s.elem, s.shape5(1))
+	}
+	if err != nil {
+		s.cfg = SimpleStackConfig{}
+		return fmt.Errorf("storage.Open: SimpleStackConfig.Header=%v with shape %v: %w", cfg.Header, s.shape5(0)[1:], err)
+	}
 	f, err := os.OpenFile(cfg.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
+		s.cfg = SimpleStackConfig{}
 		return fmt.Errorf("storage.Open: path=%q cannot be written: %w", cfg.Path, err)
 	}
-	s.f, s.cfg, s.volume, s.completed, s.dataOff = f, cfg, 0, 0, 0
-	if cfg.Header == HeaderNumPy {
-		s.dataOff = npyHeaderLen
-		if err := s.writeHeader(); err != nil {
-			_ = f.Close()
-			s.f = nil
-			return err
-		}
+	if _, err := f.WriteAt(h, 0); err != nil {
+		_ = f.Close()
+		s.cfg = SimpleStackConfig{}
+		return fmt.Errorf("storage.Open: writing the header of path=%q: %w", cfg.Path, err)
 	}
+	s.f, s.completed = f, 0
+	s.headerEnd = int64(len(h))
+	s.volumePos, s.farthest = s.headerEnd, s.headerEnd
 	return nil
 }
 
-// npyHeader renders the .npy preamble for the given number of volumes,
-// padded with spaces to exactly npyHeaderLen bytes.
-func npyHeader(dtype backend.DType, volumes int, shape [3]int) []byte {
-	b := make([]byte, 0, npyHeaderLen)
-	b = append(b, "\x93NUMPY\x01\x00"...)
-	hlen := npyHeaderLen - 10
-	b = append(b, byte(hlen), byte(hlen>>8))
-	b = append(b, "{'descr': '"...)
-	b = append(b, dtype.TypeStr()...)
-	b = append(b, "', 'fortran_order': False, 'shape': ("...)
-	b = strconv.AppendInt(b, int64(volumes), 10)
-	for _, n := range shape {
-		b = append(b, ", "...)
-		b = strconv.AppendInt(b, int64(n), 10)
-	}
-	b = append(b, "), }"...)
-	for len(b) < npyHeaderLen-1 {
-		b = append(b, ' ')
-	}
-	return append(b, '\n')
-}
-
-func (s *SimpleStack) writeHeader() error {
-	if s.cfg.Header != HeaderNumPy {
+// writeHeader writes the header for volumes volumes; it must fit the
+// space the provisional header reserved.
+func (s *SimpleStack) writeHeader(volumes int) error {
+	if s.cfg.Header == HeaderEmpty {
 		return nil
 	}
-	h := npyHeader(s.dtype, s.completed, s.cfg.Shape)
-	if len(h) != npyHeaderLen {
-		return fmt.Errorf("storage: .npy header for shape %v needs %d bytes, expected at most %d", s.cfg.Shape, len(h), npyHeaderLen)
+	h, err := header(s.cfg.Header, s.elem, s.shape5(volumes))
+	if err != nil {
+		return fmt.Errorf("storage: header of %q for %d volumes: %w", s.cfg.Path, volumes, err)
+	}
+	if int64(len(h)) > s.headerEnd {
+		return fmt.Errorf("storage: header of %q for %d volumes needs %d bytes, %d reserved: %w",
+			s.cfg.Path, volumes, len(h), s.headerEnd, backend.ErrTooLarge)
 	}
 	if _, err := s.f.WriteAt(h, 0); err != nil {
-		return fmt.Errorf("storage: writing header of %q: %w", s.cfg.Path, err)
+		return fmt.Errorf("storage: writing the header of %q: %w", s.cfg.Path, err)
 	}
 	return nil
 }
 
-// WriteVolume writes one whole volume (exactly VolumeBytes bytes, C order
-// (bscans, ascans, depth)) at the current volume and advances to the next.
+func (s *SimpleStack) writeAt(op string, data []byte, off int64) error {
+	if _, err := s.f.WriteAt(data, off); err != nil {
+		return fmt.Errorf("storage.%s: %q at byte %d: %w", op, s.cfg.Path, off, err)
+	}
+	s.farthest = max(s.farthest, off+int64(len(data)))
+	return nil
+}
+
+// Write is vortex's write_volume: whole B-scans (C order (bscans, ascans,
+// samples, channels)) into the current volume from B-scan 0. It does not
+// advance: call AdvanceVolume for that, as in vortex.
+func (s *SimpleStack) Write(data []byte) error {
+	return s.WriteMultiBscan(0, data)
+}
+
+// WriteMultiBscan writes whole B-scans into the current volume from
+// B-scan index (vortex's write_multi_bscan).
+func (s *SimpleStack) WriteMultiBscan(index int, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return fmt.Errorf("storage.WriteMultiBscan: %w", ErrNotOpen)
+	}
+	return s.writeMulti(index, data)
+}
+
+func (s *SimpleStack) writeMulti(index int, data []byte) error {
+	bb := s.bscanBytes()
+	if len(data) == 0 || int64(len(data))%bb != 0 {
+		return engine.Invalid("storage.WriteMultiBscan: data of %d bytes, expected whole B-scans of %d bytes (%d ascans x %d samples x %d channels of %s)",
+			len(data), bb, s.cfg.Shape[1], s.cfg.Shape[2], s.cfg.channels(), s.elem.name)
+	}
+	n := int(int64(len(data)) / bb)
+	if index < 0 || index >= s.cfg.Shape[0] || index+n > s.cfg.Shape[0] {
+		return engine.Invalid("storage.WriteMultiBscan: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
+			index, n, s.cfg.Shape[0])
+	}
+	return s.writeAt("WriteMultiBscan", data, s.volumePos+int64(index)*bb)
+}
+
+// WriteVolume writes one whole volume (exactly VolumeBytes bytes) and
+// advances to the next: vortex's write_volume then advance_volume, what a
+// storage endpoint does with each completed volume.
 func (s *SimpleStack) WriteVolume(data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
 		return fmt.Errorf("storage.WriteVolume: %w", ErrNotOpen)
 	}
-	if len(data) != s.volumeBytes() {
-		return engine.Invalid("storage.WriteVolume: len(data)=%d, expected %d (shape %v of %v)", len(data), s.volumeBytes(), s.cfg.Shape, s.dtype)
+	if int64(len(data)) != s.volumeBytes() {
+		return engine.Invalid("storage.WriteVolume: len(data)=%d, expected %d (shape %v x %d channels of %s)",
+			len(data), s.volumeBytes(), s.cfg.Shape, s.cfg.channels(), s.elem.name)
 	}
-	off := s.dataOff + int64(s.volume)*int64(s.volumeBytes())
-	if _, err := s.f.WriteAt(data, off); err != nil {
-		return fmt.Errorf("storage.WriteVolume: volume %d of %q: %w", s.volume, s.cfg.Path, err)
+	if err := s.writeMulti(0, data); err != nil {
+		return err
 	}
-	return s.advance()
+	return s.advance(true)
 }
 
-// WritePartialBscan writes data (whole A-scans, C order (ascans, depth))
-// into B-scan bscan of the current volume, starting at A-scan ascan.
+// WritePartialBscan writes whole A-scans (C order (ascans, samples,
+// channels)) into B-scan bscan of the current volume from A-scan ascan.
 func (s *SimpleStack) WritePartialBscan(bscan, ascan int, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
 		return fmt.Errorf("storage.WritePartialBscan: %w", ErrNotOpen)
 	}
+	ab := s.ascanBytes()
+	if len(data) == 0 || int64(len(data))%ab != 0 {
+		return engine.Invalid("storage.WritePartialBscan: data of %d bytes, expected whole A-scans of %d bytes (%d samples x %d channels of %s)",
+			len(data), ab, s.cfg.Shape[2], s.cfg.channels(), s.elem.name)
+	}
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
-		return engine.Invalid("storage.WritePartialBscan: bscan=%d, expected 0 <= bscan < %d", bscan, s.cfg.Shape[0])
+		return engine.Invalid("storage.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, s.cfg.Shape[0])
 	}
-	ascanBytes := s.cfg.Shape[2] * s.dtype.Size()
-	if ascan < 0 || ascan >= s.cfg.Shape[1] {
-		return engine.Invalid("storage.WritePartialBscan: ascan=%d, expected 0 <= ascan < %d", ascan, s.cfg.Shape[1])
+	n := int(int64(len(data)) / ab)
+	if ascan < 0 || ascan >= s.cfg.Shape[1] || ascan+n > s.cfg.Shape[1] {
+		return engine.Invalid("storage.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d (A-scans per B-scan)",
+			ascan, n, s.cfg.Shape[1])
 	}
-	if len(data)%ascanBytes != 0 || ascan+len(data)/ascanBytes > s.cfg.Shape[1] {
-		return engine.Invalid("storage.WritePartialBscan: len(data)=%d, expected a multiple of %d bytes (one A-scan) fitting in the %d A-scans after ascan=%d",
-			len(data), ascanBytes, s.cfg.Shape[1]-ascan, ascan)
-	}
-	off := s.dataOff + int64(s.volume)*int64(s.volumeBytes()) + int64(bscan)*int64(s.bscanBytes()) + int64(ascan)*int64(ascanBytes)
-	if _, err := s.f.WriteAt(data, off); err != nil {
-		return fmt.Errorf("storage.WritePartialBscan: %q: %w", s.cfg.Path, err)
-	}
-	return nil
+	return s.writeAt("WritePartialBscan", data, s.volumePos+int64(bscan)*s.bscanBytes()+int64(ascan)*ab)
 }
 
-// AdvanceVolume marks the current volume complete (after partial writes)
-// and moves to the next one.
-func (s *SimpleStack) AdvanceVolume() error {
+// AdvanceVolume moves to the next volume (vortex's advance_volume). With
+// allocate, a volume the file does not reach yet is reserved on disk by
+// writing its last byte, so volumes never written read as zeros.
+func (s *SimpleStack) AdvanceVolume(allocate bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
 		return fmt.Errorf("storage.AdvanceVolume: %w", ErrNotOpen)
 	}
-	return s.advance()
+	return s.advance(allocate)
 }
 
-func (s *SimpleStack) advance() error {
-	s.volume++
-	if s.volume > s.completed {
-		s.completed = s.volume
-		// Rewriting 256 bytes per volume is what makes a crash leave a
-		// valid file; it costs one small write next to a whole volume.
-		return s.writeHeader()
+func (s *SimpleStack) advance(allocate bool) error {
+	next := s.volumePos + s.volumeBytes()
+	if next > math.MaxInt64-s.volumeBytes() {
+		return engine.Invalid("storage.AdvanceVolume: volume at byte %d, expected a file offset below 2^63", next)
+	}
+	s.volumePos = next
+	if allocate && s.farthest < next {
+		if err := s.writeAt("AdvanceVolume", []byte{0}, next-1); err != nil {
+			return err
+		}
+	}
+	// Rewriting the small header per volume is what makes a crash leave a
+	// readable file; it costs one small write next to a whole volume.
+	done := int(min(s.volumePos-s.headerEnd, s.farthest-s.headerEnd) / s.volumeBytes())
+	if done > s.completed {
+		if err := s.writeHeader(done); err != nil {
+			return err
+		}
+		s.completed = done
 	}
 	return nil
 }
 
-// Seek moves the write position to the start of (volume, bscan); the next
-// WritePartialBscan calls address that volume. Volumes already complete
-// stay counted.
+// Seek moves the current volume to volume (vortex's seek). bscan is
+// checked and otherwise unused: every write names its own B-scan.
 func (s *SimpleStack) Seek(volume, bscan int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -312,33 +414,29 @@ func (s *SimpleStack) Seek(volume, bscan int) error {
 		return fmt.Errorf("storage.Seek: %w", ErrNotOpen)
 	}
 	if volume < 0 || volume > s.maxVolume() {
-		return engine.Invalid("storage.Seek: volume=%d, expected 0 <= volume <= %d (the largest volume index whose "+
+		return engine.Invalid("storage.Seek: volume_index=%d, expected 0 <= volume_index <= %d (the largest volume index whose "+
 			"bytes a file can address)", volume, s.maxVolume())
 	}
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
-		return engine.Invalid("storage.Seek: bscan=%d, expected 0 <= bscan < %d", bscan, s.cfg.Shape[0])
+		return engine.Invalid("storage.Seek: bscan_index=%d, expected 0 <= bscan_index < %d", bscan, s.cfg.Shape[0])
 	}
-	// Partial writes carry their own B-scan index, so only the volume
-	// position is state; bscan is validated for vortex compatibility.
-	s.volume = volume
+	s.volumePos = s.headerEnd + int64(volume)*s.volumeBytes()
 	return nil
 }
 
 // maxVolume is the largest volume index whose last byte a file offset
-// (int64) can address.
+// (int64) can address, with one more volume to advance into.
 func (s *SimpleStack) maxVolume() int {
-	vb := int64(s.volumeBytes())
-	if vb <= 0 {
-		return 0
-	}
-	return int((math.MaxInt64-s.dataOff)/vb - 1)
+	vb := s.volumeBytes()
+	return int((math.MaxInt64-s.headerEnd)/vb - 2)
 }
 
-// Close rewrites the header, trims any incomplete trailing volume so that
-// a NumPy file holds exactly its declared shape, and closes the file.
-// Closing a closed stack is a no-op. While an engine stores into the stack
-// it refuses with backend.ErrInUse (stop the engine first: closing under a
-// run used to drop its volumes without a word).
+// Close pads an unfinished last volume with zeros (vortex never trims),
+// writes the final header (and, for MATLAB, pads the file to 8 bytes) and
+// closes the file. Closing a closed stack is a no-op. While an engine
+// stores into the stack it refuses with backend.ErrInUse (stop the engine
+// first: closing under a run used to drop its volumes without a word).
+// The file is closed even when finishing it fails; the error says why.
 func (s *SimpleStack) Close() error {
 	return s.claim.Close(s.close)
 }
@@ -349,26 +447,28 @@ func (s *SimpleStack) close() error {
 	if s.f == nil {
 		return nil
 	}
-	f := s.f
-	s.f = nil
 	var errs []error
-	if s.cfg.Header == HeaderNumPy {
-		s.f = f // writeHeader writes through s.f
-		errs = append(errs, s.writeHeader())
-		s.f = nil
-		size := s.dataOff + int64(s.completed)*int64(s.volumeBytes())
-		if err := f.Truncate(size); err != nil {
-			errs = append(errs, fmt.Errorf("storage.Close: trimming %q to %d bytes: %w", s.cfg.Path, size, err))
+	vb := s.volumeBytes()
+	if (s.farthest-s.headerEnd)%vb != 0 {
+		s.volumePos = s.headerEnd + (s.farthest-s.headerEnd)/vb*vb
+		errs = append(errs, s.advance(true))
+	}
+	volumes := int((s.farthest - s.headerEnd) / vb)
+	errs = append(errs, s.writeHeader(volumes))
+	if s.cfg.Header == HeaderMATLAB {
+		if pad := (8 - s.farthest%8) % 8; pad > 0 {
+			errs = append(errs, s.writeAt("Close", make([]byte, pad), s.farthest))
 		}
 	}
-	if err := f.Close(); err != nil {
+	if err := s.f.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("storage.Close: %q: %w", s.cfg.Path, err))
 	}
+	s.f = nil
 	return errors.Join(errs...)
 }
 
 // Record is the stack's state for bindings: open (0/1), then the volumes
-// completely written.
+// the header counts.
 func (s *SimpleStack) Record() []float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -258,7 +258,7 @@ V([Case(f"{F}/engine_start", rig("""
         st.close()
     except vg.ClosedError:
         pass
-    print(np.load(os.path.join(TMP, "a.npy")).shape)""", prints="(0, 2, 2, 2)"),
+    print(np.load(os.path.join(TMP, "a.npy")).shape)""", prints="(0, 2, 2, 2, 1)"),
    ])
 
 
