@@ -2,6 +2,8 @@
 #
 #   make demo       the main job: simulated OCT acquisition (GPU if present, else CPU)
 #   make test       every test: go vet, go test -race, pytest (GPU tests skip without a GPU)
+#   make wheel      manylinux wheels for CPython 3.10-3.13 into dist/, checked by auditwheel
+#   make wheel-test install each wheel in a fresh venv without Go and run the CPU test subset
 #   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
 #                   `bash gpu-build/run_gpu_tests.sh` there; `make bench` and `make soak` there too)
 #
@@ -19,7 +21,7 @@ GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
 CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h) python/vortexgo/_fastcall.c
 GPU_PY ?= $(PYTHON)
 
-.PHONY: all build test go-test py-test demo ptx gpu-build bench soak clean lint
+.PHONY: all build test go-test py-test demo ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -48,6 +50,14 @@ demo: build
 
 ptx:
 	bash kernels/build_ptx.sh
+
+# --- Wheels (docs/install.md): the release workflow runs these same scripts ---
+# WHEEL_PYTHONS="path/to/python3.12 ..." narrows the build to some interpreters.
+wheel:
+	bash scripts/build_wheels.sh $(WHEEL_PYTHONS)
+
+wheel-test:
+	bash scripts/test_wheels.sh
 
 # --- GPU machine (no Go, no network there): build here, carry gpu-build/, run there ---
 gpu-build:
