@@ -79,9 +79,10 @@ def test_user_buffering_example_on_cuda(gpu, cp, tmp_path):
     st = SimpleStackInt8()
     st.open(SimpleStackConfig(str(tmp_path / "stack.npy"), (B, A, S)))
     for b in my_buffers:
-        st.write_volume(b)  # a CuPy array
+        st.write_volume(b)  # a CuPy array; vortex's SimpleStack writes, then advances on request
+        st.advance_volume()
     st.close()
-    np.testing.assert_array_equal(np.load(tmp_path / "stack.npy"), np.load(tmp_path / "buffers.npy"))
+    np.testing.assert_array_equal(np.load(tmp_path / "stack.npy")[..., 0], np.load(tmp_path / "buffers.npy"))
     my_endpoint.close()
 
 
@@ -125,7 +126,7 @@ def test_storage_endpoint_on_cuda(gpu, tmp_path):
     assert s.volumes == 3 and s.blocks_dropped == 0 and store.volumes_written == 3
     st.close()
     vols = np.load(tmp_path / "v.npy")
-    assert vols.shape == (3, B, A, S)
+    assert vols.shape == (3, B, A, S, 1)  # vortex's 4-D volumes: one channel
     np.testing.assert_array_equal(vols[2], vols[0])
     for ep in (dev_ep, store):
         ep.close()

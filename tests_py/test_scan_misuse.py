@@ -5,28 +5,15 @@ the interpreter down run in a subprocess."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import _subproc
 import vortexgo as vg
 from vortexgo import marker as vm
 from vortexgo import scan as vs
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_isolated(code: str) -> subprocess.CompletedProcess:
-    """Run code in a fresh interpreter: a crash shows as a signal, not a dead test session."""
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=120, env=env)
 
 
 def small(**kw) -> vs.RasterScanConfig:
@@ -229,6 +216,7 @@ def test_queue_callback_error_propagates_and_queue_survives():
     """,
 ], ids=["huge-shape", "huge-inactive", "buffer-churn"])
 def test_risky_cases_in_subprocess(code):
-    r = run_isolated(code)
-    assert r.returncode == 0, r.stderr[-2000:]
+    # The shared runner: the vortexgo this session imported, a crash or hang
+    # fails the case with the child's output.
+    r = _subproc.run(code)
     assert "refused" in r.stdout

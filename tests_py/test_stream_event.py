@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import threading
 import time
 from pathlib import Path
@@ -299,7 +301,9 @@ def test_c_and_python_bases_behave_alike(dev):
     outs = {}
     for mode in IMPORT_MODES:
         p = _subproc.run(_mode_script(mode, TRANSCRIPT, dev), timeout=120)
-        lines = p.stdout.splitlines()
+        # Handle addresses differ between processes (CUDA allocates them);
+        # everything else must be the same in every mode.
+        lines = [re.sub(r"handle=0x[0-9a-f]+", "handle=0x?", ln) for ln in p.stdout.splitlines()]
         assert lines[-1] == "END", p.stdout
         outs[mode] = lines
     want = {"C methods": "MODE True True", "C methods, no shim table": "MODE True False",
