@@ -35,8 +35,11 @@ from vortexgo.engine import (
     StackHostTensorEndpointInt8,
     StackHostTensorEndpointUInt16,
 )
+from vortexgo.format import FormatPlanner
 from vortexgo.process import hann_window, spectral_filter
 from vortexgo.storage import SimpleStackConfig, SimpleStackHeader, SimpleStackInt8, SimpleStackUInt16
+
+from _scans import planner, queue_volumes
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -49,36 +52,46 @@ RPV = A * B  # records per volume
 class Rig:
     acq: vg.SimulatedAcquisition
     proc: Any
-    fmt: vg.StackFormatExecutor
+    fmt: FormatPlanner
     endpoints: list
     config: EngineConfig
+    scan_volumes: int = 0
     engine: Optional[Engine] = None
     extra: dict = field(default_factory=dict)
 
 
 def make_rig(endpoints, *, volumes=3, scan_volumes=None, device="cpu", rpb=RPB, blocks=4, preload=2,
              proc_cls=None, average_window=0, **engine_kw) -> Rig:
-    """A simulated acquisition -> processor -> stack formatter -> endpoints pipeline."""
+    """A simulated acquisition -> processor -> format planner -> endpoints pipeline; the
+    engine made by :func:`new_engine` plays ``scan_volumes`` (default ``volumes``; 0 forever)
+    raster volumes from its scan queue. As in vortex the scan queue, not the source, ends
+    the run: the acquisition is endless, and the run takes one block past the scan (the
+    block in which the queue runs dry finishes the planner)."""
     acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=2,
-                                  total_volumes=volumes)
+                                  total_volumes=0)
     pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=rpb, average_window=average_window,
                             resampling_samples=acq.resampling_positions(),
                             spectral_filter=spectral_filter(hann_window(S), acq.dispersion_compensation()))
     if proc_cls is None:
         proc_cls = vg.CPUProcessor if device == "cpu" else vg.CUDAProcessor
     proc = proc_cls(pc)
-    scan = vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B,
-                         volumes=volumes if scan_volumes is None else scan_volumes)
-    fmt = vg.StackFormatExecutor(scan=scan)
+    fmt = planner(A, B)
     ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=blocks, preload_count=preload, **engine_kw)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, endpoints)
-    return Rig(acq, proc, fmt, endpoints, ec)
+    return Rig(acq, proc, fmt, endpoints, ec, scan_volumes=volumes if scan_volumes is None else scan_volumes)
+
+
+def new_engine(rig: Rig, **kw) -> Engine:
+    """The rig's engine, its scan queue holding the rig's volumes."""
+    eng = Engine(rig.config, **kw)
+    queue_volumes(eng, A, B, rig.scan_volumes)
+    return eng
 
 
 def run(rig: Rig, **kw) -> Engine:
-    eng = Engine(rig.config, **kw)
+    eng = new_engine(rig, **kw)
     rig.engine = eng
     eng.prepare()
     eng.start()
@@ -104,7 +117,8 @@ def test_end_to_end_device_host_and_storage(tmp_path):
     eng = run(rig)
     s = eng.status()
     assert s.done and not s.running and s.error == ""
-    assert s.volumes == 3 and s.blocks_acquired == 3 * RPV // RPB
+    # the block past the scan (the queue runs dry in it) ends the run, as in vortex
+    assert s.volumes == 3 and s.blocks_acquired == 3 * RPV // RPB + 1
     assert s.blocks_formatted == s.blocks_acquired and s.blocks_dropped == 0 and s.events_dropped == 0
     assert store_ep.volumes_written == 3
     st.close()
@@ -165,15 +179,16 @@ def test_processed_volume_matches_numpy_and_reflectors_at_expected_depth():
 def test_file_and_null_acquisitions(tmp_path):
     raw = np.random.default_rng(0).integers(0, 4000, (2 * B, A, S), dtype=np.uint16)
     np.save(tmp_path / "raw.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"))
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), loop=True)  # the scan queue ends the run
     spectra = SpectraStackDeviceTensorEndpointUInt16()
     proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
-    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=2))
+    fmt = planner(A, B)
     ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=1)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, [spectra])
     eng = Engine(ec)
+    queue_volumes(eng, A, B, 2)
     eng.prepare()
     eng.start()
     eng.wait()
@@ -187,12 +202,13 @@ def test_file_and_null_acquisitions(tmp_path):
     updates = []
     ep.update_callback = lambda: updates.append(1)
     proc2 = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
-    fmt2 = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=0))
+    fmt2 = planner(A, B)
     ec2 = EngineConfig(records_per_block=RPB, blocks_to_allocate=2, preload_count=1)
     ec2.add_acquisition(null, [proc2])
     ec2.add_processor(proc2, [fmt2])
     ec2.add_formatter(fmt2, [ep])
     with Engine(ec2) as eng2:
+        queue_volumes(eng2, A, B, 0)  # endless: the acquisition ends the run
         eng2.prepare()
         eng2.start()
         eng2.wait()
@@ -213,7 +229,7 @@ def test_callbacks_order_and_arguments():
     ep.volume_callback = (lambda f: lambda *a: (threads.add(threading.current_thread().name), f(*a)))(ep.volume_callback)
     events = []
     rig = make_rig([ep], volumes=2)
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.event_callback = lambda ev, exc: events.append((ev, exc))
     eng.prepare()
     eng.start()
@@ -223,14 +239,17 @@ def test_callbacks_order_and_arguments():
     segs = [e for e in log if e[0] == "segment"]
     vols = [e for e in log if e[0] == "volume"]
     scans = [e for e in log if e[0] == "scan"]
-    assert len([e for e in log if e[0] == "update"]) == 2 * RPV // RPB
-    assert segs == [("segment", (i + 1) * A, i, i // B, i % B) for i in range(2 * B)]
-    assert vols == [("volume", (v + 1) * RPV, (v + 1) * B - 1, v) for v in range(2)]
-    assert scans == [("scan", 2 * RPV, 2 * B - 1)]
-    # In order: each volume after its last segment, the scan last, an update first per block.
+    # One update per block, and one more for the block past the scan that ends the run.
+    assert len([e for e in log if e[0] == "update"]) == 2 * RPV // RPB + 1
+    # vortex's arguments: scan_idx is the ScanBoundary's sequence (one per queued volume here),
+    # volume_idx the volume's index in its scan, then the segment's index in its volume.
+    assert segs == [("segment", (i + 1) * A, i // B, 0, i % B) for i in range(2 * B)]
+    assert vols == [("volume", (v + 1) * RPV, v, 0) for v in range(2)]
+    assert scans == [("scan", (v + 1) * RPV, v) for v in range(2)]
+    # In order: each volume after its last segment, each scan after its volume, an update first per block.
     i_vol0 = log.index(vols[0])
-    assert log[i_vol0 - 1] == segs[B - 1]
-    assert log[-1] == scans[0] and log[0] == ("update",)
+    assert log[i_vol0 - 1] == segs[B - 1] and i_vol0 < log.index(scans[0]) < log.index(segs[B])
+    assert log[-1] == scans[1] and log[0] == ("update",)
 
 
 def test_raising_callback_is_logged_counted_and_engine_continues(caplog):
@@ -238,8 +257,8 @@ def test_raising_callback_is_logged_counted_and_engine_continues(caplog):
     calls = []
 
     def bad(sample, scan_idx, volume_idx):
-        calls.append(volume_idx)
-        raise RuntimeError(f"boom {volume_idx}")
+        calls.append(scan_idx)  # one scan per volume (_scans.queue_volumes)
+        raise RuntimeError(f"boom {scan_idx}")
 
     ep.volume_callback = bad
     rig = make_rig([ep], volumes=3)
@@ -257,7 +276,7 @@ def test_raising_callback_with_stop_policy_stops_engine(caplog):
     ep.volume_callback = lambda *a: 1 / 0
     rig = make_rig([ep], volumes=0, scan_volumes=0)  # endless
     with caplog.at_level(logging.ERROR, logger="vortexgo.engine"):
-        eng = Engine(rig.config, callback_error_policy="stop")
+        eng = new_engine(rig, callback_error_policy="stop")
         eng.prepare()
         eng.start()
         assert eng.wait_for(20), "the stop policy did not stop an endless run"
@@ -272,13 +291,13 @@ def test_slow_callback_applies_backpressure_without_drops():
 
     def slow(sample, scan_idx, volume_idx, bscan_idx):
         time.sleep(0.002)
-        segs.append(scan_idx)
+        segs.append((scan_idx, bscan_idx))
 
     ep.segment_callback = slow
     rig = make_rig([ep], volumes=3, event_queue_size=4)
     eng = run(rig)
     s = eng.status()
-    assert segs == list(range(3 * B))
+    assert segs == [(i // B, i % B) for i in range(3 * B)]
     assert s.events_dropped == 0 and s.blocks_dropped == 0 and s.volumes == 3
 
 
@@ -294,7 +313,7 @@ def test_drop_policy_counts_dropped_events():
 def test_holding_the_tensor_lock_makes_the_engine_wait_not_tear():
     ep = StackDeviceTensorEndpointInt8()
     rig = make_rig([ep], volumes=3)
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.prepare()
     with ep.tensor as vol:
         before = vol.copy()
@@ -330,9 +349,10 @@ def test_stop_mid_volume_keeps_every_completed_volume(tmp_path):
     store = AscanStackEndpoint(st)
     dev_ep = StackDeviceTensorEndpointInt8()
     two = threading.Event()
-    dev_ep.volume_callback = lambda s, i, v: v >= 1 and two.set()
+    volumes: list = []  # a looping scan: volume_idx is its index in the scan, always 0
+    dev_ep.volume_callback = lambda s, i, v: (volumes.append(s), len(volumes) >= 2 and two.set())
     rig = make_rig([dev_ep, store], volumes=0, scan_volumes=0, rpb=A * 3)  # blocks straddle B-scans
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.prepare()
     eng.start()
     assert two.wait(20)
@@ -353,7 +373,7 @@ def test_keyboard_interrupt_during_wait_stops_cleanly(tmp_path):
     st = open_stack(tmp_path)
     store = AscanStackEndpoint(st)
     rig = make_rig([store], volumes=0, scan_volumes=0)
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.prepare()
     eng.start()
     timer = threading.Timer(0.3, _thread.interrupt_main)
@@ -372,7 +392,7 @@ def test_keyboard_interrupt_during_wait_stops_cleanly(tmp_path):
 def test_stop_from_a_callback_requests_stop():
     ep = StackDeviceTensorEndpointInt8()
     rig = make_rig([ep], volumes=0, scan_volumes=0)
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     ep.volume_callback = lambda *a: eng.stop()
     eng.prepare()
     eng.start()
@@ -393,7 +413,7 @@ def test_stop_from_a_callback_requests_stop():
 def test_invalid_engine_config_rejected_at_prepare(field_, value, match):
     rig = make_rig([StackDeviceTensorEndpointInt8()])
     setattr(rig.config, field_, value)
-    eng = Engine(rig.config)  # accepted here: checked by prepare()
+    eng = new_engine(rig)  # accepted here: checked by prepare()
     with pytest.raises(ValueError, match=match):
         eng.prepare()
     with pytest.raises(ValueError, match=match):
@@ -405,34 +425,34 @@ def test_invalid_wiring_and_stage_mismatches_name_the_field(tmp_path):
     rig = make_rig([StackDeviceTensorEndpointInt8()])
     rig.config.records_per_block = RPB * 2
     with pytest.raises(ValueError, match="ProcessorConfig.ascans_per_block"):
-        Engine(rig.config).prepare()
+        new_engine(rig).prepare()
     # spectrum length differs from the acquisition's
     acq = vg.SimulatedAcquisition(samples_per_record=2 * S, ascans_per_bscan=A, bscans_per_volume=B)
     rig = make_rig([StackDeviceTensorEndpointInt8()])
     rig.config._acquisitions[0] = (acq, [rig.proc])
     with pytest.raises(ValueError, match="ProcessorConfig.samples_per_record"):
-        Engine(rig.config).prepare()
+        new_engine(rig).prepare()
     # storage of the wrong shape, and storage not open
     st = open_stack(tmp_path, shape=(B, A, S // 2))
-    with pytest.raises(ValueError, match="SimpleStackConfig.shape"):
-        Engine(make_rig([AscanStackEndpoint(st)]).config).prepare()
+    with pytest.raises(ValueError, match="storage volume .* shape"):
+        new_engine(make_rig([AscanStackEndpoint(st)])).prepare()
     st.close()
     with pytest.raises(ValueError, match="not open"):
-        Engine(make_rig([AscanStackEndpoint(SimpleStackInt8())]).config).prepare()
+        new_engine(make_rig([AscanStackEndpoint(SimpleStackInt8())])).prepare()
     # an endpoint built for another shape
     with pytest.raises(ValueError, match="shape"):
-        Engine(make_rig([StackDeviceTensorEndpointInt8(None, (B, A, S + 1))]).config).prepare()
+        new_engine(make_rig([StackDeviceTensorEndpointInt8(None, (B, A, S + 1))])).prepare()
     # no acquisition; a formatter fed by no processor
     ec = EngineConfig()
     with pytest.raises(ValueError, match="add_acquisition"):
         ec.validate()
     rig = make_rig([StackDeviceTensorEndpointInt8()])
-    stray = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B))
+    stray = planner(A, B)
     rig.config.add_formatter(stray, [NullEndpoint()])
     with pytest.raises(ValueError, match="not fed by a processor"):
         rig.config.validate()
     with pytest.raises(ValueError, match="not fed by a processor"):
-        Engine(rig.config).prepare()
+        new_engine(rig).prepare()
 
 
 def test_unwritable_storage_path_fails_before_start(tmp_path):
@@ -441,7 +461,7 @@ def test_unwritable_storage_path_fails_before_start(tmp_path):
         st.open(SimpleStackConfig(str(tmp_path / "missing" / "dir" / "x.npy"), (B, A, S)))
     with pytest.raises(OSError):
         st.open(SimpleStackConfig(str(tmp_path), (B, A, S)))  # a directory
-    eng = Engine(make_rig([AscanStackEndpoint(st)]).config)
+    eng = new_engine(make_rig([AscanStackEndpoint(st)]))
     with pytest.raises(ValueError, match="not open"):
         eng.prepare()
     assert not eng.status().running
@@ -468,7 +488,7 @@ def test_callback_cycles_are_collected_safely():
     def build():
         ep = StackDeviceTensorEndpointInt8()
         rig = make_rig([ep], volumes=1)
-        eng = Engine(rig.config)
+        eng = new_engine(rig)
 
         def handler(*args):
             with ep.tensor as v:
@@ -505,10 +525,9 @@ def test_callback_cycles_are_collected_safely():
     (lambda: vg.CPUProcessor(samples_per_record=S, spectral_filter=np.ones(S // 2, np.complex64)), ValueError),
     (lambda: vg.CPUProcessor(samples_per_record=S, resampling_samples=np.zeros((2, 2))), ValueError),
     (lambda: vg.CPUProcessor(device="cuda:99"), Exception),
-    (lambda: vg.RasterScan(ascans_per_bscan=0), ValueError),
-    (lambda: vg.RasterScan(volumes=-1), ValueError),
+    (lambda: vg.RasterScan().initialize(vg.RasterScanConfig(ascans_per_bscan=0)), ValueError),
     (lambda: vg.StackFormatExecutor(sample_slice=(0, 10)), TypeError),
-    (lambda: vg.StackFormatExecutor(scan=vg.RasterScan(), sample_slice=(0, 10)), TypeError),
+    (lambda: vg.StackFormatExecutor(scan=vg.RasterScan()), TypeError),  # the index-only wiring is gone
     (lambda: vg.SampleSlice(10, 5), ValueError),
     (lambda: vg.SampleSlice(-1), ValueError),
     (lambda: StackDeviceTensorEndpointInt8(None, (1, 2)), ValueError),
@@ -518,7 +537,8 @@ def test_callback_cycles_are_collected_safely():
     (lambda: SpectraStackEndpoint(SimpleStackInt8()), ValueError),
     (lambda: EngineConfig().add_acquisition("acq", []), TypeError),
     (lambda: EngineConfig().add_processor(vg.CPUProcessor(), ["fmt"]), TypeError),
-    (lambda: EngineConfig().add_formatter(vg.StackFormatExecutor(scan=vg.RasterScan()), [None]), TypeError),
+    (lambda: EngineConfig().add_formatter(planner(A, B), [None]), TypeError),
+    (lambda: EngineConfig().add_formatter(vg.StackFormatExecutor(), []), TypeError),
     (lambda: Engine("config"), TypeError),
     (lambda: Engine(EngineConfig(), callback_error_policy="ignore"), ValueError),
 ])
@@ -582,7 +602,7 @@ def test_simple_stack_api(tmp_path):
 def test_status_timings_and_reprs():
     ep = StackHostTensorEndpointUInt16()
     rig = make_rig([ep, StackHostTensorEndpointInt8(), StackDeviceTensorEndpointUInt16(), NullEndpoint()], volumes=1)
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     assert eng.status() == EngineStatus() and not eng.done
     assert "not prepared" in repr(eng) and "EngineConfig" in repr(rig.config)
     with pytest.raises(ValueError, match="prepare"):
@@ -620,7 +640,7 @@ def test_status_timings_and_reprs():
 
 def test_wait_before_start_and_wait_for_timeout():
     rig = make_rig([StackDeviceTensorEndpointInt8()], volumes=0, scan_volumes=0)
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.stop()  # never prepared: a no-op
     eng.prepare()
     with pytest.raises(vg.VortexError, match="start"):
@@ -653,7 +673,7 @@ def test_volume_callback_sees_its_own_volume():
     def handler(sample, scan_idx, volume_idx):
         _time.sleep(0.01)
         with ep.tensor as volume:
-            seen.append((volume_idx, np.array(volume)))
+            seen.append((scan_idx, np.array(volume)))  # one scan per volume (_scans.queue_volumes)
 
     ep.volume_callback = handler
     rig = make_rig([ep, ref], volumes=4, rpb=A * 3 + 5)

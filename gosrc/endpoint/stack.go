@@ -276,11 +276,8 @@ func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype 
 		}
 	}
 	if exec == nil {
-		slice := info.Slice
-		if src == srcRaw {
-			slice = stage.NullSlice()
-		}
-		e, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: slice})
+		// No executor of its own: every sample of each record.
+		e, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: stage.NullSlice()})
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ type StackStorageEndpoint struct {
 	name  string
 	src   source
 	store VolumeWriter
-	exec  *stage.StackFormatExecutor // nil: the formatter's slice (EndpointInfo.Slice)
+	exec  *stage.StackFormatExecutor // nil: every sample
 
 	f       volumeFormatter
 	dev     backend.Device
@@ -112,7 +112,7 @@ func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 		return fmt.Errorf("%s.Prepare: %w", e.name, err)
 	}
 	if got, want := e.store.VolumeBytes(), e.f.volumeBytes(); got != want {
-		return fmt.Errorf("%s.Prepare: storage volume is %d bytes, expected %d (shape %v of %v; is the storage open with that shape?)",
+		return engine.Invalid("%s.Prepare: storage volume is %d bytes, expected %d (shape %v of %v; is the storage open with that shape?)",
 			e.name, got, want, e.f.shape3(), e.f.dtype)
 	}
 	e.dev, e.fail = info.Device, info.Fail

@@ -78,21 +78,6 @@ type Formatter interface {
 	RecordsPerSegment() int
 }
 
-// ScanLimiter is an optional Formatter extension for formatters that know
-// the length of their scan without a scan queue (format.StackFormatExecutor,
-// the index-only raster kept for bindings that have not moved to the scan
-// queue): the run ends after ScanRecords records (0: never).
-type ScanLimiter interface {
-	ScanRecords() int64
-}
-
-// Slicer is an optional Formatter extension giving the sample slice that
-// endpoints without an executor of their own apply, for A-scans of
-// samples samples.
-type Slicer interface {
-	SampleSlice(samples int) stage.SampleSlice
-}
-
 // FormatPlan is the reusable list of actions for one block (vortex's
 // format plan, produced by the Formatter).
 type FormatPlan = stage.FormatPlan
@@ -209,9 +194,6 @@ type EndpointInfo struct {
 	OutputSamples int
 	// SegmentsPerVolume and RecordsPerSegment are the formatter's shape.
 	SegmentsPerVolume, RecordsPerSegment int
-	// Slice is the formatter's sample slice (Slicer), or NullSlice: what
-	// an endpoint without an executor of its own keeps of each A-scan.
-	Slice stage.SampleSlice
 	// Stopping is closed when the engine is asked to stop: an endpoint
 	// waiting on a user's lock gives up then instead of hanging Stop.
 	Stopping <-chan struct{}

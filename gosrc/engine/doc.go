@@ -40,9 +40,6 @@
 // last); the acquisition fills each block once the IOs hold the blocks up
 // to PreloadCount ahead of it. Difference from vortex: the acquisition's
 // own preload is its Fill (our acquisitions have no buffers to post).
-// Legacy: a formatter that is a ScanLimiter (format.StackFormatExecutor,
-// for bindings not yet on the scan queue) bounds the run by itself until a
-// scan is queued.
 //
 // # Events for Python
 //

@@ -116,8 +116,6 @@ type Engine struct {
 	pending   []*Block        // generated, handed to IOs, not yet acquired
 	postScan  int             // post-scan records still wanted
 	ioGiven   []int64         // per IO: the next block ID it is owed
-	legacy    bool            // a ScanLimiter formatter bounds the run
-	scanned   bool            // the scan queue has produced samples
 	procs     []Processor
 	routes    [][]fmtRoute // per processor
 	endpoints []Endpoint   // by endpoint id
@@ -261,8 +259,6 @@ func (e *Engine) Prepare() (err error) {
 	for _, pn := range cfg.procs {
 		procFmts[pn.proc] = pn.fmts
 	}
-	scanRecords := int64(0)
-	bounded := true
 	markers := blockMarkers(cfg.RecordsPerBlock)
 	e.routes = make([][]fmtRoute, len(e.procs))
 	for pi, p := range e.procs {
@@ -270,28 +266,15 @@ func (e *Engine) Prepare() (err error) {
 			if e.volumeFmt == nil {
 				e.volumeFmt = f
 			}
-			if l, ok := f.(ScanLimiter); ok {
-				e.legacy = true
-				if n := l.ScanRecords(); n > 0 {
-					scanRecords = max(scanRecords, n)
-				} else {
-					bounded = false
-				}
-			} else {
-				bounded = false
-			}
 			r := fmtRoute{fmt: f, plan: &FormatPlan{}, fin: &FormatPlan{}}
-			// A legacy formatter plans by index: up to 4 actions per
-			// segment it touches, at most one segment per record.
+			// The planner's actions: one per marker (an Event passed on),
+			// and up to 4 per segment the block touches (a copy and the
+			// segment, volume and scan notifications).
 			if err := r.plan.Reserve(markers + 4*cfg.RecordsPerBlock/max(1, f.RecordsPerSegment()) + 16); err != nil {
 				return fmt.Errorf("engine.Prepare: %w", err)
 			}
 			if err := r.fin.Reserve(4); err != nil {
 				return fmt.Errorf("engine.Prepare: %w", err)
-			}
-			slice := stage.NullSlice()
-			if sl, ok := f.(Slicer); ok {
-				slice = sl.SampleSlice(outSamples[pi])
 			}
 			for _, ep := range fmtEps[f] {
 				id := epID[ep]
@@ -299,7 +282,6 @@ func (e *Engine) Prepare() (err error) {
 					Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 					RawSamples: e.rawSamples, OutputSamples: outSamples[pi],
 					SegmentsPerVolume: f.SegmentsPerVolume(), RecordsPerSegment: f.RecordsPerSegment(),
-					Slice:    slice,
 					Stopping: e.stopping,
 					Fail: func(err error) {
 						e.failPipeline(fmt.Errorf("engine: endpoint #%d: %w", id, err))
@@ -313,11 +295,8 @@ func (e *Engine) Prepare() (err error) {
 			e.routes[pi] = append(e.routes[pi], r)
 		}
 	}
-	switch {
-	case cfg.BlocksToAcquire > 0:
+	if cfg.BlocksToAcquire > 0 {
 		e.limit = int64(cfg.BlocksToAcquire) * int64(cfg.RecordsPerBlock)
-	case e.legacy && bounded && scanRecords > 0:
-		e.limit = scanRecords
 	}
 	e.future = make([]marker.Marker, 0, markers)
 	e.pending = make([]*Block, 0, cfg.preload()+1)

@@ -15,7 +15,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
@@ -57,8 +57,7 @@ func download(t *testing.T, dev *cuda.Device, ptr uintptr, n int) []byte {
 func TestGPUEngineFormatsAndStores(t *testing.T) {
 	dev := gpuDevice(t)
 	const samples = 64
-	scan := format.RasterScan{AscansPerBscan: 32, BscansPerVolume: 8, Bidirectional: true, Volumes: 5}
-	slice := format.SampleSlice{Start: 4, Stop: 36}
+	scan := raster{AscansPerBscan: 32, BscansPerVolume: 8, Bidirectional: true, Volumes: 5}
 	depth := 32
 	tests := []struct {
 		name  string
@@ -72,6 +71,7 @@ func TestGPUEngineFormatsAndStores(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ep, err := endpoint.NewStackDeviceTensorEndpoint(tc.dtype)
 			require.NoError(t, err)
+			require.NoError(t, ep.SetExecutor(sliced(t, 4, 36), nil))
 			defer func() { require.NoError(t, ep.Close()) }()
 			path := filepath.Join(t.TempDir(), "gpu.npy")
 			stack, err := storage.NewSimpleStack(tc.dtype)
@@ -79,10 +79,11 @@ func TestGPUEngineFormatsAndStores(t *testing.T) {
 			require.NoError(t, stack.Open(storage.SimpleStackConfig{Path: path, Shape: [3]int{8, 32, depth}, Header: storage.HeaderNumPy}))
 			sep, err := endpoint.NewAscanStackEndpoint(stack)
 			require.NoError(t, err)
+			require.NoError(t, sep.SetExecutor(sliced(t, 4, 36)))
 			defer func() { require.NoError(t, sep.Close()) }()
 
 			acq, proc := newFakeAcq(samples), &castProc{samples: samples}
-			f, err := format.NewStackFormatExecutor(scan, slice)
+			f, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 			require.NoError(t, err)
 			cfg := engine.Config{RecordsPerBlock: 100, BlocksToAllocate: 6, PreloadCount: 2}
 			cfg.AddAcquisition(acq, proc)
@@ -91,6 +92,7 @@ func TestGPUEngineFormatsAndStores(t *testing.T) {
 			e, err := engine.New(cfg, dev)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, e.Close()) }()
+			queueRaster(t, e, scan)
 			require.NoError(t, e.Prepare())
 			d := startDrain(e)
 			require.NoError(t, e.Start())

@@ -18,7 +18,9 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/marker"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
@@ -70,18 +72,54 @@ func count(evs []engine.Event, k engine.EventKind, ep int) int {
 	return n
 }
 
+// raster is the scan a rig queues: Volumes one-volume raster scans (0:
+// one looping scan) whose records line up with the fake acquisition's
+// (indexRaster).
+type raster struct {
+	AscansPerBscan, BscansPerVolume int
+	Bidirectional                   bool
+	Volumes                         int
+}
+
+// RecordsPerVolume is AscansPerBscan * BscansPerVolume.
+func (r raster) RecordsPerVolume() int64 { return int64(r.AscansPerBscan) * int64(r.BscansPerVolume) }
+
+// indexRaster is a raster scan in which record r of the run is A-scan
+// r%ascans of B-scan r/ascans: its first segment starts at the origin (so
+// the queue emits no lead-in sample) and every inactive path is 0 samples
+// long (FixedLinear(0, 0)).
+func indexRaster(t *testing.T, r raster, loop bool) *scan.RasterScan {
+	t.Helper()
+	cfg := scan.NewRasterScanConfig()
+	cfg.SegmentsPerVolume, cfg.SamplesPerSegment = r.BscansPerVolume, r.AscansPerBscan
+	cfg.BidirectionalSegments = r.Bidirectional
+	cfg.InactivePolicy = scan.FixedLinear(0, 0)
+	cfg.BypassLimitsCheck = true
+	cfg.Loop = loop
+	s := &scan.RasterScan{}
+	require.NoError(t, s.Initialize(cfg))
+	buf, err := s.ScanBuffer()
+	require.NoError(t, err)
+	cfg.Offset = [2]float64{cfg.Offset[0] - buf[0], cfg.Offset[1] - buf[1]}
+	require.NoError(t, s.Initialize(cfg))
+	return s
+}
+
 type rig struct {
 	cfg  engine.Config
 	acq  *fakeAcq
 	proc *fakeProc
-	fmt  *format.StackFormatExecutor
+	fmt  *stage.FormatPlanner
+	scan raster
 }
 
-func newRig(t *testing.T, samples int, scan format.RasterScan, slice format.SampleSlice, eps ...engine.Endpoint) *rig {
+// newRig wires the fake acquisition and processor to a format planner of
+// scan's shape and eps; the engine (rig.engine) plays scan from its queue.
+func newRig(t *testing.T, samples int, scan raster, eps ...engine.Endpoint) *rig {
 	t.Helper()
-	r := &rig{acq: newFakeAcq(samples), proc: newFakeProc(samples)}
+	r := &rig{acq: newFakeAcq(samples), proc: newFakeProc(samples), scan: scan}
 	var err error
-	r.fmt, err = format.NewStackFormatExecutor(scan, slice)
+	r.fmt, err = stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 	require.NoError(t, err)
 	r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
 	r.cfg.AddAcquisition(r.acq, r.proc)
@@ -90,11 +128,29 @@ func newRig(t *testing.T, samples int, scan format.RasterScan, slice format.Samp
 	return r
 }
 
+// queueRaster appends scan to e's queue: volume i as a scan of sequence i
+// (vortex's scan_index), or, for Volumes 0, one looping scan.
+func queueRaster(t *testing.T, e *engine.Engine, scan raster) {
+	t.Helper()
+	if scan.Volumes == 0 {
+		require.NoError(t, e.ScanQueue().Append(indexRaster(t, scan, true), nil, marker.NewScanBoundary(0, 0, 0)))
+		return
+	}
+	s := indexRaster(t, scan, false)
+	for i := range scan.Volumes {
+		require.NoError(t, e.ScanQueue().Append(s, nil, marker.NewScanBoundary(0, int64(i), 0)))
+	}
+}
+
+// queue appends the rig's scan to e's queue.
+func (r *rig) queue(t *testing.T, e *engine.Engine) { queueRaster(t, e, r.scan) }
+
 func (r *rig) engine(t *testing.T) *engine.Engine {
 	t.Helper()
 	e, err := engine.New(r.cfg, cpu.Default())
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	r.queue(t, e)
 	return e
 }
 
@@ -102,9 +158,17 @@ func closeEndpoint(t *testing.T, ep engine.Endpoint) {
 	t.Cleanup(func() { require.NoError(t, ep.Close()) })
 }
 
+// sliced is a stack executor keeping samples [start, stop) of each record.
+func sliced(t *testing.T, start, stop int) *stage.StackFormatExecutor {
+	t.Helper()
+	x, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: stage.SimpleSlice(start, stop, 1)})
+	require.NoError(t, err)
+	return x
+}
+
 // expected returns the value formatted at (bscan, ascan, depth) of volume
 // vol for the fake pipeline: the raw value, placed by the raster scan.
-func expected(scan format.RasterScan, vol, bscan, ascan, sample int) uint16 {
+func expected(scan raster, vol, bscan, ascan, sample int) uint16 {
 	a := ascan
 	if scan.Bidirectional && bscan%2 == 1 {
 		a = scan.AscansPerBscan - 1 - ascan
@@ -132,9 +196,10 @@ func TestEngineFormatsVolumesIntoTensor(t *testing.T) {
 			}
 			ep, err := newEp(tc.dtype)
 			require.NoError(t, err)
+			require.NoError(t, ep.SetExecutor(sliced(t, 2, 6), nil))
 			closeEndpoint(t, ep)
-			scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 3, Bidirectional: true, Volumes: 2}
-			r := newRig(t, 8, scan, format.SampleSlice{Start: 2, Stop: 6}, ep)
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Bidirectional: true, Volumes: 2}
+			r := newRig(t, 8, scan, ep)
 			e := r.engine(t)
 			require.NoError(t, e.Prepare())
 			require.Equal(t, []int{3, 4, 4}, ep.Tensor().Shape())
@@ -166,24 +231,26 @@ func TestEngineFormatsVolumesIntoTensor(t *testing.T) {
 			}
 
 			st := e.Status()
-			require.Equal(t, int64(5), st.BlocksAcquired, "24 records in blocks of 5")
+			require.Equal(t, int64(5), st.BlocksAcquired, "24 records in blocks of 5: the queue runs dry in the fifth")
 			require.Equal(t, int64(5), st.BlocksFormatted)
 			require.Equal(t, int64(2), st.Volumes)
 			require.Zero(t, st.BlocksDropped)
 			require.True(t, st.Done)
 			require.Equal(t, 6, count(evs, engine.EventSegment, 0))
 			require.Equal(t, 2, count(evs, engine.EventVolume, 0))
-			require.Equal(t, 1, count(evs, engine.EventScan, 0))
+			require.Equal(t, 2, count(evs, engine.EventScan, 0), "one scan per queued volume")
 			require.Equal(t, 5, count(evs, engine.EventUpdate, 0))
 			require.Equal(t, engine.EventDone, evs[len(evs)-1].Kind)
 
-			// In order: volume 0 before volume 1, segments numbered 0..5.
+			// In order: volume 0 before volume 1, segments numbered 0..2 in
+			// each; vortex's arguments: ScanIdx is the scan's sequence (one
+			// scan per volume here), VolumeIdx the volume's index in its scan.
 			seg := int64(0)
 			for _, ev := range evs {
 				if ev.Kind == engine.EventSegment {
-					require.Equal(t, seg, ev.ScanIdx)
+					require.Equal(t, seg/3, ev.ScanIdx)
 					require.Equal(t, seg%3, ev.BscanIdx)
-					require.Equal(t, seg/3, ev.VolumeIdx)
+					require.Equal(t, int64(0), ev.VolumeIdx)
 					require.Equal(t, (seg+1)*4, ev.Sample)
 					seg++
 				}
@@ -220,7 +287,7 @@ func readNPY(t *testing.T, path string) ([]int, []byte) {
 }
 
 func TestEngineStoresVolumes(t *testing.T) {
-	scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 3}
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 3}
 	tests := []struct {
 		name    string
 		spectra bool
@@ -243,8 +310,11 @@ func TestEngineStoresVolumes(t *testing.T) {
 				ep, err = endpoint.NewAscanStackEndpoint(stack)
 			}
 			require.NoError(t, err)
+			if !tc.spectra { // spectra are stored whole
+				require.NoError(t, ep.SetExecutor(sliced(t, 1, 4)))
+			}
 			closeEndpoint(t, ep)
-			r := newRig(t, 8, scan, format.SampleSlice{Start: 1, Stop: 4}, ep)
+			r := newRig(t, 8, scan, ep)
 			e := r.engine(t)
 			require.NoError(t, e.Prepare())
 			d := startDrain(e)
@@ -284,7 +354,7 @@ func TestEngineStopMidVolume(t *testing.T) {
 	require.NoError(t, err)
 	closeEndpoint(t, ep)
 	// A scan that repeats forever, acquired at a limited rate.
-	r := newRig(t, 8, format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 3}, format.SampleSlice{}, ep)
+	r := newRig(t, 8, raster{AscansPerBscan: 4, BscansPerVolume: 3}, ep)
 	r.acq.delay = 2 * time.Millisecond
 	e := r.engine(t)
 	require.NoError(t, e.Prepare())
@@ -325,7 +395,7 @@ func TestEngineBackpressureFromEventQueue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ep := endpoint.NewNullEndpoint()
 			closeEndpoint(t, ep)
-			r := newRig(t, 4, format.RasterScan{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 10}, format.SampleSlice{}, ep)
+			r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 10}, ep)
 			r.cfg.EventQueueSize = 4
 			r.cfg.EventPolicy = tc.policy
 			e := r.engine(t)
@@ -341,15 +411,18 @@ func TestEngineBackpressureFromEventQueue(t *testing.T) {
 				require.NoError(t, e.Wait())
 				evs := d.wait(t)
 				require.Zero(t, e.Status().EventsDropped)
-				require.Equal(t, 20, count(evs, engine.EventUpdate, 0))
+				// 100 records in 20 blocks, and the block past the scan
+				// in which the queue runs dry.
+				require.Equal(t, 21, count(evs, engine.EventUpdate, 0))
 				require.Equal(t, 20, count(evs, engine.EventSegment, 0))
 				require.Equal(t, 10, count(evs, engine.EventVolume, 0))
+				require.Equal(t, 10, count(evs, engine.EventScan, 0))
 				return
 			}
 			require.NoError(t, e.Wait())
 			st := e.Status()
-			require.Equal(t, int64(20), st.BlocksFormatted)
-			require.Equal(t, int64(20+20+10+1-4), st.EventsDropped, "all but the queue's 4 are dropped and counted")
+			require.Equal(t, int64(21), st.BlocksFormatted)
+			require.Equal(t, int64(21+20+10+10-4), st.EventsDropped, "all but the queue's 4 are dropped and counted")
 		})
 	}
 }
@@ -358,7 +431,7 @@ func TestEngineWaitsForUserLock(t *testing.T) {
 	ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Float32)
 	require.NoError(t, err)
 	closeEndpoint(t, ep)
-	r := newRig(t, 4, format.RasterScan{AscansPerBscan: 5, BscansPerVolume: 2}, format.SampleSlice{}, ep)
+	r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2}, ep)
 	e := r.engine(t)
 	require.NoError(t, e.Prepare())
 	d := startDrain(e)
@@ -389,7 +462,7 @@ func TestEngineWaitsForUserLock(t *testing.T) {
 func TestEngineAcquisitionErrorEndsRun(t *testing.T) {
 	ep := endpoint.NewNullEndpoint()
 	closeEndpoint(t, ep)
-	r := newRig(t, 4, format.RasterScan{AscansPerBscan: 5, BscansPerVolume: 2}, format.SampleSlice{}, ep)
+	r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2}, ep)
 	r.acq.failAt = 30
 	e := r.engine(t)
 	require.NoError(t, e.Prepare())
@@ -405,7 +478,7 @@ func TestEngineAcquisitionErrorEndsRun(t *testing.T) {
 
 func TestEngineConfigErrorsNameTheField(t *testing.T) {
 	acq, proc := newFakeAcq(4), newFakeProc(4)
-	f, err := format.NewStackFormatExecutor(format.RasterScan{AscansPerBscan: 2, BscansPerVolume: 2}, format.SampleSlice{})
+	f, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(2, 2))
 	require.NoError(t, err)
 	base := func() engine.Config {
 		c := engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 2}
@@ -460,27 +533,46 @@ func TestStorageEndpointRejectsUnopenedStore(t *testing.T) {
 	// ...and an engine with the unopened store fails at Prepare.
 	ep, err := endpoint.NewAscanStackEndpoint(stack)
 	require.NoError(t, err)
-	r := newRig(t, 4, format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}, format.SampleSlice{}, ep)
+	r := newRig(t, 4, raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}, ep)
 	e := r.engine(t)
 	require.ErrorContains(t, e.Prepare(), "storage volume is 0 bytes, expected 32")
 	require.False(t, r.acq.started.Load(), "nothing started")
 }
 
+// lastFree is a scan whose Last does not allocate. The queue calls Last
+// once per block, and scan.SegmentedScan.Last returns two fresh slices
+// (gosrc/scan/segmented.go: a copy of the position and diffScaled's
+// velocity): 2 allocations per block that belong to the scan package, not
+// to the engine's stages, which TestEngineAllocationsPerBlock bounds. The
+// looping scan here never needs its last state (no scan follows it).
+type lastFree struct {
+	scan.Streamer
+	pos, vel []float64
+}
+
+func (l lastFree) Last() (position, velocity []float64, posOK, velOK bool) {
+	return l.pos, l.vel, true, true
+}
+
 // TestEngineAllocationsPerBlock runs the engine for n and 3n blocks and
 // checks the extra allocations per extra block: the hot path must not
 // allocate (the CPU backend's own per-call allocations are bounded here).
+// The Generate stage plays a looping raster and the planner plans every
+// block from its markers.
 func TestEngineAllocationsPerBlock(t *testing.T) {
 	mallocs := func(blocks int) uint64 {
 		ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Int8)
 		require.NoError(t, err)
 		defer func() { require.NoError(t, ep.Close()) }()
-		r := newRig(t, 64, format.RasterScan{AscansPerBscan: 10, BscansPerVolume: 4}, format.SampleSlice{}, ep)
+		r := newRig(t, 64, raster{AscansPerBscan: 10, BscansPerVolume: 4}, ep)
 		r.cfg.RecordsPerBlock = 16
 		r.cfg.BlocksToAcquire = blocks
 		r.cfg.EventPolicy = engine.QueueDrop // no consumer in this test
 		r.cfg.EventQueueSize = 1
 		e, err := engine.New(r.cfg, cpu.Default())
 		require.NoError(t, err)
+		s := lastFree{Streamer: indexRaster(t, r.scan, true), pos: make([]float64, 2), vel: make([]float64, 2)}
+		require.NoError(t, e.ScanQueue().Append(s, nil, marker.NewScanBoundary(0, 0, 0)))
 		require.NoError(t, e.Prepare())
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -511,8 +603,8 @@ func TestCallbackSyncShowsTheAnnouncedVolume(t *testing.T) {
 			ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Uint16)
 			require.NoError(t, err)
 			closeEndpoint(t, ep)
-			scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 6}
-			r := newRig(t, 8, scan, format.SampleSlice{}, ep)
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 6}
+			r := newRig(t, 8, scan, ep)
 			e := r.engine(t)
 			require.NoError(t, e.Prepare())
 			require.NoError(t, e.SetCallbackSync(0, sync))
@@ -536,7 +628,8 @@ func TestCallbackSyncShowsTheAnnouncedVolume(t *testing.T) {
 							for b := range 3 {
 								for a := range 4 {
 									for s := range 8 {
-										ok = ok && got[(b*4+a)*8+s] == expected(scan, int(ev.VolumeIdx), b, a, s)
+										// one scan per volume: ScanIdx numbers them
+										ok = ok && got[(b*4+a)*8+s] == expected(scan, int(ev.ScanIdx), b, a, s)
 									}
 								}
 							}
@@ -576,15 +669,15 @@ func TestEventMask(t *testing.T) {
 			map[engine.EventKind]int{engine.EventSegment: 6, engine.EventVolume: 2}},
 		{"nothing", false, nil, map[engine.EventKind]int{}},
 		{"all", false, []engine.EventKind{engine.EventUpdate, engine.EventSegment, engine.EventVolume, engine.EventScan},
-			map[engine.EventKind]int{engine.EventUpdate: 5, engine.EventSegment: 6, engine.EventVolume: 2, engine.EventScan: 1}},
+			map[engine.EventKind]int{engine.EventUpdate: 5, engine.EventSegment: 6, engine.EventVolume: 2, engine.EventScan: 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Int8)
 			require.NoError(t, err)
 			closeEndpoint(t, ep)
-			scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
-			r := newRig(t, 8, scan, format.SampleSlice{}, ep)
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
+			r := newRig(t, 8, scan, ep)
 			e := r.engine(t)
 			require.NoError(t, e.Prepare())
 			require.NoError(t, e.SetEventMask(0, tc.kinds...))

@@ -103,9 +103,6 @@ func (e *Engine) generate(b *Block) (last bool, err error) {
 	if total != n {
 		return false, fmt.Errorf("engine: block %d: scan_queue.generate wrote %d samples, expected %d", b.ID, total, n)
 	}
-	if scanned > 0 {
-		e.scanned = true
-	}
 	// Markers at or past the block's end belong to the next block.
 	end := b.Start + int64(n)
 	k := len(b.Markers)
@@ -117,8 +114,7 @@ func (e *Engine) generate(b *Block) (last bool, err error) {
 	for i := range refIdx {
 		e.leads[i].delayInto(b.galvo[i][:n*out], ref, n, out)
 	}
-	// A legacy formatter bounds the run by itself until a scan is queued.
-	if (!e.legacy || e.scanned) && scanned < total {
+	if scanned < total {
 		over := total - scanned
 		if over >= e.postScan {
 			return true, nil

@@ -10,7 +10,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 )
 
 // countingLender counts the blocks an engine borrows from the source.
@@ -33,7 +33,7 @@ type fillOnly struct{ engine.Acquisition }
 // ring of 2 x 4 x 40 records make the replay wrap mid-block.
 func TestLenderMatchesFill(t *testing.T) {
 	const samples = 64
-	scan := format.RasterScan{AscansPerBscan: 40, BscansPerVolume: 4, Volumes: 5}
+	scan := raster{AscansPerBscan: 40, BscansPerVolume: 4, Volumes: 5}
 	run := func(t *testing.T, lend bool) ([]byte, int64) {
 		cfg := acquire.DefaultSimulatedConfig()
 		cfg.SamplesPerRecord, cfg.AscansPerBscan, cfg.BscansPerVolume = samples, 40, 4
@@ -49,7 +49,7 @@ func TestLenderMatchesFill(t *testing.T) {
 		ep, err := endpoint.NewSpectraStackDeviceTensorEndpoint()
 		require.NoError(t, err)
 		closeEndpoint(t, ep)
-		fmtr, err := format.NewStackFormatExecutor(scan, format.SampleSlice{})
+		fmtr, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 		require.NoError(t, err)
 		proc := newFakeProc(samples)
 		ec := engine.Config{RecordsPerBlock: 48, BlocksToAllocate: 4, PreloadCount: 2, EventPolicy: engine.QueueDrop, EventQueueSize: 1}
@@ -58,6 +58,7 @@ func TestLenderMatchesFill(t *testing.T) {
 		ec.AddFormatter(fmtr, ep)
 		e, err := engine.New(ec, cpu.Default())
 		require.NoError(t, err)
+		queueRaster(t, e, scan)
 		require.NoError(t, e.Prepare())
 		require.NoError(t, e.Start())
 		require.NoError(t, e.Wait())

@@ -9,7 +9,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	gio "github.com/vortexgo/vortexgo/gosrc/io"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
@@ -20,7 +19,7 @@ import (
 // link is a wiring error that Validate names.
 func TestConfigLink(t *testing.T) {
 	acq, proc := newFakeAcq(8), newFakeProc(8)
-	f, err := format.NewStackFormatExecutor(format.RasterScan{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 1}, format.SampleSlice{})
+	f, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(2, 5))
 	require.NoError(t, err)
 	ep := endpoint.NewNullEndpoint()
 	good := []struct {

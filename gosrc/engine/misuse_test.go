@@ -13,7 +13,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
@@ -127,13 +126,13 @@ func (s *failingStore) WriteVolume(data []byte) error {
 }
 
 func TestStorageWriteErrorStopsTheEngineAtOnce(t *testing.T) {
-	scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 2} // endless
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2} // endless
 	store := &failingStore{bytes: 2 * 4 * 8, failAt: 3}
 	ep, err := endpoint.NewAscanStackEndpoint(store)
 	require.NoError(t, err)
 	// Closing flushes, and reports the write error once more.
 	t.Cleanup(func() { require.ErrorIs(t, ep.Close(), errDiskFull) })
-	r := newRig(t, 8, scan, format.SampleSlice{}, ep)
+	r := newRig(t, 8, scan, ep)
 	e := r.engine(t)
 	require.NoError(t, e.Prepare())
 	d := startDrain(e)
@@ -157,7 +156,7 @@ func TestStorageWriteErrorStopsTheEngineAtOnce(t *testing.T) {
 }
 
 func TestClosingStagesOfARunningEngineIsRefused(t *testing.T) {
-	scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 2} // endless
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2} // endless
 	stack, err := storage.NewSimpleStack(backend.Int8)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "s.npy")
@@ -167,7 +166,7 @@ func TestClosingStagesOfARunningEngineIsRefused(t *testing.T) {
 	tensor, err := endpoint.NewStackHostTensorEndpoint(backend.Int8)
 	require.NoError(t, err)
 	null := endpoint.NewNullEndpoint()
-	r := newRig(t, 8, scan, format.SampleSlice{}, store, tensor, null)
+	r := newRig(t, 8, scan, store, tensor, null)
 	r.acq.delay = time.Millisecond
 	e := r.engine(t)
 
@@ -203,10 +202,10 @@ func TestClosingStagesOfARunningEngineIsRefused(t *testing.T) {
 }
 
 func TestStopBeforeStartDoesNotPoisonTheRun(t *testing.T) {
-	scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 3}
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 3}
 	null := endpoint.NewNullEndpoint()
 	closeEndpoint(t, null)
-	r := newRig(t, 8, scan, format.SampleSlice{}, null)
+	r := newRig(t, 8, scan, null)
 	e := r.engine(t)
 	require.NoError(t, e.Stop(), "never prepared")
 	require.NoError(t, e.Prepare())
@@ -220,10 +219,10 @@ func TestStopBeforeStartDoesNotPoisonTheRun(t *testing.T) {
 }
 
 func TestBlockPoolIsBoundedBeforeAllocating(t *testing.T) {
-	scan := format.RasterScan{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
 	null := endpoint.NewNullEndpoint()
 	closeEndpoint(t, null)
-	r := newRig(t, 1<<40, scan, format.SampleSlice{}, null)
+	r := newRig(t, 1<<40, scan, null)
 	e := r.engine(t)
 	err := e.Prepare()
 	require.ErrorIs(t, err, backend.ErrTooLarge)

@@ -28,8 +28,8 @@ from ._errors import ClosedError, LockError, VortexError, native
 from ._stream import Stream
 from ._tensor import DeviceTensor
 from ._validate import check_shape
-from .format import PositionFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor, StackFormatExecutor
-from .process import _Processor
+from .format import (PositionFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor, StackFormatExecutor,
+                     StackFormatExecutorConfig)
 from .storage import _SimpleStack
 
 __all__ = [
@@ -89,7 +89,6 @@ class _Endpoint:
         self._stream: Optional[Stream] = None
         self._executor: Optional[StackFormatExecutor] = None
         self._shape: Optional[tuple[int, ...]] = None
-        self._executor_for: Optional[StackFormatExecutor] = None
         self._closed = False
 
     _executors: tuple = (StackFormatExecutor,)
@@ -103,12 +102,6 @@ class _Endpoint:
             if len(shape) != 3 or min(shape) <= 0:
                 raise ValueError(f"shape={shape!r}, expected (segments, records, samples) of positive sizes")
         self._executor, self._shape = executor, shape
-
-    @property
-    def _vortex_wiring(self) -> bool:
-        """Built with an executor of vortex's wiring (not the index-only formatter)."""
-        ex = self._executor
-        return ex is not None and not getattr(ex, "_legacy", False)
 
     def _live(self, what: str) -> None:
         if self._closed:
@@ -157,9 +150,6 @@ class _Endpoint:
         self._h.Close()  # InUseError leaves the endpoint open and usable
         self._closed = True
 
-    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
-        return None
-
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("prepared" if self.prepared else "not prepared")
         cbs = [n for n in ("update", "segment", "volume", "scan", "event") if getattr(self, f"{n}_callback") is not None]
@@ -179,13 +169,13 @@ class _TensorEndpoint(_Endpoint):
             executor, logger = None, executor
         self._set_executor_shape(executor, shape)
         self.logger = logger
-        if self._vortex_wiring or self._geometry:
-            if executor is None:
+        if executor is None:
+            if self._geometry:
                 raise TypeError(f"{type(self).__name__}: executor=None, expected a {self._executors[0].__name__}")
-            kind = ("spectra_" if self._spectra else "") + (self._geometry or f"stack_{self._memory}")
-            self._h = native(api.NewExecutorEndpoint)(kind, self._dtype, executor._handle(), *(self._shape or (0, 0, 0)))
-        else:
-            self._h = native(api.NewEndpoint)("spectra" if self._spectra else self._memory, self._dtype)
+            # vortexgo's shorthand: a stack endpoint without an executor keeps every sample.
+            executor = StackFormatExecutor(StackFormatExecutorConfig())
+        kind = ("spectra_" if self._spectra else "") + (self._geometry or f"stack_{self._memory}")
+        self._h = native(api.NewExecutorEndpoint)(kind, self._dtype, executor._handle(), *(self._shape or (0, 0, 0)))
 
     @property
     def tensor(self) -> DeviceTensor:
@@ -202,15 +192,6 @@ class _TensorEndpoint(_Endpoint):
             h = native(self._h.Tensor)()
             self._tensor = _EndpointTensor._wrap(h, dev, self.stream, pinned=self._memory == "host")
         return self._tensor
-
-    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
-        ex = self._executor_for
-        if ex is None or not getattr(ex, "_legacy", False):
-            return None  # vortex's wiring: the Go core checks the shape against the executor
-        if self._spectra:
-            b, a, _ = ex.volume_shape(samples_per_record)
-            return (b, a, samples_per_record)
-        return ex.volume_shape(processor.samples_per_ascan)
 
     def __repr__(self) -> str:
         base = super().__repr__()
@@ -301,7 +282,7 @@ class _StorageEndpoint(_Endpoint):
         self._set_executor_shape(executor, None)
         self.logger = logger
         self.storage = storage
-        x = executor._handle() if self._vortex_wiring else storage._h  # the storage: no executor
+        x = executor._handle() if executor is not None else storage._h  # the storage: no executor
         self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h, x)
 
     @property
@@ -311,15 +292,6 @@ class _StorageEndpoint(_Endpoint):
         rec = np.zeros(1, np.float64)  # endpoint.StackStorageEndpoint.Record: volumes written
         self._h.Record(rec.ctypes.data, 1)
         return int(rec[0])
-
-    def _volume_shape(self, processor: _Processor, samples_per_record: int) -> Optional[tuple[int, int, int]]:
-        ex = self._executor_for
-        if ex is None or not getattr(ex, "_legacy", False):
-            return None  # vortex's wiring: the Go core checks the shape against the executor
-        if self._spectra:
-            b, a, _ = ex.volume_shape(samples_per_record)
-            return (b, a, samples_per_record)
-        return ex.volume_shape(processor.samples_per_ascan)
 
 
 class AscanStackEndpoint(_StorageEndpoint):

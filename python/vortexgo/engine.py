@@ -43,13 +43,11 @@ from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoin
     StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8, StackHostTensorEndpointUInt16,
     _Endpoint, _StorageEndpoint,
 )
-from .format import FormatPlanner, StackFormatExecutor
+from .format import FormatPlanner
 from .io import _IO
 from .marker import ScanBoundary
 from .process import _Processor
 from .scan import ScanQueue
-
-_FORMATTERS = (FormatPlanner, StackFormatExecutor)
 
 __all__ = [
     "EngineConfig", "Engine", "EngineStatus", "StageTiming", "EngineEvent",
@@ -138,8 +136,8 @@ class EngineConfig:
         self.event_policy = event_policy
         self.dispatch_spin = dispatch_spin
         self._acquisitions: list[tuple[_Acquisition, list[_Processor]]] = []
-        self._processors: list[tuple[_Processor, list[StackFormatExecutor]]] = []
-        self._formatters: list[tuple[StackFormatExecutor, list[_Endpoint]]] = []
+        self._processors: list[tuple[_Processor, list[FormatPlanner]]] = []
+        self._formatters: list[tuple[FormatPlanner, list[_Endpoint]]] = []
 
     def add_acquisition(self, acquisition: _Acquisition, processors: Sequence[_Processor],
                         preload: bool = True, master: bool = True) -> None:
@@ -164,13 +162,12 @@ class EngineConfig:
         """Route ``processor``'s A-scans to ``formatters`` (FormatPlanner)."""
         if not isinstance(processor, _Processor):
             raise TypeError(f"add_processor: processor={processor!r}, expected a CUDAProcessor or CPUProcessor")
-        fmts = _as_list("add_processor", "formatters", formatters, _FORMATTERS, "FormatPlanner")
+        fmts = _as_list("add_processor", "formatters", formatters, FormatPlanner, "FormatPlanner")
         self._processors.append((processor, fmts))
 
     def add_formatter(self, formatter: FormatPlanner, endpoints: Sequence[_Endpoint]) -> None:
         """Route ``formatter``'s (a FormatPlanner's) plans to ``endpoints``."""
-        if not isinstance(formatter, _FORMATTERS) or (isinstance(formatter, StackFormatExecutor) and not formatter._legacy
-                                                      and formatter._h is not None):
+        if not isinstance(formatter, FormatPlanner):
             raise TypeError(f"add_formatter: formatter={formatter!r}, expected a FormatPlanner")
         eps = _as_list("add_formatter", "endpoints", endpoints, _Endpoint, "endpoint")
         self._formatters.append((formatter, eps))
@@ -465,7 +462,7 @@ class Engine:
             if p.config.samples_per_record != spr:
                 raise ValueError(f"ProcessorConfig.samples_per_record={p.config.samples_per_record}, expected "
                                  f"{spr} (the acquisition's samples_per_record)")
-        self._check_endpoint_shapes(spr)
+        self._check_storage_open()
         h = api.NewEngine(dev._h, cfg._native(self.scan_queue))
         try:
             h.Prepare()
@@ -479,37 +476,17 @@ class Engine:
             ep._tensor, ep._stream = None, None
         self._prepared = True
 
-    def _check_endpoint_shapes(self, spr: int) -> None:
+    def _check_storage_open(self) -> None:
         cfg = self.config
         assert cfg is not None
-        proc_of = {id(f): p for p, fs in cfg._processors for f in fs}
+        routed = {id(f) for _, fs in cfg._processors for f in fs}
         for f, eps in cfg._formatters:
-            p = proc_of.get(id(f))
-            if p is None:
+            if id(f) not in routed:
                 continue  # the Go wiring check names it
             for ep in eps:
-                if not getattr(f, "_legacy", False):
-                    ep._executor_for = f
-                    if isinstance(ep, _StorageEndpoint) and not ep.storage.is_open:
-                        raise ValueError(f"{type(ep).__name__}: the {type(ep.storage).__name__} is not open, expected "
-                                         "storage.open(SimpleStackConfig(...)) before prepare()")
-                    continue
-                if ep._executor is not None and ep._executor is not f:
-                    raise ValueError(f"{type(ep).__name__} was built for another StackFormatExecutor than the "
-                                     "one add_formatter routes to it")
-                ep._executor_for = f
-                shape = ep._volume_shape(p, spr)
-                if ep._shape is not None and shape is not None and tuple(ep._shape) != shape:
-                    raise ValueError(f"{type(ep).__name__} shape={ep._shape}, expected {shape} "
-                                     "(bscans_per_volume, ascans_per_bscan, depth after the sample slice)")
-                if isinstance(ep, _StorageEndpoint):
-                    st = ep.storage
-                    if not st.is_open:
-                        raise ValueError(f"{type(ep).__name__}: the {type(st).__name__} is not open, expected "
-                                         "storage.open(SimpleStackConfig(...)) before prepare()")
-                    if shape is not None and st.shape != shape:
-                        raise ValueError(f"SimpleStackConfig.shape={st.shape}, expected {shape} for "
-                                         f"{type(ep).__name__} (bscans, ascans, depth)")
+                if isinstance(ep, _StorageEndpoint) and not ep.storage.is_open:
+                    raise ValueError(f"{type(ep).__name__}: the {type(ep.storage).__name__} is not open, expected "
+                                     "storage.open(SimpleStackConfig(...)) before prepare()")
 
     @native
     def start(self) -> None:

@@ -5,10 +5,6 @@ vortex's wiring: the engine's scan queue generates each block's markers, a
 turns them into a format plan, and every endpoint executes the plan with its
 executor (:class:`StackFormatExecutor`, :class:`RadialFormatExecutor`,
 :class:`SpiralFormatExecutor`, :class:`PositionFormatExecutor`) on its stream.
-
-``StackFormatExecutor(scan=RasterScan(...))`` is the older index-only wiring
-(no scan queue: the raster is an index pattern and the executor is the
-formatter); it still works and is deprecated.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ from typing import Any, Optional, Sequence, Union
 from ._core import api
 from ._validate import check_bool, check_float, check_int
 from ._errors import native
-from .scan import Range, RasterScan, RasterScanConfig
+from .scan import Range
 
 __all__ = ["SampleSlice", "SimpleSlice", "NullSlice", "NullTransform", "LinearTransform",
            "StackFormatExecutorConfig", "StackFormatExecutor", "FormatPlannerConfig", "FormatPlanner",
@@ -102,20 +98,17 @@ class LinearTransform:
 
 @dataclass
 class StackFormatExecutorConfig:
-    """Configuration of a :class:`StackFormatExecutor` (vortex's fields, plus the deprecated ``scan``).
+    """Configuration of a :class:`StackFormatExecutor` (vortex's fields).
 
     Attributes:
         sample_slice: the samples kept (:class:`SampleSlice`); default keeps all.
         sample_transform: :class:`NullTransform` (default) or :class:`LinearTransform`.
         erase_after_volume: vortex's field (vortex 0.5.1 never reads it).
-        scan: deprecated index-only wiring: the :class:`~vortexgo.scan.RasterScan`
-            (or its config) the A-scans follow, which makes the executor a formatter.
     """
 
     sample_slice: SampleSlice = field(default_factory=SampleSlice)
     sample_transform: Union[NullTransform, LinearTransform] = field(default_factory=NullTransform)
     erase_after_volume: bool = False
-    scan: Union[RasterScan, RasterScanConfig, None] = None
 
     def _record(self) -> dict:
         if not isinstance(self.sample_slice, SampleSlice):
@@ -131,15 +124,11 @@ class StackFormatExecutorConfig:
 
 class StackFormatExecutor:
     """Places the planner's copies into ``(segments, records, samples)`` volumes (vortex's
-    executor): ``StackFormatExecutor(); sfe.initialize(config)`` or ``StackFormatExecutor(config)``.
-
-    With ``scan=...`` (deprecated) it is instead the index-only formatter of that raster scan.
-    """
+    executor): ``StackFormatExecutor(); sfe.initialize(config)`` or ``StackFormatExecutor(config)``."""
 
     def __init__(self, config: Optional[StackFormatExecutorConfig] = None, **fields: Any) -> None:
         self._h = None
         self.config = StackFormatExecutorConfig()
-        self.scan_config: Optional[RasterScanConfig] = None
         if config is not None or fields:
             self.initialize(config, **fields)
 
@@ -153,53 +142,18 @@ class StackFormatExecutor:
             if not hasattr(cfg, k):
                 raise TypeError(f"StackFormatExecutor: unknown field {k!r}")
             setattr(cfg, k, v)
-        scan = cfg.scan
-        if scan is None:
-            self._h = _stage("StackFormatExecutor", cfg._record())
-            self.config, self.scan_config = cfg, None
-            return
-        if isinstance(scan, RasterScan):
-            sc = scan.config
-        elif isinstance(scan, RasterScanConfig):
-            sc = scan.copy()
-            sc.validate()
-        else:
-            raise TypeError(f"StackFormatExecutorConfig.scan={scan!r}, expected a RasterScan or RasterScanConfig")
-        sl = cfg.sample_slice
-        if not isinstance(sl, SampleSlice):
-            raise TypeError(f"StackFormatExecutorConfig.sample_slice={sl!r}, expected a SampleSlice")
-        if sl.step != 1:
-            raise ValueError(f"sample_slice={sl!r}: the index-only wiring keeps contiguous samples, expected step=1")
-        self._h = _stage("IndexStackFormatExecutor", {
-            "AscansPerBscan": sc.ascans_per_bscan, "BscansPerVolume": sc.bscans_per_volume,
-            "Bidirectional": bool(sc.bidirectional_segments), "Volumes": sc.volumes, "Start": sl.start, "Stop": sl.stop or 0})
-        self.config, self.scan_config = cfg, sc
-
-    @property
-    def _legacy(self) -> bool:
-        return self.scan_config is not None
+        self._h = _stage("StackFormatExecutor", cfg._record())
+        self.config = cfg
 
     def _handle(self):
         if self._h is None:
             raise ValueError("StackFormatExecutor is not initialized, expected initialize(config) first")
         return self._h
 
-    def volume_shape(self, samples_per_ascan: int) -> tuple[int, int, int]:
-        """``(bscans, ascans, depth)`` of the volumes for A-scans of ``samples_per_ascan`` samples."""
-        sc = self.scan_config
-        if sc is None:
-            raise ValueError("StackFormatExecutor is not initialized, expected initialize(config) first")
-        start, stop = self.config.sample_slice.resolve(samples_per_ascan)
-        return (sc.bscans_per_volume, sc.ascans_per_bscan, stop - start)
-
     def __repr__(self) -> str:
         if self._h is None:
             return "<StackFormatExecutor (not initialized)>"
-        if self.scan_config is None:
-            return f"<StackFormatExecutor {self.config.sample_slice!r} {self.config.sample_transform!r}>"
-        sl = self.config.sample_slice
-        crop = "" if sl == SampleSlice() else f" samples [{sl.start}:{'' if sl.stop is None else sl.stop}]"
-        return f"<StackFormatExecutor {RasterScan(self.scan_config)!r}{crop}>"
+        return f"<StackFormatExecutor {self.config.sample_slice!r} {self.config.sample_transform!r}>"
 
 
 class _Executor:

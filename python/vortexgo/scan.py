@@ -927,30 +927,6 @@ class FreeformScanConfig(_ScanConfig):
     _extras = ("sampling_interval",)
 
 
-# vortexgo's index formatter (format.StackFormatExecutor(scan=...)) still reads
-# `volumes` from a RasterScanConfig: kept until the engine reads markers.
-def _volumes_get(self: Any) -> int:
-    return self.__dict__.get("_volumes", 1)
-
-
-def _volumes_set(self: Any, v: Any) -> None:
-    self.__dict__["_volumes"] = check_int(f"{type(self).__name__}.volumes", v, 0)
-
-
-RasterScanConfig.volumes = property(_volumes_get, _volumes_set, doc=(  # type: ignore[attr-defined]
-    "vortexgo's index formatter only (StackFormatExecutor(scan=...)): volumes before the scan ends, 0 forever. "
-    "Not sent to the Generate stage; leaves with the index formatter."))
-
-
-def _legacy_validate(self: Any) -> None:
-    """The index formatter's check (counts >= 1); ``initialize`` validates everything in Go."""
-    for name in ("ascans_per_bscan", "bscans_per_volume"):
-        check_int(f"RasterScanConfig.{name}", getattr(self, name), 1)
-    _volumes_set(self, _volumes_get(self))
-
-
-RasterScanConfig.validate_index = _legacy_validate  # type: ignore[attr-defined]
-
 # ---------------------------------------------------------------- scans
 
 
@@ -959,32 +935,14 @@ class _Scan:
 
     _config_cls: type = object
 
-    def __init__(self, config: Any = None, **fields: Any) -> None:
+    def __init__(self) -> None:
         self._h = _go(type(self).__name__)
         self._config = self._config_cls()
-        self._pending = False
-        if config is not None or fields:
-            # vortexgo's shorthand RasterScan(config) / RasterScan(**fields), kept for the index
-            # formatter: the waveform is built on first use, so its limits are checked then.
-            cfg = self._check_config(config) if config is not None else self._config_cls()
-            for k, v in fields.items():
-                if not hasattr(type(cfg), k) or k.startswith("_"):
-                    raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
-                setattr(cfg, k, v)
-            if hasattr(cfg, "validate_index"):
-                cfg.validate_index()
-            self._config, self._pending = cfg.copy(), True
 
     def _check_config(self, config: Any) -> Any:
         if not isinstance(config, self._config_cls):
             raise TypeError(f"config={config!r:.80}, expected a {self._config_cls.__name__}")
         return config
-
-    def _ready(self):
-        if self._pending:
-            _do(self._h, "initialize", self._config._record())
-            self._pending = False
-        return self._h
 
     @property
     def config(self) -> Any:
@@ -995,14 +953,14 @@ class _Scan:
         """Validate ``config`` (``ValueError`` naming the field), build its pattern and restart at the origin."""
         cfg = self._check_config(config).copy()
         _do(self._h, "initialize", cfg._record())
-        self._config, self._pending = cfg, False
+        self._config = cfg
 
     def change(self, config: Any, restart: bool = False, event_id: int = 0) -> None:
         """Switch to ``config`` without a discontinuity: the segment being played finishes, then an
         inactive path leads into the new pattern (at its first segment when ``restart``); an Event
         marker with ``event_id`` marks where. On error nothing changes."""
         cfg = self._check_config(config).copy()
-        _do(self._ready(), "change", {"Config": cfg._record(), "Restart": check_bool("restart", restart),
+        _do(self._h, "change", {"Config": cfg._record(), "Restart": check_bool("restart", restart),
                                       "EventID": check_int("event_id", event_id, 0, _U64)})
         self._config = cfg
 
@@ -1010,18 +968,18 @@ class _Scan:
                 include_start: bool = True) -> None:
         """Start again at sample 0 from the origin at rest, or continue from ``(sample, position, velocity)``."""
         if sample is None:
-            _do(self._ready(), "restart")
+            _do(self._h, "restart")
             return
         ch = self._config.channels_per_sample
         p, v = (np.asarray(x, dtype=np.float64).ravel() for x in (position, velocity))
         if p.shape != (ch,) or v.shape != (ch,) or not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
             raise ValueError(f"restart: position and velocity of {p.size} and {v.size} values, expected {ch} finite each")
-        _do(self._ready(), "restart", {"At": True, "Sample": check_int("sample", sample, 0), "Position": p.tolist(),
+        _do(self._h, "restart", {"At": True, "Sample": check_int("sample", sample, 0), "Position": p.tolist(),
                                        "Velocity": v.tolist(), "IncludeStart": check_bool("include_start", include_start)})
 
     def prepare(self, count: Optional[int] = None) -> None:
         """Buffer the whole pass (or ``count`` samples ahead), so that ``next`` allocates nothing."""
-        _do(self._ready(), "prepare", {"Count": -1 if count is None else check_int("count", count, 0, 1 << 27)})
+        _do(self._h, "prepare", {"Count": -1 if count is None else check_int("count", count, 0, 1 << 27)})
 
     def next(self, markers: Any, buffer: Any = None) -> Any:
         """Fill ``buffer`` (a C-contiguous float64 array of shape (n, channels_per_sample)) with the next
@@ -1040,7 +998,7 @@ class _Scan:
             raise ValueError(f"buffer: {buffer.dtype} array of shape {buffer.shape}, expected float64 of shape (n, {ch})")
         if not buffer.flags.c_contiguous or not buffer.flags.writeable:
             raise ValueError("buffer: expected a writeable C-contiguous array (numpy.ascontiguousarray)")
-        h = self._ready()
+        h = self._h
         res = _do(h, "next", {"Count": buffer.shape[0]}, dst=buffer.ctypes.data if buffer.size else 0, n=buffer.size)
         if res["Markers"]:
             markers.extend(_from_records(np.asarray(res["Markers"], dtype=np.int64)))
@@ -1048,17 +1006,17 @@ class _Scan:
 
     def scan_buffer(self) -> np.ndarray:
         """One whole pass of the pattern: (samples, channels) float64."""
-        buf, res = _array(self._ready(), "scan_buffer")
+        buf, res = _array(self._h, "scan_buffer")
         return buf.reshape(-1, res["Channels"])
 
     def scan_markers(self) -> MarkerList:
         """The markers of one pass, samples counted from its first sample."""
-        rows = _do(self._ready(), "scan_markers")["Markers"]
+        rows = _do(self._h, "scan_markers")["Markers"]
         return _from_records(np.asarray(rows or [], dtype=np.int64).reshape(-1, 8))
 
     def scan_segments(self) -> SegmentList:
         """The active segments of the pattern."""
-        return _segments(_do(self._ready(), "scan_segments")["Segments"])
+        return _segments(_do(self._h, "scan_segments")["Segments"])
 
     def __repr__(self) -> str:
         c = self._config
@@ -1066,8 +1024,6 @@ class _Scan:
             f" {len(c.pattern)} segments"
         bi = ", bidirectional" if getattr(c, "bidirectional_segments", False) else ""
         loop = ", loop" if c.loop else ""
-        if hasattr(c, "validate_index"):  # the index formatter's field
-            loop += ", forever" if c.volumes == 0 else f", {c.volumes} volume{'s' if c.volumes != 1 else ''}"
         return f"<{type(self).__name__}{shape}{bi}{loop} at {c.samples_per_second} samples/s>"
 
 
@@ -1161,7 +1117,7 @@ class ScanQueue:
         self._callbacks[token] = callback  # type: ignore[assignment]
         self._scans[token] = scan
         try:
-            self._run(op, args, scan._ready())
+            self._run(op, args, scan._h)
         except BaseException:
             self._callbacks.pop(token, None)
             self._scans.pop(token, None)
