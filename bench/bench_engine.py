@@ -4,7 +4,8 @@ For 1024- and 2048-sample uint16 A-scans, in one run on one device:
 
 - **vortexgo**: ``SimulatedAcquisition`` (a ring of pinned blocks replayed at
   full speed) -> ``CUDAProcessor`` (background subtraction, resampling,
-  spectral filter, inverse FFT, magnitude in dB, int8) ->
+  spectral filter, inverse FFT, magnitude in dB, int8) -> ``FormatPlanner``
+  (the engine's scan queue plays a raster; every record is active) ->
   ``StackDeviceTensorEndpointInt8``, measured in steady state;
 - **the same pipeline in plain CuPy** (array ops + ``cupy.fft``, the exact
   steps of gosrc/process/doc.go): (a) a straightforward loop that uploads a
@@ -46,9 +47,9 @@ except ImportError:  # run from a checkout without PYTHONPATH
 
 from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
 from vortexgo.engine import Engine, EngineConfig, SpectraStackDeviceTensorEndpointUInt16, StackDeviceTensorEndpointInt8
-from vortexgo.format import StackFormatExecutor
+from vortexgo.format import FormatPlanner, FormatPlannerConfig
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
-from vortexgo.scan import RasterScan
+from vortexgo.scan import RasterScan, RasterScanConfig, inactive_policy
 
 #: the processing parameters every variant uses
 AVERAGE_WINDOW = 64
@@ -151,25 +152,52 @@ def _agreement(ours: np.ndarray, ref: np.ndarray) -> dict:
 # --- the vortexgo engine ---------------------------------------------------------------
 
 
+def _raster(g: Geometry, loop: bool) -> RasterScan:
+    """vortex's raster scan with every record active and in acquisition order: its first
+    segment starts at the origin and the inactive paths are 0 samples long, so the
+    formatted volume is the acquired records in order (what the NumPy chain processes,
+    and the same formatting work per block as every record placed)."""
+    c = RasterScanConfig()
+    c.ascans_per_bscan, c.bscans_per_volume, c.loop = g.ascans, g.bscans, loop
+    c.inactive_policy = inactive_policy.FixedLinear(0, 0)
+    c.bypass_limits_check = True  # 0-sample paths jump: no scanner is driven here
+    scan = RasterScan()
+    scan.initialize(c)
+    first = scan.scan_buffer()[0]
+    c.offset = (c.offset[0] - first[0], c.offset[1] - first[1])
+    scan.initialize(c)
+    return scan
+
+
 def _pipeline(g: Geometry, device: Any, *, total_volumes: int, endpoints: list, rate: float = 0.0,
               blocks_to_acquire: int = 0, event_queue_size: int = 0, dispatch_spin: float = 200e-6):
+    """vortex's wiring: the engine's scan queue plays ``total_volumes`` volumes of a raster (0: a
+    looping one, until stopped or ``blocks_to_acquire``), a FormatPlanner reads its markers and
+    the endpoints execute the plan with their executors. The acquisition is endless: the scan
+    queue ends the run."""
     acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
         samples_per_record=g.samples, ascans_per_bscan=g.ascans, bscans_per_volume=g.bscans, volumes=1,
-        total_volumes=total_volumes, rate=rate))
+        total_volumes=0, rate=rate))
     pc = ProcessorConfig(samples_per_record=g.samples, ascans_per_block=g.rpb, average_window=AVERAGE_WINDOW,
                          resampling_samples=acq.resampling_positions(),
                          spectral_filter=spectral_filter(hann_window(g.samples), acq.dispersion_compensation()),
                          levels=LEVELS, slots=g.slots)
     proc = CUDAProcessor(pc, device=device) if device.is_cuda else CPUProcessor(pc)
-    fmt = StackFormatExecutor(scan=RasterScan(ascans_per_bscan=g.ascans, bscans_per_volume=g.bscans,
-                                              volumes=total_volumes))
+    fmt = FormatPlanner(FormatPlannerConfig(g.bscans, g.ascans))
     ec = EngineConfig(records_per_block=g.rpb, blocks_to_allocate=g.blocks, preload_count=g.preload,
                       blocks_to_acquire=blocks_to_acquire, event_queue_size=event_queue_size,
                       dispatch_spin=dispatch_spin)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, endpoints)
-    return Engine(ec), acq, pc, proc
+    engine = Engine(ec)
+    if total_volumes == 0:
+        engine.scan_queue.append(_raster(g, loop=True))
+    else:
+        scan = _raster(g, loop=False)
+        for _ in range(total_volumes):
+            engine.scan_queue.append(scan)
+    return engine, acq, pc, proc
 
 
 def _read_tensor(ep: Any, gpu: bool) -> np.ndarray:

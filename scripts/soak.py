@@ -2,8 +2,9 @@
 """Soak: many volumes through the engine, watching for leaks (issue 3, "Reliability").
 
 A simulated acquisition -> CUDAProcessor (CPUProcessor without a GPU) -> a
-StackDeviceTensorEndpointInt8 and an AscanStackEndpoint writing a
-SimpleStackInt8 (.npy). At intervals (from the device endpoint's
+FormatPlanner (the engine's scan queue plays one raster volume per append,
+every record active) -> a StackDeviceTensorEndpointInt8 and an
+AscanStackEndpoint writing a SimpleStackInt8 (.npy). At intervals (from the device endpoint's
 volume_callback) it records the device's free memory, the process RSS,
 threading.active_count(), the Go goroutine count, the storage file's size
 and the volumes written. At the end it checks:
@@ -47,9 +48,10 @@ except ImportError:  # run from a checkout without PYTHONPATH
 from vortexgo._core import api
 from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
 from vortexgo.engine import AscanStackEndpoint, Engine, EngineConfig, StackDeviceTensorEndpointInt8
-from vortexgo.format import SampleSlice, StackFormatExecutor
+from vortexgo.format import FormatPlanner, FormatPlannerConfig, SimpleSlice, StackFormatExecutor, StackFormatExecutorConfig
+from vortexgo.marker import ScanBoundary
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
-from vortexgo.scan import RasterScan
+from vortexgo.scan import RasterScan, RasterScanConfig, inactive_policy
 from vortexgo.storage import SimpleStackConfig, SimpleStackHeader, SimpleStackInt8
 
 NPY_HEADER = 320  # SimpleStackHeader.NumPy: vortex's .npy 2.0 header, 12 + 308 bytes
@@ -103,6 +105,21 @@ def settle(count, target: int, seconds: float = 2.0) -> int:
     return n
 
 
+def raster(ascans: int, bscans: int) -> RasterScan:
+    """One volume of vortex's raster scan with every record active (0-sample inactive
+    paths, starting at the origin), so that each volume takes ascans x bscans records."""
+    c = RasterScanConfig()
+    c.ascans_per_bscan, c.bscans_per_volume, c.loop = ascans, bscans, False
+    c.inactive_policy = inactive_policy.FixedLinear(0, 0)
+    c.bypass_limits_check = True  # 0-sample paths jump: no scanner is driven here
+    scan = RasterScan()
+    scan.initialize(c)
+    first = scan.scan_buffer()[0]
+    c.offset = (c.offset[0] - first[0], c.offset[1] - first[1])
+    scan.initialize(c)
+    return scan
+
+
 def soak(args: argparse.Namespace) -> dict:
     if args.device == "auto":
         device = vg.get_device("cuda" if vg.is_cuda_available() else "cpu")
@@ -126,24 +143,26 @@ def soak(args: argparse.Namespace) -> dict:
     threads_before = threading.active_count()
     goroutines_before = api.Goroutines()
     acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
-        samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=2,
-        total_volumes=volumes))
+        samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=2))  # the queue ends the run
     pc = ProcessorConfig(samples_per_record=samples, ascans_per_block=rpb, average_window=min(64, rpb),
                          resampling_samples=acq.resampling_positions(),
                          spectral_filter=spectral_filter(hann_window(samples), acq.dispersion_compensation()),
                          levels=(0.0, 60.0), slots=2)
     proc = CUDAProcessor(pc, device=device) if gpu else CPUProcessor(pc)
-    fmt = StackFormatExecutor(scan=RasterScan(ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=volumes),
-                              sample_slice=SampleSlice(0, depth))
+    planner = FormatPlanner(FormatPlannerConfig(bscans, ascans))
+    fmt = StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, depth)))
     endpoint = StackDeviceTensorEndpointInt8(fmt, shape)
     storage = SimpleStackInt8()
     storage.open(SimpleStackConfig(path, shape, header=SimpleStackHeader.NumPy))
     storage_endpoint = AscanStackEndpoint(fmt, storage)
     ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=8, preload_count=4)
     ec.add_acquisition(acq, [proc])
-    ec.add_processor(proc, [fmt])
-    ec.add_formatter(fmt, [endpoint, storage_endpoint])
+    ec.add_processor(proc, [planner])
+    ec.add_formatter(planner, [endpoint, storage_endpoint])
     engine = Engine(ec)
+    scan = raster(ascans, bscans)
+    for i in range(volumes):  # volume i is scan i: its volume_callback's scan_idx
+        engine.scan_queue.append(scan, marker=ScanBoundary(0, i))
 
     samples_log: list[dict] = []
     t_start = [0.0]
@@ -159,7 +178,7 @@ def soak(args: argparse.Namespace) -> dict:
                 "volumes_written": storage_endpoint.volumes_written}
 
     def on_volume(sample_idx: int, scan_idx: int, volume_idx: int) -> None:
-        done = volume_idx + 1
+        done = scan_idx + 1
         if done % every == 0 or done == volumes:
             samples_log.append(sample(done))
 

@@ -28,7 +28,7 @@ def test_frames_show_the_stored_volumes(tmp_path):
     frames: list[Frame] = []
     rig = make_rig([ep, AscanStackEndpoint(st)], volumes=4)
     seen: list[int] = []
-    ep.volume_callback = lambda s, scan, v: seen.append(v)  # chained, not replaced
+    ep.volume_callback = lambda s, scan, v: seen.append(scan)  # chained, not replaced; one scan per volume
     with LiveView(ep, levels=LEVELS, depth=(8, 120), size=64, on_frame=frames.append) as view:
         run(rig)
         view.wait_frame(10)

@@ -21,6 +21,7 @@ import vortexgo as vg
 from vortexgo._core import api
 from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8
 
+from _scans import planner, queue_volumes
 from conftest import HAS_CUDA, needs_cuda, needs_cupy
 
 pytestmark = pytest.mark.timeout(120)
@@ -62,16 +63,17 @@ def test_monotonic_clock_matches_python():
 
 
 def _rig(volumes: int = 3):
-    acq = vg.SimulatedAcquisition(samples_per_record=64, ascans_per_bscan=16, bscans_per_volume=8, volumes=1,
-                                  total_volumes=volumes)
+    acq = vg.SimulatedAcquisition(samples_per_record=64, ascans_per_bscan=16, bscans_per_volume=8, volumes=1)
     proc = vg.CPUProcessor(vg.ProcessorConfig(samples_per_record=64, ascans_per_block=32, slots=1))
-    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=16, bscans_per_volume=8, volumes=volumes))
+    fmt = planner(16, 8)
     ep = StackDeviceTensorEndpointInt8()
     ec = EngineConfig(records_per_block=32, blocks_to_allocate=4, preload_count=2)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, [ep])
-    return Engine(ec), ep, proc
+    engine = Engine(ec)
+    queue_volumes(engine, 16, 8, volumes)  # the scan queue ends the run
+    return engine, ep, proc
 
 
 def test_callback_latency_recorder():

@@ -13,7 +13,6 @@ import pytest
 import vortexgo as vg
 from vortexgo.engine import (
     AscanStackEndpoint,
-    Engine,
     SpectraStackDeviceTensorEndpointUInt16,
     StackDeviceTensorEndpointFloat32,
     StackDeviceTensorEndpointInt8,
@@ -21,7 +20,7 @@ from vortexgo.engine import (
 )
 from vortexgo.storage import SimpleStackConfig, SimpleStackInt8
 
-from test_engine import A, B, RPV, S, make_rig, numpy_chain, RPB
+from test_engine import A, B, RPV, S, make_rig, new_engine, numpy_chain, RPB
 from vortexgo.process import hann_window, spectral_filter
 
 pytestmark = pytest.mark.timeout(120)
@@ -39,7 +38,7 @@ def test_mip_example_on_cuda(gpu, cp):
                 mips.append((cp.max(volume, axis=2), stream.record()))
 
     endpoint.volume_callback = handler
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.prepare()
     eng.start()
     eng.wait()
@@ -66,7 +65,7 @@ def test_user_buffering_example_on_cuda(gpu, cp, tmp_path):
 
     my_endpoint.volume_callback = handler
     rig = make_rig([my_endpoint], volumes=4, device="cuda")
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.prepare()
     eng.start()
     eng.wait()
@@ -90,7 +89,7 @@ def _float_volume(device: str, proc_cls):
     spectra = SpectraStackDeviceTensorEndpointUInt16()
     out = StackHostTensorEndpointFloat32()
     rig = make_rig([spectra, out], volumes=1, device=device, proc_cls=proc_cls, average_window=RPB)
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.prepare()
     eng.start()
     eng.wait()
@@ -118,7 +117,7 @@ def test_storage_endpoint_on_cuda(gpu, tmp_path):
     dev_ep = StackDeviceTensorEndpointInt8()
     store = AscanStackEndpoint(st)
     rig = make_rig([dev_ep, store], volumes=3, device="cuda")
-    eng = Engine(rig.config)
+    eng = new_engine(rig)
     eng.prepare()
     eng.start()
     eng.wait()
@@ -141,12 +140,14 @@ def cuda_rig(endpoints):
     acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=1,
                                   total_volumes=0, rate=200_000.0)
     proc = vg.CUDAProcessor(vg.ProcessorConfig(samples_per_record=S, ascans_per_block=64))
-    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=0))
+    fmt = planner(A, B)
     ec = EngineConfig(records_per_block=64, blocks_to_allocate=4, preload_count=2)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, endpoints)
-    return Engine(ec), acq, proc
+    eng = Engine(ec)
+    queue_volumes(eng, A, B, 0)  # endless
+    return eng, acq, proc
 '''
 
 

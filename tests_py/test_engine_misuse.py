@@ -10,6 +10,8 @@ failed timeout.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -18,26 +20,31 @@ import _subproc
 pytestmark = pytest.mark.timeout(120)
 
 # Shared by every case: a small continuous pipeline (rate-limited, endless
-# unless total_volumes is given) so that a case can act while it runs.
+# unless total_volumes is given) so that a case can act while it runs. As in
+# vortex the scan queue ends the run: total_volumes one-volume rasters are
+# queued (0: a looping one) and the acquisition itself never ends.
 PRELUDE = '''
 import os, sys, time, threading
+sys.path.insert(0, @TESTS@)  # _scans
 import numpy as np
 import vortexgo as vg
 from vortexgo.engine import (Engine, EngineConfig, EngineEvent, AscanStackEndpoint, NullEndpoint,
                              StackHostTensorEndpointInt8)
 from vortexgo.storage import SimpleStackConfig, SimpleStackInt8
+from _scans import planner, queue_volumes
 S, A, B = 64, 16, 8
 
 def rig(endpoints, rate=200_000.0, total_volumes=0, rpb=64):
     acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=1,
-                                  total_volumes=total_volumes, rate=rate)
+                                  total_volumes=0, rate=rate)
     proc = vg.CPUProcessor(vg.ProcessorConfig(samples_per_record=S, ascans_per_block=rpb))
-    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=0))
+    fmt = planner(A, B)
     ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=4, preload_count=2)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, endpoints)
     eng = Engine(ec)
+    queue_volumes(eng, A, B, total_volumes)
     return eng, acq, proc
 
 def expect(exc, fn, *args, match=None):
@@ -50,6 +57,9 @@ def expect(exc, fn, *args, match=None):
         return e
     raise AssertionError(f"{fn} did not raise {exc.__name__}")
 '''
+
+
+PRELUDE = PRELUDE.replace("@TESTS@", repr(str(Path(__file__).resolve().parent)))
 
 
 def run_case(code: str, timeout: float = 60) -> str:

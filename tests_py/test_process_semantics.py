@@ -12,6 +12,8 @@ import vortexgo as vg
 from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointFloat32
 from vortexgo.process import ProcessorConfig, hann_window, spectral_filter
 
+from _scans import planner, queue_volumes
+
 
 def test_defaults_are_vortex_defaults():
     c = ProcessorConfig()
@@ -22,19 +24,21 @@ def test_defaults_are_vortex_defaults():
 
 def _engine(samples: int, *, proc_kw=None, ascans=32, bscans=4):
     acq = vg.SimulatedAcquisition(samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans,
-                                  volumes=1, total_volumes=1)
+                                  volumes=1)  # endless: the scan queue ends the run
     pc = ProcessorConfig(samples_per_record=samples, ascans_per_block=ascans * 2,
                          resampling_samples=acq.resampling_positions(),
                          spectral_filter=spectral_filter(hann_window(samples), acq.dispersion_compensation()),
                          **(proc_kw or {}))
     proc = vg.CPUProcessor(pc)
-    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=1))
+    fmt = planner(ascans, bscans)
     ep = StackDeviceTensorEndpointFloat32()
     ec = EngineConfig(records_per_block=ascans * 2, blocks_to_allocate=2, preload_count=1)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, [ep])
-    return Engine(ec), acq, ep
+    eng = Engine(ec)
+    queue_volumes(eng, ascans, bscans, 1)
+    return eng, acq, ep
 
 
 @pytest.mark.parametrize("samples", [1376, 2500, 1000])

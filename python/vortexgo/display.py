@@ -42,7 +42,9 @@ class Frame:
     """One rendered volume: 8-bit images ready to show.
 
     Attributes:
-        volume_index: the engine's volume index the frame shows.
+        volume_index: which volume the frame shows, counted from 0 since the view
+            opened (vortex's ``volume_idx`` is the volume's index in its scan, 0
+            for every volume of a raster, so the view counts them itself).
         mip: en-face maximum-intensity projection, (bscans, ascans), uint8.
         bscan: the chosen B-scan with depth down, (depth, ascans), uint8.
         bscan_index: which B-scan of the volume ``bscan`` is.
@@ -148,6 +150,7 @@ class LiveView:
         self._cond = threading.Condition()
         self._pending: Optional[tuple] = None  # (volume index, mip, bscan, b index, done event)
         self._busy = False  # a frame is queued or rendering: newer volumes are dropped
+        self._volumes = 0  # volume callbacks seen: the frames' volume_index
         self._closed = False
         self.frame: Optional[Frame] = None
         #: Volumes rendered and volumes skipped because a frame was in progress.
@@ -167,6 +170,7 @@ class LiveView:
         if self._previous is not None:
             self._previous(sample, scan_idx, volume_idx)
         with self._cond:
+            index, self._volumes = self._volumes, self._volumes + 1
             if self._closed:
                 return
             if self._busy:
@@ -174,7 +178,7 @@ class LiveView:
                 return
             self._busy = True
         try:
-            item = self._reduce(volume_idx)
+            item = self._reduce(index)
         except BaseException:
             with self._cond:
                 self._busy = False
@@ -183,7 +187,7 @@ class LiveView:
             self._pending = item
             self._cond.notify()
 
-    def _reduce(self, volume_idx: int) -> tuple:
+    def _reduce(self, index: int) -> tuple:
         """Queue the MIP and the B-scan copy: on the endpoint's stream for a
         device tensor (nothing waits here), at once for a host one."""
         ep = self._ep
@@ -198,12 +202,12 @@ class LiveView:
                 raise ValueError(f"LiveView depth={self._depth} selects nothing of depth {vol.shape[2]}")
             project = (lambda v: v.max(axis=2)) if self._projection == "max" else (lambda v: v.mean(axis=2, dtype="float32"))
             if isinstance(vol, np.ndarray):
-                return volume_idx, project(sub), vol[b].T.copy(), b, None
+                return index, project(sub), vol[b].T.copy(), b, None
             with ep.stream as stream:
                 # CuPy runs these on the endpoint's stream (entered above), so
                 # they follow the volume's formatting; the event tells the
                 # render thread when the results are ready.
-                return volume_idx, project(sub), vol[b].T.copy(), b, stream.record()
+                return index, project(sub), vol[b].T.copy(), b, stream.record()
 
     # --- render thread ---------------------------------------------------------
 

@@ -97,26 +97,47 @@ def report():
 
 
 # A small continuous (or finite) pipeline on the CPU backend, for engine and
-# storage cases: rig(endpoints, volumes=0) runs until stopped.
+# storage cases: rig(endpoints, volumes=0) runs until stopped. vortex's
+# wiring: new_engine(ec, volumes) queues `volumes` one-volume rasters on the
+# engine's scan queue (0: a looping one), a FormatPlanner reads the markers,
+# and the queue, not the (endless) acquisition, ends the run.
 RIG = """\
 from vortexgo.process import hann_window, spectral_filter
+from vortexgo.format import FormatPlanner, FormatPlannerConfig
+from vortexgo import scan as _vs
 S, A, B = 64, 16, 4
+def raster(loop):
+    c = _vs.RasterScanConfig()
+    c.ascans_per_bscan, c.bscans_per_volume, c.loop = A, B, loop
+    c.inactive_policy = _vs.inactive_policy.FixedLinear(0, 0)
+    c.bypass_limits_check = True
+    s = _vs.RasterScan(); s.initialize(c)
+    first = s.scan_buffer()[0]
+    c.offset = (c.offset[0] - first[0], c.offset[1] - first[1])  # every record active, in order
+    s.initialize(c)
+    return s
 def config(endpoints, volumes=0, device="cpu", rpb=16, blocks=4, **kw):
-    acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=2,
-                                  total_volumes=volumes)
+    acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=2)
     pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=rpb,
                             resampling_samples=acq.resampling_positions(),
                             spectral_filter=spectral_filter(hann_window(S), acq.dispersion_compensation()))
     proc = (vg.CPUProcessor if device == "cpu" else vg.CUDAProcessor)(pc)
-    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=volumes))
+    fmt = FormatPlanner(FormatPlannerConfig(B, A))
     ec = vg.EngineConfig(records_per_block=rpb, blocks_to_allocate=blocks, preload_count=2, **kw)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, endpoints)
     return ec, acq, proc
+def new_engine(ec, volumes=0):
+    eng = vg.Engine(ec)
+    if volumes == 0:
+        eng.scan_queue.append(raster(True))
+    for _ in range(volumes):
+        eng.scan_queue.append(raster(False))
+    return eng
 def rig(endpoints, volumes=0, device="cpu", **kw):
     ec, acq, proc = config(endpoints, volumes, device, **kw)
-    eng = vg.Engine(ec)
+    eng = new_engine(ec, volumes)
     eng.prepare()
     return eng, acq, proc
 def started(endpoints, volumes=0, device="cpu", **kw):
@@ -311,7 +332,7 @@ def check(case: Case) -> None:
     if reason:
         detail = [f"{case.id}: {reason}",
                   f"exit status {o.rc}{' (killed at timeout)' if o.timed_out else ''}, {o.seconds:.1f} s",
-                  "--- case ---", textwrap.dedent(case.code.replace(RIG, "# harness.RIG: config/rig/started/stack\n")).strip()]
+                  "--- case ---", textwrap.dedent(case.code.replace(RIG, "# harness.RIG: raster/config/new_engine/rig/started/stack\n")).strip()]
         if o.stderr.strip():
             detail += ["--- stderr (tail) ---", _tail(o.stderr)]
         pytest.fail("\n".join(detail), pytrace=False)

@@ -239,13 +239,13 @@ V([Case(f"{F}/engine_start", rig("""
     acq.close(); acq.prepare()""", **CLOSED),
    Case(f"{F}/acquisition_in_new_engine", rig("""
     ep = vg.NullEndpoint()
-    acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=1, total_volumes=1)
+    acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=1)
     acq.close()
     proc = vg.CPUProcessor(vg.ProcessorConfig(samples_per_record=S, ascans_per_block=16))
-    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=1))
+    fmt = FormatPlanner(FormatPlannerConfig(B, A))
     ec = vg.EngineConfig(records_per_block=16, blocks_to_allocate=4, preload_count=2)
     ec.add_acquisition(acq, [proc]); ec.add_processor(proc, [fmt]); ec.add_formatter(fmt, [ep])
-    eng = vg.Engine(ec); eng.prepare()"""), **CLOSED),
+    eng = new_engine(ec, 1); eng.prepare()"""), **CLOSED),
    Case(f"{F}/processor_use", """
     p = vg.CPUProcessor(vg.ProcessorConfig(samples_per_record=64, ascans_per_block=16))
     p.close(); p.samples_per_ascan""", **CLOSED),

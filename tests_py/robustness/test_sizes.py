@@ -166,7 +166,7 @@ CASES.append(Case(f"{F}/engine_config_fields", RIG + textwrap.dedent("""
         ec, acq, proc = config([vg.NullEndpoint()], volumes=1)
         for k, v in fields.items():
             setattr(ec, k, v)
-        vg.Engine(ec).prepare()
+        new_engine(ec, 1).prepare()
     expect("event_queue_size 2**64", lambda: prep(event_queue_size=2**64), BIG, "event_queue_size")
     expect("records_per_block 2**63", lambda: prep(records_per_block=2**63), BIG, "records_per_block")
     expect("blocks_to_acquire 2**64", lambda: prep(blocks_to_acquire=2**64), "ValueError", "blocks_to_acquire")
@@ -190,10 +190,8 @@ many("config_ints_beyond_int64", """
            "ValueError", "records")
     expect("FileAcquisition samples_per_record", lambda: vg.FileAcquisition(path="x.raw", samples_per_record=2**64),
            "ValueError", "samples_per_record")
-    expect("RasterScan volumes", lambda: vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=4,
-           bscans_per_volume=4, volumes=2**64)), "ValueError", "volumes")
-    expect("RasterScan ascans_per_bscan", lambda: vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=2**64,
-           bscans_per_volume=4)), "ValueError", "ascans_per_bscan")
+    expect("RasterScanConfig ascans_per_bscan", lambda: vg.RasterScanConfig(ascans_per_bscan=2**64),
+           "ValueError", "ascans_per_bscan")
     expect("ProcessorConfig average_window", lambda: vg.CPUProcessor(vg.ProcessorConfig(samples_per_record=64,
            ascans_per_block=16, average_window=2**64)), "ValueError", "average_window")
     """)
@@ -207,7 +205,7 @@ CASES.append(Case(f"{F}/processor_slots_2_40", RIG + textwrap.dedent("""
     try:
         ec, acq, proc = config([vg.NullEndpoint()], volumes=1)
         proc.initialize(proc.config, slots=2**40)
-        eng = vg.Engine(ec); eng.prepare(); eng.start(); eng.wait()
+        eng = new_engine(ec, 1); eng.prepare(); eng.start(); eng.wait()
         print("ok" if eng.status().volumes == 1 else eng.status())
     except (ValueError, MemoryError) as e:
         print("ok" if "slots" in str(e).lower() else e)"""), prints="ok"))

@@ -4,9 +4,9 @@
 // spiral, or placed by position), on the CPU and as CUDA kernels.
 //
 // It mirrors vortex's src/vortex/format (plan.hpp, stack.hpp, radial,
-// spiral, position). It lives apart from package format, whose RasterScan
-// and index-only StackFormatExecutor the engine uses today, so that the
-// engine can import the planner without an import cycle when it migrates.
+// spiral, position). The engine imports it for the plan's types (its
+// Formatter is the planner); package format builds these objects from the
+// bindings' records.
 package stage
 
 import (
