@@ -35,7 +35,7 @@ import numpy as np
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, LockError, VortexError, native, translate
-from ._validate import INT64_MAX, check_float, check_int, check_timeout
+from ._validate import INT64_MAX, check_float, check_int, check_timeout, is_logger
 from .acquire import _Acquisition
 from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoints from vortex.engine
     AscanStackEndpoint, NullEndpoint, SpectraStackDeviceTensorEndpointUInt16, SpectraStackEndpoint,
@@ -43,6 +43,12 @@ from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoin
     StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8, StackHostTensorEndpointUInt16,
     _Endpoint, _StorageEndpoint,
 )
+from .endpoint import __all__ as _endpoint_names
+from . import endpoint as _endpoint_module
+from .source import dispersion_phasor  # noqa: F401 - vortex exports it from vortex.engine
+
+# vortex users import every endpoint from vortex.engine.
+globals().update({_n: getattr(_endpoint_module, _n) for _n in _endpoint_names})
 from .format import FormatPlanner, StackFormatExecutor
 from .io import _IO
 from .marker import ScanBoundary
@@ -376,7 +382,7 @@ class Engine:
     def __init__(self, config: Optional[EngineConfig] = None, device: DeviceLike = None, *,
                  callback_error_policy: str = "continue", logger: Optional[logging.Logger] = None) -> None:
         self._h = None
-        if isinstance(config, logging.Logger):
+        if is_logger(config):
             config, logger = None, config
         if callback_error_policy not in ("continue", "stop"):
             raise ValueError(f"callback_error_policy={callback_error_policy!r}, expected 'continue' or 'stop'")
