@@ -204,7 +204,7 @@ class ExpertTorch:
             try:
                 cpre, cpost = torch.compile(pre, dynamic=False), torch.compile(post, dynamic=False)
                 x = self.dev[0].copy_(self.host[0], non_blocking=False)
-                cpost(torch.fft.ifft(cpre(x), dim=1))  # compile now, not inside the timed loop
+                cpost(torch.fft.ifft(cpre(x), dim=1, norm="forward"))  # compile now, not in the timed loop
                 torch.cuda.synchronize()
                 pre, post, self.compiled = cpre, cpost, True
             except Exception as exc:  # noqa: BLE001 - report which path ran, do not fail the bench
@@ -239,7 +239,8 @@ class ExpertTorch:
         comp = self.comp[c]
         with torch.cuda.stream(comp):
             comp.wait_event(self.uploaded[d])
-            a = torch.fft.ifft(self.pre(self.dev[d]), dim=1)
+            # norm="forward": the inverse unscaled, as cuFFT's; post divides by M^2
+            a = torch.fft.ifft(self.pre(self.dev[d]), dim=1, norm="forward")
             j = k % self.per_volume
             self.vol[j * g.rpb:(j + 1) * g.rpb] = self.post(a)
             self.consumed[d].record(comp)
