@@ -66,7 +66,7 @@ class Geometry:
     """One benchmark configuration: spectra, scan and block sizes."""
 
     def __init__(self, samples: int, ascans: int, bscans: int, records_per_block: int, blocks: int = 12,
-                 preload: int = 6, slots: int = 4) -> None:
+                 preload: int = 6, slots: int = 2) -> None:
         self.samples, self.ascans, self.bscans = samples, ascans, bscans
         self.rpb, self.blocks, self.preload, self.slots = records_per_block, blocks, preload, slots
         if self.records_per_volume % records_per_block:

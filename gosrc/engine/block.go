@@ -161,7 +161,7 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 	if b.ready, err = dev.NewEvent(true); err != nil {
 		return b, fmt.Errorf("engine: block event: %w", err)
 	}
-	if b.uploaded, err = dev.NewEvent(false); err != nil {
+	if b.uploaded, err = dev.NewEvent(true); err != nil { // timing: JobTiming.Upload
 		return b, fmt.Errorf("engine: block event: %w", err)
 	}
 	for range sh.endpoints {

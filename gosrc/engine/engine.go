@@ -769,6 +769,9 @@ func (e *Engine) jobTiming(b *Block) JobTiming {
 	if ms, err := b.start.ElapsedTime(b.ready); err == nil {
 		j.Process = float64(ms)
 	}
+	if ms, err := b.start.ElapsedTime(b.uploaded); err == nil {
+		j.Upload = float64(ms)
+	}
 	for _, ev := range b.epDone {
 		if ms, err := b.ready.ElapsedTime(ev); err == nil && float64(ms) > j.Format {
 			j.Format = float64(ms)

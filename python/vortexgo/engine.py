@@ -85,7 +85,7 @@ _FIELDS = 7
 # The engine's record (engine.Engine.Record, gosrc/engine/records.go): the
 # status (10 values), then the timings (18).
 _STATUS_FIELDS = 10
-_RECORD_FIELDS = _STATUS_FIELDS + 18
+_RECORD_FIELDS = _STATUS_FIELDS + 24
 _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
 
@@ -672,12 +672,13 @@ class Engine:
 
     @property
     def timings(self) -> dict[str, StageTiming]:
-        """Per-block job timing by stage: ``{"acquire", "process", "format"}`` -> :class:`StageTiming` (ms)."""
+        """Per-block job timing by stage: ``{"acquire", "process", "format", "upload"}`` ->
+        :class:`StageTiming` (ms); ``upload`` is the host-to-device copy within ``process``."""
         if self._h is None:
-            return {s: StageTiming() for s in ("acquire", "process", "format")}
+            return {s: StageTiming() for s in ("acquire", "process", "format", "upload")}
         v = self._record(self._handle())[_STATUS_FIELDS:]
         return {stage: StageTiming(int(v[6 * i]), *v[6 * i + 1:6 * i + 6])
-                for i, stage in enumerate(("acquire", "process", "format"))}
+                for i, stage in enumerate(("acquire", "process", "format", "upload"))}
 
     @property
     def start_monotonic_ns(self) -> int:
