@@ -116,9 +116,10 @@ class EngineConfig:
         event_policy: ``"block"`` (default: a slow callback slows the engine, nothing is
             lost) or ``"drop"`` (events are dropped and counted instead).
         dispatch_spin: seconds the callback dispatcher polls for the next event before
-            it parks (default 200 us; 0 never spins). Waking a parked dispatcher costs
-            tens of microseconds; a spin as long as the gap between blocks gives the
-            lowest callback latency for up to one CPU core.
+            it parks; ``None`` (default) adapts: while events arrive at most 10 ms apart
+            it spins through the gaps between them (up to one CPU core while an engine
+            streams), otherwise 200 us, then it parks; 0 never spins. Waking a parked
+            dispatcher costs tens of microseconds (the callback latency's tail).
         galvo_output_channels, galvo_input_channels: channels of the generated
             waveform (the scans' channels_per_sample) and of measured positions (2, 2).
         post_scan_records: records still acquired after the scan queue runs dry.
@@ -128,7 +129,7 @@ class EngineConfig:
 
     def __init__(self, records_per_block: int = 1000, blocks_to_allocate: int = 16, preload_count: int = 4,
                  blocks_to_acquire: int = 0, *, event_queue_size: int = 0, event_policy: str = "block",
-                 dispatch_spin: float = 200e-6, galvo_output_channels: int = 2, galvo_input_channels: int = 2,
+                 dispatch_spin: Optional[float] = None, galvo_output_channels: int = 2, galvo_input_channels: int = 2,
                  post_scan_records: int = 0, lead_marker: Optional[ScanBoundary] = None) -> None:
         self.galvo_output_channels = galvo_output_channels
         self.galvo_input_channels = galvo_input_channels
@@ -202,7 +203,8 @@ class EngineConfig:
         if self.preload_count > self.blocks_to_allocate:
             raise ValueError(f"{o}.preload_count={self.preload_count}, expected <= blocks_to_allocate "
                              f"({self.blocks_to_allocate})")
-        check_float(f"{o}.dispatch_spin", self.dispatch_spin, 0.0, 1.0)
+        if self.dispatch_spin is not None:
+            check_float(f"{o}.dispatch_spin", self.dispatch_spin, 0.0, 1.0)
         if self.event_policy not in ("block", "drop"):
             raise ValueError(f"{o}.event_policy={self.event_policy!r}, expected 'block' or 'drop'")
         if len(self._acquisitions) != 1:
@@ -232,7 +234,7 @@ class EngineConfig:
             "RecordsPerBlock": int(self.records_per_block), "BlocksToAllocate": int(self.blocks_to_allocate),
             "PreloadCount": int(self.preload_count), "BlocksToAcquire": int(self.blocks_to_acquire),
             "Slots": int(slots), "EventQueueSize": int(self.event_queue_size),
-            "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": round(self.dispatch_spin * 1e9) or -1,
+            "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": 0 if self.dispatch_spin is None else (round(self.dispatch_spin * 1e9) or -1),
             "GalvoOutputChannels": int(self.galvo_output_channels), "GalvoInputChannels": int(self.galvo_input_channels),
             "PostScanRecords": int(self.post_scan_records), "LeadMarker": _marker_record(self.lead_marker),
             "IOWiring": [w for _, w in self._ios]}))
