@@ -76,6 +76,10 @@ gpu-build:
 	done
 	gzip -9 gpu-build/bin/*.test
 	cp scripts/run_gpu_tests.sh scripts/run_bench.sh gpu-build/
+	# vortex 0.5.1's build (when this checkout sits beside it): bench/bench_peers.py
+	# runs vortex itself next to vortexgo on the GPU machine.
+	if [ -f ../shared/vortex-build/setup.sh ]; then mkdir -p gpu-build/vortex-build && \
+	  cp ../shared/vortex-build/setup.sh ../shared/vortex-build/*.whl gpu-build/vortex-build/; fi
 	@du -sh gpu-build
 
 bench:

@@ -137,7 +137,7 @@ def test_end_to_end_device_host_and_storage(tmp_path):
         # A-scans cast directly, rounded and saturated.
         expect = np.clip(np.rint(hv), -128, 127).astype(np.int8)
         assert np.mean(np.abs(expect.astype(int) - stored[2].astype(int)) <= 1) > 0.999
-    assert set(eng.timings) == {"acquire", "process", "format"}
+    assert set(eng.timings) == {"acquire", "process", "format", "upload"}
     assert eng.timings["process"].count == s.blocks_formatted
 
 

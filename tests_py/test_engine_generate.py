@@ -132,7 +132,7 @@ def test_bad_wiring_names_the_argument(tmp_path):
     with pytest.raises(TypeError, match="RadialFormatExecutor"):
         RadialDeviceTensorEndpointFloat32(StackFormatExecutor(StackFormatExecutorConfig()), (8, 8, S))
     with pytest.raises(ValueError, match="stop"):
-        StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(2)))
+        StackFormatExecutor(StackFormatExecutorConfig(sample_slice=vg.SampleSlice(2)))
     # a volume whose samples disagree with the executor's slice is refused at prepare, before anything runs
     ep = StackDeviceTensorEndpointFloat32(StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, 8))),
                                           (B, A, S))

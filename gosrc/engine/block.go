@@ -56,7 +56,8 @@ type Block struct {
 	int8s     []backend.Buffer // int8 outputs, one per processor
 
 	// Events, all recorded every pass and reused:
-	start    backend.Event   // slot stream, before the upload (timing)
+	start    backend.Event   // upload stream, before the upload (timing)
+	uploaded backend.Event   // upload stream, after the upload: the slot stream waits on it
 	ready    backend.Event   // slot stream, after processing (timing)
 	epDone   []backend.Event // one per endpoint, after its formatting (timing)
 	acquired float64         // host-clock acquire time, ms
@@ -160,6 +161,9 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 	if b.ready, err = dev.NewEvent(true); err != nil {
 		return b, fmt.Errorf("engine: block event: %w", err)
 	}
+	if b.uploaded, err = dev.NewEvent(true); err != nil { // timing: JobTiming.Upload
+		return b, fmt.Errorf("engine: block event: %w", err)
+	}
 	for range sh.endpoints {
 		ev, err := dev.NewEvent(true)
 		if err != nil {
@@ -208,7 +212,7 @@ func (b *Block) free() error {
 			errs = append(errs, buf.Free())
 		}
 	}
-	for _, ev := range append([]backend.Event{b.start, b.ready}, b.epDone...) {
+	for _, ev := range append([]backend.Event{b.start, b.ready, b.uploaded}, b.epDone...) {
 		if ev != nil {
 			errs = append(errs, ev.Close())
 		}

@@ -41,10 +41,12 @@ type Config struct {
 	// EventPolicy chooses backpressure (default) or drop-and-count.
 	EventPolicy QueuePolicy
 	// DispatchSpin is how long the dispatcher's wait for the next event
-	// polls before it parks (0 = 200 us, negative = never spin). Waking a
+	// polls before it parks: 0 adapts (it spins through the gaps between
+	// arriving events while they come at most 10 ms apart, 200 us
+	// otherwise), negative never spins, positive spins that long. Waking a
 	// parked dispatcher costs tens of microseconds (measured p50 50 us on an
 	// H200 host); spinning through the gap between blocks buys lower
-	// callback latency with up to one core of CPU.
+	// callback latency with up to one core of CPU while events stream.
 	DispatchSpin time.Duration
 
 	// GalvoOutputChannels is the channels of the generated waveform (the

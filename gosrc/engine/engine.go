@@ -125,6 +125,8 @@ type Engine struct {
 	limit      int64 // records to acquire; 0 = unbounded
 	blocks     []*Block
 	slots      []backend.Stream
+	upload     backend.Stream // every block's upload, in order (see Prepare)
+	positions  bool           // a PositionFormatExecutor reads positions on the device
 
 	free, toProc, toFmt, toRecycle chan *Block
 	events                         *eventQueue
@@ -308,6 +310,17 @@ func (e *Engine) Prepare() (err error) {
 		}
 		e.slots = append(e.slots, s)
 	}
+	// One stream carries every upload, in block order: the copy engine then
+	// runs them back to back, never two at once. Uploads on the slot streams
+	// (before) overlapped one another and the slots' compute, and streamed
+	// at 0.83-0.90 of the pinned host-to-device ceiling on an H100 where a
+	// single copy stream reaches 0.99 (bench/bench_peers.py, docs/bench.md).
+	up, err := e.dev.NewStream(0)
+	if err != nil {
+		return fmt.Errorf("engine.Prepare: upload stream: %w", err)
+	}
+	e.upload = up
+	e.positions = e.needsPositions()
 	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: e.rawSamples, outSamples: outSamples, endpoints: len(e.endpoints),
 		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers}
 	if err := sh.check(cfg.BlocksToAllocate); err != nil {
@@ -454,18 +467,29 @@ func (e *Engine) processLoop() {
 // dispatchProcess enqueues the upload and every processor on slot stream
 // s; nothing here waits for the device.
 func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
-	if err := s.Record(b.start); err != nil {
+	up := e.upload
+	if err := up.Record(b.start); err != nil {
 		return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
 	}
-	if err := s.Copy(b.Raw.Ptr(), b.src, b.Records*e.rawSamples*2); err != nil {
+	if err := up.Copy(b.Raw.Ptr(), b.src, b.Records*e.rawSamples*2); err != nil {
 		return fmt.Errorf("engine: block %d: upload: %w", b.ID, err)
 	}
-	// The positions travel with the block, for PositionFormatExecutor.
-	if err := s.Copy(b.targetDev.Ptr(), b.targetHost.Ptr(), b.Records*e.cfg.outChannels()*8); err != nil {
-		return fmt.Errorf("engine: block %d: target positions upload: %w", b.ID, err)
+	// The positions travel with the block when a PositionFormatExecutor
+	// reads them on the device; otherwise the copies would only cost the
+	// copy engine time (two 128 KiB copies per 16 MiB block: 2-3%).
+	if e.positions {
+		if err := up.Copy(b.targetDev.Ptr(), b.targetHost.Ptr(), b.Records*e.cfg.outChannels()*8); err != nil {
+			return fmt.Errorf("engine: block %d: target positions upload: %w", b.ID, err)
+		}
+		if err := up.Copy(b.actualDev.Ptr(), b.actualHost.Ptr(), b.Records*e.cfg.inChannels()*8); err != nil {
+			return fmt.Errorf("engine: block %d: actual positions upload: %w", b.ID, err)
+		}
 	}
-	if err := s.Copy(b.actualDev.Ptr(), b.actualHost.Ptr(), b.Records*e.cfg.inChannels()*8); err != nil {
-		return fmt.Errorf("engine: block %d: actual positions upload: %w", b.ID, err)
+	if err := up.Record(b.uploaded); err != nil {
+		return fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
+	}
+	if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
+		return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
 	}
 	for i, p := range e.procs {
 		if err := p.Process(b.Slot, s, b.Raw.Ptr(), b.Records, b.processed[i].Ptr(), b.int8s[i].Ptr()); err != nil {
@@ -702,7 +726,10 @@ func (e *Engine) recycleLoop() {
 		// acquisition (backpressure), not as a stall of dispatch. An event
 		// not recorded this pass is complete (older work, or never
 		// recorded), so syncing every event is always safe.
-		err := b.ready.Synchronize()
+		// uploaded first: a block whose processing failed to dispatch has
+		// no ready event this pass, but its upload may still read the
+		// acquisition's memory.
+		err := errors.Join(b.uploaded.Synchronize(), b.ready.Synchronize())
 		for _, ev := range b.epDone {
 			err = errors.Join(err, ev.Synchronize())
 		}
@@ -720,6 +747,9 @@ func (e *Engine) jobTiming(b *Block) JobTiming {
 	j := JobTiming{Block: b.ID, Acquire: b.acquired}
 	if ms, err := b.start.ElapsedTime(b.ready); err == nil {
 		j.Process = float64(ms)
+	}
+	if ms, err := b.start.ElapsedTime(b.uploaded); err == nil {
+		j.Upload = float64(ms)
 	}
 	for _, ev := range b.epDone {
 		if ms, err := b.ready.ElapsedTime(ev); err == nil && float64(ms) > j.Format {
@@ -987,5 +1017,23 @@ func (e *Engine) release() error {
 		errs = append(errs, s.Close())
 	}
 	e.slots = nil
+	if e.upload != nil {
+		errs = append(errs, e.upload.Close())
+		e.upload = nil
+	}
 	return errors.Join(errs...)
+}
+
+// needsPositions reports whether an endpoint's executor places A-scans by
+// the galvo positions on the device (a PositionFormatExecutor): only then
+// do the positions travel with each block.
+func (e *Engine) needsPositions() bool {
+	for _, ep := range e.endpoints {
+		if x, ok := ep.(interface{ Executor() any }); ok {
+			if _, ok := x.Executor().(*stage.PositionFormatExecutor); ok {
+				return true
+			}
+		}
+	}
+	return false
 }

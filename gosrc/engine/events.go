@@ -95,18 +95,26 @@ type eventQueue struct {
 	waiters  int
 	ackWake  chan struct{} // closed and replaced on ack when waiters > 0
 	spinFor  time.Duration // see Config.DispatchSpin
+	adaptive bool          // Config.DispatchSpin 0: spin through the gaps between arrivals (adaptiveSpin)
+	// Consumer-side arrival tracking for the adaptive spin (next's caller
+	// is the single consumer: no lock).
+	lastArrival time.Time
+	gap         time.Duration // the longest gap between arrivals in the last gapMemory
+	gapSet      time.Time     // when gap was set
 	dropped  atomic.Int64
 	doneSent atomic.Bool
 }
 
 func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue {
+	adaptive := spin == 0
 	switch {
 	case spin == 0:
 		spin = defaultSpin
 	case spin < 0:
 		spin = 0
 	}
-	return &eventQueue{ch: make(chan Event, size), policy: policy, spinFor: spin, ackWake: make(chan struct{})}
+	return &eventQueue{ch: make(chan Event, size), policy: policy, spinFor: spin, adaptive: adaptive,
+		ackWake: make(chan struct{})}
 }
 
 // markReturned notes the largest Seq handed to the consumer: posts from
@@ -201,6 +209,9 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 	}
 	if !got && timeout != 0 && q.spinFor > 0 {
 		spin := q.spinFor
+		if q.adaptive {
+			spin = q.adaptiveSpin(time.Now())
+		}
 		if timeout > 0 {
 			spin = min(spin, timeout)
 		}
@@ -224,6 +235,9 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 	}
 	if !ok {
 		return q.done(dst)
+	}
+	if q.adaptive {
+		q.arrived(time.Now())
 	}
 	dst[0] = ev
 	n := 1
@@ -253,6 +267,45 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 // hundred microseconds. Spinning costs at most spinFor of one core per idle
 // gap. Config.DispatchSpin overrides it.
 const defaultSpin = 200 * time.Microsecond
+
+// maxAdaptiveSpin bounds the adaptive spin: events further apart than
+// this are not a stream worth a core, and the dispatcher parks.
+const maxAdaptiveSpin = 10 * time.Millisecond
+
+// gapMemory is how long the longest gap between arrivals is remembered.
+const gapMemory = 100 * time.Millisecond
+
+// arrived notes that the consumer received an event at now. The gap
+// remembered is the longest since gapMemory ago, so that a block's burst
+// of events (short gaps) does not hide the gap between blocks, and a rate
+// that changes is followed within gapMemory.
+func (q *eventQueue) arrived(now time.Time) {
+	if !q.lastArrival.IsZero() {
+		if g := now.Sub(q.lastArrival); g >= q.gap || now.Sub(q.gapSet) > gapMemory {
+			q.gap, q.gapSet = g, now
+		}
+	}
+	q.lastArrival = now
+}
+
+// adaptiveSpin is how long next spins at now with the default
+// Config.DispatchSpin: while events arrive (the last one within
+// maxAdaptiveSpin, at gaps below it), until twice the recent gap after the
+// last arrival, so that the next block's events find the dispatcher awake
+// (a parked one takes 50-300 us to wake on a VM: the callback latency's
+// p99); otherwise defaultSpin, then park. The cost is up to one core while
+// an engine streams events; an idle engine's dispatcher spins at most
+// defaultSpin per wait.
+func (q *eventQueue) adaptiveSpin(now time.Time) time.Duration {
+	if q.lastArrival.IsZero() || q.gap <= 0 || q.gap > maxAdaptiveSpin {
+		return defaultSpin
+	}
+	since := now.Sub(q.lastArrival)
+	if since >= maxAdaptiveSpin {
+		return defaultSpin
+	}
+	return min(max(2*q.gap-since, defaultSpin), maxAdaptiveSpin-since)
+}
 
 // spin polls the queue for up to d.
 func (q *eventQueue) spin(d time.Duration) (ev Event, ok, got bool) {

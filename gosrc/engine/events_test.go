@@ -58,3 +58,44 @@ func TestPercentile(t *testing.T) {
 	require.Equal(t, 10.0, percentile(v, 0.99))
 	require.Zero(t, percentile(nil, 0.5))
 }
+
+func TestAdaptiveSpin(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Unix(1000, 0)
+	faster := []time.Duration{0, 8 * ms, 16 * ms} // then every millisecond for longer than gapMemory
+	for a := 17; a <= 117; a++ {
+		faster = append(faster, time.Duration(a)*ms)
+	}
+	tests := []struct {
+		name     string
+		arrivals []time.Duration // since t0
+		at       time.Duration   // when next waits
+		want     time.Duration
+	}{
+		{"no arrival yet", nil, 0, defaultSpin},
+		{"one arrival: no gap known", []time.Duration{0}, ms / 10, defaultSpin},
+		{"blocks every 2.5 ms: spin to twice the gap", []time.Duration{0, 2500 * time.Microsecond, 5 * ms},
+			5*ms + ms/10, 4900 * time.Microsecond},
+		{"a block's burst does not hide the gap between blocks",
+			[]time.Duration{0, 2500 * time.Microsecond, 2510 * time.Microsecond, 2520 * time.Microsecond},
+			2520*time.Microsecond + ms/10, 4900 * time.Microsecond},
+		{"a faster rate is followed after the memory", faster, 117*ms + ms/10, 1900 * time.Microsecond},
+		{"late beyond twice the gap: the default", []time.Duration{0, 2 * ms, 4 * ms}, 9 * ms, defaultSpin},
+		{"gaps above the bound: park after the default", []time.Duration{0, 20 * ms}, 20*ms + ms/10, defaultSpin},
+		{"stream stopped long ago", []time.Duration{0, 2 * ms, 4 * ms}, 40 * ms, defaultSpin},
+		{"never past the bound after the last arrival", []time.Duration{0, 9 * ms, 18 * ms}, 18*ms + 5*ms/2,
+			15 * ms / 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newEventQueue(4, QueueBlock, 0)
+			require.True(t, q.adaptive)
+			for _, a := range tc.arrivals {
+				q.arrived(t0.Add(a))
+			}
+			require.InDelta(t, float64(tc.want), float64(q.adaptiveSpin(t0.Add(tc.at))), float64(50*time.Microsecond))
+		})
+	}
+	require.False(t, newEventQueue(4, QueueBlock, time.Millisecond).adaptive, "a set spin is fixed")
+	require.Zero(t, newEventQueue(4, QueueBlock, -1).spinFor, "negative never spins")
+}

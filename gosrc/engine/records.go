@@ -38,14 +38,14 @@ func (s *Status) Record() []float64 {
 }
 
 // TimingFields is the number of fields of a timing record: for each stage
-// (acquire, process, format) count, mean, min, max, p50, p99 in
+// (acquire, process, format, upload) count, mean, min, max, p50, p99 in
 // milliseconds.
-const TimingFields = 18
+const TimingFields = 24
 
 // Record is the summary (TimingFields values).
 func (t *TimingSummary) Record() []float64 {
 	out := make([]float64, 0, TimingFields)
-	for _, s := range [...]*StageStats{&t.Acquire, &t.Process, &t.Format} {
+	for _, s := range [...]*StageStats{&t.Acquire, &t.Process, &t.Format, &t.Upload} {
 		out = append(out, float64(s.Count), s.Mean, s.Min, s.Max, s.P50, s.P99)
 	}
 	return out

@@ -14,6 +14,9 @@ type JobTiming struct {
 	Block int64
 	// Acquire is the time Fill took.
 	Acquire float64
+	// Upload is the block's host-to-device copy on the upload stream,
+	// from when the copy engine reached it (the copies before it done).
+	Upload float64
 	// Process spans the upload and the processing on the slot stream.
 	Process float64
 	// Format spans the end of processing to the last endpoint's
@@ -33,8 +36,9 @@ type StageStats struct {
 
 // TimingSummary is the per-stage summary of all blocks so far.
 type TimingSummary struct {
-	// Acquire, Process and Format summarise the stages.
-	Acquire, Process, Format StageStats
+	// Acquire, Process and Format summarise the stages; Upload the
+	// host-to-device copy within Process.
+	Acquire, Process, Format, Upload StageStats
 }
 
 // timingRingSize bounds the memory of per-block timings: percentiles are
@@ -65,7 +69,7 @@ type timings struct {
 	next  int // ring index of the next write
 	count int // total recorded
 
-	acq, proc, format runningStat
+	acq, proc, format, upload runningStat
 }
 
 func (t *timings) add(j JobTiming) {
@@ -76,6 +80,7 @@ func (t *timings) add(j JobTiming) {
 	t.acq.add(j.Acquire)
 	t.proc.add(j.Process)
 	t.format.add(j.Format)
+	t.upload.add(j.Upload)
 	t.mu.Unlock()
 }
 
@@ -95,7 +100,7 @@ func (t *timings) summary() TimingSummary {
 	n := t.recent(buf)
 	buf = buf[:n]
 	t.mu.Lock()
-	acq, proc, format := t.acq, t.proc, t.format
+	acq, proc, format, upload := t.acq, t.proc, t.format, t.upload
 	t.mu.Unlock()
 	vals := make([]float64, n)
 	stats := func(r runningStat, get func(JobTiming) float64) StageStats {
@@ -114,6 +119,7 @@ func (t *timings) summary() TimingSummary {
 		Acquire: stats(acq, func(j JobTiming) float64 { return j.Acquire }),
 		Process: stats(proc, func(j JobTiming) float64 { return j.Process }),
 		Format:  stats(format, func(j JobTiming) float64 { return j.Format }),
+		Upload:  stats(upload, func(j JobTiming) float64 { return j.Upload }),
 	}
 }
 

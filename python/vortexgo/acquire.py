@@ -23,7 +23,7 @@ import numpy as np
 
 from ._core import api
 from ._errors import ClosedError, native, release_on_collect
-from ._validate import check_float, check_int
+from ._validate import check_float, check_int, is_logger
 
 __all__ = [
     "SimulatedAcquisitionConfig", "SimulatedAcquisition",
@@ -58,7 +58,7 @@ class _Acquisition:
         self._h = None
         self._closed = False
         # vortex passes a logger first: SimulatedAcquisition(get_logger(...)).
-        if isinstance(config, logging.Logger):
+        if is_logger(config):
             config, logger = None, config
         self.logger = logger
         self.config = self._config_type()

@@ -27,7 +27,7 @@ from ._device import Device
 from ._errors import ClosedError, LockError, VortexError, native
 from ._stream import Stream
 from ._tensor import DeviceTensor
-from ._validate import check_shape
+from ._validate import check_shape, is_logger
 from .format import (PositionFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor, StackFormatExecutor,
                      StackFormatExecutorConfig)
 from .storage import _SimpleStack
@@ -41,6 +41,9 @@ __all__ = [
     "PositionDeviceTensorEndpointInt8", "PositionDeviceTensorEndpointUInt16", "PositionDeviceTensorEndpointFloat32",
     "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
     "SpectraPositionDeviceTensorEndpointUInt16",
+    "StackTensorEndpointInt8", "StackTensorEndpointUInt16", "StackTensorEndpointFloat32",
+    "AscanSpiralDeviceTensorEndpointInt8", "AscanSpiralDeviceTensorEndpointUInt16",
+    "AscanSpiralDeviceTensorEndpointFloat32",
 ]
 
 _GEOMETRY = (RadialFormatExecutor, SpiralFormatExecutor, PositionFormatExecutor)
@@ -165,7 +168,7 @@ class _TensorEndpoint(_Endpoint):
     def __init__(self, executor: Optional[StackFormatExecutor] = None, shape: Optional[Sequence[int]] = None,
                  logger: Optional[logging.Logger] = None) -> None:
         super().__init__()
-        if isinstance(executor, logging.Logger):
+        if is_logger(executor):
             executor, logger = None, executor
         self._set_executor_shape(executor, shape)
         self.logger = logger
@@ -264,6 +267,16 @@ for _g, _ex in (("Radial", RadialFormatExecutor), ("Spiral", SpiralFormatExecuto
         globals()[_n] = _geometry_endpoint(_n, _g.lower(), _ex, _dt)
     _n = f"Spectra{_g}DeviceTensorEndpointUInt16"
     globals()[_n] = _geometry_endpoint(_n, _g.lower(), _ex, "uint16", True)
+
+
+# vortex's names for the same endpoints: its CPU tensor endpoints
+# (StackTensorEndpoint*) keep the volume in host memory, as the host ones do
+# here; its spiral A-scan endpoints are called AscanSpiralDeviceTensorEndpoint*.
+StackTensorEndpointInt8 = StackHostTensorEndpointInt8
+StackTensorEndpointUInt16 = StackHostTensorEndpointUInt16
+StackTensorEndpointFloat32 = StackHostTensorEndpointFloat32
+for _suffix in ("Int8", "UInt16", "Float32"):
+    globals()[f"AscanSpiralDeviceTensorEndpoint{_suffix}"] = globals()[f"SpiralDeviceTensorEndpoint{_suffix}"]
 
 
 class _StorageEndpoint(_Endpoint):

@@ -35,7 +35,7 @@ import numpy as np
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, LockError, VortexError, native, translate
-from ._validate import INT64_MAX, check_float, check_int, check_timeout
+from ._validate import INT64_MAX, check_float, check_int, check_timeout, is_logger
 from .acquire import _Acquisition
 from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoints from vortex.engine
     AscanStackEndpoint, NullEndpoint, SpectraStackDeviceTensorEndpointUInt16, SpectraStackEndpoint,
@@ -43,6 +43,12 @@ from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoin
     StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8, StackHostTensorEndpointUInt16,
     _Endpoint, _StorageEndpoint,
 )
+from .endpoint import __all__ as _endpoint_names
+from . import endpoint as _endpoint_module
+from .source import dispersion_phasor  # noqa: F401 - vortex exports it from vortex.engine
+
+# vortex users import every endpoint from vortex.engine.
+globals().update({_n: getattr(_endpoint_module, _n) for _n in _endpoint_names})
 from .format import FormatPlanner
 from .io import _IO
 from .marker import ScanBoundary
@@ -77,7 +83,7 @@ _FIELDS = 7
 # The engine's record (engine.Engine.Record, gosrc/engine/records.go): the
 # status (10 values), then the timings (18).
 _STATUS_FIELDS = 10
-_RECORD_FIELDS = _STATUS_FIELDS + 18
+_RECORD_FIELDS = _STATUS_FIELDS + 24
 _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
 
@@ -108,9 +114,10 @@ class EngineConfig:
         event_policy: ``"block"`` (default: a slow callback slows the engine, nothing is
             lost) or ``"drop"`` (events are dropped and counted instead).
         dispatch_spin: seconds the callback dispatcher polls for the next event before
-            it parks (default 200 us; 0 never spins). Waking a parked dispatcher costs
-            tens of microseconds; a spin as long as the gap between blocks gives the
-            lowest callback latency for up to one CPU core.
+            it parks; ``None`` (default) adapts: while events arrive at most 10 ms apart
+            it spins through the gaps between them (up to one CPU core while an engine
+            streams), otherwise 200 us, then it parks; 0 never spins. Waking a parked
+            dispatcher costs tens of microseconds (the callback latency's tail).
         galvo_output_channels, galvo_input_channels: channels of the generated
             waveform (the scans' channels_per_sample) and of measured positions (2, 2).
         post_scan_records: records still acquired after the scan queue runs dry.
@@ -120,7 +127,7 @@ class EngineConfig:
 
     def __init__(self, records_per_block: int = 1000, blocks_to_allocate: int = 16, preload_count: int = 4,
                  blocks_to_acquire: int = 0, *, event_queue_size: int = 0, event_policy: str = "block",
-                 dispatch_spin: float = 200e-6, galvo_output_channels: int = 2, galvo_input_channels: int = 2,
+                 dispatch_spin: Optional[float] = None, galvo_output_channels: int = 2, galvo_input_channels: int = 2,
                  post_scan_records: int = 0, lead_marker: Optional[ScanBoundary] = None) -> None:
         self.galvo_output_channels = galvo_output_channels
         self.galvo_input_channels = galvo_input_channels
@@ -193,7 +200,8 @@ class EngineConfig:
         if self.preload_count > self.blocks_to_allocate:
             raise ValueError(f"{o}.preload_count={self.preload_count}, expected <= blocks_to_allocate "
                              f"({self.blocks_to_allocate})")
-        check_float(f"{o}.dispatch_spin", self.dispatch_spin, 0.0, 1.0)
+        if self.dispatch_spin is not None:
+            check_float(f"{o}.dispatch_spin", self.dispatch_spin, 0.0, 1.0)
         if self.event_policy not in ("block", "drop"):
             raise ValueError(f"{o}.event_policy={self.event_policy!r}, expected 'block' or 'drop'")
         if len(self._acquisitions) != 1:
@@ -223,7 +231,7 @@ class EngineConfig:
             "RecordsPerBlock": int(self.records_per_block), "BlocksToAllocate": int(self.blocks_to_allocate),
             "PreloadCount": int(self.preload_count), "BlocksToAcquire": int(self.blocks_to_acquire),
             "Slots": int(slots), "EventQueueSize": int(self.event_queue_size),
-            "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": round(self.dispatch_spin * 1e9) or -1,
+            "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": 0 if self.dispatch_spin is None else (round(self.dispatch_spin * 1e9) or -1),
             "GalvoOutputChannels": int(self.galvo_output_channels), "GalvoInputChannels": int(self.galvo_input_channels),
             "PostScanRecords": int(self.post_scan_records), "LeadMarker": _marker_record(self.lead_marker),
             "IOWiring": [w for _, w in self._ios]}))
@@ -373,7 +381,7 @@ class Engine:
     def __init__(self, config: Optional[EngineConfig] = None, device: DeviceLike = None, *,
                  callback_error_policy: str = "continue", logger: Optional[logging.Logger] = None) -> None:
         self._h = None
-        if isinstance(config, logging.Logger):
+        if is_logger(config):
             config, logger = None, config
         if callback_error_policy not in ("continue", "stop"):
             raise ValueError(f"callback_error_policy={callback_error_policy!r}, expected 'continue' or 'stop'")
@@ -643,12 +651,13 @@ class Engine:
 
     @property
     def timings(self) -> dict[str, StageTiming]:
-        """Per-block job timing by stage: ``{"acquire", "process", "format"}`` -> :class:`StageTiming` (ms)."""
+        """Per-block job timing by stage: ``{"acquire", "process", "format", "upload"}`` ->
+        :class:`StageTiming` (ms); ``upload`` is the host-to-device copy within ``process``."""
         if self._h is None:
-            return {s: StageTiming() for s in ("acquire", "process", "format")}
+            return {s: StageTiming() for s in ("acquire", "process", "format", "upload")}
         v = self._record(self._handle())[_STATUS_FIELDS:]
         return {stage: StageTiming(int(v[6 * i]), *v[6 * i + 1:6 * i + 6])
-                for i, stage in enumerate(("acquire", "process", "format"))}
+                for i, stage in enumerate(("acquire", "process", "format", "upload"))}
 
     @property
     def start_monotonic_ns(self) -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
 from ._core import api
-from ._validate import check_bool, check_float, check_int
+from ._validate import check_bool, check_float, check_int, is_logger
 from ._errors import native
 from .scan import Range
 
@@ -67,8 +67,19 @@ class SampleSlice:
         return min(self.start, stop), stop
 
 
-#: vortex's name for the same thing.
-SimpleSlice = SampleSlice
+class SimpleSlice(SampleSlice):
+    """vortex's ``SimpleSlice``, with its constructor: ``SimpleSlice(stop)`` keeps
+    samples ``[0, stop)``, ``SimpleSlice(start, stop)`` and
+    ``SimpleSlice(start, stop, step)`` as Python's ``slice``; ``SimpleSlice()``
+    keeps every sample (vortex's is an empty slice there, which its ``count()``
+    divides by zero on). Immutable, unlike vortex's."""
+
+    def __init__(self, *args: int) -> None:
+        if len(args) > 3:
+            raise TypeError(f"SimpleSlice takes at most 3 arguments (start, stop, step), got {len(args)}")
+        if len(args) == 1:
+            args = (0, args[0])
+        super().__init__(*args)
 
 
 def NullSlice() -> SampleSlice:
@@ -162,8 +173,11 @@ class _Executor:
     _kind = ""
     _config_cls: type = object
 
-    def __init__(self, config: Any = None) -> None:
+    def __init__(self, config: Any = None, logger: Any = None) -> None:
         self._h = None
+        if is_logger(config):  # vortex's X(logger); x.initialize(x.config)
+            config, logger = None, config
+        self.logger = logger
         self.config = self._config_cls()
         if config is not None:
             self.initialize(config)

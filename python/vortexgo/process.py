@@ -35,7 +35,7 @@ import numpy as np
 
 from ._core import api
 from ._device import Device, DeviceLike, get_device
-from ._validate import check_int
+from ._validate import check_int, is_logger
 from ._errors import ClosedError, native
 
 __all__ = [
@@ -189,7 +189,7 @@ class _Processor:
                  device: DeviceLike = None, **fields: Any) -> None:
         self._h = None
         self._closed = False
-        if isinstance(config, logging.Logger):
+        if is_logger(config):
             config, logger = None, config
         self.logger = logger
         self.config = ProcessorConfig()

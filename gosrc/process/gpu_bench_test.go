@@ -1,0 +1,117 @@
+//go:build gpu
+
+package process
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vortexgo/vortexgo/gosrc/cuda"
+)
+
+// designedBytes is what the CUDA chain's kernels move through device
+// memory per A-scan of n raw samples and m output samples, as designed:
+// oct_spectrum reads the raw record (2n) and writes complex64 (8m), the
+// in-place inverse FFT reads and writes it (16m: one pass while m fits
+// cuFFT's shared-memory kernels), oct_post reads it (8m) and writes float32
+// and int8 (5m). The history and mean kernels touch W records per block
+// (negligible at thousands of records per block) and are left out, as are
+// the resampling and filter tables (cached).
+func designedBytes(n, m int) int { return 2*n + 37*m }
+
+// BenchmarkCUDAProcessor measures the processor alone on device-resident
+// spectra (8192-record blocks, two slots on two streams, as the engine runs
+// it) and reports A-scans/s, the designed bytes per A-scan, the bandwidth
+// that implies, and its fraction of the device-to-device copy bandwidth
+// measured in the same run (read + write bytes: the memory roofline).
+//
+//	gpu-build/bin/process.test -test.run '^$' -test.bench CUDAProcessor
+func BenchmarkCUDAProcessor(b *testing.B) {
+	dev := gpuDevice(b)
+	peak := d2dBandwidth(b, dev)
+	const records = 8192
+	for _, n := range []int{1024, 1376, 2048} {
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			c := smallConfig(n, records)
+			c.AverageWindow = 64
+			c.ResamplingSamples = sortedPositions(rng, n, n)
+			c.SpectralFilter = randomFilter(rng, n)
+			c.Levels = [2]float32{0, 80}
+			c.Slots = 2
+			p, err := NewCUDAProcessor(dev, c)
+			require.NoError(b, err)
+			require.NoError(b, p.Prepare())
+			defer p.Close()
+			m := p.OutputSamples()
+			in := mallocB(b, dev, 2*records*n*2)
+			out := mallocB(b, dev, 2*records*m*4)
+			out8 := mallocB(b, dev, 2*records*m)
+			streams := [2]*cuda.Stream{}
+			for i := range streams {
+				streams[i], err = dev.CreateStream(0)
+				require.NoError(b, err)
+				defer streams[i].Close()
+			}
+			run := func(blocks int) {
+				for k := range blocks {
+					i := k & 1
+					if err := p.Process(i, streams[i], in.Ptr()+uintptr(i*records*n*2), records,
+						out.Ptr()+uintptr(i*records*m*4), out8.Ptr()+uintptr(i*records*m)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := dev.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			run(4) // plans, modules, caches
+			b.SetBytes(int64(records * n * 2))
+			b.ResetTimer()
+			t := time.Now()
+			blocks := 0
+			for b.Loop() {
+				run(8)
+				blocks += 8
+			}
+			rate := float64(blocks*records) / time.Since(t).Seconds()
+			moved := rate * float64(designedBytes(n, m))
+			b.ReportMetric(rate, "ascans/s")
+			b.ReportMetric(float64(designedBytes(n, m)), "bytes/ascan")
+			b.ReportMetric(moved/1e9, "GB/s_moved")
+			b.ReportMetric(moved/peak, "of_d2d_bw")
+			b.ReportMetric(peak/1e9, "d2d_GB/s")
+		})
+	}
+}
+
+// d2dBandwidth is the device's memory bandwidth as a device-to-device copy
+// achieves it (read + write bytes per second), the best of a few 512 MiB
+// copies.
+func d2dBandwidth(b *testing.B, dev *cuda.Device) float64 {
+	const size = 512 << 20
+	src, dst := mallocB(b, dev, size), mallocB(b, dev, size)
+	s, err := dev.CreateStream(0)
+	require.NoError(b, err)
+	defer s.Close()
+	best := 0.0
+	for range 6 {
+		t := time.Now()
+		for range 4 {
+			require.NoError(b, s.CopyDtoD(dst.Ptr(), src.Ptr(), size))
+		}
+		require.NoError(b, s.Synchronize())
+		best = max(best, 4*2*size/time.Since(t).Seconds())
+	}
+	return best
+}
+
+func mallocB(b *testing.B, dev *cuda.Device, n int) *cuda.Buffer {
+	buf, err := dev.Malloc(n)
+	require.NoError(b, err)
+	b.Cleanup(func() { buf.Free() })
+	return buf
+}

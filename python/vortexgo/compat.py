@@ -1,0 +1,177 @@
+"""Run vortex scripts unchanged: vortexgo under vortex's module names.
+
+vortex (the OCT library vortexgo follows) is imported as ``vortex``,
+``vortex.engine``, ``vortex.scan`` and so on. :func:`install` makes those
+names import vortexgo's modules, so a script written for vortex runs on
+vortexgo without editing a line::
+
+    import vortexgo.compat
+    vortexgo.compat.install()
+
+    from vortex.engine import Engine, EngineConfig   # vortexgo's
+    ...
+
+or, for a script file, ``python -m vortexgo run script.py [args]``.
+
+It is an explicit opt-in and never shadows a real vortex silently: when
+another ``vortex`` is importable (or already imported), :func:`install`
+raises :class:`VortexInstalledError` naming where it is; pass
+``shadow=True`` to use vortexgo anyway for this process (a warning says
+so). :func:`uninstall` removes the names again.
+
+Modules vortexgo does not provide (vortex's hardware drivers
+``vortex.driver.alazar``, ``vortex.acquire``'s Alazar/Teledyne/IMAQ
+acquisitions, ``vortex.io``'s DAQmx IO) raise ImportError or AttributeError
+naming what is missing; the simulated acquisition and IO stand in for them
+(``vortexgo.acquire.SimulatedAcquisition``, ``vortexgo.io.SimulatedIO``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+import warnings
+from typing import Optional
+
+__all__ = ["install", "uninstall", "installed", "VortexInstalledError", "SUBMODULES"]
+
+#: vortex's submodules and the vortexgo modules that stand in for them.
+SUBMODULES = {
+    "engine": "vortexgo.engine",
+    "scan": "vortexgo.scan",
+    "format": "vortexgo.format",
+    "process": "vortexgo.process",
+    "acquire": "vortexgo.acquire",
+    "storage": "vortexgo.storage",
+    "marker": "vortexgo.marker",
+    "memory": "vortexgo.memory",
+    "io": "vortexgo.io",
+    "log": "vortexgo.log",
+    "simple": "vortexgo.simple",
+}
+
+_ROOT_NAMES = ("Range", "get_console_logger", "get_file_logger", "get_python_logger")
+
+
+class VortexInstalledError(ImportError):
+    """A real vortex is importable: :func:`install` would hide it."""
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves ``vortex`` and ``vortex.<sub>`` to vortexgo's modules. First on
+    sys.meta_path while installed, so it wins over a vortex on sys.path only
+    after :func:`install` checked there is none (or was told to shadow it)."""
+
+    def find_spec(self, fullname: str, path=None, target=None):  # noqa: ANN001 - the finder protocol
+        if fullname == "vortex" or (fullname.startswith("vortex.") and fullname.count(".") == 1):
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname == "vortex")
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        if spec.name == "vortex":
+            return _root_module()
+        sub = spec.name.split(".", 1)[1]
+        target = SUBMODULES.get(sub)
+        if target is None:
+            raise ModuleNotFoundError(
+                f"vortexgo has no stand-in for {spec.name!r} (vortex's hardware drivers are not part of vortexgo; "
+                f"stand-ins exist for: {', '.join('vortex.' + s for s in SUBMODULES)})", name=spec.name)
+        try:
+            return importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name != target:
+                raise
+            raise ModuleNotFoundError(f"{spec.name!r}: vortexgo does not provide {target} yet",
+                                      name=spec.name) from None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass  # the module is vortexgo's, already executed
+
+
+_finder: Optional[_Finder] = None
+
+
+def _root_module() -> types.ModuleType:
+    import vortexgo
+
+    root = types.ModuleType("vortex", "vortexgo standing in for vortex (vortexgo.compat.install())")
+    root.__path__ = []  # a package: submodules resolve through the finder
+    root.__vortexgo__ = True
+    for name in _ROOT_NAMES:
+        setattr(root, name, getattr(vortexgo, name))
+    root.__version__ = getattr(vortexgo, "__version__", "0")
+
+    def __getattr__(name: str):  # vortex.engine etc. after `import vortex`
+        if name in SUBMODULES:
+            return importlib.import_module(f"vortex.{name}")
+        raise AttributeError(f"module 'vortex' (vortexgo) has no attribute {name!r}")
+
+    root.__getattr__ = __getattr__
+    return root
+
+
+def installed() -> bool:
+    """True while :func:`install` is in effect."""
+    return _finder is not None
+
+
+def _real_vortex() -> Optional[str]:
+    """Where another vortex is (a module already imported or importable), or None."""
+    mod = sys.modules.get("vortex")
+    if mod is not None and not getattr(mod, "__vortexgo__", False):
+        return getattr(mod, "__file__", None) or repr(mod)
+    if mod is None:
+        try:
+            spec = importlib.util.find_spec("vortex")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            return spec.origin or ", ".join(spec.submodule_search_locations or []) or "an installed vortex"
+    return None
+
+
+def install(shadow: bool = False) -> None:
+    """Make ``import vortex`` (and its submodules) import vortexgo.
+
+    Raises :class:`VortexInstalledError` when a real vortex is importable or
+    imported, unless ``shadow=True`` (then it warns and vortexgo wins for this
+    process). Idempotent.
+    """
+    global _finder
+    if _finder is not None:
+        return
+    where = _real_vortex()
+    if where is not None:
+        if not shadow:
+            raise VortexInstalledError(
+                f"a real vortex is installed ({where}); vortexgo.compat.install() would hide it. "
+                "Import vortexgo directly, or call install(shadow=True) to use vortexgo under vortex's names anyway.")
+        warnings.warn(f"vortexgo.compat.install(shadow=True): vortexgo now stands in for the vortex at {where} "
+                      "in this process", stacklevel=2)
+        for name in [n for n in sys.modules if n == "vortex" or n.startswith("vortex.")]:
+            del sys.modules[name]
+    _finder = _Finder()
+    sys.meta_path.insert(0, _finder)
+
+
+def uninstall() -> None:
+    """Undo :func:`install`: ``vortex`` names are no longer vortexgo's."""
+    global _finder
+    if _finder is None:
+        return
+    try:
+        sys.meta_path.remove(_finder)
+    except ValueError:
+        pass
+    _finder = None
+    for name in [n for n in sys.modules if n == "vortex" or n.startswith("vortex.")]:
+        mod = sys.modules[name]
+        if name == "vortex" and not getattr(mod, "__vortexgo__", False):
+            continue
+        if name != "vortex" and not mod.__name__.startswith("vortexgo"):
+            continue
+        del sys.modules[name]

@@ -1,0 +1,106 @@
+"""vortexgo.compat: vortex's module names importing vortexgo, opt-in, never hiding a real vortex."""
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _py(code: str, *, extra_path: str = "") -> subprocess.CompletedProcess:
+    env_path = [str(ROOT / "python")] + ([extra_path] if extra_path else [])
+    import os
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(env_path + [os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def test_vortex_names_import_vortexgo_after_install():
+    r = _py("""
+        import vortexgo.compat as c
+        try:
+            import vortex
+        except ImportError:
+            pass
+        else:
+            raise SystemExit("vortex importable before install")
+        c.install()
+        import vortex, vortexgo
+        from vortex import Range, get_console_logger
+        from vortex.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8, dispersion_phasor
+        from vortex.scan import RasterScan, RasterScanConfig, warp
+        from vortex.format import FormatPlanner, StackFormatExecutor, SimpleSlice
+        from vortex.process import CPUProcessor, CUDAProcessor
+        from vortex.acquire import NullAcquisition, FileAcquisition
+        from vortex.marker import ScanBoundary
+        import vortex.engine as ve
+        assert ve is vortexgo.engine and vortex.scan is vortexgo.scan and Range is vortexgo.Range
+        assert SimpleSlice(512).stop == 512
+        c.uninstall()
+        import sys
+        assert "vortex" not in sys.modules and "vortex.engine" not in sys.modules
+        try:
+            import vortex
+        except ImportError:
+            print("ok")
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_missing_stand_ins_name_what_is_missing():
+    r = _py("""
+        import vortexgo.compat as c
+        c.install()
+        try:
+            import vortex.driver
+        except ImportError as e:
+            print(e)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "vortex.driver" in r.stdout and "hardware" in r.stdout
+
+
+def test_install_refuses_to_hide_a_real_vortex(tmp_path):
+    fake = tmp_path / "vortex"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("REAL = True\n")
+    r = _py("""
+        import vortexgo.compat as c
+        try:
+            c.install()
+        except c.VortexInstalledError as e:
+            print("refused:", e)
+        import vortex
+        assert vortex.REAL
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            c.install(shadow=True)
+        assert any("shadow" in str(x.message) for x in w)
+        import vortex
+        assert not hasattr(vortex, "REAL") and vortex.__vortexgo__
+        print("shadowed")
+    """, extra_path=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "refused:" in r.stdout and str(fake) in r.stdout and "shadowed" in r.stdout
+
+
+@pytest.mark.timeout(120)
+def test_vortex_benchmark_script_runs_under_vortex_names():
+    # bench/vortex_peer.py --impl vortex imports `vortex`; with the names installed it runs vortexgo.
+    r = _py(f"""
+        import sys, runpy
+        import vortexgo.compat as c
+        c.install()
+        sys.argv = ["vortex_peer.py", "--impl", "vortex", "--cpu", "--json", "--runs", "1", "--samples", "64",
+                    "--ascans-per-bscan", "32", "--bscans", "8", "--records-per-block", "128", "--blocks", "8",
+                    "--preload", "4", "--ascans", "1536"]
+        runpy.run_path({str(ROOT / 'bench' / 'vortex_peer.py')!r}, run_name="__main__")
+    """)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert '"impl": "vortex"' in r.stdout
