@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import vortexgo as vg
+from conftest import needs_cuda
 from vortexgo.acquire import (FileAcquisition, FileAcquisitionConfig, NullAcquisition,
                               NullAcquisitionConfig)
 
@@ -170,7 +171,8 @@ def test_read_only_buffer_and_bad_arguments(tmp_path):
         acq.next(np.zeros((2, S, C), np.uint16))
 
 
-def test_engine_replays_a_file_and_lends_zeros(tmp_path):
+@pytest.mark.parametrize("kind", ["cpu", pytest.param("cuda", marks=needs_cuda)])
+def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind):
     """In an engine: the raw spectra equal the file (read straight into the
     engine's pinned blocks), and NullAcquisition's blocks are zeros; standalone
     calls are refused while the engine holds the source."""
@@ -183,7 +185,8 @@ def test_engine_replays_a_file_and_lends_zeros(tmp_path):
     for acq in (FileAcquisition(path=str(tmp_path / "r.raw"), samples_per_record=SPR, loop=False),
                 NullAcquisition(samples_per_record=SPR, records=B * A)):
         spectra = SpectraStackDeviceTensorEndpointUInt16()
-        proc = vg.CPUProcessor(samples_per_record=SPR, ascans_per_block=A)
+        Proc = vg.CPUProcessor if kind == "cpu" else vg.CUDAProcessor
+        proc = Proc(samples_per_record=SPR, ascans_per_block=A)
         fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=1))
         ec = EngineConfig(records_per_block=A, blocks_to_allocate=3, preload_count=1)
         ec.add_acquisition(acq, [proc])
