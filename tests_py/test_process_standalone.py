@@ -286,3 +286,120 @@ print(json.dumps(out))
             proc.next(raw[b * R:(b + 1) * R], y)
             diff = np.abs(y.astype(int) - np.array(want[b], dtype=int))
             assert diff.max() <= 1, (kw, b, int(diff.max()))
+
+
+# --- NullProcessor and CopyProcessor -------------------------------------------
+
+from vortexgo.format import LinearTransform, NullSlice, NullTransform, SimpleSlice  # noqa: E402
+from vortexgo.process import CopyProcessor, CopyProcessorConfig, NullProcessor, NullProcessorConfig  # noqa: E402
+
+
+def copy_reference(raw: np.ndarray, c: CopyProcessorConfig) -> tuple[np.ndarray, np.ndarray]:
+    s = c.sample_slice
+    start, step = (0, 1) if s.stop is None else (s.start, s.step)
+    x = raw[:, start::step, c.channel][:, :c.samples_per_ascan].astype(np.float64)
+    if isinstance(c.sample_transform, LinearTransform):
+        v = c.sample_transform.scale * x + c.sample_transform.offset
+        return v.astype(np.float32), np.trunc(v).astype(np.int64).astype(np.int8)
+    return x.astype(np.float32), raw[:, start::step, c.channel][:, :c.samples_per_ascan].astype(np.int8)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(sample_slice=SimpleSlice(2, 40, 3)), dict(channels_per_sample=2, channel=1),
+    dict(sample_transform=LinearTransform(0.05, -20)), dict(sample_slice=SimpleSlice(5, 45), sample_transform=LinearTransform(-1.5, 3))])
+def test_copy_processor_equals_numpy(kw):
+    c = CopyProcessorConfig(samples_per_record=N, ascans_per_block=R, **kw)
+    raw = np.random.default_rng(4).integers(0, 65536, (R, N, c.channels_per_sample), dtype=np.uint16)
+    p = CopyProcessor(c)
+    m = c.samples_per_ascan
+    assert c.output_shape == [R, m, 1] and p.samples_per_ascan == m
+    f, i8 = np.zeros((R, m, 1), np.float32), np.zeros((R, m), np.int8)
+    p.next(raw, f)
+    p.next(raw, i8)
+    wf, wi = copy_reference(raw, c)
+    np.testing.assert_array_equal(f[:, :, 0], wf)
+    np.testing.assert_array_equal(i8, wi)
+
+
+def test_copy_and_null_configs_and_errors():
+    c = CopyProcessorConfig()
+    assert (c.samples_per_record, c.ascans_per_block, c.channels_per_sample, c.channel, c.slots) == (1000, 1000, 1, 0, 2)
+    assert c.sample_slice == NullSlice() and c.sample_transform == NullTransform()
+    assert c.input_shape == [1000, 1000, 1] and c.output_shape == [1000, 1000, 1]
+    assert NullProcessorConfig().input_shape == [1000, 1000, 1]
+    with pytest.raises(ValueError, match=r"sample_slice=.*expected stop <= samples_per_record=48"):
+        CopyProcessor(samples_per_record=N, sample_slice=SimpleSlice(0, N + 1))
+    with pytest.raises(TypeError, match="sample_transform=3, expected a NullTransform or LinearTransform"):
+        CopyProcessor(samples_per_record=N, sample_transform=3)
+    with pytest.raises(ValueError, match="channel=1, expected < channels_per_sample=1"):
+        CopyProcessor(samples_per_record=N, channel=1)
+    with pytest.raises(ValueError, match="CopyProcessor on device cuda"):
+        if not vg.is_cuda_available():
+            raise ValueError("CopyProcessor on device cuda (skipped: no CUDA)")
+        CopyProcessor(samples_per_record=N, device="cuda")
+    n = NullProcessor(samples_per_record=N)
+    with pytest.raises(TypeError, match="processes nothing"):
+        n.next(np.zeros((R, N, 1), np.uint16), np.zeros((R, N, 1), np.int8))
+    with pytest.raises(TypeError, match="config=.*expected a CopyProcessorConfig"):
+        CopyProcessor(ProcessorConfig())
+
+
+def test_copy_and_null_processors_in_an_engine():
+    from vortexgo.endpoint import SpectraStackDeviceTensorEndpointUInt16, StackDeviceTensorEndpointFloat32
+    from vortexgo.engine import Engine, EngineConfig
+
+    B = 3
+    raw = np.random.default_rng(5).integers(0, 60000, (B, R, N), dtype=np.uint16)
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"copy_engine_{os.getpid()}.raw"
+    raw.tofile(path)
+    try:
+        for proc in (CopyProcessor(samples_per_record=N, ascans_per_block=R, sample_transform=LinearTransform(2, 1)),
+                     NullProcessor(samples_per_record=N, ascans_per_block=R)):
+            acq = vg.FileAcquisition(path=str(path), samples_per_record=N, loop=False)
+            spectra = SpectraStackDeviceTensorEndpointUInt16()
+            ascans = StackDeviceTensorEndpointFloat32()
+            fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=R, bscans_per_volume=B, volumes=1))
+            ec = EngineConfig(records_per_block=R, blocks_to_allocate=3, preload_count=1)
+            ec.add_acquisition(acq, [proc])
+            ec.add_processor(proc, [fmt])
+            ec.add_formatter(fmt, [spectra, ascans])
+            eng = Engine(ec)
+            eng.prepare()
+            eng.start()
+            eng.wait()
+            with spectra.tensor as v:
+                np.testing.assert_array_equal(v, raw)
+            if isinstance(proc, CopyProcessor):
+                with ascans.tensor as v:
+                    np.testing.assert_array_equal(np.asarray(v), (2 * raw.astype(np.float64) + 1).astype(np.float32))
+            eng.close()
+            acq.close()
+    finally:
+        path.unlink()
+
+
+@pytest.mark.skipif(not (VORTEX_PY.exists() and VORTEX_SITE.exists()), reason="vortex 0.5.1 is not installed here")
+def test_copy_same_as_vortex(tmp_path):
+    raw = np.random.default_rng(8).integers(0, 65536, (R, N, 1), dtype=np.uint16)
+    np.save(tmp_path / "raw.npy", raw)
+    script = r"""
+import json, sys, numpy as np
+from vortex.process import CopyProcessor, CopyProcessorConfig
+raw = np.load(sys.argv[1])
+c = CopyProcessorConfig(); c.samples_per_record = %d; c.ascans_per_block = %d
+p = CopyProcessor(); p.initialize(c); y = np.zeros((%d, %d, 1), np.int8); p.next(raw, y)
+print(json.dumps(y.tolist()))
+""" % (N, R, R, N)
+    env = dict(os.environ, PYTHONPATH=str(VORTEX_SITE),
+               LD_LIBRARY_PATH="/work/vx312/lib/python3.12/site-packages/nvidia/cu13/lib")
+    try:
+        p = subprocess.run([str(VORTEX_PY), "-c", script, str(tmp_path / "raw.npy")], env=env,
+                           capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.skip("vortex did not answer in time")
+    if p.returncode != 0:
+        pytest.skip(f"vortex does not run here: {p.stderr[-300:]}")
+    want = np.array(json.loads(p.stdout.strip().splitlines()[-1]), np.int8)
+    y = np.zeros((R, N, 1), np.int8)
+    CopyProcessor(samples_per_record=N, ascans_per_block=R).next(raw, y)
+    np.testing.assert_array_equal(y, want)

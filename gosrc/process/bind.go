@@ -41,6 +41,7 @@ type standaloneProcessor interface {
 	ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error
 	Change(cfg Config) error
 	Config() Config
+	OutputSamples() int
 }
 
 // Do runs op on the CPUProcessor: "change" (to with's configuration, a
@@ -108,7 +109,7 @@ func (al *standalone) next(kind string, p standaloneProcessor, dev backend.Devic
 		al.stream = s
 	}
 	s := al.stream
-	m := cfg.OutputSamples()
+	m := p.OutputSamples()
 	rawBytes := a.Records * cfg.SamplesPerRecord * cfg.Channels() * 2
 	in, out, out8 := a.In, a.Out, a.Out8
 	var err error

@@ -42,6 +42,7 @@ from ._errors import ClosedError, native
 __all__ = [
     "ProcessorConfig", "CUDAProcessorConfig", "CPUProcessorConfig",
     "CUDAProcessor", "CPUProcessor", "hann_window", "spectral_filter",
+    "NullProcessorConfig", "NullProcessor", "CopyProcessorConfig", "CopyProcessor",
 ]
 
 ArrayLike = Union[np.ndarray, Sequence[float], None]
@@ -260,6 +261,7 @@ def _compatible(shape: Sequence[int], want: Sequence[int]) -> bool:
 
 class _Processor:
     _kind = ""
+    _config_type: type = ProcessorConfig
 
     def __init__(self, config: Optional[ProcessorConfig] = None, logger: Optional[logging.Logger] = None, *,
                  device: DeviceLike = None, **fields: Any) -> None:
@@ -270,7 +272,7 @@ class _Processor:
         if isinstance(config, logging.Logger):
             config, logger = None, config
         self.logger = logger
-        self.config = ProcessorConfig()
+        self.config = self._config_type()
         self._device_spec = device
         self.device: Optional[Device] = None
         if device is not None:
@@ -284,9 +286,9 @@ class _Processor:
     @native
     def initialize(self, config: Optional[ProcessorConfig] = None, **fields: Any) -> None:
         """Validate and adopt ``config`` (copied); ``fields`` override its attributes."""
-        if config is not None and not isinstance(config, ProcessorConfig):
-            raise TypeError(f"config={config!r}, expected a ProcessorConfig")
-        cfg = config.copy() if config is not None else ProcessorConfig()
+        if config is not None and not isinstance(config, self._config_type):
+            raise TypeError(f"config={config!r}, expected a {self._config_type.__name__}")
+        cfg = config.copy() if config is not None else self._config_type()
         for k, v in fields.items():
             if not hasattr(cfg, k) or k in ("samples_per_ascan", "input_shape", "output_shape"):
                 raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
@@ -306,21 +308,24 @@ class _Processor:
         self.config, self.device = cfg, dev
         self._closed = False  # initialize() after close() makes a new processor
 
-    def _new_handle(self, cfg: ProcessorConfig, dev: Device):
+    def _new_handle(self, cfg: Any, dev: Device):
         """A Go processor for ``cfg`` (validated) on ``dev``."""
-        res = _as_1d("ProcessorConfig", "resampling_samples", cfg.resampling_samples, np.float32)
-        filt = _as_1d("ProcessorConfig", "spectral_filter", cfg.spectral_filter, np.complex64)
+        res = _as_1d("ProcessorConfig", "resampling_samples", getattr(cfg, "resampling_samples", None), np.float32)
+        filt = _as_1d("ProcessorConfig", "spectral_filter", getattr(cfg, "spectral_filter", None), np.complex64)
         rp, rn = (0, 0) if res is None else (res.ctypes.data, res.size)
         fp, fn = (0, 0) if filt is None else (filt.ctypes.data, filt.size)
-        lo, hi = cfg._levels()
         # process.Config's fields as one record; the arrays as (address, count).
-        return api.NewProcessor(dev._h, self._kind, json.dumps({
+        return api.NewProcessor(dev._h, self._kind, json.dumps(self._record(cfg)), rp, rn, fp, fn)
+
+    def _record(self, cfg: ProcessorConfig) -> dict:
+        lo, hi = cfg._levels()
+        return {
             "SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
             "ChannelsPerSample": int(cfg.channels_per_sample), "Channel": int(cfg.channel),
             "InterpretAsSigned": bool(cfg.interpret_as_signed),
             "AverageWindow": int(cfg.average_window), "EnableIFFT": bool(cfg.enable_ifft),
             "EnableMagnitude": bool(cfg.enable_magnitude), "EnableSquare": bool(cfg.enable_square),
-            "EnableLog10": bool(cfg.enable_log10), "Levels": [lo, hi], "Slots": int(cfg.slots)}), rp, rn, fp, fn)
+            "EnableLog10": bool(cfg.enable_log10), "Levels": [lo, hi], "Slots": int(cfg.slots)}
 
     @native
     def change(self, config: Optional[ProcessorConfig] = None, **fields: Any) -> None:
@@ -333,8 +338,8 @@ class _Processor:
         if self._h is None and not self._closed:
             return self.initialize(config, **fields)
         h = self._handle()
-        if config is not None and not isinstance(config, ProcessorConfig):
-            raise TypeError(f"config={config!r}, expected a ProcessorConfig")
+        if config is not None and not isinstance(config, self._config_type):
+            raise TypeError(f"config={config!r}, expected a {self._config_type.__name__}")
         cfg = config.copy() if config is not None else self.config.copy()
         for k, v in fields.items():
             if not hasattr(cfg, k) or k in ("samples_per_ascan", "input_shape", "output_shape"):
@@ -481,3 +486,147 @@ class CPUProcessor(_Processor):
 
     def _default_device(self) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)
+
+
+@dataclass
+class _ShapeConfig:
+    """The block shape every vortex processor config has."""
+
+    samples_per_record: int = 1000
+    ascans_per_block: int = 1000
+    channels_per_sample: int = 1
+
+    records_per_block = ProcessorConfig.records_per_block
+    input_shape = ProcessorConfig.input_shape
+    output_shape = ProcessorConfig.output_shape
+
+    @property
+    def samples_per_ascan(self) -> int:
+        """The processed A-scan length."""
+        return self.samples_per_record
+
+    def copy(self):
+        """A copy of this configuration."""
+        return dataclasses.replace(self)
+
+    def validate(self) -> None:
+        """Raise ValueError or TypeError naming the first bad field."""
+        o = type(self).__name__
+        for name, lo in (("samples_per_record", 1), ("ascans_per_block", 1), ("channels_per_sample", 1)):
+            check_int(f"{o}.{name}", getattr(self, name), lo)
+
+
+@dataclass
+class NullProcessorConfig(_ShapeConfig):
+    """Configuration of a :class:`NullProcessor`: the block shape only (vortex's)."""
+
+    @property
+    def slots(self) -> int:
+        """Blocks in flight: a NullProcessor holds none back (1)."""
+        return 1
+
+
+class NullProcessor(_Processor):
+    """vortex's NullProcessor: processes nothing. In an engine its A-scans are never
+    computed (pair it with spectra endpoints, which read the raw block); it has no
+    ``next``, as vortex's. ``device`` defaults to ``"cpu"``; pass the engine's."""
+
+    _kind = "null"
+    _config_type = NullProcessorConfig
+
+    def _default_device(self) -> Device:
+        return get_device("cpu" if self._device_spec is None else self._device_spec)
+
+    def _record(self, cfg: NullProcessorConfig) -> dict:
+        return {"SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
+                "ChannelsPerSample": int(cfg.channels_per_sample), "Slots": 1}
+
+    def next(self, *args: Any, **kwargs: Any) -> None:
+        """Not available: a NullProcessor processes nothing (vortex's has no ``next``)."""
+        raise TypeError("NullProcessor.next: a NullProcessor processes nothing, expected a CPUProcessor, "
+                        "CUDAProcessor or CopyProcessor")
+
+    next_async = next
+
+    def __repr__(self) -> str:
+        return f"<NullProcessor {self.config.input_shape}>"
+
+
+@dataclass
+class CopyProcessorConfig(_ShapeConfig):
+    """Configuration of a :class:`CopyProcessor` (vortex's fields and defaults).
+
+    Attributes:
+        samples_per_record, ascans_per_block, channels_per_sample: the raw block.
+        channel: the channel copied.
+        slots: blocks in flight in an engine.
+        sample_slice: the samples kept (:class:`~vortexgo.format.SampleSlice`;
+            vortex's count: ``(stop - start) // step``); default all.
+        sample_transform: :class:`~vortexgo.format.NullTransform` or
+            :class:`~vortexgo.format.LinearTransform` (``scale * x + offset``).
+    """
+
+    channel: int = 0
+    slots: int = 2
+    sample_slice: Any = None
+    sample_transform: Any = None
+
+    def __post_init__(self) -> None:
+        from .format import NullSlice, NullTransform
+
+        if self.sample_slice is None:
+            self.sample_slice = NullSlice()
+        if self.sample_transform is None:
+            self.sample_transform = NullTransform()
+
+    @property
+    def samples_per_ascan(self) -> int:
+        """The slice's sample count (vortex's ``to_simple(slice).count()``)."""
+        s = self.sample_slice
+        return self.samples_per_record if s.stop is None else s.count()
+
+    def validate(self) -> None:
+        """Raise ValueError or TypeError naming the first bad field."""
+        from .format import LinearTransform, NullTransform, SampleSlice
+
+        super().validate()
+        o = "CopyProcessorConfig"
+        check_int(f"{o}.slots", self.slots, 1)
+        check_int(f"{o}.channel", self.channel, 0)
+        if self.channel >= self.channels_per_sample:
+            raise ValueError(f"{o}.channel={self.channel}, expected < channels_per_sample={self.channels_per_sample}")
+        if not isinstance(self.sample_slice, SampleSlice):
+            raise TypeError(f"{o}.sample_slice={self.sample_slice!r}, expected a SimpleSlice or NullSlice()")
+        if not isinstance(self.sample_transform, (NullTransform, LinearTransform)):
+            raise TypeError(f"{o}.sample_transform={self.sample_transform!r}, expected a NullTransform or LinearTransform")
+        s = self.sample_slice
+        s._record()  # a stop-less slice with a start or step is refused there
+        if s.stop is not None and (s.stop > self.samples_per_record or s.count() < 1):
+            raise ValueError(f"{o}.sample_slice={s!r}, expected stop <= samples_per_record={self.samples_per_record} "
+                             "and at least one sample")
+
+
+class CopyProcessor(_Processor):
+    """vortex's CopyProcessor: copies one channel's raw samples through a slice and
+    a transform, without OCT processing; the int8 output is the C cast of each
+    value (a raw uint16 keeps its low byte). A CPU processor, as vortex's."""
+
+    _kind = "copy"
+    _config_type = CopyProcessorConfig
+
+    def _default_device(self) -> Device:
+        return get_device("cpu" if self._device_spec is None else self._device_spec)
+
+    def _record(self, cfg: CopyProcessorConfig) -> dict:
+        s, t = cfg.sample_slice, cfg.sample_transform._record()
+        return {"SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
+                "ChannelsPerSample": int(cfg.channels_per_sample), "Channel": int(cfg.channel),
+                "Slots": int(cfg.slots),
+                "SampleSlice": [0, 0, 0] if s.stop is None else [s.start, s.stop, s.step],
+                "SampleTransform": [t["Scale"], t["Offset"]] if t["Linear"] else [0.0, 0.0]}
+
+    def __repr__(self) -> str:
+        if self._h is None:
+            return f"<CopyProcessor {'closed' if self._closed else '(not initialized)'}>"
+        c = self.config
+        return f"<CopyProcessor {c.input_shape} -> {c.output_shape}, {c.sample_slice!r}, {c.sample_transform!r}>"
