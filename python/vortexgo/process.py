@@ -227,7 +227,7 @@ def _block_array(name: str, v: Any, dtypes: tuple) -> tuple[_Block, bool]:
         shape = tuple(cai["shape"])
         if cai.get("strides") is not None and tuple(cai["strides"]) != _c_strides(shape, dt.itemsize):
             raise ValueError(f"{name}: strides {tuple(cai['strides'])}, expected a C-contiguous array")
-        if cai["data"][1]:
+        if cai["data"][1] and name == "output_buffer":
             raise ValueError(f"{name}: read-only, expected a writable array")
         block, host = _Block(int(cai["data"][0]), shape, dt, v), False
     elif isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
