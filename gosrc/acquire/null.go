@@ -44,6 +44,10 @@ type NullAcquisition struct {
 	sent   int
 	zeros  backend.Buffer // PinTo's block of zeros
 	maxRec int            // records in zeros
+	// retired are blocks of zeros replaced by a larger one: another
+	// engine prepared with this source may still upload from them, so
+	// they are freed by Close, never before.
+	retired []backend.Buffer
 	run    runState
 	claim  engine.Claim // refuses Close while an engine uploads from zeros
 }
@@ -90,12 +94,14 @@ func (a *NullAcquisition) Close() error {
 	return a.claim.Close(func() error {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if a.zeros == nil {
-			return nil
+		var errs []error
+		for _, b := range append(a.retired, a.zeros) {
+			if b != nil {
+				errs = append(errs, b.Free())
+			}
 		}
-		err := a.zeros.Free()
-		a.zeros, a.maxRec = nil, 0
-		return err
+		a.zeros, a.maxRec, a.retired = nil, 0, nil
+		return errors.Join(errs...)
 	})
 }
 
@@ -132,10 +138,18 @@ func (a *NullAcquisition) take(records int) (int, error) {
 
 // PinTo allocates the block of zeros the source lends (engine.Lender): one
 // block of maxRecords records of pinned memory of dev, zeroed once. Calling
-// it again (another engine, larger blocks) replaces it.
+// it again (another engine) keeps the block when it is large enough and on
+// dev; otherwise a new one replaces it and the old one is kept until Close,
+// as an engine prepared before may still upload from it.
 func (a *NullAcquisition) PinTo(dev backend.Device, maxRecords int) error {
 	if dev == nil || maxRecords <= 0 {
 		return fmt.Errorf("acquire: NullAcquisition.PinTo: dev=%v maxRecords=%d, expected a device and maxRecords > 0", dev, maxRecords)
+	}
+	a.mu.Lock()
+	reuse := a.zeros != nil && a.maxRec >= maxRecords && a.zeros.Device() == dev
+	a.mu.Unlock()
+	if reuse {
+		return nil
 	}
 	bytes, ok := engine.MulSize(maxRecords, a.SamplesPerRecord(), 2)
 	if !ok || bytes > engine.MaxPoolBytes {
@@ -152,9 +166,7 @@ func (a *NullAcquisition) PinTo(dev backend.Device, maxRecords int) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.zeros != nil {
-		if err := a.zeros.Free(); err != nil {
-			return errors.Join(err, buf.Free())
-		}
+		a.retired = append(a.retired, a.zeros)
 	}
 	a.zeros, a.maxRec = buf, maxRecords
 	return nil

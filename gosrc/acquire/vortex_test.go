@@ -66,12 +66,23 @@ func TestNullLendsOneBlockOfZeros(t *testing.T) {
 	}
 	require.Equal(t, []int{4, 4, 2}, got)
 
+	require.NoError(t, a.PinTo(cpu.Default(), 3), "a second engine with smaller blocks")
+	src, _, err := a.Lend(1)
+	require.ErrorIs(t, err, io.EOF, "the Records limit carries over")
+	require.Equal(t, uintptr(0), src)
+	require.Equal(t, first, a.zeros.Ptr(), "a large enough block is kept")
+	require.NoError(t, a.PinTo(cpu.Default(), 8), "a second engine with larger blocks")
+	require.NotEqual(t, first, a.zeros.Ptr())
+	require.Equal(t, make([]byte, 4*16*2), hostBytes(first, 4*16*2), "the first block lives on for the first engine")
+	require.Len(t, a.retired, 1)
+
 	claims := a.Claims()
 	require.NoError(t, claims[0].Take())
 	require.ErrorIs(t, a.Close(), backend.ErrInUse, "an engine may still upload from the block")
 	claims[0].Drop()
 	require.NoError(t, a.Close())
 	require.Nil(t, a.zeros)
+	require.Nil(t, a.retired, "Close frees the retired blocks too")
 }
 
 // TestNullNext: vortex's standalone next reports the records and leaves the
