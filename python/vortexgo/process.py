@@ -20,6 +20,14 @@ agree within float tolerance. The chain, per A-scan:
 Defaults are vortex's (1000 samples and records, square and log10 on, levels
 unset), and the outputs equal vortex's on the same input (golden files from
 vortex 0.5.1 in gosrc/process/testdata).
+
+Outside an engine, as vortex's: ``initialize(config)``, ``change(config)``
+(also while an engine runs: it takes effect at the next block),
+``next(input_buffer, output_buffer, id=0, append_history=True)`` and
+``next_async(..., callback)`` on NumPy, vortexgo and (CUDAProcessor) CuPy
+arrays, int8 output as vortex's or float32. :class:`NullProcessor` processes
+nothing; :class:`CopyProcessor` copies raw samples through a slice and a
+transform (CPU), both as vortex's.
 """
 
 from __future__ import annotations
