@@ -165,7 +165,7 @@ def test_processed_volume_matches_numpy_and_reflectors_at_expected_depth():
 def test_file_and_null_acquisitions(tmp_path):
     raw = np.random.default_rng(0).integers(0, 4000, (2 * B, A, S), dtype=np.uint16)
     np.save(tmp_path / "raw.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"))
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=S)
     spectra = SpectraStackDeviceTensorEndpointUInt16()
     proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
     fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=2))

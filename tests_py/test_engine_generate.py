@@ -32,7 +32,7 @@ def raster(bidirectional=True, loop=False):
 def rig(tmp_path, endpoints_for, ios=(), **cfg):
     raw = (np.arange(1024 * S, dtype=np.uint16) % 60000).reshape(1024, S)
     np.save(tmp_path / "raw.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"))
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=S)
     proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
     planner = FormatPlanner(FormatPlannerConfig(B, A))
     ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=2, **cfg)
@@ -158,7 +158,7 @@ def test_radial_scan_end_to_end(tmp_path):
     ep = RadialDeviceTensorEndpointFloat32(ex, (9, 11, S))
     raw = (np.arange(1024 * S, dtype=np.uint16) % 60000).reshape(1024, S)
     np.save(tmp_path / "raw.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"))
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=S)
     proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
     planner = FormatPlanner(FormatPlannerConfig(6, 16))
     ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=2)
