@@ -17,6 +17,8 @@ func New(kind string) (any, error) {
 	switch name {
 	case "SimpleStream":
 		return NewSimpleStreamNamed(dtype)
+	case "HDF5Stack":
+		return NewHDF5StackNamed(dtype)
 	case "StreamDump":
 		return NewStreamDump(), nil
 	case "MarkerLog":
@@ -39,6 +41,8 @@ type stackArgs struct {
 	Bscan, Ascan, Volume int
 	Allocate             *bool
 }
+
+func hostmemSpan(dst, n int) ([]byte, error) { return hostmem.Span[byte](dst, n) }
 
 func decodeArgs(what, op string, args []byte, v any) error {
 	if len(args) == 0 {

@@ -44,7 +44,9 @@ __all__ = ["SimpleStackHeader", "SimpleStackConfig", "SimpleStackInt8", "SimpleS
            "SimpleStackFloat32", "SimpleStackFloat64",
            "SimpleStreamHeader", "SimpleStreamConfig", "SimpleStreamInt8", "SimpleStreamUInt16", "SimpleStreamUInt64",
            "SimpleStreamFloat32", "SimpleStreamFloat64", "StreamDumpConfig", "StreamDump", "MarkerLogConfig", "MarkerLog",
-           "BroctScan", "BroctStorageConfig", "BroctStorage"]
+           "BroctScan", "BroctStorageConfig", "BroctStorage",
+           "HDF5StackHeader", "HDF5StackConfig", "HDF5StackInt8", "HDF5StackUInt16", "HDF5StackUInt64",
+           "HDF5StackFloat32", "HDF5StackFloat64", "hdf5_library"]
 
 
 class SimpleStackHeader(enum.IntEnum):
@@ -762,3 +764,201 @@ class BroctStorage(_Storage):
         """Make volume ``volume_index`` the current volume."""
         self._do("seek", {"Volume": check_int("volume_index", volume_index, 0),
                           "Bscan": check_int("bscan_index", bscan_index, 0)})
+
+
+# ---------------------------------------------------------------------------
+# HDF5 (vortex's hdf5_stack_t). The HDF5 C library is loaded at run time by
+# gosrc/storage/hdf5: $VORTEXGO_HDF5_LIBRARY, the system's libhdf5, or the
+# copy bundled in the h5py wheel, which this module finds without importing
+# h5py.
+
+
+def _hdf5_candidates() -> list[str]:
+    """Paths of the HDF5 library bundled with an installed h5py wheel."""
+    import importlib.util
+    import pathlib
+
+    try:
+        spec = importlib.util.find_spec("h5py")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    pkg = pathlib.Path(list(spec.submodule_search_locations)[0])
+    out: list[str] = []
+    for d in (pkg.parent / "h5py.libs", pkg / ".libs", pkg.parent / "h5py" / ".dylibs"):
+        out += sorted(str(p) for p in d.glob("libhdf5-*.so*"))
+        out += sorted(str(p) for p in d.glob("libhdf5.*.dylib"))
+    return out
+
+
+def hdf5_library() -> dict:
+    """Load the HDF5 C library if needed and return ``{"Version", "Path"}``.
+
+    Raises :class:`~vortexgo.VortexError` naming what to install when no library
+    is found: ``pip install h5py`` (its bundled copy is used), the system's
+    libhdf5, or ``VORTEXGO_HDF5_LIBRARY=/path/to/libhdf5.so``.
+    """
+    h = native(api.NewObject)("storage", "HDF5Stack:int8", "")
+    try:
+        out = native(h.Do)("library", json.dumps({"Library": _hdf5_candidates()}), h, 0, 0)
+    finally:
+        h.Close()
+    return json.loads(out)
+
+
+class HDF5StackHeader(enum.IntEnum):
+    """What an HDF5 stack's file carries besides the data (vortex's values)."""
+
+    #: a plain HDF5 file with the dataset ``data``
+    Empty = 0
+    #: a MATLAB v7.3 .mat file: a 512-byte userblock with MATLAB's preamble and
+    #: the dataset's ``MATLAB_class`` attribute
+    MATLAB = 1
+
+
+@dataclass
+class HDF5StackConfig:
+    """Where and how an ``HDF5Stack`` writes (vortex's ``HDF5StackConfig``).
+
+    Attributes:
+        path: the file (created or truncated by :meth:`open`).
+        shape: one volume, ``(bscans, ascans, samples, channels)`` (3-D: one channel).
+        header: :attr:`HDF5StackHeader.Empty` (vortex's default) or ``MATLAB``.
+        compression_level: deflate level, 0 (none, vortex's default) to 9.
+    """
+
+    path: Union[str, os.PathLike] = ""
+    shape: tuple = (0, 0, 0, 1)
+    header: HDF5StackHeader = HDF5StackHeader.Empty
+    compression_level: int = 0
+
+    _dim = SimpleStackConfig._dim
+    _set = SimpleStackConfig._set
+    bscans_per_volume = SimpleStackConfig.bscans_per_volume
+    ascans_per_bscan = SimpleStackConfig.ascans_per_bscan
+    samples_per_ascan = SimpleStackConfig.samples_per_ascan
+    channels_per_sample = SimpleStackConfig.channels_per_sample
+    volume_shape = SimpleStackConfig.volume_shape
+    bscan_shape = SimpleStackConfig.bscan_shape
+
+
+class _HDF5Stack(_Storage):
+    """Volumes in the dataset ``data`` of an HDF5 file, shape ``(volumes, bscans,
+    ascans, samples, channels)``, growing as volumes are written (vortex's
+    ``HDF5Stack``): chunks of one A-scan, zero fill, deflate at
+    ``compression_level``. Beyond vortex the file is flushed at each
+    :meth:`advance_volume`, so a crash leaves every volume advanced past readable."""
+
+    _dtype = np.dtype("int8")
+    _config_type = HDF5StackConfig
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls._kind = "HDF5Stack:" + cls._dtype.name
+
+    def _record(self) -> list[float]:
+        rec = np.zeros(3, np.float64)
+        self._h.Record(rec.ctypes.data, 3)
+        return rec.tolist()
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type of the volumes."""
+        return self._dtype
+
+    @property
+    def shape(self) -> Optional[tuple]:
+        """The volume shape while open (as :attr:`_SimpleStack.shape`), else None."""
+        c = self._config
+        if c is None or not self.ready:
+            return None
+        v = c.volume_shape
+        return v[:3] if v[3] == 1 else v
+
+    @property
+    def volumes_written(self) -> int:
+        """Volumes advanced past so far."""
+        return int(self._record()[2])
+
+    @native
+    def open(self, config: HDF5StackConfig) -> None:
+        """Load the HDF5 library if needed and create the file (closing an open one
+        first). No library: a :class:`~vortexgo.VortexError` naming what to install;
+        an unwritable path: OSError."""
+        self._check_config(config)
+        path = _path("HDF5StackConfig", config.path)
+        shape = check_shape("HDF5StackConfig.shape", config.shape)
+        if len(shape) not in (3, 4):
+            raise ValueError(f"HDF5StackConfig.shape={config.shape!r}, expected (bscans, ascans, samples, channels)")
+        if len(shape) == 3:
+            shape = shape + (1,)
+        for i, n in enumerate(shape):
+            if n <= 0:
+                raise ValueError(f"HDF5StackConfig.shape[{i}]={n}, expected > 0")
+        header = config.header
+        if not isinstance(header, HDF5StackHeader):
+            header = HDF5StackHeader(check_int("HDF5StackConfig.header", header, 0, 1))
+        level = check_int("HDF5StackConfig.compression_level", config.compression_level, 0, 9)
+        self._do("open", {"Path": path, "Shape": list(shape[:3]), "Channels": shape[3], "Header": int(header),
+                          "CompressionLevel": level, "Library": _hdf5_candidates()})
+        self._config = HDF5StackConfig(path, shape, header, level)
+
+    _array = _SimpleStack._array
+
+    @native
+    def write_volume(self, data: Any) -> None:
+        """Write whole B-scans ``(bscans, ascans, samples, channels)`` into the current
+        volume from B-scan 0 (no advance, as vortex)."""
+        self.write_multi_bscan(0, data)
+
+    @native
+    def write_multi_bscan(self, index: int, data: Any) -> None:
+        """Write whole B-scans ``(n, ascans, samples, channels)`` from B-scan ``index``."""
+        self._require_open("write_multi_bscan")
+        a = self._array(data, "write_multi_bscan", self._config.bscan_shape)
+        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+
+    @native
+    def write_partial_bscan(self, bscan_index: int, ascan_index: int, data: Any) -> None:
+        """Write whole A-scans ``(n, samples, channels)`` into B-scan ``bscan_index``
+        from A-scan ``ascan_index``."""
+        self._require_open("write_partial_bscan")
+        a = self._array(data, "write_partial_bscan", self._config.volume_shape[2:])
+        self._do("write", {"Bscan": check_int("bscan_index", bscan_index, 0),
+                           "Ascan": check_int("ascan_index", ascan_index, 0)}, a.ctypes.data, a.nbytes)
+
+    @native
+    def advance_volume(self, allocate: bool = True) -> None:
+        """Move to the next volume; with ``allocate`` the dataset grows to hold it now."""
+        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate)})
+
+
+class HDF5StackInt8(_HDF5Stack):
+    """An HDF5 stack of int8 volumes."""
+
+    _dtype = np.dtype("int8")
+
+
+class HDF5StackUInt16(_HDF5Stack):
+    """An HDF5 stack of uint16 volumes (raw spectra)."""
+
+    _dtype = np.dtype("uint16")
+
+
+class HDF5StackUInt64(_HDF5Stack):
+    """An HDF5 stack of uint64 volumes."""
+
+    _dtype = np.dtype("uint64")
+
+
+class HDF5StackFloat32(_HDF5Stack):
+    """An HDF5 stack of float32 volumes (processed A-scans; vortex's build has no Float32)."""
+
+    _dtype = np.dtype("float32")
+
+
+class HDF5StackFloat64(_HDF5Stack):
+    """An HDF5 stack of float64 volumes."""
+
+    _dtype = np.dtype("float64")
