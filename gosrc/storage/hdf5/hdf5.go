@@ -257,9 +257,9 @@ func failed(path, call, what string) error {
 // bscans, ascans, samples, channels), growable along volumes.
 type Stack struct {
 	file, dataset, dtype C.hid_t
-	path             string
-	shape            [4]int
-	volumes          int // the dataset's first dimension
+	path                 string
+	shape                [4]int
+	volumes              int // the dataset's first dimension
 }
 
 // StackConfig is what Create needs: the file, the element type (NumPy's
