@@ -11,7 +11,8 @@ import (
 // (pyapi.NewObject) from its kind: a dtype ("int8", "uint16", "uint64",
 // "float32", "float64") is a SimpleStack of it; "SimpleStream:<dtype>",
 // "HDF5Stack:<dtype>", "StreamDump", "MarkerLog" and "BroctStorage" are
-// the others. Each object's Do documents its operations.
+// the others, and "endpoint:<name>" is a BlockEndpoint (vortex's stream,
+// dump and marker-log endpoints). Each object's Do documents its operations.
 func New(kind string) (any, error) {
 	name, dtype, _ := strings.Cut(kind, ":")
 	switch name {
@@ -25,6 +26,8 @@ func New(kind string) (any, error) {
 		return NewMarkerLog(), nil
 	case "BroctStorage":
 		return NewBroctStorage(), nil
+	case "endpoint":
+		return NewBlockEndpoint(dtype)
 	}
 	if dtype == "" {
 		if _, ok := elemNamed(name); ok {

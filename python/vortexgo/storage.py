@@ -695,6 +695,13 @@ class BroctStorage(_Storage):
     dtype = np.dtype("int8")
 
     @property
+    def shape(self) -> Optional[tuple]:
+        """While open, ``(bscans, ascans, samples)``: the volume a stack endpoint
+        formats (stored transposed); else None."""
+        c = self._config
+        return tuple(c.shape) if c is not None and self.ready else None
+
+    @property
     def volumes_written(self) -> int:
         """Whole volumes in the file so far."""
         return int(self._record()[1])
