@@ -23,6 +23,10 @@ from vortexgo.marker import ActiveLines, Event, InactiveLines, ScanBoundary, Seg
 import test_engine as te
 import test_engine_generate as tg
 from _subproc import run as run_case
+from conftest import needs_cuda
+
+# The engine's device: the endpoints download from device memory on CUDA (the lead runs these on a GPU).
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -121,7 +125,8 @@ def legacy_rig(tmp_path, extra, **kw):
     return rig, ref, ref_ep
 
 
-def test_hdf5_broct_and_ascan_stream_match_a_simple_stack(tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_hdf5_broct_and_ascan_stream_match_a_simple_stack(tmp_path, device):
     h5py = pytest.importorskip("h5py")
     B, A, S = te.B, te.A, te.S
     h5 = vs.HDF5StackInt8()
@@ -130,7 +135,7 @@ def test_hdf5_broct_and_ascan_stream_match_a_simple_stack(tmp_path):
     br.open(vs.BroctStorageConfig(str(tmp_path / "vol.broct"), (B, A, S)))
     asc = stream(tmp_path, vs.SimpleStreamInt8, "ascans.bin")
     h5_ep, br_ep, asc_ep = AscanHDF5StackEndpoint(h5), BroctStorageEndpoint(br), AscanStreamEndpoint(asc)
-    rig, ref, ref_ep = legacy_rig(tmp_path, [h5_ep, br_ep, asc_ep], volumes=3)
+    rig, ref, ref_ep = legacy_rig(tmp_path, [h5_ep, br_ep, asc_ep], volumes=3, device=device)
     eng = te.run(rig)
     assert eng.status().error == ""
     assert h5_ep.volumes_written == br_ep.volumes_written == ref_ep.volumes_written == 3
@@ -147,7 +152,8 @@ def test_hdf5_broct_and_ascan_stream_match_a_simple_stack(tmp_path):
     assert rows_of(np.fromfile(tmp_path / "ascans.bin", np.int8), S) == rows_of(want, S)
 
 
-def test_spectra_hdf5_and_float32_stream(tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_spectra_hdf5_and_float32_stream(tmp_path, device):
     h5py = pytest.importorskip("h5py")
     B, A, S = te.B, te.A, te.S
     ref = te.open_stack(tmp_path, "ref.npy", cls=vs.SimpleStackUInt16)
@@ -156,7 +162,7 @@ def test_spectra_hdf5_and_float32_stream(tmp_path):
     f32 = stream(tmp_path, vs.SimpleStreamFloat32, "f32.bin")
     f32_ref = te.open_stack(tmp_path, "f32.npy", cls=vs.SimpleStackFloat32)
     rig = te.make_rig([SpectraStackEndpoint(ref), SpectraHDF5StackEndpoint(h5), AscanStreamEndpoint(f32),
-                       AscanStackEndpoint(f32_ref)], volumes=2)
+                       AscanStackEndpoint(f32_ref)], volumes=2, device=device)
     te.run(rig)
     for st in (ref, h5, f32, f32_ref):
         st.close()
