@@ -263,3 +263,24 @@ def test_golden_files_are_vortex_s_live(tmp_path):
         assert names == sorted(p.name for p in (tmp_path / sub).iterdir())
         for n in names:
             assert (tmp_path / sub / n).read_bytes() == (TESTDATA / sub / n).read_bytes(), n
+
+
+def test_sizes_and_byte_order(tmp_path):
+    """Sizes are bounded before anything is allocated (MemoryError naming the shape);
+    big-endian data is the same values, stored little-endian as the files say."""
+    with pytest.raises(MemoryError, match=r"BroctStorageConfig.Shape\[0\]"):
+        vs.BroctStorage().open(vs.BroctStorageConfig(str(tmp_path / "b"), (2**31 - 1, 1, 1)))
+    with pytest.raises((MemoryError, ValueError), match="(?i)shape"):
+        vs.BroctStorage().open(vs.BroctStorageConfig(str(tmp_path / "b"), (2**20, 2**20, 2**20)))
+    with pytest.raises((MemoryError, ValueError), match="(?i)shape"):
+        vs.HDF5StackInt8().open(vs.HDF5StackConfig(str(tmp_path / "h"), (2**32, 2**32, 1)))
+    st = vs.SimpleStreamUInt16()
+    st.open(vs.SimpleStreamConfig(str(tmp_path / "s")))
+    st.write(np.array([1, 2, 258], dtype=">u2"))
+    st.close()
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "s", "<u2"), [1, 2, 258])
+    d = vs.StreamDump()
+    d.open(vs.StreamDumpConfig(str(tmp_path / "d")))
+    d.write(np.arange(6, dtype=">f8").reshape(3, 2)[:, ::-1])  # strided and byte-swapped
+    d.close()
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "d", "<f8"), [1, 0, 3, 2, 5, 4])

@@ -49,6 +49,10 @@ type BroctStorageConfig struct {
 	Buffering bool
 }
 
+// maxBroctBscans bounds the B-scans of a BROCT volume: its header's scan
+// map (4 bytes a B-scan) stays under 64 MiB.
+const maxBroctBscans = 1 << 24
+
 // Validate checks the configuration, naming the offending field.
 func (c BroctStorageConfig) Validate() error {
 	if c.Path == "" {
@@ -59,6 +63,10 @@ func (c BroctStorageConfig) Validate() error {
 			return engine.Invalid("BroctStorageConfig.Shape[%d]: %d, expected 0 < n <= %d (shape is (bscans, ascans, samples); BROCT stores int32 sizes)",
 				i, n, math.MaxInt32)
 		}
+	}
+	if c.Shape[0] > maxBroctBscans {
+		// The header lists every B-scan (4 bytes each) and is built in memory.
+		return engine.TooLarge("BroctStorageConfig.Shape[0]: %d B-scans, expected at most %d (the header maps each)", c.Shape[0], maxBroctBscans)
 	}
 	if n, ok := engine.MulSize(c.Shape[0], c.Shape[1], c.Shape[2]); !ok || n > MaxVolumeBytes {
 		return engine.TooLarge("BroctStorageConfig.Shape: %v is a volume of more than %d bytes, expected a smaller shape", c.Shape, MaxVolumeBytes)

@@ -294,6 +294,9 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 	case SourceSpectra:
 		src, rowBytes = b.Raw, e.rowBytes
 	case StreamGalvoTarget, StreamSampleTarget, StreamGalvoActual, StreamSampleActual:
+		// Blocks carry the positions at the acquisition's timing (vortex's
+		// sample_target / sample_actual): the galvo streams of lead 0 are
+		// the same unless a scanner warp maps one into the other.
 		p := b.Target
 		if e.source == StreamGalvoActual || e.source == StreamSampleActual {
 			p = b.Actual

@@ -192,6 +192,7 @@ type StreamDumpConfig struct {
 type StreamDump struct {
 	appender
 	cfg StreamDumpConfig
+	buf []byte // Dump's kept rows, reused per block
 }
 
 // NewStreamDump returns a closed stream dump.
@@ -233,10 +234,11 @@ func (d *StreamDump) Dump(data []byte, rowBytes int) error {
 		return d.writeLocked("Dump", data)
 	}
 	rows := len(data) / rowBytes
-	out := make([]byte, 0, (rows+d.cfg.Divisor-1)/d.cfg.Divisor*rowBytes)
+	out := d.buf[:0]
 	for r := 0; r < rows; r += d.cfg.Divisor {
 		out = append(out, data[r*rowBytes:(r+1)*rowBytes]...)
 	}
+	d.buf = out
 	return d.writeLocked("Dump", out)
 }
 

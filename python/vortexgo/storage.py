@@ -22,7 +22,16 @@ layout).
 
 Use a stack directly or hand it to an :class:`~vortexgo.engine.AscanStackEndpoint` /
 :class:`~vortexgo.engine.SpectraStackEndpoint`, whose writes run off the
-engine's hot path (one channel; the endpoint writes and advances per volume).
+engine's hot path (the endpoint writes and advances per volume).
+
+vortex's other storages are here too (docs/storage.md has the table):
+``SimpleStream*`` (a flat headerless stream), ``HDF5Stack*`` (dataset ``data`` of
+an HDF5 file, with ``compression_level`` and a MATLAB v7.3 header; the HDF5 C
+library is loaded at run time from the system or the h5py wheel), ``StreamDump``
+(one of each block's streams), ``MarkerLog`` (markers as text lines or 42-byte
+records) and ``BroctStorage`` (int8 volumes in the BROCT format). Their engine
+endpoints are in :mod:`vortexgo.storage_endpoint` (re-exported by
+:mod:`vortexgo.engine`).
 """
 
 from __future__ import annotations
@@ -139,9 +148,14 @@ class SimpleStackConfig:
 
 
 def _host(array: Any) -> np.ndarray:
-    """A C-contiguous NumPy array of ``array``: NumPy as is, CuPy or vortexgo
-    arrays copied to the host (after the work queued on their stream)."""
+    """A C-contiguous, native-byte-order NumPy array of ``array``: NumPy as is
+    (copied only when strided or byte-swapped), CuPy or vortexgo arrays copied to
+    the host (after the work queued on their stream)."""
     if isinstance(array, np.ndarray):
+        if not array.dtype.isnative:
+            # The files are little-endian like this machine: '>u2' data is the
+            # same values, not a different type.
+            array = array.astype(array.dtype.newbyteorder("="))
         return np.ascontiguousarray(array)
     from ._array import Array
     from ._tensor import DeviceTensor
