@@ -186,3 +186,38 @@ def test_missing_library_names_what_to_install(tmp_path):
 
 def test_library_info():
     assert LIB["Version"].count(".") == 2 and "hdf5" in LIB["Path"]
+
+
+def test_concurrent_with_h5py(tmp_path):
+    """vortexgo writes from one thread while h5py works in another: separate library
+    instances (a private copy of h5py's), so neither corrupts the other."""
+    o = run(f"""
+        import threading
+        import numpy as np
+        import h5py
+        from vortexgo import storage as vs
+        d = {str(tmp_path)!r}
+        info = vs.hdf5_library()
+        def ours():
+            for i in range(20):
+                st = vs.HDF5StackUInt16()
+                st.open(vs.HDF5StackConfig(f"{{d}}/ours{{i}}.h5", (4, 8, 64), compression_level=1))
+                for v in range(3):
+                    st.write_volume(np.full((4, 8, 64), v, np.uint16))
+                    st.advance_volume(False)
+                st.close()
+        t = threading.Thread(target=ours)
+        t.start()
+        for i in range(20):
+            with h5py.File(f"{{d}}/theirs{{i}}.h5", "w") as f:
+                f.create_dataset("x", data=np.arange(4096), compression="gzip")
+            with h5py.File(f"{{d}}/theirs{{i}}.h5", "r") as f:
+                assert f["x"][-1] == 4095
+        t.join()
+        for i in range(20):
+            with h5py.File(f"{{d}}/ours{{i}}.h5", "r") as f:
+                x = f["data"][...]
+                assert x.shape == (3, 4, 8, 64, 1) and (x[2] == 2).all()
+        print("OK", info["Path"])
+    """, timeout=120)
+    assert "OK" in o.stdout

@@ -387,6 +387,15 @@ def _path(owner: str, path: Any) -> str:
     return p
 
 
+def _close_quietly(h: Any) -> None:
+    """A finaliser's close: an error there (an engine still writing at exit) has
+    no caller to go to; the Go side keeps the file consistent either way."""
+    try:
+        h.Close()
+    except Exception:  # noqa: BLE001 - nothing can handle it here
+        pass
+
+
 class _Storage:
     """Common base: one Go storage object, its open/close/ready and ``with``."""
 
@@ -395,7 +404,7 @@ class _Storage:
 
     def __init__(self, log: Any = None, *, logger: Any = None) -> None:
         self._h = native(api.NewObject)("storage", self._kind, "")
-        weakref.finalize(self, self._h.Close)
+        weakref.finalize(self, _close_quietly, self._h)
         self.logger = log if log is not None else logger
         self._config: Any = None
 
@@ -794,8 +803,9 @@ class BroctStorage(_Storage):
 # h5py.
 
 
-def _hdf5_candidates() -> list[str]:
-    """Paths of the HDF5 library bundled with an installed h5py wheel."""
+def _h5py_libs() -> list[str]:
+    """Paths of the HDF5 library bundled with an installed h5py wheel (found without
+    importing h5py)."""
     import importlib.util
     import pathlib
 
@@ -811,6 +821,52 @@ def _hdf5_candidates() -> list[str]:
         out += sorted(str(p) for p in d.glob("libhdf5-*.so*"))
         out += sorted(str(p) for p in d.glob("libhdf5.*.dylib"))
     return out
+
+
+_PRIVATE_HDF5: dict = {}
+
+
+def _private_copy(lib: str) -> str:
+    """A private copy of h5py's HDF5 library (and its folder's other libraries),
+    so that vortexgo's writer threads and h5py never enter one library instance
+    at once: HDF5's usual builds are not thread-safe, h5py serialises only its own
+    calls, and dlopen of the same file would share h5py's instance. The copy lives
+    in a per-user cache folder keyed by the library's size and mtime; if it cannot
+    be made, the original is used (docs/storage.md says what that risks)."""
+    import hashlib
+    import pathlib
+    import shutil
+    import tempfile
+
+    if lib in _PRIVATE_HDF5:
+        return _PRIVATE_HDF5[lib]
+    src = pathlib.Path(lib)
+    try:
+        st = src.stat()
+        key = hashlib.sha256(f"{src.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        if not os.access(os.path.dirname(base) if not os.path.isdir(base) else base, os.W_OK):
+            base = tempfile.gettempdir()
+        dst_dir = pathlib.Path(base) / "vortexgo" / f"hdf5-{key}"
+        dst = dst_dir / src.name
+        if not dst.exists():
+            dst_dir.mkdir(parents=True, exist_ok=True)
+            for f in src.parent.iterdir():  # its dependencies sit beside it ($ORIGIN)
+                if f.is_file() and not (dst_dir / f.name).exists():
+                    tmp = dst_dir / f".{f.name}.{os.getpid()}"
+                    shutil.copy2(f, tmp)
+                    os.replace(tmp, dst_dir / f.name)  # atomic: a racing process sees a whole file
+        out = str(dst)
+    except OSError:
+        out = lib
+    _PRIVATE_HDF5[lib] = out
+    return out
+
+
+def _hdf5_candidates() -> list[str]:
+    """Where the Go side may find the HDF5 library after $VORTEXGO_HDF5_LIBRARY and
+    the system's: private copies of h5py's bundled library."""
+    return [_private_copy(lib) for lib in _h5py_libs()]
 
 
 def hdf5_library() -> dict:

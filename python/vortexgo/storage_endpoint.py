@@ -37,7 +37,7 @@ from ._core import api
 from ._errors import VortexError, native
 from ._validate import check_int
 from .endpoint import _Endpoint, _StorageEndpoint
-from .storage import BroctStorage, MarkerLog, StreamDump, _HDF5Stack, _SimpleStream
+from .storage import BroctStorage, MarkerLog, StreamDump, _close_quietly, _HDF5Stack, _SimpleStream
 
 __all__ = [
     "AscanStreamEndpoint", "SpectraStreamEndpoint", "CounterStreamEndpoint", "GalvoTargetStreamEndpoint",
@@ -65,7 +65,7 @@ class _BlockEndpoint(_Endpoint):
         self.logger = log
         self.storage = storage
         self._h = native(api.NewObject)("storage", "endpoint:" + self._kind, "")
-        weakref.finalize(self, self._h.Close)
+        weakref.finalize(self, _close_quietly, self._h)
         native(self._h.Do)("attach", json.dumps({"LeadSamples": check_int("lead_samples", lead_samples, 0)}),
                            storage._h, 0, 0)
 

@@ -10,10 +10,9 @@
 // h5py wheel, h5py.libs/libhdf5-*.so*).
 //
 // The HDF5 library is not thread-safe in its usual builds: every call here
-// holds one process-wide mutex. A copy shared with h5py in the same process
-// (the same file is one library instance) is also entered by h5py under its
-// own lock; do not read a file with h5py while a stack is writing to it
-// from another thread.
+// holds one process-wide mutex. h5py serialises only its own calls, so the
+// Python layer passes a private copy of h5py's library (a second instance)
+// rather than h5py's file, which dlopen would share with h5py.
 package hdf5
 
 /*
