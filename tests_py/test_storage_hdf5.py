@@ -221,3 +221,24 @@ def test_concurrent_with_h5py(tmp_path):
         print("OK", info["Path"])
     """, timeout=120)
     assert "OK" in o.stdout
+
+
+def test_peek_while_writing_without_file_locking(tmp_path):
+    """An open stack's file is locked; a reader without HDF5's file locking sees the
+    volumes flushed so far (each advance_volume flushes)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "open.h5"
+    st = vs.HDF5StackFloat32()
+    st.open(vs.HDF5StackConfig(str(path), (2, 3, 4)))
+    for i in range(2):
+        st.write_volume(np.full((2, 3, 4), i + 1, np.float32))
+        st.advance_volume(False)
+    code = ("import h5py, sys; f = h5py.File(sys.argv[1], 'r'); x = f['data'][...]; "
+            "print(x.shape, float(x[1].min()))")
+    env = dict(os.environ, HDF5_USE_FILE_LOCKING="FALSE")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, timeout=60)
+    st.close()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "(2, 2, 3, 4, 1) 2.0"
