@@ -35,6 +35,7 @@ const (
 var sourceNames = [...]string{"A-scans", "spectra", "markers", "counter", "galvo_target", "sample_target", "galvo_actual",
 	"sample_actual", "strobes"}
 
+// String names the source as vortex's streams do ("galvo_target", ...).
 func (s Source) String() string {
 	if s >= 0 && int(s) < len(sourceNames) {
 		return sourceNames[s]
