@@ -284,3 +284,38 @@ def test_sizes_and_byte_order(tmp_path):
     d.write(np.arange(6, dtype=">f8").reshape(3, 2)[:, ::-1])  # strided and byte-swapped
     d.close()
     np.testing.assert_array_equal(np.fromfile(tmp_path / "d", "<f8"), [1, 0, 3, 2, 5, 4])
+
+
+def test_crash_keeps_what_was_written(tmp_path):
+    """A killed process (no close): streams, logs and BROCT volumes written so far are
+    in the files (every write lands before it returns; BROCT's header counts nothing)."""
+    from _subproc import run
+
+    run(f"""
+        import os
+        import numpy as np
+        from vortexgo import marker as vm, storage as vs
+        d = {str(tmp_path)!r}
+        s = vs.SimpleStreamFloat64(); s.open(vs.SimpleStreamConfig(d + "/s.bin")); s.write(np.arange(5.0))
+        l = vs.MarkerLog(); l.open(vs.MarkerLogConfig(d + "/m.txt")); l.write([vm.Event(7, 3)])
+        b = vs.BroctStorage(); b.open(vs.BroctStorageConfig(d + "/b.broct", (2, 3, 4)))
+        b.write_volume(np.ones((2, 4, 3), np.int8))
+        b.write_bscan(0, np.full((4, 3), 2, np.int8))  # an unfinished second volume
+        os._exit(5)
+    """, rc=5)
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "s.bin"), np.arange(5.0))
+    assert (tmp_path / "m.txt").read_text() == "           7 E 3 0 - 0 0\n"
+    _, _, got = read_broct_prefix(tmp_path / "b.broct", 24)
+    np.testing.assert_array_equal(got[0], np.ones((2, 4, 3), np.int8))
+
+
+def read_broct_prefix(path, volume_bytes):
+    """read_broct for a file whose last volume may be unfinished: whole volumes only."""
+    raw = pathlib.Path(path).read_bytes()
+    h = np.frombuffer(raw[:4 * 11], "<i4")
+    xdim, ydim, zdim = h[1:4]
+    off = 4 * 11 + 8 * 3 + 4 * 6 + 4 * zdim
+    off += 4 + int(np.frombuffer(raw[off:off + 4], "<i4")[0])
+    body = np.frombuffer(raw[off:], np.int8)
+    n = body.size // volume_bytes
+    return h, off, body[:n * volume_bytes].reshape(n, zdim, ydim, xdim)
