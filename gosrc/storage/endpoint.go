@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
@@ -104,9 +105,10 @@ type BlockEndpoint struct {
 	writer   sync.WaitGroup
 	fail     func(error)
 
-	mu      sync.Mutex
-	err     error
-	written int64 // blocks written
+	mu       sync.Mutex
+	err      error
+	written  int64       // blocks written
+	prepared atomic.Bool // for Record, which a user may call while an engine prepares
 
 	claim engine.Claim
 }
@@ -241,6 +243,7 @@ func (e *BlockEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	}
 	e.writer.Add(1)
 	go e.write()
+	e.prepared.Store(true)
 	return nil
 }
 
@@ -429,6 +432,7 @@ func (e *BlockEndpoint) Close() error {
 }
 
 func (e *BlockEndpoint) release() error {
+	e.prepared.Store(false)
 	var errs []error
 	if e.queue != nil {
 		close(e.queue)
@@ -458,7 +462,7 @@ func (e *BlockEndpoint) Record() []float64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := 0.0
-	if e.ds != nil {
+	if e.prepared.Load() {
 		p = 1
 	}
 	return []float64{p, float64(e.written)}
