@@ -54,6 +54,8 @@ from .io import _IO
 from .marker import ScanBoundary
 from .process import _Processor
 from .scan import ScanQueue
+from .storage_endpoint import *  # noqa: F401,F403 - re-exported: vortex's storage endpoints live in vortex.engine
+from .storage_endpoint import __all__ as _storage_endpoints
 
 _FORMATTERS = (FormatPlanner, StackFormatExecutor)
 
@@ -62,7 +64,7 @@ __all__ = [
     "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
     "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
     "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
-]
+] + _storage_endpoints
 
 log = logging.getLogger("vortexgo.engine")
 
