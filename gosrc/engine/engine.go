@@ -606,7 +606,11 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 			}
 			ep.sub.Actions = plan.Actions[start:end]
 			part = &ep.sub
-			if ep.pendingAck > 0 {
+			// A part without copies writes nothing into the volume, so it
+			// need not wait: the notifications that end a stopped run (the
+			// planner's Finish after the last volume) go out even though a
+			// stop ends the waits.
+			if ep.pendingAck > 0 && hasCopy(part) {
 				if !e.events.waitAcked(ep.pendingAck, e.stopping) {
 					return false, nil
 				}
@@ -634,6 +638,16 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 		}
 		start = end
 	}
+}
+
+// hasCopy reports whether plan writes into the volume.
+func hasCopy(plan *FormatPlan) bool {
+	for i := range plan.Actions {
+		if plan.Actions[i].Kind == stage.Copy {
+			return true
+		}
+	}
+	return false
 }
 
 // postPlan posts one event per notification of the plan for one endpoint,
