@@ -391,6 +391,10 @@ func (e *Engine) Start() error {
 		return fmt.Errorf("engine.Start: acquisition: %w", err)
 	}
 	e.startMono.Store(mono)
+	// Only a run that started waits for an empty callback: its finish
+	// removes the waiter again, so a queue never keeps one that no
+	// dispatcher answers.
+	e.queue.SetEmptyWaiter(e.waitEmpty)
 	e.state = stateRunning
 	e.wg.Add(4)
 	go e.acquireLoop()

@@ -89,7 +89,6 @@ func (e *Engine) startGenerate() error {
 	}
 	e.strobes.ongoing = e.strobes.ongoing[:0]
 	e.queueSeen = e.queue.Emitted()
-	e.queue.SetEmptyWaiter(e.waitEmpty)
 	e.future = append(e.future[:0], e.cfg.leadMarker(), marker.NewInactiveLines(0))
 	e.postScan = e.cfg.PostScanRecords
 	return nil

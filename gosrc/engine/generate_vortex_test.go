@@ -393,3 +393,51 @@ func TestStopFinishesThePlanner(t *testing.T) {
 		require.NotEqual(t, engine.EventSegment, ev.Kind, "no segment after the final volume")
 	}
 }
+
+// startFailAcq fails its Start.
+type startFailAcq struct{ *fakeAcq }
+
+func (startFailAcq) Start() error { return errFakeAcq }
+
+// TestEmptyWaiterOnlyWhileRunning: the queue waits for an empty callback
+// only while an engine runs it: not after a Start that failed, not after
+// the run ended (nobody would answer, a Generate would hang).
+func TestEmptyWaiterOnlyWhileRunning(t *testing.T) {
+	for _, failStart := range []bool{true, false} {
+		var acq engine.Acquisition = newFakeAcq(4)
+		if failStart {
+			acq = startFailAcq{newFakeAcq(4)}
+		}
+		proc := newFakeProc(4)
+		planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+		require.NoError(t, err)
+		cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 2}
+		cfg.AddAcquisition(acq, proc)
+		cfg.AddProcessor(proc, planner)
+		cfg.AddFormatter(planner)
+		e, err := engine.New(cfg, cpu.Default())
+		require.NoError(t, err)
+		q := e.ScanQueue()
+		require.NoError(t, e.Prepare())
+		if failStart {
+			require.ErrorIs(t, e.Start(), errFakeAcq)
+		} else {
+			require.NoError(t, e.Start())
+			require.NoError(t, e.Wait())
+		}
+		q.SetEmptyWanted(true)
+		done := make(chan error, 1)
+		go func() {
+			var ms []marker.Marker
+			_, _, err := q.Generate(&ms, make([]float64, 20), 2, 10, true)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("failStart=%v: Generate waits for an empty callback nobody answers", failStart)
+		}
+		require.NoError(t, e.Close())
+	}
+}
