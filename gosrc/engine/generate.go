@@ -122,8 +122,12 @@ func (e *Engine) generate(b *Block) (last bool, err error) {
 	}
 	e.future = append(e.future, b.Markers[k:]...)
 	b.Markers = b.Markers[:k]
+	// Only IOs receive strobes: without one they are not computed (vortex
+	// computes them for its strobe endpoints, which vortexgo has not).
 	strobes := b.strobes[refIdx][:n]
-	e.strobes.generate(strobes, b.Start, b.Markers)
+	if len(e.ios) > 0 {
+		e.strobes.generate(strobes, b.Start, b.Markers)
+	}
 	for i := range refIdx {
 		l := &e.leads[i]
 		delayRows(b.galvo[i][:n*out], ref, l.ring, l.tmp, n, out)

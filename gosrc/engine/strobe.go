@@ -204,10 +204,16 @@ func (g *strobeGen) generate(dst []uint32, sample int64, markers []marker.Marker
 	for _, s := range g.strobes {
 		bit := uint32(1) << s.Line
 		if s.Kind == SampleStrobe {
-			div, ph, dur := int64(s.Divisor), int64(s.Phase), int64(s.Duration)
+			// (sample + i + phase) % divisor, counted up rather than
+			// divided per sample
+			div, dur := int64(s.Divisor), int64(s.Duration)
+			k := (sample + int64(s.Phase)) % div
 			for i := range dst {
-				if (sample+int64(i)+ph)%div < dur {
+				if k < dur {
 					setStrobe(&dst[i], bit, s.Polarity)
+				}
+				if k++; k == div {
+					k = 0
 				}
 			}
 			continue
