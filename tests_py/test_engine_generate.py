@@ -415,3 +415,16 @@ def test_stop_finishes_the_planner(tmp_path):
     assert got[-1] == ("scan", 9) and [g for g in got if g[0] == "scan"] == [("scan", 9)]
     assert got[-2][0] == "volume" and all(g[1] == 9 for g in got)
     assert eng.status().volumes == len(got) - 1
+
+
+def test_vortex_engine_names():
+    """A vortex script imports these from vortex.engine; they are in vortexgo.engine."""
+    import vortexgo.engine as ve
+    for name in ["Engine", "EngineConfig", "ScanQueue", "Polarity", "SampleStrobe", "SegmentStrobe", "VolumeStrobe",
+                 "ScanStrobe", "EventStrobe", "StrobeList", "NullEndpoint", "StackDeviceTensorEndpointInt8",
+                 "SpectraStackDeviceTensorEndpointUInt16", "RadialDeviceTensorEndpointInt8",
+                 "AscanSpiralDeviceTensorEndpointInt8", "PositionDeviceTensorEndpointInt8",
+                 "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
+                 "SpectraPositionDeviceTensorEndpointUInt16"]:
+        assert hasattr(ve, name), name
+    assert ve.ScanQueue.Event.Start is not None and hasattr(ve.ScanQueue, "OnlineScanQueue")

@@ -44,6 +44,13 @@ from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoin
     StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8, StackHostTensorEndpointUInt16,
     _Endpoint, _StorageEndpoint,
 )
+from .endpoint import (  # noqa: F401 - vortex keeps the geometric endpoints in vortex.engine too
+    PositionDeviceTensorEndpointFloat32, PositionDeviceTensorEndpointInt8, PositionDeviceTensorEndpointUInt16,
+    RadialDeviceTensorEndpointFloat32, RadialDeviceTensorEndpointInt8, RadialDeviceTensorEndpointUInt16,
+    SpectraPositionDeviceTensorEndpointUInt16, SpectraRadialDeviceTensorEndpointUInt16,
+    SpectraSpiralDeviceTensorEndpointUInt16, SpiralDeviceTensorEndpointFloat32, SpiralDeviceTensorEndpointInt8,
+    SpiralDeviceTensorEndpointUInt16,
+)
 from .format import FormatPlanner, StackFormatExecutor
 from .io import _IO
 from .marker import Flags, ScanBoundary
@@ -58,7 +65,16 @@ __all__ = [
     "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
     "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
     "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
+    "RadialDeviceTensorEndpointInt8", "RadialDeviceTensorEndpointUInt16", "RadialDeviceTensorEndpointFloat32",
+    "SpiralDeviceTensorEndpointInt8", "SpiralDeviceTensorEndpointUInt16", "SpiralDeviceTensorEndpointFloat32",
+    "AscanSpiralDeviceTensorEndpointInt8",
+    "PositionDeviceTensorEndpointInt8", "PositionDeviceTensorEndpointUInt16", "PositionDeviceTensorEndpointFloat32",
+    "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
+    "SpectraPositionDeviceTensorEndpointUInt16",
 ]
+
+#: vortex 0.5.1's name for the spiral A-scan endpoint (``vortex.engine.AscanSpiralDeviceTensorEndpointInt8``).
+AscanSpiralDeviceTensorEndpointInt8 = SpiralDeviceTensorEndpointInt8
 
 log = logging.getLogger("vortexgo.engine")
 
