@@ -393,9 +393,12 @@ func (e *Engine) acquire(b *Block) bool {
 		e.cfg.ScannerWarp.Forward(b.actual[:n*in], b.sampleActual[:n*in])
 	}
 	b.Records = n
-	b.Last = b.Last || eof || e.stopRequested()
+	// After a stop this block is the last: the formatters finish with it
+	// (sendFinish covers a stop between blocks). The deprecated index
+	// formatter keeps its old stop.
+	b.Last = b.Last || eof || (e.stopRequested() && !e.legacy)
 	e.sentLast = b.Last
 	e.acquired.Add(1)
 	e.toProc <- b
-	return !b.Last
+	return !b.Last && !e.stopRequested()
 }
