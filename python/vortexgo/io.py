@@ -50,7 +50,8 @@ class NullIO(_IO):
 
 
 class SimulatedIO(_IO):
-    """A simulated galvo IO recording what it would output.
+    """A simulated galvo IO recording what it would output: the galvo waveform
+    (:meth:`recorded`) and the digital strobe words (:meth:`recorded_strobes`).
 
     Args:
         record_samples: how many of the latest output samples are kept (default 65,536).
