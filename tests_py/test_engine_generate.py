@@ -428,3 +428,27 @@ def test_vortex_engine_names():
                  "SpectraPositionDeviceTensorEndpointUInt16"]:
         assert hasattr(ve, name), name
     assert ve.ScanQueue.Event.Start is not None and hasattr(ve.ScanQueue, "OnlineScanQueue")
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), SystemExit(3)])
+def test_empty_callback_that_raises(tmp_path, exc):
+    """An empty_callback (or scan callback) that raises is handled like an endpoint callback: an
+    Exception is logged and counted and the run goes on to its end; a BaseException stops the
+    engine and wait() re-raises it. Neither hangs the Generate stage waiting for the callback."""
+    ec = looping_rig(tmp_path, NullEndpoint(), rate=0)
+
+    def empty(online):
+        raise exc
+
+    eng = Engine(ec)
+    eng.scan_queue.empty_callback = empty
+    eng.scan_queue.append(raster())
+    eng.prepare()
+    eng.start()
+    if isinstance(exc, SystemExit):
+        with pytest.raises(SystemExit):
+            eng.wait()
+    else:
+        eng.wait()
+        assert eng.status().callback_errors >= 1 and eng.last_callback_error is exc
+    assert eng.done
