@@ -179,7 +179,7 @@ def test_processed_volume_matches_numpy_and_reflectors_at_expected_depth():
 def test_file_and_null_acquisitions(tmp_path):
     raw = np.random.default_rng(0).integers(0, 4000, (2 * B, A, S), dtype=np.uint16)
     np.save(tmp_path / "raw.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), loop=True)  # the scan queue ends the run
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=S)  # loops: the scan queue ends the run
     spectra = SpectraStackDeviceTensorEndpointUInt16()
     proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
     fmt = planner(A, B)
@@ -364,7 +364,9 @@ def test_stop_mid_volume_keeps_every_completed_volume(tmp_path):
     st.close()
     vols = np.load(tmp_path / "vol.npy")
     assert vols.shape == (written, B, A, S, 1)  # vortex's channels axis
-    for v in range(2, written):  # the ring of 2 volumes replays
+    # The ring of 2 volumes replays. As in vortex the stop finishes the planner, so the volume
+    # open at the stop is reported and stored too, partly written: the last one is left out.
+    for v in range(2, written - 1):
         np.testing.assert_array_equal(vols[v], vols[v % 2])
     eng.stop()  # a second stop is a no-op
 

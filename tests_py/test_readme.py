@@ -17,8 +17,19 @@ def _blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 
 
-def test_readme_has_two_python_examples():
-    assert len(_blocks()) == 2
+def test_readme_has_three_python_examples():
+    assert len(_blocks()) == 3
+
+
+def test_compat_example_runs():
+    # In a subprocess: it installs vortex's module names for the process.
+    import subprocess
+    import sys
+
+    code = _blocks()[2] + "\nprint(Engine.__module__)\n"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "vortexgo.engine"
 
 
 def test_ten_line_example_runs(capsys):

@@ -291,7 +291,7 @@ func TestFileAcquisition(t *testing.T) {
 		})
 	}
 
-	t.Run("loop-and-resume", func(t *testing.T) {
+	t.Run("loop-and-restart", func(t *testing.T) {
 		a, err := NewFileAcquisition(FileConfig{Path: npy, Loop: true})
 		require.NoError(t, err)
 		require.NoError(t, a.Prepare())
@@ -300,13 +300,17 @@ func TestFileAcquisition(t *testing.T) {
 		k, err := a.Fill(dst, 4)
 		require.NoError(t, err)
 		require.Equal(t, 4, k)
+		k, err = a.Fill(dst, 4)
+		require.NoError(t, err)
+		require.Equal(t, 4, k)
+		want := append(append([]uint16(nil), data[4*n:]...), data[:3*n]...)
+		require.Equal(t, want, dst, "carries on at record 4 and wraps")
 		require.NoError(t, a.Stop())
 		require.NoError(t, a.Start())
 		k, err = a.Fill(dst, 4)
 		require.NoError(t, err)
 		require.Equal(t, 4, k)
-		want := append(append([]uint16(nil), data[4*n:]...), data[:3*n]...)
-		require.Equal(t, want, dst, "resumes at record 4 and wraps")
+		require.Equal(t, data[:4*n], dst, "vortex's Stop closes the file: Start replays from the first record")
 		require.NoError(t, a.Stop())
 	})
 
@@ -318,8 +322,8 @@ func TestFileAcquisition(t *testing.T) {
 		{"no-path", FileConfig{}, `Path="", expected a file name`},
 		{"missing", FileConfig{Path: filepath.Join(dir, "nope"), SamplesPerRecord: 4}, "no such file"},
 		{"raw-needs-samples", FileConfig{Path: raw}, "SamplesPerRecord=0, expected >= 1 for the raw file"},
-		{"raw-not-whole", FileConfig{Path: raw, SamplesPerRecord: 7}, "80 data bytes, expected a non-zero multiple of 14"},
-		{"npy-mismatch", FileConfig{Path: npy, SamplesPerRecord: 4}, "SamplesPerRecord=4, expected 8 (the last axis"},
+		{"raw-not-whole", FileConfig{Path: raw, SamplesPerRecord: 7}, "80 data bytes end in a partial record: 10 bytes past the last whole one, expected a multiple of the record, 14 bytes"},
+		{"npy-mismatch", FileConfig{Path: npy, SamplesPerRecord: 4}, "SamplesPerRecord=4 x ChannelsPerSample=1, expected the shape [1 5 8] to end in 4 values"},
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {

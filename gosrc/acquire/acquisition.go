@@ -1,13 +1,15 @@
 package acquire
 
 import (
-	"github.com/vortexgo/vortexgo/gosrc/engine"
-
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"time"
+	"unsafe"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 // ErrNotStarted is returned by Fill before the first Start.
@@ -133,10 +135,10 @@ func (r *runState) admit(n int) error {
 // checkFill validates Fill's arguments against the record length.
 func checkFill(dst []uint16, records, samples int) error {
 	if records < 0 {
-		return fmt.Errorf("acquire: Fill: records=%d, expected records >= 0", records)
+		return engine.Invalid("acquire: Fill: records=%d, expected records >= 0", records)
 	}
 	if need := records * samples; len(dst) < need {
-		return fmt.Errorf("acquire: Fill: len(dst)=%d, expected >= records*SamplesPerRecord = %d*%d = %d",
+		return engine.Invalid("acquire: Fill: len(dst)=%d, expected >= records*SamplesPerRecord = %d*%d = %d",
 			len(dst), records, samples, need)
 	}
 	return nil
@@ -146,6 +148,27 @@ func checkFill(dst []uint16, records, samples int) error {
 func checkRate(rate float64) error {
 	if rate < 0 || rate != rate { // NaN fails rate == rate
 		return engine.Invalid("acquire: Rate=%v, expected >= 0 (A-scans per second; 0 = unlimited)", rate)
+	}
+	return nil
+}
+
+// hostBytes views n bytes of memory that is not on the Go heap (pinned, a
+// backend's) as a slice.
+func hostBytes(addr uintptr, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(ptrOf(addr)), n)
+}
+
+// notInUse refuses a standalone call (next, start, stop from Python) while
+// an engine has prepared the source: the engine's blocks would lose
+// records to the caller, and its run would be started or stopped behind
+// its back.
+func notInUse(c *engine.Claim, op string) error {
+	if c.InUse() {
+		return fmt.Errorf("acquire: %s: an engine that prepared the source has not finished its run; "+
+			"stop the engine first: %w", op, backend.ErrInUse)
 	}
 	return nil
 }

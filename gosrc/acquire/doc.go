@@ -1,6 +1,7 @@
 // Package acquire provides the sources of raw OCT spectra that feed an
 // engine: a physically plausible simulator (SimulatedAcquisition), a file
-// replayer (FileAcquisition) and a source of zeros (NullAcquisition).
+// replayer (FileAcquisition) and vortex's NullAcquisition (no acquisition;
+// zeros in an engine).
 //
 // # Contract
 //
@@ -17,6 +18,20 @@
 // source and its rate limiter; Stop disarms it and wakes a Fill that is
 // waiting for its rate limiter. Fill writes `records` raw spectra, record
 // major, records*SamplesPerRecord() values, into dst.
+//
+// # Work per block
+//
+// Sources whose spectra already sit in memory lend it (engine.Lender): the
+// simulator its pinned replay ring, NullAcquisition one block of zeros
+// zeroed once. FileAcquisition reads straight into the engine's pinned
+// block with positioned reads spread over several goroutines. None copies
+// through an intermediate host buffer.
+//
+// # Standalone use
+//
+// FileAcquisition and NullAcquisition also take vortex's standalone calls
+// (Do: start, stop, next), refused with backend.ErrInUse while an engine
+// has prepared the source.
 //
 // # End of data
 //

@@ -119,6 +119,10 @@ type IOBlock struct {
 	// galvo_actual); the engine reads it after the acquisition's Fill of
 	// the same block returns, then uploads it with the block.
 	GalvoActual []float64
+	// Strobes is (Records) digital words, bit Line of each driven by the
+	// Config's strobes (vortex's strobes stream), shifted by the same
+	// lead as GalvoTarget.
+	Strobes []uint32
 }
 
 // IO outputs the generated waveforms and reads back positions: vortex's

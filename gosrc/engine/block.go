@@ -26,6 +26,9 @@ type Block struct {
 	Slot int
 	// Last is set on the run's last block: the formatters finish after it.
 	Last bool
+	// finishOnly marks the block of no records that ends a stopped run:
+	// it only finishes the formatters (Engine.sendFinish).
+	finishOnly bool
 
 	// Markers are the block's markers from the Generate stage, sorted by
 	// sample, all inside the block (capacity reserved at Prepare).
@@ -38,8 +41,15 @@ type Block struct {
 	// stage and the IOs) and their device copies (uploaded with the block).
 	targetHost, actualHost backend.Buffer
 	targetDev, actualDev   backend.Buffer
-	actual                 []float64 // view of actualHost
-	io                     IOBlock   // reused per IO
+	actual                 []float64 // the IOs' measurements: a view of actualHost unless warped
+	// sampleTarget and sampleActual view targetHost and actualHost: with
+	// a ScannerWarp, the Generate stage writes the warped galvo[0] and
+	// actual there (vortex's sample_target and sample_actual); without,
+	// they are galvo[0] and actual themselves.
+	sampleTarget, sampleActual []float64
+	// strobes holds the digital strobes per IO lead (index as galvo).
+	strobes [][]uint32
+	io      IOBlock // reused per IO
 
 	// Host is the pinned raw spectra, RecordsPerBlock*SamplesPerRecord.
 	Host []uint16
@@ -95,6 +105,7 @@ type blockShape struct {
 	galvoIn    int // input channels
 	leads      int // distinct IO leads (lead 0 included)
 	markers    int // marker capacity
+	warped     bool
 }
 
 // MaxPoolBytes bounds the memory of the block pool (host and device
@@ -108,7 +119,9 @@ const MaxPoolBytes = 1 << 40
 func (sh blockShape) check(blocks int) error {
 	// positions: 16 B per channel (pinned + device), plus 8 B per lead
 	// and output channel for the waveforms of the other leads
-	per, ok0 := MulSize(sh.records, 16*(sh.galvoOut+sh.galvoIn)+8*sh.galvoOut*max(sh.leads-1, 0))
+	// and 4 B per lead for the strobes (and 8 B per channel more when
+	// warped)
+	per, ok0 := MulSize(sh.records, 24*(sh.galvoOut+sh.galvoIn)+8*sh.galvoOut*max(sh.leads-1, 0)+4*max(sh.leads, 1))
 	raw, ok := MulSize(sh.records, sh.rawSamples, 4)
 	ok = ok && ok0
 	for _, out := range sh.outSamples {
@@ -185,11 +198,20 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 		return b, fmt.Errorf("engine: block actual positions of %d bytes: %w", aBytes, err)
 	}
 	b.galvo = make([][]float64, max(sh.leads, 1))
-	b.galvo[0] = hostFloat64(b.targetHost.Ptr(), sh.records*sh.galvoOut)
+	b.sampleTarget = hostFloat64(b.targetHost.Ptr(), sh.records*sh.galvoOut)
+	b.sampleActual = hostFloat64(b.actualHost.Ptr(), sh.records*sh.galvoIn)
+	b.galvo[0], b.actual = b.sampleTarget, b.sampleActual
+	if sh.warped {
+		b.galvo[0] = make([]float64, sh.records*sh.galvoOut)
+		b.actual = make([]float64, sh.records*sh.galvoIn)
+	}
 	for i := 1; i < len(b.galvo); i++ {
 		b.galvo[i] = make([]float64, sh.records*sh.galvoOut)
 	}
-	b.actual = hostFloat64(b.actualHost.Ptr(), sh.records*sh.galvoIn)
+	b.strobes = make([][]uint32, len(b.galvo))
+	for i := range b.strobes {
+		b.strobes[i] = make([]uint32, sh.records)
+	}
 	b.Markers = make([]marker.Marker, 0, sh.markers)
 	b.Outputs = make([]BlockData, len(sh.outSamples))
 	for i, out := range sh.outSamples {

@@ -63,6 +63,19 @@ type Config struct {
 	// first (vortex's lead_marker); nil means vortex's default, a
 	// ScanBoundary(0, 0, 0) without flags, which no planner mask matches.
 	LeadMarker *marker.Marker
+	// Strobes are the digital strobes the Generate stage writes per block
+	// for the IOs (vortex's strobes); nil: none. DefaultStrobes is
+	// vortex's default list, which the Python EngineConfig starts with.
+	Strobes []Strobe
+	// LeadStrobes is the word the strobe delay lines of the smaller
+	// leads start with (vortex's lead_strobes, default 0).
+	LeadStrobes uint32
+	// ScannerWarp maps the galvo positions to sample positions (vortex's
+	// scanner_warp): the target and measured positions that travel with
+	// each block (PositionFormatExecutor's sample_target and
+	// sample_actual) are the lead-0 waveform and the IOs' measurements
+	// through its Forward. The zero value is NoWarp.
+	ScannerWarp scan.Warp
 	// IOWiring is the IOConfig of each IO linked with LinkIO, in link
 	// order (bindings set it in the config record; an IO beyond it gets
 	// vortex's add_io defaults: lead 0, preload, not master).
@@ -260,6 +273,14 @@ func (c *Config) Validate() error {
 		return Invalid("Config.PostScanRecords: %d, expected >= 0", c.PostScanRecords)
 	case c.LeadMarker != nil && c.LeadMarker.Sample != 0:
 		return Invalid("Config.LeadMarker: sample %d, expected 0 (it leads the first block)", c.LeadMarker.Sample)
+	case c.LeadMarker != nil && c.LeadMarker.Kind != marker.ScanBoundary:
+		return Invalid("Config.LeadMarker: a %v, expected a ScanBoundary (vortex's lead_marker)", c.LeadMarker.Kind)
+	}
+	if err := validateStrobes(c.Strobes); err != nil {
+		return err
+	}
+	if err := c.ScannerWarp.Validate("Config.ScannerWarp"); err != nil {
+		return err
 	}
 	seenIO := map[IO]bool{}
 	for i, n := range c.ios {

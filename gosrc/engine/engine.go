@@ -93,6 +93,7 @@ type fmtRoute struct {
 type leadLine struct {
 	lead, delay int
 	ring, tmp   []float64
+	sring, stmp []uint32 // the same for the strobes
 }
 
 // Engine runs the pipeline of a Config: acquire into pinned blocks, upload
@@ -115,7 +116,13 @@ type Engine struct {
 	future    []marker.Marker // markers generated past their block
 	pending   []*Block        // generated, handed to IOs, not yet acquired
 	postScan  int             // post-scan records still wanted
-	ioGiven   []int64         // per IO: the next block ID it is owed
+	strobes   *strobeGen      // the strobes of the largest lead
+	warped    bool            // ScannerWarp is not NoWarp: positions are mapped into targetHost/actualHost
+	queueSeen int64           // the queue's callback count already posted (EventQueue)
+	sentLast  bool            // the acquire loop sent a block marked Last
+	nextID    int64           // the acquire loop's next block ID and start
+	nextStart int64
+	ioGiven   []int64 // per IO: the next block ID it is owed
 	procs     []Processor
 	routes    [][]fmtRoute // per processor
 	endpoints []Endpoint   // by endpoint id
@@ -322,7 +329,7 @@ func (e *Engine) Prepare() (err error) {
 	e.upload = up
 	e.positions = e.needsPositions()
 	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: e.rawSamples, outSamples: outSamples, endpoints: len(e.endpoints),
-		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers}
+		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers, warped: e.warped}
 	if err := sh.check(cfg.BlocksToAllocate); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
 	}
@@ -376,6 +383,10 @@ func (e *Engine) Start() error {
 		return fmt.Errorf("engine.Start: acquisition: %w", err)
 	}
 	e.startMono.Store(mono)
+	// Only a run that started waits for an empty callback: its finish
+	// removes the waiter again, so a queue never keeps one that no
+	// dispatcher answers.
+	e.queue.SetEmptyWaiter(e.waitEmpty)
 	e.state = stateRunning
 	e.wg.Add(4)
 	go e.acquireLoop()
@@ -444,6 +455,10 @@ func (e *Engine) processLoop() {
 	defer close(e.toFmt)
 	slot := 0
 	for b := range e.toProc {
+		if b.finishOnly {
+			e.toFmt <- b // nothing to upload or process
+			continue
+		}
 		if e.broken.Load() {
 			e.dropped.Add(1)
 			b.Records = 0 // tells later stages to pass it through
@@ -506,7 +521,7 @@ func (e *Engine) formatLoop() {
 	defer e.wg.Done()
 	defer close(e.toRecycle)
 	for b := range e.toFmt {
-		if b.Records == 0 || e.broken.Load() {
+		if (b.Records == 0 && !b.finishOnly) || e.broken.Load() {
 			if b.Records != 0 {
 				e.dropped.Add(1)
 				b.Records = 0
@@ -517,6 +532,7 @@ func (e *Engine) formatLoop() {
 		switch complete, err := e.dispatchFormat(b); {
 		case err != nil:
 			e.failPipeline(err)
+		case b.finishOnly:
 		case complete:
 			e.formatted.Add(1)
 		default:
@@ -539,7 +555,9 @@ func (e *Engine) dispatchFormat(b *Block) (complete bool, err error) {
 		data.Target.Records, data.Actual.Records = b.Records, b.Records
 		for ri := range e.routes[pi] {
 			r := &e.routes[pi][ri]
-			if err := r.fmt.Next(r.plan, b.Start, b.Records, b.Markers); err != nil {
+			if b.finishOnly {
+				r.plan.Actions = r.plan.Actions[:0]
+			} else if err := r.fmt.Next(r.plan, b.Start, b.Records, b.Markers); err != nil {
 				return false, fmt.Errorf("engine: block %d: formatter: %w", b.ID, err)
 			}
 			if b.Last {
@@ -595,7 +613,11 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 			}
 			ep.sub.Actions = plan.Actions[start:end]
 			part = &ep.sub
-			if ep.pendingAck > 0 {
+			// A part without copies writes nothing into the volume, so it
+			// need not wait: the notifications that end a stopped run (the
+			// planner's Finish after the last volume) go out even though a
+			// stop ends the waits.
+			if ep.pendingAck > 0 && hasCopy(part) {
 				if !e.events.waitAcked(ep.pendingAck, e.stopping) {
 					return false, nil
 				}
@@ -615,7 +637,10 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 				return false, fmt.Errorf("engine: block %d: endpoint #%d: recording done event: %w", b.ID, ep.id, err)
 			}
 		}
-		if seq := e.postPlan(ep, b, part, last); seq > 0 && ep.sync {
+		// The block that only finishes the planner (sendFinish) carries
+		// no records: its notifications go out, an update does not (it
+		// is not a formatted block either).
+		if seq := e.postPlan(ep, b, part, last && !b.finishOnly); seq > 0 && ep.sync {
 			ep.pendingAck = seq
 		}
 		if last {
@@ -623,6 +648,16 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 		}
 		start = end
 	}
+}
+
+// hasCopy reports whether plan writes into the volume.
+func hasCopy(plan *FormatPlan) bool {
+	for i := range plan.Actions {
+		if plan.Actions[i].Kind == stage.Copy {
+			return true
+		}
+	}
+	return false
 }
 
 // postPlan posts one event per notification of the plan for one endpoint,
@@ -763,6 +798,8 @@ func (e *Engine) jobTiming(b *Block) JobTiming {
 // every completed volume is stored, and marks the run done.
 func (e *Engine) finish() {
 	e.wg.Wait()
+	// The Generate stage is over: the queue stops calling the engine.
+	e.queue.SetEmptyWaiter(nil)
 	e.stopAcquisition()
 	if e.acqErr != nil && !e.failed() {
 		e.fail(fmt.Errorf("engine: stopping the acquisition: %w", e.acqErr))

@@ -26,6 +26,14 @@ const (
 	// EventMarker: an Event marker reached the endpoint (vortex's endpoint
 	// event_callback(sample, id)); the id travels in ScanIdx.
 	EventMarker
+	// EventQueue: the scan queue recorded callback events while the
+	// Generate stage played it (a scan started or finished); the
+	// dispatcher runs the scans' Python callbacks. Endpoint is -1.
+	EventQueue
+	// EventQueueEmpty: the scan queue ran dry and an empty callback is
+	// wanted; the Generate stage waits until the dispatcher has handled
+	// it (ScanQueue.SetEmptyWaiter). Endpoint is -1.
+	EventQueueEmpty
 
 	eventKinds = iota // the number of kinds
 )
@@ -47,6 +55,10 @@ func (k EventKind) String() string {
 		return "done"
 	case EventMarker:
 		return "event"
+	case EventQueue:
+		return "queue"
+	case EventQueueEmpty:
+		return "queue_empty"
 	}
 	return "EventKind(?)"
 }
@@ -177,6 +189,20 @@ func (q *eventQueue) post(ev Event, stopping <-chan struct{}) uint64 {
 		q.dropped.Add(1)
 		return 0
 	}
+	select {
+	case q.ch <- ev:
+		return ev.Seq
+	case <-stopping:
+		q.dropped.Add(1)
+		return 0
+	}
+}
+
+// postWait queues ev whatever the policy, waiting for room unless
+// stopping closes: for an event the engine then waits on (its 0 return
+// means it was not queued).
+func (q *eventQueue) postWait(ev Event, stopping <-chan struct{}) uint64 {
+	ev.Seq = q.seq.Add(1)
 	select {
 	case q.ch <- ev:
 		return ev.Seq

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/marker"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
 // The Generate stage (vortex's acquire loop, engine/detail/session.hpp):
@@ -48,8 +49,12 @@ func (e *Engine) prepareIOs() error {
 		if d > 0 {
 			e.leads[i].ring = make([]float64, d*out)
 			e.leads[i].tmp = make([]float64, (d+cfg.RecordsPerBlock)*out)
+			e.leads[i].sring = make([]uint32, d)
+			e.leads[i].stmp = make([]uint32, d+cfg.RecordsPerBlock)
 		}
 	}
+	e.strobes = newStrobeGen(cfg.Strobes, blockMarkers(cfg.RecordsPerBlock))
+	e.warped = cfg.ScannerWarp.Kind != scan.WarpNone
 	e.ioLead = make([]int, len(e.ios))
 	e.ioGiven = make([]int64, len(e.ios))
 	for i, n := range e.ios {
@@ -79,8 +84,11 @@ func (e *Engine) startGenerate() error {
 			if len(pos) == out {
 				copy(row, pos)
 			}
+			l.sring[r] = e.cfg.LeadStrobes
 		}
 	}
+	e.strobes.ongoing = e.strobes.ongoing[:0]
+	e.queueSeen = e.queue.Emitted()
 	e.future = append(e.future[:0], e.cfg.leadMarker(), marker.NewInactiveLines(0))
 	e.postScan = e.cfg.PostScanRecords
 	return nil
@@ -111,8 +119,27 @@ func (e *Engine) generate(b *Block) (last bool, err error) {
 	}
 	e.future = append(e.future, b.Markers[k:]...)
 	b.Markers = b.Markers[:k]
+	// Only IOs receive strobes: without one they are not computed (vortex
+	// computes them for its strobe endpoints, which vortexgo has not).
+	strobes := b.strobes[refIdx][:n]
+	if len(e.ios) > 0 {
+		e.strobes.generate(strobes, b.Start, b.Markers)
+	}
 	for i := range refIdx {
-		e.leads[i].delayInto(b.galvo[i][:n*out], ref, n, out)
+		l := &e.leads[i]
+		delayRows(b.galvo[i][:n*out], ref, l.ring, l.tmp, n, out)
+		delayRows(b.strobes[i][:n], strobes, l.sring, l.stmp, n, 1)
+	}
+	if e.warped {
+		// vortex's sample_target: the lead-0 waveform in sample coordinates.
+		e.cfg.ScannerWarp.Forward(b.galvo[0][:n*out], b.sampleTarget[:n*out])
+	}
+	if c := e.queue.Emitted(); c != e.queueSeen {
+		// The queue's scans changed (Start, Finish): their Python
+		// callbacks run on the dispatcher, vortex runs them on its
+		// acquire thread at this point.
+		e.queueSeen = c
+		e.events.post(Event{Kind: EventQueue, Endpoint: -1, Sample: b.Start, Timestamp: e.now()}, e.stopping)
 	}
 	if scanned < total {
 		over := total - scanned
@@ -124,22 +151,37 @@ func (e *Engine) generate(b *Block) (last bool, err error) {
 	return false, nil
 }
 
-// delayInto writes ref (n rows of ch) delayed by l.delay rows into dst:
-// the rows held from earlier blocks first, then ref's, keeping the last
-// delay rows for the next block.
-func (l *leadLine) delayInto(dst, ref []float64, n, ch int) {
-	d := l.delay * ch
-	copy(l.tmp[:d], l.ring)
-	copy(l.tmp[d:d+n*ch], ref[:n*ch])
-	copy(dst[:n*ch], l.tmp[:n*ch])
-	copy(l.ring, l.tmp[n*ch:n*ch+d])
+// delayRows writes ref (n rows of ch) delayed by len(ring)/ch rows into
+// dst: the rows held from earlier blocks first, then ref's, keeping the
+// last rows in ring for the next block (tmp: scratch of len(ring)+n*ch).
+func delayRows[T any](dst, ref, ring, tmp []T, n, ch int) {
+	d := len(ring)
+	copy(tmp[:d], ring)
+	copy(tmp[d:d+n*ch], ref[:n*ch])
+	copy(dst[:n*ch], tmp[:n*ch])
+	copy(ring, tmp[n*ch:n*ch+d])
+}
+
+// waitEmpty is the scan queue's empty waiter while the engine plays it:
+// the queue ran dry and a Python empty_callback is set, so the engine
+// posts EventQueueEmpty and waits until the dispatcher has run the
+// callback (which may append) before the queue goes on. vortex calls the
+// callback inline on its acquire thread; Go never calls Python, so the
+// Generate stage waits for the dispatcher instead. This sync is off the
+// hot path: it happens only while the queue is empty and a callback is
+// set, and a stop ends it.
+func (e *Engine) waitEmpty() {
+	if seq := e.events.postWait(Event{Kind: EventQueueEmpty, Endpoint: -1, Timestamp: e.now()}, e.stopping); seq > 0 {
+		e.events.waitAcked(seq, e.stopping)
+	}
 }
 
 // dispatchIO hands block b to IO i.
 func (e *Engine) dispatchIO(i int, b *Block) error {
 	out, in := e.cfg.outChannels(), e.cfg.inChannels()
 	b.io = IOBlock{ID: b.ID, Sample: b.Start, Records: b.Records,
-		GalvoTarget: b.galvo[e.ioLead[i]][:b.Records*out], GalvoActual: b.actual[:b.Records*in]}
+		GalvoTarget: b.galvo[e.ioLead[i]][:b.Records*out], GalvoActual: b.actual[:b.Records*in],
+		Strobes: b.strobes[e.ioLead[i]][:b.Records]}
 	e.ioGiven[i] = b.ID + 1
 	if err := e.ios[i].io.Next(&b.io); err != nil {
 		return fmt.Errorf("engine: block %d: io #%d: %w", b.ID, i, err)
@@ -205,6 +247,7 @@ func (e *Engine) dropPending() {
 func (e *Engine) acquireLoop() {
 	defer e.wg.Done()
 	defer close(e.toProc)
+	defer e.sendFinish()
 	defer e.dropPending()
 	// IOs are handed blocks up to the preload depth ahead of the
 	// acquisition; one block of the pool stays out of it, so that the
@@ -231,7 +274,7 @@ func (e *Engine) acquireLoop() {
 			if e.limit > 0 {
 				want = int(min(int64(want), e.limit-start))
 			}
-			b.ID, b.Start, b.Records, b.Last = id, start, want, false
+			b.ID, b.Start, b.Records, b.Last, b.finishOnly = id, start, want, false, false
 			last, err := e.generate(b)
 			if err != nil {
 				e.free <- b
@@ -241,6 +284,7 @@ func (e *Engine) acquireLoop() {
 			b.Last = last || (e.limit > 0 && start+int64(want) >= e.limit)
 			id++
 			start += int64(want)
+			e.nextID, e.nextStart = id, start
 			e.pending = append(e.pending, b)
 			for i := range e.ios {
 				if ioStarted || e.ios[i].cfg.Preload {
@@ -269,6 +313,24 @@ func (e *Engine) acquireLoop() {
 			return
 		}
 	}
+}
+
+// sendFinish ends a run whose last acquired block was not marked last (a
+// stop, or a source that ended between blocks) with a block of no records
+// that only finishes the formatters: the planner reports the segment,
+// volume and scan still open, as vortex's does when a stop makes its next
+// block the last (its format loop then calls finish). A failed run is not
+// finished (vortex's neither).
+func (e *Engine) sendFinish() {
+	if e.sentLast || e.failed() || e.broken.Load() {
+		return
+	}
+	// The pipeline behind keeps draining into the pool (a stop makes the
+	// endpoints give up waiting on users' locks), so a block comes back.
+	b := <-e.free
+	b.ID, b.Start, b.Records, b.Last, b.finishOnly = e.nextID, e.nextStart, 0, true, true
+	b.Markers = b.Markers[:0]
+	e.toProc <- b
 }
 
 // ioFailed reports an IO error, unless it is an IO interrupted by a stop.
@@ -320,8 +382,17 @@ func (e *Engine) acquire(b *Block) bool {
 		}
 		b.Markers = b.Markers[:k]
 	}
+	if e.warped {
+		// vortex's sample_actual: the measured positions in sample
+		// coordinates, once the IOs have written them.
+		in := e.cfg.inChannels()
+		e.cfg.ScannerWarp.Forward(b.actual[:n*in], b.sampleActual[:n*in])
+	}
 	b.Records = n
-	b.Last = b.Last || eof
+	// After a stop this block is the last: the formatters finish with it
+	// (sendFinish covers a stop between blocks).
+	b.Last = b.Last || eof || e.stopRequested()
+	e.sentLast = b.Last
 	e.acquired.Add(1)
 	e.toProc <- b
 	return !b.Last && !e.stopRequested()

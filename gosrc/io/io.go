@@ -65,7 +65,8 @@ type SimConfig struct {
 }
 
 // SimIO is a simulated galvo IO: it records every sample it is given to
-// output and, with Feedback, measures a delayed copy of it.
+// output (the galvo waveform and the digital strobes) and, with Feedback,
+// measures a delayed copy of it.
 type SimIO struct {
 	cfg  SimConfig
 	info engine.IOInfo
@@ -75,6 +76,7 @@ type SimIO struct {
 	// uncontended unless a user is reading.
 	mu      sync.Mutex
 	ring    []float64 // RecordSamples rows of OutputChannels
+	strobes []uint32  // RecordSamples strobe words, beside ring
 	head    int       // next row to write
 	samples int64     // rows ever written
 	first   int64     // Sample of the first block
@@ -112,6 +114,7 @@ func (s *SimIO) Prepare(info engine.IOInfo) error {
 	defer s.mu.Unlock()
 	s.info = info
 	s.ring = make([]float64, s.cfg.RecordSamples*info.OutputChannels)
+	s.strobes = make([]uint32, s.cfg.RecordSamples)
 	s.head, s.samples = 0, 0
 	if s.cfg.Feedback {
 		s.delay = make([]float64, s.cfg.FeedbackDelay*info.OutputChannels)
@@ -148,6 +151,10 @@ func (s *SimIO) Next(b *engine.IOBlock) error {
 	rows := len(s.ring) / out
 	for r := 0; r < b.Records; r++ {
 		copy(s.ring[s.head*out:(s.head+1)*out], b.GalvoTarget[r*out:(r+1)*out])
+		s.strobes[s.head] = 0
+		if r < len(b.Strobes) {
+			s.strobes[s.head] = b.Strobes[r]
+		}
 		s.head = (s.head + 1) % rows
 	}
 	s.samples += int64(b.Records)
@@ -196,6 +203,23 @@ func (s *SimIO) Recorded(dst []float64) (first int64, rows int) {
 	return s.first + s.samples - int64(rows), rows
 }
 
+// RecordedStrobes is Recorded for the strobe words (one per sample): the
+// latest up to len(dst), oldest first.
+func (s *SimIO) RecordedStrobes(dst []uint32) (first int64, rows int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	size := len(s.strobes)
+	if size == 0 {
+		return 0, 0
+	}
+	rows = int(min(s.samples, int64(size), int64(len(dst))))
+	start := (s.head - rows + size) % size
+	for r := 0; r < rows; r++ {
+		dst[r] = s.strobes[(start+r)%size]
+	}
+	return s.first + s.samples - int64(rows), rows
+}
+
 // New builds the IO of kind from its JSON record, for bindings: "NullIO"
 // (no record) or "SimIO" (a SimConfig, keys the Go field names).
 func New(kind, record string) (engine.IO, error) {
@@ -229,10 +253,19 @@ func (s *SimIO) Record() []float64 {
 // Do is the SimIO's operation for bindings: "recorded" copies the latest
 // recorded samples (rows of output channels) into the caller's n float64s
 // at dst and returns {"First": sample of the first row, "Rows": rows,
-// "Channels": output channels}.
+// "Channels": output channels}; "strobes" copies the latest strobe words
+// into the caller's n uint32s at dst and returns {"First", "Rows"}.
 func (s *SimIO) Do(op string, _ []byte, _ any, dst, n int) ([]byte, error) {
+	if op == "strobes" {
+		buf, err := hostmem.Span[uint32](dst, n)
+		if err != nil {
+			return nil, err
+		}
+		first, rows := s.RecordedStrobes(buf)
+		return json.Marshal(map[string]int64{"First": first, "Rows": int64(rows)})
+	}
 	if op != "recorded" {
-		return nil, backend.Invalidf("SimIO: operation %q, expected recorded", op)
+		return nil, backend.Invalidf("SimIO: operation %q, expected recorded or strobes", op)
 	}
 	buf, err := hostmem.Span[float64](dst, n)
 	if err != nil {

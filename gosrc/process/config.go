@@ -64,6 +64,12 @@ type Config struct {
 	// Slots is the number of Process calls that may be in flight at once,
 	// each on its own stream with its own scratch (vortex: 2).
 	Slots int
+	// SampleSlice is CopyProcessor's sample_slice (start, stop, step);
+	// [0 0 0] is vortex's NullSlice (every sample). The others ignore it.
+	SampleSlice [3]int
+	// SampleTransform is CopyProcessor's sample_transform (scale, offset);
+	// [0 0] is vortex's NullTransform. The others ignore it.
+	SampleTransform [2]float64
 }
 
 // DefaultConfig returns vortex's defaults: 1000 samples per record, 1000

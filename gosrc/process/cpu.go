@@ -36,6 +36,7 @@ type CPUProcessor struct {
 	prepared bool
 	closed   atomic.Bool
 	claim    engine.Claim // refuses Close while an engine runs the processor
+	alone    standalone   // vortex's next outside an engine (bind.go)
 }
 
 // cpuState is everything one configuration needs, immutable once built
@@ -392,7 +393,7 @@ func (p *CPUProcessor) Close() error {
 	}
 	return p.claim.Close(func() error {
 		p.closed.Store(true)
-		return nil
+		return p.alone.close()
 	})
 }
 

@@ -60,6 +60,7 @@ type CUDAProcessor struct {
 	prepared bool
 	closed   atomic.Bool
 	claim    engine.Claim // refuses Close while an engine runs the processor
+	alone    standalone   // vortex's next outside an engine (bind.go)
 }
 
 // cudaState is one configuration's device resources.
@@ -506,7 +507,7 @@ func (p *CUDAProcessor) Close() error {
 		p.swap.Lock()
 		defer p.swap.Unlock()
 		p.closed.Store(true)
-		return p.st.release(nil)
+		return errors.Join(p.alone.close(), p.st.release(nil))
 	})
 }
 

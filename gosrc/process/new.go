@@ -7,8 +7,9 @@ import (
 )
 
 // New builds the processor of kind "cpu" (CPUProcessor, on the CPU
-// device) or "cuda" (CUDAProcessor, on a CUDA device) for cfg, and returns
-// its class name. A kind that does not match dev, or a bad cfg, is an
+// device), "cuda" (CUDAProcessor, on a CUDA device), "copy" (CopyProcessor,
+// on the CPU device) or "null" (NullProcessor, any device) for cfg, and
+// returns its class name. A kind that does not match dev, or a bad cfg, is an
 // error matching backend.ErrInvalid naming the value.
 func New(dev backend.Device, kind string, cfg Config) (engine.Processor, string, error) {
 	switch kind {
@@ -31,6 +32,21 @@ func New(dev backend.Device, kind string, cfg Config) (engine.Processor, string,
 			return nil, "", engine.Invalid("%v", err)
 		}
 		return p, "CUDAProcessor", nil
+	case "copy":
+		if dev.Kind() != backend.CPU {
+			return nil, "", engine.Invalid("CopyProcessor on device %s, expected the cpu device (vortex's CopyProcessor is a CPU processor)", dev.Name())
+		}
+		p, err := NewCopyProcessor(cfg)
+		if err != nil {
+			return nil, "", engine.Invalid("%v", err)
+		}
+		return p, "CopyProcessor", nil
+	case "null":
+		p, err := NewNullProcessor(cfg)
+		if err != nil {
+			return nil, "", engine.Invalid("%v", err)
+		}
+		return p, "NullProcessor", nil
 	}
-	return nil, "", engine.Invalid("kind=%q, expected \"cpu\" or \"cuda\"", kind)
+	return nil, "", engine.Invalid("kind=%q, expected \"cpu\", \"cuda\", \"copy\" or \"null\"", kind)
 }

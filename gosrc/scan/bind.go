@@ -509,8 +509,9 @@ func (b *queueObject) callback(token int64) QueueCallback {
 // Do runs append and interrupt (with: the scan; {Callback: a token, 0 for
 // none; Marker: the ScanBoundary row, absent for the default}), generate
 // ({Channels, ZeroOrderHold}: samples into the buffer), reset ({} or {At:
-// true, Sample, Position, Velocity}), clear, state, rebase ({Sample}) and
-// events; every result carries the callback events recorded so far.
+// true, Sample, Position, Velocity}), clear, state, rebase ({Sample}),
+// empty_wanted ({At}: SetEmptyWanted) and events; every result carries the
+// callback events recorded so far.
 func (b *queueObject) Do(op string, args []byte, with any, dst, n int) ([]byte, error) {
 	var a struct {
 		Callback           int64
@@ -582,6 +583,8 @@ func (b *queueObject) Do(op string, args []byte, with any, dst, n int) ([]byte, 
 		if err := b.q.Rebase(a.Sample); err != nil {
 			return nil, err
 		}
+	case "empty_wanted": // {At}: whether an engine playing the queue waits for the empty callback
+		b.q.SetEmptyWanted(a.At)
 	case "events":
 	default:
 		return nil, badOp("ScanQueue", op)

@@ -79,6 +79,14 @@ type ScanQueue struct {
 	includeStart     bool
 	lastSample       int64
 	lastPos, lastVel []float64 // nil = unknown
+
+	// emitted counts the callback calls (Emitted): the engine posts an
+	// event for its dispatcher when it moved during a Generate.
+	emitted int64
+	// emptyWait is the engine's hook (SetEmptyWaiter) and emptyWanted
+	// whether a binding's empty callback wants it (SetEmptyWanted).
+	emptyWait   func()
+	emptyWanted bool
 }
 
 // NewScanQueue is vortex's ScanQueue(): at sample 0, state unknown (the
@@ -205,6 +213,33 @@ func (q *ScanQueue) SetEmptyCallback(f func(*OnlineScanQueue)) {
 	q.empty = f
 }
 
+// SetEmptyWaiter sets the function Generate calls, with the queue
+// unlocked, when it has run dry and SetEmptyWanted(true) was called (nil:
+// none). The engine sets it while it plays the queue: it waits there until
+// a binding's empty callback (which cannot run on the engine's goroutine)
+// has had its chance to Append, as vortex's empty_callback appends inline.
+func (q *ScanQueue) SetEmptyWaiter(f func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.emptyWait = f
+}
+
+// SetEmptyWanted says whether Generate calls the empty waiter when it has
+// run dry (a binding sets it with its empty callback).
+func (q *ScanQueue) SetEmptyWanted(on bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.emptyWanted = on
+}
+
+// Emitted counts the callback calls the queue has made (every event of a
+// scan queued with a callback).
+func (q *ScanQueue) Emitted() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.emitted
+}
+
 // State is the sample count and the last position and velocity (nil when
 // unknown), vortex's state().
 func (q *ScanQueue) State() (sample int64, position, velocity []float64) {
@@ -224,6 +259,7 @@ func (o *OnlineScanQueue) Append(scan Streamer, callback QueueCallback, boundary
 
 func (q *ScanQueue) emit(e QueueEvent) {
 	if q.active != nil && q.active.callback != nil {
+		q.emitted++
 		q.active.callback(q.lastSample, e)
 	}
 }
@@ -247,6 +283,15 @@ func (q *ScanQueue) Generate(markers *[]marker.Marker, buf []float64, channels, 
 		if q.active == nil {
 			if len(q.queue) == 0 && q.empty != nil {
 				q.empty(&OnlineScanQueue{q})
+			}
+			if len(q.queue) == 0 && q.empty == nil && q.emptyWanted && q.emptyWait != nil {
+				// Unlocked, so that the callback behind the waiter can
+				// Append: the queue is consistent here (nothing active,
+				// nothing queued) and Generate re-reads it after.
+				wait := q.emptyWait
+				q.mu.Unlock()
+				wait()
+				q.mu.Lock()
 			}
 			if len(q.queue) > 0 {
 				next := q.queue[0]

@@ -1,14 +1,57 @@
 package storage
 
 import (
+	"strings"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
-// New is NewSimpleStackNamed (int8, uint16, uint64, float32, float64),
-// the constructor of the bindings' generic path (pyapi.NewObject).
-func New(dtype string) (*SimpleStack, error) {
-	return NewSimpleStackNamed(dtype)
+// New builds a storage object for the bindings' generic path
+// (pyapi.NewObject) from its kind: a dtype ("int8", "uint16", "uint64",
+// "float32", "float64") is a SimpleStack of it; "SimpleStream:<dtype>",
+// "HDF5Stack:<dtype>", "StreamDump", "MarkerLog" and "BroctStorage" are
+// the others, and "endpoint:<name>" is a BlockEndpoint (vortex's stream,
+// dump and marker-log endpoints). Each object's Do documents its operations.
+func New(kind string) (any, error) {
+	name, dtype, _ := strings.Cut(kind, ":")
+	switch name {
+	case "SimpleStream":
+		return NewSimpleStreamNamed(dtype)
+	case "HDF5Stack":
+		return NewHDF5StackNamed(dtype)
+	case "StreamDump":
+		return NewStreamDump(), nil
+	case "MarkerLog":
+		return NewMarkerLog(), nil
+	case "BroctStorage":
+		return NewBroctStorage(), nil
+	case "endpoint":
+		return NewBlockEndpoint(dtype)
+	}
+	if dtype == "" {
+		if _, ok := elemNamed(name); ok {
+			return NewSimpleStackNamed(name)
+		}
+	}
+	return nil, backend.Invalidf("storage kind %q, expected a dtype (a SimpleStack), SimpleStream:<dtype>, HDF5Stack:<dtype>, "+
+		"StreamDump, MarkerLog or BroctStorage", kind)
+}
+
+// stackArgs are the arguments of the stacks' write, advance_volume and
+// seek operations.
+type stackArgs struct {
+	Bscan, Ascan, Volume int
+	Allocate             *bool
+}
+
+func hostmemSpan(dst, n int) ([]byte, error) { return hostmem.Span[byte](dst, n) }
+
+func decodeArgs(what, op string, args []byte, v any) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return backend.DecodeRecord(what+"."+op, string(args), v)
 }
 
 // Do runs a named operation for the bindings' generic path: open (args:
@@ -26,14 +69,9 @@ func (s *SimpleStack) Do(op string, args []byte, _ any, dst, n int) ([]byte, err
 		}
 		return nil, s.Open(c)
 	}
-	var a struct {
-		Bscan, Ascan, Volume int
-		Allocate             *bool
-	}
-	if len(args) > 0 {
-		if err := backend.DecodeRecord("SimpleStack."+op, string(args), &a); err != nil {
-			return nil, err
-		}
+	var a stackArgs
+	if err := decodeArgs("SimpleStack", op, args, &a); err != nil {
+		return nil, err
 	}
 	switch op {
 	case "write":
@@ -51,4 +89,108 @@ func (s *SimpleStack) Do(op string, args []byte, _ any, dst, n int) ([]byte, err
 		return nil, s.Seek(a.Volume, a.Bscan)
 	}
 	return nil, backend.Invalidf("SimpleStack: operation %q, expected open, write, advance_volume or seek", op)
+}
+
+// Do runs a named operation: open (the SimpleStreamConfig record) and
+// write (the caller's n bytes at dst, whole elements, appended).
+func (s *SimpleStream) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
+	switch op {
+	case "open":
+		var c SimpleStreamConfig
+		if err := backend.DecodeRecord("SimpleStreamConfig", string(args), &c); err != nil {
+			return nil, err
+		}
+		return nil, s.Open(c)
+	case "write":
+		data, err := hostmem.Span[byte](dst, n)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.Write(data)
+	}
+	return nil, backend.Invalidf("SimpleStream: operation %q, expected open or write", op)
+}
+
+// Do runs a named operation: open (the StreamDumpConfig record) and dump
+// ({RowBytes}: the caller's n bytes at dst, rows of RowBytes bytes).
+func (d *StreamDump) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
+	switch op {
+	case "open":
+		var c StreamDumpConfig
+		if err := backend.DecodeRecord("StreamDumpConfig", string(args), &c); err != nil {
+			return nil, err
+		}
+		return nil, d.Open(c)
+	case "dump":
+		var a struct{ RowBytes int }
+		if err := decodeArgs("StreamDump", op, args, &a); err != nil {
+			return nil, err
+		}
+		data, err := hostmem.Span[byte](dst, n)
+		if err != nil {
+			return nil, err
+		}
+		return nil, d.Dump(data, a.RowBytes)
+	}
+	return nil, backend.Invalidf("StreamDump: operation %q, expected open or dump", op)
+}
+
+// Do runs a named operation: open (the MarkerLogConfig record) and write
+// (the caller's n int64s at dst: marker records, python/vortexgo/marker.py's
+// layout, 8 per marker).
+func (l *MarkerLog) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
+	switch op {
+	case "open":
+		var c MarkerLogConfig
+		if err := backend.DecodeRecord("MarkerLogConfig", string(args), &c); err != nil {
+			return nil, err
+		}
+		return nil, l.Open(c)
+	case "write":
+		rec, err := hostmem.Span[int64](dst, n)
+		if err != nil {
+			return nil, err
+		}
+		ms, err := markersFromRecords(rec)
+		if err != nil {
+			return nil, err
+		}
+		return nil, l.Write(ms)
+	}
+	return nil, backend.Invalidf("MarkerLog: operation %q, expected open or write", op)
+}
+
+// Do runs a named operation: open (the BroctStorageConfig record), write
+// ({Bscan}: whole transposed B-scans from B-scan Bscan, the caller's n
+// bytes at dst), write_volume (one volume in BROCT order, then the next
+// volume, as vortex), advance_volume ({Allocate}) and seek ({Volume,
+// Bscan}).
+func (s *BroctStorage) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
+	if op == "open" {
+		var c BroctStorageConfig
+		if err := backend.DecodeRecord("BroctStorageConfig", string(args), &c); err != nil {
+			return nil, err
+		}
+		return nil, s.Open(c)
+	}
+	var a stackArgs
+	if err := decodeArgs("BroctStorage", op, args, &a); err != nil {
+		return nil, err
+	}
+	switch op {
+	case "write", "write_volume":
+		data, err := hostmem.Span[byte](dst, n)
+		if err != nil {
+			return nil, err
+		}
+		if op == "write_volume" {
+			return nil, s.WriteBroctVolume(data)
+		}
+		return nil, s.WriteMultiBscan(a.Bscan, data)
+	case "advance_volume":
+		return nil, s.AdvanceVolume(a.Allocate == nil || *a.Allocate)
+	case "seek":
+		return nil, s.Seek(a.Volume, a.Bscan)
+	}
+	return nil, backend.Invalidf("BroctStorage: operation %q, expected open, write, write_volume, advance_volume or seek", op)
 }

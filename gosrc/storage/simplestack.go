@@ -53,14 +53,14 @@ func (h Header) String() string {
 	return fmt.Sprintf("Header(%d)", int(h))
 }
 
-// ErrNotOpen is returned (wrapped) by writes to a stack that is not open
+// ErrNotOpen is returned (wrapped) by writes to a storage that is not open
 // (never opened, or closed). It wraps backend.ErrClosed: Python's
 // ClosedError, a ValueError.
 var ErrNotOpen error = notOpen{}
 
 type notOpen struct{}
 
-func (notOpen) Error() string { return "storage: stack is not open, expected open(config) first" }
+func (notOpen) Error() string { return "storage: not open, expected open(config) first" }
 func (notOpen) Unwrap() error { return backend.ErrClosed }
 
 // SimpleStackConfig says where and how a SimpleStack writes (vortex's

@@ -6,8 +6,10 @@
   shot noise. Synthesised once at ``prepare`` and replayed at full speed, or
   at ``rate`` A-scans per second like a real scanner.
 - :class:`FileAcquisition`: replays raw uint16 spectra from a raw file or a
-  ``.npy`` file.
-- :class:`NullAcquisition`: zeros, to measure the pipeline alone.
+  ``.npy`` file (vortex's config fields, defaults and standalone
+  ``prepare/start/next/stop``).
+- :class:`NullAcquisition`: no acquisition (vortex's): zeros in an engine,
+  to measure the pipeline alone.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from ._core import api
 from ._errors import ClosedError, native, release_on_collect
-from ._validate import check_float, check_int, is_logger
+from ._validate import check_callable, check_float, check_int, is_logger
 
 __all__ = [
     "SimulatedAcquisitionConfig", "SimulatedAcquisition",
@@ -231,36 +233,171 @@ class SimulatedAcquisition(_Acquisition):
 
 
 @dataclass
-class FileAcquisitionConfig:
-    """Configuration of a :class:`FileAcquisition`.
+class _BlockShape:
+    """vortex's acquisition config fields (its ``NullAcquisitionConfig``)."""
+
+    samples_per_record: int = 1024
+    records_per_block: int = 1000
+    channels_per_sample: int = 1
+
+    _min_samples = 1
+
+    @property
+    def shape(self) -> list[int]:
+        """The shape of the buffers :meth:`NullAcquisition.next` fills:
+        ``[records_per_block, samples_per_record, channels_per_sample]``."""
+        return [self.records_per_block, self.samples_per_record, self.channels_per_sample]
+
+    def validate(self) -> None:
+        """Raise ValueError or TypeError naming the first bad field."""
+        o = type(self).__name__
+        _int(o, "samples_per_record", self.samples_per_record, self._min_samples)
+        _int(o, "records_per_block", self.records_per_block, 1)
+        _int(o, "channels_per_sample", self.channels_per_sample, 1)
+
+    def copy(self):
+        """A copy of this configuration."""
+        return dataclasses.replace(self)
+
+
+@dataclass
+class FileAcquisitionConfig(_BlockShape):
+    """Configuration of a :class:`FileAcquisition` (vortex's fields and defaults).
 
     Attributes:
-        path: a raw file of little-endian uint16 spectra, or a ``.npy`` file
-            (detected by content) of uint16 whose last axis is the spectrum.
-        samples_per_record: required for raw files; 0 takes it from a
-            ``.npy`` header (another value must match it).
-        loop: replay from the start instead of ending.
-        rate: A-scans per second; 0 is unthrottled.
+        path: a raw file of uint16 values, record after record (vortex's
+            format), or a ``.npy`` file (detected by content) of uint16 whose
+            last axis is the record (or last two: samples, channels).
+        samples_per_record: samples per record (default 1024, vortex's);
+            for a ``.npy`` file 0 takes it from the header.
+        records_per_block: records of the buffers :meth:`FileAcquisition.next`
+            fills (:attr:`shape`); the engine's blocks follow
+            :attr:`vortexgo.engine.EngineConfig.records_per_block`.
+        channels_per_sample: interleaved channels per sample.
+        loop: replay from the start instead of ending (vortex's default: True).
+        rate: A-scans per second; 0 is unthrottled (ours).
     """
 
     path: str = ""
-    samples_per_record: int = 0
-    loop: bool = False
+    loop: bool = True
+    rate: float = 0.0
+
+    _min_samples = 0
+
+
+@dataclass
+class NullAcquisitionConfig(_BlockShape):
+    """Configuration of a :class:`NullAcquisition` (vortex's fields and defaults).
+
+    Attributes:
+        samples_per_record, records_per_block, channels_per_sample: the shape
+            of the buffers (:attr:`shape`).
+        records: records delivered before the end; 0 is endless (ours).
+        rate: A-scans per second in an engine; 0 is unthrottled (ours).
+    """
+
+    records: int = 0
     rate: float = 0.0
 
 
-class FileAcquisition(_Acquisition):
-    """Replays raw spectra from a file (raw uint16 or ``.npy``)."""
+class _Standalone(_Acquisition):
+    """vortex's standalone calls: ``start``, ``stop``, ``next``, ``next_async``."""
+
+    @property
+    def samples_per_record(self) -> int:
+        """The samples of one record (for a ``.npy`` FileAcquisition with
+        ``samples_per_record=0``: known after :meth:`prepare`)."""
+        return self._handle().SamplesPerRecord() // self.config.channels_per_sample
+
+    def _do(self, op: str, args: Optional[dict] = None, ptr: int = 0, n: int = 0) -> Any:
+        h = self._handle()
+        out = native(h.Do)(op, "" if args is None else json.dumps(args), h, ptr, n)
+        return json.loads(out) if out else None
+
+    def start(self) -> None:
+        """Start the acquisition (a FileAcquisition opens its file, and replays it
+        from the first record). Raises :class:`~vortexgo.InUseError` while an
+        engine that prepared the source has not finished."""
+        self._do("start")
+
+    def stop(self) -> None:
+        """Stop the acquisition (a FileAcquisition closes its file)."""
+        self._do("stop")
+
+    def _buffer(self, buffer: Any) -> np.ndarray:
+        """``buffer`` as a writable C-ordered uint16 NumPy view of shape
+        (records, samples_per_record, channels_per_sample), as vortex's
+        ``morph_right(3)`` reads it: missing axes are 1, axes after the
+        third are folded into the channels."""
+        if isinstance(buffer, np.ndarray):
+            a = buffer
+        elif hasattr(buffer, "__array_interface__") or isinstance(buffer, memoryview):
+            a = np.asarray(buffer)  # zero-copy: the caller's memory
+        elif hasattr(buffer, "__cuda_array_interface__"):
+            raise TypeError(f"buffer: a CUDA array ({type(buffer).__name__}), expected host memory "
+                            "(a NumPy uint16 array)")
+        else:
+            raise TypeError(f"buffer={type(buffer).__name__}, expected a NumPy uint16 array "
+                            "(written in place, so never a copy)")
+        if a.dtype != np.uint16 or not a.dtype.isnative:
+            raise TypeError(f"buffer: dtype {a.dtype.str}, expected uint16 in native byte order")
+        if a.ndim == 0:
+            raise ValueError("buffer: a 0-d array, expected (records, samples_per_record, channels_per_sample)")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"buffer: strides {a.strides}, expected a C-contiguous array")
+        if not a.flags.writeable:
+            raise ValueError("buffer: read-only, expected a writable array")
+        samples = a.shape[1] if a.ndim >= 2 else 1
+        channels = int(np.prod(a.shape[2:])) if a.ndim >= 3 else 1
+        want_s, want_c = self.samples_per_record, self.config.channels_per_sample
+        if samples != want_s or channels != want_c:
+            raise ValueError(f"buffer: shape {a.shape}, expected (records, {want_s}, {want_c}) "
+                             f"(records, samples_per_record, channels_per_sample)")
+        return a
+
+    def next(self, buffer: Any, id: int = 0) -> int:
+        """Acquire into ``buffer`` (NumPy uint16, shape ``(records,
+        samples_per_record, channels_per_sample)``; see :attr:`config.shape`)
+        and return the number of records acquired: fewer at the end of the
+        data, then 0. ``id`` is for logging only."""
+        id = check_int("id", id, 0)
+        a = self._buffer(buffer)
+        if self.logger is not None:
+            self.logger.debug("acquiring block %d", id)
+        return int(self._do("next", {"Records": a.shape[0]}, a.ctypes.data, a.size)["Records"])
+
+    def next_async(self, buffer: Any, callback: Any, id: int = 0) -> None:
+        """:meth:`next`, then ``callback(records, exception)`` (exception None on
+        success). As vortex allows, the callback runs in the calling thread
+        before this returns; an error is passed to it, not raised."""
+        check_callable("callback", callback, allow_none=False)
+        try:
+            n, exc = self.next(buffer, id), None
+        except Exception as e:  # vortex reports every failure to the callback
+            n, exc = 0, e
+        callback(n, exc)
+
+
+class FileAcquisition(_Standalone):
+    """Replays raw spectra from a file, as vortex's: a raw uint16 file (or ``.npy``).
+
+    :meth:`prepare` checks the file: one that ends in the middle of a record
+    is refused with a ValueError naming the bytes left over (vortex reports
+    it at the block that reaches the end). In an engine, blocks are read
+    straight into the engine's pinned memory by several reader threads.
+    """
 
     _config_type = FileAcquisitionConfig
 
     def _create(self, c: FileAcquisitionConfig):
         o = "FileAcquisitionConfig"
+        c.validate()
         path = os.fspath(c.path) if isinstance(c.path, os.PathLike) else c.path
         if not isinstance(path, str) or not path:
             raise ValueError(f"{o}.path={c.path!r}, expected a file path")
         return _new("FileAcquisition", {"Path": path,
                                         "SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 0),
+                                        "ChannelsPerSample": _int(o, "channels_per_sample", c.channels_per_sample, 1),
                                         "Loop": bool(c.loop), "Rate": _float(o, "rate", c.rate)})
 
     def __repr__(self) -> str:
@@ -269,24 +406,18 @@ class FileAcquisition(_Acquisition):
         return f"<FileAcquisition {self.config.path!r}{' loop' if self.config.loop else ''}>"
 
 
-@dataclass
-class NullAcquisitionConfig:
-    """Configuration of a :class:`NullAcquisition`: spectrum length, records
-    before the end (0 = endless) and rate (0 = unthrottled)."""
-
-    samples_per_record: int = 1024
-    records: int = 0
-    rate: float = 0.0
-
-
-class NullAcquisition(_Acquisition):
-    """Delivers spectra of zeros: the pipeline's cost without an acquisition's."""
+class NullAcquisition(_Standalone):
+    """Performs no acquisition, as vortex's: :meth:`next` reports the buffer's
+    records and leaves it as it is. In an engine it lends one block of zeros,
+    zeroed once, so it costs the engine nothing per block."""
 
     _config_type = NullAcquisitionConfig
 
     def _create(self, c: NullAcquisitionConfig):
         o = "NullAcquisitionConfig"
+        c.validate()
         return _new("NullAcquisition", {"SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 1),
+                                        "ChannelsPerSample": _int(o, "channels_per_sample", c.channels_per_sample, 1),
                                         "Records": _int(o, "records", c.records, 0), "Rate": _float(o, "rate", c.rate)})
 
     def __repr__(self) -> str:

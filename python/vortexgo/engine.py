@@ -21,6 +21,7 @@ in :meth:`Engine.status`; the engine keeps running unless it was built with
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import threading
@@ -51,16 +52,28 @@ from .source import dispersion_phasor  # noqa: F401 - vortex exports it from vor
 globals().update({_n: getattr(_endpoint_module, _n) for _n in _endpoint_names})
 from .format import FormatPlanner
 from .io import _IO
-from .marker import ScanBoundary
+from .marker import Flags, ScanBoundary
 from .process import _Processor
-from .scan import ScanQueue
+from .scan import ScanQueue, _Warp, warp as _warp
+from .storage_endpoint import *  # noqa: F401,F403 - re-exported: vortex's storage endpoints live in vortex.engine
+from .storage_endpoint import __all__ as _storage_endpoints
 
 __all__ = [
-    "EngineConfig", "Engine", "EngineStatus", "StageTiming", "EngineEvent",
+    "EngineConfig", "Engine", "EngineStatus", "StageTiming", "EngineEvent", "ScanQueue",
+    "Polarity", "SampleStrobe", "SegmentStrobe", "VolumeStrobe", "ScanStrobe", "EventStrobe", "StrobeList",
     "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
     "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
     "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
-]
+    "RadialDeviceTensorEndpointInt8", "RadialDeviceTensorEndpointUInt16", "RadialDeviceTensorEndpointFloat32",
+    "SpiralDeviceTensorEndpointInt8", "SpiralDeviceTensorEndpointUInt16", "SpiralDeviceTensorEndpointFloat32",
+    "AscanSpiralDeviceTensorEndpointInt8",
+    "PositionDeviceTensorEndpointInt8", "PositionDeviceTensorEndpointUInt16", "PositionDeviceTensorEndpointFloat32",
+    "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
+    "SpectraPositionDeviceTensorEndpointUInt16",
+] + _storage_endpoints
+
+#: vortex 0.5.1's name for the spiral A-scan endpoint (``vortex.engine.AscanSpiralDeviceTensorEndpointInt8``).
+AscanSpiralDeviceTensorEndpointInt8 = SpiralDeviceTensorEndpointInt8
 
 log = logging.getLogger("vortexgo.engine")
 
@@ -78,7 +91,7 @@ def _close_engine(h: Any) -> None:
 # Event kinds of the Go queue (gosrc/engine/events.go) and record fields
 # (engine.EventFields, gosrc/engine/records.go): kind, endpoint, sample,
 # scan_idx, volume_idx, bscan_idx, timestamp_ns.
-_UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE, _EVENT = range(7)
+_UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE, _EVENT, _QUEUE, _QUEUE_EMPTY = range(9)
 _FIELDS = 7
 # The engine's record (engine.Engine.Record, gosrc/engine/records.go): the
 # status (10 values), then the timings (18).
@@ -97,6 +110,123 @@ class EngineEvent:
     ERROR = "error"
     #: the run ended and every endpoint callback has run
     COMPLETE = "complete"
+
+
+# --- strobes -------------------------------------------------------------------------
+
+
+class Polarity(enum.IntEnum):
+    """What an active strobe drives its line to (vortex's ``engine.Polarity``)."""
+
+    Low = 0
+    High = 1
+
+    def __str__(self) -> str:
+        return f"Polarity.{self.name}"
+
+
+def _polarity(name: str, v: Any) -> Polarity:
+    if isinstance(v, bool) or not isinstance(v, (int, Polarity)) or int(v) not in (0, 1):
+        raise ValueError(f"{name}={v!r}, expected Polarity.Low or Polarity.High")
+    return Polarity(int(v))
+
+
+# Fields of a strobe: (name, check); gosrc/engine/strobe.go's StrobeLines = 32.
+_STROBE_CHECKS = {
+    "line": lambda n, v: check_int(n, v, 0, 31),
+    "divisor": lambda n, v: check_int(n, v, 1, 1 << 40),
+    "phase": lambda n, v: check_int(n, v, 0, 1 << 40),
+    "duration": lambda n, v: check_int(n, v, 0, 1 << 40),
+    "delay": lambda n, v: check_int(n, v, 0, 1 << 40),
+    "polarity": _polarity,
+    "flags": lambda n, v: _strobe_flags(n, v),
+}
+
+
+def _strobe_flags(name: str, v: Any) -> Flags:
+    if not isinstance(v, Flags):
+        raise TypeError(f"{name}={v!r}, expected a vortexgo.marker.Flags")
+    return Flags(v.value)
+
+
+class _Strobe:
+    """A digital strobe the engine's Generate stage writes per sample for the IOs
+    (bit ``line`` of each word of ``EngineConfig.strobes``' output, vortex's strobes)."""
+
+    _kind = 0
+    _fields: tuple = ()
+
+    def __setattr__(self, k: str, v: Any) -> None:
+        if k not in self._fields:
+            raise AttributeError(f"{type(self).__name__} has no field {k!r}, expected one of {self._fields}")
+        object.__setattr__(self, k, _STROBE_CHECKS[k](f"{type(self).__name__}.{k}", v))
+
+    def _record(self) -> dict:
+        """gosrc/engine.Strobe's fields."""
+        return {"Kind": self._kind, "Line": self.line, "Polarity": int(self.polarity), "Duration": self.duration,
+                "Divisor": getattr(self, "divisor", 0), "Phase": getattr(self, "phase", 0),
+                "Delay": getattr(self, "delay", 0), "Flags": getattr(self, "flags", Flags()).value}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._record() == self._record()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)}' for f in self._fields)})"
+
+
+class SampleStrobe(_Strobe):
+    """Active at the samples ``s`` with ``(s + phase) % divisor < duration`` (vortex's
+    ``SampleStrobe(line=0, divisor=2, polarity=Polarity.High, duration=1, phase=0)``)."""
+
+    _kind, _fields = 0, ("line", "divisor", "polarity", "duration", "phase")
+
+    def __init__(self, line: int = 0, divisor: int = 2, polarity: Polarity = Polarity.High, duration: int = 1,
+                 phase: int = 0) -> None:
+        self.line, self.divisor, self.polarity, self.duration, self.phase = line, divisor, polarity, duration, phase
+
+
+class _MarkerStrobe(_Strobe):
+    _fields = ("line", "polarity", "duration", "delay", "flags")
+
+    def __init__(self, line: int = 0, polarity: Polarity = Polarity.High, duration: int = 10, delay: int = 0,
+                 flags: Optional[Flags] = None) -> None:
+        self.line, self.polarity, self.duration, self.delay = line, polarity, duration, delay
+        self.flags = Flags.all() if flags is None else flags
+
+
+class SegmentStrobe(_MarkerStrobe):
+    """Active ``duration`` samples from ``delay`` samples after each SegmentBoundary whose flags
+    match ``flags`` (vortex's ``SegmentStrobe(line=0, polarity=High, duration=10, delay=0, flags=all)``)."""
+
+    _kind = 1
+
+
+class VolumeStrobe(_MarkerStrobe):
+    """As :class:`SegmentStrobe`, at each VolumeBoundary."""
+
+    _kind = 2
+
+
+class ScanStrobe(_MarkerStrobe):
+    """As :class:`SegmentStrobe`, at each ScanBoundary (the lead marker has no flags: none there)."""
+
+    _kind = 3
+
+
+class EventStrobe(_MarkerStrobe):
+    """As :class:`SegmentStrobe`, at each Event marker."""
+
+    _kind = 4
+
+
+class StrobeList(list):
+    """A list of strobes (vortex's ``engine.StrobeList``)."""
+
+
+def _default_strobes() -> StrobeList:
+    """vortex's ``EngineConfig().strobes``."""
+    return StrobeList([SampleStrobe(0, 2), SampleStrobe(1, 1000, Polarity.High, 10),
+                       SampleStrobe(2, 1000, Polarity.Low, 10), SegmentStrobe(3), VolumeStrobe(4)])
 
 
 # --- configuration -------------------------------------------------------------------
@@ -122,18 +252,28 @@ class EngineConfig:
             waveform (the scans' channels_per_sample) and of measured positions (2, 2).
         post_scan_records: records still acquired after the scan queue runs dry.
         lead_marker: the marker at sample 0 (vortex's default: a ScanBoundary without flags).
-        strobes: vortex's digital strobes; not generated yet, so only ``[]`` is accepted.
+        strobes: the digital strobes written beside the waveform for the IOs (vortex's
+            default: a sample clock on line 0, 10-sample pulses every 1000 samples on lines 1
+            (high) and 2 (low), a pulse per segment on line 3 and per volume on line 4).
+        lead_strobes: the strobe word output before the first generated sample by IOs with
+            a smaller lead than the largest (0).
+        scanner_warp: maps galvo to sample coordinates for the positions that travel with
+            each block (``PositionFormatExecutor``'s sample target and actual); NoWarp.
     """
 
     def __init__(self, records_per_block: int = 1000, blocks_to_allocate: int = 16, preload_count: int = 4,
                  blocks_to_acquire: int = 0, *, event_queue_size: int = 0, event_policy: str = "block",
                  dispatch_spin: Optional[float] = None, galvo_output_channels: int = 2, galvo_input_channels: int = 2,
-                 post_scan_records: int = 0, lead_marker: Optional[ScanBoundary] = None) -> None:
+                 post_scan_records: int = 0, lead_marker: Optional[ScanBoundary] = None,
+                 strobes: Optional[Sequence[_Strobe]] = None, lead_strobes: int = 0,
+                 scanner_warp: Optional[_Warp] = None) -> None:
         self.galvo_output_channels = galvo_output_channels
         self.galvo_input_channels = galvo_input_channels
         self.post_scan_records = post_scan_records
-        self.lead_marker = lead_marker
-        self.strobes: list = []
+        self.lead_marker = ScanBoundary(0, 0, 0, Flags.none()) if lead_marker is None else lead_marker
+        self.strobes = _default_strobes() if strobes is None else StrobeList(strobes)
+        self.lead_strobes = lead_strobes
+        self.scanner_warp = _warp.NoWarp() if scanner_warp is None else scanner_warp
         self._ios: list[tuple[_IO, dict]] = []
         self.records_per_block = records_per_block
         self.blocks_to_allocate = blocks_to_allocate
@@ -156,10 +296,11 @@ class EngineConfig:
         procs = _as_list("add_acquisition", "processors", processors, _Processor, "CUDAProcessor or CPUProcessor")
         self._acquisitions.append((acquisition, procs))
 
-    def add_io(self, io: _IO, lead_samples: int = 0, preload: bool = True, master: bool = False) -> None:
-        """Send the generated waveforms to ``io`` ``lead_samples`` samples ahead of the
-        acquisition; ``preload``: it takes the first ``preload_count`` blocks before it starts;
-        ``master`` IOs start after the others (vortex's ``add_io``)."""
+    def add_io(self, io: _IO, preload: bool = True, master: bool = False, lead_samples: int = 0) -> None:
+        """Send the generated waveforms and strobes to ``io`` (vortex's ``add_io(io, preload=True,
+        master=False, lead_samples=0)``): ``lead_samples`` samples ahead of the acquisition;
+        ``preload``: it takes the first ``preload_count`` blocks before it starts; ``master``
+        IOs start after the others."""
         if not isinstance(io, _IO):
             raise TypeError(f"add_io: io={io!r}, expected a NullIO or SimulatedIO")
         self._ios.append((io, {"LeadSamples": check_int("add_io: lead_samples", lead_samples, 0, _MAX_RECORDS_PER_BLOCK),
@@ -219,9 +360,21 @@ class EngineConfig:
             setattr(self, name, check_int(f"{o}.{name}", getattr(self, name), 1, 64))
         self.post_scan_records = check_int(f"{o}.post_scan_records", self.post_scan_records, 0)
         if self.lead_marker is not None and not isinstance(self.lead_marker, ScanBoundary):
-            raise TypeError(f"{o}.lead_marker={self.lead_marker!r}, expected None or a ScanBoundary")
-        if list(self.strobes):
-            raise ValueError(f"{o}.strobes={self.strobes!r}: strobes are not generated yet, expected []")
+            raise TypeError(f"{o}.lead_marker={self.lead_marker!r}, expected a ScanBoundary")
+        if self.lead_marker is not None and self.lead_marker.sample != 0:
+            raise ValueError(f"{o}.lead_marker.sample={self.lead_marker.sample}, expected 0 (it leads the first block)")
+        try:
+            strobes = list(self.strobes)
+        except TypeError:
+            raise TypeError(f"{o}.strobes={self.strobes!r}, expected a list of strobes") from None
+        for i, st in enumerate(strobes):
+            if not isinstance(st, _Strobe):
+                raise TypeError(f"{o}.strobes[{i}]={st!r}, expected a SampleStrobe, SegmentStrobe, VolumeStrobe, "
+                                "ScanStrobe or EventStrobe")
+        self.lead_strobes = check_int(f"{o}.lead_strobes", self.lead_strobes, 0, 2**32 - 1)
+        if not isinstance(self.scanner_warp, _Warp):
+            raise TypeError(f"{o}.scanner_warp={self.scanner_warp!r}, expected a vortexgo.scan.warp "
+                            "(NoWarp, Angular, Telecentric)")
 
     def _native(self, scan_queue: Optional[ScanQueue] = None) -> Any:
         slots = min((p.config.slots for p in self.processors), default=0)
@@ -234,7 +387,8 @@ class EngineConfig:
             "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": 0 if self.dispatch_spin is None else (round(self.dispatch_spin * 1e9) or -1),
             "GalvoOutputChannels": int(self.galvo_output_channels), "GalvoInputChannels": int(self.galvo_input_channels),
             "PostScanRecords": int(self.post_scan_records), "LeadMarker": _marker_record(self.lead_marker),
-            "IOWiring": [w for _, w in self._ios]}))
+            "Strobes": [st._record() for st in self.strobes], "LeadStrobes": int(self.lead_strobes),
+            "ScannerWarp": self.scanner_warp._go(), "IOWiring": [w for _, w in self._ios]}))
         for io, _ in self._ios:
             h.Link(_LINK_IO, io._handle())
         if scan_queue is not None:
@@ -760,6 +914,21 @@ class Engine:
         except BaseException as e:
             self._handler_exited(f"event_callback({event!r})", e)
 
+    def _queue_event(self, empty: bool) -> None:
+        """The scan queue's callbacks while the engine plays it (vortex runs them on its acquire
+        thread, here they run on the dispatcher): the scans' ``callback(sample, event)`` recorded
+        by the Generate stage, or ``empty_callback(online_queue)`` when the queue ran dry (the
+        Generate stage waits until it returns, so what it appends plays next, as in vortex)."""
+        q = self.scan_queue
+        try:
+            if empty and q.empty_callback is not None:
+                q.empty_callback(ScanQueue.OnlineScanQueue(q))
+            q.poll_events()
+        except Exception as exc:
+            self._callback_failed("ScanQueue.empty_callback" if empty else "a ScanQueue callback", exc)
+        except BaseException as exc:
+            self._handler_exited("ScanQueue.empty_callback" if empty else "a ScanQueue callback", exc)
+
     def _dispatch(self) -> None:
         """Drain the Go event queue and run the handlers, in order (DESIGN.md section 1)."""
         h = self._h
@@ -784,8 +953,13 @@ class Engine:
                 kind = row[0]
                 if self._fatal is not None and kind not in (_ERROR, _DONE):
                     continue  # stopping after a handler's BaseException: drain only
+                if kind in (_QUEUE, _QUEUE_EMPTY):
+                    self._queue_event(kind == _QUEUE_EMPTY)
+                    continue
                 if kind in (_ERROR, _DONE):
                     if kind == _DONE:
+                        if self._fatal is None:
+                            self._queue_event(False)  # the last block's Finish
                         self._engine_event(EngineEvent.COMPLETE, None)
                         return
                     err = h.Err()

@@ -1,9 +1,10 @@
-"""IO: where the generated waveforms go (vortex's ``vortex.io``), wired with
-``EngineConfig.add_io(io, lead_samples=0, preload=True, master=False)``.
+"""IO: where the generated waveforms and strobes go (vortex's ``vortex.io``), wired with
+``EngineConfig.add_io(io, preload=True, master=False, lead_samples=0)``.
 
 :class:`NullIO` accepts the waveforms and drops them. :class:`SimulatedIO`
-is a simulated galvo IO: it records every sample it would output (the latest
-``record_samples`` of them, in a bounded ring) and, with ``feedback``, writes
+is a simulated galvo IO: it records every sample it would output, the galvo
+waveform and the digital strobe word (the latest ``record_samples`` of them,
+in a bounded ring) and, with ``feedback``, writes
 a copy delayed by ``feedback_delay`` samples as the measured position (for
 :class:`~vortexgo.format.PositionFormatExecutor` with
 ``use_target_position=False``). Hardware drivers are not part of vortexgo: a
@@ -49,7 +50,8 @@ class NullIO(_IO):
 
 
 class SimulatedIO(_IO):
-    """A simulated galvo IO recording what it would output.
+    """A simulated galvo IO recording what it would output: the galvo waveform
+    (:meth:`recorded`) and the digital strobe words (:meth:`recorded_strobes`).
 
     Args:
         record_samples: how many of the latest output samples are kept (default 65,536).
@@ -89,6 +91,13 @@ class SimulatedIO(_IO):
         out = json.loads(native(self._h.Do)("recorded", "", self._h, buf.ctypes.data, buf.size))
         if out["Rows"] and out["Channels"] != channels:
             raise ValueError(f"channels={channels}, expected {out['Channels']} (EngineConfig.galvo_output_channels)")
+        return int(out["First"]), buf[: out["Rows"]].copy()
+
+    def recorded_strobes(self) -> tuple[int, np.ndarray]:
+        """The latest recorded strobe words as ``(first_sample, uint32 array (rows,))``, oldest
+        first: bit ``line`` of each word is that line's level (``EngineConfig.strobes``)."""
+        buf = np.zeros(self.record_samples, np.uint32)
+        out = json.loads(native(self._h.Do)("strobes", "", self._h, buf.ctypes.data, buf.size))
         return int(out["First"]), buf[: out["Rows"]].copy()
 
     def __repr__(self) -> str:

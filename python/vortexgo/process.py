@@ -20,6 +20,14 @@ agree within float tolerance. The chain, per A-scan:
 Defaults are vortex's (1000 samples and records, square and log10 on, levels
 unset), and the outputs equal vortex's on the same input (golden files from
 vortex 0.5.1 in gosrc/process/testdata).
+
+Outside an engine, as vortex's: ``initialize(config)``, ``change(config)``
+(also while an engine runs: it takes effect at the next block),
+``next(input_buffer, output_buffer, id=0, append_history=True)`` and
+``next_async(..., callback)`` on NumPy, vortexgo and (CUDAProcessor) CuPy
+arrays, int8 output as vortex's or float32. :class:`NullProcessor` processes
+nothing; :class:`CopyProcessor` copies raw samples through a slice and a
+transform (CPU), both as vortex's.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import dataclasses
 import json
 import logging
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
@@ -35,12 +44,13 @@ import numpy as np
 
 from ._core import api
 from ._device import Device, DeviceLike, get_device
-from ._validate import check_int, is_logger
+from ._validate import check_callable, check_int, is_logger
 from ._errors import ClosedError, native
 
 __all__ = [
     "ProcessorConfig", "CUDAProcessorConfig", "CPUProcessorConfig",
     "CUDAProcessor", "CPUProcessor", "hann_window", "spectral_filter",
+    "NullProcessorConfig", "NullProcessor", "CopyProcessorConfig", "CopyProcessor",
 ]
 
 ArrayLike = Union[np.ndarray, Sequence[float], None]
@@ -93,6 +103,25 @@ class ProcessorConfig:
         if self.resampling_samples is not None and len(self.resampling_samples) > 0:
             return len(self.resampling_samples)
         return self.samples_per_record
+
+    @property
+    def records_per_block(self) -> int:
+        """vortex's other name for :attr:`ascans_per_block`."""
+        return self.ascans_per_block
+
+    @records_per_block.setter
+    def records_per_block(self, v: int) -> None:
+        self.ascans_per_block = v
+
+    @property
+    def input_shape(self) -> list[int]:
+        """``[ascans_per_block, samples_per_record, channels_per_sample]``: the raw block."""
+        return [self.ascans_per_block, self.samples_per_record, self.channels_per_sample]
+
+    @property
+    def output_shape(self) -> list[int]:
+        """``[ascans_per_block, samples_per_ascan, 1]``: the processed block."""
+        return [self.ascans_per_block, self.samples_per_ascan, 1]
 
     def copy(self) -> "ProcessorConfig":
         """A copy (arrays copied too)."""
@@ -182,17 +211,76 @@ def spectral_filter(window: ArrayLike = None, phasor: ArrayLike = None) -> Optio
     return out
 
 
+class _Block:
+    """An array's address, shape and dtype as :meth:`_Processor.next` reads them."""
+
+    __slots__ = ("ptr", "shape", "dtype", "keep")
+
+    def __init__(self, ptr: int, shape: tuple, dtype: np.dtype, keep: Any) -> None:
+        self.ptr, self.shape, self.dtype, self.keep = ptr, shape, dtype, keep
+
+
+def _block_array(name: str, v: Any, dtypes: tuple) -> tuple[_Block, bool]:
+    """``v``'s memory as (block, on the host), refusing copies, strides and other dtypes."""
+    want = " or ".join(np.dtype(d).name for d in dtypes)
+    cai = None
+    try:
+        cai = v.__cuda_array_interface__
+    except AttributeError:
+        pass
+    except Exception as e:  # a closed array
+        raise ValueError(f"{name}: {e}") from None
+    if cai is not None:
+        dt = np.dtype(cai["typestr"])
+        shape = tuple(cai["shape"])
+        if cai.get("strides") is not None and tuple(cai["strides"]) != _c_strides(shape, dt.itemsize):
+            raise ValueError(f"{name}: strides {tuple(cai['strides'])}, expected a C-contiguous array")
+        if cai["data"][1] and name == "output_buffer":
+            raise ValueError(f"{name}: read-only, expected a writable array")
+        block, host = _Block(int(cai["data"][0]), shape, dt, v), False
+    elif isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
+        a = np.asarray(v)  # zero-copy: the caller's memory
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{name}: strides {a.strides}, expected a C-contiguous array")
+        if not a.flags.writeable and name == "output_buffer":
+            raise ValueError(f"{name}: read-only, expected a writable array")
+        block, host = _Block(a.ctypes.data, a.shape, a.dtype, a), True
+    else:
+        raise TypeError(f"{name}={type(v).__name__}, expected a NumPy, CuPy or vortexgo array of {want}")
+    if block.dtype not in [np.dtype(d) for d in dtypes] or not block.dtype.isnative:
+        raise TypeError(f"{name}: dtype {block.dtype.str}, expected {want}")
+    if len(block.shape) == 0:
+        raise ValueError(f"{name}: a 0-d array, expected (records, samples, channels)")
+    return block, host
+
+
+def _c_strides(shape: tuple, itemsize: int) -> tuple:
+    strides, step = [], itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def _compatible(shape: Sequence[int], want: Sequence[int]) -> bool:
+    """vortex's shape_is_compatible: equal once the axes of 1 are dropped."""
+    return [d for d in shape if d != 1] == [d for d in want if d != 1]
+
+
 class _Processor:
     _kind = ""
+    _config_type: type = ProcessorConfig
 
     def __init__(self, config: Optional[ProcessorConfig] = None, logger: Optional[logging.Logger] = None, *,
                  device: DeviceLike = None, **fields: Any) -> None:
         self._h = None
         self._closed = False
+        self._worker = None  # next_async's thread, made on first use
+        self._worker_thread = 0
         if is_logger(config):
             config, logger = None, config
         self.logger = logger
-        self.config = ProcessorConfig()
+        self.config = self._config_type()
         self._device_spec = device
         self.device: Optional[Device] = None
         if device is not None:
@@ -206,28 +294,16 @@ class _Processor:
     @native
     def initialize(self, config: Optional[ProcessorConfig] = None, **fields: Any) -> None:
         """Validate and adopt ``config`` (copied); ``fields`` override its attributes."""
-        if config is not None and not isinstance(config, ProcessorConfig):
-            raise TypeError(f"config={config!r}, expected a ProcessorConfig")
-        cfg = config.copy() if config is not None else ProcessorConfig()
+        if config is not None and not isinstance(config, self._config_type):
+            raise TypeError(f"config={config!r}, expected a {self._config_type.__name__}")
+        cfg = config.copy() if config is not None else self._config_type()
         for k, v in fields.items():
-            if not hasattr(cfg, k) or k == "samples_per_ascan":
+            if not hasattr(cfg, k) or k in ("samples_per_ascan", "input_shape", "output_shape"):
                 raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
             setattr(cfg, k, v)
         cfg.validate()
         dev = self._default_device()
-        res = _as_1d("ProcessorConfig", "resampling_samples", cfg.resampling_samples, np.float32)
-        filt = _as_1d("ProcessorConfig", "spectral_filter", cfg.spectral_filter, np.complex64)
-        rp, rn = (0, 0) if res is None else (res.ctypes.data, res.size)
-        fp, fn = (0, 0) if filt is None else (filt.ctypes.data, filt.size)
-        lo, hi = cfg._levels()
-        # process.Config's fields as one record; the arrays as (address, count).
-        h = api.NewProcessor(dev._h, self._kind, json.dumps({
-            "SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
-            "ChannelsPerSample": int(cfg.channels_per_sample), "Channel": int(cfg.channel),
-            "InterpretAsSigned": bool(cfg.interpret_as_signed),
-            "AverageWindow": int(cfg.average_window), "EnableIFFT": bool(cfg.enable_ifft),
-            "EnableMagnitude": bool(cfg.enable_magnitude), "EnableSquare": bool(cfg.enable_square),
-            "EnableLog10": bool(cfg.enable_log10), "Levels": [lo, hi], "Slots": int(cfg.slots)}), rp, rn, fp, fn)
+        h = self._new_handle(cfg, dev)
         if self._h is not None:
             try:
                 self._h.Close()
@@ -239,6 +315,111 @@ class _Processor:
         self._h = h
         self.config, self.device = cfg, dev
         self._closed = False  # initialize() after close() makes a new processor
+
+    def _new_handle(self, cfg: Any, dev: Device):
+        """A Go processor for ``cfg`` (validated) on ``dev``."""
+        res = _as_1d("ProcessorConfig", "resampling_samples", getattr(cfg, "resampling_samples", None), np.float32)
+        filt = _as_1d("ProcessorConfig", "spectral_filter", getattr(cfg, "spectral_filter", None), np.complex64)
+        rp, rn = (0, 0) if res is None else (res.ctypes.data, res.size)
+        fp, fn = (0, 0) if filt is None else (filt.ctypes.data, filt.size)
+        # process.Config's fields as one record; the arrays as (address, count).
+        return api.NewProcessor(dev._h, self._kind, json.dumps(self._record(cfg)), rp, rn, fp, fn)
+
+    def _record(self, cfg: ProcessorConfig) -> dict:
+        lo, hi = cfg._levels()
+        return {
+            "SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
+            "ChannelsPerSample": int(cfg.channels_per_sample), "Channel": int(cfg.channel),
+            "InterpretAsSigned": bool(cfg.interpret_as_signed),
+            "AverageWindow": int(cfg.average_window), "EnableIFFT": bool(cfg.enable_ifft),
+            "EnableMagnitude": bool(cfg.enable_magnitude), "EnableSquare": bool(cfg.enable_square),
+            "EnableLog10": bool(cfg.enable_log10), "Levels": [lo, hi], "Slots": int(cfg.slots)}
+
+    @native
+    def change(self, config: Optional[ProcessorConfig] = None, **fields: Any) -> None:
+        """Adopt ``config`` (copied; ``fields`` override it) from the next block on
+        (vortex's ``change``), also while an engine runs the processor: blocks
+        already started finish with the old one. The rolling average's history
+        is kept when the window, samples and channel are unchanged. While an
+        engine runs, a change of the block's shape (samples, channels,
+        records, output samples, slots) raises :class:`~vortexgo.InUseError`."""
+        if self._h is None and not self._closed:
+            return self.initialize(config, **fields)
+        h = self._handle()
+        if config is not None and not isinstance(config, self._config_type):
+            raise TypeError(f"config={config!r}, expected a {self._config_type.__name__}")
+        cfg = config.copy() if config is not None else self.config.copy()
+        for k, v in fields.items():
+            if not hasattr(cfg, k) or k in ("samples_per_ascan", "input_shape", "output_shape"):
+                raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
+            setattr(cfg, k, v)
+        cfg.validate()
+        tmp = self._new_handle(cfg, self.device)  # the Go side copies its configuration
+        try:
+            h.Do("change", "", tmp, 0, 0)
+        finally:
+            tmp.Close()
+        self.config = cfg
+
+    def next(self, input_buffer: Any, output_buffer: Any, id: int = 0, append_history: bool = True) -> None:
+        """Process one block outside an engine and wait for it (vortex's ``next``).
+
+        ``input_buffer``: uint16 of shape ``(records, samples_per_record,
+        channels_per_sample)`` (axes of 1 may be left out, as in vortex),
+        1 <= records <= ascans_per_block. ``output_buffer``: int8 (vortex's
+        output) or float32 (the A-scans before the int8 rendering) of shape
+        ``(records, samples_per_ascan, 1)``. Host arrays (NumPy, vortexgo
+        host arrays); a CUDAProcessor also takes CUDA arrays (CuPy, vortexgo),
+        read after the device's earlier work. ``append_history``: the block
+        enters the rolling average (vortex's). ``id`` is for logging. Raises
+        :class:`~vortexgo.InUseError` while an engine runs the processor.
+        """
+        id = check_int("id", id, 0)
+        if not isinstance(append_history, (bool, np.bool_)):
+            raise TypeError(f"append_history={append_history!r}, expected a bool")
+        h = self._handle()
+        c = self.config
+        inp, in_host = _block_array("input_buffer", input_buffer, (np.uint16,))
+        out, out_host = _block_array("output_buffer", output_buffer, (np.int8, np.float32))
+        if in_host != out_host:
+            raise TypeError("input_buffer and output_buffer: one in host and one in device memory, expected both in the same")
+        records = inp.shape[0] if inp.shape else 0
+        if not 1 <= records <= c.ascans_per_block:
+            raise ValueError(f"input_buffer: shape {inp.shape}, expected 1 to ascans_per_block={c.ascans_per_block} records")
+        if not _compatible(inp.shape[1:], (c.samples_per_record, c.channels_per_sample)):
+            raise ValueError(f"input_buffer: shape {inp.shape}, expected (records, {c.samples_per_record}, "
+                             f"{c.channels_per_sample}) (records, samples_per_record, channels_per_sample)")
+        if not out.shape or out.shape[0] != records or not _compatible(out.shape[1:], (c.samples_per_ascan, 1)):
+            raise ValueError(f"output_buffer: shape {out.shape}, expected ({records}, {c.samples_per_ascan}, 1) "
+                             "(the input's records, samples_per_ascan, 1)")
+        args = {"In": inp.ptr, "Records": records, "AppendHistory": bool(append_history), "Host": in_host,
+                "Out8" if out.dtype == np.int8 else "Out": out.ptr}
+        if self.logger is not None:
+            self.logger.debug("processing block %d", id)
+        native(h.Do)("next", json.dumps(args), h, 0, 0)
+
+    def next_async(self, input_buffer: Any, output_buffer: Any, callback: Any, id: int = 0,
+                   append_history: bool = True) -> None:
+        """:meth:`next` on the processor's worker thread, then ``callback(exception)``
+        there (None on success), as vortex's ``next_async``. The buffers are
+        kept alive until then; calls run in the order they were made."""
+        check_callable("callback", callback, allow_none=False)
+        self._handle()
+        if self._worker is None:
+            import concurrent.futures
+
+            self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=type(self).__name__)
+
+        def job() -> None:
+            self._worker_thread = threading.get_ident()
+            try:
+                self.next(input_buffer, output_buffer, id, append_history)
+            except Exception as e:  # vortex hands every failure to the callback
+                callback(e)
+            else:
+                callback(None)
+
+        self._worker.submit(job)
 
     def _handle(self):
         if self._closed:
@@ -263,6 +444,11 @@ class _Processor:
         every method raises :class:`~vortexgo.ClosedError`; closing again does
         nothing.
         """
+        if self._worker is not None:
+            # Queued next_async calls finish first; a callback that closes
+            # the processor runs on the worker, which cannot wait for itself.
+            self._worker.shutdown(wait=threading.get_ident() != self._worker_thread)
+            self._worker = None
         if self._h is not None:
             self._h.Close()  # InUseError leaves the processor usable
             self._h = None
@@ -308,3 +494,147 @@ class CPUProcessor(_Processor):
 
     def _default_device(self) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)
+
+
+@dataclass
+class _ShapeConfig:
+    """The block shape every vortex processor config has."""
+
+    samples_per_record: int = 1000
+    ascans_per_block: int = 1000
+    channels_per_sample: int = 1
+
+    records_per_block = ProcessorConfig.records_per_block
+    input_shape = ProcessorConfig.input_shape
+    output_shape = ProcessorConfig.output_shape
+
+    @property
+    def samples_per_ascan(self) -> int:
+        """The processed A-scan length."""
+        return self.samples_per_record
+
+    def copy(self):
+        """A copy of this configuration."""
+        return dataclasses.replace(self)
+
+    def validate(self) -> None:
+        """Raise ValueError or TypeError naming the first bad field."""
+        o = type(self).__name__
+        for name, lo in (("samples_per_record", 1), ("ascans_per_block", 1), ("channels_per_sample", 1)):
+            check_int(f"{o}.{name}", getattr(self, name), lo)
+
+
+@dataclass
+class NullProcessorConfig(_ShapeConfig):
+    """Configuration of a :class:`NullProcessor`: the block shape only (vortex's)."""
+
+    @property
+    def slots(self) -> int:
+        """Blocks in flight: a NullProcessor holds none back (1)."""
+        return 1
+
+
+class NullProcessor(_Processor):
+    """vortex's NullProcessor: processes nothing. In an engine its A-scans are never
+    computed (pair it with spectra endpoints, which read the raw block); it has no
+    ``next``, as vortex's. ``device`` defaults to ``"cpu"``; pass the engine's."""
+
+    _kind = "null"
+    _config_type = NullProcessorConfig
+
+    def _default_device(self) -> Device:
+        return get_device("cpu" if self._device_spec is None else self._device_spec)
+
+    def _record(self, cfg: NullProcessorConfig) -> dict:
+        return {"SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
+                "ChannelsPerSample": int(cfg.channels_per_sample), "Slots": 1}
+
+    def next(self, *args: Any, **kwargs: Any) -> None:
+        """Not available: a NullProcessor processes nothing (vortex's has no ``next``)."""
+        raise TypeError("NullProcessor.next: a NullProcessor processes nothing, expected a CPUProcessor, "
+                        "CUDAProcessor or CopyProcessor")
+
+    next_async = next
+
+    def __repr__(self) -> str:
+        return f"<NullProcessor {self.config.input_shape}>"
+
+
+@dataclass
+class CopyProcessorConfig(_ShapeConfig):
+    """Configuration of a :class:`CopyProcessor` (vortex's fields and defaults).
+
+    Attributes:
+        samples_per_record, ascans_per_block, channels_per_sample: the raw block.
+        channel: the channel copied.
+        slots: blocks in flight in an engine.
+        sample_slice: the samples kept (:class:`~vortexgo.format.SampleSlice`;
+            vortex's count: ``(stop - start) // step``); default all.
+        sample_transform: :class:`~vortexgo.format.NullTransform` or
+            :class:`~vortexgo.format.LinearTransform` (``scale * x + offset``).
+    """
+
+    channel: int = 0
+    slots: int = 2
+    sample_slice: Any = None
+    sample_transform: Any = None
+
+    def __post_init__(self) -> None:
+        from .format import NullSlice, NullTransform
+
+        if self.sample_slice is None:
+            self.sample_slice = NullSlice()
+        if self.sample_transform is None:
+            self.sample_transform = NullTransform()
+
+    @property
+    def samples_per_ascan(self) -> int:
+        """The slice's sample count (vortex's ``to_simple(slice).count()``)."""
+        s = self.sample_slice
+        return self.samples_per_record if s.stop is None else s.count()
+
+    def validate(self) -> None:
+        """Raise ValueError or TypeError naming the first bad field."""
+        from .format import LinearTransform, NullTransform, SampleSlice
+
+        super().validate()
+        o = "CopyProcessorConfig"
+        check_int(f"{o}.slots", self.slots, 1)
+        check_int(f"{o}.channel", self.channel, 0)
+        if self.channel >= self.channels_per_sample:
+            raise ValueError(f"{o}.channel={self.channel}, expected < channels_per_sample={self.channels_per_sample}")
+        if not isinstance(self.sample_slice, SampleSlice):
+            raise TypeError(f"{o}.sample_slice={self.sample_slice!r}, expected a SimpleSlice or NullSlice()")
+        if not isinstance(self.sample_transform, (NullTransform, LinearTransform)):
+            raise TypeError(f"{o}.sample_transform={self.sample_transform!r}, expected a NullTransform or LinearTransform")
+        s = self.sample_slice
+        s._record()  # a stop-less slice with a start or step is refused there
+        if s.stop is not None and (s.stop > self.samples_per_record or s.count() < 1):
+            raise ValueError(f"{o}.sample_slice={s!r}, expected stop <= samples_per_record={self.samples_per_record} "
+                             "and at least one sample")
+
+
+class CopyProcessor(_Processor):
+    """vortex's CopyProcessor: copies one channel's raw samples through a slice and
+    a transform, without OCT processing; the int8 output is the C cast of each
+    value (a raw uint16 keeps its low byte). A CPU processor, as vortex's."""
+
+    _kind = "copy"
+    _config_type = CopyProcessorConfig
+
+    def _default_device(self) -> Device:
+        return get_device("cpu" if self._device_spec is None else self._device_spec)
+
+    def _record(self, cfg: CopyProcessorConfig) -> dict:
+        s, t = cfg.sample_slice, cfg.sample_transform._record()
+        return {"SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),
+                "ChannelsPerSample": int(cfg.channels_per_sample), "Channel": int(cfg.channel),
+                "Slots": int(cfg.slots),
+                "SampleSlice": [0, 0, 0] if s.stop is None else [s.start, s.stop, s.step],
+                "SampleTransform": [t["Scale"], t["Offset"]] if t["Linear"] else [0.0, 0.0]}
+
+    def __repr__(self) -> str:
+        if self._h is None:
+            return f"<CopyProcessor {'closed' if self._closed else '(not initialized)'}>"
+        c = self.config
+        return f"<CopyProcessor {c.input_shape} -> {c.output_shape}, {c.sample_slice!r}, {c.sample_transform!r}>"

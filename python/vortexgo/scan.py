@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy as _copy
 import json
 import math
+import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
@@ -1070,6 +1071,11 @@ class ScanQueue:
             rec = {"Sample": check_int("sample", sample, 0)}
             rec.update(self._state("ScanQueue", position, velocity))
         self._h = _go("ScanQueue", rec)
+        # Serialises the Go calls with the callbacks they return, so that the
+        # callbacks run in the order the queue recorded them whichever thread
+        # (the caller's, the engine's dispatcher) drained them; reentrant for
+        # a callback that calls the queue.
+        self._lock = threading.RLock()
         self._callbacks: Dict[int, Callable] = {}
         self._scans: Dict[int, Any] = {}  # the Python scans the Go queue plays, kept alive with it
         self._next_token = 1
@@ -1090,17 +1096,21 @@ class ScanQueue:
     @empty_callback.setter
     def empty_callback(self, f: Optional[Callable]) -> None:
         self._empty = check_callable("ScanQueue.empty_callback", f)
+        # An engine playing the queue waits for the callback when it runs dry
+        # (gosrc/scan ScanQueue.SetEmptyWanted); without one it never waits.
+        self._run("empty_wanted", {"At": f is not None})
 
     def _run(self, op: str, args: Optional[dict] = None, with_: Any = None, dst: int = 0, n: int = 0) -> dict:
-        res = _do(self._h, op, args, with_, dst, n)
-        for token, sample, event in res.get("Events") or []:
-            cb = self._callbacks.get(token)
-            if event in (1, 3):  # Finish or Abort: the scan has left the queue
-                self._callbacks.pop(token, None)
-                self._scans.pop(token, None)
-            if cb is not None:
-                cb(sample, _QueueEvent(event))
-        return res
+        with self._lock:
+            res = _do(self._h, op, args, with_, dst, n)
+            for token, sample, event in res.get("Events") or []:
+                cb = self._callbacks.get(token)
+                if event in (1, 3):  # Finish or Abort: the scan has left the queue
+                    self._callbacks.pop(token, None)
+                    self._scans.pop(token, None)
+                if cb is not None:
+                    cb(sample, _QueueEvent(event))
+            return res
 
     def _add(self, op: str, scan: Any, callback: Optional[Callable], marker: Optional[ScanBoundary]) -> None:
         if not isinstance(scan, _Scan):

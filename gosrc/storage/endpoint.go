@@ -1,0 +1,482 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	"github.com/vortexgo/vortexgo/gosrc/marker"
+)
+
+// Source is what a BlockEndpoint writes of each block: vortex's stream
+// storage sources and the block's streams (vortex's stream_index_t, after
+// the A-scans and spectra).
+type Source int
+
+// The sources. The stream ones are in vortex's stream_index_t order, so
+// StreamCounter + StreamDumpConfig.Stream names the dumped stream.
+const (
+	SourceAscans Source = iota
+	SourceSpectra
+	SourceMarkers
+	StreamCounter
+	StreamGalvoTarget
+	StreamSampleTarget
+	StreamGalvoActual
+	StreamSampleActual
+	StreamStrobes
+)
+
+var sourceNames = [...]string{"A-scans", "spectra", "markers", "counter", "galvo_target", "sample_target", "galvo_actual",
+	"sample_actual", "strobes"}
+
+// String names the source as vortex's streams do ("galvo_target", ...).
+func (s Source) String() string {
+	if s >= 0 && int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return fmt.Sprintf("Source(%d)", int(s))
+}
+
+// endpointKinds are the endpoints of vortex's engine module that write a
+// stream per block: name -> source ("" store kinds are checked in Attach).
+var endpointKinds = map[string]Source{
+	"AscanStreamEndpoint":        SourceAscans,
+	"SpectraStreamEndpoint":      SourceSpectra,
+	"CounterStreamEndpoint":      StreamCounter,
+	"GalvoTargetStreamEndpoint":  StreamGalvoTarget,
+	"SampleTargetStreamEndpoint": StreamSampleTarget,
+	"GalvoActualStreamEndpoint":  StreamGalvoActual,
+	"SampleActualStreamEndpoint": StreamSampleActual,
+	"StrobesStreamEndpoint":      StreamStrobes,
+	"StreamDumpStorage":          -1, // the StreamDump's configured stream
+	"MarkerLogStorage":           SourceMarkers,
+}
+
+// blockJobs is how many blocks can wait for the writer: two lets the
+// device download one while the writer stores the other.
+const blockJobs = 2
+
+type blockJob struct {
+	buf      backend.Buffer // pinned: the block's rows
+	ready    backend.Event  // the download into buf is done
+	rows     int            // rows in buf
+	rowBytes int            // bytes per row in buf
+	counter  []byte         // the counter stream's rows (host-computed)
+	ranges   [][2]int       // [first, end) rows to write (plan copies); nil: all (a dump)
+	markers  []marker.Marker
+	sample   int64 // the block's first sample (counter)
+	block    int64
+}
+
+// BlockEndpoint writes each block's data to a stream storage off the
+// engine's hot path: vortex's AscanStreamEndpoint, SpectraStreamEndpoint,
+// the Counter/Galvo*/Sample*StreamEndpoints (each a SimpleStream),
+// StreamDumpStorage (a StreamDump) and MarkerLogStorage (a MarkerLog).
+//
+// Format enqueues the block's download into a pinned staging buffer on the
+// endpoint's stream and hands it to a writer goroutine; waiting for a free
+// buffer is backpressure from a slow disk. The stream endpoints write the
+// records of the plan's copies, in order (vortex's stream_storage); the
+// dump writes every block whole, every divisor-th row; the marker log
+// writes the block's markers. A storage that is not open is skipped, as in
+// vortex. The first failed write stops the engine (EndpointInfo.Fail).
+type BlockEndpoint struct {
+	name string
+	src  Source
+	lead int // vortex's lead_samples (dump only; 0 supported)
+
+	stream *SimpleStream
+	dump   *StreamDump
+	log    *MarkerLog
+
+	rowBytes int
+	source   Source // resolved at Prepare (a dump's stream)
+	ds       backend.Stream
+	free     chan *blockJob
+	queue    chan *blockJob
+	jobs     []*blockJob
+	writer   sync.WaitGroup
+	fail     func(error)
+
+	mu       sync.Mutex
+	err      error
+	written  int64       // blocks written
+	prepared atomic.Bool // for Record, which a user may call while an engine prepares
+
+	claim engine.Claim
+}
+
+var _ engine.Endpoint = (*BlockEndpoint)(nil)
+
+// NewBlockEndpoint returns the endpoint kind (a key of vortex's names:
+// AscanStreamEndpoint, ..., StreamDumpStorage, MarkerLogStorage) with no
+// storage yet (Attach).
+func NewBlockEndpoint(kind string) (*BlockEndpoint, error) {
+	src, ok := endpointKinds[kind]
+	if !ok {
+		names := make([]string, 0, len(endpointKinds))
+		for k := range endpointKinds {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		return nil, engine.Invalid("storage endpoint kind %q, expected one of %v", kind, names)
+	}
+	return &BlockEndpoint{name: kind, src: src}, nil
+}
+
+// Attach sets the storage (before Prepare): a SimpleStream of the
+// source's type for the stream endpoints, a StreamDump or a MarkerLog.
+func (e *BlockEndpoint) Attach(store any, leadSamples int) error {
+	if e.ds != nil {
+		return fmt.Errorf("%s.Attach: already prepared: %w", e.name, backend.ErrInUse)
+	}
+	if leadSamples != 0 {
+		return engine.Invalid("%s: lead_samples=%d, expected 0 (vortexgo's blocks carry the waveform of the acquisition's timing only)", e.name, leadSamples)
+	}
+	switch e.src {
+	case -1:
+		d, ok := store.(*StreamDump)
+		if !ok {
+			return engine.Invalid("%s: storage %T, expected a StreamDump", e.name, store)
+		}
+		e.dump = d
+	case SourceMarkers:
+		l, ok := store.(*MarkerLog)
+		if !ok {
+			return engine.Invalid("%s: storage %T, expected a MarkerLog", e.name, store)
+		}
+		e.log = l
+	default:
+		s, ok := store.(*SimpleStream)
+		if !ok {
+			return engine.Invalid("%s: storage %T, expected a SimpleStream", e.name, store)
+		}
+		want := map[Source][]string{SourceAscans: {"int8", "float32"}, SourceSpectra: {"uint16"}, StreamCounter: {"uint64"},
+			StreamStrobes: {"uint16"}}[e.src]
+		if want == nil {
+			want = []string{"float64"} // galvo and sample waveforms
+		}
+		if !slices.Contains(want, s.DTypeName()) {
+			return engine.Invalid("%s: storage is a SimpleStream of %s, expected one of %v (the %s' type)", e.name, s.DTypeName(), want, e.src)
+		}
+		e.stream = s
+	}
+	e.lead = leadSamples
+	return nil
+}
+
+// Claims reports the endpoint's claim and its storage's: while an engine
+// uses the endpoint, neither can be closed.
+func (e *BlockEndpoint) Claims() []*engine.Claim {
+	e.claim.Name(e.name)
+	cs := []*engine.Claim{&e.claim}
+	switch {
+	case e.stream != nil:
+		cs = append(cs, e.stream.Claims()...)
+	case e.dump != nil:
+		cs = append(cs, e.dump.Claims()...)
+	case e.log != nil:
+		cs = append(cs, e.log.Claims()...)
+	}
+	return cs
+}
+
+// Prepare sizes the staging buffers for the source and starts the writer.
+func (e *BlockEndpoint) Prepare(info engine.EndpointInfo) (err error) {
+	if e.ds != nil {
+		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
+	}
+	if e.stream == nil && e.dump == nil && e.log == nil {
+		return engine.Invalid("%s.Prepare: no storage, expected one attached", e.name)
+	}
+	e.source = e.src
+	if e.dump != nil {
+		e.source = StreamCounter + Source(e.dump.Config().Stream)
+	}
+	switch e.source {
+	case SourceAscans:
+		e.rowBytes = info.OutputSamples * e.stream.ElemSize()
+	case SourceSpectra:
+		e.rowBytes = info.RawSamples * 2
+	case StreamCounter:
+		e.rowBytes = 8
+	case StreamStrobes:
+		return engine.Invalid("%s.Prepare: the strobes stream, expected another: vortexgo's engine generates no strobes", e.name)
+	case SourceMarkers:
+	default:
+		// Waveform rows: one float64 per channel, the width known per
+		// block; size the staging for the widest the engine uses.
+		e.rowBytes = 8 * 16
+	}
+	e.fail = info.Fail
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.release())
+		}
+	}()
+	if e.ds, err = info.Device.NewStream(0); err != nil {
+		return fmt.Errorf("%s.Prepare: stream: %w", e.name, err)
+	}
+	n, ok := engine.MulSize(info.RecordsPerBlock, max(e.rowBytes, 1))
+	if !ok {
+		return engine.TooLarge("%s.Prepare: staging of %d records x %d bytes, expected a smaller block", e.name, info.RecordsPerBlock, e.rowBytes)
+	}
+	e.free = make(chan *blockJob, blockJobs)
+	e.queue = make(chan *blockJob, blockJobs)
+	for range blockJobs {
+		j := &blockJob{}
+		e.jobs = append(e.jobs, j)
+		if j.buf, err = info.Device.AllocPinned(n); err != nil {
+			return fmt.Errorf("%s.Prepare: pinned staging of %d bytes: %w", e.name, n, err)
+		}
+		if j.ready, err = info.Device.NewEvent(false); err != nil {
+			return fmt.Errorf("%s.Prepare: staging event: %w", e.name, err)
+		}
+		e.free <- j
+	}
+	e.writer.Add(1)
+	go e.write()
+	e.prepared.Store(true)
+	return nil
+}
+
+// Stream is the endpoint's stream (the block downloads run on it).
+func (e *BlockEndpoint) Stream() backend.Stream { return e.ds }
+
+func (e *BlockEndpoint) ready() bool {
+	switch {
+	case e.stream != nil:
+		return e.stream.IsOpen()
+	case e.dump != nil:
+		return e.dump.IsOpen()
+	}
+	return e.log.IsOpen()
+}
+
+// Format hands the block to the writer: markers are copied now, device
+// data is downloaded on the endpoint's stream after b.Ready.
+func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
+	e.mu.Lock()
+	werr := e.err
+	e.mu.Unlock()
+	if werr != nil {
+		return werr // also reported through Fail
+	}
+	if !e.ready() {
+		return nil // vortex skips a storage that is not open
+	}
+	var ranges [][2]int
+	if e.source != SourceMarkers && e.dump == nil {
+		for _, a := range plan.Actions {
+			if a.Kind == stage.Copy && a.Count > 0 {
+				ranges = append(ranges, [2]int{a.BlockOffset, a.BlockOffset + a.Count})
+			}
+		}
+		if len(ranges) == 0 {
+			return nil
+		}
+	}
+	j := <-e.free
+	j.rows, j.ranges, j.sample, j.block, j.markers = b.Records, ranges, b.Sample, b.Block.ID, j.markers[:0]
+	var src uintptr
+	var rowBytes int
+	switch e.source {
+	case SourceMarkers:
+		j.markers = append(j.markers, b.Block.Markers...)
+	case SourceAscans:
+		src, rowBytes = b.Processed, e.rowBytes
+		if e.stream.DTypeName() == "int8" {
+			src = b.Int8
+		}
+	case SourceSpectra:
+		src, rowBytes = b.Raw, e.rowBytes
+	case StreamGalvoTarget, StreamSampleTarget, StreamGalvoActual, StreamSampleActual:
+		// Blocks carry the positions at the acquisition's timing (vortex's
+		// sample_target / sample_actual): the galvo streams of lead 0 are
+		// the same unless a scanner warp maps one into the other.
+		p := b.Target
+		if e.source == StreamGalvoActual || e.source == StreamSampleActual {
+			p = b.Actual
+		}
+		if p.Ptr == 0 || p.Channels == 0 {
+			e.free <- j
+			return fmt.Errorf("%s.Format: the block has no %s waveform, expected an engine with a scan queue (and IO channels for the actual positions)",
+				e.name, e.source)
+		}
+		if 8*p.Channels > e.rowBytes {
+			e.free <- j
+			return engine.Invalid("%s.Format: %d waveform channels, expected at most %d", e.name, p.Channels, e.rowBytes/8)
+		}
+		src, rowBytes = p.Ptr, 8*p.Channels
+	}
+	j.rowBytes = rowBytes
+	if src != 0 {
+		if err := e.ds.WaitEvent(b.Ready); err != nil {
+			e.free <- j
+			return fmt.Errorf("%s.Format: %w", e.name, err)
+		}
+		if err := e.ds.Copy(j.buf.Ptr(), src, b.Records*rowBytes); err != nil {
+			e.free <- j
+			return fmt.Errorf("%s.Format: download of block %d: %w", e.name, b.Block.ID, err)
+		}
+	}
+	if err := e.ds.Record(j.ready); err != nil {
+		e.free <- j
+		return fmt.Errorf("%s.Format: %w", e.name, err)
+	}
+	e.queue <- j
+	return nil
+}
+
+// write stores queued blocks (waiting on each download is its purpose).
+func (e *BlockEndpoint) write() {
+	defer e.writer.Done()
+	for j := range e.queue {
+		e.mu.Lock()
+		failed := e.err != nil
+		e.mu.Unlock()
+		var err error
+		if !failed {
+			if err = j.ready.Synchronize(); err == nil {
+				err = e.store(j)
+			}
+		}
+		e.mu.Lock()
+		if err != nil && e.err == nil {
+			e.err = fmt.Errorf("%s: storing block %d: %w", e.name, j.block, err)
+		} else if !failed {
+			e.written++
+		}
+		report := e.err
+		e.mu.Unlock()
+		// Fail before the buffer goes back: the engine's Flush waits for
+		// every buffer, so the error is posted before the run ends.
+		if err != nil && e.fail != nil {
+			e.fail(report)
+		}
+		e.free <- j
+	}
+}
+
+func (e *BlockEndpoint) store(j *blockJob) error {
+	switch e.source {
+	case SourceMarkers:
+		return e.log.Write(j.markers)
+	case StreamCounter:
+		// vortex's counter stream: the running index of each record.
+		if cap(j.counter) < j.rows*8 {
+			j.counter = make([]byte, j.rows*8)
+		}
+		j.counter = j.counter[:j.rows*8]
+		for i := range j.rows {
+			v := uint64(j.sample) + uint64(i)
+			for k := range 8 {
+				j.counter[8*i+k] = byte(v >> (8 * k))
+			}
+		}
+		return e.writeRows(j, j.counter, 8)
+	}
+	data, err := hostmem.Span[byte](int(j.buf.Ptr()), j.rows*j.rowBytes) // pinned memory this endpoint owns
+	if err != nil {
+		return err
+	}
+	return e.writeRows(j, data, j.rowBytes)
+}
+
+func (e *BlockEndpoint) writeRows(j *blockJob, data []byte, rowBytes int) error {
+	if e.dump != nil {
+		return e.dump.Dump(data, rowBytes)
+	}
+	for _, r := range j.ranges {
+		if err := e.stream.Write(data[r[0]*rowBytes : r[1]*rowBytes]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush waits until the writer has stored every queued block and returns
+// the first write error.
+func (e *BlockEndpoint) Flush() error {
+	if e.free == nil {
+		return nil
+	}
+	held := make([]*blockJob, 0, blockJobs)
+	for range blockJobs {
+		held = append(held, <-e.free)
+	}
+	for _, j := range held {
+		e.free <- j
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// Close flushes, stops the writer and frees the buffers; the storage stays
+// open (it belongs to the caller). Refused while an engine uses it.
+func (e *BlockEndpoint) Close() error {
+	return e.claim.Close(func() error {
+		if e.ds == nil {
+			return nil
+		}
+		return errors.Join(e.Flush(), e.release())
+	})
+}
+
+func (e *BlockEndpoint) release() error {
+	e.prepared.Store(false)
+	var errs []error
+	if e.queue != nil {
+		close(e.queue)
+		e.writer.Wait()
+		e.queue = nil
+	}
+	if e.ds != nil {
+		// Teardown wait: queued downloads write the buffers freed below.
+		errs = append(errs, e.ds.Synchronize(), e.ds.Close())
+		e.ds = nil
+	}
+	for _, j := range slices.Backward(e.jobs) {
+		if j.buf != nil {
+			errs = append(errs, j.buf.Free())
+		}
+		if j.ready != nil {
+			errs = append(errs, j.ready.Close())
+		}
+	}
+	e.jobs, e.free = nil, nil
+	return errors.Join(errs...)
+}
+
+// Record is the endpoint's state for bindings: prepared (0/1), blocks
+// written.
+func (e *BlockEndpoint) Record() []float64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := 0.0
+	if e.prepared.Load() {
+		p = 1
+	}
+	return []float64{p, float64(e.written)}
+}
+
+// Do runs a named operation for the bindings' generic path: attach
+// ({LeadSamples}; with: the storage object).
+func (e *BlockEndpoint) Do(op string, args []byte, with any, _, _ int) ([]byte, error) {
+	if op != "attach" {
+		return nil, backend.Invalidf("%s: operation %q, expected attach", e.name, op)
+	}
+	var a struct{ LeadSamples int }
+	if err := decodeArgs(e.name, op, args, &a); err != nil {
+		return nil, err
+	}
+	return nil, e.Attach(with, a.LeadSamples)
+}

@@ -1,0 +1,240 @@
+package storage
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/marker"
+)
+
+// blockRig is one block's buffers on the CPU backend, filled with known
+// values: raw spectra i*10+s, processed A-scans i+s/10, int8 i*4+s,
+// positions (i, -i).
+type blockRig struct {
+	dev                 backend.Device
+	raw, proc, i8, tgt  backend.Buffer
+	ready               backend.Event
+	records, raws, outs int
+}
+
+func newBlockRig(t *testing.T, records, raws, outs int) *blockRig {
+	t.Helper()
+	r := &blockRig{dev: cpu.Default(), records: records, raws: raws, outs: outs}
+	alloc := func(n int) backend.Buffer {
+		b, err := r.dev.Alloc(n)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = b.Free() })
+		return b
+	}
+	r.raw, r.proc, r.i8, r.tgt = alloc(records*raws*2), alloc(records*outs*4), alloc(records*outs), alloc(records*16)
+	raw, proc, i8, tgt := cpu.HostBytes(r.raw.Ptr(), r.raw.Size()), cpu.HostBytes(r.proc.Ptr(), r.proc.Size()),
+		cpu.HostBytes(r.i8.Ptr(), r.i8.Size()), cpu.HostBytes(r.tgt.Ptr(), r.tgt.Size())
+	for i := range records {
+		for s := range raws {
+			binary.LittleEndian.PutUint16(raw[2*(i*raws+s):], uint16(i*10+s))
+		}
+		for s := range outs {
+			binary.LittleEndian.PutUint32(proc[4*(i*outs+s):], math.Float32bits(float32(i)+float32(s)/10))
+			i8[i*outs+s] = byte(i*4 + s)
+		}
+		binary.LittleEndian.PutUint64(tgt[16*i:], math.Float64bits(float64(i)))
+		binary.LittleEndian.PutUint64(tgt[16*i+8:], math.Float64bits(-float64(i)))
+	}
+	var err error
+	r.ready, err = r.dev.NewEvent(false)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.ready.Close() })
+	s, err := r.dev.NewStream(0)
+	require.NoError(t, err)
+	require.NoError(t, s.Record(r.ready))
+	require.NoError(t, s.Close())
+	return r
+}
+
+func (r *blockRig) data(id, sample int64, markers []marker.Marker) *engine.BlockData {
+	return &engine.BlockData{Block: &engine.Block{ID: id, Markers: markers}, Records: r.records, Raw: r.raw.Ptr(),
+		RawSamples: r.raws, Sample: sample, Processed: r.proc.Ptr(), Int8: r.i8.Ptr(), OutputSamples: r.outs,
+		Target: stage.DevicePositions{Ptr: r.tgt.Ptr(), Records: r.records, Channels: 2}, Ready: r.ready}
+}
+
+func (r *blockRig) info(fail func(error)) engine.EndpointInfo {
+	return engine.EndpointInfo{Device: r.dev, RecordsPerBlock: r.records, RawSamples: r.raws, OutputSamples: r.outs, Fail: fail}
+}
+
+// TestBlockEndpointWrites: each endpoint kind writes what vortex's does
+// for two blocks: the plan's copies (records 1-2 and 4 of each block) for
+// the stream endpoints, whole blocks for the dump, markers for the log.
+func TestBlockEndpointWrites(t *testing.T) {
+	const records, raws, outs = 5, 3, 2
+	r := newBlockRig(t, records, raws, outs)
+	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, BlockOffset: 1, Count: 2},
+		{Kind: stage.FinishSegment}, {Kind: stage.Copy, BlockOffset: 4, Count: 1}}}
+	copied := []int{1, 2, 4}
+	markers := []marker.Marker{marker.NewSegmentBoundary(1, 0, 0, false, 2), marker.NewEvent(3, 7)}
+	le := binary.LittleEndian
+	rows := func(f func(i int) []byte, idx []int) []byte {
+		var b []byte
+		for range 2 { // two blocks
+			for _, i := range idx {
+				b = append(b, f(i)...)
+			}
+		}
+		return b
+	}
+	all := []int{0, 1, 2, 3, 4}
+	tests := []struct {
+		kind  string
+		store func(path string) any
+		want  []byte
+	}{
+		{"AscanStreamEndpoint", func(p string) any { return openStream(t, "float32", p) }, rows(func(i int) []byte {
+			var b []byte
+			for s := range outs {
+				b = le.AppendUint32(b, math.Float32bits(float32(i)+float32(s)/10))
+			}
+			return b
+		}, copied)},
+		{"AscanStreamEndpoint", func(p string) any { return openStream(t, "int8", p) }, rows(func(i int) []byte {
+			return []byte{byte(i * 4), byte(i*4 + 1)}
+		}, copied)},
+		{"SpectraStreamEndpoint", func(p string) any { return openStream(t, "uint16", p) }, rows(func(i int) []byte {
+			var b []byte
+			for s := range raws {
+				b = le.AppendUint16(b, uint16(i*10+s))
+			}
+			return b
+		}, copied)},
+		{"GalvoTargetStreamEndpoint", func(p string) any { return openStream(t, "float64", p) }, rows(func(i int) []byte {
+			return le.AppendUint64(le.AppendUint64(nil, math.Float64bits(float64(i))), math.Float64bits(-float64(i)))
+		}, copied)},
+		{"CounterStreamEndpoint", func(p string) any { return openStream(t, "uint64", p) },
+			// blocks start at samples 100 and 105
+			append(le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 101), 102), 104),
+				le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 106), 107), 109)...)},
+		{"StreamDumpStorage", func(p string) any {
+			d := NewStreamDump()
+			require.NoError(t, d.Open(StreamDumpConfig{Path: p, Stream: 0, Divisor: 2}))
+			return d
+		}, append(le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 100), 102), 104),
+			le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 105), 107), 109)...)},
+		{"StreamDumpStorage", func(p string) any {
+			d := NewStreamDump()
+			require.NoError(t, d.Open(StreamDumpConfig{Path: p, Stream: 1, Divisor: 1}))
+			return d
+		}, rows(func(i int) []byte {
+			return le.AppendUint64(le.AppendUint64(nil, math.Float64bits(float64(i))), math.Float64bits(-float64(i)))
+		}, all)},
+		{"MarkerLogStorage", func(p string) any {
+			l := NewMarkerLog()
+			require.NoError(t, l.Open(MarkerLogConfig{Path: p}))
+			return l
+		}, []byte("           1 S 0 0 F 2 18446744073709551615\n           3 E 7 0 - 0 0\n" +
+			"           1 S 0 0 F 2 18446744073709551615\n           3 E 7 0 - 0 0\n")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kind, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.bin")
+			store := tc.store(path)
+			e, err := NewBlockEndpoint(tc.kind)
+			require.NoError(t, err)
+			require.NoError(t, e.Attach(store, 0))
+			require.NoError(t, e.Prepare(r.info(nil)))
+			require.NoError(t, e.Format(r.data(0, 100, markers), plan))
+			require.NoError(t, e.Format(r.data(1, 105, markers), plan))
+			require.NoError(t, e.Flush())
+			require.Equal(t, []float64{1, 2}, e.Record())
+			require.NoError(t, e.Close())
+			require.NoError(t, store.(interface{ Close() error }).Close())
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestBlockEndpointFailedWrite: a write the disk refuses stops the engine
+// through Fail, once, and every later Format returns the error.
+func TestBlockEndpointFailedWrite(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	r := newBlockRig(t, 4, 2, 2)
+	s := openStream(t, "uint16", "/dev/full")
+	e, err := NewBlockEndpoint("SpectraStreamEndpoint")
+	require.NoError(t, err)
+	require.NoError(t, e.Attach(s, 0))
+	var mu sync.Mutex
+	var fails []error
+	require.NoError(t, e.Prepare(r.info(func(err error) {
+		mu.Lock()
+		fails = append(fails, err)
+		mu.Unlock()
+	})))
+	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
+	require.NoError(t, e.Format(r.data(0, 0, nil), plan))
+	err = e.Flush()
+	require.Error(t, err)
+	require.ErrorContains(t, err, "/dev/full")
+	require.Error(t, e.Format(r.data(1, 4, nil), plan))
+	mu.Lock()
+	require.Len(t, fails, 1)
+	mu.Unlock()
+	require.Equal(t, []float64{1, 0}, e.Record())
+	require.Error(t, e.Close(), "Close reports the write error too")
+	require.NoError(t, s.Close())
+}
+
+// TestBlockEndpointSkipsClosedStorage: vortex writes nothing to a storage
+// that is not open, and that is not an error.
+func TestBlockEndpointSkipsClosedStorage(t *testing.T) {
+	r := newBlockRig(t, 2, 2, 2)
+	l := NewMarkerLog()
+	e, err := NewBlockEndpoint("MarkerLogStorage")
+	require.NoError(t, err)
+	require.NoError(t, e.Attach(l, 0))
+	require.NoError(t, e.Prepare(r.info(nil)))
+	require.NoError(t, e.Format(r.data(0, 0, []marker.Marker{marker.NewEvent(0, 1)}), &engine.FormatPlan{}))
+	require.NoError(t, e.Flush())
+	require.Equal(t, []float64{1, 0}, e.Record())
+	require.NoError(t, e.Close())
+}
+
+func TestBlockEndpointBadWiring(t *testing.T) {
+	_, err := NewBlockEndpoint("Nope")
+	require.ErrorIs(t, err, backend.ErrInvalid)
+	e, err := NewBlockEndpoint("AscanStreamEndpoint")
+	require.NoError(t, err)
+	u16, err := NewSimpleStreamNamed("uint16")
+	require.NoError(t, err)
+	for _, store := range []any{u16, NewMarkerLog(), nil} {
+		require.ErrorIs(t, e.Attach(store, 0), backend.ErrInvalid)
+	}
+	i8, err := NewSimpleStreamNamed("int8")
+	require.NoError(t, err)
+	require.ErrorIs(t, e.Attach(i8, 1), backend.ErrInvalid, "lead_samples")
+	require.ErrorIs(t, e.Prepare(newBlockRig(t, 1, 1, 1).info(nil)), backend.ErrInvalid, "no storage")
+	d, err := NewBlockEndpoint("StreamDumpStorage")
+	require.NoError(t, err)
+	dump := NewStreamDump()
+	require.NoError(t, dump.Open(StreamDumpConfig{Path: filepath.Join(t.TempDir(), "d"), Stream: 5, Divisor: 1}))
+	require.NoError(t, d.Attach(dump, 0))
+	require.ErrorContains(t, d.Prepare(newBlockRig(t, 1, 1, 1).info(nil)), "strobes")
+	require.NoError(t, dump.Close())
+}
+
+func openStream(t *testing.T, dtype, path string) *SimpleStream {
+	t.Helper()
+	s, err := NewSimpleStreamNamed(dtype)
+	require.NoError(t, err)
+	require.NoError(t, s.Open(SimpleStreamConfig{Path: path}))
+	return s
+}

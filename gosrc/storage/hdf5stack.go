@@ -1,0 +1,364 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/storage/hdf5"
+)
+
+// HDF5 headers (vortex's hdf5_stack_header_t).
+const (
+	// HDF5HeaderEmpty is a plain HDF5 file.
+	HDF5HeaderEmpty = 0
+	// HDF5HeaderMATLAB reserves a 512-byte userblock holding MATLAB's v7.3
+	// preamble and tags the dataset with its MATLAB_class: a .mat file.
+	HDF5HeaderMATLAB = 1
+)
+
+// HDF5StackConfig is vortex's hdf5_stack_config_t.
+type HDF5StackConfig struct {
+	// Path is the file to create (truncated if it exists).
+	Path string
+	// Shape is one volume: (bscans, ascans, samples).
+	Shape [3]int
+	// Channels is vortex's fourth dimension, channels per sample; 0 means 1.
+	Channels int
+	// Header is HDF5HeaderEmpty or HDF5HeaderMATLAB.
+	Header int
+	// CompressionLevel is the deflate level, 0 (none) to 9.
+	CompressionLevel int
+	// Library lists extra candidate paths of the HDF5 library (hdf5.Load):
+	// the Python layer passes h5py's bundled copy.
+	Library []string
+}
+
+func (c HDF5StackConfig) channels() int {
+	if c.Channels == 0 {
+		return 1
+	}
+	return c.Channels
+}
+
+// Validate checks the configuration, naming the offending field.
+func (c HDF5StackConfig) Validate() error {
+	sc := SimpleStackConfig{Path: c.Path, Shape: c.Shape, Channels: c.Channels}
+	if err := sc.Validate(); err != nil {
+		return fmt.Errorf("HDF5StackConfig: %w", err)
+	}
+	if c.Header != HDF5HeaderEmpty && c.Header != HDF5HeaderMATLAB {
+		return engine.Invalid("HDF5StackConfig.Header: %d, expected 0 (Empty) or 1 (MATLAB)", c.Header)
+	}
+	if c.CompressionLevel < 0 || c.CompressionLevel > 9 {
+		return engine.Invalid("HDF5StackConfig.CompressionLevel: %d, expected 0 (none) to 9", c.CompressionLevel)
+	}
+	return nil
+}
+
+// matlabClass is the MATLAB_class attribute of a MATLAB-headed file.
+// vortex writes NumPy's names ("float32", "float64"); MATLAB's are
+// "single" and "double", which its loader needs, so vortexgo writes those.
+func matlabClass(e elem) string {
+	switch e.name {
+	case "float32":
+		return "single"
+	case "float64":
+		return "double"
+	}
+	return e.name
+}
+
+// matlabPreamble is vortex's MATLAB preamble for HDF5 files: "MATLAB"
+// padded to 116 bytes, 8 zero bytes, version 0x0200, endian "IM".
+func matlabPreamble() []byte {
+	b := []byte("MATLAB" + strings.Repeat(" ", 110))
+	b = append(b, make([]byte, 8)...)
+	b = binary.LittleEndian.AppendUint16(b, 0x0200)
+	return binary.LittleEndian.AppendUint16(b, 0x4d49)
+}
+
+// HDF5Stack writes volumes to the dataset "data" of an HDF5 file, shape
+// (volumes, bscans, ascans, samples, channels), as vortex's hdf5_stack_t:
+// writes land in the current volume (the dataset grows to hold it),
+// AdvanceVolume moves to the next. Beyond vortex, the file is flushed at
+// each AdvanceVolume, so a crash leaves a file h5py opens with every
+// volume advanced past.
+type HDF5Stack struct {
+	elem elem
+
+	mu        sync.Mutex
+	s         *hdf5.Stack
+	cfg       HDF5StackConfig
+	volume    int // the current volume (vortex's _volume_index)
+	allocated int // volumes in the dataset (vortex's _volume_allocate)
+
+	claim engine.Claim
+}
+
+// NewHDF5StackNamed returns a closed stack of the element type named as
+// NumPy does (vortex's HDF5Stack{Int8,UInt16,UInt64,Float64}, and Float32).
+func NewHDF5StackNamed(dtype string) (*HDF5Stack, error) {
+	e, ok := elemNamed(dtype)
+	if !ok {
+		return nil, engine.Invalid("storage.NewHDF5Stack: dtype=%q, expected int8, uint16, uint64, float32 or float64", dtype)
+	}
+	return &HDF5Stack{elem: e}, nil
+}
+
+// Claims reports the claim an engine takes while an endpoint writes here.
+func (h *HDF5Stack) Claims() []*engine.Claim {
+	h.claim.Name("HDF5Stack")
+	return []*engine.Claim{&h.claim}
+}
+
+// IsOpen reports whether a file is open (vortex's ready).
+func (h *HDF5Stack) IsOpen() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.s != nil
+}
+
+// Config returns the configuration of the open stack (zero when closed).
+func (h *HDF5Stack) Config() HDF5StackConfig {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg
+}
+
+func (h *HDF5Stack) ascanBytes() int64 {
+	return int64(h.cfg.Shape[2]) * int64(h.cfg.channels()) * int64(h.elem.size)
+}
+func (h *HDF5Stack) bscanBytes() int64  { return int64(h.cfg.Shape[1]) * h.ascanBytes() }
+func (h *HDF5Stack) volumeBytes() int64 { return int64(h.cfg.Shape[0]) * h.bscanBytes() }
+
+// Open loads the HDF5 library if needed and creates the file (closing an
+// open one first, as vortex). Without the library it fails with an error
+// wrapping hdf5.ErrNoLibrary that says what to install.
+func (h *HDF5Stack) Open(cfg HDF5StackConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if _, err := hdf5.Load(cfg.Library...); err != nil {
+		return fmt.Errorf("storage.HDF5Stack.Open: %w", err)
+	}
+	if err := h.Close(); err != nil {
+		return fmt.Errorf("storage.HDF5Stack.Open: closing %q first: %w", h.Config().Path, err)
+	}
+	h.claim.Reopen()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := hdf5.Create(hdf5.StackConfig{Path: cfg.Path, DType: h.elem.name,
+		Shape: [4]int{cfg.Shape[0], cfg.Shape[1], cfg.Shape[2], cfg.channels()}, CompressionLevel: cfg.CompressionLevel,
+		MATLAB: cfg.Header == HDF5HeaderMATLAB, Preamble: matlabPreamble(), MATLABClass: matlabClass(h.elem)})
+	if err != nil {
+		return fmt.Errorf("storage.HDF5Stack.Open: %w", err)
+	}
+	h.s, h.cfg, h.volume, h.allocated = s, cfg, 0, 0
+	return nil
+}
+
+func (h *HDF5Stack) requireOpen(op string) error {
+	if h.s == nil {
+		return fmt.Errorf("storage.HDF5Stack.%s: %w", op, ErrNotOpen)
+	}
+	return nil
+}
+
+// resize grows the dataset to hold the current volume (vortex's _resize).
+func (h *HDF5Stack) resize() error {
+	if h.volume < h.allocated {
+		return nil
+	}
+	if err := h.s.Extend(h.volume + 1); err != nil {
+		return err
+	}
+	h.allocated = h.volume + 1
+	return nil
+}
+
+// WriteMultiBscan writes whole B-scans ((n, ascans, samples, channels))
+// into the current volume from B-scan index.
+func (h *HDF5Stack) WriteMultiBscan(index int, data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.requireOpen("WriteMultiBscan"); err != nil {
+		return err
+	}
+	return h.writeMulti(index, data)
+}
+
+func (h *HDF5Stack) writeMulti(index int, data []byte) error {
+	bb := h.bscanBytes()
+	if len(data) == 0 || int64(len(data))%bb != 0 {
+		return engine.Invalid("storage.HDF5Stack.WriteMultiBscan: data of %d bytes, expected whole B-scans of %d bytes (%d ascans x %d samples x %d channels of %s)",
+			len(data), bb, h.cfg.Shape[1], h.cfg.Shape[2], h.cfg.channels(), h.elem.name)
+	}
+	n := int(int64(len(data)) / bb)
+	if index < 0 || index >= h.cfg.Shape[0] || index+n > h.cfg.Shape[0] {
+		return engine.Invalid("storage.HDF5Stack.WriteMultiBscan: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
+			index, n, h.cfg.Shape[0])
+	}
+	if err := h.resize(); err != nil {
+		return err
+	}
+	return h.s.Write([5]int{h.volume, index}, [5]int{1, n, h.cfg.Shape[1], h.cfg.Shape[2], h.cfg.channels()}, data)
+}
+
+// WritePartialBscan writes whole A-scans ((n, samples, channels)) into
+// B-scan bscan of the current volume from A-scan ascan.
+func (h *HDF5Stack) WritePartialBscan(bscan, ascan int, data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.requireOpen("WritePartialBscan"); err != nil {
+		return err
+	}
+	ab := h.ascanBytes()
+	if len(data) == 0 || int64(len(data))%ab != 0 {
+		return engine.Invalid("storage.HDF5Stack.WritePartialBscan: data of %d bytes, expected whole A-scans of %d bytes (%d samples x %d channels of %s)",
+			len(data), ab, h.cfg.Shape[2], h.cfg.channels(), h.elem.name)
+	}
+	if bscan < 0 || bscan >= h.cfg.Shape[0] {
+		return engine.Invalid("storage.HDF5Stack.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, h.cfg.Shape[0])
+	}
+	n := int(int64(len(data)) / ab)
+	if ascan < 0 || ascan >= h.cfg.Shape[1] || ascan+n > h.cfg.Shape[1] {
+		return engine.Invalid("storage.HDF5Stack.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d (A-scans per B-scan)",
+			ascan, n, h.cfg.Shape[1])
+	}
+	if err := h.resize(); err != nil {
+		return err
+	}
+	return h.s.Write([5]int{h.volume, bscan, ascan}, [5]int{1, 1, n, h.cfg.Shape[2], h.cfg.channels()}, data)
+}
+
+// AdvanceVolume moves to the next volume (vortex's advance_volume); with
+// allocate the dataset grows to hold it at once. The file is flushed, so
+// the volumes advanced past survive a crash.
+func (h *HDF5Stack) AdvanceVolume(allocate bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.requireOpen("AdvanceVolume"); err != nil {
+		return err
+	}
+	return h.advance(allocate)
+}
+
+func (h *HDF5Stack) advance(allocate bool) error {
+	h.volume++
+	if allocate {
+		if err := h.resize(); err != nil {
+			return err
+		}
+	}
+	return h.s.Flush()
+}
+
+// DType is the element type (invalid for uint64; endpoint.VolumeWriter).
+func (h *HDF5Stack) DType() backend.DType { return h.elem.dtype }
+
+// DTypeName returns the NumPy name of the element type.
+func (h *HDF5Stack) DTypeName() string { return h.elem.name }
+
+// VolumeBytes is one volume's size (0 when closed; endpoint.VolumeWriter).
+func (h *HDF5Stack) VolumeBytes() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s == nil {
+		return 0
+	}
+	return int(h.volumeBytes())
+}
+
+// WriteVolume writes one whole volume and moves to the next, as vortex's
+// stack endpoints do (write_multi_bscan, then advance_volume(false)).
+func (h *HDF5Stack) WriteVolume(data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.requireOpen("WriteVolume"); err != nil {
+		return err
+	}
+	if int64(len(data)) != h.volumeBytes() {
+		return engine.Invalid("storage.HDF5Stack.WriteVolume: len(data)=%d, expected %d (shape %v x %d channels of %s)",
+			len(data), h.volumeBytes(), h.cfg.Shape, h.cfg.channels(), h.elem.name)
+	}
+	if err := h.writeMulti(0, data); err != nil {
+		return err
+	}
+	return h.advance(false)
+}
+
+// Close closes the file (a closed stack is left as is); refused while an
+// engine writes here.
+func (h *HDF5Stack) Close() error {
+	return h.claim.Close(func() error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.s == nil {
+			return nil
+		}
+		err := h.s.Close()
+		h.s = nil
+		if err != nil {
+			return fmt.Errorf("storage.HDF5Stack.Close: %w", err)
+		}
+		return nil
+	})
+}
+
+// Record is the stack's state for bindings: open (0/1), volumes in the
+// dataset, the current volume.
+func (h *HDF5Stack) Record() []float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s == nil {
+		return []float64{0, 0, 0}
+	}
+	return []float64{1, float64(h.allocated), float64(h.volume)}
+}
+
+// Do runs a named operation: open (the HDF5StackConfig record), write
+// (as SimpleStack's: {Bscan, Ascan} with the caller's n bytes at dst) and
+// advance_volume ({Allocate}); library ({Library}: load it, returns its
+// version and path as JSON).
+func (h *HDF5Stack) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
+	switch op {
+	case "open":
+		var c HDF5StackConfig
+		if err := backend.DecodeRecord("HDF5StackConfig", string(args), &c); err != nil {
+			return nil, err
+		}
+		return nil, h.Open(c)
+	case "library":
+		var a struct{ Library []string }
+		if err := decodeArgs("HDF5Stack", op, args, &a); err != nil {
+			return nil, err
+		}
+		v, err := hdf5.Load(a.Library...)
+		if err != nil {
+			return nil, err
+		}
+		return fmt.Appendf(nil, `{"Version": %q, "Path": %q}`, v, hdf5.Library()), nil
+	}
+	var a stackArgs
+	if err := decodeArgs("HDF5Stack", op, args, &a); err != nil {
+		return nil, err
+	}
+	switch op {
+	case "write":
+		data, err := hostmemSpan(dst, n)
+		if err != nil {
+			return nil, err
+		}
+		if a.Bscan < 0 {
+			return nil, h.WriteMultiBscan(a.Ascan, data)
+		}
+		return nil, h.WritePartialBscan(a.Bscan, a.Ascan, data)
+	case "advance_volume":
+		return nil, h.AdvanceVolume(a.Allocate == nil || *a.Allocate)
+	}
+	return nil, backend.Invalidf("HDF5Stack: operation %q, expected open, library, write or advance_volume", op)
+}
