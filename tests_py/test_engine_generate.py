@@ -191,7 +191,7 @@ def looping_rig(tmp_path, ep, ios=(), rate=400_000, **cfg):
     """A rig whose acquisition replays forever at ``rate`` A-scans/s (the scans end the run)."""
     raw = (np.arange(1024 * S, dtype=np.uint16) % 60000).reshape(1024, S)
     np.save(tmp_path / "raw.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), loop=True, rate=rate)
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), loop=True, rate=rate, samples_per_record=S)
     proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=RPB)
     planner = FormatPlanner(FormatPlannerConfig(B, A))
     cfg = {"records_per_block": RPB, "blocks_to_allocate": 4, "preload_count": 2, **cfg}

@@ -83,7 +83,7 @@ def run(kind, device, tmp_path):
     scan, (segments, records), ep = _scan(kind)
     raw = (np.arange(4096 * S, dtype=np.uint64) * 7919 % 60000).astype(np.uint16).reshape(4096, S)
     np.save(tmp_path / f"raw_{device}.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / f"raw_{device}.npy"), loop=True)
+    acq = vg.FileAcquisition(path=str(tmp_path / f"raw_{device}.npy"), loop=True, samples_per_record=S)
     pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=RPB)
     proc = vg.CUDAProcessor(pc) if device == "cuda" else vg.CPUProcessor(pc)
     planner = FormatPlanner(FormatPlannerConfig(segments, records))

@@ -18,7 +18,7 @@ GRID = 16
 def _rig(tmp_path, ep, cuda):
     raw = (np.arange(1024 * S, dtype=np.uint16) % 60000).reshape(1024, S)
     np.save(tmp_path / "raw.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"))
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=S)
     proc = (vg.CUDAProcessor if cuda else vg.CPUProcessor)(samples_per_record=S, ascans_per_block=RPB)
     planner = FormatPlanner(FormatPlannerConfig(B, A))
     ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=2)

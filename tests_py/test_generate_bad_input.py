@@ -117,7 +117,7 @@ def test_queue_refuses_what_it_cannot_play():
 def test_engine_generate_fields(tmp_path, field, value, err):
     raw = np.zeros((64, 16), np.uint16)
     np.save(tmp_path / "raw.npy", raw)
-    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"))
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=16)
     proc = vg.CPUProcessor(samples_per_record=16, ascans_per_block=32)
     ec = EngineConfig(records_per_block=32, blocks_to_allocate=2, preload_count=1)
     ec.add_acquisition(acq, [proc])

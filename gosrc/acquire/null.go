@@ -48,8 +48,8 @@ type NullAcquisition struct {
 	// engine prepared with this source may still upload from them, so
 	// they are freed by Close, never before.
 	retired []backend.Buffer
-	run    runState
-	claim  engine.Claim // refuses Close while an engine uploads from zeros
+	run     runState
+	claim   engine.Claim // refuses Close while an engine uploads from zeros
 }
 
 var _ engine.Lender = (*NullAcquisition)(nil)

@@ -260,6 +260,9 @@ func (e *StackStorageEndpoint) Written() int {
 // Close flushes, stops the writer and frees the buffers. The storage
 // itself stays open: it belongs to the caller. While an engine uses the
 // endpoint it refuses with backend.ErrInUse.
+// ReadsPositions (engine.PositionReader): stacks store A-scans or spectra.
+func (e *StackStorageEndpoint) ReadsPositions() bool { return false }
+
 func (e *StackStorageEndpoint) Close() error {
 	return e.claim.Close(func() error {
 		if e.stream == nil {

@@ -94,6 +94,13 @@ func (e *StackTensorEndpoint) SetExecutor(exec any, shape []int) error {
 // Executor is the endpoint's executor (nil until SetExecutor).
 func (e *StackTensorEndpoint) Executor() any { return e.exec }
 
+// ReadsPositions (engine.PositionReader): only a PositionFormatExecutor
+// places A-scans by the device positions.
+func (e *StackTensorEndpoint) ReadsPositions() bool {
+	_, ok := e.exec.(*stage.PositionFormatExecutor)
+	return ok
+}
+
 // NewGeometryTensorEndpoint returns vortex's radial, spiral or position
 // device tensor endpoint for exec (a Radial, Spiral or
 // PositionFormatExecutor) with volume shape (x, y, samples), of processed
@@ -279,6 +286,9 @@ func (e *NullEndpoint) Flush() error { return nil }
 
 // Close releases the stream (refused with backend.ErrInUse while an
 // engine uses the endpoint).
+// ReadsPositions (engine.PositionReader): never.
+func (e *NullEndpoint) ReadsPositions() bool { return false }
+
 func (e *NullEndpoint) Close() error {
 	return e.claim.Close(func() error {
 		if e.stream == nil {

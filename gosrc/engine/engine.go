@@ -1061,15 +1061,20 @@ func (e *Engine) release() error {
 	return errors.Join(errs...)
 }
 
-// needsPositions reports whether an endpoint's executor places A-scans by
-// the galvo positions on the device (a PositionFormatExecutor): only then
-// do the positions travel with each block.
+// PositionReader is implemented by endpoints that know whether they read
+// the block's device positions (BlockData.Target and Actual). The engine
+// uploads the positions with each block unless every endpoint says it
+// does not read them; an endpoint without the method is assumed to.
+type PositionReader interface {
+	ReadsPositions() bool
+}
+
+// needsPositions reports whether some endpoint may read the positions on
+// the device: only then do they travel with each block.
 func (e *Engine) needsPositions() bool {
 	for _, ep := range e.endpoints {
-		if x, ok := ep.(interface{ Executor() any }); ok {
-			if _, ok := x.Executor().(*stage.PositionFormatExecutor); ok {
-				return true
-			}
+		if r, ok := ep.(PositionReader); !ok || r.ReadsPositions() {
+			return true
 		}
 	}
 	return false

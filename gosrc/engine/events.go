@@ -113,8 +113,8 @@ type eventQueue struct {
 	lastArrival time.Time
 	gap         time.Duration // the longest gap between arrivals in the last gapMemory
 	gapSet      time.Time     // when gap was set
-	dropped  atomic.Int64
-	doneSent atomic.Bool
+	dropped     atomic.Int64
+	doneSent    atomic.Bool
 }
 
 func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue {

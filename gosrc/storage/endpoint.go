@@ -422,6 +422,16 @@ func (e *BlockEndpoint) Flush() error {
 
 // Close flushes, stops the writer and frees the buffers; the storage stays
 // open (it belongs to the caller). Refused while an engine uses it.
+// ReadsPositions (engine.PositionReader): the galvo and sample streams do
+// (their source is resolved at Prepare, before the engine asks).
+func (e *BlockEndpoint) ReadsPositions() bool {
+	switch e.source {
+	case StreamGalvoTarget, StreamSampleTarget, StreamGalvoActual, StreamSampleActual:
+		return true
+	}
+	return false
+}
+
 func (e *BlockEndpoint) Close() error {
 	return e.claim.Close(func() error {
 		if e.ds == nil {
