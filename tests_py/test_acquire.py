@@ -179,6 +179,8 @@ def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind):
     from vortexgo.endpoint import SpectraStackDeviceTensorEndpointUInt16
     from vortexgo.engine import Engine, EngineConfig
 
+    from _scans import planner, queue_volumes
+
     B, A, SPR = 4, 8, 16
     raw = np.random.default_rng(1).integers(0, 60000, (B, A, SPR), dtype=np.uint16)
     raw.tofile(tmp_path / "r.raw")
@@ -187,12 +189,13 @@ def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind):
         spectra = SpectraStackDeviceTensorEndpointUInt16()
         Proc = vg.CPUProcessor if kind == "cpu" else vg.CUDAProcessor
         proc = Proc(samples_per_record=SPR, ascans_per_block=A)
-        fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=A, bscans_per_volume=B, volumes=1))
+        fmt = planner(A, B)
         ec = EngineConfig(records_per_block=A, blocks_to_allocate=3, preload_count=1)
         ec.add_acquisition(acq, [proc])
         ec.add_processor(proc, [fmt])
         ec.add_formatter(fmt, [spectra])
         eng = Engine(ec)
+        queue_volumes(eng, A, B, 1)  # the source ends with it: the planner is finished at its end
         eng.prepare()
         with pytest.raises(vg.InUseError, match="stop the engine first"):
             acq.next(np.zeros((1, SPR, 1), np.uint16))

@@ -178,14 +178,17 @@ def test_bad_calls_and_lifecycle():
 def test_engine_refuses_standalone_next_and_takes_a_change_while_running(tmp_path):
     from vortexgo.engine import Engine, EngineConfig
 
+    from _scans import planner, queue_volumes
+
     acq = vg.NullAcquisition(samples_per_record=N)
     proc = CPUProcessor(samples_per_record=N, ascans_per_block=R)
-    fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=R, bscans_per_volume=2, volumes=0))
+    fmt = planner(R, 2)
     ec = EngineConfig(records_per_block=R, blocks_to_allocate=3, preload_count=1)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, [vg.NullEndpoint()] if hasattr(vg, "NullEndpoint") else [])
     eng = Engine(ec)
+    queue_volumes(eng, R, 2, 0)  # a looping raster: runs until stopped
     eng.prepare()
     eng.start()
     try:
@@ -347,6 +350,8 @@ def test_copy_and_null_processors_in_an_engine():
     from vortexgo.endpoint import SpectraStackDeviceTensorEndpointUInt16, StackDeviceTensorEndpointFloat32
     from vortexgo.engine import Engine, EngineConfig
 
+    from _scans import planner, queue_volumes
+
     B = 3
     raw = np.random.default_rng(5).integers(0, 60000, (B, R, N), dtype=np.uint16)
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"copy_engine_{os.getpid()}.raw"
@@ -357,12 +362,13 @@ def test_copy_and_null_processors_in_an_engine():
             acq = vg.FileAcquisition(path=str(path), samples_per_record=N, loop=False)
             spectra = SpectraStackDeviceTensorEndpointUInt16()
             ascans = StackDeviceTensorEndpointFloat32()
-            fmt = vg.StackFormatExecutor(scan=vg.RasterScan(ascans_per_bscan=R, bscans_per_volume=B, volumes=1))
+            fmt = planner(R, B)
             ec = EngineConfig(records_per_block=R, blocks_to_allocate=3, preload_count=1)
             ec.add_acquisition(acq, [proc])
             ec.add_processor(proc, [fmt])
             ec.add_formatter(fmt, [spectra, ascans])
             eng = Engine(ec)
+            queue_volumes(eng, R, B, 1)
             eng.prepare()
             eng.start()
             eng.wait()

@@ -161,10 +161,9 @@ class _VolumeEndpoint(_StorageEndpoint):
         self._set_executor_shape(executor, None)
         self.logger = logger if logger is not None else log
         self.storage = storage
-        # Without an executor (or with the index-only one) the Go endpoint takes
-        # the storage in its place and formats with the formatter's slice.
-        vortex_wiring = executor is not None and not getattr(executor, "_legacy", False)
-        x = executor._handle() if vortex_wiring else storage._h
+        # Without an executor the Go endpoint takes the storage in its place and
+        # keeps every sample.
+        x = executor._handle() if executor is not None else storage._h
         self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h, x)
 
 
