@@ -179,7 +179,8 @@ def test_stop_keeps_completed_volumes_and_storage_in_use(tmp_path):
     asc = stream(tmp_path, vs.SimpleStreamInt8, "ascans.bin")
     h5_ep, asc_ep = AscanHDF5StackEndpoint(h5), AscanStreamEndpoint(asc)
     two = threading.Event()
-    h5_ep.volume_callback = lambda s, i, v: v >= 1 and two.set()
+    seen: list = []  # a looping scan: volume_idx is its index in the scan (vortex), always 0
+    h5_ep.volume_callback = lambda s, i, v: (seen.append(s), len(seen) >= 2 and two.set())
     rig, ref, ref_ep = legacy_rig(tmp_path, [h5_ep, asc_ep], volumes=0, scan_volumes=0, rpb=te.A * 3)
     eng = new_engine(rig)
     eng.prepare()
@@ -201,10 +202,14 @@ def test_stop_keeps_completed_volumes_and_storage_in_use(tmp_path):
     with h5py.File(tmp_path / "vol.h5", "r") as f:
         got = f["data"][...]
     want = np.load(tmp_path / "ref.npy")
-    np.testing.assert_array_equal(got, want)
+    # As in vortex the stop finishes the planner: the volume open at the stop is stored too,
+    # partly written (what the rest holds depends on each endpoint's buffers): compare the
+    # completed volumes.
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got[:-1], want[:-1])
     stored = np.fromfile(tmp_path / "ascans.bin", np.int8)
-    assert stored.size >= want.size and stored.size % S == 0  # every formatted block, whole records
-    assert not rows_of(want, S) - rows_of(stored, S)  # every record of every completed volume
+    assert stored.size >= want[:-1].size and stored.size % S == 0  # every formatted block, whole records
+    assert not rows_of(want[:-1], S) - rows_of(stored, S)  # every record of every completed volume
     eng.close()
 
 
