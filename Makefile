@@ -45,8 +45,9 @@ py-test: build
 
 test: go-test py-test
 
+# Writes to the user's data folder (printed); DEMO_ARGS="--device cpu --out DIR" to change.
 demo: build
-	PYTHONPATH=python $(VPY) examples/acquire.py
+	PYTHONPATH=python $(VPY) -m vortexgo demo $(DEMO_ARGS)
 
 ptx:
 	bash kernels/build_ptx.sh
