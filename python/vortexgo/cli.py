@@ -24,7 +24,7 @@ from typing import Any, Callable, List, Optional, TextIO, Tuple
 
 import numpy as np
 
-__all__ = ["main", "info", "demo", "bench", "default_out_dir", "DemoResult", "BenchRow"]
+__all__ = ["main", "info", "demo", "bench", "bench_table", "enface_images", "default_out_dir", "DemoResult", "BenchRow"]
 
 #: (samples per spectrum, A-scans per B-scan, B-scans per volume, volumes)
 #: of the demo on a GPU and on the CPU backend.

@@ -113,8 +113,9 @@ class EngineConfig:
             it parks (default 200 us; 0 never spins). Waking a parked dispatcher costs
             tens of microseconds; a spin as long as the gap between blocks gives the
             lowest callback latency for up to one CPU core.
-        galvo_output_channels, galvo_input_channels: channels of the generated
-            waveform (the scans' channels_per_sample) and of measured positions (2, 2).
+        galvo_output_channels: channels of the generated waveform (the
+            scans' channels_per_sample; 2).
+        galvo_input_channels: channels of measured positions (2).
         post_scan_records: records still acquired after the scan queue runs dry.
         lead_marker: the marker at sample 0 (vortex's default: a ScanBoundary without flags).
         strobes: vortex's digital strobes; not generated yet, so only ``[]`` is accepted.
@@ -666,7 +667,7 @@ class Engine:
 
     @property
     def timings(self) -> dict[str, StageTiming]:
-        """Per-block job timing by stage: ``{"acquire", "process", "format"}`` -> :class:`StageTiming` (ms)."""
+        """Per-block job timing by stage, ``{"acquire", "process", "format"}`` -> :class:`StageTiming` (ms)."""
         if self._h is None:
             return {s: StageTiming() for s in ("acquire", "process", "format")}
         v = self._record(self._handle())[_STATUS_FIELDS:]

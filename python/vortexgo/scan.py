@@ -869,7 +869,7 @@ class RepeatedPattern(_Pattern):
 _LIMITS = _Field("Limits", _limits_list, lambda: [limits.ThorLabs_GVS_5mm.copy(), limits.ThorLabs_GVS_5mm.copy()],
                  lambda ls: [x._go() for x in ls], lambda ls: [Limits._from(x) for x in ls], "One Limits per channel.")
 _SEGMENTED = dict(
-    channels_per_sample=_Field("ChannelsPerSample", _int(), lambda: 2, doc="Values per sample (2: x, y)."),
+    channels_per_sample=_Field("ChannelsPerSample", _int(), lambda: 2, doc="Values per sample, 2 (x and y)."),
     samples_per_second=_Field("SamplesPerSecond", _int(), lambda: 100_000, doc="Output rate."),
     loop=_Field("Loop", check_bool, lambda: True, doc="Restart the scan when it completes."),
     consolidate=_Field("Consolidate", check_bool, lambda: False, doc="vortex's buffer consolidation (no effect here)."),
@@ -938,7 +938,7 @@ def _volumes_set(self: Any, v: Any) -> None:
 
 
 RasterScanConfig.volumes = property(_volumes_get, _volumes_set, doc=(  # type: ignore[attr-defined]
-    "vortexgo's index formatter only (StackFormatExecutor(scan=...)): volumes before the scan ends, 0 forever. "
+    "Volumes before the scan ends, 0 forever; read by vortexgo's index formatter only (``StackFormatExecutor(scan=...)``). "
     "Not sent to the Generate stage; leaves with the index formatter."))
 
 
