@@ -235,8 +235,9 @@ def enface_images(volume: np.ndarray, size: int = 512) -> Tuple[Any, Any]:
             (bilinear, which keeps speckle readable).
 
     Returns:
-        (mip, bscan): the MIP over :data:`ENFACE_DEPTH` of the depth range,
-        B-scans down and A-scans across; and the middle B-scan, depth down.
+        A pair of PIL images. The first is the MIP over ``ENFACE_DEPTH`` of
+        the depth range, B-scans down and A-scans across; the second is the
+        middle B-scan, depth down.
     """
     from .display import _panel, to_uint8
 
