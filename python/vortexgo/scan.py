@@ -938,7 +938,7 @@ def _volumes_set(self: Any, v: Any) -> None:
 
 
 RasterScanConfig.volumes = property(_volumes_get, _volumes_set, doc=(  # type: ignore[attr-defined]
-    "Volumes before the scan ends, 0 forever; read by vortexgo's index formatter only (``StackFormatExecutor(scan=...)``). "
+    "vortexgo's index formatter only (StackFormatExecutor(scan=...)): volumes before the scan ends, 0 forever. "
     "Not sent to the Generate stage; leaves with the index formatter."))
 
 
