@@ -14,6 +14,8 @@ import pytest
 
 import vortexgo as vg
 
+from conftest import HAS_CUPY
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
@@ -31,6 +33,8 @@ def _code(nb) -> list[str]:
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     """The notebook executed once by a fresh kernel, its data folder in a temporary directory."""
+    if vg.is_cuda_available() and not HAS_CUPY:
+        pytest.skip("a GPU without CuPy: the live view reduces device volumes with CuPy (vortexgo[cuda])")
     data = tmp_path_factory.mktemp("data")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     env = dict(os.environ, XDG_DATA_HOME=str(data),
