@@ -129,6 +129,8 @@ def test_enface_images_sizes_and_bad_shapes():
 
 def test_make_demo_runs_the_cli():
     """`make demo` is the README's first command: it must run this demo."""
+    if not (ROOT / "Makefile").is_file():
+        pytest.skip("not a source tree (the tests run against an installed wheel)")
     text = (ROOT / "Makefile").read_text()
     recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", text, flags=re.M)
     assert recipe and "-m vortexgo demo" in recipe.group(1)
