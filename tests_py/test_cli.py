@@ -103,6 +103,14 @@ def test_bad_arguments_exit_1_naming_them(args, words, tmp_path):
     assert words in r.stderr and "Traceback" not in r.stderr
 
 
+def test_an_output_folder_that_is_a_file_is_named(tmp_path):
+    f = tmp_path / "taken"
+    f.write_text("mine")
+    r = _run("demo", "--device", "cpu", "--volumes", "1", "--out", str(f))
+    assert r.returncode == 1 and str(f) in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert f.read_text() == "mine", "nothing of the user's is overwritten"
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_bench_prints_a_table_of_positive_figures(device):
     r = _run("bench", "--device", device, "--quick")

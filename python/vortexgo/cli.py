@@ -471,7 +471,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("info", help="devices, CUDA driver, cuFFT, the C fast path, versions")
     d = sub.add_parser("demo", help="a simulated OCT acquisition: MIP and B-scan PNGs, the volumes, the throughput")
     d.add_argument("--device", default="auto", help="auto (a GPU if present), cpu, cuda or cuda:N")
-    d.add_argument("--out", help=f"output folder (default: {default_out_dir('demo')})")
+    d.add_argument("--out", help=f"output folder, created if needed; its mip.png, bscan.png and volumes.npy "
+                                 f"are replaced (default: {default_out_dir('demo')})")
     d.add_argument("--volumes", type=int, help="volumes to acquire (default: 20 on a GPU, 6 on the CPU)")
     d.add_argument("--no-progress", action="store_true", help="no progress bar")
     b = sub.add_parser("bench", help="a short benchmark of this machine's device, printed as a table")
@@ -490,6 +491,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         rows = bench(dev.alias, quick=args.quick)
         print(bench_table(rows, f"{dev.name} ({dev.alias})"))
         return 0
-    except (ValueError, TypeError, RuntimeError, vg.VortexError) as e:
+    except (ValueError, TypeError, RuntimeError, OSError, vg.VortexError) as e:
         print(f"python -m vortexgo {args.command}: {e}", file=sys.stderr)
         return 1
