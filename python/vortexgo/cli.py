@@ -138,6 +138,16 @@ class _Rig:
 
     def __init__(self, device: Any, samples: int, ascans: int, bscans: int, volumes: int,
                  path: Optional[str]) -> None:
+        # Closed in reverse order of creation by close(), the engine first.
+        self.closers: List[Callable[[], None]] = []
+        try:
+            self._build(device, samples, ascans, bscans, volumes, path)
+        except BaseException:
+            self.close()  # what was made so far (an open storage file, pinned memory)
+            raise
+
+    def _build(self, device: Any, samples: int, ascans: int, bscans: int, volumes: int,
+               path: Optional[str]) -> None:
         from .acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
         from .engine import AscanStackEndpoint, Engine, EngineConfig, StackDeviceTensorEndpointInt8
         from .format import FormatPlanner, FormatPlannerConfig, SimpleSlice, StackFormatExecutor, StackFormatExecutorConfig
@@ -145,10 +155,10 @@ class _Rig:
         from .storage import SimpleStackConfig, SimpleStackHeader, SimpleStackInt8
 
         self.samples, self.ascans, self.bscans, self.volumes = samples, ascans, bscans, volumes
-        self.closers: List[Callable[[], None]] = []
         acquire = SimulatedAcquisition(SimulatedAcquisitionConfig(
             samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans,
             volumes=2))  # two distinct volumes replayed; the scan queue ends the run
+        self.closers.append(acquire.close)
         gpu = device.is_cuda
         self.records_per_block = ascans * max(1, (4096 if gpu else 512) // ascans)
         pc = ProcessorConfig(
@@ -157,27 +167,29 @@ class _Rig:
             spectral_filter=spectral_filter(hann_window(samples), acquire.dispersion_compensation()),
             levels=(0.0, 60.0))
         self.processor = CUDAProcessor(pc, device=device) if gpu else CPUProcessor(pc)
+        self.closers.append(self.processor.close)
         planner = FormatPlanner(FormatPlannerConfig(bscans, ascans))
         executor = StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, samples // 2)))
         self.shape = (bscans, ascans, samples // 2)
         self.endpoint = StackDeviceTensorEndpointInt8(executor, self.shape)
+        self.closers.append(self.endpoint.close)
         endpoints: list = [self.endpoint]
-        self.storage = None
         if path is not None:
-            self.storage = SimpleStackInt8()
-            self.storage.open(SimpleStackConfig(path, self.shape, header=SimpleStackHeader.NumPy))
-            storage_endpoint = AscanStackEndpoint(executor, self.storage)
-            endpoints.append(storage_endpoint)
+            storage = SimpleStackInt8()
+            storage.open(SimpleStackConfig(path, self.shape, header=SimpleStackHeader.NumPy))
+            self.closers.append(storage.close)  # pads and finalises the file (vortex's SimpleStack)
+            storage_endpoint = AscanStackEndpoint(executor, storage)
             self.closers.append(storage_endpoint.close)
+            endpoints.append(storage_endpoint)
         ec = EngineConfig(records_per_block=self.records_per_block, blocks_to_allocate=8, preload_count=4)
         ec.add_acquisition(acquire, [self.processor])
         ec.add_processor(self.processor, [planner])
         ec.add_formatter(planner, endpoints)
         self.engine = Engine(ec)
+        self.closers.append(self.engine.close)
         scan = _raster_scan(ascans, bscans)
         for _ in range(volumes):
             self.engine.scan_queue.append(scan)
-        self.closers[:0] = [self.engine.close, self.endpoint.close]
 
     def prepare(self) -> float:
         """Prepare the engine (synthesises the phantom, allocates every block); returns seconds."""
@@ -193,10 +205,17 @@ class _Rig:
         return time.perf_counter() - t0
 
     def close(self) -> None:
-        if self.storage is not None:
-            self.storage.close()  # pads and finalises the file (vortex's SimpleStack)
-        for close in self.closers:
-            close()
+        """Close everything, the engine first (it stops a run still going, as
+        after Ctrl-C, so nothing else is refused as in use); every close is
+        tried and the first error raised."""
+        first: Optional[BaseException] = None
+        while self.closers:
+            try:
+                self.closers.pop()()
+            except Exception as e:
+                first = first or e
+        if first is not None:
+            raise first
 
 
 # ------------------------------------------------------------------------- demo
