@@ -513,3 +513,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, TypeError, RuntimeError, OSError, vg.VortexError) as e:
         print(f"python -m vortexgo {args.command}: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # the rig has stopped the engine and closed the files
+        print(f"python -m vortexgo {args.command}: interrupted", file=sys.stderr)
+        return 130
