@@ -125,7 +125,7 @@ class _Endpoint:
 
     @property
     def stream(self) -> Stream:
-        """The stream formatting runs on (after :meth:`Engine.prepare`).
+        """The stream formatting runs on (after :meth:`~vortexgo.engine.Engine.prepare`).
 
         ``with endpoint.stream as stream:`` makes it current (binding a
         ``cupy.cuda.ExternalStream`` when CuPy is installed), so work issued
@@ -337,7 +337,7 @@ class _StorageEndpoint(_Endpoint):
 
 class AscanStackEndpoint(_StorageEndpoint):
     """Stores every completed processed volume in a ``SimpleStack`` (in the stack's
-    dtype), off the engine's hot path. Open the stack before :meth:`Engine.prepare`."""
+    dtype), off the engine's hot path. Open the stack before :meth:`~vortexgo.engine.Engine.prepare`."""
 
 
 class SpectraStackEndpoint(_StorageEndpoint):

@@ -250,8 +250,9 @@ class EngineConfig:
             it spins through the gaps between them (up to one CPU core while an engine
             streams), otherwise 200 us, then it parks; 0 never spins. Waking a parked
             dispatcher costs tens of microseconds (the callback latency's tail).
-        galvo_output_channels, galvo_input_channels: channels of the generated
-            waveform (the scans' channels_per_sample) and of measured positions (2, 2).
+        galvo_output_channels: channels of the generated waveform (the
+            scans' channels_per_sample; 2).
+        galvo_input_channels: channels of measured positions (2).
         post_scan_records: records still acquired after the scan queue runs dry.
         lead_marker: the marker at sample 0 (vortex's default: a ScanBoundary without flags).
         strobes: the digital strobes written beside the waveform for the IOs (vortex's

@@ -63,7 +63,7 @@ class ProcessorConfig:
     Attributes:
         samples_per_record: raw spectrum length (>= 2).
         ascans_per_block: the most A-scans per block; at least
-            :attr:`vortexgo.engine.EngineConfig.records_per_block`.
+            ``records_per_block`` of :class:`~vortexgo.engine.EngineConfig`.
         channels_per_sample: interleaved channels in the raw input.
         channel: the channel processed (< channels_per_sample).
         interpret_as_signed: read the raw uint16 values as int16.
@@ -99,7 +99,7 @@ class ProcessorConfig:
 
     @property
     def samples_per_ascan(self) -> int:
-        """The processed A-scan length: ``len(resampling_samples)``, else ``samples_per_record``."""
+        """The processed A-scan length, ``len(resampling_samples)`` or else ``samples_per_record``."""
         if self.resampling_samples is not None and len(self.resampling_samples) > 0:
             return len(self.resampling_samples)
         return self.samples_per_record

@@ -65,7 +65,7 @@ class SimpleStackHeader(enum.IntEnum):
     Empty = 0
     #: a .npy (format 2.0) header
     NumPy = 1
-    #: a MATLAB v5 .mat header: one variable, ``data``
+    #: a MATLAB v5 .mat header (one variable, ``data``)
     MATLAB = 2
     #: an NRRD0005 header (raw encoding)
     NRRD = 3
@@ -78,7 +78,7 @@ class SimpleStackConfig:
     """Where and how a ``SimpleStack`` writes (vortex's ``SimpleStackConfig``).
 
     Attributes:
-        path: the file (created or truncated by :meth:`open`).
+        path: the file (created or truncated by the stack's ``open``).
         shape: one volume, ``(bscans, ascans, samples, channels)``; a 3-D
             ``(bscans, ascans, samples)`` means one channel.
         buffering: vortex's flag; vortexgo's writes are unbuffered either way.
@@ -213,7 +213,7 @@ class _SimpleStack:
 
     @property
     def shape(self) -> Optional[tuple]:
-        """The volume shape while open, else None: ``(bscans, ascans, samples)``
+        """The volume shape while open (else None), ``(bscans, ascans, samples)``
         for one channel (what the engine's stack endpoints fill), else
         ``(bscans, ascans, samples, channels)``."""
         c = self._config
