@@ -248,7 +248,7 @@ class _BlockShape:
 
     @property
     def shape(self) -> list[int]:
-        """The shape of the buffers :meth:`NullAcquisition.next` fills:
+        """The shape of the buffers :meth:`NullAcquisition.next` fills,
         ``[records_per_block, samples_per_record, channels_per_sample]``."""
         return [self.records_per_block, self.samples_per_record, self.channels_per_sample]
 
@@ -276,7 +276,7 @@ class FileAcquisitionConfig(_BlockShape):
             for a ``.npy`` file 0 takes it from the header.
         records_per_block: records of the buffers :meth:`FileAcquisition.next`
             fills (:attr:`shape`); the engine's blocks follow
-            :attr:`vortexgo.engine.EngineConfig.records_per_block`.
+            ``EngineConfig.records_per_block``.
         channels_per_sample: interleaved channels per sample.
         loop: replay from the start instead of ending (vortex's default: True).
         rate: A-scans per second; 0 is unthrottled (ours).
@@ -294,8 +294,9 @@ class NullAcquisitionConfig(_BlockShape):
     """Configuration of a :class:`NullAcquisition` (vortex's fields and defaults).
 
     Attributes:
-        samples_per_record, records_per_block, channels_per_sample: the shape
-            of the buffers (:attr:`shape`).
+        samples_per_record: samples per record of the buffers (:attr:`shape`).
+        records_per_block: records of the buffers.
+        channels_per_sample: channels per sample of the buffers.
         records: records delivered before the end; 0 is endless (ours).
         rate: A-scans per second in an engine; 0 is unthrottled (ours).
     """
@@ -361,7 +362,7 @@ class _Standalone(_Acquisition):
 
     def next(self, buffer: Any, id: int = 0) -> int:
         """Acquire into ``buffer`` (NumPy uint16, shape ``(records,
-        samples_per_record, channels_per_sample)``; see :attr:`config.shape`)
+        samples_per_record, channels_per_sample)``; see ``config.shape``)
         and return the number of records acquired: fewer at the end of the
         data, then 0. ``id`` is for logging only."""
         id = check_int("id", id, 0)

@@ -829,7 +829,7 @@ class Engine:
 
     @property
     def timings(self) -> dict[str, StageTiming]:
-        """Per-block job timing by stage: ``{"acquire", "process", "format", "upload"}`` ->
+        """Per-block job timing by stage, ``{"acquire", "process", "format", "upload"}`` ->
         :class:`StageTiming` (ms); ``upload`` is the host-to-device copy within ``process``."""
         if self._h is None:
             return {s: StageTiming() for s in ("acquire", "process", "format", "upload")}
