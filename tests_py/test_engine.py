@@ -227,10 +227,10 @@ def test_callbacks_order_and_arguments():
     assert segs == [("segment", (i + 1) * A, i, i // B, i % B) for i in range(2 * B)]
     assert vols == [("volume", (v + 1) * RPV, (v + 1) * B - 1, v) for v in range(2)]
     assert scans == [("scan", 2 * RPV, 2 * B - 1)]
-    # In order: each volume after its last segment, the scan last, an update first per block.
+    # In order: each volume after its last segment, an update last per block (vortex's order).
     i_vol0 = log.index(vols[0])
     assert log[i_vol0 - 1] == segs[B - 1]
-    assert log[-1] == scans[0] and log[0] == ("update",)
+    assert log[-1] == ("update",) and log[-2] == scans[0] and log[0][0] == "segment"
 
 
 def test_raising_callback_is_logged_counted_and_engine_continues(caplog):

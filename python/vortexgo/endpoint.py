@@ -42,6 +42,7 @@ __all__ = [
     "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
     "SpectraPositionDeviceTensorEndpointUInt16",
     "StackTensorEndpointInt8", "StackTensorEndpointUInt16", "StackTensorEndpointFloat32",
+    "SpectraStackHostTensorEndpointUInt16", "SpectraStackTensorEndpointUInt16",
     "AscanSpiralDeviceTensorEndpointInt8", "AscanSpiralDeviceTensorEndpointUInt16",
     "AscanSpiralDeviceTensorEndpointFloat32",
 ]
@@ -87,6 +88,13 @@ class _Endpoint:
         self.scan_callback: Optional[Callable[[int, int], Any]] = None
         #: ``event_callback(sample, id)`` for the scan's Event markers (vortex's endpoint event callback).
         self.event_callback: Optional[Callable[[int, int], Any]] = None
+        #: ``aggregate_segment_callback(segments)``: the segment indices (as ``segment_callback``'s
+        #: last argument) a block finished in one volume, before that volume's ``volume_callback``,
+        #: and at the block's end those of the volume still open (vortex's).
+        self.aggregate_segment_callback: Optional[Callable[[list[int]], Any]] = None
+        #: ``block_segment_callback(segments)``: every segment index the block finished, at the
+        #: block's end, before ``update_callback`` (vortex's).
+        self.block_segment_callback: Optional[Callable[[list[int]], Any]] = None
         self._device: Optional[Device] = None
         self._tensor: Optional[_EndpointTensor] = None
         self._stream: Optional[Stream] = None
@@ -188,7 +196,8 @@ class _TensorEndpoint(_Endpoint):
             kind = ("spectra_" if self._spectra else "") + (self._geometry or f"stack_{self._memory}")
             self._h = native(api.NewExecutorEndpoint)(kind, self._dtype, executor._handle(), *(self._shape or (0, 0, 0)))
         else:
-            self._h = native(api.NewEndpoint)("spectra" if self._spectra else self._memory, self._dtype)
+            kind = ("spectra" if self._memory == "device" else "spectra_host") if self._spectra else self._memory
+            self._h = native(api.NewEndpoint)(kind, self._dtype)
 
     @property
     def tensor(self) -> DeviceTensor:
@@ -270,6 +279,19 @@ class SpectraStackDeviceTensorEndpointUInt16(_TensorEndpoint):
 
     _dtype = "uint16"
     _spectra = True
+
+
+class SpectraStackHostTensorEndpointUInt16(_TensorEndpoint):
+    """Keeps the latest volume's raw uint16 spectra, uncropped, in pinned host memory
+    (NumPy, no copy)."""
+
+    _dtype = "uint16"
+    _spectra = True
+    _memory = "host"
+
+
+#: vortex's CPU spectra endpoint: the spectra in host memory.
+SpectraStackTensorEndpointUInt16 = SpectraStackHostTensorEndpointUInt16
 
 
 def _geometry_endpoint(name: str, geometry: str, executor: type, dtype: str, spectra: bool = False) -> type:
