@@ -2,6 +2,7 @@
 #
 #   make demo       the main job: simulated OCT acquisition (GPU if present, else CPU)
 #   make test       every test: go vet, go test -race, pytest (GPU tests skip without a GPU)
+#   make docs       the API reference from the docstrings into build/docs/html (warnings are errors)
 #   make wheel      manylinux wheels for CPython 3.10-3.13 into dist/, checked by auditwheel
 #   make wheel-test install each wheel in a fresh venv without Go and run the CPU test subset
 #   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
@@ -15,13 +16,18 @@ PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3))
 PYTHON ?= $(if $(PY312),$(PY312),python3)
 VENV := .venv
 VPY := $(VENV)/bin/python
-PYDEPS := numpy pytest pytest-timeout hypothesis tqdm pillow matplotlib ipywidgets pybindgen setuptools wheel scipy pynrrd nibabel h5py
+# The [test] and [docs] extras of pyproject.toml plus the build tools. nbclient,
+# nbformat and ipykernel run examples/acquire.ipynb headless (tests_py/test_notebook.py).
+PYDEPS := numpy pytest pytest-timeout hypothesis tqdm pillow matplotlib ipywidgets pybindgen setuptools wheel scipy \
+	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx
+# A venv made before PYDEPS grew gets the new packages: the stamp's name changes with the list.
+DEPS_STAMP := $(VENV)/.pydeps-$(shell echo '$(PYDEPS)' | cksum | cut -d' ' -f1)
 NATIVE := python/vortexgo/_native
 GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
 CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h) python/vortexgo/_fastcall.c
 GPU_PY ?= $(PYTHON)
 
-.PHONY: all build test go-test py-test demo ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: all build test go-test py-test demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -30,11 +36,15 @@ $(VPY):
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q $(PYDEPS)
 
+$(DEPS_STAMP): | $(VPY)
+	$(VPY) -m pip install -q $(PYDEPS)
+	touch $@
+
 $(NATIVE)/.stamp: $(GOFILES) $(CFILES) setup.py go.mod | $(VPY)
 	$(VPY) setup.py native $(NATIVE)
 	touch $@
 
-build: $(VPY) $(NATIVE)/.stamp
+build: $(VPY) $(DEPS_STAMP) $(NATIVE)/.stamp
 
 go-test:
 	go vet ./... && go vet -tags gpu ./...
@@ -45,8 +55,16 @@ py-test: build
 
 test: go-test py-test
 
+# Writes to the user's data folder (printed); DEMO_ARGS="--device cpu --out DIR" to change.
 demo: build
-	PYTHONPATH=python $(VPY) examples/acquire.py
+	PYTHONPATH=python $(VPY) -m vortexgo demo $(DEMO_ARGS)
+
+# The API reference from the docstrings (Sphinx autodoc + napoleon, docs/api/):
+# every warning, an unresolved cross-reference included, is an error.
+docs: build
+	rm -rf build/docs
+	$(VPY) -m sphinx -W --keep-going -n -q -b html docs/api build/docs/html
+	@echo "API reference: build/docs/html/index.html"
 
 ptx:
 	bash kernels/build_ptx.sh

@@ -272,6 +272,67 @@ def _agrees(a: dict) -> bool:
     return a["within_1_fraction"] >= 0.999 and a["identical_fraction"] >= 0.95
 
 
+# --- sources that fill blocks --------------------------------------------------------------
+
+
+def source_throughput(g: be.Geometry, device: Any, pc: Any, raw: np.ndarray, seconds: float) -> dict:
+    """The engine fed by the sources that fill blocks instead of lending them:
+    FileAcquisition replaying ``raw`` from a file in the page cache (written, then
+    read once to warm it) and NullAcquisition (a block of zeros); same processor
+    and endpoint as the engine row. A-scans/s from the blocks processed over
+    ``seconds`` after a warm-up."""
+    import tempfile
+
+    from vortexgo import scan as vs
+    from vortexgo.acquire import FileAcquisition, NullAcquisition
+    from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8
+    from vortexgo.format import FormatPlanner, FormatPlannerConfig, StackFormatExecutor, StackFormatExecutorConfig
+    from vortexgo.process import CPUProcessor, CUDAProcessor
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spectra.raw"
+        data = np.ascontiguousarray(np.tile(raw, (4, 1)))  # 4 volumes: larger than any cache of blocks
+        data.tofile(path)
+        path.read_bytes()  # into the page cache
+        for name, make in (("file", lambda: FileAcquisition(path=str(path), samples_per_record=g.samples, loop=True)),
+                           ("null", lambda: NullAcquisition(samples_per_record=g.samples))):
+            acq = make()
+            proc = CUDAProcessor(pc, device=device) if device.is_cuda else CPUProcessor(pc)
+            sc = vs.RasterScanConfig()
+            sc.ascans_per_bscan, sc.bscans_per_volume, sc.loop = g.ascans, g.bscans, True
+            sc.inactive_policy = vs.inactive_policy.FixedLinear(0, 0)
+            sc.bypass_limits_check = True
+            scan = vs.RasterScan()
+            scan.initialize(sc)
+            planner = FormatPlanner(FormatPlannerConfig(g.bscans, g.ascans))
+            ep = StackDeviceTensorEndpointInt8(StackFormatExecutor(StackFormatExecutorConfig()),
+                                               (g.bscans, g.ascans, proc.config.samples_per_ascan))
+            ec = EngineConfig(records_per_block=g.rpb, blocks_to_allocate=g.blocks, preload_count=g.preload)
+            ec.add_acquisition(acq, [proc])
+            ec.add_processor(proc, [planner])
+            ec.add_formatter(planner, [ep])
+            eng = Engine(ec)
+            eng.scan_queue.append(scan)
+            try:
+                eng.prepare()
+                eng.start()
+                time.sleep(0.5)
+                s0, t0 = eng.status(), time.perf_counter()
+                time.sleep(seconds)
+                s1, t1 = eng.status(), time.perf_counter()
+                eng.stop()
+                err = eng.status().error
+            finally:
+                eng.close()
+                ep.close()
+                proc.close()
+                acq.close()
+            rate = (s1.blocks_processed - s0.blocks_processed) * g.rpb / (t1 - t0)
+            out[name] = {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "error": err or None}
+    return out
+
+
 # --- vortex itself, in a subprocess ------------------------------------------------------
 
 
@@ -341,8 +402,12 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
         host = be._pinned_blocks(raw, g, True)
         row["ceiling"] = be.h2d_ceiling(g, seconds * 0.5)
         row["engine"] = be.engine_throughput(g, device, seconds, 0.5)
-        for name, make in (("expert_cupy", lambda: ExpertCuPy(g, host, pc, be.LEVELS, be.AVERAGE_WINDOW)),
-                           ("expert_torch", lambda: ExpertTorch(g, host, pc, be.LEVELS, be.AVERAGE_WINDOW))):
+        try:
+            row["sources"] = source_throughput(g, device, pc, raw, seconds)
+        except Exception as exc:  # noqa: BLE001 - reported in the table, the other rows still run
+            row["sources"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+        for name, make in (("expert_cupy", lambda host=host: ExpertCuPy(g, host, pc, be.LEVELS, be.AVERAGE_WINDOW)),
+                           ("expert_torch", lambda host=host: ExpertTorch(g, host, pc, be.LEVELS, be.AVERAGE_WINDOW))):
             try:
                 peer = make()
             except ImportError as exc:
@@ -363,6 +428,9 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
         e = row["engine"]["ascans_per_s"]
         row["fraction_of_ceiling"] = {k: row[k]["gbs"] / ceiling for k in ("engine", "expert_cupy", "expert_torch")
                                       if "gbs" in row.get(k, {})}
+        for k, v in row["sources"].items():
+            if isinstance(v, dict) and "gbs" in v:
+                row["fraction_of_ceiling"][f"engine_{k}"] = v["gbs"] / ceiling
         row["engine_over"] = {k: e / row[k]["ascans_per_s"] for k in ("expert_cupy", "expert_torch")
                               if "ascans_per_s" in row.get(k, {})}
         out["configs"].append(row)
@@ -418,6 +486,14 @@ def markdown(r: dict) -> str:
                      f"{m('expert_torch')}{torch_note} | {fr.get('engine', float('nan')):.3f} | "
                      f"{fr.get('expert_cupy', float('nan')):.3f} | {fr.get('expert_torch', float('nan')):.3f} | "
                      f"{over.get('expert_cupy', float('nan')):.3f} | {over.get('expert_torch', float('nan')):.3f} |")
+    lines += ["", "Sources that fill blocks (engine, same processor and endpoint): FileAcquisition replaying from a "
+              "file in the page cache, NullAcquisition (zeros), as fractions of the ceiling:", ""]
+    for row in r["configs"]:
+        fr = row["fraction_of_ceiling"]
+        src = row.get("sources", {})
+        parts = [f"{k} {src[k]['ascans_per_s'] / 1e6:.2f} M A-scans/s ({fr.get('engine_' + k, float('nan')):.3f})"
+                 for k in ("file", "null") if isinstance(src.get(k), dict) and "ascans_per_s" in src[k]]
+        lines.append(f"- {row['samples']} samples: " + ("; ".join(parts) or str(src.get("error", "—"))))
     lines += ["", "Agreement with the NumPy reference (fraction of int8 values identical / within one level):", ""]
     for row in r["configs"]:
         parts = [f"{k} {a['identical_fraction']:.4f} / {a['within_1_fraction']:.5f}" for k, a in row["agreement"].items()]

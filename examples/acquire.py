@@ -10,6 +10,9 @@ endpoint's stream (NumPy on the CPU backend), as in vortex's documentation.
     python examples/acquire.py                    # GPU if present, else CPU
     python examples/acquire.py --device cpu --volumes 4 --out /tmp/oct
 
+``python -m vortexgo demo`` (``make demo``) runs the same acquisition from an
+installed package and writes its images at 512 x 512.
+
 Writes ``<out>/volumes.npy`` (volumes, bscans, ascans, depth; int8) and
 ``<out>/mip.png`` (and the central B-scan as ``<out>/bscan.png``), and prints the throughput.
 """
@@ -28,7 +31,8 @@ from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
 from vortexgo.engine import AscanStackEndpoint, Engine, EngineConfig, StackDeviceTensorEndpointInt8
 from vortexgo.format import FormatPlanner, FormatPlannerConfig, SimpleSlice, StackFormatExecutor, StackFormatExecutorConfig
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
-from vortexgo.scan import RasterScan, RasterScanConfig
+from vortexgo.cli import default_out_dir
+from vortexgo.scan import RasterScan, RasterScanConfig, inactive_policy
 from vortexgo.storage import SimpleStackConfig, SimpleStackHeader, SimpleStackInt8
 
 # (samples per spectrum, A-scans per B-scan, B-scans per volume, volumes)
@@ -37,9 +41,15 @@ CPU_DEFAULT = (512, 128, 64, 6)
 
 
 def raster_scan(ascans: int, bscans: int) -> RasterScan:
-    """One volume of vortex's raster scan (the engine's scan queue plays it once per append)."""
+    """One volume of vortex's raster scan (the engine's scan queue plays it once per append).
+
+    No inactive (flyback) lines: the simulated acquisition numbers its A-scans
+    in raster order, so flyback samples would take A-scans meant for the next
+    B-scan and shear the volume. A real scanner acquires during the flyback.
+    """
     cfg = RasterScanConfig()
     cfg.ascans_per_bscan, cfg.bscans_per_volume, cfg.loop = ascans, bscans, False
+    cfg.inactive_policy = inactive_policy.FixedLinear(0, 0)
     scan = RasterScan()
     scan.initialize(cfg)
     return scan
@@ -52,7 +62,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, help="spectrometer pixels per A-scan (any length)")
     p.add_argument("--ascans", type=int, help="A-scans per B-scan")
     p.add_argument("--bscans", type=int, help="B-scans per volume")
-    p.add_argument("--out", default="out", help="output folder (default: ./out)")
+    p.add_argument("--out", default=default_out_dir("acquire"), help="output folder (default: %(default)s)")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     return p.parse_args(argv)
 

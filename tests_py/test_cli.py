@@ -1,18 +1,30 @@
-"""``python -m vortexgo``: the command line a new user runs first."""
+"""``python -m vortexgo``: the command line a new user runs first (info, demo, bench)."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
 
 import vortexgo as vg
+from vortexgo import cli
+
+from conftest import DEVICES
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.timeout(300)
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(vg.__file__)))
+def _run(*args: str, env: dict | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
+    e = dict(os.environ, **(env or {}))
+    e["PYTHONPATH"] = os.path.dirname(os.path.dirname(vg.__file__))  # the package under test
     return subprocess.run([sys.executable, "-m", "vortexgo", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=e, cwd=cwd, timeout=240)
 
 
 def test_info_names_devices_and_what_is_missing():
@@ -29,4 +41,128 @@ def test_info_names_devices_and_what_is_missing():
 
 def test_unknown_command_is_refused_with_usage():
     r = _run("frobnicate")
-    assert r.returncode == 2 and "invalid choice" in r.stderr and "info" in r.stderr
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+    for cmd in ("info", "demo", "bench"):
+        assert cmd in r.stderr
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_demo_writes_a_visible_mip_a_bscan_and_the_volumes(device, tmp_path):
+    out = tmp_path / "o"
+    r = _run("demo", "--device", device, "--out", str(out), "--volumes", "2", "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s, a, b, _ = cli.DEMO_GPU if device.startswith("cuda") else cli.DEMO_CPU
+    assert f"writing to   {out}" in r.stdout and "M A-scans/s" in r.stdout
+    for name in ("mip.png", "bscan.png", "volumes.npy"):
+        assert str(out / name) in r.stdout, f"the output names {name}"
+    vols = np.load(out / "volumes.npy")
+    assert vols.shape == (2, b, a, s // 2, 1) and vols.dtype == np.int8
+    from PIL import Image
+
+    for name in ("mip.png", "bscan.png"):
+        img = np.asarray(Image.open(out / name))
+        assert img.shape == (512, 512), f"{name}: a size a person can see, whatever the volume's"
+        assert img.std() > 20, f"{name} shows structure, not a flat field"
+    # The MIP is the stored last volume's, so the file and the picture agree.
+    mip, _ = cli.enface_images(vols[-1])
+    np.testing.assert_array_equal(np.asarray(mip), np.asarray(Image.open(out / "mip.png")))
+
+
+def test_demo_default_output_is_named_and_outside_the_current_folder(tmp_path):
+    data, cwd = tmp_path / "data", tmp_path / "cwd"
+    cwd.mkdir()
+    r = _run("demo", "--device", "cpu", "--volumes", "1", "--no-progress",
+             env={"XDG_DATA_HOME": str(data)}, cwd=str(cwd))
+    assert r.returncode == 0, r.stdout + r.stderr
+    where = data / "vortexgo" / "demo"
+    assert f"writing to   {where}" in r.stdout
+    assert (where / "mip.png").is_file() and list(cwd.iterdir()) == []
+
+
+def test_default_out_dir_per_platform(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert cli.default_out_dir("bench") == str(tmp_path / "vortexgo" / "bench")
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert cli.default_out_dir().endswith(os.path.join(".local", "share", "vortexgo", "demo"))
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path))
+    assert cli.default_out_dir() == str(tmp_path / "vortexgo" / "demo")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert "Application Support" in cli.default_out_dir()
+
+
+@pytest.mark.parametrize("args, words", [
+    (("demo", "--device", "tpu:0", "--volumes", "1"), "device"),
+    (("demo", "--device", "cpu", "--volumes", "0"), "volumes"),
+    (("bench", "--device", "nonsense"), "device"),
+])
+def test_bad_arguments_exit_1_naming_them(args, words, tmp_path):
+    r = _run(*args, "--out", str(tmp_path)) if args[0] == "demo" else _run(*args)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_output_folder_that_is_a_file_is_named(tmp_path):
+    f = tmp_path / "taken"
+    f.write_text("mine")
+    r = _run("demo", "--device", "cpu", "--volumes", "1", "--out", str(f))
+    assert r.returncode == 1 and str(f) in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert f.read_text() == "mine", "nothing of the user's is overwritten"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bench_prints_a_table_of_positive_figures(device):
+    r = _run("bench", "--device", device, "--quick")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"vortexgo bench on {vg.get_device(device).name}" in r.stdout
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    names = [row.split("|")[1].strip() for row in rows]
+    assert names == ["engine end to end", "engine end to end, raw input", "copy host -> device",
+                     "copy device -> host", "scale_offset kernel", "event record", "event query",
+                     "stream synchronize"]
+    for row in rows:
+        value = float(row.split("|")[2])
+        assert value > 0 and np.isfinite(value), row
+
+
+def test_enface_images_sizes_and_bad_shapes():
+    rng = np.random.default_rng(0)
+    vol = rng.integers(-128, 127, (8, 16, 32, 1), dtype=np.int8)
+    mip, bscan = cli.enface_images(vol, size=64)
+    assert mip.size == (64, 64) and bscan.size == (64, 64)
+    with pytest.raises(ValueError, match="volume shape"):
+        cli.enface_images(vol[0, 0])
+
+
+def test_make_demo_runs_the_cli():
+    """`make demo` is the README's first command: it must run this demo."""
+    if not (ROOT / "Makefile").is_file():
+        pytest.skip("not a source tree (the tests run against an installed wheel)")
+    text = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", text, flags=re.M)
+    assert recipe and "-m vortexgo demo" in recipe.group(1)
+
+
+def test_ctrl_c_stops_the_demo_cleanly_and_keeps_a_readable_file(tmp_path):
+    """Ctrl-C mid-run: exit 130 without a traceback, the engine stopped and the
+    storage closed, so the volumes file reads back (completed volumes kept)."""
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(vg.__file__)))
+    p = subprocess.Popen([sys.executable, "-m", "vortexgo", "demo", "--device", "cpu", "--volumes", "1000",
+                          "--no-progress", "--out", str(tmp_path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert "writing to" in p.stdout.readline() + p.stdout.readline()
+        time.sleep(3)  # prepared (or nearly) and acquiring
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, out + err
+    assert "interrupted" in err and "Traceback" not in err, err
+    vols = np.load(tmp_path / "volumes.npy")
+    assert vols.ndim == 5 and vols.shape[1:] == (128, 128, 256, 1)

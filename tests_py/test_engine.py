@@ -246,10 +246,11 @@ def test_callbacks_order_and_arguments():
     assert segs == [("segment", (i + 1) * A, i // B, 0, i % B) for i in range(2 * B)]
     assert vols == [("volume", (v + 1) * RPV, v, 0) for v in range(2)]
     assert scans == [("scan", (v + 1) * RPV, v) for v in range(2)]
-    # In order: each volume after its last segment, each scan after its volume, an update first per block.
+    # In order: each volume after its last segment, each scan after its volume, an update last
+    # per block (vortex's order).
     i_vol0 = log.index(vols[0])
     assert log[i_vol0 - 1] == segs[B - 1] and i_vol0 < log.index(scans[0]) < log.index(segs[B])
-    assert log[-1] == scans[1] and log[0] == ("update",)
+    assert log[-1] == ("update",) and log[-2] == scans[1] and log[0][0] == "segment"
 
 
 def test_raising_callback_is_logged_counted_and_engine_continues(caplog):

@@ -48,8 +48,9 @@ func (e *StackStorageEndpoint) Record() []float64 { return []float64{float64(e.W
 // NewWithExecutor builds vortex's tensor endpoint of kind for exec (a
 // stage executor) with volume shape (nil: a stack volume sized from the
 // planner and the executor's slice), for bindings: "stack_device",
-// "stack_host", "spectra_stack_device" (StackDeviceTensorEndpoint*,
-// StackHostTensorEndpoint*, SpectraStackDeviceTensorEndpointUInt16), or a
+// "stack_host", "spectra_stack_device", "spectra_stack_host"
+// (StackDeviceTensorEndpoint*, StackHostTensorEndpoint*,
+// Spectra{Device,Host}TensorEndpointUInt16), or a
 // geometry endpoint, "radial", "spiral", "position" (Radial, AscanSpiral,
 // PositionDeviceTensorEndpoint) and their raw-spectra twins
 // "spectra_radial", "spectra_spiral", "spectra_position".
@@ -69,10 +70,12 @@ func NewWithExecutor(kind, dtype string, exec any, shape []int) (engine.Endpoint
 		e, _, err = NewStackTensorEndpoint("host", dt)
 	case "spectra_stack_device":
 		e, _, err = NewStackTensorEndpoint("spectra", dt)
+	case "spectra_stack_host":
+		e, _, err = NewStackTensorEndpoint("spectra_host", dt)
 	case "radial", "spiral", "position", "spectra_radial", "spectra_spiral", "spectra_position":
 		return NewGeometryTensorEndpoint(exec, shape, dt, len(kind) > 8 && kind[:8] == "spectra_")
 	default:
-		return nil, engine.Invalid("endpoint kind %q, expected stack_device, stack_host, spectra_stack_device, radial, spiral, position or a spectra_ geometry kind", kind)
+		return nil, engine.Invalid("endpoint kind %q, expected stack_device, stack_host, spectra_stack_device, spectra_stack_host, radial, spiral, position or a spectra_ geometry kind", kind)
 	}
 	if err != nil {
 		return nil, err

@@ -155,6 +155,14 @@ func NewSpectraStackDeviceTensorEndpoint() (*StackTensorEndpoint, error) {
 	return newStackTensor("SpectraStackDeviceTensorEndpoint", backend.DeviceMem, backend.Uint16, srcRaw)
 }
 
+// NewSpectraStackHostTensorEndpoint returns an endpoint keeping the raw
+// uint16 spectra of each volume in pinned host memory (vortex's
+// SpectraStackHostTensorEndpointUInt16; its CPU SpectraStackTensorEndpoint
+// too).
+func NewSpectraStackHostTensorEndpoint() (*StackTensorEndpoint, error) {
+	return newStackTensor("SpectraStackHostTensorEndpoint", backend.PinnedMem, backend.Uint16, srcRaw)
+}
+
 // Prepare creates the stream and the tensor.
 func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	if e.tensor != nil {
@@ -312,13 +320,17 @@ func NewStackTensorEndpoint(memory string, dtype backend.DType) (*StackTensorEnd
 		e, err = NewStackDeviceTensorEndpoint(dtype)
 	case "host":
 		e, err = NewStackHostTensorEndpoint(dtype)
-	case "spectra":
+	case "spectra", "spectra_host":
 		if dtype != backend.Uint16 {
 			return nil, "", engine.Invalid("spectra endpoint of dtype %v, expected uint16 (raw spectra)", dtype)
 		}
-		e, err = NewSpectraStackDeviceTensorEndpoint()
+		if memory == "spectra" {
+			e, err = NewSpectraStackDeviceTensorEndpoint()
+		} else {
+			e, err = NewSpectraStackHostTensorEndpoint()
+		}
 	default:
-		return nil, "", engine.Invalid("memory=%q, expected \"device\", \"host\" or \"spectra\"", memory)
+		return nil, "", engine.Invalid("memory=%q, expected \"device\", \"host\", \"spectra\" or \"spectra_host\"", memory)
 	}
 	if err != nil {
 		return nil, "", engine.Invalid("%v", err)

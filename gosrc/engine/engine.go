@@ -661,13 +661,10 @@ func hasCopy(plan *FormatPlan) bool {
 }
 
 // postPlan posts one event per notification of the plan for one endpoint,
-// and the block's update event when update is set. It returns the Seq of
+// then the block's update event when update is set. It returns the Seq of
 // the last volume event posted (0 if none).
 func (e *Engine) postPlan(ep *epRoute, b *Block, plan *FormatPlan, update bool) (volumeSeq uint64) {
 	ts := e.now()
-	if update && !ep.skip[EventUpdate] {
-		e.events.post(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, e.stopping)
-	}
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		var k EventKind
@@ -696,6 +693,11 @@ func (e *Engine) postPlan(ep *epRoute, b *Block, plan *FormatPlan, update bool) 
 		if k == EventVolume {
 			volumeSeq = seq
 		}
+	}
+	// The update event ends the block's events, as vortex's update_callback
+	// comes last: the handlers of aggregated segments know the block ended.
+	if update && !ep.skip[EventUpdate] {
+		e.events.post(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, e.stopping)
 	}
 	return volumeSeq
 }

@@ -55,7 +55,7 @@ from .acquire import (
     SimulatedAcquisition,
     SimulatedAcquisitionConfig,
 )
-from .process import CPUProcessor, CUDAProcessor, ProcessorConfig
+from .process import CopyProcessor, CPUProcessor, CUDAProcessor, NullProcessor, ProcessorConfig
 from .scan import Range, RasterScan, RasterScanConfig
 from .format import SampleSlice, SimpleSlice, StackFormatExecutor, StackFormatExecutorConfig
 from .storage import SimpleStackConfig, SimpleStackFloat32, SimpleStackHeader, SimpleStackInt8, SimpleStackUInt16
@@ -80,7 +80,7 @@ from .engine import (
 __all__ += [
     "SimulatedAcquisition", "SimulatedAcquisitionConfig", "FileAcquisition", "FileAcquisitionConfig",
     "NullAcquisition", "NullAcquisitionConfig",
-    "ProcessorConfig", "CPUProcessor", "CUDAProcessor",
+    "ProcessorConfig", "CPUProcessor", "CUDAProcessor", "NullProcessor", "CopyProcessor",
     "Range", "RasterScan", "RasterScanConfig", "SampleSlice", "SimpleSlice", "StackFormatExecutor", "StackFormatExecutorConfig",
     "SimpleStackConfig", "SimpleStackHeader", "SimpleStackInt8", "SimpleStackUInt16", "SimpleStackFloat32",
     "Engine", "EngineConfig", "EngineEvent", "EngineStatus", "StageTiming",
@@ -90,7 +90,7 @@ __all__ += [
 ]
 
 # --- vortex's marker and log modules, and its logger helpers at the top level ---
-from . import log, marker
+from . import log, marker, memory
 from .log import get_console_logger, get_file_logger, get_python_logger
 
 __all__ += ["log", "marker", "get_console_logger", "get_file_logger", "get_python_logger"]

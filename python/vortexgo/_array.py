@@ -127,7 +127,7 @@ class Array:
     ``pinned`` arrays are page-locked host memory of that device, the source
     and target of truly asynchronous copies.
 
-    The array remembers the stream of its last write (:attr:`stream`);
+    The array remembers the stream of its last write (``stream``);
     consumers are ordered after it: ``__cuda_array_interface__`` reports it
     and ``__dlpack__(stream=...)`` makes the consumer's stream wait on it.
 
@@ -244,8 +244,8 @@ class Array:
 
     @property
     def freed(self) -> bool:
-        """True once this array can no longer be used: an owner after :meth:`free`
-        (its borrowers may still hold the memory), a view never while it lives."""
+        """Whether this array can no longer be used (an owner after :meth:`free`
+        - its borrowers may still hold the memory - and a view never while it lives)."""
         if self._keep is not None:
             return not self._keep.alive
         return (self._base or self)._buf is None
@@ -262,7 +262,7 @@ class Array:
         array's own methods raise ClosedError.
 
         Freeing waits for work still using the memory (the driver's rule), so
-        keep frees off hot paths; pools exist for that (:class:`vortexgo.BufferPool`).
+        keep frees off hot paths; pools exist for that (:class:`vortexgo.toolkit.BufferPool`).
         """
         if self._base is not None or self._keep is not None:
             raise ValueError("free() on a view: free the array it views instead")

@@ -57,7 +57,7 @@ class DeviceTensor:
     keep running while this one waits) and yields a zero-copy view: a CuPy
     array when CuPy is installed and the tensor is in CUDA device memory, a
     NumPy array when the memory is host-accessible (CPU backend, pinned).
-    Issue GPU work on the view on :attr:`stream` (``with tensor.stream:``):
+    Issue GPU work on the view on ``tensor.stream`` (``with tensor.stream:``):
     writers record the tensor's ready event there, and the view reports
     ``stream: None`` in its CUDA array interface so wrapping it never makes
     the host wait.

@@ -132,15 +132,19 @@ class SimulatedAcquisitionConfig:
 
     Attributes:
         samples_per_record: spectrometer pixels per A-scan (>= 16).
-        ascans_per_bscan, bscans_per_volume: the phantom's lateral sampling;
-            match them to the :class:`~vortexgo.scan.RasterScan`.
+        ascans_per_bscan: the phantom's A-scans per B-scan; match it to
+            the :class:`~vortexgo.scan.RasterScan`.
+        bscans_per_volume: the phantom's B-scans per volume, likewise.
         volumes: distinct volumes synthesised once and replayed in a ring.
         total_volumes: volumes delivered before the end; 0 replays forever.
         rate: A-scans per second; 0 delivers as fast as the engine asks.
         seed: makes the phantom and the noise reproducible.
         noise_level: shot noise scale (0 = noiseless).
-        reference_level, dark_level: reference arm and detector offset, in counts.
-        center_wavelength, wavelength_span, source_bandwidth: in metres.
+        reference_level: reference arm level, in counts.
+        dark_level: detector offset, in counts.
+        center_wavelength: in metres.
+        wavelength_span: of the spectrometer, in metres.
+        source_bandwidth: of the Gaussian source, in metres.
         dispersion: quadratic phase mismatch at the band edges, radians.
     """
 
@@ -205,13 +209,13 @@ class SimulatedAcquisition(_Acquisition):
     @native
     def resampling_positions(self) -> np.ndarray:
         """Fractional raw-pixel positions of samples even in wavenumber (float32):
-        :attr:`vortexgo.process.ProcessorConfig.resampling_samples` for this spectrometer."""
+        ``resampling_samples`` of :class:`~vortexgo.process.ProcessorConfig` for this spectrometer."""
         return self._phantom(_RESAMPLING, 0, 0, 0, size=self.config.samples_per_record).astype(np.float32)
 
     @native
     def dispersion_compensation(self) -> np.ndarray:
         """The complex64 phasor that undoes the simulated dispersion; multiply a
-        window into it for :attr:`vortexgo.process.ProcessorConfig.spectral_filter`."""
+        window into it for ``spectral_filter`` of :class:`~vortexgo.process.ProcessorConfig`."""
         v = self._phantom(_DISPERSION, 0, 0, 0, size=2 * self.config.samples_per_record)
         return v.view(np.complex128).astype(np.complex64)
 
@@ -244,7 +248,7 @@ class _BlockShape:
 
     @property
     def shape(self) -> list[int]:
-        """The shape of the buffers :meth:`NullAcquisition.next` fills:
+        """The shape of the buffers :meth:`NullAcquisition.next` fills,
         ``[records_per_block, samples_per_record, channels_per_sample]``."""
         return [self.records_per_block, self.samples_per_record, self.channels_per_sample]
 
@@ -272,7 +276,7 @@ class FileAcquisitionConfig(_BlockShape):
             for a ``.npy`` file 0 takes it from the header.
         records_per_block: records of the buffers :meth:`FileAcquisition.next`
             fills (:attr:`shape`); the engine's blocks follow
-            :attr:`vortexgo.engine.EngineConfig.records_per_block`.
+            ``EngineConfig.records_per_block``.
         channels_per_sample: interleaved channels per sample.
         loop: replay from the start instead of ending (vortex's default: True).
         rate: A-scans per second; 0 is unthrottled (ours).
@@ -290,8 +294,9 @@ class NullAcquisitionConfig(_BlockShape):
     """Configuration of a :class:`NullAcquisition` (vortex's fields and defaults).
 
     Attributes:
-        samples_per_record, records_per_block, channels_per_sample: the shape
-            of the buffers (:attr:`shape`).
+        samples_per_record: samples per record of the buffers (:attr:`shape`).
+        records_per_block: records of the buffers.
+        channels_per_sample: channels per sample of the buffers.
         records: records delivered before the end; 0 is endless (ours).
         rate: A-scans per second in an engine; 0 is unthrottled (ours).
     """
@@ -357,7 +362,7 @@ class _Standalone(_Acquisition):
 
     def next(self, buffer: Any, id: int = 0) -> int:
         """Acquire into ``buffer`` (NumPy uint16, shape ``(records,
-        samples_per_record, channels_per_sample)``; see :attr:`config.shape`)
+        samples_per_record, channels_per_sample)``; see ``config.shape``)
         and return the number of records acquired: fewer at the end of the
         data, then 0. ``id`` is for logging only."""
         id = check_int("id", id, 0)

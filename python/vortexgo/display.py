@@ -152,9 +152,11 @@ class LiveView:
         self._busy = False  # a frame is queued or rendering: newer volumes are dropped
         self._volumes = 0  # volume callbacks seen: the frames' volume_index
         self._closed = False
+        #: The newest rendered :class:`Frame` (None before the first).
         self.frame: Optional[Frame] = None
-        #: Volumes rendered and volumes skipped because a frame was in progress.
+        #: Volumes rendered.
         self.frames_shown = 0
+        #: Volumes skipped because a frame was still in progress.
         self.frames_dropped = 0
         self._error: Optional[BaseException] = None
         self._widgets: Optional[tuple] = None

@@ -42,6 +42,7 @@ __all__ = [
     "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
     "SpectraPositionDeviceTensorEndpointUInt16",
     "StackTensorEndpointInt8", "StackTensorEndpointUInt16", "StackTensorEndpointFloat32",
+    "SpectraStackHostTensorEndpointUInt16", "SpectraStackTensorEndpointUInt16",
     "AscanSpiralDeviceTensorEndpointInt8", "AscanSpiralDeviceTensorEndpointUInt16",
     "AscanSpiralDeviceTensorEndpointFloat32",
 ]
@@ -87,6 +88,13 @@ class _Endpoint:
         self.scan_callback: Optional[Callable[[int, int], Any]] = None
         #: ``event_callback(sample, id)`` for the scan's Event markers (vortex's endpoint event callback).
         self.event_callback: Optional[Callable[[int, int], Any]] = None
+        #: ``aggregate_segment_callback(segments)``: the segment indices (as ``segment_callback``'s
+        #: last argument) a block finished in one volume, before that volume's ``volume_callback``,
+        #: and at the block's end those of the volume still open (vortex's).
+        self.aggregate_segment_callback: Optional[Callable[[list[int]], Any]] = None
+        #: ``block_segment_callback(segments)``: every segment index the block finished, at the
+        #: block's end, before ``update_callback`` (vortex's).
+        self.block_segment_callback: Optional[Callable[[list[int]], Any]] = None
         self._device: Optional[Device] = None
         self._tensor: Optional[_EndpointTensor] = None
         self._stream: Optional[Stream] = None
@@ -118,7 +126,7 @@ class _Endpoint:
 
     @property
     def stream(self) -> Stream:
-        """The stream formatting runs on (after :meth:`Engine.prepare`).
+        """The stream formatting runs on (after :meth:`~vortexgo.engine.Engine.prepare`).
 
         ``with endpoint.stream as stream:`` makes it current (binding a
         ``cupy.cuda.ExternalStream`` when CuPy is installed), so work issued
@@ -253,6 +261,19 @@ class SpectraStackDeviceTensorEndpointUInt16(_TensorEndpoint):
     _spectra = True
 
 
+class SpectraStackHostTensorEndpointUInt16(_TensorEndpoint):
+    """Keeps the latest volume's raw uint16 spectra, uncropped, in pinned host memory
+    (NumPy, no copy)."""
+
+    _dtype = "uint16"
+    _spectra = True
+    _memory = "host"
+
+
+#: vortex's CPU spectra endpoint: the spectra in host memory.
+SpectraStackTensorEndpointUInt16 = SpectraStackHostTensorEndpointUInt16
+
+
 def _geometry_endpoint(name: str, geometry: str, executor: type, dtype: str, spectra: bool = False) -> type:
     what = "raw uint16 spectra" if spectra else f"processed A-scans as {dtype}"
     doc = (f"vortex's ``{name}``: the latest volume of {what}, placed by a {executor.__name__} into an "
@@ -309,7 +330,7 @@ class _StorageEndpoint(_Endpoint):
 
 class AscanStackEndpoint(_StorageEndpoint):
     """Stores every completed processed volume in a ``SimpleStack`` (in the stack's
-    dtype), off the engine's hot path. Open the stack before :meth:`Engine.prepare`."""
+    dtype), off the engine's hot path. Open the stack before :meth:`~vortexgo.engine.Engine.prepare`."""
 
 
 class SpectraStackEndpoint(_StorageEndpoint):

@@ -248,8 +248,9 @@ class EngineConfig:
             it spins through the gaps between them (up to one CPU core while an engine
             streams), otherwise 200 us, then it parks; 0 never spins. Waking a parked
             dispatcher costs tens of microseconds (the callback latency's tail).
-        galvo_output_channels, galvo_input_channels: channels of the generated
-            waveform (the scans' channels_per_sample) and of measured positions (2, 2).
+        galvo_output_channels: channels of the generated waveform (the
+            scans' channels_per_sample; 2).
+        galvo_input_channels: channels of measured positions (2).
         post_scan_records: records still acquired after the scan queue runs dry.
         lead_marker: the marker at sample 0 (vortex's default: a ScanBoundary without flags).
         strobes: the digital strobes written beside the waveform for the IOs (vortex's
@@ -662,7 +663,14 @@ class Engine:
         # Events go out only for the callbacks set now, so the dispatcher never
         # wakes for an event it would discard (set callbacks before start()).
         for i, ep in enumerate(self._endpoints):
-            h.SetCallbacks(i, sum(1 << kind for kind, name in _CB_NAMES.items() if getattr(ep, name) is not None))
+            kinds = {kind for kind, name in _CB_NAMES.items() if getattr(ep, name) is not None}
+            # Segments are gathered; volume events and the block's update (its last) deliver them.
+            if ep.aggregate_segment_callback is not None:
+                kinds |= {_SEGMENT, _VOLUME, _UPDATE}
+            if ep.block_segment_callback is not None:
+                kinds |= {_SEGMENT, _UPDATE}
+            ep._agg_volume, ep._agg_block = [], []
+            h.SetCallbacks(i, sum(1 << kind for kind in kinds))
         h.Start()
         self._started = True
         self._dispatcher = threading.Thread(target=self._dispatch, name="vortexgo-engine-dispatcher", daemon=True)
@@ -805,7 +813,7 @@ class Engine:
 
     @property
     def timings(self) -> dict[str, StageTiming]:
-        """Per-block job timing by stage: ``{"acquire", "process", "format", "upload"}`` ->
+        """Per-block job timing by stage, ``{"acquire", "process", "format", "upload"}`` ->
         :class:`StageTiming` (ms); ``upload`` is the host-to-device copy within ``process``."""
         if self._h is None:
             return {s: StageTiming() for s in ("acquire", "process", "format", "upload")}
@@ -929,6 +937,32 @@ class Engine:
         except BaseException as exc:
             self._handler_exited("ScanQueue.empty_callback" if empty else "a ScanQueue callback", exc)
 
+    def _aggregate(self, ep: _Endpoint, kind: int, row: list, aggregate: Any, block: Any) -> None:
+        """vortex's aggregated segment callbacks, around the events of one endpoint: segments
+        gather per volume and per block; a volume event first hands its volume's segments to
+        ``aggregate_segment_callback``, the block's update event (its last) the open volume's,
+        then all of the block's to ``block_segment_callback``."""
+        volume, blk = ep._agg_volume, ep._agg_block
+        calls = []
+        if kind == _SEGMENT:
+            volume.append(row[5])
+            blk.append(row[5])
+        elif kind == _VOLUME or kind == _UPDATE:
+            if volume and aggregate is not None:
+                calls.append(("aggregate_segment_callback", aggregate, list(volume)))
+            volume.clear()
+            if kind == _UPDATE:
+                if blk and block is not None:
+                    calls.append(("block_segment_callback", block, list(blk)))
+                blk.clear()
+        for name, cb, segments in calls:
+            try:
+                cb(segments)
+            except Exception as exc:
+                self._callback_failed(f"{type(ep).__name__}.{name}", exc)
+            except BaseException as exc:
+                self._handler_exited(f"{type(ep).__name__}.{name}", exc)
+
     def _dispatch(self) -> None:
         """Drain the Go event queue and run the handlers, in order (DESIGN.md section 1)."""
         h = self._h
@@ -949,6 +983,7 @@ class Engine:
             # the engine runs; a batch sees one set), then looked up by kind.
             table = [(ep.update_callback, ep.segment_callback, ep.volume_callback, ep.scan_callback, None, None,
                       ep.event_callback) for ep in eps]
+            agg = [(ep.aggregate_segment_callback, ep.block_segment_callback) for ep in eps]
             for row in buf[:n].tolist():
                 kind = row[0]
                 if self._fatal is not None and kind not in (_ERROR, _DONE):
@@ -965,6 +1000,8 @@ class Engine:
                     err = h.Err()
                     self._engine_event(EngineEvent.ERROR, translate(RuntimeError(err)) if err else VortexError("engine error"))
                     continue
+                if kind in (_SEGMENT, _VOLUME, _UPDATE) and (agg[row[1]][0] or agg[row[1]][1]):
+                    self._aggregate(eps[row[1]], kind, row, *agg[row[1]])
                 cb = table[row[1]][kind]
                 if cb is None:
                     continue

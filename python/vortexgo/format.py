@@ -275,7 +275,7 @@ class PositionFormatExecutorConfig(StackFormatExecutorConfig):
 
 
 class RadialFormatExecutor(_Executor):
-    """vortex's ``RadialFormatExecutor`` (for :class:`~vortexgo.endpoint.RadialDeviceTensorEndpoint`)."""
+    """vortex's ``RadialFormatExecutor`` (for :class:`~vortexgo.endpoint.RadialDeviceTensorEndpointInt8` and its siblings)."""
 
     _kind, _config_cls = "RadialFormatExecutor", RadialFormatExecutorConfig
 
@@ -287,7 +287,7 @@ class SpiralFormatExecutor(_Executor):
 
 
 class PositionFormatExecutor(_Executor):
-    """vortex's ``PositionFormatExecutor`` (for :class:`~vortexgo.endpoint.PositionDeviceTensorEndpoint`)."""
+    """vortex's ``PositionFormatExecutor`` (for :class:`~vortexgo.endpoint.PositionDeviceTensorEndpointInt8` and its siblings)."""
 
     _kind, _config_cls = "PositionFormatExecutor", PositionFormatExecutorConfig
 

@@ -99,7 +99,7 @@ class _Tensor:
 
     @property
     def underlying_size_in_bytes(self) -> int:
-        """The bytes allocated: at least :attr:`size_in_bytes` (a smaller resize
+        """The bytes allocated, at least :attr:`size_in_bytes` (a smaller resize
         keeps the memory; :meth:`shrink` gives the excess back)."""
         return self._capacity if self._t is not None else 0
 

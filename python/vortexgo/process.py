@@ -63,7 +63,7 @@ class ProcessorConfig:
     Attributes:
         samples_per_record: raw spectrum length (>= 2).
         ascans_per_block: the most A-scans per block; at least
-            :attr:`vortexgo.engine.EngineConfig.records_per_block`.
+            ``records_per_block`` of :class:`~vortexgo.engine.EngineConfig`.
         channels_per_sample: interleaved channels in the raw input.
         channel: the channel processed (< channels_per_sample).
         interpret_as_signed: read the raw uint16 values as int16.
@@ -99,14 +99,14 @@ class ProcessorConfig:
 
     @property
     def samples_per_ascan(self) -> int:
-        """The processed A-scan length: ``len(resampling_samples)``, else ``samples_per_record``."""
+        """The processed A-scan length, ``len(resampling_samples)`` or else ``samples_per_record``."""
         if self.resampling_samples is not None and len(self.resampling_samples) > 0:
             return len(self.resampling_samples)
         return self.samples_per_record
 
     @property
     def records_per_block(self) -> int:
-        """vortex's other name for :attr:`ascans_per_block`."""
+        """vortex's other name for ``ascans_per_block``."""
         return self.ascans_per_block
 
     @records_per_block.setter
@@ -115,12 +115,12 @@ class ProcessorConfig:
 
     @property
     def input_shape(self) -> list[int]:
-        """``[ascans_per_block, samples_per_record, channels_per_sample]``: the raw block."""
+        """The raw block's shape, ``[ascans_per_block, samples_per_record, channels_per_sample]``."""
         return [self.ascans_per_block, self.samples_per_record, self.channels_per_sample]
 
     @property
     def output_shape(self) -> list[int]:
-        """``[ascans_per_block, samples_per_ascan, 1]``: the processed block."""
+        """The processed block's shape, ``[ascans_per_block, samples_per_ascan, 1]``."""
         return [self.ascans_per_block, self.samples_per_ascan, 1]
 
     def copy(self) -> "ProcessorConfig":
@@ -530,7 +530,7 @@ class NullProcessorConfig(_ShapeConfig):
 
     @property
     def slots(self) -> int:
-        """Blocks in flight: a NullProcessor holds none back (1)."""
+        """Blocks in flight, 1 (a NullProcessor holds none back)."""
         return 1
 
 
@@ -565,7 +565,9 @@ class CopyProcessorConfig(_ShapeConfig):
     """Configuration of a :class:`CopyProcessor` (vortex's fields and defaults).
 
     Attributes:
-        samples_per_record, ascans_per_block, channels_per_sample: the raw block.
+        samples_per_record: samples per record of the raw block.
+        ascans_per_block: records of the raw block.
+        channels_per_sample: channels per sample of the raw block.
         channel: the channel copied.
         slots: blocks in flight in an engine.
         sample_slice: the samples kept (:class:`~vortexgo.format.SampleSlice`;

@@ -870,7 +870,7 @@ class RepeatedPattern(_Pattern):
 _LIMITS = _Field("Limits", _limits_list, lambda: [limits.ThorLabs_GVS_5mm.copy(), limits.ThorLabs_GVS_5mm.copy()],
                  lambda ls: [x._go() for x in ls], lambda ls: [Limits._from(x) for x in ls], "One Limits per channel.")
 _SEGMENTED = dict(
-    channels_per_sample=_Field("ChannelsPerSample", _int(), lambda: 2, doc="Values per sample (2: x, y)."),
+    channels_per_sample=_Field("ChannelsPerSample", _int(), lambda: 2, doc="Values per sample, 2 (x and y)."),
     samples_per_second=_Field("SamplesPerSecond", _int(), lambda: 100_000, doc="Output rate."),
     loop=_Field("Loop", check_bool, lambda: True, doc="Restart the scan when it completes."),
     consolidate=_Field("Consolidate", check_bool, lambda: False, doc="vortex's buffer consolidation (no effect here)."),

@@ -30,7 +30,7 @@ an HDF5 file, with ``compression_level`` and a MATLAB v7.3 header; the HDF5 C
 library is loaded at run time from the system or the h5py wheel), ``StreamDump``
 (one of each block's streams), ``MarkerLog`` (markers as text lines or 42-byte
 records) and ``BroctStorage`` (int8 volumes in the BROCT format). Their engine
-endpoints are in :mod:`vortexgo.storage_endpoint` (re-exported by
+endpoints are in ``vortexgo.storage_endpoint`` (re-exported by
 :mod:`vortexgo.engine`).
 """
 
@@ -65,7 +65,7 @@ class SimpleStackHeader(enum.IntEnum):
     Empty = 0
     #: a .npy (format 2.0) header
     NumPy = 1
-    #: a MATLAB v5 .mat header: one variable, ``data``
+    #: a MATLAB v5 .mat header (one variable, ``data``)
     MATLAB = 2
     #: an NRRD0005 header (raw encoding)
     NRRD = 3
@@ -78,7 +78,7 @@ class SimpleStackConfig:
     """Where and how a ``SimpleStack`` writes (vortex's ``SimpleStackConfig``).
 
     Attributes:
-        path: the file (created or truncated by :meth:`open`).
+        path: the file (created or truncated by the stack's ``open``).
         shape: one volume, ``(bscans, ascans, samples, channels)``; a 3-D
             ``(bscans, ascans, samples)`` means one channel.
         buffering: vortex's flag; vortexgo's writes are unbuffered either way.
@@ -187,7 +187,7 @@ class _SimpleStack:
 
     @property
     def config(self) -> Optional[SimpleStackConfig]:
-        """The configuration of the last :meth:`open` (None before)."""
+        """The configuration of the last ``open()`` (None before)."""
         return self._config
 
     @property
@@ -197,7 +197,7 @@ class _SimpleStack:
 
     @property
     def ready(self) -> bool:
-        """True between :meth:`open` and :meth:`close` (vortex's ``ready``)."""
+        """True between ``open()`` and :meth:`close` (vortex's ``ready``)."""
         return bool(self._record()[0])
 
     @property
@@ -213,7 +213,7 @@ class _SimpleStack:
 
     @property
     def shape(self) -> Optional[tuple]:
-        """The volume shape while open, else None: ``(bscans, ascans, samples)``
+        """The volume shape while open (else None), ``(bscans, ascans, samples)``
         for one channel (what the engine's stack endpoints fill), else
         ``(bscans, ascans, samples, channels)``."""
         c = self._config
@@ -418,12 +418,12 @@ class _Storage:
 
     @property
     def config(self) -> Any:
-        """The configuration of the last :meth:`open` (None before)."""
+        """The configuration of the last ``open()`` (None before)."""
         return self._config
 
     @property
     def ready(self) -> bool:
-        """True between :meth:`open` and :meth:`close` (vortex's ``ready``)."""
+        """True between ``open()`` and :meth:`close` (vortex's ``ready``)."""
         return bool(self._record()[0])
 
     @property
@@ -470,7 +470,7 @@ class SimpleStreamConfig:
     """Where a ``SimpleStream`` writes (vortex's ``SimpleStreamConfig``).
 
     Attributes:
-        path: the file (created or truncated by :meth:`open`).
+        path: the file (created or truncated by ``open()``).
         buffering: vortex's flag; vortexgo's writes are unbuffered either way.
         header: :attr:`SimpleStreamHeader.Empty`, the only one.
     """
@@ -495,7 +495,7 @@ class _SimpleStream(_Storage):
 
     @property
     def bytes_written(self) -> int:
-        """Bytes appended since :meth:`open`."""
+        """Bytes appended since ``open()``."""
         return int(self._record()[1])
 
     @native
@@ -889,8 +889,8 @@ class HDF5StackHeader(enum.IntEnum):
 
     #: a plain HDF5 file with the dataset ``data``
     Empty = 0
-    #: a MATLAB v7.3 .mat file: a 512-byte userblock with MATLAB's preamble and
-    #: the dataset's ``MATLAB_class`` attribute
+    #: a MATLAB v7.3 .mat file (a 512-byte userblock with MATLAB's preamble and
+    #: the dataset's ``MATLAB_class`` attribute)
     MATLAB = 1
 
 
@@ -899,7 +899,7 @@ class HDF5StackConfig:
     """Where and how an ``HDF5Stack`` writes (vortex's ``HDF5StackConfig``).
 
     Attributes:
-        path: the file (created or truncated by :meth:`open`).
+        path: the file (created or truncated by ``open()``).
         shape: one volume, ``(bscans, ascans, samples, channels)`` (3-D: one channel).
         header: :attr:`HDF5StackHeader.Empty` (vortex's default) or ``MATLAB``.
         compression_level: deflate level, 0 (none, vortex's default) to 9.

@@ -82,7 +82,7 @@ class _BlockEndpoint(_Endpoint):
 
     @property
     def stream(self) -> Any:
-        """Not offered: a storage endpoint's stream only downloads blocks for its writer."""
+        """Not offered (a storage endpoint's stream only downloads blocks for its writer)."""
         raise VortexError(f"{type(self).__name__} has no stream to chain work on (it only downloads blocks "
                           "for its writer); use a tensor endpoint's stream")
 
@@ -169,7 +169,7 @@ class _VolumeEndpoint(_StorageEndpoint):
 
 class AscanHDF5StackEndpoint(_VolumeEndpoint):
     """Stores every completed processed volume in an ``HDF5Stack`` (int8, uint16 or
-    float32), off the engine's hot path. Open the stack before :meth:`Engine.prepare`."""
+    float32), off the engine's hot path. Open the stack before :meth:`vortexgo.engine.Engine.prepare`."""
 
     _storages = (_HDF5Stack,)
 

@@ -103,9 +103,9 @@ class BufferPool(Closeable):
         """Give ``buf`` back; it is reused once ``after`` completes and every
         NumPy view of it is gone.
 
-        ``after`` is an :class:`Event` recorded after the buffer's last use (the
+        ``after`` is an :class:`~vortexgo.Event` recorded after the buffer's last use (the
         pool keeps it alive; do not re-record it until the buffer is handed out
-        again), a :class:`Stream` whose work queued so far is the last use, or
+        again), a :class:`~vortexgo.Stream` whose work queued so far is the last use, or
         None when nothing uses the buffer any more. ``buf`` becomes unusable
         (using it raises ClosedError) so stale use fails instead of racing.
         """

@@ -94,7 +94,7 @@ class PipelineGraph:
     @tk_native
     def replay(self, n: int = 1) -> None:
         """Launch the graph ``n`` times after all work issued so far (no host wait);
-        each launch runs :attr:`iterations` iterations and counts in the stats."""
+        each launch runs ``iterations`` iterations and counts in the stats."""
         if self._closed:
             raise ClosedError("pipeline graph is closed")
         self._h.ReplayN(check_int("n", n, 1))
