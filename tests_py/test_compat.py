@@ -11,10 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _py(code: str, *, extra_path: str = "") -> subprocess.CompletedProcess:
-    env_path = [str(ROOT / "python")] + ([extra_path] if extra_path else [])
     import os
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(env_path + [os.environ.get("PYTHONPATH", "")]))
+    # A built vortexgo already on PYTHONPATH (the GPU machine's) comes before the source tree.
+    env_path = ([extra_path] if extra_path else []) + [os.environ.get("PYTHONPATH", ""), str(ROOT / "python")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in env_path if p))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=60)
 

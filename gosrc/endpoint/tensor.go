@@ -187,6 +187,16 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("%s.Prepare: tensor: %w", e.name, err), s.Close())
 	}
+	// The volume starts zeroed on every backend (the CPU's memory is; CUDA's
+	// is not): radial, spiral and position volumes leave cells no A-scan
+	// reaches. Prepare is not the hot path: the host waits for the memset
+	// here so that a user reading the tensor before the first volume sees
+	// zeros.
+	if n := t.Size(); n > 0 {
+		if err := errors.Join(s.Memset(t.Ptr(), 0, n), s.Synchronize()); err != nil {
+			return errors.Join(fmt.Errorf("%s.Prepare: zeroing the volume: %w", e.name, err), t.Close(), s.Close())
+		}
+	}
 	e.stream, e.tensor, e.owner = s, t, info.Owner
 	e.ctx, e.cancel = stopContext(info.Stopping)
 	return nil
