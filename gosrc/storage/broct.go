@@ -206,14 +206,9 @@ func (s *BroctStorage) WriteMultiBscan(index int, data []byte) error {
 
 func (s *BroctStorage) writeMulti(index int, data []byte) error {
 	bb := s.bscanBytes()
-	if len(data) == 0 || int64(len(data))%bb != 0 {
-		return engine.Invalid("storage.BroctStorage.WriteMultiBscan: data of %d bytes, expected whole B-scans of (%d samples x %d ascans) int8",
-			len(data), s.cfg.Shape[2], s.cfg.Shape[1])
-	}
-	n := int(int64(len(data)) / bb)
-	if index < 0 || index >= s.cfg.Shape[0] || index+n > s.cfg.Shape[0] {
-		return engine.Invalid("storage.BroctStorage.WriteMultiBscan: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
-			index, n, s.cfg.Shape[0])
+	if err := checkBscans("storage.BroctStorage.WriteMultiBscan", index, len(data), bb, s.cfg.Shape[0],
+		"(%d samples x %d ascans) int8", s.cfg.Shape[2], s.cfg.Shape[1]); err != nil {
+		return err
 	}
 	return s.writeAt("WriteMultiBscan", data, s.volumePos+int64(index)*bb)
 }

@@ -315,16 +315,26 @@ func (s *SimpleStack) WriteMultiBscan(index int, data []byte) error {
 
 func (s *SimpleStack) writeMulti(index int, data []byte) error {
 	bb := s.bscanBytes()
-	if len(data) == 0 || int64(len(data))%bb != 0 {
-		return engine.Invalid("storage.WriteMultiBscan: data of %d bytes, expected whole B-scans of %d bytes (%d ascans x %d samples x %d channels of %s)",
-			len(data), bb, s.cfg.Shape[1], s.cfg.Shape[2], s.cfg.channels(), s.elem.name)
-	}
-	n := int(int64(len(data)) / bb)
-	if index < 0 || index >= s.cfg.Shape[0] || index+n > s.cfg.Shape[0] {
-		return engine.Invalid("storage.WriteMultiBscan: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
-			index, n, s.cfg.Shape[0])
+	if err := checkBscans("storage.WriteMultiBscan", index, len(data), bb, s.cfg.Shape[0],
+		"%d bytes (%d ascans x %d samples x %d channels of %s)", bb, s.cfg.Shape[1], s.cfg.Shape[2], s.cfg.channels(), s.elem.name); err != nil {
+		return err
 	}
 	return s.writeAt("WriteMultiBscan", data, s.volumePos+int64(index)*bb)
+}
+
+// checkBscans checks that n bytes of data are whole B-scans of bb bytes
+// (described by bscan and its args in the error) that fit in a volume of
+// perVolume B-scans from B-scan index.
+func checkBscans(op string, index, n int, bb int64, perVolume int, bscan string, args ...any) error {
+	if n == 0 || int64(n)%bb != 0 {
+		return engine.Invalid("%s: data of %d bytes, expected whole B-scans of "+bscan, append([]any{op, n}, args...)...)
+	}
+	count := int(int64(n) / bb)
+	if index < 0 || index >= perVolume || index+count > perVolume {
+		return engine.Invalid("%s: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
+			op, index, count, perVolume)
+	}
+	return nil
 }
 
 // WriteVolume writes one whole volume (exactly VolumeBytes bytes) and
