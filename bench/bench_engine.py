@@ -45,11 +45,11 @@ except ImportError:  # run from a checkout without PYTHONPATH
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
     import vortexgo as vg
 
-from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
+from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig, record_raster
 from vortexgo.engine import Engine, EngineConfig, SpectraStackDeviceTensorEndpointUInt16, StackDeviceTensorEndpointInt8
 from vortexgo.format import FormatPlanner, FormatPlannerConfig
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
-from vortexgo.scan import RasterScan, RasterScanConfig, inactive_policy
+from vortexgo.scan import RasterScan
 
 #: the processing parameters every variant uses
 AVERAGE_WINDOW = 64
@@ -151,20 +151,11 @@ def _agreement(ours: np.ndarray, ref: np.ndarray) -> dict:
 
 
 def _raster(g: Geometry, loop: bool) -> RasterScan:
-    """vortex's raster scan with every record active and in acquisition order: its first
-    segment starts at the origin and the inactive paths are 0 samples long, so the
-    formatted volume is the acquired records in order (what the NumPy chain processes,
-    and the same formatting work per block as every record placed)."""
-    c = RasterScanConfig()
-    c.ascans_per_bscan, c.bscans_per_volume, c.loop = g.ascans, g.bscans, loop
-    c.inactive_policy = inactive_policy.FixedLinear(0, 0)
-    c.bypass_limits_check = True  # 0-sample paths jump: no scanner is driven here
-    scan = RasterScan()
-    scan.initialize(c)
-    first = scan.scan_buffer()[0]
-    c.offset = (c.offset[0] - first[0], c.offset[1] - first[1])
-    scan.initialize(c)
-    return scan
+    """vortex's raster scan with every record active and in acquisition order
+    (:func:`vortexgo.acquire.record_raster`): the formatted volume is the acquired
+    records in order (what the NumPy chain processes, and the same formatting work
+    per block as every record placed)."""
+    return record_raster(g.ascans, g.bscans, loop=loop)
 
 
 def _pipeline(g: Geometry, device: Any, *, total_volumes: int, endpoints: list, rate: float = 0.0,

@@ -283,8 +283,7 @@ def source_throughput(g: be.Geometry, device: Any, pc: Any, raw: np.ndarray, sec
     ``seconds`` after a warm-up."""
     import tempfile
 
-    from vortexgo import scan as vs
-    from vortexgo.acquire import FileAcquisition, NullAcquisition
+    from vortexgo.acquire import FileAcquisition, NullAcquisition, record_raster
     from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8
     from vortexgo.format import FormatPlanner, FormatPlannerConfig, StackFormatExecutor, StackFormatExecutorConfig
     from vortexgo.process import CPUProcessor, CUDAProcessor
@@ -299,12 +298,7 @@ def source_throughput(g: be.Geometry, device: Any, pc: Any, raw: np.ndarray, sec
                            ("null", lambda: NullAcquisition(samples_per_record=g.samples))):
             acq = make()
             proc = CUDAProcessor(pc, device=device) if device.is_cuda else CPUProcessor(pc)
-            sc = vs.RasterScanConfig()
-            sc.ascans_per_bscan, sc.bscans_per_volume, sc.loop = g.ascans, g.bscans, True
-            sc.inactive_policy = vs.inactive_policy.FixedLinear(0, 0)
-            sc.bypass_limits_check = True
-            scan = vs.RasterScan()
-            scan.initialize(sc)
+            scan = record_raster(g.ascans, g.bscans, loop=True)
             planner = FormatPlanner(FormatPlannerConfig(g.bscans, g.ascans))
             ep = StackDeviceTensorEndpointInt8(StackFormatExecutor(StackFormatExecutorConfig()),
                                                (g.bscans, g.ascans, proc.config.samples_per_ascan))

@@ -46,12 +46,12 @@ except ImportError:  # run from a checkout without PYTHONPATH
     import vortexgo as vg
 
 from vortexgo._core import api
-from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
+from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig, record_raster
 from vortexgo.engine import AscanStackEndpoint, Engine, EngineConfig, StackDeviceTensorEndpointInt8
 from vortexgo.format import FormatPlanner, FormatPlannerConfig, SimpleSlice, StackFormatExecutor, StackFormatExecutorConfig
 from vortexgo.marker import ScanBoundary
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
-from vortexgo.scan import RasterScan, RasterScanConfig, inactive_policy
+from vortexgo.scan import RasterScan
 from vortexgo.storage import SimpleStackConfig, SimpleStackHeader, SimpleStackInt8
 
 NPY_HEADER = 320  # SimpleStackHeader.NumPy: vortex's .npy 2.0 header, 12 + 308 bytes
@@ -108,16 +108,7 @@ def settle(count, target: int, seconds: float = 2.0) -> int:
 def raster(ascans: int, bscans: int) -> RasterScan:
     """One volume of vortex's raster scan with every record active (0-sample inactive
     paths, starting at the origin), so that each volume takes ascans x bscans records."""
-    c = RasterScanConfig()
-    c.ascans_per_bscan, c.bscans_per_volume, c.loop = ascans, bscans, False
-    c.inactive_policy = inactive_policy.FixedLinear(0, 0)
-    c.bypass_limits_check = True  # 0-sample paths jump: no scanner is driven here
-    scan = RasterScan()
-    scan.initialize(c)
-    first = scan.scan_buffer()[0]
-    c.offset = (c.offset[0] - first[0], c.offset[1] - first[1])
-    scan.initialize(c)
-    return scan
+    return record_raster(ascans, bscans)
 
 
 def soak(args: argparse.Namespace) -> dict:

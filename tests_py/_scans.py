@@ -18,24 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 from vortexgo import scan as vs
+from vortexgo.acquire import record_raster
 from vortexgo.format import FormatPlanner, FormatPlannerConfig
 from vortexgo.marker import ScanBoundary
 
 
 def index_raster(ascans: int, bscans: int, *, bidirectional: bool = False, loop: bool = False) -> vs.RasterScan:
     """A raster of ``bscans`` B-scans of ``ascans`` A-scans, one record per sample, no inactive records."""
-    c = vs.RasterScanConfig()
-    c.ascans_per_bscan, c.bscans_per_volume = ascans, bscans
-    c.bidirectional_segments = bidirectional
-    c.loop = loop
-    c.inactive_policy = vs.inactive_policy.FixedLinear(0, 0)
-    c.bypass_limits_check = True  # 0-sample paths jump; no scanner here to protect
-    s = vs.RasterScan()
-    s.initialize(c)
-    first = s.scan_buffer()[0]
-    c.offset = (c.offset[0] - first[0], c.offset[1] - first[1])  # start at the origin: no lead-in sample
-    s.initialize(c)
-    return s
+    return record_raster(ascans, bscans, bidirectional=bidirectional, loop=loop)
 
 
 def planner(ascans: int, bscans: int) -> FormatPlanner:

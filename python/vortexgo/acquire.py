@@ -30,8 +30,34 @@ from ._validate import check_callable, check_float, check_int, is_logger
 __all__ = [
     "SimulatedAcquisitionConfig", "SimulatedAcquisition",
     "FileAcquisitionConfig", "FileAcquisition",
-    "NullAcquisitionConfig", "NullAcquisition",
+    "NullAcquisitionConfig", "NullAcquisition", "record_raster",
 ]
+
+
+def record_raster(ascans: int, bscans: int, *, loop: bool = False, bidirectional: bool = False) -> Any:
+    """vortex's raster scan with every record active and in acquisition order:
+    ``bscans`` segments of ``ascans`` records, the first starting at the origin
+    (no lead-in sample) and every inactive path 0 samples long, so record ``r``
+    of a run is A-scan ``r % ascans`` of B-scan ``r // ascans`` (of the volume
+    ``r // (ascans * bscans)``): the layout :class:`SimulatedAcquisition` and a
+    replayed :class:`FileAcquisition` deliver. vortex's default inactive policy
+    adds flyback records, which would shear such a phantom's volumes; a real
+    scanner samples the flyback instead. The 0-sample paths jump, so the limits
+    check is bypassed (no scanner is driven).
+    """
+    from .scan import RasterScan, RasterScanConfig, inactive_policy  # scan imports nothing from here
+
+    c = RasterScanConfig()
+    c.ascans_per_bscan, c.bscans_per_volume = ascans, bscans
+    c.bidirectional_segments, c.loop = bidirectional, loop
+    c.inactive_policy = inactive_policy.FixedLinear(0, 0)
+    c.bypass_limits_check = True
+    scan = RasterScan()
+    scan.initialize(c)
+    first = scan.scan_buffer()[0]
+    c.offset = (c.offset[0] - first[0], c.offset[1] - first[1])
+    scan.initialize(c)
+    return scan
 
 
 def _int(owner: str, name: str, v: Any, lo: int) -> int:

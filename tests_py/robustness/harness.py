@@ -107,15 +107,7 @@ from vortexgo.format import FormatPlanner, FormatPlannerConfig
 from vortexgo import scan as _vs
 S, A, B = 64, 16, 4
 def raster(loop):
-    c = _vs.RasterScanConfig()
-    c.ascans_per_bscan, c.bscans_per_volume, c.loop = A, B, loop
-    c.inactive_policy = _vs.inactive_policy.FixedLinear(0, 0)
-    c.bypass_limits_check = True
-    s = _vs.RasterScan(); s.initialize(c)
-    first = s.scan_buffer()[0]
-    c.offset = (c.offset[0] - first[0], c.offset[1] - first[1])  # every record active, in order
-    s.initialize(c)
-    return s
+    return vg.acquire.record_raster(A, B, loop=loop)  # every record active, in order
 def config(endpoints, volumes=0, device="cpu", rpb=16, blocks=4, **kw):
     acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=2)
     pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=rpb,
