@@ -93,3 +93,25 @@ def test_spectra_host_endpoint_keeps_what_the_device_one_keeps(tmp_path):
             d = d.get() if hasattr(d, "get") else np.asarray(d)
             np.testing.assert_array_equal(h, d)
     eng.close()
+
+
+def test_a_raising_aggregate_callback_is_counted_and_the_run_goes_on(tmp_path):
+    ep = SpectraStackDeviceTensorEndpointUInt16(StackFormatExecutor(StackFormatExecutorConfig()), (B, A, S))
+    blocks = []
+
+    def bad(segments):
+        raise RuntimeError("boom")
+
+    ep.aggregate_segment_callback = bad
+    ep.block_segment_callback = blocks.append
+    _, ec, _ = rig(tmp_path, lambda p: [ep])
+    eng = Engine(ec)
+    for _ in range(2):
+        eng.scan_queue.append(raster())
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    st = eng.status()
+    eng.close()
+    assert st.callback_errors >= 2 and st.volumes == 2 and not st.error
+    assert [s for b in blocks for s in b] == [i % B for i in range(2 * B)]
