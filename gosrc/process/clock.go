@@ -16,7 +16,7 @@ import (
 // whose value is not below q, len(phase) when none is. On a phase that is
 // not ascending (a noisy or missing clock) it still returns what that
 // search returns, so the CPU and CUDA processors pick the same sample.
-func lowerBound(phase []float64, q float64) int {
+func lowerBound[T float32 | float64](phase []T, q T) int {
 	start, n := 0, len(phase)
 	for start < n {
 		i := (start + n) / 2
