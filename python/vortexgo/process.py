@@ -90,6 +90,9 @@ class ProcessorConfig:
             ``resampling_samples``, as in vortex. vortex has it on
             CUDAProcessorConfig; here both processors compute it
             (gosrc/process/doc.go defines it, vortex's quirks included).
+            With a clock, CPU (float64 phase) and CUDA (float32) agree
+            within 2% of each A-scan's peak rather than to rounding:
+            vortex's weights jump where the query meets a sample's phase.
     """
 
     samples_per_record: int = 1000
