@@ -33,6 +33,7 @@ func lowerBound[T float32 | float64](phase []T, q T) int {
 type clockScratch struct {
 	rfft  *fourier.FFT      // forward, real input: the clock's coefficients 0..N/2
 	cfft  *fourier.CmplxFFT // inverse: the analytic signal
+	clock []int32           // the clock record's samples, as read
 	re    []float64         // the clock record, mean removed
 	half  []complex128      // its coefficients 0..N/2
 	z     []complex128      // the windowed spectrum, then the analytic signal
@@ -43,15 +44,16 @@ type clockScratch struct {
 func newClockScratch(n int) *clockScratch {
 	return &clockScratch{
 		rfft: fourier.NewFFT(n), cfft: fourier.NewCmplxFFT(n),
-		re: make([]float64, n), half: make([]complex128, n/2+1), z: make([]complex128, n),
+		clock: make([]int32, n), re: make([]float64, n), half: make([]complex128, n/2+1), z: make([]complex128, n),
 		phase: make([]float64, n),
 		res: resampling{before: make([]int32, n), after: make([]int32, n),
 			wBefore: make([]float32, n), wAfter: make([]float32, n)},
 	}
 }
 
-// tables computes one record's interpolation tables from its clock
-// samples (clock(i) for i < N), in float64 until the weights:
+// tables computes one record's interpolation tables from its N clock
+// samples (cs.clock, or clock when not nil), in float64 until the
+// weights:
 //
 //  1. the clock minus its mean (the exact integer sum over N);
 //  2. its analytic signal: the forward DFT, bin 0 and bin N/2 (integer
@@ -65,15 +67,18 @@ func newClockScratch(n int) *clockScratch {
 //     (at most N-1: vortex would read past the record), after = b+1 (at
 //     most N-1), and vortex's weights 1-r and r for r = q - phase[b], a
 //     difference of phases in radians (see doc.go).
-func (cs *clockScratch) tables(clock func(i int) int32) *resampling {
+func (cs *clockScratch) tables(clock []int32) *resampling {
+	if clock == nil {
+		clock = cs.clock
+	}
 	n := len(cs.re)
 	var sum int64
-	for i := range cs.re {
-		sum += int64(clock(i))
+	for _, v := range clock[:n] {
+		sum += int64(v)
 	}
 	mean := float64(sum) / float64(n)
-	for i := range cs.re {
-		cs.re[i] = float64(clock(i)) - mean
+	for i, v := range clock[:n] {
+		cs.re[i] = float64(v) - mean
 	}
 	cs.rfft.Coefficients(cs.half, cs.re)
 	for k := range cs.z {

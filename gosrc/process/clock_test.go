@@ -174,7 +174,11 @@ func TestClockTablesMatchReference(t *testing.T) {
 					clock[i] = float64(val(i))
 				}
 				wb, wa, wr := refClockTables(clock)
-				got := cs.tables(val)
+				samples := make([]int32, tc.n)
+				for i := range samples {
+					samples[i] = val(i)
+				}
+				got := cs.tables(samples)
 				require.True(t, slices.IsSorted(cs.phase), "the test clock's phase ascends")
 				for j := range tc.n {
 					require.Equal(t, int32(wb[j]), got.before[j], "record %d sample %d: before", r, j)
@@ -192,7 +196,11 @@ func TestClockTablesFlatClock(t *testing.T) {
 	// No clock signal (a constant channel): the phase is 0 throughout, so
 	// every output sample is the record's first, as vortex computes it.
 	cs := newClockScratch(33)
-	got := cs.tables(func(int) int32 { return 1234 })
+	flat := make([]int32, 33)
+	for i := range flat {
+		flat[i] = 1234
+	}
+	got := cs.tables(flat)
 	for j := range 33 {
 		require.Equal(t, int32(0), got.before[j])
 		require.Equal(t, int32(1), got.after[j])

@@ -326,8 +326,11 @@ func (p *cpuState) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []floa
 		x := sc.spec
 		res := p.res
 		if sc.clock != nil {
-			r, ch := r, *p.cfg.ClockChannel
-			res = sc.clock.tables(func(i int) int32 { return p.sampleOf(raw, r, i, ch) })
+			ch := *p.cfg.ClockChannel
+			for i := range sc.clock.clock {
+				sc.clock.clock[i] = p.sampleOf(raw, r, i, ch)
+			}
+			res = sc.clock.tables(nil)
 		}
 		if res != nil {
 			for j := range sc.res {

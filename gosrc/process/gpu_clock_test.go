@@ -91,7 +91,11 @@ func TestCUDAClockPhaseAndResampling(t *testing.T) {
 				return int32(v)
 			}
 			for r := range records {
-				cs.tables(func(i int) int32 { return val(r, i, 1) })
+				samples := make([]int32, n)
+				for i := range samples {
+					samples[i] = val(r, i, 1)
+				}
+				cs.tables(samples)
 				top := slices.Max(cs.phase)
 				tol := 1e-5*top + 2e-3
 				require.InDelta(t, top, float64(pmax[r]), tol, "record %d: maximum phase", r)
