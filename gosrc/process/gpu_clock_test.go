@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
@@ -195,4 +196,66 @@ func TestCUDAClockMatchesCPU(t *testing.T) {
 			t.Logf("worst |cuda-cpu| %.3g of the record's peak", worst)
 		})
 	}
+}
+
+// BenchmarkCUDAProcessorClock measures the chain with a k-clock channel
+// (two channels, 1376 samples, 8192-record blocks on two slots and two
+// streams), for comparison with BenchmarkCUDAProcessor: the clock adds a
+// load, two FFTs, a window and a phase scan per block.
+//
+//	gpu-build/bin/process.test -test.run '^$' -test.bench CUDAProcessorClock
+func BenchmarkCUDAProcessorClock(b *testing.B) {
+	dev := gpuDevice(b)
+	const records, n = 8192, 1376
+	c := smallConfig(n, records)
+	c.ChannelsPerSample, c.Channel = 2, 0
+	k := 1
+	c.ClockChannel = &k
+	c.Levels = [2]float32{0, 80}
+	p, err := NewCUDAProcessor(dev, c)
+	require.NoError(b, err)
+	require.NoError(b, p.Prepare())
+	defer p.Close()
+	raw := clockRaw(rand.New(rand.NewPCG(1, 2)), records, n, 2, 0, 1, false, 1.2, 0.3, 60)
+	hIn := mallocHostB(b, dev, len(raw)*2)
+	copy(hostSlice[uint16](hIn.Ptr(), len(raw)), raw)
+	in := mallocB(b, dev, len(raw)*2)
+	out := mallocB(b, dev, 2*records*n*4)
+	out8 := mallocB(b, dev, 2*records*n)
+	var streams [2]*cuda.Stream
+	for i := range streams {
+		streams[i], err = dev.CreateStream(0)
+		require.NoError(b, err)
+		defer streams[i].Close()
+	}
+	require.NoError(b, streams[0].CopyHtoD(in.Ptr(), hIn.Ptr(), len(raw)*2))
+	require.NoError(b, streams[0].Synchronize())
+	run := func(blocks int) {
+		for k := range blocks {
+			i := k & 1
+			if err := p.Process(i, streams[i], in.Ptr(), records,
+				out.Ptr()+uintptr(i*records*n*4), out8.Ptr()+uintptr(i*records*n)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := dev.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run(4) // plans, modules, caches
+	b.ResetTimer()
+	t := time.Now()
+	blocks := 0
+	for b.Loop() {
+		run(8)
+		blocks += 8
+	}
+	b.ReportMetric(float64(blocks*records)/time.Since(t).Seconds(), "ascans/s")
+}
+
+func mallocHostB(b *testing.B, dev *cuda.Device, n int) *cuda.Buffer {
+	buf, err := dev.MallocHost(n)
+	require.NoError(b, err)
+	b.Cleanup(func() { buf.Free() })
+	return buf
 }
