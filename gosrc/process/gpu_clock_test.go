@@ -98,7 +98,9 @@ func TestCUDAClockPhaseAndResampling(t *testing.T) {
 				}
 				cs.tables(samples)
 				top := slices.Max(cs.phase)
-				tol := 1e-5*top + 2e-3
+				// float32 sums of float32 angles (an emulation in NumPy stays
+				// within a tenth of this at every size here).
+				tol := 2e-6*top + 5e-4
 				require.InDelta(t, top, float64(pmax[r]), tol, "record %d: maximum phase", r)
 				for i := range n {
 					require.InDelta(t, cs.phase[i], float64(phase[r*n+i]), tol, "record %d sample %d: phase", r, i)
