@@ -263,10 +263,10 @@ func (e *Engine) acquireLoop(s *session) {
 		startAt = min(e.cfg.preload(), depth+1)
 	}
 	ioStarted := len(e.ios) == 0
-	if ioStarted {
-		// The acquisition started in Start; no IO waits for preloading.
-		e.lifecycle(s, EngineStart, nil)
-	}
+	// Without IOs, EngineStart follows the first block's dispatch (the
+	// acquisitions started in Start): vortex posts it once the preload
+	// is dispatched, and profiler readers look for a job before it.
+	startPosted := !ioStarted
 	var id, start int64
 	generating := true
 	for {
@@ -320,6 +320,10 @@ func (e *Engine) acquireLoop(s *session) {
 				e.lifecycle(s, EngineStart, nil)
 			}
 			s.prof.job(ProfJobAcquireDispatchEnd, b.ID)
+			if !startPosted {
+				startPosted = true
+				e.lifecycle(s, EngineStart, nil)
+			}
 		}
 		if len(e.pending) == 0 || s.stopRequested() {
 			return

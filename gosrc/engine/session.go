@@ -223,8 +223,10 @@ func (e *Engine) Shutdown(interrupt bool) {
 	if interrupt {
 		s.interrupt.Store(true)
 	}
-	e.quit(s)
+	// The event before the stop: the acquire loop posts EngineStop as soon
+	// as the stop ends its dispatching (lifecycle posts never wait).
 	e.shutdownEvent(s, nil)
+	e.quit(s)
 }
 
 // shutdownEvent posts EngineShutdown once per session: the session is
@@ -253,9 +255,8 @@ func (e *Engine) failAs(s *session, err error, abort bool) {
 		s.err = err
 	}
 	s.errMu.Unlock()
-	// Stop first, so that nothing waits on a dispatcher that stopped
-	// draining; the error is kept for Wait, Err and Status either way.
-	e.quit(s)
+	// The events before the stop, so that they precede the acquire loop's
+	// EngineStop; lifecycle posts never wait on the dispatcher.
 	if first {
 		e.lifecycle(s, EngineError, err)
 		if abort {
@@ -263,6 +264,7 @@ func (e *Engine) failAs(s *session, err error, abort bool) {
 		}
 	}
 	e.shutdownEvent(s, err)
+	e.quit(s)
 }
 
 func (e *Engine) failed(s *session) bool {
