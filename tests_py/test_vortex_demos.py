@@ -294,7 +294,14 @@ def _shot(tag: str) -> None:
     """Every visible Qt window as PNG under the output folder (on the GUI thread only)."""
     import threading
 
-    if threading.current_thread() is not threading.main_thread() or "qtpy" not in sys.modules:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if "matplotlib.pyplot" in sys.modules:
+        pyplot = sys.modules["matplotlib.pyplot"]
+        for n in pyplot.get_fignums():
+            _Sim.shots += 1
+            pyplot.figure(n).savefig(os.path.join(_Sim.out, f"{tag}-{_Sim.shots:02d}-figure-{n}.png"))
+    if "qtpy" not in sys.modules:
         return
     from qtpy.QtWidgets import QApplication
 
@@ -359,7 +366,15 @@ def _install_headless_ui() -> None:
             fig.savefig(os.path.join(_Sim.out, f"figure-{_Sim.shots:02d}.png"))
         pyplot.close("all")
 
-    pyplot.show = show
+    def pause(interval: float) -> None:
+        # pyplot.pause would call show(): draw the figures and sleep instead, keeping them open
+        import time
+
+        for n in pyplot.get_fignums():
+            pyplot.figure(n).canvas.draw_idle()
+        time.sleep(min(float(interval), 0.05))
+
+    pyplot.show, pyplot.pause = show, pause
     if not _has("qtpy"):
         return
     try:
