@@ -77,17 +77,25 @@ class SimpleEngineConfig:
     ``device`` and ``simulated_rate`` (what stands in for the hardware's pace).
 
     Attributes:
-        input_channel, clock_channel, internal_clock: the digitizer's; no effect here.
+        input_channel: the digitizer's input channel; no effect here.
+        clock_channel: the digitizer's clock channel; no effect here.
+        internal_clock: measure the source's k-clock; here the simulated spectrometer's
+            k-linear positions stand in for it either way.
         broct_save_path: when set, every volume of the stack format goes to this BROCT file.
-        sample_target_save_path, sample_actual_save_path: when set, the sample
-            target / measured positions of every block are dumped there.
+        sample_target_save_path: when set, the sample target positions of every block are dumped there.
+        sample_actual_save_path: when set, the measured sample positions of every block are dumped there.
         swept_source: a :class:`~vortexgo.source.Source` (its ``triggers_per_second``
             sets the scan rate and the simulated rate).
         galvo_delay: seconds the galvo output leads the acquisition.
         dispersion: second- and third-order dispersion coefficients.
-        samples_per_ascan, ascans_per_bscan, bscans_per_volume: the geometry.
+        samples_per_ascan: samples of each spectrum (half are kept after the FFT).
+        ascans_per_bscan: A-scans of each B-scan.
+        bscans_per_volume: B-scans of each volume.
         blocks_to_acquire: 0 runs until :meth:`SimpleEngine.stop`.
-        blocks_to_allocate, ascans_per_block, preload_count, process_slots: the engine's.
+        blocks_to_allocate: blocks in the engine's pool.
+        ascans_per_block: A-scans of each block.
+        preload_count: blocks acquired ahead of processing.
+        process_slots: concurrent processing streams.
         device: None picks the default device (a GPU if there is one, else the CPU).
         simulated_rate: A-scans per second the simulated acquisition delivers;
             None (default) paces it at ``swept_source.triggers_per_second``, 0 as fast as
