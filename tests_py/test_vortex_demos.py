@@ -12,7 +12,7 @@ run unchanged in a subprocess by :func:`_boot`, which
   (so the script's own find_rising_edges / compute_resampling linearise it);
 - forces matplotlib's Agg backend (``matplotlib.use`` keeps it; ``pyplot.show`` saves the
   figures as PNGs) and Qt's offscreen platform;
-- stops each engine after a few volumes (a watchdog calls ``request_stop``, so the
+- stops each engine after two whole volumes (a watchdog calls ``request_stop``, so the
   script's own ``wait_for`` loop ends), presses a ``Run`` button and quits
   ``app.exec_()`` for scripts that wait for the user, and saves every visible Qt
   window as a PNG when the script stops its engine;
@@ -76,7 +76,8 @@ class _Sim:
     raw_samples = 256  # the simulated k-clock's samples per sweep (tiny); else from the source
     max_samples = 256  # the simulated digitizer's longest record (tiny)
     phantom = (64, 40)  # the phantom's A-scans per B-scan and B-scans per volume
-    stop_volumes = 2
+    stop_volumes = 3  # EngineStatus.volumes counts volumes begun: the third means two are whole
+    stop_blocks = 256  # and at least this many blocks (raster_aim's pattern begins 9 volumes per raster)
     stop_seconds = 30.0
     out = "."
     engines: list = []
@@ -335,7 +336,8 @@ def _install_stop_rule() -> None:
                 return
             if st.done or st.error:
                 return
-            if st.volumes >= _Sim.stop_volumes or time.monotonic() - t0 > _Sim.stop_seconds:
+            enough = st.volumes >= _Sim.stop_volumes and st.blocks_processed >= _Sim.stop_blocks
+            if enough or time.monotonic() - t0 > _Sim.stop_seconds:
                 eng.request_stop()
                 return
 
