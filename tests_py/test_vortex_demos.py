@@ -506,10 +506,12 @@ DEMOS: dict[str, tuple] = {
                                            "match vortex-oct-tools 0.4.1, which calls _update_image(idxs): it fails the "
                                            "same way on vortex")),
     "live_dynamic_view.py": ([], None),
-    "volume_to_disk.py": ([], ("xfail", "vortexgo's storage endpoints do not take vortex's log= keyword "
-                                       "(SpectraStackEndpoint(executor, storage, log=logger))")),
-    "acquire_to_disk.py": ([], ("xfail", "vortexgo's storage .config is None before open(); vortex's is a default "
-                                         "config the script fills in (bs = HDF5StackUInt16(); bsc = bs.config)")),
+    "volume_to_disk.py": ([], ("xfail", "vortexgo.endpoint's SpectraStackEndpoint / AscanStackEndpoint lack vortex's "
+                                       "log= keyword, and EngineConfig refuses galvo_input_channels=0 (vortex "
+                                       "allows it); with both the script runs")),
+    "acquire_to_disk.py": ([], ("xfail", "vortexgo's storage .config is None before open() (vortex's is a default "
+                                         "config the script fills in: bs = HDF5StackUInt16(); bsc = bs.config), and "
+                                         "SpectraHDF5StackEndpoint(storage, logger) refuses the logger second")),
     "live_view_imaq.py": ([], None),
     "galvo_tuner.py": ([], ("xfail", "vortexgo's endpoint.tensor raises before Engine.prepare(); vortex's is an empty "
                                      "tensor (falsy shape, valid False) that the widget built before the engine reads; "
