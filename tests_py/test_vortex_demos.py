@@ -498,10 +498,10 @@ DEMOS: dict[str, tuple] = {
     "scan_explorer.py": ([], None),
     "scan_external_channel.py": ([], None),
     "live_view_simple.py": ([], None),
-    "live_view.py": ([], ("xfail", "vortexgo's SpiralScan raises an acceleration-limit error near the spiral's end "
-                                   "(SpiralScanConfig rings 40, ascans_per_bscan 5120, angular_velocity 10) where vortex "
-                                   "0.5.1 accepts the same configuration; at vortex's full size too. With the spiral's "
-                                   "limits check bypassed the rest of the script runs")),
+    "live_view.py": ([], ("xfail", "the spiral's acceleration peaks at -2.4e7 > 5e6 near its end: vortexgo's limits "
+                                   "check compares the magnitude and raises; vortex 0.5.1 compares the signed extreme "
+                                   "(scan/segmented.hpp: argmax of |a|, then a > limit) so a negative peak passes. "
+                                   "Same scan buffer in both (checked); with the check bypassed the script runs")),
     "live_view_raster_aim.py": ([], None),
     "live_view_repeated.py": ([], ("xfail", "the demo's RepeatedRasterEnFaceWidget._update_image(endpoint, idxs) does not "
                                            "match vortex-oct-tools 0.4.1, which calls _update_image(idxs): it fails the "
