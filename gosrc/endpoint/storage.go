@@ -185,6 +185,16 @@ func (e *StackStorageEndpoint) write() {
 	}
 }
 
+// BeginSession starts a new engine session (engine.SessionEndpoint): a
+// write error of the previous session was returned by its Flush, so the
+// engine reported it; the new session writes again (into a storage the
+// user may have reopened), and fails loudly again if the store still does.
+func (e *StackStorageEndpoint) BeginSession(<-chan struct{}) {
+	e.errMu.Lock()
+	e.err = nil
+	e.errMu.Unlock()
+}
+
 // Stream is the endpoint's stream.
 func (e *StackStorageEndpoint) Stream() backend.Stream { return e.stream }
 
