@@ -415,9 +415,10 @@ def _install_headless_ui() -> None:
     for name in ("exec_", "exec"):
         orig = getattr(QApplication, name, None)
         if orig is not None:
-            def wrapped(self: Any, *a: Any, _orig: Any = orig, **k: Any) -> Any:
-                run_then_quit(self)
-                return _orig(self, *a, **k)
+            def wrapped(*a: Any, _orig: Any = orig, **k: Any) -> Any:
+                # QApplication.exec_ is static in Qt (app.exec_() and QApplication.exec_() both occur)
+                run_then_quit(QApplication.instance())
+                return _orig()
 
             setattr(QApplication, name, wrapped)
 
@@ -514,10 +515,10 @@ DEMOS: dict[str, tuple] = {
                                          "config the script fills in: bs = HDF5StackUInt16(); bsc = bs.config), and "
                                          "SpectraHDF5StackEndpoint(storage, logger) refuses the logger second")),
     "live_view_imaq.py": ([], None),
-    "galvo_tuner.py": ([], ("xfail", "vortexgo's endpoint.tensor raises before Engine.prepare(); vortex's is an empty "
-                                     "tensor (falsy shape, valid False) that the widget built before the engine reads; "
-                                     "then the script needs Engine.Event (the lead's engine work) and a new Engine "
-                                     "per run on the same endpoint")),
+    "galvo_tuner.py": ([], ("xfail", "vortexgo's endpoint.tensor raises before Engine.prepare(); vortex's has the "
+                                     "endpoint's shape and dtype and valid=False (the widget built before the engine "
+                                     "reads them), and vortexgo's tensor lacks .valid. With both shimmed the Run "
+                                     "button's engine (Engine.Event, a new Engine per run) runs")),
     "cuda_benchmark.py": ([], ("gpu", "CuPy's cupy.cuda.Device and 51 M A-scans: a GPU benchmark "
                                       "(bench/vortex_peer.py runs the same pipeline on the CPU)")),
     "live_view_alazar_fft.py": ([], ("skip", "the AlazarTech board's on-FPGA FFT: SimulatedAcquisition delivers "
