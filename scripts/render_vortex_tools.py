@@ -8,7 +8,9 @@ Runs a small simulated acquisition on vortexgo's engine under vortex's names
   widgets' ``numpy`` (default) or ``matplotlib`` backend (``VORTEX_TOOLS_UI_BACKEND``);
 - ``vortex_tools.scan`` waveform plots of vortexgo's raster and radial scans (Agg);
 
-and reads the engine's binary marker log with ``vortex_tools.markers``. Prints one JSON
+and reads the engine's binary marker log with ``vortex_tools.markers`` and its profiler log
+(``Engine.profiler_log``, vortex's ``VORTEX_PROFILER_LOG``) with ``vortex_tools.profiler``
+(statistics and the timeline plot). Prints one JSON
 line describing what it drew (tests_py/test_vortex_tools.py checks it).
 
     python scripts/render_vortex_tools.py                    # PNGs into docs/img/
@@ -171,6 +173,8 @@ def main(argv=None) -> int:
     ec.add_formatter(stack_fmt, [stack_ep, marker_ep])
     ec.add_formatter(radial_fmt, [radial_ep])
     engine = Engine(ec, device=device)
+    prof_path = out / f"{a.prefix}-profile.bin"
+    engine.profiler_log = str(prof_path)  # vortex's VORTEX_PROFILER_LOG, per engine
     for _ in range(a.volumes):
         engine.scan_queue.append(raster(0x1))
     engine.scan_queue.append(radial())
@@ -258,6 +262,28 @@ def main(argv=None) -> int:
     report["markers"] = {"records": int(len(recs)), "types": kinds,
                          "active_intervals": len(active_intervals_binary(recs, last_sample=int(recs["sample"][-1])))}
     log_path.unlink()
+
+    # --- vortex_tools.profiler: the engine's profiler log -------------------------------
+    import contextlib
+    import io
+
+    from vortex_tools import profiler as vt_profiler
+
+    events = vt_profiler.format_events(vt_profiler.load_binary(str(prof_path)))
+    report["profiler"] = {"events": int(len(events)), "codes": sorted({c.name for c in events.code})}
+    stats = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(stats):
+            vt_profiler.print_statistics(events)
+        fig = vt_profiler.plot_timeline(events)
+        fig = fig[0] if isinstance(fig, tuple) else (fig or pyplot.gcf())
+        save_fig(fig, "profiler-timeline")
+        report["profiler"]["stages"] = [line.split("  ")[0].strip()
+                                        for line in stats.getvalue().splitlines()[2:] if line.strip()]
+    except Exception as exc:  # noqa: BLE001 - reported: tests_py/test_vortex_tools.py says what it means
+        report["profiler"]["error"] = f"{type(exc).__name__}: {exc}"
+    pyplot.close("all")
+    prof_path.unlink()
     report["files"] = written
     print(json.dumps(report))
     return 0

@@ -128,3 +128,56 @@ def test_scan_helpers_read_vortexgo_markers(vortex_names):
     fig, axes = plot_annotated_waveforms_time(c.sampling_interval, buf, marks)
     assert len(axes[0].patches) == 5
     pyplot.close(fig)
+
+
+def _profiled_run(tmp_path) -> Path:
+    """A short CPU run writing vortex's profiler log (Engine.profiler_log)."""
+    from vortexgo.engine import StackDeviceTensorEndpointInt8
+
+    from test_engine import make_rig, new_engine
+
+    path = tmp_path / "profile.bin"
+    eng = new_engine(make_rig([StackDeviceTensorEndpointInt8()], volumes=2))
+    eng.profiler_log = str(path)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    eng.close()
+    return path
+
+
+def test_profiler_log_loads_in_vortex_tools(tmp_path):
+    from vortex_tools import profiler as vt
+
+    raw = vt.load_binary(str(_profiled_run(tmp_path)))
+    events = vt.format_events(raw)
+    codes = {c.name for c in events.code}
+    assert {"ENGINE_LAUNCH", "ENGINE_RUN", "ENGINE_START", "ENGINE_STOP", "ENGINE_EXIT", "JOB_CREATE",
+            "JOB_ACQUIRE_JOIN", "JOB_FORMAT_JOIN", "JOB_RECYCLE", "TASK_FORMAT_END"} <= codes, codes
+    created = events[events.code == vt.ProfileCode.JOB_CREATE].job.values
+    recycled = events[events.code == vt.ProfileCode.JOB_RECYCLE].job.values
+    assert sorted(created) == sorted(recycled) and len(created) > 2, "every job created is recycled"
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "vortexgo's profiler log has ENGINE_START before the preloaded jobs' JOB_CREATE; vortex emits Start after "
+    "dispatching the preload_count-th job (engine/detail/session.hpp), and vortex_tools.profiler reads the preload "
+    "count from the JOB_CREATE marks before ENGINE_START (IndexError without them). The CPU run also has no "
+    "TASK_PROCESS_COMPLETE marks"))
+def test_profiler_statistics_and_timeline(tmp_path):
+    import contextlib
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from vortex_tools import profiler as vt
+
+    events = vt.format_events(vt.load_binary(str(_profiled_run(tmp_path))))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        vt.print_statistics(events)
+    text = out.getvalue()
+    assert "acquire wait" in text and "process task" in text, text
+    fig = vt.plot_timeline(events)
+    (fig[0] if isinstance(fig, tuple) else fig).savefig(tmp_path / "timeline.png")
