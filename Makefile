@@ -17,9 +17,11 @@ PYTHON ?= $(if $(PY312),$(PY312),python3)
 VENV := .venv
 VPY := $(VENV)/bin/python
 # The [test] and [docs] extras of pyproject.toml plus the build tools. nbclient,
-# nbformat and ipykernel run examples/acquire.ipynb headless (tests_py/test_notebook.py).
+# nbformat and ipykernel run examples/acquire.ipynb headless (tests_py/test_notebook.py);
+# vortex-oct-tools, qtpy, PyQt5 and rainbow-logging-handler run vortex's companion package and
+# demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's offscreen platform.
 PYDEPS := numpy pytest pytest-timeout hypothesis tqdm pillow matplotlib ipywidgets pybindgen setuptools wheel scipy \
-	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx
+	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx vortex-oct-tools qtpy PyQt5 rainbow-logging-handler
 # A venv made before PYDEPS grew gets the new packages: the stamp's name changes with the list.
 DEPS_STAMP := $(VENV)/.pydeps-$(shell echo '$(PYDEPS)' | cksum | cut -d' ' -f1)
 NATIVE := python/vortexgo/_native

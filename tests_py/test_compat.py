@@ -39,7 +39,15 @@ def test_vortex_names_import_vortexgo_after_install():
         from vortex.acquire import NullAcquisition, FileAcquisition
         from vortex.marker import ScanBoundary
         import vortex.engine as ve
-        assert ve is vortexgo.engine and vortex.scan is vortexgo.scan and Range is vortexgo.Range
+        assert ve.Engine is vortexgo.engine.Engine and vortex.scan.RasterScan is vortexgo.scan.RasterScan and Range is vortexgo.Range
+        assert ve.__vortexgo_target__ is vortexgo.engine and ve.source.Axsun100k.triggers_per_second == 100000
+        assert ve.Block.StreamIndex.GalvoTarget == 1 and "Source" in ve.__all__ and "Engine" in ve.__all__
+        try:
+            ve.DAQmxIO
+        except AttributeError as e:
+            assert "SimulatedIO" in str(e), e
+        else:
+            raise SystemExit("DAQmxIO should be missing")
         assert SimpleSlice(512).stop == 512
         c.uninstall()
         import sys

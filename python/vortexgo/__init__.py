@@ -125,3 +125,9 @@ __all__ += [
     "readback", "Readback", "ReadbackHandle", "BufferPool", "set_memory_budget", "memory_usage", "MemoryUsage",
     "copy_peer",
 ]
+
+# --- vortex's vortex.simple: SimpleEngine over simulated hardware (issue 9) ---
+from . import simple
+from .simple import SimpleEngine, SimpleEngineConfig
+
+__all__ += ["simple", "SimpleEngine", "SimpleEngineConfig"]

@@ -28,6 +28,7 @@ naming what is missing; the simulated acquisition and IO stand in for them
 
 from __future__ import annotations
 
+import enum
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -81,15 +82,99 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 f"vortexgo has no stand-in for {spec.name!r} (vortex's hardware drivers are not part of vortexgo; "
                 f"stand-ins exist for: {', '.join('vortex.' + s for s in SUBMODULES)})", name=spec.name)
         try:
-            return importlib.import_module(target)
+            mod = importlib.import_module(target)
         except ModuleNotFoundError as exc:
             if exc.name != target:
                 raise
             raise ModuleNotFoundError(f"{spec.name!r}: vortexgo does not provide {target} yet",
                                       name=spec.name) from None
+        return _Forward(spec.name, mod, _extras(sub))
 
     def exec_module(self, module: types.ModuleType) -> None:
         pass  # the module is vortexgo's, already executed
+
+
+class _Forward(types.ModuleType):
+    """``vortex.<sub>``: a module of its own forwarding every name to the vortexgo module
+    (so classes are vortexgo's very objects), plus the few vortex names that live
+    elsewhere in vortexgo (:func:`_extras`). Attributes set on it (a test swapping a
+    hardware class in) stay on it and never touch the vortexgo module."""
+
+    def __init__(self, name: str, target: types.ModuleType, extras: dict) -> None:
+        super().__init__(name, target.__doc__)
+        self.__vortexgo_target__ = target
+        self.__file__ = getattr(target, "__file__", None)
+        self._extras = extras
+        self.__all__ = list(getattr(target, "__all__", [n for n in dir(target) if not n.startswith("_")]))
+        self.__all__ += [n for n in extras if n not in self.__all__]
+
+    def __getattr__(self, name: str):
+        target = self.__dict__["__vortexgo_target__"]
+        try:
+            return getattr(target, name)
+        except AttributeError:
+            pass
+        extras = self.__dict__["_extras"]
+        if name in extras:
+            return extras[name]
+        hint = _HARDWARE.get(name)
+        raise AttributeError(f"module {self.__name__!r} (vortexgo's {target.__name__}) has no attribute {name!r}"
+                             + (f": {hint}" if hint else ""))
+
+    def __dir__(self) -> list:
+        return sorted(set(dir(self.__dict__["__vortexgo_target__"])) | set(self._extras) | set(self.__dict__))
+
+
+#: vortex names for hardware vortexgo does not drive, and what stands in for them.
+_HARDWARE = {
+    **{n: "an AlazarTech digitizer; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
+       for n in ("AlazarAcquisition", "AlazarConfig", "AlazarFFTAcquisition", "AlazarFFTConfig", "alazar",
+                 "acquire_alazar_clock")},
+    **{n: "a Teledyne digitizer; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
+       for n in ("TeledyneAcquisition", "TeledyneConfig", "teledyne")},
+    **{n: "an NI IMAQ frame grabber; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
+       for n in ("ImaqAcquisition", "ImaqAcquisitionConfig", "imaq")},
+    **{n: "NI DAQmx hardware; vortexgo.io.SimulatedIO stands in for it (docs/vortex-compat.md)"
+       for n in ("DAQmxIO", "DAQmxConfig", "daqmx", "AnalogVoltageOutput", "AnalogVoltageInput", "DigitalOutput",
+                 "DigitalInput")},
+}
+
+
+class StreamIndex(enum.IntEnum):
+    """vortex's ``Block.StreamIndex``: the per-sample streams a block carries (IO channels name one)."""
+
+    Counter = 0
+    GalvoTarget = 1
+    SampleTarget = 2
+    GalvoActual = 3
+    SampleActual = 4
+    Strobes = 5
+
+
+class Block:
+    """vortex's ``vortex.engine.Block``, for its ``StreamIndex`` values (DAQmx channel setup)."""
+
+    StreamIndex = StreamIndex
+
+
+class BufferStrategy(enum.IntEnum):
+    """vortex's storage endpoint buffering (``Block`` none, ``Segment``, ``Volume``). vortexgo's
+    storage endpoints write each block as it is formatted; the names exist so scripts import."""
+
+    Block = 0
+    Segment = 1
+    Volume = 2
+
+
+def _extras(sub: str) -> dict:
+    """vortex names that vortexgo keeps in another module than vortex does."""
+    if sub == "engine":
+        from . import source
+
+        return {"Source": source.Source, "source": source.source, "find_rising_edges": source.find_rising_edges,
+                "compute_resampling": source.compute_resampling, "dispersion_phasor": source.dispersion_phasor,
+                "Block": Block, "BufferStrategy": BufferStrategy}
+    return {}
 
 
 _finder: Optional[_Finder] = None
@@ -170,8 +255,5 @@ def uninstall() -> None:
     _finder = None
     for name in [n for n in sys.modules if n == "vortex" or n.startswith("vortex.")]:
         mod = sys.modules[name]
-        if name == "vortex" and not getattr(mod, "__vortexgo__", False):
-            continue
-        if name != "vortex" and not mod.__name__.startswith("vortexgo"):
-            continue
-        del sys.modules[name]
+        if getattr(mod, "__vortexgo__", False) or isinstance(mod, _Forward):
+            del sys.modules[name]

@@ -70,6 +70,31 @@ def _format(pattern: str, logger: str, level: int, msg: str, when: _dt.datetime)
     return _FLAG.sub(flag, pattern)
 
 
+def _message(msg: object, args: tuple, exc_info: object) -> str:
+    """The record's text: ``msg % args`` as :mod:`logging` does, plus a traceback for ``exc_info``.
+    A record never raises: a message its arguments do not fit is written with them appended."""
+    text = str(msg)
+    if args:
+        if len(args) == 1 and isinstance(args[0], dict) and args[0]:
+            args = args[0]  # type: ignore[assignment] - logging's mapping form
+        try:
+            text = text % args
+        except (TypeError, ValueError, KeyError):
+            text = f"{text} {args!r}"
+    if exc_info:
+        import traceback
+
+        if isinstance(exc_info, BaseException):
+            info = (type(exc_info), exc_info, exc_info.__traceback__)
+        elif isinstance(exc_info, tuple):
+            info = exc_info
+        else:
+            info = sys.exc_info()
+        if info[0] is not None:
+            text = text + "\n" + "".join(traceback.format_exception(*info)).rstrip("\n")
+    return text
+
+
 class Sink:
     """Where records go; the base of every sink. Thread-safe."""
 
@@ -273,41 +298,59 @@ class Logger:
         for s in self._sinks:
             s.set_pattern(pattern)
 
-    def log(self, level: int, msg: str) -> None:
-        """Emit ``msg`` at ``level`` (0 trace ... 5 critical)."""
+    def log(self, level: int, msg: str, *args: object, exc_info: object = None, **_: object) -> None:
+        """Emit ``msg`` at ``level`` (0 trace ... 5 critical).
+
+        vortex's form is ``log(level, msg)``. vortexgo's own parts log through
+        whatever logger a script hands them with :mod:`logging`'s calling
+        convention (``debug("block %d", n)``, ``exception(...)``), so a
+        vortexgo :class:`Logger` takes that too: ``args`` are %-formatted into
+        ``msg`` and ``exc_info`` (True, an exception or an exc_info tuple)
+        appends the traceback. Other :mod:`logging` keywords (``extra``,
+        ``stacklevel``) are accepted and ignored.
+        """
         level = _level("level", level)
         if level < self._level or level == OFF:
             return
         when = _dt.datetime.now()
-        text = str(msg)
+        text = _message(msg, args, exc_info)
         for s in self._sinks:
             s._sink(self._name, level, text, when)
 
-    def trace(self, msg: str) -> None:
+    def trace(self, msg: str, *args: object, **kw: object) -> None:
         """Log at trace level."""
-        self.log(TRACE, msg)
+        self.log(TRACE, msg, *args, **kw)
 
-    def debug(self, msg: str) -> None:
+    def debug(self, msg: str, *args: object, **kw: object) -> None:
         """Log at debug level."""
-        self.log(DEBUG, msg)
+        self.log(DEBUG, msg, *args, **kw)
 
-    def info(self, msg: str) -> None:
+    def info(self, msg: str, *args: object, **kw: object) -> None:
         """Log at info level."""
-        self.log(INFO, msg)
+        self.log(INFO, msg, *args, **kw)
 
-    def warn(self, msg: str) -> None:
+    def warn(self, msg: str, *args: object, **kw: object) -> None:
         """Log at warn level."""
-        self.log(WARN, msg)
+        self.log(WARN, msg, *args, **kw)
 
     warning = warn
 
-    def error(self, msg: str) -> None:
+    def error(self, msg: str, *args: object, **kw: object) -> None:
         """Log at error level."""
-        self.log(ERROR, msg)
+        self.log(ERROR, msg, *args, **kw)
 
-    def critical(self, msg: str) -> None:
+    def exception(self, msg: str, *args: object, exc_info: object = True, **kw: object) -> None:
+        """Log at error level with the exception being handled (:mod:`logging`'s ``exception``)."""
+        self.log(ERROR, msg, *args, exc_info=exc_info, **kw)
+
+    def critical(self, msg: str, *args: object, **kw: object) -> None:
         """Log at critical level."""
-        self.log(CRITICAL, msg)
+        self.log(CRITICAL, msg, *args, **kw)
+
+    def is_enabled(self, level: int) -> bool:
+        """True when a record at ``level`` would be created."""
+        level = _level("level", level)
+        return level >= self._level and level != OFF
 
     def flush(self) -> None:
         """Flush every attached sink."""

@@ -78,6 +78,13 @@ def _array(h, op: str, args: Optional[dict] = None) -> tuple[np.ndarray, dict]:
 # ---------------------------------------------------------------- values
 
 
+class _Length(float):
+    """A float that can also be called: Range.length is vortex's property and was vortexgo's method."""
+
+    def __call__(self) -> float:
+        return float(self)
+
+
 class Range:
     """A closed interval ``[min, max]`` (vortex's ``vortex.Range``); ``min > max`` runs backwards."""
 
@@ -110,9 +117,11 @@ class Range:
         v = check_float("Range.symmetric(value)", value)
         return Range(-v, v)
 
+    @property
     def length(self) -> float:
-        """``max - min`` (negative for a backwards range)."""
-        return self._max - self._min
+        """``max - min`` (negative for a backwards range): a property, as vortex's
+        (``r.length``); calling it (``r.length()``, vortexgo's earlier form) works too."""
+        return _Length(self._max - self._min)
 
     def contains(self, value: float) -> bool:
         """True when ``value`` lies within the interval (either direction)."""
