@@ -650,6 +650,14 @@ func (e *Engine) recycleLoop(s *session) {
 		// no ready event this pass, but its upload may still read the
 		// acquisition's memory.
 		err := errors.Join(b.uploaded.Synchronize(), b.ready.Synchronize())
+		if s.prof != nil && formatted {
+			// The host learns here that the block's processing is done.
+			for pi, on := range b.active {
+				if on {
+					s.prof.task(ProfTaskProcessComplete, pi, b.ID)
+				}
+			}
+		}
 		for _, ev := range b.epDone {
 			err = errors.Join(err, ev.Synchronize())
 		}

@@ -327,7 +327,8 @@ class EngineConfig:
             dispatcher costs tens of microseconds (the callback latency's tail).
         galvo_output_channels: channels of the generated waveform (the
             scans' channels_per_sample; 2).
-        galvo_input_channels: channels of measured positions (2).
+        galvo_input_channels: channels of measured positions (2); 0, as vortex allows, for a
+            system without position feedback (one unused channel is then allocated per block).
         post_scan_records: records still acquired after the scan queue runs dry.
         lead_marker: the marker at sample 0 (vortex's default: a ScanBoundary without flags).
         strobes: the digital strobes written beside the waveform for the IOs (vortex's
@@ -450,8 +451,8 @@ class EngineConfig:
                                  f"EngineConfig.records_per_block ({self.records_per_block})")
         for f, _ in self._formatters:
             f._handle()
-        for name in ("galvo_output_channels", "galvo_input_channels"):
-            setattr(self, name, check_int(f"{o}.{name}", getattr(self, name), 1, 64))
+        self.galvo_output_channels = check_int(f"{o}.galvo_output_channels", self.galvo_output_channels, 1, 64)
+        self.galvo_input_channels = check_int(f"{o}.galvo_input_channels", self.galvo_input_channels, 0, 64)
         self.post_scan_records = check_int(f"{o}.post_scan_records", self.post_scan_records, 0)
         if self.lead_marker is not None and not isinstance(self.lead_marker, ScanBoundary):
             raise TypeError(f"{o}.lead_marker={self.lead_marker!r}, expected a ScanBoundary")
@@ -479,7 +480,7 @@ class EngineConfig:
             "PreloadCount": int(self.preload_count), "BlocksToAcquire": int(self.blocks_to_acquire),
             "Slots": int(slots), "EventQueueSize": int(self.event_queue_size),
             "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": 0 if self.dispatch_spin is None else (round(self.dispatch_spin * 1e9) or -1),
-            "GalvoOutputChannels": int(self.galvo_output_channels), "GalvoInputChannels": int(self.galvo_input_channels),
+            "GalvoOutputChannels": int(self.galvo_output_channels), "GalvoInputChannels": max(1, int(self.galvo_input_channels)),
             "PostScanRecords": int(self.post_scan_records), "LeadMarker": _marker_record(self.lead_marker),
             "Strobes": [st._record() for st in self.strobes], "LeadStrobes": int(self.lead_strobes),
             "ScannerWarp": self.scanner_warp._go(), "IOWiring": [w for _, w in self._ios],
