@@ -54,6 +54,12 @@ type StackStorageEndpoint struct {
 	written int
 	fail    func(error) // the engine's EndpointInfo.Fail
 	claim   engine.Claim
+
+	// host is set for the stream endpoints (NewStreamStackEndpoint),
+	// which format on the host into their StackWriter; claimer is their
+	// storage's claims.
+	host    *hostStack
+	claimer engine.Claimer
 }
 
 var _ engine.Endpoint = (*StackStorageEndpoint)(nil)
@@ -66,6 +72,8 @@ func (e *StackStorageEndpoint) Claims() []*engine.Claim {
 	cs := []*engine.Claim{&e.claim}
 	if c, ok := e.store.(engine.Claimer); ok {
 		cs = append(cs, c.Claims()...)
+	} else if e.claimer != nil {
+		cs = append(cs, e.claimer.Claims()...)
 	}
 	return cs
 }
@@ -103,6 +111,14 @@ func (e *StackStorageEndpoint) SetExecutor(exec *stage.StackFormatExecutor) erro
 func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	if e.stream != nil {
 		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
+	}
+	if e.host != nil {
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, e.release())
+			}
+		}()
+		return e.prepareHost(info)
 	}
 	var exec any
 	if e.exec != nil {
@@ -194,6 +210,9 @@ func (e *StackStorageEndpoint) Stream() backend.Stream { return e.stream }
 // a slow disk; it is not interrupted by a stop, so no completed volume is
 // lost.
 func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
+	if e.host != nil {
+		return e.formatHost(b, plan)
+	}
 	e.errMu.Lock()
 	werr := e.err
 	e.errMu.Unlock()
@@ -234,6 +253,12 @@ func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPl
 // Flush waits until the writer has stored every queued volume and
 // returns the first write error.
 func (e *StackStorageEndpoint) Flush() error {
+	if e.host != nil {
+		if e.host.w == nil {
+			return nil
+		}
+		return e.host.w.flush()
+	}
 	if e.free == nil {
 		return nil
 	}
@@ -252,16 +277,26 @@ func (e *StackStorageEndpoint) Flush() error {
 
 // Written returns how many volumes the writer has handled.
 func (e *StackStorageEndpoint) Written() int {
+	if e.host != nil && e.host.w != nil {
+		return e.host.w.volumes()
+	}
 	e.errMu.Lock()
 	defer e.errMu.Unlock()
 	return e.written
 }
 
+// ReadsPositions (engine.PositionReader): stacks store A-scans, spectra
+// or the block's host streams, never the device positions.
+func (e *StackStorageEndpoint) ReadsPositions() bool { return false }
+
+// ReadsStrobes (engine.StrobeReader): the strobes stack does.
+func (e *StackStorageEndpoint) ReadsStrobes() bool {
+	return e.host != nil && e.host.src.s == StreamStrobes
+}
+
 // Close flushes, stops the writer and frees the buffers. The storage
 // itself stays open: it belongs to the caller. While an engine uses the
 // endpoint it refuses with backend.ErrInUse.
-// ReadsPositions (engine.PositionReader): stacks store A-scans or spectra.
-func (e *StackStorageEndpoint) ReadsPositions() bool { return false }
 
 func (e *StackStorageEndpoint) Close() error {
 	return e.claim.Close(func() error {
@@ -274,6 +309,10 @@ func (e *StackStorageEndpoint) Close() error {
 
 func (e *StackStorageEndpoint) release() error {
 	var errs []error
+	if e.host != nil && e.host.w != nil {
+		e.host.w.close()
+		e.host.w = nil
+	}
 	if e.queue != nil {
 		close(e.queue)
 		e.writer.Wait()

@@ -207,7 +207,7 @@ func TestSimpleStackAdvanceAllocates(t *testing.T) {
 func TestSimpleStackErrors(t *testing.T) {
 	dir := t.TempDir()
 	_, err := NewSimpleStack(backend.Complex64)
-	require.ErrorContains(t, err, `dtype="complex64", expected int8, uint16, uint64, float32 or float64`)
+	require.ErrorContains(t, err, `dtype="complex64", expected int8, uint16, uint32, uint64, float32 or float64`)
 	require.ErrorIs(t, err, backend.ErrInvalid)
 	_, err = NewSimpleStackNamed("int16")
 	require.ErrorIs(t, err, backend.ErrInvalid)
