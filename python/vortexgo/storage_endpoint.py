@@ -81,7 +81,10 @@ class BufferStrategy(enum.IntEnum):
 
 
 def _buffer_strategy(value: Any) -> BufferStrategy:
-    """``value`` as a :class:`BufferStrategy` (also its name or value), or a clear error."""
+    """``value`` as a :class:`BufferStrategy` (also its name or value; None: vortex's
+    default, Volume), or a clear error."""
+    if value is None:
+        return BufferStrategy.Volume
     if isinstance(value, BufferStrategy):
         return value
     if isinstance(value, str):
@@ -199,7 +202,7 @@ class _VolumeEndpoint(_StorageEndpoint):
 
     _storages: tuple = ()
 
-    def __init__(self, executor: Any = None, storage: Any = None, buffer_strategy: Any = None,
+    def __init__(self, executor: Any = None, storage: Any = None, buffer_strategy: Any = BufferStrategy.Volume,
                  logger: Optional[logging.Logger] = None, log: Optional[logging.Logger] = None) -> None:
         _Endpoint.__init__(self)
         if storage is None and isinstance(executor, self._storages):
