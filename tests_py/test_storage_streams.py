@@ -307,3 +307,44 @@ def test_vortex_names_and_values():
     u64 = vs.SimpleStackUInt64()
     assert CounterStackEndpoint(sfe(), u64).buffer_strategy is BufferStrategy.Volume
     assert "SimpleStackUInt32" in vs.__all__ and vs.SimpleStreamUInt32().dtype == np.uint32
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("strategy", list(BufferStrategy))
+def test_ascan_hdf5_and_broct_strategies_match_a_simple_stack(tmp_path, device, strategy):
+    """The A-scan and spectra stack endpoints (formatted on the engine's device) write the
+    same complete volumes with every strategy as a SimpleStack with vortex's default."""
+    import test_engine as te
+
+    h5py = pytest.importorskip("h5py")
+    try:
+        vs.hdf5_library()
+    except vg.VortexError as e:
+        pytest.skip(f"no HDF5 library: {e}")
+    TB, TA, TS = te.B, te.A, te.S
+    ref = te.open_stack(tmp_path, "ref.npy")
+    sref = te.open_stack(tmp_path, "sref.npy", cls=vs.SimpleStackUInt16)
+    h5 = vs.HDF5StackInt8()
+    h5.open(vs.HDF5StackConfig(str(tmp_path / "vol.h5"), (TB, TA, TS)))
+    sh5 = vs.HDF5StackUInt16()
+    sh5.open(vs.HDF5StackConfig(str(tmp_path / "spectra.h5"), (TB, TA, TS)))
+    br = vs.BroctStorage()
+    br.open(vs.BroctStorageConfig(str(tmp_path / "vol.broct"), (TB, TA, TS)))
+    eps = [ve.AscanStackEndpoint(ref), ve.SpectraStackEndpoint(sref),
+           ve.AscanHDF5StackEndpoint(sfe(), h5, strategy), ve.SpectraHDF5StackEndpoint(sfe(), sh5, strategy),
+           ve.BroctStorageEndpoint(sfe(), br, strategy)]
+    assert all(e.buffer_strategy is strategy for e in eps[2:])
+    eng = te.run(te.make_rig(eps, volumes=2, device=device))
+    assert eng.status().error == ""
+    assert [e.volumes_written for e in eps] == [2] * 5
+    for st in (ref, sref, h5, sh5, br):
+        st.close()
+    want, swant = np.load(tmp_path / "ref.npy"), np.load(tmp_path / "sref.npy")
+    with h5py.File(tmp_path / "vol.h5", "r") as f:
+        np.testing.assert_array_equal(f["data"][...], want)
+    with h5py.File(tmp_path / "spectra.h5", "r") as f:
+        np.testing.assert_array_equal(f["data"][...], swant)
+    raw = (tmp_path / "vol.broct").read_bytes()
+    body = np.frombuffer(raw[len(raw) - want.size:], np.int8).reshape(2, TB, TS, TA)
+    np.testing.assert_array_equal(body, want[..., 0].transpose(0, 1, 3, 2))
+    eng.close()

@@ -13,29 +13,35 @@ import (
 // kind: a tensor endpoint of dtype ("device", "host" or "spectra", see
 // NewStackTensorEndpoint), a storage endpoint writing into store
 // ("ascan_stack" or "spectra_stack"; dtype unused), a stream stack
-// endpoint ("<stream>_stack[:<strategy>]", stream a vortex stream name
-// such as "galvo_target", strategy Block, Segment or Volume, the default;
-// NewStreamStackEndpoint) or "null".
+// endpoint ("<stream>_stack", stream a vortex stream name such as
+// "galvo_target"; NewStreamStackEndpoint) or "null". A stack kind may end
+// in ":<strategy>" (Block, Segment or Volume, the default).
 func New(kind, dtype string, store VolumeWriter) (engine.Endpoint, error) {
-	if name, ok := strings.CutSuffix(strings.SplitN(kind, ":", 2)[0], "_stack"); ok {
+	base, st, withStrategy := strings.Cut(kind, ":")
+	strategy := BufferVolume
+	if withStrategy {
+		var err error
+		if strategy, err = ParseBufferStrategy(st); err != nil {
+			return nil, err
+		}
+	}
+	if name, ok := strings.CutSuffix(base, "_stack"); ok {
 		if s, ok := streamNamed(name); ok {
-			strategy := BufferVolume
-			if _, st, ok := strings.Cut(kind, ":"); ok {
-				var err error
-				if strategy, err = ParseBufferStrategy(st); err != nil {
-					return nil, err
-				}
-			}
 			return NewStreamStackEndpoint(s, store, strategy)
 		}
 	}
-	switch kind {
+	switch base {
 	case "null":
 		return NewNullEndpoint(), nil
-	case "ascan_stack":
-		return NewAscanStackEndpoint(store)
-	case "spectra_stack":
-		return NewSpectraStackEndpoint(store)
+	case "ascan_stack", "spectra_stack":
+		e, err := NewAscanStackEndpoint(store)
+		if base == "spectra_stack" {
+			e, err = NewSpectraStackEndpoint(store)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return e, e.SetBufferStrategy(strategy)
 	}
 	dt, err := backend.ParseDType(dtype)
 	if err != nil {

@@ -278,6 +278,7 @@ const (
 	opPartial opKind = iota // WritePartialBscan(bscan, ascan)
 	opMulti                 // WriteMultiBscan(bscan)
 	opAdvance               // AdvanceVolume(false)
+	opVolume                // WriteVolume: a whole volume, then the next (VolumeWriter)
 )
 
 type stackOp struct {
@@ -286,13 +287,17 @@ type stackOp struct {
 	off, n       int // the op's bytes in the job's data
 }
 
-// stackJob is one block's storage operations with their data, copied out
-// of the endpoint's buffer so that the writer never reads what the next
-// block formats.
+// stackJob is one block's storage operations with their data: copied out
+// of the endpoint's buffer (host streams, into data) or downloaded from
+// the device buffer (into pinned, complete at ready), so that the writer
+// never reads what the next block formats.
 type stackJob struct {
-	ops   []stackOp
-	data  []byte
-	block int64
+	ops    []stackOp
+	data   []byte         // host jobs
+	pinned backend.Buffer // device jobs
+	ready  backend.Event  // device jobs: the downloads are done
+	used   int            // bytes of pinned in use
+	block  int64
 }
 
 func (j *stackJob) add(kind opKind, bscan, ascan int, data []byte) {
@@ -300,11 +305,27 @@ func (j *stackJob) add(kind opKind, bscan, ascan int, data []byte) {
 	j.data = append(j.data, data...)
 }
 
-// opWriter runs the jobs' operations on a StackWriter on its own
-// goroutine, off the engine's hot path.
+func (j *stackJob) bytes(op stackOp) []byte {
+	if j.pinned != nil {
+		return hostView[byte](j.pinned.Ptr()+uintptr(op.off), op.n)
+	}
+	return j.data[op.off : op.off+op.n]
+}
+
+// target is the storage operations a job runs (stackTarget).
+type target struct {
+	open    func() bool
+	advance func(bool) error
+	multi   func(int, []byte) error
+	partial func(int, int, []byte) error
+	volume  func([]byte) error // a VolumeWriter's, set alone
+}
+
+// opWriter runs the jobs' operations on its own goroutine, off the
+// engine's hot path.
 type opWriter struct {
 	name   string
-	w      StackWriter
+	t      target
 	free   chan *stackJob
 	queue  chan *stackJob
 	wg     sync.WaitGroup
@@ -314,14 +335,45 @@ type opWriter struct {
 	volume int // volumes advanced past
 }
 
-func newOpWriter(name string, w StackWriter, fail func(error)) *opWriter {
-	o := &opWriter{name: name, w: w, fail: fail, free: make(chan *stackJob, stagingBuffers), queue: make(chan *stackJob, stagingBuffers)}
-	for range stagingBuffers {
-		o.free <- &stackJob{}
+// newOpWriter starts the writer with jobs (new host jobs when nil).
+func newOpWriter(name string, t target, fail func(error), jobs []*stackJob) *opWriter {
+	if jobs == nil {
+		for range stagingBuffers {
+			jobs = append(jobs, &stackJob{})
+		}
+	}
+	o := &opWriter{name: name, t: t, fail: fail, free: make(chan *stackJob, len(jobs)), queue: make(chan *stackJob, len(jobs))}
+	for _, j := range jobs {
+		o.free <- j
 	}
 	o.wg.Add(1)
 	go o.run()
 	return o
+}
+
+// take waits for a free job (backpressure from a slow disk) and empties it.
+func (o *opWriter) take(block int64) *stackJob {
+	j := <-o.free
+	j.ops, j.data, j.used, j.block = j.ops[:0], j.data[:0], 0, block
+	return j
+}
+
+// send hands j to the writer (after its downloads on s), or back to the
+// free jobs when it has nothing to write.
+func (o *opWriter) send(j *stackJob, s backend.Stream) error {
+	if len(j.ops) == 0 {
+		o.free <- j
+		return nil
+	}
+	if j.ready != nil {
+		if err := s.Record(j.ready); err != nil {
+			j.ops = j.ops[:0]
+			o.free <- j
+			return fmt.Errorf("%s.Format: %w", o.name, err)
+		}
+	}
+	o.queue <- j
+	return nil
 }
 
 func (o *opWriter) firstErr() error {
@@ -330,27 +382,36 @@ func (o *opWriter) firstErr() error {
 	return o.err
 }
 
+// run stores the queued jobs. Waiting on a job's event is this
+// goroutine's purpose: its downloads were enqueued on the endpoint's
+// stream and the disk writes must not start before they land.
 func (o *opWriter) run() {
 	defer o.wg.Done()
 	for j := range o.queue {
 		var err error
 		advanced := 0
 		if o.firstErr() == nil {
+			if j.ready != nil {
+				err = j.ready.Synchronize()
+			}
 			for _, op := range j.ops {
-				data := j.data[op.off : op.off+op.n]
-				switch op.kind {
-				case opPartial:
-					err = o.w.WritePartialBscan(op.bscan, op.ascan, data)
-				case opMulti:
-					err = o.w.WriteMultiBscan(op.bscan, data)
-				case opAdvance:
-					// vortex's endpoint advances without allocating.
-					if err = o.w.AdvanceVolume(false); err == nil {
-						advanced++
-					}
-				}
 				if err != nil {
 					break
+				}
+				switch op.kind {
+				case opPartial:
+					err = o.t.partial(op.bscan, op.ascan, j.bytes(op))
+				case opMulti:
+					err = o.t.multi(op.bscan, j.bytes(op))
+				case opAdvance:
+					// vortex's endpoint advances without allocating.
+					if err = o.t.advance(false); err == nil {
+						advanced++
+					}
+				case opVolume:
+					if err = o.t.volume(j.bytes(op)); err == nil {
+						advanced++
+					}
 				}
 			}
 		}
@@ -372,8 +433,8 @@ func (o *opWriter) run() {
 
 // flush waits until every queued job is written.
 func (o *opWriter) flush() error {
-	held := make([]*stackJob, 0, stagingBuffers)
-	for range stagingBuffers {
+	held := make([]*stackJob, 0, cap(o.free))
+	for range cap(o.free) {
 		held = append(held, <-o.free)
 	}
 	for _, j := range held {
@@ -391,6 +452,22 @@ func (o *opWriter) volumes() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.volume
+}
+
+// segmentRuns sorts the finished segments below n and merges them into
+// [first, end) runs of consecutive B-scans (vortex's detail::combine).
+func segmentRuns(segs []int, n int) [][2]int {
+	s := slices.DeleteFunc(slices.Clone(segs), func(v int) bool { return v < 0 || v >= n })
+	slices.Sort(s)
+	var runs [][2]int
+	for _, v := range s {
+		if k := len(runs); k > 0 && runs[k-1][1] == v {
+			runs[k-1][1]++
+		} else {
+			runs = append(runs, [2]int{v, v + 1})
+		}
+	}
+	return runs
 }
 
 // --- the stream stack storage endpoint ------------------------------------------
@@ -428,7 +505,8 @@ func NewStreamStackEndpoint(s Stream, store any, strategy BufferStrategy) (*Stac
 	if strategy < BufferBlock || strategy > BufferVolume {
 		return nil, engine.Invalid("%s: buffer_strategy %d, expected Block (0), Segment (1) or Volume (2)", name, int(strategy))
 	}
-	e := &StackStorageEndpoint{name: name, host: &hostStack{src: streamSource{s: s, slice: stage.NullSlice()}, strategy: strategy, sw: sw}}
+	e := &StackStorageEndpoint{name: name, strategy: strategy,
+		host: &hostStack{src: streamSource{s: s, slice: stage.NullSlice()}, strategy: strategy, sw: sw}}
 	if c, ok := store.(engine.Claimer); ok {
 		e.claimer = c
 	}
@@ -470,7 +548,8 @@ func (e *StackStorageEndpoint) prepareHost(info engine.EndpointInfo) (err error)
 		return fmt.Errorf("%s.Prepare: stream: %w", e.name, err)
 	}
 	e.fail = info.Fail
-	h.w = newOpWriter(e.name, h.sw, info.Fail)
+	h.w = newOpWriter(e.name, target{open: h.sw.IsOpen, advance: h.sw.AdvanceVolume, multi: h.sw.WriteMultiBscan,
+		partial: h.sw.WritePartialBscan}, info.Fail, nil)
 	return nil
 }
 
@@ -487,8 +566,7 @@ func (e *StackStorageEndpoint) formatHost(b *engine.BlockData, plan *engine.Form
 			return err
 		}
 	}
-	j := <-h.w.free // backpressure from a slow disk
-	j.ops, j.data, j.block = j.ops[:0], j.data[:0], b.Block.ID
+	j := h.w.take(b.Block.ID) // backpressure from a slow disk
 	h.segs = h.segs[:0]
 	segBytes := h.shape[1] * h.recBytes
 	for i := range plan.Actions {
@@ -531,30 +609,17 @@ func (e *StackStorageEndpoint) formatHost(b *engine.BlockData, plan *engine.Form
 	if h.strategy == BufferVolume {
 		h.transfer(j, segBytes, open)
 	}
-	if len(j.ops) == 0 {
-		h.w.free <- j
-		return nil
-	}
-	h.w.queue <- j
-	return nil
+	return h.w.send(j, nil)
 }
 
 // transfer writes the finished segments of the volume buffer, merged into
 // runs of consecutive B-scans (vortex's _transfer).
 func (h *hostStack) transfer(j *stackJob, segBytes int, open bool) {
-	if len(h.segs) == 0 || !open {
+	if !open {
 		return
 	}
-	segs := slices.DeleteFunc(slices.Clone(h.segs), func(s int) bool { return s < 0 || s >= h.vol[0] })
-	slices.Sort(segs)
-	for i := 0; i < len(segs); {
-		k := i + 1
-		for k < len(segs) && segs[k] == segs[k-1]+1 {
-			k++
-		}
-		lo, hi := segs[i], segs[k-1]+1
-		j.add(opMulti, lo, 0, h.buf[lo*segBytes:hi*segBytes])
-		i = k
+	for _, r := range segmentRuns(h.segs, h.vol[0]) {
+		j.add(opMulti, r[0], 0, h.buf[r[0]*segBytes:r[1]*segBytes])
 	}
 }
 

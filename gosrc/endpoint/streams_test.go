@@ -36,9 +36,26 @@ func (f *fakeStack) record(op string, data []byte) error {
 	if f.fail != nil {
 		return f.fail
 	}
+	if f.dtype == "uint16" {
+		f.ops = append(f.ops, fmt.Sprint(op, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(data))), len(data)/2)))
+		return nil
+	}
 	v := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(data))), len(data)/8)
 	f.ops = append(f.ops, fmt.Sprint(op, v))
 	return nil
+}
+
+// DType, VolumeBytes and WriteVolume make it a VolumeWriter (a uint16
+// spectra stack for the device path).
+func (f *fakeStack) DType() backend.DType { return backend.Uint16 }
+func (f *fakeStack) VolumeBytes() int {
+	if !f.open {
+		return 0
+	}
+	return f.shape[0] * f.shape[1] * f.shape[2] * f.shape[3] * 2
+}
+func (f *fakeStack) WriteVolume([]byte) error {
+	return errors.New("the endpoints write B-scans, not volumes")
 }
 
 func (f *fakeStack) WriteMultiBscan(index int, data []byte) error {
@@ -125,6 +142,56 @@ func TestStreamStackStrategies(t *testing.T) {
 			require.Equal(t, tc.want, f.Ops())
 			require.Equal(t, []float64{2}, e.Record(), "volumes advanced")
 			require.NoError(t, e.Close())
+		})
+	}
+}
+
+// strategyOps are the operations of streamPlans by strategy.
+var strategyOps = map[BufferStrategy][]string{
+	BufferBlock: {
+		"partial(0,0)[0 1 2 3]", "partial(1,0)[4 5]",
+		"partial(1,2)[6 7]", "partial(2,0)[11 10 9 8]", "advance(false)[]",
+		"partial(0,0)[12 13]", "advance(false)[]"},
+	BufferSegment: {
+		"multi(0)[0 1 2 3]",
+		"multi(1)[4 5 6 7]", "multi(2)[11 10 9 8]", "advance(false)[]",
+		"multi(0)[12 13 9 8]", "advance(false)[]"},
+	BufferVolume: {
+		"multi(0)[0 1 2 3]",
+		"multi(1)[4 5 6 7 11 10 9 8]", "advance(false)[]",
+		"multi(0)[12 13 2 3]", "advance(false)[]"},
+}
+
+// TestSpectraStackStrategies: the device path (raw spectra of one sample
+// per record, the record's acquisition sample) runs the same operations
+// as the host path for each strategy.
+func TestSpectraStackStrategies(t *testing.T) {
+	dev := cpu.Default()
+	for _, strategy := range []BufferStrategy{BufferBlock, BufferSegment, BufferVolume} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			f := &fakeStack{shape: [4]int{3, 4, 1, 1}, dtype: "uint16", open: true}
+			e, err := NewSpectraStackEndpoint(f)
+			require.NoError(t, err)
+			require.NoError(t, e.SetBufferStrategy(strategy))
+			require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, RecordsPerBlock: 6, RawSamples: 1, OutputSamples: 1,
+				SegmentsPerVolume: 3, RecordsPerSegment: 4}))
+			raw := hostBuf(t, 12)
+			ready, err := dev.NewEvent(false)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, ready.Close()) }()
+			for i, p := range streamPlans {
+				for r := range p.records {
+					hostView[uint16](raw.Ptr(), 6)[r] = uint16(p.sample) + uint16(r)
+				}
+				b := &engine.BlockData{Block: &engine.Block{ID: int64(i)}, Records: p.records, Sample: p.sample, Raw: raw.Ptr(),
+					RawSamples: 1, OutputSamples: 1, Ready: ready}
+				require.NoError(t, e.Format(b, &engine.FormatPlan{Actions: p.actions}))
+				require.NoError(t, e.Flush(), "the raw buffer is reused: each block is stored before the next")
+			}
+			require.Equal(t, strategyOps[strategy], f.Ops())
+			require.Equal(t, []float64{2}, e.Record())
+			require.NoError(t, e.Close())
+			require.Equal(t, []float64{2}, e.Record(), "still reported after Close")
 		})
 	}
 }

@@ -408,8 +408,13 @@ func (s *SimpleStack) advance(allocate bool) error {
 	if next > math.MaxInt64-s.volumeBytes() {
 		return engine.Invalid("storage.AdvanceVolume: volume at byte %d, expected a file offset below 2^63", next)
 	}
+	prev := s.volumePos
 	s.volumePos = next
-	if allocate && s.farthest < next {
+	// Beyond vortex, a volume left partly written (a stop's last volume,
+	// which vortex's storage endpoints advance past without allocating)
+	// is completed on disk now rather than at Close: the bytes are the
+	// zeros Close would pad with, and the header below counts the volume.
+	if (allocate || s.farthest > prev) && s.farthest < next {
 		if err := s.writeAt("AdvanceVolume", []byte{0}, next-1); err != nil {
 			return err
 		}

@@ -23,14 +23,20 @@ marker-log endpoints (vortex users import them from ``vortex.engine``;
 - ``StreamDumpStorage(storage, lead_samples=0)``: one stream of every block,
   whole, every ``divisor``-th row, into a ``StreamDump``.
 - ``MarkerLogStorage(storage)``: every block's markers into a ``MarkerLog``.
-- ``AscanHDF5StackEndpoint`` / ``SpectraHDF5StackEndpoint``: each completed
-  volume into an ``HDF5Stack``; ``BroctStorageEndpoint``: each completed int8
-  volume into a ``BroctStorage`` (its B-scans transposed in the writer, where
-  vortex's BroctFormatExecutor transposes on the device).
+- ``AscanHDF5StackEndpoint`` / ``SpectraHDF5StackEndpoint``: the plan's
+  copies into an ``HDF5Stack``; ``BroctStorageEndpoint``: int8 volumes into a
+  ``BroctStorage`` (its B-scans transposed in the writer, where vortex's
+  BroctFormatExecutor transposes on the device). Like every stack storage
+  endpoint they write as their :class:`BufferStrategy` says (vortex's
+  semantics: Volume writes the segments each block finished and advances at
+  each finished volume; Segment writes each finished segment; Block writes
+  each copy at once).
 
 Every write runs off the engine's hot path (a writer goroutine per endpoint fed
 through pinned staging buffers); the first failed write stops the engine and
-``Engine.wait()`` raises it; a stop keeps every completed block and volume. A
+``Engine.wait()`` raises it; a stop keeps every completed block and volume (and,
+as in vortex, the stop finishes the planner: the volume open at the stop is
+stored with what it got). A
 storage that is not open is skipped, as in vortex. Closing the storage while an
 engine writes to it raises :class:`~vortexgo.InUseError`.
 """
@@ -198,7 +204,8 @@ class MarkerLogStorage(_BlockEndpoint):
 
 class _VolumeEndpoint(_StorageEndpoint):
     """A stack storage endpoint over another storage than ``SimpleStack`` (the
-    same Go endpoint: gosrc/endpoint.StackStorageEndpoint)."""
+    same Go endpoint: gosrc/endpoint.StackStorageEndpoint):
+    ``Endpoint(executor, storage, buffer_strategy=BufferStrategy.Volume, log=None)``."""
 
     _storages: tuple = ()
 
@@ -219,7 +226,8 @@ class _VolumeEndpoint(_StorageEndpoint):
         # Without an executor the Go endpoint takes the storage in its place and
         # keeps every sample.
         x = executor._handle() if executor is not None else storage._h
-        self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h, x)
+        kind = ("spectra_stack" if self._spectra else "ascan_stack") + ":" + self.buffer_strategy.name
+        self._h = native(api.NewStorageEndpoint)(kind, storage._h, x)
 
 
 class AscanHDF5StackEndpoint(_VolumeEndpoint):
