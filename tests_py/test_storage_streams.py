@@ -348,3 +348,41 @@ def test_ascan_hdf5_and_broct_strategies_match_a_simple_stack(tmp_path, device, 
     body = np.frombuffer(raw[len(raw) - want.size:], np.int8).reshape(2, TB, TS, TA)
     np.testing.assert_array_equal(body, want[..., 0].transpose(0, 1, 3, 2))
     eng.close()
+
+
+@pytest.mark.parametrize("header", list(vs.SimpleStackHeader))
+def test_uint32_stack_headers_read_back(tmp_path, header):
+    """The strobe stacks' uint32 files open in the field's tools (vortex's headers
+    describe uint32: NumPy 'uint32', MATLAB mxUINT32/miUINT32, NRRD uint32, NIfTI 768)."""
+    shape = (2, 3, 4, 1)
+    vol = (np.arange(np.prod(shape), dtype=np.uint32) * 0x01010101).reshape(shape)
+    ext = {vs.SimpleStackHeader.NifTI: ".nii", vs.SimpleStackHeader.NRRD: ".nrrd", vs.SimpleStackHeader.MATLAB: ".mat",
+           vs.SimpleStackHeader.NumPy: ".npy"}.get(header, ".bin")  # nibabel goes by the extension
+    path = tmp_path / f"s{ext}"
+    st = vs.SimpleStackUInt32()
+    st.open(vs.SimpleStackConfig(str(path), shape, header=header))
+    st.write_volume(vol)
+    st.advance_volume()
+    st.close()
+    raw = path.read_bytes()
+    np.testing.assert_array_equal(np.frombuffer(raw[len(raw) - vol.nbytes:], np.uint32).reshape(shape), vol)
+    if header == vs.SimpleStackHeader.NumPy:
+        got = np.load(path)
+        assert got.dtype == np.uint32
+        np.testing.assert_array_equal(got[0], vol)
+    elif header == vs.SimpleStackHeader.MATLAB:
+        sio = pytest.importorskip("scipy.io")
+        got = sio.loadmat(str(path))["data"]
+        assert got.dtype == np.uint32
+        np.testing.assert_array_equal(got.T[0], vol)
+    elif header == vs.SimpleStackHeader.NRRD:
+        nrrd = pytest.importorskip("nrrd")
+        got, hdr = nrrd.read(str(path))
+        assert got.dtype == np.uint32 and hdr["type"] in ("uint32", "unsigned int")
+        np.testing.assert_array_equal(got.T[0], vol)
+    elif header == vs.SimpleStackHeader.NifTI:
+        nib = pytest.importorskip("nibabel")
+        img = nib.load(str(path))
+        assert img.get_data_dtype() == np.uint32
+        x = np.asarray(img.dataobj)  # vortex's layout: (volumes, bscans, ...) over C-ordered bytes
+        np.testing.assert_array_equal(x.ravel(order="F").reshape(x.shape)[0], vol)
