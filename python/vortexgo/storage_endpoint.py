@@ -285,7 +285,7 @@ class _StreamStackEndpoint(_StorageEndpoint):
 
     @property
     def executor(self) -> Optional[StackFormatExecutor]:
-        """The stack executor (None: every column of the stream)."""
+        """Its stack executor; None keeps every column of the stream."""
         return self._executor
 
 
@@ -347,7 +347,7 @@ class _StreamTensorEndpoint(_TensorEndpoint):
 
     @property
     def executor(self) -> Optional[StackFormatExecutor]:
-        """The stack executor (None: every column of the stream)."""
+        """Its stack executor; None keeps every column of the stream."""
         return self._executor
 
     @property
