@@ -59,13 +59,17 @@ __device__ __forceinline__ float load(const uint16_t *__restrict__ raw, const fl
 
 // Steps 1-3: average subtraction, resampling by linear interpolation
 // through vortex's tables (before/after indices and weights; null: no
-// resampling, m == n) and the complex spectral filter (null: none),
-// writing the complex spectrum, m values per record. One-dimensional grid
+// resampling, m == n) or through the record's clock phase (phase, n per
+// record, and its maximum phase_max, from oct_clock_phase; null: no
+// clock; m == n), and the complex spectral filter (null: none), writing
+// the complex spectrum, m values per record. out may hold the clock's
+// analytic signal: oct_clock_phase has consumed it. One-dimensional grid
 // of ceil(m/blockDim) blocks per record (gridDim.y would cap records at
 // 65535).
 extern "C" __global__ void oct_spectrum(const uint16_t *__restrict__ raw, const float *__restrict__ avg,
                                         const int32_t *__restrict__ before, const int32_t *__restrict__ after,
                                         const float *__restrict__ w_before, const float *__restrict__ w_after,
+                                        const float *__restrict__ phase, const float *__restrict__ phase_max,
                                         const float2 *__restrict__ filt, float2 *__restrict__ out, int n, int m,
                                         int ch, int channel, int is_signed) {
     int per = (m + blockDim.x - 1) / blockDim.x;
@@ -73,7 +77,28 @@ extern "C" __global__ void oct_spectrum(const uint16_t *__restrict__ raw, const 
     int j = (blockIdx.x % per) * blockDim.x + threadIdx.x;
     if (j >= m) return;
     float v;
-    if (before) {
+    if (phase) {
+        // vortex's query: the linear phase max*j/n, the first sample whose
+        // phase is not below it (thrust's lower_bound; at most n-1, where
+        // vortex would read past the record), and the phase difference as
+        // the weight (process.clockScratch.tables defines it).
+        const float *p = phase + (size_t)r * n;
+        float q = __fdiv_rn(__fmul_rn(phase_max[r], (float)j), (float)n);
+        int start = 0, len = n;
+        while (start < len) {
+            int i = (start + len) / 2;
+            if (p[i] < q) {
+                start = i + 1;
+            } else {
+                len = i;
+            }
+        }
+        int b = min(start, n - 1), a = min(b + 1, n - 1);
+        float ratio = __fsub_rn(q, p[b]);
+        float x0 = load(raw, avg, r, b, n, ch, channel, is_signed);
+        float x1 = load(raw, avg, r, a, n, ch, channel, is_signed);
+        v = __fadd_rn(__fmul_rn(__fsub_rn(1.f, ratio), x0), __fmul_rn(ratio, x1));
+    } else if (before) {
         float a = load(raw, avg, r, before[j], n, ch, channel, is_signed);
         float b = load(raw, avg, r, after[j], n, ch, channel, is_signed);
         v = __fadd_rn(__fmul_rn(w_before[j], a), __fmul_rn(w_after[j], b));
@@ -86,6 +111,108 @@ extern "C" __global__ void oct_spectrum(const uint16_t *__restrict__ raw, const 
         c = make_float2(__fmul_rn(v, h.x), __fmul_rn(v, h.y));
     }
     out[r * m + j] = c;
+}
+
+// Dynamic resampling from a k-clock channel (vortex's clock_channel), in
+// vortex's order and float32: oct_clock_load, the forward FFT,
+// oct_clock_window, the inverse FFT, oct_clock_phase, then oct_spectrum
+// with the phase. process.clockScratch.tables is the same in float64.
+
+// block_sum_ll returns the sum of v over the block (blockDim.x = 256) to
+// every thread.
+__device__ __forceinline__ long long block_sum_ll(long long v, long long *sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = 128; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+        __syncthreads();
+    }
+    long long total = sh[0];
+    __syncthreads();
+    return total;
+}
+
+// oct_clock_load: the clock channel (clock) of each record minus the
+// record's mean (the exact integer sum over n, divided in float64 and
+// rounded once), as complex64 into out (n per record). One block of 256
+// threads per record.
+extern "C" __global__ void oct_clock_load(const uint16_t *__restrict__ raw, float2 *__restrict__ out, int n, int ch,
+                                          int clock, int is_signed) {
+    __shared__ long long sh[256];
+    int r = blockIdx.x;
+    long long s = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += sample(raw, r, i, n, ch, clock, is_signed);
+    s = block_sum_ll(s, sh);
+    float mean = __double2float_rn(__ddiv_rn((double)s, (double)n));
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = (float)sample(raw, r, i, n, ch, clock, is_signed);
+        out[(size_t)r * n + i] = make_float2(__fsub_rn(v, mean), 0.f);
+    }
+}
+
+// oct_clock_window: vortex's Hilbert window on the clock's spectrum, bin
+// 0 and bin n/2 kept, bins 1..n/2-1 doubled, the rest zeroed, all divided
+// by n (the inverse FFT's normalisation). Grid ceil(total/blockDim) over
+// total = records*n values.
+extern "C" __global__ void oct_clock_window(float2 *__restrict__ z, int n, int total) {
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= total) return;
+    int i = k % n, h = n / 2;
+    float2 c = z[k];
+    float w = i > h ? 0.f : (i == 0 || i == h ? 1.f : 2.f);
+    float fn = (float)n;
+    z[k] = make_float2(__fdiv_rn(__fmul_rn(c.x, w), fn), __fdiv_rn(__fmul_rn(c.y, w), fn));
+}
+
+// oct_clock_phase: the unwrapped phase of each record's analytic signal
+// z: the successive phase differences wrapped into [-pi, pi] (0 for
+// sample 0), summed in order of a 256-wide scan per chunk, into phase (n
+// per record), and the maximum into phase_max. One block of 256 threads
+// per record.
+extern "C" __global__ void oct_clock_phase(const float2 *__restrict__ z, float *__restrict__ phase,
+                                           float *__restrict__ phase_max, int n) {
+    __shared__ float sh[256];
+    const float pi = 3.14159265358979f, two_pi = 6.28318530717959f;
+    int r = blockIdx.x, t = threadIdx.x;
+    const float2 *zr = z + (size_t)r * n;
+    float carry = 0.f, top = 0.f; // phase[0] = 0, so the maximum is at least 0
+    for (int base = 0; base < n; base += blockDim.x) {
+        int i = base + t;
+        float d = 0.f;
+        if (i > 0 && i < n) {
+            float2 c = zr[i], p = zr[i - 1];
+            d = __fsub_rn(atan2f(c.y, c.x), atan2f(p.y, p.x));
+            if (d > pi) {
+                d = __fsub_rn(d, two_pi);
+            } else if (d < -pi) {
+                d = __fadd_rn(d, two_pi);
+            }
+        }
+        // Inclusive Hillis-Steele scan of the chunk.
+        sh[t] = d;
+        __syncthreads();
+        for (int s = 1; s < 256; s <<= 1) {
+            float add = t >= s ? sh[t - s] : 0.f;
+            __syncthreads();
+            sh[t] = __fadd_rn(sh[t], add);
+            __syncthreads();
+        }
+        float v = __fadd_rn(carry, sh[t]);
+        if (i < n) {
+            phase[(size_t)r * n + i] = v;
+            top = fmaxf(top, v);
+        }
+        carry = __fadd_rn(carry, sh[255]);
+        __syncthreads();
+    }
+    // The maximum over the block.
+    sh[t] = top;
+    __syncthreads();
+    for (int s = 128; s > 0; s >>= 1) {
+        if (t < s) sh[t] = fmaxf(sh[t], sh[t + s]);
+        __syncthreads();
+    }
+    if (t == 0) phase_max[r] = sh[0];
 }
 
 // round_clip is vortex's round_clip_cast to int8: round half away from

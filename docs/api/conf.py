@@ -45,7 +45,7 @@ napoleon_use_ivar = True
 # (intersphinx), and to private names, which the reference leaves out.
 nitpicky = True
 nitpick_ignore_regex = [
-    (r"py:.*", r"(logging|os|numpy|np|collections\.abc|typing|threading|enum|concurrent\.futures)(\..*)?"),
+    (r"py:.*", r"(logging|os|numpy|np|collections\.abc|typing|threading|enum|concurrent\.futures|datetime)(\..*)?"),
     (r"py:.*", r"(.*\.)?_[A-Za-z].*"),
     # Sphinx 9 splits a dataclass signature's postponed ``dict[str, X]``
     # annotation at the comma and looks up "dict[str" as a class.

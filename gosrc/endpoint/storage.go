@@ -236,6 +236,27 @@ func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	return nil
 }
 
+// BeginSession starts a new engine session (engine.SessionEndpoint): a
+// write error of the previous session was returned by its Flush, so the
+// engine reported it; the new session writes again (into a storage the
+// user may have reopened), and fails loudly again if the store still does.
+func (e *StackStorageEndpoint) BeginSession(<-chan struct{}) {
+	for _, w := range []*opWriter{e.w, e.hostW()} {
+		if w != nil {
+			w.mu.Lock()
+			w.err = nil
+			w.mu.Unlock()
+		}
+	}
+}
+
+func (e *StackStorageEndpoint) hostW() *opWriter {
+	if e.host == nil {
+		return nil
+	}
+	return e.host.w
+}
+
 // Stream is the endpoint's stream.
 func (e *StackStorageEndpoint) Stream() backend.Stream { return e.stream }
 

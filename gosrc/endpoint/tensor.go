@@ -215,6 +215,16 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	return nil
 }
 
+// BeginSession takes a new engine session's stop signal
+// (engine.SessionEndpoint): a stop of that session ends a wait on the
+// tensor's lock. The engine calls it at Start, while no Format runs.
+func (e *StackTensorEndpoint) BeginSession(stopping <-chan struct{}) {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.ctx, e.cancel = stopContext(stopping)
+}
+
 // Stream is the stream formatting runs on; chain work on it.
 func (e *StackTensorEndpoint) Stream() backend.Stream { return e.stream }
 

@@ -199,12 +199,23 @@ type EndpointInfo struct {
 	// SegmentsPerVolume and RecordsPerSegment are the formatter's shape.
 	SegmentsPerVolume, RecordsPerSegment int
 	// Stopping is closed when the engine is asked to stop: an endpoint
-	// waiting on a user's lock gives up then instead of hanging Stop.
+	// waiting on a user's lock gives up then instead of hanging Stop. The
+	// engine passes nil (never closed) and gives each session's channel
+	// to endpoints that implement SessionEndpoint; a caller driving an
+	// endpoint without an engine may pass its own.
 	Stopping <-chan struct{}
 	// Fail reports an error found off the format goroutine (a storage
 	// writer's failed write): the engine stops at once, posts the error
 	// event and returns the error from Wait. Safe from any goroutine.
 	Fail func(error)
+}
+
+// SessionEndpoint is implemented by endpoints that wait on their users
+// (a tensor lock): the engine calls BeginSession at every Start, before
+// the session's stages run, with the channel closed when that session is
+// asked to stop.
+type SessionEndpoint interface {
+	BeginSession(stopping <-chan struct{})
 }
 
 // Endpoint receives formatted data on its own stream.

@@ -71,6 +71,9 @@ type Block struct {
 	ready    backend.Event   // slot stream, after processing (timing)
 	epDone   []backend.Event // one per endpoint, after its formatting (timing)
 	acquired float64         // host-clock acquire time, ms
+	// times are the host times of the block's stages in its session, ns
+	// since Start (Engine.stamp; vortex's JobTiming).
+	times [blockMarks]int64
 }
 
 // hostUint16 views n uint16 values of memory that is not on the Go heap

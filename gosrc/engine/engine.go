@@ -58,8 +58,15 @@ type Status struct {
 	EventsDropped int64
 	// InFlight is the number of blocks out of the pool.
 	InFlight int
-	// Running is true between Start and the end of the run.
+	// Running is true between Start and the end of the session.
 	Running bool
+	// Dispatched counts the session's jobs (blocks) the Generate stage
+	// began (vortex's SessionStatus.dispatched).
+	Dispatched int64
+	// Allocated is the pool's size (Config.BlocksToAllocate).
+	Allocated int
+	// ProfilerDropped counts profiler marks not written (see profiler.go).
+	ProfilerDropped int64
 	// Done is true once the run has ended.
 	Done bool
 	// Err is the error that ended the run, or "".
@@ -135,35 +142,31 @@ type Engine struct {
 	upload     backend.Stream // every block's upload, in order (see Prepare)
 	positions  bool           // a PositionFormatExecutor reads positions on the device
 
-	free, toProc, toFmt, toRecycle chan *Block
-	events                         *eventQueue
+	free chan *Block // the pool: every block not in a session's stages
 
-	stateMu  sync.Mutex
-	state    state
-	stopping chan struct{}
-	stopOnce sync.Once
-	acqStop  sync.Once
-	acqErr   error
-	done     chan struct{}
-	wg       sync.WaitGroup
-	t0       time.Time
-	// startMono is CLOCK_MONOTONIC (ns) read just before t0: the base of
+	stateMu sync.Mutex
+	state   state
+	// cur is the current (or last) session (session.go); nil before the
+	// first Start.
+	cur atomic.Pointer[session]
+	// startMono is the current session's base on CLOCK_MONOTONIC (ns):
 	// the events' timestamps on Python's time.monotonic_ns clock.
 	startMono atomic.Int64
+	jobEvents atomic.Bool // SetJobEvents
+	profMu    sync.Mutex
+	profLog   string // SetProfilerLog
 
-	errMu sync.Mutex
-	err   error
-	// claims are the stages' Claims taken at Prepare: their Close refuses
-	// (backend.ErrInUse) until the run ends and dropClaims releases them.
+	// claims are the stages' Claims taken at Prepare and at each Start:
+	// their Close refuses (backend.ErrInUse) until the session ends and
+	// dropClaims releases them.
 	claimMu sync.Mutex
 	claims  []*Claim
-	broken  atomic.Bool // a device stage failed: drop the blocks behind it
 
 	recMu      sync.Mutex // NextRecords' scratch
 	recScratch []Event
 
-	acquired, processed, formatted, dropped, volumes, callbackErrs atomic.Int64
-	timings                                                        timings
+	acquired, processed, formatted, dropped, volumes, callbackErrs, dispatched atomic.Int64
+	timings                                                                    timings
 }
 
 // New returns an engine for cfg on dev. Nothing is allocated until
@@ -176,10 +179,7 @@ func New(cfg Config, dev backend.Device) (*Engine, error) {
 	if q == nil {
 		q = scan.NewScanQueue()
 	}
-	return &Engine{
-		cfg: cfg, dev: dev, owner: -ownerSeq.Add(1), queue: q,
-		stopping: make(chan struct{}), done: make(chan struct{}),
-	}, nil
+	return &Engine{cfg: cfg, dev: dev, owner: -ownerSeq.Add(1), queue: q}, nil
 }
 
 // ScanQueue is the engine's scan queue (vortex's engine.scan_queue): the
@@ -291,9 +291,9 @@ func (e *Engine) Prepare() (err error) {
 					Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 					RawSamples: e.rawSamples, OutputSamples: outSamples[pi],
 					SegmentsPerVolume: f.SegmentsPerVolume(), RecordsPerSegment: f.RecordsPerSegment(),
-					Stopping: e.stopping,
+					Stopping: nil, // each session's, through SessionEndpoint.BeginSession
 					Fail: func(err error) {
-						e.failPipeline(fmt.Errorf("engine: endpoint #%d: %w", id, err))
+						e.failAsync(fmt.Errorf("engine: endpoint #%d: %w", id, err))
 					},
 				}
 				if err := ep.Prepare(info); err != nil {
@@ -342,10 +342,6 @@ func (e *Engine) Prepare() (err error) {
 		e.blocks = append(e.blocks, b)
 		e.free <- b
 	}
-	e.toProc = make(chan *Block, cfg.preload())
-	e.toFmt = make(chan *Block, cfg.BlocksToAllocate)
-	e.toRecycle = make(chan *Block, cfg.BlocksToAllocate)
-	e.events = newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin)
 	e.state = statePrepared
 	return nil
 }
@@ -367,115 +363,42 @@ func MonotonicNs() int64 {
 // time; 0 before a successful Start.
 func (e *Engine) StartMonotonicNs() int64 { return e.startMono.Load() }
 
-// Start starts the acquisition and the stage goroutines.
-func (e *Engine) Start() error {
-	e.stateMu.Lock()
-	defer e.stateMu.Unlock()
-	if e.state != statePrepared {
-		return fmt.Errorf("engine.Start: engine is %s, expected prepared (call Prepare once, then Start once)", e.stateName())
-	}
-	if err := e.startGenerate(); err != nil {
-		return fmt.Errorf("engine.Start: %w", err)
-	}
-	mono := MonotonicNs()
-	e.t0 = time.Now()
-	if err := e.acq.Start(); err != nil {
-		return fmt.Errorf("engine.Start: acquisition: %w", err)
-	}
-	e.startMono.Store(mono)
-	// Only a run that started waits for an empty callback: its finish
-	// removes the waiter again, so a queue never keeps one that no
-	// dispatcher answers.
-	e.queue.SetEmptyWaiter(e.waitEmpty)
-	e.state = stateRunning
-	e.wg.Add(4)
-	go e.acquireLoop()
-	go e.processLoop()
-	go e.formatLoop()
-	go e.recycleLoop()
-	go e.finish()
-	return nil
-}
-
 func (e *Engine) stateName() string {
 	return [...]string{"new", "prepared", "running", "finished", "closed"}[e.state]
 }
 
-// fail records the first error, posts it for Python and stops the run.
-func (e *Engine) fail(err error) {
-	e.errMu.Lock()
-	first := e.err == nil
-	if first {
-		e.err = err
-	}
-	e.errMu.Unlock()
-	// Stop first: the error event is then best-effort if the queue is
-	// full, so a dispatcher that stopped draining cannot wedge the run;
-	// the error itself is kept for Wait, Err and Status either way.
-	e.RequestStop()
-	if first {
-		e.events.post(Event{Kind: EventError, Endpoint: -1, Timestamp: e.now(), Message: err.Error()}, e.stopping)
-	}
-}
-
-// failPipeline is fail for errors of the device stages: the blocks behind
-// the failure are dropped rather than pushed through a broken pipeline.
-// (An acquisition error only ends the input; blocks already acquired are
-// still delivered.)
-func (e *Engine) failPipeline(err error) {
-	e.broken.Store(true)
-	e.fail(err)
-}
-
-func (e *Engine) failed() bool {
-	e.errMu.Lock()
-	defer e.errMu.Unlock()
-	return e.err != nil
-}
-
-func (e *Engine) now() int64 { return int64(time.Since(e.t0)) }
-
-func (e *Engine) stopRequested() bool {
-	select {
-	case <-e.stopping:
-		return true
-	default:
-		return false
-	}
-}
-
-// stopAcquisition stops the acquisition once; Stop and the natural end
-// of the run may both get here.
-func (e *Engine) stopAcquisition() {
-	e.acqStop.Do(func() { e.acqErr = errors.Join(e.acq.Stop(), e.stopIOs()) })
-}
-
-func (e *Engine) processLoop() {
-	defer e.wg.Done()
-	defer close(e.toFmt)
+func (e *Engine) processLoop(s *session) {
+	defer s.wg.Done()
+	defer close(s.toFmt)
 	slot := 0
-	for b := range e.toProc {
+	for b := range s.toProc {
 		if b.finishOnly {
-			e.toFmt <- b // nothing to upload or process
+			s.toFmt <- b // nothing to upload or process
 			continue
 		}
-		if e.broken.Load() {
+		if s.broken.Load() || s.interrupt.Load() {
+			// A failed device stage, or shutdown(interrupt=true): vortex
+			// drops the blocks acquired but not yet processed.
 			e.dropped.Add(1)
 			b.Records = 0 // tells later stages to pass it through
-			e.toFmt <- b
+			s.toFmt <- b
 			continue
 		}
-		s := e.slots[slot]
+		st := e.slots[slot]
 		b.Slot = slot
 		slot = (slot + 1) % len(e.slots)
-		if err := e.dispatchProcess(s, b); err != nil {
-			e.failPipeline(err)
+		s.prof.job(ProfJobProcessDispatchBegin, b.ID)
+		err := e.dispatchProcess(st, b)
+		s.prof.job(ProfJobProcessDispatchEnd, b.ID)
+		e.stamp(s, b, markProcess)
+		if err != nil {
+			e.failPipeline(s, err)
 			e.dropped.Add(1)
 			b.Records = 0
 		} else {
 			e.processed.Add(1)
 		}
-		e.toFmt <- b
+		s.toFmt <- b
 	}
 }
 
@@ -517,28 +440,30 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	return nil
 }
 
-func (e *Engine) formatLoop() {
-	defer e.wg.Done()
-	defer close(e.toRecycle)
-	for b := range e.toFmt {
-		if (b.Records == 0 && !b.finishOnly) || e.broken.Load() {
+func (e *Engine) formatLoop(s *session) {
+	defer s.wg.Done()
+	defer close(s.toRecycle)
+	for b := range s.toFmt {
+		if (b.Records == 0 && !b.finishOnly) || s.broken.Load() {
 			if b.Records != 0 {
 				e.dropped.Add(1)
 				b.Records = 0
 			}
-			e.toRecycle <- b
+			s.toRecycle <- b
 			continue
 		}
-		switch complete, err := e.dispatchFormat(b); {
+		complete, err := e.dispatchFormat(s, b)
+		e.stamp(s, b, markFormat)
+		switch {
 		case err != nil:
-			e.failPipeline(err)
+			e.failPipeline(s, err)
 		case b.finishOnly:
 		case complete:
 			e.formatted.Add(1)
 		default:
 			e.dropped.Add(1)
 		}
-		e.toRecycle <- b
+		s.toRecycle <- b
 	}
 }
 
@@ -547,14 +472,16 @@ func (e *Engine) formatLoop() {
 // events go out after dispatch, not completion (vortex's contract):
 // handlers chain their work on the endpoint's stream. complete is false
 // when an endpoint gave up on the block because of a stop.
-func (e *Engine) dispatchFormat(b *Block) (complete bool, err error) {
+func (e *Engine) dispatchFormat(s *session, b *Block) (complete bool, err error) {
 	complete = true
+	task := 0 // the formatter's index, for the profiler
 	for pi := range e.routes {
 		data := &b.Outputs[pi]
 		data.Records, data.Sample = b.Records, b.Start
 		data.Target.Records, data.Actual.Records = b.Records, b.Records
 		for ri := range e.routes[pi] {
 			r := &e.routes[pi][ri]
+			s.prof.task(ProfTaskFormatBegin, task, b.ID)
 			if b.finishOnly {
 				r.plan.Actions = r.plan.Actions[:0]
 			} else if err := r.fmt.Next(r.plan, b.Start, b.Records, b.Markers); err != nil {
@@ -568,6 +495,7 @@ func (e *Engine) dispatchFormat(b *Block) (complete bool, err error) {
 				}
 				r.plan.Actions = append(r.plan.Actions, r.fin.Actions...)
 			}
+			s.prof.task(ProfTaskFormatPlan, task, b.ID)
 			if r.fmt == e.volumeFmt {
 				for i := range r.plan.Actions {
 					if r.plan.Actions[i].Kind == stage.FinishVolume {
@@ -576,12 +504,14 @@ func (e *Engine) dispatchFormat(b *Block) (complete bool, err error) {
 				}
 			}
 			for i := range r.eps {
-				ok, err := e.formatInto(&r.eps[i], b, data, r.plan)
+				ok, err := e.formatInto(s, &r.eps[i], b, data, r.plan)
 				if err != nil {
 					return false, err
 				}
 				complete = complete && ok
 			}
+			s.prof.task(ProfTaskFormatEnd, task, b.ID)
+			task++
 		}
 	}
 	return complete, nil
@@ -595,7 +525,7 @@ func (e *Engine) dispatchFormat(b *Block) (complete bool, err error) {
 // (vortex runs callbacks inline and gets this for free). Waiting happens
 // at volume boundaries only, outside any lock. It returns false when it
 // gave up because the engine is stopping.
-func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *FormatPlan) (bool, error) {
+func (e *Engine) formatInto(s *session, ep *epRoute, b *Block, data *BlockData, plan *FormatPlan) (bool, error) {
 	acts := plan.Actions
 	if !ep.sync {
 		acts = acts[len(acts):] // one pass over the whole plan below
@@ -618,7 +548,7 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 			// planner's Finish after the last volume) go out even though a
 			// stop ends the waits.
 			if ep.pendingAck > 0 && hasCopy(part) {
-				if !e.events.waitAcked(ep.pendingAck, e.stopping) {
+				if !s.events.waitAcked(ep.pendingAck, s.stopping) {
 					return false, nil
 				}
 				ep.pendingAck = 0
@@ -640,7 +570,7 @@ func (e *Engine) formatInto(ep *epRoute, b *Block, data *BlockData, plan *Format
 		// The block that only finishes the planner (sendFinish) carries
 		// no records: its notifications go out, an update does not (it
 		// is not a formatted block either).
-		if seq := e.postPlan(ep, b, part, last && !b.finishOnly); seq > 0 && ep.sync {
+		if seq := e.postPlan(s, ep, b, part, last && !b.finishOnly); seq > 0 && ep.sync {
 			ep.pendingAck = seq
 		}
 		if last {
@@ -663,8 +593,8 @@ func hasCopy(plan *FormatPlan) bool {
 // postPlan posts one event per notification of the plan for one endpoint,
 // then the block's update event when update is set. It returns the Seq of
 // the last volume event posted (0 if none).
-func (e *Engine) postPlan(ep *epRoute, b *Block, plan *FormatPlan, update bool) (volumeSeq uint64) {
-	ts := e.now()
+func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, update bool) (volumeSeq uint64) {
+	ts := e.now(s)
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		var k EventKind
@@ -689,7 +619,7 @@ func (e *Engine) postPlan(ep *epRoute, b *Block, plan *FormatPlan, update bool) 
 		if k == EventMarker {
 			ev.ScanIdx, ev.VolumeIdx, ev.BscanIdx = int64(a.ID), 0, 0
 		}
-		seq := e.events.post(ev, e.stopping)
+		seq := s.events.post(ev, s.stopping)
 		if k == EventVolume {
 			volumeSeq = seq
 		}
@@ -697,7 +627,7 @@ func (e *Engine) postPlan(ep *epRoute, b *Block, plan *FormatPlan, update bool) 
 	// The update event ends the block's events, as vortex's update_callback
 	// comes last: the handlers of aggregated segments know the block ended.
 	if update && !ep.skip[EventUpdate] {
-		e.events.post(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, e.stopping)
+		s.events.post(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, s.stopping)
 	}
 	return volumeSeq
 }
@@ -724,8 +654,8 @@ func (e *Engine) SetEventMask(id int, kinds ...EventKind) error {
 func (e *Engine) withRoute(op string, id int, fn func(*epRoute)) error {
 	e.stateMu.Lock()
 	defer e.stateMu.Unlock()
-	if e.state != statePrepared {
-		return fmt.Errorf("%s: engine is %s, expected prepared and not started", op, e.stateName())
+	if e.state != statePrepared && e.state != stateFinished {
+		return fmt.Errorf("%s: engine is %s, expected prepared and not running (between sessions)", op, e.stateName())
 	}
 	for pi := range e.routes {
 		for ri := range e.routes[pi] {
@@ -752,9 +682,9 @@ func (e *Engine) SetCallbackSync(id int, on bool) error {
 	})
 }
 
-func (e *Engine) recycleLoop() {
-	defer e.wg.Done()
-	for b := range e.toRecycle {
+func (e *Engine) recycleLoop(s *session) {
+	defer s.wg.Done()
+	for b := range s.toRecycle {
 		formatted := b.Records != 0
 		// The host waits here on purpose: this goroutine exists only to
 		// learn when the device has finished with a block so that its
@@ -771,11 +701,19 @@ func (e *Engine) recycleLoop() {
 			err = errors.Join(err, ev.Synchronize())
 		}
 		if err != nil {
-			e.failPipeline(fmt.Errorf("engine: block %d: waiting for the device: %w", b.ID, err))
+			e.failPipeline(s, fmt.Errorf("engine: block %d: waiting for the device: %w", b.ID, err))
 		} else if formatted {
 			e.timings.add(e.jobTiming(b))
 		}
+		s.prof.job(ProfJobFormatJoin, b.ID)
+		e.stamp(s, b, markRecycle)
+		// Read before the block goes back: the acquire loop reuses it.
+		id, times, job := b.ID, b.times, s.jobs && formatted && !b.finishOnly
 		e.free <- b
+		s.prof.job(ProfJobRecycle, id)
+		if job {
+			e.jobEvent(s, id, times)
+		}
 	}
 }
 
@@ -794,30 +732,6 @@ func (e *Engine) jobTiming(b *Block) JobTiming {
 		}
 	}
 	return j
-}
-
-// finish waits for the stages to drain, flushes the endpoints so that
-// every completed volume is stored, and marks the run done.
-func (e *Engine) finish() {
-	e.wg.Wait()
-	// The Generate stage is over: the queue stops calling the engine.
-	e.queue.SetEmptyWaiter(nil)
-	e.stopAcquisition()
-	if e.acqErr != nil && !e.failed() {
-		e.fail(fmt.Errorf("engine: stopping the acquisition: %w", e.acqErr))
-	}
-	for id, ep := range e.endpoints {
-		if err := ep.Flush(); err != nil {
-			e.fail(fmt.Errorf("engine: endpoint #%d: flush: %w", id, err))
-		}
-	}
-	// The stages may be closed from here on: nothing of the run uses them.
-	e.dropClaims()
-	e.events.close()
-	e.stateMu.Lock()
-	e.state = stateFinished
-	e.stateMu.Unlock()
-	close(e.done)
 }
 
 // takeClaims claims every stage of the configuration (see Claim), so that
@@ -866,91 +780,6 @@ func (e *Engine) dropClaims() {
 	e.claims = nil
 }
 
-// RequestStop asks the run to stop without waiting: the acquisition stops,
-// blocks already acquired are still processed and formatted. Safe from any
-// goroutine, including a Python handler on the dispatcher thread (which
-// must not wait for a run that waits for its events).
-//
-// Before Start it is a no-op: a stop of a run that has not begun must not
-// poison the run that follows (it used to close the stop channel, so the
-// next Start produced 0 volumes without a word).
-func (e *Engine) RequestStop() {
-	e.stateMu.Lock()
-	st := e.state
-	e.stateMu.Unlock()
-	if st < stateRunning {
-		return
-	}
-	e.stopOnce.Do(func() {
-		close(e.stopping)
-		if st == stateRunning {
-			// Unblocks a Fill waiting on hardware or a rate limit.
-			e.stopAcquisition()
-		}
-	})
-}
-
-// Stop stops the run and waits until it has drained: every acquired block
-// is formatted and every completed volume flushed to storage. Stopping in
-// the middle of a volume is safe; stopping twice, or an engine that never
-// started, is a no-op (the engine can still be started afterwards). It
-// returns the run's error, if any.
-func (e *Engine) Stop() error {
-	e.RequestStop()
-	e.stateMu.Lock()
-	started := e.state >= stateRunning
-	e.stateMu.Unlock()
-	if !started {
-		return nil
-	}
-	return e.Wait()
-}
-
-// Wait blocks until the run ends and returns its error.
-func (e *Engine) Wait() error {
-	e.stateMu.Lock()
-	started := e.state >= stateRunning
-	e.stateMu.Unlock()
-	if !started {
-		return errors.New("engine.Wait: engine was not started, expected Start first")
-	}
-	<-e.done
-	return e.Err()
-}
-
-// WaitFor waits up to timeout (negative: 0) for the run to end and
-// reports whether it has.
-func (e *Engine) WaitFor(timeout time.Duration) bool {
-	if e.Done() {
-		return true // a select on done and an expired timer picks at random
-	}
-	t := time.NewTimer(max(timeout, 0))
-	defer t.Stop()
-	select {
-	case <-e.done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// Done reports whether the run has ended.
-func (e *Engine) Done() bool {
-	select {
-	case <-e.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Err returns the error that ended the run, or nil.
-func (e *Engine) Err() error {
-	e.errMu.Lock()
-	defer e.errMu.Unlock()
-	return e.err
-}
-
 // RecordCallbackErrors adds n to the callback error count; the Python
 // dispatcher calls it when a handler raises.
 func (e *Engine) RecordCallbackErrors(n int) { e.callbackErrs.Add(int64(n)) }
@@ -964,10 +793,12 @@ func (e *Engine) Status() Status {
 		BlocksAcquired: e.acquired.Load(), BlocksProcessed: e.processed.Load(),
 		BlocksFormatted: e.formatted.Load(), BlocksDropped: e.dropped.Load(),
 		Volumes: e.volumes.Load(), CallbackErrors: e.callbackErrs.Load(),
-		Running: st == stateRunning, Done: e.Done(),
+		Running: st == stateRunning, Done: e.Done(), Dispatched: e.dispatched.Load(),
+		Allocated: e.cfg.BlocksToAllocate,
 	}
-	if e.events != nil {
-		s.EventsDropped = e.events.dropped.Load()
+	if ss := e.sess(); ss != nil {
+		s.EventsDropped = ss.events.dropped.Load()
+		s.ProfilerDropped = ss.prof.droppedMarks()
 	}
 	if e.free != nil {
 		s.InFlight = len(e.blocks) - len(e.free)
@@ -983,11 +814,12 @@ func (e *Engine) Status() Status {
 // queue drains it returns one EventDone, then empty slices. The Python
 // dispatcher thread calls it with the GIL released.
 func (e *Engine) NextEvents(max int, timeout time.Duration) []Event {
-	if e.events == nil || max <= 0 {
+	s := e.sess()
+	if s == nil || max <= 0 {
 		return nil
 	}
 	buf := make([]Event, max)
-	return buf[:e.events.next(buf, timeout)]
+	return buf[:s.events.next(buf, timeout)]
 }
 
 // NextRecords is NextEvents as flat records: up to len(dst)/EventFields
@@ -1010,10 +842,11 @@ func (e *Engine) NextRecords(dst []int64, timeout time.Duration) int {
 
 // NextEventsInto is NextEvents into a caller's buffer, without allocating.
 func (e *Engine) NextEventsInto(dst []Event, timeout time.Duration) int {
-	if e.events == nil {
+	s := e.sess()
+	if s == nil {
 		return 0
 	}
-	return e.events.next(dst, timeout)
+	return s.events.next(dst, timeout)
 }
 
 // Timings summarises the per-block stage timings so far.
@@ -1036,10 +869,7 @@ func (e *Engine) Close() error {
 	case stateClosed:
 		return nil
 	case statePrepared:
-		// Never started: end the event queue so a dispatcher waiting in
-		// NextEvents gets EventDone and exits.
-		e.events.close()
-		close(e.done)
+		// Never started: the claims taken at Prepare are still held.
 		e.dropClaims()
 	}
 	e.state = stateClosed

@@ -62,6 +62,17 @@ func (d *drain) wait(t *testing.T) []engine.Event {
 	return d.events
 }
 
+// countEngine counts the lifecycle events ev among evs.
+func countEngine(evs []engine.Event, ev engine.EngineEvent) int {
+	n := 0
+	for _, e := range evs {
+		if e.Kind == engine.EventEngine && engine.EngineEvent(e.ScanIdx) == ev {
+			n++
+		}
+	}
+	return n
+}
+
 func count(evs []engine.Event, k engine.EventKind, ep int) int {
 	n := 0
 	for _, ev := range evs {
@@ -422,7 +433,9 @@ func TestEngineBackpressureFromEventQueue(t *testing.T) {
 			require.NoError(t, e.Wait())
 			st := e.Status()
 			require.Equal(t, int64(21), st.BlocksFormatted)
-			require.Equal(t, int64(21+20+10+10-4), st.EventsDropped, "all but the queue's 4 are dropped and counted")
+			// The queue's 4 slots hold Launch, Run and Start (lifecycle
+			// events come first and are never dropped) and one block event.
+			require.Equal(t, int64(21+20+10+10-1), st.EventsDropped, "all but the queue's room are dropped and counted")
 		})
 	}
 }
@@ -471,7 +484,7 @@ func TestEngineAcquisitionErrorEndsRun(t *testing.T) {
 	err := e.Wait()
 	require.ErrorIs(t, err, errFakeAcq)
 	evs := d.wait(t)
-	require.Equal(t, 1, count(evs, engine.EventError, -1))
+	require.Equal(t, 1, countEngine(evs, engine.EngineError))
 	require.Contains(t, e.Status().Err, "fake acquisition failure")
 	require.Equal(t, int64(6), e.Status().BlocksFormatted, "blocks before the failure are delivered")
 }
@@ -690,7 +703,9 @@ func TestEventMask(t *testing.T) {
 			for _, k := range []engine.EventKind{engine.EventUpdate, engine.EventSegment, engine.EventVolume, engine.EventScan} {
 				require.Equal(t, tc.want[k], count(evs, k, 0), "%v events", k)
 			}
-			require.ErrorContains(t, e.SetEventMask(0), "expected prepared and not started")
+			// Between sessions the mask may change again (vortex's callbacks
+			// are set between stop and start).
+			require.NoError(t, e.SetEventMask(0))
 		})
 	}
 }

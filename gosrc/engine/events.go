@@ -34,6 +34,16 @@ const (
 	// wanted; the Generate stage waits until the dispatcher has handled
 	// it (ScanQueue.SetEmptyWaiter). Endpoint is -1.
 	EventQueueEmpty
+	// EventEngine: a session lifecycle event (vortex's Engine.Event, its
+	// value in ScanIdx: EngineEvent); Message holds the error of
+	// EngineError, EngineAbort and an EngineShutdown caused by one.
+	// Endpoint is -1.
+	EventEngine
+	// EventJob: a block left the pipeline (vortex's job_callback; posted
+	// only after SetJobEvents(true)): ScanIdx is the job (block) id,
+	// Sample the blocks in flight, VolumeIdx the jobs dispatched, Times
+	// the block's stage times. Endpoint is -1.
+	EventJob
 
 	eventKinds = iota // the number of kinds
 )
@@ -59,6 +69,10 @@ func (k EventKind) String() string {
 		return "queue"
 	case EventQueueEmpty:
 		return "queue_empty"
+	case EventEngine:
+		return "engine"
+	case EventJob:
+		return "job"
 	}
 	return "EventKind(?)"
 }
@@ -88,6 +102,10 @@ type Event struct {
 	Message string
 	// Seq numbers the events the queue accepted (1, 2, ...).
 	Seq uint64
+	// Times are an EventJob's stage times, ns since Start (vortex's
+	// JobTiming: create, service, scan, acquire, process, format,
+	// recycle; see the mark* constants).
+	Times [blockMarks]int64
 }
 
 // eventQueue is a bounded queue between the format stage and Python. A
@@ -95,6 +113,7 @@ type Event struct {
 // receive with timeout; closing it tells the consumer the engine is done.
 type eventQueue struct {
 	ch     chan Event
+	size   int // the room for ordinary events; lifecycle events use the reserve above it
 	policy QueuePolicy
 	seq    atomic.Uint64 // last Seq assigned (errors post from any stage)
 
@@ -125,8 +144,8 @@ func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue
 	case spin < 0:
 		spin = 0
 	}
-	return &eventQueue{ch: make(chan Event, size), policy: policy, spinFor: spin, adaptive: adaptive,
-		ackWake: make(chan struct{})}
+	return &eventQueue{ch: make(chan Event, size+lifecycleReserve), size: size, policy: policy, spinFor: spin,
+		adaptive: adaptive, ackWake: make(chan struct{})}
 }
 
 // markReturned notes the largest Seq handed to the consumer: posts from
@@ -173,6 +192,29 @@ func (q *eventQueue) waitAcked(seq uint64, stopping <-chan struct{}) bool {
 	return true
 }
 
+// lifecycleReserve is the room kept in the queue for lifecycle events
+// (postReserved): a session posts at most 8 of them (Launch, Run, Start,
+// Error, Abort, Shutdown, Complete, Stop, Exit, one Error), and the
+// ordinary posters that may overshoot size at once (the acquire, format
+// and recycle stages) take at most one slot each.
+const lifecycleReserve = 16
+
+// full reports whether the ordinary room is used up. Posters racing past
+// it overshoot into the reserve by at most one event each.
+func (q *eventQueue) full() bool { return len(q.ch) >= q.size }
+
+// postReserved queues a lifecycle event without waiting: they are few per
+// session and the queue keeps room for them, so they are never dropped
+// (a full reserve, which the bound above rules out, counts a drop).
+func (q *eventQueue) postReserved(ev Event) {
+	ev.Seq = q.seq.Add(1)
+	select {
+	case q.ch <- ev:
+	default:
+		q.dropped.Add(1)
+	}
+}
+
 // post queues ev. Under QueueBlock it waits for room (backpressure) unless
 // stopping is closed: once a stop is requested, delivery becomes
 // best-effort so that a dispatcher that stopped draining cannot hang Stop.
@@ -180,21 +222,47 @@ func (q *eventQueue) post(ev Event, stopping <-chan struct{}) uint64 {
 	// A dropped event leaves a gap in Seq: acknowledgement compares with
 	// the largest Seq handed out, so gaps are harmless.
 	ev.Seq = q.seq.Add(1)
-	select {
-	case q.ch <- ev:
-		return ev.Seq
-	default:
+	if !q.full() {
+		select {
+		case q.ch <- ev:
+			return ev.Seq
+		default:
+		}
 	}
 	if q.policy == QueueDrop {
 		q.dropped.Add(1)
 		return 0
 	}
-	select {
-	case q.ch <- ev:
-		return ev.Seq
-	case <-stopping:
-		q.dropped.Add(1)
-		return 0
+	return q.postWhenRoom(ev, stopping)
+}
+
+// postWhenRoom waits until the ordinary room has a slot (the consumer
+// drains), unless stopping closes first. The channel's own send cannot
+// express "leave the reserve free", so it polls the length, backing off
+// from spinning to sleeping: a full queue means the consumer is far
+// behind, and this poster is the backpressure on the engine.
+func (q *eventQueue) postWhenRoom(ev Event, stopping <-chan struct{}) uint64 {
+	var t *time.Timer
+	for wait := time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
+		if !q.full() {
+			select {
+			case q.ch <- ev:
+				return ev.Seq
+			default:
+			}
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-stopping:
+			q.dropped.Add(1)
+			return 0
+		case <-t.C:
+		}
 	}
 }
 
@@ -203,13 +271,7 @@ func (q *eventQueue) post(ev Event, stopping <-chan struct{}) uint64 {
 // means it was not queued).
 func (q *eventQueue) postWait(ev Event, stopping <-chan struct{}) uint64 {
 	ev.Seq = q.seq.Add(1)
-	select {
-	case q.ch <- ev:
-		return ev.Seq
-	case <-stopping:
-		q.dropped.Add(1)
-		return 0
-	}
+	return q.postWhenRoom(ev, stopping)
 }
 
 // close ends the queue; call after the last post.

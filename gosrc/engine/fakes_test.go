@@ -33,8 +33,16 @@ func newFakeAcq(samples int) *fakeAcq {
 	return &fakeAcq{samples: samples, stop: make(chan struct{})}
 }
 
-func (a *fakeAcq) Prepare() error        { return nil }
-func (a *fakeAcq) Start() error          { a.started.Store(true); return nil }
+func (a *fakeAcq) Prepare() error { return nil }
+
+// Start begins a session: a stopped acquisition can start again (the
+// engine's sessions), with a fresh stop signal.
+func (a *fakeAcq) Start() error {
+	if a.started.Swap(true) {
+		a.stop, a.stopOnce = make(chan struct{}), sync.Once{}
+	}
+	return nil
+}
 func (a *fakeAcq) SamplesPerRecord() int { return a.samples }
 func (a *fakeAcq) Stop() error {
 	a.stopped.Add(1)

@@ -72,7 +72,8 @@ func (e *Engine) prepareIOs() error {
 // sample 0) and fills the delay lines with the queue's position.
 func (e *Engine) startGenerate() error {
 	if err := e.queue.Rebase(int64(e.maxLead)); err != nil {
-		return fmt.Errorf("scan_queue: %w", err)
+		return fmt.Errorf("scan_queue: %w (the last session stopped in the middle of a scan: call "+
+			"scan_queue.reset() or scan_queue.clear() before starting again, as in vortex)", err)
 	}
 	_, pos, _ := e.queue.State()
 	out := e.cfg.outChannels()
@@ -97,7 +98,7 @@ func (e *Engine) startGenerate() error {
 // generate fills block b (ID, Start and Records set) with the waveforms
 // and markers of its samples. last reports that the scan queue ran out and
 // the post-scan records are covered (vortex's job.last).
-func (e *Engine) generate(b *Block) (last bool, err error) {
+func (e *Engine) generate(s *session, b *Block) (last bool, err error) {
 	out := e.cfg.outChannels()
 	n := b.Records
 	refIdx := len(e.leads) - 1
@@ -108,6 +109,7 @@ func (e *Engine) generate(b *Block) (last bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("engine: block %d: scan_queue.generate: %w", b.ID, err)
 	}
+	s.prof.job(ProfJobGenerateScan, b.ID)
 	if total != n {
 		return false, fmt.Errorf("engine: block %d: scan_queue.generate wrote %d samples, expected %d", b.ID, total, n)
 	}
@@ -125,6 +127,7 @@ func (e *Engine) generate(b *Block) (last bool, err error) {
 	if len(e.ios) > 0 || e.needsStrobes() {
 		e.strobes.generate(strobes, b.Start, b.Markers)
 	}
+	s.prof.job(ProfJobGenerateStrobe, b.ID)
 	for i := range refIdx {
 		l := &e.leads[i]
 		delayRows(b.galvo[i][:n*out], ref, l.ring, l.tmp, n, out)
@@ -139,7 +142,7 @@ func (e *Engine) generate(b *Block) (last bool, err error) {
 		// callbacks run on the dispatcher, vortex runs them on its
 		// acquire thread at this point.
 		e.queueSeen = c
-		e.events.post(Event{Kind: EventQueue, Endpoint: -1, Sample: b.Start, Timestamp: e.now()}, e.stopping)
+		s.events.post(Event{Kind: EventQueue, Endpoint: -1, Sample: b.Start, Timestamp: e.now(s)}, s.stopping)
 	}
 	if scanned < total {
 		over := total - scanned
@@ -171,8 +174,9 @@ func delayRows[T any](dst, ref, ring, tmp []T, n, ch int) {
 // hot path: it happens only while the queue is empty and a callback is
 // set, and a stop ends it.
 func (e *Engine) waitEmpty() {
-	if seq := e.events.postWait(Event{Kind: EventQueueEmpty, Endpoint: -1, Timestamp: e.now()}, e.stopping); seq > 0 {
-		e.events.waitAcked(seq, e.stopping)
+	s := e.sess()
+	if seq := s.events.postWait(Event{Kind: EventQueueEmpty, Endpoint: -1, Timestamp: e.now(s)}, s.stopping); seq > 0 {
+		s.events.waitAcked(seq, s.stopping)
 	}
 }
 
@@ -224,11 +228,11 @@ func (e *Engine) stopIOs() error {
 }
 
 // takeFree takes a block from the pool; false when the engine stops first.
-func (e *Engine) takeFree() (*Block, bool) {
+func (e *Engine) takeFree(s *session) (*Block, bool) {
 	select {
 	case b := <-e.free:
 		return b, true
-	case <-e.stopping:
+	case <-s.stopping:
 		return nil, false
 	}
 }
@@ -244,10 +248,11 @@ func (e *Engine) dropPending() {
 // acquireLoop is the Generate and Acquire stages: it generates blocks up
 // to the preload depth ahead, hands them to the IOs, and fills the oldest
 // with the acquisition.
-func (e *Engine) acquireLoop() {
-	defer e.wg.Done()
-	defer close(e.toProc)
-	defer e.sendFinish()
+func (e *Engine) acquireLoop(s *session) {
+	defer s.wg.Done()
+	defer close(s.toProc)
+	defer e.endDispatch(s)
+	defer e.sendFinish(s)
 	defer e.dropPending()
 	// IOs are handed blocks up to the preload depth ahead of the
 	// acquisition; one block of the pool stays out of it, so that the
@@ -258,6 +263,10 @@ func (e *Engine) acquireLoop() {
 		startAt = min(e.cfg.preload(), depth+1)
 	}
 	ioStarted := len(e.ios) == 0
+	if ioStarted {
+		// The acquisition started in Start; no IO waits for preloading.
+		e.lifecycle(s, EngineStart, nil)
+	}
 	var id, start int64
 	generating := true
 	for {
@@ -266,30 +275,37 @@ func (e *Engine) acquireLoop() {
 				generating = false
 				break
 			}
-			b, ok := e.takeFree()
+			created := e.now(s)
+			e.dispatched.Add(1)
+			s.prof.job(ProfJobCreate, id)
+			b, ok := e.takeFree(s)
 			if !ok {
 				return
 			}
+			s.prof.job(ProfJobClearance, id)
+			b.times = [blockMarks]int64{markCreate: created, markService: e.now(s)}
 			want := e.cfg.RecordsPerBlock
 			if e.limit > 0 {
 				want = int(min(int64(want), e.limit-start))
 			}
 			b.ID, b.Start, b.Records, b.Last, b.finishOnly = id, start, want, false, false
-			last, err := e.generate(b)
+			last, err := e.generate(s, b)
 			if err != nil {
 				e.free <- b
-				e.fail(err)
+				e.fail(s, err)
 				return
 			}
 			b.Last = last || (e.limit > 0 && start+int64(want) >= e.limit)
 			id++
 			start += int64(want)
 			e.nextID, e.nextStart = id, start
+			e.stamp(s, b, markScan)
 			e.pending = append(e.pending, b)
+			s.prof.job(ProfJobAcquireDispatchBegin, b.ID)
 			for i := range e.ios {
 				if ioStarted || e.ios[i].cfg.Preload {
 					if err := e.dispatchIO(i, b); err != nil {
-						e.ioFailed(err)
+						e.ioFailed(s, err)
 						return
 					}
 				}
@@ -298,18 +314,20 @@ func (e *Engine) acquireLoop() {
 			if !ioStarted && (len(e.pending) >= startAt || !generating) {
 				ioStarted = true
 				if err := e.startIOs(); err != nil {
-					e.ioFailed(err)
+					e.ioFailed(s, err)
 					return
 				}
+				e.lifecycle(s, EngineStart, nil)
 			}
+			s.prof.job(ProfJobAcquireDispatchEnd, b.ID)
 		}
-		if len(e.pending) == 0 || e.stopRequested() {
+		if len(e.pending) == 0 || s.stopRequested() {
 			return
 		}
 		b := e.pending[0]
 		copy(e.pending, e.pending[1:])
 		e.pending = e.pending[:len(e.pending)-1]
-		if !e.acquire(b) {
+		if !e.acquire(s, b) {
 			return
 		}
 	}
@@ -321,8 +339,8 @@ func (e *Engine) acquireLoop() {
 // volume and scan still open, as vortex's does when a stop makes its next
 // block the last (its format loop then calls finish). A failed run is not
 // finished (vortex's neither).
-func (e *Engine) sendFinish() {
-	if e.sentLast || e.failed() || e.broken.Load() {
+func (e *Engine) sendFinish(s *session) {
+	if e.sentLast || e.failed(s) || s.broken.Load() {
 		return
 	}
 	// The pipeline behind keeps draining into the pool (a stop makes the
@@ -330,18 +348,18 @@ func (e *Engine) sendFinish() {
 	b := <-e.free
 	b.ID, b.Start, b.Records, b.Last, b.finishOnly = e.nextID, e.nextStart, 0, true, true
 	b.Markers = b.Markers[:0]
-	e.toProc <- b
+	s.toProc <- b
 }
 
 // ioFailed reports an IO error, unless it is an IO interrupted by a stop.
-func (e *Engine) ioFailed(err error) {
-	if !e.stopRequested() {
-		e.fail(err)
+func (e *Engine) ioFailed(s *session, err error) {
+	if !s.stopRequested() {
+		e.fail(s, err)
 	}
 }
 
 // acquire fills block b and sends it on; false ends the loop.
-func (e *Engine) acquire(b *Block) bool {
+func (e *Engine) acquire(s *session, b *Block) bool {
 	spr := e.rawSamples
 	want := b.Records
 	t := time.Now()
@@ -354,24 +372,32 @@ func (e *Engine) acquire(b *Block) bool {
 		n, err = e.acq.Fill(b.Host[:want*spr], want)
 	}
 	b.acquired = float64(time.Since(t)) / float64(time.Millisecond)
+	s.prof.task(ProfTaskAcquireComplete, 0, b.ID)
+	s.prof.job(ProfJobAcquireJoin, b.ID)
+	e.stamp(s, b, markAcquire)
 	eof := errors.Is(err, io.EOF)
 	if err != nil && !eof {
 		e.free <- b // cannot block: the pool has room for every block
-		if !e.stopRequested() {
+		if !s.stopRequested() {
 			// An error after Stop is the acquisition being
 			// interrupted, not a failure.
-			e.fail(fmt.Errorf("engine: acquisition: block %d: %w", b.ID, err))
+			e.fail(s, fmt.Errorf("engine: acquisition: block %d: %w", b.ID, err))
 		}
 		return false
 	}
 	if n < 0 || n > want {
 		e.free <- b
-		e.fail(fmt.Errorf("engine: acquisition Fill returned n=%d, expected 0 <= n <= %d", n, want))
+		e.fail(s, fmt.Errorf("engine: acquisition Fill returned n=%d, expected 0 <= n <= %d", n, want))
 		return false
+	}
+	if eof {
+		// The source's end of data ends the session early: vortex's
+		// shutdown. Dispatch ends, but nothing is cut short (no stop).
+		e.shutdownEvent(s, nil)
 	}
 	if n == 0 {
 		e.free <- b
-		return !eof && !e.stopRequested()
+		return !eof && !s.stopRequested()
 	}
 	if n < want {
 		// The source ended inside the block: its markers past the data go.
@@ -391,9 +417,9 @@ func (e *Engine) acquire(b *Block) bool {
 	b.Records = n
 	// After a stop this block is the last: the formatters finish with it
 	// (sendFinish covers a stop between blocks).
-	b.Last = b.Last || eof || e.stopRequested()
+	b.Last = b.Last || eof || s.stopRequested()
 	e.sentLast = b.Last
 	e.acquired.Add(1)
-	e.toProc <- b
-	return !b.Last && !e.stopRequested()
+	s.toProc <- b
+	return !b.Last && !s.stopRequested()
 }

@@ -146,7 +146,7 @@ func TestStorageWriteErrorStopsTheEngineAtOnce(t *testing.T) {
 	}
 	require.ErrorIs(t, err, errDiskFull)
 	evs := d.wait(t)
-	require.Equal(t, 1, count(evs, engine.EventError, -1), "one error event")
+	require.Equal(t, 1, countEngine(evs, engine.EngineError), "one error event")
 	require.Equal(t, 3, ep.Written(), "the volumes stored before the failure")
 	st := e.Status()
 	require.Contains(t, st.Err, "no space left")
@@ -230,14 +230,16 @@ func TestBlockPoolIsBoundedBeforeAllocating(t *testing.T) {
 }
 
 func TestRecords(t *testing.T) {
-	ev := engine.Event{Kind: engine.EventVolume, Endpoint: 2, Sample: 3, ScanIdx: 4, VolumeIdx: 5, BscanIdx: 6, Timestamp: 7}
+	ev := engine.Event{Kind: engine.EventJob, Endpoint: 2, Sample: 3, ScanIdx: 4, VolumeIdx: 5, BscanIdx: 6, Timestamp: 7,
+		Times: [7]int64{8, 9, 10, 11, 12, 13, 14}}
 	rec := make([]int64, engine.EventFields)
 	ev.Record(rec)
-	require.Equal(t, []int64{int64(engine.EventVolume), 2, 3, 4, 5, 6, 7}, rec)
+	require.Equal(t, []int64{int64(engine.EventJob), 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, rec)
 
 	st := engine.Status{BlocksAcquired: 1, BlocksProcessed: 2, BlocksFormatted: 3, BlocksDropped: 4, Volumes: 5,
-		CallbackErrors: 6, EventsDropped: 7, InFlight: 8, Running: false, Done: true}
-	require.Equal(t, []float64{1, 2, 3, 4, 5, 6, 7, 8, 0, 1}, st.Record())
+		CallbackErrors: 6, EventsDropped: 7, InFlight: 8, Running: false, Done: true, Dispatched: 9, Allocated: 10,
+		ProfilerDropped: 11}
+	require.Equal(t, []float64{1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 9, 10, 11}, st.Record())
 
 	tm := engine.TimingSummary{Process: engine.StageStats{Count: 2, Mean: 1.5, Min: 1, Max: 2, P50: 1.5, P99: 2}}
 	trec := tm.Record()

@@ -7,21 +7,24 @@ package engine
 // slices, the one record style of the bindings (hostmem.Record).
 
 // EventFields is the number of int64 fields of one event record: kind,
-// endpoint, sample, scan_idx, volume_idx, bscan_idx, timestamp_ns.
-const EventFields = 7
+// endpoint, sample, scan_idx, volume_idx, bscan_idx, timestamp_ns, then an
+// EventJob's seven stage times (Event.Times; zero for other kinds).
+const EventFields = 7 + blockMarks
 
 // Record writes the event's fields (EventFields of them) into dst.
 func (ev *Event) Record(dst []int64) {
 	_ = dst[EventFields-1]
 	dst[0], dst[1], dst[2], dst[3] = int64(ev.Kind), int64(ev.Endpoint), ev.Sample, ev.ScanIdx
 	dst[4], dst[5], dst[6] = ev.VolumeIdx, ev.BscanIdx, ev.Timestamp
+	copy(dst[7:EventFields], ev.Times[:])
 }
 
 // StatusFields is the number of fields of a status record, in the order
 // of Status's fields: blocks acquired, processed, formatted, dropped,
 // volumes, callback errors, events dropped, in flight, running (0/1),
-// done (0/1). The error text is read separately (Engine.Err).
-const StatusFields = 10
+// done (0/1), dispatched, allocated, profiler marks dropped. The error
+// text is read separately (Engine.Err).
+const StatusFields = 13
 
 // Record is the status counters (StatusFields of them; float64 is exact
 // for counts below 2^53).
@@ -34,7 +37,8 @@ func (s *Status) Record() []float64 {
 	}
 	return []float64{float64(s.BlocksAcquired), float64(s.BlocksProcessed), float64(s.BlocksFormatted),
 		float64(s.BlocksDropped), float64(s.Volumes), float64(s.CallbackErrors), float64(s.EventsDropped),
-		float64(s.InFlight), b(s.Running), b(s.Done)}
+		float64(s.InFlight), b(s.Running), b(s.Done), float64(s.Dispatched), float64(s.Allocated),
+		float64(s.ProfilerDropped)}
 }
 
 // TimingFields is the number of fields of a timing record: for each stage

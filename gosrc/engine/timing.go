@@ -84,6 +84,14 @@ func (t *timings) add(j JobTiming) {
 	t.mu.Unlock()
 }
 
+// reset forgets every timing (a new session).
+func (t *timings) reset() {
+	t.mu.Lock()
+	t.next, t.count = 0, 0
+	t.acq, t.proc, t.format, t.upload = runningStat{}, runningStat{}, runningStat{}, runningStat{}
+	t.mu.Unlock()
+}
+
 // recent copies the newest timings, oldest first, into dst.
 func (t *timings) recent(dst []JobTiming) int {
 	t.mu.Lock()

@@ -40,6 +40,12 @@ type Config struct {
 	// [0, SamplesPerRecord-1], one per output sample; empty means no
 	// resampling (vortex: empty).
 	ResamplingSamples []float32
+	// ClockChannel is vortex's clock_channel: the channel holding a k-clock
+	// whose phase resamples every record to even wavenumber (doc.go, step
+	// 2 with a clock); nil means none (vortex: None). It excludes
+	// ResamplingSamples, as in vortex. It may equal Channel (a record
+	// resampled by its own phase, e.g. to check the clock linearises).
+	ClockChannel *int
 	// SpectralFilter multiplies the (resampled) spectrum, OutputSamples()
 	// long; empty means none (vortex: empty).
 	SpectralFilter []complex64
@@ -136,6 +142,17 @@ func (c *Config) Validate() error {
 			return bad(fmt.Sprintf("ResamplingSamples[%d]", j), p, fmt.Sprintf("in [0, SamplesPerRecord-1 = %d]", n-1))
 		}
 	}
+	if k := c.ClockChannel; k != nil {
+		switch {
+		case *k < 0 || *k >= c.Channels():
+			return bad("ClockChannel", *k, fmt.Sprintf("in [0, ChannelsPerSample=%d), or nil for none", c.Channels()))
+		case len(c.ResamplingSamples) > 0:
+			return fmt.Errorf("process: Config.ClockChannel=%d with %d ResamplingSamples, expected one of them: "+
+				"dynamic (clock) and static resampling are mutually exclusive, as in vortex", *k, len(c.ResamplingSamples))
+		case n < 2:
+			return bad("SamplesPerRecord", n, ">= 2 with ClockChannel")
+		}
+	}
 	m := c.OutputSamples()
 	if len(c.SpectralFilter) != 0 && len(c.SpectralFilter) != m {
 		return fmt.Errorf("process: len(Config.SpectralFilter)=%d, expected 0 or OutputSamples()=%d", len(c.SpectralFilter), m)
@@ -159,6 +176,10 @@ func (c *Config) Validate() error {
 func (c Config) clone() Config {
 	c.ResamplingSamples = append([]float32(nil), c.ResamplingSamples...)
 	c.SpectralFilter = append([]complex64(nil), c.SpectralFilter...)
+	if c.ClockChannel != nil {
+		k := *c.ClockChannel
+		c.ClockChannel = &k
+	}
 	return c
 }
 

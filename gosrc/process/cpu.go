@@ -76,6 +76,8 @@ type cpuScratch struct {
 	rfft *fourier.FFT
 	re   []float64
 	half []complex128
+	// clock is the k-clock's phase scratch (Config.ClockChannel), else nil.
+	clock *clockScratch
 }
 
 // NewCPUProcessor validates cfg and returns a processor; Prepare allocates
@@ -154,6 +156,9 @@ func (st *cpuState) allocate(prev *cpuState) {
 		}
 		for w := range sl.workers {
 			sc := &cpuScratch{spec: make([]float32, n), res: make([]float32, st.m), cx: make([]complex128, st.m)}
+			if st.cfg.ClockChannel != nil {
+				sc.clock = newClockScratch(n)
+			}
 			switch {
 			case st.cfg.EnableIFFT && st.cfg.SpectralFilter == nil:
 				sc.rfft, sc.re, sc.half = fourier.NewFFT(st.m), make([]float64, st.m), make([]complex128, st.m/2+1)
@@ -260,8 +265,11 @@ func (p *CPUProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, re
 }
 
 // sample reads record r's sample i of the processed channel.
-func (p *cpuState) sample(raw []uint16, r, i int) int32 {
-	v := raw[(r*p.cfg.SamplesPerRecord+i)*p.cfg.Channels()+p.cfg.Channel]
+func (p *cpuState) sample(raw []uint16, r, i int) int32 { return p.sampleOf(raw, r, i, p.cfg.Channel) }
+
+// sampleOf reads record r's sample i of channel ch.
+func (p *cpuState) sampleOf(raw []uint16, r, i, ch int) int32 {
+	v := raw[(r*p.cfg.SamplesPerRecord+i)*p.cfg.Channels()+ch]
 	if p.cfg.InterpretAsSigned {
 		return int32(int16(v))
 	}
@@ -313,11 +321,20 @@ func (p *cpuState) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []floa
 			}
 			sc.spec[i] = v
 		}
-		// Step 2: resampling.
+		// Step 2: resampling, by the configuration's tables or by the
+		// record's own from its clock.
 		x := sc.spec
-		if p.res != nil {
+		res := p.res
+		if sc.clock != nil {
+			ch := *p.cfg.ClockChannel
+			for i := range sc.clock.clock {
+				sc.clock.clock[i] = p.sampleOf(raw, r, i, ch)
+			}
+			res = sc.clock.tables(nil)
+		}
+		if res != nil {
 			for j := range sc.res {
-				sc.res[j] = p.res.interpolate(sc.spec, j)
+				sc.res[j] = res.interpolate(sc.spec, j)
 			}
 			x = sc.res
 		}

@@ -48,7 +48,8 @@ const (
 type CUDAProcessor struct {
 	dev *cuda.Device
 
-	fnHistory, fnMean, fnSpectrum, fnPost *cuda.Function
+	fnHistory, fnMean, fnSpectrum, fnPost    *cuda.Function
+	fnClockLoad, fnClockWindow, fnClockPhase *cuda.Function
 
 	// swap guards st: Process holds it shared while it enqueues a block
 	// (microseconds, never waiting on the device; uncontended but for a
@@ -90,10 +91,12 @@ type cudaHistory struct {
 
 // cudaSlot is one slot's scratch.
 type cudaSlot struct {
-	avg      uintptr // float32 average record, N (AverageWindow > 0)
-	spectrum uintptr // complex64 spectra / A-scans, AscansPerBlock x M
-	plan     *cuda.FFTPlan
-	averaged *cuda.Event // recorded after this slot's last history update
+	avg      uintptr       // float32 average record, N (AverageWindow > 0)
+	spectrum uintptr       // complex64 spectra / A-scans, AscansPerBlock x M; first the clock's analytic signal
+	phase    uintptr       // float32 clock phase, AscansPerBlock x N (ClockChannel)
+	phaseMax uintptr       // float32 maximum phase per record, AscansPerBlock (ClockChannel)
+	plan     *cuda.FFTPlan // length M, AscansPerBlock records: the inverse FFT and the clock's transforms
+	averaged *cuda.Event   // recorded after this slot's last history update
 }
 
 // NewCUDAProcessor validates cfg and returns a processor for dev; Prepare
@@ -166,6 +169,7 @@ func (p *CUDAProcessor) Prepare() error {
 	}{
 		{&p.fnHistory, "oct_history"}, {&p.fnMean, "oct_mean"},
 		{&p.fnSpectrum, "oct_spectrum"}, {&p.fnPost, "oct_post"},
+		{&p.fnClockLoad, "oct_clock_load"}, {&p.fnClockWindow, "oct_clock_window"}, {&p.fnClockPhase, "oct_clock_phase"},
 	} {
 		if *k.fn, err = mod.Function(k.name); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
@@ -274,7 +278,17 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 		if err = s.Memset(sl.spectrum, 0, R*m*8); err != nil {
 			return fmt.Errorf("slot %d: %w", i, err)
 		}
-		if st.cfg.EnableIFFT {
+		if st.cfg.ClockChannel != nil {
+			if sl.phase, err = alloc(R * n * 4); err != nil {
+				return fmt.Errorf("slot %d: clock phase: %w", i, err)
+			}
+			if sl.phaseMax, err = alloc(R * 4); err != nil {
+				return fmt.Errorf("slot %d: clock phase: %w", i, err)
+			}
+		}
+		// The clock's Hilbert transform uses the plan too (M = N with a
+		// clock), as vortex plans for enable_ifft or clock_channel.
+		if st.cfg.EnableIFFT || st.cfg.ClockChannel != nil {
 			if sl.plan, err = cuda.NewFFTPlan(p.dev, m, R, cuda.C2C); err != nil {
 				return fmt.Errorf("slot %d: %w", i, err)
 			}
@@ -407,16 +421,25 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 		}
 	}
 
+	// Step 2's clock phase, into the slot's phase tables.
+	var phase, phaseMax uintptr
+	if st.cfg.ClockChannel != nil {
+		if err := p.clockPhase(st, cs, sl, in, records, ch, signed); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		phase, phaseMax = sl.phase, sl.phaseMax
+	}
+
 	// Steps 1b-3: load, subtract, resample and filter into complex64.
 	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads) * records), Y: 1, Z: 1}
 	if err := cs.Launch(p.fnSpectrum, grid, block, 0,
-		in, avg, st.before, st.after, st.wBefore, st.wAfter, st.filt, sl.spectrum,
+		in, avg, st.before, st.after, st.wBefore, st.wAfter, phase, phaseMax, st.filt, sl.spectrum,
 		int32(n), int32(m), ch, channel, signed); err != nil {
 		return fmt.Errorf("%s: oct_spectrum: %w", op, err)
 	}
 
 	// Step 4: inverse FFT in place, bound to the caller's stream.
-	if sl.plan != nil {
+	if st.cfg.EnableIFFT {
 		if err := sl.plan.SetStream(cs); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -445,6 +468,43 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 	if err := cs.Launch(p.fnPost, grid, block, 0,
 		sl.spectrum, out, outInt8, int32(total), flags, k.outMul, k.outAdd, k.lvlMul, k.lvlAdd); err != nil {
 		return fmt.Errorf("%s: oct_post: %w", op, err)
+	}
+	return nil
+}
+
+// clockPhase enqueues on cs the clock's phase of each record (doc.go,
+// step 2 with a clock): the demeaned clock into the slot's spectrum
+// buffer, vortex's Hilbert transform there (forward FFT, window, inverse
+// FFT), and the unwrapped phase and its maximum into the slot's phase
+// tables, which oct_spectrum reads. All of it device work on the caller's
+// stream: no host wait.
+func (p *CUDAProcessor) clockPhase(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, ch, signed int32) error {
+	n := st.cfg.SamplesPerRecord
+	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
+	perRecord := cuda.Dim3{X: uint32(records), Y: 1, Z: 1}
+	if err := cs.Launch(p.fnClockLoad, perRecord, block, 0,
+		in, sl.spectrum, int32(n), ch, int32(*st.cfg.ClockChannel), signed); err != nil {
+		return fmt.Errorf("oct_clock_load: %w", err)
+	}
+	// The plan transforms AscansPerBlock records; the rows past this
+	// block's hold zeros or an earlier block's values, finite and never
+	// read.
+	if err := sl.plan.SetStream(cs); err != nil {
+		return err
+	}
+	if err := sl.plan.ExecC2C(sl.spectrum, sl.spectrum, true); err != nil {
+		return fmt.Errorf("clock FFT: %w", err)
+	}
+	if err := cs.Launch(p.fnClockWindow, cuda.Dim3{X: uint32(ceilDiv(records*n, threads)), Y: 1, Z: 1}, block, 0,
+		sl.spectrum, int32(n), int32(records*n)); err != nil {
+		return fmt.Errorf("oct_clock_window: %w", err)
+	}
+	if err := sl.plan.ExecC2C(sl.spectrum, sl.spectrum, false); err != nil {
+		return fmt.Errorf("clock inverse FFT: %w", err)
+	}
+	if err := cs.Launch(p.fnClockPhase, perRecord, block, 0,
+		sl.spectrum, sl.phase, sl.phaseMax, int32(n)); err != nil {
+		return fmt.Errorf("oct_clock_phase: %w", err)
 	}
 	return nil
 }

@@ -6,8 +6,9 @@
 //
 // A block is records x SamplesPerRecord x ChannelsPerSample uint16 values
 // (the channels interleaved); Channel selects the one processed, read as
-// int16 with InterpretAsSigned. For every record, in this order, each step
-// optional as Config says (N = SamplesPerRecord, M = OutputSamples()):
+// int16 with InterpretAsSigned (as is the clock channel). For every record,
+// in this order, each step optional as Config says (N = SamplesPerRecord,
+// M = OutputSamples()):
 //
 //  1. Rolling average, AverageWindow = W > 0: before a block is processed,
 //     its last min(records, W) records enter a history of the last W
@@ -21,6 +22,33 @@
 //     f = p[j]-b in float32 (both samples N-1 where p[j] = N-1), the two
 //     products and their sum each rounded to float32 (no fused
 //     multiply-add). Without it, M = N.
+//     With a clock instead, ClockChannel = k (vortex's clock_channel,
+//     dynamic resampling; M = N; it excludes ResamplingSamples), every
+//     record gets its own positions from channel k's samples c, read raw
+//     (the average is the processed channel's):
+//     a. c minus its mean (the exact integer sum over N);
+//     b. its analytic signal z: the forward DFT, bins 0 and N/2 (integer
+//     division) kept, bins 1..N/2-1 doubled, the others zeroed, the
+//     inverse DFT over N (for odd N vortex's window leaves bin (N-1)/2
+//     undoubled; so does this one);
+//     c. the unwrapped phase: phase[0] = 0, phase[i] = phase[i-1] +
+//     arg z[i] - arg z[i-1] wrapped into [-pi, pi]; and its maximum P;
+//     d. for output j, the linear phase q = P*j/N, b = the index thrust's
+//     lower_bound returns on phase (the first sample whose phase is not
+//     below q while the phase ascends), at most N-1, after = min(b+1,
+//     N-1), r = q - phase[b] (<= 0 on an ascending phase), and the output
+//     x[b]*(1-r) + x[after]*r, in float32 as above.
+//     These are vortex's expressions (cuda.cu's resample_phase). Two of
+//     them are not the textbook interpolation: r is a phase difference
+//     in radians, not a fraction of a sample, and it reaches back from b
+//     along the slope of [b, b+1]; the estimate is exact only where the
+//     clock advances 1 radian a sample, and the output jumps where q
+//     crosses a sample's phase unless it does. vortexgo keeps them, so
+//     its A-scans are vortex's. The CPU processor computes a-d in float64
+//     (gonum's FFT), the CUDA processor in float32 (cuFFT, atan2f, a
+//     scan per record), so a query within float32 error of a sample's
+//     phase may take the neighbouring interval on one of them: the two
+//     agree within 2% of a record's peak (tested) rather than to rounding.
 //  3. Spectral filter, SpectralFilter = h (length M, complex): the
 //     spectrum times h, in float32.
 //  4. EnableIFFT: the unnormalised inverse DFT of length M, any length:
@@ -59,6 +87,16 @@
 // sum (equal to the exact mean while sums stay below 2^24), its
 // CPUProcessor's an xtensor mean; both processors here use the exact sum.
 //
-// Not implemented: vortex's dynamic resampling from a k-clock channel
-// (CUDAProcessorConfig.clock_channel) and next()'s append_history=False.
+// vortex has clock_channel on its CUDAProcessor only; both processors
+// here compute it. vortex's CUDA kernel keeps the clock's phase
+// differences in the buffer that holds the processed channel once it is
+// averaged or read as signed, so with clock_channel and AverageWindow > 0
+// or InterpretAsSigned vortex resamples those differences instead of the
+// record; both processors here resample the record. Its clock mean is a
+// float32 sum; both processors here use the exact sum. Where vortex's
+// lower_bound finds no sample (a phase that is not ascending) it reads
+// past the record; both processors here take sample N-1.
+//
+// vortex's next(..., append_history=False) is ProcessHistory: the block
+// is processed against the current history without entering it.
 package process

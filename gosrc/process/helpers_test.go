@@ -15,7 +15,8 @@ import (
 // (records x N x channels): the rolling average by definition (the mean of
 // the last min(W, seen) records, the current block's included, of the
 // records seen so far, block by block), interpolation by vortex's formula,
-// a DFT by definition and vortex's output expressions. It returns the
+// a DFT by definition and vortex's output expressions; with a
+// ClockChannel, each record's tables from refClockTables. It returns the
 // float output per record and sample.
 func reference(c Config, raw []uint16, blocks []int) []float64 {
 	n, m, ch := c.SamplesPerRecord, c.OutputSamples(), c.Channels()
@@ -54,8 +55,24 @@ func reference(c Config, raw []uint16, blocks []int) []float64 {
 					spec[i] = float64(float32(spec[i]) - float32(avg[i]))
 				}
 			}
+			var cb, ca []int
+			var cr []float64
+			if c.ClockChannel != nil {
+				clock := make([]float64, n)
+				for i := range clock {
+					v := raw[(r*n+i)*ch+*c.ClockChannel]
+					clock[i] = float64(v)
+					if c.InterpretAsSigned {
+						clock[i] = float64(int16(v))
+					}
+				}
+				cb, ca, cr = refClockTables(clock)
+			}
 			for j := range m {
 				v := spec[j%n]
+				if cb != nil {
+					v = (1-cr[j])*spec[cb[j]] + cr[j]*spec[ca[j]]
+				}
 				if len(c.ResamplingSamples) > 0 {
 					p := float64(c.ResamplingSamples[j])
 					f := p - math.Floor(p)

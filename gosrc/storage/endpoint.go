@@ -247,6 +247,16 @@ func (e *BlockEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	return nil
 }
 
+// BeginSession starts a new engine session (engine.SessionEndpoint), as
+// the stack endpoints do: a write error of the previous session was
+// returned by its Flush and reported; the new session writes again, and
+// fails loudly again if the storage still does.
+func (e *BlockEndpoint) BeginSession(<-chan struct{}) {
+	e.mu.Lock()
+	e.err = nil
+	e.mu.Unlock()
+}
+
 // Stream is the endpoint's stream (the block downloads run on it).
 func (e *BlockEndpoint) Stream() backend.Stream { return e.ds }
 

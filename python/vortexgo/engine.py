@@ -21,9 +21,11 @@ in :meth:`Engine.status`; the engine keeps running unless it was built with
 
 from __future__ import annotations
 
+import datetime
 import enum
 import json
 import logging
+import os
 import threading
 import time
 import warnings
@@ -36,7 +38,7 @@ import numpy as np
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, LockError, VortexError, native, translate
-from ._validate import INT64_MAX, check_float, check_int, check_timeout, is_logger
+from ._validate import INT64_MAX, check_bool, check_float, check_int, check_timeout, is_logger
 from .acquire import _Acquisition
 from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoints from vortex.engine
     AscanStackEndpoint, NullEndpoint, SpectraStackDeviceTensorEndpointUInt16, SpectraStackEndpoint,
@@ -54,12 +56,14 @@ from .format import FormatPlanner
 from .io import _IO
 from .marker import Flags, ScanBoundary
 from .process import _Processor
+from .profiler import read_profiler_log
 from .scan import ScanQueue, _Warp, warp as _warp
 from .storage_endpoint import *  # noqa: F401,F403 - re-exported: vortex's storage endpoints live in vortex.engine
 from .storage_endpoint import __all__ as _storage_endpoints
 
 __all__ = [
     "EngineConfig", "Engine", "EngineStatus", "StageTiming", "EngineEvent", "ScanQueue",
+    "JobTiming", "SessionStatus", "read_profiler_log",
     "Polarity", "SampleStrobe", "SegmentStrobe", "VolumeStrobe", "ScanStrobe", "EventStrobe", "StrobeList",
     "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
     "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
@@ -90,26 +94,96 @@ def _close_engine(h: Any) -> None:
 
 # Event kinds of the Go queue (gosrc/engine/events.go) and record fields
 # (engine.EventFields, gosrc/engine/records.go): kind, endpoint, sample,
-# scan_idx, volume_idx, bscan_idx, timestamp_ns.
-_UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE, _EVENT, _QUEUE, _QUEUE_EMPTY = range(9)
-_FIELDS = 7
+# scan_idx, volume_idx, bscan_idx, timestamp_ns, then a job's 7 stage times.
+# (_ERROR is no longer posted: errors are lifecycle events, _ENGINE.)
+_UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE, _EVENT, _QUEUE, _QUEUE_EMPTY, _ENGINE, _JOB = range(11)
+_FIELDS = 14
 # The engine's record (engine.Engine.Record, gosrc/engine/records.go): the
-# status (10 values), then the timings (18).
-_STATUS_FIELDS = 10
+# status (13 values), then the timings (24).
+_STATUS_FIELDS = 13
 _RECORD_FIELDS = _STATUS_FIELDS + 24
 _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
 
 
-class EngineEvent:
-    """The values :attr:`Engine.event_callback` receives as its first argument."""
+class EngineEvent(enum.IntEnum):
+    """vortex's ``Engine.Event``: the session's lifecycle, delivered to
+    :attr:`Engine.event_callback` as ``event_callback(event, exception_or_None)``
+    in vortex's order.
 
-    #: the engine started (fired first, on the dispatcher thread)
-    START = "start"
+    A session that runs to its end gives Launch, Run, Start, Complete, Stop,
+    Exit; one that is stopped (or whose acquisition ends) Launch, Run, Start,
+    Shutdown, Complete, Stop, Exit; a failure adds Error (and Abort for a
+    device stage, whose blocks in flight are dropped) before Shutdown.
+    """
+
+    #: the session is starting up (:meth:`Engine.start` was called)
+    Launch = 0
+    #: the acquisition and every IO have started
+    Start = 1
+    #: the session's stages are running
+    Run = 2
+    #: dispatching ended; the session waits for the blocks in flight
+    Stop = 3
+    #: the last block was dispatched (the scan completed, ``blocks_to_acquire``
+    #: was reached, or a stop made the next block the last)
+    Complete = 4
+    #: the session is ending before it completed (a stop, an error, the acquisition's end)
+    Shutdown = 5
+    #: the session has ended; every endpoint callback has run
+    Exit = 6
     #: a stage failed; the second argument is the exception
-    ERROR = "error"
-    #: the run ended and every endpoint callback has run
-    COMPLETE = "complete"
+    Error = 7
+    #: a device stage failed, and the blocks behind it are dropped
+    Abort = 8
+
+    # vortexgo's earlier names.
+    START = 1
+    ERROR = 7
+    COMPLETE = 6
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    """vortex's ``SessionStatus``, the second argument of :attr:`Engine.job_callback`."""
+
+    allocated: int = 0   #: blocks in the pool (``blocks_to_allocate``)
+    inflight: int = 0    #: blocks out of the pool
+    dispatched: int = 0  #: jobs (blocks) the session began
+    limit: int = 0       #: ``blocks_to_acquire`` (0: unbounded)
+
+    @property
+    def available(self) -> int:
+        """Blocks in the pool."""
+        return self.allocated - self.inflight
+
+    @property
+    def utilization(self) -> float:
+        """The fraction of the pool in flight."""
+        return self.inflight / self.allocated if self.allocated else 0.0
+
+    @property
+    def progress(self) -> float:
+        """``dispatched / limit`` (0 for an unbounded session)."""
+        return self.dispatched / self.limit if self.limit > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class JobTiming:
+    """vortex's ``JobTiming``, the third argument of :attr:`Engine.job_callback`:
+    when the block's stages happened (``datetime.datetime``, local time, as
+    vortex's binding gives them). vortexgo's stages are asynchronous, so
+    ``process`` and ``format`` are when they were *dispatched* to the device;
+    ``recycle`` is when the device had finished with the block.
+    Device times per stage are in :attr:`Engine.timings`."""
+
+    create: datetime.datetime    #: the Generate stage began the job
+    service: datetime.datetime   #: a free block was taken for it
+    scan: datetime.datetime      #: its waveforms and markers were generated
+    acquire: datetime.datetime   #: the acquisition filled it
+    process: datetime.datetime   #: its upload and processing were dispatched
+    format: datetime.datetime    #: its formatting was dispatched to every endpoint
+    recycle: datetime.datetime   #: the device finished it; it went back to the pool
 
 
 # --- strobes -------------------------------------------------------------------------
@@ -237,8 +311,10 @@ class EngineConfig:
 
     Attributes:
         records_per_block: A-scans per block.
-        blocks_to_allocate: blocks in the preallocated pool (how many can be in flight).
-        preload_count: acquired blocks that may wait for processing (<= blocks_to_allocate).
+        blocks_to_allocate: blocks in the preallocated pool (how many can be in flight;
+            vortex's default, 4).
+        preload_count: blocks generated ahead for the IOs, and acquired blocks that may
+            wait for processing (<= blocks_to_allocate; vortex's default, 2).
         blocks_to_acquire: stop after that many blocks; 0 runs until the scan ends.
         event_queue_size: events buffered for the dispatcher (0 = 4096).
         event_policy: ``"block"`` (default: a slow callback slows the engine, nothing is
@@ -262,7 +338,7 @@ class EngineConfig:
             each block (``PositionFormatExecutor``'s sample target and actual); NoWarp.
     """
 
-    def __init__(self, records_per_block: int = 1000, blocks_to_allocate: int = 16, preload_count: int = 4,
+    def __init__(self, records_per_block: int = 1000, blocks_to_allocate: int = 4, preload_count: int = 2,
                  blocks_to_acquire: int = 0, *, event_queue_size: int = 0, event_policy: str = "block",
                  dispatch_spin: Optional[float] = None, galvo_output_channels: int = 2, galvo_input_channels: int = 2,
                  post_scan_records: int = 0, lead_marker: Optional[ScanBoundary] = None,
@@ -471,10 +547,22 @@ class EngineStatus:
     running: bool = False
     done: bool = False
     error: str = ""
+    #: whether a session exists, started and not yet stopped (vortex's field, as the four below)
+    active: bool = False
+    #: jobs (blocks) the session began
+    dispatched_blocks: int = 0
+    #: blocks out of the pool (``in_flight``)
+    inflight_blocks: int = 0
+    #: ``dispatched_blocks / blocks_to_acquire`` (0 for an unbounded session)
+    dispatch_completion: float = 0.0
+    #: ``inflight_blocks / blocks_to_allocate``
+    block_utilization: float = 0.0
+    #: profiler marks not written because the writer fell behind
+    profiler_dropped: int = 0
 
     @property
     def state(self) -> str:
-        """``"running"``, ``"done"``, ``"failed"`` or ``"idle"``."""
+        """``"running"``, ``"done"``, ``"failed"`` or ``"idle"`` (of the current or last session)."""
         if self.error:
             return "failed"
         return "running" if self.running else ("done" if self.done else "idle")
@@ -482,7 +570,7 @@ class EngineStatus:
     def __repr__(self) -> str:
         lines = [f"EngineStatus({self.state})"]
         for f in fields(self):
-            if f.name in ("running", "done"):
+            if f.name in ("running", "done", "inflight_blocks"):
                 continue
             v = getattr(self, f.name)
             if f.name == "error" and not v:
@@ -519,12 +607,21 @@ class StageTiming:
 
 
 class Engine:
-    """Runs an :class:`EngineConfig`'s pipeline.
+    """Runs an :class:`EngineConfig`'s pipeline, in sessions, as vortex's engine.
 
     ``Engine(config)`` or vortex's ``Engine(logger); engine.initialize(config)``;
-    then :meth:`prepare` (allocates everything, validates: ValueError naming the
-    field), :meth:`start`, :meth:`wait` (interruptible: Ctrl-C stops the engine
-    cleanly and re-raises) or :meth:`wait_for`, :meth:`stop`.
+    then :meth:`prepare` once (allocates everything, validates: ValueError
+    naming the field), and any number of sessions: :meth:`start`,
+    :meth:`wait` (interruptible: Ctrl-C stops the engine cleanly and
+    re-raises) or :meth:`wait_for`, and :meth:`stop`, which every
+    :meth:`start` needs before the next (as in vortex, ``start()`` while a
+    session exists does nothing). A session's first error is raised once, by
+    whichever of ``wait``, ``wait_for`` or ``stop`` sees it first.
+
+    Between sessions, as in vortex: a session stopped mid-scan leaves its
+    scan active, so ``scan_queue.reset()`` (or ``clear()``) before the next;
+    format planners keep their state, so ``formatter.reset()`` too;
+    endpoints, storage and processors keep theirs (storage appends).
 
     Args:
         config: the configuration.
@@ -542,8 +639,20 @@ class Engine:
             raise ValueError(f"callback_error_policy={callback_error_policy!r}, expected 'continue' or 'stop'")
         self.callback_error_policy = callback_error_policy
         self.logger = logger or log
-        #: ``event_callback(event, exception_or_None)`` for engine-wide events (:class:`EngineEvent`).
-        self.event_callback: Optional[Callable[[str, Optional[BaseException]], Any]] = None
+        #: ``event_callback(event, exception_or_None)``: the session's lifecycle
+        #: (:class:`EngineEvent`, also ``Engine.Event``), on the dispatcher thread.
+        self.event_callback: Optional[Callable[[EngineEvent, Optional[BaseException]], Any]] = None
+        #: ``job_callback(id, SessionStatus, JobTiming)`` for every block as it
+        #: leaves the pipeline (vortex's). Set it before :meth:`start`: the
+        #: engine posts job events only for sessions started with one set.
+        self.job_callback: Optional[Callable[[int, SessionStatus, JobTiming], Any]] = None
+        #: The file the next sessions write vortex's profiler log to, or None for the
+        #: ``VORTEX_PROFILER_LOG`` environment variable's (no log if it is unset);
+        #: read it with :func:`read_profiler_log`.
+        self.profiler_log: Optional[str] = None
+        self._session = False  # a session exists: start() was called, stop() not yet
+        self._error_raised = False  # the session's error was raised by wait/wait_for/stop
+        self._wall0 = 0  # the session's start on time.time_ns's clock (JobTiming)
         self._device_spec = device
         self.device: Optional[Device] = None
         self.config: Optional[EngineConfig] = None
@@ -653,10 +762,23 @@ class Engine:
 
     @native
     def start(self) -> None:
-        """Start the pipeline and the callback dispatcher thread."""
+        """Start a session: the pipeline and the callback dispatcher thread.
+
+        As vortex's ``start()``, it does nothing while a session exists (one
+        that is running, or that ended without :meth:`stop`): call ``stop()``
+        first to start another.
+        """
         h = self._handle()
         if not self._prepared:
             raise VortexError("engine.start: not prepared, expected prepare() first")
+        if self._session:
+            self.logger.warning("vortexgo: engine.start() while a session exists does nothing (as in vortex); "
+                                "call engine.stop() first to start another session")
+            return
+        if self._in_dispatcher():
+            raise VortexError("engine.start() from a callback; start the next session from your own thread")
+        # The previous session's dispatcher exited with its Exit event.
+        self._join_dispatcher(None)
         # An endpoint with callbacks gets them run before the engine writes
         # the next volume into it: a volume_callback then sees the volume it
         # is told about (vortex runs callbacks inline, with the same effect).
@@ -671,8 +793,16 @@ class Engine:
                 kinds |= {_SEGMENT, _UPDATE}
             ep._agg_volume, ep._agg_block = [], []
             h.SetCallbacks(i, sum(1 << kind for kind in kinds))
+        h.Do("job_events", json.dumps({"On": self.job_callback is not None}), h, 0, 0)
+        # Read here, not in Go: the Go runtime's copy of the environment is
+        # taken when the library loads, before a script sets the variable.
+        prof = self.profiler_log if self.profiler_log is not None else os.environ.get("VORTEX_PROFILER_LOG", "")
+        h.Do("profiler_log", json.dumps({"Path": os.fspath(prof)}), h, 0, 0)
+        self._fatal = None
+        self._callback_errors, self._last_callback_error = 0, None
         h.Start()
-        self._started = True
+        self._wall0 = time.time_ns() - (time.monotonic_ns() - int(h.StartMonotonicNs()))
+        self._started, self._session, self._error_raised = True, True, False
         self._dispatcher = threading.Thread(target=self._dispatch, name="vortexgo-engine-dispatcher", daemon=True)
         self._dispatcher.start()
 
@@ -681,11 +811,13 @@ class Engine:
 
     @native
     def stop(self) -> None:
-        """Stop the acquisition and wait until every acquired block is formatted and every
-        completed volume stored (a stop mid-volume loses no completed volume).
+        """End the session: stop the acquisition and wait until every acquired block is
+        formatted, every completed volume stored (a stop mid-volume loses no completed
+        volume) and every callback run. Raises the session's error unless
+        :meth:`wait` or :meth:`wait_for` already did.
 
         From a callback it only requests the stop (waiting there would wait for itself).
-        Before :meth:`start` it is a no-op, and the engine can still be started.
+        With no session it is a no-op.
         """
         if self._h is None and not self._closed:
             return  # never prepared: nothing runs
@@ -693,13 +825,35 @@ class Engine:
         if self._in_dispatcher():
             h.RequestStop()
             return
+        if not self._session:
+            return
         self._check_no_lock_held("stop")
-        h.Stop()
-        if self._started:
-            self._join_dispatcher(None)
+        try:
+            h.Stop()
+        except Exception:
+            if not self._error_raised:
+                self._end_session()
+                raise
+        self._end_session()
+        self._raise_run_error()
+
+    def _end_session(self) -> None:
+        self._join_dispatcher(None)
+        self._session = False
+
+    def shutdown(self, interrupt: bool = False) -> None:
+        """Ask the session to end without waiting (vortex's ``shutdown``); :meth:`stop`
+        is still needed before the next :meth:`start`. With ``interrupt``, the blocks
+        acquired but not yet processed are dropped (counted in ``blocks_dropped``);
+        blocks already processed are still formatted and every completed volume is
+        stored. Safe anywhere, including callbacks."""
+        interrupt = check_bool("interrupt", interrupt)
+        if self._h is not None and not self._closed:
+            self._h.Do("shutdown", json.dumps({"Interrupt": interrupt}), self._h, 0, 0)
 
     def request_stop(self) -> None:
-        """Ask the engine to stop without waiting (safe anywhere, including callbacks)."""
+        """Ask the engine to stop without waiting (safe anywhere, including callbacks):
+        ``shutdown(interrupt=False)``."""
         if self._h is not None and not self._closed:
             self._h.RequestStop()
 
@@ -716,14 +870,16 @@ class Engine:
         return True
 
     def wait(self) -> None:
-        """Block until the run ends and every callback has run; raise the run's error if a stage failed.
+        """Block until the session ends and every callback has run; raise the session's
+        error if a stage failed (once: a later wait, wait_for or stop does not raise it
+        again). With no session it returns at once, as vortex's.
 
         Interruptible: a KeyboardInterrupt (Ctrl-C) stops the engine cleanly
         (every completed volume delivered and stored) and is re-raised.
         """
         h = self._handle()
-        if not self._started:
-            raise VortexError("engine.wait: not started, expected start() first")
+        if not self._session:
+            return
         if self._in_dispatcher():
             raise VortexError("engine.wait() from a callback would wait for itself; use request_stop() there")
         self._check_no_lock_held("wait")
@@ -762,8 +918,8 @@ class Engine:
         if timeout is None:
             self.wait()
             return True
-        if not self._started:
-            raise VortexError("engine.wait_for: not started, expected start() first")
+        if not self._session:
+            return True
         if not self._in_dispatcher():
             self._check_no_lock_held("wait_for")
         deadline = time.monotonic() + timeout
@@ -775,22 +931,33 @@ class Engine:
                 return False
         if self._in_dispatcher():
             return True
-        return self._join_dispatcher(max(0.0, deadline - time.monotonic()))
+        if not self._join_dispatcher(max(0.0, deadline - time.monotonic())):
+            return False
+        self._raise_run_error()
+        return True
 
     def _raise_run_error(self) -> None:
+        """Raise the session's error once (vortex hands its exception out once)."""
         fatal, self._fatal = self._fatal, None
         if fatal is not None:
             # A handler raised SystemExit, KeyboardInterrupt or another
             # BaseException: the engine was stopped; it surfaces here.
+            self._error_raised = True
             raise fatal
+        if self._error_raised:
+            return
         err = self._h.Err()
         if err:
+            self._error_raised = True
             raise translate(RuntimeError(err))
 
     @property
     def done(self) -> bool:
-        """True once the run has ended."""
-        return self._h is not None and bool(self._record(self._h)[_STATUS_FIELDS - 1])
+        """Whether no session runs (vortex's ``done``): True before the first
+        :meth:`start`, once the session has ended, and after :meth:`stop`."""
+        if self._h is None or not self._session:
+            return True
+        return bool(self._record(self._h)[9])
 
     @staticmethod
     def _record(h: Any) -> list[float]:
@@ -804,12 +971,20 @@ class Engine:
         return list(self._endpoints)
 
     def status(self) -> EngineStatus:
-        """A snapshot of the counters: blocks acquired / processed / formatted / dropped,
-        volumes, callback errors, events dropped, blocks in flight."""
+        """A snapshot of the current (or last) session's counters: blocks acquired /
+        processed / formatted / dropped, volumes, callback errors, events dropped, blocks
+        in flight, and vortex's fields (``active``, ``dispatched_blocks``,
+        ``inflight_blocks``, ``dispatch_completion``, ``block_utilization``)."""
         if self._h is None:
             return EngineStatus()
         v = [int(x) for x in self._record(self._handle())[:_STATUS_FIELDS]]
-        return EngineStatus(*v[:8], running=bool(v[8]), done=bool(v[9]), error=self._h.Err().replace("\n", " "))
+        cfg = self.config
+        dispatched, allocated = v[10], v[11]
+        limit = cfg.blocks_to_acquire if cfg is not None else 0
+        return EngineStatus(*v[:8], running=bool(v[8]), done=bool(v[9]), error=self._h.Err().replace("\n", " "),
+                            active=self._session, dispatched_blocks=dispatched, inflight_blocks=v[7],
+                            dispatch_completion=dispatched / limit if limit > 0 else 0.0,
+                            block_utilization=v[7] / allocated if allocated > 0 else 0.0, profiler_dropped=v[12])
 
     @property
     def timings(self) -> dict[str, StageTiming]:
@@ -865,6 +1040,7 @@ class Engine:
         self._finalizer.detach()
         self._h.Close()
         self._join_dispatcher(5.0)
+        self._session = False
 
     def __enter__(self) -> "Engine":
         return self
@@ -911,7 +1087,7 @@ class Engine:
         except RuntimeError:  # pragma: no cover - the engine was closed under us
             pass
 
-    def _engine_event(self, event: str, exc: Optional[BaseException]) -> None:
+    def _engine_event(self, event: EngineEvent, exc: Optional[BaseException]) -> None:
         cb = self.event_callback
         if cb is None:
             return
@@ -921,6 +1097,28 @@ class Engine:
             self._callback_failed(f"event_callback({event!r})", e)
         except BaseException as e:
             self._handler_exited(f"event_callback({event!r})", e)
+
+    def _session_error(self) -> BaseException:
+        err = self._h.Err()
+        return translate(RuntimeError(err)) if err else VortexError("engine error")
+
+    def _job(self, row: list) -> None:
+        """vortex's ``job_callback(id, SessionStatus, JobTiming)`` for a job event row."""
+        cb = self.job_callback
+        if cb is None:
+            return
+        cfg = self.config
+        status = SessionStatus(allocated=cfg.blocks_to_allocate, inflight=row[2], dispatched=row[4],
+                               limit=cfg.blocks_to_acquire)
+        at = datetime.datetime.fromtimestamp
+        w0 = self._wall0
+        timing = JobTiming(*(at((w0 + t) / 1e9) for t in row[7:14]))
+        try:
+            cb(row[3], status, timing)
+        except Exception as exc:
+            self._callback_failed("job_callback", exc)
+        except BaseException as exc:
+            self._handler_exited("job_callback", exc)
 
     def _queue_event(self, empty: bool) -> None:
         """The scan queue's callbacks while the engine plays it (vortex runs them on its acquire
@@ -972,7 +1170,6 @@ class Engine:
         lat, lat_cap = self._latency, self._latency_cap
         if lat is not None:
             mono, base = time.monotonic_ns, int(h.StartMonotonicNs())
-        self._engine_event(EngineEvent.START, None)
         while True:
             try:
                 n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
@@ -986,20 +1183,23 @@ class Engine:
             agg = [(ep.aggregate_segment_callback, ep.block_segment_callback) for ep in eps]
             for row in buf[:n].tolist():
                 kind = row[0]
-                if self._fatal is not None and kind not in (_ERROR, _DONE):
+                if self._fatal is not None and kind != _DONE:
                     continue  # stopping after a handler's BaseException: drain only
                 if kind in (_QUEUE, _QUEUE_EMPTY):
                     self._queue_event(kind == _QUEUE_EMPTY)
                     continue
-                if kind in (_ERROR, _DONE):
-                    if kind == _DONE:
-                        if self._fatal is None:
-                            self._queue_event(False)  # the last block's Finish
-                        self._engine_event(EngineEvent.COMPLETE, None)
-                        return
-                    err = h.Err()
-                    self._engine_event(EngineEvent.ERROR, translate(RuntimeError(err)) if err else VortexError("engine error"))
+                if kind == _ENGINE:
+                    ev = EngineEvent(row[3])
+                    if ev == EngineEvent.Exit and self._fatal is None:
+                        self._queue_event(False)  # the last block's Finish
+                    # row[2] says the event carries the session's error.
+                    self._engine_event(ev, self._session_error() if row[2] else None)
                     continue
+                if kind == _JOB:
+                    self._job(row)
+                    continue
+                if kind == _DONE:
+                    return
                 if kind in (_SEGMENT, _VOLUME, _UPDATE) and (agg[row[1]][0] or agg[row[1]][1]):
                     self._aggregate(eps[row[1]], kind, row, *agg[row[1]])
                 cb = table[row[1]][kind]
@@ -1014,6 +1214,9 @@ class Engine:
                 except BaseException as exc:
                     self._handler_exited(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
 
+
+#: vortex's name: ``Engine.Event.Exit`` and so on.
+Engine.Event = EngineEvent
 
 # Per kind, the end of its arguments in an event row (kind, endpoint, sample,
 # scan_idx, volume_idx, bscan_idx, timestamp): update (), segment (sample,

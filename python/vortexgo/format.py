@@ -337,6 +337,13 @@ class FormatPlanner(_Executor):
 
     _kind, _config_cls = "FormatPlanner", FormatPlannerConfig
 
+    @native
+    def reset(self) -> None:
+        """Forget the segment, volume and scan in progress, as at the start of a stream
+        (vortex's ``reset``). The planner keeps its state across engine sessions (as
+        vortex's): reset it before starting a session that begins a new scan."""
+        self._handle().Do("reset", "", self._handle(), 0, 0)
+
     @property
     def segments_per_volume(self) -> int:
         return self.config.segments_per_volume

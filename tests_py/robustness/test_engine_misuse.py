@@ -177,9 +177,10 @@ CASES.append(Case(f"{F}/callback_waits_on_engine", RIG + textwrap.dedent("""
 CASES.append(Case(f"{F}/start_twice", RIG + textwrap.dedent("""
     eng, acq, proc = started([vg.NullEndpoint()], volumes=0)
     try:
-        eng.start()
+        eng.start()                    # vortex: a no-op while the session exists
+        print("ok" if eng.status().running else "the session ended")
     finally:
-        eng.stop()"""), raises="VortexError|ValueError", timeout=10))
+        eng.stop()"""), prints="ok", timeout=10))
 CASES.append(Case(f"{F}/close_while_running", RIG + textwrap.dedent("""
     ep = vg.StackHostTensorEndpointInt8(); ep.volume_callback = lambda *a: None
     eng, acq, proc = started([ep], volumes=0)

@@ -12,6 +12,7 @@ package stage
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
@@ -195,8 +196,11 @@ func (p *FormatPlan) Reserve(maxMarkers int) error {
 // and the notifications of finished segments, volumes and scans. State
 // carries across blocks: a segment may span any number of blocks.
 //
-// A planner is used by one goroutine at a time (the engine's format stage).
+// The engine's format stage calls Next and Finish; a user may Reset it
+// between sessions (vortex's reset) from another goroutine: mu makes
+// every call whole (one uncontended lock per block).
 type FormatPlanner struct {
+	mu    sync.Mutex
 	cfg   FormatPlannerConfig
 	shape [2]int
 
@@ -227,15 +231,26 @@ func (p *FormatPlanner) Initialize(cfg FormatPlannerConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.cfg = cfg
 	p.shape = cfg.Shape
 	p.initialized = true
-	p.Reset()
+	p.reset()
 	return nil
 }
 
 // Config is the config given to Initialize.
 func (p *FormatPlanner) Config() FormatPlannerConfig { return p.cfg }
+
+// Do runs op for bindings (pyapi's Object.Do): "reset" (Reset).
+func (p *FormatPlanner) Do(op string, _ []byte, _ any, _, _ int) ([]byte, error) {
+	if op != "reset" {
+		return nil, backend.Invalidf("FormatPlanner: operation %q, expected reset", op)
+	}
+	p.Reset()
+	return nil, nil
+}
 
 // SegmentsPerVolume is the current shape's segment count (grown by
 // adapt_shape).
@@ -248,6 +263,12 @@ func (p *FormatPlanner) RecordsPerSegment() int { return p.shape[1] }
 // Reset forgets all state, as at the start of a stream. The shape keeps any
 // growth, as vortex's reset does.
 func (p *FormatPlanner) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reset()
+}
+
+func (p *FormatPlanner) reset() {
 	p.activeSample = 0
 	p.segmentPosition = 0
 	p.recordPosition = 0
@@ -302,6 +323,8 @@ func (p *FormatPlanner) Next(plan *FormatPlan, blockSample int64, blockLength in
 	if plan == nil {
 		return backend.Invalidf("FormatPlanner.Next: plan is nil, expected a *FormatPlan")
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err := p.checkBlock(blockSample, blockLength, markers); err != nil {
 		return err
 	}
@@ -325,6 +348,8 @@ func (p *FormatPlanner) Finish(plan *FormatPlan) error {
 	if plan == nil {
 		return backend.Invalidf("FormatPlanner.Finish: plan is nil, expected a *FormatPlan")
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	plan.Actions = plan.Actions[:0]
 	if p.lastSegment != NoIndex {
 		p.finishSegment(plan, p.lastSegment)

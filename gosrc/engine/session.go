@@ -1,0 +1,460 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// session is the state of one Start ... Stop run (vortex's session_t): the
+// stop signal, the stage channels, the event queue and the run's error.
+// Prepare allocates the blocks, streams and stage resources once; every
+// Start makes a new session over them, so an engine runs any number of
+// sessions. The stage goroutines of a session use only its own channels,
+// and a Start waits until the previous session has finished (its
+// goroutines have exited), so no goroutine ever sees two sessions.
+// Callers on other goroutines (Python's threads: RequestStop, Status,
+// NextEvents) load the current session atomically (Engine.sess); a call
+// that races with the session's end acts on the ended session, harmlessly.
+type session struct {
+	stopping  chan struct{} // closed by the first stop request
+	stopOnce  sync.Once
+	shutOnce  sync.Once // EngineShutdown is posted once
+	acqStop   sync.Once
+	acqErr    error
+	interrupt atomic.Bool // shutdown(interrupt=true): acquired blocks are dropped, not processed
+	done      chan struct{}
+	wg        sync.WaitGroup
+	t0        time.Time
+	startMono int64
+
+	errMu  sync.Mutex
+	err    error
+	broken atomic.Bool // a device stage failed: drop the blocks behind it
+
+	events                   *eventQueue
+	toProc, toFmt, toRecycle chan *Block
+	jobs                     bool // post an EventJob per recycled block (Python's job_callback)
+	prof                     *profiler
+}
+
+// EngineEvent is vortex's Engine.Event: the session's lifecycle, posted as
+// EventEngine events (Event.ScanIdx holds the value) in vortex's order.
+type EngineEvent int64
+
+// The lifecycle events with vortex's values (vortex/engine/common.hpp).
+const (
+	// EngineLaunch: the session is starting up (Start was called).
+	EngineLaunch EngineEvent = iota
+	// EngineStart: the acquisition and every IO have started.
+	EngineStart
+	// EngineRun: the session's stage goroutines are running.
+	EngineRun
+	// EngineStop: dispatching ended; the session waits for the blocks in flight.
+	EngineStop
+	// EngineComplete: the last block was dispatched (the scan completed,
+	// the block limit was reached, or a stop made the next block the last).
+	EngineComplete
+	// EngineShutdown: a stop was requested before the session completed
+	// (Stop, Shutdown, an error, or the acquisition's end of data).
+	EngineShutdown
+	// EngineExit: the session's goroutines have exited; nothing follows.
+	EngineExit
+	// EngineError: a stage failed; Event.Message says how.
+	EngineError
+	// EngineAbort: a device stage failed and the blocks behind it are
+	// dropped (vortex's abort: the session cannot continue).
+	EngineAbort
+)
+
+// sess is the current (or last) session; nil before the first Start.
+func (e *Engine) sess() *session { return e.cur.Load() }
+
+// newSession makes the state of a run. The event queue and the stage
+// channels are made here, once per session: Start is not a hot path, and
+// a closed channel cannot be reopened.
+func (e *Engine) newSession() *session {
+	cfg := &e.cfg
+	s := &session{
+		stopping: make(chan struct{}), done: make(chan struct{}),
+		events:    newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin),
+		toProc:    make(chan *Block, cfg.preload()),
+		toFmt:     make(chan *Block, cfg.BlocksToAllocate),
+		toRecycle: make(chan *Block, cfg.BlocksToAllocate),
+		jobs:      e.jobEvents.Load(),
+	}
+	return s
+}
+
+// Start starts a session: the acquisition, the IOs and the stage
+// goroutines. The engine must be prepared and its previous session, if
+// any, finished (Stop or Wait returned, or Done is true): vortex's
+// start() after stop().
+func (e *Engine) Start() error {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if e.state != statePrepared && e.state != stateFinished {
+		return fmt.Errorf("engine.Start: engine is %s, expected prepared or a finished session (call Prepare once, then Start ... Stop any number of times)", e.stateName())
+	}
+	if e.state == stateFinished {
+		// The previous session dropped its claims when it ended, so its
+		// stages could be closed since: claim them again, or refuse.
+		if err := e.takeClaims(); err != nil {
+			e.dropClaims()
+			return fmt.Errorf("engine.Start: %w", err)
+		}
+	}
+	s := e.newSession()
+	prof, err := openProfiler(e.profilePath())
+	if err != nil {
+		e.dropClaims()
+		return fmt.Errorf("engine.Start: %w", err)
+	}
+	s.prof = prof
+	e.resetCounters()
+	e.sentLast, e.nextID, e.nextStart = false, 0, 0
+	clear(e.ioGiven)
+	for pi := range e.routes {
+		for ri := range e.routes[pi] {
+			for i := range e.routes[pi][ri].eps {
+				e.routes[pi][ri].eps[i].pendingAck = 0
+			}
+		}
+	}
+	if err := e.startGenerate(); err != nil {
+		s.prof.close()
+		e.dropClaims()
+		return fmt.Errorf("engine.Start: %w", err)
+	}
+	for _, ep := range e.endpoints {
+		if se, ok := ep.(SessionEndpoint); ok {
+			se.BeginSession(s.stopping)
+		}
+	}
+	s.startMono = MonotonicNs()
+	s.t0 = time.Now()
+	e.cur.Store(s)
+	e.lifecycle(s, EngineLaunch, nil)
+	if err := e.acq.Start(); err != nil {
+		// The session never ran: end it as one that exited at once, so
+		// a dispatcher already waiting gets its events and EventDone.
+		err = fmt.Errorf("engine.Start: acquisition: %w", err)
+		e.lifecycle(s, EngineError, err)
+		e.lifecycle(s, EngineExit, nil)
+		s.events.close()
+		close(s.done)
+		s.prof.close()
+		e.dropClaims()
+		e.state = stateFinished
+		return err
+	}
+	e.startMono.Store(s.startMono)
+	// Only a run that started waits for an empty callback: its finish
+	// removes the waiter again, so a queue never keeps one that no
+	// dispatcher answers.
+	e.queue.SetEmptyWaiter(e.waitEmpty)
+	e.state = stateRunning
+	// Posted before the goroutines start, so that it precedes the
+	// acquire loop's EngineStart (vortex's order: Launch, Run, Start).
+	e.lifecycle(s, EngineRun, nil)
+	s.wg.Add(4)
+	go e.acquireLoop(s)
+	go e.processLoop(s)
+	go e.formatLoop(s)
+	go e.recycleLoop(s)
+	go e.finish(s)
+	return nil
+}
+
+// resetCounters starts the status counters and the timings of a session
+// from zero: Status describes the current (or last) session, as vortex's.
+func (e *Engine) resetCounters() {
+	for _, c := range []*atomic.Int64{&e.acquired, &e.processed, &e.formatted, &e.dropped, &e.volumes, &e.callbackErrs, &e.dispatched} {
+		c.Store(0)
+	}
+	e.timings.reset()
+}
+
+// lifecycle posts a lifecycle event (and its profiler mark). It never
+// waits and is never dropped: the queue keeps room for them
+// (eventQueue.postReserved).
+func (e *Engine) lifecycle(s *session, ev EngineEvent, err error) {
+	msg, hasErr := "", int64(0)
+	if err != nil {
+		msg, hasErr = err.Error(), 1
+	}
+	s.prof.mark(uint64(ev), 0, 0)
+	// Sample says whether the event carries an error (records carry no text).
+	s.events.postReserved(Event{Kind: EventEngine, Endpoint: -1, Sample: hasErr, ScanIdx: int64(ev), Timestamp: e.now(s), Message: msg})
+}
+
+// quit ends session s's dispatching once (vortex's quit): it closes the
+// stop channel and stops the acquisition, which unblocks a Fill waiting on
+// hardware.
+func (e *Engine) quit(s *session) {
+	s.stopOnce.Do(func() {
+		close(s.stopping)
+		e.stopAcquisition(s)
+	})
+}
+
+// RequestStop asks the session to stop without waiting: the acquisition
+// stops, blocks already acquired are still processed and formatted. Safe
+// from any goroutine, including a Python handler on the dispatcher thread
+// (which must not wait for a session that waits for its events).
+//
+// With no session running it is a no-op: a stop of a session that has not
+// begun must not poison the session that follows.
+func (e *Engine) RequestStop() { e.Shutdown(false) }
+
+// Shutdown is vortex's shutdown(interrupt): RequestStop, and with
+// interrupt the blocks acquired but not yet processed are dropped
+// (counted in BlocksDropped) instead of being processed and formatted.
+// Blocks already processed are still formatted and every completed volume
+// is stored; the formatters are finished as after a stop. It does not
+// wait: Stop or Wait does.
+func (e *Engine) Shutdown(interrupt bool) {
+	// Under the state lock: finish closes the event queue under it, so a
+	// request racing with the session's end posts before or not at all.
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	s := e.sess()
+	if e.state != stateRunning || s == nil {
+		return
+	}
+	if interrupt {
+		s.interrupt.Store(true)
+	}
+	e.quit(s)
+	e.shutdownEvent(s, nil)
+}
+
+// shutdownEvent posts EngineShutdown once per session: the session is
+// ending before it completed (a stop, an error, or the acquisition's end
+// of data, which vortex also treats as a shutdown).
+func (e *Engine) shutdownEvent(s *session, err error) {
+	s.shutOnce.Do(func() { e.lifecycle(s, EngineShutdown, err) })
+}
+
+// fail records the session's first error, posts it and stops the session.
+func (e *Engine) fail(s *session, err error) { e.failAs(s, err, false) }
+
+// failPipeline is fail for errors of the device stages: the blocks behind
+// the failure are dropped rather than pushed through a broken pipeline
+// (EngineAbort). An acquisition error only ends the input; blocks already
+// acquired are still delivered.
+func (e *Engine) failPipeline(s *session, err error) {
+	s.broken.Store(true)
+	e.failAs(s, err, true)
+}
+
+func (e *Engine) failAs(s *session, err error, abort bool) {
+	s.errMu.Lock()
+	first := s.err == nil
+	if first {
+		s.err = err
+	}
+	s.errMu.Unlock()
+	// Stop first, so that nothing waits on a dispatcher that stopped
+	// draining; the error is kept for Wait, Err and Status either way.
+	e.quit(s)
+	if first {
+		e.lifecycle(s, EngineError, err)
+		if abort {
+			e.lifecycle(s, EngineAbort, err)
+		}
+	}
+	e.shutdownEvent(s, err)
+}
+
+func (e *Engine) failed(s *session) bool {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err != nil
+}
+
+// now is nanoseconds since session s started.
+func (e *Engine) now(s *session) int64 { return int64(time.Since(s.t0)) }
+
+func (s *session) stopRequested() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopAcquisition stops the acquisition and the IOs once per session;
+// the stop request and the natural end of the run may both get here.
+func (e *Engine) stopAcquisition(s *session) {
+	s.acqStop.Do(func() { s.acqErr = errors.Join(e.acq.Stop(), e.stopIOs()) })
+}
+
+// finish waits for the session's stages to drain, flushes the endpoints
+// so that every completed volume is stored, and ends the session.
+func (e *Engine) finish(s *session) {
+	s.wg.Wait()
+	// The Generate stage is over: the queue stops calling the engine.
+	e.queue.SetEmptyWaiter(nil)
+	e.stopAcquisition(s)
+	if s.acqErr != nil && !e.failed(s) {
+		e.fail(s, fmt.Errorf("engine: stopping the acquisition: %w", s.acqErr))
+	}
+	for id, ep := range e.endpoints {
+		if err := ep.Flush(); err != nil {
+			e.fail(s, fmt.Errorf("engine: endpoint #%d: flush: %w", id, err))
+		}
+	}
+	// Under the state lock: a Shutdown from another goroutine posts
+	// before the queue closes or sees the session finished.
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	// The stages may be closed from here on: nothing of the session uses
+	// them until the next Start claims them again.
+	e.dropClaims()
+	e.lifecycle(s, EngineExit, nil)
+	if err := s.prof.close(); err != nil && !e.failed(s) {
+		s.errMu.Lock()
+		s.err = fmt.Errorf("engine: profiler log: %w", err)
+		s.errMu.Unlock()
+	}
+	s.events.close()
+	e.state = stateFinished
+	close(s.done)
+}
+
+// Stop stops the session and waits until it has drained: every acquired
+// block is formatted and every completed volume flushed to storage.
+// Stopping in the middle of a volume is safe; stopping twice, or an engine
+// with no session, is a no-op. It returns the session's error, if any.
+func (e *Engine) Stop() error {
+	e.RequestStop()
+	if e.sess() == nil {
+		return nil
+	}
+	return e.Wait()
+}
+
+// Wait blocks until the session ends and returns its error.
+func (e *Engine) Wait() error {
+	s := e.sess()
+	if s == nil {
+		return errors.New("engine.Wait: engine was not started, expected Start first")
+	}
+	<-s.done
+	return e.Err()
+}
+
+// WaitFor waits up to timeout (negative: 0) for the session to end and
+// reports whether it has.
+func (e *Engine) WaitFor(timeout time.Duration) bool {
+	s := e.sess()
+	if s == nil {
+		return false
+	}
+	if e.Done() {
+		return true // a select on done and an expired timer picks at random
+	}
+	t := time.NewTimer(max(timeout, 0))
+	defer t.Stop()
+	select {
+	case <-s.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// Done reports whether the current session has ended (false before the
+// first Start).
+func (e *Engine) Done() bool {
+	s := e.sess()
+	if s == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Err returns the error that ended the current (or last) session, or nil.
+func (e *Engine) Err() error {
+	s := e.sess()
+	if s == nil {
+		return nil
+	}
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+// SetJobEvents makes the next sessions post one EventJob per block as it
+// leaves the pipeline (Python's job_callback: vortex's job id, session
+// status and JobTiming). Off by default: a consumer that wants no job
+// callbacks is not woken per block.
+func (e *Engine) SetJobEvents(on bool) { e.jobEvents.Store(on) }
+
+// SetProfilerLog sets the file the next sessions write their profiler log
+// to (see profiler.go); "" means the VORTEX_PROFILER_LOG environment
+// variable's value, as vortex, or no log when it is unset.
+func (e *Engine) SetProfilerLog(path string) {
+	e.profMu.Lock()
+	e.profLog = path
+	e.profMu.Unlock()
+}
+
+// jobEvent posts block id's EventJob: vortex's job_callback(id,
+// SessionStatus, JobTiming), with the session status in Sample (blocks in
+// flight) and VolumeIdx (jobs dispatched) and the block's stage times.
+func (e *Engine) jobEvent(s *session, id int64, times [blockMarks]int64) {
+	inflight := int64(len(e.blocks) - len(e.free))
+	s.events.post(Event{Kind: EventJob, Endpoint: -1, Sample: inflight, ScanIdx: id, VolumeIdx: e.dispatched.Load(),
+		Timestamp: e.now(s), Times: times}, s.stopping)
+}
+
+// endDispatch ends the acquire loop's part of the session in vortex's
+// order: EngineComplete (every block was dispatched; not after an
+// interrupt or an abort, which leave blocks undispatched), then
+// EngineStop (the session waits for the blocks in flight).
+func (e *Engine) endDispatch(s *session) {
+	if !s.interrupt.Load() && !s.broken.Load() {
+		e.lifecycle(s, EngineComplete, nil)
+	}
+	e.lifecycle(s, EngineStop, nil)
+}
+
+// block stage marks: indexes of Block.times (vortex's timing_t fields).
+const (
+	markCreate  = iota // the acquire loop began the job
+	markService        // a free block was taken for it
+	markScan           // its waveforms and markers were generated
+	markAcquire        // the acquisition filled it
+	markProcess        // its upload and processing were dispatched
+	markFormat         // its formatting was dispatched to every endpoint
+	markRecycle        // the device finished with it; it went back to the pool
+	blockMarks
+)
+
+// stamp records mark m of block b at the session's clock.
+func (e *Engine) stamp(s *session, b *Block, m int) { b.times[m] = e.now(s) }
+
+// failAsync is fail for errors reported from outside the session's
+// goroutines (an endpoint's storage writer): it applies to the running
+// session only. After the session's end there is nothing to stop, and the
+// endpoint's Flush, which finish calls, reported any failed write.
+func (e *Engine) failAsync(err error) {
+	// Under the state lock, as Shutdown: finish closes the session's
+	// queue under it. failPipeline never waits (lifecycle events use the
+	// queue's reserve).
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if s := e.sess(); s != nil && e.state == stateRunning {
+		e.failPipeline(s, err)
+	}
+}

@@ -1,0 +1,291 @@
+package engine_test
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/endpoint"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+)
+
+// lifecycle returns the lifecycle events among evs, in order.
+func lifecycle(evs []engine.Event) []engine.EngineEvent {
+	var out []engine.EngineEvent
+	for _, ev := range evs {
+		if ev.Kind == engine.EventEngine {
+			out = append(out, engine.EngineEvent(ev.ScanIdx))
+		}
+	}
+	return out
+}
+
+var (
+	completed = []engine.EngineEvent{engine.EngineLaunch, engine.EngineRun, engine.EngineStart,
+		engine.EngineComplete, engine.EngineStop, engine.EngineExit}
+	shutdown = []engine.EngineEvent{engine.EngineLaunch, engine.EngineRun, engine.EngineStart,
+		engine.EngineShutdown, engine.EngineComplete, engine.EngineStop, engine.EngineExit}
+)
+
+// TestSessions: one Prepare, then sessions that each run to the end of
+// the queued scan or are stopped, with vortex's lifecycle events in
+// vortex's order and the counters of each session starting from zero.
+func TestSessions(t *testing.T) {
+	scan := raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 2}
+	tests := []struct {
+		name   string
+		stop   bool // stop as soon as the first volume arrived
+		events []engine.EngineEvent
+	}{
+		{"to the end of the scan", false, completed},
+		{"stopped mid-run", true, shutdown},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Uint16)
+			require.NoError(t, err)
+			closeEndpoint(t, ep)
+			r := newRig(t, 4, scan, ep)
+			if tc.stop {
+				r.scan.Volumes = 0 // endless: only the stop ends it
+			}
+			e := r.engine(t)
+			require.NoError(t, e.Prepare())
+			require.NoError(t, e.Stop(), "a stop before any session is a no-op")
+			for session := range 3 {
+				if session > 0 {
+					// As in vortex, a session stopped mid-scan leaves the
+					// scan active, and the next start refuses to rebase
+					// the queue until it is reset.
+					if tc.stop {
+						require.ErrorContains(t, e.Start(), "scan_queue.reset()")
+						e.ScanQueue().Reset()
+					}
+					// vortex's planner keeps its state across sessions
+					// (finish reports, it does not reset): its users
+					// reset it before starting again, as here.
+					r.fmt.Reset()
+					r.queue(t, e) // the previous session played the queue out
+				}
+				d := startDrainAfter(e)
+				require.NoError(t, e.Start(), "session %d", session)
+				if tc.stop {
+					waitVolumes(t, e, 1)
+					require.NoError(t, e.Stop())
+				} else {
+					require.NoError(t, e.Wait())
+				}
+				evs := d.wait(t)
+				require.Equal(t, tc.events, lifecycle(evs), "session %d", session)
+				st := e.Status()
+				require.False(t, st.Running)
+				require.True(t, st.Done)
+				require.Empty(t, st.Err)
+				if !tc.stop {
+					// 4 blocks of the scan and the one past it in which
+					// the queue runs dry.
+					require.Equal(t, int64(5), st.BlocksFormatted, "session %d: its own blocks only", session)
+					require.Equal(t, int64(2), st.Volumes, "session %d", session)
+					require.Equal(t, 2, count(evs, engine.EventVolume, 0))
+				}
+				require.Equal(t, st.BlocksAcquired, st.BlocksFormatted+st.BlocksDropped)
+			}
+		})
+	}
+}
+
+// startDrainAfter drains the events of the session about to start: it
+// waits for Start to make the session before reading.
+func startDrainAfter(e *engine.Engine) *drain {
+	d := &drain{done: make(chan struct{})}
+	before := e.StartMonotonicNs()
+	go func() {
+		defer close(d.done)
+		for e.StartMonotonicNs() == before {
+			time.Sleep(100 * time.Microsecond)
+		}
+		for {
+			for _, ev := range e.NextEvents(64, 50*time.Millisecond) {
+				d.mu.Lock()
+				d.events = append(d.events, ev)
+				d.mu.Unlock()
+				if ev.Kind == engine.EventDone {
+					return
+				}
+			}
+		}
+	}()
+	return d
+}
+
+func waitVolumes(t *testing.T, e *engine.Engine, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Status().Volumes < n {
+		require.True(t, time.Now().Before(deadline), "no volume within 10 s")
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSessionErrorDoesNotPoisonTheNext: a session that fails reports its
+// error (Wait, Stop, Status, an EngineError then EngineShutdown), and the
+// next session runs clean.
+func TestSessionErrorDoesNotPoisonTheNext(t *testing.T) {
+	ep := endpoint.NewNullEndpoint()
+	closeEndpoint(t, ep)
+	r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 0}, ep)
+	r.acq.failAt = 30
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	d := startDrainAfter(e)
+	require.NoError(t, e.Start())
+	require.ErrorIs(t, e.Wait(), errFakeAcq)
+	require.ErrorIs(t, e.Stop(), errFakeAcq, "stop returns the session's error")
+	evs := d.wait(t)
+	require.Equal(t, []engine.EngineEvent{engine.EngineLaunch, engine.EngineRun, engine.EngineStart, engine.EngineError,
+		engine.EngineShutdown, engine.EngineComplete, engine.EngineStop, engine.EngineExit}, lifecycle(evs))
+
+	r.acq.failAt = 0
+	r.acq.records = r.acq.sent + 20 // four more blocks, then the end of data
+	e.ScanQueue().Reset()
+	r.fmt.Reset()
+	r.queue(t, e)
+	d = startDrainAfter(e)
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	evs = d.wait(t)
+	st := e.Status()
+	require.Empty(t, st.Err)
+	require.Nil(t, e.Err())
+	require.Equal(t, int64(4), st.BlocksFormatted)
+	// The acquisition's end of data ends the session early, as a stop.
+	require.Equal(t, shutdown, lifecycle(evs))
+}
+
+// TestShutdownInterrupt: shutdown(interrupt=true) drops the blocks
+// acquired but not processed, stores every completed volume, and the
+// session ends without EngineComplete (vortex: dispatch was cut short).
+func TestShutdownInterrupt(t *testing.T) {
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2}     // endless
+	store := &failingStore{bytes: 2 * 4 * 4, failAt: 1 << 60} // never fails
+	ep, err := endpoint.NewAscanStackEndpoint(store)
+	require.NoError(t, err)
+	closeEndpoint(t, ep)
+	r := newRig(t, 4, scan, ep)
+	r.cfg.RecordsPerBlock = 3 // volumes of 8 records end mid-block
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	d := startDrainAfter(e)
+	require.NoError(t, e.Start())
+	waitVolumes(t, e, 3)
+	e.Shutdown(true)
+	require.NoError(t, e.Wait())
+	evs := d.wait(t)
+	got := lifecycle(evs)
+	require.NotContains(t, got, engine.EngineComplete)
+	require.Equal(t, engine.EngineShutdown, got[3])
+	require.Equal(t, []engine.EngineEvent{engine.EngineStop, engine.EngineExit}, got[len(got)-2:])
+	st := e.Status()
+	require.Equal(t, st.BlocksAcquired, st.BlocksFormatted+st.BlocksDropped)
+	require.GreaterOrEqual(t, ep.Written(), 3, "every completed volume is stored")
+	require.Equal(t, int(count(evs, engine.EventVolume, 0)), ep.Written(), "a volume event per stored volume")
+}
+
+// TestClosedStageBetweenSessions: stages are released between sessions
+// (they may be closed); the next Start then refuses with ErrClosed.
+func TestClosedStageBetweenSessions(t *testing.T) {
+	ep := endpoint.NewNullEndpoint()
+	r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 1}, ep)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	require.ErrorIs(t, ep.Close(), backend.ErrInUse, "claimed from Prepare")
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	require.NoError(t, ep.Close(), "released when the session ended")
+	r.queue(t, e)
+	require.ErrorIs(t, e.Start(), backend.ErrClosed)
+	require.False(t, e.Status().Running)
+}
+
+// TestJobEvents: with SetJobEvents, one EventJob per formatted block, its
+// stage times in order (vortex's JobTiming fields) and the session status.
+func TestJobEvents(t *testing.T) {
+	ep := endpoint.NewNullEndpoint()
+	closeEndpoint(t, ep)
+	r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 3}, ep)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	e.SetJobEvents(true)
+	d := startDrainAfter(e)
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	evs := d.wait(t)
+	var ids []int64
+	for _, ev := range evs {
+		if ev.Kind != engine.EventJob {
+			continue
+		}
+		ids = append(ids, ev.ScanIdx)
+		for m := 1; m < len(ev.Times); m++ {
+			require.LessOrEqual(t, ev.Times[m-1], ev.Times[m], "job %d: stage %d before %d", ev.ScanIdx, m-1, m)
+		}
+		require.Positive(t, ev.Times[len(ev.Times)-1])
+		require.GreaterOrEqual(t, ev.VolumeIdx, ev.ScanIdx+1, "dispatched includes the job itself")
+		require.GreaterOrEqual(t, ev.Sample, int64(0))
+		require.LessOrEqual(t, ev.Sample, int64(r.cfg.BlocksToAllocate))
+	}
+	// 6 blocks of the scan and the one past it in which the queue runs dry.
+	require.Equal(t, []int64{0, 1, 2, 3, 4, 5, 6}, ids)
+	require.Equal(t, int64(7), e.Status().Dispatched)
+}
+
+// TestProfilerLog: vortex's profiler format, read back: the version
+// record, then the lifecycle events and every block's job marks in order.
+func TestProfilerLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "profile.bin")
+	ep := endpoint.NewNullEndpoint()
+	closeEndpoint(t, ep)
+	r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 2}, ep)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	e.SetProfilerLog(path)
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Zero(t, len(raw)%32)
+	type rec struct{ code, index, job, ts uint64 }
+	var recs []rec
+	for i := 0; i < len(raw); i += 32 {
+		u := func(o int) uint64 { return binary.LittleEndian.Uint64(raw[i+o:]) }
+		recs = append(recs, rec{u(0), u(8), u(16), u(24)})
+	}
+	require.Equal(t, ^uint64(0), recs[0].code, "the version record first")
+	var life []engine.EngineEvent
+	marks := map[uint64][]uint64{} // job -> job mark codes in order
+	last := map[uint64]uint64{}
+	for _, r := range recs[1:] {
+		switch {
+		case r.code < 0x100:
+			life = append(life, engine.EngineEvent(r.code))
+		case r.code < 0x10000:
+			marks[r.job] = append(marks[r.job], r.code)
+			require.GreaterOrEqual(t, r.ts, last[r.job], "job %d's marks in time order", r.job)
+			last[r.job] = r.ts
+		}
+	}
+	require.Equal(t, completed, life)
+	require.Len(t, marks, 5) // 4 blocks of the scan and the one past it
+	for job, m := range marks {
+		require.Equal(t, []uint64{engine.ProfJobCreate, engine.ProfJobClearance, engine.ProfJobGenerateScan,
+			engine.ProfJobGenerateStrobe, engine.ProfJobAcquireDispatchBegin, engine.ProfJobAcquireDispatchEnd,
+			engine.ProfJobAcquireJoin, engine.ProfJobProcessDispatchBegin, engine.ProfJobProcessDispatchEnd,
+			engine.ProfJobFormatJoin, engine.ProfJobRecycle}, m, "job %d", job)
+	}
+	require.Zero(t, e.Status().ProfilerDropped)
+}
