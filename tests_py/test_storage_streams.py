@@ -38,14 +38,17 @@ def sfe():
     return StackFormatExecutor(StackFormatExecutorConfig())
 
 
-def rig(tmp_path, eps, device="cpu", ios=(), loop=False, **cfg):
-    """tg.rig on `device` (the processor picks the engine's device)."""
+def rig(tmp_path, eps, device="cpu", ios=(), loop=False, planners=None, **cfg):
+    """tg.rig on `device` (the processor picks the engine's device); the planner is
+    appended to `planners` when given."""
     raw = (np.arange(1024 * S, dtype=np.uint16) % 60000).reshape(1024, S)
     np.save(tmp_path / "raw.npy", raw)
     acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=S, loop=loop,
                              **({"rate": 200_000} if loop else {}))
     proc = (vg.CUDAProcessor if device == "cuda" else vg.CPUProcessor)(samples_per_record=S, ascans_per_block=RPB)
     planner = FormatPlanner(FormatPlannerConfig(B, A))
+    if planners is not None:
+        planners.append(planner)
     ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=2, **cfg)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [planner])
@@ -386,3 +389,31 @@ def test_uint32_stack_headers_read_back(tmp_path, header):
         assert img.get_data_dtype() == np.uint32
         x = np.asarray(img.dataobj)  # vortex's layout: (volumes, bscans, ...) over C-ordered bytes
         np.testing.assert_array_equal(x.ravel(order="F").reshape(x.shape)[0], vol)
+
+
+def test_stream_stacks_across_sessions(tmp_path):
+    """prepare once, two start ... stop sessions: each session's volume is appended."""
+    c = stack(tmp_path, vs.SimpleStackUInt64, "c.npy", 1)
+    g = stack(tmp_path, vs.SimpleStackFloat64, "g.npy", 2)
+    eps = [CounterStackEndpoint(sfe(), c, BufferStrategy.Segment), GalvoTargetStackEndpoint(sfe(), g)]
+    planners: list = []
+    eng = Engine(rig(tmp_path, eps, planners=planners))
+    eng.prepare()
+    for session in range(2):
+        if session:
+            planners[0].reset()  # vortex's planner keeps its state across sessions
+        eng.scan_queue.append(tg.raster())
+        eng.start()
+        eng.wait()
+        eng.stop()
+        assert eng.status().error == ""
+    assert [e.volumes_written for e in eps] == [2, 2]
+    c.close()
+    g.close()
+    vol = np.load(tmp_path / "c.npy")[..., 0, 0].astype(np.int64)
+    assert vol.shape == (2, B, A)
+    # the same raster in both sessions: the same layout, offset by where each session's samples start
+    np.testing.assert_array_equal(vol[1] - vol[1].min(), vol[0] - vol[0].min())
+    gv = np.load(tmp_path / "g.npy")
+    np.testing.assert_array_equal(gv[1], gv[0])
+    eng.close()
