@@ -5,6 +5,8 @@ and h5py and compared with independent references: the scan queue's waveform and
 markers (a fresh queue, as test_engine_generate does), the strobe words computed
 in NumPy from vortex's rules, and a SimulatedIO's fed-back positions."""
 
+import os
+import pathlib
 import threading
 
 import numpy as np
@@ -417,3 +419,66 @@ def test_stream_stacks_across_sessions(tmp_path):
     gv = np.load(tmp_path / "g.npy")
     np.testing.assert_array_equal(gv[1], gv[0])
     eng.close()
+
+
+VORTEX_PY = pathlib.Path("/work/vx312/bin/python")
+VORTEX_SITE = pathlib.Path("/tmp/vortex_site/vortex")
+
+# The storage operations the stack endpoints run for gosrc/endpoint's three-block plan
+# (streams_test.go's strategyOps): (op, index, ascan, values).
+STRATEGY_OPS = {
+    "Block": [("partial", 0, 0, [0, 1, 2, 3]), ("partial", 1, 0, [4, 5]), ("partial", 1, 2, [6, 7]),
+              ("partial", 2, 0, [11, 10, 9, 8]), ("advance",), ("partial", 0, 0, [12, 13]), ("advance",)],
+    "Segment": [("multi", 0, 0, [0, 1, 2, 3]), ("multi", 1, 0, [4, 5, 6, 7]), ("multi", 2, 0, [11, 10, 9, 8]),
+                ("advance",), ("multi", 0, 0, [12, 13, 9, 8]), ("advance",)],
+    "Volume": [("multi", 0, 0, [0, 1, 2, 3]), ("multi", 1, 0, [4, 5, 6, 7, 11, 10, 9, 8]), ("advance",),
+               ("multi", 0, 0, [12, 13, 2, 3]), ("advance",)],
+}
+_REPLAY = r"""
+import json, sys, numpy as np
+ops, path, header = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+if sys.argv[4] == "vortex":
+    from vortex.storage import SimpleStackUInt16, SimpleStackConfig, SimpleStackHeader
+    c = SimpleStackConfig(); c.path = path; c.shape = (3, 4, 1, 1); c.header = getattr(SimpleStackHeader, header)
+else:
+    from vortexgo.storage import SimpleStackUInt16, SimpleStackConfig, SimpleStackHeader
+    c = SimpleStackConfig(path, (3, 4, 1, 1), header=getattr(SimpleStackHeader, header))
+s = SimpleStackUInt16(); s.open(c)
+for op in ops:
+    if op[0] == "advance":
+        s.advance_volume(False)
+    elif op[0] == "multi":
+        s.write_multi_bscan(op[1], np.array(op[3], np.uint16).reshape(-1, 4, 1, 1))
+    else:
+        s.write_partial_bscan(op[1], op[2], np.array(op[3], np.uint16).reshape(-1, 1, 1))
+s.close()
+"""
+
+
+@pytest.mark.skipif(not (VORTEX_PY.exists() and VORTEX_SITE.exists()), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.parametrize("header", ["NumPy", "Empty", "NRRD"])
+@pytest.mark.parametrize("strategy", list(STRATEGY_OPS))
+def test_strategy_operations_write_vortexs_file(tmp_path, strategy, header):
+    """The storage operations each strategy runs (advance_volume(False) past partly
+    written volumes included) leave vortex's file byte for byte, vortex's storage
+    driven directly (its engine needs CUDA; uint16: vortex's SimpleStackUInt64 refuses
+    every array)."""
+    import json
+    import subprocess
+    import sys
+
+    ops = json.dumps(STRATEGY_OPS[strategy])
+    env = dict(os.environ, PYTHONPATH=str(VORTEX_SITE),
+               LD_LIBRARY_PATH="/work/vx312/lib/python3.12/site-packages/nvidia/cu13/lib")
+    try:
+        p = subprocess.run([str(VORTEX_PY), "-c", _REPLAY, ops, str(tmp_path / "vortex.bin"), header, "vortex"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.skip("vortex did not answer in time")
+    if p.returncode != 0:
+        pytest.skip(f"vortex does not run here: {p.stderr[-300:]}")
+    ours = subprocess.run([sys.executable, "-c", _REPLAY, ops, str(tmp_path / "ours.bin"), header, "vortexgo"],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert ours.returncode == 0, ours.stderr
+    assert (tmp_path / "ours.bin").read_bytes() == (tmp_path / "vortex.bin").read_bytes()

@@ -36,9 +36,10 @@ Every write runs off the engine's hot path (a writer goroutine per endpoint fed
 through pinned staging buffers); the first failed write stops the engine and
 ``Engine.wait()`` raises it; a stop keeps every completed block and volume (and,
 as in vortex, the stop finishes the planner: the volume open at the stop is
-stored with what it got). A
-storage that is not open is skipped, as in vortex. Closing the storage while an
-engine writes to it raises :class:`~vortexgo.InUseError`.
+stored with what it got). A storage that is not open when a block arrives is
+skipped, as in vortex (the stack endpoints need theirs open at
+:meth:`~vortexgo.engine.Engine.prepare`, to check its shape). Closing the storage
+while an engine writes to it raises :class:`~vortexgo.InUseError`.
 """
 
 from __future__ import annotations
