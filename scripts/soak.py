@@ -16,11 +16,19 @@ and the volumes written. At the end it checks:
 - the file exactly header + volumes x volume bytes, numpy.load giving
   (volumes, bscans, ascans, depth); no block dropped, no callback error.
 
+Then (``--sessions N``, default 100) the same engine, prepared once, runs N
+start ... stop sessions of ``--session-volumes`` volumes each (vortex's
+sessions), recording after each session the memory, threads, goroutines and
+the session's throughput, and checks: memory, threads and goroutines flat
+over the sessions (the first half against the second), throughput within
+10% (the second half's median against the first's), every session's volumes
+stored (the file holds them all) and no session error.
+
 It prints a table and a summary, writes JSON to --out, and exits 1 when a
 check fails (2 on a usage or setup error).
 
-    python scripts/soak.py --out soak.json                      # GPU: 1,000 volumes of 64 x 256 x 1024
-    python scripts/soak.py --device cpu --volumes 200 --out s.json  # CPU smoke: tiny volumes
+    python scripts/soak.py --out soak.json                      # GPU: 1,000 volumes of 64 x 256 x 1024, 100 sessions
+    python scripts/soak.py --device cpu --volumes 200 --sessions 10 --out s.json  # CPU smoke: tiny volumes
 """
 
 from __future__ import annotations
@@ -77,7 +85,13 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap.add_argument("--dir", default="", help="folder for the storage file (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the storage file")
     ap.add_argument("--out", default="", help="write the JSON results here")
+    ap.add_argument("--sessions", type=int, default=100, help="start ... stop sessions of one prepared engine (0: none)")
+    ap.add_argument("--session-volumes", type=int, default=4, help="volumes per session")
     args = ap.parse_args(argv)
+    if args.sessions < 0 or args.sessions == 1:
+        ap.error(f"--sessions={args.sessions}, expected 0 or >= 2")
+    if args.session_volumes < 1:
+        ap.error(f"--session-volumes={args.session_volumes}, expected >= 1")
     if args.volumes < 2:
         ap.error(f"--volumes={args.volumes}, expected >= 2")
     for name in ("samples", "ascans", "bscans", "depth", "every"):
@@ -271,6 +285,114 @@ def soak(args: argparse.Namespace) -> dict:
     }
 
 
+def soak_sessions(args: argparse.Namespace) -> dict:
+    """One engine prepared once, ``args.sessions`` start ... stop sessions (see the module doc)."""
+    device = vg.get_device(("cuda" if vg.is_cuda_available() else "cpu") if args.device == "auto" else args.device)
+    gpu = device.is_cuda
+    samples, ascans, bscans, depth = GPU_SIZE if gpu else CPU_SIZE
+    samples, ascans = args.samples or samples, args.ascans or ascans
+    bscans, depth = args.bscans or bscans, min(args.depth or depth, args.samples or samples)
+    n, per = args.sessions, args.session_volumes
+    rpv = ascans * bscans
+    rpb = rpv // 2 if rpv % 2 == 0 else rpv
+    shape = (bscans, ascans, depth)
+    folder = args.dir or tempfile.mkdtemp(prefix="vortexgo-soak-")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "sessions.npy")
+    threads_before, goroutines_before = threading.active_count(), api.Goroutines()
+    acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
+        samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=2))
+    pc = ProcessorConfig(samples_per_record=samples, ascans_per_block=rpb, average_window=min(64, rpb),
+                         resampling_samples=acq.resampling_positions(),
+                         spectral_filter=spectral_filter(hann_window(samples), acq.dispersion_compensation()),
+                         levels=(0.0, 60.0), slots=2)
+    proc = CUDAProcessor(pc, device=device) if gpu else CPUProcessor(pc)
+    planner = FormatPlanner(FormatPlannerConfig(bscans, ascans))
+    fmt = StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, depth)))
+    endpoint = StackDeviceTensorEndpointInt8(fmt, shape)
+    storage = SimpleStackInt8()
+    storage.open(SimpleStackConfig(path, shape, header=SimpleStackHeader.NumPy))
+    storage_endpoint = AscanStackEndpoint(fmt, storage)
+    ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=8, preload_count=4)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [planner])
+    ec.add_formatter(planner, [endpoint, storage_endpoint])
+    engine = Engine(ec)
+    scan = raster(ascans, bscans)
+    engine.prepare()
+    log: list[dict] = []
+    errors: list[str] = []
+    for i in range(n):
+        planner.reset()  # vortex's planners keep their state across sessions
+        for v in range(per):
+            engine.scan_queue.append(scan, marker=ScanBoundary(0, v))
+        t0 = time.perf_counter()
+        engine.start()
+        try:
+            engine.wait()
+        finally:
+            engine.stop()
+        dt = time.perf_counter() - t0
+        st = engine.status()
+        if st.error or st.volumes != per or st.blocks_dropped:
+            errors.append(f"session {i}: volumes {st.volumes}, dropped {st.blocks_dropped}, error {st.error!r}")
+        log.append({"session": i, "t_s": round(dt, 4), "ascans_per_s": round(per * rpv / dt, 1),
+                    "device_free": device.free_memory, "rss": rss_bytes(), "threads": threading.active_count(),
+                    "goroutines": api.Goroutines(), "volumes_written": storage_endpoint.volumes_written})
+    engine.close()
+    endpoint.close()
+    storage_endpoint.close()
+    storage.close()
+    proc.close()
+    threads_after = settle(threading.active_count, threads_before)
+    goroutines_after = settle(api.Goroutines, goroutines_before)
+    try:
+        loaded = list(np.load(path, mmap_mode="r").shape)
+    except Exception as exc:
+        loaded = [f"numpy.load failed: {exc}"]
+    if not args.keep:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    checks: dict[str, dict[str, Any]] = {}
+
+    def check(name: str, ok: bool, detail: str) -> None:
+        checks[name] = {"ok": bool(ok), "detail": detail}
+
+    half = n // 2
+    early, late = log[1:half] or log[:1], log[half:]  # session 0 warms the caches up
+    key, slack = ("device_free", GPU_MEMORY_SLACK) if gpu else ("rss", CPU_RSS_SLACK)
+    if gpu:
+        grew = max(s[key] for s in early) - min(s[key] for s in late)
+    else:
+        grew = max(s[key] for s in late) - max(s[key] for s in early)
+    check("sessions: memory flat", grew <= slack,
+          f"{'device free memory fell' if gpu else 'RSS grew'} by {grew} bytes from the first half of the "
+          f"sessions to the second (slack {slack})")
+    g_early, g_late = (int(np.median([s["goroutines"] for s in part])) for part in (early, late))
+    check("sessions: goroutines flat", g_late <= g_early + GOROUTINE_JITTER,
+          f"median {g_early} after the first half's sessions, {g_late} after the second's")
+    t_early, t_late = max(s["threads"] for s in early), max(s["threads"] for s in late)
+    check("sessions: threads flat", t_late <= t_early, f"at most {t_early}, then {t_late}")
+    check("sessions: released", goroutines_after <= goroutines_before + GOROUTINE_JITTER
+          and threads_after <= threads_before,
+          f"goroutines {goroutines_before} -> {goroutines_after}, threads {threads_before} -> {threads_after}")
+    r_early = float(np.median([s["ascans_per_s"] for s in early]))
+    r_late = float(np.median([s["ascans_per_s"] for s in late]))
+    # The 10% bound is the GPU's; on the CPU backend a short session is mostly start and
+    # stop on a shared machine, so only a collapse (a leak slowing every session) fails.
+    bound = 0.9 if gpu else 0.5
+    check("sessions: throughput within 10%" if gpu else "sessions: throughput steady", r_late >= bound * r_early,
+          f"median {r_early / 1e6:.3f} M A-scans/s in the first half, {r_late / 1e6:.3f} in the second "
+          f"({r_late / r_early:.2f}x, bound {bound})")
+    check("sessions: every volume stored", loaded == [n * per, *shape, 1] and not errors,
+          f"file {loaded}, expected {[n * per, *shape, 1]}; {errors[:3] or 'no session error'}")
+    return {"sessions": n, "volumes_per_session": per, "log": log, "checks": checks,
+            "ascans_per_s_first_half": r_early, "ascans_per_s_second_half": r_late,
+            "ok": all(c["ok"] for c in checks.values())}
+
+
 def table(r: dict) -> str:
     mem = "device free (MiB)" if r["backend"] == "cuda" else "RSS (MiB)"
     key = "device_free" if r["backend"] == "cuda" else "rss"
@@ -286,6 +408,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     try:
         r = soak(args)
+        if args.sessions:
+            r["session_soak"] = soak_sessions(args)
+            r["checks"].update(r["session_soak"]["checks"])
+            r["ok"] = r["ok"] and r["session_soak"]["ok"]
     except (RuntimeError, ValueError, OSError) as exc:
         print(f"soak: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -295,6 +421,11 @@ def main(argv: Optional[list[str]] = None) -> int:
           f"storage {r['storage_mbs']:.0f} MB/s\n")
     print(table(r))
     print()
+    if "session_soak" in r:
+        ss = r["session_soak"]
+        print(f"{ss['sessions']} sessions of {ss['volumes_per_session']} volumes, one prepared engine: "
+              f"{ss['ascans_per_s_first_half'] / 1e6:.2f} then {ss['ascans_per_s_second_half'] / 1e6:.2f} "
+              "M A-scans/s (medians of the halves)\n")
     for name, c in r["checks"].items():
         print(f"{'ok  ' if c['ok'] else 'FAIL'} {name}: {c['detail']}")
     if args.out:

@@ -435,7 +435,7 @@ def test_invalid_wiring_and_stage_mismatches_name_the_field(tmp_path):
     # spectrum length differs from the acquisition's
     acq = vg.SimulatedAcquisition(samples_per_record=2 * S, ascans_per_bscan=A, bscans_per_volume=B)
     rig = make_rig([StackDeviceTensorEndpointInt8()])
-    rig.config._acquisitions[0] = (acq, [rig.proc])
+    rig.config._acquisitions[0] = (acq, vg.engine.divide([rig.proc]), True)
     with pytest.raises(ValueError, match="ProcessorConfig.samples_per_record"):
         new_engine(rig).prepare()
     # storage of the wrong shape, and storage not open

@@ -191,9 +191,12 @@ def _soak(tmp_path, *args):
 
 
 def test_soak_cpu(tmp_path):
-    p, r = _soak(tmp_path, "--device", "cpu", "--volumes", "200")
+    p, r = _soak(tmp_path, "--device", "cpu", "--volumes", "200", "--sessions", "20")
     assert p.returncode == 0, p.stdout + p.stderr
     assert r["ok"] and r["volumes"] == 200 and r["backend"] == "cpu"
+    ss = r["session_soak"]
+    assert ss["ok"] and ss["sessions"] == 20 and len(ss["log"]) == 20
+    assert {"sessions: memory flat", "sessions: goroutines flat", "sessions: every volume stored"} <= set(r["checks"])
     assert all(c["ok"] for c in r["checks"].values())
     assert r["file_bytes"] == r["file_bytes_expected"] == 320 + 200 * 8 * 16 * 32  # vortex's .npy 2.0 header: 320 bytes
     assert len(r["samples"]) == 20 and "soak: passed" in p.stdout
@@ -203,6 +206,8 @@ def test_soak_cpu(tmp_path):
 def test_soak_usage_errors(tmp_path):
     p, r = _soak(tmp_path, "--device", "cpu", "--volumes", "1")
     assert p.returncode == 2 and r is None
+    p, r = _soak(tmp_path, "--device", "cpu", "--sessions", "1")
+    assert p.returncode == 2 and "--sessions=1" in p.stderr
 
 
 @needs_cuda

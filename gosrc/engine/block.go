@@ -51,15 +51,12 @@ type Block struct {
 	strobes [][]uint32
 	io      IOBlock // reused per IO
 
-	// Host is the pinned raw spectra, RecordsPerBlock*SamplesPerRecord.
-	Host []uint16
-	// HostBuf owns Host's memory.
-	HostBuf backend.Buffer
-	// Raw is the device copy of Host.
-	Raw backend.Buffer
-	// src is the upload's source: HostBuf, or memory lent by a Lender.
-	src uintptr
-	// Outputs holds one entry per processor of the acquisition.
+	// raws holds each acquisition's raw spectra (index as Engine.acqs).
+	raws []rawBuf
+	// active marks the processors that process this block (index as
+	// Engine.procs): each acquisition's rotation set for the block's ID.
+	active []bool
+	// Outputs holds one entry per processor (index as Engine.procs).
 	Outputs []BlockData
 
 	processed []backend.Buffer // float32 outputs, one per processor
@@ -74,6 +71,15 @@ type Block struct {
 	// times are the host times of the block's stages in its session, ns
 	// since Start (Engine.stamp; vortex's JobTiming).
 	times [blockMarks]int64
+}
+
+// rawBuf is one acquisition's raw spectra in a block.
+type rawBuf struct {
+	host    []uint16       // pinned, RecordsPerBlock x raw values per record
+	hostBuf backend.Buffer // owns host's memory
+	dev     backend.Buffer // the device copy
+	src     uintptr        // the upload's source: hostBuf, or memory lent by a Lender
+	values  int            // raw values per record
 }
 
 // hostUint16 views n uint16 values of memory that is not on the Go heap
@@ -101,7 +107,8 @@ func hostFloat64(ptr uintptr, n int) []float64 {
 // blockShape is what newBlock needs to size a block.
 type blockShape struct {
 	records    int
-	rawSamples int
+	rawSamples []int // per acquisition
+	procAcq    []int // per processor: its acquisition
 	outSamples []int // per processor
 	endpoints  int
 	galvoOut   int // output channels
@@ -125,8 +132,12 @@ func (sh blockShape) check(blocks int) error {
 	// and 4 B per lead for the strobes (and 8 B per channel more when
 	// warped)
 	per, ok0 := MulSize(sh.records, 24*(sh.galvoOut+sh.galvoIn)+8*sh.galvoOut*max(sh.leads-1, 0)+4*max(sh.leads, 1))
-	raw, ok := MulSize(sh.records, sh.rawSamples, 4)
-	ok = ok && ok0
+	raw, ok := 0, ok0
+	for _, rs := range sh.rawSamples {
+		n, ok1 := MulSize(sh.records, rs, 4)
+		ok = ok && ok1 && n <= MaxPoolBytes
+		raw += n
+	}
 	for _, out := range sh.outSamples {
 		n, ok2 := MulSize(sh.records, out, 5)
 		ok = ok && ok2 && n <= MaxPoolBytes
@@ -150,14 +161,19 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 			b = nil
 		}
 	}()
-	rawBytes := sh.records * sh.rawSamples * 2
-	if b.HostBuf, err = dev.AllocPinned(rawBytes); err != nil {
-		return b, fmt.Errorf("engine: block host buffer of %d bytes: %w", rawBytes, err)
+	for a, rs := range sh.rawSamples {
+		rawBytes := sh.records * rs * 2
+		r := rawBuf{values: rs}
+		if r.hostBuf, err = dev.AllocPinned(rawBytes); err != nil {
+			return b, fmt.Errorf("engine: block host buffer of %d bytes (acquisition #%d): %w", rawBytes, a, err)
+		}
+		b.raws = append(b.raws, r) // freed with the block from here on
+		b.raws[a].host = hostUint16(r.hostBuf.Ptr(), sh.records*rs)
+		if b.raws[a].dev, err = dev.Alloc(rawBytes); err != nil {
+			return b, fmt.Errorf("engine: block raw device buffer of %d bytes (acquisition #%d): %w", rawBytes, a, err)
+		}
 	}
-	b.Host = hostUint16(b.HostBuf.Ptr(), sh.records*sh.rawSamples)
-	if b.Raw, err = dev.Alloc(rawBytes); err != nil {
-		return b, fmt.Errorf("engine: block raw device buffer of %d bytes: %w", rawBytes, err)
-	}
+	b.active = make([]bool, len(sh.outSamples))
 	for _, out := range sh.outSamples {
 		n := sh.records * out
 		p, err := dev.Alloc(n * 4)
@@ -218,8 +234,9 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 	b.Markers = make([]marker.Marker, 0, sh.markers)
 	b.Outputs = make([]BlockData, len(sh.outSamples))
 	for i, out := range sh.outSamples {
+		r := b.raws[sh.procAcq[i]]
 		b.Outputs[i] = BlockData{
-			Block: b, Raw: b.Raw.Ptr(), RawSamples: sh.rawSamples,
+			Block: b, Raw: r.dev.Ptr(), RawSamples: r.values,
 			Processed: b.processed[i].Ptr(), Int8: b.int8s[i].Ptr(), OutputSamples: out,
 			Ready:  b.ready,
 			Target: stage.DevicePositions{Ptr: b.targetDev.Ptr(), Channels: sh.galvoOut},
@@ -232,7 +249,11 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 // free releases everything the block holds, joining the errors.
 func (b *Block) free() error {
 	var errs []error
-	for _, buf := range append(append([]backend.Buffer{b.HostBuf, b.Raw, b.targetHost, b.targetDev, b.actualHost, b.actualDev}, b.processed...), b.int8s...) {
+	bufs := []backend.Buffer{b.targetHost, b.targetDev, b.actualHost, b.actualDev}
+	for _, r := range b.raws {
+		bufs = append(bufs, r.hostBuf, r.dev)
+	}
+	for _, buf := range append(append(bufs, b.processed...), b.int8s...) {
 		if buf != nil {
 			errs = append(errs, buf.Free())
 		}
@@ -242,6 +263,6 @@ func (b *Block) free() error {
 			errs = append(errs, ev.Close())
 		}
 	}
-	b.Host = nil
+	b.raws = nil
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/marker"
@@ -83,6 +84,19 @@ type Config struct {
 	// ScanQueue is the queue the Generate stage plays (vortex's
 	// engine.scan_queue); nil: the engine makes its own (Engine.ScanQueue).
 	ScanQueue *scan.ScanQueue `json:"-"`
+	// AcquisitionMasters is, per acquisition (in AddAcquisition order),
+	// vortex's add_acquisition master flag: masters start after the
+	// others. Missing entries are true (vortex's default).
+	AcquisitionMasters []bool
+	// Rotations is, per acquisition (in AddAcquisition order), vortex's
+	// expanded processor graph: the processor sets that process
+	// consecutive blocks in turn (block i goes to set i mod len), each a
+	// list of indices into that acquisition's processors. Empty (or
+	// missing for an acquisition) means one set of every processor:
+	// vortex's divide, every processor gets every block. cycle([A, B])
+	// is [[A], [B]]: blocks alternate (ping-pong). Bindings compute it
+	// from vortex's divide / cycle nodes; SetRotation is the Go form.
+	Rotations [][][]int
 
 	ios   []ioNode
 	acqs  []acqNode
@@ -97,8 +111,9 @@ type ioNode struct {
 }
 
 type acqNode struct {
-	acq   Acquisition
-	procs []Processor
+	acq      Acquisition
+	procs    []Processor
+	rotation [][]Processor // SetRotation's; nil: Rotations or every processor
 }
 
 type procNode struct {
@@ -124,6 +139,90 @@ func (c *Config) AddAcquisition(acq Acquisition, processors ...Processor) {
 		}
 	}
 	c.acqs = append(c.acqs, acqNode{acq: acq, procs: processors})
+}
+
+// acqMaster is acquisition i's master flag (AcquisitionMasters).
+func (c *Config) acqMaster(i int) bool {
+	return i >= len(c.AcquisitionMasters) || c.AcquisitionMasters[i]
+}
+
+// SetRotation sets the latest acquisition's processor rotation (see
+// Config.Rotations): block i is processed by sets[i mod len(sets)]; every
+// processor of a set must be one of the acquisition's.
+func (c *Config) SetRotation(sets ...[]Processor) {
+	if len(c.acqs) == 0 {
+		c.errs = append(c.errs, Invalid("Config.SetRotation: no acquisition, expected AddAcquisition first"))
+		return
+	}
+	c.acqs[len(c.acqs)-1].rotation = sets
+}
+
+// rotation is acquisition i's rotation as indices into its processors
+// (validated by Validate).
+func (c *Config) rotation(i int) ([][]int, error) {
+	n := c.acqs[i]
+	if n.rotation != nil {
+		index := map[Processor]int{}
+		for k, p := range n.procs {
+			index[p] = k
+		}
+		out := make([][]int, len(n.rotation))
+		for s, set := range n.rotation {
+			for _, p := range set {
+				k, ok := index[p]
+				if !ok {
+					return nil, Invalid("Config.SetRotation: acquisition #%d: set %d lists a processor the acquisition does not feed, expected one of its processors", i, s)
+				}
+				out[s] = append(out[s], k)
+			}
+		}
+		return out, nil
+	}
+	if i < len(c.Rotations) && len(c.Rotations[i]) > 0 {
+		return c.Rotations[i], nil
+	}
+	all := make([]int, len(n.procs))
+	for k := range all {
+		all[k] = k
+	}
+	return [][]int{all}, nil
+}
+
+// checkRotation validates acquisition i's rotation: sets not empty, each
+// index a processor of the acquisition and at most once per set, every
+// processor in some set. The sets are returned with duplicates removed.
+func (c *Config) checkRotation(i int) ([][]int, error) {
+	rot, err := c.rotation(i)
+	if err != nil {
+		return nil, err
+	}
+	if len(rot) > MaxBlocks {
+		return nil, Invalid("Config.Rotations[%d]: %d sets, expected at most %d", i, len(rot), MaxBlocks)
+	}
+	np := len(c.acqs[i].procs)
+	used := make([]bool, np)
+	out := make([][]int, len(rot))
+	for s, set := range rot {
+		if len(set) == 0 {
+			return nil, Invalid("Config.Rotations[%d][%d]: an empty set, expected at least one processor", i, s)
+		}
+		seen := make([]bool, np)
+		for _, k := range set {
+			if k < 0 || k >= np {
+				return nil, Invalid("Config.Rotations[%d][%d]: processor index %d, expected 0 <= index < %d (the acquisition's processors)", i, s, k, np)
+			}
+			if !seen[k] { // vortex's cycle may repeat a processor in a set; it processes once
+				out[s] = append(out[s], k)
+			}
+			seen[k], used[k] = true, true
+		}
+	}
+	for k, u := range used {
+		if !u {
+			return nil, Invalid("Config.Rotations[%d]: processor #%d of the acquisition is in no set, expected every processor in the rotation", i, k)
+		}
+	}
+	return out, nil
 }
 
 // AddIO adds an IO that receives the generated waveforms (vortex's
@@ -289,25 +388,36 @@ func (c *Config) Validate() error {
 		}
 		seenIO[n.io] = true
 	}
-	if len(c.acqs) != 1 {
-		// One acquisition covers every vortex example; several would need
-		// blocks that carry one raw buffer per acquisition.
-		return Invalid("Config.AddAcquisition: %d acquisitions, expected exactly 1", len(c.acqs))
+	if len(c.acqs) == 0 {
+		return Invalid("Config.AddAcquisition: no acquisition, expected at least 1")
 	}
-	if len(c.acqs[0].procs) == 0 {
-		return Invalid("Config.AddAcquisition: no processors, expected at least 1")
+	if len(c.acqs) > MaxAcquisitions {
+		return Invalid("Config.AddAcquisition: %d acquisitions, expected at most %d", len(c.acqs), MaxAcquisitions)
 	}
-	owner := map[Processor]bool{}
-	for _, p := range c.acqs[0].procs {
-		if owner[p] {
-			return Invalid("Config.AddAcquisition: a processor is listed twice, expected each once")
+	owner := map[Processor]int{} // processor -> its acquisition
+	seenAcq := map[Acquisition]bool{}
+	for a, an := range c.acqs {
+		if seenAcq[an.acq] {
+			return Invalid("Config.AddAcquisition: acquisition #%d is added twice, expected once", a)
 		}
-		owner[p] = true
+		seenAcq[an.acq] = true
+		if len(an.procs) == 0 {
+			return Invalid("Config.AddAcquisition: acquisition #%d has no processors, expected at least 1", a)
+		}
+		for _, p := range an.procs {
+			if _, dup := owner[p]; dup {
+				return Invalid("Config.AddAcquisition: a processor is listed twice, expected each once under one acquisition")
+			}
+			owner[p] = a
+		}
+		if _, err := c.checkRotation(a); err != nil {
+			return err
+		}
 	}
-	fmtOwned := map[Formatter]bool{}
+	feeders := map[Formatter][]Processor{}
 	seenProc := map[Processor]bool{}
 	for i, pn := range c.procs {
-		if !owner[pn.proc] {
+		if _, ok := owner[pn.proc]; !ok {
 			return Invalid("Config.AddProcessor: processor #%d is not fed by an acquisition, expected it in AddAcquisition's processors", i)
 		}
 		if seenProc[pn.proc] {
@@ -315,11 +425,18 @@ func (c *Config) Validate() error {
 		}
 		seenProc[pn.proc] = true
 		for _, f := range pn.fmts {
-			if fmtOwned[f] {
-				return Invalid("Config.AddProcessor: processor #%d lists a formatter already fed by a processor, expected each formatter under one processor", i)
+			if slices.Contains(feeders[f], pn.proc) {
+				return Invalid("Config.AddProcessor: processor #%d lists a formatter twice, expected each once", i)
 			}
-			fmtOwned[f] = true
+			feeders[f] = append(feeders[f], pn.proc)
 		}
+	}
+	if err := c.checkFeeders(feeders, owner); err != nil {
+		return err
+	}
+	fmtOwned := map[Formatter]bool{}
+	for f := range feeders {
+		fmtOwned[f] = true
 	}
 	seenFmt := map[Formatter]bool{}
 	seenEp := map[Endpoint]bool{}
@@ -336,6 +453,39 @@ func (c *Config) Validate() error {
 				return Invalid("Config.AddFormatter: formatter #%d lists an endpoint already used, expected each endpoint once", i)
 			}
 			seenEp[e] = true
+		}
+	}
+	return nil
+}
+
+// checkFeeders: a formatter's planner must see every block of its
+// acquisition exactly once, so the processors feeding it all belong to one
+// acquisition and exactly one of them is in each set of its rotation
+// (vortex's ping-pong: cycle([A, B]) with both A and B feeding the
+// formatter).
+func (c *Config) checkFeeders(feeders map[Formatter][]Processor, owner map[Processor]int) error {
+	for fi, fn := range c.fmts {
+		ps := feeders[fn.fmt]
+		if len(ps) == 0 {
+			continue // reported below as not fed
+		}
+		a := owner[ps[0]]
+		for _, p := range ps[1:] {
+			if owner[p] != a {
+				return Invalid("Config.AddProcessor: formatter #%d is fed by processors of different acquisitions, expected processors of one acquisition", fi)
+			}
+		}
+		rot, _ := c.checkRotation(a)
+		for s, set := range rot {
+			n := 0
+			for _, k := range set {
+				if slices.Contains(ps, c.acqs[a].procs[k]) {
+					n++
+				}
+			}
+			if n != 1 {
+				return Invalid("Config.AddProcessor: formatter #%d: %d of its processors process the blocks of rotation set %d of acquisition #%d, expected exactly 1 (its planner must see every block once: feed it from each processor of a cycle, or from one processor of a divide)", fi, n, s, a)
+			}
 		}
 	}
 	return nil

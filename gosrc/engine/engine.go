@@ -91,7 +91,18 @@ type fmtRoute struct {
 	fmt  Formatter
 	plan *FormatPlan
 	fin  *FormatPlan // Finish's notifications, appended to the last block's plan
-	eps  []epRoute
+	eps  []*epRoute
+	task int // the formatter's index in AddFormatter order (the profiler's task)
+}
+
+// acqRun is one acquisition of the engine.
+type acqRun struct {
+	acq    Acquisition
+	lender Lender // acq, when it lends pinned memory (zero-copy upload)
+	raw    int    // raw values per record (SamplesPerRecord)
+	// rotation: the processor sets (indices of Engine.procs) that process
+	// consecutive blocks in turn (Config.Rotations).
+	rotation [][]int
 }
 
 // leadLine delays the reference waveform for one IO lead (vortex's ring
@@ -113,8 +124,7 @@ type Engine struct {
 	dev   backend.Device
 	owner int64
 
-	acq       Acquisition
-	lender    Lender // acq, when it lends pinned memory (zero-copy upload)
+	acqs      []acqRun // in AddAcquisition order
 	queue     *scan.ScanQueue
 	ios       []ioNode
 	ioLead    []int      // per IO: its index in leads
@@ -129,18 +139,19 @@ type Engine struct {
 	sentLast  bool            // the acquire loop sent a block marked Last
 	nextID    int64           // the acquire loop's next block ID and start
 	nextStart int64
-	ioGiven   []int64 // per IO: the next block ID it is owed
-	procs     []Processor
-	routes    [][]fmtRoute // per processor
+	ioGiven   []int64      // per IO: the next block ID it is owed
+	procs     []Processor  // every acquisition's processors, acquisition by acquisition
+	procAcq   []int        // per processor: its acquisition (index of acqs)
+	routes    [][]fmtRoute // per processor: its formatters
+	eps       []*epRoute   // by endpoint id; shared by the routes of a formatter's processors
 	endpoints []Endpoint   // by endpoint id
 	volumeFmt Formatter    // the formatter whose volumes Status counts
 
-	rawSamples int
-	limit      int64 // records to acquire; 0 = unbounded
-	blocks     []*Block
-	slots      []backend.Stream
-	upload     backend.Stream // every block's upload, in order (see Prepare)
-	positions  bool           // a PositionFormatExecutor reads positions on the device
+	limit     int64 // records to acquire; 0 = unbounded
+	blocks    []*Block
+	slots     []backend.Stream
+	upload    backend.Stream // every block's upload, in order (see Prepare)
+	positions bool           // a PositionFormatExecutor reads positions on the device
 
 	free chan *Block // the pool: every block not in a session's stages
 
@@ -218,91 +229,19 @@ func (e *Engine) Prepare() (err error) {
 	if err := e.takeClaims(); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
 	}
-	an := cfg.acqs[0]
-	e.acq, e.procs = an.acq, an.procs
-	if err := e.acq.Prepare(); err != nil {
-		return fmt.Errorf("engine.Prepare: acquisition: %w", err)
-	}
-	e.rawSamples = e.acq.SamplesPerRecord()
-	if e.rawSamples <= 0 {
-		return fmt.Errorf("engine.Prepare: acquisition SamplesPerRecord()=%d, expected > 0", e.rawSamples)
-	}
-	if l, ok := e.acq.(Lender); ok {
-		if err := l.PinTo(e.dev, cfg.RecordsPerBlock); err != nil {
-			return fmt.Errorf("engine.Prepare: acquisition: pinning its data: %w", err)
-		}
-		e.lender = l
+	if err := e.prepareAcquisitions(); err != nil {
+		return err
 	}
 	if err := e.prepareIOs(); err != nil {
 		return err
 	}
-	outSamples := make([]int, len(e.procs))
-	for i, p := range e.procs {
-		if err := p.Prepare(); err != nil {
-			return fmt.Errorf("engine.Prepare: processor #%d: %w", i, err)
-		}
-		if outSamples[i] = p.OutputSamples(); outSamples[i] <= 0 {
-			return fmt.Errorf("engine.Prepare: processor #%d OutputSamples()=%d, expected > 0", i, outSamples[i])
-		}
-		// A processor reads InputValues raw values per record from the
-		// block (samples x channels): more than the acquisition writes
-		// would read past the block's buffer, so it is refused here.
-		if iv, ok := p.(interface{ InputValues() int }); ok && iv.InputValues() != e.rawSamples {
-			return fmt.Errorf("engine.Prepare: processor #%d reads %d raw values per record (samples_per_record x channels_per_sample), the acquisition gives %d: %w",
-				i, iv.InputValues(), e.rawSamples, backend.ErrInvalid)
-		}
-	}
-
-	// Routes: processor -> formatters -> endpoints, endpoint ids in
-	// AddFormatter order.
-	fmtEps := map[Formatter][]Endpoint{}
-	epID := map[Endpoint]int{}
-	for _, fn := range cfg.fmts {
-		fmtEps[fn.fmt] = fn.eps
-		for _, ep := range fn.eps {
-			epID[ep] = len(e.endpoints)
-			e.endpoints = append(e.endpoints, ep)
-		}
-	}
-	procFmts := map[Processor][]Formatter{}
-	for _, pn := range cfg.procs {
-		procFmts[pn.proc] = pn.fmts
+	outSamples, err := e.prepareProcessors()
+	if err != nil {
+		return err
 	}
 	markers := blockMarkers(cfg.RecordsPerBlock)
-	e.routes = make([][]fmtRoute, len(e.procs))
-	for pi, p := range e.procs {
-		for _, f := range procFmts[p] {
-			if e.volumeFmt == nil {
-				e.volumeFmt = f
-			}
-			r := fmtRoute{fmt: f, plan: &FormatPlan{}, fin: &FormatPlan{}}
-			// The planner's actions: one per marker (an Event passed on),
-			// and up to 4 per segment the block touches (a copy and the
-			// segment, volume and scan notifications).
-			if err := r.plan.Reserve(markers + 4*cfg.RecordsPerBlock/max(1, f.RecordsPerSegment()) + 16); err != nil {
-				return fmt.Errorf("engine.Prepare: %w", err)
-			}
-			if err := r.fin.Reserve(4); err != nil {
-				return fmt.Errorf("engine.Prepare: %w", err)
-			}
-			for _, ep := range fmtEps[f] {
-				id := epID[ep]
-				info := EndpointInfo{
-					Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
-					RawSamples: e.rawSamples, OutputSamples: outSamples[pi],
-					SegmentsPerVolume: f.SegmentsPerVolume(), RecordsPerSegment: f.RecordsPerSegment(),
-					Stopping: nil, // each session's, through SessionEndpoint.BeginSession
-					Fail: func(err error) {
-						e.failAsync(fmt.Errorf("engine: endpoint #%d: %w", id, err))
-					},
-				}
-				if err := ep.Prepare(info); err != nil {
-					return fmt.Errorf("engine.Prepare: endpoint #%d: %w", epID[ep], err)
-				}
-				r.eps = append(r.eps, epRoute{ep: ep, id: epID[ep], stream: ep.Stream()})
-			}
-			e.routes[pi] = append(e.routes[pi], r)
-		}
+	if err := e.prepareRoutes(outSamples, markers); err != nil {
+		return err
 	}
 	if cfg.BlocksToAcquire > 0 {
 		e.limit = int64(cfg.BlocksToAcquire) * int64(cfg.RecordsPerBlock)
@@ -328,7 +267,15 @@ func (e *Engine) Prepare() (err error) {
 	}
 	e.upload = up
 	e.positions = e.needsPositions()
-	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: e.rawSamples, outSamples: outSamples, endpoints: len(e.endpoints),
+	raws := make([]int, len(e.acqs))
+	for i := range e.acqs {
+		raws[i] = e.acqs[i].raw
+	}
+	procRaw := make([]int, len(e.procs))
+	for i, a := range e.procAcq {
+		procRaw[i] = a
+	}
+	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: raws, procAcq: procRaw, outSamples: outSamples, endpoints: len(e.endpoints),
 		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers, warped: e.warped}
 	if err := sh.check(cfg.BlocksToAllocate); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
@@ -409,8 +356,11 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	if err := up.Record(b.start); err != nil {
 		return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
 	}
-	if err := up.Copy(b.Raw.Ptr(), b.src, b.Records*e.rawSamples*2); err != nil {
-		return fmt.Errorf("engine: block %d: upload: %w", b.ID, err)
+	for a := range b.raws {
+		r := &b.raws[a]
+		if err := up.Copy(r.dev.Ptr(), r.src, b.Records*r.values*2); err != nil {
+			return fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
+		}
 	}
 	// The positions travel with the block when a PositionFormatExecutor
 	// reads them on the device; otherwise the copies would only cost the
@@ -429,8 +379,12 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
 		return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
 	}
+	e.activeSet(b)
 	for i, p := range e.procs {
-		if err := p.Process(b.Slot, s, b.Raw.Ptr(), b.Records, b.processed[i].Ptr(), b.int8s[i].Ptr()); err != nil {
+		if !b.active[i] {
+			continue
+		}
+		if err := p.Process(b.Slot, s, b.Outputs[i].Raw, b.Records, b.processed[i].Ptr(), b.int8s[i].Ptr()); err != nil {
 			return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, i, err)
 		}
 	}
@@ -474,14 +428,21 @@ func (e *Engine) formatLoop(s *session) {
 // when an endpoint gave up on the block because of a stop.
 func (e *Engine) dispatchFormat(s *session, b *Block) (complete bool, err error) {
 	complete = true
-	task := 0 // the formatter's index, for the profiler
+	if b.finishOnly {
+		// No processor ran: finish each formatter once, through the
+		// route of its first feeder in the block's rotation set.
+		e.activeSet(b)
+	}
 	for pi := range e.routes {
+		if !b.active[pi] {
+			continue // another processor of the rotation has this block
+		}
 		data := &b.Outputs[pi]
 		data.Records, data.Sample = b.Records, b.Start
 		data.Target.Records, data.Actual.Records = b.Records, b.Records
 		for ri := range e.routes[pi] {
 			r := &e.routes[pi][ri]
-			s.prof.task(ProfTaskFormatBegin, task, b.ID)
+			s.prof.task(ProfTaskFormatBegin, r.task, b.ID)
 			if b.finishOnly {
 				r.plan.Actions = r.plan.Actions[:0]
 			} else if err := r.fmt.Next(r.plan, b.Start, b.Records, b.Markers); err != nil {
@@ -495,7 +456,7 @@ func (e *Engine) dispatchFormat(s *session, b *Block) (complete bool, err error)
 				}
 				r.plan.Actions = append(r.plan.Actions, r.fin.Actions...)
 			}
-			s.prof.task(ProfTaskFormatPlan, task, b.ID)
+			s.prof.task(ProfTaskFormatPlan, r.task, b.ID)
 			if r.fmt == e.volumeFmt {
 				for i := range r.plan.Actions {
 					if r.plan.Actions[i].Kind == stage.FinishVolume {
@@ -503,15 +464,14 @@ func (e *Engine) dispatchFormat(s *session, b *Block) (complete bool, err error)
 					}
 				}
 			}
-			for i := range r.eps {
-				ok, err := e.formatInto(s, &r.eps[i], b, data, r.plan)
+			for _, ep := range r.eps {
+				ok, err := e.formatInto(s, ep, b, data, r.plan)
 				if err != nil {
 					return false, err
 				}
 				complete = complete && ok
 			}
-			s.prof.task(ProfTaskFormatEnd, task, b.ID)
-			task++
+			s.prof.task(ProfTaskFormatEnd, r.task, b.ID)
 		}
 	}
 	return complete, nil
@@ -657,18 +617,11 @@ func (e *Engine) withRoute(op string, id int, fn func(*epRoute)) error {
 	if e.state != statePrepared && e.state != stateFinished {
 		return fmt.Errorf("%s: engine is %s, expected prepared and not running (between sessions)", op, e.stateName())
 	}
-	for pi := range e.routes {
-		for ri := range e.routes[pi] {
-			eps := e.routes[pi][ri].eps
-			for i := range eps {
-				if eps[i].id == id {
-					fn(&eps[i])
-					return nil
-				}
-			}
-		}
+	if id < 0 || id >= len(e.eps) {
+		return fmt.Errorf("%s: endpoint %d, expected 0 <= id < %d", op, id, len(e.endpoints))
 	}
-	return fmt.Errorf("%s: endpoint %d, expected 0 <= id < %d", op, id, len(e.endpoints))
+	fn(e.eps[id])
+	return nil
 }
 
 // SetCallbackSync makes the engine wait, before writing the next volume

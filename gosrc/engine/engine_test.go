@@ -517,7 +517,33 @@ func TestEngineConfigErrorsNameTheField(t *testing.T) {
 		{"queue", func(c *engine.Config) { c.EventQueueSize = -1 }, "Config.EventQueueSize: -1"},
 		{"policy", func(c *engine.Config) { c.EventPolicy = 9 }, "Config.EventPolicy: 9"},
 		{"nil acquisition", func(c *engine.Config) { c.AddAcquisition(nil) }, "Config.AddAcquisition: acq=nil"},
-		{"two acquisitions", func(c *engine.Config) { c.AddAcquisition(newFakeAcq(4), newFakeProc(4)) }, "2 acquisitions, expected exactly 1"},
+		{"acquisition twice", func(c *engine.Config) { c.AddAcquisition(acq, newFakeProc(4)) }, "acquisition #1 is added twice"},
+		{"acquisition without processors", func(c *engine.Config) { c.AddAcquisition(newFakeAcq(4)) }, "acquisition #1 has no processors"},
+		{"empty rotation set", func(c *engine.Config) { c.SetRotation([]engine.Processor{proc}, nil) }, "Config.Rotations[0][1]: an empty set"},
+		{"rotation index", func(c *engine.Config) { c.Rotations = [][][]int{{{0}, {3}}} }, "processor index 3, expected 0 <= index < 1"},
+		{"rotation stranger", func(c *engine.Config) { c.SetRotation([]engine.Processor{newFakeProc(4)}) }, "set 0 lists a processor the acquisition does not feed"},
+		{"processor in no set", func(c *engine.Config) {
+			p2 := newFakeProc(4)
+			c.AppendProcessor(p2)
+			c.SetRotation([]engine.Processor{proc})
+			c.AddProcessor(p2)
+		}, "processor #1 of the acquisition is in no set"},
+		{"formatter fed twice per block", func(c *engine.Config) {
+			p2 := newFakeProc(4)
+			c.AppendProcessor(p2) // divide: both processors get every block
+			c.AddProcessor(p2, f)
+		}, "formatter #0: 2 of its processors process the blocks of rotation set 0"},
+		{"formatter missing blocks", func(c *engine.Config) {
+			p2 := newFakeProc(4)
+			c.AppendProcessor(p2)
+			c.SetRotation([]engine.Processor{proc}, []engine.Processor{p2}) // cycle: f is fed by proc only
+			c.AddProcessor(p2)
+		}, "formatter #0: 0 of its processors process the blocks of rotation set 1"},
+		{"formatter across acquisitions", func(c *engine.Config) {
+			p2 := newFakeProc(4)
+			c.AddAcquisition(newFakeAcq(4), p2)
+			c.AddProcessor(p2, f)
+		}, "formatter #0 is fed by processors of different acquisitions"},
 		{"orphan processor", func(c *engine.Config) { c.AddProcessor(newFakeProc(4)) }, "Config.AddProcessor: processor #1 is not fed"},
 		{"orphan formatter", func(c *engine.Config) { c.AddFormatter(f) }, "Config.AddFormatter: formatter #1 is added twice"},
 		{"nil endpoint", func(c *engine.Config) { c.AddFormatter(f, nil) }, "Config.AddFormatter: endpoints[0]=nil"},

@@ -68,4 +68,7 @@ const (
 	MaxGalvoChannels = 64
 	// MaxSlots is the largest Config.Slots.
 	MaxSlots = 64
+	// MaxAcquisitions bounds the acquisitions of one engine (each adds a
+	// raw buffer to every block).
+	MaxAcquisitions = 64
 )

@@ -21,6 +21,7 @@ type fakeAcq struct {
 	records int64 // total before io.EOF; 0 = endless
 	delay   time.Duration
 	failAt  int64 // fail when this many records were sent (0 = never)
+	offset  int64 // record r is written as record r+offset (tells acquisitions apart)
 
 	sent     int64
 	stop     chan struct{}
@@ -68,7 +69,7 @@ func (a *fakeAcq) Fill(dst []uint16, records int) (int, error) {
 		n = int(min(int64(n), a.records-a.sent))
 	}
 	for r := range n {
-		rec := a.sent + int64(r)
+		rec := a.sent + int64(r) + a.offset
 		for s := range a.samples {
 			dst[r*a.samples+s] = rawValue(rec, s)
 		}
@@ -94,7 +95,8 @@ type fakeProc struct {
 		in, out, out8 uintptr
 		records       int
 	}
-	run func()
+	run   func()
+	calls atomic.Int64 // Process calls (blocks processed)
 }
 
 func newFakeProc(samples int) *fakeProc {
@@ -112,6 +114,9 @@ func (p *fakeProc) Process(slot int, s backend.Stream, in uintptr, records int, 
 	if !ok {
 		return errors.New("fakeProc: needs a host stream")
 	}
+	p.calls.Add(1)
+	// The CPU backend's streams run what is enqueued at once, so one set of
+	// arguments serves every call.
 	p.args.in, p.args.out, p.args.out8, p.args.records = in, out, out8, records
 	return hs.Enqueue(p.run)
 }

@@ -358,19 +358,48 @@ func (e *Engine) ioFailed(s *session, err error) {
 	}
 }
 
+// fill has every acquisition fill (or lend) its raw spectra of block b,
+// in AddAcquisition order on this goroutine (vortex's single acquire
+// thread). The block holds the records all of them delivered: the least
+// count, as vortex's; io.EOF from any ends the session after this block.
+func (e *Engine) fill(b *Block, want int) (n int, err error) {
+	n = want
+	var eof bool
+	for a := range e.acqs {
+		run, r := &e.acqs[a], &b.raws[a]
+		var got int
+		var ferr error
+		if run.lender != nil {
+			r.src, got, ferr = run.lender.Lend(want)
+		} else {
+			r.src = r.hostBuf.Ptr()
+			got, ferr = run.acq.Fill(r.host[:want*r.values], want)
+		}
+		switch {
+		case errors.Is(ferr, io.EOF):
+			eof = true
+		case ferr != nil:
+			if len(e.acqs) > 1 {
+				ferr = fmt.Errorf("acquisition #%d: %w", a, ferr)
+			}
+			return 0, ferr
+		}
+		if got < 0 || got > want {
+			return 0, fmt.Errorf("engine: acquisition #%d Fill returned n=%d, expected 0 <= n <= %d", a, got, want)
+		}
+		n = min(n, got)
+	}
+	if eof {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
 // acquire fills block b and sends it on; false ends the loop.
 func (e *Engine) acquire(s *session, b *Block) bool {
-	spr := e.rawSamples
 	want := b.Records
 	t := time.Now()
-	var n int
-	var err error
-	if e.lender != nil {
-		b.src, n, err = e.lender.Lend(want)
-	} else {
-		b.src = b.HostBuf.Ptr()
-		n, err = e.acq.Fill(b.Host[:want*spr], want)
-	}
+	n, err := e.fill(b, want)
 	b.acquired = float64(time.Since(t)) / float64(time.Millisecond)
 	s.prof.task(ProfTaskAcquireComplete, 0, b.ID)
 	s.prof.job(ProfJobAcquireJoin, b.ID)
@@ -383,11 +412,6 @@ func (e *Engine) acquire(s *session, b *Block) bool {
 			// interrupted, not a failure.
 			e.fail(s, fmt.Errorf("engine: acquisition: block %d: %w", b.ID, err))
 		}
-		return false
-	}
-	if n < 0 || n > want {
-		e.free <- b
-		e.fail(s, fmt.Errorf("engine: acquisition Fill returned n=%d, expected 0 <= n <= %d", n, want))
 		return false
 	}
 	if eof {

@@ -116,12 +116,8 @@ func (e *Engine) Start() error {
 	e.resetCounters()
 	e.sentLast, e.nextID, e.nextStart = false, 0, 0
 	clear(e.ioGiven)
-	for pi := range e.routes {
-		for ri := range e.routes[pi] {
-			for i := range e.routes[pi][ri].eps {
-				e.routes[pi][ri].eps[i].pendingAck = 0
-			}
-		}
+	for _, ep := range e.eps {
+		ep.pendingAck = 0
 	}
 	if err := e.startGenerate(); err != nil {
 		s.prof.close()
@@ -137,10 +133,10 @@ func (e *Engine) Start() error {
 	s.t0 = time.Now()
 	e.cur.Store(s)
 	e.lifecycle(s, EngineLaunch, nil)
-	if err := e.acq.Start(); err != nil {
+	if err := e.startAcquisitions(); err != nil {
 		// The session never ran: end it as one that exited at once, so
 		// a dispatcher already waiting gets its events and EventDone.
-		err = fmt.Errorf("engine.Start: acquisition: %w", err)
+		err = fmt.Errorf("engine.Start: %w", err)
 		e.lifecycle(s, EngineError, err)
 		e.lifecycle(s, EngineExit, nil)
 		s.events.close()
@@ -290,7 +286,36 @@ func (s *session) stopRequested() bool {
 // stopAcquisition stops the acquisition and the IOs once per session;
 // the stop request and the natural end of the run may both get here.
 func (e *Engine) stopAcquisition(s *session) {
-	s.acqStop.Do(func() { s.acqErr = errors.Join(e.acq.Stop(), e.stopIOs()) })
+	s.acqStop.Do(func() {
+		errs := []error{e.stopIOs()}
+		for a := range e.acqs {
+			if err := e.acqs[a].acq.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("acquisition #%d: %w", a, err))
+			}
+		}
+		s.acqErr = errors.Join(errs...)
+	})
+}
+
+// startAcquisitions starts every acquisition, non-masters first (vortex's
+// order, as for the IOs); on a failure it stops those it started.
+func (e *Engine) startAcquisitions() error {
+	var started []Acquisition
+	for _, master := range [...]bool{false, true} {
+		for a, run := range e.acqs {
+			if e.cfg.acqMaster(a) != master {
+				continue
+			}
+			if err := run.acq.Start(); err != nil {
+				for _, st := range started {
+					_ = st.Stop() // the start's error is the one to report
+				}
+				return fmt.Errorf("acquisition #%d: %w", a, err)
+			}
+			started = append(started, run.acq)
+		}
+	}
+	return nil
 }
 
 // finish waits for the session's stages to drain, flushes the endpoints

@@ -25,6 +25,7 @@ import datetime
 import enum
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -63,7 +64,7 @@ from .storage_endpoint import __all__ as _storage_endpoints
 
 __all__ = [
     "EngineConfig", "Engine", "EngineStatus", "StageTiming", "EngineEvent", "ScanQueue",
-    "JobTiming", "SessionStatus", "read_profiler_log",
+    "JobTiming", "SessionStatus", "read_profiler_log", "divide", "cycle",
     "Polarity", "SampleStrobe", "SegmentStrobe", "VolumeStrobe", "ScanStrobe", "EventStrobe", "StrobeList",
     "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
     "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
@@ -359,19 +360,35 @@ class EngineConfig:
         self.event_queue_size = event_queue_size
         self.event_policy = event_policy
         self.dispatch_spin = dispatch_spin
-        self._acquisitions: list[tuple[_Acquisition, list[_Processor]]] = []
+        # Per acquisition: its processor graph (vortex's nodes: a processor,
+        # a divide or a cycle) and its master flag.
+        self._acquisitions: list[tuple[_Acquisition, divide, bool]] = []
         self._processors: list[tuple[_Processor, list[FormatPlanner]]] = []
         self._formatters: list[tuple[FormatPlanner, list[_Endpoint]]] = []
 
-    def add_acquisition(self, acquisition: _Acquisition, processors: Sequence[_Processor],
+    def add_acquisition(self, acquisition: _Acquisition, processors: Sequence[Any],
                         preload: bool = True, master: bool = True) -> None:
-        """Feed ``acquisition``'s blocks to ``processors`` (``preload`` and ``master``
-        are accepted for vortex compatibility; there is one acquisition)."""
+        """Feed ``acquisition``'s blocks to ``processors`` (vortex's): a list of processors,
+        :func:`divide` and :func:`cycle` nodes, nested at will. A list divides: every
+        processor gets every block; ``cycle([a, b])`` alternates blocks between ``a`` and
+        ``b`` (ping-pong). Calling it again for the same acquisition adds to its graph.
+        Several acquisitions each fill their own spectra of every block (the block holds
+        the records all of them delivered). ``master`` acquisitions start after the others;
+        ``preload`` is accepted for vortex compatibility (acquisitions have no buffers to
+        post ahead here)."""
         if not isinstance(acquisition, _Acquisition):
             raise TypeError(f"add_acquisition: acquisition={acquisition!r}, expected a SimulatedAcquisition, "
                             "FileAcquisition or NullAcquisition")
-        procs = _as_list("add_acquisition", "processors", processors, _Processor, "CUDAProcessor or CPUProcessor")
-        self._acquisitions.append((acquisition, procs))
+        if isinstance(processors, _Processor) or not isinstance(processors, (list, tuple)):
+            processors = [processors]
+        graph = _graph("add_acquisition", "processors", processors)
+        check_bool("add_acquisition: preload", preload)
+        master = check_bool("add_acquisition: master", master)
+        for i, (acq, g, m) in enumerate(self._acquisitions):
+            if acq is acquisition:
+                self._acquisitions[i] = (acq, divide(list(g) + list(graph)), m)
+                return
+        self._acquisitions.append((acquisition, graph, master))
 
     def add_io(self, io: _IO, preload: bool = True, master: bool = False, lead_samples: int = 0) -> None:
         """Send the generated waveforms and strobes to ``io`` (vortex's ``add_io(io, preload=True,
@@ -404,8 +421,8 @@ class EngineConfig:
 
     @property
     def processors(self) -> list[_Processor]:
-        """Every processor fed by the acquisition."""
-        return [p for _, ps in self._acquisitions for p in ps]
+        """Every processor fed by an acquisition (each once, in graph order)."""
+        return [p for _, g, _ in self._acquisitions for p in _graph_processors(g)]
 
     def _check_fields(self) -> None:
         o = "EngineConfig"
@@ -422,9 +439,9 @@ class EngineConfig:
             check_float(f"{o}.dispatch_spin", self.dispatch_spin, 0.0, 1.0)
         if self.event_policy not in ("block", "drop"):
             raise ValueError(f"{o}.event_policy={self.event_policy!r}, expected 'block' or 'drop'")
-        if len(self._acquisitions) != 1:
-            raise ValueError(f"{o}.add_acquisition: {len(self._acquisitions)} acquisitions, expected exactly 1")
-        for acq, _ in self._acquisitions:
+        if not self._acquisitions:
+            raise ValueError(f"{o}.add_acquisition: no acquisition, expected at least 1")
+        for acq, _, _ in self._acquisitions:
             acq._handle()
         for p in self.processors:
             p._handle()
@@ -465,15 +482,17 @@ class EngineConfig:
             "GalvoOutputChannels": int(self.galvo_output_channels), "GalvoInputChannels": int(self.galvo_input_channels),
             "PostScanRecords": int(self.post_scan_records), "LeadMarker": _marker_record(self.lead_marker),
             "Strobes": [st._record() for st in self.strobes], "LeadStrobes": int(self.lead_strobes),
-            "ScannerWarp": self.scanner_warp._go(), "IOWiring": [w for _, w in self._ios]}))
+            "ScannerWarp": self.scanner_warp._go(), "IOWiring": [w for _, w in self._ios],
+            "AcquisitionMasters": [m for _, _, m in self._acquisitions],
+            "Rotations": [_rotation(g) for _, g, _ in self._acquisitions]}))
         for io, _ in self._ios:
             h.Link(_LINK_IO, io._handle())
         if scan_queue is not None:
             h.Link(_LINK_SCAN_QUEUE, scan_queue._h)
         # The wiring, one engine.Link at a time.
-        for acq, procs in self._acquisitions:
+        for acq, g, _ in self._acquisitions:
             h.Link(_LINK_ACQUISITION, acq._handle())
-            for p in procs:
+            for p in _graph_processors(g):
                 h.Link(_LINK_ACQUISITION_PROCESSOR, p._handle())
         for p, fmts in self._processors:
             h.Link(_LINK_PROCESSOR, p._handle())
@@ -514,6 +533,77 @@ def _marker_record(m: Optional[ScanBoundary]) -> Optional[dict]:
 _MAX_RECORDS_PER_BLOCK = 1 << 24
 _MAX_BLOCKS = 1 << 16
 _MAX_EVENT_QUEUE = 1 << 24
+
+
+class divide(list):
+    """vortex's ``divide(nodes)``: every processor (or node) listed gets every block,
+    processing in parallel. In Python it is a list, as in vortex."""
+
+
+class cycle(list):
+    """vortex's ``cycle(nodes)``: consecutive blocks go to the nodes in turn
+    (``cycle([a, b])``: ping-pong between processors ``a`` and ``b``, e.g. on two
+    streams or GPUs). A formatter fed by a cycle's processors must be added under
+    each of them (``add_processor(a, [f]); add_processor(b, [f])``), so that its
+    planner sees every block."""
+
+
+def _graph(op: str, name: str, node: Any) -> Any:
+    """Check a processor graph: processors, divide (any list) and cycle nodes."""
+    if isinstance(node, _Processor):
+        return node
+    if isinstance(node, cycle):
+        kids = [_graph(op, f"{name}[{i}]", n) for i, n in enumerate(node)]
+        if not kids:
+            raise ValueError(f"{op}: {name}=cycle([]), expected at least one processor")
+        return cycle(kids)
+    if isinstance(node, (list, tuple)):
+        kids = [_graph(op, f"{name}[{i}]", n) for i, n in enumerate(node)]
+        if not kids:
+            raise ValueError(f"{op}: {name}=[], expected at least one processor")
+        return divide(kids)
+    raise TypeError(f"{op}: {name}={node!r}, expected a CUDAProcessor, CPUProcessor, NullProcessor, "
+                    "CopyProcessor, or a list / cycle([...]) of them")
+
+
+def _graph_processors(node: Any) -> list:
+    """The graph's processors, each once, in order."""
+    out: list = []
+    stack = [node]
+    while stack:
+        n = stack.pop(0)
+        if isinstance(n, list):
+            stack[:0] = list(n)
+        elif all(p is not n for p in out):
+            out.append(n)
+    return out
+
+
+def _expand(node: Any) -> list[list[Any]]:
+    """vortex's expansion of a processor graph into the rotation: the processor
+    sets that process consecutive blocks in turn (vortex/engine/engine.hpp)."""
+    if isinstance(node, _Processor):
+        return [[node]]
+    subs = [_expand(n) for n in node]
+    if isinstance(node, cycle):
+        # Rows of equal width (repeat each row's processors), stacked.
+        width = math.lcm(*(len(sp[0]) for sp in subs))
+        return [row * (width // len(row)) for sp in subs for row in sp]
+    # divide: columns of equal length (repeat each subplan's rows), side by side.
+    rows = math.lcm(*(len(sp) for sp in subs))
+    long = [sp * (rows // len(sp)) for sp in subs]
+    return [[p for sp in long for p in sp[i]] for i in range(rows)]
+
+
+def _rotation(graph: Any) -> list[list[int]]:
+    """The graph's rotation as indices into :func:`_graph_processors` (Config.Rotations)."""
+    procs = _graph_processors(graph)
+    index = {id(p): i for i, p in enumerate(procs)}
+    sets = _expand(graph)
+    if len(sets) > _MAX_BLOCKS:
+        raise ValueError(f"add_acquisition: the processor graph expands to {len(sets)} sets, expected at most "
+                         f"{_MAX_BLOCKS}")
+    return [[index[id(p)] for p in row] for row in sets]
 
 
 def _as_list(op: str, name: str, items: Any, cls: type, what: str) -> list:
@@ -727,13 +817,13 @@ class Engine:
                 raise LockError(f"preparing {type(ep).__name__} while this thread holds its tensor's lock")
             if ep._closed:
                 raise ClosedError(f"{type(ep).__name__} is closed, expected an open endpoint")
-        acq = cfg._acquisitions[0][0]
-        acq.prepare()
-        spr = acq.samples_per_record
-        for p in cfg.processors:
-            if p.config.samples_per_record != spr:
-                raise ValueError(f"ProcessorConfig.samples_per_record={p.config.samples_per_record}, expected "
-                                 f"{spr} (the acquisition's samples_per_record)")
+        for acq, graph, _ in cfg._acquisitions:
+            acq.prepare()
+            spr = acq.samples_per_record
+            for p in _graph_processors(graph):
+                if p.config.samples_per_record != spr:
+                    raise ValueError(f"ProcessorConfig.samples_per_record={p.config.samples_per_record}, expected "
+                                     f"{spr} (its acquisition's samples_per_record)")
         self._check_storage_open()
         h = api.NewEngine(dev._h, cfg._native(self.scan_queue))
         try:

@@ -1,0 +1,128 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/endpoint"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+)
+
+// checkVolume requires the uint16 tensor of ep to hold volume vol of scan,
+// from an acquisition whose records are offset by offset.
+func checkVolume(t *testing.T, ep *endpoint.StackTensorEndpoint, scan raster, samples int, vol int, offset int64) {
+	t.Helper()
+	n := scan.BscansPerVolume * scan.AscansPerBscan * samples
+	got := hostSlice[uint16](ep.Tensor().Ptr(), n)
+	for b := range scan.BscansPerVolume {
+		for a := range scan.AscansPerBscan {
+			for s := range samples {
+				rec := int64(vol)*scan.RecordsPerVolume() + int64(b*scan.AscansPerBscan+a) + offset
+				require.Equal(t, rawValue(rec, s), got[(b*scan.AscansPerBscan+a)*samples+s], "bscan %d ascan %d sample %d", b, a, s)
+			}
+		}
+	}
+}
+
+// TestCycleAlternatesBlocks: vortex's cycle([A, B]) (ping-pong): blocks
+// alternate between the processors, both feed one formatter, and the
+// volumes come out whole and in order.
+func TestCycleAlternatesBlocks(t *testing.T) {
+	tests := []struct {
+		name   string
+		sets   func(a, b engine.Processor) [][]engine.Processor
+		callsA int64
+		callsB int64
+	}{
+		// 5 blocks of the scan's 24 records, the last block partial: the
+		// queue runs dry in the fifth.
+		{"cycle", func(a, b engine.Processor) [][]engine.Processor { return [][]engine.Processor{{a}, {b}} }, 3, 2},
+		{"cycle of three", func(a, b engine.Processor) [][]engine.Processor { return [][]engine.Processor{{a}, {b}, {b}} }, 2, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ep, err := endpoint.NewStackHostTensorEndpoint(backend.Uint16)
+			require.NoError(t, err)
+			closeEndpoint(t, ep)
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
+			r := newRig(t, 8, scan, ep)
+			pb := newFakeProc(8)
+			r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
+			r.cfg.AddAcquisition(r.acq, r.proc, pb)
+			r.cfg.SetRotation(tc.sets(r.proc, pb)...)
+			r.cfg.AddProcessor(r.proc, r.fmt)
+			r.cfg.AddProcessor(pb, r.fmt)
+			r.cfg.AddFormatter(r.fmt, ep)
+			e := r.engine(t)
+			require.NoError(t, e.Prepare())
+			d := startDrain(e)
+			require.NoError(t, e.Start())
+			require.NoError(t, e.Wait())
+			evs := d.wait(t)
+			require.Equal(t, tc.callsA, r.proc.calls.Load())
+			require.Equal(t, tc.callsB, pb.calls.Load())
+			checkVolume(t, ep, scan, 8, 1, 0)
+			require.Equal(t, 2, count(evs, engine.EventVolume, 0))
+			require.Equal(t, 6, count(evs, engine.EventSegment, 0))
+			require.Equal(t, int64(2), e.Status().Volumes)
+		})
+	}
+}
+
+// TestTwoAcquisitions: each acquisition fills its own raw buffer of every
+// block and feeds its own processor, formatter and endpoint.
+func TestTwoAcquisitions(t *testing.T) {
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
+	epA, err := endpoint.NewStackHostTensorEndpoint(backend.Uint16)
+	require.NoError(t, err)
+	closeEndpoint(t, epA)
+	epB, err := endpoint.NewStackHostTensorEndpoint(backend.Uint16)
+	require.NoError(t, err)
+	closeEndpoint(t, epB)
+	r := newRig(t, 8, scan, epA)
+	acqB, procB := newFakeAcq(6), newFakeProc(6)
+	acqB.offset = 1000
+	fmtB, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+	require.NoError(t, err)
+	r.cfg.AddAcquisition(acqB, procB)
+	r.cfg.AcquisitionMasters = []bool{true, false}
+	r.cfg.AddProcessor(procB, fmtB)
+	r.cfg.AddFormatter(fmtB, epB)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	checkVolume(t, epA, scan, 8, 1, 0)
+	checkVolume(t, epB, scan, 6, 1, 1000)
+	require.Equal(t, int64(5), r.proc.calls.Load())
+	require.Equal(t, int64(5), procB.calls.Load())
+	require.True(t, acqB.started.Load())
+	require.Positive(t, acqB.stopped.Load())
+}
+
+// TestTwoAcquisitionsShortestWins: the block holds the records every
+// acquisition delivered; the one that ends first ends the session.
+func TestTwoAcquisitionsShortestWins(t *testing.T) {
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 3} // endless
+	nullA := endpoint.NewNullEndpoint()
+	closeEndpoint(t, nullA)
+	r := newRig(t, 8, scan, nullA)
+	acqB, procB := newFakeAcq(8), newFakeProc(8)
+	acqB.records = 12 // two blocks and a partial one
+	fmtB, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	require.NoError(t, err)
+	nullB := endpoint.NewNullEndpoint()
+	closeEndpoint(t, nullB)
+	r.cfg.AddAcquisition(acqB, procB)
+	r.cfg.AddProcessor(procB, fmtB)
+	r.cfg.AddFormatter(fmtB, nullB)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	require.Equal(t, int64(3), e.Status().BlocksAcquired)
+	require.Equal(t, int64(15), r.acq.sent, "A filled three whole blocks; the third holds B's 2 records")
+}
