@@ -1,6 +1,8 @@
 package endpoint
 
 import (
+	"strings"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
@@ -10,15 +12,36 @@ import (
 // New builds the endpoint of kind, for bindings that name endpoints by
 // kind: a tensor endpoint of dtype ("device", "host" or "spectra", see
 // NewStackTensorEndpoint), a storage endpoint writing into store
-// ("ascan_stack" or "spectra_stack"; dtype unused) or "null".
+// ("ascan_stack" or "spectra_stack"; dtype unused), a stream stack
+// endpoint ("<stream>_stack", stream a vortex stream name such as
+// "galvo_target"; NewStreamStackEndpoint) or "null". A stack kind may end
+// in ":<strategy>" (Block, Segment or Volume, the default).
 func New(kind, dtype string, store VolumeWriter) (engine.Endpoint, error) {
-	switch kind {
+	base, st, withStrategy := strings.Cut(kind, ":")
+	strategy := BufferVolume
+	if withStrategy {
+		var err error
+		if strategy, err = ParseBufferStrategy(st); err != nil {
+			return nil, err
+		}
+	}
+	if name, ok := strings.CutSuffix(base, "_stack"); ok {
+		if s, ok := streamNamed(name); ok {
+			return NewStreamStackEndpoint(s, store, strategy)
+		}
+	}
+	switch base {
 	case "null":
 		return NewNullEndpoint(), nil
-	case "ascan_stack":
-		return NewAscanStackEndpoint(store)
-	case "spectra_stack":
-		return NewSpectraStackEndpoint(store)
+	case "ascan_stack", "spectra_stack":
+		e, err := NewAscanStackEndpoint(store)
+		if base == "spectra_stack" {
+			e, err = NewSpectraStackEndpoint(store)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return e, e.SetBufferStrategy(strategy)
 	}
 	dt, err := backend.ParseDType(dtype)
 	if err != nil {
@@ -47,7 +70,9 @@ func (e *StackStorageEndpoint) Record() []float64 { return []float64{float64(e.W
 
 // NewWithExecutor builds vortex's tensor endpoint of kind for exec (a
 // stage executor) with volume shape (nil: a stack volume sized from the
-// planner and the executor's slice), for bindings: "stack_device",
+// planner and the executor's slice), for bindings: "counter_stack_host"
+// (dtype uint64) and "galvo_actual_stack_host" (float64), the stream
+// tensor endpoints (NewStreamHostTensorEndpoint), "stack_device",
 // "stack_host", "spectra_stack_device", "spectra_stack_host"
 // (StackDeviceTensorEndpoint*, StackHostTensorEndpoint*,
 // Spectra{Device,Host}TensorEndpointUInt16), or a
@@ -57,6 +82,19 @@ func (e *StackStorageEndpoint) Record() []float64 { return []float64{float64(e.W
 func NewWithExecutor(kind, dtype string, exec any, shape []int) (engine.Endpoint, error) {
 	if len(shape) == 3 && shape[0] == 0 && shape[1] == 0 && shape[2] == 0 {
 		shape = nil // bindings pass no shape as zeros
+	}
+	switch kind {
+	case "counter_stack_host", "galvo_actual_stack_host":
+		// vortex's CounterStackHostTensorEndpoint (uint64) and
+		// GalvoActualStackHostTensorEndpoint (float64).
+		s := map[string]Stream{"counter_stack_host": StreamCounter, "galvo_actual_stack_host": StreamGalvoActual}[kind]
+		if dtype != s.DTypeName() {
+			return nil, engine.Invalid("%s: dtype %q, expected %q", kind, dtype, s.DTypeName())
+		}
+		if shape == nil {
+			return nil, engine.Invalid("%s: shape=None, expected the volume's (segments, records, columns)", kind)
+		}
+		return NewStreamHostTensorEndpoint(s, exec, shape)
 	}
 	dt, err := backend.ParseDType(dtype)
 	if err != nil {

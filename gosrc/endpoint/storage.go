@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
@@ -22,38 +21,50 @@ type VolumeWriter interface {
 	WriteVolume(data []byte) error
 }
 
-// stagingBuffers is how many completed volumes can wait for the writer:
-// two lets the device download one while the writer stores the other.
+// stagingBuffers is how many blocks' writes can wait for the writer: two
+// lets the endpoint format one block while the writer stores the other.
 const stagingBuffers = 2
 
-type staging struct {
-	buf   backend.Buffer
-	ready backend.Event
-}
-
-// StackStorageEndpoint formats into a private device volume and stores
-// each completed volume: vortex's AscanStackEndpoint (processed A-scans)
-// and SpectraStackEndpoint (raw spectra). Only completed volumes are
-// stored, so a stop mid-volume leaves a file of whole volumes.
+// StackStorageEndpoint stores the plan's copies in a stack storage as
+// vortex's stack_storage does, by its BufferStrategy: vortex's
+// AscanStackEndpoint (processed A-scans), SpectraStackEndpoint (raw
+// spectra), their HDF5 and BROCT twins, and the stream stack endpoints
+// (NewStreamStackEndpoint, formatted on the host).
+//
+// The A-scans and spectra are formatted on the endpoint's stream into a
+// device buffer shaped by the strategy (a volume, a segment or a block);
+// what the strategy writes (the segments a block finished, a finished
+// segment, each copy) is downloaded into a pinned job buffer and handed,
+// with its storage operations, to a writer goroutine, so disk writes stay
+// off the engine's hot path. A volume finished by the plan is advanced
+// past (vortex's advance_volume(false)); a stop finishes the planner, so
+// the volume open at the stop is stored with what it got.
 type StackStorageEndpoint struct {
-	name  string
-	src   source
-	store VolumeWriter
-	exec  *stage.StackFormatExecutor // nil: every sample
+	name     string
+	src      source
+	store    VolumeWriter
+	exec     *stage.StackFormatExecutor // nil: every sample
+	strategy BufferStrategy
 
-	f       volumeFormatter
-	dev     backend.Device
-	stream  backend.Stream
-	volume  backend.Buffer // the volume being formatted
-	free    chan *staging
-	queue   chan *staging
-	stages  []*staging
-	writer  sync.WaitGroup
-	errMu   sync.Mutex
-	err     error // first write error
-	written int
-	fail    func(error) // the engine's EndpointInfo.Fail
-	claim   engine.Claim
+	f      volumeFormatter
+	stream backend.Stream
+	buffer backend.Buffer // the device buffer the copies land in
+	shape  [4]int         // its shape: the volume's, or one segment or block of it
+	vol    [4]int         // the storage's volume as the formatter shapes it
+	recB   int            // bytes of one record of the buffer
+	w      *opWriter
+	jobs   []*stackJob
+	segs   []int // vortex's volume_segments of the block being formatted
+	fail   func(error)
+
+	writtenAtClose int // volumes written by the last run, kept after Close
+	claim          engine.Claim
+
+	// host is set for the stream endpoints (NewStreamStackEndpoint),
+	// which format on the host into their StackWriter; claimer is their
+	// storage's claims.
+	host    *hostStack
+	claimer engine.Claimer
 }
 
 var _ engine.Endpoint = (*StackStorageEndpoint)(nil)
@@ -66,6 +77,8 @@ func (e *StackStorageEndpoint) Claims() []*engine.Claim {
 	cs := []*engine.Claim{&e.claim}
 	if c, ok := e.store.(engine.Claimer); ok {
 		cs = append(cs, c.Claims()...)
+	} else if e.claimer != nil {
+		cs = append(cs, e.claimer.Claims()...)
 	}
 	return cs
 }
@@ -76,7 +89,7 @@ func NewAscanStackEndpoint(store VolumeWriter) (*StackStorageEndpoint, error) {
 	if store == nil {
 		return nil, backend.Invalidf("endpoint.NewAscanStackEndpoint: store=nil, expected an open storage (storage.SimpleStack)")
 	}
-	return &StackStorageEndpoint{name: "AscanStackEndpoint", src: srcProcessed, store: store}, nil
+	return &StackStorageEndpoint{name: "AscanStackEndpoint", src: srcProcessed, store: store, strategy: BufferVolume}, nil
 }
 
 // NewSpectraStackEndpoint stores the raw uint16 spectra of each volume.
@@ -84,7 +97,7 @@ func NewSpectraStackEndpoint(store VolumeWriter) (*StackStorageEndpoint, error) 
 	if store == nil {
 		return nil, backend.Invalidf("endpoint.NewSpectraStackEndpoint: store=nil, expected an open storage (storage.SimpleStack)")
 	}
-	return &StackStorageEndpoint{name: "SpectraStackEndpoint", src: srcRaw, store: store}, nil
+	return &StackStorageEndpoint{name: "SpectraStackEndpoint", src: srcRaw, store: store, strategy: BufferVolume}, nil
 }
 
 // SetExecutor sets the stack executor the endpoint formats with (vortex's
@@ -98,11 +111,73 @@ func (e *StackStorageEndpoint) SetExecutor(exec *stage.StackFormatExecutor) erro
 	return nil
 }
 
+// SetBufferStrategy sets vortex's buffer_strategy (before Prepare;
+// BufferVolume, vortex's default, until then).
+func (e *StackStorageEndpoint) SetBufferStrategy(s BufferStrategy) error {
+	if e.stream != nil {
+		return fmt.Errorf("%s.SetBufferStrategy: already prepared: %w", e.name, backend.ErrInUse)
+	}
+	if s < BufferBlock || s > BufferVolume {
+		return engine.Invalid("%s: buffer_strategy %d, expected Block (0), Segment (1) or Volume (2)", e.name, int(s))
+	}
+	e.strategy = s
+	if e.host != nil {
+		e.host.strategy = s
+	}
+	return nil
+}
+
+// BufferStrategy is the endpoint's strategy.
+func (e *StackStorageEndpoint) BufferStrategy() BufferStrategy { return e.strategy }
+
+// stackTarget returns the storage operations of store: BROCT's take the
+// formatted (ascans, samples) B-scans and transpose them (vortex's
+// BroctFormatExecutor transposes on the device instead).
+func stackTarget(name string, store any) (target, error) {
+	var t target
+	if o, ok := store.(interface{ IsOpen() bool }); ok {
+		t.open = o.IsOpen
+	}
+	if a, ok := store.(interface{ AdvanceVolume(bool) error }); ok {
+		t.advance = a.AdvanceVolume
+	}
+	switch w := store.(type) {
+	case interface {
+		WriteStackBscans(int, []byte) error
+		WriteStackAscans(int, int, []byte) error
+	}:
+		t.multi, t.partial = w.WriteStackBscans, w.WriteStackAscans
+	case interface {
+		WriteMultiBscan(int, []byte) error
+		WritePartialBscan(int, int, []byte) error
+	}:
+		t.multi, t.partial = w.WriteMultiBscan, w.WritePartialBscan
+	}
+	if t.open == nil || t.advance == nil || t.multi == nil {
+		// A VolumeWriter without stack operations stores whole volumes
+		// (and advances by itself): the Volume strategy only.
+		v, ok := store.(VolumeWriter)
+		if !ok {
+			return t, engine.Invalid("%s: storage %T, expected a SimpleStack, HDF5Stack or BroctStorage", name, store)
+		}
+		return target{open: func() bool { return v.VolumeBytes() > 0 }, volume: v.WriteVolume}, nil
+	}
+	return t, nil
+}
+
 // Prepare checks the store against the volume shape, allocates the
-// device volume and the pinned staging buffers, and starts the writer.
+// device buffer and the pinned job buffers, and starts the writer.
 func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	if e.stream != nil {
 		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.release())
+		}
+	}()
+	if e.host != nil {
+		return e.prepareHost(info)
 	}
 	var exec any
 	if e.exec != nil {
@@ -115,74 +190,50 @@ func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 		return engine.Invalid("%s.Prepare: storage volume is %d bytes, expected %d (shape %v of %v; is the storage open with that shape?)",
 			e.name, got, want, e.f.shape3(), e.f.dtype)
 	}
-	e.dev, e.fail = info.Device, info.Fail
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, e.release())
-		}
-	}()
+	t, err := stackTarget(e.name, e.store)
+	if err != nil {
+		return err
+	}
+	if t.volume != nil && e.strategy != BufferVolume {
+		return engine.Invalid("%s: buffer_strategy %v with a %T, which stores whole volumes only, expected Volume", e.name, e.strategy, e.store)
+	}
+	volBytes := e.f.volumeBytes()
+	e.vol = e.f.shape
+	e.recB = volBytes / (e.vol[0] * e.vol[1])
+	e.shape = e.vol
+	switch e.strategy {
+	case BufferSegment:
+		e.shape[0] = 1
+	case BufferBlock:
+		e.shape[0], e.shape[1] = 1, info.RecordsPerBlock
+	}
+	e.f.shape = e.shape // the copies land in the strategy's buffer
+	e.fail = info.Fail
 	if e.stream, err = info.Device.NewStream(0); err != nil {
 		return fmt.Errorf("%s.Prepare: stream: %w", e.name, err)
 	}
-	n := e.f.volumeBytes()
-	if e.volume, err = info.Device.Alloc(n); err != nil {
-		return fmt.Errorf("%s.Prepare: device volume of %d bytes: %w", e.name, n, err)
+	n := e.shape[0] * e.shape[1] * e.recB
+	if e.buffer, err = info.Device.Alloc(n); err != nil {
+		return fmt.Errorf("%s.Prepare: device buffer of %d bytes: %w", e.name, n, err)
 	}
-	e.free = make(chan *staging, stagingBuffers)
-	e.queue = make(chan *staging, stagingBuffers)
+	// Zeroed on every backend (CUDA's memory is not): records a strategy
+	// writes before anything was formatted there read as zeros.
+	if err := errors.Join(e.stream.Memset(e.buffer.Ptr(), 0, n), e.stream.Synchronize()); err != nil {
+		return fmt.Errorf("%s.Prepare: zeroing the buffer: %w", e.name, err)
+	}
+	// A job holds at most a volume's bytes (Flush sends a fuller one on).
 	for range stagingBuffers {
-		st := &staging{}
-		e.stages = append(e.stages, st)
-		if st.buf, err = info.Device.AllocPinned(n); err != nil {
-			return fmt.Errorf("%s.Prepare: pinned staging of %d bytes: %w", e.name, n, err)
+		j := &stackJob{}
+		e.jobs = append(e.jobs, j)
+		if j.pinned, err = info.Device.AllocPinned(volBytes); err != nil {
+			return fmt.Errorf("%s.Prepare: pinned staging of %d bytes: %w", e.name, volBytes, err)
 		}
-		if st.ready, err = info.Device.NewEvent(false); err != nil {
+		if j.ready, err = info.Device.NewEvent(false); err != nil {
 			return fmt.Errorf("%s.Prepare: staging event: %w", e.name, err)
 		}
-		e.free <- st
 	}
-	e.writer.Add(1)
-	go e.write()
+	e.w = newOpWriter(e.name, t, info.Fail, e.jobs)
 	return nil
-}
-
-// write stores queued volumes. Waiting on the staging event is this
-// goroutine's purpose: the download was enqueued on the endpoint stream
-// and the disk write must not start before it lands.
-//
-// The first failed write (a full disk, a file size limit, a closed file)
-// stops the engine at once through EndpointInfo.Fail: its error event
-// fires and Wait returns it. The volumes still queued are not written
-// (the store is failing) and not counted as written.
-func (e *StackStorageEndpoint) write() {
-	defer e.writer.Done()
-	for st := range e.queue {
-		e.errMu.Lock()
-		failed := e.err != nil
-		e.errMu.Unlock()
-		var err error
-		if !failed {
-			err = st.ready.Synchronize()
-			if err == nil {
-				err = e.store.WriteVolume(hostView[byte](st.buf.Ptr(), st.buf.Size()))
-			}
-		}
-		e.errMu.Lock()
-		if err != nil && e.err == nil {
-			e.err = fmt.Errorf("%s: storing volume %d: %w", e.name, e.written, err)
-		} else if !failed {
-			e.written++
-		}
-		reportErr := e.err
-		e.errMu.Unlock()
-		// Fail before the staging buffer goes back: the engine's Flush
-		// waits for every buffer, so the error is posted before the run
-		// can end and close its event queue.
-		if err != nil && e.fail != nil {
-			e.fail(reportErr)
-		}
-		e.free <- st
-	}
 }
 
 // BeginSession starts a new engine session (engine.SessionEndpoint): a
@@ -190,89 +241,178 @@ func (e *StackStorageEndpoint) write() {
 // engine reported it; the new session writes again (into a storage the
 // user may have reopened), and fails loudly again if the store still does.
 func (e *StackStorageEndpoint) BeginSession(<-chan struct{}) {
-	e.errMu.Lock()
-	e.err = nil
-	e.errMu.Unlock()
+	for _, w := range []*opWriter{e.w, e.hostW()} {
+		if w != nil {
+			w.mu.Lock()
+			w.err = nil
+			w.mu.Unlock()
+		}
+	}
+}
+
+func (e *StackStorageEndpoint) hostW() *opWriter {
+	if e.host == nil {
+		return nil
+	}
+	return e.host.w
 }
 
 // Stream is the endpoint's stream.
 func (e *StackStorageEndpoint) Stream() backend.Stream { return e.stream }
 
-// Format places the block into the device volume; on each completed
-// volume it enqueues the download into a free staging buffer and hands
-// it to the writer. Waiting for a free staging buffer is backpressure from
-// a slow disk; it is not interrupted by a stop, so no completed volume is
-// lost.
+// Format runs the plan as vortex's stack_storage does: each copy is
+// formatted into the device buffer (remapped to its one segment or block
+// for the Segment and Block strategies); the Block strategy writes each
+// copy, the Segment strategy each finished segment, the Volume strategy
+// the segments a block finished, at the block's end and before each
+// volume's advance. Waiting for a free job is backpressure from a slow
+// disk; it is not interrupted by a stop, so nothing formatted is lost.
 func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
-	e.errMu.Lock()
-	werr := e.err
-	e.errMu.Unlock()
-	if werr != nil {
+	if e.host != nil {
+		return e.formatHost(b, plan)
+	}
+	if err := e.w.firstErr(); err != nil {
 		// Also reported through Fail; returning it here keeps the engine
-		// from formatting volumes that can no longer be stored.
-		return werr
+		// from formatting blocks that can no longer be stored.
+		return err
 	}
 	if err := e.stream.WaitEvent(b.Ready); err != nil {
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
-	// Formatting runs copy by copy so that a volume's download is
-	// enqueued between its last copy and the next volume's first.
+	open := e.w.t.open()
+	j := e.w.take(b.Block.ID)
+	e.segs = e.segs[:0]
+	segB := e.vol[1] * e.recB
+	var err error
 	for i := range plan.Actions {
-		a := &plan.Actions[i]
+		a := plan.Actions[i]
 		switch a.Kind {
 		case stage.Copy:
-			one := engine.FormatPlan{Actions: plan.Actions[i : i+1]}
-			if err := e.f.format(e.stream, e.volume.Ptr(), b, &one); err != nil {
-				return fmt.Errorf("%s.Format: %w", e.name, err)
+			if !open || a.Count == 0 {
+				continue
 			}
+			orig := a
+			switch e.strategy {
+			case BufferSegment:
+				a.BufferSegment = 0
+			case BufferBlock:
+				a.BufferSegment, a.BufferRecord = 0, 0
+			}
+			one := engine.FormatPlan{Actions: []stage.Action{a}}
+			if err = e.f.format(e.stream, e.buffer.Ptr(), b, &one); err != nil {
+				err = fmt.Errorf("%s.Format: %w", e.name, err)
+				break
+			}
+			if e.strategy == BufferBlock {
+				j, err = e.download(j, opPartial, orig.BufferSegment, orig.BufferRecord, e.buffer.Ptr(), a.Count*e.recB)
+			}
+		case stage.FinishSegment:
+			s := int(a.SegmentIndexBuffer)
+			if e.strategy == BufferSegment && open && s >= 0 && s < e.vol[0] {
+				j, err = e.download(j, opMulti, s, 0, e.buffer.Ptr(), segB)
+			}
+			e.segs = append(e.segs, s)
 		case stage.FinishVolume:
-			st := <-e.free
-			if err := e.stream.Copy(st.buf.Ptr(), e.volume.Ptr(), e.f.volumeBytes()); err != nil {
-				e.free <- st
-				return fmt.Errorf("%s.Format: download of volume %d: %w", e.name, a.VolumeIndex, err)
+			if e.w.t.volume != nil {
+				// a store of whole volumes: the volume buffer, then the next
+				e.segs = e.segs[:0]
+				if open {
+					j, err = e.download(j, opVolume, 0, 0, e.buffer.Ptr(), e.vol[0]*segB)
+				}
+				break
 			}
-			if err := e.stream.Record(st.ready); err != nil {
-				e.free <- st
-				return fmt.Errorf("%s.Format: %w", e.name, err)
+			if e.strategy == BufferVolume {
+				j, err = e.transfer(j, segB, open)
 			}
-			e.queue <- st
+			e.segs = e.segs[:0]
+			if open && err == nil {
+				j.add(opAdvance, 0, 0, nil)
+			}
+		}
+		if err != nil {
+			break
 		}
 	}
-	return nil
+	if err == nil && e.strategy == BufferVolume && e.w.t.volume == nil {
+		j, err = e.transfer(j, segB, open)
+	}
+	if err != nil {
+		j.ops = j.ops[:0] // what this job downloaded so far is not written
+		e.w.send(j, e.stream)
+		return err
+	}
+	return e.w.send(j, e.stream)
 }
 
-// Flush waits until the writer has stored every queued volume and
-// returns the first write error.
+// download enqueues the copy of n bytes of the device buffer at src into
+// job j with its operation, sending j on first when it is full.
+func (e *StackStorageEndpoint) download(j *stackJob, kind opKind, bscan, ascan int, src uintptr, n int) (*stackJob, error) {
+	if j.used+n > j.pinned.Size() {
+		if err := e.w.send(j, e.stream); err != nil {
+			return j, err
+		}
+		j = e.w.take(j.block)
+	}
+	if err := e.stream.Copy(j.pinned.Ptr()+uintptr(j.used), src, n); err != nil {
+		return j, fmt.Errorf("%s.Format: download of block %d: %w", e.name, j.block, err)
+	}
+	j.ops = append(j.ops, stackOp{kind: kind, bscan: bscan, ascan: ascan, off: j.used, n: n})
+	j.used += n
+	return j, nil
+}
+
+// transfer downloads the finished segments of the volume buffer, merged
+// into runs of consecutive B-scans (vortex's _transfer).
+func (e *StackStorageEndpoint) transfer(j *stackJob, segB int, open bool) (*stackJob, error) {
+	if !open {
+		return j, nil
+	}
+	var err error
+	for _, r := range segmentRuns(e.segs, e.vol[0]) {
+		if j, err = e.download(j, opMulti, r[0], 0, e.buffer.Ptr()+uintptr(r[0]*segB), (r[1]-r[0])*segB); err != nil {
+			return j, err
+		}
+	}
+	return j, nil
+}
+
+// Flush waits until the writer has stored every queued job and returns
+// the first write error.
 func (e *StackStorageEndpoint) Flush() error {
-	if e.free == nil {
+	w := e.w
+	if e.host != nil {
+		w = e.host.w
+	}
+	if w == nil {
 		return nil
 	}
-	// Holding every staging buffer means none is queued or being written.
-	held := make([]*staging, 0, stagingBuffers)
-	for range stagingBuffers {
-		held = append(held, <-e.free)
-	}
-	for _, st := range held {
-		e.free <- st
-	}
-	e.errMu.Lock()
-	defer e.errMu.Unlock()
-	return e.err
+	return w.flush()
 }
 
-// Written returns how many volumes the writer has handled.
+// Written returns how many volumes the writer has advanced past.
 func (e *StackStorageEndpoint) Written() int {
-	e.errMu.Lock()
-	defer e.errMu.Unlock()
-	return e.written
+	w := e.w
+	if e.host != nil {
+		w = e.host.w
+	}
+	if w == nil {
+		return e.writtenAtClose
+	}
+	return w.volumes()
+}
+
+// ReadsPositions (engine.PositionReader): stacks store A-scans, spectra
+// or the block's host streams, never the device positions.
+func (e *StackStorageEndpoint) ReadsPositions() bool { return false }
+
+// ReadsStrobes (engine.StrobeReader): the strobes stack does.
+func (e *StackStorageEndpoint) ReadsStrobes() bool {
+	return e.host != nil && e.host.src.s == StreamStrobes
 }
 
 // Close flushes, stops the writer and frees the buffers. The storage
 // itself stays open: it belongs to the caller. While an engine uses the
 // endpoint it refuses with backend.ErrInUse.
-// ReadsPositions (engine.PositionReader): stacks store A-scans or spectra.
-func (e *StackStorageEndpoint) ReadsPositions() bool { return false }
-
 func (e *StackStorageEndpoint) Close() error {
 	return e.claim.Close(func() error {
 		if e.stream == nil {
@@ -284,28 +424,37 @@ func (e *StackStorageEndpoint) Close() error {
 
 func (e *StackStorageEndpoint) release() error {
 	var errs []error
-	if e.queue != nil {
-		close(e.queue)
-		e.writer.Wait()
-		e.queue = nil
+	for _, w := range []**opWriter{&e.w, hostWriter(e.host)} {
+		if w != nil && *w != nil {
+			(*w).close()
+			e.writtenAtClose = (*w).volumes()
+			*w = nil
+		}
 	}
 	if e.stream != nil {
 		// Teardown wait: queued copies read the buffers freed below.
 		errs = append(errs, e.stream.Synchronize(), e.stream.Close())
 		e.stream = nil
 	}
-	if e.volume != nil {
-		errs = append(errs, e.volume.Free())
-		e.volume = nil
+	if e.buffer != nil {
+		errs = append(errs, e.buffer.Free())
+		e.buffer = nil
 	}
-	for _, st := range slices.Backward(e.stages) {
-		if st.buf != nil {
-			errs = append(errs, st.buf.Free())
+	for _, j := range slices.Backward(e.jobs) {
+		if j.pinned != nil {
+			errs = append(errs, j.pinned.Free())
 		}
-		if st.ready != nil {
-			errs = append(errs, st.ready.Close())
+		if j.ready != nil {
+			errs = append(errs, j.ready.Close())
 		}
 	}
-	e.stages, e.free = nil, nil
+	e.jobs = nil
 	return errors.Join(errs...)
+}
+
+func hostWriter(h *hostStack) **opWriter {
+	if h == nil {
+		return nil
+	}
+	return &h.w
 }

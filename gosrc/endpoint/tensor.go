@@ -50,6 +50,8 @@ type StackTensorEndpoint struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	claim  engine.Claim // refuses Close while an engine formats into it
+
+	hostSrc *streamSource // a stream endpoint's source (NewStreamHostTensorEndpoint)
 }
 
 var _ engine.Endpoint = (*StackTensorEndpoint)(nil)
@@ -99,6 +101,11 @@ func (e *StackTensorEndpoint) Executor() any { return e.exec }
 func (e *StackTensorEndpoint) ReadsPositions() bool {
 	_, ok := e.exec.(*stage.PositionFormatExecutor)
 	return ok
+}
+
+// ReadsStrobes (engine.StrobeReader): none of vortex's tensor endpoints.
+func (e *StackTensorEndpoint) ReadsStrobes() bool {
+	return e.hostSrc != nil && e.hostSrc.s == StreamStrobes
 }
 
 // NewGeometryTensorEndpoint returns vortex's radial, spiral or position
@@ -168,8 +175,10 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	if e.tensor != nil {
 		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
 	}
-	if err := e.f.configure(info, e.src, e.dtype, e.exec, e.shape3); err != nil {
-		return fmt.Errorf("%s.Prepare: %w", e.name, err)
+	if e.hostSrc == nil {
+		if err := e.f.configure(info, e.src, e.dtype, e.exec, e.shape3); err != nil {
+			return fmt.Errorf("%s.Prepare: %w", e.name, err)
+		}
 	}
 	alloc := e.Allocator
 	if alloc == nil {
@@ -183,7 +192,11 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	if err != nil {
 		return fmt.Errorf("%s.Prepare: stream: %w", e.name, err)
 	}
-	t, err := memory.NewDeviceTensor(alloc, e.kind, e.f.shape3(), e.dtype)
+	shape := e.shape3
+	if e.hostSrc == nil {
+		shape = e.f.shape3()
+	}
+	t, err := memory.NewDeviceTensor(alloc, e.kind, shape, e.dtype)
 	if err != nil {
 		return errors.Join(fmt.Errorf("%s.Prepare: tensor: %w", e.name, err), s.Close())
 	}
@@ -224,6 +237,9 @@ func (e *StackTensorEndpoint) DType() backend.DType { return e.dtype }
 // Format writes block b into the tensor under its exclusive lock, on the
 // endpoint's stream, after the block's ready event.
 func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
+	if e.hostSrc != nil {
+		return e.formatHost(b, plan)
+	}
 	if err := e.stream.WaitEvent(b.Ready); err != nil {
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}

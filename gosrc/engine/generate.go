@@ -121,10 +121,10 @@ func (e *Engine) generate(s *session, b *Block) (last bool, err error) {
 	}
 	e.future = append(e.future, b.Markers[k:]...)
 	b.Markers = b.Markers[:k]
-	// Only IOs receive strobes: without one they are not computed (vortex
-	// computes them for its strobe endpoints, which vortexgo has not).
+	// Only IOs and the strobe endpoints (StrobeReader) read strobes:
+	// without one they are not computed (vortex always computes them).
 	strobes := b.strobes[refIdx][:n]
-	if len(e.ios) > 0 {
+	if len(e.ios) > 0 || e.needsStrobes() {
 		e.strobes.generate(strobes, b.Start, b.Markers)
 	}
 	s.prof.job(ProfJobGenerateStrobe, b.ID)

@@ -302,22 +302,84 @@ func (s *BroctStorage) WriteVolume(data []byte) error {
 	if int64(len(data)) != s.volumeBytes() {
 		return engine.Invalid("storage.BroctStorage.WriteVolume: data of %d bytes, expected %d (shape %v int8)", len(data), s.volumeBytes(), s.cfg.Shape)
 	}
-	b, a, n := s.cfg.Shape[0], s.cfg.Shape[1], s.cfg.Shape[2]
-	if len(s.scratch) != len(data) {
+	if err := s.writeMulti(0, s.transposed(data)); err != nil {
+		return err
+	}
+	return s.advance(false)
+}
+
+// transposed is data, whole B-scans of (ascans, samples), with each
+// B-scan transposed to BROCT's (samples, ascans), in s.scratch.
+func (s *BroctStorage) transposed(data []byte) []byte {
+	a, n := s.cfg.Shape[1], s.cfg.Shape[2]
+	if cap(s.scratch) < len(data) {
 		s.scratch = make([]byte, len(data))
 	}
-	for k := range b {
-		src, dst := data[k*a*n:(k+1)*a*n], s.scratch[k*a*n:(k+1)*a*n]
+	out := s.scratch[:len(data)]
+	for k := range len(data) / (a * n) {
+		src, dst := data[k*a*n:(k+1)*a*n], out[k*a*n:(k+1)*a*n]
 		for i := range a {
 			for j := range n {
 				dst[j*a+i] = src[i*n+j]
 			}
 		}
 	}
-	if err := s.writeMulti(0, s.scratch); err != nil {
+	return out
+}
+
+// WriteStackBscans writes whole B-scans as a stack endpoint formats them,
+// (n, ascans, samples), from B-scan index of the current volume,
+// transposing each to BROCT's (samples, ascans) (what vortex's
+// BroctFormatExecutor does on the device).
+func (s *BroctStorage) WriteStackBscans(index int, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.requireOpen("WriteMultiBscan"); err != nil {
 		return err
 	}
-	return s.advance(false)
+	bb := s.bscanBytes()
+	if err := checkBscans("storage.BroctStorage.WriteMultiBscan", index, len(data), bb, s.cfg.Shape[0],
+		"(%d ascans x %d samples) int8", s.cfg.Shape[1], s.cfg.Shape[2]); err != nil {
+		return err
+	}
+	return s.writeMulti(index, s.transposed(data))
+}
+
+// WriteStackAscans writes whole A-scans, (n, samples), into B-scan bscan
+// of the current volume from A-scan ascan: one run of n bytes per sample
+// row of the transposed B-scan (vortex's write_partial_bscan).
+func (s *BroctStorage) WriteStackAscans(bscan, ascan int, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.requireOpen("WritePartialBscan"); err != nil {
+		return err
+	}
+	a, n := s.cfg.Shape[1], s.cfg.Shape[2]
+	if len(data) == 0 || len(data)%n != 0 {
+		return engine.Invalid("storage.BroctStorage.WritePartialBscan: data of %d bytes, expected whole A-scans of %d int8 samples", len(data), n)
+	}
+	count := len(data) / n
+	if bscan < 0 || bscan >= s.cfg.Shape[0] {
+		return engine.Invalid("storage.BroctStorage.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, s.cfg.Shape[0])
+	}
+	if ascan < 0 || ascan+count > a {
+		return engine.Invalid("storage.BroctStorage.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d",
+			ascan, count, a)
+	}
+	if cap(s.scratch) < count {
+		s.scratch = make([]byte, count)
+	}
+	row := s.scratch[:count]
+	base := s.volumePos + int64(bscan)*s.bscanBytes() + int64(ascan)
+	for j := range n {
+		for i := range count {
+			row[i] = data[i*n+j]
+		}
+		if err := s.writeAt("WritePartialBscan", row, base+int64(j*a)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close pads an unfinished last volume with zeros and closes the file (a

@@ -159,7 +159,7 @@ func (e *BlockEndpoint) Attach(store any, leadSamples int) error {
 			return engine.Invalid("%s: storage %T, expected a SimpleStream", e.name, store)
 		}
 		want := map[Source][]string{SourceAscans: {"int8", "float32"}, SourceSpectra: {"uint16"}, StreamCounter: {"uint64"},
-			StreamStrobes: {"uint16"}}[e.src]
+			StreamStrobes: {"uint32"}}[e.src]
 		if want == nil {
 			want = []string{"float64"} // galvo and sample waveforms
 		}
@@ -208,7 +208,7 @@ func (e *BlockEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	case StreamCounter:
 		e.rowBytes = 8
 	case StreamStrobes:
-		return engine.Invalid("%s.Prepare: the strobes stream, expected another: vortexgo's engine generates no strobes", e.name)
+		e.rowBytes = 4 // vortex's digital words: uint32
 	case SourceMarkers:
 	default:
 		// Waveform rows: one float64 per channel, the width known per
@@ -247,6 +247,16 @@ func (e *BlockEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	return nil
 }
 
+// BeginSession starts a new engine session (engine.SessionEndpoint), as
+// the stack endpoints do: a write error of the previous session was
+// returned by its Flush and reported; the new session writes again, and
+// fails loudly again if the storage still does.
+func (e *BlockEndpoint) BeginSession(<-chan struct{}) {
+	e.mu.Lock()
+	e.err = nil
+	e.mu.Unlock()
+}
+
 // Stream is the endpoint's stream (the block downloads run on it).
 func (e *BlockEndpoint) Stream() backend.Stream { return e.ds }
 
@@ -260,8 +270,9 @@ func (e *BlockEndpoint) ready() bool {
 	return e.log.IsOpen()
 }
 
-// Format hands the block to the writer: markers are copied now, device
-// data is downloaded on the endpoint's stream after b.Ready.
+// Format hands the block to the writer: markers and the block's host
+// streams are copied now, device data is downloaded on the endpoint's
+// stream after b.Ready.
 func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
 	e.mu.Lock()
 	werr := e.err
@@ -284,7 +295,7 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 		}
 	}
 	j := <-e.free
-	j.rows, j.ranges, j.sample, j.block, j.markers = b.Records, ranges, b.Sample, b.Block.ID, j.markers[:0]
+	j.rows, j.ranges, j.sample, j.block, j.markers, j.rowBytes = b.Records, ranges, b.Sample, b.Block.ID, j.markers[:0], 0
 	var src uintptr
 	var rowBytes int
 	switch e.source {
@@ -297,26 +308,44 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 		}
 	case SourceSpectra:
 		src, rowBytes = b.Raw, e.rowBytes
-	case StreamGalvoTarget, StreamSampleTarget, StreamGalvoActual, StreamSampleActual:
-		// Blocks carry the positions at the acquisition's timing (vortex's
-		// sample_target / sample_actual): the galvo streams of lead 0 are
-		// the same unless a scanner warp maps one into the other.
-		p := b.Target
-		if e.source == StreamGalvoActual || e.source == StreamSampleActual {
-			p = b.Actual
+	case StreamGalvoTarget, StreamSampleTarget, StreamGalvoActual, StreamSampleActual, StreamStrobes:
+		// The block's streams are host memory (vortex's block.streams()
+		// at lead 0): copied into the staging buffer now, while the block
+		// cannot be recycled, so the writer never reads a reused block.
+		h := b.HostStreams()
+		if e.source == StreamStrobes {
+			if len(h.Strobes) != b.Records {
+				e.free <- j
+				return fmt.Errorf("%s.Format: block %d has %d strobe words, expected %d", e.name, b.Block.ID, len(h.Strobes), b.Records)
+			}
+			copy(hostBytes[uint32](j.buf.Ptr(), b.Records), h.Strobes)
+			j.rowBytes = 4
+			break
 		}
-		if p.Ptr == 0 || p.Channels == 0 {
+		v, ch := h.GalvoTarget, h.OutChannels
+		switch e.source {
+		case StreamSampleTarget:
+			v = h.SampleTarget
+		case StreamGalvoActual:
+			v, ch = h.GalvoActual, h.InChannels
+		case StreamSampleActual:
+			v, ch = h.SampleActual, h.InChannels
+		}
+		if ch == 0 {
 			e.free <- j
 			return fmt.Errorf("%s.Format: the block has no %s waveform, expected an engine with a scan queue (and IO channels for the actual positions)",
 				e.name, e.source)
 		}
-		if 8*p.Channels > e.rowBytes {
+		if 8*ch > e.rowBytes {
 			e.free <- j
-			return engine.Invalid("%s.Format: %d waveform channels, expected at most %d", e.name, p.Channels, e.rowBytes/8)
+			return engine.Invalid("%s.Format: %d waveform channels, expected at most %d", e.name, ch, e.rowBytes/8)
 		}
-		src, rowBytes = p.Ptr, 8*p.Channels
+		copy(hostBytes[float64](j.buf.Ptr(), b.Records*ch), v)
+		j.rowBytes = 8 * ch
 	}
-	j.rowBytes = rowBytes
+	if rowBytes != 0 {
+		j.rowBytes = rowBytes
+	}
 	if src != 0 {
 		if err := e.ds.WaitEvent(b.Ready); err != nil {
 			e.free <- j
@@ -420,18 +449,16 @@ func (e *BlockEndpoint) Flush() error {
 	return e.err
 }
 
+// ReadsPositions (engine.PositionReader): never on the device (the
+// galvo and sample streams are read on the host, HostStreams).
+func (e *BlockEndpoint) ReadsPositions() bool { return false }
+
+// ReadsStrobes (engine.StrobeReader): the strobes stream does, and a dump
+// of it (the source is resolved at Prepare, before the engine asks).
+func (e *BlockEndpoint) ReadsStrobes() bool { return e.source == StreamStrobes }
+
 // Close flushes, stops the writer and frees the buffers; the storage stays
 // open (it belongs to the caller). Refused while an engine uses it.
-// ReadsPositions (engine.PositionReader): the galvo and sample streams do
-// (their source is resolved at Prepare, before the engine asks).
-func (e *BlockEndpoint) ReadsPositions() bool {
-	switch e.source {
-	case StreamGalvoTarget, StreamSampleTarget, StreamGalvoActual, StreamSampleActual:
-		return true
-	}
-	return false
-}
-
 func (e *BlockEndpoint) Close() error {
 	return e.claim.Close(func() error {
 		if e.ds == nil {
@@ -489,4 +516,13 @@ func (e *BlockEndpoint) Do(op string, args []byte, with any, _, _ int) ([]byte, 
 		return nil, err
 	}
 	return nil, e.Attach(with, a.LeadSamples)
+}
+
+// hostBytes views n elements of T at p, pinned memory this endpoint owns.
+func hostBytes[T any](p uintptr, n int) []T {
+	v, err := hostmem.Span[T](int(p), n)
+	if err != nil {
+		return nil // n == 0
+	}
+	return v
 }

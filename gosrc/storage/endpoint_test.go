@@ -61,9 +61,20 @@ func newBlockRig(t *testing.T, records, raws, outs int) *blockRig {
 }
 
 func (r *blockRig) data(id, sample int64, markers []marker.Marker) *engine.BlockData {
-	return &engine.BlockData{Block: &engine.Block{ID: id, Markers: markers}, Records: r.records, Raw: r.raw.Ptr(),
+	// the host streams: target (i, -i), actual (i/2, -i/2), strobes 3i+1
+	h := engine.HostStreams{OutChannels: 2, InChannels: 2}
+	for i := range r.records {
+		h.GalvoTarget = append(h.GalvoTarget, float64(i), -float64(i))
+		h.SampleTarget = append(h.SampleTarget, 2*float64(i), -2*float64(i))
+		h.GalvoActual = append(h.GalvoActual, float64(i)/2, -float64(i)/2)
+		h.Strobes = append(h.Strobes, uint32(3*i+1))
+	}
+	b := engine.NewStreamsBlock(id, h)
+	b.Markers = markers
+	return &engine.BlockData{Block: b, Records: r.records, Raw: r.raw.Ptr(),
 		RawSamples: r.raws, Sample: sample, Processed: r.proc.Ptr(), Int8: r.i8.Ptr(), OutputSamples: r.outs,
-		Target: stage.DevicePositions{Ptr: r.tgt.Ptr(), Records: r.records, Channels: 2}, Ready: r.ready}
+		Target: stage.DevicePositions{Ptr: r.tgt.Ptr(), Records: r.records, Channels: 2},
+		Actual: stage.DevicePositions{Ptr: r.tgt.Ptr(), Records: r.records, Channels: 2}, Ready: r.ready}
 }
 
 func (r *blockRig) info(fail func(error)) engine.EndpointInfo {
@@ -116,6 +127,23 @@ func TestBlockEndpointWrites(t *testing.T) {
 		{"GalvoTargetStreamEndpoint", func(p string) any { return openStream(t, "float64", p) }, rows(func(i int) []byte {
 			return le.AppendUint64(le.AppendUint64(nil, math.Float64bits(float64(i))), math.Float64bits(-float64(i)))
 		}, copied)},
+		{"SampleTargetStreamEndpoint", func(p string) any { return openStream(t, "float64", p) }, rows(func(i int) []byte {
+			return le.AppendUint64(le.AppendUint64(nil, math.Float64bits(2*float64(i))), math.Float64bits(-2*float64(i)))
+		}, copied)},
+		{"GalvoActualStreamEndpoint", func(p string) any { return openStream(t, "float64", p) }, rows(func(i int) []byte {
+			return le.AppendUint64(le.AppendUint64(nil, math.Float64bits(float64(i)/2)), math.Float64bits(-float64(i)/2))
+		}, copied)},
+		{"SampleActualStreamEndpoint", func(p string) any { return openStream(t, "float64", p) }, rows(func(i int) []byte {
+			return le.AppendUint64(le.AppendUint64(nil, math.Float64bits(float64(i)/2)), math.Float64bits(-float64(i)/2))
+		}, copied)},
+		{"StrobesStreamEndpoint", func(p string) any { return openStream(t, "uint32", p) }, rows(func(i int) []byte {
+			return le.AppendUint32(nil, uint32(3*i+1))
+		}, copied)},
+		{"StreamDumpStorage", func(p string) any {
+			d := NewStreamDump()
+			require.NoError(t, d.Open(StreamDumpConfig{Path: p, Stream: 5, Divisor: 2}))
+			return d
+		}, rows(func(i int) []byte { return le.AppendUint32(nil, uint32(3*i+1)) }, []int{0, 2, 4})},
 		{"CounterStreamEndpoint", func(p string) any { return openStream(t, "uint64", p) },
 			// blocks start at samples 100 and 105
 			append(le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 101), 102), 104),
@@ -227,8 +255,13 @@ func TestBlockEndpointBadWiring(t *testing.T) {
 	dump := NewStreamDump()
 	require.NoError(t, dump.Open(StreamDumpConfig{Path: filepath.Join(t.TempDir(), "d"), Stream: 5, Divisor: 1}))
 	require.NoError(t, d.Attach(dump, 0))
-	require.ErrorContains(t, d.Prepare(newBlockRig(t, 1, 1, 1).info(nil)), "strobes")
+	require.NoError(t, d.Prepare(newBlockRig(t, 1, 1, 1).info(nil)), "the strobes are dumped (uint32)")
+	require.True(t, d.ReadsStrobes(), "a strobes dump asks the engine for strobes")
+	require.NoError(t, d.Close())
 	require.NoError(t, dump.Close())
+	st, err := NewBlockEndpoint("StrobesStreamEndpoint")
+	require.NoError(t, err)
+	require.ErrorContains(t, st.Attach(u16, 0), "uint32", "strobes are uint32 words")
 }
 
 func openStream(t *testing.T, dtype, path string) *SimpleStream {

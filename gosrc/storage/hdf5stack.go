@@ -104,7 +104,7 @@ type HDF5Stack struct {
 func NewHDF5StackNamed(dtype string) (*HDF5Stack, error) {
 	e, ok := elemNamed(dtype)
 	if !ok {
-		return nil, engine.Invalid("storage.NewHDF5Stack: dtype=%q, expected int8, uint16, uint64, float32 or float64", dtype)
+		return nil, engine.Invalid("storage.NewHDF5Stack: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
 	}
 	return &HDF5Stack{elem: e}, nil
 }
@@ -127,6 +127,17 @@ func (h *HDF5Stack) Config() HDF5StackConfig {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cfg
+}
+
+// VolumeShape returns the open stack's volume shape, (bscans, ascans,
+// samples, channels) (zeros when closed).
+func (h *HDF5Stack) VolumeShape() [4]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s == nil {
+		return [4]int{}
+	}
+	return [4]int{h.cfg.Shape[0], h.cfg.Shape[1], h.cfg.Shape[2], h.cfg.channels()}
 }
 
 func (h *HDF5Stack) ascanBytes() int64 {

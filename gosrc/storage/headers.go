@@ -24,10 +24,12 @@ type elem struct {
 }
 
 // elems are the element types of vortex's SimpleStack{Int8,UInt16,UInt64,
-// Float32,Float64}.
+// Float32,Float64}, and uint32, the engine's digital (strobe) words, which
+// vortex's headers describe but its Python module binds no storage of.
 var elems = []elem{
 	{"int8", 1, backend.Int8, 8, 1, "int8", 256},
 	{"uint16", 2, backend.Uint16, 11, 4, "uint16", 512},
+	{"uint32", 4, backend.Uint32, 13, 6, "uint32", 768},
 	{"uint64", 8, -1, 15, 13, "uint64", 1280},
 	{"float32", 4, backend.Float32, 7, 7, "float", 16},
 	{"float64", 8, backend.Float64, 6, 9, "double", 64},

@@ -166,7 +166,7 @@ func NewSimpleStack(dtype backend.DType) (*SimpleStack, error) {
 func NewSimpleStackNamed(dtype string) (*SimpleStack, error) {
 	e, ok := elemNamed(dtype)
 	if !ok {
-		return nil, engine.Invalid("storage.NewSimpleStack: dtype=%q, expected int8, uint16, uint64, float32 or float64", dtype)
+		return nil, engine.Invalid("storage.NewSimpleStack: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
 	}
 	return &SimpleStack{elem: e}, nil
 }
@@ -183,6 +183,17 @@ func (s *SimpleStack) Config() SimpleStackConfig {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cfg
+}
+
+// VolumeShape returns the open stack's volume shape, (bscans, ascans,
+// samples, channels) (zeros when closed).
+func (s *SimpleStack) VolumeShape() [4]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return [4]int{}
+	}
+	return [4]int{s.cfg.Shape[0], s.cfg.Shape[1], s.cfg.Shape[2], s.cfg.channels()}
 }
 
 // VolumeBytes returns the size of one volume in bytes (0 when closed).
@@ -397,8 +408,13 @@ func (s *SimpleStack) advance(allocate bool) error {
 	if next > math.MaxInt64-s.volumeBytes() {
 		return engine.Invalid("storage.AdvanceVolume: volume at byte %d, expected a file offset below 2^63", next)
 	}
+	prev := s.volumePos
 	s.volumePos = next
-	if allocate && s.farthest < next {
+	// Beyond vortex, a volume left partly written (a stop's last volume,
+	// which vortex's storage endpoints advance past without allocating)
+	// is completed on disk now rather than at Close: the bytes are the
+	// zeros Close would pad with, and the header below counts the volume.
+	if (allocate || s.farthest > prev) && s.farthest < next {
 		if err := s.writeAt("AdvanceVolume", []byte{0}, next-1); err != nil {
 			return err
 		}

@@ -207,7 +207,7 @@ func TestSimpleStackAdvanceAllocates(t *testing.T) {
 func TestSimpleStackErrors(t *testing.T) {
 	dir := t.TempDir()
 	_, err := NewSimpleStack(backend.Complex64)
-	require.ErrorContains(t, err, `dtype="complex64", expected int8, uint16, uint64, float32 or float64`)
+	require.ErrorContains(t, err, `dtype="complex64", expected int8, uint16, uint32, uint64, float32 or float64`)
 	require.ErrorIs(t, err, backend.ErrInvalid)
 	_, err = NewSimpleStackNamed("int16")
 	require.ErrorIs(t, err, backend.ErrInvalid)
@@ -334,4 +334,27 @@ func TestHeaderStrings(t *testing.T) {
 	for h, want := range map[Header]string{HeaderEmpty: "Empty", HeaderNumPy: "NumPy", HeaderMATLAB: "MATLAB", HeaderNRRD: "NRRD", HeaderNIfTI: "NifTI", 9: "Header(9)"} {
 		require.Equal(t, want, h.String(), fmt.Sprint(int(h)))
 	}
+}
+
+// TestSimpleStackAdvancePastAPartialVolume: advancing without allocating
+// past a partly written volume completes it on disk at once (vortex's
+// Close would pad it the same), so the header counts it; an untouched
+// volume is skipped as in vortex.
+func TestSimpleStackAdvancePastAPartialVolume(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "raw.bin")
+	s, err := NewSimpleStack(backend.Uint16)
+	require.NoError(t, err)
+	require.NoError(t, s.Open(SimpleStackConfig{Path: path, Shape: [3]int{2, 1, 2}}))
+	require.NoError(t, s.WritePartialBscan(0, 0, []byte{1, 0, 2, 0}))
+	require.NoError(t, s.AdvanceVolume(false))
+	require.Equal(t, 1, s.Completed(), "the partial volume is on disk and counted")
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.EqualValues(t, 8, fi.Size())
+	require.NoError(t, s.AdvanceVolume(false))
+	require.Equal(t, 1, s.Completed(), "an untouched volume is not allocated")
+	require.NoError(t, s.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, []byte{1, 0, 2, 0, 0, 0, 0, 0}, b)
 }

@@ -144,7 +144,7 @@ type SimpleStream struct {
 func NewSimpleStreamNamed(dtype string) (*SimpleStream, error) {
 	e, ok := elemNamed(dtype)
 	if !ok {
-		return nil, engine.Invalid("storage.NewSimpleStream: dtype=%q, expected int8, uint16, uint64, float32 or float64", dtype)
+		return nil, engine.Invalid("storage.NewSimpleStream: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
 	}
 	return &SimpleStream{appender: appender{name: "SimpleStream"}, elem: e}, nil
 }

@@ -1,6 +1,6 @@
 """Storage: volumes to disk (vortex's ``vortex.storage``).
 
-A ``SimpleStack{Int8,UInt16,UInt64,Float32,Float64}`` writes consecutive
+A ``SimpleStack{Int8,UInt16,UInt32,UInt64,Float32,Float64}`` writes consecutive
 volumes of shape ``(bscans, ascans, samples, channels)`` to one file, after one
 of vortex's headers (:class:`SimpleStackHeader`: Empty, NumPy, MATLAB, NRRD,
 NifTI), laid out byte for byte as vortex 0.5.1 lays them out, except where
@@ -49,12 +49,12 @@ from ._core import api
 from ._errors import ClosedError, native
 from ._validate import check_bool, check_float, check_int, check_shape
 
-__all__ = ["SimpleStackHeader", "SimpleStackConfig", "SimpleStackInt8", "SimpleStackUInt16", "SimpleStackUInt64",
-           "SimpleStackFloat32", "SimpleStackFloat64",
-           "SimpleStreamHeader", "SimpleStreamConfig", "SimpleStreamInt8", "SimpleStreamUInt16", "SimpleStreamUInt64",
-           "SimpleStreamFloat32", "SimpleStreamFloat64", "StreamDumpConfig", "StreamDump", "MarkerLogConfig", "MarkerLog",
-           "BroctScan", "BroctStorageConfig", "BroctStorage",
-           "HDF5StackHeader", "HDF5StackConfig", "HDF5StackInt8", "HDF5StackUInt16", "HDF5StackUInt64",
+__all__ = ["SimpleStackHeader", "SimpleStackConfig", "SimpleStackInt8", "SimpleStackUInt16", "SimpleStackUInt32",
+           "SimpleStackUInt64", "SimpleStackFloat32", "SimpleStackFloat64",
+           "SimpleStreamHeader", "SimpleStreamConfig", "SimpleStreamInt8", "SimpleStreamUInt16", "SimpleStreamUInt32",
+           "SimpleStreamUInt64", "SimpleStreamFloat32", "SimpleStreamFloat64", "StreamDumpConfig", "StreamDump",
+           "MarkerLogConfig", "MarkerLog", "BroctScan", "BroctStorageConfig", "BroctStorage",
+           "HDF5StackHeader", "HDF5StackConfig", "HDF5StackInt8", "HDF5StackUInt16", "HDF5StackUInt32", "HDF5StackUInt64",
            "HDF5StackFloat32", "HDF5StackFloat64", "hdf5_library"]
 
 
@@ -356,8 +356,16 @@ class SimpleStackUInt16(_SimpleStack):
     _dtype = np.dtype("uint16")
 
 
+class SimpleStackUInt32(_SimpleStack):
+    """A stack of uint32 volumes: the engine's strobe words (``StrobesStackEndpoint``).
+    vortex's engine uses uint32 strobes but its Python module binds no uint32
+    storage; vortexgo adds one so that the strobe endpoints can be used."""
+
+    _dtype = np.dtype("uint32")
+
+
 class SimpleStackUInt64(_SimpleStack):
-    """A stack of uint64 volumes (no engine endpoint stores uint64)."""
+    """A stack of uint64 volumes (the record counter, ``CounterStackEndpoint``)."""
 
     _dtype = np.dtype("uint64")
 
@@ -369,7 +377,7 @@ class SimpleStackFloat32(_SimpleStack):
 
 
 class SimpleStackFloat64(_SimpleStack):
-    """A stack of float64 volumes (no engine endpoint stores float64)."""
+    """A stack of float64 volumes (galvo and sample positions, ``GalvoTargetStackEndpoint`` ...)."""
 
     _dtype = np.dtype("float64")
 
@@ -534,6 +542,13 @@ class SimpleStreamUInt16(_SimpleStream):
     """A headerless stream of uint16 values (raw spectra)."""
 
     _dtype = np.dtype("uint16")
+
+
+class SimpleStreamUInt32(_SimpleStream):
+    """A headerless stream of uint32 values (strobe words, ``StrobesStreamEndpoint``;
+    a vortexgo addition: vortex's Python module binds no uint32 storage)."""
+
+    _dtype = np.dtype("uint32")
 
 
 class SimpleStreamUInt64(_SimpleStream):
@@ -1021,6 +1036,13 @@ class HDF5StackUInt16(_HDF5Stack):
     """An HDF5 stack of uint16 volumes (raw spectra)."""
 
     _dtype = np.dtype("uint16")
+
+
+class HDF5StackUInt32(_HDF5Stack):
+    """An HDF5 stack of uint32 volumes (strobe words; a vortexgo addition, as
+    :class:`SimpleStackUInt32`)."""
+
+    _dtype = np.dtype("uint32")
 
 
 class HDF5StackUInt64(_HDF5Stack):

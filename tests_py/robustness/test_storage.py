@@ -58,7 +58,10 @@ ep = vg.AscanStackEndpoint(st)
 eng, acq, proc = rig([ep], volumes=0)
 """ + ENGINE_WRITE_ERROR + """
 written = ep.volumes_written
-st.close()
+try:  # the volume open at the failure got its first segments: padding it fails too
+    st.close()
+except OSError:
+    pass
 """, rig=True, prints="ok", timeout=15, issue="disk full during a continuous run: engine keeps running, data dropped")
 c("disk_full_file_keeps_reported_volumes", FSIZE + """
 path = os.path.join(TMP, "v.npy")

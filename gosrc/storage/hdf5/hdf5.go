@@ -230,7 +230,7 @@ func bind(lib *dl.Library) error {
 			return err
 		}
 	}
-	for dtype, name := range map[string]string{"int8": "H5T_STD_I8LE_g", "uint16": "H5T_STD_U16LE_g", "uint64": "H5T_STD_U64LE_g",
+	for dtype, name := range map[string]string{"int8": "H5T_STD_I8LE_g", "uint16": "H5T_STD_U16LE_g", "uint32": "H5T_STD_U32LE_g", "uint64": "H5T_STD_U64LE_g",
 		"float32": "H5T_IEEE_F32LE_g", "float64": "H5T_IEEE_F64LE_g"} {
 		if types[dtype], err = global(name); err != nil {
 			return err
@@ -288,7 +288,7 @@ func Create(c StackConfig) (_ *Stack, err error) {
 	}
 	t, ok := types[c.DType]
 	if !ok {
-		return nil, fmt.Errorf("hdf5: dtype=%q, expected int8, uint16, uint64, float32 or float64: %w", c.DType, backend.ErrInvalid)
+		return nil, fmt.Errorf("hdf5: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64: %w", c.DType, backend.ErrInvalid)
 	}
 	cpath := C.CString(c.Path)
 	defer C.free(unsafe.Pointer(cpath))
