@@ -612,9 +612,12 @@ def test_status_timings_and_reprs():
     # vortex's done: True while no session runs.
     assert eng.status() == EngineStatus() and eng.done
     assert "not prepared" in repr(eng) and "EngineConfig" in repr(rig.config)
-    with pytest.raises(ValueError, match="prepare"):
-        ep.tensor
+    # vortex's: before prepare the tensor is a placeholder, valid False, its dtype known
+    assert not ep.tensor.valid and ep.tensor.dtype == np.uint16
+    with ep.tensor as empty:
+        assert empty.size == 0 and empty.dtype == np.uint16
     eng.prepare()
+    assert ep.tensor.valid
     assert "prepared" in repr(eng)
     eng.start()
     eng.wait()

@@ -63,8 +63,38 @@ class _EndpointTensor(DeviceTensor):
     def close(self) -> None:
         """No-op: the endpoint owns its tensor (``endpoint.close()`` frees it)."""
 
+    @property
+    def valid(self) -> bool:
+        """vortex's ``valid``: True while the engine's volume is allocated."""
+        return not self._closed
+
     def __repr__(self) -> str:
         return "<Endpoint" + super().__repr__()[1:]
+
+
+class _PendingTensor:
+    """An endpoint's tensor before :meth:`~vortexgo.engine.Engine.prepare` allocates it,
+    as vortex's: ``valid`` is False, ``shape`` and ``dtype`` are what the endpoint was
+    built with (``[]`` when the formatter decides the shape), and ``with tensor as
+    volume`` gives an empty volume (no B-scans), so a display polling it before the
+    engine is prepared draws nothing instead of failing."""
+
+    valid = False
+
+    def __init__(self, endpoint: "_TensorEndpoint") -> None:
+        self._name = type(endpoint).__name__
+        self.shape = list(endpoint._shape or [])
+        self.dtype = np.dtype(endpoint._dtype)
+
+    def __enter__(self) -> np.ndarray:
+        rest = tuple(self.shape[1:]) if len(self.shape) > 1 else (0, 1)
+        return np.empty((0,) + rest, self.dtype)
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<{self._name} tensor, not allocated until Engine.prepare(): {self.shape} {self.dtype.name}>"
 
 
 class _EndpointStream(Stream):
@@ -192,6 +222,9 @@ class _TensorEndpoint(_Endpoint):
     def tensor(self) -> DeviceTensor:
         """The latest volume, ``(bscans, ascans, depth)``, locked by ``with endpoint.tensor as volume:``.
 
+        Before :meth:`~vortexgo.engine.Engine.prepare` it is a placeholder whose
+        ``valid`` is False (vortex's) and whose volume is empty.
+
         The engine writes each block under the exclusive lock on
         :attr:`stream`; while you hold the lock the engine waits (backpressure)
         and never tears the data. Inside the lock you get a zero-copy CuPy
@@ -199,6 +232,8 @@ class _TensorEndpoint(_Endpoint):
         """
         self._live("tensor")
         if self._tensor is None:
+            if self._device is None or not self.prepared:
+                return _PendingTensor(self)  # vortex's: valid False until prepared
             dev = self._require_device()
             h = native(self._h.Tensor)()
             self._tensor = _EndpointTensor._wrap(h, dev, self.stream, pinned=self._memory == "host")
@@ -300,24 +335,47 @@ for _suffix in ("Int8", "UInt16", "Float32"):
     globals()[f"AscanSpiralDeviceTensorEndpoint{_suffix}"] = globals()[f"SpiralDeviceTensorEndpoint{_suffix}"]
 
 
-class _StorageEndpoint(_Endpoint):
-    _spectra = False
+def _storage_args(op: str, executor: Any, storage: Any, buffer_strategy: Any, logger: Any, storages: tuple) -> tuple:
+    """vortex's storage endpoint arguments, ``(storage, log=None)`` or ``(executor, storage,
+    buffer_strategy=BufferStrategy.Volume, log=None)``, and vortexgo's earlier ``(executor,
+    storage, logger)``, as ``(executor, storage, buffer_strategy, logger)``."""
+    if isinstance(executor, storages):  # (storage[, log])
+        if storage is not None and not is_logger(storage):
+            raise TypeError(f"{op}: a storage first, then {storage!r}; expected (storage, log=None) or "
+                            "(executor, storage, buffer_strategy=BufferStrategy.Volume, log=None)")
+        executor, storage, logger = None, executor, storage if logger is None else logger
+    if is_logger(buffer_strategy):  # (executor, storage, logger)
+        buffer_strategy, logger = None, buffer_strategy if logger is None else logger
+    if not isinstance(storage, storages):
+        names = " or ".join(c.__name__.lstrip("_") for c in storages)
+        raise TypeError(f"{op}: storage={storage!r}, expected a {names}")
+    from .storage_endpoint import _buffer_strategy  # it imports this module
+    return executor, storage, _buffer_strategy(buffer_strategy), logger
 
-    def __init__(self, executor: Any = None, storage: Optional[_SimpleStack] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+
+class _StorageEndpoint(_Endpoint):
+    """A stack storage endpoint: vortex's ``(storage, log=None)`` or ``(executor, storage,
+    buffer_strategy=BufferStrategy.Volume, log=None)``."""
+
+    _spectra = False
+    _storages: tuple = (_SimpleStack,)
+
+    def __init__(self, executor: Any = None, storage: Any = None, buffer_strategy: Any = None,
+                 logger: Optional[logging.Logger] = None, log: Optional[logging.Logger] = None) -> None:
         super().__init__()
-        # Accept both AscanStackEndpoint(storage) and vortex's (executor, storage, logger).
-        if storage is None and isinstance(executor, _SimpleStack):
-            executor, storage = None, executor
-        if not isinstance(storage, _SimpleStack):
-            raise TypeError(f"storage={storage!r}, expected a SimpleStackInt8, SimpleStackUInt16 or SimpleStackFloat32")
+        executor, storage, self.buffer_strategy, logger = _storage_args(
+            type(self).__name__, executor, storage, buffer_strategy, logger if logger is not None else log,
+            self._storages)
         if self._spectra and storage.dtype != np.uint16:
-            raise ValueError(f"storage is a {type(storage).__name__}, expected a SimpleStackUInt16 (raw spectra are uint16)")
+            raise ValueError(f"storage is a {type(storage).__name__}, expected a uint16 stack (raw spectra are uint16)")
         self._set_executor_shape(executor, None)
         self.logger = logger
         self.storage = storage
-        x = executor._handle() if executor is not None else storage._h  # the storage: no executor
-        self._h = native(api.NewStorageEndpoint)("spectra_stack" if self._spectra else "ascan_stack", storage._h, x)
+        # Without an executor the Go endpoint takes the storage in its place and
+        # keeps every sample.
+        x = executor._handle() if executor is not None else storage._h
+        kind = ("spectra_stack" if self._spectra else "ascan_stack") + ":" + self.buffer_strategy.name
+        self._h = native(api.NewStorageEndpoint)(kind, storage._h, x)
 
     @property
     def volumes_written(self) -> int:

@@ -186,9 +186,10 @@ class _SimpleStack:
         self._h.Do(op, "" if args is None else json.dumps(args), self._h, ptr, nbytes)
 
     @property
-    def config(self) -> Optional[SimpleStackConfig]:
-        """The configuration of the last ``open()`` (None before)."""
-        return self._config
+    def config(self) -> SimpleStackConfig:
+        """The configuration of the last ``open()``; before, a default config to fill in and
+        pass to ``open()`` (vortex's: ``c = stack.config; c.path = ...; stack.open(c)``)."""
+        return self._config if self._config is not None else SimpleStackConfig()
 
     @property
     def dtype(self) -> np.dtype:
@@ -426,8 +427,9 @@ class _Storage:
 
     @property
     def config(self) -> Any:
-        """The configuration of the last ``open()`` (None before)."""
-        return self._config
+        """The configuration of the last ``open()``; before, a default config to fill in and
+        pass to ``open()`` (vortex's)."""
+        return self._config if self._config is not None else self._config_type()
 
     @property
     def ready(self) -> bool:

@@ -210,26 +210,6 @@ class _VolumeEndpoint(_StorageEndpoint):
 
     _storages: tuple = ()
 
-    def __init__(self, executor: Any = None, storage: Any = None, buffer_strategy: Any = BufferStrategy.Volume,
-                 logger: Optional[logging.Logger] = None, log: Optional[logging.Logger] = None) -> None:
-        _Endpoint.__init__(self)
-        if storage is None and isinstance(executor, self._storages):
-            executor, storage = None, executor
-        if not isinstance(storage, self._storages):
-            names = " or ".join(c.__name__.lstrip("_") for c in self._storages)
-            raise TypeError(f"storage={storage!r}, expected a {names}")
-        if self._spectra and storage.dtype != np.uint16:
-            raise ValueError(f"storage is a {type(storage).__name__}, expected a uint16 stack (raw spectra are uint16)")
-        self.buffer_strategy = _buffer_strategy(buffer_strategy)
-        self._set_executor_shape(executor, None)
-        self.logger = logger if logger is not None else log
-        self.storage = storage
-        # Without an executor the Go endpoint takes the storage in its place and
-        # keeps every sample.
-        x = executor._handle() if executor is not None else storage._h
-        kind = ("spectra_stack" if self._spectra else "ascan_stack") + ":" + self.buffer_strategy.name
-        self._h = native(api.NewStorageEndpoint)(kind, storage._h, x)
-
 
 class AscanHDF5StackEndpoint(_VolumeEndpoint):
     """Stores every completed processed volume in an ``HDF5Stack`` (int8, uint16 or
