@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import textwrap
 import sys
 from pathlib import Path
 
@@ -166,3 +167,25 @@ def test_ctrl_c_stops_the_demo_cleanly_and_keeps_a_readable_file(tmp_path):
     assert "interrupted" in err and "Traceback" not in err, err
     vols = np.load(tmp_path / "volumes.npy")
     assert vols.ndim == 5 and vols.shape[1:] == (128, 128, 256, 1)
+
+
+def test_run_a_vortex_script(tmp_path):
+    """`python -m vortexgo run script.py` runs a vortex script unchanged: `import vortex`
+    imports vortexgo, the script gets its own argv, and its exit status is returned."""
+    script = tmp_path / "vortex_script.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import vortex
+        from vortex.engine import Engine, EngineConfig
+        from vortex.scan import RasterScanConfig
+        print("engine", Engine.Event.Exit.value, "argv", sys.argv[1:], "vortexgo", vortex.__vortexgo__)
+        sys.exit(3)
+    """))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    p = subprocess.run([sys.executable, "-m", "vortexgo", "run", str(script), "--volumes", "2"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "engine 6 argv ['--volumes', '2'] vortexgo True" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "vortexgo", "run", str(tmp_path / "missing.py")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "is not a file" in p.stderr

@@ -479,13 +479,42 @@ def bench_table(rows: List[BenchRow], device_name: str) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------- run
+
+
+def run_script(path: str, args: List[str], shadow: bool = False) -> int:
+    """Run a vortex script with ``vortexgo.compat`` installed (``import vortex`` imports
+    vortexgo), as ``python script.py args`` would: ``sys.argv`` and ``__main__`` are the
+    script's. A real vortex installed beside vortexgo is refused unless ``shadow``."""
+    import runpy
+
+    from . import compat
+
+    if not os.path.isfile(path):
+        print(f"python -m vortexgo run: {path!r} is not a file, expected a Python script", file=sys.stderr)
+        return 2
+    try:
+        compat.install(shadow=shadow)
+    except compat.VortexInstalledError as e:
+        print(f"python -m vortexgo run: {e}", file=sys.stderr)
+        return 2
+    sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:  # the script's own exit status
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
+
+
 # ------------------------------------------------------------------------- main
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return the exit status."""
     p = argparse.ArgumentParser(prog="python -m vortexgo",
-                                description="vortexgo's command line: info, a demo acquisition, a benchmark.")
+                                description="vortexgo's command line: info, a demo acquisition, a benchmark, "
+                                            "a vortex script run on vortexgo.")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="devices, CUDA driver, cuFFT, the C fast path, versions")
     d = sub.add_parser("demo", help="a simulated OCT acquisition: MIP and B-scan PNGs, the volumes, the throughput")
@@ -497,9 +526,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     b = sub.add_parser("bench", help="a short benchmark of this machine's device, printed as a table")
     b.add_argument("--device", default="auto", help="auto (a GPU if present), cpu, cuda or cuda:N")
     b.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run")
+    r = sub.add_parser("run", help="run a vortex script on vortexgo: `import vortex` imports vortexgo (compat)")
+    r.add_argument("--shadow", action="store_true", help="also when a real vortex is installed (vortexgo wins here)")
+    r.add_argument("script", help="the script's path")
+    r.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     args = p.parse_args(argv)
     if args.command == "info":
         return info()
+    if args.command == "run":
+        return run_script(args.script, args.args, shadow=args.shadow)
     import vortexgo as vg
 
     try:
