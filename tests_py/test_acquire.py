@@ -6,7 +6,6 @@ runs here, the same calls on vortex give the same results."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -208,11 +207,10 @@ def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind):
         acq.close()
 
 
-VORTEX_PY = Path("/work/vx312/bin/python")
-VORTEX_SITE = Path("/tmp/vortex_site/vortex")
+from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
 
 
-@pytest.mark.skipif(not (VORTEX_PY.exists() and VORTEX_SITE.exists()), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
 def test_same_as_vortex(tmp_path):
     """The same calls on vortex's FileAcquisition and ours: counts, data and
     which calls fail (vortex's partial record fails at the end; ours at prepare)."""
@@ -234,8 +232,7 @@ out["null"] = [n.samples_per_record, n.records_per_block, n.channels_per_sample,
 print(json.dumps(out))
 """
     cases = [["a", False, 2], ["b", True, 2], ["c", False, 4], ["d", True, 1]]
-    env = dict(os.environ, PYTHONPATH=str(VORTEX_SITE),
-               LD_LIBRARY_PATH="/work/vx312/lib/python3.12/site-packages/nvidia/cu13/lib")
+    env = vortex_env()
     try:
         p = subprocess.run([str(VORTEX_PY), "-c", script, json.dumps(cases), str(whole)], env=env,
                            capture_output=True, text=True, timeout=120)

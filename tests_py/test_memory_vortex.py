@@ -6,11 +6,9 @@ CpuTensor* where vortex runs here."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,11 +155,10 @@ def test_views_outlive_clear_and_resize():
     """)
 
 
-VORTEX_PY = Path("/work/vx312/bin/python")
-VORTEX_SITE = Path("/tmp/vortex_site/vortex")
+from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
 
 
-@pytest.mark.skipif(not (VORTEX_PY.exists() and VORTEX_SITE.exists()), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
 def test_same_as_vortex():
     script = r"""
 import json, vortex.memory as vm
@@ -174,8 +171,7 @@ for name in ["Int8", "UInt16", "UInt64", "Float32", "Float64"]:
     out[name] = rows
 print(json.dumps(out))
 """
-    env = dict(os.environ, PYTHONPATH=str(VORTEX_SITE),
-               LD_LIBRARY_PATH="/work/vx312/lib/python3.12/site-packages/nvidia/cu13/lib")
+    env = vortex_env()
     try:
         p = subprocess.run([str(VORTEX_PY), "-c", script], env=env, capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:

@@ -6,9 +6,7 @@ where vortex 0.5.1 runs on a GPU, against vortex's CUDAProcessor."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -301,12 +299,11 @@ def test_cuda_matches_cpu(kw):
 
 # --- vortex itself (needs vortex 0.5.1 with a GPU) --------------------------------
 
-VORTEX_PY = Path(os.environ.get("VORTEX_PYTHON", "/work/vx312/bin/python"))
-VORTEX_SITE = Path(os.environ.get("VORTEX_SITE_DIR", "/tmp/vortex_site/vortex"))
+from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
 
 
 @needs_cuda
-@pytest.mark.skipif(not (VORTEX_PY.exists() and VORTEX_SITE.exists()), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
 def test_same_as_vortex_cuda_processor(tmp_path):
     """vortex's CUDAProcessor with clock_channel on the same records (levels
     set, so its int8 output spans the decibels): our CPU and CUDA outputs
@@ -329,10 +326,7 @@ p = CUDAProcessor(); p.initialize(c)
 y = cupy.zeros((%d, %d, 1), cupy.int8); p.next(cupy.asarray(raw), y); cupy.cuda.runtime.deviceSynchronize()
 print(json.dumps(cupy.asnumpy(y).tolist()))
 """ % (n, R, *levels, R, n)
-    env = dict(os.environ, PYTHONPATH=str(VORTEX_SITE))
-    extra = Path("/work/vx312/lib/python3.12/site-packages/nvidia/cu13/lib")
-    if extra.exists():
-        env["LD_LIBRARY_PATH"] = f"{extra}:{env.get('LD_LIBRARY_PATH', '')}"
+    env = vortex_env()
     try:
         p = subprocess.run([str(VORTEX_PY), "-c", script, str(tmp_path / "raw.npy")], env=env,
                            capture_output=True, text=True, timeout=300)

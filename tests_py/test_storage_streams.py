@@ -6,7 +6,6 @@ markers (a fresh queue, as test_engine_generate does), the strobe words computed
 in NumPy from vortex's rules, and a SimulatedIO's fed-back positions."""
 
 import os
-import pathlib
 import threading
 
 import numpy as np
@@ -422,8 +421,7 @@ def test_stream_stacks_across_sessions(tmp_path):
     eng.close()
 
 
-VORTEX_PY = pathlib.Path("/work/vx312/bin/python")
-VORTEX_SITE = pathlib.Path("/tmp/vortex_site/vortex")
+from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
 
 # The storage operations the stack endpoints run for gosrc/endpoint's three-block plan
 # (streams_test.go's strategyOps): (op, index, ascan, values).
@@ -456,7 +454,7 @@ s.close()
 """
 
 
-@pytest.mark.skipif(not (VORTEX_PY.exists() and VORTEX_SITE.exists()), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
 @pytest.mark.parametrize("header", ["NumPy", "Empty", "NRRD"])
 @pytest.mark.parametrize("strategy", list(STRATEGY_OPS))
 def test_strategy_operations_write_vortexs_file(tmp_path, strategy, header):
@@ -469,8 +467,7 @@ def test_strategy_operations_write_vortexs_file(tmp_path, strategy, header):
     import sys
 
     ops = json.dumps(STRATEGY_OPS[strategy])
-    env = dict(os.environ, PYTHONPATH=str(VORTEX_SITE),
-               LD_LIBRARY_PATH="/work/vx312/lib/python3.12/site-packages/nvidia/cu13/lib")
+    env = vortex_env()
     try:
         p = subprocess.run([str(VORTEX_PY), "-c", _REPLAY, ops, str(tmp_path / "vortex.bin"), header, "vortex"],
                            env=env, capture_output=True, text=True, timeout=120)

@@ -55,7 +55,7 @@ import numpy as np
 from ._core import api
 from ._errors import VortexError, native
 from ._validate import check_int
-from .endpoint import _Endpoint, _EndpointTensor, _StorageEndpoint, _TensorEndpoint
+from .endpoint import _Endpoint, _EndpointTensor, _PendingTensor, _StorageEndpoint, _TensorEndpoint
 from .format import StackFormatExecutor, StackFormatExecutorConfig
 from .storage import BroctStorage, MarkerLog, StreamDump, _close_quietly, _HDF5Stack, _SimpleStack, _SimpleStream
 
@@ -337,6 +337,8 @@ class _StreamTensorEndpoint(_TensorEndpoint):
         ``with endpoint.tensor as volume:`` (NumPy, no copy)."""
         self._live("tensor")
         if self._tensor is None:
+            if self._device is None or not self.prepared:
+                return _PendingTensor(self)  # vortex's: valid False until prepared
             dev = self._require_device()
             h = native(self._h.Tensor)()
             cls = _UInt64EndpointTensor if self._dtype == "uint64" else _EndpointTensor
