@@ -181,7 +181,7 @@ def test_run_a_vortex_script(tmp_path):
         print("engine", Engine.Event.Exit.value, "argv", sys.argv[1:], "vortexgo", vortex.__vortexgo__)
         sys.exit(3)
     """))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(vg.__file__)))  # the package under test
     p = subprocess.run([sys.executable, "-m", "vortexgo", "run", str(script), "--volumes", "2"], env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 3, p.stdout + p.stderr

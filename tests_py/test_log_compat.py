@@ -117,6 +117,6 @@ def test_vortex_names_reach_the_log_module():
         print(repr(lg))
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "python")})
+                       env={**__import__("os").environ, "PYTHONPATH": __import__("os").path.dirname(__import__("os").path.dirname(__import__("vortexgo").__file__))})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "<Logger: compat -> [<StdErrSink>]>" and "(I) via vortex names" in r.stderr

@@ -145,5 +145,5 @@ def test_vortex_names_and_presets():
             "import vortexgo.simple as s; assert SimpleEngine is s.SimpleEngine; print('ok')")
     root = Path(__file__).resolve().parents[1]
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={**__import__("os").environ, "PYTHONPATH": str(root / "python")})
+                       env={**__import__("os").environ, "PYTHONPATH": __import__("os").path.dirname(__import__("os").path.dirname(__import__("vortexgo").__file__))})
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
