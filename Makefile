@@ -96,6 +96,13 @@ gpu-build:
 	done
 	gzip -9 gpu-build/bin/*.test
 	cp scripts/run_gpu_tests.sh scripts/run_bench.sh gpu-build/
+	# The pure-Python test dependencies the GPU machine lacks (it has no network):
+	# vortex's demos and vortex-oct-tools run there at full size with them
+	# (run_gpu_tests.sh puts the folder on PYTHONPATH; Qt demos still skip there).
+	$(VPY) -m pip install -q --no-deps --target gpu-build/extra-site vortex-oct-tools rainbow-logging-handler colorama qtpy
+	# vortex's demo scripts, which tests_py/test_vortex_demos.py runs unchanged (read, never copied into the repo).
+	if [ -d ../shared/vortex-reference/demo ]; then mkdir -p gpu-build/vortex-reference && \
+	  cp -r ../shared/vortex-reference/demo gpu-build/vortex-reference/; fi
 	# vortex 0.5.1's build (when this checkout sits beside it): bench/bench_peers.py
 	# runs vortex itself next to vortexgo on the GPU machine.
 	if [ -f ../shared/vortex-build/setup.sh ]; then mkdir -p gpu-build/vortex-build && \

@@ -9,6 +9,10 @@ gb="$root/gpu-build"
 out=${OUT:-/tmp/vortexgo-gpu}
 mkdir -p "$out"
 export PYTHONPATH="$gb/python${PYTHONPATH:+:$PYTHONPATH}"
+# Pure-Python test dependencies carried from the build machine (make gpu-build).
+[ -d "$gb/extra-site" ] && export PYTHONPATH="$PYTHONPATH:$gb/extra-site"
+# vortex's demo scripts, carried by make gpu-build (tests_py/test_vortex_demos.py).
+[ -d "$gb/vortex-reference/demo" ] && export VORTEX_REFERENCE="${VORTEX_REFERENCE:-$gb/vortex-reference}"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 

@@ -457,3 +457,18 @@ print(json.dumps(y.tolist()))
     y = np.zeros((R, N, 1), np.int8)
     CopyProcessor(samples_per_record=N, ascans_per_block=R).next(raw, y)
     np.testing.assert_array_equal(y, want)
+
+
+def test_config_device_is_vortexs_field():
+    """vortex's CUDAProcessorConfig.device (the GPU's index; vortex's cuda_benchmark demo
+    reads it back): validated, kept on copies, used when no device is given."""
+    assert ProcessorConfig().device == 0
+    with pytest.raises(ValueError, match="ProcessorConfig.device"):
+        ProcessorConfig(samples_per_record=N, ascans_per_block=R, device=-1).validate()
+    assert ProcessorConfig(device=1).copy().device == 1
+
+
+@needs_cuda
+def test_cuda_processor_runs_on_the_configs_device():
+    p = CUDAProcessor(ProcessorConfig(samples_per_record=N, ascans_per_block=R, device=0))
+    assert p.config.device == 0 and p.device.is_cuda and p.device.ordinal == 0

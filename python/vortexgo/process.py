@@ -93,6 +93,8 @@ class ProcessorConfig:
             With a clock, CPU (float64 phase) and CUDA (float32) agree
             within 2% of each A-scan's peak rather than to rounding:
             vortex's weights jump where the query meets a sample's phase.
+        device: vortex's CUDAProcessorConfig.device, the GPU's index a
+            ``CUDAProcessor`` runs on when it is not given a ``device`` (0).
     """
 
     samples_per_record: int = 1000
@@ -110,6 +112,7 @@ class ProcessorConfig:
     levels: Optional[tuple[float, float]] = None
     slots: int = 2
     clock_channel: Optional[int] = None
+    device: int = 0
 
     @property
     def samples_per_ascan(self) -> int:
@@ -150,7 +153,7 @@ class ProcessorConfig:
         """Raise ValueError or TypeError naming the first bad field (the Go core checks again)."""
         o = "ProcessorConfig"
         for name, lo in (("samples_per_record", 2), ("ascans_per_block", 1), ("channels_per_sample", 1),
-                         ("channel", 0), ("average_window", 0), ("slots", 1)):
+                         ("channel", 0), ("average_window", 0), ("slots", 1), ("device", 0)):
             check_int(f"{o}.{name}", getattr(self, name), lo)
         if self.channel >= self.channels_per_sample:
             raise ValueError(f"{o}.channel={self.channel}, expected < channels_per_sample={self.channels_per_sample}")
@@ -310,7 +313,7 @@ class _Processor:
         if config is not None or fields:
             self.initialize(config, **fields)
 
-    def _default_device(self) -> Device:
+    def _default_device(self, cfg: Any = None) -> Device:
         raise NotImplementedError
 
     @native
@@ -324,7 +327,7 @@ class _Processor:
                 raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
             setattr(cfg, k, v)
         cfg.validate()
-        dev = self._default_device()
+        dev = self._default_device(cfg)
         h = self._new_handle(cfg, dev)
         if self._h is not None:
             try:
@@ -508,8 +511,11 @@ class CUDAProcessor(_Processor):
 
     _kind = "cuda"
 
-    def _default_device(self) -> Device:
-        return get_device("cuda" if self._device_spec is None else self._device_spec)
+    def _default_device(self, cfg: Any = None) -> Device:
+        if self._device_spec is not None:
+            return get_device(self._device_spec)
+        # vortex's CUDAProcessorConfig.device: the GPU's index
+        return get_device(f"cuda:{int(cfg.device)}" if cfg is not None else "cuda")
 
 
 class CPUProcessor(_Processor):
@@ -517,7 +523,7 @@ class CPUProcessor(_Processor):
 
     _kind = "cpu"
 
-    def _default_device(self) -> Device:
+    def _default_device(self, cfg: Any = None) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)
 
 
@@ -567,7 +573,7 @@ class NullProcessor(_Processor):
     _kind = "null"
     _config_type = NullProcessorConfig
 
-    def _default_device(self) -> Device:
+    def _default_device(self, cfg: Any = None) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)
 
     def _record(self, cfg: NullProcessorConfig) -> dict:
@@ -649,7 +655,7 @@ class CopyProcessor(_Processor):
     _kind = "copy"
     _config_type = CopyProcessorConfig
 
-    def _default_device(self) -> Device:
+    def _default_device(self, cfg: Any = None) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)
 
     def _record(self, cfg: CopyProcessorConfig) -> dict:
