@@ -125,6 +125,31 @@ def raster(ascans: int, bscans: int) -> RasterScan:
     return record_raster(ascans, bscans)
 
 
+def pipeline(device: Any, samples: int, ascans: int, bscans: int, depth: int, rpb: int, path: str) -> tuple:
+    """The soak's pipeline: a simulated acquisition -> a CUDA (or CPU) processor -> a planner
+    -> a device int8 endpoint and an AscanStackEndpoint writing ``path`` (.npy); the
+    EngineConfig wiring them. The engine's scan queue ends each run."""
+    shape = (bscans, ascans, depth)
+    acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
+        samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=2))
+    pc = ProcessorConfig(samples_per_record=samples, ascans_per_block=rpb, average_window=min(64, rpb),
+                         resampling_samples=acq.resampling_positions(),
+                         spectral_filter=spectral_filter(hann_window(samples), acq.dispersion_compensation()),
+                         levels=(0.0, 60.0), slots=2)
+    proc = CUDAProcessor(pc, device=device) if device.is_cuda else CPUProcessor(pc)
+    planner = FormatPlanner(FormatPlannerConfig(bscans, ascans))
+    fmt = StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, depth)))
+    endpoint = StackDeviceTensorEndpointInt8(fmt, shape)
+    storage = SimpleStackInt8()
+    storage.open(SimpleStackConfig(path, shape, header=SimpleStackHeader.NumPy))
+    storage_endpoint = AscanStackEndpoint(fmt, storage)
+    ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=8, preload_count=4)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [planner])
+    ec.add_formatter(planner, [endpoint, storage_endpoint])
+    return acq, proc, planner, endpoint, storage, storage_endpoint, ec
+
+
 def soak(args: argparse.Namespace) -> dict:
     if args.device == "auto":
         device = vg.get_device("cuda" if vg.is_cuda_available() else "cpu")
@@ -147,23 +172,8 @@ def soak(args: argparse.Namespace) -> dict:
 
     threads_before = threading.active_count()
     goroutines_before = api.Goroutines()
-    acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
-        samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=2))  # the queue ends the run
-    pc = ProcessorConfig(samples_per_record=samples, ascans_per_block=rpb, average_window=min(64, rpb),
-                         resampling_samples=acq.resampling_positions(),
-                         spectral_filter=spectral_filter(hann_window(samples), acq.dispersion_compensation()),
-                         levels=(0.0, 60.0), slots=2)
-    proc = CUDAProcessor(pc, device=device) if gpu else CPUProcessor(pc)
-    planner = FormatPlanner(FormatPlannerConfig(bscans, ascans))
-    fmt = StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, depth)))
-    endpoint = StackDeviceTensorEndpointInt8(fmt, shape)
-    storage = SimpleStackInt8()
-    storage.open(SimpleStackConfig(path, shape, header=SimpleStackHeader.NumPy))
-    storage_endpoint = AscanStackEndpoint(fmt, storage)
-    ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=8, preload_count=4)
-    ec.add_acquisition(acq, [proc])
-    ec.add_processor(proc, [planner])
-    ec.add_formatter(planner, [endpoint, storage_endpoint])
+    acq, proc, planner, endpoint, storage, storage_endpoint, ec = pipeline(device, samples, ascans, bscans, depth,
+                                                                           rpb, path)
     engine = Engine(ec)
     scan = raster(ascans, bscans)
     for i in range(volumes):  # volume i is scan i: its volume_callback's scan_idx
@@ -300,23 +310,8 @@ def soak_sessions(args: argparse.Namespace) -> dict:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "sessions.npy")
     threads_before, goroutines_before = threading.active_count(), api.Goroutines()
-    acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
-        samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans, volumes=2))
-    pc = ProcessorConfig(samples_per_record=samples, ascans_per_block=rpb, average_window=min(64, rpb),
-                         resampling_samples=acq.resampling_positions(),
-                         spectral_filter=spectral_filter(hann_window(samples), acq.dispersion_compensation()),
-                         levels=(0.0, 60.0), slots=2)
-    proc = CUDAProcessor(pc, device=device) if gpu else CPUProcessor(pc)
-    planner = FormatPlanner(FormatPlannerConfig(bscans, ascans))
-    fmt = StackFormatExecutor(StackFormatExecutorConfig(sample_slice=SimpleSlice(0, depth)))
-    endpoint = StackDeviceTensorEndpointInt8(fmt, shape)
-    storage = SimpleStackInt8()
-    storage.open(SimpleStackConfig(path, shape, header=SimpleStackHeader.NumPy))
-    storage_endpoint = AscanStackEndpoint(fmt, storage)
-    ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=8, preload_count=4)
-    ec.add_acquisition(acq, [proc])
-    ec.add_processor(proc, [planner])
-    ec.add_formatter(planner, [endpoint, storage_endpoint])
+    acq, proc, planner, endpoint, storage, storage_endpoint, ec = pipeline(device, samples, ascans, bscans, depth,
+                                                                           rpb, path)
     engine = Engine(ec)
     scan = raster(ascans, bscans)
     engine.prepare()

@@ -1,7 +1,6 @@
 package endpoint
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -689,14 +688,5 @@ func (e *StackTensorEndpoint) formatHost(b *engine.BlockData, plan *engine.Forma
 		}
 		err = e.hostSrc.place(vol, shape, a, a.BufferSegment, a.BufferRecord)
 	}
-	if err == nil {
-		err = e.tensor.SetReady(e.stream)
-	}
-	if uerr := e.tensor.Unlock(e.owner, true); uerr != nil {
-		err = errors.Join(err, uerr)
-	}
-	if err != nil {
-		return fmt.Errorf("%s.Format: %w", e.name, err)
-	}
-	return nil
+	return publish(e.name, e.tensor, e.stream, e.owner, err)
 }

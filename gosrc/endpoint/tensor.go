@@ -251,15 +251,21 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 		}
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
-	err := e.f.format(e.stream, e.tensor.Ptr(), b, plan)
+	return publish(e.name, e.tensor, e.stream, e.owner, e.f.format(e.stream, e.tensor.Ptr(), b, plan))
+}
+
+// publish ends a tensor endpoint's Format: unless formatting failed (err),
+// the tensor's new content is marked ready on stream s; the engine's lock
+// is released either way.
+func publish(name string, t *memory.DeviceTensor, s backend.Stream, owner int64, err error) error {
 	if err == nil {
-		err = e.tensor.SetReady(e.stream)
+		err = t.SetReady(s)
 	}
-	if uerr := e.tensor.Unlock(e.owner, true); uerr != nil {
+	if uerr := t.Unlock(owner, true); uerr != nil {
 		err = errors.Join(err, uerr)
 	}
 	if err != nil {
-		return fmt.Errorf("%s.Format: %w", e.name, err)
+		return fmt.Errorf("%s.Format: %w", name, err)
 	}
 	return nil
 }

@@ -32,10 +32,16 @@ type drain struct {
 	done   chan struct{}
 }
 
-func startDrain(e *engine.Engine) *drain {
+func startDrain(e *engine.Engine) *drain { return drainFrom(e, nil) }
+
+// drainFrom starts draining once ready returns true (nil: at once).
+func drainFrom(e *engine.Engine, ready func() bool) *drain {
 	d := &drain{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
+		for ready != nil && !ready() {
+			time.Sleep(100 * time.Microsecond)
+		}
 		for {
 			for _, ev := range e.NextEvents(64, 50*time.Millisecond) {
 				d.mu.Lock()

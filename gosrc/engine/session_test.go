@@ -102,25 +102,8 @@ func TestSessions(t *testing.T) {
 // startDrainAfter drains the events of the session about to start: it
 // waits for Start to make the session before reading.
 func startDrainAfter(e *engine.Engine) *drain {
-	d := &drain{done: make(chan struct{})}
 	before := e.StartMonotonicNs()
-	go func() {
-		defer close(d.done)
-		for e.StartMonotonicNs() == before {
-			time.Sleep(100 * time.Microsecond)
-		}
-		for {
-			for _, ev := range e.NextEvents(64, 50*time.Millisecond) {
-				d.mu.Lock()
-				d.events = append(d.events, ev)
-				d.mu.Unlock()
-				if ev.Kind == engine.EventDone {
-					return
-				}
-			}
-		}
-	}()
-	return d
+	return drainFrom(e, func() bool { return e.StartMonotonicNs() != before })
 }
 
 func waitVolumes(t *testing.T, e *engine.Engine, n int64) {
