@@ -405,6 +405,9 @@ func (e *StackStorageEndpoint) Written() int {
 // or the block's host streams, never the device positions.
 func (e *StackStorageEndpoint) ReadsPositions() bool { return false }
 
+// ReadsRaw (engine.RawReader): the spectra stacks.
+func (e *StackStorageEndpoint) ReadsRaw() bool { return e.src == srcRaw }
+
 // ReadsStrobes (engine.StrobeReader): the strobes stack does.
 func (e *StackStorageEndpoint) ReadsStrobes() bool {
 	return e.host != nil && e.host.src.s == StreamStrobes

@@ -96,6 +96,9 @@ func (e *StackTensorEndpoint) SetExecutor(exec any, shape []int) error {
 // Executor is the endpoint's executor (nil until SetExecutor).
 func (e *StackTensorEndpoint) Executor() any { return e.exec }
 
+// ReadsRaw (engine.RawReader): the spectra endpoints.
+func (e *StackTensorEndpoint) ReadsRaw() bool { return e.src == srcRaw }
+
 // ReadsPositions (engine.PositionReader): only a PositionFormatExecutor
 // places A-scans by the device positions.
 func (e *StackTensorEndpoint) ReadsPositions() bool {
@@ -338,6 +341,9 @@ func (e *NullEndpoint) Flush() error { return nil }
 // engine uses the endpoint).
 // ReadsPositions (engine.PositionReader): never.
 func (e *NullEndpoint) ReadsPositions() bool { return false }
+
+// ReadsRaw (engine.RawReader): never.
+func (e *NullEndpoint) ReadsRaw() bool { return false }
 
 func (e *NullEndpoint) Close() error {
 	return e.claim.Close(func() error {

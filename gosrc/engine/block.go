@@ -58,6 +58,9 @@ type Block struct {
 	active []bool
 	// Outputs holds one entry per processor (index as Engine.procs).
 	Outputs []BlockData
+	// rem holds the remote processors' buffers on their devices (index as
+	// Engine.procs; zero for the engine's own).
+	rem []remoteBuf
 
 	processed []backend.Buffer // float32 outputs, one per processor
 	int8s     []backend.Buffer // int8 outputs, one per processor

@@ -139,13 +139,19 @@ type Engine struct {
 	sentLast  bool            // the acquire loop sent a block marked Last
 	nextID    int64           // the acquire loop's next block ID and start
 	nextStart int64
-	ioGiven   []int64      // per IO: the next block ID it is owed
-	procs     []Processor  // every acquisition's processors, acquisition by acquisition
-	procAcq   []int        // per processor: its acquisition (index of acqs)
-	routes    [][]fmtRoute // per processor: its formatters
-	eps       []*epRoute   // by endpoint id; shared by the routes of a formatter's processors
-	endpoints []Endpoint   // by endpoint id
-	volumeFmt Formatter    // the formatter whose volumes Status counts
+	ioGiven   []int64     // per IO: the next block ID it is owed
+	procs     []Processor // every acquisition's processors, acquisition by acquisition
+	procAcq   []int       // per processor: its acquisition (index of acqs)
+	procDev   []int       // per processor: its device (index of remote), -1 for the engine's
+	remote    []remoteDevice
+	// rawOnEngine: an endpoint may read the raw spectra on the engine's
+	// device, so they are uploaded there even for blocks only remote
+	// processors process.
+	rawOnEngine bool
+	routes      [][]fmtRoute // per processor: its formatters
+	eps         []*epRoute   // by endpoint id; shared by the routes of a formatter's processors
+	endpoints   []Endpoint   // by endpoint id
+	volumeFmt   Formatter    // the formatter whose volumes Status counts
 
 	limit     int64 // records to acquire; 0 = unbounded
 	blocks    []*Block
@@ -243,6 +249,9 @@ func (e *Engine) Prepare() (err error) {
 	if err := e.prepareRoutes(outSamples, markers); err != nil {
 		return err
 	}
+	if err := e.prepareDevices(); err != nil {
+		return err
+	}
 	if cfg.BlocksToAcquire > 0 {
 		e.limit = int64(cfg.BlocksToAcquire) * int64(cfg.RecordsPerBlock)
 	}
@@ -287,6 +296,9 @@ func (e *Engine) Prepare() (err error) {
 			return fmt.Errorf("engine.Prepare: %w", err)
 		}
 		e.blocks = append(e.blocks, b)
+		if err := e.newRemoteBufs(b, cfg.RecordsPerBlock, outSamples); err != nil {
+			return fmt.Errorf("engine.Prepare: %w", err)
+		}
 		e.free <- b
 	}
 	e.state = statePrepared
@@ -356,7 +368,11 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	if err := up.Record(b.start); err != nil {
 		return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
 	}
+	e.activeSet(b)
 	for a := range b.raws {
+		if !e.rawOnEngine && !e.localReader(b, a) {
+			continue // only remote processors read it, on their devices
+		}
 		r := &b.raws[a]
 		if err := up.Copy(r.dev.Ptr(), r.src, b.Records*r.values*2); err != nil {
 			return fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
@@ -379,9 +395,14 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
 		return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
 	}
-	e.activeSet(b)
 	for i, p := range e.procs {
 		if !b.active[i] {
+			continue
+		}
+		if e.procDev[i] >= 0 {
+			if err := e.processRemote(i, b, s); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := p.Process(b.Slot, s, b.Outputs[i].Raw, b.Records, b.processed[i].Ptr(), b.int8s[i].Ptr()); err != nil {
@@ -840,8 +861,9 @@ func (e *Engine) Close() error {
 func (e *Engine) release() error {
 	var errs []error
 	for _, b := range e.blocks {
-		errs = append(errs, b.free())
+		errs = append(errs, b.free(), b.freeRemote())
 	}
+	errs = append(errs, e.releaseRemote())
 	e.blocks = nil
 	for _, s := range e.slots {
 		errs = append(errs, s.Close())

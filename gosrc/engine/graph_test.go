@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
@@ -125,4 +126,43 @@ func TestTwoAcquisitionsShortestWins(t *testing.T) {
 	require.NoError(t, e.Wait())
 	require.Equal(t, int64(3), e.Status().BlocksAcquired)
 	require.Equal(t, int64(15), r.acq.sent, "A filled three whole blocks; the third holds B's 2 records")
+}
+
+// otherDevice is the CPU under another identity: a second "device" for
+// the engine's remote-processor path (a GPU's, DeviceProcessor) on the
+// CPU backend.
+type otherDevice struct{ backend.Device }
+
+// remoteProc is a fakeProc bound to another device.
+type remoteProc struct {
+	*fakeProc
+	dev backend.Device
+}
+
+func (p remoteProc) Device() backend.Device { return p.dev }
+
+// TestCycleAcrossDevices: vortex's cycle over processors on two devices;
+// the remote processor's blocks are uploaded to its device, processed on
+// its streams and copied back, and the volumes come out as on one device.
+func TestCycleAcrossDevices(t *testing.T) {
+	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Uint16)
+	require.NoError(t, err)
+	closeEndpoint(t, ep)
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
+	r := newRig(t, 8, scan, ep)
+	far := remoteProc{newFakeProc(8), otherDevice{cpu.Default()}}
+	r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
+	r.cfg.AddAcquisition(r.acq, r.proc, far)
+	r.cfg.SetRotation([]engine.Processor{r.proc}, []engine.Processor{far})
+	r.cfg.AddProcessor(r.proc, r.fmt)
+	r.cfg.AddProcessor(far, r.fmt)
+	r.cfg.AddFormatter(r.fmt, ep)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	require.Equal(t, int64(3), r.proc.calls.Load())
+	require.Equal(t, int64(2), far.calls.Load())
+	checkVolume(t, ep, scan, 8, 1, 0)
+	require.Equal(t, int64(2), e.Status().Volumes)
 }

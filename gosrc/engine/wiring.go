@@ -147,3 +147,14 @@ func (e *Engine) activeSet(b *Block) {
 		}
 	}
 }
+
+// localReader reports whether a processor on the engine's device
+// processes acquisition a's spectra of block b (active set known).
+func (e *Engine) localReader(b *Block, a int) bool {
+	for pi, on := range b.active {
+		if on && e.procAcq[pi] == a && e.procDev[pi] < 0 {
+			return true
+		}
+	}
+	return false
+}

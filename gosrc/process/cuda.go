@@ -133,6 +133,9 @@ func (p *CUDAProcessor) Config() Config { return p.state().cfg.clone() }
 // OutputSamples is the length of one processed record.
 func (p *CUDAProcessor) OutputSamples() int { return p.state().m }
 
+// Device is the GPU the processor runs on (engine.DeviceProcessor).
+func (p *CUDAProcessor) Device() backend.Device { return p.dev }
+
 // InputValues is the number of uint16 values of one raw record that
 // Process reads: SamplesPerRecord x ChannelsPerSample. A caller's raw
 // buffers must hold that many per record.

@@ -453,6 +453,9 @@ func (e *BlockEndpoint) Flush() error {
 // galvo and sample streams are read on the host, HostStreams).
 func (e *BlockEndpoint) ReadsPositions() bool { return false }
 
+// ReadsRaw (engine.RawReader): the spectra streams.
+func (e *BlockEndpoint) ReadsRaw() bool { return e.src == SourceSpectra }
+
 // ReadsStrobes (engine.StrobeReader): the strobes stream does, and a dump
 // of it (the source is resolved at Prepare, before the engine asks).
 func (e *BlockEndpoint) ReadsStrobes() bool { return e.source == StreamStrobes }

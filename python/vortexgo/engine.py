@@ -772,18 +772,21 @@ class Engine:
         self.config = config
 
     def _pick_device(self, config: EngineConfig) -> Device:
-        devs = {p.device for p in config.processors}
+        """The engine's device: ``device``, else the first processor's. Processors on other
+        GPUs are allowed (vortex's ``cycle([a, b])`` over two GPUs): their blocks are
+        uploaded to their GPU and their outputs copied back to the engine's, where the
+        endpoints format them."""
+        procs = config.processors
         if self._device_spec is not None:
             dev = get_device(self._device_spec)
-        elif len(devs) == 1:
-            dev = devs.pop()
-        elif not devs:
-            dev = get_device(None)
+        elif procs:
+            dev = procs[0].device
         else:
-            raise ValueError(f"processors on different devices {sorted(d.alias for d in devs)}, expected one device")
-        for p in config.processors:
-            if p.device != dev:
-                raise ValueError(f"{type(p).__name__} on {p.device.alias}, expected the engine's device {dev.alias}")
+            dev = get_device(None)
+        for p in procs:
+            if p.device != dev and not (p.device.is_cuda and dev.is_cuda):
+                raise ValueError(f"{type(p).__name__} on {p.device.alias}, expected the engine's device {dev.alias} "
+                                 "(processors on other devices must be CUDA processors of a CUDA engine)")
         return dev
 
     def _handle(self):

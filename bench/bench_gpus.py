@@ -1,0 +1,186 @@
+#!/usr/bin/env python
+"""Two GPUs: one acquisition feeding processors on both (vortex's ``cycle([a, b])``, blocks
+alternating between the GPUs), formatted into one endpoint on the first GPU (the second's
+outputs come back by peer copy), against the same engine on one GPU, in one run.
+
+Each GPU has its own host link and copy engine, so the raw data's upload, which bounds one
+GPU's engine (bench_engine: 0.92 of the pinned host-to-device ceiling), splits in two.
+Reported: A-scans/s and GB/s raw for one and two GPUs, their ratio (target 1.9x), each GPU's
+pinned upload ceiling measured in the same run (one at a time, and both at once), and a check
+that the two-GPU volumes equal the one-GPU volume of the same spectra.
+
+    python bench/bench_gpus.py --out bench-out          # needs two CUDA GPUs (nvidia-h200-x2)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:
+    import vortexgo as vg
+except ImportError:  # run from a checkout without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    import vortexgo as vg
+
+import bench_engine as be
+from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
+from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8, cycle
+from vortexgo.format import FormatPlanner, FormatPlannerConfig
+from vortexgo.process import CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
+
+TARGET_RATIO = 1.9
+
+
+def pipeline(g: be.Geometry, devices: list, *, total_volumes: int, endpoint: Any):
+    """The bench_engine pipeline with one CUDAProcessor per device in vortex's cycle: block i
+    goes to devices[i % n]; one planner, fed by every processor, formats every block into
+    ``endpoint`` on devices[0]."""
+    acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
+        samples_per_record=g.samples, ascans_per_bscan=g.ascans, bscans_per_volume=g.bscans, volumes=1,
+        total_volumes=0))
+    pc = ProcessorConfig(samples_per_record=g.samples, ascans_per_block=g.rpb, average_window=0,
+                         resampling_samples=acq.resampling_positions(),
+                         spectral_filter=spectral_filter(hann_window(g.samples), acq.dispersion_compensation()),
+                         levels=be.LEVELS, slots=g.slots)
+    procs = [CUDAProcessor(pc, device=d) for d in devices]
+    fmt = FormatPlanner(FormatPlannerConfig(g.bscans, g.ascans))
+    ec = EngineConfig(records_per_block=g.rpb, blocks_to_allocate=g.blocks, preload_count=g.preload)
+    ec.add_acquisition(acq, [cycle(procs)] if len(procs) > 1 else procs)
+    for p in procs:
+        ec.add_processor(p, [fmt])
+    ec.add_formatter(fmt, [endpoint])
+    engine = Engine(ec, device=devices[0])
+    if total_volumes == 0:
+        engine.scan_queue.append(be._raster(g, loop=True))
+    else:
+        for _ in range(total_volumes):
+            engine.scan_queue.append(be._raster(g, loop=False))
+    return engine, acq, procs
+
+
+def throughput(g: be.Geometry, devices: list, seconds: float, warm: float) -> dict:
+    ep = StackDeviceTensorEndpointInt8()
+    engine, acq, procs = pipeline(g, devices, total_volumes=0, endpoint=ep)
+    stamps: list = []
+    ep.volume_callback = lambda sample, *a: stamps.append((time.perf_counter_ns(), sample))
+    try:
+        engine.prepare()
+        t0 = time.perf_counter_ns()
+        engine.start()
+        engine.wait_for(warm + seconds)
+        engine.stop()
+        status = engine.status()
+    finally:
+        engine.close()
+        ep.close()
+        for p in procs:
+            p.close()
+        acq.close()
+    if status.error:
+        raise RuntimeError(f"the engine failed: {status.error}")
+    steady = [s for s in stamps if s[0] - t0 >= warm * 1e9] or stamps[len(stamps) // 2:]
+    (ta, sa), (tb, sb) = steady[0], steady[-1]
+    rate = (sb - sa) / ((tb - ta) / 1e9)
+    return {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "volumes": len(stamps),
+            "blocks_dropped": status.blocks_dropped}
+
+
+def volumes(g: be.Geometry, devices: list, n: int) -> np.ndarray:
+    """The last of n volumes as int8 on the host."""
+    ep = StackDeviceTensorEndpointInt8()
+    engine, acq, procs = pipeline(g, devices, total_volumes=n, endpoint=ep)
+    try:
+        engine.prepare()
+        engine.start()
+        engine.wait()
+        engine.stop()
+        return be._read_tensor(ep, True)
+    finally:
+        engine.close()
+        ep.close()
+        for p in procs:
+            p.close()
+        acq.close()
+
+
+def ceilings(g: be.Geometry, n: int, seconds: float) -> dict:
+    """Each GPU's pinned upload ceiling alone, and all of them at once (threads)."""
+    import cupy as cp
+
+    alone = []
+    for i in range(n):
+        with cp.cuda.Device(i):
+            alone.append(be.h2d_ceiling(g, seconds)["gbs"])
+    both: list = [0.0] * n
+
+    def run(i: int) -> None:
+        with cp.cuda.Device(i):
+            both[i] = be.h2d_ceiling(g, seconds)["gbs"]
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return {"alone_gbs": alone, "together_gbs": both, "together_total_gbs": sum(both)}
+
+
+def main(argv: Any = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="bench-out")
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--sizes", default="1024,2048")
+    args = ap.parse_args(argv)
+    from vortexgo._device import cuda_device_count
+
+    n = cuda_device_count()
+    if n < 2:
+        print(f"bench_gpus: {n} CUDA device(s), expected 2", file=sys.stderr)
+        return 2
+    devs = [vg.get_device("cuda:0"), vg.get_device("cuda:1")]
+    rows = []
+    for s in (int(x) for x in args.sizes.split(",")):
+        g = be.Geometry(s, 512, 128, 8192, blocks=16, preload=8, slots=2)
+        one_vol, two_vol = volumes(g, devs[:1], 3), volumes(g, devs, 3)
+        same = bool(np.array_equal(one_vol, two_vol))
+        one = throughput(g, devs[:1], args.seconds, 1.0)
+        two = throughput(g, devs, args.seconds, 1.0)
+        ceil = ceilings(g, 2, 1.0)
+        rows.append({"samples": s, "one_gpu": one, "two_gpus": two, "ratio": two["ascans_per_s"] / one["ascans_per_s"],
+                     "ceilings": ceil, "two_over_ceiling": two["gbs"] / ceil["together_total_gbs"],
+                     "one_over_ceiling": one["gbs"] / ceil["alone_gbs"][0], "volumes_equal": same,
+                     "geometry": g.describe()})
+        print(f"{s}: one GPU {one['ascans_per_s'] / 1e6:.2f} M A-scans/s, two {two['ascans_per_s'] / 1e6:.2f} "
+              f"({rows[-1]['ratio']:.2f}x), volumes equal: {same}", flush=True)
+    names = [d.name for d in devs]
+    md = [f"### Two GPUs ({names[0]} + {names[1]})", "",
+          "One SimulatedAcquisition (pinned, lent), `cycle([CUDAProcessor(cuda:0), CUDAProcessor(cuda:1)])`, one "
+          "planner and one int8 endpoint on cuda:0 (cuda:1's outputs copied back by peer copy); 512 x 128 A-scan "
+          "volumes, 8192-record blocks, 16 blocks, preload 8.", "",
+          "| A-scan | one GPU (M A-scans/s) | two GPUs (M A-scans/s) | two / one | two GPUs (GB/s raw) | both links' "
+          "ceiling (GB/s) | two / ceiling | volumes equal | target |",
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    for r in rows:
+        md.append(f"| {r['samples']} x uint16 | {r['one_gpu']['ascans_per_s'] / 1e6:.2f} | "
+                  f"{r['two_gpus']['ascans_per_s'] / 1e6:.2f} | {r['ratio']:.2f} | {r['two_gpus']['gbs']:.1f} | "
+                  f"{r['ceilings']['together_total_gbs']:.1f} | {r['two_over_ceiling']:.2f} | {r['volumes_equal']} | "
+                  f">= {TARGET_RATIO}x ({'met' if r['ratio'] >= TARGET_RATIO else '**missed**'}) |")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_gpus.json").write_text(json.dumps({"devices": names, "rows": rows}, indent=2, default=float))
+    (out / "bench_gpus.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 0 if all(r["volumes_equal"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+// DeviceProcessor is implemented by processors bound to a device (a
+// CUDAProcessor on its GPU). A processor on another device than the
+// engine's is a remote processor: the engine uploads the raw spectra of
+// the blocks it processes to its device (that device's own copy engine
+// and link), runs it on slot streams of that device, and copies its
+// outputs back into the block's buffers on the engine's device (a peer
+// copy on the same stream), where the endpoints format them. With
+// vortex's cycle([a, b]) over two GPUs, blocks alternate between the
+// GPUs and each GPU's host link carries half of the raw data.
+type DeviceProcessor interface {
+	Device() backend.Device
+}
+
+// RawReader is implemented by endpoints that know whether they read the
+// block's raw spectra on the engine's device (the spectra endpoints). The
+// raw spectra of a block processed only by remote processors are uploaded
+// to the engine's device too unless every endpoint says it does not read
+// them; an endpoint without the method is assumed to.
+type RawReader interface {
+	ReadsRaw() bool
+}
+
+// remoteDevice is a device of remote processors: its upload stream and
+// slot streams.
+type remoteDevice struct {
+	dev    backend.Device
+	upload backend.Stream
+	slots  []backend.Stream
+	next   int // the slot of its next block
+}
+
+// remoteBuf is a remote processor's part of a block, on its device.
+type remoteBuf struct {
+	raw, out, out8    backend.Buffer
+	uploaded, ready   backend.Event
+	rawBytes, outSize int // bytes of raw spectra, samples of output per record
+}
+
+// prepareDevices finds the processors on other devices than the engine's
+// (DeviceProcessor), and makes each such device's streams.
+func (e *Engine) prepareDevices() error {
+	e.procDev = make([]int, len(e.procs))
+	for pi, p := range e.procs {
+		e.procDev[pi] = -1
+		dp, ok := p.(DeviceProcessor)
+		if !ok || dp.Device() == nil || dp.Device() == e.dev {
+			continue
+		}
+		d := dp.Device()
+		idx := -1
+		for k := range e.remote {
+			if e.remote[k].dev == d {
+				idx = k
+			}
+		}
+		if idx < 0 {
+			rd := remoteDevice{dev: d}
+			var err error
+			if rd.upload, err = d.NewStream(0); err != nil {
+				return fmt.Errorf("engine.Prepare: processor #%d's device: upload stream: %w", pi, err)
+			}
+			e.remote = append(e.remote, rd) // released with the engine from here on
+			for range e.cfg.slots() {
+				st, err := d.NewStream(0)
+				if err != nil {
+					return fmt.Errorf("engine.Prepare: processor #%d's device: slot stream: %w", pi, err)
+				}
+				e.remote[len(e.remote)-1].slots = append(e.remote[len(e.remote)-1].slots, st)
+			}
+			idx = len(e.remote) - 1
+		}
+		e.procDev[pi] = idx
+	}
+	e.rawOnEngine = e.needsRaw()
+	return nil
+}
+
+// needsRaw reports whether some endpoint may read the raw spectra on the
+// engine's device.
+func (e *Engine) needsRaw() bool {
+	for _, ep := range e.endpoints {
+		if r, ok := ep.(RawReader); !ok || r.ReadsRaw() {
+			return true
+		}
+	}
+	return false
+}
+
+// newRemoteBufs allocates block b's buffers of the remote processors.
+func (e *Engine) newRemoteBufs(b *Block, records int, outSamples []int) error {
+	b.rem = make([]remoteBuf, len(e.procs))
+	for pi, di := range e.procDev {
+		if di < 0 {
+			continue
+		}
+		d := e.remote[di].dev
+		r := &b.rem[pi]
+		r.rawBytes, r.outSize = records*e.acqs[e.procAcq[pi]].raw*2, outSamples[pi]
+		var err error
+		if r.raw, err = d.Alloc(r.rawBytes); err != nil {
+			return fmt.Errorf("engine: block raw buffer of %d bytes on processor #%d's device: %w", r.rawBytes, pi, err)
+		}
+		if r.out, err = d.Alloc(records * r.outSize * 4); err != nil {
+			return fmt.Errorf("engine: block float32 output on processor #%d's device: %w", pi, err)
+		}
+		if r.out8, err = d.Alloc(records * r.outSize); err != nil {
+			return fmt.Errorf("engine: block int8 output on processor #%d's device: %w", pi, err)
+		}
+		if r.uploaded, err = d.NewEvent(false); err != nil {
+			return fmt.Errorf("engine: block event on processor #%d's device: %w", pi, err)
+		}
+		if r.ready, err = d.NewEvent(false); err != nil {
+			return fmt.Errorf("engine: block event on processor #%d's device: %w", pi, err)
+		}
+	}
+	return nil
+}
+
+// freeRemote releases the remote buffers of b.
+func (b *Block) freeRemote() error {
+	var errs []error
+	for _, r := range b.rem {
+		for _, buf := range []backend.Buffer{r.raw, r.out, r.out8} {
+			if buf != nil {
+				errs = append(errs, buf.Free())
+			}
+		}
+		for _, ev := range []backend.Event{r.uploaded, r.ready} {
+			if ev != nil {
+				errs = append(errs, ev.Close())
+			}
+		}
+	}
+	b.rem = nil
+	return errors.Join(errs...)
+}
+
+// processRemote enqueues processor pi of block b on its device: the raw
+// upload on that device's upload stream, the processing on one of its
+// slot streams, the outputs copied back to the block's buffers on the
+// engine's device on the same stream, and its ready event, on which
+// local (a slot stream of the engine's device) then waits on the device.
+// Nothing here waits on the host.
+func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
+	rd := &e.remote[e.procDev[pi]]
+	r := &b.rem[pi]
+	raw := &b.raws[e.procAcq[pi]]
+	n := b.Records * raw.values * 2
+	if err := rd.upload.Copy(r.raw.Ptr(), raw.src, n); err != nil {
+		return fmt.Errorf("engine: block %d: upload to processor #%d's device: %w", b.ID, pi, err)
+	}
+	if err := rd.upload.Record(r.uploaded); err != nil {
+		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
+	}
+	slot := rd.next
+	rd.next = (rd.next + 1) % len(rd.slots)
+	st := rd.slots[slot]
+	if err := st.WaitEvent(r.uploaded); err != nil {
+		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
+	}
+	if err := e.procs[pi].Process(slot, st, r.raw.Ptr(), b.Records, r.out.Ptr(), r.out8.Ptr()); err != nil {
+		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
+	}
+	m := b.Records * r.outSize
+	if err := errors.Join(st.Copy(b.processed[pi].Ptr(), r.out.Ptr(), m*4), st.Copy(b.int8s[pi].Ptr(), r.out8.Ptr(), m)); err != nil {
+		return fmt.Errorf("engine: block %d: processor #%d: copying its output to the engine's device: %w", b.ID, pi, err)
+	}
+	if err := st.Record(r.ready); err != nil {
+		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
+	}
+	if err := local.WaitEvent(r.ready); err != nil { // a device-side wait across devices
+		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
+	}
+	return nil
+}
+
+// releaseRemote closes the remote devices' streams.
+func (e *Engine) releaseRemote() error {
+	var errs []error
+	for _, rd := range e.remote {
+		if rd.upload != nil {
+			errs = append(errs, rd.upload.Close())
+		}
+		for _, s := range rd.slots {
+			errs = append(errs, s.Close())
+		}
+	}
+	e.remote = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,63 @@
+"""Processors on two GPUs in one engine (vortex's ``cycle([a, b])`` across devices): blocks
+alternate between the GPUs, the second GPU's outputs come back by peer copy into the block on
+the engine's GPU, and the formatted volumes equal those of the same engine on one GPU.
+Needs two CUDA devices (the nvidia-h200-x2 machine); skipped otherwise. The one-device logic
+(rotation, formatter sharing) is tested on the CPU in test_engine_graph.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vortexgo as vg
+from vortexgo._device import cuda_device_count
+from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointFloat32, cycle
+
+from _scans import planner, queue_volumes
+from test_engine import A, B, RPB, S
+
+pytestmark = [pytest.mark.timeout(120),
+              pytest.mark.skipif(cuda_device_count() < 2, reason="needs two CUDA devices")]
+
+
+def _run(devices, graph):
+    acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=2,
+                                  total_volumes=0)
+    pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=RPB, average_window=0,
+                            resampling_samples=acq.resampling_positions())
+    procs = [vg.CUDAProcessor(pc, device=d) for d in devices]
+    fmt = planner(A, B)
+    ep = StackDeviceTensorEndpointFloat32()
+    ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=8, preload_count=4)
+    ec.add_acquisition(acq, [graph(procs)])
+    for p in procs:
+        ec.add_processor(p, [fmt])
+    ec.add_formatter(fmt, [ep])
+    eng = Engine(ec)
+    queue_volumes(eng, A, B, 3)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    eng.stop()
+    s = eng.status()
+    with ep.tensor as v:
+        vol = v.get() if hasattr(v, "get") else np.asarray(v)
+    eng.close()
+    return vol, s
+
+
+def test_cycle_across_two_gpus_equals_one_gpu():
+    one, s1 = _run(["cuda:0"], lambda ps: ps[0])
+    two, s2 = _run(["cuda:0", "cuda:1"], cycle)
+    assert s2.error == "" and s2.volumes == 3 and s2.blocks_dropped == 0
+    assert s2.blocks_formatted == s1.blocks_formatted
+    np.testing.assert_array_equal(two, one)
+    assert np.abs(two).sum() > 0
+
+
+def test_engine_on_the_second_gpu():
+    # The engine (and its endpoints) on cuda:1, the processor on cuda:0.
+    one, _ = _run(["cuda:0"], lambda ps: ps[0])
+    acq_dev_swapped, s = _run(["cuda:1", "cuda:0"], cycle)
+    assert s.error == ""
+    np.testing.assert_array_equal(acq_dev_swapped, one)
