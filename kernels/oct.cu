@@ -226,8 +226,8 @@ __device__ __forceinline__ int8_t round_clip(float t) {
 }
 
 // Step 5: f = log10(a), a*a or a, for a = |y| (EnableMagnitude, or
-// EnableSquare without log10, as vortex) or Re(y); out = out_mul*f +
-// out_add and, when out8 is not null, the int8 of lvl_mul*f + lvl_add
+// EnableSquare without log10, as vortex) or Re(y); when out is not null,
+// out = out_mul*f + out_add, and when out8 is not null, the int8 of lvl_mul*f + lvl_add
 // (OCT_LEVELS) or of out. The constants carry the 1/M normalisation, the
 // decibel factor and the levels (process.postParams.kernel). Grid-stride
 // over total = records*m values.
@@ -248,7 +248,9 @@ extern "C" __global__ void oct_post(const float2 *__restrict__ in, float *__rest
             f = a;
         }
         float v = __fadd_rn(__fmul_rn(out_mul, f), out_add);
-        out[k] = v;
+        if (out) {  // null when no endpoint reads the float32 A-scans (the engine says so)
+            out[k] = v;
+        }
         if (out8) {
             float t = (flags & OCT_LEVELS) ? __fadd_rn(__fmul_rn(lvl_mul, f), lvl_add) : v;
             out8[k] = round_clip(t);

@@ -408,6 +408,12 @@ func (e *StackStorageEndpoint) ReadsPositions() bool { return false }
 // ReadsRaw (engine.RawReader): the spectra stacks.
 func (e *StackStorageEndpoint) ReadsRaw() bool { return e.src == srcRaw }
 
+// ReadsProcessed (engine.ProcessedReader): A-scan stacks of another type
+// than int8 store the float32 output.
+func (e *StackStorageEndpoint) ReadsProcessed() bool {
+	return e.src != srcRaw && e.store.DType() != backend.Int8
+}
+
 // ReadsStrobes (engine.StrobeReader): the strobes stack does.
 func (e *StackStorageEndpoint) ReadsStrobes() bool {
 	return e.host != nil && e.host.src.s == StreamStrobes

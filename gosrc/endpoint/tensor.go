@@ -99,6 +99,13 @@ func (e *StackTensorEndpoint) Executor() any { return e.exec }
 // ReadsRaw (engine.RawReader): the spectra endpoints.
 func (e *StackTensorEndpoint) ReadsRaw() bool { return e.src == srcRaw }
 
+// ReadsProcessed (engine.ProcessedReader): the float32 and uint16
+// A-scan volumes are made from the float32 output; int8 ones from the
+// int8 output.
+func (e *StackTensorEndpoint) ReadsProcessed() bool {
+	return e.src != srcRaw && e.dtype != backend.Int8
+}
+
 // ReadsPositions (engine.PositionReader): only a PositionFormatExecutor
 // places A-scans by the device positions.
 func (e *StackTensorEndpoint) ReadsPositions() bool {
@@ -344,6 +351,9 @@ func (e *NullEndpoint) ReadsPositions() bool { return false }
 
 // ReadsRaw (engine.RawReader): never.
 func (e *NullEndpoint) ReadsRaw() bool { return false }
+
+// ReadsProcessed (engine.ProcessedReader): never.
+func (e *NullEndpoint) ReadsProcessed() bool { return false }
 
 func (e *NullEndpoint) Close() error {
 	return e.claim.Close(func() error {

@@ -29,6 +29,44 @@ type RawReader interface {
 	ReadsRaw() bool
 }
 
+// Float32Optional is implemented by processors whose Process accepts
+// out=0 (no float32 output) when they write the int8 one: the engine
+// passes 0 when no endpoint fed by the processor reads the float32
+// A-scans (ProcessedReader), saving the post kernel 4 bytes of device
+// memory traffic per output sample and, for a remote processor, their
+// copy back.
+type Float32Optional interface {
+	Float32Optional() bool
+}
+
+// ProcessedReader is implemented by endpoints that know whether they read
+// the float32 A-scans (BlockData.Processed); an endpoint without the
+// method is assumed to.
+type ProcessedReader interface {
+	ReadsProcessed() bool
+}
+
+// float32Wanted reports, per processor, whether its float32 output must
+// be written: it cannot be skipped, or an endpoint of its formatters may
+// read it.
+func (e *Engine) float32Wanted() []bool {
+	want := make([]bool, len(e.procs))
+	for pi, p := range e.procs {
+		if o, ok := p.(Float32Optional); !ok || !o.Float32Optional() {
+			want[pi] = true
+			continue
+		}
+		for _, r := range e.routes[pi] {
+			for _, ep := range r.eps {
+				if pr, ok := ep.ep.(ProcessedReader); !ok || pr.ReadsProcessed() {
+					want[pi] = true
+				}
+			}
+		}
+	}
+	return want
+}
+
 // remoteDevice is a device of remote processors: its upload stream and
 // slot streams.
 type remoteDevice struct {
@@ -81,6 +119,7 @@ func (e *Engine) prepareDevices() error {
 		e.procDev[pi] = idx
 	}
 	e.rawOnEngine = e.needsRaw()
+	e.wantFloat = e.float32Wanted()
 	return nil
 }
 
@@ -167,11 +206,19 @@ func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
 	if err := st.WaitEvent(r.uploaded); err != nil {
 		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
 	}
-	if err := e.procs[pi].Process(slot, st, r.raw.Ptr(), b.Records, r.out.Ptr(), r.out8.Ptr()); err != nil {
+	out := r.out.Ptr()
+	if !e.wantFloat[pi] {
+		out = 0
+	}
+	if err := e.procs[pi].Process(slot, st, r.raw.Ptr(), b.Records, out, r.out8.Ptr()); err != nil {
 		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
 	}
 	m := b.Records * r.outSize
-	if err := errors.Join(st.Copy(b.processed[pi].Ptr(), r.out.Ptr(), m*4), st.Copy(b.int8s[pi].Ptr(), r.out8.Ptr(), m)); err != nil {
+	var errFloat error
+	if out != 0 {
+		errFloat = st.Copy(b.processed[pi].Ptr(), out, m*4)
+	}
+	if err := errors.Join(errFloat, st.Copy(b.int8s[pi].Ptr(), r.out8.Ptr(), m)); err != nil {
 		return fmt.Errorf("engine: block %d: processor #%d: copying its output to the engine's device: %w", b.ID, pi, err)
 	}
 	if err := st.Record(r.ready); err != nil {

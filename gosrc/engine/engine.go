@@ -148,6 +148,7 @@ type Engine struct {
 	// device, so they are uploaded there even for blocks only remote
 	// processors process.
 	rawOnEngine bool
+	wantFloat   []bool       // per processor: its float32 output is written (float32Wanted)
 	routes      [][]fmtRoute // per processor: its formatters
 	eps         []*epRoute   // by endpoint id; shared by the routes of a formatter's processors
 	endpoints   []Endpoint   // by endpoint id
@@ -405,7 +406,11 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 			}
 			continue
 		}
-		if err := p.Process(b.Slot, s, b.Outputs[i].Raw, b.Records, b.processed[i].Ptr(), b.int8s[i].Ptr()); err != nil {
+		out := b.processed[i].Ptr()
+		if !e.wantFloat[i] {
+			out = 0 // no endpoint reads it: the processor skips writing it
+		}
+		if err := p.Process(b.Slot, s, b.Outputs[i].Raw, b.Records, out, b.int8s[i].Ptr()); err != nil {
 			return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, i, err)
 		}
 	}

@@ -244,7 +244,7 @@ func errClosed(op string) error { return fmt.Errorf("%s: %w", op, backend.ErrClo
 
 // checkProcess validates the processor's state (closed, prepared) and the
 // arguments common to both processors.
-func checkProcess(op string, closed, prepared bool, c *Config, slot int, s backend.Stream, in uintptr, records int, out uintptr) error {
+func checkProcess(op string, closed, prepared bool, c *Config, slot int, s backend.Stream, in uintptr, records int, out, outInt8 uintptr) error {
 	switch {
 	case closed:
 		return errClosed(op)
@@ -258,8 +258,8 @@ func checkProcess(op string, closed, prepared bool, c *Config, slot int, s backe
 		return fmt.Errorf("%s: records=%d, expected in [0, AscansPerBlock=%d]", op, records, c.AscansPerBlock)
 	case records > 0 && in == 0:
 		return fmt.Errorf("%s: in=0 with records=%d, expected the address of the raw spectra", op, records)
-	case records > 0 && out == 0:
-		return fmt.Errorf("%s: out=0 with records=%d, expected the address of the float32 output", op, records)
+	case records > 0 && out == 0 && outInt8 == 0:
+		return fmt.Errorf("%s: out=0 and outInt8=0 with records=%d, expected the address of the float32 output, the int8 output or both", op, records)
 	}
 	return nil
 }

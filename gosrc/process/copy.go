@@ -111,7 +111,7 @@ func (p *CopyProcessor) Process(slot int, s backend.Stream, in uintptr, records 
 func (p *CopyProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, _ bool) error {
 	const op = "process: CopyProcessor.Process"
 	c := p.cfg.Load()
-	if err := checkProcess(op, p.closed.Load(), true, c, slot, s, in, records, out); err != nil {
+	if err := checkProcess(op, p.closed.Load(), true, c, slot, s, in, records, out, 1); /* the copy always writes float32 */ err != nil {
 		return err
 	}
 	hs, ok := s.(backend.HostStream)

@@ -111,6 +111,10 @@ func (p *CPUProcessor) Config() Config { return p.st.Load().cfg.clone() }
 // OutputSamples is the length of one processed record.
 func (p *CPUProcessor) OutputSamples() int { return p.st.Load().m }
 
+// Float32Optional (engine.Float32Optional): Process takes out=0 when
+// only the int8 output is wanted.
+func (p *CPUProcessor) Float32Optional() bool { return true }
+
 // InputValues is the number of uint16 values of one raw record that
 // Process reads: SamplesPerRecord x ChannelsPerSample. A caller's raw
 // buffers must hold that many per record.
@@ -244,7 +248,7 @@ func (p *CPUProcessor) Process(slot int, s backend.Stream, in uintptr, records i
 func (p *CPUProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CPUProcessor.Process"
 	st := p.st.Load()
-	if err := checkProcess(op, p.closed.Load(), st.slots != nil, &st.cfg, slot, s, in, records, out); err != nil {
+	if err := checkProcess(op, p.closed.Load(), st.slots != nil, &st.cfg, slot, s, in, records, out, outInt8); err != nil {
 		return err
 	}
 	hs, ok := s.(backend.HostStream)
@@ -255,7 +259,10 @@ func (p *CPUProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, re
 		return nil
 	}
 	raw := hostSlice[uint16](in, records*st.cfg.SamplesPerRecord*st.cfg.Channels())
-	dst := hostSlice[float32](out, records*st.m)
+	var dst []float32 // nil when no float32 output is wanted (engine.Float32Optional)
+	if out != 0 {
+		dst = hostSlice[float32](out, records*st.m)
+	}
 	var dst8 []int8
 	if outInt8 != 0 {
 		dst8 = hostSlice[int8](outInt8, records*st.m)
@@ -338,7 +345,10 @@ func (p *cpuState) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []floa
 			}
 			x = sc.res
 		}
-		out := dst[r*m : (r+1)*m]
+		var out []float32
+		if dst != nil {
+			out = dst[r*m : (r+1)*m]
+		}
 		var out8 []int8
 		if dst8 != nil {
 			out8 = dst8[r*m : (r+1)*m]
@@ -347,7 +357,9 @@ func (p *cpuState) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []floa
 			// Step 5 straight from the real spectrum.
 			for j, v := range x[:m] {
 				y := p.post.value(float64(v), 0)
-				out[j] = float32(y)
+				if out != nil {
+					out[j] = float32(y)
+				}
 				if out8 != nil {
 					out8[j] = p.post.level(y)
 				}
@@ -375,7 +387,9 @@ func (p *cpuState) chunk(sc *cpuScratch, avg []float32, raw []uint16, dst []floa
 		// Step 5.
 		for j, c := range sc.cx {
 			y := p.post.value(real(c), imag(c))
-			out[j] = float32(y)
+			if out != nil {
+				out[j] = float32(y)
+			}
 			if out8 != nil {
 				out8[j] = p.post.level(y)
 			}

@@ -377,7 +377,7 @@ func TestCPUProcessorErrors(t *testing.T) {
 		{"stream", func() error { return p.Process(0, nil, h.in.Ptr(), 8, h.out.Ptr(), 0) }, "s=nil, expected a stream"},
 		{"records", func() error { return p.Process(0, h.s, h.in.Ptr(), 9, h.out.Ptr(), 0) }, "records=9, expected in [0, AscansPerBlock=8]"},
 		{"in", func() error { return p.Process(0, h.s, 0, 8, h.out.Ptr(), 0) }, "in=0 with records=8"},
-		{"out", func() error { return p.Process(0, h.s, h.in.Ptr(), 8, 0, 0) }, "out=0 with records=8"},
+		{"out", func() error { return p.Process(0, h.s, h.in.Ptr(), 8, 0, 0) }, "out=0 and outInt8=0 with records=8"},
 		{"not-host", func() error { return p.Process(0, notHost{h.s}, h.in.Ptr(), 8, h.out.Ptr(), 0) }, "expected a CPU stream (backend.HostStream)"},
 	}
 	for _, tc := range tests {
@@ -593,5 +593,41 @@ func TestCPUProcessorChangeWhileProcessing(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
+	}
+}
+
+// TestCPUProcessorInt8Only: with out=0 (the engine's Float32Optional, no
+// endpoint reads float32) the int8 output is the one written beside the
+// float32 output, for both step-5 paths (complex and real spectra).
+func TestCPUProcessorInt8Only(t *testing.T) {
+	tests := []struct {
+		name string
+		ifft bool
+	}{{"with the FFT", true}, {"without", false}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := smallConfig(64, 16)
+			c.EnableIFFT = tc.ifft
+			c.Levels = [2]float32{-10, 60}
+			raw := randomRaw(rand.New(rand.NewPCG(21, 22)), 64*16, false)
+			run := func(float bool) []int8 {
+				p, err := NewCPUProcessor(c)
+				require.NoError(t, err)
+				require.NoError(t, p.Prepare())
+				defer p.Close()
+				h := newHostBuffers(t, 64, 64, 16)
+				copy(h.raw, raw)
+				out := h.out.Ptr()
+				if !float {
+					out = 0
+				}
+				require.NoError(t, p.Process(0, h.s, h.in.Ptr(), 16, out, h.out8.Ptr()))
+				return append([]int8(nil), h.result8...)
+			}
+			require.True(t, (&CPUProcessor{}).Float32Optional())
+			both, only := run(true), run(false)
+			require.Equal(t, both, only)
+			require.NotEqual(t, make([]int8, len(both)), both, "the int8 output was written")
+		})
 	}
 }

@@ -136,6 +136,10 @@ func (p *CUDAProcessor) OutputSamples() int { return p.state().m }
 // Device is the GPU the processor runs on (engine.DeviceProcessor).
 func (p *CUDAProcessor) Device() backend.Device { return p.dev }
 
+// Float32Optional (engine.Float32Optional): Process takes out=0 when
+// only the int8 output is wanted, and the post kernel then writes none.
+func (p *CUDAProcessor) Float32Optional() bool { return true }
+
 // InputValues is the number of uint16 values of one raw record that
 // Process reads: SamplesPerRecord x ChannelsPerSample. A caller's raw
 // buffers must hold that many per record.
@@ -386,7 +390,7 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 	p.swap.RLock()
 	defer p.swap.RUnlock()
 	st := p.st
-	if err := checkProcess(op, p.closed.Load(), st.slots != nil, &st.cfg, slot, s, in, records, out); err != nil {
+	if err := checkProcess(op, p.closed.Load(), st.slots != nil, &st.cfg, slot, s, in, records, out, outInt8); err != nil {
 		return err
 	}
 	cs, ok := s.(*cuda.Stream)

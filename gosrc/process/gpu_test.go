@@ -464,3 +464,43 @@ func TestCUDAChangeMatchesCPU(t *testing.T) {
 		})
 	}
 }
+
+// TestCUDAInt8Only: with out=0 (the engine's Float32Optional) the post
+// kernel writes only the int8 output, equal to the one written beside the
+// float32 output, and leaves no float32 anywhere.
+func TestCUDAInt8Only(t *testing.T) {
+	dev := gpuDevice(t)
+	c := smallConfig(1376, 64)
+	c.Levels = [2]float32{0, 60}
+	raw := randomRaw(rand.New(rand.NewPCG(31, 32)), 1376*64, false)
+	_, want := gpuBlocks(t, dev, c, raw, []int{64})
+	p, err := NewCUDAProcessor(dev, c)
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	defer func() { require.NoError(t, p.Close()) }()
+	require.True(t, p.Float32Optional())
+	m := p.OutputSamples()
+	s, err := dev.CreateStream(0)
+	require.NoError(t, err)
+	defer s.Close()
+	in, err := dev.Malloc(len(raw) * 2)
+	require.NoError(t, err)
+	defer in.Free()
+	out8, err := dev.Malloc(64 * m)
+	require.NoError(t, err)
+	defer out8.Free()
+	host, err := dev.MallocHost(len(raw) * 2)
+	require.NoError(t, err)
+	defer host.Free()
+	copy(hostSlice[uint16](host.Ptr(), len(raw)), raw)
+	require.NoError(t, s.CopyHtoD(in.Ptr(), host.Ptr(), len(raw)*2))
+	require.NoError(t, p.Process(0, s, in.Ptr(), 64, 0, out8.Ptr()))
+	got := make([]int8, 64*m)
+	hostOut, err := dev.MallocHost(64 * m)
+	require.NoError(t, err)
+	defer hostOut.Free()
+	require.NoError(t, s.CopyDtoH(hostOut.Ptr(), out8.Ptr(), 64*m))
+	require.NoError(t, s.Synchronize())
+	copy(got, hostSlice[int8](hostOut.Ptr(), 64*m))
+	require.Equal(t, want, got)
+}

@@ -456,6 +456,12 @@ func (e *BlockEndpoint) ReadsPositions() bool { return false }
 // ReadsRaw (engine.RawReader): the spectra streams.
 func (e *BlockEndpoint) ReadsRaw() bool { return e.src == SourceSpectra }
 
+// ReadsProcessed (engine.ProcessedReader): the A-scan streams of another
+// type than int8.
+func (e *BlockEndpoint) ReadsProcessed() bool {
+	return e.src == SourceAscans && (e.stream == nil || e.stream.DTypeName() != "int8")
+}
+
 // ReadsStrobes (engine.StrobeReader): the strobes stream does, and a dump
 // of it (the source is resolved at Prepare, before the engine asks).
 func (e *BlockEndpoint) ReadsStrobes() bool { return e.source == StreamStrobes }
