@@ -406,11 +406,15 @@ func (e *StackStorageEndpoint) Written() int {
 func (e *StackStorageEndpoint) ReadsPositions() bool { return false }
 
 // ReadsRaw (engine.RawReader): the spectra stacks.
-func (e *StackStorageEndpoint) ReadsRaw() bool { return e.src == srcRaw }
+func (e *StackStorageEndpoint) ReadsRaw() bool { return e.host == nil && e.src == srcRaw }
 
 // ReadsProcessed (engine.ProcessedReader): A-scan stacks of another type
-// than int8 store the float32 output.
+// than int8 store the float32 output; the stream stacks (host) store the
+// block's streams, never it.
 func (e *StackStorageEndpoint) ReadsProcessed() bool {
+	if e.host != nil || e.store == nil {
+		return false
+	}
 	return e.src != srcRaw && e.store.DType() != backend.Int8
 }
 

@@ -316,3 +316,40 @@ func TestStreamHostTensor(t *testing.T) {
 	_, err = NewWithExecutor("counter_stack_host", "float64", ex, []int{3, 4, 1})
 	require.ErrorContains(t, err, `expected "uint64"`)
 }
+
+// TestEndpointsSayWhatTheyRead: the engine asks every endpoint which of the
+// block's device data it reads (engine.RawReader, ProcessedReader,
+// PositionReader) to skip uploads and outputs nobody reads; a stream stack
+// (host streams, no device volume) answers without touching a storage it
+// does not have.
+func TestEndpointsSayWhatTheyRead(t *testing.T) {
+	f := &fakeStack{shape: [4]int{3, 4, 1, 1}, dtype: "uint64", open: true}
+	streams, err := NewStreamStackEndpoint(StreamCounter, f, BufferVolume)
+	require.NoError(t, err)
+	i8, err := NewStackDeviceTensorEndpoint(backend.Int8)
+	require.NoError(t, err)
+	f32, err := NewStackDeviceTensorEndpoint(backend.Float32)
+	require.NoError(t, err)
+	spectra, err := NewSpectraStackDeviceTensorEndpoint()
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		ep   interface {
+			ReadsRaw() bool
+			ReadsProcessed() bool
+		}
+		raw, processed bool
+	}{
+		{"stream stack", streams, false, false},
+		{"int8 volume", i8, false, false},
+		{"float32 volume", f32, false, true},
+		{"spectra volume", spectra, true, false},
+		{"null", NewNullEndpoint(), false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.raw, tc.ep.ReadsRaw())
+			require.Equal(t, tc.processed, tc.ep.ReadsProcessed())
+		})
+	}
+}
