@@ -27,20 +27,9 @@ func gpuClockBlock(t *testing.T, dev *cuda.Device, c Config, raw []uint16, recor
 	require.NoError(t, err)
 	defer s.Close()
 	n, nraw := c.SamplesPerRecord, c.SamplesPerRecord*c.Channels()
-	buf := func(size int, pinned bool) *cuda.Buffer {
-		var b *cuda.Buffer
-		if pinned {
-			b, err = dev.MallocHost(size)
-		} else {
-			b, err = dev.Malloc(size)
-		}
-		require.NoError(t, err)
-		t.Cleanup(func() { b.Free() })
-		return b
-	}
-	hIn, dIn := buf(records*nraw*2, true), buf(records*nraw*2, false)
-	hOut, dOut := buf(records*n*4, true), buf(records*n*4, false)
-	hPhase, hMax := buf(records*n*4, true), buf(records*4, true)
+	hIn, dIn := gpuBuffer(t, dev, records*nraw*2, true), gpuBuffer(t, dev, records*nraw*2, false)
+	hOut, dOut := gpuBuffer(t, dev, records*n*4, true), gpuBuffer(t, dev, records*n*4, false)
+	hPhase, hMax := gpuBuffer(t, dev, records*n*4, true), gpuBuffer(t, dev, records*4, true)
 	copy(hostSlice[uint16](hIn.Ptr(), records*nraw), raw[:records*nraw])
 	require.NoError(t, s.CopyHtoD(dIn.Ptr(), hIn.Ptr(), records*nraw*2))
 	require.NoError(t, p.Process(0, s, dIn.Ptr(), records, dOut.Ptr(), 0))

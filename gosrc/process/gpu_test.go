@@ -21,6 +21,22 @@ func gpuDevice(t testing.TB) *cuda.Device {
 	return dev
 }
 
+// gpuBuffer allocates size bytes of device memory, or pinned host memory
+// when pinned, freed when the test ends.
+func gpuBuffer(t testing.TB, dev *cuda.Device, size int, pinned bool) *cuda.Buffer {
+	t.Helper()
+	var b *cuda.Buffer
+	var err error
+	if pinned {
+		b, err = dev.MallocHost(size)
+	} else {
+		b, err = dev.Malloc(size)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Free() })
+	return b
+}
+
 // gpuBlocks processes consecutive blocks of raw (records x N x channels)
 // on the device, block k on slot k%Slots and on that slot's own stream, so
 // consecutive blocks run on different streams and the rolling average's
@@ -39,24 +55,12 @@ func gpuBlocks(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks []
 		require.NoError(t, err)
 		defer streams[i].Close()
 	}
-	alloc := func(size int, pinned bool) *cuda.Buffer {
-		var b *cuda.Buffer
-		var err error
-		if pinned {
-			b, err = dev.MallocHost(size)
-		} else {
-			b, err = dev.Malloc(size)
-		}
-		require.NoError(t, err)
-		t.Cleanup(func() { b.Free() })
-		return b
-	}
 	total := 0
 	for _, b := range blocks {
 		total += b
 	}
-	hIn, hOut, hOut8 := alloc(total*nraw*2, true), alloc(total*m*4, true), alloc(total*m, true)
-	dIn, dOut, dOut8 := alloc(total*nraw*2, false), alloc(total*m*4, false), alloc(total*m, false)
+	hIn, hOut, hOut8 := gpuBuffer(t, dev, total*nraw*2, true), gpuBuffer(t, dev, total*m*4, true), gpuBuffer(t, dev, total*m, true)
+	dIn, dOut, dOut8 := gpuBuffer(t, dev, total*nraw*2, false), gpuBuffer(t, dev, total*m*4, false), gpuBuffer(t, dev, total*m, false)
 	copy(hostSlice[uint16](hIn.Ptr(), total*nraw), raw)
 	s0 := streams[0]
 	require.NoError(t, s0.CopyHtoD(dIn.Ptr(), hIn.Ptr(), total*nraw*2))
@@ -434,20 +438,9 @@ func TestCUDAChangeMatchesCPU(t *testing.T) {
 				require.NoError(t, err)
 				defer streams[i].Close()
 			}
-			buf := func(size int, pinned bool) *cuda.Buffer {
-				var b *cuda.Buffer
-				if pinned {
-					b, err = dev.MallocHost(size)
-				} else {
-					b, err = dev.Malloc(size)
-				}
-				require.NoError(t, err)
-				t.Cleanup(func() { b.Free() })
-				return b
-			}
-			hIn, dIn := buf(len(raw)*2, true), buf(len(raw)*2, false)
-			hA, dA := buf(R*n*4, true), buf(R*n*4, false)
-			hB, dB, hB8, dB8 := buf(R*m*4, true), buf(R*m*4, false), buf(R*m, true), buf(R*m, false)
+			hIn, dIn := gpuBuffer(t, dev, len(raw)*2, true), gpuBuffer(t, dev, len(raw)*2, false)
+			hA, dA := gpuBuffer(t, dev, R*n*4, true), gpuBuffer(t, dev, R*n*4, false)
+			hB, dB, hB8, dB8 := gpuBuffer(t, dev, R*m*4, true), gpuBuffer(t, dev, R*m*4, false), gpuBuffer(t, dev, R*m, true), gpuBuffer(t, dev, R*m, false)
 			copy(hostSlice[uint16](hIn.Ptr(), len(raw)), raw)
 			require.NoError(t, streams[0].CopyHtoD(dIn.Ptr(), hIn.Ptr(), len(raw)*2))
 			require.NoError(t, gp.Process(0, streams[0], dIn.Ptr(), R, dA.Ptr(), 0))
@@ -483,22 +476,12 @@ func TestCUDAInt8Only(t *testing.T) {
 	s, err := dev.CreateStream(0)
 	require.NoError(t, err)
 	defer s.Close()
-	in, err := dev.Malloc(len(raw) * 2)
-	require.NoError(t, err)
-	defer in.Free()
-	out8, err := dev.Malloc(64 * m)
-	require.NoError(t, err)
-	defer out8.Free()
-	host, err := dev.MallocHost(len(raw) * 2)
-	require.NoError(t, err)
-	defer host.Free()
+	in, out8 := gpuBuffer(t, dev, len(raw)*2, false), gpuBuffer(t, dev, 64*m, false)
+	host, hostOut := gpuBuffer(t, dev, len(raw)*2, true), gpuBuffer(t, dev, 64*m, true)
 	copy(hostSlice[uint16](host.Ptr(), len(raw)), raw)
 	require.NoError(t, s.CopyHtoD(in.Ptr(), host.Ptr(), len(raw)*2))
 	require.NoError(t, p.Process(0, s, in.Ptr(), 64, 0, out8.Ptr()))
 	got := make([]int8, 64*m)
-	hostOut, err := dev.MallocHost(64 * m)
-	require.NoError(t, err)
-	defer hostOut.Free()
 	require.NoError(t, s.CopyDtoH(hostOut.Ptr(), out8.Ptr(), 64*m))
 	require.NoError(t, s.Synchronize())
 	copy(got, hostSlice[int8](hostOut.Ptr(), 64*m))
