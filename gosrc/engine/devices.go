@@ -58,9 +58,7 @@ func (e *Engine) float32Wanted() []bool {
 		}
 		for _, r := range e.routes[pi] {
 			for _, ep := range r.eps {
-				if pr, ok := ep.ep.(ProcessedReader); !ok || pr.ReadsProcessed() {
-					want[pi] = true
-				}
+				want[pi] = want[pi] || mayRead([]Endpoint{ep.ep}, ProcessedReader.ReadsProcessed)
 			}
 		}
 	}
@@ -125,14 +123,7 @@ func (e *Engine) prepareDevices() error {
 
 // needsRaw reports whether some endpoint may read the raw spectra on the
 // engine's device.
-func (e *Engine) needsRaw() bool {
-	for _, ep := range e.endpoints {
-		if r, ok := ep.(RawReader); !ok || r.ReadsRaw() {
-			return true
-		}
-	}
-	return false
-}
+func (e *Engine) needsRaw() bool { return mayRead(e.endpoints, RawReader.ReadsRaw) }
 
 // newRemoteBufs allocates block b's buffers of the remote processors.
 func (e *Engine) newRemoteBufs(b *Block, records int, outSamples []int) error {

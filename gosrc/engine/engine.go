@@ -892,8 +892,16 @@ type PositionReader interface {
 // needsPositions reports whether some endpoint may read the positions on
 // the device: only then do they travel with each block.
 func (e *Engine) needsPositions() bool {
-	for _, ep := range e.endpoints {
-		if r, ok := ep.(PositionReader); !ok || r.ReadsPositions() {
+	return mayRead(e.endpoints, PositionReader.ReadsPositions)
+}
+
+// mayRead reports whether some endpoint of eps may read what reads asks
+// about (PositionReader, RawReader, ProcessedReader): an endpoint that
+// does not implement R is assumed to, so the engine only skips work every
+// endpoint said it does not need.
+func mayRead[R any](eps []Endpoint, reads func(R) bool) bool {
+	for _, ep := range eps {
+		if r, ok := ep.(R); !ok || reads(r) {
 			return true
 		}
 	}

@@ -98,19 +98,26 @@ func (e *Engine) Start() error {
 	if e.state != statePrepared && e.state != stateFinished {
 		return fmt.Errorf("engine.Start: engine is %s, expected prepared or a finished session (call Prepare once, then Start ... Stop any number of times)", e.stateName())
 	}
+	s := e.newSession()
+	// A Start that fails releases the claims and leaves the engine as
+	// after a session, so that the next Start claims the stages again: a
+	// stage closed in between is then refused, never used.
+	abort := func(err error) error {
+		_ = s.prof.close() // the start's error is the one to report
+		e.dropClaims()
+		e.state = stateFinished
+		return fmt.Errorf("engine.Start: %w", err)
+	}
 	if e.state == stateFinished {
 		// The previous session dropped its claims when it ended, so its
 		// stages could be closed since: claim them again, or refuse.
 		if err := e.takeClaims(); err != nil {
-			e.dropClaims()
-			return fmt.Errorf("engine.Start: %w", err)
+			return abort(err)
 		}
 	}
-	s := e.newSession()
 	prof, err := openProfiler(e.profilePath())
 	if err != nil {
-		e.dropClaims()
-		return fmt.Errorf("engine.Start: %w", err)
+		return abort(err)
 	}
 	s.prof = prof
 	e.resetCounters()
@@ -120,9 +127,7 @@ func (e *Engine) Start() error {
 		ep.pendingAck = 0
 	}
 	if err := e.startGenerate(); err != nil {
-		s.prof.close()
-		e.dropClaims()
-		return fmt.Errorf("engine.Start: %w", err)
+		return abort(err)
 	}
 	for _, ep := range e.endpoints {
 		if se, ok := ep.(SessionEndpoint); ok {
@@ -136,15 +141,11 @@ func (e *Engine) Start() error {
 	if err := e.startAcquisitions(); err != nil {
 		// The session never ran: end it as one that exited at once, so
 		// a dispatcher already waiting gets its events and EventDone.
-		err = fmt.Errorf("engine.Start: %w", err)
 		e.lifecycle(s, EngineError, err)
 		e.lifecycle(s, EngineExit, nil)
 		s.events.close()
 		close(s.done)
-		s.prof.close()
-		e.dropClaims()
-		e.state = stateFinished
-		return err
+		return abort(err)
 	}
 	e.startMono.Store(s.startMono)
 	// Only a run that started waits for an empty callback: its finish

@@ -275,3 +275,22 @@ func TestProfilerLog(t *testing.T) {
 	}
 	require.Zero(t, e.Status().ProfilerDropped)
 }
+
+// TestFailedStartReleasesAndReclaims: a Start that fails (here the
+// profiler log cannot be created) releases the stages like the end of a
+// session; one closed before the next Start is refused by that Start,
+// never used after its close.
+func TestFailedStartReleasesAndReclaims(t *testing.T) {
+	ep := endpoint.NewNullEndpoint()
+	r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 1}, ep)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	e.SetProfilerLog(filepath.Join(file, "profile.bin"))
+	require.ErrorContains(t, e.Start(), "profiler log")
+	require.False(t, e.Status().Running)
+	require.NoError(t, ep.Close(), "released by the failed Start")
+	e.SetProfilerLog("")
+	require.ErrorIs(t, e.Start(), backend.ErrClosed, "the next Start claims again and refuses the closed endpoint")
+}
