@@ -334,3 +334,17 @@ def test_many_sessions_keep_threads_flat():
         queue_volumes(eng, A, B, 1)
     assert threading.active_count() <= before
     eng.close()
+
+
+def test_formatter_reset_while_running_is_safe():
+    """vortex allows reset() at any time; here the planner's lock makes each reset whole
+    beside the engine's format goroutine: no crash, the session ends cleanly."""
+    rig = make_rig([NullEndpoint()], volumes=0, scan_volumes=0)
+    eng = new_engine(rig)
+    eng.prepare()
+    eng.start()
+    wait_volumes(eng, 1)
+    for _ in range(200):
+        rig.fmt.reset()
+    eng.stop()
+    assert eng.status().error == ""
