@@ -741,3 +741,79 @@ func TestEventMask(t *testing.T) {
 		})
 	}
 }
+
+// TestStopKeepsCallbackSyncDeliveries: a plain stop still formats the
+// blocks already acquired, so an endpoint with callback sync keeps waiting
+// for a slow consumer instead of dropping the block it waited with: every
+// volume the engine counts gets its volume event and no block is dropped.
+// An interrupt gives up the waits (blocks may be dropped) and never hangs.
+func TestStopKeepsCallbackSyncDeliveries(t *testing.T) {
+	tests := []struct {
+		name      string
+		interrupt bool
+	}{
+		{"stop", false},
+		{"interrupt", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Int8)
+			require.NoError(t, err)
+			closeEndpoint(t, ep)
+			scan := raster{AscansPerBscan: 5, BscansPerVolume: 2} // one volume per 2 blocks, looping
+			r := newRig(t, 8, scan, ep)
+			e := r.engine(t)
+			require.NoError(t, e.Prepare())
+			require.NoError(t, e.SetCallbackSync(0, true))
+			// A consumer that takes 2 ms per batch holding a volume event:
+			// the format stage waits at every volume boundary.
+			var (
+				mu   sync.Mutex
+				evs  []engine.Event
+				done = make(chan struct{})
+			)
+			go func() {
+				defer close(done)
+				for {
+					batch := e.NextEvents(64, 50*time.Millisecond)
+					mu.Lock()
+					evs = append(evs, batch...)
+					mu.Unlock()
+					for _, ev := range batch {
+						if ev.Kind == engine.EventDone {
+							return
+						}
+						if ev.Kind == engine.EventVolume {
+							time.Sleep(2 * time.Millisecond)
+						}
+					}
+				}
+			}()
+			require.NoError(t, e.Start())
+			require.Eventually(t, func() bool { return e.Status().Volumes >= 4 }, 10*time.Second, time.Millisecond)
+			stopped := make(chan error, 1)
+			go func() {
+				e.Shutdown(tc.interrupt)
+				stopped <- e.Stop()
+			}()
+			select {
+			case err := <-stopped:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("stop hung")
+			}
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no EventDone within 10 s")
+			}
+			st := e.Status()
+			mu.Lock()
+			defer mu.Unlock()
+			if !tc.interrupt {
+				require.Zero(t, st.BlocksDropped, "a plain stop drops no block")
+				require.EqualValues(t, st.Volumes, count(evs, engine.EventVolume, 0), "one volume event per counted volume")
+			}
+		})
+	}
+}
