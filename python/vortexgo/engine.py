@@ -754,6 +754,7 @@ class Engine:
         self._finalizer: Optional[weakref.finalize] = None
         self._latency: Optional[list[int]] = None  # off unless record_callback_latency() was called
         self._latency_cap = 0
+        self._latency_base = 0  # StartMonotonicNs of the session the dispatcher records
         self._started = False
         self._prepared = False
         self._closed = False
@@ -1229,17 +1230,19 @@ class Engine:
         except BaseException as exc:
             self._handler_exited("ScanQueue.empty_callback" if empty else "a ScanQueue callback", exc)
 
-    def _aggregate(self, ep: _Endpoint, kind: int, row: list, aggregate: Any, block: Any) -> None:
+    def _aggregate(self, ep: _Endpoint, kind: int, segment: int) -> None:
         """vortex's aggregated segment callbacks, around the events of one endpoint: segments
         gather per volume and per block; a volume event first hands its volume's segments to
         ``aggregate_segment_callback``, the block's update event (its last) the open volume's,
         then all of the block's to ``block_segment_callback``."""
         volume, blk = ep._agg_volume, ep._agg_block
-        calls = []
+        aggregate, block = ep.aggregate_segment_callback, ep.block_segment_callback
         if kind == _SEGMENT:
-            volume.append(row[5])
-            blk.append(row[5])
-        elif kind == _VOLUME or kind == _UPDATE:
+            volume.append(segment)
+            blk.append(segment)
+            return
+        calls = []
+        if kind == _VOLUME or kind == _UPDATE:
             if volume and aggregate is not None:
                 calls.append(("aggregate_segment_callback", aggregate, list(volume)))
             volume.clear()
@@ -1260,64 +1263,92 @@ class Engine:
         h = self._h
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
         ptr = buf.ctypes.data
-        eps = self._endpoints
-        lat, lat_cap = self._latency, self._latency_cap
-        if lat is not None:
-            mono, base = time.monotonic_ns, int(h.StartMonotonicNs())
+        # One flat int64 view of the records: the loop reads each field it
+        # needs straight from the buffer (docs/design.md, "Dispatch latency").
+        records = memoryview(buf).cast("B").cast("q")
+        if self._latency is not None:
+            self._latency_base = int(h.StartMonotonicNs())
         while True:
             try:
                 n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
             except RuntimeError as exc:  # pragma: no cover - the engine was closed under us
                 self.logger.error("vortexgo: the event queue failed: %s", exc)
                 return
-            # Handlers are read once per batch (callbacks may be swapped while
-            # the engine runs; a batch sees one set), then looked up by kind.
-            table = [(ep.update_callback, ep.segment_callback, ep.volume_callback, ep.scan_callback, None, None,
-                      ep.event_callback) for ep in eps]
-            agg = [(ep.aggregate_segment_callback, ep.block_segment_callback) for ep in eps]
-            for row in buf[:n].tolist():
-                kind = row[0]
-                if self._fatal is not None and kind != _DONE:
-                    continue  # stopping after a handler's BaseException: drain only
-                if kind in (_QUEUE, _QUEUE_EMPTY):
-                    self._queue_event(kind == _QUEUE_EMPTY)
-                    continue
-                if kind == _ENGINE:
-                    ev = EngineEvent(row[3])
-                    if ev == EngineEvent.Exit and self._fatal is None:
-                        self._queue_event(False)  # the last block's Finish
-                    # row[2] says the event carries the session's error.
-                    self._engine_event(ev, self._session_error() if row[2] else None)
-                    continue
-                if kind == _JOB:
-                    self._job(row)
-                    continue
-                if kind == _DONE:
-                    return
-                if kind in (_SEGMENT, _VOLUME, _UPDATE) and (agg[row[1]][0] or agg[row[1]][1]):
-                    self._aggregate(eps[row[1]], kind, row, *agg[row[1]])
-                cb = table[row[1]][kind]
+            if n and self._run_batch(records, n):
+                return
+
+    def _run_batch(self, ev: memoryview, n: int) -> bool:
+        """Run the handlers of the first ``n`` event records of ``ev`` (``_FIELDS`` int64s each);
+        True after the done event.
+
+        The hot path allocates no container per event: fields are read from the buffer (ints,
+        which the cyclic GC does not track), handlers are called with their arguments spelled
+        out (no slice, no argument tuple) and read from the endpoint when their event runs (a
+        handler replaced while the engine runs takes effect from its next event), so a stream of
+        events never triggers a collection in the dispatcher.
+        """
+        eps = self._endpoints
+        lat = self._latency
+        for o in range(0, n * _FIELDS, _FIELDS):
+            kind = ev[o]
+            if self._fatal is not None and kind != _DONE:
+                continue  # stopping after a handler's BaseException: drain only
+            if kind <= _SCAN or kind == _EVENT:
+                ep = eps[ev[o + 1]]
+                if kind != _SCAN and kind != _EVENT and (ep.aggregate_segment_callback is not None
+                                                         or ep.block_segment_callback is not None):
+                    self._aggregate(ep, kind, ev[o + 5])
+                if kind == _SEGMENT:
+                    cb = ep.segment_callback
+                elif kind == _UPDATE:
+                    cb = ep.update_callback
+                elif kind == _VOLUME:
+                    cb = ep.volume_callback
+                elif kind == _SCAN:
+                    cb = ep.scan_callback
+                else:
+                    cb = ep.event_callback
                 if cb is None:
                     continue
-                if lat is not None and len(lat) < lat_cap:
-                    lat.append(mono() - base - row[6])
+                if lat is not None and len(lat) < self._latency_cap:
+                    lat.append(time.monotonic_ns() - self._latency_base - ev[o + 6])
                 try:
-                    cb(*row[2:_ARGS_END[kind]])
+                    if kind == _SEGMENT:
+                        cb(ev[o + 2], ev[o + 3], ev[o + 4], ev[o + 5])
+                    elif kind == _UPDATE:
+                        cb()
+                    elif kind == _VOLUME:
+                        cb(ev[o + 2], ev[o + 3], ev[o + 4])
+                    else:  # scan (sample, scan_idx), event (sample, id: it travels in scan_idx)
+                        cb(ev[o + 2], ev[o + 3])
                 except Exception as exc:
-                    self._callback_failed(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
+                    self._callback_failed(f"{type(ep).__name__}.{_CB_NAMES[kind]}", exc)
                 except BaseException as exc:
-                    self._handler_exited(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
+                    self._handler_exited(f"{type(ep).__name__}.{_CB_NAMES[kind]}", exc)
+            elif kind == _QUEUE or kind == _QUEUE_EMPTY:
+                self._queue_event(kind == _QUEUE_EMPTY)
+            elif kind == _ENGINE:
+                event = EngineEvent(ev[o + 3])
+                if event == EngineEvent.Exit and self._fatal is None:
+                    self._queue_event(False)  # the last block's Finish
+                # The sample field says the event carries the session's error.
+                self._engine_event(event, self._session_error() if ev[o + 2] else None)
+            elif kind == _JOB:
+                self._job(ev[o:o + _FIELDS].tolist())
+            elif kind == _DONE:
+                return True
+        return False
 
 
 #: vortex's name: ``Engine.Event.Exit`` and so on.
 Engine.Event = EngineEvent
 
-# Per kind, the end of its arguments in an event row (kind, endpoint, sample,
-# scan_idx, volume_idx, bscan_idx, timestamp): update (), segment (sample,
-# scan_idx, volume_idx, bscan_idx), volume (sample, scan_idx, volume_idx),
-# scan (sample, scan_idx), event (sample, id: the id travels in scan_idx).
-# vortex's meanings: scan_idx is the scan's sequence number, volume_idx the
-# volume's index in its scan, bscan_idx the segment's index in the volume.
-_ARGS_END = (2, 6, 5, 4, 0, 0, 4)
+# An event record's fields (kind, endpoint, sample, scan_idx, volume_idx,
+# bscan_idx, timestamp, then a job's times) and each handler's arguments
+# (_run_batch): update (), segment (sample, scan_idx, volume_idx, bscan_idx),
+# volume (sample, scan_idx, volume_idx), scan (sample, scan_idx), event
+# (sample, id: the id travels in scan_idx). vortex's meanings: scan_idx is the
+# scan's sequence number, volume_idx the volume's index in its scan, bscan_idx
+# the segment's index in the volume.
 _CB_NAMES = {_UPDATE: "update_callback", _SEGMENT: "segment_callback", _VOLUME: "volume_callback",
              _SCAN: "scan_callback", _EVENT: "event_callback"}
