@@ -6,9 +6,10 @@ Variants (``--variants``, comma-separated, each ``DISPATCHER:SPIN``):
 
 - DISPATCHER ``new`` (the engine's ``_dispatch``), ``old`` (the dispatcher before issue
   10's change, kept below: a list per event through ``tolist``, a handler table per batch,
-  a slice and an argument tuple per call) or ``instr`` (the old loop, instrumented: the
-  split of each segment event's latency into time in Go (queue, wake-up, GIL) and time
-  in Python before its handler, and every cyclic-GC collection, through gc.callbacks);
+  a slice and an argument tuple per call) or ``instr`` (the new loop, instrumented: each
+  segment event's latency split into waiting for a busy dispatcher, time in Go (spin or
+  wake-up, cgo return, GIL) and time in Python before its handler; see `analyse`);
+- every run counts the cyclic-GC collections on the dispatcher thread (gc.callbacks);
 - SPIN ``adaptive`` (the default), ``200us``, ``5ms``, or ``cost``: the per-event CPU
   cost run (engine unthrottled, no spin: events queue faster than they are handled).
 
@@ -120,38 +121,32 @@ def _old_dispatch(self) -> None:
                 self._handler_exited(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
 
 
-# --- instrumented copy of the old loop (segment events only) ----------------------
+# --- the new dispatcher, instrumented ----------------------------------------------
 
 
 def instrumented_dispatch(rec: dict):
-    """The old loop for endpoint events, recording per segment event the Go timestamp,
-    the return of NextEventsInto and the handler's start, its index in the batch and the
-    batch size."""
+    """The engine's dispatcher loop, recording per batch when it entered NextEventsInto,
+    when that returned, and the Go timestamps of its segment events (read after the batch
+    ran, so the handlers run as in the plain loop). With the latency recorder's handler
+    starts (ts + latency, in callback order) this splits each segment event's latency."""
 
     def _dispatch(self: Any) -> None:
         h = self._h
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
         ptr = buf.ctypes.data
-        eps = self._endpoints
-        mono, base = time.monotonic_ns, int(h.StartMonotonicNs())
-        out = rec["rows"]
+        records = memoryview(buf).cast("B").cast("q")
+        self._latency_base = int(h.StartMonotonicNs())
+        mono = time.monotonic_ns
+        out = rec["batches"]
         while True:
+            t_call = mono()
             n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
             t_ret = mono()
-            table = [(ep.update_callback, ep.segment_callback, ep.volume_callback, ep.scan_callback, None, None,
-                      ep.event_callback) for ep in eps]
-            for i, row in enumerate(buf[:n].tolist()):
-                kind = row[0]
-                if kind == _DONE:
-                    return
-                if kind > 6 or row[1] < 0:
-                    continue
-                cb = table[row[1]][kind]
-                if cb is None:
-                    continue
-                if kind == _SEGMENT:
-                    out.append((row[6] + base, t_ret, mono(), i, n))
-                cb(*row[2:_ARGS_END[kind]])
+            if n and self._run_batch(records, n):
+                return
+            seg = buf[:n, 6][buf[:n, 0] == _SEGMENT]
+            if seg.size:
+                out.append((t_call, t_ret, seg + self._latency_base))
 
     return _dispatch
 
@@ -162,7 +157,7 @@ SPINS = {"adaptive": None, "200us": 200e-6, "5ms": 5e-3, "cost": 0.0}
 
 def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: str) -> dict:
     """One engine run with dispatcher `disp`; its latencies (or cost), GC collections."""
-    rec: dict = {"rows": [], "gc": []}
+    rec: dict = {"batches": [], "gc": []}
     gc_start: dict = {}
     dispatcher_thread = []
 
@@ -233,24 +228,35 @@ def summary(lat_us: np.ndarray) -> str:
             f"p99={np.percentile(lat_us, 99):7.1f} max={lat_us.max():8.1f}")
 
 
-def analyse(rec: dict) -> None:
-    """The instrumented run's split, and the GC collections against the p99 outliers."""
-    rows = np.array(rec["rows"], np.int64)
-    rows = rows[len(rows) // 10:]
-    if rows.size == 0:
-        return
-    ts, ret, hs, idx, n = rows.T
-    total = (hs - ts) / 1e3
-    print("    in Go      ", summary((ret - ts) / 1e3))
-    print("    in Python  ", summary((hs - ret) / 1e3))
-    print(f"    index in batch p50 {np.percentile(idx, 50):.0f} max {idx.max()}, batch size p50 "
-          f"{np.percentile(n, 50):.0f}")
+def analyse(rec: dict, lat_ns: np.ndarray) -> None:
+    """Split each segment event's latency: waiting for a busy dispatcher (posted while it ran
+    Python), in Go (from the later of the post and the dispatcher's call to the return of
+    NextEventsInto: the spin or the wake-up, the cgo return, the GIL) and in Python (from
+    that return to its handler: the batch's earlier handlers and the per-event work)."""
+    ts, t_call, t_ret = [], [], []
+    for c, r, seg in rec["batches"]:
+        ts.extend(seg.tolist())
+        t_call.extend([c] * seg.size)
+        t_ret.extend([r] * seg.size)
+    k = min(len(ts), lat_ns.size)
+    ts, t_call, t_ret = (np.array(x[:k], np.int64) for x in (ts, t_call, t_ret))
+    start = ts + lat_ns[:k]
+    sl = slice(k // 10, k)  # skip the start-up, as the latency figures do
+    ts, t_call, t_ret, start = ts[sl], t_call[sl], t_ret[sl], start[sl]
+    total = (start - ts) / 1e3
+    busy = np.maximum(t_call - ts, 0) / 1e3
+    in_go = (t_ret - np.maximum(ts, t_call)) / 1e3
+    in_py = (start - t_ret) / 1e3
+    print("    total          ", summary(total))
+    print("    waiting (busy) ", summary(busy), f"({np.mean(ts < t_call) * 100:.0f} % of events posted while busy)")
+    print("    in Go          ", summary(in_go))
+    print("    in Python      ", summary(in_py))
     cut = np.percentile(total, 99)
-    out = np.nonzero(total >= cut)[0]
+    out = total >= cut
     gcs = np.array(rec["gc"], np.int64).reshape(-1, 3)
-    hit = sum(1 for k in out if gcs.size and np.any((gcs[:, 1] >= ts[k]) & (gcs[:, 0] <= hs[k])))
-    print(f"    outliers >= p99 ({cut:.1f} us): {out.size}, {hit} with a GC collection inside; their time in Go "
-          f"median {np.median((ret - ts)[out]) / 1e3:.1f} us, in Python {np.median((hs - ret)[out]) / 1e3:.1f} us")
+    hit = sum(1 for a, b in zip(ts[out], start[out]) if gcs.size and np.any((gcs[:, 1] >= a) & (gcs[:, 0] <= b)))
+    print(f"    the {out.sum()} events >= p99 ({cut:.1f} us): {hit} with a GC collection inside; median waiting "
+          f"{np.median(busy[out]):.1f}, in Go {np.median(in_go[out]):.1f}, in Python {np.median(in_py[out]):.1f} us")
 
 
 def main() -> None:
@@ -287,7 +293,7 @@ def main() -> None:
             for t0, t1, gen in rec["gc"]:
                 print(f"    GC gen{gen} {(t1 - t0) / 1e3:.1f} us")
             if disp == "instr":
-                analyse(rec)
+                analyse(rec, rec["lat"])
     print("median over repeats (p99 us, or cost us/event):",
           {k: round(float(np.median(v)), 2) for k, v in res.items()})
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,8 +133,12 @@ type eventQueue struct {
 	lastArrival time.Time
 	gap         time.Duration // the longest gap between arrivals in the last gapMemory
 	gapSet      time.Time     // when gap was set
-	dropped     atomic.Int64
-	doneSent    atomic.Bool
+	// lastSched is when the consumer's goroutine last went through the
+	// scheduler (a park or a yield in spin): see yieldAfter.
+	lastSched time.Time
+	noYield   bool // BenchmarkNextLatency: the spin without its yields, for comparison
+	dropped   atomic.Int64
+	doneSent  atomic.Bool
 }
 
 func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue {
@@ -304,6 +309,12 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 			spin = min(spin, timeout)
 		}
 		ev, ok, got = q.spin(spin)
+		if !got && timeout > 0 {
+			// The spin counts against the caller's timeout.
+			if timeout -= spin; timeout <= 0 {
+				return 0
+			}
+		}
 	}
 	if !got {
 		switch {
@@ -317,16 +328,16 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 			case ev, ok = <-q.ch:
 				t.Stop()
 			case <-t.C:
+				q.lastSched = time.Now()
 				return 0
 			}
 		}
+		q.lastSched = time.Now() // it parked: the scheduler ran it afresh
 	}
 	if !ok {
 		return q.done(dst)
 	}
-	if q.adaptive {
-		q.arrived(time.Now())
-	}
+	q.arrived(time.Now())
 	dst[0] = ev
 	n := 1
 	for n < len(dst) {
@@ -395,6 +406,26 @@ func (q *eventQueue) adaptiveSpin(now time.Time) time.Duration {
 	return min(max(2*q.gap-since, defaultSpin), maxAdaptiveSpin-since)
 }
 
+// yieldAfter and yieldQuiet time the spinning consumer's own trips
+// through the scheduler. The Go runtime's sysmon preempts a goroutine that
+// has run on one scheduling slice for 10 ms (forcePreemptNS), and the
+// consumer's goroutine is locked to the Python dispatcher's thread (a cgo
+// callback): its preemption hands its P to another thread and back, which
+// measured 25 us to several ms (BenchmarkNextLatency under go test -trace
+// shows the spinning consumer "preempted" every 10-20 ms), and it lands at
+// a random moment, so on the events of a block too: the callback latency's
+// p99 with a dispatcher that never parks. The spin therefore yields itself
+// (runtime.Gosched: the same trip) after yieldAfter without one, in a quiet
+// moment: yieldQuiet after the last arrival, when a block's burst is over
+// and the next is furthest away. Half the runtime's 10 ms keeps sysmon
+// from ever seeing one slice for 10 ms; yieldQuiet is well above the gaps
+// inside a block's burst (microseconds) and below any block gap worth
+// spinning through.
+const (
+	yieldAfter = 5 * time.Millisecond
+	yieldQuiet = 100 * time.Microsecond
+)
+
 // spin polls the queue for up to d.
 func (q *eventQueue) spin(d time.Duration) (ev Event, ok, got bool) {
 	deadline := time.Now().Add(d)
@@ -405,8 +436,15 @@ func (q *eventQueue) spin(d time.Duration) (ev Event, ok, got bool) {
 		default:
 		}
 		// Read the clock every 64 polls: a poll is ~20 ns, a clock read more.
-		if i&63 == 63 && time.Now().After(deadline) {
-			return ev, false, false
+		if i&63 == 63 {
+			now := time.Now()
+			if now.After(deadline) {
+				return ev, false, false
+			}
+			if now.Sub(q.lastSched) >= yieldAfter && now.Sub(q.lastArrival) >= yieldQuiet && !q.noYield {
+				runtime.Gosched()
+				q.lastSched = time.Now()
+			}
 		}
 	}
 }

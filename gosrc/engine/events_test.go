@@ -99,3 +99,85 @@ func TestAdaptiveSpin(t *testing.T) {
 	require.False(t, newEventQueue(4, QueueBlock, time.Millisecond).adaptive, "a set spin is fixed")
 	require.Zero(t, newEventQueue(4, QueueBlock, -1).spinFor, "negative never spins")
 }
+
+func TestSpinYieldsInQuietMoments(t *testing.T) {
+	tests := []struct {
+		name      string
+		sinceLast time.Duration // the last arrival, before the spin starts
+		wantYield bool
+	}{
+		{"quiet: the burst is over", time.Millisecond, true},
+		{"no arrival yet", -1, true},
+		{"a burst still arriving: never yield inside it", -2, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newEventQueue(4, QueueBlock, 20*time.Millisecond)
+			start := time.Now()
+			switch {
+			case tc.sinceLast >= 0:
+				q.lastArrival = start.Add(-tc.sinceLast)
+			case tc.sinceLast == -2:
+				// An arrival "now" all through the spin: lastArrival in the future
+				// keeps now-lastArrival below yieldQuiet.
+				q.lastArrival = start.Add(time.Hour)
+			}
+			q.lastSched = start.Add(-yieldAfter) // due for a trip through the scheduler
+			buf := make([]Event, 1)
+			spin := yieldAfter + 2*time.Millisecond
+			require.Zero(t, q.next(buf, spin), "nothing was posted")
+			require.GreaterOrEqual(t, time.Since(start), spin, "the spin counts against the timeout, no less")
+			require.Less(t, time.Since(start), spin+50*time.Millisecond, "and not twice")
+			if tc.wantYield {
+				require.True(t, q.lastSched.After(start), "the spin yielded")
+			} else {
+				require.Equal(t, start.Add(-yieldAfter), q.lastSched, "no yield while events arrive")
+			}
+		})
+	}
+}
+
+// TestSpinningConsumerGetsEveryEventInOrder: bursts with quiet gaps between
+// them, so that a spinning consumer parks, spins and yields, from a poster
+// on another goroutine; no event is lost or reordered.
+func TestSpinningConsumerGetsEveryEventInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spin time.Duration
+	}{{"adaptive", 0}, {"fixed 5 ms", 5 * time.Millisecond}, {"no spin", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const bursts, burst = 60, 17
+			q := newEventQueue(64, QueueBlock, tc.spin)
+			posted := make(chan struct{})
+			go func() {
+				defer close(posted)
+				for b := range bursts {
+					time.Sleep(300 * time.Microsecond)
+					for i := range burst {
+						q.post(Event{Kind: EventSegment, Sample: int64(b*burst + i)}, nil)
+					}
+				}
+				q.close()
+			}()
+			var got []int64
+			buf := make([]Event, 8)
+			for done := false; !done; {
+				n := q.next(buf, 100*time.Millisecond)
+				for _, ev := range buf[:n] {
+					if ev.Kind == EventDone {
+						done = true
+						break
+					}
+					got = append(got, ev.Sample)
+				}
+			}
+			<-posted
+			want := make([]int64, bursts*burst)
+			for i := range want {
+				want[i] = int64(i)
+			}
+			require.Equal(t, want, got)
+			require.Zero(t, q.dropped.Load())
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkNextLatency measures the queue's own share of the callback
+// latency: a poster sends bursts of 17 events (a block's segments and its
+// update) every 2.56 ms, stamped once per burst as postPlan does, to a
+// consumer goroutine locked to its OS thread (as the Python dispatcher's
+// cgo callback is) draining with next; the figure is from the stamp to
+// next returning the event, for the default adaptive spin, a 5 ms spin
+// (each with and without the spin's yields, see yieldAfter) and none
+// (parks between bursts). Run with
+//
+//	go test -run '^$' -bench NextLatency -benchtime 400x ./gosrc/engine/
+func BenchmarkNextLatency(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		spin    time.Duration
+		noYield bool
+	}{
+		{"adaptive", 0, false}, {"adaptive-noyield", 0, true},
+		{"spin5ms", 5 * time.Millisecond, false}, {"spin5ms-noyield", 5 * time.Millisecond, true},
+		{"park", -1, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			const burst = 17
+			q := newEventQueue(4096, QueueBlock, tc.spin)
+			q.noYield = tc.noYield
+			t0 := time.Now()
+			lat := make([]time.Duration, 0, b.N*burst)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				dst := make([]Event, 256)
+				for {
+					n := q.next(dst, 100*time.Millisecond)
+					now := time.Since(t0)
+					for _, ev := range dst[:n] {
+						if ev.Kind == EventDone {
+							return
+						}
+						lat = append(lat, now-time.Duration(ev.Timestamp))
+					}
+				}
+			}()
+			never := make(chan struct{})
+			b.ResetTimer()
+			for range b.N {
+				time.Sleep(2560 * time.Microsecond)
+				ts := int64(time.Since(t0))
+				for range burst {
+					q.post(Event{Kind: EventSegment, Timestamp: ts}, never)
+				}
+			}
+			q.close()
+			<-done
+			b.StopTimer()
+			lat = lat[len(lat)/10:] // the first bursts train the adaptive spin
+			slices.Sort(lat)
+			pct := func(f float64) float64 { return float64(lat[int(f*float64(len(lat)-1))]) / 1e3 }
+			b.ReportMetric(pct(0.5), "p50-us")
+			b.ReportMetric(pct(0.99), "p99-us")
+			b.ReportMetric(pct(1), "max-us")
+		})
+	}
+}
