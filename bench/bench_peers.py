@@ -422,7 +422,7 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
             if not _agrees(a):
                 row[name] = {"error": f"disagrees with the NumPy reference: {a}"}
                 continue
-            peers[name] = peer
+            peers[name], peer = peer, None
         runs: dict[str, list] = {"ceiling": [], "engine": [], **{k: [] for k in peers}}
         for _ in range(rounds):
             runs["ceiling"].append(be.h2d_ceiling(g, seconds * 0.5))
