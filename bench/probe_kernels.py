@@ -39,7 +39,6 @@ def main() -> None:
     src = cp.empty(512 << 20, cp.uint8)
     dst = cp.empty_like(src)
     peak = 2 * src.nbytes / timed(lambda: cp.copyto(dst, src))
-    del src, dst
     res = {"d2d_GBs": peak / 1e9}
     R, W = 8192, 64
     for n in (1024, 1376, 2048):
