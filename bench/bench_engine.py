@@ -279,6 +279,33 @@ def engine_throughput(g: Geometry, device: Any, seconds: float, warm: float) -> 
     return out
 
 
+def engine_counters(g: Geometry, device: Any, seconds: float, warm: float) -> dict:
+    """Steady-state A-scans/s of the engine with no callback at all, from the formatted-block
+    counter over ``seconds`` after ``warm``: the workload of a pipeline that notifies no one
+    (the expert peers). A volume_callback makes the engine wait at every volume boundary until
+    the handler of the previous volume has run (so that it sees its volume);
+    :func:`engine_throughput` measures that case."""
+    ep = StackDeviceTensorEndpointInt8()
+    engine, _, _, proc = _pipeline(g, device, total_volumes=0, endpoints=[ep])
+    try:
+        engine.prepare()
+        engine.start()
+        time.sleep(warm)
+        s0, t0 = engine.status(), time.perf_counter()
+        time.sleep(seconds)
+        s1, t1 = engine.status(), time.perf_counter()
+        engine.stop()
+        status = engine.status()
+    finally:
+        engine.close()
+        ep.close()
+        proc.close()
+    if status.error:
+        raise RuntimeError(f"the engine failed: {status.error}")
+    rate = (s1.blocks_formatted - s0.blocks_formatted) * g.rpb / (t1 - t0)
+    return {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "seconds_measured": t1 - t0}
+
+
 # --- the plain-CuPy (or NumPy) baselines -----------------------------------------------
 
 

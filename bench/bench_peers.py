@@ -423,10 +423,11 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
                 row[name] = {"error": f"disagrees with the NumPy reference: {a}"}
                 continue
             peers[name], peer = peer, None
-        runs: dict[str, list] = {"ceiling": [], "engine": [], **{k: [] for k in peers}}
+        runs: dict[str, list] = {"ceiling": [], "engine": [], "engine_callbacks": [], **{k: [] for k in peers}}
         for _ in range(rounds):
             runs["ceiling"].append(be.h2d_ceiling(g, seconds * 0.5))
-            runs["engine"].append(be.engine_throughput(g, device, seconds, 0.5))
+            runs["engine"].append(be.engine_counters(g, device, seconds, 0.5))
+            runs["engine_callbacks"].append(be.engine_throughput(g, device, seconds, 0.5))
             for name, peer in peers.items():
                 runs[name].append(_timed(peer, seconds))
         ceilings = sorted(runs.pop("ceiling"), key=lambda c: c["gbs"])
@@ -444,7 +445,8 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
             row["sources"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
         ceiling = row["ceiling"]["gbs"]
         e = row["engine"]["ascans_per_s"]
-        row["fraction_of_ceiling"] = {k: row[k]["gbs"] / ceiling for k in ("engine", "expert_cupy", "expert_torch")
+        row["fraction_of_ceiling"] = {k: row[k]["gbs"] / ceiling
+                                      for k in ("engine", "engine_callbacks", "expert_cupy", "expert_torch")
                                       if "gbs" in row.get(k, {})}
         for k, v in row["sources"].items():
             if isinstance(v, dict) and "gbs" in v:
@@ -487,12 +489,16 @@ def markdown(r: dict) -> str:
     lines = [f"## Against expert peers and the copy ceiling ({r['device']})", "",
              "Same pinned ring of raw spectra, same int8 volume (checked against one NumPy reference "
              f"before timing); 8192-record blocks, 512 x 128 A-scans per volume. Medians of {r.get('rounds', 1)} "
-             "interleaved rounds (ceiling, engine, expert CuPy, PyTorch, then again); the runs are in the JSON. Ceiling: back-to-back "
+             "interleaved rounds (ceiling, engine, engine with a volume_callback, expert CuPy, PyTorch, then again); "
+             "the runs are in the JSON. *engine*: no callback, like the peers, which notify no one (formatted-block "
+             "counter); *engine + volume_callback*: a Python handler per volume, which makes the engine wait at every "
+             "volume boundary until the previous volume's handler ran (its stamps time the run). Ceiling: back-to-back "
              "pinned copies from that ring (one volume's blocks, as every variant reads them); *one block*: the "
              "same block copied again and again, warm in the host's caches, for comparison.", "",
-             "| samples | ceiling GB/s | one block GB/s | engine M A-scans/s | expert CuPy | PyTorch | engine / ceiling | "
-             "CuPy / ceiling | torch / ceiling | engine / CuPy | engine / torch |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| samples | ceiling GB/s | one block GB/s | engine M A-scans/s | engine + volume_callback | expert CuPy | "
+             "PyTorch | engine / ceiling | engine + callback / ceiling | CuPy / ceiling | torch / ceiling | "
+             "engine / CuPy | engine / torch |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in r["configs"]:
         fr, over = row["fraction_of_ceiling"], row["engine_over"]
 
@@ -504,8 +510,10 @@ def markdown(r: dict) -> str:
         if "compiled" in row.get("expert_torch", {}):
             torch_note = " (compiled)" if row["expert_torch"]["compiled"] else " (eager)"
         one = row["ceiling"].get("one_block_gbs", float("nan"))
-        lines.append(f"| {row['samples']} | {row['ceiling']['gbs']:.2f} | {one:.2f} | {m('engine')} | {m('expert_cupy')} | "
+        lines.append(f"| {row['samples']} | {row['ceiling']['gbs']:.2f} | {one:.2f} | {m('engine')} | "
+                     f"{m('engine_callbacks')} | {m('expert_cupy')} | "
                      f"{m('expert_torch')}{torch_note} | {fr.get('engine', float('nan')):.3f} | "
+                     f"{fr.get('engine_callbacks', float('nan')):.3f} | "
                      f"{fr.get('expert_cupy', float('nan')):.3f} | {fr.get('expert_torch', float('nan')):.3f} | "
                      f"{over.get('expert_cupy', float('nan')):.3f} | {over.get('expert_torch', float('nan')):.3f} |")
     lines += ["", "Sources that fill blocks (engine, same processor and endpoint): FileAcquisition replaying from a "
