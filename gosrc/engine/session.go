@@ -19,8 +19,8 @@ import (
 // NextEvents) load the current session atomically (Engine.sess); a call
 // that races with the session's end acts on the ended session, harmlessly.
 type session struct {
-	stopping  chan struct{} // closed by the first stop request
-	stopOnce  sync.Once
+	stopping chan struct{} // closed by the first stop request
+	stopOnce sync.Once
 	// abandon is closed when the session stops delivering what it formats:
 	// an interrupt, a broken pipeline, or a session that has ended. A plain
 	// stop does not close it: after a stop the blocks already acquired are
@@ -29,14 +29,14 @@ type session struct {
 	// running dispatcher always gives.
 	abandon     chan struct{}
 	abandonOnce sync.Once
-	shutOnce  sync.Once // EngineShutdown is posted once
-	acqStop   sync.Once
-	acqErr    error
-	interrupt atomic.Bool // shutdown(interrupt=true): acquired blocks are dropped, not processed
-	done      chan struct{}
-	wg        sync.WaitGroup
-	t0        time.Time
-	startMono int64
+	shutOnce    sync.Once // EngineShutdown is posted once
+	acqStop     sync.Once
+	acqErr      error
+	interrupt   atomic.Bool // shutdown(interrupt=true): acquired blocks are dropped, not processed
+	done        chan struct{}
+	wg          sync.WaitGroup
+	t0          time.Time
+	startMono   int64
 
 	errMu  sync.Mutex
 	err    error
