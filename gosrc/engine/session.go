@@ -22,7 +22,7 @@ type session struct {
 	stopping chan struct{} // closed by the first stop request
 	stopOnce sync.Once
 	// abandon is closed when the session stops delivering what it formats:
-	// an interrupt, a broken pipeline, or a session that has ended. A plain
+	// an interrupt or a broken pipeline. A plain
 	// stop does not close it: after a stop the blocks already acquired are
 	// still formatted and their callbacks run (vortex's stop), so the format
 	// stage keeps waiting for the dispatcher's acknowledgements, which a
