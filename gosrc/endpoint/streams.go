@@ -11,6 +11,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/internal/guard"
 )
 
 // The stream endpoints: vortex's streams_stack_storage (Counter, GalvoTarget,
@@ -390,29 +391,7 @@ func (o *opWriter) run() {
 		var err error
 		advanced := 0
 		if o.firstErr() == nil {
-			if j.ready != nil {
-				err = j.ready.Synchronize()
-			}
-			for _, op := range j.ops {
-				if err != nil {
-					break
-				}
-				switch op.kind {
-				case opPartial:
-					err = o.t.partial(op.bscan, op.ascan, j.bytes(op))
-				case opMulti:
-					err = o.t.multi(op.bscan, j.bytes(op))
-				case opAdvance:
-					// vortex's endpoint advances without allocating.
-					if err = o.t.advance(false); err == nil {
-						advanced++
-					}
-				case opVolume:
-					if err = o.t.volume(j.bytes(op)); err == nil {
-						advanced++
-					}
-				}
-			}
+			advanced, err = o.store(j)
 		}
 		o.mu.Lock()
 		o.volume += advanced
@@ -428,6 +407,38 @@ func (o *opWriter) run() {
 		}
 		o.free <- j
 	}
+}
+
+// store runs job j's operations; advanced counts the volumes it moved
+// past. A panic becomes its error (the writer's sticky error, which stops
+// the engine), so that run still returns the job: flush waits for every
+// job, and a lost one would hang it.
+func (o *opWriter) store(j *stackJob) (advanced int, err error) {
+	defer guard.Recover(&err, o.name+": writer")
+	if j.ready != nil {
+		err = j.ready.Synchronize()
+	}
+	for _, op := range j.ops {
+		if err != nil {
+			break
+		}
+		switch op.kind {
+		case opPartial:
+			err = o.t.partial(op.bscan, op.ascan, j.bytes(op))
+		case opMulti:
+			err = o.t.multi(op.bscan, j.bytes(op))
+		case opAdvance:
+			// vortex's endpoint advances without allocating.
+			if err = o.t.advance(false); err == nil {
+				advanced++
+			}
+		case opVolume:
+			if err = o.t.volume(j.bytes(op)); err == nil {
+				advanced++
+			}
+		}
+	}
+	return advanced, err
 }
 
 // flush waits until every queued job is written.

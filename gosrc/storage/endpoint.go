@@ -11,6 +11,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	"github.com/vortexgo/vortexgo/gosrc/internal/guard"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -373,9 +374,15 @@ func (e *BlockEndpoint) write() {
 		e.mu.Unlock()
 		var err error
 		if !failed {
-			if err = j.ready.Synchronize(); err == nil {
-				err = e.store(j)
-			}
+			// A panic becomes this job's write error (sticky: the engine
+			// stops), and the job still goes back below: Flush waits for
+			// every job, and a lost one would hang it.
+			err = guard.Call(e.name+": writer", func() error {
+				if err := j.ready.Synchronize(); err != nil {
+					return err
+				}
+				return e.store(j)
+			})
 		}
 		e.mu.Lock()
 		if err != nil && e.err == nil {

@@ -5,8 +5,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -270,4 +273,74 @@ func openStream(t *testing.T, dtype, path string) *SimpleStream {
 	require.NoError(t, err)
 	require.NoError(t, s.Open(SimpleStreamConfig{Path: path}))
 	return s
+}
+
+// panicEvent panics in the nth Synchronize (the writer's wait for a
+// block's download), counted over every job sharing left.
+type panicEvent struct {
+	backend.Event
+	left *atomic.Int32
+}
+
+func (p panicEvent) Synchronize() error {
+	if p.left.Add(-1) == 0 {
+		panic("boom in the writer")
+	}
+	return p.Event.Synchronize()
+}
+
+// unwrapStream records the event inside a panicEvent (the CPU stream
+// records only its own events).
+type unwrapStream struct{ backend.Stream }
+
+func (s unwrapStream) Record(ev backend.Event) error {
+	if p, ok := ev.(panicEvent); ok {
+		ev = p.Event
+	}
+	return s.Stream.Record(ev)
+}
+
+// TestBlockEndpointWriterPanic: a panic in the storage writer goroutine is
+// its sticky write error (Fail once, Flush and later Formats return it,
+// with the panic and its stack), not the end of the process; the writer
+// keeps running, so the next session writes again, and Close returns.
+func TestBlockEndpointWriterPanic(t *testing.T) {
+	before := runtime.NumGoroutine()
+	r := newBlockRig(t, 4, 2, 2)
+	path := filepath.Join(t.TempDir(), "spectra.bin")
+	s := openStream(t, "uint16", path)
+	e, err := NewBlockEndpoint("SpectraStreamEndpoint")
+	require.NoError(t, err)
+	require.NoError(t, e.Attach(s, 0))
+	fails := make(chan error, 8)
+	require.NoError(t, e.Prepare(r.info(func(err error) { fails <- err })))
+	var left atomic.Int32
+	left.Store(1) // the first job's wait panics
+	e.ds = unwrapStream{e.ds}
+	for _, j := range e.jobs {
+		j.ready = panicEvent{j.ready, &left}
+	}
+	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
+	require.NoError(t, e.Format(r.data(0, 0, nil), plan))
+	err = e.Flush()
+	require.ErrorContains(t, err, "SpectraStreamEndpoint: writer: internal error (Go panic: boom in the writer)")
+	require.ErrorContains(t, err, "goroutine ", "the stack is in the error")
+	require.Len(t, fails, 1)
+	require.ErrorContains(t, <-fails, "boom in the writer")
+	require.ErrorContains(t, e.Format(r.data(1, 4, nil), plan), "boom in the writer", "sticky")
+
+	e.BeginSession(nil) // a new session writes again: the writer survived
+	require.NoError(t, e.Format(r.data(2, 8, nil), plan))
+	require.NoError(t, e.Flush())
+	require.Empty(t, fails)
+	require.NoError(t, e.Close())
+	require.NoError(t, s.Close())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Len(t, got, 4*2*2, "the block after the panic is stored")
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before, "the writer goroutine ended at Close")
 }

@@ -1,0 +1,55 @@
+package endpoint
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestOpWriterPanic: a panic in a stack endpoint's storage writer (a
+// storage operation the writer goroutine runs) is the writer's sticky
+// error (fail once, flush returns it with the panic and its stack), not
+// the end of the process; the job still goes back (flush returns), the
+// writer goroutine keeps serving jobs, and close ends it.
+func TestOpWriterPanic(t *testing.T) {
+	tests := []struct {
+		name string
+		op   opKind
+		t    target
+	}{
+		{"volume", opVolume, target{volume: func([]byte) error { panic("boom in volume") }}},
+		{"partial", opPartial, target{partial: func(int, int, []byte) error { panic("boom in partial") }}},
+		{"nil target func", opMulti, target{}}, // a nil func call: a runtime fault
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			fails := make(chan error, 4)
+			o := newOpWriter("TestEndpoint", tc.t, func(err error) { fails <- err }, nil)
+			for block := range int64(2) {
+				j := o.take(block)
+				j.add(tc.op, 0, 0, []byte{1, 2})
+				require.NoError(t, o.send(j, nil))
+			}
+			err := o.flush()
+			require.ErrorContains(t, err, "TestEndpoint: storing block 0: TestEndpoint: writer: internal error (Go panic: ")
+			require.ErrorContains(t, err, "goroutine ", "the stack is in the error")
+			require.Len(t, fails, 1, "reported once")
+			require.Equal(t, err, <-fails)
+			// The writer still serves jobs (they are skipped after the
+			// error, as after any failed write) and ends at close.
+			j := o.take(2)
+			j.add(tc.op, 0, 0, []byte{3})
+			require.NoError(t, o.send(j, nil))
+			require.Equal(t, err, o.flush())
+			o.close()
+			deadline := time.Now().Add(5 * time.Second)
+			for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			require.LessOrEqual(t, runtime.NumGoroutine(), before, "the writer goroutine ended")
+		})
+	}
+}
