@@ -16,7 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/internal/guard"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // FileConfig configures a FileAcquisition (vortex's FileAcquisitionConfig

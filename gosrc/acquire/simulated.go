@@ -13,7 +13,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/internal/guard"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // SimulatedConfig configures a SimulatedAcquisition. Start from

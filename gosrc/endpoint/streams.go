@@ -11,7 +11,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
-	"github.com/vortexgo/vortexgo/gosrc/internal/guard"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // The stream endpoints: vortex's streams_stack_storage (Counter, GalvoTarget,

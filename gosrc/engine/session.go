@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/internal/guard"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // session is the state of one Start ... Stop run (vortex's session_t): the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/internal/guard"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // ErrPoolExhausted is wrapped by the error of a Get that found no buffer in

@@ -10,8 +10,8 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
-	"github.com/vortexgo/vortexgo/gosrc/internal/guard"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 

@@ -15,6 +15,10 @@
 // what it holds, so recover where the normal exit path still runs (a
 // deferred call registered after the exit's own defers, or around one
 // unit of work inside a loop that goes on).
+//
+// It is not under gosrc/internal because the generated wrapper package
+// (build/_gopy-*, outside gosrc) imports it too: the text of a panic is the
+// same whether Python gets it from a call or from an engine's session.
 package guard
 
 import (
