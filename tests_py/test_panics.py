@@ -120,3 +120,24 @@ print("DONE")
     stack = p.stdout.split("STACK", 1)[1]
     assert "goroutine " in stack and "NullAcquisition).Lend" in stack and "acquireLoop" in stack
     assert "DONE" in p.stdout
+
+
+def test_a_wrapper_whose_handle_lookup_fails_raises_instead_of_crashing():
+    # gopy's wrapper returned with the GIL released when it found no object
+    # behind a handle (a segfault before the guard); it now raises.
+    p = _subproc.run("""
+import vortexgo as vg
+from vortexgo._native import _gocore
+from vortexgo._errors import translate
+try:
+    _gocore.pyapi_Engine_Stop(987654321)
+except RuntimeError as e:
+    e = translate(e)
+    assert type(e) is vg.VortexError, repr(e)
+    print("RAISED", e)
+else:
+    raise SystemExit("no exception")
+print("DONE")
+""")
+    assert "RAISED pyapi.Engine.Stop: no Go object of the expected type behind this handle" in p.stdout
+    assert "DONE" in p.stdout
