@@ -576,7 +576,8 @@ func (e *StackStorageEndpoint) formatHost(b *engine.BlockData, plan *engine.Form
 			return err
 		}
 	}
-	j := h.w.take(b.Block.ID) // backpressure from a slow disk
+	j := h.w.take(b.Block.ID)                  // backpressure from a slow disk
+	defer guard.Undo(func() { h.w.free <- j }) // flush waits for every job
 	h.segs = h.segs[:0]
 	segBytes := h.shape[1] * h.recBytes
 	for i := range plan.Actions {
@@ -685,12 +686,20 @@ func (e *StackTensorEndpoint) formatHost(b *engine.BlockData, plan *engine.Forma
 		}
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
+	return publish(e.name, e.tensor, e.stream, e.owner, e.placeHost(plan, shape))
+}
+
+// placeHost writes the plan's copies into the tensor under the engine's
+// lock. A panic is its error, so that publish still releases the lock
+// (see format).
+func (e *StackTensorEndpoint) placeHost(plan *engine.FormatPlan, shape [3]int) (err error) {
+	defer guard.Recover(&err, e.name)
 	// The host writes below must not race with work a user chained on the
 	// endpoint's stream to read the tensor: wait for it. Only user work is
 	// ever queued there (this endpoint formats on the host), so this wait
 	// is empty unless a user chains work, which then holds the formatting
 	// back as a held lock does.
-	err := e.stream.Synchronize()
+	err = e.stream.Synchronize()
 	vol := hostView[byte](e.tensor.Ptr(), e.tensor.Size())
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
@@ -699,5 +708,5 @@ func (e *StackTensorEndpoint) formatHost(b *engine.BlockData, plan *engine.Forma
 		}
 		err = e.hostSrc.place(vol, shape, a, a.BufferSegment, a.BufferRecord)
 	}
-	return publish(e.name, e.tensor, e.stream, e.owner, err)
+	return err
 }

@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 )
 
 // TestOpWriterPanic: a panic in a stack endpoint's storage writer (a
@@ -52,4 +56,30 @@ func TestOpWriterPanic(t *testing.T) {
 			require.LessOrEqual(t, runtime.NumGoroutine(), before, "the writer goroutine ended")
 		})
 	}
+}
+
+// TestTensorFormatPanicReleasesTheLock: a panic while a tensor endpoint
+// formats under the engine's lock is Format's error, and the lock is
+// released: the next Format (and a user's lock) does not hang on it.
+func TestTensorFormatPanicReleasesTheLock(t *testing.T) {
+	ex, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: stage.NullSlice()})
+	require.NoError(t, err)
+	e, err := NewStreamHostTensorEndpoint(StreamCounter, ex, []int{3, 4, 1})
+	require.NoError(t, err)
+	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: cpu.Default(), Owner: 1, RecordsPerBlock: 6, SegmentsPerVolume: 3, RecordsPerSegment: 4}))
+	p := streamPlans[0]
+	err = e.Format(counterBlock(0, p.sample, p.records), nil) // a nil plan: a nil dereference under the lock
+	require.ErrorContains(t, err, "internal error (Go panic: runtime error: invalid memory address or nil pointer dereference)")
+	require.ErrorContains(t, err, "goroutine ", "the stack is in the error")
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Format(counterBlock(0, p.sample, p.records), &engine.FormatPlan{Actions: p.actions})
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "the lock was released")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Format hung on the lock the panicking Format held")
+	}
+	require.NoError(t, e.Close())
 }

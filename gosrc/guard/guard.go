@@ -94,6 +94,18 @@ func Call(where string, fn func() error) (err error) {
 	return fn()
 }
 
+// Undo, deferred directly (`defer guard.Undo(func() { free <- j })`), runs
+// undo only when the deferring function panics, then lets the panic go on
+// to the goroutine's recover: for something taken from a pool (a storage
+// writer's job) that the panicking code would never give back, so that
+// the owner's Flush does not wait for it forever.
+func Undo(undo func()) {
+	if r := recover(); r != nil {
+		undo()
+		panic(r)
+	}
+}
+
 // TestPanicsEnv is the environment variable that enables the test-only
 // "debug_panic" operations (TestPanic): tests reach a Go panic from
 // Python with it set to 1, users never do.

@@ -97,3 +97,19 @@ func TestTestPanic(t *testing.T) {
 	t.Setenv(guard.TestPanicsEnv, "1")
 	require.PanicsWithValue(t, "x: debug_panic (test hook, VORTEXGO_TEST_PANICS=1)", func() { _ = guard.TestPanic("x", errSentinel) })
 }
+
+// TestUndo: the undo runs only when the deferring function panics, and
+// the panic goes on with its value.
+func TestUndo(t *testing.T) {
+	undone := 0
+	f := func(fail bool) {
+		defer guard.Undo(func() { undone++ })
+		if fail {
+			panic("boom")
+		}
+	}
+	f(false)
+	require.Zero(t, undone)
+	require.PanicsWithValue(t, "boom", func() { f(true) })
+	require.Equal(t, 1, undone)
+}

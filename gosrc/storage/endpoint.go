@@ -296,6 +296,7 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 		}
 	}
 	j := <-e.free
+	defer guard.Undo(func() { e.free <- j }) // Flush waits for every job
 	j.rows, j.ranges, j.sample, j.block, j.markers, j.rowBytes = b.Records, ranges, b.Sample, b.Block.ID, j.markers[:0], 0
 	var src uintptr
 	var rowBytes int

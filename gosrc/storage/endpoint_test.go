@@ -16,6 +16,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -343,4 +344,42 @@ func TestBlockEndpointWriterPanic(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	require.LessOrEqual(t, runtime.NumGoroutine(), before, "the writer goroutine ended at Close")
+}
+
+// TestBlockEndpointFormatPanicGivesBackTheJob: a panic in Format after it
+// took a staging job goes on to the engine's stage (which reports it), and
+// the job goes back first: Flush, which waits for every job, returns.
+func TestBlockEndpointFormatPanicGivesBackTheJob(t *testing.T) {
+	r := newBlockRig(t, 4, 2, 2)
+	s := openStream(t, "uint16", filepath.Join(t.TempDir(), "spectra.bin"))
+	e, err := NewBlockEndpoint("SpectraStreamEndpoint")
+	require.NoError(t, err)
+	require.NoError(t, e.Attach(s, 0))
+	require.NoError(t, e.Prepare(r.info(nil)))
+	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
+	bad := r.data(0, 0, nil)
+	bad.Block = nil // Format faults on it with a job taken
+	// More Formats than there are jobs (each takes one), then Flush: with
+	// a job lost, one of them would wait forever.
+	errs := make(chan error, blockJobs+2)
+	go func() {
+		for range blockJobs + 1 {
+			errs <- guard.Call("format", func() error { return e.Format(bad, plan) })
+		}
+		errs <- e.Flush()
+	}()
+	for i := range blockJobs + 2 {
+		select {
+		case err := <-errs:
+			if i <= blockJobs {
+				require.ErrorContains(t, err, "Go panic: runtime error: invalid memory address or nil pointer dereference")
+			} else {
+				require.NoError(t, err, "Flush")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d hung on a job a panicking Format kept", i)
+		}
+	}
+	require.NoError(t, e.Close())
+	require.NoError(t, s.Close())
 }
