@@ -511,8 +511,10 @@ func (e *Engine) dispatchFormat(s *session, b *Block) (complete bool, err error)
 // the callbacks up to that volume before it writes the next volume into
 // the endpoint, so a volume_callback sees the volume it is told about
 // (vortex runs callbacks inline and gets this for free). Waiting happens
-// at volume boundaries only, outside any lock. It returns false when it
-// gave up because the engine is stopping.
+// at volume boundaries only, outside any lock. A plain stop keeps the
+// waits (the stop's blocks are delivered with their callbacks); it returns
+// false when it gave up because the session was interrupted or broke, or
+// the endpoint refused the block because the engine is stopping.
 func (e *Engine) formatInto(s *session, ep *epRoute, b *Block, data *BlockData, plan *FormatPlan) (bool, error) {
 	acts := plan.Actions
 	if !ep.sync {
@@ -536,7 +538,7 @@ func (e *Engine) formatInto(s *session, ep *epRoute, b *Block, data *BlockData, 
 			// planner's Finish after the last volume) go out even though a
 			// stop ends the waits.
 			if ep.pendingAck > 0 && hasCopy(part) {
-				if !s.events.waitAcked(ep.pendingAck, s.stopping) {
+				if !s.events.waitAcked(ep.pendingAck, s.abandon) {
 					return false, nil
 				}
 				ep.pendingAck = 0
@@ -607,7 +609,9 @@ func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, u
 		if k == EventMarker {
 			ev.ScanIdx, ev.VolumeIdx, ev.BscanIdx = int64(a.ID), 0, 0
 		}
-		seq := s.events.post(ev, s.stopping)
+		// Backpressure holds after a plain stop too (abandon, not
+		// stopping): the blocks a stop still formats keep their callbacks.
+		seq := s.events.post(ev, s.abandon)
 		if k == EventVolume {
 			volumeSeq = seq
 		}
@@ -615,7 +619,7 @@ func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, u
 	// The update event ends the block's events, as vortex's update_callback
 	// comes last: the handlers of aggregated segments know the block ended.
 	if update && !ep.skip[EventUpdate] {
-		s.events.post(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, s.stopping)
+		s.events.post(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, s.abandon)
 	}
 	return volumeSeq
 }

@@ -584,21 +584,6 @@ func TestStorageEndpointRejectsUnopenedStore(t *testing.T) {
 	require.False(t, r.acq.started.Load(), "nothing started")
 }
 
-// lastFree is a scan whose Last does not allocate. The queue calls Last
-// once per block, and scan.SegmentedScan.Last returns two fresh slices
-// (gosrc/scan/segmented.go: a copy of the position and diffScaled's
-// velocity): 2 allocations per block that belong to the scan package, not
-// to the engine's stages, which TestEngineAllocationsPerBlock bounds. The
-// looping scan here never needs its last state (no scan follows it).
-type lastFree struct {
-	scan.Streamer
-	pos, vel []float64
-}
-
-func (l lastFree) Last() (position, velocity []float64, posOK, velOK bool) {
-	return l.pos, l.vel, true, true
-}
-
 // TestEngineAllocationsPerBlock runs the engine for n and 3n blocks and
 // checks the extra allocations per extra block: the hot path must not
 // allocate (the CPU backend's own per-call allocations are bounded here).
@@ -616,8 +601,9 @@ func TestEngineAllocationsPerBlock(t *testing.T) {
 		r.cfg.EventQueueSize = 1
 		e, err := engine.New(r.cfg, cpu.Default())
 		require.NoError(t, err)
-		s := lastFree{Streamer: indexRaster(t, r.scan, true), pos: make([]float64, 2), vel: make([]float64, 2)}
-		require.NoError(t, e.ScanQueue().Append(s, nil, marker.NewScanBoundary(0, 0, 0)))
+		// The real raster: the queue reads its last state with every block
+		// (scan.ScanQueue.takeLast), into buffers it reuses.
+		require.NoError(t, e.ScanQueue().Append(indexRaster(t, r.scan, true), nil, marker.NewScanBoundary(0, 0, 0)))
 		require.NoError(t, e.Prepare())
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -738,6 +724,82 @@ func TestEventMask(t *testing.T) {
 			// Between sessions the mask may change again (vortex's callbacks
 			// are set between stop and start).
 			require.NoError(t, e.SetEventMask(0))
+		})
+	}
+}
+
+// TestStopKeepsCallbackSyncDeliveries: a plain stop still formats the
+// blocks already acquired, so an endpoint with callback sync keeps waiting
+// for a slow consumer instead of dropping the block it waited with: every
+// volume the engine counts gets its volume event and no block is dropped.
+// An interrupt gives up the waits (blocks may be dropped) and never hangs.
+func TestStopKeepsCallbackSyncDeliveries(t *testing.T) {
+	tests := []struct {
+		name      string
+		interrupt bool
+	}{
+		{"stop", false},
+		{"interrupt", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Int8)
+			require.NoError(t, err)
+			closeEndpoint(t, ep)
+			scan := raster{AscansPerBscan: 5, BscansPerVolume: 2} // one volume per 2 blocks, looping
+			r := newRig(t, 8, scan, ep)
+			e := r.engine(t)
+			require.NoError(t, e.Prepare())
+			require.NoError(t, e.SetCallbackSync(0, true))
+			// A consumer that takes 2 ms per batch holding a volume event:
+			// the format stage waits at every volume boundary.
+			var (
+				mu   sync.Mutex
+				evs  []engine.Event
+				done = make(chan struct{})
+			)
+			go func() {
+				defer close(done)
+				for {
+					batch := e.NextEvents(64, 50*time.Millisecond)
+					mu.Lock()
+					evs = append(evs, batch...)
+					mu.Unlock()
+					for _, ev := range batch {
+						if ev.Kind == engine.EventDone {
+							return
+						}
+						if ev.Kind == engine.EventVolume {
+							time.Sleep(2 * time.Millisecond)
+						}
+					}
+				}
+			}()
+			require.NoError(t, e.Start())
+			require.Eventually(t, func() bool { return e.Status().Volumes >= 4 }, 10*time.Second, time.Millisecond)
+			stopped := make(chan error, 1)
+			go func() {
+				e.Shutdown(tc.interrupt)
+				stopped <- e.Stop()
+			}()
+			select {
+			case err := <-stopped:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("stop hung")
+			}
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no EventDone within 10 s")
+			}
+			st := e.Status()
+			mu.Lock()
+			defer mu.Unlock()
+			if !tc.interrupt {
+				require.Zero(t, st.BlocksDropped, "a plain stop drops no block")
+				require.EqualValues(t, st.Volumes, count(evs, engine.EventVolume, 0), "one volume event per counted volume")
+			}
 		})
 	}
 }

@@ -24,6 +24,14 @@ import (
 type session struct {
 	stopping  chan struct{} // closed by the first stop request
 	stopOnce  sync.Once
+	// abandon is closed when the session stops delivering what it formats:
+	// an interrupt, a broken pipeline, or a session that has ended. A plain
+	// stop does not close it: after a stop the blocks already acquired are
+	// still formatted and their callbacks run (vortex's stop), so the format
+	// stage keeps waiting for the dispatcher's acknowledgements, which a
+	// running dispatcher always gives.
+	abandon     chan struct{}
+	abandonOnce sync.Once
 	shutOnce  sync.Once // EngineShutdown is posted once
 	acqStop   sync.Once
 	acqErr    error
@@ -84,7 +92,7 @@ func (e *Engine) sess() *session { return e.cur.Load() }
 func (e *Engine) newSession() *session {
 	cfg := &e.cfg
 	s := &session{
-		stopping: make(chan struct{}), done: make(chan struct{}),
+		stopping: make(chan struct{}), done: make(chan struct{}), abandon: make(chan struct{}),
 		events:    newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin),
 		toProc:    make(chan *Block, cfg.preload()),
 		toFmt:     make(chan *Block, cfg.BlocksToAllocate),
@@ -229,6 +237,7 @@ func (e *Engine) Shutdown(interrupt bool) {
 	}
 	if interrupt {
 		s.interrupt.Store(true)
+		s.giveUp()
 	}
 	// The event before the stop: the acquire loop posts EngineStop as soon
 	// as the stop ends its dispatching (lifecycle posts never wait).
@@ -252,6 +261,7 @@ func (e *Engine) fail(s *session, err error) { e.failAs(s, err, false) }
 // acquired are still delivered.
 func (e *Engine) failPipeline(s *session, err error) {
 	s.broken.Store(true)
+	s.giveUp()
 	e.failAs(s, err, true)
 }
 
@@ -282,6 +292,10 @@ func (e *Engine) failed(s *session) bool {
 
 // now is nanoseconds since session s started.
 func (e *Engine) now(s *session) int64 { return int64(time.Since(s.t0)) }
+
+// giveUp closes abandon once: the format stage stops waiting for the
+// dispatcher and the blocks it waited with are dropped.
+func (s *session) giveUp() { s.abandonOnce.Do(func() { close(s.abandon) }) }
 
 func (s *session) stopRequested() bool {
 	select {
