@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // FileConfig configures a FileAcquisition (vortex's FileAcquisitionConfig
@@ -347,6 +348,8 @@ func (a *FileAcquisition) readAt(buf []byte, off int64) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A panic is this reader's error (Fill's), not the process's end.
+			defer guard.Recover(&errs[w], "acquire: FileAcquisition reader")
 			for {
 				c := int(next.Add(1) - 1)
 				if c >= chunks {

@@ -330,6 +330,7 @@ func (e *Engine) stateName() string {
 func (e *Engine) processLoop(s *session) {
 	defer s.wg.Done()
 	defer close(s.toFmt)
+	defer e.recoverStage(s, "process", s.toProc)
 	slot := 0
 	for b := range s.toProc {
 		if b.finishOnly {
@@ -425,6 +426,7 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 func (e *Engine) formatLoop(s *session) {
 	defer s.wg.Done()
 	defer close(s.toRecycle)
+	defer e.recoverStage(s, "format", s.toFmt)
 	for b := range s.toFmt {
 		if (b.Records == 0 && !b.finishOnly) || s.broken.Load() {
 			if b.Records != 0 {
@@ -669,6 +671,7 @@ func (e *Engine) SetCallbackSync(id int, on bool) error {
 
 func (e *Engine) recycleLoop(s *session) {
 	defer s.wg.Done()
+	defer e.recoverStage(s, "recycle", s.toRecycle)
 	for b := range s.toRecycle {
 		formatted := b.Records != 0
 		// The host waits here on purpose: this goroutine exists only to
