@@ -60,9 +60,7 @@ def main() -> None:
         row: dict = {}
         c8 = be.h2d_ceiling(g, 1.0)
         row["ceiling_ring"], row["ceiling_one_block"] = c8["gbs"], c8["one_block_gbs"]
-        variants = (("warm_up", {}), ("base", {}), ("blocks3", dict(blocks=3, preload=2)),
-                    ("blocks4", dict(blocks=4, preload=2)), ("blocks6", dict(blocks=6, preload=3)),
-                    ("slots4_blocks24", dict(slots=4, blocks=24, preload=12)))
+        variants = (("warm_up", {}), ("base", {}), ("slots4", dict(slots=4)), ("base_again", {}))
         for name, kw in variants:
             gg = be.Geometry(samples, 512, 128, 8192, **kw)
             try:
