@@ -40,12 +40,23 @@ extern "C" __global__ void oct_history(const uint16_t *__restrict__ raw, int32_t
 
 // Rolling average, part 2: the mean of the history's valid rows
 // [0, count), from the exact integer sum, divided in float64 and rounded
-// once (as the CPU processor's history.mean). Grid ceil(n / blockDim).
+// once (as the CPU processor's history.mean). Blocks of 32 x 8 threads:
+// x is the sample (grid ceil(n / 32)), y strides over the rows, and the
+// eight partial sums meet in shared memory. Why: one thread per sample
+// summing every row ran a few blocks on a device of 132 SMs, bound by the
+// latency of its sequential loads. Integer sums are exact in any order,
+// so the mean is the same.
 extern "C" __global__ void oct_mean(const int32_t *__restrict__ ring, float *__restrict__ avg, int n, int count) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    __shared__ long long part[8][32];
+    int i = blockIdx.x * 32 + threadIdx.x;
     long long s = 0;
-    for (int r = 0; r < count; ++r) s += ring[r * n + i];
+    if (i < n) {
+        for (int r = threadIdx.y; r < count; r += 8) s += ring[r * n + i];
+    }
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y != 0 || i >= n) return;
+    for (int y = 1; y < 8; ++y) s += part[y][threadIdx.x];
     avg[i] = __double2float_rn(__ddiv_rn((double)s, (double)count));
 }
 
@@ -63,54 +74,77 @@ __device__ __forceinline__ float load(const uint16_t *__restrict__ raw, const fl
 // record, and its maximum phase_max, from oct_clock_phase; null: no
 // clock; m == n), and the complex spectral filter (null: none), writing
 // the complex spectrum, m values per record. out may hold the clock's
-// analytic signal: oct_clock_phase has consumed it. One-dimensional grid
-// of ceil(m/blockDim) blocks per record (gridDim.y would cap records at
-// 65535).
+// analytic signal: oct_clock_phase has consumed it.
+//
+// Grid: x covers the m output samples (blockDim.x threads each), y the
+// records, each thread striding over records by gridDim.y. Why: the
+// per-sample tables (indices, weights, the averages at both indices, the
+// filter) are the same for every record, so a thread reads them once and
+// then streams only the raw gathers and the complex stores; one thread per
+// value re-read nine table values per output and ran at half the copy
+// bandwidth (issue 10, bench/probe_kernels.py). The arithmetic per value is
+// unchanged, so the output is bit for bit the same.
 extern "C" __global__ void oct_spectrum(const uint16_t *__restrict__ raw, const float *__restrict__ avg,
                                         const int32_t *__restrict__ before, const int32_t *__restrict__ after,
                                         const float *__restrict__ w_before, const float *__restrict__ w_after,
                                         const float *__restrict__ phase, const float *__restrict__ phase_max,
                                         const float2 *__restrict__ filt, float2 *__restrict__ out, int n, int m,
-                                        int ch, int channel, int is_signed) {
-    int per = (m + blockDim.x - 1) / blockDim.x;
-    int r = blockIdx.x / per;
-    int j = (blockIdx.x % per) * blockDim.x + threadIdx.x;
+                                        int ch, int channel, int is_signed, int records) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= m) return;
-    float v;
-    if (phase) {
-        // vortex's query: the linear phase max*j/n, the first sample whose
-        // phase is not below it (thrust's lower_bound; at most n-1, where
-        // vortex would read past the record), and the phase difference as
-        // the weight (process.clockScratch.tables defines it).
-        const float *p = phase + (size_t)r * n;
-        float q = __fdiv_rn(__fmul_rn(phase_max[r], (float)j), (float)n);
-        int start = 0, len = n;
-        while (start < len) {
-            int i = (start + len) / 2;
-            if (p[i] < q) {
-                start = i + 1;
+    float2 h = filt ? filt[j] : make_float2(1.f, 0.f);
+    int ib = j, ia = j;
+    float wb = 0.f, wa = 0.f;
+    if (!phase && before) {
+        ib = before[j];
+        ia = after[j];
+        wb = w_before[j];
+        wa = w_after[j];
+    }
+    // load()'s average at both indices, read once (0 when there is none:
+    // the subtraction is skipped then, as load does).
+    float avb = (!phase && avg) ? avg[ib] : 0.f;
+    float ava = (!phase && avg) ? avg[ia] : 0.f;
+    for (int r = blockIdx.y; r < records; r += gridDim.y) {
+        float v;
+        if (phase) {
+            // vortex's query: the linear phase max*j/n, the first sample whose
+            // phase is not below it (thrust's lower_bound; at most n-1, where
+            // vortex would read past the record), and the phase difference as
+            // the weight (process.clockScratch.tables defines it).
+            const float *p = phase + (size_t)r * n;
+            float q = __fdiv_rn(__fmul_rn(phase_max[r], (float)j), (float)n);
+            int start = 0, len = n;
+            while (start < len) {
+                int i = (start + len) / 2;
+                if (p[i] < q) {
+                    start = i + 1;
+                } else {
+                    len = i;
+                }
+            }
+            int b = min(start, n - 1), a = min(b + 1, n - 1);
+            float ratio = __fsub_rn(q, p[b]);
+            float x0 = load(raw, avg, r, b, n, ch, channel, is_signed);
+            float x1 = load(raw, avg, r, a, n, ch, channel, is_signed);
+            v = __fadd_rn(__fmul_rn(__fsub_rn(1.f, ratio), x0), __fmul_rn(ratio, x1));
+        } else {
+            float x0 = (float)sample(raw, r, ib, n, ch, channel, is_signed);
+            if (avg) x0 = __fsub_rn(x0, avb);
+            if (before) {
+                float x1 = (float)sample(raw, r, ia, n, ch, channel, is_signed);
+                if (avg) x1 = __fsub_rn(x1, ava);
+                v = __fadd_rn(__fmul_rn(wb, x0), __fmul_rn(wa, x1));
             } else {
-                len = i;
+                v = x0;
             }
         }
-        int b = min(start, n - 1), a = min(b + 1, n - 1);
-        float ratio = __fsub_rn(q, p[b]);
-        float x0 = load(raw, avg, r, b, n, ch, channel, is_signed);
-        float x1 = load(raw, avg, r, a, n, ch, channel, is_signed);
-        v = __fadd_rn(__fmul_rn(__fsub_rn(1.f, ratio), x0), __fmul_rn(ratio, x1));
-    } else if (before) {
-        float a = load(raw, avg, r, before[j], n, ch, channel, is_signed);
-        float b = load(raw, avg, r, after[j], n, ch, channel, is_signed);
-        v = __fadd_rn(__fmul_rn(w_before[j], a), __fmul_rn(w_after[j], b));
-    } else {
-        v = load(raw, avg, r, j, n, ch, channel, is_signed);
+        float2 c = make_float2(v, 0.f);
+        if (filt) {
+            c = make_float2(__fmul_rn(v, h.x), __fmul_rn(v, h.y));
+        }
+        out[r * m + j] = c;
     }
-    float2 c = make_float2(v, 0.f);
-    if (filt) {
-        float2 h = filt[j];
-        c = make_float2(__fmul_rn(v, h.x), __fmul_rn(v, h.y));
-    }
-    out[r * m + j] = c;
 }
 
 // Dynamic resampling from a k-clock channel (vortex's clock_channel), in
@@ -225,6 +259,25 @@ __device__ __forceinline__ int8_t round_clip(float t) {
     return (int8_t)(int)v;
 }
 
+// post is step 5 for one value (see oct_post).
+__device__ __forceinline__ void post(float2 c, int flags, float out_mul, float out_add, float lvl_mul, float lvl_add,
+                                     float *v_out, int8_t *v8_out) {
+    bool mag = (flags & OCT_MAGNITUDE) || ((flags & OCT_SQUARE) && !(flags & OCT_LOG10));
+    float a = mag ? hypotf(c.x, c.y) : c.x;
+    float f;
+    if (flags & OCT_LOG10) {
+        f = log10f(a);
+    } else if (flags & OCT_SQUARE) {
+        f = __fmul_rn(a, a);
+    } else {
+        f = a;
+    }
+    float v = __fadd_rn(__fmul_rn(out_mul, f), out_add);
+    *v_out = v;
+    float t = (flags & OCT_LEVELS) ? __fadd_rn(__fmul_rn(lvl_mul, f), lvl_add) : v;
+    *v8_out = round_clip(t);
+}
+
 // Step 5: f = log10(a), a*a or a, for a = |y| (EnableMagnitude, or
 // EnableSquare without log10, as vortex) or Re(y); when out is not null,
 // out = out_mul*f + out_add, and when out8 is not null, the int8 of lvl_mul*f + lvl_add
@@ -234,26 +287,39 @@ __device__ __forceinline__ int8_t round_clip(float t) {
 extern "C" __global__ void oct_post(const float2 *__restrict__ in, float *__restrict__ out,
                                     int8_t *__restrict__ out8, int total, int flags, float out_mul, float out_add,
                                     float lvl_mul, float lvl_add) {
-    // Unsigned: total < 2^31 and the stride < 2^31, so k + stride cannot wrap.
-    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < (unsigned)total; k += gridDim.x * blockDim.x) {
-        float2 c = in[k];
-        bool mag = (flags & OCT_MAGNITUDE) || ((flags & OCT_SQUARE) && !(flags & OCT_LOG10));
-        float a = mag ? hypotf(c.x, c.y) : c.x;
-        float f;
-        if (flags & OCT_LOG10) {
-            f = log10f(a);
-        } else if (flags & OCT_SQUARE) {
-            f = __fmul_rn(a, a);
-        } else {
-            f = a;
-        }
-        float v = __fadd_rn(__fmul_rn(out_mul, f), out_add);
+    // Four values per iteration: two 16-byte loads, one 4-byte int8 store
+    // and one 16-byte float32 store (the scalar loop ran at 0.57-0.67 of
+    // the copy bandwidth with int8 alone; bench/probe_kernels.py). The
+    // vector path needs in and out aligned to 16 bytes and out8 to 4 (the
+    // processor's buffers are; a caller's offset may not be); the values
+    // past the last whole quad, and every value of a misaligned call, take
+    // the scalar path. Unsigned: total < 2^31 and the stride < 2^31, so
+    // k + stride cannot wrap.
+    unsigned stride = gridDim.x * blockDim.x;
+    unsigned first = blockIdx.x * blockDim.x + threadIdx.x;
+    bool aligned = ((uintptr_t)in % 16 == 0) && ((uintptr_t)out % 16 == 0) && ((uintptr_t)out8 % 4 == 0);
+    unsigned quads = aligned ? (unsigned)total / 4 : 0;
+    const float4 *in4 = reinterpret_cast<const float4 *>(in);
+    for (unsigned q = first; q < quads; q += stride) {
+        float4 p0 = in4[2 * q], p1 = in4[2 * q + 1];
+        float v[4];
+        int8_t b[4];
+        post(make_float2(p0.x, p0.y), flags, out_mul, out_add, lvl_mul, lvl_add, &v[0], &b[0]);
+        post(make_float2(p0.z, p0.w), flags, out_mul, out_add, lvl_mul, lvl_add, &v[1], &b[1]);
+        post(make_float2(p1.x, p1.y), flags, out_mul, out_add, lvl_mul, lvl_add, &v[2], &b[2]);
+        post(make_float2(p1.z, p1.w), flags, out_mul, out_add, lvl_mul, lvl_add, &v[3], &b[3]);
         if (out) {  // null when no endpoint reads the float32 A-scans (the engine says so)
-            out[k] = v;
+            reinterpret_cast<float4 *>(out)[q] = make_float4(v[0], v[1], v[2], v[3]);
         }
         if (out8) {
-            float t = (flags & OCT_LEVELS) ? __fadd_rn(__fmul_rn(lvl_mul, f), lvl_add) : v;
-            out8[k] = round_clip(t);
+            reinterpret_cast<char4 *>(out8)[q] = make_char4(b[0], b[1], b[2], b[3]);
         }
+    }
+    for (unsigned k = quads * 4 + first; k < (unsigned)total; k += stride) {
+        float v;
+        int8_t b;
+        post(in[k], flags, out_mul, out_add, lvl_mul, lvl_add, &v, &b);
+        if (out) out[k] = v;
+        if (out8) out8[k] = b;
     }
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
@@ -14,9 +15,33 @@ import (
 
 // Do runs op on the NullAcquisition: "start", "stop", or "next" with
 // args {"Records": r} on the caller's n uint16 values at dst (left as they
-// are), returning {"Records": acquired}.
+// are), returning {"Records": acquired}. "debug_panic" is a test hook
+// (debugPanic).
 func (a *NullAcquisition) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
+	if op == "debug_panic" {
+		return nil, a.debugPanic(args)
+	}
 	return doSource("NullAcquisition", op, args, dst, n, a.standalone, a.Start, a.Stop, a.Next)
+}
+
+// debugPanic is the test hook behind "debug_panic", which tests use to
+// reach a Go panic from Python: with VORTEXGO_TEST_PANICS=1 only
+// (guard.TestPanic; otherwise a ValueError), args {} panics in this call,
+// {"Lend": true} in the next Lend, on the engine's acquire goroutine.
+func (a *NullAcquisition) debugPanic(args []byte) error {
+	var arg struct{ Lend bool }
+	if len(args) > 0 {
+		if err := backend.DecodeRecord("NullAcquisition.debug_panic", string(args), &arg); err != nil {
+			return err
+		}
+	}
+	if !arg.Lend || !guard.TestPanicsEnabled() {
+		return guard.TestPanic("acquire: NullAcquisition.debug_panic", backend.ErrInvalid)
+	}
+	a.mu.Lock()
+	a.panicLend = true
+	a.mu.Unlock()
+	return nil
 }
 
 // Do runs op on the FileAcquisition: "start", "stop", or "next" with args

@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // FileConfig configures a FileAcquisition (vortex's FileAcquisitionConfig
@@ -315,10 +316,15 @@ func (a *FileAcquisition) Next(dst []uint16, records int) (int, error) {
 // kernel to stream it, small enough to spread a block over the readers.
 const readChunk = 1 << 20
 
-// defaultReaders is how many goroutines read one block: a page-cache copy
-// runs at a few GB/s per core, and a handful of cores reaches the upload's
-// bandwidth.
-func defaultReaders() int { return min(runtime.GOMAXPROCS(0), 8) }
+// defaultReaders is how many goroutines read one block. A page-cache copy
+// runs at 6-7 GB/s per core, and the host's memory, not its core count,
+// ends the scaling: on the 16-core H100 host of issue 10,
+// BenchmarkBlockHostCost (a 384 MiB file, larger than the host's cache)
+// read 16 MiB blocks at 6.4 / 11.8 / 20.2 / 17.6 / 18.1 GB/s with 1 / 2 /
+// 4 / 8 / 16 readers, and a plain parallel memcpy peaked at 17 GB/s. More
+// readers only add contention with the upload, which reads the same
+// host memory.
+func defaultReaders() int { return min(runtime.GOMAXPROCS(0), 4) }
 
 // readAt fills buf from the file at off with positioned reads (pread(2),
 // safe to run concurrently on one file), in readChunk pieces over up to
@@ -342,6 +348,8 @@ func (a *FileAcquisition) readAt(buf []byte, off int64) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A panic is this reader's error (Fill's), not the process's end.
+			defer guard.Recover(&errs[w], "acquire: FileAcquisition reader")
 			for {
 				c := int(next.Add(1) - 1)
 				if c >= chunks {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // NullConfig configures a NullAcquisition (vortex's NullAcquisitionConfig
@@ -50,6 +51,9 @@ type NullAcquisition struct {
 	retired []backend.Buffer
 	run     runState
 	claim   engine.Claim // refuses Close while an engine uploads from zeros
+	// panicLend: the next Lend panics (the "debug_panic" test hook,
+	// under mu, which Lend holds anyway: no cost per block).
+	panicLend bool
 }
 
 var _ engine.Lender = (*NullAcquisition)(nil)
@@ -184,6 +188,10 @@ func (a *NullAcquisition) Lend(records int) (uintptr, int, error) {
 	}
 	if records <= 0 || records > a.maxRec {
 		return 0, 0, fmt.Errorf("acquire: Lend: records=%d, expected 1..%d (PinTo's maxRecords)", records, a.maxRec)
+	}
+	if a.panicLend {
+		a.panicLend = false
+		panic("acquire: NullAcquisition.Lend: debug_panic (test hook, " + guard.TestPanicsEnv + "=1)")
 	}
 	n, err := a.take(records)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // SimulatedConfig configures a SimulatedAcquisition. Start from
@@ -236,10 +237,14 @@ func (a *SimulatedAcquisition) Prepare() error {
 	bscans := a.cfg.Volumes * a.cfg.BscansPerVolume
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), bscans) {
+	workers := min(runtime.GOMAXPROCS(0), bscans)
+	errs := make([]error, workers)
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A panic is Prepare's error, not the process's end.
+			defer guard.Recover(&errs[w], "acquire: SimulatedAcquisition.Prepare: synthesis")
 			g := newSynth(a)
 			for {
 				i := int(next.Add(1) - 1)
@@ -251,6 +256,10 @@ func (a *SimulatedAcquisition) Prepare() error {
 		}()
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		a.ring = nil // half synthesised: the next Prepare starts over
+		return err
+	}
 	return nil
 }
 

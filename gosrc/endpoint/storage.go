@@ -8,6 +8,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // VolumeWriter is the storage a storage endpoint writes to;
@@ -299,7 +300,9 @@ func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPl
 				a.BufferSegment, a.BufferRecord = 0, 0
 			}
 			one := engine.FormatPlan{Actions: []stage.Action{a}}
-			if err = e.f.format(e.stream, e.buffer.Ptr(), b, &one); err != nil {
+			// A panic of the executor is this error, so that the job
+			// goes back below (flush waits for every job).
+			if err = guard.Call(e.name, func() error { return e.f.format(e.stream, e.buffer.Ptr(), b, &one) }); err != nil {
 				err = fmt.Errorf("%s.Format: %w", e.name, err)
 				break
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // The stream endpoints: vortex's streams_stack_storage (Counter, GalvoTarget,
@@ -390,29 +391,7 @@ func (o *opWriter) run() {
 		var err error
 		advanced := 0
 		if o.firstErr() == nil {
-			if j.ready != nil {
-				err = j.ready.Synchronize()
-			}
-			for _, op := range j.ops {
-				if err != nil {
-					break
-				}
-				switch op.kind {
-				case opPartial:
-					err = o.t.partial(op.bscan, op.ascan, j.bytes(op))
-				case opMulti:
-					err = o.t.multi(op.bscan, j.bytes(op))
-				case opAdvance:
-					// vortex's endpoint advances without allocating.
-					if err = o.t.advance(false); err == nil {
-						advanced++
-					}
-				case opVolume:
-					if err = o.t.volume(j.bytes(op)); err == nil {
-						advanced++
-					}
-				}
-			}
+			advanced, err = o.store(j)
 		}
 		o.mu.Lock()
 		o.volume += advanced
@@ -428,6 +407,38 @@ func (o *opWriter) run() {
 		}
 		o.free <- j
 	}
+}
+
+// store runs job j's operations; advanced counts the volumes it moved
+// past. A panic becomes its error (the writer's sticky error, which stops
+// the engine), so that run still returns the job: flush waits for every
+// job, and a lost one would hang it.
+func (o *opWriter) store(j *stackJob) (advanced int, err error) {
+	defer guard.Recover(&err, o.name+": writer")
+	if j.ready != nil {
+		err = j.ready.Synchronize()
+	}
+	for _, op := range j.ops {
+		if err != nil {
+			break
+		}
+		switch op.kind {
+		case opPartial:
+			err = o.t.partial(op.bscan, op.ascan, j.bytes(op))
+		case opMulti:
+			err = o.t.multi(op.bscan, j.bytes(op))
+		case opAdvance:
+			// vortex's endpoint advances without allocating.
+			if err = o.t.advance(false); err == nil {
+				advanced++
+			}
+		case opVolume:
+			if err = o.t.volume(j.bytes(op)); err == nil {
+				advanced++
+			}
+		}
+	}
+	return advanced, err
 }
 
 // flush waits until every queued job is written.
@@ -565,7 +576,8 @@ func (e *StackStorageEndpoint) formatHost(b *engine.BlockData, plan *engine.Form
 			return err
 		}
 	}
-	j := h.w.take(b.Block.ID) // backpressure from a slow disk
+	j := h.w.take(b.Block.ID)                  // backpressure from a slow disk
+	defer guard.Undo(func() { h.w.free <- j }) // flush waits for every job
 	h.segs = h.segs[:0]
 	segBytes := h.shape[1] * h.recBytes
 	for i := range plan.Actions {
@@ -674,12 +686,20 @@ func (e *StackTensorEndpoint) formatHost(b *engine.BlockData, plan *engine.Forma
 		}
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
+	return publish(e.name, e.tensor, e.stream, e.owner, e.placeHost(plan, shape))
+}
+
+// placeHost writes the plan's copies into the tensor under the engine's
+// lock. A panic is its error, so that publish still releases the lock
+// (see format).
+func (e *StackTensorEndpoint) placeHost(plan *engine.FormatPlan, shape [3]int) (err error) {
+	defer guard.Recover(&err, e.name)
 	// The host writes below must not race with work a user chained on the
 	// endpoint's stream to read the tensor: wait for it. Only user work is
 	// ever queued there (this endpoint formats on the host), so this wait
 	// is empty unless a user chains work, which then holds the formatting
 	// back as a held lock does.
-	err := e.stream.Synchronize()
+	err = e.stream.Synchronize()
 	vol := hostView[byte](e.tensor.Ptr(), e.tensor.Size())
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
@@ -688,5 +708,5 @@ func (e *StackTensorEndpoint) formatHost(b *engine.BlockData, plan *engine.Forma
 		}
 		err = e.hostSrc.place(vol, shape, a, a.BufferSegment, a.BufferRecord)
 	}
-	return publish(e.name, e.tensor, e.stream, e.owner, err)
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -261,7 +262,15 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 		}
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
-	return publish(e.name, e.tensor, e.stream, e.owner, e.f.format(e.stream, e.tensor.Ptr(), b, plan))
+	return publish(e.name, e.tensor, e.stream, e.owner, e.format(b, plan))
+}
+
+// format runs the executor under the engine's lock. A panic is its error,
+// so that publish still releases the lock: one left held would hang the
+// user's next lock and the next session's Format.
+func (e *StackTensorEndpoint) format(b *engine.BlockData, plan *engine.FormatPlan) (err error) {
+	defer guard.Recover(&err, e.name)
+	return e.f.format(e.stream, e.tensor.Ptr(), b, plan)
 }
 
 // publish ends a tensor endpoint's Format: unless formatting failed (err),

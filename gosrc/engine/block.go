@@ -65,11 +65,14 @@ type Block struct {
 	processed []backend.Buffer // float32 outputs, one per processor
 	int8s     []backend.Buffer // int8 outputs, one per processor
 
-	// Events, all recorded every pass and reused:
-	start    backend.Event   // upload stream, before the upload (timing)
+	// Events, recorded every pass and reused; with timing enabled only on
+	// a timed block (timed), which alone records start and feeds
+	// Engine.Timings:
+	start    backend.Event   // upload stream, before the upload (timed blocks only)
 	uploaded backend.Event   // upload stream, after the upload: the slot stream waits on it
-	ready    backend.Event   // slot stream, after processing (timing)
-	epDone   []backend.Event // one per endpoint, after its formatting (timing)
+	ready    backend.Event   // slot stream, after processing
+	epDone   []backend.Event // one per endpoint, after its formatting
+	timed    bool            // this block's events keep timestamps (timingEvery)
 	acquired float64         // host-clock acquire time, ms
 	// times are the host times of the block's stages in its session, ns
 	// since Start (Engine.stamp; vortex's JobTiming).
@@ -155,9 +158,19 @@ func (sh blockShape) check(blocks int) error {
 	return nil
 }
 
+// timingEvery is how often a block of the pool is timed on a CUDA device:
+// one in four. Why not every block: a timestamped event between two
+// uploads on the copy stream costs copy-engine time (an expert pipeline
+// fell from 0.93 to 0.90 of the H2D ceiling at 1376 samples when it
+// recorded one before each copy, H100, bench/probe_expert_events.py), and
+// the statistics of Engine.Timings need a sample, not every block. The
+// CPU backend's events read the host clock for free: every block there.
+const timingEvery = 4
+
 // newBlock allocates one block; on error it frees what it allocated.
-func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
-	b = &Block{}
+// timed says whether its events keep timestamps (Engine.Timings).
+func newBlock(dev backend.Device, sh blockShape, timed bool) (b *Block, err error) {
+	b = &Block{timed: timed}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, b.free())
@@ -190,17 +203,17 @@ func newBlock(dev backend.Device, sh blockShape) (b *Block, err error) {
 		}
 		b.int8s = append(b.int8s, i8)
 	}
-	if b.start, err = dev.NewEvent(true); err != nil {
+	if b.start, err = dev.NewEvent(timed); err != nil {
 		return b, fmt.Errorf("engine: block event: %w", err)
 	}
-	if b.ready, err = dev.NewEvent(true); err != nil {
+	if b.ready, err = dev.NewEvent(timed); err != nil {
 		return b, fmt.Errorf("engine: block event: %w", err)
 	}
-	if b.uploaded, err = dev.NewEvent(true); err != nil { // timing: JobTiming.Upload
+	if b.uploaded, err = dev.NewEvent(timed); err != nil { // timing: JobTiming.Upload
 		return b, fmt.Errorf("engine: block event: %w", err)
 	}
 	for range sh.endpoints {
-		ev, err := dev.NewEvent(true)
+		ev, err := dev.NewEvent(timed)
 		if err != nil {
 			return b, fmt.Errorf("engine: block endpoint event: %w", err)
 		}

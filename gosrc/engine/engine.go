@@ -291,8 +291,8 @@ func (e *Engine) Prepare() (err error) {
 		return fmt.Errorf("engine.Prepare: %w", err)
 	}
 	e.free = make(chan *Block, cfg.BlocksToAllocate)
-	for range cfg.BlocksToAllocate {
-		b, err := newBlock(e.dev, sh)
+	for i := range cfg.BlocksToAllocate {
+		b, err := newBlock(e.dev, sh, e.dev.Kind() != backend.CUDA || i%timingEvery == 0)
 		if err != nil {
 			return fmt.Errorf("engine.Prepare: %w", err)
 		}
@@ -330,6 +330,7 @@ func (e *Engine) stateName() string {
 func (e *Engine) processLoop(s *session) {
 	defer s.wg.Done()
 	defer close(s.toFmt)
+	defer e.recoverStage(s, "process", s.toProc)
 	slot := 0
 	for b := range s.toProc {
 		if b.finishOnly {
@@ -366,8 +367,10 @@ func (e *Engine) processLoop(s *session) {
 // s; nothing here waits for the device.
 func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	up := e.upload
-	if err := up.Record(b.start); err != nil {
-		return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
+	if b.timed {
+		if err := up.Record(b.start); err != nil {
+			return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
+		}
 	}
 	e.activeSet(b)
 	for a := range b.raws {
@@ -423,6 +426,7 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 func (e *Engine) formatLoop(s *session) {
 	defer s.wg.Done()
 	defer close(s.toRecycle)
+	defer e.recoverStage(s, "format", s.toFmt)
 	for b := range s.toFmt {
 		if (b.Records == 0 && !b.finishOnly) || s.broken.Load() {
 			if b.Records != 0 {
@@ -667,6 +671,7 @@ func (e *Engine) SetCallbackSync(id int, on bool) error {
 
 func (e *Engine) recycleLoop(s *session) {
 	defer s.wg.Done()
+	defer e.recoverStage(s, "recycle", s.toRecycle)
 	for b := range s.toRecycle {
 		formatted := b.Records != 0
 		// The host waits here on purpose: this goroutine exists only to
@@ -693,7 +698,7 @@ func (e *Engine) recycleLoop(s *session) {
 		}
 		if err != nil {
 			e.failPipeline(s, fmt.Errorf("engine: block %d: waiting for the device: %w", b.ID, err))
-		} else if formatted {
+		} else if formatted && b.timed {
 			e.timings.add(e.jobTiming(b))
 		}
 		s.prof.job(ProfJobFormatJoin, b.ID)
@@ -840,7 +845,9 @@ func (e *Engine) NextEventsInto(dst []Event, timeout time.Duration) int {
 	return s.events.next(dst, timeout)
 }
 
-// Timings summarises the per-block stage timings so far.
+// Timings summarises the per-block stage timings so far: every block on
+// the CPU backend, one block of the pool in four on a CUDA device
+// (timingEvery).
 func (e *Engine) Timings() TimingSummary { return e.timings.summary() }
 
 // RecentTimings copies the newest per-block timings (oldest first) into

@@ -584,21 +584,6 @@ func TestStorageEndpointRejectsUnopenedStore(t *testing.T) {
 	require.False(t, r.acq.started.Load(), "nothing started")
 }
 
-// lastFree is a scan whose Last does not allocate. The queue calls Last
-// once per block, and scan.SegmentedScan.Last returns two fresh slices
-// (gosrc/scan/segmented.go: a copy of the position and diffScaled's
-// velocity): 2 allocations per block that belong to the scan package, not
-// to the engine's stages, which TestEngineAllocationsPerBlock bounds. The
-// looping scan here never needs its last state (no scan follows it).
-type lastFree struct {
-	scan.Streamer
-	pos, vel []float64
-}
-
-func (l lastFree) Last() (position, velocity []float64, posOK, velOK bool) {
-	return l.pos, l.vel, true, true
-}
-
 // TestEngineAllocationsPerBlock runs the engine for n and 3n blocks and
 // checks the extra allocations per extra block: the hot path must not
 // allocate (the CPU backend's own per-call allocations are bounded here).
@@ -616,8 +601,9 @@ func TestEngineAllocationsPerBlock(t *testing.T) {
 		r.cfg.EventQueueSize = 1
 		e, err := engine.New(r.cfg, cpu.Default())
 		require.NoError(t, err)
-		s := lastFree{Streamer: indexRaster(t, r.scan, true), pos: make([]float64, 2), vel: make([]float64, 2)}
-		require.NoError(t, e.ScanQueue().Append(s, nil, marker.NewScanBoundary(0, 0, 0)))
+		// The real raster: the queue reads its last state with every block
+		// (scan.ScanQueue.takeLast), into buffers it reuses.
+		require.NoError(t, e.ScanQueue().Append(indexRaster(t, r.scan, true), nil, marker.NewScanBoundary(0, 0, 0)))
 		require.NoError(t, e.Prepare())
 		var before, after runtime.MemStats
 		runtime.GC()

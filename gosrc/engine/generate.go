@@ -254,6 +254,7 @@ func (e *Engine) acquireLoop(s *session) {
 	defer e.endDispatch(s)
 	defer e.sendFinish(s)
 	defer e.dropPending()
+	defer e.recoverStage(s, "acquire", nil)
 	// IOs are handed blocks up to the preload depth ahead of the
 	// acquisition; one block of the pool stays out of it, so that the
 	// generated blocks never hold the whole pool while the oldest waits.

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // session is the state of one Start ... Stop run (vortex's session_t): the
@@ -19,28 +22,31 @@ import (
 // NextEvents) load the current session atomically (Engine.sess); a call
 // that races with the session's end acts on the ended session, harmlessly.
 type session struct {
-	stopping  chan struct{} // closed by the first stop request
-	stopOnce  sync.Once
+	stopping chan struct{} // closed by the first stop request
+	stopOnce sync.Once
 	// abandon is closed when the session stops delivering what it formats:
-	// an interrupt, a broken pipeline, or a session that has ended. A plain
+	// an interrupt or a broken pipeline. A plain
 	// stop does not close it: after a stop the blocks already acquired are
 	// still formatted and their callbacks run (vortex's stop), so the format
 	// stage keeps waiting for the dispatcher's acknowledgements, which a
 	// running dispatcher always gives.
 	abandon     chan struct{}
 	abandonOnce sync.Once
-	shutOnce  sync.Once // EngineShutdown is posted once
-	acqStop   sync.Once
-	acqErr    error
-	interrupt atomic.Bool // shutdown(interrupt=true): acquired blocks are dropped, not processed
-	done      chan struct{}
-	wg        sync.WaitGroup
-	t0        time.Time
-	startMono int64
+	shutOnce    sync.Once // EngineShutdown is posted once
+	acqStop     sync.Once
+	acqErr      error
+	interrupt   atomic.Bool // shutdown(interrupt=true): acquired blocks are dropped, not processed
+	done        chan struct{}
+	wg          sync.WaitGroup
+	t0          time.Time
+	startMono   int64
 
 	errMu  sync.Mutex
 	err    error
 	broken atomic.Bool // a device stage failed: drop the blocks behind it
+	// panicked: a stage recovered a panic (recoverStage); the blocks it
+	// held or drained are out of the pool until finish reclaims them.
+	panicked atomic.Bool
 
 	events                   *eventQueue
 	toProc, toFmt, toRecycle chan *Block
@@ -304,9 +310,11 @@ func (s *session) stopRequested() bool {
 // the stop request and the natural end of the run may both get here.
 func (e *Engine) stopAcquisition(s *session) {
 	s.acqStop.Do(func() {
-		errs := []error{e.stopIOs()}
+		// Guarded: a panicking Stop must still leave the session able
+		// to end (finish calls this too).
+		errs := []error{guard.Call("engine: stopping the IOs", e.stopIOs)}
 		for a := range e.acqs {
-			if err := e.acqs[a].acq.Stop(); err != nil {
+			if err := guard.Call("acquisition.Stop", e.acqs[a].acq.Stop); err != nil {
 				errs = append(errs, fmt.Errorf("acquisition #%d: %w", a, err))
 			}
 		}
@@ -335,10 +343,64 @@ func (e *Engine) startAcquisitions() error {
 	return nil
 }
 
+// recoverStage, deferred by each stage goroutine after the defers of its
+// exit protocol (so that it runs first when the stage panics), makes the
+// panic the session's error (EngineError, EngineAbort: the stage's block
+// is lost, the session cannot go on) instead of the end of the process.
+// The exit protocol then runs as after any failure: the stage closes its
+// output and signals the WaitGroup. Before that it drains in, the stage's
+// input, until the stage upstream closes it: that stage may be blocked
+// sending to this one and would otherwise never exit, and finish would
+// wait for it forever. The drained blocks, and the one the stage held,
+// are reclaimed by finish (reclaimBlocks).
+func (e *Engine) recoverStage(s *session, stage string, in <-chan *Block) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	s.panicked.Store(true)
+	e.failPipeline(s, guard.Error("engine: "+stage+" stage", r))
+	if in != nil { // the acquire stage has no input channel (ranging nil would block)
+		for range in {
+		}
+	}
+}
+
+// reclaimBlocks returns to the pool the blocks a panicking stage took out
+// of the pipeline (the one it held, those it drained), once every stage has
+// exited: the next session needs the whole pool (the acquire loop keeps
+// one block out of the IOs' reach, sendFinish waits for one). A reclaimed
+// block's device work may still run, so its events are waited for first,
+// as recycleLoop does; their errors are the failed session's, already
+// reported.
+func (e *Engine) reclaimBlocks() {
+	inPool := make(map[*Block]bool, len(e.blocks))
+	for len(e.free) > 0 {
+		inPool[<-e.free] = true
+	}
+	for _, b := range e.blocks {
+		if !inPool[b] {
+			for _, ev := range append([]backend.Event{b.uploaded, b.ready}, b.epDone...) {
+				if ev != nil {
+					_ = guard.Call("engine: reclaiming a block", ev.Synchronize)
+				}
+			}
+		}
+		e.free <- b // cannot block: the pool has room for every block
+	}
+}
+
 // finish waits for the session's stages to drain, flushes the endpoints
-// so that every completed volume is stored, and ends the session.
+// so that every completed volume is stored, and ends the session. The end
+// (endSession) is deferred: a panic here still ends the session, with the
+// panic as its error, so that Wait and Stop return.
 func (e *Engine) finish(s *session) {
+	defer e.endSession(s)
+	defer e.recoverStage(s, "finish", nil)
 	s.wg.Wait()
+	if s.panicked.Load() {
+		e.reclaimBlocks()
+	}
 	// The Generate stage is over: the queue stops calling the engine.
 	e.queue.SetEmptyWaiter(nil)
 	e.stopAcquisition(s)
@@ -346,10 +408,17 @@ func (e *Engine) finish(s *session) {
 		e.fail(s, fmt.Errorf("engine: stopping the acquisition: %w", s.acqErr))
 	}
 	for id, ep := range e.endpoints {
-		if err := ep.Flush(); err != nil {
+		// Each flush guarded: one endpoint's panic must not cost the
+		// others their stored volumes.
+		if err := guard.Call(fmt.Sprintf("engine: endpoint #%d: flush", id), ep.Flush); err != nil {
 			e.fail(s, fmt.Errorf("engine: endpoint #%d: flush: %w", id, err))
 		}
 	}
+}
+
+// endSession is the end of finish: the claims go, EngineExit is posted,
+// the event queue closes and Wait returns.
+func (e *Engine) endSession(s *session) {
 	// Under the state lock: a Shutdown from another goroutine posts
 	// before the queue closes or sees the session finished.
 	e.stateMu.Lock()

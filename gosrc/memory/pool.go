@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // ErrPoolExhausted is wrapped by the error of a Get that found no buffer in
@@ -380,7 +381,9 @@ func (p *BufferPool) watchLocked() {
 		p.watchers.Add(1)
 		go func() {
 			defer p.watchers.Done()
-			err := e.after.Synchronize()
+			// A panic is this buffer's wait error (Get reports it), and
+			// the waiters are still woken below.
+			err := guard.Call("memory.BufferPool: event watcher", e.after.Synchronize)
 			p.mu.Lock()
 			e.done, e.err, e.watching = true, err, false
 			p.broadcastLocked()

@@ -21,6 +21,12 @@ const (
 	// postBlocks caps the grid of the grid-stride post kernel at a few
 	// waves of an H100/H200 (132 SMs x 8 resident blocks of 256 threads).
 	postBlocks = 132 * 8 * 4
+	// spectrumRecordsPerThread is how many records one oct_spectrum thread
+	// processes: enough to amortise its table reads, few enough that a
+	// block of thousands of records still fills the device.
+	spectrumRecordsPerThread = 8
+	// maxGridY is CUDA's limit on gridDim.y.
+	maxGridY = 65535
 )
 
 // Flags of oct_post; keep in step with kernels/oct.cu.
@@ -438,10 +444,12 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 	}
 
 	// Steps 1b-3: load, subtract, resample and filter into complex64.
-	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads) * records), Y: 1, Z: 1}
+	// x covers the samples, y the records in strides (the kernel reads its
+	// per-sample tables once per thread and loops over records).
+	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads)), Y: uint32(min(ceilDiv(records, spectrumRecordsPerThread), maxGridY)), Z: 1}
 	if err := cs.Launch(p.fnSpectrum, grid, block, 0,
 		in, avg, st.before, st.after, st.wBefore, st.wAfter, phase, phaseMax, st.filt, sl.spectrum,
-		int32(n), int32(m), ch, channel, signed); err != nil {
+		int32(n), int32(m), ch, channel, signed, int32(records)); err != nil {
 		return fmt.Errorf("%s: oct_spectrum: %w", op, err)
 	}
 
@@ -547,7 +555,8 @@ func (p *CUDAProcessor) average(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in
 	if count == 0 {
 		return false, nil
 	}
-	if err := cs.Launch(p.fnMean, cuda.Dim3{X: uint32(ceilDiv(n, threads)), Y: 1, Z: 1}, block, 0,
+	// 32 samples x 8 row strides per block (kernels/oct.cu oct_mean).
+	if err := cs.Launch(p.fnMean, cuda.Dim3{X: uint32(ceilDiv(n, 32)), Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 8, Z: 1}, 0,
 		h.buf.Ptr(), sl.avg, int32(n), int32(count)); err != nil {
 		return false, fmt.Errorf("oct_mean: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 	"github.com/vortexgo/vortexgo/gosrc/pipeline"
 )
@@ -17,7 +18,8 @@ var classes = []struct {
 	name string
 	is   func(error) bool
 }{
-	{"KeyError", is(pipeline.ErrUnknownOp)}, // an op id the coordinator never issued
+	{"KeyError", is(pipeline.ErrUnknownOp)},  // an op id the coordinator never issued
+	{"InternalError", as[*guard.PanicError]}, // a recovered Go panic: a bug, whatever it wraps
 	{"MemoryBudgetError", as[*memory.BudgetError]},
 	{"LockError", is(memory.ErrLockHeld)},
 	{"ClosedError", is(backend.ErrClosed)},

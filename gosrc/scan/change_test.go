@@ -372,3 +372,31 @@ func TestChangeWhileStreaming(t *testing.T) {
 		}
 	}
 }
+
+// TestLastIntoMatchesLast: LastInto fills the caller's buffers with what
+// Last returns, flags included, at every stage of a stream (nothing
+// released, one sample, many), allocating nothing; buffers of the wrong
+// length are left alone and reported unknown.
+func TestLastIntoMatchesLast(t *testing.T) {
+	var s RasterScan
+	require.NoError(t, s.Initialize(smallRaster()))
+	pos, vel := make([]float64, 2), make([]float64, 2)
+	for _, step := range []int{0, 1, 1, 7, 33} {
+		if step > 0 {
+			_, _ = stream(t, &s.SegmentedScan, step, step)
+		}
+		wantPos, wantVel, wantPosOK, wantVelOK := s.Last()
+		posOK, velOK := s.LastInto(pos, vel)
+		require.Equal(t, wantPosOK, posOK, "after %d samples", step)
+		require.Equal(t, wantVelOK, velOK, "after %d samples", step)
+		if posOK {
+			require.Equal(t, wantPos, pos)
+		}
+		if velOK {
+			require.Equal(t, wantVel, vel)
+		}
+	}
+	require.Zero(t, testing.AllocsPerRun(100, func() { s.LastInto(pos, vel) }))
+	posOK, velOK := s.LastInto(make([]float64, 3), make([]float64, 1))
+	require.False(t, posOK || velOK, "buffers of the wrong length")
+}

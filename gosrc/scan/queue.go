@@ -78,7 +78,8 @@ type ScanQueue struct {
 	// (only before anything was generated, as vortex has it)
 	includeStart     bool
 	lastSample       int64
-	lastPos, lastVel []float64 // nil = unknown
+	lastPos, lastVel []float64 // nil = unknown; may alias posBuf, velBuf
+	posBuf, velBuf   []float64 // takeLast's buffers, reused block after block
 
 	// emitted counts the callback calls (Emitted): the engine posts an
 	// event for its dispatcher when it moved during a Generate.
@@ -329,14 +330,7 @@ func (q *ScanQueue) Generate(markers *[]marker.Marker, buf []float64, channels, 
 			(*markers)[mark] = m
 		}
 		q.lastSample = start + int64(released)
-		pos, vel, posOK, velOK := q.active.scan.Last()
-		q.lastPos, q.lastVel = nil, nil
-		if posOK {
-			q.lastPos = pos
-		}
-		if velOK {
-			q.lastVel = vel
-		}
+		q.takeLast(channels)
 		if released < n {
 			q.emit(QueueFinish)
 			q.active = nil
@@ -363,13 +357,48 @@ func (q *ScanQueue) Generate(markers *[]marker.Marker, buf []float64, channels, 
 	return scanSamples, released, nil
 }
 
-func (q *ScanQueue) restartActive(channels int) error {
-	pos, vel := q.lastPos, q.lastVel
-	if len(pos) != channels {
-		pos = make([]float64, channels)
+// takeLast reads the active scan's last position and velocity into
+// q.lastPos and q.lastVel (nil when unknown). A scan with LastInto fills
+// the queue's own buffers: this runs with every generated block, and
+// allocating two slices there was the Generate stage's only per-block
+// garbage.
+func (q *ScanQueue) takeLast(channels int) {
+	if li, ok := q.active.scan.(interface {
+		LastInto(pos, vel []float64) (posOK, velOK bool)
+	}); ok {
+		if len(q.posBuf) != channels {
+			q.posBuf, q.velBuf = make([]float64, channels), make([]float64, channels)
+		}
+		posOK, velOK := li.LastInto(q.posBuf, q.velBuf)
+		q.lastPos, q.lastVel = nil, nil
+		if posOK {
+			q.lastPos = q.posBuf
+		}
+		if velOK {
+			q.lastVel = q.velBuf
+		}
+		return
 	}
-	if len(vel) != channels {
-		vel = make([]float64, channels)
+	pos, vel, posOK, velOK := q.active.scan.Last()
+	q.lastPos, q.lastVel = nil, nil
+	if posOK {
+		q.lastPos = pos
+	}
+	if velOK {
+		q.lastVel = vel
+	}
+}
+
+func (q *ScanQueue) restartActive(channels int) error {
+	// Copies: q.lastPos and q.lastVel may be the queue's reused buffers,
+	// which the next block overwrites, and a scan may keep what it gets.
+	// A restart happens once per scan, not per block.
+	pos, vel := make([]float64, channels), make([]float64, channels)
+	if len(q.lastPos) == channels {
+		copy(pos, q.lastPos)
+	}
+	if len(q.lastVel) == channels {
+		copy(vel, q.lastVel)
 	}
 	return q.active.scan.RestartAt(q.lastSample, pos, vel, q.includeStart)
 }

@@ -391,6 +391,26 @@ func (s *SegmentedScan) Last() (position, velocity []float64, posOK, velOK bool)
 	return position, velocity, posOK, velOK
 }
 
+// LastInto is Last writing into pos and vel (each Channels() long) instead
+// of new slices: the scan queue asks for it with every block it generates,
+// and the Generate stage allocates nothing per block.
+func (s *SegmentedScan) LastInto(pos, vel []float64) (posOK, velOK bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastN >= 1 && len(pos) == len(s.lastPos) {
+		copy(pos, s.lastPos)
+		posOK = true
+	}
+	if s.lastN >= 2 && len(vel) == len(s.lastPos) {
+		k := float64(s.cfg.SamplesPerSecond)
+		for i := range vel {
+			vel[i] = (s.lastPos[i] - s.lastPrev[i]) * k
+		}
+		velOK = true
+	}
+	return posOK, velOK
+}
+
 // ScanBuffer prepares the scan and returns a copy of one whole pass of the
 // pattern (samples x channels, row-major), vortex's scan_buffer().
 func (s *SegmentedScan) ScanBuffer() ([]float64, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
@@ -295,6 +296,7 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 		}
 	}
 	j := <-e.free
+	defer guard.Undo(func() { e.free <- j }) // Flush waits for every job
 	j.rows, j.ranges, j.sample, j.block, j.markers, j.rowBytes = b.Records, ranges, b.Sample, b.Block.ID, j.markers[:0], 0
 	var src uintptr
 	var rowBytes int
@@ -373,9 +375,15 @@ func (e *BlockEndpoint) write() {
 		e.mu.Unlock()
 		var err error
 		if !failed {
-			if err = j.ready.Synchronize(); err == nil {
-				err = e.store(j)
-			}
+			// A panic becomes this job's write error (sticky: the engine
+			// stops), and the job still goes back below: Flush waits for
+			// every job, and a lost one would hang it.
+			err = guard.Call(e.name+": writer", func() error {
+				if err := j.ready.Synchronize(); err != nil {
+					return err
+				}
+				return e.store(j)
+			})
 		}
 		e.mu.Lock()
 		if err != nil && e.err == nil {

@@ -5,14 +5,18 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -270,4 +274,112 @@ func openStream(t *testing.T, dtype, path string) *SimpleStream {
 	require.NoError(t, err)
 	require.NoError(t, s.Open(SimpleStreamConfig{Path: path}))
 	return s
+}
+
+// panicEvent panics in the nth Synchronize (the writer's wait for a
+// block's download), counted over every job sharing left.
+type panicEvent struct {
+	backend.Event
+	left *atomic.Int32
+}
+
+func (p panicEvent) Synchronize() error {
+	if p.left.Add(-1) == 0 {
+		panic("boom in the writer")
+	}
+	return p.Event.Synchronize()
+}
+
+// unwrapStream records the event inside a panicEvent (the CPU stream
+// records only its own events).
+type unwrapStream struct{ backend.Stream }
+
+func (s unwrapStream) Record(ev backend.Event) error {
+	if p, ok := ev.(panicEvent); ok {
+		ev = p.Event
+	}
+	return s.Stream.Record(ev)
+}
+
+// TestBlockEndpointWriterPanic: a panic in the storage writer goroutine is
+// its sticky write error (Fail once, Flush and later Formats return it,
+// with the panic and its stack), not the end of the process; the writer
+// keeps running, so the next session writes again, and Close returns.
+func TestBlockEndpointWriterPanic(t *testing.T) {
+	before := runtime.NumGoroutine()
+	r := newBlockRig(t, 4, 2, 2)
+	path := filepath.Join(t.TempDir(), "spectra.bin")
+	s := openStream(t, "uint16", path)
+	e, err := NewBlockEndpoint("SpectraStreamEndpoint")
+	require.NoError(t, err)
+	require.NoError(t, e.Attach(s, 0))
+	fails := make(chan error, 8)
+	require.NoError(t, e.Prepare(r.info(func(err error) { fails <- err })))
+	var left atomic.Int32
+	left.Store(1) // the first job's wait panics
+	e.ds = unwrapStream{e.ds}
+	for _, j := range e.jobs {
+		j.ready = panicEvent{j.ready, &left}
+	}
+	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
+	require.NoError(t, e.Format(r.data(0, 0, nil), plan))
+	err = e.Flush()
+	require.ErrorContains(t, err, "SpectraStreamEndpoint: writer: internal error (Go panic: boom in the writer)")
+	require.ErrorContains(t, err, "goroutine ", "the stack is in the error")
+	require.Len(t, fails, 1)
+	require.ErrorContains(t, <-fails, "boom in the writer")
+	require.ErrorContains(t, e.Format(r.data(1, 4, nil), plan), "boom in the writer", "sticky")
+
+	e.BeginSession(nil) // a new session writes again: the writer survived
+	require.NoError(t, e.Format(r.data(2, 8, nil), plan))
+	require.NoError(t, e.Flush())
+	require.Empty(t, fails)
+	require.NoError(t, e.Close())
+	require.NoError(t, s.Close())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Len(t, got, 4*2*2, "the block after the panic is stored")
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before, "the writer goroutine ended at Close")
+}
+
+// TestBlockEndpointFormatPanicGivesBackTheJob: a panic in Format after it
+// took a staging job goes on to the engine's stage (which reports it), and
+// the job goes back first: Flush, which waits for every job, returns.
+func TestBlockEndpointFormatPanicGivesBackTheJob(t *testing.T) {
+	r := newBlockRig(t, 4, 2, 2)
+	s := openStream(t, "uint16", filepath.Join(t.TempDir(), "spectra.bin"))
+	e, err := NewBlockEndpoint("SpectraStreamEndpoint")
+	require.NoError(t, err)
+	require.NoError(t, e.Attach(s, 0))
+	require.NoError(t, e.Prepare(r.info(nil)))
+	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
+	bad := r.data(0, 0, nil)
+	bad.Block = nil // Format faults on it with a job taken
+	// More Formats than there are jobs (each takes one), then Flush: with
+	// a job lost, one of them would wait forever.
+	errs := make(chan error, blockJobs+2)
+	go func() {
+		for range blockJobs + 1 {
+			errs <- guard.Call("format", func() error { return e.Format(bad, plan) })
+		}
+		errs <- e.Flush()
+	}()
+	for i := range blockJobs + 2 {
+		select {
+		case err := <-errs:
+			if i <= blockJobs {
+				require.ErrorContains(t, err, "Go panic: runtime error: invalid memory address or nil pointer dereference")
+			} else {
+				require.NoError(t, err, "Flush")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d hung on a job a panicking Format kept", i)
+		}
+	}
+	require.NoError(t, e.Close())
+	require.NoError(t, s.Close())
 }

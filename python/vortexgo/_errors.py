@@ -12,6 +12,7 @@ __all__ = [
     "MemoryBudgetError",
     "LockError",
     "InUseError",
+    "InternalError",
 ]
 
 
@@ -45,6 +46,18 @@ class InUseError(VortexError):
     refused: stop the user first (e.g. ``engine.stop()``), then retry."""
 
 
+class InternalError(VortexError):
+    """A bug in vortexgo's Go core: a Go panic, recovered instead of ending the
+    interpreter. The text names the call or the engine stage and the panic;
+    :attr:`go_stack` (also shown as a note under the traceback) is the Go
+    stack at the panic. Please report it with that stack. The object the call
+    was made on may be left in any state: close it (an engine whose stage
+    panicked has ended its session and can still be stopped and closed)."""
+
+    #: The Go stack of the panic ("" when the text carried none).
+    go_stack: str = ""
+
+
 _TAGS: dict[str, type[BaseException]] = {
     "InUseError": InUseError,
     "MemoryError": MemoryError,
@@ -57,6 +70,7 @@ _TAGS: dict[str, type[BaseException]] = {
     "OSError": OSError,
     "LockError": LockError,
     "VortexError": VortexError,
+    "InternalError": InternalError,
 }
 
 
@@ -71,6 +85,15 @@ def translate(exc: BaseException) -> BaseException:
     cls = _TAGS.get(head) if sep else None
     if cls is None:
         return VortexError(text)
+    if cls is InternalError:
+        # The first line is the message; the rest is the Go stack
+        # (gosrc/guard.PanicError), kept out of the message but shown.
+        msg, _, stack = rest.partition("\n")
+        exc = InternalError(msg)
+        exc.go_stack = stack
+        if stack:
+            exc.add_note("Go stack of the panic:\n" + stack)
+        return exc
     return cls(rest)
 
 

@@ -1084,7 +1084,11 @@ class Engine:
     @property
     def timings(self) -> dict[str, StageTiming]:
         """Per-block job timing by stage, ``{"acquire", "process", "format", "upload"}`` ->
-        :class:`StageTiming` (ms); ``upload`` is the host-to-device copy within ``process``."""
+        :class:`StageTiming` (ms); ``upload`` is the host-to-device copy within ``process``.
+
+        On a CUDA device the statistics are over a sample, one block of the pool in four:
+        timestamped events between uploads cost copy-engine time. On the CPU backend every
+        block is timed."""
         if self._h is None:
             return {s: StageTiming() for s in ("acquire", "process", "format", "upload")}
         v = self._record(self._handle())[_STATUS_FIELDS:]

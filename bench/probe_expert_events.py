@@ -1,0 +1,33 @@
+import sys, os, json
+sys.path.insert(0, "bench")
+import numpy as np
+import bench_engine as be
+import bench_peers as bp
+import vortexgo as vg
+import cupy as cp
+
+dev = vg.get_device("cuda:0")
+out = {}
+for s in (1024, 1376):
+    g = be.Geometry(s, 512, 128, 8192)
+    raw, vol, pc = be.reference_volume(g, dev)
+    host = be._pinned_blocks(raw, g, True)
+    ceil = be.h2d_ceiling(g, 1.0)["gbs"]
+    row = {"ceiling": ceil}
+    for name in ("plain", "timing_events", "timing_plus_start", "plain_again"):
+        ex = bp.ExpertCuPy(g, host, pc, be.LEVELS, be.AVERAGE_WINDOW)
+        if name.startswith("timing"):
+            ex.uploaded = [cp.cuda.Event(disable_timing=False) for _ in ex.uploaded]
+            ex.consumed = [cp.cuda.Event(disable_timing=False) for _ in ex.consumed]
+        if name == "timing_plus_start":
+            starts = [cp.cuda.Event(disable_timing=False) for _ in ex.uploaded]
+            orig = cp.cuda.runtime.memcpyAsync
+            def step(k, ex=ex, starts=starts):
+                starts[k % len(starts)].record(ex.up)
+                bp.ExpertCuPy.step(ex, k)
+            ex.step = step
+        r = bp._timed(ex, 2.0)
+        row[name] = round(r["gbs"] / ceil, 3)
+        del ex
+    out[s] = row
+    print(s, row, flush=True)
