@@ -1,6 +1,10 @@
-import sys, os, json
+"""An expert-pipeline variant per change (issue 10): plain events, timestamped events for
+the cross-stream waits, and a timestamped event before each upload (what the engine
+recorded for its upload timings). Run from the repository root on the GPU machine."""
+
+import sys
+
 sys.path.insert(0, "bench")
-import numpy as np
 import bench_engine as be
 import bench_peers as bp
 import vortexgo as vg
@@ -21,7 +25,6 @@ for s in (1024, 1376):
             ex.consumed = [cp.cuda.Event(disable_timing=False) for _ in ex.consumed]
         if name == "timing_plus_start":
             starts = [cp.cuda.Event(disable_timing=False) for _ in ex.uploaded]
-            orig = cp.cuda.runtime.memcpyAsync
             def step(k, ex=ex, starts=starts):
                 starts[k % len(starts)].record(ex.up)
                 bp.ExpertCuPy.step(ex, k)

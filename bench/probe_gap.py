@@ -26,11 +26,41 @@ import bench_engine as be  # noqa: E402
 import vortexgo as vg  # noqa: E402
 
 
-def engine_counters(g: be.Geometry, device, seconds: float, warm: float, callback: bool) -> dict:
+def _pipeline(g: be.Geometry, device, endpoints: list, pc_kw: dict):
+    """bench_engine._pipeline with ProcessorConfig fields overridden (a lighter processor)."""
+    from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
+    from vortexgo.engine import Engine, EngineConfig
+    from vortexgo.format import FormatPlanner, FormatPlannerConfig
+    from vortexgo.process import CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
+
+    acq = SimulatedAcquisition(SimulatedAcquisitionConfig(
+        samples_per_record=g.samples, ascans_per_bscan=g.ascans, bscans_per_volume=g.bscans, volumes=1,
+        total_volumes=0))
+    kw = dict(samples_per_record=g.samples, ascans_per_block=g.rpb, average_window=be.AVERAGE_WINDOW,
+              resampling_samples=acq.resampling_positions(),
+              spectral_filter=spectral_filter(hann_window(g.samples), acq.dispersion_compensation()),
+              levels=be.LEVELS, slots=g.slots)
+    kw.update(pc_kw)
+    proc = CUDAProcessor(ProcessorConfig(**kw), device=device)
+    fmt = FormatPlanner(FormatPlannerConfig(g.bscans, g.ascans))
+    ec = EngineConfig(records_per_block=g.rpb, blocks_to_allocate=g.blocks, preload_count=g.preload)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, endpoints)
+    engine = Engine(ec)
+    engine.scan_queue.append(be._raster(g, loop=True))
+    return engine, acq, None, proc
+
+
+def engine_counters(g: be.Geometry, device, seconds: float, warm: float, callback: bool,
+                    pc_kw: dict | None = None) -> dict:
     from vortexgo.engine import StackDeviceTensorEndpointInt8
 
     ep = StackDeviceTensorEndpointInt8()
-    engine, _, _, proc = be._pipeline(g, device, total_volumes=0, endpoints=[ep])
+    if pc_kw:
+        engine, _, _, proc = _pipeline(g, device, [ep], pc_kw)
+    else:
+        engine, _, _, proc = be._pipeline(g, device, total_volumes=0, endpoints=[ep])
     if callback:
         ep.volume_callback = lambda *a: None
     try:
@@ -60,11 +90,15 @@ def main() -> None:
         row: dict = {}
         c8 = be.h2d_ceiling(g, 1.0)
         row["ceiling_ring"], row["ceiling_one_block"] = c8["gbs"], c8["one_block_gbs"]
-        variants = (("warm_up", {}), ("base", {}), ("slots4", dict(slots=4)), ("base_again", {}))
-        for name, kw in variants:
+        variants = (("warm_up", {}, None), ("base", {}, None), ("no_ifft", {}, dict(enable_ifft=False)),
+                    ("no_average", {}, dict(average_window=0)),
+                    ("minimal", {}, dict(enable_ifft=False, average_window=0, resampling_samples=None,
+                                         spectral_filter=None)),
+                    ("base_again", {}, None))
+        for name, kw, pc_kw in variants:
             gg = be.Geometry(samples, 512, 128, 8192, **kw)
             try:
-                r = engine_counters(gg, device, 2.0, 0.5, False)
+                r = engine_counters(gg, device, 2.0, 0.5, False, pc_kw)
                 r["of_ceiling"] = r["gbs"] / c8["gbs"]
                 if r.get("upload_ms_p50"):
                     # Upload-stream occupancy: blocks/s x median upload time.
@@ -72,6 +106,16 @@ def main() -> None:
                 row[name] = r
             except Exception as exc:  # noqa: BLE001 - a probe: report and go on
                 row[name] = {"error": repr(exc)[:200]}
+        try:  # the expert pipeline on the same host, for reference
+            import bench_peers as bp
+
+            raw, _, pc = be.reference_volume(g, device)
+            ex = bp.ExpertCuPy(g, be._pinned_blocks(raw, g, True), pc, be.LEVELS, be.AVERAGE_WINDOW)
+            r = bp._timed(ex, 2.0)
+            row["expert_cupy"] = {"gbs": r["gbs"], "of_ceiling": r["gbs"] / c8["gbs"]}
+            del ex
+        except Exception as exc:  # noqa: BLE001 - a probe: report and go on
+            row["expert_cupy"] = {"error": repr(exc)[:200]}
         res[samples] = row
         print(samples, json.dumps(row), flush=True)
     out = os.environ.get("OUT", ".")
