@@ -95,7 +95,10 @@ def main() -> None:
                     ("minimal", {}, dict(enable_ifft=False, average_window=0, resampling_samples=None,
                                          spectral_filter=None)),
                     ("base_again", {}, None))
+        only = os.environ.get("PROBE_VARIANTS")
         for name, kw, pc_kw in variants:
+            if only and name not in only.split(","):
+                continue
             gg = be.Geometry(samples, 512, 128, 8192, **kw)
             try:
                 r = engine_counters(gg, device, 2.0, 0.5, False, pc_kw)
