@@ -161,7 +161,7 @@ func (sh blockShape) check(blocks int) error {
 // timingEvery is how often a block of the pool is timed on a CUDA device:
 // one in four. Why not every block: a timestamped event between two
 // uploads on the copy stream costs copy-engine time (an expert pipeline
-// fell from 0.93 to 0.90 of the H2D ceiling at 1376 samples when it
+// lost 3-9 points of the H2D ceiling at 1376 samples in two runs when it
 // recorded one before each copy, H100, bench/probe_expert_events.py), and
 // the statistics of Engine.Timings need a sample, not every block. The
 // CPU backend's events read the host clock for free: every block there.
