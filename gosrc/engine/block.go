@@ -113,9 +113,10 @@ func hostFloat64(ptr uintptr, n int) []float64 {
 // blockShape is what newBlock needs to size a block.
 type blockShape struct {
 	records    int
-	rawSamples []int // per acquisition
-	procAcq    []int // per processor: its acquisition
-	outSamples []int // per processor
+	rawSamples []int  // per acquisition
+	lent       []bool // per acquisition: it lends pinned memory (Lender), no host buffer needed
+	procAcq    []int  // per processor: its acquisition
+	outSamples []int  // per processor
 	endpoints  int
 	galvoOut   int // output channels
 	galvoIn    int // input channels
@@ -180,11 +181,18 @@ func newBlock(dev backend.Device, sh blockShape, timed bool) (b *Block, err erro
 	for a, rs := range sh.rawSamples {
 		rawBytes := sh.records * rs * 2
 		r := rawBuf{values: rs}
-		if r.hostBuf, err = dev.AllocPinned(rawBytes); err != nil {
-			return b, fmt.Errorf("engine: block host buffer of %d bytes (acquisition #%d): %w", rawBytes, a, err)
+		// A lending source uploads from its own pinned memory: a host
+		// buffer per block would only hold pinned memory (scarce, and
+		// blocks x block bytes of it) that nothing ever writes.
+		if a >= len(sh.lent) || !sh.lent[a] {
+			if r.hostBuf, err = dev.AllocPinned(rawBytes); err != nil {
+				return b, fmt.Errorf("engine: block host buffer of %d bytes (acquisition #%d): %w", rawBytes, a, err)
+			}
 		}
 		b.raws = append(b.raws, r) // freed with the block from here on
-		b.raws[a].host = hostUint16(r.hostBuf.Ptr(), sh.records*rs)
+		if r.hostBuf != nil {
+			b.raws[a].host = hostUint16(r.hostBuf.Ptr(), sh.records*rs)
+		}
 		if b.raws[a].dev, err = dev.Alloc(rawBytes); err != nil {
 			return b, fmt.Errorf("engine: block raw device buffer of %d bytes (acquisition #%d): %w", rawBytes, a, err)
 		}

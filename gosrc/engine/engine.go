@@ -277,15 +277,15 @@ func (e *Engine) Prepare() (err error) {
 	}
 	e.upload = up
 	e.positions = e.needsPositions()
-	raws := make([]int, len(e.acqs))
+	raws, lent := make([]int, len(e.acqs)), make([]bool, len(e.acqs))
 	for i := range e.acqs {
-		raws[i] = e.acqs[i].raw
+		raws[i], lent[i] = e.acqs[i].raw, e.acqs[i].lender != nil
 	}
 	procRaw := make([]int, len(e.procs))
 	for i, a := range e.procAcq {
 		procRaw[i] = a
 	}
-	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: raws, procAcq: procRaw, outSamples: outSamples, endpoints: len(e.endpoints),
+	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: raws, lent: lent, procAcq: procRaw, outSamples: outSamples, endpoints: len(e.endpoints),
 		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers, warped: e.warped}
 	if err := sh.check(cfg.BlocksToAllocate); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)

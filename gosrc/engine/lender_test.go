@@ -35,6 +35,7 @@ func TestLenderMatchesFill(t *testing.T) {
 	const samples = 64
 	scan := raster{AscansPerBscan: 40, BscansPerVolume: 4, Volumes: 5}
 	run := func(t *testing.T, lend bool) ([]byte, int64) {
+		t.Helper()
 		cfg := acquire.DefaultSimulatedConfig()
 		cfg.SamplesPerRecord, cfg.AscansPerBscan, cfg.BscansPerVolume = samples, 40, 4
 		cfg.Volumes, cfg.TotalVolumes = 2, 5
@@ -60,6 +61,13 @@ func TestLenderMatchesFill(t *testing.T) {
 		require.NoError(t, err)
 		queueRaster(t, e, scan)
 		require.NoError(t, e.Prepare())
+		// A lending source needs no pinned host buffer in the pool's
+		// blocks; a filling one needs one in each.
+		if lend {
+			require.Zero(t, e.HostBufferBlocks(0), "host buffers with a lender")
+		} else {
+			require.Equal(t, ec.BlocksToAllocate, e.HostBufferBlocks(0), "host buffers with Fill")
+		}
 		require.NoError(t, e.Start())
 		require.NoError(t, e.Wait())
 		require.NoError(t, e.Close())

@@ -1,0 +1,13 @@
+package engine
+
+// HostBufferBlocks counts the blocks of the pool that hold a pinned host
+// buffer for acquisition a (tests of what the pool allocates).
+func (e *Engine) HostBufferBlocks(a int) int {
+	n := 0
+	for _, b := range e.blocks {
+		if a < len(b.raws) && b.raws[a].hostBuf != nil {
+			n++
+		}
+	}
+	return n
+}
