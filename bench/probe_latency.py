@@ -1,12 +1,10 @@
-"""Where the callback latency goes, and the dispatcher before/after: bench_engine's
+"""Where the callback latency goes: bench_engine's
 callback_dispatch measurements on any device (the dispatcher path is the same code on
 the CPU backend), with variants interleaved in one run.
 
 Variants (``--variants``, comma-separated, each ``DISPATCHER:SPIN``):
 
-- DISPATCHER ``new`` (the engine's ``_dispatch``), ``old`` (the dispatcher before issue
-  10's change, kept below: a list per event through ``tolist``, a handler table per batch,
-  a slice and an argument tuple per call) or ``instr`` (the new loop, instrumented: each
+- DISPATCHER ``new`` (the engine's ``_dispatch``) or ``instr`` (the same loop, instrumented: each
   segment event's latency split into waiting for a busy dispatcher, time in Go (spin or
   wake-up, cgo return, GIL) and time in Python before its handler; see `analyse`);
 - every run counts the cyclic-GC collections on the dispatcher thread (gc.callbacks);
@@ -34,94 +32,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_engine as be  # noqa: E402
 from vortexgo import engine as ve  # noqa: E402
-from vortexgo.engine import (_BATCH, _CB_NAMES, _DONE, _ENGINE, _FIELDS, _JOB, _POLL_MS, _QUEUE,  # noqa: E402
-                             _QUEUE_EMPTY, _SEGMENT, _UPDATE, _VOLUME, EngineEvent)
+from vortexgo.engine import _BATCH, _FIELDS, _POLL_MS, _SEGMENT  # noqa: E402
 
-_ARGS_END = (2, 6, 5, 4, 0, 0, 4)
-
-# --- the dispatcher before issue 10 (python/vortexgo/engine.py at 6c5f5ff) ---------
-
-def _old_aggregate(self, ep: Any, kind: int, row: list, aggregate: Any, block: Any) -> None:
-    """vortex's aggregated segment callbacks, around the events of one endpoint: segments
-    gather per volume and per block; a volume event first hands its volume's segments to
-    ``aggregate_segment_callback``, the block's update event (its last) the open volume's,
-    then all of the block's to ``block_segment_callback``."""
-    volume, blk = ep._agg_volume, ep._agg_block
-    calls = []
-    if kind == _SEGMENT:
-        volume.append(row[5])
-        blk.append(row[5])
-    elif kind == _VOLUME or kind == _UPDATE:
-        if volume and aggregate is not None:
-            calls.append(("aggregate_segment_callback", aggregate, list(volume)))
-        volume.clear()
-        if kind == _UPDATE:
-            if blk and block is not None:
-                calls.append(("block_segment_callback", block, list(blk)))
-            blk.clear()
-    for name, cb, segments in calls:
-        try:
-            cb(segments)
-        except Exception as exc:
-            self._callback_failed(f"{type(ep).__name__}.{name}", exc)
-        except BaseException as exc:
-            self._handler_exited(f"{type(ep).__name__}.{name}", exc)
-
-def _old_dispatch(self) -> None:
-    """Drain the Go event queue and run the handlers, in order (DESIGN.md section 1)."""
-    h = self._h
-    buf = np.zeros((_BATCH, _FIELDS), np.int64)
-    ptr = buf.ctypes.data
-    eps = self._endpoints
-    lat, lat_cap = self._latency, self._latency_cap
-    if lat is not None:
-        mono, base = time.monotonic_ns, int(h.StartMonotonicNs())
-    while True:
-        try:
-            n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
-        except RuntimeError as exc:  # pragma: no cover - the engine was closed under us
-            self.logger.error("vortexgo: the event queue failed: %s", exc)
-            return
-        # Handlers are read once per batch (callbacks may be swapped while
-        # the engine runs; a batch sees one set), then looked up by kind.
-        table = [(ep.update_callback, ep.segment_callback, ep.volume_callback, ep.scan_callback, None, None,
-                  ep.event_callback) for ep in eps]
-        agg = [(ep.aggregate_segment_callback, ep.block_segment_callback) for ep in eps]
-        for row in buf[:n].tolist():
-            kind = row[0]
-            if self._fatal is not None and kind != _DONE:
-                continue  # stopping after a handler's BaseException: drain only
-            if kind in (_QUEUE, _QUEUE_EMPTY):
-                self._queue_event(kind == _QUEUE_EMPTY)
-                continue
-            if kind == _ENGINE:
-                ev = EngineEvent(row[3])
-                if ev == EngineEvent.Exit and self._fatal is None:
-                    self._queue_event(False)  # the last block's Finish
-                # row[2] says the event carries the session's error.
-                self._engine_event(ev, self._session_error() if row[2] else None)
-                continue
-            if kind == _JOB:
-                self._job(row)
-                continue
-            if kind == _DONE:
-                return
-            if kind in (_SEGMENT, _VOLUME, _UPDATE) and (agg[row[1]][0] or agg[row[1]][1]):
-                _old_aggregate(self, eps[row[1]], kind, row, *agg[row[1]])
-            cb = table[row[1]][kind]
-            if cb is None:
-                continue
-            if lat is not None and len(lat) < lat_cap:
-                lat.append(mono() - base - row[6])
-            try:
-                cb(*row[2:_ARGS_END[kind]])
-            except Exception as exc:
-                self._callback_failed(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
-            except BaseException as exc:
-                self._handler_exited(f"{type(eps[row[1]]).__name__}.{_CB_NAMES[kind]}", exc)
-
-
-# --- the new dispatcher, instrumented ----------------------------------------------
+# --- the dispatcher, instrumented ----------------------------------------------
 
 
 def instrumented_dispatch(rec: dict):
@@ -151,7 +64,7 @@ def instrumented_dispatch(rec: dict):
     return _dispatch
 
 
-DISPATCHERS = {"new": ve.Engine._dispatch, "old": _old_dispatch}
+DISPATCHERS = {"new": ve.Engine._dispatch}
 SPINS = {"adaptive": None, "200us": 200e-6, "5ms": 5e-3, "cost": 0.0}
 
 
@@ -265,7 +178,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=1.0, help="per latency run")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rate", type=float, default=0.0, help="A-scans/s (default: 20k CPU, 200k GPU, as bench_engine)")
-    ap.add_argument("--variants", default="old:cost,new:cost,old:adaptive,new:adaptive,old:5ms,new:5ms")
+    ap.add_argument("--variants", default="new:cost,new:adaptive,new:5ms,new:200us")
     args = ap.parse_args()
     import vortexgo as vg
 
