@@ -279,14 +279,25 @@ def engine_throughput(g: Geometry, device: Any, seconds: float, warm: float) -> 
     return out
 
 
-def engine_counters(g: Geometry, device: Any, seconds: float, warm: float) -> dict:
+def engine_counters(g: Geometry, device: Any, seconds: float, warm: float, *,
+                    pipeline: Optional[Callable[[Geometry, Any, list], tuple]] = None,
+                    callback: bool = False) -> dict:
     """Steady-state A-scans/s of the engine with no callback at all, from the formatted-block
     counter over ``seconds`` after ``warm``: the workload of a pipeline that notifies no one
     (the expert peers). A volume_callback makes the engine wait at every volume boundary until
     the handler of the previous volume has run (so that it sees its volume);
-    :func:`engine_throughput` measures that case."""
+    :func:`engine_throughput` measures that case.
+
+    ``pipeline(g, device, endpoints)`` builds another pipeline (``_pipeline``'s result shape),
+    ``callback`` sets an empty volume_callback (bench/probe_gap.py's variants); the result
+    carries the median upload time (``engine.timings``) too."""
     ep = StackDeviceTensorEndpointInt8()
-    engine, _, _, proc = _pipeline(g, device, total_volumes=0, endpoints=[ep])
+    if pipeline is None:
+        engine, _, _, proc = _pipeline(g, device, total_volumes=0, endpoints=[ep])
+    else:
+        engine, _, _, proc = pipeline(g, device, [ep])
+    if callback:
+        ep.volume_callback = lambda *a: None
     try:
         engine.prepare()
         engine.start()
@@ -294,6 +305,7 @@ def engine_counters(g: Geometry, device: Any, seconds: float, warm: float) -> di
         s0, t0 = engine.status(), time.perf_counter()
         time.sleep(seconds)
         s1, t1 = engine.status(), time.perf_counter()
+        upload = engine.timings["upload"].p50
         engine.stop()
         status = engine.status()
     finally:
@@ -303,7 +315,8 @@ def engine_counters(g: Geometry, device: Any, seconds: float, warm: float) -> di
     if status.error:
         raise RuntimeError(f"the engine failed: {status.error}")
     rate = (s1.blocks_formatted - s0.blocks_formatted) * g.rpb / (t1 - t0)
-    return {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "seconds_measured": t1 - t0}
+    return {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "seconds_measured": t1 - t0,
+            "upload_ms_p50": upload}
 
 
 # --- the plain-CuPy (or NumPy) baselines -----------------------------------------------

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 
@@ -52,35 +51,6 @@ def _pipeline(g: be.Geometry, device, endpoints: list, pc_kw: dict):
     return engine, acq, None, proc
 
 
-def engine_counters(g: be.Geometry, device, seconds: float, warm: float, callback: bool,
-                    pc_kw: dict | None = None) -> dict:
-    from vortexgo.engine import StackDeviceTensorEndpointInt8
-
-    ep = StackDeviceTensorEndpointInt8()
-    if pc_kw:
-        engine, _, _, proc = _pipeline(g, device, [ep], pc_kw)
-    else:
-        engine, _, _, proc = be._pipeline(g, device, total_volumes=0, endpoints=[ep])
-    if callback:
-        ep.volume_callback = lambda *a: None
-    try:
-        engine.prepare()
-        engine.start()
-        time.sleep(warm)
-        s0, t0 = engine.status(), time.perf_counter()
-        time.sleep(seconds)
-        s1, t1 = engine.status(), time.perf_counter()
-        up = engine.timings.get("upload")
-        engine.stop()
-    finally:
-        engine.close()
-        ep.close()
-        proc.close()
-    rate = (s1.blocks_processed - s0.blocks_processed) * g.rpb / (t1 - t0)
-    return {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9,
-            "upload_ms_p50": getattr(up, "p50", None)}
-
-
 def main() -> None:
     device = vg.get_device("cuda:0")
     res: dict = {"device": device.name}
@@ -101,7 +71,8 @@ def main() -> None:
                 continue
             gg = be.Geometry(samples, 512, 128, 8192, **kw)
             try:
-                r = engine_counters(gg, device, 2.0, 0.5, False, pc_kw)
+                make = (lambda g, d, eps, kw=pc_kw: _pipeline(g, d, eps, kw)) if pc_kw else None
+                r = be.engine_counters(gg, device, 2.0, 0.5, pipeline=make)
                 r["of_ceiling"] = r["gbs"] / c8["gbs"]
                 if r.get("upload_ms_p50"):
                     # Upload-stream occupancy: blocks/s x median upload time.
