@@ -25,11 +25,11 @@ type session struct {
 	stopping chan struct{} // closed by the first stop request
 	stopOnce sync.Once
 	// abandon is closed when the session stops delivering what it formats:
-	// an interrupt or a broken pipeline. A plain
-	// stop does not close it: after a stop the blocks already acquired are
-	// still formatted and their callbacks run (vortex's stop), so the format
-	// stage keeps waiting for the dispatcher's acknowledgements, which a
-	// running dispatcher always gives.
+	// an interrupt or a broken pipeline. A plain stop does not close it:
+	// after a stop the blocks already acquired are still formatted and
+	// their callbacks run (vortex's stop), so the format stage keeps
+	// waiting for the dispatcher's acknowledgements, which a running
+	// dispatcher always gives.
 	abandon     chan struct{}
 	abandonOnce sync.Once
 	shutOnce    sync.Once // EngineShutdown is posted once
