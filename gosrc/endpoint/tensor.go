@@ -46,7 +46,10 @@ type StackTensorEndpoint struct {
 	shape3 []int // the volume's shape (nil: from the planner, stack only)
 	f      volumeFormatter
 	stream backend.Stream
-	tensor *memory.DeviceTensor
+	// formatted is recorded after each block's formatting, on whichever
+	// stream ran it: the next block's formatting waits on it (see Format).
+	formatted backend.Event
+	tensor    *memory.DeviceTensor
 	owner  int64
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -221,7 +224,11 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 			return errors.Join(fmt.Errorf("%s.Prepare: zeroing the volume: %w", e.name, err), t.Close(), s.Close())
 		}
 	}
-	e.stream, e.tensor, e.owner = s, t, info.Owner
+	ev, err := info.Device.NewEvent(false)
+	if err != nil {
+		return errors.Join(fmt.Errorf("%s.Prepare: event: %w", e.name, err), t.Close(), s.Close())
+	}
+	e.stream, e.tensor, e.owner, e.formatted = s, t, info.Owner, ev
 	e.ctx, e.cancel = stopContext(info.Stopping)
 	return nil
 }
@@ -251,7 +258,27 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 	if e.hostSrc != nil {
 		return e.formatHost(b, plan)
 	}
-	if err := e.stream.WaitEvent(b.Ready); err != nil {
+	// The kernels run on the stream the block was processed on, in its
+	// order after the processing, not on the endpoint's own stream: a
+	// fourth stream of kernels beside the copy stream and two processing
+	// slots slowed the uploads by 4-8% on an H100 (the expert pipeline
+	// with its formatting moved to a third stream lost as much; with the
+	// kernels on its compute streams, none: bench/probe_format.py). The
+	// endpoint's stream waits on the formatting instead, so work users
+	// chain there, and the tensor's ready event, still follow it.
+	s := b.Stream
+	if s == nil {
+		s = e.stream // no processing queued (a block that only finishes the planner)
+		if err := s.WaitEvent(b.Ready); err != nil {
+			return fmt.Errorf("%s.Format: %w", e.name, err)
+		}
+	}
+	// Blocks processed on different slots must still write the volume in
+	// block order (a later block's A-scans overwrite an earlier one's
+	// where both reach a cell): wait for the previous block's formatting.
+	// It is long done when the slots alternate; this keeps the order when
+	// they do not. A never-recorded event is complete.
+	if err := s.WaitEvent(e.formatted); err != nil {
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
 	// Waiting here while a user holds the lock is the backpressure the
@@ -262,15 +289,24 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 		}
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
-	return publish(e.name, e.tensor, e.stream, e.owner, e.format(b, plan))
+	err := e.format(s, b, plan)
+	// Recorded and waited for even when formatting failed part way: the
+	// endpoint's stream must follow whatever kernels were queued, since
+	// Close synchronizes that stream before it frees the tensor they write.
+	if rerr := s.Record(e.formatted); rerr != nil {
+		err = errors.Join(err, rerr)
+	} else if s != e.stream {
+		err = errors.Join(err, e.stream.WaitEvent(e.formatted))
+	}
+	return publish(e.name, e.tensor, e.stream, e.owner, err)
 }
 
-// format runs the executor under the engine's lock. A panic is its error,
-// so that publish still releases the lock: one left held would hang the
-// user's next lock and the next session's Format.
-func (e *StackTensorEndpoint) format(b *engine.BlockData, plan *engine.FormatPlan) (err error) {
+// format runs the executor on s under the engine's lock. A panic is its
+// error, so that publish still releases the lock: one left held would hang
+// the user's next lock and the next session's Format.
+func (e *StackTensorEndpoint) format(s backend.Stream, b *engine.BlockData, plan *engine.FormatPlan) (err error) {
 	defer guard.Recover(&err, e.name)
-	return e.f.format(e.stream, e.tensor.Ptr(), b, plan)
+	return e.f.format(s, e.tensor.Ptr(), b, plan)
 }
 
 // publish ends a tensor endpoint's Format: unless formatting failed (err),
@@ -305,7 +341,10 @@ func (e *StackTensorEndpoint) Close() error {
 		// tensor about to be freed.
 		err := e.stream.Synchronize()
 		err = errors.Join(err, e.tensor.Close(), e.stream.Close())
-		e.stream, e.tensor = nil, nil
+		if e.formatted != nil {
+			err = errors.Join(err, e.formatted.Close())
+		}
+		e.stream, e.tensor, e.formatted = nil, nil, nil
 		return err
 	})
 }

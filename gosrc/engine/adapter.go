@@ -182,6 +182,14 @@ type BlockData struct {
 	OutputSamples int
 	// Ready completes when the upload and processing of the block are done.
 	Ready backend.Event
+	// Stream is the stream the block was processed on, where Ready is
+	// recorded; nil for a block no processor ran on (dropped, or one that
+	// only finishes the planner). An endpoint may enqueue its formatting
+	// there, in stream order after the processing, instead of on its own
+	// stream (see endpoint.StackTensorEndpoint.Format for why); it then
+	// orders its own stream after that work, for the work users chain on
+	// it. Endpoints must only read the block's own buffers from it.
+	Stream backend.Stream
 }
 
 // EndpointInfo is what Engine.Prepare tells an endpoint.

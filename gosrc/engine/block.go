@@ -270,6 +270,14 @@ func newBlock(dev backend.Device, sh blockShape, timed bool) (b *Block, err erro
 	return b, nil
 }
 
+// setStream tells the endpoints which stream the block was processed on
+// (BlockData.Stream); nil when no processing was queued for it.
+func (b *Block) setStream(s backend.Stream) {
+	for i := range b.Outputs {
+		b.Outputs[i].Stream = s
+	}
+}
+
 // free releases everything the block holds, joining the errors.
 func (b *Block) free() error {
 	var errs []error

@@ -333,6 +333,7 @@ func (e *Engine) processLoop(s *session) {
 	defer e.recoverStage(s, "process", s.toProc)
 	slot := 0
 	for b := range s.toProc {
+		b.setStream(nil) // set below once the block's processing is queued
 		if b.finishOnly {
 			s.toFmt <- b // nothing to upload or process
 			continue
@@ -357,6 +358,7 @@ func (e *Engine) processLoop(s *session) {
 			e.dropped.Add(1)
 			b.Records = 0
 		} else {
+			b.setStream(st)
 			e.processed.Add(1)
 		}
 		s.toFmt <- b

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/vortexgo/vortexgo/gosrc/backend"
+
 // HostBufferBlocks counts the blocks of the pool that hold a pinned host
 // buffer for acquisition a (tests of what the pool allocates).
 func (e *Engine) HostBufferBlocks(a int) int {
@@ -11,3 +13,7 @@ func (e *Engine) HostBufferBlocks(a int) int {
 	}
 	return n
 }
+
+// SlotStreams returns the engine's processing streams (BlockData.Stream
+// is one of them).
+func (e *Engine) SlotStreams() []backend.Stream { return e.slots }
