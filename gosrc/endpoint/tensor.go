@@ -50,10 +50,10 @@ type StackTensorEndpoint struct {
 	// stream ran it: the next block's formatting waits on it (see Format).
 	formatted backend.Event
 	tensor    *memory.DeviceTensor
-	owner  int64
-	ctx    context.Context
-	cancel context.CancelFunc
-	claim  engine.Claim // refuses Close while an engine formats into it
+	owner     int64
+	ctx       context.Context
+	cancel    context.CancelFunc
+	claim     engine.Claim // refuses Close while an engine formats into it
 
 	hostSrc *streamSource // a stream endpoint's source (NewStreamHostTensorEndpoint)
 }
