@@ -363,6 +363,9 @@ func (f *volumeFormatter) format(s backend.Stream, dst uintptr, b *engine.BlockD
 			f.hostRun = f.runHost
 		}
 	}
+	if x, ok := f.exec.(*stage.StackFormatExecutor); ok && !host {
+		return x.LaunchAll(s, vol, blk, plan.Actions)
+	}
 	for i := range plan.Actions {
 		a := plan.Actions[i]
 		if a.Kind != stage.Copy || a.Count == 0 {

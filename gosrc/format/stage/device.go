@@ -151,6 +151,73 @@ func (e *StackFormatExecutor) Launch(s backend.Stream, vol DeviceVolume, blk Dev
 	return ops.LaunchByName(s, name, grid, [3]uint32{threads, 1, 1}, stackArgs(vol.Ptr, blk.Ptr, &p)...)
 }
 
+// LaunchAll enqueues every Copy action of acts on s (a plan's other actions
+// write nothing and are skipped), as Launch does for each, after checking
+// them all (a bad action writes nothing). Copies that
+// continue one another in both the block and the volume (a raster's B-scans
+// filling consecutive segments) go out as one launch: one kernel per block
+// instead of one per B-scan, each of which would pay a launch and a tail on
+// the stream the block was processed on.
+func (e *StackFormatExecutor) LaunchAll(s backend.Stream, vol DeviceVolume, blk DeviceBlock, acts []Action) error {
+	const what = "StackFormatExecutor.Launch"
+	if err := vol.check(what); err != nil {
+		return err
+	}
+	if err := blk.check(what); err != nil {
+		return err
+	}
+	name, err := kernelName(what, famStack, blk.DType, vol.DType)
+	if err != nil {
+		return err
+	}
+	var buf [4]stackParams // one run per block in a raster
+	runs, err := e.stackRuns(vol.Shape, blk, acts, buf[:0])
+	if err != nil {
+		return err
+	}
+	for i := range runs {
+		p := &runs[i]
+		grid := [3]uint32{gridOf(p.samples*p.channels, threads), uint32(min(p.count, 65535)), 1}
+		if err := ops.LaunchByName(s, name, grid, [3]uint32{threads, 1, 1}, stackArgs(vol.Ptr, blk.Ptr, p)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stackRuns plans acts' copies, appending to runs, and merges each copy
+// that starts where the previous one ended, in the block and in the volume,
+// with the same direction and layout.
+func (e *StackFormatExecutor) stackRuns(shape [4]int, blk DeviceBlock, acts []Action, runs []stackParams) ([]stackParams, error) {
+	for i := range acts {
+		a := &acts[i]
+		if a.Kind != Copy || a.Count == 0 {
+			continue
+		}
+		p, err := stackPlan(&e.cfg, shape, blk.Records, blk.Samples, blk.Channels, a)
+		if err != nil {
+			return runs, err
+		}
+		if n := len(runs); n > 0 && continues(&runs[n-1], &p) {
+			runs[n-1].count += p.count
+			continue
+		}
+		runs = append(runs, p)
+	}
+	return runs, nil
+}
+
+// continues reports whether copy q starts where p ends, in the block and in
+// the volume, with the same layout: the two are one copy of p.count+q.count
+// records. Reversed copies run back to front within their own range and do
+// not merge.
+func continues(p, q *stackParams) bool {
+	return !p.reverse && !q.reverse && p.samples == q.samples && p.channels == q.channels &&
+		p.srcRecStride == q.srcRecStride && p.srcSampleStride == q.srcSampleStride && p.dstRecStride == q.dstRecStride &&
+		p.scale == q.scale && p.offset == q.offset &&
+		q.srcBase == p.srcBase+p.count*p.srcRecStride && q.dstBase == p.dstBase+p.count*p.dstRecStride
+}
+
 func stackArgs(dst, src uintptr, p *stackParams) []any {
 	return []any{dst, src, int32(p.count), int32(p.samples), int32(p.channels), int64(p.srcBase),
 		int64(p.srcRecStride), int64(p.srcSampleStride), int64(p.dstBase), int64(p.dstRecStride),

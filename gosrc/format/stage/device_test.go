@@ -113,6 +113,34 @@ func stackCase[D, S Element](name string, cfg StackFormatExecutorConfig, channel
 	}}
 }
 
+// launchAllCase formats a plan with LaunchAll: a raster's copies into
+// consecutive segments (one launch), a reversed copy and a copy after a gap
+// (launches of their own), with a non-copy action between them, against
+// ExecuteStack per action.
+func launchAllCase[D, S Element](name string, cfg StackFormatExecutorConfig) deviceCase {
+	return deviceCase{name: name, dtype: DTypeOf[D](), run: func(t *testing.T, r rig) ([]byte, []byte, int, int) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		e, err := NewStackFormatExecutor(cfg)
+		require.NoError(t, err)
+		blk := randBlock[S](rng, 40, 8, 1)
+		vol := Volume[D]{Shape: [4]int{3, 12, 8, 1}, Data: make([]D, 3*12*8)}
+		dv := DeviceVolume{Ptr: r.upload(t, bytesOf(vol.Data)), DType: DTypeOf[D](), Shape: vol.Shape}
+		db := DeviceBlock{Ptr: r.upload(t, bytesOf(blk.Data)), DType: DTypeOf[S](), Records: 40, Samples: 8, Channels: 1}
+		acts := []Action{copyAct(12, 0, 0, 0, false), segAct(0, 0, 0, 0), copyAct(12, 12, 1, 0, false),
+			copyAct(4, 24, 2, 0, false), copyAct(5, 28, 2, 6, true), copyAct(3, 35, 0, 9, false)}
+		runs, err := e.stackRuns(vol.Shape, db, acts, nil)
+		require.NoError(t, err)
+		require.Len(t, runs, 3, "the first three copies are one run")
+		for _, a := range acts {
+			if a.Kind == Copy {
+				require.NoError(t, ExecuteStack(e, vol, blk, a))
+			}
+		}
+		require.NoError(t, e.LaunchAll(r.stream(), dv, db, acts))
+		return bytesOf(vol.Data), r.download(t, dv.Ptr, len(bytesOf(vol.Data))), 1, 0
+	}}
+}
+
 func radialCfg() RadialFormatExecutorConfig {
 	return RadialFormatExecutorConfig{
 		VolumeXYExtent:  [2]Range{{-1, 1}, {-1.2, 1.2}},
@@ -212,6 +240,8 @@ func deviceCases() []deviceCase {
 		stackCase[int8, float32]("stack f32>i8 slice transform", sliced, 1),
 		stackCase[float32, int8]("stack i8>f32 slice transform two channels", sliced, 2),
 		stackCase[uint16, float32]("stack f32>u16 saturating", StackFormatExecutorConfig{SampleTransform: LinearTransform(1000, -20000)}, 1),
+		launchAllCase[int8, int8]("stack LaunchAll i8>i8", StackFormatExecutorConfig{}),
+		launchAllCase[float32, uint16]("stack LaunchAll u16>f32 slice", StackFormatExecutorConfig{SampleSlice: SimpleSlice(0, 8, 1)}),
 		radialCase[uint16, uint16]("radial u16>u16", rc),
 		radialCase[int8, float32]("radial f32>i8 slice transform", rcT),
 		radialCase[float32, int8]("radial i8>f32", rc),
@@ -271,6 +301,15 @@ func TestLaunchBadInput(t *testing.T) {
 			err := e.Launch(r.stream(), c.vol, c.blk, c.a)
 			require.ErrorIs(t, err, backend.ErrInvalid)
 			require.ErrorContains(t, err, c.msg)
+			if c.a.Kind != Copy {
+				return // LaunchAll skips the plan's other actions
+			}
+			// LaunchAll checks every action first: a good copy before the
+			// bad one writes nothing either.
+			err = e.LaunchAll(r.stream(), c.vol, c.blk, []Action{copyAct(1, 0, 0, 0, false), c.a})
+			require.ErrorIs(t, err, backend.ErrInvalid)
+			require.ErrorContains(t, err, c.msg)
+			require.Equal(t, make([]byte, 2*4*8*2), r.download(t, vol.Ptr, 2*4*8*2), "nothing written")
 		})
 	}
 }
