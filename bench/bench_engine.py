@@ -159,7 +159,8 @@ def _raster(g: Geometry, loop: bool) -> RasterScan:
 
 
 def _pipeline(g: Geometry, device: Any, *, total_volumes: int, endpoints: list, rate: float = 0.0,
-              blocks_to_acquire: int = 0, event_queue_size: int = 0, dispatch_spin: Optional[float] = None):
+              blocks_to_acquire: int = 0, event_queue_size: int = 0, dispatch_spin: Optional[float] = None,
+              device_timings: bool = False):
     """vortex's wiring: the engine's scan queue plays ``total_volumes`` volumes of a raster (0: a
     looping one, until stopped or ``blocks_to_acquire``), a FormatPlanner reads its markers and
     the endpoints execute the plan with their executors. The acquisition is endless: the scan
@@ -175,7 +176,7 @@ def _pipeline(g: Geometry, device: Any, *, total_volumes: int, endpoints: list, 
     fmt = FormatPlanner(FormatPlannerConfig(g.bscans, g.ascans))
     ec = EngineConfig(records_per_block=g.rpb, blocks_to_allocate=g.blocks, preload_count=g.preload,
                       blocks_to_acquire=blocks_to_acquire, event_queue_size=event_queue_size,
-                      dispatch_spin=dispatch_spin)
+                      dispatch_spin=dispatch_spin, device_timings=device_timings)
     ec.add_acquisition(acq, [proc])
     ec.add_processor(proc, [fmt])
     ec.add_formatter(fmt, endpoints)
@@ -271,7 +272,9 @@ def engine_throughput(g: Geometry, device: Any, seconds: float, warm: float) -> 
     out = {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "whole_run_ascans_per_s": whole,
            "volumes": len(stamps), "volumes_measured": len(steady) - 1, "seconds_measured": (tb - ta) / 1e9,
            "blocks_dropped": dropped_running, "blocks_dropped_at_stop": status.blocks_dropped - dropped_running,
-           "process_ms_p50": timings["process"].p50, "format_ms_p50": timings["format"].p50}
+           # device timings are off on a GPU by default (EngineConfig.device_timings)
+           "process_ms_p50": timings["process"].p50 if timings["process"].count else None,
+           "format_ms_p50": timings["format"].p50 if timings["format"].count else None}
     if gpu:
         out["memory"] = {"free_before_prepare": free_before, "free_after_prepare": free_prepared,
                          "free_after_run": free_after, "engine_bytes": free_before - free_prepared,
@@ -281,7 +284,7 @@ def engine_throughput(g: Geometry, device: Any, seconds: float, warm: float) -> 
 
 def engine_counters(g: Geometry, device: Any, seconds: float, warm: float, *,
                     pipeline: Optional[Callable[[Geometry, Any, list], tuple]] = None,
-                    callback: bool = False) -> dict:
+                    callback: bool = False, timings: bool = False) -> dict:
     """Steady-state A-scans/s of the engine with no callback at all, from the formatted-block
     counter over ``seconds`` after ``warm``: the workload of a pipeline that notifies no one
     (the expert peers). A volume_callback makes the engine wait at every volume boundary until
@@ -289,11 +292,12 @@ def engine_counters(g: Geometry, device: Any, seconds: float, warm: float, *,
     :func:`engine_throughput` measures that case.
 
     ``pipeline(g, device, endpoints)`` builds another pipeline (``_pipeline``'s result shape),
-    ``callback`` sets an empty volume_callback (bench/probe_gap.py's variants); the result
+    ``callback`` sets an empty volume_callback (bench/probe_gap.py's variants); with
+    ``timings`` (EngineConfig.device_timings, which costs throughput on a GPU) the result
     carries the median upload time (``engine.timings``) too."""
     ep = StackDeviceTensorEndpointInt8()
     if pipeline is None:
-        engine, _, _, proc = _pipeline(g, device, total_volumes=0, endpoints=[ep])
+        engine, _, _, proc = _pipeline(g, device, total_volumes=0, endpoints=[ep], device_timings=timings)
     else:
         engine, _, _, proc = pipeline(g, device, [ep])
     if callback:
@@ -305,7 +309,7 @@ def engine_counters(g: Geometry, device: Any, seconds: float, warm: float, *,
         s0, t0 = engine.status(), time.perf_counter()
         time.sleep(seconds)
         s1, t1 = engine.status(), time.perf_counter()
-        upload = engine.timings["upload"].p50
+        upload = engine.timings["upload"].p50 if timings else None
         engine.stop()
         status = engine.status()
     finally:

@@ -1,7 +1,7 @@
-"""Probe (issue 10): the engine with a device tensor endpoint and with a NullEndpoint (no
-formatting), each in its own process, next to the ring ceiling and the expert pipeline, in
-interleaved rounds (PROBE_ROUNDS, PROBE_SIZES, PROBE_VARIANTS). A variant's environment
-is set before its process starts (the Go core reads its environment once, at load).
+"""Probe (issue 10): the engine with a device tensor endpoint, with a NullEndpoint (no
+formatting) and with EngineConfig.device_timings (timestamped events), each in its own
+process, next to the ring ceiling and the expert pipeline, in interleaved rounds
+(PROBE_ROUNDS, PROBE_SIZES, PROBE_VARIANTS).
 Usage: python bench/probe_upload.py [child NAME SAMPLES]"""
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 VARIANTS = {
     "base": {},
     "nullep": {"NULLEP": "1"},
+    "timings": {"TIMINGS": "1"},
 }
 
 
@@ -41,7 +42,7 @@ def child(name: str, samples: int) -> dict:
             return be._pipeline(g, d, total_volumes=0, endpoints=[NullEndpoint()])
         r = be.engine_counters(g, dev, 2.0, 0.5, pipeline=make)
     else:
-        r = be.engine_counters(g, dev, 2.0, 0.5)
+        r = be.engine_counters(g, dev, 2.0, 0.5, timings=bool(os.environ.get("TIMINGS")))
     return {"gbs": r["gbs"], "upload_ms_p50": r["upload_ms_p50"]}
 
 

@@ -672,6 +672,20 @@ def test_dispatch_spin_is_validated(spin, exc):
         ec._check_fields()
 
 
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_device_timings_is_validated(value):
+    ec = vg.engine.EngineConfig(device_timings=value)
+    with pytest.raises(TypeError, match="device_timings"):
+        ec._check_fields()
+
+
+def test_cpu_times_every_block_without_device_timings():
+    """device_timings only concerns CUDA: the CPU backend's events read the host clock."""
+    eng = run(make_rig([StackDeviceTensorEndpointInt8()], volumes=2))
+    assert eng.config.device_timings is False
+    assert eng.timings["process"].count == eng.status().blocks_formatted > 0
+
+
 def test_volume_callback_sees_its_own_volume():
     """A slow volume_callback still sees the volume it is told about: the engine
     waits for endpoint callbacks at volume boundaries (blocks straddle volumes here)."""

@@ -54,6 +54,26 @@ def test_mip_example_on_cuda(gpu, cp):
     endpoint.close()
 
 
+@pytest.mark.parametrize("device_timings", [False, True])
+def test_device_timings_on_cuda(gpu, device_timings):
+    """On CUDA, timestamped events (engine.timings' device times) only with
+    EngineConfig(device_timings=True), over one block of the pool in four."""
+    endpoint = StackDeviceTensorEndpointInt8()
+    rig = make_rig([endpoint], volumes=3, device="cuda", blocks=8, device_timings=device_timings)
+    eng = new_engine(rig)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    formatted = eng.status().blocks_formatted
+    t = eng.timings
+    if device_timings:
+        assert 0 < t["process"].count < formatted and t["upload"].count == t["process"].count
+        assert t["upload"].p50 > 0 and t["process"].p50 >= t["upload"].p50
+    else:
+        assert t["process"].count == t["upload"].count == t["format"].count == 0
+    endpoint.close()
+
+
 def test_user_buffering_example_on_cuda(gpu, cp, tmp_path):
     my_endpoint = StackDeviceTensorEndpointInt8()
     my_buffers = []

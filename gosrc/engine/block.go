@@ -159,13 +159,15 @@ func (sh blockShape) check(blocks int) error {
 	return nil
 }
 
-// timingEvery is how often a block of the pool is timed on a CUDA device:
-// one in four. Why not every block: a timestamped event between two
-// uploads on the copy stream costs copy-engine time (an expert pipeline
-// lost 3-9 points of the H2D ceiling at 1376 samples in two runs when it
-// recorded one before each copy, H100, bench/probe_expert_events.py), and
-// the statistics of Engine.Timings need a sample, not every block. The
-// CPU backend's events read the host clock for free: every block there.
+// timingEvery is how often a block of the pool is timed on a CUDA device
+// with Config.DeviceTimings: one in four. Why not every block: a
+// timestamped event between two uploads on the copy stream costs
+// copy-engine time (an expert pipeline lost 3-9 points of the H2D ceiling
+// at 1376 samples in two runs when it recorded one before each copy, H100,
+// bench/probe_expert_events.py; even one block in four cost the engine
+// 1-3.5%, hence off by default), and the statistics of Engine.Timings need
+// a sample, not every block. The CPU backend's events read the host clock
+// for free: every block there.
 const timingEvery = 4
 
 // newBlock allocates one block; on error it frees what it allocated.

@@ -49,6 +49,14 @@ type Config struct {
 	// H200 host); spinning through the gap between blocks buys lower
 	// callback latency with up to one core of CPU while events stream.
 	DispatchSpin time.Duration
+	// DeviceTimings times one block of the pool in four on a CUDA device
+	// with timestamped events (Engine.Timings' upload, process and format
+	// times). Off by default there: a timestamped event on the copy stream
+	// costs copy-engine time, 1-3.5% of the end-to-end throughput on an
+	// H100 at 1376 and 2048 samples (bench/probe_upload.py, notiming). The
+	// CPU backend's events read the host clock for free and time every
+	// block either way.
+	DeviceTimings bool
 
 	// GalvoOutputChannels is the channels of the generated waveform (the
 	// scans' channels_per_sample); 0 means vortex's default, 2.

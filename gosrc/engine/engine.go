@@ -292,7 +292,8 @@ func (e *Engine) Prepare() (err error) {
 	}
 	e.free = make(chan *Block, cfg.BlocksToAllocate)
 	for i := range cfg.BlocksToAllocate {
-		b, err := newBlock(e.dev, sh, e.dev.Kind() != backend.CUDA || i%timingEvery == 0)
+		timed := e.dev.Kind() != backend.CUDA || (cfg.DeviceTimings && i%timingEvery == 0)
+		b, err := newBlock(e.dev, sh, timed)
 		if err != nil {
 			return fmt.Errorf("engine.Prepare: %w", err)
 		}
@@ -848,8 +849,8 @@ func (e *Engine) NextEventsInto(dst []Event, timeout time.Duration) int {
 }
 
 // Timings summarises the per-block stage timings so far: every block on
-// the CPU backend, one block of the pool in four on a CUDA device
-// (timingEvery).
+// the CPU backend; on a CUDA device one block of the pool in four
+// (timingEvery) with Config.DeviceTimings, none without.
 func (e *Engine) Timings() TimingSummary { return e.timings.summary() }
 
 // RecentTimings copies the newest per-block timings (oldest first) into

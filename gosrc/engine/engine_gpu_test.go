@@ -60,12 +60,13 @@ func TestGPUEngineFormatsAndStores(t *testing.T) {
 	scan := raster{AscansPerBscan: 32, BscansPerVolume: 8, Bidirectional: true, Volumes: 5}
 	depth := 32
 	tests := []struct {
-		name  string
-		dtype backend.DType
+		name    string
+		dtype   backend.DType
+		timings bool // Config.DeviceTimings
 	}{
-		{"float32 (kernel for reversed lines, Copy2D for forward)", backend.Float32},
-		{"uint16 (cast kernel)", backend.Uint16},
-		{"int8", backend.Int8},
+		{"float32 (kernel for reversed lines, Copy2D for forward)", backend.Float32, true},
+		{"uint16 (cast kernel), no device timings", backend.Uint16, false},
+		{"int8", backend.Int8, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestGPUEngineFormatsAndStores(t *testing.T) {
 			acq, proc := newFakeAcq(samples), &castProc{samples: samples}
 			f, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 			require.NoError(t, err)
-			cfg := engine.Config{RecordsPerBlock: 100, BlocksToAllocate: 6, PreloadCount: 2}
+			cfg := engine.Config{RecordsPerBlock: 100, BlocksToAllocate: 6, PreloadCount: 2, DeviceTimings: tc.timings}
 			cfg.AddAcquisition(acq, proc)
 			cfg.AddProcessor(proc, f)
 			cfg.AddFormatter(f, ep, sep)
@@ -131,6 +132,11 @@ func TestGPUEngineFormatsAndStores(t *testing.T) {
 				check(v, data[v*volBytes:(v+1)*volBytes], "file")
 			}
 			sum := e.Timings()
+			if !tc.timings {
+				require.Zero(t, sum.Process.Count, "no timestamped events without DeviceTimings")
+				require.Zero(t, sum.Upload.Count, "no timestamped events without DeviceTimings")
+				return
+			}
 			// One block of the pool in four is timed on a GPU (timingEvery).
 			require.Positive(t, sum.Process.Count, "timed blocks")
 			require.Less(t, int64(sum.Process.Count), e.Status().BlocksFormatted, "only a sample of the blocks is timed")
