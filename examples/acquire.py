@@ -109,7 +109,8 @@ def main(argv=None) -> int:
     storage.open(SimpleStackConfig(os.path.join(args.out, "volumes.npy"), shape, header=SimpleStackHeader.NumPy))
     storage_endpoint = AscanStackEndpoint(stack_format, storage)
 
-    ec = EngineConfig(records_per_block=records_per_block, blocks_to_allocate=8, preload_count=4)
+    # device_timings: the per-block device times printed below (on a GPU they cost 1-3.5% of the throughput)
+    ec = EngineConfig(records_per_block=records_per_block, blocks_to_allocate=8, preload_count=4, device_timings=True)
     ec.add_acquisition(acquire, [process])
     ec.add_processor(process, [planner])
     ec.add_formatter(planner, [endpoint, storage_endpoint])
