@@ -25,30 +25,30 @@ __device__ __forceinline__ int sample(const uint16_t *__restrict__ raw, int r, i
     return is_signed ? (int)(int16_t)v : (int)v;
 }
 
-// Rolling average, part 1: the last cnt records of the block enter the
-// history ring (w rows of n values) at row index, wrapping. One thread per
-// value; grid ceil(cnt*n / blockDim).
-extern "C" __global__ void oct_history(const uint16_t *__restrict__ raw, int32_t *__restrict__ ring, int records,
-                                       int n, int ch, int channel, int is_signed, int cnt, int index, int w) {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= cnt * n) return;
-    int q = k / n, i = k % n;
-    int r = records - cnt + q;
-    int row = (index + q) % w;
-    ring[row * n + i] = sample(raw, r, i, n, ch, channel, is_signed);
-}
-
-// Rolling average, part 2: the mean of the history's valid rows
-// [0, count), from the exact integer sum, divided in float64 and rounded
-// once (as the CPU processor's history.mean). Blocks of 32 x 8 threads:
-// x is the sample (grid ceil(n / 32)), y strides over the rows, and the
-// eight partial sums meet in shared memory. Why: one thread per sample
-// summing every row ran a few blocks on a device of 132 SMs, bound by the
-// latency of its sequential loads. Integer sums are exact in any order,
-// so the mean is the same.
-extern "C" __global__ void oct_mean(const int32_t *__restrict__ ring, float *__restrict__ avg, int n, int count) {
+// Rolling average: the last cnt records of the block enter the history
+// ring (w rows of n values) at row index, wrapping, then the mean of the
+// ring's valid rows [0, count) goes to avg, from the exact integer sum,
+// divided in float64 and rounded once (as the CPU processor's
+// history.mean). Each block owns 32 samples (x) of every row: it writes
+// its columns of the new rows (y strides over them) and, after a barrier,
+// sums its columns, y striding over the rows, the eight partial sums
+// meeting in shared memory. Integer sums are exact in any order, so the
+// mean is the same. Why one launch: a history kernel with one thread per
+// value followed by a mean kernel cost 31 us per 8192-record block on an
+// H100 (bench/probe_kernels.py), and a mean with one thread per sample
+// summing every row ran a few blocks on 132 SMs, bound by the latency of
+// its sequential loads. Launch: grid ceil(n / 32), block (32, 8).
+extern "C" __global__ void oct_history_mean(const uint16_t *__restrict__ raw, int32_t *__restrict__ ring,
+                                            float *__restrict__ avg, int records, int n, int ch, int channel,
+                                            int is_signed, int cnt, int index, int w, int count) {
     __shared__ long long part[8][32];
     int i = blockIdx.x * 32 + threadIdx.x;
+    if (i < n) {
+        for (int q = threadIdx.y; q < cnt; q += 8) {
+            ring[((index + q) % w) * n + i] = sample(raw, records - cnt + q, i, n, ch, channel, is_signed);
+        }
+    }
+    __syncthreads(); // the block's ring writes are visible to its sums
     long long s = 0;
     if (i < n) {
         for (int r = threadIdx.y; r < count; r += 8) s += ring[r * n + i];

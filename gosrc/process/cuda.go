@@ -54,7 +54,7 @@ const (
 type CUDAProcessor struct {
 	dev *cuda.Device
 
-	fnHistory, fnMean, fnSpectrum, fnPost    *cuda.Function
+	fnAverage, fnSpectrum, fnPost            *cuda.Function
 	fnClockLoad, fnClockWindow, fnClockPhase *cuda.Function
 
 	// swap guards st: Process holds it shared while it enqueues a block
@@ -180,7 +180,7 @@ func (p *CUDAProcessor) Prepare() error {
 		fn   **cuda.Function
 		name string
 	}{
-		{&p.fnHistory, "oct_history"}, {&p.fnMean, "oct_mean"},
+		{&p.fnAverage, "oct_history_mean"},
 		{&p.fnSpectrum, "oct_spectrum"}, {&p.fnPost, "oct_post"},
 		{&p.fnClockLoad, "oct_clock_load"}, {&p.fnClockWindow, "oct_clock_window"}, {&p.fnClockPhase, "oct_clock_phase"},
 	} {
@@ -544,21 +544,15 @@ func (p *CUDAProcessor) average(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in
 	if appendHistory {
 		cnt = min(records, w)
 	}
-	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
-	if cnt > 0 {
-		if err := cs.Launch(p.fnHistory, cuda.Dim3{X: uint32(ceilDiv(cnt*n, threads)), Y: 1, Z: 1}, block, 0,
-			in, h.buf.Ptr(), int32(records), int32(n), ch, channel, signed, int32(cnt), int32(h.index), int32(w)); err != nil {
-			return false, fmt.Errorf("oct_history: %w", err)
-		}
-	}
 	count := min(h.count+cnt, w)
 	if count == 0 {
 		return false, nil
 	}
-	// 32 samples x 8 row strides per block (kernels/oct.cu oct_mean).
-	if err := cs.Launch(p.fnMean, cuda.Dim3{X: uint32(ceilDiv(n, 32)), Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 8, Z: 1}, 0,
-		h.buf.Ptr(), sl.avg, int32(n), int32(count)); err != nil {
-		return false, fmt.Errorf("oct_mean: %w", err)
+	// 32 samples x 8 row strides per block (kernels/oct.cu oct_history_mean).
+	if err := cs.Launch(p.fnAverage, cuda.Dim3{X: uint32(ceilDiv(n, 32)), Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 8, Z: 1}, 0,
+		in, h.buf.Ptr(), sl.avg, int32(records), int32(n), ch, channel, signed, int32(cnt), int32(h.index), int32(w),
+		int32(count)); err != nil {
+		return false, fmt.Errorf("oct_history_mean: %w", err)
 	}
 	if err := cs.Record(sl.averaged); err != nil {
 		return false, err
