@@ -129,14 +129,7 @@ func gridOf(n, d int) uint32 { return uint32(max(1, (n+d-1)/d)) }
 // Launch enqueues the Copy action a on s: the action's records of blk into
 // vol, as ExecuteStack does.
 func (e *StackFormatExecutor) Launch(s backend.Stream, vol DeviceVolume, blk DeviceBlock, a Action) error {
-	const what = "StackFormatExecutor.Launch"
-	if err := vol.check(what); err != nil {
-		return err
-	}
-	if err := blk.check(what); err != nil {
-		return err
-	}
-	name, err := kernelName(what, famStack, blk.DType, vol.DType)
+	name, err := stackKernel(vol, blk)
 	if err != nil {
 		return err
 	}
@@ -159,14 +152,7 @@ func (e *StackFormatExecutor) Launch(s backend.Stream, vol DeviceVolume, blk Dev
 // instead of one per B-scan, each of which would pay a launch and a tail on
 // the stream the block was processed on.
 func (e *StackFormatExecutor) LaunchAll(s backend.Stream, vol DeviceVolume, blk DeviceBlock, acts []Action) error {
-	const what = "StackFormatExecutor.Launch"
-	if err := vol.check(what); err != nil {
-		return err
-	}
-	if err := blk.check(what); err != nil {
-		return err
-	}
-	name, err := kernelName(what, famStack, blk.DType, vol.DType)
+	name, err := stackKernel(vol, blk)
 	if err != nil {
 		return err
 	}
@@ -216,6 +202,19 @@ func continues(p, q *stackParams) bool {
 		p.srcRecStride == q.srcRecStride && p.srcSampleStride == q.srcSampleStride && p.dstRecStride == q.dstRecStride &&
 		p.scale == q.scale && p.offset == q.offset &&
 		q.srcBase == p.srcBase+p.count*p.srcRecStride && q.dstBase == p.dstBase+p.count*p.dstRecStride
+}
+
+// stackKernel checks a volume and a block for a stack copy and names the
+// kernel for their types.
+func stackKernel(vol DeviceVolume, blk DeviceBlock) (string, error) {
+	const what = "StackFormatExecutor.Launch"
+	if err := vol.check(what); err != nil {
+		return "", err
+	}
+	if err := blk.check(what); err != nil {
+		return "", err
+	}
+	return kernelName(what, famStack, blk.DType, vol.DType)
 }
 
 func stackArgs(dst, src uintptr, p *stackParams) []any {
