@@ -313,3 +313,66 @@ func TestLaunchBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestLaunchAllMatchesExecuteStackRandom: random plans (raster runs that
+// merge, reversed copies, gaps, overlapping destinations, non-copy actions
+// between) give, through LaunchAll, the volume ExecuteStack gives action
+// by action: merging changes the launches, never the result.
+func TestLaunchAllMatchesExecuteStackRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	e, err := NewStackFormatExecutor(StackFormatExecutorConfig{})
+	require.NoError(t, err)
+	const segs, recs, samples = 4, 8, 3
+	merged := 0 // copies that joined the run before them, over all trials
+	for trial := range 200 {
+		r := newCPURig(t)
+		records := 1 + rng.IntN(40)
+		blk := randBlock[uint16](rng, records, samples, 1)
+		vol := Volume[uint16]{Shape: [4]int{segs, recs, samples, 1}, Data: make([]uint16, segs*recs*samples)}
+		dv := DeviceVolume{Ptr: r.upload(t, bytesOf(vol.Data)), DType: backend.Uint16, Shape: vol.Shape}
+		db := DeviceBlock{Ptr: r.upload(t, bytesOf(blk.Data)), DType: backend.Uint16, Records: records, Samples: samples, Channels: 1}
+		var acts []Action
+		off := 0
+		for off < records && len(acts) < 12 {
+			if rng.IntN(4) == 0 {
+				acts = append(acts, segAct(0, 0, 0, int64(rng.IntN(segs))))
+				continue
+			}
+			seg, rec := rng.IntN(segs), rng.IntN(recs)
+			if n := len(acts); n > 0 && acts[n-1].Kind == Copy && rng.IntN(2) == 0 {
+				// continue the previous copy in the volume: a run to merge
+				p := acts[n-1]
+				seg, rec = p.BufferSegment, p.BufferRecord+p.Count
+				if rec == recs {
+					seg, rec = seg+1, 0
+				}
+				if seg == segs {
+					seg = 0
+				}
+			}
+			count := min(1+rng.IntN(recs-rec), records-off)
+			acts = append(acts, copyAct(count, off, seg, rec, rng.IntN(5) == 0))
+			off += count
+			if rng.IntN(6) == 0 {
+				off += rng.IntN(3) // a gap in the block
+			}
+		}
+		for _, a := range acts {
+			if a.Kind == Copy {
+				require.NoError(t, ExecuteStack(e, vol, blk, a), "trial %d", trial)
+			}
+		}
+		require.NoError(t, e.LaunchAll(r.stream(), dv, db, acts), "trial %d", trial)
+		require.Equal(t, bytesOf(vol.Data), r.download(t, dv.Ptr, len(bytesOf(vol.Data))), "trial %d: %v", trial, acts)
+		runs, err := e.stackRuns(vol.Shape, db, acts, nil)
+		require.NoError(t, err)
+		copies := 0
+		for _, a := range acts {
+			if a.Kind == Copy && a.Count > 0 {
+				copies++
+			}
+		}
+		merged += copies - len(runs)
+	}
+	require.Greater(t, merged, 50, "the plans exercise merging")
+}
