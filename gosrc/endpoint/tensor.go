@@ -267,8 +267,16 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 	// endpoint's stream waits on the formatting instead, so work users
 	// chain there, and the tensor's ready event, still follow it.
 	s := b.Stream
+	if _, host := s.(backend.HostStream); host {
+		// The CPU backend runs a stream's work under its lock as it is
+		// queued: on the slot stream, this block's formatting would wait
+		// for the processing of a later block on the same slot, where the
+		// endpoint's own stream lets the two goroutines overlap. There is
+		// no copy engine to spare there.
+		s = nil
+	}
 	if s == nil {
-		s = e.stream // no processing queued (a block that only finishes the planner)
+		s = e.stream // no processing queued (a block that only finishes the planner), or a CPU stream
 		if err := s.WaitEvent(b.Ready); err != nil {
 			return fmt.Errorf("%s.Format: %w", e.name, err)
 		}
