@@ -69,6 +69,12 @@ func TestDeviceTensorFormatsInBlockOrderAcrossStreams(t *testing.T) {
 			OutputSamples: samples, Ready: ready[i], Stream: streams[i]}
 		require.NoError(t, e.Format(b, plan))
 	}
+	// The second block's formatting runs on its own processing stream,
+	// after the first block's: that stream is still busy (the first block's
+	// stream has milliseconds of memsets ahead of its formatting).
+	done, err := streams[1].Query()
+	require.NoError(t, err)
+	require.False(t, done, "the second block is formatted on its stream, after the first block's formatting")
 	// Only the endpoint's stream is synchronized: it must follow both.
 	s := e.Stream()
 	require.NoError(t, s.Copy(host.Ptr(), e.Tensor().Ptr(), 2*n))
