@@ -49,11 +49,16 @@ type StackTensorEndpoint struct {
 	// formatted is recorded after each block's formatting, on whichever
 	// stream ran it: the next block's formatting waits on it (see Format).
 	formatted backend.Event
-	tensor    *memory.DeviceTensor
-	owner     int64
-	ctx       context.Context
-	cancel    context.CancelFunc
-	claim     engine.Claim // refuses Close while an engine formats into it
+	// chained is recorded on the endpoint's stream before a block is
+	// formatted on its processing stream, which waits on it: the work users
+	// chained on the endpoint's stream (a handler's reduction of the last
+	// volume) reads the tensor before the next block writes it.
+	chained backend.Event
+	tensor  *memory.DeviceTensor
+	owner   int64
+	ctx     context.Context
+	cancel  context.CancelFunc
+	claim   engine.Claim // refuses Close while an engine formats into it
 
 	hostSrc *streamSource // a stream endpoint's source (NewStreamHostTensorEndpoint)
 }
@@ -228,7 +233,11 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("%s.Prepare: event: %w", e.name, err), t.Close(), s.Close())
 	}
-	e.stream, e.tensor, e.owner, e.formatted = s, t, info.Owner, ev
+	chained, err := info.Device.NewEvent(false)
+	if err != nil {
+		return errors.Join(fmt.Errorf("%s.Prepare: event: %w", e.name, err), ev.Close(), t.Close(), s.Close())
+	}
+	e.stream, e.tensor, e.owner, e.formatted, e.chained = s, t, info.Owner, ev, chained
 	e.ctx, e.cancel = stopContext(info.Stopping)
 	return nil
 }
@@ -252,8 +261,11 @@ func (e *StackTensorEndpoint) Tensor() *memory.DeviceTensor { return e.tensor }
 // DType is the tensor's element type.
 func (e *StackTensorEndpoint) DType() backend.DType { return e.dtype }
 
-// Format writes block b into the tensor under its exclusive lock, on the
-// endpoint's stream, after the block's ready event.
+// Format writes block b into the tensor under its exclusive lock, after
+// the block's ready event, the previous block's formatting and the work
+// users chained on the endpoint's stream; on a GPU on the stream the block
+// was processed on, on the CPU backend on the endpoint's stream. The
+// endpoint's stream follows the formatting either way.
 func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
 	if e.hostSrc != nil {
 		return e.formatHost(b, plan)
@@ -297,7 +309,22 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 		}
 		return fmt.Errorf("%s.Format: %w", e.name, err)
 	}
-	err := e.format(s, b, plan)
+	var err error
+	if s != e.stream {
+		// What users chained on the endpoint's stream reads the tensor
+		// (vortex's contract: a volume_callback's work there sees its
+		// volume): the formatting follows it, as it did when it ran on that
+		// stream. Recorded under the lock, so that work queued by a user
+		// who held the lock until now is included. Without such work the
+		// event completes with the previous block's formatting, which s
+		// waits for anyway.
+		if err = e.stream.Record(e.chained); err == nil {
+			err = s.WaitEvent(e.chained)
+		}
+	}
+	if err == nil {
+		err = e.format(s, b, plan)
+	}
 	// Recorded and waited for even when formatting failed part way: the
 	// endpoint's stream must follow whatever kernels were queued, since
 	// Close synchronizes that stream before it frees the tensor they write.
@@ -349,10 +376,12 @@ func (e *StackTensorEndpoint) Close() error {
 		// tensor about to be freed.
 		err := e.stream.Synchronize()
 		err = errors.Join(err, e.tensor.Close(), e.stream.Close())
-		if e.formatted != nil {
-			err = errors.Join(err, e.formatted.Close())
+		for _, ev := range []backend.Event{e.formatted, e.chained} {
+			if ev != nil {
+				err = errors.Join(err, ev.Close())
+			}
 		}
-		e.stream, e.tensor, e.formatted = nil, nil, nil
+		e.stream, e.tensor, e.formatted, e.chained = nil, nil, nil, nil
 		return err
 	})
 }

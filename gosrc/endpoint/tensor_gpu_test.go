@@ -86,3 +86,73 @@ func TestDeviceTensorFormatsInBlockOrderAcrossStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceTensorFormatFollowsChainedWork: work a user chained on the
+// endpoint's stream (a volume_callback's reduction of the volume, delayed
+// here behind milliseconds of memsets) reads the tensor before the next
+// block, formatted on its own processing stream, overwrites it.
+func TestDeviceTensorFormatFollowsChainedWork(t *testing.T) {
+	dev, err := cuda.GetDevice(0)
+	require.NoError(t, err)
+	const samples, records = 1024, 64
+	const n = samples * records
+	e, err := NewSpectraStackDeviceTensorEndpoint()
+	require.NoError(t, err)
+	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: records, RawSamples: samples,
+		OutputSamples: samples, SegmentsPerVolume: 1, RecordsPerSegment: records}))
+	defer func() { require.NoError(t, e.Close()) }()
+	host, err := dev.AllocPinned(2 * n)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, host.Free()) }()
+	snap, err := dev.Alloc(2 * n)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, snap.Free()) }()
+	busy, err := dev.Alloc(1 << 30)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, busy.Free()) }()
+	plan := &engine.FormatPlan{Actions: []stage.Action{copyAction(0, records, 0, 0, false)}}
+	for i := range 2 {
+		s, err := dev.NewStream(0)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, s.Close()) }()
+		raw, err := dev.Alloc(2 * n)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, raw.Free()) }()
+		ready, err := dev.NewEvent(false)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, ready.Close()) }()
+		for j, v := 0, hostView[uint16](host.Ptr(), n); j < n; j++ {
+			v[j] = uint16(i + 1)
+		}
+		require.NoError(t, s.Copy(raw.Ptr(), host.Ptr(), 2*n))
+		require.NoError(t, s.Synchronize())
+		require.NoError(t, s.Record(ready))
+		b := &engine.BlockData{Block: &engine.Block{ID: int64(i)}, Records: records, Raw: raw.Ptr(), RawSamples: samples,
+			OutputSamples: samples, Ready: ready, Stream: s}
+		require.NoError(t, e.Format(b, plan))
+		if i == 0 {
+			// The user's handler: a slow reduction of the first volume,
+			// chained on the endpoint's stream.
+			us := e.Stream()
+			for range 16 {
+				require.NoError(t, us.Memset(busy.Ptr(), 0, 1<<30))
+			}
+			require.NoError(t, us.Copy(snap.Ptr(), e.Tensor().Ptr(), 2*n))
+		}
+	}
+	us := e.Stream()
+	require.NoError(t, us.Copy(host.Ptr(), snap.Ptr(), 2*n))
+	require.NoError(t, us.Synchronize())
+	for j, v := range hostView[uint16](host.Ptr(), n) {
+		if v != 1 {
+			t.Fatalf("the chained read saw cell %d = %d, expected 1 (the first block's)", j, v)
+		}
+	}
+	require.NoError(t, us.Copy(host.Ptr(), e.Tensor().Ptr(), 2*n))
+	require.NoError(t, us.Synchronize())
+	for j, v := range hostView[uint16](host.Ptr(), n) {
+		if v != 2 {
+			t.Fatalf("cell %d = %d after both blocks, expected 2", j, v)
+		}
+	}
+}
