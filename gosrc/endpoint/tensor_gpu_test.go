@@ -13,6 +13,81 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 )
 
+// formatRig is a spectra device tensor endpoint (one segment of records
+// raw spectra) and what its GPU tests feed it: blocks on streams of their
+// own, a gigabyte to keep a stream busy, pinned memory to read back.
+type formatRig struct {
+	dev  *cuda.Device
+	e    *StackTensorEndpoint
+	host backend.Buffer
+	busy backend.Buffer
+	plan *engine.FormatPlan
+}
+
+const rigSamples, rigRecords = 1024, 64
+const rigValues = rigSamples * rigRecords
+
+func newFormatRig(t *testing.T) *formatRig {
+	dev, err := cuda.GetDevice(0)
+	require.NoError(t, err)
+	e, err := NewSpectraStackDeviceTensorEndpoint()
+	require.NoError(t, err)
+	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: rigRecords, RawSamples: rigSamples,
+		OutputSamples: rigSamples, SegmentsPerVolume: 1, RecordsPerSegment: rigRecords}))
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	r := &formatRig{dev: dev, e: e, plan: &engine.FormatPlan{Actions: []stage.Action{copyAction(0, rigRecords, 0, 0, false)}}}
+	r.host, err = dev.AllocPinned(2 * rigValues)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.host.Free()) })
+	r.busy, err = dev.Alloc(1 << 30)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.busy.Free()) })
+	return r
+}
+
+// block uploads a block of raw spectra all equal to value, to be processed
+// on a stream of its own (BlockData.Stream); its ready event is not
+// recorded yet.
+func (r *formatRig) block(t *testing.T, id int64, value uint16) *engine.BlockData {
+	s, err := r.dev.NewStream(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	raw, err := r.dev.Alloc(2 * rigValues)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, raw.Free()) })
+	ready, err := r.dev.NewEvent(false)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ready.Close()) })
+	v := hostView[uint16](r.host.Ptr(), rigValues)
+	for j := range v {
+		v[j] = value
+	}
+	require.NoError(t, s.Copy(raw.Ptr(), r.host.Ptr(), 2*rigValues))
+	require.NoError(t, s.Synchronize())
+	return &engine.BlockData{Block: &engine.Block{ID: id}, Records: rigRecords, Raw: raw.Ptr(), RawSamples: rigSamples,
+		OutputSamples: rigSamples, Ready: ready, Stream: s}
+}
+
+// delay queues milliseconds of memsets on s.
+func (r *formatRig) delay(t *testing.T, s backend.Stream) {
+	for range 16 {
+		require.NoError(t, s.Memset(r.busy.Ptr(), 0, 1<<30))
+	}
+}
+
+// requireAll reads src (rigValues uint16s) back on the endpoint's stream
+// alone and requires every value to be want.
+func (r *formatRig) requireAll(t *testing.T, src uintptr, want uint16, what string) {
+	s := r.e.Stream()
+	require.NoError(t, s.Copy(r.host.Ptr(), src, 2*rigValues))
+	require.NoError(t, s.Synchronize())
+	for j, v := range hostView[uint16](r.host.Ptr(), rigValues) {
+		if v != want {
+			t.Fatalf("%s: cell %d = %d, expected %d", what, j, v, want)
+		}
+	}
+}
+
 // TestDeviceTensorFormatsInBlockOrderAcrossStreams: a device tensor
 // endpoint formats each block on the stream it was processed on
 // (BlockData.Stream). Two blocks writing the same cells from two streams
@@ -20,71 +95,24 @@ import (
 // first block's stream is busy, and work queued on the endpoint's own
 // stream afterwards (a user's readback) sees both.
 func TestDeviceTensorFormatsInBlockOrderAcrossStreams(t *testing.T) {
-	dev, err := cuda.GetDevice(0)
-	require.NoError(t, err)
-	const samples, records = 1024, 64
-	const n = samples * records
-	e, err := NewSpectraStackDeviceTensorEndpoint()
-	require.NoError(t, err)
-	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: records, RawSamples: samples,
-		OutputSamples: samples, SegmentsPerVolume: 1, RecordsPerSegment: records}))
-	defer func() { require.NoError(t, e.Close()) }()
-
-	host, err := dev.AllocPinned(2 * n)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, host.Free()) }()
-	var streams [2]backend.Stream
-	var raws [2]backend.Buffer
-	var ready [2]backend.Event
-	for i := range 2 {
-		streams[i], err = dev.NewStream(0)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, streams[i].Close()) }()
-		raws[i], err = dev.Alloc(2 * n)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, raws[i].Free()) }()
-		ready[i], err = dev.NewEvent(false)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, ready[i].Close()) }()
-		v := hostView[uint16](host.Ptr(), n)
-		for j := range v {
-			v[j] = uint16(i + 1)
-		}
-		require.NoError(t, streams[i].Copy(raws[i].Ptr(), host.Ptr(), 2*n))
-		require.NoError(t, streams[i].Synchronize())
-	}
+	r := newFormatRig(t)
+	blocks := []*engine.BlockData{r.block(t, 0, 1), r.block(t, 1, 2)}
 	// Milliseconds of work ahead of the first block on its stream: without
 	// the order between the endpoint's blocks, the second block (on an idle
 	// stream) would be formatted first and then overwritten.
-	busy, err := dev.Alloc(1 << 30)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, busy.Free()) }()
-	for range 16 {
-		require.NoError(t, streams[0].Memset(busy.Ptr(), 0, 1<<30))
-	}
-	plan := &engine.FormatPlan{Actions: []stage.Action{copyAction(0, records, 0, 0, false)}}
-	for i := range 2 {
-		require.NoError(t, streams[i].Record(ready[i]))
-		b := &engine.BlockData{Block: &engine.Block{ID: int64(i)}, Records: records, Raw: raws[i].Ptr(), RawSamples: samples,
-			OutputSamples: samples, Ready: ready[i], Stream: streams[i]}
-		require.NoError(t, e.Format(b, plan))
+	r.delay(t, blocks[0].Stream)
+	for _, b := range blocks {
+		require.NoError(t, b.Stream.Record(b.Ready))
+		require.NoError(t, r.e.Format(b, r.plan))
 	}
 	// The second block's formatting runs on its own processing stream,
 	// after the first block's: that stream is still busy (the first block's
 	// stream has milliseconds of memsets ahead of its formatting).
-	done, err := streams[1].Query()
+	done, err := blocks[1].Stream.Query()
 	require.NoError(t, err)
 	require.False(t, done, "the second block is formatted on its stream, after the first block's formatting")
 	// Only the endpoint's stream is synchronized: it must follow both.
-	s := e.Stream()
-	require.NoError(t, s.Copy(host.Ptr(), e.Tensor().Ptr(), 2*n))
-	require.NoError(t, s.Synchronize())
-	got := hostView[uint16](host.Ptr(), n)
-	for j, v := range got {
-		if v != 2 {
-			t.Fatalf("cell %d = %d, expected 2 (the second block's value)", j, v)
-		}
-	}
+	r.requireAll(t, r.e.Tensor().Ptr(), 2, "the tensor (the second block's value)")
 }
 
 // TestDeviceTensorFormatFollowsChainedWork: work a user chained on the
@@ -92,67 +120,22 @@ func TestDeviceTensorFormatsInBlockOrderAcrossStreams(t *testing.T) {
 // here behind milliseconds of memsets) reads the tensor before the next
 // block, formatted on its own processing stream, overwrites it.
 func TestDeviceTensorFormatFollowsChainedWork(t *testing.T) {
-	dev, err := cuda.GetDevice(0)
+	r := newFormatRig(t)
+	snap, err := r.dev.Alloc(2 * rigValues)
 	require.NoError(t, err)
-	const samples, records = 1024, 64
-	const n = samples * records
-	e, err := NewSpectraStackDeviceTensorEndpoint()
-	require.NoError(t, err)
-	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: records, RawSamples: samples,
-		OutputSamples: samples, SegmentsPerVolume: 1, RecordsPerSegment: records}))
-	defer func() { require.NoError(t, e.Close()) }()
-	host, err := dev.AllocPinned(2 * n)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, host.Free()) }()
-	snap, err := dev.Alloc(2 * n)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, snap.Free()) }()
-	busy, err := dev.Alloc(1 << 30)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, busy.Free()) }()
-	plan := &engine.FormatPlan{Actions: []stage.Action{copyAction(0, records, 0, 0, false)}}
+	t.Cleanup(func() { require.NoError(t, snap.Free()) })
 	for i := range 2 {
-		s, err := dev.NewStream(0)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, s.Close()) }()
-		raw, err := dev.Alloc(2 * n)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, raw.Free()) }()
-		ready, err := dev.NewEvent(false)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, ready.Close()) }()
-		for j, v := 0, hostView[uint16](host.Ptr(), n); j < n; j++ {
-			v[j] = uint16(i + 1)
-		}
-		require.NoError(t, s.Copy(raw.Ptr(), host.Ptr(), 2*n))
-		require.NoError(t, s.Synchronize())
-		require.NoError(t, s.Record(ready))
-		b := &engine.BlockData{Block: &engine.Block{ID: int64(i)}, Records: records, Raw: raw.Ptr(), RawSamples: samples,
-			OutputSamples: samples, Ready: ready, Stream: s}
-		require.NoError(t, e.Format(b, plan))
+		b := r.block(t, int64(i), uint16(i+1))
+		require.NoError(t, b.Stream.Record(b.Ready))
+		require.NoError(t, r.e.Format(b, r.plan))
 		if i == 0 {
 			// The user's handler: a slow reduction of the first volume,
 			// chained on the endpoint's stream.
-			us := e.Stream()
-			for range 16 {
-				require.NoError(t, us.Memset(busy.Ptr(), 0, 1<<30))
-			}
-			require.NoError(t, us.Copy(snap.Ptr(), e.Tensor().Ptr(), 2*n))
+			us := r.e.Stream()
+			r.delay(t, us)
+			require.NoError(t, us.Copy(snap.Ptr(), r.e.Tensor().Ptr(), 2*rigValues))
 		}
 	}
-	us := e.Stream()
-	require.NoError(t, us.Copy(host.Ptr(), snap.Ptr(), 2*n))
-	require.NoError(t, us.Synchronize())
-	for j, v := range hostView[uint16](host.Ptr(), n) {
-		if v != 1 {
-			t.Fatalf("the chained read saw cell %d = %d, expected 1 (the first block's)", j, v)
-		}
-	}
-	require.NoError(t, us.Copy(host.Ptr(), e.Tensor().Ptr(), 2*n))
-	require.NoError(t, us.Synchronize())
-	for j, v := range hostView[uint16](host.Ptr(), n) {
-		if v != 2 {
-			t.Fatalf("cell %d = %d after both blocks, expected 2", j, v)
-		}
-	}
+	r.requireAll(t, snap.Ptr(), 1, "the chained read (the first block's value)")
+	r.requireAll(t, r.e.Tensor().Ptr(), 2, "the tensor after both blocks")
 }
