@@ -131,15 +131,27 @@ class ExpertCuPy:
         self.nbytes = g.block_bytes
 
     def step(self, k: int) -> None:
-        cp, g = self.cp, self.g
-        d = k % len(self.dev)
-        c = k & 1
-        up, comp = self.up, self.comp[c]
+        d, c = k % len(self.dev), k & 1
+        comp = self.comp[c]
+        self._upload(k, d, comp)
+        j = k % self.per_volume
+        self._compute(comp, d, c, self.vol[j * self.g.rpb:(j + 1) * self.g.rpb])
+        self.consumed[d].record(comp)
+
+    def _upload(self, k: int, d: int, comp: Any) -> None:
+        """Host block k into device block d on the copy stream, once block k - len(dev) is
+        done with it; comp waits for the upload."""
+        cp, up = self.cp, self.up
         up.wait_event(self.consumed[d])  # block k - len(dev) is done with dev[d]
         cp.cuda.runtime.memcpyAsync(self.dev[d].data.ptr, self.host[k % len(self.host)].ctypes.data, self.nbytes,
                                     cp.cuda.runtime.memcpyHostToDevice, up.ptr)
         self.uploaded[d].record(up)
         comp.wait_event(self.uploaded[d])
+
+    def _compute(self, comp: Any, d: int, c: int, dst: Any) -> None:
+        """Device block d through the fused kernels and the cached plan of compute stream c
+        (stream comp), the int8 A-scans into dst."""
+        g = self.g
         with comp:
             x, spec = self.dev[d], self.spec[c]
             self.k_mean(((g.samples + 255) // 256,), (256,),
@@ -149,11 +161,8 @@ class ExpertCuPy:
                        (x, self.mean[c], self.b0, self.f, self.h, np.int32(g.rpb), np.int32(g.samples),
                         np.int32(self.m), spec))
             self.plans[c].fft(spec, spec, self._cufft.CUFFT_INVERSE)
-            j = k % self.per_volume
-            dst = self.vol[j * g.rpb:(j + 1) * g.rpb]
             self.k_post(((total + 255) // 256,), (256,),
                         (spec, np.uint64(total), self.scale2, self.lo, self.step_, dst))
-        self.consumed[d].record(comp)
 
     def finish(self) -> None:
         self.up.synchronize()

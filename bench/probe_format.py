@@ -41,26 +41,12 @@ class ExpertFmt(bp.ExpertCuPy):
     def step(self, k: int) -> None:
         g = self.g
         d, c = k % len(self.dev), k % len(self.comp)
-        up, comp = self.up, self.comp[c]
-        up.wait_event(self.consumed[d])
-        cp.cuda.runtime.memcpyAsync(self.dev[d].data.ptr, self.host[k % len(self.host)].ctypes.data, self.nbytes,
-                                    cp.cuda.runtime.memcpyHostToDevice, up.ptr)
-        self.uploaded[d].record(up)
-        comp.wait_event(self.uploaded[d])
+        comp = self.comp[c]
+        self._upload(k, d, comp)
         comp.wait_event(self.formatted[d])
         if self.chain and self.last_fmt is not None:
             comp.wait_event(self.last_fmt)
-        with comp:
-            x, spec = self.dev[d], self.spec[c]
-            self.k_mean(((g.samples + 255) // 256,), (256,),
-                        (x, np.int32(g.rpb), np.int32(g.samples), np.int32(self.w), self.mean[c]))
-            total = g.rpb * self.m
-            self.k_pre(((total + 255) // 256,), (256,),
-                       (x, self.mean[c], self.b0, self.f, self.h, np.int32(g.rpb), np.int32(g.samples),
-                        np.int32(self.m), spec))
-            self.plans[c].fft(spec, spec, self._cufft.CUFFT_INVERSE)
-            self.k_post(((total + 255) // 256,), (256,),
-                        (spec, np.uint64(total), self.scale2, self.lo, self.step_, self.b8[d]))
+        self._compute(comp, d, c, self.b8[d])
         self.consumed[d].record(comp)
         self.posted[d].record(comp)
         fs = comp if self.mode == "same" else self.fmt
