@@ -186,10 +186,10 @@ type BlockData struct {
 	// recorded; nil for a block no processor ran on (dropped, or one that
 	// only finishes the planner). An endpoint may enqueue its formatting
 	// there, in stream order after the processing, instead of on its own
-	// stream (see endpoint.StackTensorEndpoint.Format for why and for why
-	// not on the CPU backend); it then
-	// orders its own stream after that work, for the work users chain on
-	// it. Endpoints must only read the block's own buffers from it.
+	// stream (see endpoint.StackTensorEndpoint.Format for why, and why not
+	// on the CPU backend); it then orders its own stream after that work,
+	// for the work users chain on it. Endpoints must only read the block's
+	// own buffers from it.
 	Stream backend.Stream
 }
 

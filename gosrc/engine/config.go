@@ -53,7 +53,7 @@ type Config struct {
 	// with timestamped events (Engine.Timings' upload, process and format
 	// times). Off by default there: a timestamped event on the copy stream
 	// costs copy-engine time, 1-3.5% of the end-to-end throughput on an
-	// H100 at 1376 and 2048 samples (bench/probe_upload.py, notiming). The
+	// H100 at 1376 and 2048 samples (bench/probe_upload.py, its timings variant). The
 	// CPU backend's events read the host clock for free and time every
 	// block either way.
 	DeviceTimings bool
