@@ -170,11 +170,13 @@ def test_read_only_buffer_and_bad_arguments(tmp_path):
         acq.next(np.zeros((2, S, C), np.uint16))
 
 
+@pytest.mark.parametrize("pin", [None, False])
 @pytest.mark.parametrize("kind", ["cpu", pytest.param("cuda", marks=needs_cuda)])
-def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind):
-    """In an engine: the raw spectra equal the file (read straight into the
-    engine's pinned blocks), and NullAcquisition's blocks are zeros; standalone
-    calls are refused while the engine holds the source."""
+def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind, pin):
+    """In an engine: the raw spectra equal the file (on a GPU uploaded straight from
+    its pinned pages by default, else read into the engine's pinned blocks), and
+    NullAcquisition's blocks are zeros; standalone calls are refused while the engine
+    holds the source."""
     from vortexgo.endpoint import SpectraStackDeviceTensorEndpointUInt16
     from vortexgo.engine import Engine, EngineConfig
 
@@ -183,7 +185,7 @@ def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind):
     B, A, SPR = 4, 8, 16
     raw = np.random.default_rng(1).integers(0, 60000, (B, A, SPR), dtype=np.uint16)
     raw.tofile(tmp_path / "r.raw")
-    for acq in (FileAcquisition(path=str(tmp_path / "r.raw"), samples_per_record=SPR, loop=False),
+    for acq in (FileAcquisition(path=str(tmp_path / "r.raw"), samples_per_record=SPR, loop=False, pin=pin),
                 NullAcquisition(samples_per_record=SPR, records=B * A)):
         spectra = SpectraStackDeviceTensorEndpointUInt16()
         Proc = vg.CPUProcessor if kind == "cpu" else vg.CUDAProcessor
@@ -196,6 +198,8 @@ def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind):
         eng = Engine(ec)
         queue_volumes(eng, A, B, 1)  # the source ends with it: the planner is finished at its end
         eng.prepare()
+        if isinstance(acq, FileAcquisition):
+            assert acq.pinned == (kind == "cuda" and pin is None), "pinned in place on a GPU unless pin=False"
         with pytest.raises(vg.InUseError, match="stop the engine first"):
             acq.next(np.zeros((1, SPR, 1), np.uint16))
         eng.start()
@@ -204,7 +208,93 @@ def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind):
             v = v.get() if hasattr(v, "get") else np.asarray(v)  # CuPy on CUDA
             np.testing.assert_array_equal(v, raw if isinstance(acq, FileAcquisition) else np.zeros_like(raw))
         eng.close()
+        if isinstance(acq, FileAcquisition):
+            assert acq.pinned == (kind == "cuda" and pin is None), "the pin lasts until the source is closed"
         acq.close()
+
+
+def _replay_engine(acq, spr: int, a: int, b: int, volumes: int, kind: str):
+    """An engine replaying ``acq`` into a raw-spectra endpoint of one volume of ``b`` x ``a``."""
+    from vortexgo.endpoint import SpectraStackDeviceTensorEndpointUInt16
+    from vortexgo.engine import Engine, EngineConfig
+
+    from _scans import planner, queue_volumes
+
+    spectra = SpectraStackDeviceTensorEndpointUInt16()
+    Proc = vg.CPUProcessor if kind == "cpu" else vg.CUDAProcessor
+    proc = Proc(samples_per_record=spr, ascans_per_block=a)
+    fmt = planner(a, b)
+    ec = EngineConfig(records_per_block=a, blocks_to_allocate=3, preload_count=1)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, [spectra])
+    eng = Engine(ec)
+    queue_volumes(eng, a, b, volumes)
+    return eng, spectra
+
+
+@pytest.mark.parametrize("kind", ["cpu", pytest.param("cuda", marks=needs_cuda)])
+def test_engine_loops_a_file_across_its_end(tmp_path, kind):
+    """A looped replay whose blocks straddle the end of the file (7 records, blocks of
+    4): the volume is the file tiled, the same pinned (GPU: uploaded from the pinned
+    pages, through the seam where a block wraps) or read."""
+    B, A, SPR, R = 3, 4, 16, 7
+    raw = np.random.default_rng(2).integers(0, 60000, (R, SPR), dtype=np.uint16)
+    raw.tofile(tmp_path / "r.raw")
+    volumes = 3
+    want = np.tile(raw, ((volumes * B * A) // R + 1, 1))[(volumes - 1) * B * A:volumes * B * A].reshape(B, A, SPR)
+    got = {}
+    for pin in (None, False):
+        acq = FileAcquisition(path=str(tmp_path / "r.raw"), samples_per_record=SPR, loop=True, pin=pin)
+        eng, spectra = _replay_engine(acq, SPR, A, B, volumes, kind)
+        eng.prepare()
+        assert acq.pinned == (kind == "cuda" and pin is None)
+        eng.start()
+        eng.wait()
+        with spectra.tensor as v:
+            got[pin] = v.get() if hasattr(v, "get") else np.asarray(v).copy()
+        eng.close()
+        acq.close()
+        np.testing.assert_array_equal(got[pin], want, err_msg=f"pin={pin}")
+
+
+def test_pin_always_where_it_cannot_pin_is_a_clear_error(tmp_path):
+    """pin=True on the CPU backend (whose upload is a copy anyway) fails the engine's
+    prepare with a ValueError that says what to do; a bad pin value is refused at once."""
+    raw = np.zeros((8, 16), np.uint16)
+    raw.tofile(tmp_path / "r.raw")
+    with pytest.raises(ValueError, match=r"FileAcquisitionConfig.pin='yes', expected None"):
+        FileAcquisition(path=str(tmp_path / "r.raw"), samples_per_record=16, pin="yes")
+    acq = FileAcquisition(path=str(tmp_path / "r.raw"), samples_per_record=16, pin=True)
+    eng, _ = _replay_engine(acq, 16, 4, 2, 1, "cpu")
+    with pytest.raises(ValueError, match=r"pin=True\): the cpu device cannot pin a file in place.*pin=None pins only"):
+        eng.prepare()
+    eng.close()
+    acq.close()
+
+
+@needs_cuda
+def test_a_file_changed_under_its_pin_stops_the_engine(tmp_path):
+    """The pinned pages keep the file as it was when pinned: a file truncated while an
+    engine replays it stops the engine with an error naming the file, never stale data
+    in silence and never a crash."""
+    SPR, A, B = 16, 4, 2
+    path = tmp_path / "r.raw"
+    np.ones((64, SPR), np.uint16).tofile(path)
+    acq = FileAcquisition(path=str(path), samples_per_record=SPR, loop=True, rate=2000.0)
+    eng, _ = _replay_engine(acq, SPR, A, B, 1000, "cuda")
+    eng.prepare()
+    assert acq.pinned
+    eng.start()
+    import os
+    import time
+    time.sleep(0.05)
+    os.truncate(path, 16)
+    with pytest.raises(vg.VortexError, match=r"acquisition: block \d+: acquire: .*r\.raw: the file is shorter than "
+                                             "when prepared"):
+        eng.wait()
+    eng.close()
+    acq.close()
 
 
 from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402

@@ -44,10 +44,14 @@ func (a *NullAcquisition) debugPanic(args []byte) error {
 	return nil
 }
 
-// Do runs op on the FileAcquisition: "start", "stop", or "next" with args
+// Do runs op on the FileAcquisition: "start", "stop", "next" with args
 // {"Records": r} reading into the caller's n uint16 values at dst,
-// returning {"Records": acquired}.
+// returning {"Records": acquired}, or "pinned", returning {"Pinned": b}
+// (Pinned).
 func (a *FileAcquisition) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
+	if op == "pinned" {
+		return json.Marshal(struct{ Pinned bool }{a.Pinned()})
+	}
 	standalone := func(op string) error {
 		if err := a.claim.Err("acquire: " + op); err != nil {
 			return err

@@ -38,16 +38,22 @@ type FileConfig struct {
 	Loop bool
 	// Rate throttles delivery in A-scans per second; 0 is unlimited.
 	Rate float64
+	// Pin says whether an engine on a GPU uploads straight from the file's
+	// pages, pinned in place (see PinMode); the zero value is PinAuto.
+	Pin PinMode
 }
 
 // FileAcquisition replays spectra from a file, as vortex's does: Prepare
 // checks the file, Start opens it, Stop closes it, and the next Start
 // replays from the first record.
 //
-// Fill reads straight into the caller's buffer (the engine's pinned block:
-// no intermediate copy) with positioned reads of readChunk bytes spread
-// over several goroutines, so that replaying a file in the page cache is
-// not bound by the one core a single read(2) copies with.
+// In an engine on a GPU it lends the file's own pages (engine.Lender,
+// file_pin.go): mapped read-only and pinned in place, they are uploaded
+// with no host copy at all (FileConfig.Pin). Otherwise Fill reads straight
+// into the caller's buffer (the engine's pinned block: no intermediate
+// copy) with positioned reads of readChunk bytes spread over several
+// goroutines, so that replaying a file in the page cache is not bound by
+// the one core a single read(2) copies with.
 type FileAcquisition struct {
 	cfg       FileConfig
 	samples   int   // samples per record
@@ -66,6 +72,7 @@ type FileAcquisition struct {
 	pos int64 // next record to read
 	eof bool  // a short Fill reached the end; the next Fill returns io.EOF
 	run runState
+	pin *filePin // the file pinned in place for an engine (PinTo), or nil
 
 	claim engine.Claim // refuses Close while an engine reads the file
 }
@@ -90,6 +97,9 @@ func NewFileAcquisition(cfg FileConfig) (*FileAcquisition, error) {
 	if err := checkRate(cfg.Rate); err != nil {
 		return nil, err
 	}
+	if cfg.Pin < PinAuto || cfg.Pin > PinAlways {
+		return nil, engine.Invalid("acquire: FileConfig.Pin=%d, expected PinAuto, PinNever or PinAlways", int(cfg.Pin))
+	}
 	a := &FileAcquisition{cfg: cfg}
 	a.claim.Name("FileAcquisition")
 	return a, nil
@@ -99,15 +109,20 @@ func NewFileAcquisition(cfg FileConfig) (*FileAcquisition, error) {
 // (engine.Claimer): Close is refused until that engine's run ends.
 func (a *FileAcquisition) Claims() []*engine.Claim { return []*engine.Claim{&a.claim} }
 
-// Close closes the file if a run left it open; Prepare and an engine's
-// Prepare fail after it (backend.ErrClosed), and it refuses with
-// backend.ErrInUse while an engine uses the source. Closing twice is a
+// Close closes the file if a run left it open and unpins it; Prepare and
+// an engine's Prepare fail after it (backend.ErrClosed), and it refuses
+// with backend.ErrInUse while an engine uses the source. Closing twice is a
 // no-op.
 func (a *FileAcquisition) Close() error {
 	return a.claim.Close(func() error {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return a.closeFile()
+		err := a.closeFile()
+		if a.pin != nil {
+			err = errors.Join(err, a.pin.release())
+			a.pin = nil
+		}
+		return err
 	})
 }
 

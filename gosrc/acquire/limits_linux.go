@@ -23,3 +23,8 @@ func maxRingBytes() int {
 	}
 	return int(total / 2)
 }
+
+// maxPinnedFileBytes bounds the file a FileAcquisition pins in place by
+// default (FileConfig.Pin PinAuto): a quarter of the host's RAM, so that a
+// replay never locks the memory the rest of the host needs.
+func maxPinnedFileBytes() int64 { return int64(maxRingBytes()) / 2 }

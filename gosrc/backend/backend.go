@@ -129,6 +129,18 @@ type Device interface {
 	Synchronize() error
 }
 
+// HostRegistrar is implemented by devices that can pin host memory they
+// did not allocate (CUDA: cuMemHostRegister), so that uploads from it are
+// truly asynchronous DMA instead of staged copies. The CPU backend has no
+// such notion and does not implement it.
+type HostRegistrar interface {
+	// RegisterHost pins n bytes at ptr; readOnly promises the device only
+	// reads them (required for a read-only file mapping). The returned
+	// Buffer's Free unpins the memory and frees nothing: the caller keeps
+	// it mapped until then.
+	RegisterHost(ptr uintptr, n int, readOnly bool) (Buffer, error)
+}
+
 // Stream is an ordered queue of work on one device.
 type Stream interface {
 	// Device returns the owning device.

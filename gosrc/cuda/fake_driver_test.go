@@ -180,6 +180,34 @@ func TestFakeDriverChild(t *testing.T) {
 		require.Equal(t, float32(1.5), ms)
 	})
 
+	t.Run("host memory registered in place", func(t *testing.T) {
+		flags := fakeSym[int32](t, lib, "fake_register_flags")
+		live := fakeSym[int32](t, lib, "fake_registered")
+		mem := make([]byte, 4096)
+		for _, tc := range []struct {
+			readOnly bool
+			flags    int32
+		}{{false, 0x01}, {true, 0x09}} {
+			b, err := d.RegisterHost(uintptr(unsafe.Pointer(&mem[0])), len(mem), tc.readOnly)
+			require.NoError(t, err)
+			require.Equal(t, tc.flags, *flags, "portable, plus read-only when asked")
+			require.Equal(t, int32(1), *live)
+			require.Equal(t, uintptr(unsafe.Pointer(&mem[0])), b.Ptr())
+			require.Equal(t, backend.PinnedMem, b.Kind())
+			require.Equal(t, len(mem), b.Size())
+			require.NoError(t, b.Free(), "Free unregisters, frees nothing")
+			require.Equal(t, int32(0), *live)
+		}
+		for _, bad := range []struct {
+			ptr uintptr
+			n   int
+		}{{0, 64}, {uintptr(unsafe.Pointer(&mem[0])), 0}, {uintptr(unsafe.Pointer(&mem[0])), -1}} {
+			_, err := d.RegisterHost(bad.ptr, bad.n, true)
+			require.ErrorContains(t, err, "expected memory and n > 0")
+		}
+		runtime.KeepAlive(mem)
+	})
+
 	t.Run("copies, memset and 2D copy", func(t *testing.T) {
 		const n = 64
 		h, err := d.MallocHost(n)

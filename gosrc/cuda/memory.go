@@ -17,16 +17,27 @@ import (
 // as pinned for every context, not just the one that allocated them.
 const memHostAllocPortable = 0x01
 
-// Buffer is device memory (cuMemAlloc_v2) or pinned host memory
-// (cuMemHostAlloc).
+// CU_MEMHOSTREGISTER_* flags of cuMemHostRegister.
+const (
+	memHostRegisterPortable = 0x01
+	// memHostRegisterReadOnly pins memory the device only reads: the only
+	// way to pin a read-only mapping (a file mapped PROT_READ), whose pages
+	// the kernel cannot pin for writing.
+	memHostRegisterReadOnly = 0x08
+)
+
+// Buffer is device memory (cuMemAlloc_v2), pinned host memory
+// (cuMemHostAlloc) or host memory allocated elsewhere and pinned in place
+// (cuMemHostRegister: RegisterHost).
 type Buffer struct {
-	dev   *Device
-	ctx   C.uintptr_t
-	ptr   uintptr
-	size  int
-	kind  backend.MemKind
-	freed atomic.Bool
-	inv   invariants.Obj
+	dev        *Device
+	ctx        C.uintptr_t
+	ptr        uintptr
+	size       int
+	kind       backend.MemKind
+	registered bool // Free unregisters instead of freeing: the memory is not ours
+	freed      atomic.Bool
+	inv        invariants.Obj
 }
 
 var _ backend.Buffer = (*Buffer)(nil)
@@ -56,6 +67,26 @@ func (d *Device) MallocHost(n int) (*Buffer, error) {
 	}
 	return &Buffer{dev: d, ctx: C.uintptr_t(d.ctx), ptr: uintptr(r.v0), size: n, kind: backend.PinnedMem,
 		inv: invariants.Track("cuda.Buffer (pinned)", uintptr(r.v0))}, nil
+}
+
+// RegisterHost pins the n > 0 bytes of host memory at ptr, which the
+// caller allocated (a mapped file, a NumPy array), for every context
+// (backend.HostRegistrar). readOnly pins memory the device only reads,
+// and is required for a read-only mapping. The caller keeps the memory
+// mapped until the returned Buffer's Free has unpinned it.
+func (d *Device) RegisterHost(ptr uintptr, n int, readOnly bool) (backend.Buffer, error) {
+	if ptr == 0 || n <= 0 {
+		return nil, fmt.Errorf("cuda.Device.RegisterHost: ptr=%#x n=%d, expected memory and n > 0", ptr, n)
+	}
+	flags := C.uint(memHostRegisterPortable)
+	if readOnly {
+		flags |= memHostRegisterReadOnly
+	}
+	if err := errOf(C.vg_host_register(C.uintptr_t(d.ctx), C.uintptr_t(ptr), C.size_t(n), flags)); err != nil {
+		return nil, err
+	}
+	return &Buffer{dev: d, ctx: C.uintptr_t(d.ctx), ptr: ptr, size: n, kind: backend.PinnedMem, registered: true,
+		inv: invariants.Track("cuda.Buffer (registered)", ptr)}, nil
 }
 
 // Ptr returns the address of the first byte (0 for a nil Buffer). In
@@ -89,6 +120,9 @@ func (b *Buffer) Free() error {
 		return b.inv.Misuse(errClosed("cuda.Buffer.Free"))
 	}
 	b.inv.Release()
+	if b.registered {
+		return errOf(C.vg_host_unregister(b.ctx, C.uintptr_t(b.ptr)))
+	}
 	if b.kind == backend.PinnedMem {
 		return errOf(C.vg_host_free(b.ctx, C.uintptr_t(b.ptr)))
 	}

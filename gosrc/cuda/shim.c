@@ -413,6 +413,18 @@ vg_ret vg_host_free(uintptr_t ctx, uintptr_t p) {
 	return ok();
 }
 
+vg_ret vg_host_register(uintptr_t ctx, uintptr_t p, size_t n, unsigned int flags) {
+	CURRENT(ctx);
+	CHECK(F(cuMemHostRegister, CUresult (*)(void*, size_t, unsigned int))((void*)p, n, flags), "cuMemHostRegister_v2");
+	return ok();
+}
+
+vg_ret vg_host_unregister(uintptr_t ctx, uintptr_t p) {
+	CURRENT(ctx);
+	CHECK(F(cuMemHostUnregister, CUresult (*)(void*))((void*)p), "cuMemHostUnregister");
+	return ok();
+}
+
 // ---- modules and kernels ----
 
 vg_ret vg_module_load(uintptr_t ctx, const void* image, char* log, unsigned int logcap) {

@@ -56,6 +56,8 @@ enum {
 	VG_cuMemFree,
 	VG_cuMemHostAlloc,
 	VG_cuMemFreeHost,
+	VG_cuMemHostRegister,
+	VG_cuMemHostUnregister,
 	VG_cuMemcpyAsync,
 	VG_cuMemcpyHtoDAsync,
 	VG_cuMemcpyDtoHAsync,
@@ -143,6 +145,8 @@ vg_ret vg_mem_alloc(uintptr_t ctx, size_t n);
 vg_ret vg_mem_free(uintptr_t ctx, uintptr_t p);
 vg_ret vg_host_alloc(uintptr_t ctx, size_t n, unsigned int flags);
 vg_ret vg_host_free(uintptr_t ctx, uintptr_t p);
+vg_ret vg_host_register(uintptr_t ctx, uintptr_t p, size_t n, unsigned int flags);
+vg_ret vg_host_unregister(uintptr_t ctx, uintptr_t p);
 
 // Modules and kernels. image must be NUL-terminated PTX; log receives the
 // JIT error log (logcap bytes).

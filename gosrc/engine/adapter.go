@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
@@ -34,7 +36,9 @@ type Acquisition interface {
 type Lender interface {
 	// PinTo is called once by Engine.Prepare, after Prepare: the source
 	// moves or allocates its spectra in pinned memory of dev, so that any
-	// run of up to maxRecords records it lends is contiguous.
+	// run of up to maxRecords records it lends is contiguous. An error
+	// wrapping ErrNoLend declines: the engine then fills this source's
+	// blocks with Fill, as for a source that never lends.
 	PinTo(dev backend.Device, maxRecords int) error
 	// Lend returns the address of the next records raw spectra (or fewer,
 	// n, at the end of the data) in pinned memory, with Fill's rate limit,
@@ -43,6 +47,12 @@ type Lender interface {
 	// is never rewritten satisfies that for its whole life.
 	Lend(records int) (src uintptr, n int, err error)
 }
+
+// ErrNoLend is wrapped by a Lender's PinTo that does not lend on this
+// device or with this configuration (a FileAcquisition on the CPU backend,
+// whose upload is a copy anyway, or of a big-endian file, whose values must
+// be swapped): the engine fills the source's blocks with Fill instead.
+var ErrNoLend = errors.New("the source does not lend its memory here")
 
 // Processor turns raw spectra on the device into A-scans.
 type Processor interface {

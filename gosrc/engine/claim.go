@@ -72,6 +72,15 @@ func (c *Claim) InUse() bool {
 	return c.users > 0
 }
 
+// Users reports how many engines hold the claim: a stage that replaces
+// memory an engine uploads from (a source re-pinned by a second engine's
+// Prepare) may do so only while the engine asking is the one user.
+func (c *Claim) Users() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.users
+}
+
 // Close runs release (the stage's freeing) unless an engine holds the
 // claim, in which case it returns backend.ErrInUse naming the stage and
 // what to do. release runs under the claim's lock, so no engine can take

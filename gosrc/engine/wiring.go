@@ -21,10 +21,13 @@ func (e *Engine) prepareAcquisitions() error {
 			return fmt.Errorf("engine.Prepare: acquisition #%d SamplesPerRecord()=%d, expected > 0", a, run.raw)
 		}
 		if l, ok := an.acq.(Lender); ok {
-			if err := l.PinTo(e.dev, cfg.RecordsPerBlock); err != nil {
+			switch err := l.PinTo(e.dev, cfg.RecordsPerBlock); {
+			case errors.Is(err, ErrNoLend): // it fills instead
+			case err != nil:
 				return fmt.Errorf("engine.Prepare: acquisition #%d: pinning its data: %w", a, err)
+			default:
+				run.lender = l
 			}
-			run.lender = l
 		}
 		rot, err := cfg.checkRotation(a)
 		if err != nil {

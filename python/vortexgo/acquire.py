@@ -306,11 +306,22 @@ class FileAcquisitionConfig(_BlockShape):
         channels_per_sample: interleaved channels per sample.
         loop: replay from the start instead of ending (vortex's default: True).
         rate: A-scans per second; 0 is unthrottled (ours).
+        pin: whether an engine on a GPU uploads straight from the file's pages
+            in the page cache, mapped read-only and pinned in place, with no host
+            copy (ours): ``None`` (default) pins little-endian files up to a quarter
+            of the host's memory, ``True`` pins whatever the size and makes
+            ``prepare`` fail where it cannot (the CPU backend, a big-endian file),
+            ``False`` reads every block. Pinning reads the whole file in at the
+            engine's ``prepare`` and keeps it in memory until the source is closed;
+            a file changed while pinned stops the engine with an error (prepare
+            it again). :attr:`FileAcquisition.pinned` tells which path an engine
+            took.
     """
 
     path: str = ""
     loop: bool = True
     rate: float = 0.0
+    pin: Optional[bool] = None
 
     _min_samples = 0
 
@@ -429,12 +440,30 @@ class FileAcquisition(_Standalone):
         return _new("FileAcquisition", {"Path": path,
                                         "SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 0),
                                         "ChannelsPerSample": _int(o, "channels_per_sample", c.channels_per_sample, 1),
-                                        "Loop": bool(c.loop), "Rate": _float(o, "rate", c.rate)})
+                                        "Loop": bool(c.loop), "Rate": _float(o, "rate", c.rate),
+                                        "Pin": _pin_mode(c.pin)})
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the file is pinned in place for an engine to upload from
+        (``config.pin``): true after an engine on a GPU prepared with it, until
+        :meth:`close`; false where blocks are read into the engine's buffers."""
+        return bool(self._do("pinned")["Pinned"])
 
     def __repr__(self) -> str:
         if self._h is None or self._closed:
             return f"<FileAcquisition {'closed' if self._closed else '(not initialized)'}>"
         return f"<FileAcquisition {self.config.path!r}{' loop' if self.config.loop else ''}>"
+
+
+def _pin_mode(pin: Any) -> int:
+    """FileAcquisitionConfig.pin as Go's acquire.PinMode: None auto, False never, True always."""
+    if pin is None:
+        return 0
+    if isinstance(pin, (bool, np.bool_)):
+        return 2 if pin else 1
+    raise ValueError(f"FileAcquisitionConfig.pin={pin!r}, expected None (pin files up to a quarter of the "
+                     "host's memory), True (always pin) or False (never: read every block)")
 
 
 class NullAcquisition(_Standalone):

@@ -141,6 +141,22 @@ CUresult cuMemAlloc_v2(uint64_t* p, size_t n) {
 CUresult cuMemFree_v2(uint64_t p) { NEED_CTX(); free((void*)(uintptr_t)p); return 0; }
 CUresult cuMemHostAlloc(void** p, size_t n, unsigned f) { NEED_CTX(); if (f != 1) return 1; *p = malloc(n); return 0; }
 CUresult cuMemFreeHost(void* p) { NEED_CTX(); free(p); return 0; }
+/* Registered ranges: the flags of the last registration and how many are live. */
+int fake_register_flags = -1;
+int fake_registered = 0;
+CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned f) {
+	NEED_CTX();
+	if (!p || !n) return 1; /* CUDA_ERROR_INVALID_VALUE */
+	fake_register_flags = (int)f;
+	fake_registered++;
+	return 0;
+}
+CUresult cuMemHostUnregister(void* p) {
+	NEED_CTX();
+	if (fake_registered == 0) return 712; /* CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED */
+	fake_registered--;
+	return 0;
+}
 CUresult cuMemcpyAsync(uint64_t d, uint64_t s, size_t n, void* st) { (void)st; NEED_CTX(); memmove((void*)(uintptr_t)d, (void*)(uintptr_t)s, n); return 0; }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void* s, size_t n, void* st) { return cuMemcpyAsync(d, (uint64_t)(uintptr_t)s, n, st); }
 CUresult cuMemcpyDtoHAsync_v2(void* d, uint64_t s, size_t n, void* st) { return cuMemcpyAsync((uint64_t)(uintptr_t)d, s, n, st); }
