@@ -345,3 +345,25 @@ print(json.dumps(out))
     n = NullAcquisitionConfig()
     assert [n.samples_per_record, n.records_per_block, n.channels_per_sample,
             FileAcquisitionConfig().loop] == theirs["null"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(pin=st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=4),
+                     st.lists(st.booleans(), max_size=2)))
+def test_pin_accepts_none_and_bools_only(tmp_path_factory, pin):
+    """Any value of ``pin``: None and bools make a source; anything else is a ValueError
+    naming the field and the values expected, never another error."""
+    path = tmp_path_factory.mktemp("pin") / "r.raw"
+    np.zeros((4, 8), np.uint16).tofile(path)
+    if pin is None or isinstance(pin, bool):
+        acq = FileAcquisition(path=str(path), samples_per_record=8, pin=pin)
+        acq.prepare()
+        assert acq.pinned is False, "nothing is pinned before an engine on a GPU prepares"
+        acq.close()
+    else:
+        with pytest.raises(ValueError, match=r"FileAcquisitionConfig\.pin=.*expected None .*True .*False"):
+            FileAcquisition(path=str(path), samples_per_record=8, pin=pin)
