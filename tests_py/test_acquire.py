@@ -170,49 +170,6 @@ def test_read_only_buffer_and_bad_arguments(tmp_path):
         acq.next(np.zeros((2, S, C), np.uint16))
 
 
-@pytest.mark.parametrize("pin", [None, False])
-@pytest.mark.parametrize("kind", ["cpu", pytest.param("cuda", marks=needs_cuda)])
-def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind, pin):
-    """In an engine: the raw spectra equal the file (on a GPU uploaded straight from
-    its pinned pages by default, else read into the engine's pinned blocks), and
-    NullAcquisition's blocks are zeros; standalone calls are refused while the engine
-    holds the source."""
-    from vortexgo.endpoint import SpectraStackDeviceTensorEndpointUInt16
-    from vortexgo.engine import Engine, EngineConfig
-
-    from _scans import planner, queue_volumes
-
-    B, A, SPR = 4, 8, 16
-    raw = np.random.default_rng(1).integers(0, 60000, (B, A, SPR), dtype=np.uint16)
-    raw.tofile(tmp_path / "r.raw")
-    for acq in (FileAcquisition(path=str(tmp_path / "r.raw"), samples_per_record=SPR, loop=False, pin=pin),
-                NullAcquisition(samples_per_record=SPR, records=B * A)):
-        spectra = SpectraStackDeviceTensorEndpointUInt16()
-        Proc = vg.CPUProcessor if kind == "cpu" else vg.CUDAProcessor
-        proc = Proc(samples_per_record=SPR, ascans_per_block=A)
-        fmt = planner(A, B)
-        ec = EngineConfig(records_per_block=A, blocks_to_allocate=3, preload_count=1)
-        ec.add_acquisition(acq, [proc])
-        ec.add_processor(proc, [fmt])
-        ec.add_formatter(fmt, [spectra])
-        eng = Engine(ec)
-        queue_volumes(eng, A, B, 1)  # the source ends with it: the planner is finished at its end
-        eng.prepare()
-        if isinstance(acq, FileAcquisition):
-            assert acq.pinned == (kind == "cuda" and pin is None), "pinned in place on a GPU unless pin=False"
-        with pytest.raises(vg.InUseError, match="stop the engine first"):
-            acq.next(np.zeros((1, SPR, 1), np.uint16))
-        eng.start()
-        eng.wait()
-        with spectra.tensor as v:
-            v = v.get() if hasattr(v, "get") else np.asarray(v)  # CuPy on CUDA
-            np.testing.assert_array_equal(v, raw if isinstance(acq, FileAcquisition) else np.zeros_like(raw))
-        eng.close()
-        if isinstance(acq, FileAcquisition):
-            assert acq.pinned == (kind == "cuda" and pin is None), "the pin lasts until the source is closed"
-        acq.close()
-
-
 def _replay_engine(acq, spr: int, a: int, b: int, volumes: int, kind: str):
     """An engine replaying ``acq`` into a raw-spectra endpoint of one volume of ``b`` x ``a``."""
     from vortexgo.endpoint import SpectraStackDeviceTensorEndpointUInt16
@@ -231,6 +188,36 @@ def _replay_engine(acq, spr: int, a: int, b: int, volumes: int, kind: str):
     eng = Engine(ec)
     queue_volumes(eng, a, b, volumes)
     return eng, spectra
+
+
+@pytest.mark.parametrize("pin", [None, False])
+@pytest.mark.parametrize("kind", ["cpu", pytest.param("cuda", marks=needs_cuda)])
+def test_engine_replays_a_file_and_lends_zeros(tmp_path, kind, pin):
+    """In an engine: the raw spectra equal the file (on a GPU uploaded straight from
+    its pinned pages by default, else read into the engine's pinned blocks), and
+    NullAcquisition's blocks are zeros; standalone calls are refused while the engine
+    holds the source."""
+    B, A, SPR = 4, 8, 16
+    raw = np.random.default_rng(1).integers(0, 60000, (B, A, SPR), dtype=np.uint16)
+    raw.tofile(tmp_path / "r.raw")
+    for acq in (FileAcquisition(path=str(tmp_path / "r.raw"), samples_per_record=SPR, loop=False, pin=pin),
+                NullAcquisition(samples_per_record=SPR, records=B * A)):
+        # one volume: the source ends with it, the planner is finished at its end
+        eng, spectra = _replay_engine(acq, SPR, A, B, 1, kind)
+        eng.prepare()
+        if isinstance(acq, FileAcquisition):
+            assert acq.pinned == (kind == "cuda" and pin is None), "pinned in place on a GPU unless pin=False"
+        with pytest.raises(vg.InUseError, match="stop the engine first"):
+            acq.next(np.zeros((1, SPR, 1), np.uint16))
+        eng.start()
+        eng.wait()
+        with spectra.tensor as v:
+            v = v.get() if hasattr(v, "get") else np.asarray(v)  # CuPy on CUDA
+            np.testing.assert_array_equal(v, raw if isinstance(acq, FileAcquisition) else np.zeros_like(raw))
+        eng.close()
+        if isinstance(acq, FileAcquisition):
+            assert acq.pinned == (kind == "cuda" and pin is None), "the pin lasts until the source is closed"
+        acq.close()
 
 
 @pytest.mark.parametrize("kind", ["cpu", pytest.param("cuda", marks=needs_cuda)])
