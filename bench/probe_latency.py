@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_engine as be  # noqa: E402
+from vortexgo import _core  # noqa: E402
 from vortexgo import engine as ve  # noqa: E402
 from vortexgo.engine import _BATCH, _FIELDS, _POLL_MS, _SEGMENT  # noqa: E402
 
@@ -38,7 +39,7 @@ from vortexgo.engine import _BATCH, _FIELDS, _POLL_MS, _SEGMENT  # noqa: E402
 
 
 def instrumented_dispatch(rec: dict):
-    """The engine's dispatcher loop, recording per batch when it entered NextEventsInto,
+    """The engine's dispatcher loop, recording per batch when it entered FastNextEvents,
     when that returned, and the Go timestamps of its segment events (read after the batch
     ran, so the handlers run as in the plain loop). With the latency recorder's handler
     starts (ts + latency, in callback order) this splits each segment event's latency."""
@@ -51,9 +52,10 @@ def instrumented_dispatch(rec: dict):
         self._latency_base = int(h.StartMonotonicNs())
         mono = time.monotonic_ns
         out = rec["batches"]
+        fast, eid = _core.fast_next_events, int(h.ID())  # the engine's call per batch (_dispatch)
         while True:
             t_call = mono()
-            n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
+            n = fast(eid, ptr, _BATCH, _POLL_MS)
             t_ret = mono()
             if n and self._run_batch(records, n):
                 return
@@ -144,7 +146,7 @@ def summary(lat_us: np.ndarray) -> str:
 def analyse(rec: dict, lat_ns: np.ndarray) -> None:
     """Split each segment event's latency: waiting for a busy dispatcher (posted while it ran
     Python), in Go (from the later of the post and the dispatcher's call to the return of
-    NextEventsInto: the spin or the wake-up, the cgo return, the GIL) and in Python (from
+    FastNextEvents: the spin or the wake-up, the cgo return, the GIL) and in Python (from
     that return to its handler: the batch's earlier handlers and the per-event work)."""
     ts, t_call, t_ret = [], [], []
     for c, r, seg in rec["batches"]:

@@ -53,6 +53,10 @@ fast_query_stream = _ext.pyapi_FastQueryStream
 fast_sync_stream = _ext.pyapi_FastSyncStream
 fast_sync_event = _ext.pyapi_FastSyncEvent
 stream_op = api.StreamOp
+# The engine dispatcher's call per batch (pyapi.FastNextEvents): the
+# engine's registry id, the record buffer's address, its size in records
+# and the wait in ms; raises (a ClosedError once the engine is closed).
+fast_next_events = _ext.pyapi_FastNextEvents
 OP_RECORD, OP_WAIT_EVENT, OP_SYNC_STREAM, OP_QUERY_STREAM, OP_SYNC_EVENT, OP_QUERY_EVENT = range(6)
 
 # The C fast path (python/vortexgo/_fastcall.c, gosrc/cuda/fastpath.h): CUDA

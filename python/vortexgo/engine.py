@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from . import _core
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, LockError, VortexError, native, translate
@@ -105,6 +106,8 @@ _STATUS_FIELDS = 13
 _RECORD_FIELDS = _STATUS_FIELDS + 24
 _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
+# The arguments of the engine's "next_events" operation, the dispatcher's path once the engine is closed.
+_NEXT_EVENTS_ARGS = json.dumps({"TimeoutMs": _POLL_MS})
 
 
 class EngineEvent(enum.IntEnum):
@@ -1281,12 +1284,22 @@ class Engine:
         records = memoryview(buf).cast("B").cast("q")
         if self._latency is not None:
             self._latency_base = int(h.StartMonotonicNs())
+        # One cgo call per batch on the engine's registry id (pyapi.FastNextEvents), not gopy's
+        # method wrapper. Once the engine is closed that id is stale (a ClosedError, before any
+        # event is taken): the rest of the last session drains by name ("next_events").
+        fast, eid = _core.fast_next_events, int(h.ID())
         while True:
             try:
-                n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
-            except RuntimeError as exc:  # pragma: no cover - the engine was closed under us
-                self.logger.error("vortexgo: the event queue failed: %s", exc)
-                return
+                if eid:
+                    n = fast(eid, ptr, _BATCH, _POLL_MS)
+                else:
+                    n = json.loads(h.Do("next_events", _NEXT_EVENTS_ARGS, h, ptr, _BATCH * _FIELDS))["Records"]
+            except RuntimeError as exc:
+                if eid:
+                    eid = 0
+                    continue
+                self.logger.error("vortexgo: the event queue failed: %s", exc)  # pragma: no cover
+                return  # pragma: no cover
             if n and self._run_batch(records, n):
                 return
 
