@@ -4,9 +4,11 @@ the CPU backend), with variants interleaved in one run.
 
 Variants (``--variants``, comma-separated, each ``DISPATCHER:SPIN``):
 
-- DISPATCHER ``new`` (the engine's ``_dispatch``) or ``instr`` (the same loop, instrumented: each
-  segment event's latency split into waiting for a busy dispatcher, time in Go (spin or
-  wake-up, cgo return, GIL) and time in Python before its handler; see `analyse`);
+- DISPATCHER ``new`` (the engine's ``_dispatch``), ``py`` (the same with every record run by the
+  Python loop, as without the C extension: ``engine._run_events`` None) or ``instr`` (the same
+  loop as ``new``, instrumented: each segment event's latency split into waiting for a busy
+  dispatcher, time in Go (spin or wake-up, cgo return, GIL) and time in Python before its
+  handler; see `analyse`);
 - every run counts the cyclic-GC collections on the dispatcher thread (gc.callbacks);
 - SPIN ``adaptive`` (the default), ``200us``, ``5ms``, or ``cost``: the per-event CPU
   cost run (engine unthrottled, no spin: events queue faster than they are handled).
@@ -84,7 +86,10 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
         else:
             rec["gc"].append((gc_start.get("t", 0), time.monotonic_ns(), info["generation"]))
 
-    ve.Engine._dispatch = instrumented_dispatch(rec) if disp == "instr" else DISPATCHERS[disp]
+    c_loop = ve._run_events
+    if disp == "py":
+        ve._run_events = None
+    ve.Engine._dispatch = instrumented_dispatch(rec) if disp == "instr" else DISPATCHERS.get(disp, DISPATCHERS["new"])
     inner = ve.Engine._dispatch
 
     def wrapped(self: Any) -> None:
@@ -128,6 +133,7 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
     finally:
         gc.callbacks.remove(on_gc)
         ve.Engine._dispatch = DISPATCHERS["new"]
+        ve._run_events = c_loop
         engine.close()
         ep.close()
         proc.close()

@@ -101,6 +101,12 @@ else:
     StreamBase = EventBase = None
 HAVE_C_METHODS = StreamBase is not None
 
+# The dispatcher's hot loop in C (_fastcall.c run_events; Engine._run_batch):
+# None without the extension, with a build older than it, or with a record
+# layout other than the engine's, and the Python loop runs every record.
+run_events = getattr(_c, "run_events", None)
+EVENT_FIELDS = getattr(_c, "EVENT_FIELDS", 0)
+
 DTYPE_CODES = {name: api.DTypeCode(name) for name in
                ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64", "complex64")}
 

@@ -108,6 +108,9 @@ _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
 # The arguments of the engine's "next_events" operation, the dispatcher's path once the engine is closed.
 _NEXT_EVENTS_ARGS = json.dumps({"TimeoutMs": _POLL_MS})
+# The C loop over simple event records (_fastcall.c run_events), or None: every record then runs
+# in _run_records. Tests swap it to compare both loops.
+_run_events = _core.run_events if _core.EVENT_FIELDS == _FIELDS else None
 
 
 class EngineEvent(enum.IntEnum):
@@ -1307,6 +1310,48 @@ class Engine:
         """Run the handlers of the first ``n`` event records of ``ev`` (``_FIELDS`` int64s each);
         True after the done event.
 
+        Runs of simple records (an endpoint's update, segment, volume, scan or event record
+        without aggregated segments) go through the C loop (``_fastcall.run_events``), which
+        does what :meth:`_run_records` does for them; every other record, and every record
+        without the extension, runs in :meth:`_run_records`.
+        """
+        run = _run_events
+        if run is None:
+            return self._run_records(ev, 0, n)
+        i = 0
+        while i < n:
+            r = run(self, ev, i, n)
+            if r.__class__ is tuple:  # record r[0]'s handler raised r[1]
+                self._handler_raised(ev, *r)
+                i = r[0] + 1
+            elif r < n:
+                if self._fatal is not None:  # stopping after a handler's BaseException: drain only
+                    return self._run_records(ev, r, n)
+                if self._run_records(ev, r, r + 1):
+                    return True
+                i = r + 1
+            else:
+                break
+        return False
+
+    def _handler_raised(self, ev: memoryview, i: int, exc: BaseException) -> None:
+        """Route the exception the C loop's handler of record ``i`` raised as the Python loop
+        routes its own: raised here, so that the log has its traceback."""
+        o = i * _FIELDS
+        what = f"{type(self._endpoints[ev[o + 1]]).__name__}.{_CB_NAMES[ev[o]]}"
+        try:
+            raise exc
+        except Exception as e:
+            self._callback_failed(what, e)
+        except BaseException as e:
+            self._handler_exited(what, e)
+        finally:
+            exc = None  # noqa: F841 - the frame, kept by the traceback, must not keep the exception
+
+    def _run_records(self, ev: memoryview, start: int, stop: int) -> bool:
+        """Run the handlers of event records ``start`` to ``stop - 1`` of ``ev``; True after
+        the done event.
+
         The hot path allocates no container per event: fields are read from the buffer (ints,
         which the cyclic GC does not track), handlers are called with their arguments spelled
         out (no slice, no argument tuple) and read from the endpoint when their event runs (a
@@ -1315,7 +1360,7 @@ class Engine:
         """
         eps = self._endpoints
         lat = self._latency
-        for o in range(0, n * _FIELDS, _FIELDS):
+        for o in range(start * _FIELDS, stop * _FIELDS, _FIELDS):
             kind = ev[o]
             if self._fatal is not None and kind != _DONE:
                 continue  # stopping after a handler's BaseException: drain only
