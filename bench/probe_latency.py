@@ -4,9 +4,11 @@ the CPU backend), with variants interleaved in one run.
 
 Variants (``--variants``, comma-separated, each ``DISPATCHER:SPIN``):
 
-- DISPATCHER ``new`` (the engine's ``_dispatch``) or ``instr`` (the same loop, instrumented: each
-  segment event's latency split into waiting for a busy dispatcher, time in Go (spin or
-  wake-up, cgo return, GIL) and time in Python before its handler; see `analyse`);
+- DISPATCHER ``new`` (the engine's ``_dispatch``), ``py`` (the same with every record run by the
+  Python loop, as without the C extension: ``engine._run_events`` None) or ``instr`` (the same
+  loop as ``new``, instrumented: each segment event's latency split into waiting for a busy
+  dispatcher, time in Go (spin or wake-up, cgo return, GIL) and time in Python before its
+  handler; see `analyse`);
 - every run counts the cyclic-GC collections on the dispatcher thread (gc.callbacks);
 - SPIN ``adaptive`` (the default), ``200us``, ``5ms``, or ``cost``: the per-event CPU
   cost run (engine unthrottled, no spin: events queue faster than they are handled).
@@ -31,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_engine as be  # noqa: E402
+from vortexgo import _core  # noqa: E402
 from vortexgo import engine as ve  # noqa: E402
 from vortexgo.engine import _BATCH, _FIELDS, _POLL_MS, _SEGMENT  # noqa: E402
 
@@ -38,7 +41,7 @@ from vortexgo.engine import _BATCH, _FIELDS, _POLL_MS, _SEGMENT  # noqa: E402
 
 
 def instrumented_dispatch(rec: dict):
-    """The engine's dispatcher loop, recording per batch when it entered NextEventsInto,
+    """The engine's dispatcher loop, recording per batch when it entered FastNextEvents,
     when that returned, and the Go timestamps of its segment events (read after the batch
     ran, so the handlers run as in the plain loop). With the latency recorder's handler
     starts (ts + latency, in callback order) this splits each segment event's latency."""
@@ -51,9 +54,10 @@ def instrumented_dispatch(rec: dict):
         self._latency_base = int(h.StartMonotonicNs())
         mono = time.monotonic_ns
         out = rec["batches"]
+        fast, eid = _core.fast_next_events, int(h.ID())  # the engine's call per batch (_dispatch)
         while True:
             t_call = mono()
-            n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
+            n = fast(eid, ptr, _BATCH, _POLL_MS)
             t_ret = mono()
             if n and self._run_batch(records, n):
                 return
@@ -82,7 +86,10 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
         else:
             rec["gc"].append((gc_start.get("t", 0), time.monotonic_ns(), info["generation"]))
 
-    ve.Engine._dispatch = instrumented_dispatch(rec) if disp == "instr" else DISPATCHERS[disp]
+    c_loop = ve._run_events
+    if disp == "py":
+        ve._run_events = None
+    ve.Engine._dispatch = instrumented_dispatch(rec) if disp == "instr" else DISPATCHERS.get(disp, DISPATCHERS["new"])
     inner = ve.Engine._dispatch
 
     def wrapped(self: Any) -> None:
@@ -126,6 +133,7 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
     finally:
         gc.callbacks.remove(on_gc)
         ve.Engine._dispatch = DISPATCHERS["new"]
+        ve._run_events = c_loop
         engine.close()
         ep.close()
         proc.close()
@@ -144,7 +152,7 @@ def summary(lat_us: np.ndarray) -> str:
 def analyse(rec: dict, lat_ns: np.ndarray) -> None:
     """Split each segment event's latency: waiting for a busy dispatcher (posted while it ran
     Python), in Go (from the later of the post and the dispatcher's call to the return of
-    NextEventsInto: the spin or the wake-up, the cgo return, the GIL) and in Python (from
+    FastNextEvents: the spin or the wake-up, the cgo return, the GIL) and in Python (from
     that return to its handler: the batch's earlier handlers and the per-event work)."""
     ts, t_call, t_ret = [], [], []
     for c, r, seg in rec["batches"]:

@@ -3,8 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
 // Do runs op for bindings that reach the engine by name (pyapi's
@@ -13,12 +15,17 @@ import (
 //	"shutdown"     {"Interrupt": bool}  Shutdown
 //	"job_events"   {"On": bool}         SetJobEvents
 //	"profiler_log" {"Path": string}     SetProfilerLog
+//	"next_events"  {"TimeoutMs": int}   NextRecordsAt into the caller's n
+//	                                    int64s at dst: {"Records": count}
 //
-// None waits: they are safe from a handler on the dispatcher thread.
-func (e *Engine) Do(op string, args []byte, _ any, _, _ int) ([]byte, error) {
+// Only next_events waits; the others are safe from a handler on the
+// dispatcher thread. next_events is the dispatcher's path once pyapi's
+// fast one (a registry id) is closed: it drains the last session's events.
+func (e *Engine) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
 	var a struct {
 		Interrupt, On bool
 		Path          string
+		TimeoutMs     int
 	}
 	if len(args) > 0 {
 		if err := json.Unmarshal(args, &a); err != nil {
@@ -32,8 +39,30 @@ func (e *Engine) Do(op string, args []byte, _ any, _, _ int) ([]byte, error) {
 		e.SetJobEvents(a.On)
 	case "profiler_log":
 		e.SetProfilerLog(a.Path)
+	case "next_events":
+		k, err := e.NextRecordsAt(dst, n/EventFields, a.TimeoutMs)
+		if err != nil {
+			return nil, err
+		}
+		return fmt.Appendf(nil, `{"Records": %d}`, k), nil
 	default:
-		return nil, fmt.Errorf("engine: operation %q, expected shutdown, job_events or profiler_log: %w", op, backend.ErrInvalid)
+		return nil, fmt.Errorf("engine: operation %q, expected shutdown, job_events, profiler_log or next_events: %w", op, backend.ErrInvalid)
 	}
 	return nil, nil
+}
+
+// NextRecordsAt is NextRecords for bindings: up to n records into the
+// caller's n*EventFields int64s at ptr (hostmem.Span), waiting up to
+// timeoutMs for the first (negative: until one arrives, 0: a poll). It
+// returns the count; after the run ends and the queue drains, one
+// EventDone, then 0. Entering it acknowledges the previous batch.
+func (e *Engine) NextRecordsAt(ptr, n, timeoutMs int) (int, error) {
+	if n <= 0 {
+		return 0, backend.Invalidf("max=%d, expected > 0", n)
+	}
+	dst, err := hostmem.Span[int64](ptr, n*EventFields)
+	if err != nil {
+		return 0, err
+	}
+	return e.NextRecords(dst, time.Duration(max(timeoutMs, -1))*time.Millisecond), nil
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -802,4 +804,41 @@ func TestStopKeepsCallbackSyncDeliveries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNextRecordsAtByName: Do's "next_events" (the dispatcher's path once
+// its fast path's id is closed) drains a finished session's events into
+// the caller's int64s at dst, in records, the last one EventDone, then
+// none; a buffer too small for one record is a ValueError.
+func TestNextRecordsAtByName(t *testing.T) {
+	ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Uint16)
+	require.NoError(t, err)
+	closeEndpoint(t, ep)
+	r := newRig(t, 8, raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}, ep)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	buf := make([]int64, 3*engine.EventFields)
+	dst := int(uintptr(unsafe.Pointer(&buf[0])))
+	_, err = e.Do("next_events", []byte(`{"TimeoutMs": 0}`), nil, dst, engine.EventFields-1)
+	require.ErrorIs(t, err, backend.ErrInvalid)
+	var kinds []engine.EventKind
+	for range 1000 {
+		out, err := e.Do("next_events", []byte(`{"TimeoutMs": 0}`), nil, dst, len(buf))
+		require.NoError(t, err)
+		var got struct{ Records int }
+		require.NoError(t, json.Unmarshal(out, &got))
+		require.LessOrEqual(t, got.Records, 3)
+		if got.Records == 0 {
+			break
+		}
+		for i := range got.Records {
+			kinds = append(kinds, engine.EventKind(buf[i*engine.EventFields]))
+		}
+	}
+	runtime.KeepAlive(buf)
+	require.NotEmpty(t, kinds)
+	require.Equal(t, engine.EventDone, kinds[len(kinds)-1])
+	require.Contains(t, kinds, engine.EventSegment)
 }

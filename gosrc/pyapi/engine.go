@@ -5,7 +5,6 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
 // EngineConfig is engine.Config, wired one link at a time (gopy passes no
@@ -38,7 +37,10 @@ type Engine struct {
 // Prepare.
 func NewEngine(dev *Device, cfg *EngineConfig) (*Engine, error) {
 	e, err := engine.New(cfg.c, dev.d)
-	return tagged(&Engine{Object: Object{obj: e}, e: e}, err)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &Engine{Object: owner(e), e: e}, nil // registered: FastNextEvents names it by ID
 }
 
 // Prepare validates (ValueError naming the field) and allocates everything
@@ -80,17 +82,15 @@ func (e *Engine) Err() string {
 // RecordCallbackErrors adds n to the callback error count.
 func (e *Engine) RecordCallbackErrors(n int) { e.e.RecordCallbackErrors(n) }
 
-// NextEventsInto writes up to n event records (engine.EventFields int64
-// each) at ptr, waiting up to timeoutMs for the first (negative: until one
-// arrives; GIL released). It returns the count; after the run ends and the
-// queue drains, one "done" event, then 0.
-func (e *Engine) NextEventsInto(ptr, n, timeoutMs int) (int, error) {
-	if n <= 0 {
-		return 0, tag(badArg("max=%d, expected > 0", n))
-	}
-	dst, err := hostmem.Span[int64](ptr, n*engine.EventFields)
+// FastNextEvents writes up to n event records at ptr for the engine of
+// registry id id (ID), waiting up to timeoutMs for the first (GIL
+// released; engine.Engine.NextRecordsAt): a package function, as gopy's
+// methods resolve their handle through a locked map and reflection. A
+// closed engine's id is a ClosedError (Do's "next_events" drains it).
+func FastNextEvents(id, ptr, n, timeoutMs int) (int, error) {
+	e, err := lookup[*engine.Engine]("engine", id)
 	if err != nil {
 		return 0, tag(err)
 	}
-	return e.e.NextRecords(dst, time.Duration(max(timeoutMs, -1))*time.Millisecond), nil
+	return tagged(e.NextRecordsAt(ptr, n, timeoutMs))
 }

@@ -1,11 +1,14 @@
 package pyapi
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
@@ -197,4 +200,39 @@ func TestCloseRacesCalls(t *testing.T) {
 		require.False(t, handles.Live(handle.ID(sid)))
 		require.False(t, handles.Live(handle.ID(eid)))
 	}
+}
+
+// TestFastNextEvents: the dispatcher's fast call names the engine by its
+// registry id; a closed or unknown id is a ClosedError (never a crash),
+// a bad buffer a ValueError, and Do's "next_events" still reads a closed
+// engine's queue (the dispatcher drains the last session through it).
+func TestFastNextEvents(t *testing.T) {
+	dev, err := GetDevice("cpu")
+	require.NoError(t, err)
+	cfg, err := NewEngineConfig("{}")
+	require.NoError(t, err)
+	e, err := NewEngine(dev, cfg)
+	require.NoError(t, err)
+	id := e.ID()
+	require.Positive(t, id)
+	buf := make([]int64, 4*engine.EventFields)
+	ptr := int(uintptr(unsafe.Pointer(&buf[0])))
+	n, err := FastNextEvents(id, ptr, 4, 0)
+	require.NoError(t, err, "a live engine before Start: no events")
+	require.Zero(t, n)
+	_, err = FastNextEvents(id, ptr, 0, 0)
+	require.ErrorContains(t, err, "ValueError: ")
+	_, err = FastNextEvents(id, 0, 4, 0)
+	require.ErrorContains(t, err, "ValueError: ")
+	for _, bad := range []int{0, -1, id + 1<<40} {
+		_, err = FastNextEvents(bad, ptr, 4, 0)
+		require.ErrorContains(t, err, "ClosedError: ", "id %d", bad)
+	}
+	require.NoError(t, e.Close())
+	_, err = FastNextEvents(id, ptr, 4, 0)
+	require.ErrorContains(t, err, "ClosedError: ")
+	out, err := e.Do("next_events", `{"TimeoutMs": 0}`, &e.Object, ptr, len(buf))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"Records": 0}`, out)
+	runtime.KeepAlive(buf)
 }

@@ -53,6 +53,10 @@ fast_query_stream = _ext.pyapi_FastQueryStream
 fast_sync_stream = _ext.pyapi_FastSyncStream
 fast_sync_event = _ext.pyapi_FastSyncEvent
 stream_op = api.StreamOp
+# The engine dispatcher's call per batch (pyapi.FastNextEvents): the
+# engine's registry id, the record buffer's address, its size in records
+# and the wait in ms; raises (a ClosedError once the engine is closed).
+fast_next_events = _ext.pyapi_FastNextEvents
 OP_RECORD, OP_WAIT_EVENT, OP_SYNC_STREAM, OP_QUERY_STREAM, OP_SYNC_EVENT, OP_QUERY_EVENT = range(6)
 
 # The C fast path (python/vortexgo/_fastcall.c, gosrc/cuda/fastpath.h): CUDA
@@ -96,6 +100,12 @@ if StreamBase is not None and EventBase is not None:
 else:
     StreamBase = EventBase = None
 HAVE_C_METHODS = StreamBase is not None
+
+# The dispatcher's hot loop in C (_fastcall.c run_events; Engine._run_batch):
+# None without the extension, with a build older than it, or with a record
+# layout other than the engine's, and the Python loop runs every record.
+run_events = getattr(_c, "run_events", None)
+EVENT_FIELDS = getattr(_c, "EVENT_FIELDS", 0)
 
 DTYPE_CODES = {name: api.DTypeCode(name) for name in
                ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64", "complex64")}

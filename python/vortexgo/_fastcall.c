@@ -20,6 +20,11 @@
  *   entry's context current and call the driver. The table's address comes
  *   from the Go core once, through init(address).
  *
+ * - run_events, the engine dispatcher's hot loop (python/vortexgo/engine.py,
+ *   Engine._run_batch): it runs consecutive event records whose handler
+ *   takes only ints and returns to Python at the first record that needs
+ *   more (see run_events).
+ *
  * Status of every fast function: 0 done / not ready, 1 ready (queries),
  * -1 "not done here": the caller repeats the call through the next path.
  * Before init, every shim call returns -1. close() sets both ids to 0, so
@@ -29,6 +34,7 @@
 #include <Python.h>
 #include <stddef.h>
 #include <structmember.h>
+#include <time.h>
 
 #include "fastpath.h"
 
@@ -330,6 +336,201 @@ static PyTypeObject EventBaseType = {
     .tp_getset = event_getset,
 };
 
+/* --- the engine dispatcher's hot loop --------------------------------------- */
+
+/* An event record (engine.EventFields int64s, python/vortexgo/engine.py
+ * _FIELDS): kind, endpoint, sample, scan_idx, volume_idx, bscan_idx,
+ * timestamp_ns, then a job's times. The kinds run here (gosrc/engine/
+ * events.go): update, segment, volume, scan and event markers. */
+enum { EV_FIELDS = 14, EV_UPDATE = 0, EV_SEGMENT = 1, EV_VOLUME = 2, EV_SCAN = 3, EV_MARKER = 6 };
+
+/* Interned attribute names: the engine's state and each kind's handler. */
+static PyObject *s_endpoints, *s_fatal, *s_latency, *s_latency_cap, *s_latency_base, *s_aggregate, *s_block,
+    *s_update_cb, *s_segment_cb, *s_volume_cb, *s_scan_cb, *s_event_cb;
+#ifndef __linux__
+static PyObject* monotonic_ns; /* time.monotonic_ns, where it is not CLOCK_MONOTONIC */
+#endif
+
+/* now_ns is time.monotonic_ns(); -1 with a Python error set on failure. */
+static int64_t now_ns(void) {
+#ifdef __linux__
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t); /* Python's time.monotonic_ns clock on Linux */
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+#else
+	PyObject* r = PyObject_CallNoArgs(monotonic_ns);
+	int64_t v;
+	if (r == NULL) return -1;
+	v = PyLong_AsLongLong(r);
+	Py_DECREF(r);
+	return v;
+#endif
+}
+
+/* attr_is_none: 1 when o.name is None, 0 when it is something else, -1
+ * with a Python error when it cannot be read. */
+static int attr_is_none(PyObject* o, PyObject* name) {
+	PyObject* v = PyObject_GetAttr(o, name);
+	int r;
+	if (v == NULL) return -1;
+	r = v == Py_None;
+	Py_DECREF(v);
+	return r;
+}
+
+/* raised: the exception being raised, taken from the thread (a new
+ * reference; its traceback attached). */
+static PyObject* raised(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+	return PyErr_GetRaisedException();
+#else
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+	Py_XDECREF(type);
+	Py_XDECREF(tb);
+	return value;
+#endif
+}
+
+/* run_events(engine, records, start, n) -> int | (int, exception)
+ *
+ * Runs records start..n-1 of `records` (a buffer of int64 event records)
+ * as Engine._run_batch's loop does, for as long as each is "simple": an
+ * update, segment, volume, scan or event-marker record of an endpoint of
+ * engine._endpoints whose update/segment/volume records gather no
+ * aggregated segments (aggregate_segment_callback and
+ * block_segment_callback None), while engine._fatal is None. For each it
+ * reads the kind's handler from the endpoint when the record runs (a
+ * handler replaced by an earlier one takes effect at once), skips a None
+ * one, records the latency into engine._latency exactly as the Python
+ * loop does, and calls it with the same int arguments.
+ *
+ * Returns the index of the first record it did not run (n when it ran
+ * them all): Python runs that one. When a handler raises, returns
+ * (index, exception) for Python to route through _callback_failed or
+ * _handler_exited; the records after it have not run. Anything unusual (a
+ * latency recorder that is not a list, an endpoint index out of range, an
+ * attribute that cannot be read) also stops the loop, its error cleared:
+ * Python meets it again on that record, so the C code decides nothing the
+ * Python loop would decide differently. Only a bad buffer, or a failure to
+ * record a latency, raises here. */
+static PyObject* run_events(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+	PyObject *engine, *eps = NULL, *lat = NULL, *ret = NULL;
+	Py_ssize_t start, n, i, cap = 0;
+	int64_t base = 0;
+	Py_buffer view;
+	const int64_t* ev;
+	ARGS(4);
+	engine = args[0];
+	start = PyLong_AsSsize_t(args[2]);
+	if (start == -1 && PyErr_Occurred()) return NULL;
+	n = PyLong_AsSsize_t(args[3]);
+	if (n == -1 && PyErr_Occurred()) return NULL;
+	if (PyObject_GetBuffer(args[1], &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+	if (view.itemsize != 8 || view.format == NULL || strchr("qlQL", view.format[strlen(view.format) - 1]) == NULL) {
+		PyErr_Format(PyExc_TypeError, "run_events: records of format %s, expected int64", view.format);
+		goto out;
+	}
+	if (start < 0 || n < start || n > view.len / (Py_ssize_t)(EV_FIELDS * sizeof(int64_t))) {
+		PyErr_Format(PyExc_ValueError, "run_events: records %zd..%zd, expected 0 <= start <= n <= %zd", start, n,
+		             view.len / (Py_ssize_t)(EV_FIELDS * sizeof(int64_t)));
+		goto out;
+	}
+	ev = (const int64_t*)view.buf;
+	i = start;
+	/* What _run_batch reads once per batch: the endpoints and the latency
+	 * recorder (set before start, fixed while the dispatcher runs). */
+	eps = PyObject_GetAttr(engine, s_endpoints);
+	lat = eps ? PyObject_GetAttr(engine, s_latency) : NULL;
+	if (lat == NULL || !PyList_CheckExact(eps)) goto unusual;
+	if (lat == Py_None) {
+		Py_CLEAR(lat);
+	} else {
+		PyObject *c, *b;
+		if (!PyList_CheckExact(lat) || (c = PyObject_GetAttr(engine, s_latency_cap)) == NULL) goto unusual;
+		cap = PyLong_AsSsize_t(c);
+		Py_DECREF(c);
+		if ((b = PyObject_GetAttr(engine, s_latency_base)) == NULL) goto unusual;
+		base = PyLong_AsLongLong(b);
+		Py_DECREF(b);
+		if (PyErr_Occurred()) goto unusual;
+	}
+	if (attr_is_none(engine, s_fatal) != 1) goto unusual; /* stopping after a handler's BaseException */
+	for (; i < n; i++) {
+		const int64_t* r = ev + i * EV_FIELDS;
+		int64_t kind = r[0], epi = r[1];
+		PyObject *ep, *name, *cb, *res, *argv[4];
+		Py_ssize_t argc = 0;
+		switch (kind) {
+		case EV_UPDATE: name = s_update_cb; break;
+		case EV_SEGMENT: name = s_segment_cb; argc = 4; break;
+		case EV_VOLUME: name = s_volume_cb; argc = 3; break;
+		case EV_SCAN: name = s_scan_cb; argc = 2; break;
+		case EV_MARKER: name = s_event_cb; argc = 2; break;
+		default: goto stop;
+		}
+		if (epi < 0 || epi >= PyList_GET_SIZE(eps)) goto stop;
+		ep = Py_NewRef(PyList_GET_ITEM(eps, epi)); /* held: a handler may change the list */
+		if (kind != EV_SCAN && kind != EV_MARKER &&
+		    (attr_is_none(ep, s_aggregate) != 1 || attr_is_none(ep, s_block) != 1)) {
+			Py_DECREF(ep);
+			goto unusual; /* aggregated segments: Python's _aggregate */
+		}
+		cb = PyObject_GetAttr(ep, name);
+		Py_DECREF(ep);
+		if (cb == NULL) goto unusual;
+		if (cb == Py_None) {
+			Py_DECREF(cb);
+			continue;
+		}
+		if (lat != NULL && PyList_GET_SIZE(lat) < cap) {
+			int64_t t = now_ns();
+			PyObject* v = t == -1 && PyErr_Occurred() ? NULL : PyLong_FromLongLong(t - base - r[6]);
+			if (v == NULL || PyList_Append(lat, v) < 0) {
+				Py_XDECREF(v);
+				Py_DECREF(cb);
+				goto out;
+			}
+			Py_DECREF(v);
+		}
+		for (Py_ssize_t k = 0; k < argc; k++) {
+			if ((argv[k] = PyLong_FromLongLong(r[2 + k])) == NULL) {
+				while (k--) Py_DECREF(argv[k]);
+				Py_DECREF(cb);
+				goto out;
+			}
+		}
+		res = PyObject_Vectorcall(cb, argv, (size_t)argc, NULL);
+		for (Py_ssize_t k = 0; k < argc; k++) Py_DECREF(argv[k]);
+		Py_DECREF(cb);
+		if (res == NULL) {
+			PyObject* exc = raised();
+			ret = Py_BuildValue("(nN)", i, exc);
+			goto out;
+		}
+		Py_DECREF(res);
+		/* Only a handler (through the engine) sets _fatal: check after each. */
+		if (attr_is_none(engine, s_fatal) != 1) {
+			i++;
+			goto unusual;
+		}
+	}
+	goto stop;
+unusual:
+	/* Python runs record i itself, and meets the same condition (or error)
+	 * there: the C loop makes no decision of its own. */
+	PyErr_Clear();
+stop:
+	ret = PyLong_FromSsize_t(i);
+out:
+	Py_XDECREF(eps);
+	Py_XDECREF(lat);
+	PyBuffer_Release(&view);
+	return ret;
+}
+
 /* bind(record, wait_event, query_event, query_stream, sync_stream,
  * sync_event): adopt the Go fast functions (callables taking int ids and
  * returning an int status). Called once by _core; a later call replaces them. */
@@ -375,6 +576,9 @@ static PyMethodDef methods[] = {
     {"stream_wait_event", (PyCFunction)(void (*)(void))stream_wait_event, METH_FASTCALL,
      "stream_wait_event(stream_id, event_id) -> int"},
     {"stream_query", (PyCFunction)(void (*)(void))stream_query, METH_FASTCALL, "stream_query(stream_id) -> int"},
+    {"run_events", (PyCFunction)(void (*)(void))run_events, METH_FASTCALL,
+     "run_events(engine, records, start, n) -> int | (int, exception): the dispatcher's loop over simple event "
+     "records (Engine._run_batch)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -392,13 +596,28 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
 	PyObject* m;
 	if (intern(&s_record_event_slow, "_record_event_slow") || intern(&s_wait_event_slow, "_wait_event_slow") ||
 	    intern(&s_record_slow, "_record_slow") || intern(&s_synchronize_slow, "_synchronize_slow") ||
-	    intern(&s_is_complete_slow, "_is_complete_slow"))
+	    intern(&s_is_complete_slow, "_is_complete_slow") || intern(&s_endpoints, "_endpoints") ||
+	    intern(&s_fatal, "_fatal") || intern(&s_latency, "_latency") || intern(&s_latency_cap, "_latency_cap") ||
+	    intern(&s_latency_base, "_latency_base") || intern(&s_aggregate, "aggregate_segment_callback") ||
+	    intern(&s_block, "block_segment_callback") || intern(&s_update_cb, "update_callback") ||
+	    intern(&s_segment_cb, "segment_callback") || intern(&s_volume_cb, "volume_callback") ||
+	    intern(&s_scan_cb, "scan_callback") || intern(&s_event_cb, "event_callback"))
 		return NULL;
+#ifndef __linux__
+	{
+		PyObject* time = PyImport_ImportModule("time");
+		if (time == NULL) return NULL;
+		monotonic_ns = PyObject_GetAttrString(time, "monotonic_ns");
+		Py_DECREF(time);
+		if (monotonic_ns == NULL) return NULL;
+	}
+#endif
 	if (PyType_Ready(&StreamBaseType) < 0 || PyType_Ready(&EventBaseType) < 0) return NULL;
 	m = PyModule_Create(&module);
 	if (m == NULL) return NULL;
 	if (PyModule_AddObjectRef(m, "StreamBase", (PyObject*)&StreamBaseType) < 0 ||
-	    PyModule_AddObjectRef(m, "EventBase", (PyObject*)&EventBaseType) < 0) {
+	    PyModule_AddObjectRef(m, "EventBase", (PyObject*)&EventBaseType) < 0 ||
+	    PyModule_AddIntConstant(m, "EVENT_FIELDS", EV_FIELDS) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

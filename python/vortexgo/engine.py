@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from . import _core
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, LockError, VortexError, native, translate
@@ -105,6 +106,11 @@ _STATUS_FIELDS = 13
 _RECORD_FIELDS = _STATUS_FIELDS + 24
 _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
+# The arguments of the engine's "next_events" operation, the dispatcher's path once the engine is closed.
+_NEXT_EVENTS_ARGS = json.dumps({"TimeoutMs": _POLL_MS})
+# The C loop over simple event records (_fastcall.c run_events), or None: every record then runs
+# in _run_records. Tests swap it to compare both loops.
+_run_events = _core.run_events if _core.EVENT_FIELDS == _FIELDS else None
 
 
 class EngineEvent(enum.IntEnum):
@@ -1281,18 +1287,70 @@ class Engine:
         records = memoryview(buf).cast("B").cast("q")
         if self._latency is not None:
             self._latency_base = int(h.StartMonotonicNs())
+        # One cgo call per batch on the engine's registry id (pyapi.FastNextEvents), not gopy's
+        # method wrapper. Once the engine is closed that id is stale (a ClosedError, before any
+        # event is taken): the rest of the last session drains by name ("next_events").
+        fast, eid = _core.fast_next_events, int(h.ID())
         while True:
             try:
-                n = h.NextEventsInto(ptr, _BATCH, _POLL_MS)
-            except RuntimeError as exc:  # pragma: no cover - the engine was closed under us
-                self.logger.error("vortexgo: the event queue failed: %s", exc)
-                return
+                if eid:
+                    n = fast(eid, ptr, _BATCH, _POLL_MS)
+                else:
+                    n = json.loads(h.Do("next_events", _NEXT_EVENTS_ARGS, h, ptr, _BATCH * _FIELDS))["Records"]
+            except RuntimeError as exc:
+                if eid:
+                    eid = 0
+                    continue
+                self.logger.error("vortexgo: the event queue failed: %s", exc)  # pragma: no cover
+                return  # pragma: no cover
             if n and self._run_batch(records, n):
                 return
 
     def _run_batch(self, ev: memoryview, n: int) -> bool:
         """Run the handlers of the first ``n`` event records of ``ev`` (``_FIELDS`` int64s each);
         True after the done event.
+
+        Runs of simple records (an endpoint's update, segment, volume, scan or event record
+        without aggregated segments) go through the C loop (``_fastcall.run_events``), which
+        does what :meth:`_run_records` does for them; every other record, and every record
+        without the extension, runs in :meth:`_run_records`.
+        """
+        run = _run_events
+        if run is None:
+            return self._run_records(ev, 0, n)
+        i = 0
+        while i < n:
+            r = run(self, ev, i, n)
+            if r.__class__ is tuple:  # record r[0]'s handler raised r[1]
+                self._handler_raised(ev, *r)
+                i = r[0] + 1
+            elif r < n:
+                if self._fatal is not None:  # stopping after a handler's BaseException: drain only
+                    return self._run_records(ev, r, n)
+                if self._run_records(ev, r, r + 1):
+                    return True
+                i = r + 1
+            else:
+                break
+        return False
+
+    def _handler_raised(self, ev: memoryview, i: int, exc: BaseException) -> None:
+        """Route the exception the C loop's handler of record ``i`` raised as the Python loop
+        routes its own: raised here, so that the log has its traceback."""
+        o = i * _FIELDS
+        what = f"{type(self._endpoints[ev[o + 1]]).__name__}.{_CB_NAMES[ev[o]]}"
+        try:
+            raise exc
+        except Exception as e:
+            self._callback_failed(what, e)
+        except BaseException as e:
+            self._handler_exited(what, e)
+        finally:
+            exc = None  # noqa: F841 - the frame, kept by the traceback, must not keep the exception
+
+    def _run_records(self, ev: memoryview, start: int, stop: int) -> bool:
+        """Run the handlers of event records ``start`` to ``stop - 1`` of ``ev``; True after
+        the done event.
 
         The hot path allocates no container per event: fields are read from the buffer (ints,
         which the cyclic GC does not track), handlers are called with their arguments spelled
@@ -1302,7 +1360,7 @@ class Engine:
         """
         eps = self._endpoints
         lat = self._latency
-        for o in range(0, n * _FIELDS, _FIELDS):
+        for o in range(start * _FIELDS, stop * _FIELDS, _FIELDS):
             kind = ev[o]
             if self._fatal is not None and kind != _DONE:
                 continue  # stopping after a handler's BaseException: drain only
