@@ -87,7 +87,12 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap.add_argument("--out", default="", help="write the JSON results here")
     ap.add_argument("--sessions", type=int, default=100, help="start ... stop sessions of one prepared engine (0: none)")
     ap.add_argument("--session-volumes", type=int, default=4, help="volumes per session")
+    ap.add_argument("--session-bound", type=float, default=0.0,
+                    help="the second half's session throughput over the first's that passes "
+                         "(default: 0.9 on a GPU, 0.5 on the CPU)")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.session_bound <= 1.0:
+        ap.error(f"--session-bound={args.session_bound}, expected 0..1 (0: the backend's default)")
     if args.sessions < 0 or args.sessions == 1:
         ap.error(f"--sessions={args.sessions}, expected 0 or >= 2")
     if args.session_volumes < 1:
@@ -377,7 +382,9 @@ def soak_sessions(args: argparse.Namespace) -> dict:
     r_late = float(np.median([s["ascans_per_s"] for s in late]))
     # The 10% bound is the GPU's; on the CPU backend a short session is mostly start and
     # stop on a shared machine, so only a collapse (a leak slowing every session) fails.
-    bound = 0.9 if gpu else 0.5
+    # --session-bound sets it (the test suite's short GPU soak: its sessions are a few
+    # blocks long and written to a disk whose flushes a shared VM makes uneven).
+    bound = args.session_bound or (0.9 if gpu else 0.5)
     check("sessions: throughput within 10%" if gpu else "sessions: throughput steady", r_late >= bound * r_early,
           f"median {r_early / 1e6:.3f} M A-scans/s in the first half, {r_late / 1e6:.3f} in the second "
           f"({r_late / r_early:.2f}x, bound {bound})")
