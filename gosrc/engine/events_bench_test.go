@@ -14,7 +14,10 @@ import (
 // cgo callback is) draining with next; the figure is from the stamp to
 // next returning the event, for the default adaptive spin, a 5 ms spin
 // (each with and without the spin's yields, see yieldAfter) and none
-// (parks between bursts). Run with
+// (parks between bursts). post-ns is the poster's time per event of a
+// burst, which a consumer polling the channel makes contend for it: on
+// the H100 host a dispatcher that waited for whole bursts saw them take
+// 8-12 us to post (docs/design.md, "Dispatch latency"). Run with
 //
 //	go test -run '^$' -bench NextLatency -benchtime 400x ./gosrc/engine/
 func BenchmarkNextLatency(b *testing.B) {
@@ -51,6 +54,7 @@ func BenchmarkNextLatency(b *testing.B) {
 				}
 			}()
 			never := make(chan struct{})
+			var posting time.Duration
 			b.ResetTimer()
 			for range b.N {
 				time.Sleep(2560 * time.Microsecond)
@@ -58,6 +62,7 @@ func BenchmarkNextLatency(b *testing.B) {
 				for range burst {
 					q.post(Event{Kind: EventSegment, Timestamp: ts}, never)
 				}
+				posting += time.Since(t0) - time.Duration(ts)
 			}
 			q.close()
 			<-done
@@ -68,6 +73,7 @@ func BenchmarkNextLatency(b *testing.B) {
 			b.ReportMetric(pct(0.5), "p50-us")
 			b.ReportMetric(pct(0.99), "p99-us")
 			b.ReportMetric(pct(1), "max-us")
+			b.ReportMetric(float64(posting.Nanoseconds())/float64(b.N*burst), "post-ns")
 		})
 	}
 }
