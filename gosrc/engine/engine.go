@@ -590,6 +590,9 @@ func hasCopy(plan *FormatPlan) bool {
 // the last volume event posted (0 if none).
 func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, update bool) (volumeSeq uint64) {
 	ts := e.now(s)
+	// The block's events go out as one burst: a spinning dispatcher is
+	// woken once, at its end, and takes them in one batch.
+	defer s.events.flush()
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		var k EventKind
@@ -616,7 +619,7 @@ func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, u
 		}
 		// Backpressure holds after a plain stop too (abandon, not
 		// stopping): the blocks a stop still formats keep their callbacks.
-		seq := s.events.post(ev, s.abandon)
+		seq := s.events.postQuiet(ev, s.abandon)
 		if k == EventVolume {
 			volumeSeq = seq
 		}
@@ -624,7 +627,7 @@ func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, u
 	// The update event ends the block's events, as vortex's update_callback
 	// comes last: the handlers of aggregated segments know the block ended.
 	if update && !ep.skip[EventUpdate] {
-		s.events.post(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, s.abandon)
+		s.events.postQuiet(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, s.abandon)
 	}
 	return volumeSeq
 }

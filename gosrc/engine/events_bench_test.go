@@ -15,9 +15,9 @@ import (
 // next returning the event, for the default adaptive spin, a 5 ms spin
 // (each with and without the spin's yields, see yieldAfter) and none
 // (parks between bursts). post-ns is the poster's time per event of a
-// burst, which a consumer polling the channel makes contend for it: on
-// the H100 host a dispatcher that waited for whole bursts saw them take
-// 8-12 us to post (docs/design.md, "Dispatch latency"). Run with
+// burst, which a consumer polling the channel would make contend for it
+// (the spin reads eventQueue.signal instead: docs/design.md, "Dispatch
+// latency"). Run with
 //
 //	go test -run '^$' -bench NextLatency -benchtime 400x ./gosrc/engine/
 func BenchmarkNextLatency(b *testing.B) {
@@ -59,9 +59,10 @@ func BenchmarkNextLatency(b *testing.B) {
 			for range b.N {
 				time.Sleep(2560 * time.Microsecond)
 				ts := int64(time.Since(t0))
-				for range burst {
-					q.post(Event{Kind: EventSegment, Timestamp: ts}, never)
+				for range burst { // as postPlan posts a block's events
+					q.postQuiet(Event{Kind: EventSegment, Timestamp: ts}, never)
 				}
+				q.flush()
 				posting += time.Since(t0) - time.Duration(ts)
 			}
 			q.close()
