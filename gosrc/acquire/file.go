@@ -262,6 +262,31 @@ func (a *FileAcquisition) Fill(dst []uint16, records int) (int, error) {
 
 // fill is Fill under a.mu.
 func (a *FileAcquisition) fill(dst []uint16, records int) (int, error) {
+	want, err := a.take(records)
+	if err != nil {
+		return 0, err
+	}
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)*2)
+	done, err := a.readRecords(a.readAt, buf, a.pos, want)
+	a.advance(done)
+	if err != nil {
+		return int(done), err
+	}
+	if a.bigEndian != nativeBigEndian {
+		for i, v := range dst[:want*int64(a.values)] {
+			dst[i] = v<<8 | v>>8
+		}
+	}
+	if want < int64(records) {
+		a.eof = true
+	}
+	return int(want), nil
+}
+
+// take begins a Fill or a Lend of up to records records (under a.mu): how
+// many the file delivers, fewer at the end of a replay that does not loop,
+// once the rate limiter admits them; io.EOF after the end or once stopped.
+func (a *FileAcquisition) take(records int) (int64, error) {
 	if a.eof {
 		return 0, io.EOF
 	}
@@ -278,28 +303,33 @@ func (a *FileAcquisition) fill(dst []uint16, records int) (int, error) {
 	if a.f == nil {
 		return 0, io.EOF
 	}
+	return want, nil
+}
+
+// advance moves the replay past n records delivered, back to the first
+// record where a looped replay reaches the end.
+func (a *FileAcquisition) advance(n int64) {
+	a.pos += n
+	if a.cfg.Loop {
+		a.pos %= a.records
+	}
+}
+
+// readRecords reads n records from record from on into buf with read
+// (a.readAt, or a plain positioned read), going on from the first record
+// where it reaches the end of the file (a looped replay). It returns how
+// many it read, all of them unless read fails.
+func (a *FileAcquisition) readRecords(read func([]byte, int64) error, buf []byte, from, n int64) (int64, error) {
 	rec := int64(a.values) * 2
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)*2)
-	for done := int64(0); done < want; {
-		if a.pos == a.records { // only when looping
-			a.pos = 0
+	done := int64(0)
+	for pos := from; done < n; {
+		c := min(n-done, a.records-pos)
+		if err := read(buf[done*rec:(done+c)*rec], a.offset+pos*rec); err != nil {
+			return done, fmt.Errorf("acquire: %s: records %d..%d: %w", a.cfg.Path, pos, pos+c, err)
 		}
-		c := min(want-done, a.records-a.pos)
-		if err := a.readAt(buf[done*rec:(done+c)*rec], a.offset+a.pos*rec); err != nil {
-			return int(done), fmt.Errorf("acquire: %s: records %d..%d: %w", a.cfg.Path, a.pos, a.pos+c, err)
-		}
-		done += c
-		a.pos += c
+		done, pos = done+c, (pos+c)%a.records
 	}
-	if a.bigEndian != nativeBigEndian {
-		for i, v := range dst[:want*int64(a.values)] {
-			dst[i] = v<<8 | v>>8
-		}
-	}
-	if want < int64(records) {
-		a.eof = true
-	}
-	return int(want), nil
+	return done, nil
 }
 
 // Next is vortex's standalone next: it reads the next records records into

@@ -193,12 +193,9 @@ func (a *FileAcquisition) mapAndPin(reg backend.HostRegistrar, dev backend.Devic
 		return nil, fmt.Errorf("the seam of a looped replay (%d records): %w", seamRecords, err)
 	}
 	seam := unsafe.Slice((*byte)(ptrOf(p.seam.Ptr())), seamRecords*rec)
-	for done, pos := int64(0), p.seamFrom; done < seamRecords; {
-		c := min(seamRecords-done, a.records-pos)
-		if _, err := f.ReadAt(seam[done*rec:(done+c)*rec], a.offset+pos*rec); err != nil {
-			return nil, shrunk(err)
-		}
-		done, pos = done+c, (pos+c)%a.records
+	pread := func(b []byte, off int64) error { _, err := f.ReadAt(b, off); return shrunk(err) }
+	if _, err := a.readRecords(pread, seam, p.seamFrom, seamRecords); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -249,21 +246,9 @@ func (a *FileAcquisition) Lend(records int) (uintptr, int, error) {
 		return 0, 0, fmt.Errorf("acquire: %s changed since the engine was prepared (%d records, now %d): "+
 			"prepare the engine again", a.cfg.Path, p.records, a.records)
 	}
-	if a.eof {
-		return 0, 0, io.EOF
-	}
-	want := int64(records)
-	if !a.cfg.Loop {
-		want = min(want, a.records-a.pos)
-		if want == 0 {
-			return 0, 0, io.EOF
-		}
-	}
-	if err := a.run.admit(int(want)); err != nil {
+	want, err := a.take(records)
+	if err != nil {
 		return 0, 0, err
-	}
-	if a.f == nil {
-		return 0, 0, io.EOF
 	}
 	// The pinned pages are the file's as it was when pinned: the kernel
 	// keeps them while pinned even when the file is truncated or rewritten,
@@ -283,10 +268,7 @@ func (a *FileAcquisition) Lend(records int) (uintptr, int, error) {
 	if a.pos+want > a.records { // only when looping
 		src = p.seam.Ptr() + uintptr(a.pos-p.seamFrom)*rec
 	}
-	a.pos += want
-	if a.cfg.Loop {
-		a.pos %= a.records
-	}
+	a.advance(want)
 	if want < int64(records) {
 		a.eof = true
 	}
