@@ -140,8 +140,13 @@ func (e *StackFormatExecutor) Launch(s backend.Stream, vol DeviceVolume, blk Dev
 	if p.count == 0 {
 		return nil
 	}
+	return launchStack(s, name, vol, blk, &p)
+}
+
+// launchStack enqueues the stack kernel name on s for the planned copy p.
+func launchStack(s backend.Stream, name string, vol DeviceVolume, blk DeviceBlock, p *stackParams) error {
 	grid := [3]uint32{gridOf(p.samples*p.channels, threads), uint32(min(p.count, 65535)), 1}
-	return ops.LaunchByName(s, name, grid, [3]uint32{threads, 1, 1}, stackArgs(vol.Ptr, blk.Ptr, &p)...)
+	return ops.LaunchByName(s, name, grid, [3]uint32{threads, 1, 1}, stackArgs(vol.Ptr, blk.Ptr, p)...)
 }
 
 // LaunchAll enqueues every Copy action of acts on s (a plan's other actions
@@ -162,9 +167,7 @@ func (e *StackFormatExecutor) LaunchAll(s backend.Stream, vol DeviceVolume, blk 
 		return err
 	}
 	for i := range runs {
-		p := &runs[i]
-		grid := [3]uint32{gridOf(p.samples*p.channels, threads), uint32(min(p.count, 65535)), 1}
-		if err := ops.LaunchByName(s, name, grid, [3]uint32{threads, 1, 1}, stackArgs(vol.Ptr, blk.Ptr, p)...); err != nil {
+		if err := launchStack(s, name, vol, blk, &runs[i]); err != nil {
 			return err
 		}
 	}
