@@ -89,18 +89,28 @@ def _records(rows: list) -> tuple[np.ndarray, memoryview]:
     return buf, memoryview(buf).cast("B").cast("q")
 
 
+def _run_batch_with(loop, eng, records: memoryview, n: int) -> bool:
+    """eng._run_batch(records, n) with `loop` as the C loop (None: the Python loop alone;
+    "c" and "python": the extension's loop or none)."""
+    saved = ve._run_events
+    if loop == "c":
+        loop = saved
+    elif loop == "python":
+        loop = None
+    ve._run_events = loop
+    try:
+        return eng._run_batch(records, n)
+    finally:
+        ve._run_events = saved
+
+
 def _run(loop, rows: list, setup) -> tuple:
     """Run `rows` through _run_batch with `loop` as the C loop (None: the Python loop alone):
     what the handlers and the engine saw."""
     eng, log, calls = _engine(3)
     setup(eng, calls)
     buf, records = _records(rows)
-    saved = ve._run_events
-    ve._run_events = loop
-    try:
-        done = eng._run_batch(records, len(rows))
-    finally:
-        ve._run_events = saved
+    done = _run_batch_with(loop, eng, records, len(rows))
     logged = [(r.levelname, r.getMessage(), r.exc_info[0] if r.exc_info else None) for r in log.records]
     return (done, calls, logged, eng._callback_errors, type(eng._fatal), eng._h.calls,
             len(eng._latency) if eng._latency is not None else None)
@@ -187,12 +197,7 @@ def test_a_raising_handler_is_logged_with_its_traceback_and_the_batch_goes_on(lo
 
     eng._endpoints[0].segment_callback = on_segment
     _, records = _records(_segments(5))
-    ve_loop = ve._run_events
-    ve._run_events = ve_loop if loop == "c" else None
-    try:
-        assert not eng._run_batch(records, 5)
-    finally:
-        ve._run_events = ve_loop
+    assert not _run_batch_with(loop, eng, records, 5)
     assert seen == [0, 1, 2, 3, 4]
     assert eng._callback_errors == 1
     assert isinstance(eng.last_callback_error, ValueError)
@@ -221,12 +226,7 @@ def test_a_handler_exiting_stops_the_engine_and_the_rest_only_drains(loop):
     eng._endpoints[0].segment_callback = on_segment
     rows = _segments(4) + [[_ENGINE, -1, 0, int(EngineEvent.Exit)], [_DONE, -1]]
     _, records = _records(rows)
-    ve_loop = ve._run_events
-    ve._run_events = ve_loop if loop == "c" else None
-    try:
-        assert eng._run_batch(records, len(rows))  # the done event still ends the dispatch
-    finally:
-        ve._run_events = ve_loop
+    assert _run_batch_with(loop, eng, records, len(rows))  # the done event still ends the dispatch
     assert seen == [0, 1]
     assert isinstance(eng._fatal, KeyboardInterrupt)
     assert eng._h.calls == [("stop",)]
@@ -248,12 +248,7 @@ def test_a_handler_replaced_mid_batch_takes_effect_at_the_next_event(loop):
     ep0.segment_callback = swap
     rows = _segments(4) + [[_VOLUME, 1, 99, 5, 6]]
     _, records = _records(rows)
-    ve_loop = ve._run_events
-    ve._run_events = ve_loop if loop == "c" else None
-    try:
-        eng._run_batch(records, len(rows))
-    finally:
-        ve._run_events = ve_loop
+    _run_batch_with(loop, eng, records, len(rows))
     assert first == [A, 2 * A]
     assert second == [3 * A, 4 * A]
     assert other == [(99, 5, 6)]
