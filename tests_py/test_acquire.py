@@ -236,12 +236,16 @@ def test_engine_loops_a_file_across_its_end(tmp_path, kind):
         eng, spectra = _replay_engine(acq, SPR, A, B, volumes, kind)
         eng.prepare()
         assert acq.pinned == (kind == "cuda" and pin is None)
+        with pytest.raises(vg.InUseError, match="stop the engine first"):
+            acq.close()  # the engine uploads from the pin: closing waits for its run to end
         eng.start()
         eng.wait()
         with spectra.tensor as v:
             got[pin] = v.get() if hasattr(v, "get") else np.asarray(v).copy()
         eng.close()
         acq.close()
+        with pytest.raises(vg.ClosedError):
+            acq.pinned  # noqa: B018 - a closed source says so, it does not report a stale pin
         np.testing.assert_array_equal(got[pin], want, err_msg=f"pin={pin}")
 
 
