@@ -39,8 +39,10 @@ const (
 
 // CUDAProcessor runs the processing chain on a CUDA device: the rolling
 // average's history and mean, a fused load/average-subtraction/resampling/
-// filter kernel into complex64, a batched cuFFT C2C inverse of any length,
-// and a fused normalise/magnitude/log/levels/int8 kernel. Every step is
+// filter kernel into complex64, the inverse FFT (a one-pass kernel of
+// kernels/fft.cu for the lengths it covers, such as 1376, else a batched
+// cuFFT C2C of any length), and a fused normalise/magnitude/log/levels/int8
+// kernel. Every step is
 // enqueued on the caller's stream; Process allocates nothing and never
 // waits on the host.
 //
@@ -68,6 +70,9 @@ type CUDAProcessor struct {
 	closed   atomic.Bool
 	claim    engine.Claim // refuses Close while an engine runs the processor
 	alone    standalone   // vortex's next outside an engine (bind.go)
+	// cuFFTOnly makes every length use cuFFT, for tests and benchmarks
+	// that compare the one-pass kernels with it; set before Prepare.
+	cuFFTOnly bool
 }
 
 // cudaState is one configuration's device resources.
@@ -80,6 +85,11 @@ type cudaState struct {
 	before, after, wBefore, wAfter, filt uintptr
 	slots                                []*cudaSlot
 	buffers                              []*cuda.Buffer // the tables and slot scratch, freed with the state
+	// The one-pass inverse FFT of length m (fft.go), nil when cuFFT
+	// transforms it; tw is its table of roots of unity.
+	fft     *cuda.Function
+	fftGeom onePassFFT
+	tw      uintptr
 	hist                                 *cudaHistory   // nil without averaging; kept across compatible changes
 }
 
@@ -101,7 +111,7 @@ type cudaSlot struct {
 	spectrum uintptr       // complex64 spectra / A-scans, AscansPerBlock x M; first the clock's analytic signal
 	phase    uintptr       // float32 clock phase, AscansPerBlock x N (ClockChannel)
 	phaseMax uintptr       // float32 maximum phase per record, AscansPerBlock (ClockChannel)
-	plan     *cuda.FFTPlan // length M, AscansPerBlock records: the inverse FFT and the clock's transforms
+	plan     *cuda.FFTPlan // length M, AscansPerBlock records: the clock's transforms and the inverse FFT without a one-pass kernel
 	averaged *cuda.Event   // recorded after this slot's last history update
 }
 
@@ -259,6 +269,18 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 	}
 
 	n, m, R := st.cfg.SamplesPerRecord, st.m, st.cfg.AscansPerBlock
+	if st.cfg.EnableIFFT && !p.cuFFTOnly {
+		fn, f, err := loadOnePassFFT(p.dev, m)
+		if err != nil {
+			return fmt.Errorf("inverse FFT of %d points: %w", m, err)
+		}
+		if fn != nil {
+			if st.tw, err = upload(bytesOf(f.twiddles())); err != nil {
+				return fmt.Errorf("inverse FFT of %d points: %w", m, err)
+			}
+			st.fft, st.fftGeom = fn, f
+		}
+	}
 	if st.cfg.AverageWindow > 0 {
 		if prev != nil && prev.hist != nil && historyCompatible(&prev.cfg, &st.cfg) {
 			st.hist = prev.hist
@@ -300,8 +322,9 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 			}
 		}
 		// The clock's Hilbert transform uses the plan too (M = N with a
-		// clock), as vortex plans for enable_ifft or clock_channel.
-		if st.cfg.EnableIFFT || st.cfg.ClockChannel != nil {
+		// clock), as vortex plans for enable_ifft or clock_channel; the
+		// inverse FFT needs none where a one-pass kernel covers M.
+		if (st.cfg.EnableIFFT && st.fft == nil) || st.cfg.ClockChannel != nil {
 			if sl.plan, err = cuda.NewFFTPlan(p.dev, m, R, cuda.C2C); err != nil {
 				return fmt.Errorf("slot %d: %w", i, err)
 			}
@@ -453,8 +476,14 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 		return fmt.Errorf("%s: oct_spectrum: %w", op, err)
 	}
 
-	// Step 4: inverse FFT in place, bound to the caller's stream.
-	if st.cfg.EnableIFFT {
+	// Step 4: inverse FFT in place, on the caller's stream: the one-pass
+	// kernel transforms the block's records, cuFFT its plan's batch.
+	if st.cfg.EnableIFFT && st.fft != nil {
+		f := st.fftGeom
+		if err := cs.Launch(st.fft, f.grid(records), f.block(), 0, sl.spectrum, st.tw, int32(records)); err != nil {
+			return fmt.Errorf("%s: %s: %w", op, f.entry(), err)
+		}
+	} else if st.cfg.EnableIFFT {
 		if err := sl.plan.SetStream(cs); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -613,6 +642,7 @@ func (st *cudaState) release(keep *cudaState) error {
 	}
 	st.slots, st.buffers, st.hist = nil, nil, nil
 	st.before, st.after, st.wBefore, st.wAfter, st.filt = 0, 0, 0, 0, 0
+	st.fft, st.tw = nil, 0
 	return first
 }
 

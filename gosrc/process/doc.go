@@ -69,7 +69,9 @@
 //
 // The CPU processor computes steps 1-3 in vortex's float32 arithmetic and
 // steps 4-5 in float64 (gonum's FFT); the CUDA processor computes steps 1-3
-// bit for bit as the CPU and steps 4-5 in float32 (cuFFT). Against vortex's
+// bit for bit as the CPU and steps 4-5 in float32 (cuFFT, or at lengths
+// such as 1376 = 2^5 x 43 a one-pass kernel of kernels/fft.cu, whose error
+// is of cuFFT's order: within 2e-6 of a record's peak). Against vortex's
 // CPUProcessor (FFTW, float32), the int8 outputs are equal except for
 // values within 5e-3 of a step from a rounding boundary (measured: 2e-3)
 // and bins 80 dB or more below their record's peak, where float32 FFT

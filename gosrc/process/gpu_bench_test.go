@@ -33,8 +33,16 @@ func BenchmarkCUDAProcessor(b *testing.B) {
 	dev := gpuDevice(b)
 	peak := d2dBandwidth(b, dev)
 	const records = 8192
-	for _, n := range []int{1024, 1376, 2048} {
-		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+	for _, tc := range []struct {
+		n         int
+		cuFFTOnly bool
+	}{{1024, false}, {1376, false}, {1376, true}, {2048, false}, {2752, false}, {2752, true}} {
+		n := tc.n
+		name := "n=" + strconv.Itoa(n)
+		if tc.cuFFTOnly {
+			name += "/cufft"
+		}
+		b.Run(name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			c := smallConfig(n, records)
 			c.AverageWindow = 64
@@ -44,6 +52,7 @@ func BenchmarkCUDAProcessor(b *testing.B) {
 			c.Slots = 2
 			p, err := NewCUDAProcessor(dev, c)
 			require.NoError(b, err)
+			p.cuFFTOnly = tc.cuFFTOnly
 			require.NoError(b, p.Prepare())
 			defer p.Close()
 			m := p.OutputSamples()
@@ -84,17 +93,24 @@ func BenchmarkCUDAProcessor(b *testing.B) {
 			b.ReportMetric(moved/1e9, "GB/s_moved")
 			b.ReportMetric(moved/peak, "of_d2d_bw")
 			b.ReportMetric(peak/1e9, "d2d_GB/s")
-			// Where the time goes: cuFFT alone on the same batches (in
-			// place, two streams), and the roofline with cuFFT's own cost
-			// measured instead of designed: the elementwise kernels'
-			// bytes at copy bandwidth plus cuFFT's time. At lengths with
-			// a large prime factor (1376 = 2^5 x 43) cuFFT takes several
-			// passes and the designed byte count understates its traffic.
-			fft := cuFFTSeconds(b, dev, m, records, streams)
+			// Where the time goes: the inverse FFT the processor uses
+			// alone on the same batches (in place, two streams), and the
+			// roofline with the FFT's own cost measured instead of
+			// designed: the elementwise kernels' bytes at copy bandwidth
+			// plus the FFT's time. At lengths with a large prime factor
+			// (1376 = 2^5 x 43) cuFFT takes several passes and the
+			// designed byte count understates its traffic; the one-pass
+			// kernel (fft.go) reads and writes each record once.
+			var fft float64
+			if st := p.state(); st.fft != nil {
+				fft = onePassSeconds(b, dev, st, m, records, streams)
+			} else {
+				fft = cuFFTSeconds(b, dev, m, records, streams)
+			}
 			perAscan := 1 / rate
 			bound := fft + float64(2*n+21*m)/peak
-			b.ReportMetric(fft*1e9, "ns/ascan_cufft")
-			b.ReportMetric(fft/perAscan, "cufft_share")
+			b.ReportMetric(fft*1e9, "ns/ascan_fft")
+			b.ReportMetric(fft/perAscan, "fft_share")
 			b.ReportMetric(bound/perAscan, "of_fft_roofline")
 		})
 	}
@@ -113,11 +129,30 @@ func cuFFTSeconds(b *testing.B, dev *cuda.Device, m, records int, streams [2]*cu
 		require.NoError(b, p.SetStream(streams[i]))
 		plans[i] = p
 	}
+	return bestPerRecord(b, dev, records, func(k int) {
+		i := k & 1
+		ptr := buf.Ptr() + uintptr(i*records*m*8)
+		require.NoError(b, plans[i].ExecC2C(ptr, ptr, false))
+	})
+}
+
+// onePassSeconds is cuFFTSeconds for the processor's one-pass kernel.
+func onePassSeconds(b *testing.B, dev *cuda.Device, st *cudaState, m, records int, streams [2]*cuda.Stream) float64 {
+	buf := mallocB(b, dev, 2*records*m*8)
+	f := st.fftGeom
+	return bestPerRecord(b, dev, records, func(k int) {
+		i := k & 1
+		ptr := buf.Ptr() + uintptr(i*records*m*8)
+		require.NoError(b, streams[i].Launch(st.fft, f.grid(records), f.block(), 0, ptr, st.tw, int32(records)))
+	})
+}
+
+// bestPerRecord runs enqueue for 16 blocks (k = 0..15) five times after a
+// warm-up and returns the best time per record.
+func bestPerRecord(b *testing.B, dev *cuda.Device, records int, enqueue func(k int)) float64 {
 	run := func(blocks int) {
 		for k := range blocks {
-			i := k & 1
-			ptr := buf.Ptr() + uintptr(i*records*m*8)
-			require.NoError(b, plans[i].ExecC2C(ptr, ptr, false))
+			enqueue(k)
 		}
 		require.NoError(b, dev.Synchronize())
 	}

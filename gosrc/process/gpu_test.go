@@ -44,8 +44,15 @@ func gpuBuffer(t testing.TB, dev *cuda.Device, size int, pinned bool) *cuda.Buff
 // before the host waits once. It returns the float and int8 outputs.
 func gpuBlocks(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks []int) ([]float32, []int8) {
 	t.Helper()
+	return gpuBlocksWith(t, dev, c, raw, blocks, false)
+}
+
+// gpuBlocksWith is gpuBlocks with the processor's cuFFTOnly set as given.
+func gpuBlocksWith(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks []int, cuFFTOnly bool) ([]float32, []int8) {
+	t.Helper()
 	p, err := NewCUDAProcessor(dev, c)
 	require.NoError(t, err)
+	p.cuFFTOnly = cuFFTOnly
 	require.NoError(t, p.Prepare())
 	defer func() { require.NoError(t, p.Close()) }()
 	nraw, m := c.SamplesPerRecord*c.Channels(), p.OutputSamples()
