@@ -90,7 +90,7 @@ type cudaState struct {
 	fft     *cuda.Function
 	fftGeom onePassFFT
 	tw      uintptr
-	hist                                 *cudaHistory   // nil without averaging; kept across compatible changes
+	hist    *cudaHistory // nil without averaging; kept across compatible changes
 }
 
 // cudaHistory is the rolling average's device history and the host's view
