@@ -191,7 +191,7 @@ def markdown(results: dict) -> str:
                   f"| H2D | pageable | {bw['h2d_pageable_vortexgo']} | {bw['h2d_pageable_cupy']} | "
                   f"{round(bw['h2d_pageable_vortexgo'] / bw['h2d_pageable_cupy'], 3)} |",
                   f"| D2H | pageable | {bw['d2h_pageable_vortexgo']} | — | — |"]
-    for key in ("engine_md", "peers_md", "toolkit_md"):
+    for key in ("engine_md", "peers_md", "processor_md", "toolkit_md"):
         if key in results:
             lines += ["", results[key]]
     return "\n".join(lines) + "\n"
@@ -200,7 +200,7 @@ def markdown(results: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="bench-out")
-    ap.add_argument("--only", default="", help="comma-separated sections: foundation,engine,peers,toolkit")
+    ap.add_argument("--only", default="", help="comma-separated sections: foundation,engine,peers,processor,toolkit")
     args = ap.parse_args()
     if not vg.is_cuda_available():
         print(f"make bench needs a GPU: {vg.cuda_unavailable_reason()}")
@@ -217,7 +217,7 @@ def main() -> int:
     only = set(filter(None, args.only.split(",")))
     if not only or "foundation" in only:
         foundation(results)
-    for name in ("engine", "peers", "toolkit"):
+    for name in ("engine", "peers", "processor", "toolkit"):
         if only and name not in only:
             continue
         try:
