@@ -586,13 +586,14 @@ func hasCopy(plan *FormatPlan) bool {
 }
 
 // postPlan posts one event per notification of the plan for one endpoint,
-// then the block's update event when update is set. It returns the Seq of
-// the last volume event posted (0 if none).
+// then the block's update event when update is set, as one burst (one
+// queue item: a spinning dispatcher takes the block's events in one batch,
+// and the poster pays one channel send). It returns the Seq of the last
+// volume event posted (0 if none).
 func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, update bool) (volumeSeq uint64) {
 	ts := e.now(s)
-	// The block's events go out as one burst: a spinning dispatcher is
-	// woken once, at its end, and takes them in one batch.
-	defer s.events.flush()
+	burst := s.events.newBurst()
+	volume := -1
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		var k EventKind
@@ -617,17 +618,21 @@ func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, u
 		if k == EventMarker {
 			ev.ScanIdx, ev.VolumeIdx, ev.BscanIdx = int64(a.ID), 0, 0
 		}
-		// Backpressure holds after a plain stop too (abandon, not
-		// stopping): the blocks a stop still formats keep their callbacks.
-		seq := s.events.postQuiet(ev, s.abandon)
 		if k == EventVolume {
-			volumeSeq = seq
+			volume = len(burst.evs)
 		}
+		burst.evs = append(burst.evs, ev)
 	}
 	// The update event ends the block's events, as vortex's update_callback
 	// comes last: the handlers of aggregated segments know the block ended.
 	if update && !ep.skip[EventUpdate] {
-		s.events.postQuiet(Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts}, s.abandon)
+		burst.evs = append(burst.evs, Event{Kind: EventUpdate, Endpoint: ep.id, Sample: b.Start + int64(b.Records), Timestamp: ts})
+	}
+	// Backpressure holds after a plain stop too (abandon, not stopping):
+	// the blocks a stop still formats keep their callbacks.
+	base, ok := s.events.postBurst(burst, s.abandon)
+	if ok && volume >= 0 {
+		volumeSeq = base + uint64(volume) + 1
 	}
 	return volumeSeq
 }

@@ -107,6 +107,45 @@ type Event struct {
 	// JobTiming: create, service, scan, acquire, process, format,
 	// recycle; see the mark* constants).
 	Times [blockMarks]int64
+
+	// burst, on a queue item only, carries a block's events (postBurst);
+	// the consumer hands out its events, never the item itself.
+	burst *eventBurst
+}
+
+// eventBurst is a block's events for one endpoint, queued as one item:
+// one channel send for the poster and one receive for the consumer
+// instead of one each per event, and a spinning consumer never takes
+// half a burst (docs/design.md, "Dispatch latency"). Bursts are recycled
+// through their queue's free list: the consumer returns each once it has
+// copied its events out, so a streaming engine allocates none per block.
+type eventBurst struct {
+	evs []Event
+}
+
+// freeBursts is how many spare bursts a queue keeps: more than are in
+// flight at once in practice (one per endpoint and block queued).
+const freeBursts = 64
+
+// newBurst returns an empty burst, for postBurst.
+func (q *eventQueue) newBurst() *eventBurst {
+	select {
+	case b := <-q.free:
+		return b
+	default:
+		return &eventBurst{evs: make([]Event, 0, 32)}
+	}
+}
+
+// release empties b and keeps it for newBurst; nothing may use it
+// afterwards.
+func (q *eventQueue) release(b *eventBurst) {
+	clear(b.evs) // drop the Messages' strings
+	b.evs = b.evs[:0]
+	select {
+	case q.free <- b:
+	default: // enough spares: the collector takes it
+	}
 }
 
 // eventQueue is a bounded queue between the format stage and Python. A
@@ -117,6 +156,15 @@ type eventQueue struct {
 	size   int // the room for ordinary events; lifecycle events use the reserve above it
 	policy QueuePolicy
 	seq    atomic.Uint64 // last Seq assigned (errors post from any stage)
+	// queued counts the events in ch, a burst's all of them (an item
+	// counts once in len(ch)): the room is in events.
+	queued atomic.Int64
+	// rest is the part of a burst the consumer's last batch had no room
+	// for, handed out first by the next call; restOf is that burst, back
+	// to the pool once rest is empty (consumer side: no lock).
+	rest   []Event
+	restOf *eventBurst
+	free   chan *eventBurst // spare bursts (newBurst, release)
 
 	// Acknowledgement: the single consumer (the Python dispatcher) calls
 	// next again only after every handler of the previous batch returned,
@@ -143,7 +191,7 @@ type eventQueue struct {
 	// for the channel's lock and lines (BenchmarkNextLatency's post-ns:
 	// 0.76-1.1 us per post on the H100 host, against 0.18 to a parked one),
 	// which made a block's burst of events take 10-15 us to post. A burst
-	// (postQuiet .. flush) signals once, at its end.
+	// (postBurst) signals once.
 	_        [64]byte
 	signal   atomic.Uint64
 	_        [56]byte
@@ -160,7 +208,7 @@ func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue
 		spin = 0
 	}
 	return &eventQueue{ch: make(chan Event, size+lifecycleReserve), size: size, policy: policy, spinFor: spin,
-		adaptive: adaptive, ackWake: make(chan struct{})}
+		adaptive: adaptive, ackWake: make(chan struct{}), free: make(chan *eventBurst, freeBursts)}
 }
 
 // markReturned notes the largest Seq handed to the consumer: posts from
@@ -216,16 +264,18 @@ const lifecycleReserve = 16
 
 // full reports whether the ordinary room is used up. Posters racing past
 // it overshoot into the reserve by at most one event each.
-func (q *eventQueue) full() bool { return len(q.ch) >= q.size }
+func (q *eventQueue) full() bool { return q.queued.Load() >= int64(q.size) }
 
 // postReserved queues a lifecycle event without waiting: they are few per
 // session and the queue keeps room for them, so they are never dropped
 // (a full reserve, which the bound above rules out, counts a drop).
 func (q *eventQueue) postReserved(ev Event) {
 	ev.Seq = q.seq.Add(1)
+	q.queued.Add(1)
 	select {
 	case q.ch <- ev:
 	default:
+		q.queued.Add(-1)
 		q.dropped.Add(1)
 	}
 	q.flush()
@@ -235,27 +285,12 @@ func (q *eventQueue) postReserved(ev Event) {
 // stopping is closed: once a stop is requested, delivery becomes
 // best-effort so that a dispatcher that stopped draining cannot hang Stop.
 func (q *eventQueue) post(ev Event, stopping <-chan struct{}) uint64 {
-	seq := q.postQuiet(ev, stopping)
-	q.flush()
-	return seq
-}
-
-// flush wakes a spinning consumer to the events posted so far.
-func (q *eventQueue) flush() { q.signal.Add(1) }
-
-// postQuiet is post without waking a spinning consumer: one event of a
-// burst, which flush ends (postPlan). A consumer that parked, or whose
-// spin ends, still receives it.
-func (q *eventQueue) postQuiet(ev Event, stopping <-chan struct{}) uint64 {
+	defer q.flush()
 	// A dropped event leaves a gap in Seq: acknowledgement compares with
 	// the largest Seq handed out, so gaps are harmless.
 	ev.Seq = q.seq.Add(1)
-	if !q.full() {
-		select {
-		case q.ch <- ev:
-			return ev.Seq
-		default:
-		}
+	if q.send(ev) {
+		return ev.Seq
 	}
 	if q.policy == QueueDrop {
 		q.dropped.Add(1)
@@ -264,21 +299,77 @@ func (q *eventQueue) postQuiet(ev Event, stopping <-chan struct{}) uint64 {
 	return q.postWhenRoom(ev, stopping)
 }
 
+// flush wakes a spinning consumer to the events posted so far.
+func (q *eventQueue) flush() { q.signal.Add(1) }
+
+// items is how many events a queue item carries.
+func (ev *Event) items() int64 {
+	if ev.burst != nil {
+		return int64(len(ev.burst.evs))
+	}
+	return 1
+}
+
+// send queues the item ev if there is room, without waiting.
+func (q *eventQueue) send(ev Event) bool {
+	if q.full() {
+		return false
+	}
+	n := ev.items()
+	q.queued.Add(n)
+	select {
+	case q.ch <- ev:
+		return true
+	default:
+		q.queued.Add(-n)
+		return false
+	}
+}
+
+// postBurst queues b's events as one item and wakes a spinning consumer,
+// as posting each with post would, in one channel send and one signal. The
+// events get consecutive Seqs, base+1 .. base+len; ok is false
+// when they were dropped (QueueDrop with the queue full, or stopping
+// closed while waiting for room). b belongs to the queue from the call
+// on, whatever the outcome.
+func (q *eventQueue) postBurst(b *eventBurst, stopping <-chan struct{}) (base uint64, ok bool) {
+	n := len(b.evs)
+	if n == 0 {
+		q.release(b)
+		return 0, false
+	}
+	defer q.flush()
+	base = q.seq.Add(uint64(n)) - uint64(n)
+	for i := range b.evs {
+		b.evs[i].Seq = base + uint64(i) + 1
+	}
+	item := Event{burst: b, Seq: base + uint64(n)}
+	if q.send(item) {
+		return base, true
+	}
+	if q.policy != QueueDrop && q.postWhenRoom(item, stopping) != 0 {
+		return base, true
+	}
+	if q.policy == QueueDrop {
+		q.dropped.Add(int64(n))
+	} else {
+		q.dropped.Add(int64(n) - 1) // postWhenRoom counted one
+	}
+	q.release(b)
+	return 0, false
+}
+
 // postWhenRoom waits until the ordinary room has a slot (the consumer
 // drains), unless stopping closes first. The channel's own send cannot
 // express "leave the reserve free", so it polls the length, backing off
 // from spinning to sleeping: a full queue means the consumer is far
 // behind, and this poster is the backpressure on the engine.
 func (q *eventQueue) postWhenRoom(ev Event, stopping <-chan struct{}) uint64 {
-	q.flush() // a burst's earlier events: the consumer drains them, making room
+	q.flush() // a spinning consumer looks now, making room
 	var t *time.Timer
 	for wait := time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
-		if !q.full() {
-			select {
-			case q.ch <- ev:
-				return ev.Seq
-			default:
-			}
+		if q.send(ev) {
+			return ev.Seq
 		}
 		if t == nil {
 			t = time.NewTimer(wait)
@@ -319,6 +410,11 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 		return 0
 	}
 	q.ack(q.returned) // the previous batch's handlers have all returned
+	if len(q.rest) > 0 {
+		// The rest of a burst the last batch had no room for: received
+		// already, so there is nothing to wait for.
+		return q.fill(dst, q.takeRest(dst))
+	}
 	var (
 		ev Event
 		ok bool
@@ -369,17 +465,52 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 		return q.done(dst)
 	}
 	q.arrived(time.Now())
-	dst[0] = ev
-	n := 1
-	for n < len(dst) {
+	return q.fill(dst, q.take(dst, ev))
+}
+
+// take writes the events of the item ev into dst, which has room for one
+// at least, and returns how many; a burst's events that do not fit wait in
+// rest for the next call.
+func (q *eventQueue) take(dst []Event, ev Event) int {
+	q.queued.Add(-ev.items())
+	b := ev.burst
+	if b == nil {
+		dst[0] = ev
+		return 1
+	}
+	n := copy(dst, b.evs)
+	if n < len(b.evs) {
+		q.rest, q.restOf = b.evs[n:], b
+	} else {
+		q.release(b)
+	}
+	return n
+}
+
+// takeRest writes the waiting rest of a burst into dst and returns how
+// many; the burst goes back to the pool once all of it is out.
+func (q *eventQueue) takeRest(dst []Event) int {
+	n := copy(dst, q.rest)
+	q.rest = q.rest[n:]
+	if len(q.rest) == 0 {
+		q.release(q.restOf)
+		q.rest, q.restOf = nil, nil
+	}
+	return n
+}
+
+// fill adds the items already queued to dst[:n] while it has room, without
+// waiting, the final EventDone included once the queue has closed and
+// drained, and returns the batch's length.
+func (q *eventQueue) fill(dst []Event, n int) int {
+	for n < len(dst) && len(q.rest) == 0 {
 		select {
-		case ev, ok = <-q.ch:
+		case ev, ok := <-q.ch:
 			if !ok {
 				q.markReturned(dst[:n])
 				return n + q.done(dst[n:])
 			}
-			dst[n] = ev
-			n++
+			n += q.take(dst[n:], ev)
 		default:
 			q.markReturned(dst[:n])
 			return n

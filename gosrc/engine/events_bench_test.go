@@ -9,26 +9,29 @@ import (
 
 // BenchmarkNextLatency measures the queue's own share of the callback
 // latency: a poster sends bursts of 17 events (a block's segments and its
-// update) every 2.56 ms, stamped once per burst as postPlan does, to a
+// update) every 2.56 ms, stamped once per burst, as one item as postPlan
+// does (postBurst) or, in the "-events" cases, one post each, to a
 // consumer goroutine locked to its OS thread (as the Python dispatcher's
-// cgo callback is) draining with next; the figure is from the stamp to
-// next returning the event, for the default adaptive spin, a 5 ms spin
-// (each with and without the spin's yields, see yieldAfter) and none
-// (parks between bursts). post-ns is the poster's time per event of a
-// burst, which a consumer polling the channel would make contend for it
-// (the spin reads eventQueue.signal instead: docs/design.md, "Dispatch
+// cgo callback is) draining with next into a batch of 256; the figure is
+// from the stamp to next returning the event, for the default adaptive
+// spin, a 5 ms spin (with and without the spin's yields, see yieldAfter)
+// and none (parks between bursts). post-ns is the poster's time per event
+// of a burst, which a consumer polling the channel would make contend for
+// it (the spin reads eventQueue.signal instead: docs/design.md, "Dispatch
 // latency"). Run with
 //
 //	go test -run '^$' -bench NextLatency -benchtime 400x ./gosrc/engine/
 func BenchmarkNextLatency(b *testing.B) {
 	for _, tc := range []struct {
-		name    string
-		spin    time.Duration
-		noYield bool
+		name     string
+		spin     time.Duration
+		noYield  bool
+		perEvent bool
 	}{
-		{"adaptive", 0, false}, {"adaptive-noyield", 0, true},
-		{"spin5ms", 5 * time.Millisecond, false}, {"spin5ms-noyield", 5 * time.Millisecond, true},
-		{"park", -1, false},
+		{"adaptive", 0, false, false}, {"adaptive-events", 0, false, true},
+		{"spin5ms", 5 * time.Millisecond, false, false}, {"spin5ms-events", 5 * time.Millisecond, false, true},
+		{"spin5ms-noyield", 5 * time.Millisecond, true, false},
+		{"park", -1, false, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			const burst = 17
@@ -59,10 +62,17 @@ func BenchmarkNextLatency(b *testing.B) {
 			for range b.N {
 				time.Sleep(2560 * time.Microsecond)
 				ts := int64(time.Since(t0))
-				for range burst { // as postPlan posts a block's events
-					q.postQuiet(Event{Kind: EventSegment, Timestamp: ts}, never)
+				if tc.perEvent {
+					for range burst {
+						q.post(Event{Kind: EventSegment, Timestamp: ts}, never)
+					}
+				} else { // as postPlan posts a block's events
+					bu := q.newBurst()
+					for range burst {
+						bu.evs = append(bu.evs, Event{Kind: EventSegment, Timestamp: ts})
+					}
+					q.postBurst(bu, never)
 				}
-				q.flush()
 				posting += time.Since(t0) - time.Duration(ts)
 			}
 			q.close()

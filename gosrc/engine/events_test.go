@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -180,4 +181,139 @@ func TestSpinningConsumerGetsEveryEventInOrder(t *testing.T) {
 			require.Zero(t, q.dropped.Load())
 		})
 	}
+}
+
+// TestBurstsKeepOrderAndSeq: bursts (postBurst, as postPlan posts a
+// block's events) and single events interleaved, drained in batches
+// smaller than, equal to and larger than a burst: every event arrives
+// once, in order, with consecutive Seqs, then EventDone; the rest of a
+// burst that did not fit a batch comes first in the next one.
+func TestBurstsKeepOrderAndSeq(t *testing.T) {
+	for _, batch := range []int{1, 3, 17, 256} {
+		for _, spin := range []time.Duration{0, -1} {
+			t.Run(fmt.Sprintf("batch=%d/spin=%v", batch, spin), func(t *testing.T) {
+				q := newEventQueue(64, QueueBlock, spin)
+				sizes := []int{1, 5, 17, 40, 0, 2, 17, 64, 1}
+				total := 0
+				go func() {
+					for i, n := range sizes {
+						if i%2 == 1 {
+							q.post(Event{Kind: EventUpdate, Sample: int64(total)}, nil)
+							total++
+						}
+						b := q.newBurst()
+						for range n {
+							b.evs = append(b.evs, Event{Kind: EventSegment, Sample: int64(total)})
+							total++
+						}
+						if _, ok := q.postBurst(b, nil); n > 0 && !ok {
+							panic(fmt.Sprintf("burst %d was not queued", i))
+						}
+					}
+					q.close()
+				}()
+				var got []Event
+				buf := make([]Event, batch)
+				for done := false; !done; {
+					n := q.next(buf, time.Second)
+					require.LessOrEqual(t, n, batch)
+					for _, ev := range buf[:n] {
+						require.Nil(t, ev.burst, "the consumer sees events, never a burst item")
+						if ev.Kind == EventDone {
+							done = true
+							break
+						}
+						got = append(got, ev)
+					}
+				}
+				want := 0
+				for i, n := range sizes {
+					want += n
+					if i%2 == 1 {
+						want++
+					}
+				}
+				require.Len(t, got, want)
+				for i, ev := range got {
+					require.Equal(t, int64(i), ev.Sample, "event %d in order", i)
+					require.Equal(t, uint64(i+1), ev.Seq, "event %d: consecutive Seqs", i)
+				}
+				require.Zero(t, q.dropped.Load())
+				require.Zero(t, q.queued.Load(), "every queued event was taken")
+			})
+		}
+	}
+}
+
+// TestBurstRoomAndDrops: the queue's room is counted in events, a burst's
+// all of them. A burst that finds room goes whole, even past the room
+// (posters overshoot, as single posts do by one); with none, QueueDrop
+// drops all its events, and QueueBlock waits, dropping them only once the
+// engine is stopping. The volume Seq postPlan derives (base + index + 1)
+// is the one the consumer sees.
+func TestBurstRoomAndDrops(t *testing.T) {
+	burst := func(q *eventQueue, n int) *eventBurst {
+		b := q.newBurst()
+		for i := range n {
+			b.evs = append(b.evs, Event{Kind: EventSegment, Sample: int64(i)})
+		}
+		return b
+	}
+	t.Run("overshoot then drop", func(t *testing.T) {
+		q := newEventQueue(4, QueueDrop, -1)
+		base, ok := q.postBurst(burst(q, 10), nil)
+		require.True(t, ok)
+		require.Zero(t, base)
+		require.Equal(t, int64(10), q.queued.Load())
+		require.True(t, q.full())
+		_, ok = q.postBurst(burst(q, 3), nil)
+		require.False(t, ok)
+		require.Zero(t, q.post(Event{Kind: EventUpdate}, nil), "a single event is dropped too")
+		require.Equal(t, int64(4), q.dropped.Load(), "3 of the burst and the single event")
+		buf := make([]Event, 4)
+		require.Equal(t, 4, q.next(buf, 0))
+		require.Zero(t, q.queued.Load(), "the consumer holds the burst's rest: the room is free")
+		require.Equal(t, 4, q.next(buf, 0), "the rest comes first")
+		require.Equal(t, []int64{4, 5, 6, 7}, []int64{buf[0].Sample, buf[1].Sample, buf[2].Sample, buf[3].Sample})
+	})
+	t.Run("block waits for room", func(t *testing.T) {
+		q := newEventQueue(4, QueueBlock, -1)
+		_, ok := q.postBurst(burst(q, 4), nil)
+		require.True(t, ok)
+		posted := make(chan uint64)
+		go func() {
+			base, ok := q.postBurst(burst(q, 2), nil)
+			if !ok {
+				base = 0
+			}
+			posted <- base
+		}()
+		select {
+		case <-posted:
+			t.Fatal("a full QueueBlock queue must make the poster wait")
+		case <-time.After(20 * time.Millisecond):
+		}
+		buf := make([]Event, 8)
+		require.Equal(t, 4, q.next(buf, 0))
+		require.Equal(t, uint64(4), <-posted, "Seqs 5 and 6 follow the first burst's")
+		require.Equal(t, 2, q.next(buf, time.Second))
+		require.Equal(t, []uint64{5, 6}, []uint64{buf[0].Seq, buf[1].Seq})
+	})
+	t.Run("block drops once stopping", func(t *testing.T) {
+		q := newEventQueue(2, QueueBlock, -1)
+		_, ok := q.postBurst(burst(q, 2), nil)
+		require.True(t, ok)
+		stopping := make(chan struct{})
+		close(stopping)
+		_, ok = q.postBurst(burst(q, 5), stopping)
+		require.False(t, ok)
+		require.Equal(t, int64(5), q.dropped.Load())
+	})
+	t.Run("empty burst", func(t *testing.T) {
+		q := newEventQueue(2, QueueBlock, -1)
+		_, ok := q.postBurst(q.newBurst(), nil)
+		require.False(t, ok)
+		require.Zero(t, q.queued.Load())
+		require.Zero(t, q.next(make([]Event, 1), 0))
+	})
 }
