@@ -96,6 +96,8 @@ gpu-build:
 	done
 	gzip -9 gpu-build/bin/*.test
 	cp scripts/run_gpu_tests.sh scripts/run_bench.sh gpu-build/
+	# The host's own scheduling gaps, which make bench reports beside the callback latency.
+	mkdir -p gpu-build/tools && gcc -O2 -static -o gpu-build/tools/hiccup bench/hiccup.c
 	# The pure-Python test dependencies the GPU machine lacks (it has no network):
 	# vortex's demos and vortex-oct-tools run there at full size with them
 	# (run_gpu_tests.sh puts the folder on PYTHONPATH; Qt demos still skip there).

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -620,9 +621,24 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
     out["callbacks"] = callback_dispatch(cg, device, blocks=(250 if quick else 1250) if gpu else 600,
                                          latency_seconds=(1.0 if quick else 3.0) if gpu else 0.5,
                                          rate=200_000.0 if gpu else 20_000.0, cost_g=cost_g)
+    out["callbacks"]["host_hiccups"] = host_hiccups()
     results["engine"] = _jsonable(out)
     results["engine_md"] = markdown(results["engine"])
     return results["engine"]
+
+
+HICCUP = Path(__file__).resolve().parent.parent / "gpu-build" / "tools" / "hiccup"
+
+
+def host_hiccups(seconds: float = 3.0) -> Optional[dict]:
+    """The host's own tail, in the same run: bench/hiccup.c (built by `make gpu-build`) spins
+    reading the clock and counts the gaps in which its thread did not run (the kernel, interrupts,
+    the hypervisor). A dispatcher's latency cannot have a shorter tail than such gaps allow. None
+    when the tool was not carried."""
+    if not HICCUP.exists():
+        return None
+    out = subprocess.run([str(HICCUP), str(seconds)], capture_output=True, text=True, timeout=seconds + 30)
+    return json.loads(out.stdout) if out.returncode == 0 else None
 
 
 def _to_host(a: Any) -> np.ndarray:
@@ -712,6 +728,15 @@ def markdown(r: dict) -> str:
         lines.append(f"| {spin} | {row['block_gap_ms']:.2f} | {row['events']} | {row['p50']:.1f} | {row['p99']:.1f} | "
                      f"{row['max']:.1f} | {row['dispatcher_cpu']:.2f} | < {TARGET_P99_US:.0f} us "
                      f"({_mark(row['p99'] < TARGET_P99_US)}) |")
+    hic = cb.get("host_hiccups")
+    if hic:
+        per_s = {k: v / hic["seconds"] for k, v in hic["gaps_over_us"].items()}
+        lines += ["", f"The host in the same run (bench/hiccup.c: a thread that only spins reading the clock, "
+                      f"{hic['seconds']:.0f} s): off its CPU for more than 20 us {per_s['20']:.0f} times a second, "
+                      f"more than 50 us {per_s['50']:.1f} times, more than 100 us {per_s['100']:.1f} times, at most "
+                      f"{hic['max_us']:.0f} us ({hic['lost_fraction'] * 100:.1f}% of its time). The engine's poster "
+                      f"and the dispatcher are two such threads and every event waits on both: a gap that lands "
+                      f"between a block's post and its handlers adds itself to all of that block's events."]
     if gpu:
         lines += ["", "### Device memory after prepare()", "",
                   "| A-scan | allocated by prepare (MiB) | free after prepare (MiB) | free after the run (MiB) "

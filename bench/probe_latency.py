@@ -4,7 +4,10 @@ the CPU backend), with variants interleaved in one run.
 
 Variants (``--variants``, comma-separated, each ``DISPATCHER:SPIN``):
 
-- DISPATCHER ``new`` (the engine's ``_dispatch``), ``py`` (the same with every record run by the
+- DISPATCHER ``new`` (the engine's ``_dispatch``), ``sleep`` (the same, the main thread in
+  ``time.sleep`` instead of ``engine.wait_for``'s 50 ms polls: no other Python thread ever wants
+  the GIL), ``pin`` (the same, the dispatcher thread pinned to the last CPU: no migrations), ``py``
+  (the same with every record run by the
   Python loop, as without the C extension: ``engine._run_events`` None) or ``instr`` (the same
   loop as ``new``, instrumented: each segment event's latency split into waiting for a busy
   dispatcher, time in Go (spin or wake-up, cgo return, GIL) and time in Python before its
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import threading
 import time
@@ -94,6 +98,8 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
 
     def wrapped(self: Any) -> None:
         dispatcher_thread.append(threading.current_thread())
+        if disp == "pin":
+            os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})  # this thread only
         inner(self)
 
     ve.Engine._dispatch = wrapped
@@ -126,6 +132,9 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
         engine.start()
         if cost:
             engine.wait()
+        elif disp == "sleep":
+            time.sleep(seconds)
+            engine.stop()
         else:
             engine.wait_for(seconds)
             engine.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -221,3 +222,20 @@ def test_soak_gpu_small(tmp_path):
                  "--session-bound", "0.5")
     assert p.returncode == 0, p.stdout + p.stderr
     assert r["ok"] and r["backend"] == "cuda"
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build bench/hiccup.c")
+def test_host_hiccups_runs_the_real_tool(tmp_path, monkeypatch):
+    # make gpu-build builds bench/hiccup.c; bench_engine reports its gaps beside the latency.
+    exe = tmp_path / "hiccup"
+    subprocess.run(["gcc", "-O2", "-o", str(exe), str(ROOT / "bench" / "hiccup.c")], check=True)
+    be = _load_bench()
+    monkeypatch.setattr(be, "HICCUP", exe)
+    r = be.host_hiccups(0.2)
+    assert r["seconds"] == pytest.approx(0.2)
+    gaps = r["gaps_over_us"]
+    assert list(gaps) == ["5", "10", "20", "50", "100", "200"]
+    assert all(gaps[a] >= gaps[b] for a, b in zip(list(gaps), list(gaps)[1:])), "each bound counts the gaps above it"
+    assert r["max_us"] > 0 and 0 <= r["lost_fraction"] < 1
+    monkeypatch.setattr(be, "HICCUP", tmp_path / "absent")
+    assert be.host_hiccups(0.1) is None
