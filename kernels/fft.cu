@@ -1,8 +1,8 @@
 // One-pass inverse FFTs for record lengths cuFFT splits into several passes.
 //
 // A swept source's k-clock decides the record length, and it is rarely a
-// power of two: an Axsun 200 kHz source gives 1376 samples (2^5 x 43), the
-// length of vortex's own demos. cuFFT transforms 2^5 x 43 in several passes
+// power of two: an Axsun 100 kHz source gives 1376 samples (2^5 x 43),
+// vortex's default source (engine.Source) and the length of its demos. cuFFT transforms 2^5 x 43 in several passes
 // over device memory and took two thirds of the CUDA processor's time there
 // (216 us per 8192 records on an H100, against 54 us at 1024 samples). These
 // kernels transform N = P x R points (P odd, R a power of two) in one read and

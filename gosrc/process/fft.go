@@ -20,7 +20,7 @@ type onePassFFT struct {
 
 // onePassFFTs holds the lengths with a one-pass kernel, keyed by length;
 // keep it in step with FFT_ENTRY in kernels/fft.cu. 1376 = 2^5 x 43 is an
-// Axsun 200 kHz source's record, the length of vortex's own demos; cuFFT
+// Axsun 100 kHz source's record, vortex's default source; cuFFT
 // took 111 / 218 / 365 us per 8192 records at 688 / 1376 / 2752 points on
 // an H100 and the kernels take 51 / 87 / 199 (bench/probe_fft.py). Lengths
 // cuFFT transforms in one pass (powers of two and small primes) stay with
