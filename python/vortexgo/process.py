@@ -507,7 +507,12 @@ class _Processor:
 
 class CUDAProcessor(_Processor):
     """The processing chain on a CUDA GPU: our kernels plus cuFFT, enqueued on the
-    engine's slot streams. ``device`` defaults to ``"cuda"``."""
+    engine's slot streams. ``device`` defaults to ``"cuda"``.
+
+    The inverse FFT is cuFFT's, except at 688, 1376 and 2752 samples (2^k x 43: 1376 is
+    an Axsun 100 kHz source's record), where a one-pass kernel of vortexgo's replaces
+    cuFFT's several passes (1.7x the processor's throughput at 1376 on an H100; the
+    outputs agree within float32 rounding: docs/design.md)."""
 
     _kind = "cuda"
 
