@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +18,8 @@ import numpy as np
 from cupy.cuda import cufft
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _event_timing import timed  # noqa: E402
 
 # (P, R) -> (records per block, threads per block) of the entry points fft_inverse_<P>x<R>, as
 # FFT_ENTRY in kernels/fft.cu.
@@ -37,20 +39,6 @@ __global__ void __launch_bounds__(T, B) probe_fft(float2 *data, const float2 *tw
     fft_pr<P, R, S, T>(data, tw, records);
 }
 """
-
-
-def timed(fn, reps: int = 20) -> float:
-    fn()
-    cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(a, b) * 1e-3)
-    return statistics.median(ts)
 
 
 def main() -> None:

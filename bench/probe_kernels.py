@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -16,21 +15,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from _event_timing import timed  # noqa: E402
 from bench_peers import _KERNELS  # noqa: E402
-
-
-def timed(fn, reps: int = 20) -> float:
-    fn()
-    cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(a, b) * 1e-3)
-    return statistics.median(ts)
 
 
 def main() -> None:
