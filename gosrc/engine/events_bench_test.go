@@ -27,14 +27,16 @@ func BenchmarkNextLatency(b *testing.B) {
 		spin     time.Duration
 		noYield  bool
 		perEvent bool
+		burst    int
 	}{
-		{"adaptive", 0, false, false}, {"adaptive-events", 0, false, true},
-		{"spin5ms", 5 * time.Millisecond, false, false}, {"spin5ms-events", 5 * time.Millisecond, false, true},
-		{"spin5ms-noyield", 5 * time.Millisecond, true, false},
-		{"park", -1, false, false},
+		{"adaptive", 0, false, false, 17}, {"adaptive-events", 0, false, true, 17},
+		{"spin5ms", 5 * time.Millisecond, false, false, 17}, {"spin5ms-events", 5 * time.Millisecond, false, true, 17},
+		{"spin5ms-noyield", 5 * time.Millisecond, true, false, 17},
+		{"spin5ms-1", 5 * time.Millisecond, false, false, 1}, // the fixed cost of a hand-over
+		{"park", -1, false, false, 17},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			const burst = 17
+			burst := tc.burst
 			q := newEventQueue(4096, QueueBlock, tc.spin)
 			q.noYield = tc.noYield
 			t0 := time.Now()
