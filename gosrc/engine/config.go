@@ -37,7 +37,10 @@ type Config struct {
 	// Slots is the number of processing streams (0 means 2): consecutive
 	// blocks are processed on different streams so uploads overlap work.
 	Slots int
-	// EventQueueSize bounds the queue of events for Python (0 means 4096).
+	// EventQueueSize bounds the queue of events for Python (0 means 4096),
+	// counted in events. A block's events for an endpoint enter as one
+	// burst, which is queued whole when the queue has room for one more
+	// event, so the queue may exceed the bound by a block's events.
 	EventQueueSize int
 	// EventPolicy chooses backpressure (default) or drop-and-count.
 	EventPolicy QueuePolicy
