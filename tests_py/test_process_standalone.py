@@ -238,6 +238,30 @@ def test_cuda_next_on_numpy_without_cupy():
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-2)
 
 
+@needs_cuda
+@pytest.mark.parametrize("samples", [688, 1376, 2752])
+def test_cuda_one_pass_fft_lengths_match_the_cpu(samples):
+    """At 2^k x 43 samples the CUDA processor's inverse FFT is vortexgo's one-pass kernel, not
+    cuFFT (docs/design.md): through the Python API, with averaging, resampling and int8
+    levels, block after block, it agrees with the CPU processor's float64 FFT."""
+    rng = np.random.default_rng(samples)
+    positions = np.sort(rng.uniform(0, samples - 1, samples)).astype(np.float32)
+    # The magnitude, not decibels: float32 FFT error is relative to a record's peak, which
+    # decibels would magnify in the deepest bins.
+    c = ProcessorConfig(samples_per_record=samples, ascans_per_block=24, average_window=3,
+                        resampling_samples=positions, enable_square=False, enable_log10=False)
+    cpu, gpu = CPUProcessor(c), CUDAProcessor(c)
+    for block in range(3):
+        raw = rng.integers(1000, 4000, (24, samples, 1), dtype=np.uint16)
+        want, got = np.zeros((24, samples, 1), np.float32), np.zeros((24, samples, 1), np.float32)
+        cpu.next(raw, want)
+        gpu.next(raw, got)
+        peak = want.max(axis=1, keepdims=True)
+        assert peak.min() > 0
+        worst = float((np.abs(got - want) / peak).max())
+        assert worst < 1e-5, f"block {block}: worst error {worst:.3g} of the record's peak"
+
+
 from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
 
 
