@@ -289,14 +289,25 @@ func (q *eventQueue) post(ev Event, stopping <-chan struct{}) uint64 {
 	// A dropped event leaves a gap in Seq: acknowledgement compares with
 	// the largest Seq handed out, so gaps are harmless.
 	ev.Seq = q.seq.Add(1)
-	if q.send(ev) {
+	if q.enqueue(ev, stopping) {
 		return ev.Seq
 	}
-	if q.policy == QueueDrop {
-		q.dropped.Add(1)
-		return 0
+	return 0
+}
+
+// enqueue queues the item ev (an event or a burst) by the queue's policy:
+// at once if there is room, else dropped under QueueDrop, else once the
+// consumer makes room, unless stopping closes first. A dropped item
+// counts all its events as dropped.
+func (q *eventQueue) enqueue(ev Event, stopping <-chan struct{}) bool {
+	if q.send(ev) {
+		return true
 	}
-	return q.postWhenRoom(ev, stopping)
+	if q.policy == QueueDrop {
+		q.dropped.Add(ev.items())
+		return false
+	}
+	return q.postWhenRoom(ev, stopping) != 0
 }
 
 // flush wakes a spinning consumer to the events posted so far.
@@ -343,24 +354,16 @@ func (q *eventQueue) postBurst(b *eventBurst, stopping <-chan struct{}) (base ui
 	for i := range b.evs {
 		b.evs[i].Seq = base + uint64(i) + 1
 	}
-	item := Event{burst: b, Seq: base + uint64(n)}
-	if q.send(item) {
+	if q.enqueue(Event{burst: b, Seq: base + uint64(n)}, stopping) {
 		return base, true
-	}
-	if q.policy != QueueDrop && q.postWhenRoom(item, stopping) != 0 {
-		return base, true
-	}
-	if q.policy == QueueDrop {
-		q.dropped.Add(int64(n))
-	} else {
-		q.dropped.Add(int64(n) - 1) // postWhenRoom counted one
 	}
 	q.release(b)
 	return 0, false
 }
 
 // postWhenRoom waits until the ordinary room has a slot (the consumer
-// drains), unless stopping closes first. The channel's own send cannot
+// drains), unless stopping closes first (the item's events then count as
+// dropped). The channel's own send cannot
 // express "leave the reserve free", so it polls the length, backing off
 // from spinning to sleeping: a full queue means the consumer is far
 // behind, and this poster is the backpressure on the engine.
@@ -379,7 +382,7 @@ func (q *eventQueue) postWhenRoom(ev Event, stopping <-chan struct{}) uint64 {
 		}
 		select {
 		case <-stopping:
-			q.dropped.Add(1)
+			q.dropped.Add(ev.items())
 			return 0
 		case <-t.C:
 		}
