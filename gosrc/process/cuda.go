@@ -42,9 +42,8 @@ const (
 // filter kernel into complex64, the inverse FFT (a one-pass kernel of
 // kernels/fft.cu for the lengths it covers, such as 1376, else a batched
 // cuFFT C2C of any length), and a fused normalise/magnitude/log/levels/int8
-// kernel. Every step is
-// enqueued on the caller's stream; Process allocates nothing and never
-// waits on the host.
+// kernel. Every step is enqueued on the caller's stream; Process allocates
+// nothing and never waits on the host.
 //
 // Each slot owns its scratch and its cuFFT plan, so calls for different
 // slots may run concurrently on different streams; calls for one slot must
@@ -85,12 +84,8 @@ type cudaState struct {
 	before, after, wBefore, wAfter, filt uintptr
 	slots                                []*cudaSlot
 	buffers                              []*cuda.Buffer // the tables and slot scratch, freed with the state
-	// The one-pass inverse FFT of length m (fft.go), nil when cuFFT
-	// transforms it; tw is its table of roots of unity.
-	fft     *cuda.Function
-	fftGeom onePassFFT
-	tw      uintptr
-	hist    *cudaHistory // nil without averaging; kept across compatible changes
+	fft                                  *onePassKernel // the inverse FFT of length m (fft.go), nil when cuFFT transforms it
+	hist                                 *cudaHistory   // nil without averaging; kept across compatible changes
 }
 
 // cudaHistory is the rolling average's device history and the host's view
@@ -270,15 +265,15 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 
 	n, m, R := st.cfg.SamplesPerRecord, st.m, st.cfg.AscansPerBlock
 	if st.cfg.EnableIFFT && !p.cuFFTOnly {
-		fn, f, err := loadOnePassFFT(p.dev, m)
+		k, err := loadOnePassFFT(p.dev, m)
 		if err != nil {
 			return fmt.Errorf("inverse FFT of %d points: %w", m, err)
 		}
-		if fn != nil {
-			if st.tw, err = upload(bytesOf(f.twiddles())); err != nil {
+		if k != nil {
+			if k.tw, err = upload(bytesOf(k.twiddles())); err != nil {
 				return fmt.Errorf("inverse FFT of %d points: %w", m, err)
 			}
-			st.fft, st.fftGeom = fn, f
+			st.fft = k
 		}
 	}
 	if st.cfg.AverageWindow > 0 {
@@ -479,9 +474,8 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 	// Step 4: inverse FFT in place, on the caller's stream: the one-pass
 	// kernel transforms the block's records, cuFFT its plan's batch.
 	if st.cfg.EnableIFFT && st.fft != nil {
-		f := st.fftGeom
-		if err := cs.Launch(st.fft, f.grid(records), f.block(), 0, sl.spectrum, st.tw, int32(records)); err != nil {
-			return fmt.Errorf("%s: %s: %w", op, f.entry(), err)
+		if err := st.fft.exec(cs, sl.spectrum, records); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
 		}
 	} else if st.cfg.EnableIFFT {
 		if err := sl.plan.SetStream(cs); err != nil {
@@ -642,7 +636,7 @@ func (st *cudaState) release(keep *cudaState) error {
 	}
 	st.slots, st.buffers, st.hist = nil, nil, nil
 	st.before, st.after, st.wBefore, st.wAfter, st.filt = 0, 0, 0, 0, 0
-	st.fft, st.tw = nil, 0
+	st.fft = nil
 	return first
 }
 

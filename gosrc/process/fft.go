@@ -64,24 +64,42 @@ func (f onePassFFT) twiddles() []float32 {
 // cache) the first time.
 const fftModule = "fft"
 
-// loadOnePassFFT returns the kernel for length m on dev, or nil when m has
-// none (cuFFT transforms it).
-func loadOnePassFFT(dev *cuda.Device, m int) (*cuda.Function, onePassFFT, error) {
+// onePassKernel is a one-pass kernel loaded on a device, with the device
+// address of its twiddle table (onePassFFT.twiddles), which the caller
+// uploads and sets.
+type onePassKernel struct {
+	onePassFFT
+	fn *cuda.Function
+	tw uintptr
+}
+
+// exec enqueues the in-place inverse FFT of records records of complex64
+// at data on s.
+func (k *onePassKernel) exec(s *cuda.Stream, data uintptr, records int) error {
+	if err := s.Launch(k.fn, k.grid(records), k.block(), 0, data, k.tw, int32(records)); err != nil {
+		return fmt.Errorf("%s: %w", k.entry(), err)
+	}
+	return nil
+}
+
+// loadOnePassFFT returns the kernel for length m on dev, without its
+// twiddle table, or nil when m has none (cuFFT transforms it).
+func loadOnePassFFT(dev *cuda.Device, m int) (*onePassKernel, error) {
 	f, ok := onePassFFTs[m]
 	if !ok {
-		return nil, onePassFFT{}, nil
+		return nil, nil
 	}
 	ptx, err := kernels.PTX(fftModule)
 	if err != nil {
-		return nil, f, err
+		return nil, err
 	}
 	mod, err := dev.LoadNamedModule(fftModule, ptx)
 	if err != nil {
-		return nil, f, err
+		return nil, err
 	}
 	fn, err := mod.Function(f.entry())
 	if err != nil {
-		return nil, f, err
+		return nil, err
 	}
-	return fn, f, nil
+	return &onePassKernel{onePassFFT: f, fn: fn}, nil
 }

@@ -102,8 +102,8 @@ func BenchmarkCUDAProcessor(b *testing.B) {
 			// designed byte count understates its traffic; the one-pass
 			// kernel (fft.go) reads and writes each record once.
 			var fft float64
-			if st := p.state(); st.fft != nil {
-				fft = onePassSeconds(b, dev, st, m, records, streams)
+			if k := p.state().fft; k != nil {
+				fft = onePassSeconds(b, dev, k, m, records, streams)
 			} else {
 				fft = cuFFTSeconds(b, dev, m, records, streams)
 			}
@@ -137,13 +137,11 @@ func cuFFTSeconds(b *testing.B, dev *cuda.Device, m, records int, streams [2]*cu
 }
 
 // onePassSeconds is cuFFTSeconds for the processor's one-pass kernel.
-func onePassSeconds(b *testing.B, dev *cuda.Device, st *cudaState, m, records int, streams [2]*cuda.Stream) float64 {
+func onePassSeconds(b *testing.B, dev *cuda.Device, fft *onePassKernel, m, records int, streams [2]*cuda.Stream) float64 {
 	buf := mallocB(b, dev, 2*records*m*8)
-	f := st.fftGeom
 	return bestPerRecord(b, dev, records, func(k int) {
 		i := k & 1
-		ptr := buf.Ptr() + uintptr(i*records*m*8)
-		require.NoError(b, streams[i].Launch(st.fft, f.grid(records), f.block(), 0, ptr, st.tw, int32(records)))
+		require.NoError(b, fft.exec(streams[i], buf.Ptr()+uintptr(i*records*m*8), records))
 	})
 }
 
