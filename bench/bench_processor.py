@@ -12,7 +12,6 @@ samples it also runs the processor with cuFFT instead of the one-pass kernel (th
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import shutil
 import subprocess
@@ -57,7 +56,7 @@ def run_binary(benchtime: str = "3x") -> str:
         exe.chmod(0o755)
         proc = subprocess.run([str(exe), "-test.run", "^$", "-test.bench", "^BenchmarkCUDAProcessor$",
                                "-test.benchtime", benchtime], cwd=ROOT / "gosrc" / "process",
-                              capture_output=True, text=True, timeout=600, env=dict(os.environ))
+                              capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"process.test failed (rc={proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return proc.stdout
