@@ -144,6 +144,27 @@ func (d *Device) Synchronize() error {
 	return errOf(C.vg_ctx_sync(C.uintptr_t(d.ctx)))
 }
 
+// EnablePeerAccess lets d's context reach peer's memory directly (NVLink
+// or PCIe peer to peer), so that copies between them and kernels reading
+// across them need not stage through host memory. It reports whether the
+// two devices can reach each other; false is not an error (copies still
+// work, staged). Enabling it again, or for d itself, does nothing. peer
+// must be a *cuda.Device (backend.Device for the engine's devices).
+func (d *Device) EnablePeerAccess(peer backend.Device) (bool, error) {
+	p, ok := peer.(*Device)
+	if !ok {
+		return false, fmt.Errorf("cuda.Device.EnablePeerAccess: peer is a %T, expected a *cuda.Device: %w", peer, backend.ErrInvalid)
+	}
+	if p == d {
+		return true, nil
+	}
+	r := C.vg_enable_peer(C.uintptr_t(d.ctx), d.dev, C.uintptr_t(p.ctx), p.dev)
+	if err := errOf(r); err != nil {
+		return false, fmt.Errorf("cuda.Device.EnablePeerAccess(%s -> %s): %w", d, p, err)
+	}
+	return r.i == 1, nil
+}
+
 // String describes the device for logs.
 func (d *Device) String() string {
 	return fmt.Sprintf("cuda:%d (%s, sm_%d%d)", d.ordinal, d.name, d.major, d.minor)

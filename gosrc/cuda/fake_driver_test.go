@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
@@ -206,6 +207,31 @@ func TestFakeDriverChild(t *testing.T) {
 			require.ErrorContains(t, err, "expected memory and n > 0")
 		}
 		runtime.KeepAlive(mem)
+	})
+
+	t.Run("peer access", func(t *testing.T) {
+		can := fakeSym[int32](t, lib, "fake_peer_can")
+		enabled := fakeSym[int32](t, lib, "fake_peer_enabled")
+		other := cuda.PeerTwin(d, 1)
+		ok, err := d.EnablePeerAccess(d)
+		require.NoError(t, err)
+		require.True(t, ok, "a device reaches itself")
+		require.Zero(t, *enabled, "without asking the driver")
+		*can = 0
+		ok, err = d.EnablePeerAccess(other)
+		require.NoError(t, err, "devices that cannot reach each other are not an error")
+		require.False(t, ok)
+		require.Zero(t, *enabled)
+		*can = 1
+		for range 2 { // the second time the driver says it is already enabled
+			ok, err = d.EnablePeerAccess(other)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, int32(1), *enabled)
+		}
+		_, err = d.EnablePeerAccess(cpu.Default())
+		require.ErrorIs(t, err, backend.ErrInvalid)
+		require.ErrorContains(t, err, "expected a *cuda.Device")
 	})
 
 	t.Run("copies, memset and 2D copy", func(t *testing.T) {

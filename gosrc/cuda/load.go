@@ -73,6 +73,8 @@ var driverSymbols = []symbol{
 	{C.VG_cuMemHostAlloc, []string{"cuMemHostAlloc"}},
 	{C.VG_cuMemFreeHost, []string{"cuMemFreeHost"}},
 	{C.VG_cuMemHostRegister, []string{"cuMemHostRegister_v2", "cuMemHostRegister"}},
+	{C.VG_cuDeviceCanAccessPeer, []string{"cuDeviceCanAccessPeer"}},
+	{C.VG_cuCtxEnablePeerAccess, []string{"cuCtxEnablePeerAccess"}},
 	{C.VG_cuMemHostUnregister, []string{"cuMemHostUnregister"}},
 	{C.VG_cuMemcpyAsync, []string{"cuMemcpyAsync"}},
 	{C.VG_cuMemcpyHtoDAsync, []string{"cuMemcpyHtoDAsync_v2"}},

@@ -419,6 +419,19 @@ vg_ret vg_host_register(uintptr_t ctx, uintptr_t p, size_t n, unsigned int flags
 	return ok();
 }
 
+vg_ret vg_enable_peer(uintptr_t ctx, int dev, uintptr_t peer_ctx, int peer_dev) {
+	int can = 0;
+	vg_ret r = ok();
+	CUresult c;
+	CHECK(F(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))(&can, dev, peer_dev), "cuDeviceCanAccessPeer");
+	if (!can) return r;
+	CURRENT(ctx);
+	c = F(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned int))((CUcontext)peer_ctx, 0);
+	if (c != CUDA_SUCCESS && c != 704 /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED */) return fail(c, "cuCtxEnablePeerAccess");
+	r.i = 1;
+	return r;
+}
+
 vg_ret vg_host_unregister(uintptr_t ctx, uintptr_t p) {
 	CURRENT(ctx);
 	CHECK(F(cuMemHostUnregister, CUresult (*)(void*))((void*)p), "cuMemHostUnregister");

@@ -57,6 +57,8 @@ enum {
 	VG_cuMemHostAlloc,
 	VG_cuMemFreeHost,
 	VG_cuMemHostRegister,
+	VG_cuDeviceCanAccessPeer,
+	VG_cuCtxEnablePeerAccess,
 	VG_cuMemHostUnregister,
 	VG_cuMemcpyAsync,
 	VG_cuMemcpyHtoDAsync,
@@ -146,6 +148,10 @@ vg_ret vg_mem_free(uintptr_t ctx, uintptr_t p);
 vg_ret vg_host_alloc(uintptr_t ctx, size_t n, unsigned int flags);
 vg_ret vg_host_free(uintptr_t ctx, uintptr_t p);
 vg_ret vg_host_register(uintptr_t ctx, uintptr_t p, size_t n, unsigned int flags);
+// vg_enable_peer lets ctx (device dev) reach peer_ctx's memory (device
+// peer_dev) directly; i is 1 when it can (now or already), 0 when the
+// devices cannot reach each other (copies then stage through the host).
+vg_ret vg_enable_peer(uintptr_t ctx, int dev, uintptr_t peer_ctx, int peer_dev);
 vg_ret vg_host_unregister(uintptr_t ctx, uintptr_t p);
 
 // Modules and kernels. image must be NUL-terminated PTX; log receives the

@@ -20,6 +20,30 @@ type DeviceProcessor interface {
 	Device() backend.Device
 }
 
+// PeerAccessor is implemented by devices that can reach another device's
+// memory directly (cuda.Device). The engine enables it both ways between
+// its device and each remote processor's, so that the outputs' copies back
+// go over the devices' own link (NVLink, or PCIe peer to peer) instead of
+// staging through host memory, which would take host-link bandwidth from
+// the uploads on both devices. Devices that cannot reach each other
+// answer false, and the copies stay correct, staged.
+type PeerAccessor interface {
+	EnablePeerAccess(peer backend.Device) (bool, error)
+}
+
+// enablePeers enables direct access between a and b, each way a device
+// supports it.
+func enablePeers(a, b backend.Device) error {
+	for _, p := range [][2]backend.Device{{a, b}, {b, a}} {
+		if pa, ok := p[0].(PeerAccessor); ok {
+			if _, err := pa.EnablePeerAccess(p[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // RawReader is implemented by endpoints that know whether they read the
 // block's raw spectra on the engine's device (the spectra endpoints). The
 // raw spectra of a block processed only by remote processors are uploaded
@@ -99,6 +123,9 @@ func (e *Engine) prepareDevices() error {
 			}
 		}
 		if idx < 0 {
+			if err := enablePeers(e.dev, d); err != nil {
+				return fmt.Errorf("engine.Prepare: processor #%d's device: peer access: %w", pi, err)
+			}
 			rd := remoteDevice{dev: d}
 			var err error
 			if rd.upload, err = d.NewStream(0); err != nil {

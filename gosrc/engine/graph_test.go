@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -130,8 +131,21 @@ func TestTwoAcquisitionsShortestWins(t *testing.T) {
 
 // otherDevice is the CPU under another identity: a second "device" for
 // the engine's remote-processor path (a GPU's, DeviceProcessor) on the
-// CPU backend.
-type otherDevice struct{ backend.Device }
+// CPU backend. It records the peers the engine enables (PeerAccessor) and
+// fails that with peerErr.
+type otherDevice struct {
+	backend.Device
+	peers   *[]backend.Device
+	peerErr error
+}
+
+func (d otherDevice) EnablePeerAccess(peer backend.Device) (bool, error) {
+	if d.peerErr != nil {
+		return false, d.peerErr
+	}
+	*d.peers = append(*d.peers, peer)
+	return true, nil
+}
 
 // remoteProc is a fakeProc bound to another device.
 type remoteProc struct {
@@ -150,7 +164,8 @@ func TestCycleAcrossDevices(t *testing.T) {
 	closeEndpoint(t, ep)
 	scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
 	r := newRig(t, 8, scan, ep)
-	far := remoteProc{newFakeProc(8), otherDevice{cpu.Default()}}
+	var peers []backend.Device
+	far := remoteProc{newFakeProc(8), otherDevice{Device: cpu.Default(), peers: &peers}}
 	r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
 	r.cfg.AddAcquisition(r.acq, r.proc, far)
 	r.cfg.SetRotation([]engine.Processor{r.proc}, []engine.Processor{far})
@@ -165,4 +180,22 @@ func TestCycleAcrossDevices(t *testing.T) {
 	require.Equal(t, int64(2), far.calls.Load())
 	checkVolume(t, ep, scan, 8, 1, 0)
 	require.Equal(t, int64(2), e.Status().Volumes)
+	require.Equal(t, []backend.Device{cpu.Default()}, peers, "the remote device was given access to the engine's, once")
+}
+
+// TestCycleAcrossDevicesPeerAccessFails: a driver error enabling peer
+// access fails Prepare, naming the processor.
+func TestCycleAcrossDevicesPeerAccessFails(t *testing.T) {
+	ep := endpoint.NewNullEndpoint()
+	closeEndpoint(t, ep)
+	r := newRig(t, 8, raster{AscansPerBscan: 4, BscansPerVolume: 3}, ep)
+	var peers []backend.Device
+	far := remoteProc{newFakeProc(8), otherDevice{Device: cpu.Default(), peers: &peers, peerErr: errors.New("cuCtxEnablePeerAccess: 217")}}
+	r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
+	r.cfg.AddAcquisition(r.acq, far)
+	r.cfg.AddProcessor(far, r.fmt)
+	r.cfg.AddFormatter(r.fmt, ep)
+	e := r.engine(t)
+	err := e.Prepare()
+	require.ErrorContains(t, err, "processor #0's device: peer access: cuCtxEnablePeerAccess: 217")
 }

@@ -151,6 +151,19 @@ CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned f) {
 	fake_registered++;
 	return 0;
 }
+/* Peer access: whether the (pretend) devices reach each other, and how
+   often it was enabled; enabling it twice is the driver's
+   CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED. */
+int fake_peer_can = 0;
+int fake_peer_enabled = 0;
+CUresult cuDeviceCanAccessPeer(int* can, int d, int peer) { (void)d; (void)peer; *can = fake_peer_can; return 0; }
+CUresult cuCtxEnablePeerAccess(void* peer, unsigned f) {
+	NEED_CTX();
+	if (!peer || f != 0) return 1; /* CUDA_ERROR_INVALID_VALUE */
+	if (fake_peer_enabled) return 704;
+	fake_peer_enabled = 1;
+	return 0;
+}
 CUresult cuMemHostUnregister(void* p) {
 	NEED_CTX();
 	if (fake_registered == 0) return 712; /* CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED */
