@@ -152,7 +152,7 @@ func (d *Device) Synchronize() error {
 // must be a *cuda.Device (backend.Device for the engine's devices).
 func (d *Device) EnablePeerAccess(peer backend.Device) (bool, error) {
 	p, ok := peer.(*Device)
-	if !ok {
+	if !ok || p == nil {
 		return false, fmt.Errorf("cuda.Device.EnablePeerAccess: peer is a %T, expected a *cuda.Device: %w", peer, backend.ErrInvalid)
 	}
 	if p == d {

@@ -229,9 +229,11 @@ func TestFakeDriverChild(t *testing.T) {
 			require.True(t, ok)
 			require.Equal(t, int32(1), *enabled)
 		}
-		_, err = d.EnablePeerAccess(cpu.Default())
-		require.ErrorIs(t, err, backend.ErrInvalid)
-		require.ErrorContains(t, err, "expected a *cuda.Device")
+		for _, bad := range []backend.Device{cpu.Default(), nil, (*cuda.Device)(nil)} {
+			_, err = d.EnablePeerAccess(bad)
+			require.ErrorIs(t, err, backend.ErrInvalid)
+			require.ErrorContains(t, err, "expected a *cuda.Device")
+		}
 	})
 
 	t.Run("copies, memset and 2D copy", func(t *testing.T) {
