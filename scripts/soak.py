@@ -72,6 +72,17 @@ CPU_RSS_SLACK = 48 << 20  # the Python heap breathes
 GOROUTINE_JITTER = 2
 
 
+def goroutine_floors(early: list[int], late: list[int]) -> tuple[bool, int, int]:
+    """Whether the goroutine counts sampled in a run's second half stayed flat against its
+    first half, and the two floors compared: transient goroutines (a writer handing over, a
+    timer, the CPU processor's per-block workers: one per core, 16 on the GPU host) only ever
+    add to a sample, while a leak raises the floor (one per volume would add hundreds). The
+    halves' medians moved by 3 on the 16-core host (12 against 15, samples 10..17) with
+    nothing leaking, so the floors are compared, with GOROUTINE_JITTER of slack."""
+    lo_early, lo_late = min(early), min(late)
+    return lo_late <= lo_early + GOROUTINE_JITTER, lo_early, lo_late
+
+
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
@@ -253,17 +264,14 @@ def soak(args: argparse.Namespace) -> dict:
         grew = max(s["rss"] for s in run) - first["rss"]
         check("host memory flat", grew <= CPU_RSS_SLACK,
               f"RSS grew by {grew} bytes from volume {first['volume']} (slack {CPU_RSS_SLACK}; CPU backend)")
-    # Growth, not jitter: transient goroutines (a writer handing over, a timer, the CPU
-    # processor's per-block workers: one per core, 16 on the GPU host) come and go at a
-    # sample, so the halves' medians are compared, with GOROUTINE_JITTER of slack (a leak
-    # of one per volume would add hundreds).
+    # Growth, not jitter: see goroutine_floors.
     half = max(1, len(run) // 2)
     early, late = run[:half], run[half:] or run[-1:]
-    g_early = int(np.median([s["goroutines"] for s in early]))
-    g_late = int(np.median([s["goroutines"] for s in late]))
-    check("goroutines flat", g_late <= g_early + GOROUTINE_JITTER,
-          f"median {g_early} in the first half of the run, {g_late} in the second "
-          f"(samples {first['goroutines']}..{last['goroutines']}); {goroutines_before} before prepare()")
+    flat, g_early, g_late = goroutine_floors([s["goroutines"] for s in early], [s["goroutines"] for s in late])
+    m_early, m_late = (int(np.median([s["goroutines"] for s in part])) for part in (early, late))
+    check("goroutines flat", flat,
+          f"at least {g_early} in the first half of the run, {g_late} in the second (medians {m_early}, "
+          f"{m_late}; samples {first['goroutines']}..{last['goroutines']}); {goroutines_before} before prepare()")
     check("goroutines released", goroutines_after <= goroutines_before + GOROUTINE_JITTER,
           f"{goroutines_before} before prepare(), {goroutines_after} after closing everything")
     t_early, t_late = max(s["threads"] for s in early), max(s["threads"] for s in late)
@@ -370,9 +378,9 @@ def soak_sessions(args: argparse.Namespace) -> dict:
     check("sessions: memory flat", grew <= slack,
           f"{'device free memory fell' if gpu else 'RSS grew'} by {grew} bytes from the first half of the "
           f"sessions to the second (slack {slack})")
-    g_early, g_late = (int(np.median([s["goroutines"] for s in part])) for part in (early, late))
-    check("sessions: goroutines flat", g_late <= g_early + GOROUTINE_JITTER,
-          f"median {g_early} after the first half's sessions, {g_late} after the second's")
+    flat, g_early, g_late = goroutine_floors([s["goroutines"] for s in early], [s["goroutines"] for s in late])
+    check("sessions: goroutines flat", flat,
+          f"at least {g_early} after the first half's sessions, {g_late} after the second's")
     t_early, t_late = max(s["threads"] for s in early), max(s["threads"] for s in late)
     check("sessions: threads flat", t_late <= t_early, f"at most {t_early}, then {t_late}")
     check("sessions: released", goroutines_after <= goroutines_before + GOROUTINE_JITTER

@@ -204,6 +204,28 @@ def test_soak_cpu(tmp_path):
     assert not list(tmp_path.glob("*.npy"))  # removed without --keep
 
 
+def _soak_module():
+    spec = importlib.util.spec_from_file_location("vortexgo_soak", SOAK)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("early, late, flat", [
+    # The GPU host's false alarm: workers of a block in flight lift the late median by 3.
+    ([10, 11, 12, 12, 13, 17], [10, 14, 15, 15, 16, 17], True),
+    ([5, 5, 5], [5, 6, 7], True),
+    ([5, 5, 5], [7, 7, 7], True),  # GOROUTINE_JITTER of slack
+    ([5, 5, 5], [8, 9, 9], False),  # the floor rose by 3: a leak
+    (list(range(10, 110)), list(range(110, 210)), False),  # one leaked per volume
+])
+def test_soak_goroutine_check_compares_the_floors(early, late, flat):
+    soak = _soak_module()
+    assert soak.GOROUTINE_JITTER == 2
+    ok, lo_early, lo_late = soak.goroutine_floors(early, late)
+    assert (ok, lo_early, lo_late) == (flat, min(early), min(late))
+
+
 def test_soak_usage_errors(tmp_path):
     p, r = _soak(tmp_path, "--device", "cpu", "--volumes", "1")
     assert p.returncode == 2 and r is None
