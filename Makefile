@@ -97,7 +97,7 @@ gpu-build:
 	gzip -9 gpu-build/bin/*.test
 	cp scripts/run_gpu_tests.sh scripts/run_bench.sh gpu-build/
 	# The host's own scheduling gaps, which make bench reports beside the callback latency.
-	mkdir -p gpu-build/tools && gcc -O2 -static -o gpu-build/tools/hiccup bench/hiccup.c
+	mkdir -p gpu-build/tools && gcc -O2 -static -pthread -o gpu-build/tools/hiccup bench/hiccup.c
 	CGO_ENABLED=0 go build -o gpu-build/tools/pingprobe ./bench/pingprobe
 	# The pure-Python test dependencies the GPU machine lacks (it has no network):
 	# vortex's demos and vortex-oct-tools run there at full size with them

@@ -622,6 +622,7 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
                                          latency_seconds=(1.0 if quick else 3.0) if gpu else 0.5,
                                          rate=200_000.0 if gpu else 20_000.0, cost_g=cost_g)
     out["callbacks"]["host_hiccups"] = host_hiccups()
+    out["callbacks"]["host_hiccups_cpus"] = host_hiccups(3.0, 2)
     results["engine"] = _jsonable(out)
     results["engine_md"] = markdown(results["engine"])
     return results["engine"]
@@ -630,14 +631,17 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
 HICCUP = Path(__file__).resolve().parent.parent / "gpu-build" / "tools" / "hiccup"
 
 
-def host_hiccups(seconds: float = 3.0) -> Optional[dict]:
+def host_hiccups(seconds: float = 3.0, threads: int = 1) -> Optional[dict]:
     """The host's own tail, in the same run: bench/hiccup.c (built by `make gpu-build`) spins
     reading the clock and counts the gaps in which its thread did not run (the kernel, interrupts,
-    the hypervisor). A dispatcher's latency cannot have a shorter tail than such gaps allow. None
-    when the tool was not carried."""
+    the hypervisor). A dispatcher's latency cannot have a shorter tail than such gaps allow. With
+    `threads` >= 2, that many threads pinned to their own CPUs, and how many of the first one's
+    gaps overlap the second's (whether the CPUs stall together). None when the tool was not
+    carried."""
     if not HICCUP.exists():
         return None
-    out = subprocess.run([str(HICCUP), str(seconds)], capture_output=True, text=True, timeout=seconds + 30)
+    out = subprocess.run([str(HICCUP), str(seconds), str(threads)], capture_output=True, text=True,
+                         timeout=seconds + 30)
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
@@ -659,6 +663,32 @@ def _jsonable(x: Any) -> Any:
 
 def _mark(ok: bool) -> str:
     return "met" if ok else "**missed**"
+
+
+def hiccup_md(cb: dict) -> list[str]:
+    """The host's gaps beside the latency table (host_hiccups: one thread, then two pinned)."""
+    lines: list[str] = []
+    hic = cb.get("host_hiccups")
+    if hic:
+        per_s = {k: v / hic["seconds"] for k, v in hic["gaps_over_us"].items()}
+        lines += ["", f"The host in the same run (bench/hiccup.c: a thread that only spins reading the clock, "
+                      f"{hic['seconds']:.0f} s): off its CPU for more than 20 us {per_s['20']:.0f} times a second, "
+                      f"more than 50 us {per_s['50']:.1f} times, more than 100 us {per_s['100']:.1f} times, at most "
+                      f"{hic['max_us']:.0f} us ({hic['lost_fraction'] * 100:.1f}% of its time). The engine's poster "
+                      f"and the dispatcher are two such threads and every event waits on both: a gap that lands "
+                      f"between a block's post and its handlers adds itself to all of that block's events."]
+    pair = cb.get("host_hiccups_cpus")
+    if pair:
+        t = pair["threads"]
+        ov = pair["overlap_20us"]
+        rates = ", ".join(f"CPU {x['cpu']} {x['gaps_over_us']['20'] / x['seconds']:.0f}" for x in t)
+        share = ov["overlapping_second"] / ov["first"] if ov["first"] else 0.0
+        verdict = ("each CPU is mostly taken away on its own, not the machine as a whole" if share < 0.5 else
+                   "the CPUs mostly stall together: the machine pauses as a whole")
+        lines += ["", f"Two such threads, each pinned to its own CPU ({pair['seconds']:.0f} s): gaps over 20 us a "
+                      f"second: {rates}; {ov['overlapping_second']} of the first CPU's {ov['first']} "
+                      f"({share * 100:.0f}%) overlap one of the second's: {verdict}."]
+    return lines
 
 
 def markdown(r: dict) -> str:
@@ -728,15 +758,7 @@ def markdown(r: dict) -> str:
         lines.append(f"| {spin} | {row['block_gap_ms']:.2f} | {row['events']} | {row['p50']:.1f} | {row['p99']:.1f} | "
                      f"{row['max']:.1f} | {row['dispatcher_cpu']:.2f} | < {TARGET_P99_US:.0f} us "
                      f"({_mark(row['p99'] < TARGET_P99_US)}) |")
-    hic = cb.get("host_hiccups")
-    if hic:
-        per_s = {k: v / hic["seconds"] for k, v in hic["gaps_over_us"].items()}
-        lines += ["", f"The host in the same run (bench/hiccup.c: a thread that only spins reading the clock, "
-                      f"{hic['seconds']:.0f} s): off its CPU for more than 20 us {per_s['20']:.0f} times a second, "
-                      f"more than 50 us {per_s['50']:.1f} times, more than 100 us {per_s['100']:.1f} times, at most "
-                      f"{hic['max_us']:.0f} us ({hic['lost_fraction'] * 100:.1f}% of its time). The engine's poster "
-                      f"and the dispatcher are two such threads and every event waits on both: a gap that lands "
-                      f"between a block's post and its handlers adds itself to all of that block's events."]
+    lines += hiccup_md(cb)
     if gpu:
         lines += ["", "### Device memory after prepare()", "",
                   "| A-scan | allocated by prepare (MiB) | free after prepare (MiB) | free after the run (MiB) "

@@ -250,7 +250,7 @@ def test_soak_gpu_small(tmp_path):
 def test_host_hiccups_runs_the_real_tool(tmp_path, monkeypatch):
     # make gpu-build builds bench/hiccup.c; bench_engine reports its gaps beside the latency.
     exe = tmp_path / "hiccup"
-    subprocess.run(["gcc", "-O2", "-o", str(exe), str(ROOT / "bench" / "hiccup.c")], check=True)
+    subprocess.run(["gcc", "-O2", "-pthread", "-o", str(exe), str(ROOT / "bench" / "hiccup.c")], check=True)
     be = _load_bench()
     monkeypatch.setattr(be, "HICCUP", exe)
     r = be.host_hiccups(0.2)
@@ -258,6 +258,16 @@ def test_host_hiccups_runs_the_real_tool(tmp_path, monkeypatch):
     gaps = r["gaps_over_us"]
     assert list(gaps) == ["5", "10", "20", "50", "100", "200"]
     assert all(gaps[a] >= gaps[b] for a, b in zip(list(gaps), list(gaps)[1:])), "each bound counts the gaps above it"
-    assert r["max_us"] > 0 and 0 <= r["lost_fraction"] < 1
+    assert r["max_us"] > 0 and 0 <= r["lost_fraction"] < 1 and r["cpu"] == -1  # one thread: not pinned
+    pair = be.host_hiccups(0.2, 2)  # two threads, pinned to two CPUs (the same one on a 1-CPU machine)
+    assert len(pair["threads"]) == 2 and pair["seconds"] == pytest.approx(0.2)
+    assert all(t["cpu"] in range(os.cpu_count()) and list(t["gaps_over_us"]) == list(gaps) for t in pair["threads"])
+    ov = pair["overlap_20us"]
+    assert ov["first"] == pair["threads"][0]["gaps_over_us"]["20"] and 0 <= ov["overlapping_second"] <= ov["first"]
+    md = "\n".join(be.hiccup_md({"host_hiccups": r, "host_hiccups_cpus": pair}))
+    assert "a thread that only spins" in md and "each pinned to its own CPU" in md
+    assert be.hiccup_md({"host_hiccups": None}) == []
+    bad = subprocess.run([str(exe), "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage: hiccup" in bad.stderr
     monkeypatch.setattr(be, "HICCUP", tmp_path / "absent")
     assert be.host_hiccups(0.1) is None
