@@ -163,16 +163,17 @@ def analyse(rec: dict, lat_ns: np.ndarray) -> None:
     Python), in Go (from the later of the post and the dispatcher's call to the return of
     FastNextEvents: the spin or the wake-up, the cgo return, the GIL) and in Python (from
     that return to its handler: the batch's earlier handlers and the per-event work)."""
-    ts, t_call, t_ret = [], [], []
+    ts, t_call, t_ret, pos = [], [], [], []
     for c, r, seg in rec["batches"]:
         ts.extend(seg.tolist())
         t_call.extend([c] * seg.size)
         t_ret.extend([r] * seg.size)
+        pos.extend(range(seg.size))
     k = min(len(ts), lat_ns.size)
-    ts, t_call, t_ret = (np.array(x[:k], np.int64) for x in (ts, t_call, t_ret))
+    ts, t_call, t_ret, pos = (np.array(x[:k], np.int64) for x in (ts, t_call, t_ret, pos))
     start = ts + lat_ns[:k]
     sl = slice(k // 10, k)  # skip the start-up, as the latency figures do
-    ts, t_call, t_ret, start = ts[sl], t_call[sl], t_ret[sl], start[sl]
+    ts, t_call, t_ret, start, pos = ts[sl], t_call[sl], t_ret[sl], start[sl], pos[sl]
     total = (start - ts) / 1e3
     busy = np.maximum(t_call - ts, 0) / 1e3
     in_go = (t_ret - np.maximum(ts, t_call)) / 1e3
@@ -181,6 +182,13 @@ def analyse(rec: dict, lat_ns: np.ndarray) -> None:
     print("    waiting (busy) ", summary(busy), f"({np.mean(ts < t_call) * 100:.0f} % of events posted while busy)")
     print("    in Go          ", summary(in_go))
     print("    in Python      ", summary(in_py))
+    # Where in Python: before the batch's first handler (the loop's start) or between one
+    # handler and the next (a stall inside the batch).
+    first = pos == 0
+    step = np.diff(start) / 1e3
+    inside = step[(pos[1:] > 0)]  # from the previous handler's start, same batch
+    print("    in Python, first of its batch ", summary(in_py[first]))
+    print("    in Python, handler to handler ", summary(inside))
     cut = np.percentile(total, 99)
     out = total >= cut
     gcs = np.array(rec["gc"], np.int64).reshape(-1, 3)
