@@ -90,6 +90,15 @@ func (d *Device) LoadNamedModule(name string, ptx []byte) (*Module, error) {
 	return m, nil
 }
 
+// Loaded reports whether a module is cached under name on this device
+// (LoadNamedModule): whether its kernels were compiled already.
+func (d *Device) Loaded(name string) bool {
+	d.modMu.Lock()
+	defer d.modMu.Unlock()
+	_, ok := d.modules[name]
+	return ok
+}
+
 // Name returns the name the module was cached under ("" if loaded by
 // LoadModule).
 func (m *Module) Name() string { return m.name }

@@ -331,7 +331,21 @@ func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype 
 	if _, ok := engine.MulSize(shape[0], shape[1], shape[2], dtype.Size()); !ok {
 		return engine.TooLarge("endpoint: volume %v of %v is too large", shape, dtype)
 	}
-	return nil
+	// The executor's kernel is compiled now, at Prepare, not when the
+	// first block is formatted (stage.Prepare).
+	return stage.Prepare(info.Device, exec, f.blockDType(), dtype)
+}
+
+// blockDType is the type of the block data format reads: the raw spectra,
+// the int8 output for an int8 volume, the float32 output otherwise.
+func (f *volumeFormatter) blockDType() backend.DType {
+	switch {
+	case f.src == srcRaw:
+		return backend.Uint16
+	case f.dtype == backend.Int8:
+		return backend.Int8
+	}
+	return backend.Float32
 }
 
 func (f *volumeFormatter) shape3() []int { return []int{f.shape[0], f.shape[1], f.shape[2]} }
@@ -342,14 +356,14 @@ func (f *volumeFormatter) volumeBytes() int {
 
 // format enqueues the plan's copies for block b into the volume at dst.
 func (f *volumeFormatter) format(s backend.Stream, dst uintptr, b *engine.BlockData, plan *engine.FormatPlan) error {
-	blk := stage.DeviceBlock{Records: b.Records, Samples: f.samples, Channels: 1}
-	switch {
-	case f.src == srcRaw:
-		blk.Ptr, blk.DType = b.Raw, backend.Uint16
-	case f.dtype == backend.Int8:
-		blk.Ptr, blk.DType = b.Int8, backend.Int8
+	blk := stage.DeviceBlock{Records: b.Records, Samples: f.samples, Channels: 1, DType: f.blockDType()}
+	switch blk.DType {
+	case backend.Uint16:
+		blk.Ptr = b.Raw
+	case backend.Int8:
+		blk.Ptr = b.Int8
 	default:
-		blk.Ptr, blk.DType = b.Processed, backend.Float32
+		blk.Ptr = b.Processed
 	}
 	vol := stage.DeviceVolume{Ptr: dst, DType: f.dtype, Shape: f.shape}
 	hs, host := s.(backend.HostStream)

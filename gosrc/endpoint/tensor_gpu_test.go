@@ -3,6 +3,8 @@
 package endpoint
 
 import (
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -138,4 +140,29 @@ func TestDeviceTensorFormatFollowsChainedWork(t *testing.T) {
 	}
 	r.requireAll(t, snap.Ptr(), 1, "the chained read (the first block's value)")
 	r.requireAll(t, r.e.Tensor().Ptr(), 2, "the tensor after both blocks")
+}
+
+// TestGPUPrepareCompilesTheFormatKernel: an endpoint's format kernel is
+// compiled when it is prepared, not when the engine formats its first
+// block (stage.Prepare): with the driver's JIT cache empty that compile
+// held the first block for 2 s on an H100 host. Modules are cached per
+// process, so the check runs in a fresh one: nothing is compiled before
+// Prepare, the format module is after it.
+func TestGPUPrepareCompilesTheFormatKernel(t *testing.T) {
+	if os.Getenv("VORTEXGO_FRESH_PREPARE") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestGPUPrepareCompilesTheFormatKernel$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "VORTEXGO_FRESH_PREPARE=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return
+	}
+	dev, err := cuda.GetDevice(0)
+	require.NoError(t, err)
+	require.False(t, dev.Loaded("kernels/format"), "a fresh process has compiled nothing")
+	e, err := NewSpectraStackDeviceTensorEndpoint()
+	require.NoError(t, err)
+	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: rigRecords, RawSamples: rigSamples,
+		OutputSamples: rigSamples, SegmentsPerVolume: 1, RecordsPerSegment: rigRecords}))
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	require.True(t, dev.Loaded("kernels/format"), "Prepare compiled the format kernels")
 }

@@ -198,3 +198,21 @@ func canonNaN(b []byte, dt backend.DType) {
 		}
 	}
 }
+
+// TestGPUPrepareLoadsTheModule: Prepare compiles the module that defines a
+// kernel and resolves the kernel, so that LaunchByName finds it cached.
+func TestGPUPrepareLoadsTheModule(t *testing.T) {
+	dev, err := cuda.GetDevice(0)
+	require.NoError(t, err)
+	require.NoError(t, Prepare(dev, "vortexgo_stack_u16_u16", "fill_int8"))
+	require.True(t, dev.Loaded("kernels/format"))
+	require.True(t, dev.Loaded("kernels/elementwise"))
+	v, ok := cudaFns.Load(dev)
+	require.True(t, ok)
+	dk := v.(*deviceKernels)
+	dk.mu.RLock()
+	defer dk.mu.RUnlock()
+	require.Contains(t, dk.fns, "vortexgo_stack_u16_u16")
+	require.Contains(t, dk.fns, "fill_int8")
+	require.ErrorContains(t, Prepare(dev, "vortexgo_nope"), `no kernel "vortexgo_nope"`)
+}

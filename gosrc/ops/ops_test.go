@@ -296,3 +296,30 @@ func TestHostKernelsSorted(t *testing.T) {
 		require.False(t, strings.Contains(n, "complex"), n)
 	}
 }
+
+// TestPrepareChecksNames: Prepare refuses a name no embedded module
+// defines on every backend, and has nothing to load off CUDA.
+func TestPrepareChecksNames(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		dev   backend.Device
+		names []string
+		err   string
+	}{
+		{"cpu, format kernel", cpu.Default(), []string{"vortexgo_stack_i8_i8"}, ""},
+		{"cpu, two modules", cpu.Default(), []string{"vortexgo_stack_f32_u16", "fill_float32"}, ""},
+		{"no device", nil, []string{"vortexgo_radial_i8_i8"}, ""},
+		{"nothing to prepare", cpu.Default(), nil, ""},
+		{"unknown", cpu.Default(), []string{"fill_float32", "vortexgo_nope"}, `no kernel "vortexgo_nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Prepare(tc.dev, tc.names...)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, "ops.Prepare")
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}

@@ -166,6 +166,32 @@ type deviceKernels struct {
 // lookup does not allocate.
 var cudaFns sync.Map
 
+// Prepare resolves kernels names on dev now, loading (JIT-compiling) the
+// modules that define them, so that their first launch, on a stream in a
+// hot path, does not: with the driver's JIT cache empty (a fresh machine, a
+// container, a driver update) the format module's compile held an engine's
+// first block for 2 s on an H100 host (bench/probe_first_block.py), which a
+// real-time source cannot wait through. A name no embedded module defines
+// is an error on every backend; on devices other than CUDA there is nothing
+// to load.
+func Prepare(dev backend.Device, names ...string) error {
+	for _, n := range names {
+		if _, err := kernelModule(n); err != nil {
+			return fmt.Errorf("ops.Prepare: %w", err)
+		}
+	}
+	cd, ok := dev.(*cuda.Device)
+	if !ok {
+		return nil
+	}
+	for _, n := range names {
+		if _, err := cudaFunction(cd, n); err != nil {
+			return fmt.Errorf("ops.Prepare: %w", err)
+		}
+	}
+	return nil
+}
+
 // cudaFunction returns kernel name on dev, loading its module on first use
 // (one JIT compile per module and device).
 func cudaFunction(dev *cuda.Device, name string) (*cuda.Function, error) {

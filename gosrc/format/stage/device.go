@@ -480,3 +480,28 @@ func hostRun[D, S Element](f family, args []any) error {
 	}
 	return nil
 }
+
+// Prepare loads on dev the kernel that exec (a Stack, Radial, Spiral or
+// PositionFormatExecutor; nil is a stack copy) launches to format blocks of
+// src into volumes of dst, so that its JIT compile happens when the
+// endpoint is prepared, not at the first block (ops.Prepare). The pair is
+// checked on every backend, as Launch checks it.
+func Prepare(dev backend.Device, exec any, src, dst backend.DType) error {
+	f := famStack
+	switch exec.(type) {
+	case nil, *StackFormatExecutor:
+	case *RadialFormatExecutor:
+		f = famRadial
+	case *SpiralFormatExecutor:
+		f = famSpiral
+	case *PositionFormatExecutor:
+		f = famPosition
+	default:
+		return backend.Invalidf("stage.Prepare: executor %T, expected a Stack, Radial, Spiral or PositionFormatExecutor", exec)
+	}
+	name, err := kernelName("stage.Prepare", f, src, dst)
+	if err != nil {
+		return err
+	}
+	return ops.Prepare(dev, name)
+}

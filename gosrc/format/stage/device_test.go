@@ -376,3 +376,32 @@ func TestLaunchAllMatchesExecuteStackRandom(t *testing.T) {
 	}
 	require.Greater(t, merged, 50, "the plans exercise merging")
 }
+
+// TestPrepareNamesEachExecutorsKernel: Prepare resolves the kernel of each
+// executor and type pair Launch accepts, and refuses what Launch refuses.
+func TestPrepareNamesEachExecutorsKernel(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		exec     any
+		src, dst backend.DType
+		err      string
+	}{
+		{"default stack", nil, backend.Int8, backend.Int8, ""},
+		{"stack", &StackFormatExecutor{}, backend.Float32, backend.Uint16, ""},
+		{"radial", &RadialFormatExecutor{}, backend.Uint16, backend.Float32, ""},
+		{"spiral", &SpiralFormatExecutor{}, backend.Float32, backend.Float32, ""},
+		{"position", &PositionFormatExecutor{}, backend.Int8, backend.Float32, ""},
+		{"type pair", &StackFormatExecutor{}, backend.Uint16, backend.Int8, "block uint16 to volume int8"},
+		{"executor", "stack", backend.Int8, backend.Int8, "executor string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Prepare(cpu.Default(), tc.exec, tc.src, tc.dst)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, backend.ErrInvalid)
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}
