@@ -271,3 +271,13 @@ def test_host_hiccups_runs_the_real_tool(tmp_path, monkeypatch):
     assert bad.returncode == 2 and "usage: hiccup" in bad.stderr
     monkeypatch.setattr(be, "HICCUP", tmp_path / "absent")
     assert be.host_hiccups(0.1) is None
+
+
+def test_probe_first_block_runs_each_case_in_a_fresh_process():
+    # bench/probe_first_block.py: the time from start() to the first block, JIT cache cold and warm.
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "probe_first_block.py"), "--device", "cpu"],
+                       capture_output=True, text=True, env=_env(), timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert [ln.split(" prepare")[0].strip() for ln in lines] == ["cold JIT cache", "warm JIT cache", "warm JIT cache"]
+    assert all("start to the first block" in ln for ln in lines)
