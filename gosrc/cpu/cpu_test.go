@@ -11,6 +11,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
+	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 )
 
 func newStream(t *testing.T) backend.Stream {
@@ -140,8 +141,8 @@ func TestCopyAndMemset(t *testing.T) {
 	}
 
 	// A plain Go slice is a valid host address too (UVA-like).
-	host := make([]byte, 8)
-	require.NoError(t, s.Copy(hostPtr(host), src.Ptr(), 8))
+	host, addr := testmem.Slice[byte](t, 8)
+	require.NoError(t, s.Copy(addr, src.Ptr(), 8))
 	require.Equal(t, src.Bytes()[:8], host)
 }
 

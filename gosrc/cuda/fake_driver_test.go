@@ -16,6 +16,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
+	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 )
 
 // The shim is exercised without a GPU against testdata/fakecuda.c, a fake
@@ -184,16 +185,16 @@ func TestFakeDriverChild(t *testing.T) {
 	t.Run("host memory registered in place", func(t *testing.T) {
 		flags := fakeSym[int32](t, lib, "fake_register_flags")
 		live := fakeSym[int32](t, lib, "fake_registered")
-		mem := make([]byte, 4096)
+		mem, addr := testmem.Slice[byte](t, 4096)
 		for _, tc := range []struct {
 			readOnly bool
 			flags    int32
 		}{{false, 0x01}, {true, 0x09}} {
-			b, err := d.RegisterHost(uintptr(unsafe.Pointer(&mem[0])), len(mem), tc.readOnly)
+			b, err := d.RegisterHost(addr, len(mem), tc.readOnly)
 			require.NoError(t, err)
 			require.Equal(t, tc.flags, *flags, "portable, plus read-only when asked")
 			require.Equal(t, int32(1), *live)
-			require.Equal(t, uintptr(unsafe.Pointer(&mem[0])), b.Ptr())
+			require.Equal(t, addr, b.Ptr())
 			require.Equal(t, backend.PinnedMem, b.Kind())
 			require.Equal(t, len(mem), b.Size())
 			require.NoError(t, b.Free(), "Free unregisters, frees nothing")
@@ -202,7 +203,7 @@ func TestFakeDriverChild(t *testing.T) {
 		for _, bad := range []struct {
 			ptr uintptr
 			n   int
-		}{{0, 64}, {uintptr(unsafe.Pointer(&mem[0])), 0}, {uintptr(unsafe.Pointer(&mem[0])), -1}} {
+		}{{0, 64}, {addr, 0}, {addr, -1}} {
 			_, err := d.RegisterHost(bad.ptr, bad.n, true)
 			require.ErrorContains(t, err, "expected memory and n > 0")
 		}

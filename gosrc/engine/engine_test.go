@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
@@ -819,8 +819,8 @@ func TestNextRecordsAtByName(t *testing.T) {
 	require.NoError(t, e.Prepare())
 	require.NoError(t, e.Start())
 	require.NoError(t, e.Wait())
-	buf := make([]int64, 3*engine.EventFields)
-	dst := int(uintptr(unsafe.Pointer(&buf[0])))
+	buf, addr := testmem.Slice[int64](t, 3*engine.EventFields)
+	dst := int(addr)
 	_, err = e.Do("next_events", []byte(`{"TimeoutMs": 0}`), nil, dst, engine.EventFields-1)
 	require.ErrorIs(t, err, backend.ErrInvalid)
 	var kinds []engine.EventKind

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -97,8 +98,7 @@ func TestOpRunHeld(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
 	a := newAllocator(t, 0, 0)
-	host := make([]byte, 32)
-	hostPtr := uintptr(unsafe.Pointer(&host[0]))
+	_, hostPtr := testmem.Slice[byte](t, 32)
 	copy16 := memory.Op{Code: memory.OpCopy, N: 16}
 	tests := []struct {
 		name    string

@@ -4,13 +4,13 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
+	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -215,8 +215,8 @@ func TestFastNextEvents(t *testing.T) {
 	require.NoError(t, err)
 	id := e.ID()
 	require.Positive(t, id)
-	buf := make([]int64, 4*engine.EventFields)
-	ptr := int(uintptr(unsafe.Pointer(&buf[0])))
+	buf, addr := testmem.Slice[int64](t, 4*engine.EventFields)
+	ptr := int(addr)
 	n, err := FastNextEvents(id, ptr, 4, 0)
 	require.NoError(t, err, "a live engine before Start: no events")
 	require.Zero(t, n)

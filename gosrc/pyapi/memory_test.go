@@ -3,12 +3,12 @@ package pyapi
 import (
 	"sync"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -19,8 +19,8 @@ func TestArrayOpsCheckMemory(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
 	f32 := DTypeCode("float32")
-	host := make([]float32, 16)
-	hostPtr := int(uintptr(unsafe.Pointer(&host[0])))
+	_, addr := testmem.Slice[float32](t, 16)
+	hostPtr := int(addr)
 	tests := []struct {
 		name    string
 		run     func(b *Buffer, l *Lease) error

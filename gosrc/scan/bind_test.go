@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 )
 
 func doJSON(t *testing.T, b Bound, op, args string, with any, buf []float64) map[string]any {
@@ -55,13 +56,13 @@ func TestScanOpsRoundTrip(t *testing.T) {
 	res := doJSON(t, s, "scan_buffer", "", nil, nil)
 	n := int(res["Len"].(float64))
 	require.Greater(t, n, 4*12*2)
-	buf := make([]float64, n)
+	buf, _ := testmem.Slice[float64](t, n)
 	doJSON(t, s, "scan_buffer", "", nil, buf)
 	direct, err := s.(*scanObject[RasterScanConfig]).s.ScanBuffer()
 	require.NoError(t, err)
 	require.Equal(t, direct, buf)
 
-	next := make([]float64, 2*10)
+	next, _ := testmem.Slice[float64](t, 2*10)
 	res = doJSON(t, s, "next", `{"Count": 10}`, nil, next)
 	require.EqualValues(t, 10, res["Count"])
 	_, err = s.Do("next", []byte(`{"Count": 11}`), nil, int(uintptr(unsafe.Pointer(&next[0]))), len(next))
@@ -89,7 +90,7 @@ func TestUninitializedScanRefuses(t *testing.T) {
 		_, err := s.Do(op, nil, nil, 0, 0)
 		require.ErrorIs(t, err, backend.ErrInvalid, op)
 	}
-	buf := make([]float64, 4)
+	buf, _ := testmem.Slice[float64](t, 4)
 	_, err = s.Do("next", []byte(`{"Count": 2}`), nil, int(uintptr(unsafe.Pointer(&buf[0]))), 4)
 	require.ErrorIs(t, err, backend.ErrInvalid)
 }
@@ -102,7 +103,7 @@ func TestQueueCollectsCallbackEvents(t *testing.T) {
 	_, err = q.Do("append", []byte(`{"Callback": 7}`), q, 0, 0)
 	require.ErrorIs(t, err, backend.ErrInvalid, "a queue cannot play a queue")
 	doJSON(t, q, "append", `{"Callback": 7}`, s, nil)
-	buf := make([]float64, 2*200)
+	buf, _ := testmem.Slice[float64](t, 2*200)
 	res := doJSON(t, q, "generate", `{"Channels": 2, "ZeroOrderHold": true}`, nil, buf)
 	require.EqualValues(t, 200, res["Released"])
 	events := res["Events"].([]any)
@@ -115,7 +116,7 @@ func TestQueueCollectsCallbackEvents(t *testing.T) {
 func TestWarpAndPatternOps(t *testing.T) {
 	w, err := New("Warp", `{"Kind": 1, "Factor": 2}`)
 	require.NoError(t, err)
-	out := make([]float64, 2)
+	out, _ := testmem.Slice[float64](t, 2)
 	doJSON(t, w, "forward", `{"Values": [1, 3]}`, nil, out)
 	require.Equal(t, []float64{2, 6}, out)
 	p, err := New("SequentialPattern", `{"BidirectionalSegments": true}`)
