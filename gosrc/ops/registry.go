@@ -166,7 +166,7 @@ type deviceKernels struct {
 // lookup does not allocate.
 var cudaFns sync.Map
 
-// Prepare resolves kernels names on dev now, loading (JIT-compiling) the
+// Prepare resolves the named kernels on dev now, loading (JIT-compiling) the
 // modules that define them, so that their first launch, on a stream in a
 // hot path, does not: with the driver's JIT cache empty (a fresh machine, a
 // container, a driver update) the format module's compile held an engine's
