@@ -100,8 +100,12 @@ type remoteDevice struct {
 
 // remoteBuf is a remote processor's part of a block, on its device.
 type remoteBuf struct {
-	raw, out, out8    backend.Buffer
-	uploaded, ready   backend.Event
+	raw, out, out8  backend.Buffer
+	uploaded, ready backend.Event
+	// start is recorded on the device's upload stream before the raw
+	// copy, on timed blocks only: with uploaded, the block's Upload time
+	// when only remote processors process it (Engine.jobTiming).
+	start             backend.Event
 	rawBytes, outSize int // bytes of raw spectra, samples of output per record
 }
 
@@ -172,8 +176,13 @@ func (e *Engine) newRemoteBufs(b *Block, records int, outSamples []int) error {
 		if r.out8, err = d.Alloc(records * r.outSize); err != nil {
 			return fmt.Errorf("engine: block int8 output on processor #%d's device: %w", pi, err)
 		}
-		if r.uploaded, err = d.NewEvent(false); err != nil {
+		if r.uploaded, err = d.NewEvent(b.timed); err != nil {
 			return fmt.Errorf("engine: block event on processor #%d's device: %w", pi, err)
+		}
+		if b.timed {
+			if r.start, err = d.NewEvent(true); err != nil {
+				return fmt.Errorf("engine: block event on processor #%d's device: %w", pi, err)
+			}
 		}
 		if r.ready, err = d.NewEvent(false); err != nil {
 			return fmt.Errorf("engine: block event on processor #%d's device: %w", pi, err)
@@ -191,7 +200,7 @@ func (b *Block) freeRemote() error {
 				errs = append(errs, buf.Free())
 			}
 		}
-		for _, ev := range []backend.Event{r.uploaded, r.ready} {
+		for _, ev := range []backend.Event{r.uploaded, r.ready, r.start} {
 			if ev != nil {
 				errs = append(errs, ev.Close())
 			}
@@ -212,6 +221,11 @@ func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
 	r := &b.rem[pi]
 	raw := &b.raws[e.procAcq[pi]]
 	n := b.Records * raw.values * 2
+	if b.timed {
+		if err := rd.upload.Record(r.start); err != nil {
+			return fmt.Errorf("engine: block %d: processor #%d: recording start event: %w", b.ID, pi, err)
+		}
+	}
 	if err := rd.upload.Copy(r.raw.Ptr(), raw.src, n); err != nil {
 		return fmt.Errorf("engine: block %d: upload to processor #%d's device: %w", b.ID, pi, err)
 	}

@@ -730,7 +730,11 @@ func (e *Engine) jobTiming(b *Block) JobTiming {
 	if ms, err := b.start.ElapsedTime(b.ready); err == nil {
 		j.Process = float64(ms)
 	}
-	if ms, err := b.start.ElapsedTime(b.uploaded); err == nil {
+	start, uploaded := b.start, b.uploaded
+	if r := e.remoteUpload(b); r != nil {
+		start, uploaded = r.start, r.uploaded
+	}
+	if ms, err := start.ElapsedTime(uploaded); err == nil {
 		j.Upload = float64(ms)
 	}
 	for _, ev := range b.epDone {
@@ -739,6 +743,28 @@ func (e *Engine) jobTiming(b *Block) JobTiming {
 		}
 	}
 	return j
+}
+
+// remoteUpload is the remote buffer whose upload carried block b's raw
+// spectra when no copy went over the engine's upload stream (only remote
+// processors read them: a cycle over devices), else nil. The engine's
+// upload stream then recorded its events around no copy at all, and the
+// block's Upload is the remote device's.
+func (e *Engine) remoteUpload(b *Block) *remoteBuf {
+	if e.rawOnEngine {
+		return nil
+	}
+	for a := range b.raws {
+		if e.localReader(b, a) {
+			return nil
+		}
+	}
+	for pi, on := range b.active {
+		if on && e.procDev[pi] >= 0 && pi < len(b.rem) && b.rem[pi].start != nil {
+			return &b.rem[pi]
+		}
+	}
+	return nil
 }
 
 // takeClaims claims every stage of the configuration (see Claim), so that

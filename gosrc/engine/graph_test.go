@@ -3,6 +3,7 @@ package engine_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -137,6 +138,28 @@ type otherDevice struct {
 	backend.Device
 	peers   *[]backend.Device
 	peerErr error
+	// copyDelay, if set, makes every copy on the device's streams take
+	// that long (slowStream): a link slower than the engine's.
+	copyDelay time.Duration
+}
+
+func (d otherDevice) NewStream(priority int) (backend.Stream, error) {
+	s, err := d.Device.NewStream(priority)
+	if err != nil || d.copyDelay == 0 {
+		return s, err
+	}
+	return slowStream{HostStream: s.(backend.HostStream), delay: d.copyDelay}, nil
+}
+
+// slowStream is a CPU stream whose copies take delay more.
+type slowStream struct {
+	backend.HostStream
+	delay time.Duration
+}
+
+func (s slowStream) Copy(dst, src uintptr, n int) error {
+	time.Sleep(s.delay)
+	return s.HostStream.Copy(dst, src, n)
 }
 
 func (d otherDevice) EnablePeerAccess(peer backend.Device) (bool, error) {
@@ -181,6 +204,32 @@ func TestCycleAcrossDevices(t *testing.T) {
 	checkVolume(t, ep, scan, 8, 1, 0)
 	require.Equal(t, int64(2), e.Status().Volumes)
 	require.Equal(t, []backend.Device{cpu.Default()}, peers, "the remote device was given access to the engine's, once")
+}
+
+// TestRemoteUploadIsTimedOnItsDevice: a block that only a remote processor
+// reads is uploaded on that processor's device, and its Upload time is
+// that copy's, not the engine upload stream's (which copies nothing for
+// it): here every copy on the remote device takes 5 ms more.
+func TestRemoteUploadIsTimedOnItsDevice(t *testing.T) {
+	const delay = 5 * time.Millisecond
+	ep := endpoint.NewNullEndpoint()
+	closeEndpoint(t, ep)
+	r := newRig(t, 8, raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 1}, ep)
+	var peers []backend.Device
+	far := remoteProc{newFakeProc(8), otherDevice{Device: cpu.Default(), peers: &peers, copyDelay: delay}}
+	r.cfg = engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2}
+	r.cfg.AddAcquisition(r.acq, far)
+	r.cfg.AddProcessor(far, r.fmt)
+	r.cfg.AddFormatter(r.fmt, ep)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	calls := far.calls.Load()
+	require.GreaterOrEqual(t, calls, int64(3), "a volume of 12 records in blocks of 4")
+	up := e.Timings().Upload
+	require.EqualValues(t, calls, up.Count, "every block is timed on the CPU backend")
+	require.GreaterOrEqual(t, up.Min, float64(delay.Milliseconds()), "the remote copy's time, not the engine stream's empty span")
 }
 
 // TestCycleAcrossDevicesPeerAccessFails: a driver error enabling peer

@@ -15,7 +15,9 @@ type JobTiming struct {
 	// Acquire is the time Fill took.
 	Acquire float64
 	// Upload is the block's host-to-device copy on the upload stream,
-	// from when the copy engine reached it (the copies before it done).
+	// from when the copy engine reached it (the copies before it done):
+	// the engine device's, or, for a block only processors on another
+	// device read (a cycle over devices), that device's upload stream.
 	Upload float64
 	// Process spans the upload and the processing on the slot stream.
 	Process float64
