@@ -42,7 +42,7 @@ from vortexgo.process import CUDAProcessor, ProcessorConfig, hann_window, spectr
 TARGET_RATIO = 1.9
 
 
-def pipeline(g: be.Geometry, devices: list, *, total_volumes: int, endpoint: Any):
+def pipeline(g: be.Geometry, devices: list, *, total_volumes: int, endpoint: Any, timings: bool = False):
     """The bench_engine pipeline with one CUDAProcessor per device in vortex's cycle: block i
     goes to devices[i % n]; one planner, fed by every processor, formats every block into
     ``endpoint`` on devices[0]."""
@@ -55,7 +55,8 @@ def pipeline(g: be.Geometry, devices: list, *, total_volumes: int, endpoint: Any
                          levels=be.LEVELS, slots=g.slots)
     procs = [CUDAProcessor(pc, device=d) for d in devices]
     fmt = FormatPlanner(FormatPlannerConfig(g.bscans, g.ascans))
-    ec = EngineConfig(records_per_block=g.rpb, blocks_to_allocate=g.blocks, preload_count=g.preload)
+    ec = EngineConfig(records_per_block=g.rpb, blocks_to_allocate=g.blocks, preload_count=g.preload,
+                      device_timings=timings)
     ec.add_acquisition(acq, [cycle(procs)] if len(procs) > 1 else procs)
     for p in procs:
         ec.add_processor(p, [fmt])
@@ -69,9 +70,11 @@ def pipeline(g: be.Geometry, devices: list, *, total_volumes: int, endpoint: Any
     return engine, acq, procs
 
 
-def throughput(g: be.Geometry, devices: list, seconds: float, warm: float) -> dict:
+def throughput(g: be.Geometry, devices: list, seconds: float, warm: float, timings: bool = False) -> dict:
+    """Steady-state A-scans/s; with `timings`, the engine's per-stage device times too (one block
+    in four timed, 1-3.5% of the throughput: a separate run)."""
     ep = StackDeviceTensorEndpointInt8()
-    engine, acq, procs = pipeline(g, devices, total_volumes=0, endpoint=ep)
+    engine, acq, procs = pipeline(g, devices, total_volumes=0, endpoint=ep, timings=timings)
     stamps: list = []
     ep.volume_callback = lambda sample, *a: stamps.append((time.perf_counter_ns(), sample))
     try:
@@ -81,6 +84,8 @@ def throughput(g: be.Geometry, devices: list, seconds: float, warm: float) -> di
         engine.wait_for(warm + seconds)
         engine.stop()
         status = engine.status()
+        stages = {k: {"count": v.count, "mean_ms": v.mean, "p50_ms": v.p50, "p99_ms": v.p99, "max_ms": v.max}
+                  for k, v in engine.timings.items()} if timings else None
     finally:
         engine.close()
         ep.close()
@@ -92,8 +97,11 @@ def throughput(g: be.Geometry, devices: list, seconds: float, warm: float) -> di
     steady = [s for s in stamps if s[0] - t0 >= warm * 1e9] or stamps[len(stamps) // 2:]
     (ta, sa), (tb, sb) = steady[0], steady[-1]
     rate = (sb - sa) / ((tb - ta) / 1e9)
-    return {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "volumes": len(stamps),
-            "blocks_dropped": status.blocks_dropped}
+    out = {"ascans_per_s": rate, "gbs": rate * g.samples * 2 / 1e9, "volumes": len(stamps),
+           "blocks_dropped": status.blocks_dropped}
+    if stages is not None:
+        out["timings"] = stages
+    return out
 
 
 def volumes(g: be.Geometry, devices: list, n: int) -> np.ndarray:
@@ -149,6 +157,8 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--sizes", default="1024,2048")
     ap.add_argument("--blocks", default="16", help="blocks to allocate, comma-separated (preload: half)")
     ap.add_argument("--repeats", type=int, default=1, help="runs of one and two GPUs, interleaved")
+    ap.add_argument("--timings", action="store_true",
+                    help="one more run of each with device timings: per-stage upload / process / format times")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats={args.repeats}, expected >= 1")
@@ -175,10 +185,17 @@ def main(argv: Any = None) -> int:
             k = int(np.argsort(ratios)[len(ratios) // 2])  # the run of the median ratio
             one, two = ones[k], twos[k]
             ceil = ceilings(g, 2, 1.0)
+            stage_times = None
+            if args.timings:
+                stage_times = {"one_gpu": throughput(g, devs[:1], args.seconds, 1.0, timings=True)["timings"],
+                               "two_gpus": throughput(g, devs, args.seconds, 1.0, timings=True)["timings"]}
+                for k, v in stage_times.items():
+                    print(f"  {k}: " + ", ".join(f"{st} p50 {t['p50_ms']:.3f} / p99 {t['p99_ms']:.3f} ms"
+                                                 for st, t in v.items() if t["count"]), flush=True)
             rows.append({"samples": s, "blocks": nb, "one_gpu": one, "two_gpus": two, "ratio": ratios[k],
                          "ratios": ratios, "ceilings": ceil, "two_over_ceiling": two["gbs"] / ceil["together_total_gbs"],
                          "one_over_ceiling": one["gbs"] / ceil["alone_gbs"][0], "volumes_equal": same,
-                         "geometry": g.describe()})
+                         "stage_times": stage_times, "geometry": g.describe()})
             print(f"{s} samples, {nb} blocks: one GPU {one['ascans_per_s'] / 1e6:.2f} M A-scans/s, two "
                   f"{two['ascans_per_s'] / 1e6:.2f} ({ratios[k]:.2f}x; runs {', '.join(f'{r:.2f}' for r in ratios)}), "
                   f"volumes equal: {same}", flush=True)
