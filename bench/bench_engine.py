@@ -745,7 +745,7 @@ def markdown(r: dict) -> str:
               f"{g['records_per_block'] / cb['latency_rate_ascans_per_s'] * 1e3:.2f} ms), with the dispatcher's "
               "default adaptive spin (it spins through the gaps while events arrive at most 10 ms apart), a fixed "
               "200 us spin and a spin that covers the gap between blocks (`dispatch_spin=5e-3`); the last row "
-              "paces blocks 50 ms apart, where the adaptive dispatcher parks. *Dispatcher CPU*: its thread's CPU "
+              "paces blocks 50 ms apart, beyond what the adaptive dispatcher spins through: it parks through each gap and wakes to spin shortly before the next block is due. *Dispatcher CPU*: its thread's CPU "
               "time over the run's second half, as a fraction of one core.", "",
               f"Per-event cost: **{cb['cost_us_per_event']:.3f} us** (target < {TARGET_EVENT_US} us: "
               f"{_mark(cb['cost_us_per_event'] < TARGET_EVENT_US)}).", "",

@@ -63,8 +63,8 @@ func TestPercentile(t *testing.T) {
 func TestAdaptiveSpin(t *testing.T) {
 	ms := time.Millisecond
 	t0 := time.Unix(1000, 0)
-	faster := []time.Duration{0, 8 * ms, 16 * ms} // then every millisecond for longer than gapMemory
-	for a := 17; a <= 117; a++ {
+	faster := []time.Duration{0, 8 * ms, 16 * ms} // then every millisecond for longer than two windows
+	for a := 17; a <= 217; a++ {
 		faster = append(faster, time.Duration(a)*ms)
 	}
 	tests := []struct {
@@ -80,7 +80,7 @@ func TestAdaptiveSpin(t *testing.T) {
 		{"a block's burst does not hide the gap between blocks",
 			[]time.Duration{0, 2500 * time.Microsecond, 2510 * time.Microsecond, 2520 * time.Microsecond},
 			2520*time.Microsecond + ms/10, 4900 * time.Microsecond},
-		{"a faster rate is followed after the memory", faster, 117*ms + ms/10, 1900 * time.Microsecond},
+		{"a faster rate is followed after two windows", faster, 217*ms + ms/10, 1900 * time.Microsecond},
 		{"late beyond twice the gap: the default", []time.Duration{0, 2 * ms, 4 * ms}, 9 * ms, defaultSpin},
 		{"gaps above the bound: park after the default", []time.Duration{0, 20 * ms}, 20*ms + ms/10, defaultSpin},
 		{"stream stopped long ago", []time.Duration{0, 2 * ms, 4 * ms}, 40 * ms, defaultSpin},
@@ -327,4 +327,90 @@ func TestBurstRoomAndDrops(t *testing.T) {
 		require.Zero(t, q.queued.Load())
 		require.Zero(t, q.next(make([]Event, 1), 0))
 	})
+}
+
+// TestPredict: for gaps between arrivals longer than maxAdaptiveSpin the
+// adaptive dispatcher parks until predictMargin before the next arrival is
+// due and spins until predictMargin after it.
+func TestPredict(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name       string
+		arrivals   []time.Duration
+		at         time.Duration
+		ok         bool
+		wait, spin time.Duration
+	}{
+		{"no arrival yet", nil, 0, false, 0, 0},
+		{"gaps short enough to spin through", []time.Duration{0, 2500 * time.Microsecond}, 2600 * time.Microsecond, false, 0, 0},
+		{"every 50 ms, just after a block", []time.Duration{0, 50 * ms}, 50*ms + ms/10, true,
+			50*ms - 3125*time.Microsecond - ms/10, 6250 * time.Microsecond},
+		{"every 50 ms, inside the window", []time.Duration{0, 50 * ms}, 98 * ms, true, 0, 103*ms + ms/8 - 98*ms},
+		{"every 50 ms, past the window", []time.Duration{0, 50 * ms}, 104 * ms, false, 0, 0},
+		{"every 12 ms: the margin's floor", []time.Duration{0, 12 * ms}, 12 * ms, true, 11 * ms, 2 * ms},
+		{"every second: the margin's cap", []time.Duration{0, time.Second}, time.Second, true, 995 * ms, 10 * ms},
+		{"gaps beyond maxPredictGap", []time.Duration{0, 3 * time.Second}, 3 * time.Second, false, 0, 0},
+		// A block split in two (the format stage waited for a volume's
+		// callbacks) as a window of gapMemory ends: its short gap must not
+		// replace the gap between blocks.
+		{"a split block at a window's end", []time.Duration{0, 50600 * time.Microsecond, 100200 * time.Microsecond, 150 * ms,
+			151100 * time.Microsecond}, 151200 * time.Microsecond, true,
+			47337500 * time.Nanosecond, 6325 * time.Microsecond}, // gap 50.6 ms, margin 3.1625 ms, 0.1 ms since
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newEventQueue(4, QueueBlock, 0)
+			for _, a := range tc.arrivals {
+				q.arrived(t0.Add(a))
+			}
+			wait, spin, ok := q.predict(t0.Add(tc.at))
+			require.Equal(t, tc.ok, ok)
+			require.Equal(t, tc.wait, wait)
+			require.Equal(t, tc.spin, spin)
+		})
+	}
+}
+
+// TestPredictedWaitDelivers: whether the item comes while the dispatcher
+// is parked before the predicted arrival, during its spin, or the queue
+// closes meanwhile, next hands it over (or EventDone) as without the
+// prediction.
+func TestPredictedWaitDelivers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // from next's call to the post
+		close bool
+	}{
+		{"early: while parked", 5 * time.Millisecond, false},
+		{"on time: while spinning", 29 * time.Millisecond, false},
+		{"late: parked after the spin", 45 * time.Millisecond, false},
+		{"closed while parked", 5 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newEventQueue(4, QueueBlock, 0)
+			now := time.Now()
+			q.arrived(now.Add(-30 * time.Millisecond))
+			q.arrived(now) // a block every 30 ms: the next is due in 30 ms
+			_, _, planned := q.predict(time.Now())
+			require.True(t, planned)
+			go func() {
+				time.Sleep(tc.after)
+				if tc.close {
+					q.close()
+					return
+				}
+				q.post(Event{Kind: EventSegment, Sample: 7}, nil)
+			}()
+			dst := make([]Event, 4)
+			n := q.next(dst, time.Second)
+			require.Equal(t, 1, n)
+			if tc.close {
+				require.Equal(t, EventDone, dst[0].Kind)
+				return
+			}
+			require.Equal(t, EventSegment, dst[0].Kind)
+			require.Equal(t, int64(7), dst[0].Sample)
+		})
+	}
 }
