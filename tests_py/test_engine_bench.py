@@ -281,3 +281,13 @@ def test_probe_first_block_runs_each_case_in_a_fresh_process():
     lines = p.stdout.strip().splitlines()
     assert [ln.split(" prepare")[0].strip() for ln in lines] == ["cold JIT cache", "warm JIT cache", "warm JIT cache"]
     assert all("start to the first block" in ln for ln in lines)
+
+
+def test_probe_cold_turn_times_each_case():
+    # bench/probe_cold_turn.py: 16 handler calls after the thread slept, spun or did neither.
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "probe_cold_turn.py"), "--rounds", "3"],
+                       capture_output=True, text=True, env=_env(), timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    names = [ln.split(" p50")[0].strip() for ln in p.stdout.strip().splitlines()]
+    assert names == ["back to back", "slept 47 ms, spun 3 ms", "slept 47 ms", "slept 2 ms",
+                     "slept 47 ms, 3 ms calling another no-op"]
