@@ -440,14 +440,15 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 		var expired bool
 		now := time.Now()
 		wait, spin, planned := time.Duration(0), q.spinFor, false
-		// A poster this call released (a volume's callbacks ran: the
-		// format stage goes on with the block) posts again within a few
-		// hundred microseconds: spin for it rather than park.
-		tail := defaultSpin - now.Sub(q.lastArrival)
-		if released {
-			tail = max(tail, releasedSpin)
-		}
+		var tail time.Duration
 		if q.adaptive {
+			// A poster this call released (a volume's callbacks ran: the
+			// format stage goes on with the block) posts again within a
+			// few hundred microseconds: spin for it rather than park.
+			tail = defaultSpin - now.Sub(q.lastArrival)
+			if released {
+				tail = max(tail, releasedSpin)
+			}
 			if wait, spin, planned = q.predict(now); !planned {
 				spin = max(q.adaptiveSpin(now), tail)
 			}
@@ -482,12 +483,7 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 		case timeout < 0:
 			ev, ok = <-q.ch
 		default:
-			t := time.NewTimer(timeout)
-			select {
-			case ev, ok = <-q.ch:
-				t.Stop()
-			case <-t.C:
-				q.lastSched = time.Now()
+			if ev, ok, got = q.park(timeout); !got {
 				return 0
 			}
 		}
@@ -572,8 +568,7 @@ func (q *eventQueue) waitPhase(d time.Duration, parked bool, seen uint64, timeou
 	return ev, ok, got, timeout, false
 }
 
-// park waits up to d for an item, parked on the channel (predict's wait
-// before a spin).
+// park waits up to d for an item, parked on the channel.
 func (q *eventQueue) park(d time.Duration) (ev Event, ok, got bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
