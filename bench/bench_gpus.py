@@ -189,8 +189,8 @@ def main(argv: Any = None) -> int:
             if args.timings:
                 stage_times = {"one_gpu": throughput(g, devs[:1], args.seconds, 1.0, timings=True)["timings"],
                                "two_gpus": throughput(g, devs, args.seconds, 1.0, timings=True)["timings"]}
-                for k, v in stage_times.items():
-                    print(f"  {k}: " + ", ".join(f"{st} p50 {t['p50_ms']:.3f} / p99 {t['p99_ms']:.3f} ms"
+                for which, v in stage_times.items():
+                    print(f"  {which}: " + ", ".join(f"{st} p50 {t['p50_ms']:.3f} / p99 {t['p99_ms']:.3f} ms"
                                                  for st, t in v.items() if t["count"]), flush=True)
             rows.append({"samples": s, "blocks": nb, "one_gpu": one, "two_gpus": two, "ratio": ratios[k],
                          "ratios": ratios, "ceilings": ceil, "two_over_ceiling": two["gbs"] / ceil["together_total_gbs"],
