@@ -218,7 +218,7 @@ def build_fastcall(dest: Path, python: str = sys.executable) -> None:
     """
     include, suffix, cc = _target_config(python)
     cmd = [*shlex.split(cc), "-O2", "-shared", "-fPIC", "-std=c11", "-Wall", f"-I{include}",
-           f"-I{ROOT / 'gosrc' / 'cuda'}", str(ROOT / "python" / "vortexgo" / "_fastcall.c"),
+           f"-I{ROOT / 'gosrc' / 'cuda'}", f"-I{ROOT / 'gosrc' / 'engine'}", str(ROOT / "python" / "vortexgo" / "_fastcall.c"),
            "-o", str(dest / f"_fastcall{suffix}")]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:

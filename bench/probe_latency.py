@@ -8,10 +8,13 @@ Variants (``--variants``, comma-separated, each ``DISPATCHER:SPIN``):
   ``time.sleep`` instead of ``engine.wait_for``'s 50 ms polls: no other Python thread ever wants
   the GIL), ``pin`` (the same, the dispatcher thread pinned to the last CPU: no migrations), ``py``
   (the same with every record run by the
-  Python loop, as without the C extension: ``engine._run_events`` None) or ``instr`` (the same
+  Python loop, as without the C extension: ``engine._run_events`` None), ``go`` (the same with a
+  fixed spin waiting in Go instead of on the event ring in C: ``engine._ring_next`` None) or
+  ``instr`` / ``instring`` (the same
   loop as ``new``, instrumented: each segment event's latency split into waiting for a busy
   dispatcher, time in Go (spin or wake-up, cgo return, GIL) and time in Python before its
-  handler; see `analyse`);
+  handler; see `analyse`; ``instring`` waits on the event ring in C as a fixed spin does, and
+  its "in Go" is then the C wait and the GIL);
 - every run counts the cyclic-GC collections on the dispatcher thread (gc.callbacks);
 - SPIN ``adaptive`` (the default), ``200us``, ``5ms``, or ``cost``: the per-event CPU
   cost run (engine unthrottled, no spin: events queue faster than they are handled).
@@ -44,13 +47,14 @@ from vortexgo.engine import _BATCH, _FIELDS, _POLL_MS, _SEGMENT  # noqa: E402
 # --- the dispatcher, instrumented ----------------------------------------------
 
 
-def instrumented_dispatch(rec: dict):
-    """The engine's dispatcher loop, recording per batch when it entered FastNextEvents,
-    when that returned, and the Go timestamps of its segment events (read after the batch
-    ran, so the handlers run as in the plain loop). With the latency recorder's handler
+def instrumented_dispatch(rec: dict, on_ring: bool = False):
+    """The engine's dispatcher loop, recording per batch when it entered FastNextEvents (with
+    `on_ring`: the C wait on the event ring, ring_next, as the engine's dispatcher does with a
+    fixed spin), when that returned, and the Go timestamps of its segment events (read after the
+    batch ran, so the handlers run as in the plain loop). With the latency recorder's handler
     starts (ts + latency, in callback order) this splits each segment event's latency."""
 
-    def _dispatch(self: Any) -> None:
+    def _dispatch(self: Any, ring: Any = None) -> None:
         h = self._h
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
         ptr = buf.ctypes.data
@@ -59,9 +63,21 @@ def instrumented_dispatch(rec: dict):
         mono = time.monotonic_ns
         out = rec["batches"]
         fast, eid = _core.fast_next_events, int(h.ID())  # the engine's call per batch (_dispatch)
+        wait, ring_next = _core.fast_wait_events, _core.ring_next
+        addr, spin = (int(ring.Addr()), self._ring_spin_ns) if on_ring and ring is not None else (0, 0)
         while True:
             t_call = mono()
-            n = fast(eid, ptr, _BATCH, _POLL_MS)
+            if addr:
+                n = ring_next(addr, records, spin)
+                if n == -2:
+                    ring.Ack()
+                    continue
+                if n == 0:
+                    n = wait(eid, ptr, _BATCH, _POLL_MS)
+                elif n < 0:
+                    n = fast(eid, ptr, _BATCH, _POLL_MS)
+            else:
+                n = fast(eid, ptr, _BATCH, _POLL_MS)
             t_ret = mono()
             if n and self._run_batch(records, n):
                 return
@@ -90,17 +106,20 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
         else:
             rec["gc"].append((gc_start.get("t", 0), time.monotonic_ns(), info["generation"]))
 
-    c_loop = ve._run_events
+    c_loop, c_wait = ve._run_events, ve._ring_next
     if disp == "py":
         ve._run_events = None
-    ve.Engine._dispatch = instrumented_dispatch(rec) if disp == "instr" else DISPATCHERS.get(disp, DISPATCHERS["new"])
+    if disp == "go":  # a fixed spin waits in Go, not on the event ring in C
+        ve._ring_next = None
+    ve.Engine._dispatch = (instrumented_dispatch(rec, disp == "instring") if disp in ("instr", "instring")
+                           else DISPATCHERS.get(disp, DISPATCHERS["new"]))
     inner = ve.Engine._dispatch
 
-    def wrapped(self: Any) -> None:
+    def wrapped(self: Any, ring: Any = None) -> None:
         dispatcher_thread.append(threading.current_thread())
         if disp == "pin":
             os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})  # this thread only
-        inner(self)
+        inner(self, ring)
 
     ve.Engine._dispatch = wrapped
     gc.callbacks.append(on_gc)
@@ -142,7 +161,7 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
     finally:
         gc.callbacks.remove(on_gc)
         ve.Engine._dispatch = DISPATCHERS["new"]
-        ve._run_events = c_loop
+        ve._run_events, ve._ring_next = c_loop, c_wait
         engine.close()
         ep.close()
         proc.close()
@@ -230,7 +249,7 @@ def main() -> None:
             print(f"[{r}] {v:14s} {summary(lat)}, dispatcher GC collections {gcs}")
             for t0, t1, gen in rec["gc"]:
                 print(f"    GC gen{gen} {(t1 - t0) / 1e3:.1f} us")
-            if disp == "instr":
+            if disp in ("instr", "instring"):
                 analyse(rec, rec["lat"])
     print("median over repeats (p99 us, or cost us/event):",
           {k: round(float(np.median(v)), 2) for k, v in res.items()})

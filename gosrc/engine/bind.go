@@ -57,6 +57,16 @@ func (e *Engine) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
 // returns the count; after the run ends and the queue drains, one
 // EventDone, then 0. Entering it acknowledges the previous batch.
 func (e *Engine) NextRecordsAt(ptr, n, timeoutMs int) (int, error) {
+	return e.recordsAt(ptr, n, timeoutMs, true)
+}
+
+// WaitRecordsAt is NextRecordsAt without the spin before parking
+// (WaitRecords): the C consumer's call once its own spin ran out.
+func (e *Engine) WaitRecordsAt(ptr, n, timeoutMs int) (int, error) {
+	return e.recordsAt(ptr, n, timeoutMs, false)
+}
+
+func (e *Engine) recordsAt(ptr, n, timeoutMs int, spin bool) (int, error) {
 	if n <= 0 {
 		return 0, backend.Invalidf("max=%d, expected > 0", n)
 	}
@@ -64,5 +74,5 @@ func (e *Engine) NextRecordsAt(ptr, n, timeoutMs int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return e.NextRecords(dst, time.Duration(max(timeoutMs, -1))*time.Millisecond), nil
+	return e.nextRecords(dst, time.Duration(max(timeoutMs, -1))*time.Millisecond, spin), nil
 }

@@ -51,6 +51,8 @@ type Config struct {
 	// parked dispatcher costs tens of microseconds (measured p50 50 us on an
 	// H200 host); spinning through the gap between blocks buys lower
 	// callback latency with up to one core of CPU while events stream.
+	// With a positive spin the Python dispatcher spins in C on the queue's
+	// ring (EventRing), not in Go.
 	DispatchSpin time.Duration
 	// DeviceTimings times one block of the pool in four on a CUDA device
 	// with timestamped events (Engine.Timings' upload, process and format

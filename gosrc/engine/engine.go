@@ -180,8 +180,7 @@ type Engine struct {
 	claimMu sync.Mutex
 	claims  []*Claim
 
-	recMu      sync.Mutex // NextRecords' scratch
-	recScratch []Event
+	recMu sync.Mutex // NextRecords: one Go consumer at a time
 
 	acquired, processed, formatted, dropped, volumes, callbackErrs, dispatched atomic.Int64
 	timings                                                                    timings
@@ -630,10 +629,7 @@ func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, u
 	}
 	// Backpressure holds after a plain stop too (abandon, not stopping):
 	// the blocks a stop still formats keep their callbacks.
-	base, ok := s.events.postBurst(burst, s.abandon)
-	if ok && volume >= 0 {
-		volumeSeq = base + uint64(volume) + 1
-	}
+	volumeSeq, _ = s.events.postBurst(burst, volume, s.abandon)
 	return volumeSeq
 }
 
@@ -856,21 +852,26 @@ func (e *Engine) NextEvents(max int, timeout time.Duration) []Event {
 }
 
 // NextRecords is NextEvents as flat records: up to len(dst)/EventFields
-// events, EventFields int64 each (Event.Record), into dst. Safe for one
-// consumer at a time; the scratch events are reused, so it allocates only
-// when a larger batch is asked for.
+// events, EventFields int64 each (Event.Record), into dst, copied from the
+// queue's ring: it allocates nothing. Safe for one consumer at a time.
 func (e *Engine) NextRecords(dst []int64, timeout time.Duration) int {
+	return e.nextRecords(dst, timeout, true)
+}
+
+// WaitRecords is NextRecords without the spin before parking: for the C
+// consumer (EventRing), which spun on the ring already.
+func (e *Engine) WaitRecords(dst []int64, timeout time.Duration) int {
+	return e.nextRecords(dst, timeout, false)
+}
+
+func (e *Engine) nextRecords(dst []int64, timeout time.Duration, spin bool) int {
+	s := e.sess()
+	if s == nil {
+		return 0
+	}
 	e.recMu.Lock()
 	defer e.recMu.Unlock()
-	max := len(dst) / EventFields
-	if cap(e.recScratch) < max {
-		e.recScratch = make([]Event, max)
-	}
-	n := e.NextEventsInto(e.recScratch[:max], timeout)
-	for i := range e.recScratch[:n] {
-		e.recScratch[i].Record(dst[i*EventFields:])
-	}
-	return n
+	return s.events.nextRecords(dst, timeout, spin)
 }
 
 // NextEventsInto is NextEvents into a caller's buffer, without allocating.

@@ -107,24 +107,19 @@ type Event struct {
 	// JobTiming: create, service, scan, acquire, process, format,
 	// recycle; see the mark* constants).
 	Times [blockMarks]int64
-
-	// burst, on a queue item only, carries a block's events (postBurst);
-	// the consumer hands out its events, never the item itself.
-	burst *eventBurst
 }
 
-// eventBurst is a block's events for one endpoint, queued as one item:
-// one channel send for the poster and one receive for the consumer
-// instead of one each per event, and a spinning consumer never takes
-// half a burst (docs/design.md, "Dispatch latency"). Bursts are recycled
-// through their queue's free list: the consumer returns each once it has
-// copied its events out, so a streaming engine allocates none per block.
+// eventBurst is a block's events for one endpoint, posted together
+// (postBurst): one lock and one publication for the block, so a spinning
+// consumer takes the block's events in one batch instead of half of them
+// (docs/design.md, "Dispatch latency"). Bursts are recycled through their
+// queue's free list, so a streaming engine allocates none per block.
 type eventBurst struct {
 	evs []Event
 }
 
 // freeBursts is how many spare bursts a queue keeps: more than are in
-// flight at once in practice (one per endpoint and block queued).
+// flight at once in practice (one per endpoint being formatted).
 const freeBursts = 64
 
 // newBurst returns an empty burst, for postBurst.
@@ -148,32 +143,32 @@ func (q *eventQueue) release(b *eventBurst) {
 	}
 }
 
-// eventQueue is a bounded queue between the format stage and Python. A
-// buffered channel gives a lock-free-looking, allocation-free post and a
-// receive with timeout; closing it tells the consumer the engine is done.
+// eventQueue is a bounded queue of event records between the engine's
+// stages (any number of producers) and one consumer, the Python
+// dispatcher, in an eventRing. Producers write under mu and publish by
+// storing head; the consumer takes records by storing tail, in Go (next,
+// nextRecords) or in C (EventRing): it spins on head while events are
+// expected and parks on wake otherwise.
 type eventQueue struct {
-	ch     chan Event
-	size   int // the room for ordinary events; lifecycle events use the reserve above it
+	r      *eventRing
+	mu     sync.Mutex // producers: head, the records, msgs
+	size   int        // the room for ordinary events; lifecycle events use the reserve above it
 	policy QueuePolicy
-	seq    atomic.Uint64 // last Seq assigned (errors post from any stage)
-	// queued counts the events in ch, a burst's all of them (an item
-	// counts once in len(ch)): the room is in events.
-	queued atomic.Int64
-	// rest is the part of a burst the consumer's last batch had no room
-	// for, handed out first by the next call; restOf is that burst, back
-	// to the pool once rest is empty (consumer side: no lock).
-	rest   []Event
-	restOf *eventBurst
-	free   chan *eventBurst // spare bursts (newBurst, release)
+	// msgs holds the Messages of the records that carry one (lifecycle
+	// events: a few per session), by Seq, for Go's consumer: a record
+	// holds numbers only.
+	msgs map[uint64]string
+	wake chan struct{} // a token for a parked consumer (ringParkedW)
+	free chan *eventBurst
 
-	// Acknowledgement: the single consumer (the Python dispatcher) calls
-	// next again only after every handler of the previous batch returned,
-	// so entering next acknowledges that batch.
-	returned uint64 // last Seq handed to the consumer
+	// Acknowledgement: the single consumer calls next again only after
+	// every handler of the previous batch returned, so entering next
+	// acknowledges that batch (ringAckedW). Producers that wait for it
+	// sleep on ackWake, closed and replaced when the consumer finds
+	// waiters.
 	ackMu    sync.Mutex
-	acked    uint64
 	waiters  int
-	ackWake  chan struct{} // closed and replaced on ack when waiters > 0
+	ackWake  chan struct{}
 	spinFor  time.Duration // see Config.DispatchSpin
 	adaptive bool          // Config.DispatchSpin 0: spin through the gaps between arrivals (adaptiveSpin)
 	// Consumer-side arrival tracking for the adaptive spin (next's caller
@@ -187,21 +182,22 @@ type eventQueue struct {
 	// scheduler (a park or a yield in spin): see yieldAfter.
 	lastSched time.Time
 	noYield   bool // BenchmarkNextLatency: the spin without its yields, for comparison
-	// signal counts the posts a spinning consumer should look for. The
-	// consumer spins on it, on a cache line of its own, instead of polling
-	// the channel: a consumer polling the channel contends with every send
-	// for the channel's lock and lines (BenchmarkNextLatency's post-ns:
-	// 0.76-1.1 us per post on the H100 host, against 0.18 to a parked one),
-	// which made a block's burst of events take 10-15 us to post. A burst
-	// (postBurst) signals once.
-	_        [64]byte
-	signal   atomic.Uint64
-	_        [56]byte
-	dropped  atomic.Int64
-	doneSent atomic.Bool
+	dropped   atomic.Int64
+	doneSent  atomic.Bool
+	scratch   []int64 // next's records (consumer side)
 }
 
-func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue {
+// burstRoom is the ring's room beyond size and the reserve for the one
+// burst that may start in the last free slot of the ordinary room: an
+// item is accepted while the ordinary room is not used up, as single
+// events always were. A burst longer than burstRoom is posted in parts.
+const burstRoom = 256
+
+func newEventQueue(size int, policy QueuePolicy, spin time.Duration) (*eventQueue, error) {
+	r, err := newEventRing(size + lifecycleReserve + burstRoom)
+	if err != nil {
+		return nil, err
+	}
 	adaptive := spin == 0
 	switch {
 	case spin == 0:
@@ -209,56 +205,59 @@ func newEventQueue(size int, policy QueuePolicy, spin time.Duration) *eventQueue
 	case spin < 0:
 		spin = 0
 	}
-	return &eventQueue{ch: make(chan Event, size+lifecycleReserve), size: size, policy: policy, spinFor: spin,
-		adaptive: adaptive, ackWake: make(chan struct{}), free: make(chan *eventBurst, freeBursts)}
+	q := &eventQueue{r: r, size: size, policy: policy, spinFor: spin, adaptive: adaptive,
+		msgs: map[uint64]string{}, wake: make(chan struct{}, 1), ackWake: make(chan struct{}),
+		free: make(chan *eventBurst, freeBursts)}
+	// The mapping goes once nothing reaches the queue: not the session,
+	// not a consumer's EventRing (a C consumer holds one while it reads).
+	runtime.AddCleanup(q, (*eventRing).unmap, r)
+	return q, nil
 }
 
-// markReturned notes the largest Seq handed to the consumer: posts from
-// several stages may reach the channel out of Seq order.
-func (q *eventQueue) markReturned(evs []Event) {
+// used is how many records are queued (published, not yet taken).
+func (q *eventQueue) used() uint64 { return q.r.head().Load() - q.r.tail().Load() }
+
+// full reports whether the ordinary room is used up.
+func (q *eventQueue) full() bool { return q.used() >= uint64(q.size) }
+
+// write queues evs if there is room, without waiting: ordinary items
+// while the ordinary room is not used up (they may overshoot it by up to
+// burstRoom - 1), reserved ones while the ring has room. It numbers the
+// events (Seq = position + 1), publishes them in one store of head and
+// wakes a parked consumer; base is the position before the first.
+func (q *eventQueue) write(evs []Event, reserved bool) (base uint64, ok bool) {
+	n := uint64(len(evs))
+	q.mu.Lock()
+	h := q.r.head().Load()
+	used := h - q.r.tail().Load()
+	if used+n > q.r.slots || (!reserved && used >= uint64(q.size)) {
+		q.mu.Unlock()
+		return 0, false
+	}
 	for i := range evs {
-		q.returned = max(q.returned, evs[i].Seq)
-	}
-}
-
-// ack records that every event up to seq has been handled; released is
-// true when that woke a poster waiting for it (waitAcked), whose events
-// are then about to follow.
-func (q *eventQueue) ack(seq uint64) (released bool) {
-	q.ackMu.Lock()
-	if seq > q.acked {
-		q.acked = seq
-		if q.waiters > 0 {
-			close(q.ackWake)
-			q.ackWake = make(chan struct{})
-			released = true
+		ev := &evs[i]
+		ev.Seq = h + uint64(i) + 1
+		ev.Record(q.r.record(h + uint64(i)))
+		if ev.Message != "" {
+			q.msgs[ev.Seq] = ev.Message
 		}
 	}
-	q.ackMu.Unlock()
-	return released
+	q.r.head().Store(h + n) // publishes the records (sequentially consistent)
+	q.mu.Unlock()
+	q.wakeConsumer()
+	return h, true
 }
 
-// waitAcked blocks until the consumer has handled event seq; false if
-// stopping closed first.
-func (q *eventQueue) waitAcked(seq uint64, stopping <-chan struct{}) bool {
-	q.ackMu.Lock()
-	for q.acked < seq {
-		w := q.ackWake
-		q.waiters++
-		q.ackMu.Unlock()
+// wakeConsumer hands a parked consumer a token. The consumer stores
+// parked before it checks head, and write stores head before it loads
+// parked: one of the two sees the other's store.
+func (q *eventQueue) wakeConsumer() {
+	if q.r.parked().Load() != 0 {
 		select {
-		case <-w:
-		case <-stopping:
-			q.ackMu.Lock()
-			q.waiters--
-			q.ackMu.Unlock()
-			return false
+		case q.wake <- struct{}{}:
+		default: // a token is waiting already
 		}
-		q.ackMu.Lock()
-		q.waiters--
 	}
-	q.ackMu.Unlock()
-	return true
 }
 
 // lifecycleReserve is the room kept in the queue for lifecycle events
@@ -268,117 +267,77 @@ func (q *eventQueue) waitAcked(seq uint64, stopping <-chan struct{}) bool {
 // and recycle stages) take at most one slot each.
 const lifecycleReserve = 16
 
-// full reports whether the ordinary room is used up. Posters racing past
-// it overshoot into the reserve by at most one event each.
-func (q *eventQueue) full() bool { return q.queued.Load() >= int64(q.size) }
-
 // postReserved queues a lifecycle event without waiting: they are few per
 // session and the queue keeps room for them, so they are never dropped
 // (a full reserve, which the bound above rules out, counts a drop).
 func (q *eventQueue) postReserved(ev Event) {
-	ev.Seq = q.seq.Add(1)
-	q.queued.Add(1)
-	select {
-	case q.ch <- ev:
-	default:
-		q.queued.Add(-1)
+	if _, ok := q.write([]Event{ev}, true); !ok {
 		q.dropped.Add(1)
 	}
-	q.flush()
 }
 
-// post queues ev. Under QueueBlock it waits for room (backpressure) unless
-// stopping is closed: once a stop is requested, delivery becomes
-// best-effort so that a dispatcher that stopped draining cannot hang Stop.
+// post queues ev and returns its Seq (0: dropped). Under QueueBlock it
+// waits for room (backpressure) unless stopping is closed: once a stop is
+// requested, delivery becomes best-effort so that a dispatcher that
+// stopped draining cannot hang Stop.
 func (q *eventQueue) post(ev Event, stopping <-chan struct{}) uint64 {
-	defer q.flush()
-	// A dropped event leaves a gap in Seq: acknowledgement compares with
-	// the largest Seq handed out, so gaps are harmless.
-	ev.Seq = q.seq.Add(1)
-	if q.enqueue(ev, stopping) {
-		return ev.Seq
+	evs := []Event{ev}
+	if q.enqueue(evs, stopping) {
+		return evs[0].Seq
 	}
 	return 0
 }
 
-// enqueue queues the item ev (an event or a burst) by the queue's policy:
-// at once if there is room, else dropped under QueueDrop, else once the
-// consumer makes room, unless stopping closes first. A dropped item
-// counts all its events as dropped.
-func (q *eventQueue) enqueue(ev Event, stopping <-chan struct{}) bool {
-	if q.send(ev) {
+// enqueue queues evs by the queue's policy: at once if there is room,
+// else dropped under QueueDrop, else once the consumer makes room, unless
+// stopping closes first. Dropped events are counted.
+func (q *eventQueue) enqueue(evs []Event, stopping <-chan struct{}) bool {
+	if _, ok := q.write(evs, false); ok {
 		return true
 	}
 	if q.policy == QueueDrop {
-		q.dropped.Add(ev.items())
+		q.dropped.Add(int64(len(evs)))
 		return false
 	}
-	return q.postWhenRoom(ev, stopping) != 0
+	return q.writeWhenRoom(evs, stopping)
 }
 
-// flush wakes a spinning consumer to the events posted so far.
-func (q *eventQueue) flush() { q.signal.Add(1) }
-
-// items is how many events a queue item carries.
-func (ev *Event) items() int64 {
-	if ev.burst != nil {
-		return int64(len(ev.burst.evs))
-	}
-	return 1
-}
-
-// send queues the item ev if there is room, without waiting.
-func (q *eventQueue) send(ev Event) bool {
-	if q.full() {
-		return false
-	}
-	n := ev.items()
-	q.queued.Add(n)
-	select {
-	case q.ch <- ev:
-		return true
-	default:
-		q.queued.Add(-n)
-		return false
-	}
-}
-
-// postBurst queues b's events as one item and wakes a spinning consumer,
-// as posting each with post would, in one channel send and one signal. The
-// events get consecutive Seqs, base+1 .. base+len; ok is false
-// when they were dropped (QueueDrop with the queue full, or stopping
-// closed while waiting for room). b belongs to the queue from the call
-// on, whatever the outcome.
-func (q *eventQueue) postBurst(b *eventBurst, stopping <-chan struct{}) (base uint64, ok bool) {
-	n := len(b.evs)
-	if n == 0 {
-		q.release(b)
+// postBurst queues b's events together, as posting each with post would,
+// under one lock and one publication, and returns the Seq of b.evs[at]
+// (0 when at is out of range or that event was dropped); ok is false when
+// any event was dropped (QueueDrop with the queue full, or stopping
+// closed while waiting for room). A burst longer than burstRoom goes in
+// parts of burstRoom (another producer's events may come between them):
+// under QueueDrop a later part may be dropped after an earlier one was
+// queued. b belongs to the queue from the call on, whatever the outcome.
+func (q *eventQueue) postBurst(b *eventBurst, at int, stopping <-chan struct{}) (seq uint64, ok bool) {
+	defer q.release(b)
+	if len(b.evs) == 0 {
 		return 0, false
 	}
-	defer q.flush()
-	base = q.seq.Add(uint64(n)) - uint64(n)
-	for i := range b.evs {
-		b.evs[i].Seq = base + uint64(i) + 1
+	for i := 0; i < len(b.evs); i += burstRoom {
+		part := b.evs[i:min(i+burstRoom, len(b.evs))]
+		if !q.enqueue(part, stopping) {
+			q.dropped.Add(int64(len(b.evs) - i - len(part))) // the parts not tried
+			return 0, false
+		}
+		if at >= i && at < i+len(part) {
+			seq = part[at-i].Seq
+		}
 	}
-	if q.enqueue(Event{burst: b, Seq: base + uint64(n)}, stopping) {
-		return base, true
-	}
-	q.release(b)
-	return 0, false
+	return seq, true
 }
 
-// postWhenRoom waits until the ordinary room has a slot (the consumer
-// drains), unless stopping closes first (the item's events then count as
-// dropped). The channel's own send cannot
-// express "leave the reserve free", so it polls the length, backing off
-// from spinning to sleeping: a full queue means the consumer is far
-// behind, and this poster is the backpressure on the engine.
-func (q *eventQueue) postWhenRoom(ev Event, stopping <-chan struct{}) uint64 {
-	q.flush() // a spinning consumer looks now, making room
+// writeWhenRoom waits until the ordinary room has a slot (the consumer
+// drains), unless stopping closes first (the events then count as
+// dropped), polling with a back-off from microseconds to a millisecond: a
+// full queue means the consumer is far behind, and this poster is the
+// backpressure on the engine.
+func (q *eventQueue) writeWhenRoom(evs []Event, stopping <-chan struct{}) bool {
 	var t *time.Timer
 	for wait := time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
-		if q.send(ev) {
-			return ev.Seq
+		if _, ok := q.write(evs, false); ok {
+			return true
 		}
 		if t == nil {
 			t = time.NewTimer(wait)
@@ -388,8 +347,8 @@ func (q *eventQueue) postWhenRoom(ev Event, stopping <-chan struct{}) uint64 {
 		}
 		select {
 		case <-stopping:
-			q.dropped.Add(ev.items())
-			return 0
+			q.dropped.Add(int64(len(evs)))
+			return false
 		case <-t.C:
 		}
 	}
@@ -399,47 +358,182 @@ func (q *eventQueue) postWhenRoom(ev Event, stopping <-chan struct{}) uint64 {
 // stopping closes: for an event the engine then waits on (its 0 return
 // means it was not queued).
 func (q *eventQueue) postWait(ev Event, stopping <-chan struct{}) uint64 {
-	ev.Seq = q.seq.Add(1)
-	seq := q.postWhenRoom(ev, stopping)
-	q.flush()
-	return seq
+	evs := []Event{ev}
+	if q.writeWhenRoom(evs, stopping) {
+		return evs[0].Seq
+	}
+	return 0
 }
 
 // close ends the queue; call after the last post.
 func (q *eventQueue) close() {
-	close(q.ch)
-	q.flush()
+	q.mu.Lock()
+	q.r.closed().Store(1)
+	q.mu.Unlock()
+	q.wakeConsumer()
+}
+
+// ack is the consumer's acknowledgement on entering next: every record
+// taken so far has been handled. When that moved the acknowledgement it
+// wakes the producers waiting for one (waitAcked); released is true when
+// it did, their events then about to follow. An acknowledgement that did
+// not move cannot have satisfied a waiter: waking it would only make it
+// check and sleep again, once per consumer call.
+func (q *eventQueue) ack() (released bool) {
+	tail := q.r.tail().Load()
+	if q.r.acked().Swap(tail) == tail || q.r.waiters().Load() == 0 {
+		return false
+	}
+	return q.wakeAcked()
+}
+
+// wakeAcked wakes the producers waiting in waitAcked to check acked again.
+func (q *eventQueue) wakeAcked() bool {
+	q.ackMu.Lock()
+	defer q.ackMu.Unlock()
+	if q.waiters == 0 {
+		return false
+	}
+	close(q.ackWake)
+	q.ackWake = make(chan struct{})
+	return true
+}
+
+// waitAcked blocks until the consumer has handled event seq; false if
+// stopping closed first. The waiter count is published before acked is
+// read again, and the consumer stores acked before it reads the count, so
+// one of them sees the other (the C consumer then asks Go to wake it:
+// EventRing.Ack).
+func (q *eventQueue) waitAcked(seq uint64, stopping <-chan struct{}) bool {
+	q.ackMu.Lock()
+	defer q.ackMu.Unlock()
+	for q.r.acked().Load() < seq {
+		w := q.ackWake
+		q.waiters++
+		q.r.waiters().Store(uint64(q.waiters))
+		if q.r.acked().Load() >= seq {
+			q.waiters--
+			q.r.waiters().Store(uint64(q.waiters))
+			break
+		}
+		q.ackMu.Unlock()
+		var stopped bool
+		select {
+		case <-w:
+		case <-stopping:
+			stopped = true
+		}
+		q.ackMu.Lock()
+		q.waiters--
+		q.r.waiters().Store(uint64(q.waiters))
+		if stopped {
+			return false
+		}
+	}
+	return true
 }
 
 // next fills dst with up to len(dst) events, waiting up to timeout for the
 // first (timeout < 0 waits forever, 0 only polls). After the queue closes
 // and drains it returns one EventDone, then nothing.
 func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
-	if len(dst) == 0 {
+	if need := len(dst) * EventFields; cap(q.scratch) < need {
+		q.scratch = make([]int64, need)
+	}
+	recs := q.scratch[:len(dst)*EventFields]
+	tail := q.r.tail().Load()
+	n := q.nextRecords(recs, timeout, true)
+	for i := range n {
+		dst[i] = eventOf(recs[i*EventFields : (i+1)*EventFields])
+		if dst[i].Kind == EventDone {
+			continue
+		}
+		dst[i].Seq = tail + uint64(i) + 1
+		if dst[i].Kind == EventEngine {
+			q.mu.Lock()
+			dst[i].Message = q.msgs[dst[i].Seq]
+			delete(q.msgs, dst[i].Seq)
+			q.mu.Unlock()
+		}
+	}
+	return n
+}
+
+// eventOf is the event of record rec (Event.Record's inverse, without
+// Seq and Message).
+func eventOf(rec []int64) Event {
+	ev := Event{Kind: EventKind(rec[0]), Endpoint: int(rec[1]), Sample: rec[2], ScanIdx: rec[3],
+		VolumeIdx: rec[4], BscanIdx: rec[5], Timestamp: rec[6]}
+	copy(ev.Times[:], rec[7:EventFields])
+	return ev
+}
+
+// nextRecords is next writing records (EventFields int64s each) into dst,
+// up to len(dst)/EventFields of them. spin false skips the spin before
+// parking: the C consumer spun already (EventRing).
+func (q *eventQueue) nextRecords(dst []int64, timeout time.Duration, spin bool) int {
+	max := len(dst) / EventFields
+	if max == 0 {
 		return 0
 	}
-	released := q.ack(q.returned) // the previous batch's handlers have all returned
-	if len(q.rest) > 0 {
-		// The rest of a burst the last batch had no room for: received
-		// already, so there is nothing to wait for.
-		return q.fill(dst, q.takeRest(dst))
+	released := q.ack() // the previous batch's handlers have all returned
+	if q.used() == 0 && !q.isClosed() && timeout != 0 {
+		if !q.await(timeout, released, spin) {
+			return 0
+		}
 	}
-	var (
-		ev Event
-		ok bool
-	)
-	got := false
-	// Read before the poll: a post the poll misses flushes after it.
-	seen := q.signal.Load()
-	select {
-	case ev, ok = <-q.ch:
-		got = true
-	default:
+	if q.used() > 0 {
+		q.arrived(time.Now())
+		n := q.take(dst, max)
+		if n < max && q.isClosed() && q.used() == 0 { // the last records, then EventDone
+			n += q.done(dst[n*EventFields:])
+		}
+		return n
 	}
-	if !got && timeout != 0 && q.spinFor > 0 {
-		var expired bool
-		now := time.Now()
-		wait, spin, planned := time.Duration(0), q.spinFor, false
+	if q.isClosed() && q.used() == 0 {
+		return q.done(dst)
+	}
+	return 0
+}
+
+// isClosed reports whether the producers are done. Read before head: a
+// record published before the close is then seen by the used() that
+// follows.
+func (q *eventQueue) isClosed() bool { return q.r.closed().Load() != 0 }
+
+// take copies up to max records from the ring into dst and frees their
+// slots.
+func (q *eventQueue) take(dst []int64, max int) int {
+	t := q.r.tail().Load()
+	n := int(min(q.r.head().Load()-t, uint64(max)))
+	for i := range n {
+		copy(dst[i*EventFields:(i+1)*EventFields], q.r.record(t+uint64(i)))
+	}
+	q.r.tail().Store(t + uint64(n))
+	return n
+}
+
+// await waits up to timeout (< 0: forever) until a record is queued or
+// the queue has closed, by the spin policy: the adaptive spin or
+// prediction, or the fixed spin (when spin is set), then parked. It
+// reports whether one of the two happened.
+func (q *eventQueue) await(timeout time.Duration, released, spin bool) bool {
+	now := time.Now()
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = now.Add(timeout)
+	}
+	// left is what is left of the timeout after a phase of d (d itself
+	// without a timeout), and whether that ran it out.
+	phase := func(d time.Duration) (time.Duration, bool) {
+		if deadline.IsZero() {
+			return d, false
+		}
+		left := time.Until(deadline)
+		return min(d, left), left <= 0
+	}
+	if spin && q.spinFor > 0 {
+		wait, s, planned := time.Duration(0), q.spinFor, false
 		var tail time.Duration
 		if q.adaptive {
 			// A poster this call released (a volume's callbacks ran: the
@@ -449,136 +543,104 @@ func (q *eventQueue) next(dst []Event, timeout time.Duration) int {
 			if released {
 				tail = max(tail, releasedSpin)
 			}
-			if wait, spin, planned = q.predict(now); !planned {
-				spin = max(q.adaptiveSpin(now), tail)
+			if wait, s, planned = q.predict(now); !planned {
+				s = max(q.adaptiveSpin(now), tail)
 			}
 		}
 		if planned && wait > 0 {
 			// The tail of the last burst first: a block's items come
 			// microseconds apart, and parking would cost each a wake-up.
 			if tail = min(tail, wait); tail > 0 {
-				ev, ok, got, timeout, expired = q.waitPhase(tail, false, seen, timeout)
+				d, out := phase(tail)
+				if out {
+					return false
+				}
+				if q.spin(d) {
+					return true
+				}
 				wait -= tail
 			}
 			// Then sleep through most of a long, regular gap, parked, to
-			// spin from just before the next arrival is due. seen stays
-			// the value read before the first poll: a post the park
-			// missed has raised the signal past it, so the spin takes
-			// that item at once.
-			if !got && !expired && wait > 0 {
-				ev, ok, got, timeout, expired = q.waitPhase(wait, true, seen, timeout)
+			// spin from just before the next arrival is due.
+			if d, out := phase(wait); out {
+				return false
+			} else if q.park(d) {
+				return true
 			}
 		}
-		if !got && !expired {
-			ev, ok, got, timeout, expired = q.waitPhase(spin, false, seen, timeout)
+		d, out := phase(s)
+		if out {
+			return false
 		}
-		if expired {
-			return 0
+		if q.spin(d) {
+			return true
 		}
 	}
-	if !got {
-		switch {
-		case timeout == 0:
-			return 0
-		case timeout < 0:
-			ev, ok = <-q.ch
-		default:
-			if ev, ok, got = q.park(timeout); !got {
-				return 0
-			}
-		}
+	if deadline.IsZero() {
+		return q.park(-1)
+	}
+	d, out := phase(time.Until(deadline))
+	return !out && q.park(d)
+}
+
+// ready reports whether a record is queued or the queue has closed.
+func (q *eventQueue) ready() bool { return q.isClosed() || q.used() > 0 }
+
+// park waits up to d (< 0: forever) for ready, parked on the wake token.
+func (q *eventQueue) park(d time.Duration) bool {
+	q.r.parked().Store(1)
+	defer func() {
+		q.r.parked().Store(0)
 		q.lastSched = time.Now() // it parked: the scheduler ran it afresh
+	}()
+	var tc <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		tc = t.C
 	}
-	if !ok {
-		return q.done(dst)
-	}
-	q.arrived(time.Now())
-	return q.fill(dst, q.take(dst, ev))
-}
-
-// take writes the events of the item ev into dst, which has room for one
-// at least, and returns how many; a burst's events that do not fit wait in
-// rest for the next call.
-func (q *eventQueue) take(dst []Event, ev Event) int {
-	q.queued.Add(-ev.items())
-	b := ev.burst
-	if b == nil {
-		dst[0] = ev
-		return 1
-	}
-	n := copy(dst, b.evs)
-	if n < len(b.evs) {
-		q.rest, q.restOf = b.evs[n:], b
-	} else {
-		q.release(b)
-	}
-	return n
-}
-
-// takeRest writes the waiting rest of a burst into dst and returns how
-// many; the burst goes back to the pool once all of it is out.
-func (q *eventQueue) takeRest(dst []Event) int {
-	n := copy(dst, q.rest)
-	q.rest = q.rest[n:]
-	if len(q.rest) == 0 {
-		q.release(q.restOf)
-		q.rest, q.restOf = nil, nil
-	}
-	return n
-}
-
-// fill adds the items already queued to dst[:n] while it has room, without
-// waiting, the final EventDone included once the queue has closed and
-// drained, and returns the batch's length.
-func (q *eventQueue) fill(dst []Event, n int) int {
-	for n < len(dst) && len(q.rest) == 0 {
+	for {
+		if q.ready() {
+			return true
+		}
 		select {
-		case ev, ok := <-q.ch:
-			if !ok {
-				q.markReturned(dst[:n])
-				return n + q.done(dst[n:])
-			}
-			n += q.take(dst[n:], ev)
-		default:
-			q.markReturned(dst[:n])
-			return n
+		case <-q.wake: // a token may be stale: check again
+		case <-tc:
+			return q.ready()
 		}
 	}
-	q.markReturned(dst[:n])
-	return n
 }
 
-// waitPhase waits up to d for an item, spinning (seen: the signal before
-// the caller's last poll) or parked, within timeout (< 0: none, > 0: what
-// is left of it): the item if one came, the timeout left, and whether it
-// ran out.
-func (q *eventQueue) waitPhase(d time.Duration, parked bool, seen uint64, timeout time.Duration) (ev Event, ok, got bool, left time.Duration, expired bool) {
-	if timeout > 0 {
-		d = min(d, timeout)
+// spin waits up to d for ready, polling head (its own cache line: the
+// producers write it once per item).
+func (q *eventQueue) spin(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for i := 0; ; i++ {
+		if q.ready() {
+			return true
+		}
+		// Read the clock every 64 polls: a poll is a few ns, a clock read more.
+		if i&63 == 63 {
+			now := time.Now()
+			if now.After(deadline) {
+				return false
+			}
+			if now.Sub(q.lastSched) >= yieldAfter && now.Sub(q.lastArrival) >= yieldQuiet && !q.noYield {
+				runtime.Gosched()
+				q.lastSched = time.Now()
+			}
+		}
 	}
-	if parked {
-		ev, ok, got = q.park(d)
-	} else {
-		ev, ok, got = q.spin(d, seen)
-	}
-	if !got && timeout > 0 {
-		timeout -= d
-		return ev, ok, got, timeout, timeout <= 0
-	}
-	return ev, ok, got, timeout, false
 }
 
-// park waits up to d for an item, parked on the channel.
-func (q *eventQueue) park(d time.Duration) (ev Event, ok, got bool) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case ev, ok = <-q.ch:
-		got = true
-	case <-t.C:
+// done writes the final EventDone record once.
+func (q *eventQueue) done(dst []int64) int {
+	if !q.doneSent.CompareAndSwap(false, true) {
+		return 0
 	}
-	q.lastSched = time.Now() // it parked: the scheduler ran it afresh
-	return ev, ok, got
+	ev := Event{Kind: EventDone, Endpoint: -1}
+	ev.Record(dst)
+	return 1
 }
 
 // defaultSpin bounds how long next polls the queue before parking. The caller
@@ -699,44 +761,3 @@ const (
 	yieldQuiet = 100 * time.Microsecond
 )
 
-// spin waits up to d for a post after seen (the signal's value before the
-// caller's last poll of the channel), reading the signal only, then
-// receives. It polls the channel itself only every pollEvery rounds: a
-// safety net that costs the posters nothing measurable.
-func (q *eventQueue) spin(d time.Duration, seen uint64) (ev Event, ok, got bool) {
-	deadline := time.Now().Add(d)
-	for i := 0; ; i++ {
-		if q.signal.Load() != seen || i%pollEvery == pollEvery-1 {
-			select {
-			case ev, ok = <-q.ch:
-				return ev, ok, true
-			default:
-			}
-			seen = q.signal.Load()
-		}
-		// Read the clock every 64 polls: a poll is ~20 ns, a clock read more.
-		if i&63 == 63 {
-			now := time.Now()
-			if now.After(deadline) {
-				return ev, false, false
-			}
-			if now.Sub(q.lastSched) >= yieldAfter && now.Sub(q.lastArrival) >= yieldQuiet && !q.noYield {
-				runtime.Gosched()
-				q.lastSched = time.Now()
-			}
-		}
-	}
-}
-
-// pollEvery is how often spin polls the channel without a signal: about
-// every 20 us at ~20 ns a round.
-const pollEvery = 1024
-
-// done writes the final EventDone once.
-func (q *eventQueue) done(dst []Event) int {
-	if len(dst) == 0 || !q.doneSent.CompareAndSwap(false, true) {
-		return 0
-	}
-	dst[0] = Event{Kind: EventDone, Endpoint: -1}
-	return 1
-}

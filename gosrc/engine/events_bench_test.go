@@ -45,7 +45,7 @@ func BenchmarkNextLatency(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			burst := tc.burst
-			q := newEventQueue(4096, QueueBlock, tc.spin)
+			q := mustQueue(b, 4096, QueueBlock, tc.spin)
 			q.noYield = tc.noYield
 			t0 := time.Now()
 			lat := make([]time.Duration, 0, b.N*burst)
@@ -85,7 +85,7 @@ func BenchmarkNextLatency(b *testing.B) {
 					for range burst {
 						bu.evs = append(bu.evs, Event{Kind: EventSegment, Timestamp: ts})
 					}
-					q.postBurst(bu, never)
+					q.postBurst(bu, -1, never)
 				}
 				posting += time.Since(t0) - time.Duration(ts)
 			}

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,7 +23,7 @@ func TestEventQueue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newEventQueue(3, tc.policy, 0)
+			q := mustQueue(t, 3, tc.policy, 0)
 			stopping := make(chan struct{})
 			close(stopping) // a stopped engine: posting must not block
 			for i := range tc.posts {
@@ -40,7 +43,7 @@ func TestEventQueue(t *testing.T) {
 }
 
 func TestEventQueueTimeout(t *testing.T) {
-	q := newEventQueue(1, QueueBlock, -1)
+	q := mustQueue(t, 1, QueueBlock, -1)
 	buf := make([]Event, 1)
 	start := time.Now()
 	require.Zero(t, q.next(buf, 20*time.Millisecond))
@@ -89,7 +92,7 @@ func TestAdaptiveSpin(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newEventQueue(4, QueueBlock, 0)
+			q := mustQueue(t, 4, QueueBlock, 0)
 			require.True(t, q.adaptive)
 			for _, a := range tc.arrivals {
 				q.arrived(t0.Add(a))
@@ -97,8 +100,8 @@ func TestAdaptiveSpin(t *testing.T) {
 			require.InDelta(t, float64(tc.want), float64(q.adaptiveSpin(t0.Add(tc.at))), float64(50*time.Microsecond))
 		})
 	}
-	require.False(t, newEventQueue(4, QueueBlock, time.Millisecond).adaptive, "a set spin is fixed")
-	require.Zero(t, newEventQueue(4, QueueBlock, -1).spinFor, "negative never spins")
+	require.False(t, mustQueue(t, 4, QueueBlock, time.Millisecond).adaptive, "a set spin is fixed")
+	require.Zero(t, mustQueue(t, 4, QueueBlock, -1).spinFor, "negative never spins")
 }
 
 func TestSpinYieldsInQuietMoments(t *testing.T) {
@@ -113,7 +116,7 @@ func TestSpinYieldsInQuietMoments(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newEventQueue(4, QueueBlock, 20*time.Millisecond)
+			q := mustQueue(t, 4, QueueBlock, 20*time.Millisecond)
 			start := time.Now()
 			switch {
 			case tc.sinceLast >= 0:
@@ -148,7 +151,7 @@ func TestSpinningConsumerGetsEveryEventInOrder(t *testing.T) {
 	}{{"adaptive", 0}, {"fixed 5 ms", 5 * time.Millisecond}, {"no spin", -1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const bursts, burst = 60, 17
-			q := newEventQueue(64, QueueBlock, tc.spin)
+			q := mustQueue(t, 64, QueueBlock, tc.spin)
 			posted := make(chan struct{})
 			go func() {
 				defer close(posted)
@@ -192,7 +195,7 @@ func TestBurstsKeepOrderAndSeq(t *testing.T) {
 	for _, batch := range []int{1, 3, 17, 256} {
 		for _, spin := range []time.Duration{0, -1} {
 			t.Run(fmt.Sprintf("batch=%d/spin=%v", batch, spin), func(t *testing.T) {
-				q := newEventQueue(64, QueueBlock, spin)
+				q := mustQueue(t, 64, QueueBlock, spin)
 				sizes := []int{1, 5, 17, 40, 0, 2, 17, 64, 1}
 				total := 0
 				go func() {
@@ -206,7 +209,7 @@ func TestBurstsKeepOrderAndSeq(t *testing.T) {
 							b.evs = append(b.evs, Event{Kind: EventSegment, Sample: int64(total)})
 							total++
 						}
-						if _, ok := q.postBurst(b, nil); n > 0 && !ok {
+						if _, ok := q.postBurst(b, -1, nil); n > 0 && !ok {
 							panic(fmt.Sprintf("burst %d was not queued", i))
 						}
 					}
@@ -218,7 +221,6 @@ func TestBurstsKeepOrderAndSeq(t *testing.T) {
 					n := q.next(buf, time.Second)
 					require.LessOrEqual(t, n, batch)
 					for _, ev := range buf[:n] {
-						require.Nil(t, ev.burst, "the consumer sees events, never a burst item")
 						if ev.Kind == EventDone {
 							done = true
 							break
@@ -239,7 +241,7 @@ func TestBurstsKeepOrderAndSeq(t *testing.T) {
 					require.Equal(t, uint64(i+1), ev.Seq, "event %d: consecutive Seqs", i)
 				}
 				require.Zero(t, q.dropped.Load())
-				require.Zero(t, q.queued.Load(), "every queued event was taken")
+				require.Zero(t, q.used(), "every queued event was taken")
 			})
 		}
 	}
@@ -249,8 +251,8 @@ func TestBurstsKeepOrderAndSeq(t *testing.T) {
 // all of them. A burst that finds room goes whole, even past the room
 // (posters overshoot, as single posts do by one); with none, QueueDrop
 // drops all its events, and QueueBlock waits, dropping them only once the
-// engine is stopping. The volume Seq postPlan derives (base + index + 1)
-// is the one the consumer sees.
+// engine is stopping. The Seq postBurst returns for an index is the one
+// the consumer sees; a burst longer than burstRoom goes in parts.
 func TestBurstRoomAndDrops(t *testing.T) {
 	burst := func(q *eventQueue, n int) *eventBurst {
 		b := q.newBurst()
@@ -260,33 +262,36 @@ func TestBurstRoomAndDrops(t *testing.T) {
 		return b
 	}
 	t.Run("overshoot then drop", func(t *testing.T) {
-		q := newEventQueue(4, QueueDrop, -1)
-		base, ok := q.postBurst(burst(q, 10), nil)
+		q := mustQueue(t, 4, QueueDrop, -1)
+		seq, ok := q.postBurst(burst(q, 10), 7, nil)
 		require.True(t, ok)
-		require.Zero(t, base)
-		require.Equal(t, int64(10), q.queued.Load())
+		require.Equal(t, uint64(8), seq, "the Seq of index 7")
+		require.Equal(t, uint64(10), q.used())
 		require.True(t, q.full())
-		_, ok = q.postBurst(burst(q, 3), nil)
+		_, ok = q.postBurst(burst(q, 3), 0, nil)
 		require.False(t, ok)
 		require.Zero(t, q.post(Event{Kind: EventUpdate}, nil), "a single event is dropped too")
 		require.Equal(t, int64(4), q.dropped.Load(), "3 of the burst and the single event")
 		buf := make([]Event, 4)
 		require.Equal(t, 4, q.next(buf, 0))
-		require.Zero(t, q.queued.Load(), "the consumer holds the burst's rest: the room is free")
-		require.Equal(t, 4, q.next(buf, 0), "the rest comes first")
+		require.Equal(t, uint64(6), q.used(), "the rest stays queued")
+		require.Equal(t, 4, q.next(buf, 0), "the rest comes next")
 		require.Equal(t, []int64{4, 5, 6, 7}, []int64{buf[0].Sample, buf[1].Sample, buf[2].Sample, buf[3].Sample})
+		require.Equal(t, []uint64{5, 6, 7, 8}, []uint64{buf[0].Seq, buf[1].Seq, buf[2].Seq, buf[3].Seq})
+		require.Equal(t, 2, q.next(buf, 0))
+		require.True(t, q.full() == false && q.used() == 0)
 	})
 	t.Run("block waits for room", func(t *testing.T) {
-		q := newEventQueue(4, QueueBlock, -1)
-		_, ok := q.postBurst(burst(q, 4), nil)
+		q := mustQueue(t, 4, QueueBlock, -1)
+		_, ok := q.postBurst(burst(q, 4), 0, nil)
 		require.True(t, ok)
 		posted := make(chan uint64)
 		go func() {
-			base, ok := q.postBurst(burst(q, 2), nil)
+			seq, ok := q.postBurst(burst(q, 2), 0, nil)
 			if !ok {
-				base = 0
+				seq = 0
 			}
-			posted <- base
+			posted <- seq
 		}()
 		select {
 		case <-posted:
@@ -294,8 +299,8 @@ func TestBurstRoomAndDrops(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 		// Taking the first burst makes room, and the waiting poster may
-		// queue the second before that same call stops filling its batch:
-		// the events come in one call or two, in order either way.
+		// queue the second before that same call returns: the events come
+		// in one call or two, in order either way.
 		buf := make([]Event, 8)
 		var seqs []uint64
 		n := q.next(buf, 0)
@@ -303,7 +308,7 @@ func TestBurstRoomAndDrops(t *testing.T) {
 		for i := range n {
 			seqs = append(seqs, buf[i].Seq)
 		}
-		require.Equal(t, uint64(4), <-posted, "Seqs 5 and 6 follow the first burst's")
+		require.Equal(t, uint64(5), <-posted, "Seqs 5 and 6 follow the first burst's")
 		if n == 4 {
 			require.Equal(t, 2, q.next(buf, time.Second))
 			seqs = append(seqs, buf[0].Seq, buf[1].Seq)
@@ -311,20 +316,42 @@ func TestBurstRoomAndDrops(t *testing.T) {
 		require.Equal(t, []uint64{1, 2, 3, 4, 5, 6}, seqs)
 	})
 	t.Run("block drops once stopping", func(t *testing.T) {
-		q := newEventQueue(2, QueueBlock, -1)
-		_, ok := q.postBurst(burst(q, 2), nil)
+		q := mustQueue(t, 2, QueueBlock, -1)
+		_, ok := q.postBurst(burst(q, 2), 0, nil)
 		require.True(t, ok)
 		stopping := make(chan struct{})
 		close(stopping)
-		_, ok = q.postBurst(burst(q, 5), stopping)
+		_, ok = q.postBurst(burst(q, 5), 0, stopping)
 		require.False(t, ok)
 		require.Equal(t, int64(5), q.dropped.Load())
 	})
+	t.Run("longer than burstRoom: in parts, in order", func(t *testing.T) {
+		q := mustQueue(t, 4, QueueBlock, -1)
+		const n = 2*burstRoom + 5
+		done := make(chan uint64)
+		go func() {
+			seq, _ := q.postBurst(burst(q, n), n-1, nil)
+			done <- seq
+		}()
+		var got []int64
+		buf := make([]Event, 64)
+		for len(got) < n {
+			k := q.next(buf, time.Second)
+			require.NotZero(t, k, "the parts keep coming while the consumer drains")
+			for _, ev := range buf[:k] {
+				got = append(got, ev.Sample)
+			}
+		}
+		require.Equal(t, uint64(n), <-done, "the last event's Seq")
+		for i, s := range got {
+			require.Equal(t, int64(i), s)
+		}
+	})
 	t.Run("empty burst", func(t *testing.T) {
-		q := newEventQueue(2, QueueBlock, -1)
-		_, ok := q.postBurst(q.newBurst(), nil)
+		q := mustQueue(t, 2, QueueBlock, -1)
+		_, ok := q.postBurst(q.newBurst(), 0, nil)
 		require.False(t, ok)
-		require.Zero(t, q.queued.Load())
+		require.Zero(t, q.used())
 		require.Zero(t, q.next(make([]Event, 1), 0))
 	})
 }
@@ -360,7 +387,7 @@ func TestPredict(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newEventQueue(4, QueueBlock, 0)
+			q := mustQueue(t, 4, QueueBlock, 0)
 			for _, a := range tc.arrivals {
 				q.arrived(t0.Add(a))
 			}
@@ -388,7 +415,7 @@ func TestPredictedWaitDelivers(t *testing.T) {
 		{"closed while parked", 5 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newEventQueue(4, QueueBlock, 0)
+			q := mustQueue(t, 4, QueueBlock, 0)
 			now := time.Now()
 			q.arrived(now.Add(-30 * time.Millisecond))
 			q.arrived(now) // a block every 30 ms: the next is due in 30 ms
@@ -413,4 +440,32 @@ func TestPredictedWaitDelivers(t *testing.T) {
 			require.Equal(t, int64(7), dst[0].Sample)
 		})
 	}
+}
+
+// mustQueue is newEventQueue for a test.
+func mustQueue(t testing.TB, size int, policy QueuePolicy, spin time.Duration) *eventQueue {
+	q, err := newEventQueue(size, policy, spin)
+	require.NoError(t, err)
+	return q
+}
+
+// TestEventRingHeader: the C consumer's layout (eventring.h) is the Go
+// ring's, word for word.
+func TestEventRingHeader(t *testing.T) {
+	text, err := os.ReadFile("eventring.h")
+	require.NoError(t, err)
+	want := map[string]int64{
+		"VG_RING_MAGIC": ringMagicW, "VG_RING_VERSION": ringVersionW, "VG_RING_SLOTS": ringSlotsW,
+		"VG_RING_FIELDS": ringFieldsW, "VG_RING_HEAD": ringHeadW, "VG_RING_TAIL": ringTailW,
+		"VG_RING_ACKED": ringAckedW, "VG_RING_PARKED": ringParkedW, "VG_RING_WAITERS": ringWaitersW,
+		"VG_RING_CLOSED": ringClosedW, "VG_RING_HEADER": ringHeader, "VG_RING_MAGIC_VALUE": ringMagic,
+		"VG_RING_VERSION_VALUE": ringVersion,
+	}
+	got := map[string]int64{}
+	for _, m := range regexp.MustCompile(`(?m)^#define (VG_RING_\w+) (0x[0-9a-fA-F]+|\d+)`).FindAllStringSubmatch(string(text), -1) {
+		v, err := strconv.ParseInt(m[2], 0, 64)
+		require.NoError(t, err)
+		got[m[1]] = v
+	}
+	require.Equal(t, want, got)
 }

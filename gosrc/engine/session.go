@@ -89,17 +89,21 @@ func (e *Engine) sess() *session { return e.cur.Load() }
 // newSession makes the state of a run. The event queue and the stage
 // channels are made here, once per session: Start is not a hot path, and
 // a closed channel cannot be reopened.
-func (e *Engine) newSession() *session {
+func (e *Engine) newSession() (*session, error) {
 	cfg := &e.cfg
+	events, err := newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin)
+	if err != nil {
+		return nil, err
+	}
 	s := &session{
 		stopping: make(chan struct{}), done: make(chan struct{}), abandon: make(chan struct{}),
-		events:    newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin),
+		events:    events,
 		toProc:    make(chan *Block, cfg.preload()),
 		toFmt:     make(chan *Block, cfg.BlocksToAllocate),
 		toRecycle: make(chan *Block, cfg.BlocksToAllocate),
 		jobs:      e.jobEvents.Load(),
 	}
-	return s
+	return s, nil
 }
 
 // Start starts a session: the acquisition, the IOs and the stage
@@ -112,7 +116,10 @@ func (e *Engine) Start() error {
 	if e.state != statePrepared && e.state != stateFinished {
 		return fmt.Errorf("engine.Start: engine is %s, expected prepared or a finished session (call Prepare once, then Start ... Stop any number of times)", e.stateName())
 	}
-	s := e.newSession()
+	s, err := e.newSession()
+	if err != nil {
+		return fmt.Errorf("engine.Start: %w", err)
+	}
 	// A Start that fails releases the claims and leaves the engine as
 	// after a session, so that the next Start claims the stages again: a
 	// stage closed in between is then refused, never used.

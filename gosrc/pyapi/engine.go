@@ -94,3 +94,37 @@ func FastNextEvents(id, ptr, n, timeoutMs int) (int, error) {
 	}
 	return tagged(e.NextRecordsAt(ptr, n, timeoutMs))
 }
+
+// FastWaitEvents is FastNextEvents without the spin before parking
+// (engine.Engine.WaitRecordsAt): the dispatcher's call once its C loop
+// spun on the event ring (EventRing) and found nothing.
+func FastWaitEvents(id, ptr, n, timeoutMs int) (int, error) {
+	e, err := lookup[*engine.Engine]("engine", id)
+	if err != nil {
+		return 0, tag(err)
+	}
+	return tagged(e.WaitRecordsAt(ptr, n, timeoutMs))
+}
+
+// EventRing lends the current session's event queue to the dispatcher's C
+// loop (engine.EventRing; python/vortexgo/_fastcall.c ring_next). The
+// queue's memory stays mapped while this object lives: the dispatcher
+// keeps it for as long as it reads Addr.
+type EventRing struct{ r *engine.EventRing }
+
+// EventRing returns the current session's event ring; a ValueError
+// before the first start().
+func (e *Engine) EventRing() (*EventRing, error) {
+	r := e.e.EventRing()
+	if r == nil {
+		return nil, tag(badArg("engine.EventRing: the engine has no session, expected a call after start()"))
+	}
+	return &EventRing{r: r}, nil
+}
+
+// Addr is the ring's address (gosrc/engine/eventring.h's layout).
+func (r *EventRing) Addr() int { return int(r.r.Addr()) }
+
+// Ack wakes the engine's stages waiting for the dispatcher's
+// acknowledgement, once ring_next stored it and found them waiting.
+func (r *EventRing) Ack() { r.r.Ack() }

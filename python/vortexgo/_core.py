@@ -57,6 +57,7 @@ stream_op = api.StreamOp
 # engine's registry id, the record buffer's address, its size in records
 # and the wait in ms; raises (a ClosedError once the engine is closed).
 fast_next_events = _ext.pyapi_FastNextEvents
+fast_wait_events = _ext.pyapi_FastWaitEvents
 OP_RECORD, OP_WAIT_EVENT, OP_SYNC_STREAM, OP_QUERY_STREAM, OP_SYNC_EVENT, OP_QUERY_EVENT = range(6)
 
 # The C fast path (python/vortexgo/_fastcall.c, gosrc/cuda/fastpath.h): CUDA
@@ -105,6 +106,7 @@ HAVE_C_METHODS = StreamBase is not None
 # None without the extension, with a build older than it, or with a record
 # layout other than the engine's, and the Python loop runs every record.
 run_events = getattr(_c, "run_events", None)
+ring_next = getattr(_c, "ring_next", None)
 EVENT_FIELDS = getattr(_c, "EVENT_FIELDS", 0)
 
 DTYPE_CODES = {name: api.DTypeCode(name) for name in

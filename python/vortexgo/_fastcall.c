@@ -20,6 +20,11 @@
  *   entry's context current and call the driver. The table's address comes
  *   from the Go core once, through init(address).
  *
+ * - ring_next, the dispatcher's wait for the next events with a fixed
+ *   dispatch_spin: it takes records straight from the engine's event ring
+ *   (gosrc/engine/eventring.h), spinning with the GIL released, with no
+ *   call into Go (see ring_next).
+ *
  * - run_events, the engine dispatcher's hot loop (python/vortexgo/engine.py,
  *   Engine._run_batch): it runs consecutive event records whose handler
  *   takes only ints and returns to Python at the first record that needs
@@ -37,6 +42,7 @@
 #include <time.h>
 
 #include "fastpath.h"
+#include "eventring.h"
 
 static const vg_fast_api* api;
 
@@ -394,6 +400,108 @@ static PyObject* raised(void) {
 #endif
 }
 
+/* ring_next(address, records, spin_ns) -> int
+ *
+ * The dispatcher's wait for events with a fixed dispatch_spin
+ * (Engine._dispatch): takes up to len(records) / EV_FIELDS records from the
+ * engine's event ring at `address` (EventRing.Addr(), gosrc/engine/eventring.h)
+ * into `records` (a writable int64 buffer), spinning up to spin_ns for the
+ * first with the GIL released. No call into Go: on the GPU hosts every trip
+ * through Go (the cgo return, the runtime's P) added microseconds to the
+ * callback latency and most of its tail (docs/design.md, "Dispatch latency").
+ * Entering acknowledges the previous batch: its handlers have returned.
+ *
+ * Returns n > 0 records taken; 0 when the spin ran out (the dispatcher then
+ * parks in Go: pyapi.FastWaitEvents); -1 once the ring is closed and drained
+ * (Go's call returns the final EventDone); -2 when engine stages wait for the
+ * acknowledgement just stored, which moved (the dispatcher wakes them with EventRing.Ack,
+ * then calls again). The caller keeps the EventRing object alive while it
+ * passes its address, and is the ring's only consumer: the dispatcher thread,
+ * alternating with Go's calls, never beside them.
+ */
+static PyObject* ring_next(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+	int64_t addr, spin_ns;
+	Py_buffer view;
+	ARGS(3);
+	if (id(args[0], &addr) || id(args[2], &spin_ns)) return NULL;
+	if (addr == 0) {
+		PyErr_SetString(PyExc_ValueError, "ring_next: address 0, expected an EventRing's Addr()");
+		return NULL;
+	}
+	if (spin_ns < 0 || spin_ns > 1000000000) {
+		PyErr_Format(PyExc_ValueError, "ring_next: spin_ns=%lld, expected 0 to 1e9", (long long)spin_ns);
+		return NULL;
+	}
+	int64_t* w = (int64_t*)(intptr_t)addr;
+	if (w[VG_RING_MAGIC] != VG_RING_MAGIC_VALUE || w[VG_RING_VERSION] != VG_RING_VERSION_VALUE ||
+	    w[VG_RING_FIELDS] != EV_FIELDS || w[VG_RING_SLOTS] <= 0) {
+		PyErr_SetString(PyExc_ValueError, "ring_next: not an event ring of this build (magic, version or fields)");
+		return NULL;
+	}
+	if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+	if (view.itemsize != 8 || view.format == NULL || (strcmp(view.format, "q") != 0 && strcmp(view.format, "l") != 0 &&
+	                                                  strcmp(view.format, "<q") != 0 && strcmp(view.format, "=q") != 0)) {
+		PyErr_Format(PyExc_TypeError, "ring_next: records of format %s, expected int64", view.format);
+		PyBuffer_Release(&view);
+		return NULL;
+	}
+	uint64_t max = (uint64_t)(view.len / 8 / EV_FIELDS), slots = (uint64_t)w[VG_RING_SLOTS];
+	if (max == 0) {
+		PyBuffer_Release(&view);
+		PyErr_SetString(PyExc_ValueError, "ring_next: records hold no whole record, expected room for one at least");
+		return NULL;
+	}
+	uint64_t* head = (uint64_t*)&w[VG_RING_HEAD];
+	uint64_t* tailp = (uint64_t*)&w[VG_RING_TAIL];
+	uint64_t* closed = (uint64_t*)&w[VG_RING_CLOSED];
+	uint64_t tail = __atomic_load_n(tailp, __ATOMIC_SEQ_CST);
+	/* The acknowledgement, then the waiters: Go's waitAcked stores its count
+	 * before it reads acked again, so one side sees the other's store. Only
+	 * an acknowledgement that moved can satisfy a waiter (Go's
+	 * eventQueue.ack). */
+	uint64_t prev = __atomic_exchange_n((uint64_t*)&w[VG_RING_ACKED], tail, __ATOMIC_SEQ_CST);
+	if (prev != tail && __atomic_load_n((uint64_t*)&w[VG_RING_WAITERS], __ATOMIC_SEQ_CST) != 0) {
+		PyBuffer_Release(&view);
+		return PyLong_FromLong(-2);
+	}
+	uint64_t h = __atomic_load_n(head, __ATOMIC_SEQ_CST);
+	if (h == tail && spin_ns > 0 && __atomic_load_n(closed, __ATOMIC_SEQ_CST) == 0) {
+		/* The spin: reads of head (a cache line the producers write once per
+		 * item) and, every 64 rounds, the clock. No pause instruction: on a
+		 * VM it can make the hypervisor take the CPU away (pause-loop
+		 * exiting), the very gap the spin is there to avoid. */
+		Py_BEGIN_ALLOW_THREADS
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int64_t deadline = (int64_t)t0.tv_sec * 1000000000 + t0.tv_nsec + spin_ns;
+		for (uint64_t i = 1;; i++) {
+			h = __atomic_load_n(head, __ATOMIC_SEQ_CST);
+			if (h != tail || __atomic_load_n(closed, __ATOMIC_SEQ_CST) != 0) break;
+			if ((i & 63) == 0) {
+				struct timespec t;
+				clock_gettime(CLOCK_MONOTONIC, &t);
+				if ((int64_t)t.tv_sec * 1000000000 + t.tv_nsec >= deadline) break;
+			}
+		}
+		Py_END_ALLOW_THREADS
+	}
+	if (h == tail) {
+		/* closed before head: a record published before the close is seen. */
+		int done = __atomic_load_n(closed, __ATOMIC_SEQ_CST) != 0 && __atomic_load_n(head, __ATOMIC_SEQ_CST) == tail;
+		PyBuffer_Release(&view);
+		return PyLong_FromLong(done ? -1 : 0);
+	}
+	uint64_t n = h - tail < max ? h - tail : max;
+	int64_t* dst = (int64_t*)view.buf;
+	for (uint64_t i = 0; i < n; i++) {
+		const int64_t* rec = w + VG_RING_HEADER + ((tail + i) % slots) * EV_FIELDS;
+		memcpy(dst + i * EV_FIELDS, rec, EV_FIELDS * sizeof(int64_t));
+	}
+	__atomic_store_n(tailp, tail + n, __ATOMIC_SEQ_CST); /* frees the slots for the producers */
+	PyBuffer_Release(&view);
+	return PyLong_FromUnsignedLongLong(n);
+}
+
 /* run_events(engine, records, start, n) -> int | (int, exception)
  *
  * Runs records start..n-1 of `records` (a buffer of int64 event records)
@@ -576,6 +684,9 @@ static PyMethodDef methods[] = {
     {"stream_wait_event", (PyCFunction)(void (*)(void))stream_wait_event, METH_FASTCALL,
      "stream_wait_event(stream_id, event_id) -> int"},
     {"stream_query", (PyCFunction)(void (*)(void))stream_query, METH_FASTCALL, "stream_query(stream_id) -> int"},
+    {"ring_next", (PyCFunction)(void (*)(void))ring_next, METH_FASTCALL,
+     "ring_next(address, records, spin_ns) -> int: the dispatcher's wait on the engine's event ring "
+     "(Engine._dispatch): records taken, 0 (spin ran out), -1 (closed and drained) or -2 (wake the waiters)."},
     {"run_events", (PyCFunction)(void (*)(void))run_events, METH_FASTCALL,
      "run_events(engine, records, start, n) -> int | (int, exception): the dispatcher's loop over simple event "
      "records (Engine._run_batch)."},

@@ -111,6 +111,8 @@ _NEXT_EVENTS_ARGS = json.dumps({"TimeoutMs": _POLL_MS})
 # The C loop over simple event records (_fastcall.c run_events), or None: every record then runs
 # in _run_records. Tests swap it to compare both loops.
 _run_events = _core.run_events if _core.EVENT_FIELDS == _FIELDS else None
+# The dispatcher's C wait on the event ring (_fastcall.c ring_next), or None (Go's wait only).
+_ring_next = _core.ring_next if _core.EVENT_FIELDS == _FIELDS else None
 
 
 class EngineEvent(enum.IntEnum):
@@ -330,7 +332,10 @@ class EngineConfig:
             it parks; ``None`` (default) adapts: while events arrive at most 10 ms apart
             it spins through the gaps between them (up to one CPU core while an engine
             streams), otherwise 200 us, then it parks; 0 never spins. Waking a parked
-            dispatcher costs tens of microseconds (the callback latency's tail).
+            dispatcher costs tens of microseconds (the callback latency's tail). A value
+            above 0 is a fixed spin, done in C on the engine's event ring with the GIL
+            released and no call into Go: the lowest latency, at the cost of a core for
+            up to that long after each batch of events.
         device_timings: on a CUDA device, time one block of the pool in four with
             timestamped events, for :attr:`Engine.timings` (False: no device timings
             there; a timestamped event between uploads costs the copy engine time, 1-3.5%
@@ -773,6 +778,7 @@ class Engine:
         self._started = False
         self._prepared = False
         self._closed = False
+        self._ring_spin_ns = 0  # dispatch_spin in ns when fixed (> 0): the C spin on the event ring
         self._fatal: Optional[BaseException] = None  # a handler's BaseException, re-raised by wait()
         #: vortex's ``engine.scan_queue``: the Generate stage plays its scans into every block.
         self.scan_queue = ScanQueue()
@@ -846,6 +852,8 @@ class Engine:
                                      f"{spr} (its acquisition's samples_per_record)")
         self._check_storage_open()
         h = api.NewEngine(dev._h, cfg._native(self.scan_queue))
+        # A fixed dispatch_spin: the dispatcher spins on the event ring in C (_dispatch).
+        self._ring_spin_ns = round(cfg.dispatch_spin * 1e9) if cfg.dispatch_spin else 0
         try:
             h.Prepare()
         except BaseException:
@@ -913,7 +921,11 @@ class Engine:
         h.Start()
         self._wall0 = time.time_ns() - (time.monotonic_ns() - int(h.StartMonotonicNs()))
         self._started, self._session, self._error_raised = True, True, False
-        self._dispatcher = threading.Thread(target=self._dispatch, name="vortexgo-engine-dispatcher", daemon=True)
+        # With a fixed dispatch_spin the dispatcher takes events from the session's ring in C
+        # (_fastcall.c ring_next); the ring object keeps the ring's memory mapped while it reads.
+        ring = h.EventRing() if self._ring_spin_ns and _ring_next is not None and _core.EVENT_FIELDS == _FIELDS else None
+        self._dispatcher = threading.Thread(target=self._dispatch, args=(ring,), name="vortexgo-engine-dispatcher",
+                                            daemon=True)
         self._dispatcher.start()
 
     def _in_dispatcher(self) -> bool:
@@ -1277,8 +1289,13 @@ class Engine:
             except BaseException as exc:
                 self._handler_exited(f"{type(ep).__name__}.{name}", exc)
 
-    def _dispatch(self) -> None:
-        """Drain the Go event queue and run the handlers, in order (DESIGN.md section 1)."""
+    def _dispatch(self, ring: Any = None) -> None:
+        """Drain the Go event queue and run the handlers, in order (DESIGN.md section 1).
+
+        With ``ring`` (a fixed ``dispatch_spin``: the session's ``EventRing``), each wait spins on
+        the queue's ring in C with the GIL released (``_fastcall.ring_next``) and takes the
+        records with no call into Go; only a wait the spin does not cover parks in Go.
+        """
         h = self._h
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
         ptr = buf.ctypes.data
@@ -1290,10 +1307,21 @@ class Engine:
         # One cgo call per batch on the engine's registry id (pyapi.FastNextEvents), not gopy's
         # method wrapper. Once the engine is closed that id is stale (a ClosedError, before any
         # event is taken): the rest of the last session drains by name ("next_events").
-        fast, eid = _core.fast_next_events, int(h.ID())
+        fast, wait, eid = _core.fast_next_events, _core.fast_wait_events, int(h.ID())
+        addr, spin = (int(ring.Addr()), self._ring_spin_ns) if ring is not None else (0, 0)
         while True:
             try:
-                if eid:
+                n = 0
+                if addr and eid:
+                    n = _ring_next(addr, records, spin)
+                    if n == -2:  # stages wait for this acknowledgement: wake them, then take events
+                        ring.Ack()
+                        continue
+                    if n == 0:  # the spin ran out: park in Go
+                        n = wait(eid, ptr, _BATCH, _POLL_MS)
+                    elif n < 0:  # closed and drained: Go hands out the final done event
+                        n = fast(eid, ptr, _BATCH, _POLL_MS)
+                elif eid:
                     n = fast(eid, ptr, _BATCH, _POLL_MS)
                 else:
                     n = json.loads(h.Do("next_events", _NEXT_EVENTS_ARGS, h, ptr, _BATCH * _FIELDS))["Records"]

@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// eventRing is the event queue's storage: event records (EventFields
+// int64s each, the layout Python reads) in a ring, with the positions that
+// producers and the consumer exchange in a header, all in memory mapped
+// outside the Go heap. The Python dispatcher's C loop (_fastcall.c
+// ring_next) takes records from it directly, with the GIL released and no
+// call into Go, when a fixed Config.DispatchSpin asks for a spinning
+// dispatcher (docs/design.md, "Dispatch latency": every trip through Go
+// added microseconds to the callback latency); Go's own consumer (next,
+// nextRecords) reads the same ring. The layout is eventring.h's, which the
+// C side includes: TestEventRingHeader keeps the two equal.
+//
+// Positions count records from the session's start: head is how many
+// producers have published, tail how many the consumer took, acked how
+// many it had taken when it last came back for more (their handlers have
+// returned). A record's Seq is its position + 1. The memory is unmapped by
+// a cleanup once the queue is unreachable: a C consumer holds the queue
+// through the EventRing it got the address from, so the address stays
+// valid while any consumer may read it.
+type eventRing struct {
+	mem   []byte
+	w     []int64 // mem as int64 words
+	slots uint64
+}
+
+// The header's words (int64 index), eventring.h's VG_RING_* constants.
+// head, the consumer's words and the flags have cache lines of their own,
+// so a spinning consumer polling head does not contend with its own
+// writes.
+const (
+	ringMagicW   = 0  // ringMagic
+	ringVersionW = 1  // ringVersion
+	ringSlotsW   = 2  // capacity in records
+	ringFieldsW  = 3  // EventFields
+	ringHeadW    = 8  // records published (producers, under eventQueue.mu)
+	ringTailW    = 16 // records taken (the consumer)
+	ringAckedW   = 17 // records taken before the consumer's last call: handled
+	ringParkedW  = 24 // 1 while the consumer is parked in Go: producers wake it
+	ringWaitersW = 25 // producers waiting for acked (waitAcked): the consumer wakes them
+	ringClosedW  = 26 // 1 once no record follows head
+	ringHeader   = 32 // header words; the records follow
+
+	ringMagic   = 0x5647524e47 // "VGRNG"
+	ringVersion = 1
+)
+
+// maxRingBytes bounds the ring's mapping: the largest EventQueueSize
+// (MaxEventQueue) with its reserve fits. The mapping reserves no memory
+// (MAP_NORESERVE): pages are touched only as far as records are written.
+const maxRingBytes = (ringHeader + (MaxEventQueue+lifecycleReserve+burstRoom)*EventFields) * 8
+
+// newEventRing maps a ring of slots records.
+func newEventRing(slots int) (*eventRing, error) {
+	size := (ringHeader + slots*EventFields) * 8
+	if slots <= 0 || size > maxRingBytes {
+		return nil, Invalid("event queue of %d records, expected 1 to %d", slots, MaxEventQueue+lifecycleReserve+burstRoom)
+	}
+	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE,
+		syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("engine: mapping the event queue (%d bytes): %w", size, err)
+	}
+	r := &eventRing{mem: mem, w: unsafe.Slice((*int64)(unsafe.Pointer(&mem[0])), len(mem)/8), slots: uint64(slots)}
+	r.w[ringMagicW], r.w[ringVersionW], r.w[ringSlotsW], r.w[ringFieldsW] = ringMagic, ringVersion, int64(slots), EventFields
+	return r, nil
+}
+
+// unmap releases the mapping: only from the queue's cleanup, once nothing
+// can reach the ring.
+func (r *eventRing) unmap() { _ = syscall.Munmap(r.mem) }
+
+// word is header word i as an atomic: every header word is shared with
+// another thread (and possibly C), so all of them are read and written
+// atomically.
+func (r *eventRing) word(i int) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.w[i])) }
+
+func (r *eventRing) head() *atomic.Uint64    { return r.word(ringHeadW) }
+func (r *eventRing) tail() *atomic.Uint64    { return r.word(ringTailW) }
+func (r *eventRing) acked() *atomic.Uint64   { return r.word(ringAckedW) }
+func (r *eventRing) parked() *atomic.Uint64  { return r.word(ringParkedW) }
+func (r *eventRing) waiters() *atomic.Uint64 { return r.word(ringWaitersW) }
+func (r *eventRing) closed() *atomic.Uint64  { return r.word(ringClosedW) }
+
+// record is the record at position pos.
+func (r *eventRing) record(pos uint64) []int64 {
+	o := ringHeader + int(pos%r.slots)*EventFields
+	return r.w[o : o+EventFields : o+EventFields]
+}
+
+// addr is the ring's address, for the C consumer.
+func (r *eventRing) addr() uintptr { return uintptr(unsafe.Pointer(&r.mem[0])) }
+
+// EventRing lends the engine's current event queue to a consumer outside
+// Go (the Python dispatcher's C loop, _fastcall.c ring_next): Addr is the
+// ring's address (eventring.h's layout). It keeps the queue's memory
+// mapped as long as it is reachable, so the holder must keep it for as
+// long as it reads the address. One consumer at a time: its calls and
+// NextRecords alternate on the dispatcher's thread, never overlap.
+type EventRing struct {
+	q *eventQueue
+}
+
+// EventRing returns the current session's queue for a C consumer; nil
+// before the first Start.
+func (e *Engine) EventRing() *EventRing {
+	s := e.sess()
+	if s == nil {
+		return nil
+	}
+	return &EventRing{q: s.events}
+}
+
+// Addr is the ring's address.
+func (r *EventRing) Addr() uintptr {
+	addr := r.q.r.addr()
+	runtime.KeepAlive(r)
+	return addr
+}
+
+// Ack wakes the producers waiting for an acknowledgement, after the C
+// consumer stored acked and found waiters (ring_next's -2).
+func (r *EventRing) Ack() { r.q.wakeAcked() }

@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// cTake is python/vortexgo/_fastcall.c's ring_next in Go, word for word
+// (the C consumer cannot run in a Go test): acknowledge, report waiters
+// when the acknowledgement moved (-2), spin up to spin for the first record, take up to len(dst)/EventFields
+// records; 0 when the spin ran out, -1 once closed and drained.
+func cTake(r *eventRing, dst []int64, spin time.Duration) int {
+	tail := r.tail().Load()
+	prev := r.acked().Swap(tail)
+	if prev != tail && r.waiters().Load() != 0 {
+		return -2
+	}
+	h := r.head().Load()
+	deadline := time.Now().Add(spin)
+	for h == tail && r.closed().Load() == 0 && time.Now().Before(deadline) {
+		h = r.head().Load()
+	}
+	if h == tail {
+		if r.closed().Load() != 0 && r.head().Load() == tail {
+			return -1
+		}
+		return 0
+	}
+	n := int(min(h-tail, uint64(len(dst)/EventFields)))
+	for i := range n {
+		copy(dst[i*EventFields:], r.record(tail+uint64(i)))
+	}
+	r.tail().Store(tail + uint64(n))
+	return n
+}
+
+// TestRingConsumerAlternatesWithGo: the dispatcher's loop with a fixed
+// spin, C's wait (cTake) then Go's park (nextRecords without the spin),
+// against producers posting bursts and single events, one of them waiting
+// for each of its bursts to be acknowledged as the format stage waits for a
+// volume's callbacks: every event arrives once, in order per producer,
+// then EventDone; no producer hangs.
+func TestRingConsumerAlternatesWithGo(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spin  time.Duration
+		size  int
+		batch int
+		inC   bool // the C-side wait must have taken records (its spin covers the gaps)
+	}{
+		{"spin covers the gaps", 20 * time.Millisecond, 64, 256, true},
+		{"spin shorter than the gaps", 20 * time.Microsecond, 64, 256, false},
+		{"small queue, small batches", 50 * time.Microsecond, 4, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const bursts, burst, singles = 40, 17, 200
+			q := mustQueue(t, tc.size, QueueBlock, tc.spin)
+			var acks atomic.Int64
+			producers := make(chan struct{}, 2)
+			go func() { // a format stage: bursts, each waited for
+				defer func() { producers <- struct{}{} }()
+				for b := range bursts {
+					time.Sleep(time.Duration(b%3) * 100 * time.Microsecond)
+					bu := q.newBurst()
+					for i := range burst {
+						bu.evs = append(bu.evs, Event{Kind: EventSegment, Endpoint: 0, Sample: int64(b*burst + i)})
+					}
+					seq, ok := q.postBurst(bu, burst-1, nil)
+					if ok && q.waitAcked(seq, nil) {
+						acks.Add(1)
+					}
+				}
+			}()
+			go func() { // another stage: single events
+				defer func() { producers <- struct{}{} }()
+				for i := range singles {
+					if i%50 == 0 {
+						time.Sleep(300 * time.Microsecond)
+					}
+					q.post(Event{Kind: EventJob, Endpoint: -1, Sample: int64(i)}, nil)
+				}
+			}()
+			go func() {
+				<-producers
+				<-producers
+				q.close()
+			}()
+			dst := make([]int64, tc.batch*EventFields)
+			var segs, jobs []int64
+			wakes, inC := 0, 0
+			for done := false; !done; {
+				n := cTake(q.r, dst, tc.spin)
+				switch {
+				case n == -2:
+					q.wakeAcked()
+					wakes++
+					continue
+				case n > 0:
+					inC++
+				default:
+					n = q.nextRecords(dst, time.Second, false)
+				}
+				for i := range n {
+					ev := eventOf(dst[i*EventFields:])
+					switch ev.Kind {
+					case EventDone:
+						done = true
+					case EventSegment:
+						segs = append(segs, ev.Sample)
+					case EventJob:
+						jobs = append(jobs, ev.Sample)
+					}
+				}
+			}
+			require.Len(t, segs, bursts*burst)
+			for i, s := range segs {
+				require.Equal(t, int64(i), s, "segment %d in order", i)
+			}
+			require.Len(t, jobs, singles)
+			for i, s := range jobs {
+				require.Equal(t, int64(i), s, "job %d in order", i)
+			}
+			require.Equal(t, int64(bursts), acks.Load(), "every burst was acknowledged")
+			if tc.inC {
+				require.Positive(t, inC, "records were taken by the C-side wait")
+			}
+			require.Zero(t, q.dropped.Load())
+			t.Logf("%d batches taken by the C-side wait, %d wakes for waiters", inC, wakes)
+		})
+	}
+}
+
+// TestRingSurvivesItsSessionWhileLent: an EventRing keeps the queue, and so
+// its mapping, while it is reachable; once nothing reaches the queue the
+// cleanup unmaps it (the mapping leaves /proc/self/maps).
+func TestRingSurvivesItsSessionWhileLent(t *testing.T) {
+	if _, err := os.Stat("/proc/self/maps"); err != nil {
+		t.Skip("no /proc/self/maps here")
+	}
+	mapped := func(addr uintptr) bool {
+		text, err := os.ReadFile("/proc/self/maps")
+		require.NoError(t, err)
+		return strings.Contains(string(text), fmt.Sprintf("%x-", addr))
+	}
+	q := mustQueue(t, 8, QueueBlock, -1)
+	lent := &EventRing{q: q}
+	addr := lent.Addr()
+	q.post(Event{Kind: EventUpdate, Sample: 7}, nil)
+	q.close()
+	q = nil //nolint:ineffassign // the queue is now reachable only through lent
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.True(t, mapped(addr), "the lent ring is still mapped")
+	dst := make([]int64, 4*EventFields)
+	require.Equal(t, 1, cTake(lent.q.r, dst, 0), "and still readable")
+	require.Equal(t, int64(7), dst[2])
+	runtime.KeepAlive(lent)
+	lent = nil //nolint:ineffassign
+	gone := false
+	for i := 0; i < 50 && !gone; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		gone = !mapped(addr)
+	}
+	require.True(t, gone, "the mapping goes once nothing reaches the queue")
+}
+
+// TestRingBounds: the ring's size is checked before it is mapped, naming
+// the bound.
+func TestRingBounds(t *testing.T) {
+	for _, slots := range []int{0, -1, MaxEventQueue + lifecycleReserve + burstRoom + 1} {
+		_, err := newEventRing(slots)
+		require.ErrorContains(t, err, "event queue of", "slots=%d", slots)
+	}
+	r, err := newEventRing(MaxEventQueue + lifecycleReserve + burstRoom)
+	require.NoError(t, err, "the largest queue maps (no memory is reserved)")
+	r.unmap()
+}
