@@ -760,4 +760,3 @@ const (
 	yieldAfter = 5 * time.Millisecond
 	yieldQuiet = 100 * time.Microsecond
 )
-
