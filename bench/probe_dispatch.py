@@ -60,7 +60,7 @@ def round_trips(calls: int, repeats: int) -> None:
         noop = _core._ext.pyapi_Noop
         print(f"round trip, us per call (best of {repeats} x {calls}):")
         print(f"  pyapi.Noop (one cgo call, GIL released)  {per_call(lambda: noop(False), calls, repeats):6.3f}")
-        print(f"  FastNextEvents (registry id)            {per_call(lambda: fast(eid, ptr, _BATCH, 0), calls, repeats):6.3f}")
+        print(f"  FastNextEvents (registry id)            {per_call(lambda: fast(eid, ptr, _BATCH, 0, 1), calls, repeats):6.3f}")
         print(f"  Do('next_events') (by name)             "
               f"{per_call(lambda: h.Do('next_events', args, h, ptr, _BATCH * _FIELDS), calls, repeats):6.3f}")
     finally:

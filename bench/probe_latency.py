@@ -63,21 +63,19 @@ def instrumented_dispatch(rec: dict, on_ring: bool = False):
         mono = time.monotonic_ns
         out = rec["batches"]
         fast, eid = _core.fast_next_events, int(h.ID())  # the engine's call per batch (_dispatch)
-        wait, ring_next = _core.fast_wait_events, _core.ring_next
-        addr, spin = (int(ring.Addr()), self._ring_spin_ns) if on_ring and ring is not None else (0, 0)
+        ring_next = _core.ring_next
+        addr, spin = (ve._ring_address(ring), self._ring_spin_ns) if on_ring and ring is not None else (0, 0)
         while True:
             t_call = mono()
             if addr:
                 n = ring_next(addr, records, spin)
                 if n == -2:
-                    ring.Ack()
+                    ring.Do("ack", "", ring, 0, 0)
                     continue
-                if n == 0:
-                    n = wait(eid, ptr, _BATCH, _POLL_MS)
-                elif n < 0:
-                    n = fast(eid, ptr, _BATCH, _POLL_MS)
+                if n <= 0:  # spun out, or closed and drained: Go parks or hands out the done event
+                    n = fast(eid, ptr, _BATCH, _POLL_MS, 0)
             else:
-                n = fast(eid, ptr, _BATCH, _POLL_MS)
+                n = fast(eid, ptr, _BATCH, _POLL_MS, 1)
             t_ret = mono()
             if n and self._run_batch(records, n):
                 return

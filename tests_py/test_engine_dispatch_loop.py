@@ -284,10 +284,10 @@ def test_a_closed_or_unknown_engine_id_raises_and_never_crashes():
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
         ptr = buf.ctypes.data
         eid = int(eng._h.ID())
-        assert _core.fast_next_events(eid, ptr, _BATCH, 0) == 0  # drained, live
+        assert _core.fast_next_events(eid, ptr, _BATCH, 0, 1) == 0  # drained, live
         def fails(*args):
             try:
-                _core.fast_next_events(*args)
+                _core.fast_next_events(*args, 1)
             except RuntimeError as exc:
                 return type(translate(exc)).__name__
             return "no error"

@@ -57,16 +57,12 @@ func (e *Engine) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
 // returns the count; after the run ends and the queue drains, one
 // EventDone, then 0. Entering it acknowledges the previous batch.
 func (e *Engine) NextRecordsAt(ptr, n, timeoutMs int) (int, error) {
-	return e.recordsAt(ptr, n, timeoutMs, true)
+	return e.RecordsAt(ptr, n, timeoutMs, true)
 }
 
-// WaitRecordsAt is NextRecordsAt without the spin before parking
-// (WaitRecords): the C consumer's call once its own spin ran out.
-func (e *Engine) WaitRecordsAt(ptr, n, timeoutMs int) (int, error) {
-	return e.recordsAt(ptr, n, timeoutMs, false)
-}
-
-func (e *Engine) recordsAt(ptr, n, timeoutMs int, spin bool) (int, error) {
+// RecordsAt is NextRecordsAt, spinning before it parks only with spin set
+// (WaitRecords: the C consumer spun on the ring already).
+func (e *Engine) RecordsAt(ptr, n, timeoutMs int, spin bool) (int, error) {
 	if n <= 0 {
 		return 0, backend.Invalidf("max=%d, expected > 0", n)
 	}

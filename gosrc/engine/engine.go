@@ -858,12 +858,6 @@ func (e *Engine) NextRecords(dst []int64, timeout time.Duration) int {
 	return e.nextRecords(dst, timeout, true)
 }
 
-// WaitRecords is NextRecords without the spin before parking: for the C
-// consumer (EventRing), which spun on the ring already.
-func (e *Engine) WaitRecords(dst []int64, timeout time.Duration) int {
-	return e.nextRecords(dst, timeout, false)
-}
-
 func (e *Engine) nextRecords(dst []int64, timeout time.Duration, spin bool) int {
 	s := e.sess()
 	if s == nil {

@@ -185,3 +185,35 @@ func TestRingBounds(t *testing.T) {
 	require.NoError(t, err, "the largest queue maps (no memory is reserved)")
 	r.unmap()
 }
+
+// TestEventRingBindings: the bindings' view of a lent ring: no ring before
+// a session, its record is the address, "ack" wakes a stage waiting for an
+// acknowledgement the C consumer stored, other operations are refused.
+func TestEventRingBindings(t *testing.T) {
+	_, err := (&Engine{}).EventRing()
+	require.ErrorContains(t, err, "expected a call after start()")
+
+	q := mustQueue(t, 8, QueueBlock, -1)
+	r := &EventRing{q: q}
+	require.Equal(t, []float64{float64(q.r.addr())}, r.Record())
+	_, err = r.Do("nack", nil, nil, 0, 0)
+	require.ErrorContains(t, err, `operation "nack", expected ack`)
+
+	seq := q.post(Event{Kind: EventVolume}, nil)
+	woke := make(chan bool)
+	go func() { woke <- q.waitAcked(seq, nil) }()
+	dst := make([]int64, 4*EventFields)
+	require.Equal(t, 1, cTake(q.r, dst, 0))
+	for q.r.waiters().Load() == 0 { // the stage is about to sleep on its acknowledgement
+		time.Sleep(time.Millisecond)
+	}
+	// The acknowledgement moved and finds the stage waiting (-2), unless the
+	// stage saw it first on its own second look and left (0).
+	n := cTake(q.r, dst, 0)
+	require.Contains(t, []int{-2, 0}, n)
+	if n == -2 {
+		_, err = r.Do("ack", nil, nil, 0, 0)
+		require.NoError(t, err)
+	}
+	require.True(t, <-woke)
+}

@@ -25,9 +25,7 @@ func GetDevice(spec string) (*Device, error) {
 
 // Info describes the device as one JSON record (devices.Info): kind,
 // ordinal, name, compute capability, stream priority range and memory.
-func (d *Device) Info() (string, error) {
-	return tagged(devices.Describe(d.d))
-}
+func (d *Device) Info() (string, error) { return tagged(devices.Describe(d.d)) }
 
 // Synchronize blocks until all work on the device is done (GIL released).
 func (d *Device) Synchronize() error { return tag(d.d.Synchronize()) }

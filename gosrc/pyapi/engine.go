@@ -82,49 +82,19 @@ func (e *Engine) Err() string {
 // RecordCallbackErrors adds n to the callback error count.
 func (e *Engine) RecordCallbackErrors(n int) { e.e.RecordCallbackErrors(n) }
 
-// FastNextEvents writes up to n event records at ptr for the engine of
-// registry id id (ID), waiting up to timeoutMs for the first (GIL
-// released; engine.Engine.NextRecordsAt): a package function, as gopy's
-// methods resolve their handle through a locked map and reflection. A
-// closed engine's id is a ClosedError (Do's "next_events" drains it).
-func FastNextEvents(id, ptr, n, timeoutMs int) (int, error) {
+// FastNextEvents is engine.Engine.RecordsAt for the engine of registry id
+// id (GIL released; spin 0: no spin, after the C wait on the event ring): a
+// function, as gopy resolves methods through a map and reflection.
+func FastNextEvents(id, ptr, n, timeoutMs, spin int) (int, error) {
 	e, err := lookup[*engine.Engine]("engine", id)
 	if err != nil {
 		return 0, tag(err)
 	}
-	return tagged(e.NextRecordsAt(ptr, n, timeoutMs))
+	return tagged(e.RecordsAt(ptr, n, timeoutMs, spin != 0))
 }
 
-// FastWaitEvents is FastNextEvents without the spin before parking
-// (engine.Engine.WaitRecordsAt): the dispatcher's call once its C loop
-// spun on the event ring (EventRing) and found nothing.
-func FastWaitEvents(id, ptr, n, timeoutMs int) (int, error) {
-	e, err := lookup[*engine.Engine]("engine", id)
-	if err != nil {
-		return 0, tag(err)
-	}
-	return tagged(e.WaitRecordsAt(ptr, n, timeoutMs))
+// EventRing lends the session's event queue to the dispatcher's C wait.
+func (e *Engine) EventRing() (*Object, error) {
+	r, err := e.e.EventRing()
+	return tagged(&Object{obj: r}, err)
 }
-
-// EventRing lends the current session's event queue to the dispatcher's C
-// loop (engine.EventRing; python/vortexgo/_fastcall.c ring_next). The
-// queue's memory stays mapped while this object lives: the dispatcher
-// keeps it for as long as it reads Addr.
-type EventRing struct{ r *engine.EventRing }
-
-// EventRing returns the current session's event ring; a ValueError
-// before the first start().
-func (e *Engine) EventRing() (*EventRing, error) {
-	r := e.e.EventRing()
-	if r == nil {
-		return nil, tag(badArg("engine.EventRing: the engine has no session, expected a call after start()"))
-	}
-	return &EventRing{r: r}, nil
-}
-
-// Addr is the ring's address (gosrc/engine/eventring.h's layout).
-func (r *EventRing) Addr() int { return int(r.r.Addr()) }
-
-// Ack wakes the engine's stages waiting for the dispatcher's
-// acknowledgement, once ring_next stored it and found them waiting.
-func (r *EventRing) Ack() { r.r.Ack() }

@@ -132,9 +132,7 @@ func NewStorageEndpoint(kind string, s, x *Object) (*Endpoint, error) {
 func (e *Endpoint) Prepared() bool { return e.e.Stream() != nil }
 
 // Tensor is a tensor endpoint's locked volume (endpoint.TensorOf).
-func (e *Endpoint) Tensor() (*Tensor, error) {
-	return newTensor(endpoint.TensorOf(e.e))
-}
+func (e *Endpoint) Tensor() (*Tensor, error) { return newTensor(endpoint.TensorOf(e.e)) }
 
 // Stream is a wrapper of the endpoint's stream borrowed from the endpoint
 // (the Python endpoint keeps the first): every method of it fails with

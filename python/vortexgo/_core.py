@@ -55,9 +55,9 @@ fast_sync_event = _ext.pyapi_FastSyncEvent
 stream_op = api.StreamOp
 # The engine dispatcher's call per batch (pyapi.FastNextEvents): the
 # engine's registry id, the record buffer's address, its size in records
-# and the wait in ms; raises (a ClosedError once the engine is closed).
+# and the wait in ms, then 1 to spin before parking (0: park at once, after the C
+# wait on the event ring); raises (a ClosedError once the engine is closed).
 fast_next_events = _ext.pyapi_FastNextEvents
-fast_wait_events = _ext.pyapi_FastWaitEvents
 OP_RECORD, OP_WAIT_EVENT, OP_SYNC_STREAM, OP_QUERY_STREAM, OP_SYNC_EVENT, OP_QUERY_EVENT = range(6)
 
 # The C fast path (python/vortexgo/_fastcall.c, gosrc/cuda/fastpath.h): CUDA

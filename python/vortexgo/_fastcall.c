@@ -404,7 +404,7 @@ static PyObject* raised(void) {
  *
  * The dispatcher's wait for events with a fixed dispatch_spin
  * (Engine._dispatch): takes up to len(records) / EV_FIELDS records from the
- * engine's event ring at `address` (EventRing.Addr(), gosrc/engine/eventring.h)
+ * engine's event ring at `address` (the record of Engine.EventRing(), gosrc/engine/eventring.h)
  * into `records` (a writable int64 buffer), spinning up to spin_ns for the
  * first with the GIL released. No call into Go: on the GPU hosts every trip
  * through Go (the cgo return, the runtime's P) added microseconds to the
@@ -412,9 +412,9 @@ static PyObject* raised(void) {
  * Entering acknowledges the previous batch: its handlers have returned.
  *
  * Returns n > 0 records taken; 0 when the spin ran out (the dispatcher then
- * parks in Go: pyapi.FastWaitEvents); -1 once the ring is closed and drained
+ * parks in Go: pyapi.FastNextEvents with spin 0); -1 once the ring is closed and drained
  * (Go's call returns the final EventDone); -2 when engine stages wait for the
- * acknowledgement just stored, which moved (the dispatcher wakes them with EventRing.Ack,
+ * acknowledgement just stored, which moved (the dispatcher wakes them with the ring's Do("ack"),
  * then calls again). The caller keeps the EventRing object alive while it
  * passes its address, and is the ring's only consumer: the dispatcher thread,
  * alternating with Go's calls, never beside them.
@@ -425,7 +425,7 @@ static PyObject* ring_next(PyObject* self, PyObject* const* args, Py_ssize_t nar
 	ARGS(3);
 	if (id(args[0], &addr) || id(args[2], &spin_ns)) return NULL;
 	if (addr == 0) {
-		PyErr_SetString(PyExc_ValueError, "ring_next: address 0, expected an EventRing's Addr()");
+		PyErr_SetString(PyExc_ValueError, "ring_next: address 0, expected an event ring's address (Engine.EventRing())");
 		return NULL;
 	}
 	if (spin_ns < 0 || spin_ns > 1000000000) {

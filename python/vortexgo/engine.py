@@ -115,6 +115,13 @@ _run_events = _core.run_events if _core.EVENT_FIELDS == _FIELDS else None
 _ring_next = _core.ring_next if _core.EVENT_FIELDS == _FIELDS else None
 
 
+def _ring_address(ring: Any) -> int:
+    """The address of an event ring (pyapi.Engine.EventRing: its record is the address)."""
+    rec = np.zeros(1, np.float64)
+    ring.Record(rec.ctypes.data, 1)
+    return int(rec[0])
+
+
 class EngineEvent(enum.IntEnum):
     """vortex's ``Engine.Event``: the session's lifecycle, delivered to
     :attr:`Engine.event_callback` as ``event_callback(event, exception_or_None)``
@@ -1304,25 +1311,23 @@ class Engine:
         records = memoryview(buf).cast("B").cast("q")
         if self._latency is not None:
             self._latency_base = int(h.StartMonotonicNs())
-        # One cgo call per batch on the engine's registry id (pyapi.FastNextEvents), not gopy's
+        # At most one cgo call per batch on the engine's registry id (pyapi.FastNextEvents), not gopy's
         # method wrapper. Once the engine is closed that id is stale (a ClosedError, before any
         # event is taken): the rest of the last session drains by name ("next_events").
-        fast, wait, eid = _core.fast_next_events, _core.fast_wait_events, int(h.ID())
-        addr, spin = (int(ring.Addr()), self._ring_spin_ns) if ring is not None else (0, 0)
+        fast, eid = _core.fast_next_events, int(h.ID())
+        addr, spin = (_ring_address(ring), self._ring_spin_ns) if ring is not None else (0, 0)
         while True:
             try:
                 n = 0
                 if addr and eid:
                     n = _ring_next(addr, records, spin)
                     if n == -2:  # stages wait for this acknowledgement: wake them, then take events
-                        ring.Ack()
+                        ring.Do("ack", "", ring, 0, 0)
                         continue
-                    if n == 0:  # the spin ran out: park in Go
-                        n = wait(eid, ptr, _BATCH, _POLL_MS)
-                    elif n < 0:  # closed and drained: Go hands out the final done event
-                        n = fast(eid, ptr, _BATCH, _POLL_MS)
+                    if n <= 0:  # spun out (0): park in Go without a second spin; closed and
+                        n = fast(eid, ptr, _BATCH, _POLL_MS, 0)  # drained (-1): Go's done event
                 elif eid:
-                    n = fast(eid, ptr, _BATCH, _POLL_MS)
+                    n = fast(eid, ptr, _BATCH, _POLL_MS, 1)
                 else:
                     n = json.loads(h.Do("next_events", _NEXT_EVENTS_ARGS, h, ptr, _BATCH * _FIELDS))["Records"]
             except RuntimeError as exc:
