@@ -78,6 +78,19 @@ func newEventRing(slots int) (*eventRing, error) {
 // can reach the ring.
 func (r *eventRing) unmap() { _ = syscall.Munmap(r.mem) }
 
+// drop gives the records' pages back to the system, keeping the mapping
+// (and the header's page): once the session's last event is out nothing
+// reads a record again, and the mapping itself waits for the collector
+// (unmap), which a host-memory-only ring does not prompt: without this a
+// loop of sessions would hold every ring's touched pages until a
+// collection. A page dropped reads as zeros if touched again.
+func (r *eventRing) drop() {
+	const page = 4096
+	if from := (ringHeader*8 + page - 1) / page * page; from < len(r.mem) {
+		_ = syscall.Madvise(r.mem[from:], syscall.MADV_DONTNEED)
+	}
+}
+
 // word is header word i as an atomic: every header word is shared with
 // another thread (and possibly C), so all of them are read and written
 // atomically.

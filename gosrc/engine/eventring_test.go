@@ -217,3 +217,49 @@ func TestEventRingBindings(t *testing.T) {
 	}
 	require.True(t, <-woke)
 }
+
+// TestRingGivesItsPagesBackWhenDone: the records' pages a session touched
+// go back to the system once its EventDone is out, before the collector
+// unmaps the ring (/proc/self/smaps: the mapping's Rss).
+func TestRingGivesItsPagesBackWhenDone(t *testing.T) {
+	rss := func(addr uintptr) int {
+		text, err := os.ReadFile("/proc/self/smaps")
+		if err != nil {
+			t.Skip("no /proc/self/smaps here")
+		}
+		in := false
+		for _, line := range strings.Split(string(text), "\n") {
+			if strings.Contains(line, "-") && strings.Contains(line, " rw") {
+				in = strings.HasPrefix(line, fmt.Sprintf("%x-", addr))
+			}
+			var kb int
+			if in && strings.HasPrefix(line, "Rss:") {
+				_, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "Rss:")), "%d kB", &kb)
+				require.NoError(t, err)
+				return kb
+			}
+		}
+		t.Fatalf("no mapping at %x", addr)
+		return 0
+	}
+	q := mustQueue(t, 4096, QueueBlock, -1)
+	addr := q.r.addr()
+	dst := make([]int64, 256*EventFields)
+	for i := range 4096 { // every slot written once: about 450 KiB of records
+		q.post(Event{Kind: EventSegment, Sample: int64(i)}, nil)
+		if q.used() >= 256 {
+			q.nextRecords(dst, 0, false)
+		}
+	}
+	for q.used() > 0 {
+		q.nextRecords(dst, 0, false)
+	}
+	before := rss(addr)
+	require.Greater(t, before, 400, "the records' pages are resident")
+	q.close()
+	require.Equal(t, 1, q.nextRecords(dst, 0, false), "EventDone")
+	require.Equal(t, int64(EventDone), dst[0])
+	require.LessOrEqual(t, rss(addr), 4, "only the header's page stays (was %d kB)", before)
+	require.Zero(t, q.nextRecords(dst, 0, false), "a later call reads the header, not the records")
+	runtime.KeepAlive(q)
+}

@@ -633,11 +633,13 @@ func (q *eventQueue) spin(d time.Duration) bool {
 	}
 }
 
-// done writes the final EventDone record once.
+// done writes the final EventDone record once, and gives the records'
+// pages back: the queue is closed and drained, so no record follows.
 func (q *eventQueue) done(dst []int64) int {
 	if !q.doneSent.CompareAndSwap(false, true) {
 		return 0
 	}
+	q.r.drop()
 	ev := Event{Kind: EventDone, Endpoint: -1}
 	ev.Record(dst)
 	return 1
