@@ -76,7 +76,16 @@ func newEventRing(slots int) (*eventRing, error) {
 
 // unmap releases the mapping: only from the queue's cleanup, once nothing
 // can reach the ring.
-func (r *eventRing) unmap() { _ = syscall.Munmap(r.mem) }
+func (r *eventRing) unmap() {
+	if f := ringUnmapped.Load(); f != nil {
+		(*f)(r.addr())
+	}
+	_ = syscall.Munmap(r.mem)
+}
+
+// ringUnmapped, when set, is told each ring's address as it is unmapped
+// (tests: the cleanup ran).
+var ringUnmapped atomic.Pointer[func(uintptr)]
 
 // drop gives the records' pages back to the system, keeping the mapping
 // (and the header's page): once the session's last event is out nothing
