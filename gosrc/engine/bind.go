@@ -61,7 +61,7 @@ func (e *Engine) NextRecordsAt(ptr, n, timeoutMs int) (int, error) {
 }
 
 // RecordsAt is NextRecordsAt, spinning before it parks only with spin set
-// (WaitRecords: the C consumer spun on the ring already).
+// (unset: the C consumer spun on the event ring already).
 func (e *Engine) RecordsAt(ptr, n, timeoutMs int, spin bool) (int, error) {
 	if n <= 0 {
 		return 0, backend.Invalidf("max=%d, expected > 0", n)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"syscall"
@@ -94,7 +95,7 @@ var ringUnmapped atomic.Pointer[func(uintptr)]
 // loop of sessions would hold every ring's touched pages until a
 // collection. A page dropped reads as zeros if touched again.
 func (r *eventRing) drop() {
-	const page = 4096
+	page := os.Getpagesize()
 	if from := (ringHeader*8 + page - 1) / page * page; from < len(r.mem) {
 		_ = syscall.Madvise(r.mem[from:], syscall.MADV_DONTNEED)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -228,7 +229,8 @@ func TestEventRingBindings(t *testing.T) {
 // tell, as the kernel merges the mapping with its neighbours).
 func TestRingGivesItsPagesBackWhenDone(t *testing.T) {
 	resident := func(r *eventRing) int {
-		vec := make([]byte, (len(r.mem)+4095)/4096)
+		page := os.Getpagesize()
+		vec := make([]byte, (len(r.mem)+page-1)/page)
 		_, _, errno := syscall.Syscall(syscall.SYS_MINCORE, r.addr(), uintptr(len(r.mem)), uintptr(unsafe.Pointer(&vec[0])))
 		require.Zero(t, errno, "mincore")
 		n := 0
@@ -249,7 +251,7 @@ func TestRingGivesItsPagesBackWhenDone(t *testing.T) {
 		q.nextRecords(dst, 0, false)
 	}
 	before := resident(q.r)
-	require.Greater(t, before, 100, "the records' pages are resident (4 KiB pages)")
+	require.Greater(t, before, 100, "the records' pages are resident")
 	q.close()
 	require.Equal(t, 1, q.nextRecords(dst, 0, false), "EventDone")
 	require.Equal(t, int64(EventDone), dst[0])

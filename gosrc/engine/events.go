@@ -164,10 +164,9 @@ type eventQueue struct {
 	// Acknowledgement: the single consumer calls next again only after
 	// every handler of the previous batch returned, so entering next
 	// acknowledges that batch (ringAckedW). Producers that wait for it
-	// sleep on ackWake, closed and replaced when the consumer finds
-	// waiters.
+	// count themselves in ringWaitersW and sleep on ackWake, closed and
+	// replaced when the consumer finds waiters; ackMu guards both.
 	ackMu    sync.Mutex
-	waiters  int
 	ackWake  chan struct{}
 	spinFor  time.Duration // see Config.DispatchSpin
 	adaptive bool          // Config.DispatchSpin 0: spin through the gaps between arrivals (adaptiveSpin)
@@ -224,15 +223,15 @@ func (q *eventQueue) full() bool { return q.used() >= uint64(q.size) }
 // while the ordinary room is not used up (they may overshoot it by up to
 // burstRoom - 1), reserved ones while the ring has room. It numbers the
 // events (Seq = position + 1), publishes them in one store of head and
-// wakes a parked consumer; base is the position before the first.
-func (q *eventQueue) write(evs []Event, reserved bool) (base uint64, ok bool) {
+// wakes a parked consumer.
+func (q *eventQueue) write(evs []Event, reserved bool) bool {
 	n := uint64(len(evs))
 	q.mu.Lock()
 	h := q.r.head().Load()
 	used := h - q.r.tail().Load()
 	if used+n > q.r.slots || (!reserved && used >= uint64(q.size)) {
 		q.mu.Unlock()
-		return 0, false
+		return false
 	}
 	for i := range evs {
 		ev := &evs[i]
@@ -245,7 +244,7 @@ func (q *eventQueue) write(evs []Event, reserved bool) (base uint64, ok bool) {
 	q.r.head().Store(h + n) // publishes the records (sequentially consistent)
 	q.mu.Unlock()
 	q.wakeConsumer()
-	return h, true
+	return true
 }
 
 // wakeConsumer hands a parked consumer a token. The consumer stores
@@ -271,7 +270,7 @@ const lifecycleReserve = 16
 // session and the queue keeps room for them, so they are never dropped
 // (a full reserve, which the bound above rules out, counts a drop).
 func (q *eventQueue) postReserved(ev Event) {
-	if _, ok := q.write([]Event{ev}, true); !ok {
+	if !q.write([]Event{ev}, true) {
 		q.dropped.Add(1)
 	}
 }
@@ -292,7 +291,7 @@ func (q *eventQueue) post(ev Event, stopping <-chan struct{}) uint64 {
 // else dropped under QueueDrop, else once the consumer makes room, unless
 // stopping closes first. Dropped events are counted.
 func (q *eventQueue) enqueue(evs []Event, stopping <-chan struct{}) bool {
-	if _, ok := q.write(evs, false); ok {
+	if q.write(evs, false) {
 		return true
 	}
 	if q.policy == QueueDrop {
@@ -336,7 +335,7 @@ func (q *eventQueue) postBurst(b *eventBurst, at int, stopping <-chan struct{}) 
 func (q *eventQueue) writeWhenRoom(evs []Event, stopping <-chan struct{}) bool {
 	var t *time.Timer
 	for wait := time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
-		if _, ok := q.write(evs, false); ok {
+		if q.write(evs, false) {
 			return true
 		}
 		if t == nil {
@@ -391,7 +390,7 @@ func (q *eventQueue) ack() (released bool) {
 func (q *eventQueue) wakeAcked() bool {
 	q.ackMu.Lock()
 	defer q.ackMu.Unlock()
-	if q.waiters == 0 {
+	if q.r.waiters().Load() == 0 {
 		return false
 	}
 	close(q.ackWake)
@@ -405,15 +404,14 @@ func (q *eventQueue) wakeAcked() bool {
 // one of them sees the other (the C consumer then asks Go to wake it:
 // EventRing.Ack).
 func (q *eventQueue) waitAcked(seq uint64, stopping <-chan struct{}) bool {
+	const leave = ^uint64(0) // adds -1
 	q.ackMu.Lock()
 	defer q.ackMu.Unlock()
 	for q.r.acked().Load() < seq {
 		w := q.ackWake
-		q.waiters++
-		q.r.waiters().Store(uint64(q.waiters))
+		q.r.waiters().Add(1)
 		if q.r.acked().Load() >= seq {
-			q.waiters--
-			q.r.waiters().Store(uint64(q.waiters))
+			q.r.waiters().Add(leave)
 			break
 		}
 		q.ackMu.Unlock()
@@ -424,8 +422,7 @@ func (q *eventQueue) waitAcked(seq uint64, stopping <-chan struct{}) bool {
 			stopped = true
 		}
 		q.ackMu.Lock()
-		q.waiters--
-		q.r.waiters().Store(uint64(q.waiters))
+		q.r.waiters().Add(leave)
 		if stopped {
 			return false
 		}
@@ -477,23 +474,18 @@ func (q *eventQueue) nextRecords(dst []int64, timeout time.Duration, spin bool) 
 		return 0
 	}
 	released := q.ack() // the previous batch's handlers have all returned
-	if q.used() == 0 && !q.isClosed() && timeout != 0 {
-		if !q.await(timeout, released, spin) {
-			return 0
-		}
+	if timeout != 0 && !q.ready() && !q.await(timeout, released, spin) {
+		return 0
 	}
+	n := 0
 	if q.used() > 0 {
 		q.arrived(time.Now())
-		n := q.take(dst, max)
-		if n < max && q.isClosed() && q.used() == 0 { // the last records, then EventDone
-			n += q.done(dst[n*EventFields:])
-		}
-		return n
+		n = q.take(dst, max)
 	}
-	if q.isClosed() && q.used() == 0 {
-		return q.done(dst)
+	if n < max && q.isClosed() && q.used() == 0 { // drained: EventDone, after the last records
+		n += q.done(dst[n*EventFields:])
 	}
-	return 0
+	return n
 }
 
 // isClosed reports whether the producers are done. Read before head: a

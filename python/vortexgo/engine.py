@@ -930,7 +930,7 @@ class Engine:
         self._started, self._session, self._error_raised = True, True, False
         # With a fixed dispatch_spin the dispatcher takes events from the session's ring in C
         # (_fastcall.c ring_next); the ring object keeps the ring's memory mapped while it reads.
-        ring = h.EventRing() if self._ring_spin_ns and _ring_next is not None and _core.EVENT_FIELDS == _FIELDS else None
+        ring = h.EventRing() if self._ring_spin_ns and _ring_next is not None else None
         self._dispatcher = threading.Thread(target=self._dispatch, args=(ring,), name="vortexgo-engine-dispatcher",
                                             daemon=True)
         self._dispatcher.start()
@@ -1318,7 +1318,6 @@ class Engine:
         addr, spin = (_ring_address(ring), self._ring_spin_ns) if ring is not None else (0, 0)
         while True:
             try:
-                n = 0
                 if addr and eid:
                     n = _ring_next(addr, records, spin)
                     if n == -2:  # stages wait for this acknowledgement: wake them, then take events
