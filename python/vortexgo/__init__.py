@@ -9,7 +9,16 @@ same API runs on a CPU backend when there is no GPU.
 
 from __future__ import annotations
 
-from ._errors import ClosedError, CudaError, InternalError, InUseError, LockError, MemoryBudgetError, VortexError
+from ._errors import (
+    ClosedError,
+    CudaError,
+    ForkError,
+    InternalError,
+    InUseError,
+    LockError,
+    MemoryBudgetError,
+    VortexError,
+)
 from ._device import (
     Device,
     cuda_unavailable_reason,
@@ -36,6 +45,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "VortexError", "CudaError", "ClosedError", "LockError", "InUseError", "InternalError", "MemoryBudgetError",
+    "ForkError",
     "Device", "devices", "get_device", "is_cuda_available", "cuda_unavailable_reason", "synchronize_device",
     "Stream", "Event", "current_stream", "default_stream",
     "synchronize", "synchronize_stream", "synchronize_event",

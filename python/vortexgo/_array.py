@@ -30,7 +30,6 @@ MAX_NDIM = 64  # NumPy's (NPY_MAXDIMS): more could not be viewed or exported
 # named by the id of the Go object owning or borrowing it, so Go holds it for
 # the call.
 OP_COPY, OP_MEMSET, OP_FILL, OP_SCALE_OFFSET, OP_CAST = range(5)
-_fast_op = _ext.pyapi_FastArrayOp
 
 
 def run_op(op: int, s: Stream, dm: int, dst: int, sm: int, src: int, n: int, dt: int = 0, sdt: int = 0,
@@ -38,7 +37,7 @@ def run_op(op: int, s: Stream, dm: int, dst: int, sm: int, src: int, n: int, dt:
     """One array operation on ``s``: (dm, dst) and (sm, src) are (memory id,
     address); id 0 is a host address the caller keeps alive (a NumPy array).
     The fast path returns -1 on any error; the method path then raises it."""
-    if _fast_op(op, s._id, dm, dst, sm, src, n, dt, sdt, a, b):
+    if _ext.pyapi_FastArrayOp(op, s._id, dm, dst, sm, src, n, dt, sdt, a, b):
         native(api.ArrayOp)(op, s._id, dm, dst, sm, src, n, dt, sdt, a, b)
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "LockError",
     "InUseError",
     "InternalError",
+    "ForkError",
 ]
 
 
@@ -58,6 +59,14 @@ class InternalError(VortexError):
     go_stack: str = ""
 
 
+class ForkError(VortexError):
+    """vortexgo was used in a child of ``fork()`` of a process that had started
+    its Go runtime: neither the Go runtime nor the CUDA driver survives a
+    fork. Start such workers with multiprocessing's ``spawn`` or
+    ``forkserver`` method. Python code in the child that does not use
+    vortexgo is not affected."""
+
+
 _TAGS: dict[str, type[BaseException]] = {
     "InUseError": InUseError,
     "MemoryError": MemoryError,
@@ -71,6 +80,7 @@ _TAGS: dict[str, type[BaseException]] = {
     "LockError": LockError,
     "VortexError": VortexError,
     "InternalError": InternalError,
+    "ForkError": ForkError,
 }
 
 
@@ -140,6 +150,11 @@ def release_on_collect(obj: object, release: Callable[[], object], what: str):
 
 def _release(release: Callable[[], object], what: str) -> None:
     import warnings
+
+    from . import _core
+
+    if _core.forked():
+        return  # a forked child's copy: what it names is the parent's to release
 
     try:
         release()

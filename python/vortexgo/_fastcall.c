@@ -37,6 +37,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <structmember.h>
 #include <time.h>
@@ -45,6 +46,29 @@
 #include "eventring.h"
 
 static const vg_fast_api* api;
+
+/* Set in a child of fork(): the Go runtime and the CUDA driver of the
+ * parent do not survive it, so from then on no path here calls either. The
+ * shim's table is forgotten (every shim call returns -1), the Go fast
+ * functions are never called, and the C base types' methods go straight to
+ * their pure-Python methods, which raise vortexgo.ForkError (_core.py). A
+ * pthread_atfork handler rather than Python's os.register_at_fork: it also
+ * covers a fork made from C. */
+static volatile int forked;
+
+static void forget_in_child(void) {
+	forked = 1;
+	api = NULL;
+}
+
+/* refuse_forked: the error of a call that would read the parent's memory
+ * (an engine's event ring) in a forked child. */
+static PyObject* refuse_forked(const char* what) {
+	PyErr_Format(PyExc_RuntimeError,
+	             "ForkError: %s: vortexgo cannot run in a child of fork(); use multiprocessing's spawn or forkserver start method",
+	             what);
+	return NULL;
+}
 
 /* id reads an int argument; -1 (and a Python error) if it is not one. A
  * value outside int64 is no id at all: 0 makes the call return -1 and take
@@ -146,7 +170,7 @@ static int go_call(int k, PyObject* a, PyObject* b, int n) {
 	PyObject* argv[2] = {a, b};
 	PyObject* res;
 	long r;
-	if (go_fast[k] == NULL || a == NULL || (n == 2 && b == NULL)) return -1;
+	if (forked || go_fast[k] == NULL || a == NULL || (n == 2 && b == NULL)) return -1;
 	/* Held for the call: the Go wrapper releases the GIL, and a close() on
 	 * another thread then replaces the object's id (set_gid drops the old). */
 	Py_INCREF(a);
@@ -423,6 +447,7 @@ static PyObject* ring_next(PyObject* self, PyObject* const* args, Py_ssize_t nar
 	int64_t addr, spin_ns;
 	Py_buffer view;
 	ARGS(3);
+	if (forked) return refuse_forked("ring_next");
 	if (id(args[0], &addr) || id(args[2], &spin_ns)) return NULL;
 	if (addr == 0) {
 		PyErr_SetString(PyExc_ValueError, "ring_next: address 0, expected an event ring's address (Engine.EventRing())");
@@ -531,6 +556,7 @@ static PyObject* run_events(PyObject* self, PyObject* const* args, Py_ssize_t na
 	Py_buffer view;
 	const int64_t* ev;
 	ARGS(4);
+	if (forked) return refuse_forked("run_events");
 	engine = args[0];
 	start = PyLong_AsSsize_t(args[2]);
 	if (start == -1 && PyErr_Occurred()) return NULL;
@@ -661,6 +687,7 @@ static PyObject* bind(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 static PyObject* init(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 	const vg_fast_api* t;
 	ARGS(1);
+	if (forked) Py_RETURN_FALSE;
 	t = (const vg_fast_api*)PyLong_AsVoidPtr(args[0]);
 	if (t == NULL) {
 		if (PyErr_Occurred()) return NULL;
@@ -724,6 +751,10 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
 	}
 #endif
 	if (PyType_Ready(&StreamBaseType) < 0 || PyType_Ready(&EventBaseType) < 0) return NULL;
+	if (pthread_atfork(NULL, NULL, forget_in_child) != 0) {
+		PyErr_SetString(PyExc_ImportError, "_fastcall: pthread_atfork failed");
+		return NULL;
+	}
 	m = PyModule_Create(&module);
 	if (m == NULL) return NULL;
 	if (PyModule_AddObjectRef(m, "StreamBase", (PyObject*)&StreamBaseType) < 0 ||

@@ -21,14 +21,8 @@ from ._core import (
     c_stream_query,
     c_stream_sync,
     c_stream_wait,
-    fast_query_event,
-    fast_query_stream,
-    fast_record,
-    fast_sync_event,
-    fast_sync_stream,
-    fast_wait_event,
-    stream_op,
 )
+from . import _core
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
 from ._validate import INT64_MAX, check_bool, check_int
@@ -47,7 +41,11 @@ from ._validate import INT64_MAX, check_bool, check_int
 # subclasses as _<name>_slow) for anything but the plain call that succeeds
 # (no argument, keywords, a foreign stream, a -1 from both fast paths), so
 # the two bases cannot differ in what they accept or raise.
-_op = native(stream_op)
+
+
+def _op(*args: int) -> int:
+    # Looked up per call: _core binds the Go function at its first load.
+    return native(_core.stream_op)(*args)
 
 #: Smallest int64: priorities and handles are bounded to Go's int before gopy
 #: sees them (it would say "int too big to convert", naming nothing).
@@ -95,7 +93,7 @@ class _PyStreamBase:
             event = Event(self.device)
         elif not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        if c_event_record(self._cid, event._cid) and fast_record(self._id, event._id):
+        if c_event_record(self._cid, event._cid) and _core.fast_record(self._id, event._id):
             _op(OP_RECORD, self._h.ID(), event._h.ID())  # raises the full error
         return event
 
@@ -103,12 +101,12 @@ class _PyStreamBase:
         """Make later work on this stream wait for ``event``; the host does not wait."""
         if not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        if c_stream_wait(self._cid, event._cid) and fast_wait_event(self._id, event._id):
+        if c_stream_wait(self._cid, event._cid) and _core.fast_wait_event(self._id, event._id):
             _op(OP_WAIT_EVENT, self._h.ID(), event._h.ID())
 
     def synchronize(self) -> None:
         """Block the host until all work queued so far is done (GIL released)."""
-        if c_stream_sync(self._cid) and fast_sync_stream(self._id):
+        if c_stream_sync(self._cid) and _core.fast_sync_stream(self._id):
             _op(OP_SYNC_STREAM, self._h.ID(), 0)
 
     @property
@@ -116,7 +114,7 @@ class _PyStreamBase:
         """True when all work queued so far is done (does not block)."""
         r = c_stream_query(self._cid)
         if r < 0:
-            r = fast_query_stream(self._id)
+            r = _core.fast_query_stream(self._id)
             if r < 0:
                 return _op(OP_QUERY_STREAM, self._h.ID(), 0)
         return r == 1
@@ -147,13 +145,13 @@ class _PyEventBase:
         s = stream if stream is not None else current_stream(self.device)
         if not isinstance(s, Stream):
             s = Stream.from_external(s, self.device)
-        if c_event_record(s._cid, self._cid) and fast_record(s._id, self._id):
+        if c_event_record(s._cid, self._cid) and _core.fast_record(s._id, self._id):
             _op(OP_RECORD, s._h.ID(), self._h.ID())  # raises the full error
         return self
 
     def synchronize(self) -> None:
         """Block the host until the event completes (GIL released)."""
-        if c_event_sync(self._cid) and fast_sync_event(self._id):
+        if c_event_sync(self._cid) and _core.fast_sync_event(self._id):
             _op(OP_SYNC_EVENT, 0, self._h.ID())
 
     @property
@@ -161,7 +159,7 @@ class _PyEventBase:
         """True once the work before the event is done (does not block)."""
         r = c_event_query(self._cid)
         if r < 0:
-            r = fast_query_event(self._id)
+            r = _core.fast_query_event(self._id)
             if r < 0:
                 return _op(OP_QUERY_EVENT, 0, self._h.ID())
         return r == 1

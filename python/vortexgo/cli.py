@@ -81,7 +81,10 @@ def info(file: Optional[TextIO] = None) -> int:
         file: where to print (default: standard output).
     """
     import vortexgo as vg
-    from vortexgo._core import HAVE_C_FAST_PATH
+    from vortexgo import _core
+
+    _core.load()
+    HAVE_C_FAST_PATH = _core.HAVE_C_FAST_PATH
 
     def say(s: str) -> None:
         print(s, file=file)

@@ -23,12 +23,11 @@ ComputeCallable = Callable[[Stream], Any]
 
 # The fast path (registry ids; gosrc/pyapi/pipeline.go): no method lookup,
 # no wrapper, -1 means "repeat through the method path for the full error".
-# _fast(step, coordinator id, op id) runs one step of an external op
-# (pipeline.ExternalStep codes below); api.External is its method path.
-_fast = _ext.pyapi_FastExternal
+# _ext.pyapi_FastExternal(step, coordinator id, op id) runs one step of an
+# external op (pipeline.ExternalStep codes below); api.External is its method
+# path. _ext.pyapi_FastPoll(coordinator id, address, size) takes completions.
+# (_ext is read per call: the Go core loads at first use, _core.py.)
 _BEGIN, _END, _TRACK = range(3)
-_poll = _ext.pyapi_FastPoll
-_FIELDS = api.PollFields
 _POLL_CAP = 512  # records per Poll call; more wait for the next call
 _TYPES = ("compute", "upload", "download", "?")  # pipeline.OpType
 _STAGE_OPS = frozenset((KernelOp, SpinOp, UploadOp, DownloadOp))
@@ -151,7 +150,8 @@ class AsyncCoordinator(Closeable):
         self._compute = threading.RLock()  # one compute op at a time (a callable holds the stream)
         self._fid = h.ID()
         self._timing = timing
-        self._pbuf = array.array("d", bytes(8 * _FIELDS * _POLL_CAP))
+        self._fields = api.PollFields  # values per completion record (pipeline.PollFields)
+        self._pbuf = array.array("d", bytes(8 * self._fields * _POLL_CAP))
         self._paddr = self._pbuf.buffer_info()[0]
         self._streams = tuple(borrowed(device, h.Stream(i), self) for i in range(3))
         self._compute_stream = self._streams[1]
@@ -268,14 +268,14 @@ class AsyncCoordinator(Closeable):
                 self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
                 raise
             else:
-                op_id = _fast(_TRACK, self._fid, 0)
+                op_id = _ext.pyapi_FastExternal(_TRACK, self._fid, 0)
                 if op_id < 0:
                     op_id = self._done()
             finally:
                 lock.release()
             return op_id
         try:
-            op_id = _fast(_BEGIN, self._fid, 0)
+            op_id = _ext.pyapi_FastExternal(_BEGIN, self._fid, 0)
             if op_id < 0:
                 op_id = self._begin(())
             try:
@@ -284,7 +284,7 @@ class AsyncCoordinator(Closeable):
                 self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                if _fast(_END, self._fid, op_id):
+                if _ext.pyapi_FastExternal(_END, self._fid, op_id):
                     self._end(op_id)
         finally:
             lock.release()
@@ -304,7 +304,7 @@ class AsyncCoordinator(Closeable):
                 self._ext_errors[op_id] = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                if _fast(_END, self._fid, op_id):
+                if _ext.pyapi_FastExternal(_END, self._fid, op_id):
                     self._end(op_id)
         return op_id
 
@@ -318,7 +318,7 @@ class AsyncCoordinator(Closeable):
         return api.External(_TRACK, self._fid, 0, 0, 0)
 
     def _done_after_work(self) -> int:
-        op_id = _fast(_TRACK, self._fid, 0)
+        op_id = _ext.pyapi_FastExternal(_TRACK, self._fid, 0)
         return op_id if op_id > 0 else self._done()
 
     @tk_native
@@ -343,22 +343,23 @@ class AsyncCoordinator(Closeable):
         """The ops completed since the last poll, without blocking."""
         if self._closed:
             raise ClosedError("coordinator is closed")
-        k = _poll(self._fid, self._paddr, _FIELDS * _POLL_CAP)
+        k = _ext.pyapi_FastPoll(self._fid, self._paddr, self._fields * _POLL_CAP)
         if k <= 0:
             if k < 0:
                 raise ClosedError("coordinator is closed")
             return []
         out = self._records(k)
         while k == _POLL_CAP:
-            k = max(_poll(self._fid, self._paddr, _FIELDS * _POLL_CAP), 0)
+            k = max(_ext.pyapi_FastPoll(self._fid, self._paddr, self._fields * _POLL_CAP), 0)
             out += self._records(k)
         return out
 
     def _records(self, k: int) -> list[CompletedOp]:
-        v = self._pbuf[:k * _FIELDS].tolist()
+        f = self._fields
+        v = self._pbuf[:k * f].tolist()
         kinds, new = self._kinds, tuple.__new__  # tuple.__new__: the C constructor, no Python __new__
         out = []
-        for i in range(0, k * _FIELDS, _FIELDS):
+        for i in range(0, k * f, f):
             kind = kinds.get(v[i + 1]) or self._kind(v[i + 1])
             out.append(new(CompletedOp, (int(v[i]), kind[0], kind[1], v[i + 2], kind[2], int(v[i + 3]))))
         if self._ext_errors or any(op.error for op in out):
