@@ -58,7 +58,8 @@ type StackStorageEndpoint struct {
 	segs   []int // vortex's volume_segments of the block being formatted
 	fail   func(error)
 
-	writtenAtClose int // volumes written by the last run, kept after Close
+	writtenAtClose int   // volumes written by the last run, kept after Close
+	owner          int64 // the engine that prepared it (EndpointInfo.Owner)
 	claim          engine.Claim
 
 	// host is set for the stream endpoints (NewStreamStackEndpoint),
@@ -166,12 +167,31 @@ func stackTarget(name string, store any) (target, error) {
 	return t, nil
 }
 
+// Executor is the endpoint's stack executor (nil: every sample); an
+// engine holds it with the endpoint.
+func (e *StackStorageEndpoint) Executor() any {
+	if e.exec == nil {
+		return nil
+	}
+	return e.exec
+}
+
 // Prepare checks the store against the volume shape, allocates the
 // device buffer and the pinned job buffers, and starts the writer.
+//
+// Another engine may prepare the endpoint again once the engine that
+// prepared it was closed (the engine package refuses it before): the
+// previous engine's buffers and writer are released and made anew.
 func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	if e.stream != nil {
-		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
+		if info.Owner == e.owner {
+			return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
+		}
+		if err := e.release(); err != nil {
+			return fmt.Errorf("%s.Prepare: releasing the previous engine's buffers: %w", e.name, err)
+		}
 	}
+	e.owner = info.Owner
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.release())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
@@ -55,6 +56,7 @@ type StackTensorEndpoint struct {
 	// volume) reads the tensor before the next block writes it.
 	chained backend.Event
 	tensor  *memory.DeviceTensor
+	dev     backend.Device // the tensor's (a new engine on another keeps none of it)
 	owner   int64
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -189,14 +191,32 @@ func NewSpectraStackHostTensorEndpoint() (*StackTensorEndpoint, error) {
 	return newStackTensor("SpectraStackHostTensorEndpoint", backend.PinnedMem, backend.Uint16, srcRaw)
 }
 
-// Prepare creates the stream and the tensor.
+// Prepare creates the stream and the tensor. An endpoint an engine
+// prepared before is prepared again by another engine (the engine package
+// lets one do so only once the first was closed: a notebook's rebuilt
+// engine): it keeps its tensor, which users may still hold, when the new
+// volume has the same shape on the same device, and replaces it otherwise.
 func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
-	if e.tensor != nil {
+	if e.tensor != nil && info.Owner == e.owner {
 		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
 	}
 	if e.hostSrc == nil {
 		if err := e.f.configure(info, e.src, e.dtype, e.exec, e.shape3); err != nil {
 			return fmt.Errorf("%s.Prepare: %w", e.name, err)
+		}
+	}
+	if e.tensor != nil {
+		shape := e.shape3
+		if e.hostSrc == nil {
+			shape = e.f.shape3()
+		}
+		if e.dev == info.Device && slices.Equal(e.tensor.Info().Shape, shape) {
+			e.owner = info.Owner
+			e.ctx, e.cancel = stopContext(info.Stopping)
+			return nil
+		}
+		if err := e.free(); err != nil {
+			return fmt.Errorf("%s.Prepare: freeing the previous engine's volume: %w", e.name, err)
 		}
 	}
 	alloc := e.Allocator
@@ -237,7 +257,7 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("%s.Prepare: event: %w", e.name, err), ev.Close(), t.Close(), s.Close())
 	}
-	e.stream, e.tensor, e.owner, e.formatted, e.chained = s, t, info.Owner, ev, chained
+	e.stream, e.tensor, e.owner, e.formatted, e.chained, e.dev = s, t, info.Owner, ev, chained, info.Device
 	e.ctx, e.cancel = stopContext(info.Stopping)
 	return nil
 }
@@ -367,29 +387,35 @@ func (e *StackTensorEndpoint) Flush() error { return nil }
 // While an engine that prepared the endpoint has not finished its run, it
 // refuses with backend.ErrInUse: the engine formats into the tensor.
 func (e *StackTensorEndpoint) Close() error {
-	return e.claim.Close(func() error {
-		if e.stream == nil {
-			return nil
+	return e.claim.Close(e.free)
+}
+
+// free releases what Prepare made (Close, or a new engine's Prepare that
+// needs another volume).
+func (e *StackTensorEndpoint) free() error {
+	if e.stream == nil {
+		return nil
+	}
+	e.cancel()
+	// A host wait at teardown: the stream's queued copies write into the
+	// tensor about to be freed.
+	err := e.stream.Synchronize()
+	err = errors.Join(err, e.tensor.Close(), e.stream.Close())
+	for _, ev := range []backend.Event{e.formatted, e.chained} {
+		if ev != nil {
+			err = errors.Join(err, ev.Close())
 		}
-		e.cancel()
-		// A host wait at teardown: the stream's queued copies write into the
-		// tensor about to be freed.
-		err := e.stream.Synchronize()
-		err = errors.Join(err, e.tensor.Close(), e.stream.Close())
-		for _, ev := range []backend.Event{e.formatted, e.chained} {
-			if ev != nil {
-				err = errors.Join(err, ev.Close())
-			}
-		}
-		e.stream, e.tensor, e.formatted, e.chained = nil, nil, nil, nil
-		return err
-	})
+	}
+	e.stream, e.tensor, e.formatted, e.chained, e.dev = nil, nil, nil, nil, nil
+	return err
 }
 
 // NullEndpoint receives blocks and discards them; its events still fire,
 // which makes it the endpoint for callbacks-only and throughput tests.
 type NullEndpoint struct {
 	stream backend.Stream
+	dev    backend.Device // the stream's
+	owner  int64          // the engine that prepared it (EndpointInfo.Owner)
 	claim  engine.Claim
 }
 
@@ -404,16 +430,27 @@ func (e *NullEndpoint) Claims() []*engine.Claim {
 // NewNullEndpoint returns a NullEndpoint.
 func NewNullEndpoint() *NullEndpoint { return &NullEndpoint{} }
 
-// Prepare creates the stream.
+// Prepare creates the stream. Another engine may prepare the endpoint
+// again once the first was closed (see StackTensorEndpoint.Prepare).
 func (e *NullEndpoint) Prepare(info engine.EndpointInfo) error {
 	if e.stream != nil {
-		return errors.New("NullEndpoint.Prepare: already prepared, expected one Prepare per endpoint")
+		if info.Owner == e.owner {
+			return errors.New("NullEndpoint.Prepare: already prepared, expected one Prepare per endpoint")
+		}
+		if e.dev == info.Device {
+			e.owner = info.Owner
+			return nil
+		}
+		if err := e.stream.Close(); err != nil {
+			return fmt.Errorf("NullEndpoint.Prepare: closing the previous engine's stream: %w", err)
+		}
+		e.stream = nil
 	}
 	s, err := info.Device.NewStream(0)
 	if err != nil {
 		return fmt.Errorf("NullEndpoint.Prepare: stream: %w", err)
 	}
-	e.stream = s
+	e.stream, e.dev, e.owner = s, info.Device, info.Owner
 	return nil
 }
 

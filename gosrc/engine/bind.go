@@ -7,6 +7,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
 // Do runs op for bindings that reach the engine by name (pyapi's
@@ -15,13 +16,16 @@ import (
 //	"shutdown"     {"Interrupt": bool}  Shutdown
 //	"job_events"   {"On": bool}         SetJobEvents
 //	"profiler_log" {"Path": string}     SetProfilerLog
+//	"own"          {}                   Own
+//	"scan_queue"   {} with: the queue   SetScanQueue (a binding's queue
+//	                                    object: Queue() *scan.ScanQueue)
 //	"next_events"  {"TimeoutMs": int}   NextRecordsAt into the caller's n
 //	                                    int64s at dst: {"Records": count}
 //
 // Only next_events waits; the others are safe from a handler on the
 // dispatcher thread. next_events is the dispatcher's path once pyapi's
 // fast one (a registry id) is closed: it drains the last session's events.
-func (e *Engine) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
+func (e *Engine) Do(op string, args []byte, with any, dst, n int) ([]byte, error) {
 	var a struct {
 		Interrupt, On bool
 		Path          string
@@ -39,6 +43,14 @@ func (e *Engine) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
 		e.SetJobEvents(a.On)
 	case "profiler_log":
 		e.SetProfilerLog(a.Path)
+	case "own":
+		return nil, e.Own()
+	case "scan_queue":
+		q, ok := with.(interface{ Queue() *scan.ScanQueue })
+		if !ok {
+			return nil, backend.Invalidf("engine.scan_queue: a %T, expected a ScanQueue", with)
+		}
+		return nil, e.SetScanQueue(q.Queue())
 	case "next_events":
 		k, err := e.NextRecordsAt(dst, n/EventFields, a.TimeoutMs)
 		if err != nil {
@@ -46,7 +58,7 @@ func (e *Engine) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
 		}
 		return fmt.Appendf(nil, `{"Records": %d}`, k), nil
 	default:
-		return nil, fmt.Errorf("engine: operation %q, expected shutdown, job_events, profiler_log or next_events: %w", op, backend.ErrInvalid)
+		return nil, fmt.Errorf("engine: operation %q, expected shutdown, job_events, profiler_log, own, scan_queue or next_events: %w", op, backend.ErrInvalid)
 	}
 	return nil, nil
 }

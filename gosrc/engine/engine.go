@@ -179,6 +179,10 @@ type Engine struct {
 	// dropClaims releases them.
 	claimMu sync.Mutex
 	claims  []*Claim
+	// owned is what the engine owns (stageOwners) from Prepare (or Own)
+	// until Close; owning tells an empty list from none taken.
+	owned  []stageKey
+	owning bool
 
 	recMu sync.Mutex // NextRecords: one Go consumer at a time
 
@@ -202,7 +206,34 @@ func New(cfg Config, dev backend.Device) (*Engine, error) {
 // ScanQueue is the engine's scan queue (vortex's engine.scan_queue): the
 // Generate stage plays its scans into every block's waveform and markers.
 // Append or interrupt scans on it at any time, also while the engine runs.
-func (e *Engine) ScanQueue() *scan.ScanQueue { return e.queue }
+func (e *Engine) ScanQueue() *scan.ScanQueue {
+	e.stateMu.Lock() // SetScanQueue replaces it between sessions
+	defer e.stateMu.Unlock()
+	return e.queue
+}
+
+// SetScanQueue replaces the scan queue the next session plays (vortex's
+// engine.scan_queue = ScanQueue(): its session takes the queue at start).
+// It is refused with backend.ErrInUse while a session runs: that session
+// plays the current queue to its end, so a new one would be silently
+// ignored until the next Start.
+func (e *Engine) SetScanQueue(q *scan.ScanQueue) error {
+	if q == nil {
+		return backend.Invalidf("engine.scan_queue: None, expected a ScanQueue")
+	}
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	switch e.state {
+	case stateClosed:
+		return fmt.Errorf("engine.scan_queue: the engine is closed: %w", backend.ErrClosed)
+	case stateRunning:
+		return fmt.Errorf("engine.scan_queue: a session is running and plays the current scan queue to its end; "+
+			"stop() the engine before replacing it, or change what it plays with engine.scan_queue.interrupt(scan), "+
+			"append(scan), clear() or reset(): %w", backend.ErrInUse)
+	}
+	e.queue = q
+	return nil
+}
 
 // Owner is the lock token the engine uses on endpoint tensors.
 func (e *Engine) Owner() int64 { return e.owner }
@@ -229,11 +260,29 @@ func (e *Engine) Prepare() (err error) {
 		if err != nil {
 			err = errors.Join(err, e.release())
 			e.dropClaims()
+			// A failed Prepare keeps nothing: the stages may go to
+			// another engine (or to this one's next try).
+			e.disown()
 		}
 	}()
 	cfg := &e.cfg
+	// Owned first: a stage of another engine is refused before anything
+	// here touches it (an acquisition's Prepare re-pins its memory).
+	if err := e.own(); err != nil {
+		return fmt.Errorf("engine.Prepare: %w", err)
+	}
 	if err := e.takeClaims(); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
+	}
+	// A prepared engine starts a new stream at sample 0: a planner's
+	// segment or volume in progress belongs to the stream of the engine
+	// that used it before (a notebook's rebuilt engine got one volume too
+	// many, finished from the old stream's state). Between the sessions
+	// of one engine the planner keeps its state, as vortex's does.
+	for _, fn := range cfg.fmts {
+		if r, ok := fn.fmt.(interface{ Reset() }); ok {
+			r.Reset()
+		}
 	}
 	if err := e.prepareAcquisitions(); err != nil {
 		return err
@@ -763,24 +812,82 @@ func (e *Engine) remoteUpload(b *Block) *remoteBuf {
 	return nil
 }
 
-// takeClaims claims every stage of the configuration (see Claim), so that
-// closing one while this engine may use it is refused.
-func (e *Engine) takeClaims() error {
+// stages lists every stage of the configuration: IOs, acquisitions,
+// processors, formatters and endpoints (a stage wired twice is listed
+// twice).
+func (c *Config) stages() []any {
 	var stages []any
-	for _, n := range e.cfg.ios {
+	for _, n := range c.ios {
 		stages = append(stages, n.io)
 	}
-	for _, an := range e.cfg.acqs {
+	for _, an := range c.acqs {
 		stages = append(stages, an.acq)
 		for _, p := range an.procs {
 			stages = append(stages, p)
 		}
 	}
-	for _, fn := range e.cfg.fmts {
+	for _, pn := range c.procs {
+		stages = append(stages, pn.proc)
+		for _, f := range pn.fmts {
+			stages = append(stages, f)
+		}
+	}
+	for _, fn := range c.fmts {
+		stages = append(stages, fn.fmt)
 		for _, ep := range fn.eps {
 			stages = append(stages, ep)
 		}
 	}
+	return stages
+}
+
+// Own makes the engine the owner of every stage of its configuration (see
+// stageOwners): another engine's Prepare or Own is then refused with
+// backend.ErrInUse until this engine is closed. Prepare owns them too; a
+// binding calls Own first when it readies stages itself before Prepare
+// (Python prepares the acquisitions to check its processors against
+// them), so that a stage of another engine is refused before it is
+// touched. Owning again is a no-op.
+func (e *Engine) Own() error {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if e.state == stateClosed {
+		return fmt.Errorf("engine.Own: the engine is closed: %w", backend.ErrClosed)
+	}
+	if err := e.own(); err != nil {
+		return fmt.Errorf("engine.Own: %w", err)
+	}
+	return nil
+}
+
+// own takes the stages for e once (stageOwners.take).
+func (e *Engine) own() error {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	if e.owning {
+		return nil
+	}
+	keys := stageKeys(e.cfg.stages())
+	if err := stageOwners.take(e.owner, keys); err != nil {
+		return err
+	}
+	e.owned, e.owning = keys, true
+	return nil
+}
+
+// disown gives the stages up (Close, or a failed Prepare); a no-op when
+// the engine owns nothing.
+func (e *Engine) disown() {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	stageOwners.release(e.owner, e.owned)
+	e.owned, e.owning = nil, false
+}
+
+// takeClaims claims every stage of the configuration (see Claim), so that
+// closing one while this engine may use it is refused.
+func (e *Engine) takeClaims() error {
+	stages := e.cfg.stages()
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
 	for _, st := range stages {
@@ -888,7 +995,8 @@ func (e *Engine) RecentTimings(dst []JobTiming) int { return e.timings.recent(ds
 
 // Close stops the run if needed and frees what Prepare allocated (blocks,
 // slot streams). Endpoints, processors and the acquisition belong to the
-// caller and stay open: their tensors outlive the engine.
+// caller and stay open: their tensors outlive the engine. The engine
+// stops owning them (Own), so a new engine may prepare them.
 func (e *Engine) Close() error {
 	// The run's own error is reported by Wait and Err; Close reports only
 	// failures to free.
@@ -903,7 +1011,11 @@ func (e *Engine) Close() error {
 		e.dropClaims()
 	}
 	e.state = stateClosed
-	return e.release()
+	err := e.release()
+	// After release: nothing of this engine touches the stages any more,
+	// so a new engine (a notebook's rebuilt one) may prepare them.
+	e.disown()
+	return err
 }
 
 func (e *Engine) release() error {

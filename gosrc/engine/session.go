@@ -125,6 +125,7 @@ func (e *Engine) Start() error {
 	// stage closed in between is then refused, never used.
 	abort := func(err error) error {
 		_ = s.prof.close() // the start's error is the one to report
+		e.queue.StopPlaying(e.owner)
 		e.dropClaims()
 		e.state = stateFinished
 		return fmt.Errorf("engine.Start: %w", err)
@@ -146,6 +147,12 @@ func (e *Engine) Start() error {
 	clear(e.ioGiven)
 	for _, ep := range e.eps {
 		ep.pendingAck = 0
+	}
+	// The queue and its scans serve this run alone until its Generate
+	// stage is over (scan.ScanQueue.Play): another engine's play of them
+	// would move the scans under this one.
+	if err := e.queue.Play(e.owner); err != nil {
+		return abort(err)
 	}
 	if err := e.startGenerate(); err != nil {
 		return abort(err)
@@ -408,8 +415,10 @@ func (e *Engine) finish(s *session) {
 	if s.panicked.Load() {
 		e.reclaimBlocks()
 	}
-	// The Generate stage is over: the queue stops calling the engine.
+	// The Generate stage is over: the queue stops calling the engine, and
+	// its scans may go to another engine (or be reset to sample 0).
 	e.queue.SetEmptyWaiter(nil)
+	e.queue.StopPlaying(e.owner)
 	e.stopAcquisition(s)
 	if s.acqErr != nil && !e.failed(s) {
 		e.fail(s, fmt.Errorf("engine: stopping the acquisition: %w", s.acqErr))

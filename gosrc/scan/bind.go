@@ -207,6 +207,9 @@ func newScan[C Config[C]](kind, record string, def func() C) (Bound, error) {
 	return b, err
 }
 
+// Kind is the scan's class name ("RasterScan"), for messages.
+func (b *scanObject[C]) Kind() string { return b.kind }
+
 // Streamer is the scan a ScanQueue plays.
 func (b *scanObject[C]) Streamer() Streamer { return &b.s }
 
@@ -550,6 +553,9 @@ func (b *queueObject) Do(op string, args []byte, with any, dst, n int) ([]byte, 
 			err = b.q.Interrupt(s.Streamer(), b.callback(a.Callback), m)
 		}
 		if err != nil {
+			if k, ok := with.(interface{ Kind() string }); ok {
+				return nil, fmt.Errorf("ScanQueue.%s(%s): %w", op, k.Kind(), err)
+			}
 			return nil, err
 		}
 	case "generate":
@@ -571,7 +577,9 @@ func (b *queueObject) Do(op string, args []byte, with any, dst, n int) ([]byte, 
 			return nil, backend.Invalidf("ScanQueue.reset: position of %d values and velocity of %d, expected one per channel each", len(a.Position), len(a.Velocity))
 		}
 		if a.At {
-			b.q.ResetAt(a.Sample, a.Position, a.Velocity)
+			if err := b.q.ResetAt(a.Sample, a.Position, a.Velocity); err != nil {
+				return nil, err
+			}
 		} else {
 			b.q.Reset()
 		}

@@ -88,6 +88,12 @@ type ScanQueue struct {
 	// whether a binding's empty callback wants it (SetEmptyWanted).
 	emptyWait   func()
 	emptyWanted bool
+
+	// player is the engine playing the queue (Play), nil outside a run;
+	// held counts each scan's occurrences (active and queued) while
+	// played (queue_play.go).
+	player any
+	held   map[Streamer]int
 }
 
 // NewScanQueue is vortex's ScanQueue(): at sample 0, state unknown (the
@@ -125,9 +131,15 @@ func (q *ScanQueue) Interrupt(scan Streamer, callback QueueCallback, boundary ma
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	// Held before the clear: a scan another engine plays is refused with
+	// the queue untouched.
+	if err := q.hold(scan); err != nil {
+		return err
+	}
 	q.emit(QueueInterrupt)
 	q.clear()
-	return q.enqueue(scan, callback, boundary)
+	q.push(scan, callback, boundary)
+	return nil
 }
 
 func checkStreamer(scan Streamer, boundary marker.Marker) error {
@@ -147,9 +159,17 @@ func (q *ScanQueue) enqueue(scan Streamer, callback QueueCallback, boundary mark
 	if err := checkStreamer(scan, boundary); err != nil {
 		return err
 	}
+	if err := q.hold(scan); err != nil {
+		return err
+	}
+	q.push(scan, callback, boundary)
+	return nil
+}
+
+// push queues a checked (and held) scan.
+func (q *ScanQueue) push(scan Streamer, callback QueueCallback, boundary marker.Marker) {
 	q.queue = append(q.queue, queued{scan: scan, callback: callback, marker: boundary})
 	q.inactive = false
-	return nil
 }
 
 // Clear drops the active and queued scans (each callback gets Abort).
@@ -162,6 +182,9 @@ func (q *ScanQueue) Clear() {
 func (q *ScanQueue) clear() {
 	for {
 		q.emit(QueueAbort)
+		if q.active != nil {
+			q.unhold(q.active.scan)
+		}
 		q.active = nil
 		if len(q.queue) > 0 {
 			next := q.queue[0]
@@ -174,23 +197,41 @@ func (q *ScanQueue) clear() {
 	}
 }
 
-// Reset clears the queue and restarts it at sample 0 with the state unknown.
+// Reset clears the queue and restarts it at sample 0 with the state
+// unknown (vortex's reset()). While an engine plays the queue its sample
+// count is the engine's stream position, which cannot go back (the
+// planner would see markers from the past and fail the run): the scans
+// are dropped (Abort) and the state forgotten, as vortex's reset does, and
+// the count goes on, so the next scan appended or interrupted starts at
+// the stream's next sample; the engine's next Start rebases it anyway.
 func (q *ScanQueue) Reset() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.lastPos, q.lastVel = nil, nil
 	q.clear()
-	q.lastSample = 0
+	if q.player == nil {
+		q.lastSample = 0
+	}
 }
 
-// ResetAt clears the queue and restarts it at sample in the given state.
-func (q *ScanQueue) ResetAt(sample int64, position, velocity []float64) {
+// ResetAt clears the queue and restarts it at sample in the given state
+// (vortex's reset(sample, position, velocity)). It is refused with
+// backend.ErrInUse while an engine plays the queue: the sample is the
+// engine's stream position then, which cannot be moved (see Reset).
+func (q *ScanQueue) ResetAt(sample int64, position, velocity []float64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.player != nil {
+		return fmt.Errorf("scan_queue.reset(sample, position, velocity): a running engine plays this queue and "+
+			"its sample count is the engine's stream position (%d), which cannot be moved; call "+
+			"scan_queue.reset() (drops the scans and forgets the position), clear() or interrupt(scan) "+
+			"while it runs, or stop the engine first: %w", q.lastSample, backend.ErrInUse)
+	}
 	q.lastPos = append([]float64(nil), position...)
 	q.lastVel = append([]float64(nil), velocity...)
 	q.clear()
 	q.lastSample = sample
+	return nil
 }
 
 // Rebase moves the queue's sample counter (the engine aligns it with its
@@ -300,6 +341,7 @@ func (q *ScanQueue) Generate(markers *[]marker.Marker, buf []float64, channels, 
 				q.active = &next
 				boundary = true
 				if ch := next.scan.Channels(); ch != channels {
+					q.unhold(next.scan)
 					q.active = nil
 					return released, released, backend.Invalidf("scan_queue.generate: the next scan has %d channels, the buffer %d", ch, channels)
 				}
@@ -333,6 +375,7 @@ func (q *ScanQueue) Generate(markers *[]marker.Marker, buf []float64, channels, 
 		q.takeLast(channels)
 		if released < n {
 			q.emit(QueueFinish)
+			q.unhold(q.active.scan)
 			q.active = nil
 		}
 	}

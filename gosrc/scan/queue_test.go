@@ -139,7 +139,7 @@ func TestQueueMisuse(t *testing.T) {
 	assert.Equal(t, int64(5), sample)
 	assert.Empty(t, pos)
 	assert.Empty(t, vel)
-	q.ResetAt(9, []float64{0.1, 0.2}, []float64{0, 0})
+	require.NoError(t, q.ResetAt(9, []float64{0.1, 0.2}, []float64{0, 0}))
 	sample, pos, _ = q.State()
 	assert.Equal(t, int64(9), sample)
 	assert.Equal(t, []float64{0.1, 0.2}, pos)

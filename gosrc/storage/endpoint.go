@@ -110,6 +110,7 @@ type BlockEndpoint struct {
 	err      error
 	written  int64       // blocks written
 	prepared atomic.Bool // for Record, which a user may call while an engine prepares
+	owner    int64       // the engine that prepared it (EndpointInfo.Owner)
 
 	claim engine.Claim
 }
@@ -192,8 +193,16 @@ func (e *BlockEndpoint) Claims() []*engine.Claim {
 // Prepare sizes the staging buffers for the source and starts the writer.
 func (e *BlockEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 	if e.ds != nil {
-		return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
+		if info.Owner == e.owner {
+			return fmt.Errorf("%s.Prepare: already prepared, expected one Prepare per endpoint", e.name)
+		}
+		// Another engine, once the one that prepared it was closed (the
+		// engine package refuses it before): start over.
+		if err := e.release(); err != nil {
+			return fmt.Errorf("%s.Prepare: releasing the previous engine's staging: %w", e.name, err)
+		}
 	}
+	e.owner = info.Owner
 	if e.stream == nil && e.dump == nil && e.log == nil {
 		return engine.Invalid("%s.Prepare: no storage, expected one attached", e.name)
 	}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import gc
 import json
 import logging
 import math
@@ -39,7 +40,7 @@ import numpy as np
 from . import _core
 from ._core import api
 from ._device import Device, DeviceLike, get_device
-from ._errors import ClosedError, LockError, VortexError, native, translate
+from ._errors import ClosedError, InUseError, LockError, VortexError, native, translate
 from ._validate import INT64_MAX, check_bool, check_float, check_int, check_timeout, is_logger
 from .acquire import _Acquisition
 from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoints from vortex.engine
@@ -93,6 +94,20 @@ def _close_engine(h: Any) -> None:
         h.Close()
     except Exception as exc:  # pragma: no cover
         warnings.warn(f"vortexgo: closing an engine failed: {exc}", ResourceWarning, stacklevel=1)
+
+def _own(h: Any) -> None:
+    """Make engine handle ``h`` the owner of its stages (gosrc/engine Engine.Own). A stage still
+    owned by an engine that was dropped but not yet collected (a reference cycle through a
+    callback) is released by its finaliser: one collection, then one more try, spares a
+    notebook's rebuilt engine that refusal."""
+    try:
+        h.Do("own", "", h, 0, 0)
+    except RuntimeError as exc:
+        if not isinstance(translate(exc), InUseError):
+            raise
+        gc.collect()
+        h.Do("own", "", h, 0, 0)
+
 
 # Event kinds of the Go queue (gosrc/engine/events.go) and record fields
 # (engine.EventFields, gosrc/engine/records.go): kind, endpoint, sample,
@@ -787,10 +802,30 @@ class Engine:
         self._closed = False
         self._ring_spin_ns = 0  # dispatch_spin in ns when fixed (> 0): the C spin on the event ring
         self._fatal: Optional[BaseException] = None  # a handler's BaseException, re-raised by wait()
-        #: vortex's ``engine.scan_queue``: the Generate stage plays its scans into every block.
-        self.scan_queue = ScanQueue()
+        self._scan_queue = ScanQueue()
         if config is not None:
             self.initialize(config)
+
+    @property
+    def scan_queue(self) -> ScanQueue:
+        """vortex's ``engine.scan_queue``: the Generate stage plays its scans into every block.
+
+        Assigning another :class:`ScanQueue` takes effect at the next :meth:`start` (vortex's
+        session takes the queue when it starts). While a session runs it is refused with
+        :class:`~vortexgo.InUseError`: that session plays the current queue to its end; change
+        what it plays with ``scan_queue.interrupt(scan)``, ``append``, ``clear()`` or ``reset()``.
+        """
+        return self._scan_queue
+
+    @scan_queue.setter
+    @native
+    def scan_queue(self, queue: ScanQueue) -> None:
+        if not isinstance(queue, ScanQueue):
+            raise TypeError(f"scan_queue={queue!r:.60}, expected a vortexgo.scan.ScanQueue")
+        h = getattr(self, "_h", None)
+        if h is not None and not self._closed:
+            h.Do("scan_queue", "", queue._h, 0, 0)  # InUseError while a session runs
+        self._scan_queue = queue
 
     def initialize(self, config: EngineConfig) -> None:
         """Adopt ``config``. It is checked, and its wiring fixed, by :meth:`prepare`."""
@@ -850,21 +885,24 @@ class Engine:
                 raise LockError(f"preparing {type(ep).__name__} while this thread holds its tensor's lock")
             if ep._closed:
                 raise ClosedError(f"{type(ep).__name__} is closed, expected an open endpoint")
-        for acq, graph, _ in cfg._acquisitions:
-            acq.prepare()
-            spr = acq.samples_per_record
-            for p in _graph_processors(graph):
-                if p.config.samples_per_record != spr:
-                    raise ValueError(f"ProcessorConfig.samples_per_record={p.config.samples_per_record}, expected "
-                                     f"{spr} (its acquisition's samples_per_record)")
-        self._check_storage_open()
         h = api.NewEngine(dev._h, cfg._native(self.scan_queue))
-        # A fixed dispatch_spin: the dispatcher spins on the event ring in C (_dispatch).
-        self._ring_spin_ns = round(cfg.dispatch_spin * 1e9) if cfg.dispatch_spin else 0
         try:
+            # Own the stages before anything touches them: a stage serves one engine at a
+            # time, and acq.prepare() below would disturb another engine's run (DESIGN.md 9).
+            _own(h)
+            for acq, graph, _ in cfg._acquisitions:
+                acq.prepare()
+                spr = acq.samples_per_record
+                for p in _graph_processors(graph):
+                    if p.config.samples_per_record != spr:
+                        raise ValueError(f"ProcessorConfig.samples_per_record={p.config.samples_per_record}, expected "
+                                         f"{spr} (its acquisition's samples_per_record)")
+            self._check_storage_open()
+            # A fixed dispatch_spin: the dispatcher spins on the event ring in C (_dispatch).
+            self._ring_spin_ns = round(cfg.dispatch_spin * 1e9) if cfg.dispatch_spin else 0
             h.Prepare()
         except BaseException:
-            h.Close()
+            h.Close()  # gives back what it owned
             raise
         self._h, self.device = h, dev
         self._finalizer = weakref.finalize(self, _close_engine, h)

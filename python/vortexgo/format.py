@@ -30,6 +30,16 @@ def _stage(kind: str, record: dict) -> Any:
     return native(api.NewStage)("format", kind, json.dumps(record))
 
 
+def _reinit(h: Any, kind: str, record: dict) -> Any:
+    """The Go object for ``record``: a new one, or ``h`` re-initialized in place (vortex's
+    ``initialize`` on an object an endpoint or engine configuration was built with, which then
+    sees the new configuration). InUseError while an engine that is not closed uses it."""
+    if h is None:
+        return _stage(kind, record)
+    h.Do("initialize", json.dumps(record), h, 0, 0)
+    return h
+
+
 @dataclass(frozen=True)
 class SampleSlice:
     """Keep samples ``start, start+step, ...`` below ``stop`` of each A-scan (vortex's
@@ -153,7 +163,7 @@ class StackFormatExecutor:
             if not hasattr(cfg, k):
                 raise TypeError(f"StackFormatExecutor: unknown field {k!r}")
             setattr(cfg, k, v)
-        self._h = _stage("StackFormatExecutor", cfg._record())
+        self._h = _reinit(self._h, "StackFormatExecutor", cfg._record())
         self.config = cfg
 
     def _handle(self):
@@ -187,7 +197,7 @@ class _Executor:
         """Validate and adopt ``config`` (ValueError naming the field)."""
         if not isinstance(config, self._config_cls):
             raise TypeError(f"config={config!r}, expected a {self._config_cls.__name__}")
-        self._h = _stage(self._kind, config._record())
+        self._h = _reinit(self._h, self._kind, config._record())
         self.config = config.copy()
 
     def _handle(self):

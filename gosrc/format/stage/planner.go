@@ -243,10 +243,21 @@ func (p *FormatPlanner) Initialize(cfg FormatPlannerConfig) error {
 // Config is the config given to Initialize.
 func (p *FormatPlanner) Config() FormatPlannerConfig { return p.cfg }
 
-// Do runs op for bindings (pyapi's Object.Do): "reset" (Reset).
-func (p *FormatPlanner) Do(op string, _ []byte, _ any, _, _ int) ([]byte, error) {
+// Do runs op for bindings (pyapi's Object.Do): "reset" (Reset) and
+// "initialize" (args: the config record; Initialize in place, refused
+// while an engine holds the planner).
+func (p *FormatPlanner) Do(op string, args []byte, _ any, _, _ int) ([]byte, error) {
+	if op == "initialize" { // in place, see reinitialize
+		return reinitialize("FormatPlanner", p, op, func() error {
+			c := DefaultFormatPlannerConfig(0, 0)
+			if err := backend.DecodeRecord("FormatPlannerConfig", string(args), &c); err != nil {
+				return err
+			}
+			return p.Initialize(c)
+		})
+	}
 	if op != "reset" {
-		return nil, backend.Invalidf("FormatPlanner: operation %q, expected reset", op)
+		return nil, backend.Invalidf("FormatPlanner: operation %q, expected reset or initialize", op)
 	}
 	p.Reset()
 	return nil, nil
