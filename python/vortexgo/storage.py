@@ -235,9 +235,7 @@ class _SimpleStack:
         before any engine starts."""
         if not isinstance(config, SimpleStackConfig):
             raise TypeError(f"config={config!r}, expected a SimpleStackConfig")
-        path = os.fspath(config.path)
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"SimpleStackConfig.path={config.path!r}, expected a file path")
+        path = _path("SimpleStackConfig", config.path)
         # Ints only: (2, 1.5, 3, 1) is a mistake, not (2, 1, 3, 1); the Go core
         # bounds the volume's bytes (MemoryError) before the file is made.
         shape = check_shape("SimpleStackConfig.shape", config.shape)
@@ -299,16 +297,24 @@ class _SimpleStack:
     def write_volume(self, data: Any) -> None:
         """Write whole B-scans ``(bscans, ascans, samples, channels)`` into the
         current volume from B-scan 0 (NumPy, CuPy, or vortexgo array). As in
-        vortex it does not advance: call :meth:`advance_volume` next."""
-        self.write_multi_bscan(0, data)
+        vortex it does not advance: call :meth:`advance_volume` next.
+
+        Like every write, seek and advance, it raises :class:`~vortexgo.InUseError`
+        while an engine writes to the stack (from its ``prepare()`` until its run
+        ends): stop the engine first."""
+        self._write_multi(0, data, "write_volume")
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write whole B-scans ``(n, ascans, samples, channels)`` into the current
         volume from B-scan ``index``."""
-        c = self._require_open("write_multi_bscan")
-        a = self._array(data, "write_multi_bscan", c.bscan_shape)
-        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+        self._write_multi(index, data, "write_multi_bscan")
+
+    def _write_multi(self, index: int, data: Any, method: str) -> None:
+        c = self._require_open(method)
+        a = self._array(data, method, c.bscan_shape)
+        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0), "Method": method},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def write_partial_bscan(self, bscan_index: int, ascan_index: int, data: Any) -> None:
@@ -317,19 +323,20 @@ class _SimpleStack:
         c = self._require_open("write_partial_bscan")
         a = self._array(data, "write_partial_bscan", c.volume_shape[2:])
         self._do("write", {"Bscan": check_int("bscan_index", bscan_index, 0),
-                           "Ascan": check_int("ascan_index", ascan_index, 0)}, a.ctypes.data, a.nbytes)
+                           "Ascan": check_int("ascan_index", ascan_index, 0), "Method": "write_partial_bscan"},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` the finished volume is
         reserved on disk (zeros where nothing was written)."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate)})
+        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
 
     @native
     def seek(self, volume_index: int, bscan_index: int = 0) -> None:
         """Make volume ``volume_index`` the current volume."""
         self._do("seek", {"Volume": check_int("volume_index", volume_index, 0),
-                          "Bscan": check_int("bscan_index", bscan_index, 0)})
+                          "Bscan": check_int("bscan_index", bscan_index, 0), "Method": "seek"})
 
     def __enter__(self) -> "_SimpleStack":
         return self
@@ -390,8 +397,15 @@ class SimpleStackFloat64(_SimpleStack):
 
 
 def _path(owner: str, path: Any) -> str:
-    p = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
-    if not isinstance(p, str) or not p:
+    """``path`` as a str: TypeError for what is no path at all (None, bytes), ValueError
+    for an empty one, both naming ``{owner}.path``. A FIFO, socket or block device is
+    refused by ``open()`` (docs/storage.md, "Special files")."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{owner}.path={path!r}, expected a file path (a str or os.PathLike)")
+    p = os.fspath(path)
+    if not isinstance(p, str):
+        raise TypeError(f"{owner}.path={path!r}, expected a file path (a str or os.PathLike of str)")
+    if not p:
         raise ValueError(f"{owner}.path={path!r}, expected a file path")
     return p
 
@@ -786,31 +800,31 @@ class BroctStorage(_Storage):
     def write_bscan(self, index: int, data: Any) -> None:
         """Write one transposed B-scan ``(samples, ascans)`` at B-scan ``index``."""
         a = self._array(data, "write_bscan", "broct_bscan_shape", 2)
-        self._do("write", {"Bscan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+        self._do("write", {"Bscan": check_int("index", index, 0), "Method": "write_bscan"}, a.ctypes.data, a.nbytes)
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write transposed B-scans ``(n, samples, ascans)`` from B-scan ``index``."""
         a = self._array(data, "write_multi_bscan", "broct_bscan_shape", 3)
-        self._do("write", {"Bscan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+        self._do("write", {"Bscan": check_int("index", index, 0), "Method": "write_multi_bscan"}, a.ctypes.data, a.nbytes)
 
     @native
     def write_volume(self, data: Any) -> None:
         """Write a whole volume ``(bscans, samples, ascans)`` and move to the next
         (vortex's BROCT ``write_volume`` advances by itself)."""
         a = self._array(data, "write_volume", "broct_volume_shape", 3)
-        self._do("write_volume", None, a.ctypes.data, a.nbytes)
+        self._do("write_volume", {"Method": "write_volume"}, a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` it is reserved on disk."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate)})
+        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
 
     @native
     def seek(self, volume_index: int, bscan_index: int = 0) -> None:
         """Make volume ``volume_index`` the current volume."""
         self._do("seek", {"Volume": check_int("volume_index", volume_index, 0),
-                          "Bscan": check_int("bscan_index", bscan_index, 0)})
+                          "Bscan": check_int("bscan_index", bscan_index, 0), "Method": "seek"})
 
 
 # ---------------------------------------------------------------------------
@@ -1004,14 +1018,18 @@ class _HDF5Stack(_Storage):
     def write_volume(self, data: Any) -> None:
         """Write whole B-scans ``(bscans, ascans, samples, channels)`` into the current
         volume from B-scan 0 (no advance, as vortex)."""
-        self.write_multi_bscan(0, data)
+        self._write_multi(0, data, "write_volume")
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write whole B-scans ``(n, ascans, samples, channels)`` from B-scan ``index``."""
-        self._require_open("write_multi_bscan")
-        a = self._array(data, "write_multi_bscan", self._config.bscan_shape)
-        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+        self._write_multi(index, data, "write_multi_bscan")
+
+    def _write_multi(self, index: int, data: Any, method: str) -> None:
+        self._require_open(method)
+        a = self._array(data, method, self._config.bscan_shape)
+        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0), "Method": method},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def write_partial_bscan(self, bscan_index: int, ascan_index: int, data: Any) -> None:
@@ -1020,12 +1038,13 @@ class _HDF5Stack(_Storage):
         self._require_open("write_partial_bscan")
         a = self._array(data, "write_partial_bscan", self._config.volume_shape[2:])
         self._do("write", {"Bscan": check_int("bscan_index", bscan_index, 0),
-                           "Ascan": check_int("ascan_index", ascan_index, 0)}, a.ctypes.data, a.nbytes)
+                           "Ascan": check_int("ascan_index", ascan_index, 0), "Method": "write_partial_bscan"},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` the dataset grows to hold it now."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate)})
+        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
 
 
 class HDF5StackInt8(_HDF5Stack):
