@@ -129,13 +129,16 @@ func (a *appender) Close() error {
 	})
 }
 
-// Record is the storage's state for bindings: open (0/1), bytes written.
+// Record is the storage's state for bindings: open (0 closed, 1 open, 2
+// closed because another storage took its file over), bytes written.
 func (a *appender) Record() []float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	open := 0.0
 	if a.f != nil {
 		open = 1
+	} else if a.gone {
+		open = 2
 	}
 	return []float64{open, float64(a.bytes)}
 }

@@ -199,7 +199,7 @@ class _SimpleStack:
     @property
     def ready(self) -> bool:
         """True between ``open()`` and :meth:`close` (vortex's ``ready``)."""
-        return bool(self._record()[0])
+        return self._record()[0] == 1
 
     @property
     def is_open(self) -> bool:
@@ -276,8 +276,8 @@ class _SimpleStack:
 
     def _require_open(self, what: str) -> SimpleStackConfig:
         # ClosedError (a ValueError): a stack is closed until open() and after close().
-        if not self.ready or self._config is None:
-            raise ClosedError(f"{type(self).__name__}.{what}: the stack is not open, expected open(config) first")
+        _check_open(self, what, "stack")
+        assert self._config is not None
         return self._config
 
     def _array(self, data: Any, what: str, tail: tuple) -> np.ndarray:
@@ -410,6 +410,19 @@ def _path(owner: str, path: Any) -> str:
     return p
 
 
+def _check_open(storage: Any, what: str, noun: str) -> None:
+    """ClosedError unless ``storage`` is open, saying why when another storage took
+    its file over (the same path opened again, as a notebook cell run twice does)."""
+    state = storage._record()[0]
+    if state == 1 and storage._config is not None:
+        return
+    name = type(storage).__name__
+    if state == 2:
+        raise ClosedError(f"{name}.{what}: another storage opened this {noun}'s file since, so this one let go of it "
+                          "without touching it again (the newer one owns it now); expected open(config) first")
+    raise ClosedError(f"{name}.{what}: the {noun} is not open, expected open(config) first")
+
+
 def _close_quietly(h: Any) -> None:
     """A finaliser's close: an error there (an engine still writing at exit) has
     no caller to go to; the Go side keeps the file consistent either way."""
@@ -448,7 +461,7 @@ class _Storage:
     @property
     def ready(self) -> bool:
         """True between ``open()`` and :meth:`close` (vortex's ``ready``)."""
-        return bool(self._record()[0])
+        return self._record()[0] == 1
 
     @property
     def is_open(self) -> bool:
@@ -467,8 +480,7 @@ class _Storage:
         self._h.Close()
 
     def _require_open(self, what: str) -> None:
-        if not self.ready or self._config is None:
-            raise ClosedError(f"{type(self).__name__}.{what}: the storage is not open, expected open(config) first")
+        _check_open(self, what, "storage")
 
     def __enter__(self) -> "_Storage":
         return self
