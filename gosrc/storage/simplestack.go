@@ -592,7 +592,10 @@ func (s *SimpleStack) close() error {
 		if s.farthest < padded {
 			errs = append(errs, s.writeAt("Close", make([]byte, padded-s.farthest), s.farthest))
 		}
-		s.covered = max(padded, (s.farthest+7)/8*8)
+		// covered, not farthest: a write that failed part way (a full
+		// disk) may have left bytes past farthest, all inside covered,
+		// which extend set before the write.
+		s.covered = max(padded, s.covered)
 	}
 	errs = append(errs, s.writeHeader(volumes))
 	if err := s.f.Close(); err != nil {
