@@ -232,7 +232,12 @@ class _SimpleStack:
     def open(self, config: SimpleStackConfig) -> None:
         """Create the file and write its provisional header, closing an open file
         first (as vortex). An unwritable path raises OSError here, so it surfaces
-        before any engine starts."""
+        before any engine starts; a FIFO, socket or block device is a ValueError
+        (``/dev/null`` is taken as a sink).
+
+        A file that another open storage writes (the same cell run twice in a
+        notebook) is taken over: the older storage lets go of it without writing
+        again. While an engine writes through that storage: InUseError."""
         if not isinstance(config, SimpleStackConfig):
             raise TypeError(f"config={config!r}, expected a SimpleStackConfig")
         path = _path("SimpleStackConfig", config.path)
