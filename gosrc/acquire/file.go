@@ -159,9 +159,9 @@ func (a *FileAcquisition) Prepare() error {
 	if err := a.closeFile(); err != nil {
 		return fmt.Errorf("acquire: %s: closing the previous replay: %w", a.cfg.Path, err)
 	}
-	f, err := os.Open(a.cfg.Path)
+	f, err := openRegular(a.cfg.Path)
 	if err != nil {
-		return engine.Invalid("acquire: FileConfig.Path: %v", err)
+		return err
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -207,7 +207,10 @@ func (a *FileAcquisition) Prepare() error {
 // or the last two are (samples, channels).
 func npySamples(shape []int, samples, chans int) (int, error) {
 	last := shape[len(shape)-1]
-	two := len(shape) >= 2 && chans > 1 && last == chans
+	// The last two axes are (samples, channels) when the last is the
+	// channels: with one channel, the trailing 1 of a SimpleStack's
+	// (volumes, bscans, ascans, samples, channels) file.
+	two := len(shape) >= 2 && last == chans && (chans > 1 || shape[len(shape)-2] > 1)
 	switch {
 	case samples == 0 && two:
 		return shape[len(shape)-2], nil
@@ -231,9 +234,9 @@ func (a *FileAcquisition) Start() error {
 		return errors.New("acquire: FileAcquisition.Start before Prepare, expected prepare() first")
 	}
 	if a.f == nil {
-		f, err := os.Open(a.cfg.Path)
+		f, err := openRegular(a.cfg.Path)
 		if err != nil {
-			return fmt.Errorf("acquire: FileConfig.Path: %w", err)
+			return err
 		}
 		a.f, a.pos, a.eof = f, 0, false
 	}
@@ -480,14 +483,17 @@ func readNPYHeader(r io.Reader) (npyHeader, error) {
 	if m == nil {
 		return npyHeader{}, fmt.Errorf("npy: header %q has no descr", text)
 	}
+	// Every spelling numpy.load reads as uint16: vortex's and
+	// SimpleStackUInt16's files say 'uint16', NumPy's own '<u2'.
 	switch m[1] {
-	case "<u2":
-	case ">u2":
+	case "<u2", "<H":
+	case ">u2", ">H":
 		h.bigEndian = true
-	case "=u2", "|u2":
+	case "=u2", "|u2", "u2", "=H", "H", "uint16":
 		h.bigEndian = nativeBigEndian
 	default:
-		return npyHeader{}, fmt.Errorf("npy: dtype %q, expected uint16 ('<u2' or '>u2')", m[1])
+		return npyHeader{}, fmt.Errorf("npy: dtype %q, expected uint16 ('<u2', '>u2' or 'uint16'); FileAcquisition replays raw uint16 spectra, "+
+			"as SpectraStackEndpoint records them in a SimpleStackUInt16", m[1])
 	}
 	if m := npyFortran.FindStringSubmatch(text); m == nil || m[1] != "False" {
 		return npyHeader{}, fmt.Errorf("npy: header %q, expected 'fortran_order': False (C order)", text)
@@ -549,4 +555,38 @@ func WriteNPY(path string, data []uint16, shape ...int) error {
 		return err
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// openRegular opens path for reading, refusing anything but a regular
+// file with an error naming FileConfig.Path. The open does not block: a
+// FIFO without a writer would otherwise hang it (and the Python call,
+// beyond Ctrl-C's reach) until another process opened the pipe, and a
+// replay needs a file it can measure, map and read again from its start.
+func openRegular(path string) (*os.File, error) {
+	f, err := openNoWait(path)
+	if err != nil {
+		return nil, engine.Invalid("acquire: FileConfig.Path: %v", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, engine.Invalid("acquire: FileConfig.Path: %v", err)
+	}
+	if !st.Mode().IsRegular() {
+		_ = f.Close()
+		kind := "not a regular file"
+		switch m := st.Mode(); {
+		case m&os.ModeNamedPipe != 0:
+			kind = "a FIFO (named pipe)"
+		case m&os.ModeSocket != 0:
+			kind = "a socket"
+		case m&os.ModeDir != 0:
+			kind = "a directory"
+		case m&os.ModeDevice != 0:
+			kind = "a device"
+		}
+		return nil, engine.Invalid("acquire: FileConfig.Path=%q is %s, expected a regular file: a replay measures the file, "+
+			"maps it and reads it again from its start (save a stream to a file first)", path, kind)
+	}
+	return f, nil
 }

@@ -61,6 +61,7 @@ type StackStorageEndpoint struct {
 	writtenAtClose int   // volumes written by the last run, kept after Close
 	owner          int64 // the engine that prepared it (EndpointInfo.Owner)
 	claim          engine.Claim
+	layout         [4]int // the storage's volume at Prepare (storeLayout)
 
 	// host is set for the stream endpoints (NewStreamStackEndpoint),
 	// which format on the host into their StackWriter; claimer is their
@@ -208,8 +209,9 @@ func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 		return fmt.Errorf("%s.Prepare: %w", e.name, err)
 	}
 	if got, want := e.store.VolumeBytes(), e.f.volumeBytes(); got != want {
-		return engine.Invalid("%s.Prepare: storage volume is %d bytes, expected %d (shape %v of %v; is the storage open with that shape?)",
-			e.name, got, want, e.f.shape3(), e.f.dtype)
+		return engine.Invalid("%s.Prepare: the storage's volume is %d bytes (shape %v), expected %d: SimpleStackConfig.shape "+
+			"(HDF5StackConfig.shape, BroctStorageConfig.shape) %v of %v, the formatter's volume; open the storage with that shape",
+			e.name, got, storeLayout(e.store), want, e.f.shape3(), e.f.dtype)
 	}
 	t, err := stackTarget(e.name, e.store)
 	if err != nil {
@@ -254,18 +256,55 @@ func (e *StackStorageEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 		}
 	}
 	e.w = newOpWriter(e.name, t, info.Fail, e.jobs)
+	e.layout = storeLayout(e.store)
 	return nil
+}
+
+// storeLayout is a storage's volume as far as the endpoint can tell: its
+// shape (bscans, ascans, samples, channels), or its bytes; zeros when the
+// storage is closed.
+func storeLayout(store any) [4]int {
+	switch s := store.(type) {
+	case interface{ VolumeShape() [4]int }:
+		return s.VolumeShape()
+	case interface{ VolumeBytes() int }:
+		return [4]int{s.VolumeBytes()}
+	}
+	return [4]int{}
+}
+
+// layoutChanged is the error of a session whose storage was reopened with
+// another volume since Prepare sized the endpoint's buffers for the old
+// one: its writes would lay the old volumes out under the new header.
+func layoutChanged(name string, prepared, now [4]int) error {
+	return engine.Invalid("%s: the storage was reopened with SimpleStackConfig.shape %v (HDF5StackConfig.shape, "+
+		"BroctStorageConfig.shape) since Engine.prepare(), which sized the endpoint for %v; expected the prepared shape: "+
+		"reopen the storage with it, or prepare a new engine for the new shape", name, now, prepared)
 }
 
 // BeginSession starts a new engine session (engine.SessionEndpoint): a
 // write error of the previous session was returned by its Flush, so the
 // engine reported it; the new session writes again (into a storage the
 // user may have reopened), and fails loudly again if the store still does.
+//
+// A storage reopened with another volume shape since Prepare makes the
+// session fail at its first block with layoutChanged (naming
+// SimpleStackConfig.shape), before anything is written: the endpoint's
+// buffers and plan are the prepared shape's. A closed storage is skipped
+// as in vortex.
 func (e *StackStorageEndpoint) BeginSession(<-chan struct{}) {
+	var err error
+	store := any(e.store)
+	if e.host != nil {
+		store = e.host.sw
+	}
+	if now := storeLayout(store); now != ([4]int{}) && now != e.layout {
+		err = layoutChanged(e.name, e.layout, now)
+	}
 	for _, w := range []*opWriter{e.w, e.hostW()} {
 		if w != nil {
 			w.mu.Lock()
-			w.err = nil
+			w.err = err
 			w.mu.Unlock()
 		}
 	}

@@ -536,7 +536,7 @@ func (e *StackStorageEndpoint) prepareHost(info engine.EndpointInfo) (err error)
 	}
 	h.vol = h.sw.VolumeShape()
 	if h.vol[0] != info.SegmentsPerVolume || h.vol[1] != info.RecordsPerSegment || h.vol[3] != 1 {
-		return engine.Invalid("%s.Prepare: storage volume %v, expected (%d, %d, columns, 1): the formatter's segments x records, "+
+		return engine.Invalid("%s.Prepare: SimpleStackConfig.shape (HDF5StackConfig.shape) %v, expected (%d, %d, columns, 1): the formatter's segments x records, "+
 			"the stream's columns (after the executor's sample_slice) and one channel",
 			e.name, h.vol, info.SegmentsPerVolume, info.RecordsPerSegment)
 	}
@@ -560,6 +560,7 @@ func (e *StackStorageEndpoint) prepareHost(info engine.EndpointInfo) (err error)
 	e.fail = info.Fail
 	h.w = newOpWriter(e.name, target{open: h.sw.IsOpen, advance: h.sw.AdvanceVolume, multi: h.sw.WriteMultiBscan,
 		partial: h.sw.WritePartialBscan}, info.Fail, nil)
+	e.layout = h.vol
 	return nil
 }
 

@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
@@ -39,10 +41,30 @@ func New(kind string) (any, error) {
 }
 
 // stackArgs are the arguments of the stacks' write, advance_volume and
-// seek operations.
+// seek operations; Method is the Python method that called (messages).
 type stackArgs struct {
 	Bscan, Ascan, Volume int
 	Allocate             *bool
+	Method               string
+}
+
+// notWhileEngine refuses a user's write, advance or seek (method of the
+// storage what) while an engine holds the storage: the engine's writer
+// goroutine writes and advances there from Prepare until its run ends, so
+// a user's call in between would tear a volume or interleave volumes
+// without a word. close() and open() are refused the same way (Claim).
+// The engine's own writes go through the Go methods, never through Do.
+func notWhileEngine(c *engine.Claim, what, method string) error {
+	if !c.InUse() {
+		return nil
+	}
+	if method == "" {
+		method = "write"
+	}
+	return fmt.Errorf("%s.%s: an engine writes to this storage (one of its endpoints was prepared with it and "+
+		"the engine has not finished), and a call of yours would tear or interleave its volumes; stop the engine "+
+		"first (engine.stop(), or wait() for the end of its run; engine.close() for an engine prepared but never "+
+		"started): %w", what, method, backend.ErrInUse)
 }
 
 func hostmemSpan(dst, n int) ([]byte, error) { return hostmem.Span[byte](dst, n) }
@@ -71,6 +93,9 @@ func (s *SimpleStack) Do(op string, args []byte, _ any, dst, n int) ([]byte, err
 	}
 	var a stackArgs
 	if err := decodeArgs("SimpleStack", op, args, &a); err != nil {
+		return nil, err
+	}
+	if err := notWhileEngine(&s.claim, "SimpleStack", a.Method); err != nil {
 		return nil, err
 	}
 	switch op {
@@ -102,6 +127,9 @@ func (s *SimpleStream) Do(op string, args []byte, _ any, dst, n int) ([]byte, er
 		}
 		return nil, s.Open(c)
 	case "write":
+		if err := notWhileEngine(&s.claim, "SimpleStream", "write"); err != nil {
+			return nil, err
+		}
 		data, err := hostmem.Span[byte](dst, n)
 		if err != nil {
 			return nil, err
@@ -126,6 +154,9 @@ func (d *StreamDump) Do(op string, args []byte, _ any, dst, n int) ([]byte, erro
 		if err := decodeArgs("StreamDump", op, args, &a); err != nil {
 			return nil, err
 		}
+		if err := notWhileEngine(&d.claim, "StreamDump", "write"); err != nil {
+			return nil, err
+		}
 		data, err := hostmem.Span[byte](dst, n)
 		if err != nil {
 			return nil, err
@@ -147,6 +178,9 @@ func (l *MarkerLog) Do(op string, args []byte, _ any, dst, n int) ([]byte, error
 		}
 		return nil, l.Open(c)
 	case "write":
+		if err := notWhileEngine(&l.claim, "MarkerLog", "write"); err != nil {
+			return nil, err
+		}
 		rec, err := hostmem.Span[int64](dst, n)
 		if err != nil {
 			return nil, err
@@ -175,6 +209,9 @@ func (s *BroctStorage) Do(op string, args []byte, _ any, dst, n int) ([]byte, er
 	}
 	var a stackArgs
 	if err := decodeArgs("BroctStorage", op, args, &a); err != nil {
+		return nil, err
+	}
+	if err := notWhileEngine(&s.claim, "BroctStorage", a.Method); err != nil {
 		return nil, err
 	}
 	switch op {

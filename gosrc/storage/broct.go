@@ -121,8 +121,21 @@ type BroctStorage struct {
 	volumePos int64
 	farthest  int64
 	scratch   []byte // WriteVolume's transposed volume
+	id        fileID
+	gone      bool // another storage took the file over (supersede)
 
 	claim engine.Claim
+}
+
+func (s *BroctStorage) inUse() bool { return s.claim.InUse() }
+
+func (s *BroctStorage) supersede(string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		_ = s.f.Close() // the newer storage truncated it: nothing of ours is left
+		s.f, s.gone = nil, true
+	}
 }
 
 // NewBroctStorage returns a closed BROCT storage.
@@ -160,18 +173,21 @@ func (s *BroctStorage) Open(cfg BroctStorageConfig) error {
 		return fmt.Errorf("storage.BroctStorage.Open: closing %q first: %w", s.Config().Path, err)
 	}
 	s.claim.Reopen()
+	// Not under s.mu: taking the file over from another storage takes
+	// that storage's lock (openOwned).
+	f, id, err := openOwned("storage.BroctStorage.Open", cfg.Path, os.O_RDWR, s)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, err := os.OpenFile(cfg.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("storage.BroctStorage.Open: path=%q cannot be written: %w", cfg.Path, err)
-	}
 	h := broctHeader(cfg)
 	if _, err := f.WriteAt(h, 0); err != nil {
+		forget(id, s)
 		_ = f.Close()
 		return fmt.Errorf("storage.BroctStorage.Open: writing the header of path=%q: %w", cfg.Path, err)
 	}
-	s.f, s.cfg = f, cfg
+	s.f, s.cfg, s.id, s.gone = f, cfg, id, false
 	s.headerEnd = int64(len(h))
 	s.volumePos, s.farthest = s.headerEnd, s.headerEnd
 	return nil
@@ -187,6 +203,9 @@ func (s *BroctStorage) writeAt(op string, data []byte, off int64) error {
 
 func (s *BroctStorage) requireOpen(op string) error {
 	if s.f == nil {
+		if s.gone {
+			return fmt.Errorf("storage.BroctStorage.%s: %w", op, ErrSuperseded)
+		}
 		return fmt.Errorf("storage.BroctStorage.%s: %w", op, ErrNotOpen)
 	}
 	return nil
@@ -391,6 +410,7 @@ func (s *BroctStorage) Close() error {
 		if s.f == nil {
 			return nil
 		}
+		defer forget(s.id, s)
 		var errs []error
 		vb := s.volumeBytes()
 		if (s.farthest-s.headerEnd)%vb != 0 {
@@ -405,12 +425,16 @@ func (s *BroctStorage) Close() error {
 	})
 }
 
-// Record is the storage's state for bindings: open (0/1), then the whole
+// Record is the storage's state for bindings: open (0 closed, 1 open, 2
+// closed because another storage took its file over), then the whole
 // volumes in the file.
 func (s *BroctStorage) Record() []float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
+		if s.gone {
+			return []float64{2, 0}
+		}
 		return []float64{0, 0}
 	}
 	return []float64{1, float64((s.farthest - s.headerEnd) / s.volumeBytes())}

@@ -153,6 +153,10 @@ func (h *HDF5Stack) Open(cfg HDF5StackConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// Before the library opens it by name: a FIFO would block it.
+	if err := checkWritablePath("storage.HDF5Stack.Open", cfg.Path); err != nil {
+		return err
+	}
 	if _, err := hdf5.Load(cfg.Library...); err != nil {
 		return fmt.Errorf("storage.HDF5Stack.Open: %w", err)
 	}
@@ -356,6 +360,9 @@ func (h *HDF5Stack) Do(op string, args []byte, _ any, dst, n int) ([]byte, error
 	}
 	var a stackArgs
 	if err := decodeArgs("HDF5Stack", op, args, &a); err != nil {
+		return nil, err
+	}
+	if err := notWhileEngine(&h.claim, "HDF5Stack", a.Method); err != nil {
 		return nil, err
 	}
 	switch op {

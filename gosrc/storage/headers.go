@@ -83,7 +83,16 @@ func npyHeader(e elem, shape []int) []byte {
 // writes the array class code there (mxINT8_CLASS = 8, ...), which only
 // coincides for float32; scipy.io.loadmat crashes the interpreter on
 // vortex's int8 files and reads its float64 files as uint32.
-func matHeader(e elem, shape []int) ([]byte, error) {
+//
+// Two more, for readers that follow the element sizes (scipy.io.loadmat
+// does): the miMATRIX element's size counts the data's padding to 8 bytes
+// (vortex's omits it, so data of 54 bytes, uint16 (3, 3, 3), left
+// readers 2 bytes short of the next element), and it spans at least span
+// bytes after the data tag. An open stack's provisional header spans the
+// volume being written, so a reader skips its bytes (they follow the
+// counted volumes after a crash or a full disk) as the rest of this
+// element instead of reading them as a broken next one.
+func matHeader(e elem, shape []int, span int64) ([]byte, error) {
 	count := uint64(e.size)
 	for _, n := range shape {
 		if uint64(n) > math.MaxUint32 {
@@ -92,9 +101,10 @@ func matHeader(e elem, shape []int) ([]byte, error) {
 		count *= uint64(n)
 	}
 	const body = 72 // flags (16) + dims (8+24 for 5 dims) + name (16) + data tag (8)
-	if count+body > math.MaxUint32 {
+	spanned := max((count+7)/8*8, uint64(max(span, 0)))
+	if spanned+body > math.MaxUint32-7 {
 		return nil, fmt.Errorf("storage: MATLAB data of %d bytes, expected at most %d (a v5 .mat element is limited to 4 GiB): %w",
-			count, uint64(math.MaxUint32-body), backend.ErrTooLarge)
+			spanned, uint64(math.MaxUint32-7-body), backend.ErrTooLarge)
 	}
 	var b bytes.Buffer
 	w := func(v any) { _ = binary.Write(&b, binary.LittleEndian, v) }
@@ -112,7 +122,7 @@ func matHeader(e elem, shape []int) ([]byte, error) {
 	pad := func(n int) int { return (n + 7) / 8 * 8 }
 	bodyLen := 16 + 8 + pad(4*len(dims)) + 16 + 8
 	w(uint32(14)) // miMATRIX
-	w(uint32(uint64(bodyLen) + count))
+	w(uint32(uint64(bodyLen) + (spanned+7)/8*8))
 	w(uint32(6)) // miUINT32: array flags (vortex writes the one word vortex needs)
 	w(uint32(4))
 	w(uint32(e.mx))
@@ -183,15 +193,16 @@ func niftiHeader(e elem, shape []int) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// header renders the header h for volumes of the stack's shape.
-func header(h Header, e elem, shape []int) ([]byte, error) {
+// header renders the header h for volumes of the stack's shape; span is
+// matHeader's (ignored by the other headers).
+func header(h Header, e elem, shape []int, span int64) ([]byte, error) {
 	switch h {
 	case HeaderEmpty:
 		return nil, nil
 	case HeaderNumPy:
 		return npyHeader(e, shape), nil
 	case HeaderMATLAB:
-		return matHeader(e, shape)
+		return matHeader(e, shape, span)
 	case HeaderNRRD:
 		return nrrdHeader(e, shape), nil
 	case HeaderNIfTI:

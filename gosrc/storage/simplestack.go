@@ -125,10 +125,26 @@ func (c SimpleStackConfig) Validate() error {
 // # Crash safety
 //
 // Beyond vortex, the header is rewritten with the number of volumes
-// advanced past after each AdvanceVolume, so a crash, a stop or a killed
-// process leaves a file that numpy.load (and the other readers) open with
-// every volume completed so far. Close writes the same final header as
-// vortex, so a closed file is byte for byte vortex's.
+// advanced past after each AdvanceVolume, so a crash, a stop, a full disk
+// or a killed process leaves a file that numpy.load (and the other
+// readers) open with every volume completed so far. Two headers need
+// more, as their readers refuse bytes after the counted volumes (those of
+// the volume being written): MATLAB's data element spans the volume being
+// written before its first byte lands (matHeader), and an NRRD file is
+// always whole volumes, the header counting them: a write that starts a
+// volume first extends the file to its end (zeros) and counts it, and a
+// failed write shrinks the file back to the completed volumes. Between
+// that extension and its header (two system calls) a killed process
+// leaves an NRRD file one volume longer than its header says.
+// Close writes the same final header as vortex (the MATLAB element's size
+// counts the data's padding, headers.go), so a closed file is vortex's.
+//
+// # Ownership
+//
+// A stack opening a file another open storage of the process writes (a
+// notebook cell run twice) takes it over: the older one lets go of it
+// without another write (its later calls fail with ErrSuperseded). While
+// an engine writes through the older one the open is refused instead.
 //
 // Its methods are safe for concurrent use; the engine's storage endpoints
 // call them from a writer goroutine, off the acquisition's hot path.
@@ -142,8 +158,30 @@ type SimpleStack struct {
 	volumePos int64 // file offset of the current volume
 	farthest  int64 // end of the farthest byte written
 	completed int   // volume count in the header on disk
+	covered   int64 // MATLAB: the end of the bytes the header's element spans
+	id        fileID
+	gone      bool // another storage took the file over (supersede)
 
 	claim engine.Claim // refuses Close while an engine stores into the stack
+}
+
+func (s *SimpleStack) inUse() bool { return s.claim.InUse() }
+
+func (s *SimpleStack) supersede(string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		_ = s.f.Close() // its bytes are the newer storage's now: nothing to finish
+		s.f, s.gone, s.cfg = nil, true, SimpleStackConfig{}
+	}
+}
+
+// notOpen is the error of an operation on a stack without a file.
+func (s *SimpleStack) notOpen(op string) error {
+	if s.gone {
+		return fmt.Errorf("storage.%s: SimpleStack: %w", op, ErrSuperseded)
+	}
+	return fmt.Errorf("storage.%s: %w", op, ErrNotOpen)
 }
 
 // Claims reports the claim an engine takes while one of its storage
@@ -246,35 +284,39 @@ func (s *SimpleStack) Open(cfg SimpleStackConfig) error {
 	}
 	// Before s.mu: Claim.Close holds the claim's lock while it takes s.mu.
 	s.claim.Reopen()
+	probe := &SimpleStack{elem: s.elem, cfg: cfg}
+	h, err := header(cfg.Header, s.elem, probe.shape5(0), 0)
+	if err == nil && cfg.Header == HeaderMATLAB {
+		// The element's size is a uint32: refuse a volume that cannot fit
+		// now rather than at the first AdvanceVolume (the header spans two
+		// while the second is written).
+		_, err = header(cfg.Header, s.elem, probe.shape5(1), 2*probe.volumeBytes())
+	}
+	if err != nil {
+		return fmt.Errorf("storage.Open: SimpleStackConfig.Header=%v with shape %v: %w", cfg.Header, probe.shape5(0)[1:], err)
+	}
+	// Not under s.mu: taking the file over from another storage takes
+	// that storage's lock, and two stacks opening each other's files at
+	// once must not wait for each other.
+	f, id, err := openOwned("storage.Open", cfg.Path, os.O_RDWR, s)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f != nil {
+		forget(id, s)
+		_ = f.Close()
 		return engine.Invalid("storage.Open: %q is already open, expected Close first", s.cfg.Path)
 	}
-	s.cfg = cfg
-	h, err := header(cfg.Header, s.elem, s.shape5(0))
-	if err == nil && cfg.Header == HeaderMATLAB {
-		// The element's size is a uint32: refuse a volume that cannot fit
-		// now rather than at the first AdvanceVolume.
-		_, err = header(cfg.Header, s.elem, s.shape5(1))
-	}
-	if err != nil {
-		s.cfg = SimpleStackConfig{}
-		return fmt.Errorf("storage.Open: SimpleStackConfig.Header=%v with shape %v: %w", cfg.Header, s.shape5(0)[1:], err)
-	}
-	f, err := os.OpenFile(cfg.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		s.cfg = SimpleStackConfig{}
-		return fmt.Errorf("storage.Open: path=%q cannot be written: %w", cfg.Path, err)
-	}
 	if _, err := f.WriteAt(h, 0); err != nil {
+		forget(id, s)
 		_ = f.Close()
-		s.cfg = SimpleStackConfig{}
 		return fmt.Errorf("storage.Open: writing the header of path=%q: %w", cfg.Path, err)
 	}
-	s.f, s.completed = f, 0
+	s.f, s.id, s.gone, s.cfg, s.completed = f, id, false, cfg, 0
 	s.headerEnd = int64(len(h))
-	s.volumePos, s.farthest = s.headerEnd, s.headerEnd
+	s.volumePos, s.farthest, s.covered = s.headerEnd, s.headerEnd, s.headerEnd
 	return nil
 }
 
@@ -284,7 +326,7 @@ func (s *SimpleStack) writeHeader(volumes int) error {
 	if s.cfg.Header == HeaderEmpty {
 		return nil
 	}
-	h, err := header(s.cfg.Header, s.elem, s.shape5(volumes))
+	h, err := header(s.cfg.Header, s.elem, s.shape5(volumes), s.covered-s.headerEnd)
 	if err != nil {
 		return fmt.Errorf("storage: header of %q for %d volumes: %w", s.cfg.Path, volumes, err)
 	}
@@ -299,11 +341,66 @@ func (s *SimpleStack) writeHeader(volumes int) error {
 }
 
 func (s *SimpleStack) writeAt(op string, data []byte, off int64) error {
-	if _, err := s.f.WriteAt(data, off); err != nil {
-		return fmt.Errorf("storage.%s: %q at byte %d: %w", op, s.cfg.Path, off, err)
+	end := off + int64(len(data))
+	if err := s.extend(op, end); err != nil {
+		return err
 	}
-	s.farthest = max(s.farthest, off+int64(len(data)))
+	if _, err := s.f.WriteAt(data, off); err != nil {
+		err = fmt.Errorf("storage.%s: %q at byte %d: %w", op, s.cfg.Path, off, err)
+		return errors.Join(err, s.rollback())
+	}
+	s.farthest = max(s.farthest, end)
 	return nil
+}
+
+// extend readies the header for a write ending at end (see "Crash
+// safety"): MATLAB's element is made to span the volume end falls in, an
+// NRRD file grows to that volume's end and counts it. Before the write,
+// so that a process killed during it leaves a file its readers open.
+func (s *SimpleStack) extend(op string, end int64) error {
+	vb := s.volumeBytes()
+	volEnd := func(end int64) int64 { return s.headerEnd + (end-s.headerEnd+vb-1)/vb*vb }
+	switch s.cfg.Header {
+	case HeaderMATLAB:
+		if end <= s.covered {
+			return nil
+		}
+		prev := s.covered
+		s.covered = (volEnd(end) + 7) / 8 * 8 // MATLAB's elements are 8-byte aligned
+		if err := s.writeHeader(s.completed); err != nil {
+			s.covered = prev
+			return fmt.Errorf("storage.%s: %w", op, err)
+		}
+	case HeaderNRRD:
+		if end <= s.farthest {
+			return nil
+		}
+		grown := volEnd(end)
+		if err := s.f.Truncate(grown); err != nil {
+			return fmt.Errorf("storage.%s: %q growing to %d bytes: %w", op, s.cfg.Path, grown, err)
+		}
+		if err := s.writeHeader(int((grown - s.headerEnd) / vb)); err != nil {
+			return errors.Join(fmt.Errorf("storage.%s: %w", op, err), s.rollback())
+		}
+		s.farthest = grown
+	}
+	return nil
+}
+
+// rollback, after a failed write, makes an NRRD file the completed
+// volumes again (its header must count exactly the file's volumes, and
+// the volume the write was for may stay short); the other headers count
+// only completed volumes already and are left as they are.
+func (s *SimpleStack) rollback() error {
+	if s.cfg.Header != HeaderNRRD {
+		return nil
+	}
+	done := s.headerEnd + int64(s.completed)*s.volumeBytes()
+	if err := s.f.Truncate(done); err != nil {
+		return fmt.Errorf("storage: %q shrinking back to its %d completed volumes: %w", s.cfg.Path, s.completed, err)
+	}
+	s.farthest = done
+	return s.writeHeader(s.completed)
 }
 
 // Write is vortex's write_volume: whole B-scans (C order (bscans, ascans,
@@ -319,7 +416,7 @@ func (s *SimpleStack) WriteMultiBscan(index int, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return fmt.Errorf("storage.WriteMultiBscan: %w", ErrNotOpen)
+		return s.notOpen("WriteMultiBscan")
 	}
 	return s.writeMulti(index, data)
 }
@@ -355,7 +452,7 @@ func (s *SimpleStack) WriteVolume(data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return fmt.Errorf("storage.WriteVolume: %w", ErrNotOpen)
+		return s.notOpen("WriteVolume")
 	}
 	if int64(len(data)) != s.volumeBytes() {
 		return engine.Invalid("storage.WriteVolume: len(data)=%d, expected %d (shape %v x %d channels of %s)",
@@ -373,7 +470,7 @@ func (s *SimpleStack) WritePartialBscan(bscan, ascan int, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return fmt.Errorf("storage.WritePartialBscan: %w", ErrNotOpen)
+		return s.notOpen("WritePartialBscan")
 	}
 	ab := s.ascanBytes()
 	if len(data) == 0 || int64(len(data))%ab != 0 {
@@ -398,7 +495,7 @@ func (s *SimpleStack) AdvanceVolume(allocate bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return fmt.Errorf("storage.AdvanceVolume: %w", ErrNotOpen)
+		return s.notOpen("AdvanceVolume")
 	}
 	return s.advance(allocate)
 }
@@ -423,8 +520,11 @@ func (s *SimpleStack) advance(allocate bool) error {
 	// readable file; it costs one small write next to a whole volume.
 	done := int(min(s.volumePos-s.headerEnd, s.farthest-s.headerEnd) / s.volumeBytes())
 	if done > s.completed {
-		if err := s.writeHeader(done); err != nil {
-			return err
+		// NRRD's header counts the file's volumes already (extend).
+		if s.cfg.Header != HeaderNRRD {
+			if err := s.writeHeader(done); err != nil {
+				return err
+			}
 		}
 		s.completed = done
 	}
@@ -437,7 +537,7 @@ func (s *SimpleStack) Seek(volume, bscan int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return fmt.Errorf("storage.Seek: %w", ErrNotOpen)
+		return s.notOpen("Seek")
 	}
 	if volume < 0 || volume > s.maxVolume() {
 		return engine.Invalid("storage.Seek: volume_index=%d, expected 0 <= volume_index <= %d (the largest volume index whose "+
@@ -473,6 +573,9 @@ func (s *SimpleStack) close() error {
 	if s.f == nil {
 		return nil
 	}
+	// A newer storage opening the file once it is closed finds it
+	// registered to no one.
+	defer forget(s.id, s)
 	var errs []error
 	vb := s.volumeBytes()
 	if (s.farthest-s.headerEnd)%vb != 0 {
@@ -480,12 +583,21 @@ func (s *SimpleStack) close() error {
 		errs = append(errs, s.advance(true))
 	}
 	volumes := int((s.farthest - s.headerEnd) / vb)
-	errs = append(errs, s.writeHeader(volumes))
 	if s.cfg.Header == HeaderMATLAB {
-		if pad := (8 - s.farthest%8) % 8; pad > 0 {
-			errs = append(errs, s.writeAt("Close", make([]byte, pad), s.farthest))
+		// The data padded to 8 bytes, as MATLAB's elements are; the
+		// element then spans exactly that, unless a failed write left
+		// bytes after it (a full disk), which it keeps spanning.
+		end := s.headerEnd + int64(volumes)*vb
+		padded := (end + 7) / 8 * 8
+		if s.farthest < padded {
+			errs = append(errs, s.writeAt("Close", make([]byte, padded-s.farthest), s.farthest))
 		}
+		// covered, not farthest: a write that failed part way (a full
+		// disk) may have left bytes past farthest, all inside covered,
+		// which extend set before the write.
+		s.covered = max(padded, s.covered)
 	}
+	errs = append(errs, s.writeHeader(volumes))
 	if err := s.f.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("storage.Close: %q: %w", s.cfg.Path, err))
 	}
@@ -493,7 +605,8 @@ func (s *SimpleStack) close() error {
 	return errors.Join(errs...)
 }
 
-// Record is the stack's state for bindings: open (0/1), then the volumes
+// Record is the stack's state for bindings: open (0 closed, 1 open, 2
+// closed because another storage took its file over), then the volumes
 // the header counts.
 func (s *SimpleStack) Record() []float64 {
 	s.mu.Lock()
@@ -501,6 +614,8 @@ func (s *SimpleStack) Record() []float64 {
 	open := 0.0
 	if s.f != nil {
 		open = 1
+	} else if s.gone {
+		open = 2
 	}
 	return []float64{open, float64(s.completed)}
 }

@@ -23,8 +23,21 @@ type appender struct {
 	f     *os.File
 	path  string
 	bytes int64 // written since Open
+	id    fileID
+	gone  bool // another storage took the file over (supersede)
 
 	claim engine.Claim // refuses Close while an engine writes here
+}
+
+func (a *appender) inUse() bool { return a.claim.InUse() }
+
+func (a *appender) supersede(string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f != nil {
+		_ = a.f.Close() // the newer storage truncated it: nothing of ours is left
+		a.f, a.gone = nil, true
+	}
 }
 
 // Claims reports the claim an engine takes while one of its endpoints
@@ -43,13 +56,15 @@ func (a *appender) open(path string) error {
 		return fmt.Errorf("storage.%s.Open: closing %q first: %w", a.name, a.Path(), err)
 	}
 	a.claim.Reopen() // before a.mu: Claim.Close holds its lock while it takes a.mu
+	// Not under a.mu: taking the file over from another storage takes
+	// that storage's lock (openOwned).
+	f, id, err := openOwned("storage."+a.name+".Open", path, os.O_WRONLY, a)
+	if err != nil {
+		return err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("storage.%s.Open: path=%q cannot be written: %w", a.name, path, err)
-	}
-	a.f, a.path, a.bytes = f, path, 0
+	a.f, a.id, a.gone, a.path, a.bytes = f, id, false, path, 0
 	return nil
 }
 
@@ -62,6 +77,9 @@ func (a *appender) write(op string, b []byte) error {
 
 func (a *appender) writeLocked(op string, b []byte) error {
 	if a.f == nil {
+		if a.gone {
+			return fmt.Errorf("storage.%s.%s: %w", a.name, op, ErrSuperseded)
+		}
 		return fmt.Errorf("storage.%s.%s: %w", a.name, op, ErrNotOpen)
 	}
 	if len(b) == 0 {
@@ -101,6 +119,7 @@ func (a *appender) Close() error {
 		if a.f == nil {
 			return nil
 		}
+		defer forget(a.id, a)
 		err := a.f.Close()
 		a.f = nil
 		if err != nil {
@@ -110,13 +129,16 @@ func (a *appender) Close() error {
 	})
 }
 
-// Record is the storage's state for bindings: open (0/1), bytes written.
+// Record is the storage's state for bindings: open (0 closed, 1 open, 2
+// closed because another storage took its file over), bytes written.
 func (a *appender) Record() []float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	open := 0.0
 	if a.f != nil {
 		open = 1
+	} else if a.gone {
+		open = 2
 	}
 	return []float64{open, float64(a.bytes)}
 }

@@ -367,7 +367,9 @@ class _StorageEndpoint(_Endpoint):
             type(self).__name__, executor, storage, buffer_strategy, logger if logger is not None else log,
             self._storages)
         if self._spectra and storage.dtype != np.uint16:
-            raise ValueError(f"storage is a {type(storage).__name__}, expected a uint16 stack (raw spectra are uint16)")
+            want = "HDF5StackUInt16" if "HDF5" in type(storage).__name__ else "SimpleStackUInt16"
+            raise ValueError(f"{type(self).__name__}: storage is a {type(storage).__name__}, expected a {want} "
+                             "(raw spectra are uint16)")
         self._set_executor_shape(executor, None)
         self.logger = logger
         self.storage = storage

@@ -199,7 +199,7 @@ class _SimpleStack:
     @property
     def ready(self) -> bool:
         """True between ``open()`` and :meth:`close` (vortex's ``ready``)."""
-        return bool(self._record()[0])
+        return self._record()[0] == 1
 
     @property
     def is_open(self) -> bool:
@@ -232,12 +232,15 @@ class _SimpleStack:
     def open(self, config: SimpleStackConfig) -> None:
         """Create the file and write its provisional header, closing an open file
         first (as vortex). An unwritable path raises OSError here, so it surfaces
-        before any engine starts."""
+        before any engine starts; a FIFO, socket or block device is a ValueError
+        (``/dev/null`` is taken as a sink).
+
+        A file that another open storage writes (the same cell run twice in a
+        notebook) is taken over: the older storage lets go of it without writing
+        again. While an engine writes through that storage: InUseError."""
         if not isinstance(config, SimpleStackConfig):
             raise TypeError(f"config={config!r}, expected a SimpleStackConfig")
-        path = os.fspath(config.path)
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"SimpleStackConfig.path={config.path!r}, expected a file path")
+        path = _path("SimpleStackConfig", config.path)
         # Ints only: (2, 1.5, 3, 1) is a mistake, not (2, 1, 3, 1); the Go core
         # bounds the volume's bytes (MemoryError) before the file is made.
         shape = check_shape("SimpleStackConfig.shape", config.shape)
@@ -278,8 +281,8 @@ class _SimpleStack:
 
     def _require_open(self, what: str) -> SimpleStackConfig:
         # ClosedError (a ValueError): a stack is closed until open() and after close().
-        if not self.ready or self._config is None:
-            raise ClosedError(f"{type(self).__name__}.{what}: the stack is not open, expected open(config) first")
+        _check_open(self, what, "stack")
+        assert self._config is not None
         return self._config
 
     def _array(self, data: Any, what: str, tail: tuple) -> np.ndarray:
@@ -299,16 +302,24 @@ class _SimpleStack:
     def write_volume(self, data: Any) -> None:
         """Write whole B-scans ``(bscans, ascans, samples, channels)`` into the
         current volume from B-scan 0 (NumPy, CuPy, or vortexgo array). As in
-        vortex it does not advance: call :meth:`advance_volume` next."""
-        self.write_multi_bscan(0, data)
+        vortex it does not advance: call :meth:`advance_volume` next.
+
+        Like every write, seek and advance, it raises :class:`~vortexgo.InUseError`
+        while an engine writes to the stack (from its ``prepare()`` until its run
+        ends): stop the engine first."""
+        self._write_multi(0, data, "write_volume")
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write whole B-scans ``(n, ascans, samples, channels)`` into the current
         volume from B-scan ``index``."""
-        c = self._require_open("write_multi_bscan")
-        a = self._array(data, "write_multi_bscan", c.bscan_shape)
-        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+        self._write_multi(index, data, "write_multi_bscan")
+
+    def _write_multi(self, index: int, data: Any, method: str) -> None:
+        c = self._require_open(method)
+        a = self._array(data, method, c.bscan_shape)
+        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0), "Method": method},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def write_partial_bscan(self, bscan_index: int, ascan_index: int, data: Any) -> None:
@@ -317,19 +328,20 @@ class _SimpleStack:
         c = self._require_open("write_partial_bscan")
         a = self._array(data, "write_partial_bscan", c.volume_shape[2:])
         self._do("write", {"Bscan": check_int("bscan_index", bscan_index, 0),
-                           "Ascan": check_int("ascan_index", ascan_index, 0)}, a.ctypes.data, a.nbytes)
+                           "Ascan": check_int("ascan_index", ascan_index, 0), "Method": "write_partial_bscan"},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` the finished volume is
         reserved on disk (zeros where nothing was written)."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate)})
+        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
 
     @native
     def seek(self, volume_index: int, bscan_index: int = 0) -> None:
         """Make volume ``volume_index`` the current volume."""
         self._do("seek", {"Volume": check_int("volume_index", volume_index, 0),
-                          "Bscan": check_int("bscan_index", bscan_index, 0)})
+                          "Bscan": check_int("bscan_index", bscan_index, 0), "Method": "seek"})
 
     def __enter__(self) -> "_SimpleStack":
         return self
@@ -390,10 +402,30 @@ class SimpleStackFloat64(_SimpleStack):
 
 
 def _path(owner: str, path: Any) -> str:
-    p = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
-    if not isinstance(p, str) or not p:
+    """``path`` as a str: TypeError for what is no path at all (None, bytes), ValueError
+    for an empty one, both naming ``{owner}.path``. A FIFO, socket or block device is
+    refused by ``open()`` (docs/storage.md, "Special files")."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{owner}.path={path!r}, expected a file path (a str or os.PathLike)")
+    p = os.fspath(path)
+    if not isinstance(p, str):
+        raise TypeError(f"{owner}.path={path!r}, expected a file path (a str or os.PathLike of str)")
+    if not p:
         raise ValueError(f"{owner}.path={path!r}, expected a file path")
     return p
+
+
+def _check_open(storage: Any, what: str, noun: str) -> None:
+    """ClosedError unless ``storage`` is open, saying why when another storage took
+    its file over (the same path opened again, as a notebook cell run twice does)."""
+    state = storage._record()[0]
+    if state == 1 and storage._config is not None:
+        return
+    name = type(storage).__name__
+    if state == 2:
+        raise ClosedError(f"{name}.{what}: another storage opened this {noun}'s file since, so this one let go of it "
+                          "without touching it again (the newer one owns it now); expected open(config) first")
+    raise ClosedError(f"{name}.{what}: the {noun} is not open, expected open(config) first")
 
 
 def _close_quietly(h: Any) -> None:
@@ -434,7 +466,7 @@ class _Storage:
     @property
     def ready(self) -> bool:
         """True between ``open()`` and :meth:`close` (vortex's ``ready``)."""
-        return bool(self._record()[0])
+        return self._record()[0] == 1
 
     @property
     def is_open(self) -> bool:
@@ -453,8 +485,7 @@ class _Storage:
         self._h.Close()
 
     def _require_open(self, what: str) -> None:
-        if not self.ready or self._config is None:
-            raise ClosedError(f"{type(self).__name__}.{what}: the storage is not open, expected open(config) first")
+        _check_open(self, what, "storage")
 
     def __enter__(self) -> "_Storage":
         return self
@@ -786,31 +817,31 @@ class BroctStorage(_Storage):
     def write_bscan(self, index: int, data: Any) -> None:
         """Write one transposed B-scan ``(samples, ascans)`` at B-scan ``index``."""
         a = self._array(data, "write_bscan", "broct_bscan_shape", 2)
-        self._do("write", {"Bscan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+        self._do("write", {"Bscan": check_int("index", index, 0), "Method": "write_bscan"}, a.ctypes.data, a.nbytes)
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write transposed B-scans ``(n, samples, ascans)`` from B-scan ``index``."""
         a = self._array(data, "write_multi_bscan", "broct_bscan_shape", 3)
-        self._do("write", {"Bscan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+        self._do("write", {"Bscan": check_int("index", index, 0), "Method": "write_multi_bscan"}, a.ctypes.data, a.nbytes)
 
     @native
     def write_volume(self, data: Any) -> None:
         """Write a whole volume ``(bscans, samples, ascans)`` and move to the next
         (vortex's BROCT ``write_volume`` advances by itself)."""
         a = self._array(data, "write_volume", "broct_volume_shape", 3)
-        self._do("write_volume", None, a.ctypes.data, a.nbytes)
+        self._do("write_volume", {"Method": "write_volume"}, a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` it is reserved on disk."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate)})
+        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
 
     @native
     def seek(self, volume_index: int, bscan_index: int = 0) -> None:
         """Make volume ``volume_index`` the current volume."""
         self._do("seek", {"Volume": check_int("volume_index", volume_index, 0),
-                          "Bscan": check_int("bscan_index", bscan_index, 0)})
+                          "Bscan": check_int("bscan_index", bscan_index, 0), "Method": "seek"})
 
 
 # ---------------------------------------------------------------------------
@@ -1004,14 +1035,18 @@ class _HDF5Stack(_Storage):
     def write_volume(self, data: Any) -> None:
         """Write whole B-scans ``(bscans, ascans, samples, channels)`` into the current
         volume from B-scan 0 (no advance, as vortex)."""
-        self.write_multi_bscan(0, data)
+        self._write_multi(0, data, "write_volume")
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write whole B-scans ``(n, ascans, samples, channels)`` from B-scan ``index``."""
-        self._require_open("write_multi_bscan")
-        a = self._array(data, "write_multi_bscan", self._config.bscan_shape)
-        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0)}, a.ctypes.data, a.nbytes)
+        self._write_multi(index, data, "write_multi_bscan")
+
+    def _write_multi(self, index: int, data: Any, method: str) -> None:
+        self._require_open(method)
+        a = self._array(data, method, self._config.bscan_shape)
+        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0), "Method": method},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def write_partial_bscan(self, bscan_index: int, ascan_index: int, data: Any) -> None:
@@ -1020,12 +1055,13 @@ class _HDF5Stack(_Storage):
         self._require_open("write_partial_bscan")
         a = self._array(data, "write_partial_bscan", self._config.volume_shape[2:])
         self._do("write", {"Bscan": check_int("bscan_index", bscan_index, 0),
-                           "Ascan": check_int("ascan_index", ascan_index, 0)}, a.ctypes.data, a.nbytes)
+                           "Ascan": check_int("ascan_index", ascan_index, 0), "Method": "write_partial_bscan"},
+                 a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` the dataset grows to hold it now."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate)})
+        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
 
 
 class HDF5StackInt8(_HDF5Stack):
