@@ -14,6 +14,7 @@ import numpy as np
 from . import _dlpack
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
+from ._attrs import NoCopy
 from ._core import DTYPE_CODES, _ext, api
 from ._lifetime import Keep, host_view
 from ._stream import Event, Stream, current_stream
@@ -119,7 +120,7 @@ def order_after(consumer: Stream, producer: Optional[Stream]) -> None:
     consumer.wait_event(_sync_events.get(producer.device).record(producer))
 
 
-class Array:
+class Array(NoCopy):
     """A C-contiguous n-d array in device memory or pinned host memory.
 
     Create with :func:`empty`, :func:`zeros`, :func:`full` or
@@ -138,6 +139,8 @@ class Array:
     ever reads freed memory. See docs/resources.md.
     """
 
+    _copy_hint = ("share the array, or make an independent one with vortexgo.empty(a.shape, a.dtype, a.device) "
+                  "and vortexgo.copy(dst, a) (or vortexgo.from_numpy(a.numpy()))")
     __slots__ = ("_buf", "_base", "_fin", "_keep", "_mid", "_export", "ptr", "shape", "dtype", "device",
                  "pinned", "stream", "__weakref__")
 

@@ -113,3 +113,21 @@ DTYPE_CODES = {name: api.DTypeCode(name) for name in
                ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64", "complex64")}
 
 __all__ = ["api", "DTYPE_CODES", "HAVE_C_FAST_PATH", "HAVE_C_METHODS"]
+
+
+def _refuse_go_copy(self, *_a):
+    # A copy of a gopy wrapper shares its handle, and each copy's __del__
+    # releases it: the original (the process's default device, a stage) would
+    # be freed under its owner. One wrapper owns one handle (DESIGN.md 7).
+    raise TypeError(f"a Go handle ({type(self).__name__}) cannot be copied or pickled: "
+                    "share the object that owns it instead")
+
+
+def _guard_go_handles() -> None:
+    from ._native import go as _go  # type: ignore[attr-defined]
+
+    for name in ("__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__"):
+        setattr(_go.GoClass, name, _refuse_go_copy)
+
+
+_guard_go_handles()

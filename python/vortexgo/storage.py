@@ -45,6 +45,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, native
 from ._validate import check_bool, check_float, check_int, check_shape
@@ -74,7 +75,7 @@ class SimpleStackHeader(enum.IntEnum):
 
 
 @dataclass
-class SimpleStackConfig:
+class SimpleStackConfig(StrictAttributes):
     """Where and how a ``SimpleStack`` writes (vortex's ``SimpleStackConfig``).
 
     Attributes:
@@ -170,7 +171,7 @@ def _host(array: Any) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(array))
 
 
-class _SimpleStack:
+class _SimpleStack(NoCopy, StrictAttributes):
     _dtype = np.dtype("int8")
 
     def __init__(self, log: Any = None, *, logger: Any = None) -> None:
@@ -405,7 +406,7 @@ def _close_quietly(h: Any) -> None:
         pass
 
 
-class _Storage:
+class _Storage(NoCopy, StrictAttributes):
     """Common base: one Go storage object, its open/close/ready and ``with``."""
 
     _kind = ""
@@ -476,7 +477,7 @@ class SimpleStreamHeader(enum.IntEnum):
 
 
 @dataclass
-class SimpleStreamConfig:
+class SimpleStreamConfig(StrictAttributes):
     """Where a ``SimpleStream`` writes (vortex's ``SimpleStreamConfig``).
 
     Attributes:
@@ -572,7 +573,7 @@ class SimpleStreamFloat64(_SimpleStream):
 
 
 @dataclass
-class StreamDumpConfig:
+class StreamDumpConfig(StrictAttributes):
     """What a :class:`StreamDump` writes (vortex's ``StreamDumpConfig``).
 
     Attributes:
@@ -620,7 +621,7 @@ class StreamDump(_Storage):
 
 
 @dataclass
-class MarkerLogConfig:
+class MarkerLogConfig(StrictAttributes):
     """Where a :class:`MarkerLog` writes (vortex's ``MarkerLogConfig``).
 
     Attributes:
@@ -684,7 +685,7 @@ globals().update({s.name: s for s in BroctScan})
 
 
 @dataclass
-class BroctStorageConfig:
+class BroctStorageConfig(StrictAttributes):
     """Where and how a :class:`BroctStorage` writes (vortex's ``BroctStorageConfig``).
 
     Attributes:
@@ -912,7 +913,7 @@ class HDF5StackHeader(enum.IntEnum):
 
 
 @dataclass
-class HDF5StackConfig:
+class HDF5StackConfig(StrictAttributes):
     """Where and how an ``HDF5Stack`` writes (vortex's ``HDF5StackConfig``).
 
     Attributes:

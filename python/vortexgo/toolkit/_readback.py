@@ -13,6 +13,7 @@ import numpy as np
 from .._array import Array
 from .._core import api
 from .._device import Device, DeviceLike, get_device
+from .._attrs import NoCopy
 from .._errors import Closeable, ClosedError, release_on_collect
 from .._lifetime import Keep, host_view
 from .._stream import Stream, current_stream
@@ -34,7 +35,7 @@ class ReadbackStats:
     retiring: int
 
 
-class ReadbackHandle:
+class ReadbackHandle(NoCopy):
     """A readback in flight or done (returned by :func:`readback` and
     :meth:`Readback.readback`).
 
