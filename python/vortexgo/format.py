@@ -214,7 +214,10 @@ def _as_range(name: str, v: Any) -> Range:
 
 def _rng(name: str, v: Any) -> dict:
     r = _as_range(name, v)
-    lo, hi = check_float(f"{name}.min", r.min), check_float(f"{name}.max", r.max)
+    if not (math.isfinite(r.min) and math.isfinite(r.max)):
+        raise ValueError(f"{name}={r!r}, expected finite ends (vortex's default Range(-inf, inf) means unset: "
+                         f"set {name.rpartition('.')[2]})")
+    lo, hi = r.min, r.max
     # The kernels compute pitches as float32 (vortex's): a length beyond it is inf.
     if not math.isfinite(hi - lo) or abs(hi - lo) > 3.4e38:
         raise ValueError(f"{name}={r!r}, expected a range whose length is a finite float32 (|max - min| <= 3.4e38)")
@@ -225,6 +228,11 @@ def _pair(name: str, v: Any, what: str) -> tuple:
     if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != 2:
         raise TypeError(f"{name}={v!r:.60}, expected {what}")
     return tuple(v)
+
+
+def _unbounded() -> Range:
+    """vortex's default extent, ``Range(-inf, inf)``: unset, refused by ``initialize``."""
+    return Range(-math.inf, math.inf)
 
 
 class _XYExtent:
@@ -252,14 +260,17 @@ class RadialFormatExecutorConfig(_XYExtent, StackFormatExecutorConfig):
     ``segment_rt_extent = (radial_extent, angular_extent)`` and ``radial_shape =
     (radial_segments_per_volume, radial_records_per_segment)``. Extents are Ranges (a
     ``(min, max)`` pair is taken as one).
+
+    Defaults are vortex's: every extent ``Range(-inf, inf)`` and both counts 0, i.e.
+    unset: ``initialize`` refuses them naming the field until they are set.
     """
 
-    x_extent: Any = field(default_factory=lambda: Range(-1.0, 1.0))
-    y_extent: Any = field(default_factory=lambda: Range(-1.0, 1.0))
-    radial_extent: Any = field(default_factory=lambda: Range(-1.0, 1.0))
-    angular_extent: Any = field(default_factory=lambda: Range(0.0, math.pi))
-    radial_segments_per_volume: int = 1
-    radial_records_per_segment: int = 1
+    x_extent: Any = field(default_factory=_unbounded)
+    y_extent: Any = field(default_factory=_unbounded)
+    radial_extent: Any = field(default_factory=_unbounded)
+    angular_extent: Any = field(default_factory=_unbounded)
+    radial_segments_per_volume: int = 0
+    radial_records_per_segment: int = 0
 
     @property
     def segment_rt_extent(self) -> tuple:
@@ -302,14 +313,17 @@ class SpiralFormatExecutorConfig(_XYExtent, StackFormatExecutorConfig):
     vortex's paired fields work too: ``volume_xy_extent = (x_extent, y_extent)``,
     ``segment_extent`` (the same Range as ``radial_extent``) and ``spiral_shape =
     (rings_per_spiral, samples_per_spiral)``.
+
+    Defaults are vortex's (unset): extents ``Range(-inf, inf)``, counts 0 and
+    ``spiral_velocity`` 0; ``initialize`` refuses them naming the field.
     """
 
-    x_extent: Any = field(default_factory=lambda: Range(-1.0, 1.0))
-    y_extent: Any = field(default_factory=lambda: Range(-1.0, 1.0))
-    radial_extent: Any = field(default_factory=lambda: Range(0.0, 1.0))
-    rings_per_spiral: int = 1
-    samples_per_spiral: int = 1
-    spiral_velocity: float = 1.0
+    x_extent: Any = field(default_factory=_unbounded)
+    y_extent: Any = field(default_factory=_unbounded)
+    radial_extent: Any = field(default_factory=_unbounded)
+    rings_per_spiral: int = 0
+    samples_per_spiral: int = 0
+    spiral_velocity: float = 0.0
 
     @property
     def segment_extent(self) -> Any:

@@ -101,7 +101,9 @@ class Range:
 
     @min.setter
     def min(self, v: float) -> None:
-        self._min = check_float("Range.min", v)
+        # +-inf is vortex's unbounded end (its default Range); a field that needs a
+        # finite range says so where the range is used.
+        self._min = check_float("Range.min", v, finite=False)
 
     @property
     def max(self) -> float:
@@ -110,7 +112,7 @@ class Range:
 
     @max.setter
     def max(self, v: float) -> None:
-        self._max = check_float("Range.max", v)
+        self._max = check_float("Range.max", v, finite=False)
 
     @staticmethod
     def symmetric(value: float) -> "Range":
@@ -153,11 +155,17 @@ class Range:
 
 
 def _range(name: str, v: Any) -> Range:
-    if isinstance(v, Range):
-        return v
+    """A finite Range whose length is finite too (positions are computed from it:
+    ``Range(-1e308, 1e308)`` would make every position NaN)."""
     if isinstance(v, (tuple, list)) and len(v) == 2:
-        return Range(check_float(f"{name}[0]", v[0]), check_float(f"{name}[1]", v[1]))
-    raise TypeError(f"{name}={v!r}, expected a vortexgo.Range")
+        v = Range(check_float(f"{name}[0]", v[0]), check_float(f"{name}[1]", v[1]))
+    if not isinstance(v, Range):
+        raise TypeError(f"{name}={v!r:.60}, expected a vortexgo.Range")
+    check_float(f"{name}.min", v.min)
+    check_float(f"{name}.max", v.max)
+    if not math.isfinite(v.max - v.min) or abs(v.max - v.min) > 1e300:
+        raise ValueError(f"{name}={v!r}, expected a range of finite length (|max - min| <= 1e300)")
+    return v
 
 
 class Limits:
