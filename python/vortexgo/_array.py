@@ -120,6 +120,14 @@ def order_after(consumer: Stream, producer: Optional[Stream]) -> None:
     consumer.wait_event(_sync_events.get(producer.device).record(producer))
 
 
+def _dlpack_version(v: Any) -> tuple[int, int]:
+    """The consumer's ``max_version``: a (major, minor) tuple of ints (the DLPack protocol)."""
+    if not isinstance(v, tuple) or len(v) != 2 or not all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
+        raise TypeError(f"max_version={v!r:.60}, expected None or a (major, minor) tuple of ints, e.g. (1, 0)")
+    return int(v[0]), int(v[1])
+
+
 class Array(NoCopy):
     """A C-contiguous n-d array in device memory or pinned host memory.
 
@@ -384,7 +392,7 @@ class Array(NoCopy):
             producer, producer_handle = self._producer()
             if producer is not None and handle != producer_handle:
                 order_after(_foreign(self.device, handle), producer)
-        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        versioned = max_version is not None and _dlpack_version(max_version) >= (1, 0)
         dev_type, dev_id = self.__dlpack_device__()
         itemsize = self.dtype.itemsize
         return _dlpack.to_capsule(

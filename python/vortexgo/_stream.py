@@ -255,9 +255,11 @@ class Stream(_StreamBase):
             handle, owner = stream.ptr, stream
         else:
             raise TypeError(
-                f"stream={stream!r}, expected an int handle or an object with "
-                "__cuda_stream__, .cuda_stream or .ptr")
-        handle = check_int("stream", handle, 0, INT64_MAX)
+                f"stream={stream!r:.60}, expected a stream handle: an int CUstream handle or an object with "
+                "__cuda_stream__, .cuda_stream or .ptr giving one")
+        # The handle, not the object, is what is wrong when it is not a CUstream value.
+        handle = check_int("stream handle" if owner is None else f"stream handle (from {type(owner).__name__})",
+                           handle, 0, INT64_MAX)
         dev = get_device(device)
         if owner is not None and device is None:
             dev_id = getattr(getattr(owner, "device", None), "id", None)
@@ -408,10 +410,14 @@ class Stream(_StreamBase):
         return self._hash
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"priority={self.priority}"
-        own = "" if self._closed or self.owned else ", external"
-        handle = "?" if self._closed else hex(self.handle)
-        return f"<Stream {self.device.alias} handle={handle} {state}{own}>"
+        # repr never raises: a stream whose owner (an endpoint) closed it prints as closed.
+        try:
+            if self._closed:
+                return f"<Stream {self.device.alias} closed>"
+            own = "" if self.owned else ", external"
+            return f"<Stream {self.device.alias} handle={hex(self.handle)} priority={self.priority}{own}>"
+        except Exception:
+            return "<Stream closed>"
 
 
 class Event(_EventBase):
