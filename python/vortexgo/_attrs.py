@@ -26,7 +26,7 @@ import difflib
 import sys
 from typing import Any, FrozenSet, NoReturn
 
-__all__ = ["StrictAttributes", "NoCopy", "public_names", "unknown_attribute", "refuse_copy"]
+__all__ = ["StrictAttributes", "NoCopy", "Config", "public_names", "unknown_attribute", "refuse_copy"]
 
 _PACKAGE = __name__.rpartition(".")[0]  # "vortexgo"
 
@@ -129,3 +129,16 @@ class NoCopy:
 
     def __reduce__(self) -> NoReturn:
         refuse_copy(self, "pickled")
+
+
+class Config(StrictAttributes):
+    """Base of the plain configs: strict attributes and vortex's ``copy()``, an
+    independent deep copy (``copy.copy``, ``copy.deepcopy`` and pickle work too)."""
+
+    __slots__ = ()
+
+    def copy(self):  # type: ignore[no-untyped-def] - returns the config's own class
+        """An independent copy of this config (vortex's ``copy()``)."""
+        import copy as _copy
+
+        return _copy.deepcopy(self)

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._attrs import NoCopy, StrictAttributes
+from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, native, release_on_collect
 from ._validate import check_callable, check_float, check_int, is_logger
@@ -154,7 +154,7 @@ class _Acquisition(NoCopy, StrictAttributes):
 
 
 @dataclass
-class SimulatedAcquisitionConfig(StrictAttributes):
+class SimulatedAcquisitionConfig(Config):
     """Configuration of a :class:`SimulatedAcquisition` (an 840 nm spectrometer by default).
 
     Attributes:
@@ -264,7 +264,7 @@ class SimulatedAcquisition(_Acquisition):
 
 
 @dataclass
-class _BlockShape(StrictAttributes):
+class _BlockShape(Config):
     """vortex's acquisition config fields (its ``NullAcquisitionConfig``)."""
 
     samples_per_record: int = 1024

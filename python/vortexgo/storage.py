@@ -45,7 +45,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from ._attrs import NoCopy, StrictAttributes
+from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, native
 from ._validate import check_bool, check_float, check_int, check_shape
@@ -75,7 +75,7 @@ class SimpleStackHeader(enum.IntEnum):
 
 
 @dataclass
-class SimpleStackConfig(StrictAttributes):
+class SimpleStackConfig(Config):
     """Where and how a ``SimpleStack`` writes (vortex's ``SimpleStackConfig``).
 
     Attributes:
@@ -477,7 +477,7 @@ class SimpleStreamHeader(enum.IntEnum):
 
 
 @dataclass
-class SimpleStreamConfig(StrictAttributes):
+class SimpleStreamConfig(Config):
     """Where a ``SimpleStream`` writes (vortex's ``SimpleStreamConfig``).
 
     Attributes:
@@ -573,7 +573,7 @@ class SimpleStreamFloat64(_SimpleStream):
 
 
 @dataclass
-class StreamDumpConfig(StrictAttributes):
+class StreamDumpConfig(Config):
     """What a :class:`StreamDump` writes (vortex's ``StreamDumpConfig``).
 
     Attributes:
@@ -621,7 +621,7 @@ class StreamDump(_Storage):
 
 
 @dataclass
-class MarkerLogConfig(StrictAttributes):
+class MarkerLogConfig(Config):
     """Where a :class:`MarkerLog` writes (vortex's ``MarkerLogConfig``).
 
     Attributes:
@@ -685,7 +685,7 @@ globals().update({s.name: s for s in BroctScan})
 
 
 @dataclass
-class BroctStorageConfig(StrictAttributes):
+class BroctStorageConfig(Config):
     """Where and how a :class:`BroctStorage` writes (vortex's ``BroctStorageConfig``).
 
     Attributes:
@@ -913,7 +913,7 @@ class HDF5StackHeader(enum.IntEnum):
 
 
 @dataclass
-class HDF5StackConfig(StrictAttributes):
+class HDF5StackConfig(Config):
     """Where and how an ``HDF5Stack`` writes (vortex's ``HDF5StackConfig``).
 
     Attributes:
