@@ -212,6 +212,8 @@ def _as_1d(owner: str, name: str, v: ArrayLike, dtype: Any) -> Optional[np.ndarr
         return None
     if hasattr(v, "get") and hasattr(v, "__cuda_array_interface__"):
         v = v.get()  # a CuPy array
+    if np.ndim(v) == 0:  # ascontiguousarray would make a scalar a 1-element array
+        raise TypeError(f"{owner}.{name}={v!r:.60}, expected a 1-D array of {np.dtype(dtype).name} (or None)")
     try:
         a = np.ascontiguousarray(np.asarray(v), dtype=dtype)
     except (TypeError, ValueError) as exc:
