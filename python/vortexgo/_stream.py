@@ -257,9 +257,12 @@ class Stream(_StreamBase):
             raise TypeError(
                 f"stream={stream!r:.60}, expected a stream handle: an int CUstream handle or an object with "
                 "__cuda_stream__, .cuda_stream or .ptr giving one")
-        # The handle, not the object, is what is wrong when it is not a CUstream value.
-        handle = check_int("stream handle" if owner is None else f"stream handle (from {type(owner).__name__})",
-                           handle, 0, INT64_MAX)
+        try:
+            handle = check_int("stream", handle, 0, INT64_MAX)
+        except (TypeError, ValueError) as e:
+            # Say that it is the handle (the CUstream value) that is wrong, and whose.
+            whose = "" if owner is None else f" given by {type(owner).__name__}"
+            raise type(e)(f"{e}: a stream handle{whose}, a CUstream value") from None
         dev = get_device(device)
         if owner is not None and device is None:
             dev_id = getattr(getattr(owner, "device", None), "id", None)
