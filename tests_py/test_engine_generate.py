@@ -4,6 +4,8 @@ IOs receive the generated waveform."""
 
 import time
 
+import math
+
 import numpy as np
 import pytest
 
@@ -128,7 +130,8 @@ def test_config_fields_and_errors(tmp_path):
 def test_bad_wiring_names_the_argument(tmp_path):
     from vortexgo.endpoint import RadialDeviceTensorEndpointFloat32, StackDeviceTensorEndpointFloat32
     from vortexgo.format import RadialFormatExecutor, RadialFormatExecutorConfig, SimpleSlice
-    radial = RadialFormatExecutor(RadialFormatExecutorConfig(radial_segments_per_volume=4, radial_records_per_segment=8))
+    radial = RadialFormatExecutor(RadialFormatExecutorConfig(x_extent=(-1, 1), y_extent=(-1, 1), radial_extent=(-1, 1),
+                                                         angular_extent=(0, math.pi), radial_segments_per_volume=4, radial_records_per_segment=8))
     with pytest.raises(ValueError, match="shape"):
         RadialDeviceTensorEndpointFloat32(radial)
     with pytest.raises(TypeError, match="RadialFormatExecutor"):
@@ -156,7 +159,8 @@ def test_radial_scan_end_to_end(tmp_path):
     c.bypass_limits_check = True
     scan = vs.RadialScan()
     scan.initialize(c)
-    ex = RadialFormatExecutor(RadialFormatExecutorConfig(radial_segments_per_volume=6, radial_records_per_segment=16))
+    ex = RadialFormatExecutor(RadialFormatExecutorConfig(x_extent=(-1, 1), y_extent=(-1, 1), radial_extent=(-1, 1),
+                                                         angular_extent=(0, math.pi), radial_segments_per_volume=6, radial_records_per_segment=16))
     ep = RadialDeviceTensorEndpointFloat32(ex, (9, 11, S))
     raw = (np.arange(1024 * S, dtype=np.uint16) % 60000).reshape(1024, S)
     np.save(tmp_path / "raw.npy", raw)

@@ -6,6 +6,8 @@ The CPU half runs everywhere (it checks the rig itself); the CUDA tests skip wit
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,8 @@ def _scan(kind):
         _segmented(c)
         s = vs.RadialScan()
         s.initialize(c)
-        ex = RadialFormatExecutor(RadialFormatExecutorConfig(radial_segments_per_volume=8, radial_records_per_segment=32))
+        ex = RadialFormatExecutor(RadialFormatExecutorConfig(x_extent=(-1, 1), y_extent=(-1, 1), radial_extent=(-1, 1),
+                                                         angular_extent=(0, math.pi), radial_segments_per_volume=8, radial_records_per_segment=32))
         return s, (8, 32), SpectraRadialDeviceTensorEndpointUInt16(ex, (21, 23, S))
     if kind == "spiral":
         c = vs.SpiralScanConfig()
@@ -51,7 +54,7 @@ def _scan(kind):
         s.initialize(c)
         segs = [m for m in s.scan_markers() if type(m).__name__ == "SegmentBoundary"]
         records = segs[0].record_count_hint
-        ex = SpiralFormatExecutor(SpiralFormatExecutorConfig(rings_per_spiral=3, samples_per_spiral=records,
+        ex = SpiralFormatExecutor(SpiralFormatExecutorConfig(x_extent=(-1, 1), y_extent=(-1, 1), radial_extent=(0, 1), rings_per_spiral=3, samples_per_spiral=records,
                                                             spiral_velocity=10))
         return s, (len(segs), records), SpectraSpiralDeviceTensorEndpointUInt16(ex, (20, 20, S))
     c = vs.RasterScanConfig()

@@ -57,10 +57,10 @@ func TestSimulatedConfigValidate(t *testing.T) {
 		{"bandwidth", func(c *SimulatedConfig) { c.SourceBandwidth = 0 }, "SourceBandwidth=0, expected > 0"},
 		{"dispersion", func(c *SimulatedConfig) { c.Dispersion = math.Inf(1) }, "Dispersion=+Inf, expected a finite"},
 		{"rate", func(c *SimulatedConfig) { c.Rate = -1 }, "Rate=-1, expected >= 0"},
-		{"huge samples", func(c *SimulatedConfig) { c.SamplesPerRecord = 1 << 40 }, "SamplesPerRecord=1099511627776"},
-		{"huge volume", func(c *SimulatedConfig) { c.AscansPerBscan, c.BscansPerVolume = 1<<31, 1<<31 }, "AscansPerBscan=2147483648"},
-		{"huge ring", func(c *SimulatedConfig) { c.Volumes = 1 << 40 }, "Volumes=1099511627776"},
-		{"overflowing ring", func(c *SimulatedConfig) { c.Volumes = math.MaxInt }, "a ring of Volumes"},
+		{"huge samples", func(c *SimulatedConfig) { c.SamplesPerRecord = 1 << 40 }, "samples_per_record=1099511627776"},
+		{"huge volume", func(c *SimulatedConfig) { c.AscansPerBscan, c.BscansPerVolume = 1<<31, 1<<31 }, "ascans_per_bscan=2147483648"},
+		{"huge ring", func(c *SimulatedConfig) { c.Volumes = 1 << 40 }, "volumes=1099511627776"},
+		{"overflowing ring", func(c *SimulatedConfig) { c.Volumes = math.MaxInt }, "a ring of volumes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

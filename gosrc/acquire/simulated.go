@@ -119,9 +119,11 @@ func (c *SimulatedConfig) Validate() error {
 	// for more than the machine has.
 	bytes, ok := engine.MulSize(c.Volumes, c.BscansPerVolume, c.AscansPerBscan, c.SamplesPerRecord, 2)
 	if limit := maxRingBytes(); !ok || bytes > limit {
-		return engine.TooLarge("acquire: SimulatedConfig: a ring of Volumes=%d x BscansPerVolume=%d x AscansPerBscan=%d x "+
-			"SamplesPerRecord=%d uint16 spectra is more than %d bytes (half the host's memory), expected a smaller "+
-			"ring (fewer Volumes replay endlessly: set TotalVolumes for the run's length)",
+		// Named as the Python user wrote them (SimulatedAcquisitionConfig's
+		// fields): this is the one error a plain constructor call can hit.
+		return engine.TooLarge("acquire: SimulatedConfig: a ring of volumes=%d x bscans_per_volume=%d x ascans_per_bscan=%d x "+
+			"samples_per_record=%d uint16 spectra is more than %d bytes (half the host's memory), expected a smaller "+
+			"ring (fewer volumes replay endlessly: set total_volumes for the run's length)",
 			c.Volumes, c.BscansPerVolume, c.AscansPerBscan, c.SamplesPerRecord, limit)
 	}
 	return nil

@@ -14,6 +14,7 @@ import numpy as np
 from . import _dlpack
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
+from ._attrs import NoCopy
 from ._core import DTYPE_CODES, _ext, api
 from ._lifetime import Keep, host_view
 from ._stream import Event, Stream, current_stream
@@ -118,7 +119,15 @@ def order_after(consumer: Stream, producer: Optional[Stream]) -> None:
     consumer.wait_event(_sync_events.get(producer.device).record(producer))
 
 
-class Array:
+def _dlpack_version(v: Any) -> tuple[int, int]:
+    """The consumer's ``max_version``: a (major, minor) tuple of ints (the DLPack protocol)."""
+    if not isinstance(v, tuple) or len(v) != 2 or not all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
+        raise TypeError(f"max_version={v!r:.60}, expected None or a (major, minor) tuple of ints, e.g. (1, 0)")
+    return int(v[0]), int(v[1])
+
+
+class Array(NoCopy):
     """A C-contiguous n-d array in device memory or pinned host memory.
 
     Create with :func:`empty`, :func:`zeros`, :func:`full` or
@@ -137,6 +146,8 @@ class Array:
     ever reads freed memory. See docs/resources.md.
     """
 
+    _copy_hint = ("share the array, or make an independent one with vortexgo.empty(a.shape, a.dtype, a.device) "
+                  "and vortexgo.copy(dst, a) (or vortexgo.from_numpy(a.numpy()))")
     __slots__ = ("_buf", "_base", "_fin", "_keep", "_mid", "_export", "ptr", "shape", "dtype", "device",
                  "pinned", "stream", "__weakref__")
 
@@ -380,7 +391,7 @@ class Array:
             producer, producer_handle = self._producer()
             if producer is not None and handle != producer_handle:
                 order_after(_foreign(self.device, handle), producer)
-        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        versioned = max_version is not None and _dlpack_version(max_version) >= (1, 0)
         dev_type, dev_id = self.__dlpack_device__()
         itemsize = self.dtype.itemsize
         return _dlpack.to_capsule(

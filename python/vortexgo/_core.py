@@ -220,10 +220,14 @@ def _adopt(pyapi: Any, ext: Any) -> None:
             _c.bind(ext.pyapi_FastRecord, ext.pyapi_FastWaitEvent, ext.pyapi_FastQueryEvent,
                     ext.pyapi_FastQueryStream, ext.pyapi_FastSyncStream, ext.pyapi_FastSyncEvent)
     _DECREF[0] = ext.DecRef
-    for mod in (pyapi, sys.modules.get(pyapi.__name__.rpartition(".")[0] + ".go")):
+    go = sys.modules.get(pyapi.__name__.rpartition(".")[0] + ".go")
+    for mod in (pyapi, go):
         for cls in vars(mod).values() if mod is not None else ():
             if isinstance(cls, type) and "__del__" in vars(cls):
                 cls.__del__ = _release_handle
+    if go is not None:
+        for name in ("__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__"):
+            setattr(go.GoClass, name, _refuse_go_copy)
     DTYPE_CODES.update({name: pyapi.DTypeCode(name) for name in
                         ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64", "complex64")})
 
@@ -239,6 +243,14 @@ _DECREF: list[Callable[[int], Any]] = [lambda _h: None]
 
 def _release_handle(self: Any, _decref: list = _DECREF) -> None:
     _decref[0](self.handle)
+
+
+def _refuse_go_copy(self: Any, *_a: Any) -> Any:
+    # A copy of a gopy wrapper shares its handle, and each copy's __del__
+    # releases it: the original (the process's default device, a stage) would
+    # be freed under its owner. One wrapper owns one handle (DESIGN.md 7).
+    raise TypeError(f"a Go handle ({type(self).__name__}) cannot be copied or pickled: "
+                    "share the object that owns it instead")
 
 
 def _configure_cufft(pyapi: Any) -> None:

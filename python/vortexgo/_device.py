@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Union
+from typing import Any, Union
 
 from ._errors import native
 from ._core import api
@@ -75,6 +75,17 @@ class Device:
     def synchronize(self) -> None:
         """Block until all work on this device is done (other Python threads keep running)."""
         self._h.Synchronize()
+
+    # One Device per spec (its handle is the process's): a copy is the device itself,
+    # and a pickle names it, to be looked up again where it is loaded.
+    def __copy__(self) -> "Device":
+        return self
+
+    def __deepcopy__(self, memo: Any) -> "Device":
+        return self
+
+    def __reduce__(self) -> tuple:
+        return (get_device, (self.alias,))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Device) and (self.kind, self.ordinal) == (other.kind, other.ordinal)

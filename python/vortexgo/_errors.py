@@ -17,6 +17,9 @@ __all__ = [
 ]
 
 
+from ._attrs import NoCopy, StrictAttributes  # noqa: E402 - _attrs imports nothing of ours
+
+
 class VortexError(RuntimeError):
     """Base class of vortexgo's runtime errors."""
 
@@ -164,7 +167,7 @@ def _release(release: Callable[[], object], what: str) -> None:
         warnings.warn(f"vortexgo: releasing {what} failed: {exc}", ResourceWarning, stacklevel=2)
 
 
-class Closeable:
+class Closeable(NoCopy, StrictAttributes):
     """Mixin for objects with ``close()``: the ``closed`` property and a context
     manager that closes on exit. An object owned by another (``_owner`` set,
     e.g. a context's coordinator) is left for its owner to close."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ._attrs import NoCopy
 from ._errors import native, release_on_collect
 from ._stream import Stream, current_stream
 
 __all__ = ["Graph", "ScopedCapture", "capture_launch"]
 
 
-class Graph:
+class Graph(NoCopy):
     """An instantiated graph: a recording of stream work that replays with one launch.
 
     On the CPU backend it is the recorded list of operations, replayed in order.

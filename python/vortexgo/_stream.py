@@ -253,9 +253,14 @@ class Stream(_StreamBase):
             handle, owner = stream.ptr, stream
         else:
             raise TypeError(
-                f"stream={stream!r}, expected an int handle or an object with "
-                "__cuda_stream__, .cuda_stream or .ptr")
-        handle = check_int("stream", handle, 0, INT64_MAX)
+                f"stream={stream!r:.60}, expected a stream handle: an int CUstream handle or an object with "
+                "__cuda_stream__, .cuda_stream or .ptr giving one")
+        try:
+            handle = check_int("stream", handle, 0, INT64_MAX)
+        except (TypeError, ValueError) as e:
+            # Say that it is the handle (the CUstream value) that is wrong, and whose.
+            whose = "" if owner is None else f" given by {type(owner).__name__}"
+            raise type(e)(f"{e}: a stream handle{whose}, a CUstream value") from None
         dev = get_device(device)
         if owner is not None and device is None:
             dev_id = getattr(getattr(owner, "device", None), "id", None)
@@ -406,10 +411,14 @@ class Stream(_StreamBase):
         return self._hash
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"priority={self.priority}"
-        own = "" if self._closed or self.owned else ", external"
-        handle = "?" if self._closed else hex(self.handle)
-        return f"<Stream {self.device.alias} handle={handle} {state}{own}>"
+        # repr never raises: a stream whose owner (an endpoint) closed it prints as closed.
+        try:
+            if self._closed:
+                return f"<Stream {self.device.alias} closed>"
+            own = "" if self.owned else ", external"
+            return f"<Stream {self.device.alias} handle={hex(self.handle)} priority={self.priority}{own}>"
+        except Exception:
+            return "<Stream closed>"
 
 
 class Event(_EventBase):

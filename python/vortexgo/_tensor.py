@@ -13,6 +13,7 @@ import numpy as np
 from ._array import _norm_dtype, _norm_shape
 from ._device import DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
+from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._lifetime import Keep, host_view
 from ._stream import Stream, _cupy, current_stream
@@ -50,7 +51,7 @@ class TensorView:
         return f"<TensorView {self.shape} {self.dtype.name} on {self.device.alias}>"
 
 
-class DeviceTensor:
+class DeviceTensor(NoCopy, StrictAttributes):
     """A resizable n-d buffer with a lock.
 
     ``with tensor as view:`` takes the exclusive lock (other Python threads

@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, native, release_on_collect
 from ._validate import check_callable, check_float, check_int, is_logger
@@ -77,7 +78,7 @@ def _new(kind: str, config: dict) -> Any:
 _RESAMPLING, _DISPERSION, _REFLECTORS = range(3)
 
 
-class _Acquisition:
+class _Acquisition(NoCopy, StrictAttributes):
     """Common base: a native handle made by :meth:`initialize`."""
 
     _config_type: type = object
@@ -153,7 +154,7 @@ class _Acquisition:
 
 
 @dataclass
-class SimulatedAcquisitionConfig:
+class SimulatedAcquisitionConfig(Config):
     """Configuration of a :class:`SimulatedAcquisition` (an 840 nm spectrometer by default).
 
     Attributes:
@@ -263,7 +264,7 @@ class SimulatedAcquisition(_Acquisition):
 
 
 @dataclass
-class _BlockShape:
+class _BlockShape(Config):
     """vortex's acquisition config fields (its ``NullAcquisitionConfig``)."""
 
     samples_per_record: int = 1024

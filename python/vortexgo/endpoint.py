@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._device import Device
 from ._errors import ClosedError, LockError, VortexError, native
@@ -106,7 +107,7 @@ class _EndpointStream(Stream):
     __slots__ = ()
 
 
-class _Endpoint:
+class _Endpoint(NoCopy, StrictAttributes):
     """Common base of the endpoints: callbacks, tensor and stream."""
 
     _dtype: Optional[str] = None

@@ -38,6 +38,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _core
+from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, InUseError, LockError, VortexError, native, translate
@@ -337,7 +338,7 @@ def _default_strobes() -> StrobeList:
 # --- configuration -------------------------------------------------------------------
 
 
-class EngineConfig:
+class EngineConfig(StrictAttributes):
     """Block geometry, pool sizes and the wiring acquisition -> processors -> formatters -> endpoints.
 
     Attributes:
@@ -739,7 +740,7 @@ class StageTiming:
 # --- the engine ------------------------------------------------------------------------
 
 
-class Engine:
+class Engine(NoCopy, StrictAttributes):
     """Runs an :class:`EngineConfig`'s pipeline, in sessions, as vortex's engine.
 
     ``Engine(config)`` or vortex's ``Engine(logger); engine.initialize(config)``;

@@ -9,12 +9,14 @@ executor (:class:`StackFormatExecutor`, :class:`RadialFormatExecutor`,
 
 from __future__ import annotations
 
+import copy as _copy
 import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
+from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._validate import check_bool, check_float, check_int, is_logger
 from ._errors import native
@@ -77,6 +79,7 @@ class SampleSlice:
         return min(self.start, stop), stop
 
 
+@dataclass(frozen=True, init=False)  # frozen like its base: no stray attributes either
 class SimpleSlice(SampleSlice):
     """vortex's ``SimpleSlice``, with its constructor: ``SimpleSlice(stop)`` keeps
     samples ``[0, stop)``, ``SimpleSlice(start, stop)`` and
@@ -118,7 +121,7 @@ class LinearTransform:
 
 
 @dataclass
-class StackFormatExecutorConfig:
+class StackFormatExecutorConfig(StrictAttributes):
     """Configuration of a :class:`StackFormatExecutor` (vortex's fields).
 
     Attributes:
@@ -140,10 +143,11 @@ class StackFormatExecutorConfig:
                 "EraseAfterVolume": check_bool("erase_after_volume", self.erase_after_volume)}
 
     def copy(self) -> "StackFormatExecutorConfig":
-        return dataclasses.replace(self)
+        """An independent copy (vortex's ``copy()``); ``copy.copy``/``deepcopy``/pickle work too."""
+        return _copy.deepcopy(self)
 
 
-class StackFormatExecutor:
+class StackFormatExecutor(NoCopy, StrictAttributes):
     """Places the planner's copies into ``(segments, records, samples)`` volumes (vortex's
     executor): ``StackFormatExecutor(); sfe.initialize(config)`` or ``StackFormatExecutor(config)``."""
 
@@ -177,7 +181,7 @@ class StackFormatExecutor:
         return f"<StackFormatExecutor {self.config.sample_slice!r} {self.config.sample_transform!r}>"
 
 
-class _Executor:
+class _Executor(NoCopy, StrictAttributes):
     """Base of the geometry executors: ``X(); x.initialize(config)`` or ``X(config)``."""
 
     _kind = ""
@@ -209,53 +213,155 @@ class _Executor:
         return f"<{type(self).__name__} {'initialized' if self._h is not None else '(not initialized)'}>"
 
 
+def _as_range(name: str, v: Any) -> Range:
+    """``v`` (a Range or a (min, max) pair) as a Range; errors name the field."""
+    if isinstance(v, Range):
+        return v
+    if isinstance(v, (tuple, list)) and len(v) == 2:
+        return Range(check_float(f"{name}.min", v[0]), check_float(f"{name}.max", v[1]))
+    raise TypeError(f"{name}={v!r:.60}, expected a vortexgo.scan.Range or a (min, max) pair")
+
+
 def _rng(name: str, v: Any) -> dict:
-    r = v if isinstance(v, Range) else Range(*v)
-    return {"Min": check_float(f"{name}.min", r.min), "Max": check_float(f"{name}.max", r.max)}
+    r = _as_range(name, v)
+    if not (math.isfinite(r.min) and math.isfinite(r.max)):
+        raise ValueError(f"{name}={r!r}, expected finite ends (vortex's default Range(-inf, inf) means unset: "
+                         f"set {name.rpartition('.')[2]})")
+    lo, hi = r.min, r.max
+    # The kernels compute pitches as float32 (vortex's): a length beyond it is inf.
+    if not math.isfinite(hi - lo) or abs(hi - lo) > 3.4e38:
+        raise ValueError(f"{name}={r!r}, expected a range whose length is a finite float32 (|max - min| <= 3.4e38)")
+    return {"Min": lo, "Max": hi}
+
+
+def _pair(name: str, v: Any, what: str) -> tuple:
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != 2:
+        raise TypeError(f"{name}={v!r:.60}, expected {what}")
+    return tuple(v)
+
+
+def _unbounded() -> Range:
+    """vortex's default extent, ``Range(-inf, inf)``: unset, refused by ``initialize``."""
+    return Range(-math.inf, math.inf)
+
+
+class _XYExtent:
+    """``volume_xy_extent``: vortex's pair ``(x_extent, y_extent)``, stored as the two fields."""
+
+    @property
+    def volume_xy_extent(self) -> tuple:
+        """``(x_extent, y_extent)``: the Cartesian volume's extents (vortex's field; the two
+        are its accessors)."""
+        return (self.x_extent, self.y_extent)  # type: ignore[attr-defined]
+
+    @volume_xy_extent.setter
+    def volume_xy_extent(self, v: Any) -> None:
+        x, y = _pair(f"{type(self).__name__}.volume_xy_extent", v, "(x_extent, y_extent), two Ranges")
+        self.x_extent, self.y_extent = x, y  # type: ignore[attr-defined]
 
 
 @dataclass
-class RadialFormatExecutorConfig(StackFormatExecutorConfig):
+class RadialFormatExecutorConfig(_XYExtent, StackFormatExecutorConfig):
     """vortex's ``RadialFormatExecutorConfig``: radial segments (lines through the origin at
     angles across ``angular_extent``, records across ``radial_extent``) rectified onto an
-    ``(x, y)`` grid spanning ``x_extent`` x ``y_extent``."""
+    ``(x, y)`` grid spanning ``x_extent`` x ``y_extent``.
 
-    x_extent: Any = (-1.0, 1.0)
-    y_extent: Any = (-1.0, 1.0)
-    radial_extent: Any = (-1.0, 1.0)
-    angular_extent: Any = (0.0, math.pi)
-    radial_segments_per_volume: int = 1
-    radial_records_per_segment: int = 1
+    vortex's paired fields work too: ``volume_xy_extent = (x_extent, y_extent)``,
+    ``segment_rt_extent = (radial_extent, angular_extent)`` and ``radial_shape =
+    (radial_segments_per_volume, radial_records_per_segment)``. Extents are Ranges (a
+    ``(min, max)`` pair is taken as one).
+
+    Defaults are vortex's: every extent ``Range(-inf, inf)`` and both counts 0, i.e.
+    unset: ``initialize`` refuses them naming the field until they are set.
+    """
+
+    x_extent: Any = field(default_factory=_unbounded)
+    y_extent: Any = field(default_factory=_unbounded)
+    radial_extent: Any = field(default_factory=_unbounded)
+    angular_extent: Any = field(default_factory=_unbounded)
+    radial_segments_per_volume: int = 0
+    radial_records_per_segment: int = 0
+
+    @property
+    def segment_rt_extent(self) -> tuple:
+        """``(radial_extent, angular_extent)``: the scan's extents (vortex's field)."""
+        return (self.radial_extent, self.angular_extent)
+
+    @segment_rt_extent.setter
+    def segment_rt_extent(self, v: Any) -> None:
+        r, t = _pair("RadialFormatExecutorConfig.segment_rt_extent", v, "(radial_extent, angular_extent), two Ranges")
+        self.radial_extent, self.angular_extent = r, t
+
+    @property
+    def radial_shape(self) -> tuple:
+        """``(radial_segments_per_volume, radial_records_per_segment)`` (vortex's field)."""
+        return (self.radial_segments_per_volume, self.radial_records_per_segment)
+
+    @radial_shape.setter
+    def radial_shape(self, v: Any) -> None:
+        a, b = _pair("RadialFormatExecutorConfig.radial_shape", v,
+                     "(radial_segments_per_volume, radial_records_per_segment)")
+        self.radial_segments_per_volume, self.radial_records_per_segment = a, b
 
     def _record(self) -> dict:
         r = super()._record()
-        r.update({"VolumeXYExtent": [_rng("x_extent", self.x_extent), _rng("y_extent", self.y_extent)],
-                  "SegmentRTExtent": [_rng("radial_extent", self.radial_extent), _rng("angular_extent", self.angular_extent)],
-                  "RadialShape": [check_int("radial_segments_per_volume", self.radial_segments_per_volume, 1),
-                                  check_int("radial_records_per_segment", self.radial_records_per_segment, 1)]})
+        n = "RadialFormatExecutorConfig."
+        r.update({"VolumeXYExtent": [_rng(n + "x_extent", self.x_extent), _rng(n + "y_extent", self.y_extent)],
+                  "SegmentRTExtent": [_rng(n + "radial_extent", self.radial_extent),
+                                      _rng(n + "angular_extent", self.angular_extent)],
+                  "RadialShape": [check_int(n + "radial_segments_per_volume", self.radial_segments_per_volume, 1),
+                                  check_int(n + "radial_records_per_segment", self.radial_records_per_segment, 1)]})
         return r
 
 
 @dataclass
-class SpiralFormatExecutorConfig(StackFormatExecutorConfig):
+class SpiralFormatExecutorConfig(_XYExtent, StackFormatExecutorConfig):
     """vortex's ``SpiralFormatExecutorConfig``: an Archimedean spiral of ``rings_per_spiral``
     rings across ``radial_extent``, ``samples_per_spiral`` samples at ``spiral_velocity``,
-    rectified onto an ``(x, y)`` grid."""
+    rectified onto an ``(x, y)`` grid.
 
-    x_extent: Any = (-1.0, 1.0)
-    y_extent: Any = (-1.0, 1.0)
-    radial_extent: Any = (0.0, 1.0)
-    rings_per_spiral: int = 1
-    samples_per_spiral: int = 1
-    spiral_velocity: float = 1.0
+    vortex's paired fields work too: ``volume_xy_extent = (x_extent, y_extent)``,
+    ``segment_extent`` (the same Range as ``radial_extent``) and ``spiral_shape =
+    (rings_per_spiral, samples_per_spiral)``.
+
+    Defaults are vortex's (unset): extents ``Range(-inf, inf)``, counts 0 and
+    ``spiral_velocity`` 0; ``initialize`` refuses them naming the field.
+    """
+
+    x_extent: Any = field(default_factory=_unbounded)
+    y_extent: Any = field(default_factory=_unbounded)
+    radial_extent: Any = field(default_factory=_unbounded)
+    rings_per_spiral: int = 0
+    samples_per_spiral: int = 0
+    spiral_velocity: float = 0.0
+
+    @property
+    def segment_extent(self) -> Any:
+        """vortex's field behind ``radial_extent`` (one Range, two names)."""
+        return self.radial_extent
+
+    @segment_extent.setter
+    def segment_extent(self, v: Any) -> None:
+        self.radial_extent = v
+
+    @property
+    def spiral_shape(self) -> tuple:
+        """``(rings_per_spiral, samples_per_spiral)`` (vortex's field)."""
+        return (self.rings_per_spiral, self.samples_per_spiral)
+
+    @spiral_shape.setter
+    def spiral_shape(self, v: Any) -> None:
+        a, b = _pair("SpiralFormatExecutorConfig.spiral_shape", v, "(rings_per_spiral, samples_per_spiral)")
+        self.rings_per_spiral, self.samples_per_spiral = a, b
 
     def _record(self) -> dict:
         r = super()._record()
-        r.update({"VolumeXYExtent": [_rng("x_extent", self.x_extent), _rng("y_extent", self.y_extent)],
-                  "SegmentExtent": _rng("radial_extent", self.radial_extent),
-                  "SpiralShape": [check_int("rings_per_spiral", self.rings_per_spiral, 1),
-                                  check_int("samples_per_spiral", self.samples_per_spiral, 1)],
-                  "SpiralVelocity": check_float("spiral_velocity", self.spiral_velocity)})
+        n = "SpiralFormatExecutorConfig."
+        r.update({"VolumeXYExtent": [_rng(n + "x_extent", self.x_extent), _rng(n + "y_extent", self.y_extent)],
+                  "SegmentExtent": _rng(n + "radial_extent", self.radial_extent),
+                  "SpiralShape": [check_int(n + "rings_per_spiral", self.rings_per_spiral, 1),
+                                  check_int(n + "samples_per_spiral", self.samples_per_spiral, 1)],
+                  "SpiralVelocity": check_float(n + "spiral_velocity", self.spiral_velocity)})
         return r
 
 
@@ -276,11 +382,17 @@ class PositionFormatExecutorConfig(StackFormatExecutorConfig):
 
     def _record(self) -> dict:
         r = super()._record()
-        t = [[check_float("transform", float(v)) for v in row] for row in self.transform]
-        if len(t) != 2 or any(len(row) != 3 for row in t):
-            raise ValueError(f"transform={self.transform!r}, expected 2x3")
+        try:
+            rows = [list(row) for row in self.transform]
+        except TypeError:
+            raise TypeError(f"PositionFormatExecutorConfig.transform={self.transform!r:.60}, expected 2x3 numbers") from None
+        if len(rows) != 2 or any(len(row) != 3 for row in rows):
+            raise ValueError(f"PositionFormatExecutorConfig.transform={self.transform!r:.60}, expected 2x3 numbers")
+        t = [[check_float("PositionFormatExecutorConfig.transform", v) for v in row] for row in rows]
+        ch = _pair("PositionFormatExecutorConfig.channels", self.channels, "two position channels (x, y)")
         r.update({"Transform": t, "UseTargetPosition": check_bool("use_target_position", self.use_target_position),
-                  "Channels": [check_int("channels[0]", self.channels[0], 0), check_int("channels[1]", self.channels[1], 0)]})
+                  "Channels": [check_int("PositionFormatExecutorConfig.channels[0]", ch[0], 0, 1 << 20),
+                               check_int("PositionFormatExecutorConfig.channels[1]", ch[1], 0, 1 << 20)]})
         return r
 
 
@@ -303,7 +415,7 @@ class PositionFormatExecutor(_Executor):
 
 
 @dataclass
-class FormatPlannerConfig:
+class FormatPlannerConfig(StrictAttributes):
     """vortex's ``FormatPlannerConfig``: the volume the planner fills and how.
 
     ``segments_per_volume`` and ``records_per_segment`` must be set (vortex's default is
@@ -326,13 +438,15 @@ class FormatPlannerConfig:
 
     @shape.setter
     def shape(self, v: Sequence[int]) -> None:
-        self.segments_per_volume, self.records_per_segment = v
+        self.segments_per_volume, self.records_per_segment = _pair(
+            "FormatPlannerConfig.shape", v, "(segments_per_volume, records_per_segment)")
 
     def copy(self) -> "FormatPlannerConfig":
-        return dataclasses.replace(self)
+        """An independent copy (vortex's ``copy()``); ``copy.copy``/``deepcopy``/pickle work too."""
+        return _copy.deepcopy(self)
 
     def _record(self) -> dict:
-        mask = int(getattr(self.mask, "value", self.mask))
+        mask = getattr(self.mask, "value", self.mask)  # a marker.Flags or an int
         return {"Shape": [check_int("FormatPlannerConfig.segments_per_volume", self.segments_per_volume, 1),
                           check_int("FormatPlannerConfig.records_per_segment", self.records_per_segment, 1)],
                 "Mask": check_int("FormatPlannerConfig.mask", mask, 0, (1 << 64) - 1),

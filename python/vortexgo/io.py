@@ -18,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._errors import native
 from ._validate import check_bool, check_int
@@ -25,7 +26,7 @@ from ._validate import check_bool, check_int
 __all__ = ["NullIO", "SimulatedIO"]
 
 
-class _IO:
+class _IO(NoCopy, StrictAttributes):
     _kind = ""
 
     def _record(self) -> dict:

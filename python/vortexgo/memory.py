@@ -23,6 +23,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from ._attrs import NoCopy, StrictAttributes
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, LockError
 from ._tensor import DeviceTensor
@@ -31,7 +32,7 @@ __all__ = [f"{kind}{name}" for kind in ("CpuTensor", "CudaHostTensor", "CudaDevi
            for name in ("Int8", "UInt16", "UInt64", "Float32", "Float64")]
 
 
-class _Tensor:
+class _Tensor(NoCopy, StrictAttributes):
     """The methods every tensor of this module has (vortex's base tensor)."""
 
     _kind = ""  # "CpuTensor", "CudaHostTensor" or "CudaDeviceTensor"

@@ -44,6 +44,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._validate import check_callable, check_int, is_logger
@@ -59,7 +60,7 @@ ArrayLike = Union[np.ndarray, Sequence[float], None]
 
 
 @dataclass
-class ProcessorConfig:
+class ProcessorConfig(StrictAttributes):
     """Processing parameters shared by :class:`CUDAProcessor` and :class:`CPUProcessor`.
 
     Attributes:
@@ -117,9 +118,15 @@ class ProcessorConfig:
     @property
     def samples_per_ascan(self) -> int:
         """The processed A-scan length, ``len(resampling_samples)`` or else ``samples_per_record``."""
-        if self.resampling_samples is not None and len(self.resampling_samples) > 0:
-            return len(self.resampling_samples)
-        return self.samples_per_record
+        r = self.resampling_samples
+        if r is None:
+            return self.samples_per_record
+        try:
+            n = len(r)
+        except TypeError:  # a scalar or another unsized value: say which field is wrong
+            a = _as_1d("ProcessorConfig", "resampling_samples", r, np.float32)
+            n = 0 if a is None else a.size
+        return n if n > 0 else self.samples_per_record
 
     @property
     def records_per_block(self) -> int:
@@ -141,7 +148,8 @@ class ProcessorConfig:
         return [self.ascans_per_block, self.samples_per_ascan, 1]
 
     def copy(self) -> "ProcessorConfig":
-        """A copy (arrays copied too)."""
+        """An independent copy, arrays copied too (vortex's ``copy()``); ``copy.copy``,
+        ``copy.deepcopy`` and pickle work as well."""
         c = dataclasses.replace(self)
         if c.resampling_samples is not None:
             c.resampling_samples = np.array(c.resampling_samples, copy=True)
@@ -204,12 +212,14 @@ def _as_1d(owner: str, name: str, v: ArrayLike, dtype: Any) -> Optional[np.ndarr
         return None
     if hasattr(v, "get") and hasattr(v, "__cuda_array_interface__"):
         v = v.get()  # a CuPy array
+    if np.ndim(v) == 0:  # ascontiguousarray would make a scalar a 1-element array
+        raise TypeError(f"{owner}.{name}={v!r:.60}, expected a 1-D array of {np.dtype(dtype).name} (or None)")
     try:
         a = np.ascontiguousarray(np.asarray(v), dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{owner}.{name}: {exc}, expected a 1-D array of {np.dtype(dtype).name}") from None
     if a.ndim != 1:
-        raise ValueError(f"{owner}.{name}: shape {a.shape}, expected 1-D")
+        raise ValueError(f"{owner}.{name}: shape {a.shape}, expected a 1-D array of {np.dtype(dtype).name} (or None)")
     if a.size == 0:
         return None
     return a
@@ -292,7 +302,7 @@ def _compatible(shape: Sequence[int], want: Sequence[int]) -> bool:
     return [d for d in shape if d != 1] == [d for d in want if d != 1]
 
 
-class _Processor:
+class _Processor(NoCopy, StrictAttributes):
     _kind = ""
     _config_type: type = ProcessorConfig
 
@@ -533,7 +543,7 @@ class CPUProcessor(_Processor):
 
 
 @dataclass
-class _ShapeConfig:
+class _ShapeConfig(StrictAttributes):
     """The block shape every vortex processor config has."""
 
     samples_per_record: int = 1000

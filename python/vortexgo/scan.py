@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
+from ._attrs import NoCopy, StrictAttributes, unknown_attribute
 from ._core import api
 from ._errors import native
 from ._validate import INT64_MAX, check_bool, check_callable, check_float, check_int
@@ -100,7 +101,9 @@ class Range:
 
     @min.setter
     def min(self, v: float) -> None:
-        self._min = check_float("Range.min", v)
+        # +-inf is vortex's unbounded end (its default Range); a field that needs a
+        # finite range says so where the range is used.
+        self._min = check_float("Range.min", v, finite=False)
 
     @property
     def max(self) -> float:
@@ -109,7 +112,7 @@ class Range:
 
     @max.setter
     def max(self, v: float) -> None:
-        self._max = check_float("Range.max", v)
+        self._max = check_float("Range.max", v, finite=False)
 
     @staticmethod
     def symmetric(value: float) -> "Range":
@@ -152,11 +155,17 @@ class Range:
 
 
 def _range(name: str, v: Any) -> Range:
-    if isinstance(v, Range):
-        return v
+    """A finite Range whose length is finite too (positions are computed from it:
+    ``Range(-1e308, 1e308)`` would make every position NaN)."""
     if isinstance(v, (tuple, list)) and len(v) == 2:
-        return Range(check_float(f"{name}[0]", v[0]), check_float(f"{name}[1]", v[1]))
-    raise TypeError(f"{name}={v!r}, expected a vortexgo.Range")
+        v = Range(check_float(f"{name}[0]", v[0]), check_float(f"{name}[1]", v[1]))
+    if not isinstance(v, Range):
+        raise TypeError(f"{name}={v!r:.60}, expected a vortexgo.Range")
+    check_float(f"{name}.min", v.min)
+    check_float(f"{name}.max", v.max)
+    if not math.isfinite(v.max - v.min) or abs(v.max - v.min) > 1e300:
+        raise ValueError(f"{name}={v!r}, expected a range of finite length (|max - min| <= 1e300)")
+    return v
 
 
 class Limits:
@@ -232,7 +241,7 @@ class _Namespace:
 # ---------------------------------------------------------------- warps
 
 
-class _Warp:
+class _Warp(StrictAttributes):
     """A map between galvo and sample coordinates; waypoints are made in sample coordinates."""
 
     _kind = 0
@@ -290,6 +299,8 @@ class Angular(_Warp):
         self.factor = factor
 
     def __setattr__(self, k: str, v: Any) -> None:
+        if k not in self._fields:
+            raise unknown_attribute(self, k)
         object.__setattr__(self, k, check_float(f"Angular.{k}", v))
 
 
@@ -302,6 +313,8 @@ class Telecentric(_Warp):
         self.galvo_lens_spacing, self.scale = galvo_lens_spacing, scale
 
     def __setattr__(self, k: str, v: Any) -> None:
+        if k not in self._fields:
+            raise unknown_attribute(self, k)
         object.__setattr__(self, k, check_float(f"Telecentric.{k}", v))
 
 
@@ -322,7 +335,7 @@ def _warp_from(r: dict) -> _Warp:
 # ---------------------------------------------------------------- inactive policies
 
 
-class _Policy:
+class _Policy(StrictAttributes):
     _kind = 0
 
     def copy(self) -> "_Policy":
@@ -351,6 +364,8 @@ class _Fixed(_Policy):
         self.inter_segment_samples, self.inter_volume_samples = inter_segment_samples, inter_volume_samples
 
     def __setattr__(self, k: str, v: Any) -> None:
+        if k not in ("inter_segment_samples", "inter_volume_samples"):
+            raise unknown_attribute(self, k)
         object.__setattr__(self, k, check_int(f"{type(self).__name__}.{k}", v, 0, 1 << 27))
 
     def set_samples(self, samples: int) -> None:
@@ -397,6 +412,8 @@ class _Repeat:
         self.flags = Flags.all() if flags is None else flags
 
     def __setattr__(self, k: str, v: Any) -> None:
+        if k != "flags":
+            raise unknown_attribute(self, k)
         if not isinstance(v, Flags):
             raise TypeError(f"{type(self).__name__}.{k}={v!r}, expected a vortexgo.marker.Flags")
         object.__setattr__(self, k, v)
@@ -436,6 +453,8 @@ class RepeatFlags(_Repeat):
         self.flags = FlagsList() if flags is None else flags
 
     def __setattr__(self, k: str, v: Any) -> None:
+        if k != "flags":
+            raise unknown_attribute(self, k)
         items = list(v) if isinstance(v, (list, tuple)) else None
         if items is None or not all(isinstance(f, Flags) for f in items):
             raise TypeError(f"RepeatFlags.{k}={v!r}, expected a list of vortexgo.marker.Flags")
@@ -466,7 +485,7 @@ def _positions(name: str, v: Any, channels: Optional[int] = None) -> np.ndarray:
     return a
 
 
-class Segment:
+class Segment(StrictAttributes):
     """One active segment (vortex's ``scan.Segment``): sample positions and the markers starting it."""
 
     def __init__(self) -> None:
@@ -654,7 +673,7 @@ class _alias:
         obj._v[self.target] = f.check(f"{type(obj).__name__}.{self.name}", v)
 
 
-class _Configurable:
+class _Configurable(StrictAttributes):
     """Attributes from _Field descriptors; copy, equality, vortex's repr, the Go record."""
 
     _kind = ""
@@ -940,7 +959,7 @@ class FreeformScanConfig(_ScanConfig):
 # ---------------------------------------------------------------- scans
 
 
-class _Scan:
+class _Scan(NoCopy, StrictAttributes):
     """A segmented scan (vortex's ``*Scan``): ``initialize(config)``, then ``next`` or ``scan_buffer``."""
 
     _config_cls: type = object
@@ -1061,7 +1080,7 @@ class _QueueEvent(int):
     __str__ = __repr__
 
 
-class ScanQueue:
+class ScanQueue(NoCopy, StrictAttributes):
     """Scans played one after another (vortex's ``engine.ScanQueue``): each starts from where the
     previous left off (its path in is planned from the last position and velocity), so appending or
     interrupting never jumps; an empty queue holds its last position.

@@ -38,6 +38,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
+from ._attrs import NoCopy, StrictAttributes
 from ._device import DeviceLike, get_device
 from ._validate import check_callable, check_float, check_int, check_timeout
 from .acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
@@ -72,7 +73,7 @@ _SAMPLE_TARGET, _SAMPLE_ACTUAL = 2, 4
 _RADIAL_EXTENT = (-5.0, 5.0)
 
 
-class SimpleEngineConfig:
+class SimpleEngineConfig(StrictAttributes):
     """vortex's ``SimpleEngineConfig``: the same fields and defaults, plus vortexgo's
     ``device`` and ``simulated_rate`` (what stands in for the hardware's pace).
 
@@ -169,7 +170,7 @@ def _logger(scope: Optional[str], part: str) -> Optional[logging.Logger]:
     return logging.getLogger(f"{scope}{part}") if scope else None
 
 
-class SimpleEngine:
+class SimpleEngine(NoCopy, StrictAttributes):
     """vortex's ``SimpleEngine(log_scope="")`` over simulated hardware (see the module).
 
     ``initialize(config)`` builds and prepares everything; then ``append_scan`` /

@@ -45,6 +45,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, native
 from ._validate import check_bool, check_float, check_int, check_shape
@@ -74,7 +75,7 @@ class SimpleStackHeader(enum.IntEnum):
 
 
 @dataclass
-class SimpleStackConfig:
+class SimpleStackConfig(Config):
     """Where and how a ``SimpleStack`` writes (vortex's ``SimpleStackConfig``).
 
     Attributes:
@@ -170,7 +171,7 @@ def _host(array: Any) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(array))
 
 
-class _SimpleStack:
+class _SimpleStack(NoCopy, StrictAttributes):
     _dtype = np.dtype("int8")
 
     def __init__(self, log: Any = None, *, logger: Any = None) -> None:
@@ -437,7 +438,7 @@ def _close_quietly(h: Any) -> None:
         pass
 
 
-class _Storage:
+class _Storage(NoCopy, StrictAttributes):
     """Common base: one Go storage object, its open/close/ready and ``with``."""
 
     _kind = ""
@@ -507,7 +508,7 @@ class SimpleStreamHeader(enum.IntEnum):
 
 
 @dataclass
-class SimpleStreamConfig:
+class SimpleStreamConfig(Config):
     """Where a ``SimpleStream`` writes (vortex's ``SimpleStreamConfig``).
 
     Attributes:
@@ -603,7 +604,7 @@ class SimpleStreamFloat64(_SimpleStream):
 
 
 @dataclass
-class StreamDumpConfig:
+class StreamDumpConfig(Config):
     """What a :class:`StreamDump` writes (vortex's ``StreamDumpConfig``).
 
     Attributes:
@@ -651,7 +652,7 @@ class StreamDump(_Storage):
 
 
 @dataclass
-class MarkerLogConfig:
+class MarkerLogConfig(Config):
     """Where a :class:`MarkerLog` writes (vortex's ``MarkerLogConfig``).
 
     Attributes:
@@ -715,7 +716,7 @@ globals().update({s.name: s for s in BroctScan})
 
 
 @dataclass
-class BroctStorageConfig:
+class BroctStorageConfig(Config):
     """Where and how a :class:`BroctStorage` writes (vortex's ``BroctStorageConfig``).
 
     Attributes:
@@ -943,7 +944,7 @@ class HDF5StackHeader(enum.IntEnum):
 
 
 @dataclass
-class HDF5StackConfig:
+class HDF5StackConfig(Config):
     """Where and how an ``HDF5Stack`` writes (vortex's ``HDF5StackConfig``).
 
     Attributes:

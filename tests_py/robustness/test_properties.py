@@ -392,6 +392,116 @@ run_state_machine_as_test(Streams, settings=settings(max_examples=50, stateful_s
 """, timeout=30)
 
 
+# --- issue 24: every config field against hostile values -----------------------------------
+# For each config class and each of its fields: NaN, infinities, huge and
+# negative ints, wrong types, NumPy scalars, containers. Setting either
+# raises ValueError/TypeError naming the field, or keeps the value (read back
+# equal); validating the config then either passes or raises
+# ValueError/TypeError naming the field: never a Python-internals message
+# ("len() of unsized object", a bare int() error), never a crash. Unknown
+# attribute names raise AttributeError naming the attribute.
+prop("config_fields_hostile_values", """
+import dataclasses
+from vortexgo import format as vf, process as vp, acquire as va, scan as vs
+CLASSES = [vf.StackFormatExecutorConfig, vf.RadialFormatExecutorConfig, vf.SpiralFormatExecutorConfig,
+           vf.PositionFormatExecutorConfig, vf.FormatPlannerConfig, vp.ProcessorConfig, vp.NullProcessorConfig,
+           vp.CopyProcessorConfig, va.SimulatedAcquisitionConfig, va.NullAcquisitionConfig,
+           vs.RasterScanConfig, vs.RadialScanConfig, vs.SpiralScanConfig, vs.RepeatedRasterScanConfig]
+def fields(cls):
+    if dataclasses.is_dataclass(cls):
+        return [f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")]
+    return [f.name for f in cls._fields()]
+BY_NAME = {c.__name__: c for c in CLASSES}  # Hypothesis prints names, not classes
+PAIRS = [(c.__name__, n) for c in CLASSES for n in fields(c)]
+VALUES = st.sampled_from([math.nan, math.inf, -math.inf, 2**40, 2**64, -2**63 - 1, -1, 0, 0.5, 1e308, "3", None,
+                          [1, 2], (1.0, 2.0), np.int32(3), np.int64(2**40), np.float64(2.5), np.float32(math.nan),
+                          np.bool_(True), True, object(), b"x"])
+def names(msg, field):
+    low = msg.lower().replace("_", "")
+    return field.replace("_", "").lower() in low
+def validate(cfg):
+    if hasattr(cfg, "validate"):
+        cfg.validate()
+    if hasattr(cfg, "_record"):
+        cfg._record()
+def valid(cls):
+    # A config that validates as it is, so an error after one field changed is that field's.
+    cfg = cls()
+    if cls is vf.FormatPlannerConfig:
+        cfg.shape = (2, 3)
+    if cls in (vf.RadialFormatExecutorConfig, vf.SpiralFormatExecutorConfig):
+        cfg.volume_xy_extent = (vg.Range(-1, 1), vg.Range(-1, 1))
+        cfg.radial_extent = vg.Range(0, 1)
+    if cls is vf.RadialFormatExecutorConfig:
+        cfg.angular_extent, cfg.radial_shape = vg.Range(0, 3), (2, 3)
+    if cls is vf.SpiralFormatExecutorConfig:
+        cfg.spiral_shape, cfg.spiral_velocity = (2, 3), 1.0
+    validate(cfg)
+    return cfg
+@settings(SET, max_examples=600)  # ~100 fields x 22 values: cover most pairs
+@given(st.sampled_from(PAIRS), VALUES)
+def t(pair, v):
+    cls, name = BY_NAME[pair[0]], pair[1]
+    trace(cls.__name__, name, v)
+    cfg = valid(cls)
+    try:
+        setattr(cfg, name, v)
+    except (ValueError, TypeError) as e:
+        assert names(str(e), name), f"{cls.__name__}.{name}={v!r}: {type(e).__name__} naming not the field: {e}"
+        return
+    got = getattr(cfg, name)
+    same = got is v or (type(got) is type(v) and repr(got) == repr(v))
+    try:
+        same = same or bool(got == v)
+    except Exception:
+        pass
+    if isinstance(got, vg.Range) and isinstance(v, (list, tuple)) and len(v) == 2:
+        same = same or (got.min, got.max) == tuple(v)
+    try:  # normalised to an equal value (a list to an array, an int to a float)
+        same = same or bool(np.array_equal(np.asarray(got, dtype=float), np.asarray(v, dtype=float), equal_nan=True))
+    except Exception:
+        pass
+    assert same, f"{cls.__name__}.{name}={v!r} read back {got!r}"
+    try:
+        validate(cfg)
+    except (ValueError, TypeError) as e:
+        assert "vortexgo" in type(e).__module__ or names(str(e), name) or "expected" in str(e), \\
+            f"{cls.__name__}.{name}={v!r}: {type(e).__name__} with Python internals' message: {e}"
+        # A count may be named by the pair it belongs to (RasterScanConfig.shape).
+        assert names(str(e), name) or names(str(e), "shape"), \\
+            f"{cls.__name__}.{name}={v!r}: {type(e).__name__} naming not the field: {e}"
+    # NumPy scalars of the right kind are accepted like Python's.
+t()
+
+@SET
+@given(st.sampled_from(sorted(BY_NAME)), st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=20))
+def unknown(cname, attr):
+    cls = BY_NAME[cname]
+    cfg = cls()
+    if attr.startswith("_") or hasattr(cfg, attr):
+        return
+    try:
+        setattr(cfg, attr, 1)
+    except AttributeError as e:
+        assert attr in str(e) and cls.__name__ in str(e), str(e)
+    else:
+        raise AssertionError(f"{cls.__name__}.{attr} stored")
+unknown()
+""", timeout=60)
+
+prop("config_numpy_scalars_accepted", """
+from vortexgo import format as vf, process as vp
+c = vp.ProcessorConfig(samples_per_record=np.int32(64), ascans_per_block=np.int64(8), average_window=np.uint8(2))
+c.validate()
+f = vf.FormatPlannerConfig(np.int16(3), np.int64(4)); f.mask = np.uint64(2**64 - 1); f._record()
+r = vf.RadialFormatExecutorConfig(radial_segments_per_volume=np.int32(2), radial_records_per_segment=np.int32(3))
+r.volume_xy_extent = ((np.float32(-1), np.float64(1)), vg.Range(np.float64(-1), 1))
+r.segment_rt_extent = (vg.Range(-1, 1), vg.Range(0, np.float64(math.pi)))
+vf.RadialFormatExecutor(r)
+""")
+
+
 @pytest.mark.parametrize("case", register(CASES))
 def test_properties(case: Case) -> None:
     check(case)
+

@@ -77,8 +77,10 @@ V(race("event_close_while_querying", """
     race(lambda: vg.Event(DEV), lambda e: (e.record(), e.query(), e.synchronize()), lambda e: e.close())"""))
 V(race("coordinator_close_while_queueing", """
     host = np.ones(4096, np.uint8)
+    class Coordinator(vg.AsyncCoordinator):  # a subclass may carry its own attributes (buf)
+        pass
     def setup():
-        c = vg.AsyncCoordinator(DEV); c.buf = vg.empty(4096, "uint8", DEV); return c
+        c = Coordinator(DEV); c.buf = vg.empty(4096, "uint8", DEV); return c
     def work(c):
         i = c.queue_upload(host, c.buf); c.poll(); c.done(i)
     race(setup, work, lambda c: c.close())"""))

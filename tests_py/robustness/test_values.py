@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from harness import Case, check, register, variants
+from harness import RIG, Case, check, register, variants
 
 F = "values"
 
@@ -178,6 +178,74 @@ ok("full_in_range_extremes", """
 ok("full_float64_exact", """
     v = vg.full(2, 0.1, "float64", DEV).numpy().tolist()
     print("ok" if v == [0.1, 0.1] else f"wrong values {v}")""")
+
+
+# --- issue 24: messages name the field or argument and what is expected ------------------------
+ok("config_messages_name_the_field", """
+    from vortexgo.format import FormatPlanner, FormatPlannerConfig
+    def planner(**kw):
+        c = FormatPlannerConfig(2, 3)
+        for k, v in kw.items():
+            setattr(c, k, v)
+        return FormatPlanner(c)
+    expect("mask=inf", lambda: planner(mask=math.inf), "ValueError|TypeError", "mask", "expected")
+    expect("mask='x'", lambda: planner(mask="x"), "TypeError", "mask", "expected")
+    expect("shape=5", lambda: setattr(FormatPlannerConfig(), "shape", 5), "TypeError", "shape", "expected")
+    def proc(**kw):
+        return vg.CPUProcessor(samples_per_record=64, ascans_per_block=8, **kw)
+    expect("resampling_samples=0.5", lambda: proc(resampling_samples=0.5), "ValueError|TypeError",
+           "resampling_samples", "expected")
+    expect("resampling_samples=0.5 (property)",
+           lambda: vg.ProcessorConfig(resampling_samples=0.5).samples_per_ascan, "ValueError|TypeError", "resampling_samples")
+    c = vg.RasterScanConfig()
+    expect("bscan_extent=Range(-1e308, 1e308)", lambda: setattr(c, "bscan_extent", vg.Range(-1e308, 1e308)),
+           "ValueError", "bscan_extent", "expected")
+    expect("volume_extent=(nan, 1)", lambda: setattr(c, "volume_extent", (math.nan, 1)), "ValueError", "volume_extent")
+    from vortexgo.format import RadialFormatExecutor, RadialFormatExecutorConfig
+    r = RadialFormatExecutorConfig(); r.radial_shape = (2, 3); r.segment_rt_extent = ((0, 1), (0, 1))
+    r.volume_xy_extent = (vg.Range(-1e308, 1e308), (0, 1))
+    expect("x_extent=Range(-1e308, 1e308)", lambda: RadialFormatExecutor(r), "ValueError", "x_extent", "expected")
+    report()""", devices=("cpu",), issue="FormatPlannerConfig.mask = inf: a bare int() error; "
+    "resampling_samples=0.5: 'len() of unsized object'; Range(-1e308, 1e308): 'position NaN'")
+err("simulated_samples_per_record_2_40", """
+    vg.SimulatedAcquisition(samples_per_record=2**40)""", "ValueError|MemoryError", "samples_per_record",
+    devices=("cpu",))
+CASES[-1].words = ("samples_per_record",)
+ok("simulated_message_uses_python_names", """
+    try:
+        vg.SimulatedAcquisition(samples_per_record=2**40)
+    except (ValueError, MemoryError) as e:
+        print("ok" if "samples_per_record" in str(e) and "SamplesPerRecord" not in str(e) else f"names Go's field: {e}")
+    else:
+        print("no error")""", devices=("cpu",))
+ok("dlpack_max_version", """
+    a = vg.zeros(3, "float32", DEV)
+    for mv in ("1.0", (1,), (1, "0"), 1, (1.0, 0)):
+        expect(f"max_version={mv!r}", lambda: a.__dlpack__(max_version=mv), "TypeError", "max_version", "(major, minor)")
+    a.__dlpack__(max_version=(1, 0)); a.__dlpack__(max_version=None)
+    report()""", devices=("cpu",))
+ok("stream_from_external_names_handle", """
+    class Bad:
+        ptr = "abc"
+    for obj in (object(), "abc", 1.5, Bad()):
+        expect(f"from_external({type(obj).__name__})", lambda: vg.Stream.from_external(obj), "TypeError|ValueError", "handle")
+    report()""", devices=("cpu",))
+ok("closed_endpoint_stream_repr", RIG + textwrap.dedent("""
+    from vortexgo.format import StackFormatExecutor, StackFormatExecutorConfig
+    ep = vg.StackHostTensorEndpointInt8(StackFormatExecutor(StackFormatExecutorConfig()), (B, A, S))
+    eng, acq, proc = rig([ep], volumes=1)
+    s = ep.stream
+    eng.close(); ep.close()
+    try:
+        r = repr(s)
+    except Exception as e:
+        print(f"repr raised {type(e).__name__}: {e}")
+    else:
+        print("ok" if "closed" in r else f"repr {r!r} does not say closed")"""), devices=("cpu",))
+ok("readback_get_after_pool_close", """
+    r = vg.Readback(64, DEV); h = r.readback(vg.zeros(4, "float32", DEV)); h.wait(); r.close()
+    expect("get after pool close", h.get, "ClosedError")
+    report()""")
 
 
 @pytest.mark.parametrize("case", register(CASES))

@@ -317,3 +317,40 @@ func TestPositionGeometry(t *testing.T) {
 		}
 	}
 }
+
+// TestExtentsRefused: vortex's default extents (Range(-inf, inf), an extent
+// left unset) and ranges whose length overflows float32 (an infinite pitch,
+// every pixel NaN in vortex) are refused naming the field.
+func TestExtentsRefused(t *testing.T) {
+	inf := math.Inf(1)
+	good := RadialFormatExecutorConfig{
+		VolumeXYExtent:  [2]Range{{-1, 1}, {-1, 1}},
+		SegmentRTExtent: [2]Range{{-1, 1}, {0, math.Pi}},
+		RadialShape:     [2]int{4, 8},
+	}
+	require.NoError(t, good.Validate())
+	for _, tc := range []struct {
+		field string
+		set   func(c *RadialFormatExecutorConfig)
+	}{
+		{"x_extent", func(c *RadialFormatExecutorConfig) { c.VolumeXYExtent[0] = Range{-inf, inf} }},
+		{"y_extent", func(c *RadialFormatExecutorConfig) { c.VolumeXYExtent[1] = Range{-1e308, 1e308} }},
+		{"radial_extent", func(c *RadialFormatExecutorConfig) { c.SegmentRTExtent[0] = Range{0, 1e39} }},
+		{"angular_extent", func(c *RadialFormatExecutorConfig) { c.SegmentRTExtent[1] = Range{math.NaN(), 1} }},
+	} {
+		c := good
+		tc.set(&c)
+		err := c.Validate()
+		require.ErrorIs(t, err, backend.ErrInvalid, tc.field)
+		require.Contains(t, err.Error(), tc.field)
+	}
+	sp := SpiralFormatExecutorConfig{
+		VolumeXYExtent: [2]Range{{-1, 1}, {-1, 1}}, SegmentExtent: Range{0, 1},
+		SpiralShape: [2]int{2, 100}, SpiralVelocity: 1,
+	}
+	require.NoError(t, sp.Validate())
+	sp.VolumeXYExtent[0] = Range{-1e308, 1e308}
+	require.ErrorContains(t, sp.Validate(), "x_extent")
+	var zero SpiralFormatExecutorConfig // vortex's defaults: unbounded, no shape, no velocity
+	require.ErrorIs(t, zero.Validate(), backend.ErrInvalid)
+}

@@ -20,7 +20,13 @@ func (r Range) Length() float64 { return r.Max - r.Min }
 
 func (r Range) check(name string) error {
 	if math.IsNaN(r.Min) || math.IsNaN(r.Max) || math.IsInf(r.Min, 0) || math.IsInf(r.Max, 0) {
-		return backend.Invalidf("%s: Range(%v, %v), expected finite ends", name, r.Min, r.Max)
+		// vortex's default Range is (-inf, inf): an extent left unset.
+		return backend.Invalidf("%s: Range(%v, %v), expected finite ends (vortex's default is unbounded: set %s)", name, r.Min, r.Max, name)
+	}
+	// The kernels take pitches as float32 (vortex's): a longer range makes
+	// an infinite pitch and every pixel NaN.
+	if l := math.Abs(r.Length()); math.IsInf(l, 0) || l > math.MaxFloat32 {
+		return backend.Invalidf("%s: Range(%v, %v), expected a length within float32 (at most %g)", name, r.Min, r.Max, math.MaxFloat32)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import numpy as np
 from .._array import Array
 from .._core import api
 from .._device import Device, DeviceLike, get_device
+from .._attrs import NoCopy
 from .._errors import Closeable, ClosedError, release_on_collect
 from .._lifetime import Keep, host_view
 from .._stream import Stream, current_stream
@@ -34,7 +35,7 @@ class ReadbackStats:
     retiring: int
 
 
-class ReadbackHandle:
+class ReadbackHandle(NoCopy):
     """A readback in flight or done (returned by :func:`readback` and
     :meth:`Readback.readback`).
 
@@ -46,10 +47,11 @@ class ReadbackHandle:
     array stays valid after :meth:`release` and after the pool is closed.
     """
 
-    __slots__ = ("_h", "_keep", "shape", "dtype", "nbytes", "__weakref__")
+    __slots__ = ("_h", "_keep", "_pool", "shape", "dtype", "nbytes", "__weakref__")
 
-    def __init__(self, h, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> None:
+    def __init__(self, h, shape: tuple[int, ...], dtype: np.dtype, nbytes: int, pool: Any = None) -> None:
         self._h, self.shape, self.dtype = h, shape, dtype
+        self._pool = pool  # the Readback it came from: its close ends the handle's use
         self.nbytes = nbytes
         # The one Go reference of this handle; arrays from get() hold it too.
         self._keep: Optional[Keep] = Keep(h.Close, h.Ptr(), self.nbytes, what="a readback")
@@ -57,6 +59,10 @@ class ReadbackHandle:
     def _check(self) -> None:
         if self._keep is None:
             raise ClosedError("readback handle already released")
+        pool = self._pool
+        if pool is not None and pool._closed:
+            # Arrays get() returned before the close stay valid (they hold the buffer).
+            raise ClosedError("readback handle's Readback pool was closed: call get() before closing the pool")
 
     @property
     @tk_native
@@ -79,6 +85,7 @@ class ReadbackHandle:
         keep = self._keep
         if keep is None:  # released by another thread meanwhile
             raise ClosedError("readback handle already released")
+        self._check()  # the pool closed by another thread meanwhile
         return host_view(keep.ptr, self.shape, self.dtype, keep)
 
     @tk_native
@@ -188,7 +195,7 @@ class Readback(Closeable):
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes > self.buffer_size:
             raise ValueError(f"array of {nbytes} bytes, expected at most buffer_size={self.buffer_size}")
-        return ReadbackHandle(self._h.Start(ptr, nbytes, producer._id), shape, dtype, nbytes)
+        return ReadbackHandle(self._h.Start(ptr, nbytes, producer._id), shape, dtype, nbytes, self)
 
     def stats(self) -> ReadbackStats:
         """Counts of the pool's buffers."""

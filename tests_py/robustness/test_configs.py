@@ -1,0 +1,241 @@
+"""Config and object attributes (issue 24): a misspelt or unimplemented
+attribute raises AttributeError naming the class and the attribute, with the
+closest field suggested, as vortex's classes do; vortex's paired fields of the
+radial and spiral format executors (volume_xy_extent, segment_rt_extent,
+segment_extent, radial_shape, spiral_shape) exist with vortex's defaults and
+behave as vortex's; user subclasses and vortexgo's own attributes still work.
+The golden values come from vortex's C++ core (format/radial.hpp,
+spiral.hpp: range_t defaults to (-inf, inf), counts to 0); a case compares
+with vortex itself when it is importable (../shared/vortex-build) and skips
+that part otherwise."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from harness import Case, check, register
+
+F = "configs"
+
+CASES: list[Case] = []
+
+
+def ok(id: str, code: str, **kw) -> None:
+    CASES.append(Case(f"{F}/{id}", textwrap.dedent(code) + "\nreport()\n", prints="ok", **kw))
+
+
+def err(id: str, code: str, raises: str, *words: str, **kw) -> None:
+    CASES.append(Case(f"{F}/{id}", code, raises=raises, words=words, **kw))
+
+
+err("misspelt_field", """
+    cfg = vg.RasterScanConfig()
+    cfg.ascans_per_bscn = 5""", "AttributeError", "RasterScanConfig", "ascans_per_bscn", "ascans_per_bscan",
+    issue="cfg.ascans_per_bscn = 5 was stored and ignored")
+err("misspelt_processor_field", """
+    vg.ProcessorConfig().samples_per_recrd = 5""", "AttributeError", "ProcessorConfig", "samples_per_recrd",
+    "samples_per_record")
+
+# Every public config class and object class we can build with no arguments.
+ok("unknown_attributes_everywhere", """
+    from vortexgo import format as vf, process as vp, acquire as va, scan as vs, storage as vst, simple as vsi
+    from vortexgo import endpoint as ven
+    from vortexgo.format import StackFormatExecutor, StackFormatExecutorConfig
+    made = [
+        vf.StackFormatExecutorConfig, vf.RadialFormatExecutorConfig, vf.SpiralFormatExecutorConfig,
+        vf.PositionFormatExecutorConfig, vf.FormatPlannerConfig, vf.FormatPlanner, vf.StackFormatExecutor,
+        vf.RadialFormatExecutor, vf.SpiralFormatExecutor, vf.PositionFormatExecutor, lambda: vf.SimpleSlice(3),
+        vp.ProcessorConfig, vp.NullProcessorConfig, vp.CopyProcessorConfig, vp.CPUProcessor, vp.NullProcessor,
+        vp.CopyProcessor, va.SimulatedAcquisitionConfig, va.NullAcquisitionConfig, va.FileAcquisitionConfig,
+        va.SimulatedAcquisition, va.NullAcquisition,
+        vs.RasterScanConfig, vs.RepeatedRasterScanConfig, vs.RadialScanConfig, vs.RepeatedRadialScanConfig,
+        vs.SpiralScanConfig, vs.FreeformScanConfig, vs.RasterScan, vs.RadialScan, vs.SpiralScan, vs.FreeformScan,
+        vs.ScanQueue, vs.Segment, vs.Limits, vs.Range, vs.RasterWaypoints, vs.SequentialPattern,
+        vs.warp.NoWarp, vs.warp.Angular, vs.warp.Telecentric, vs.inactive_policy.MinimumDynamicLimited,
+        vs.inactive_policy.FixedLinear, vs.RepeatPack,
+        vst.SimpleStackConfig, vst.SimpleStreamConfig, vst.StreamDumpConfig, vst.MarkerLogConfig,
+        vst.BroctStorageConfig, vst.HDF5StackConfig, vst.SimpleStackInt8, vst.StreamDump, vst.BroctStorage,
+        vg.EngineConfig, vg.Engine, vg.NullEndpoint,
+        lambda: vg.StackHostTensorEndpointInt8(StackFormatExecutor(StackFormatExecutorConfig()), (2, 3, 4)),
+        vsi.SimpleEngineConfig, vg.AsyncCoordinator, lambda: vg.TripleBuffer("cpu", 16),
+        lambda: vg.BufferPool(64, 1, device="cpu"), lambda: vg.Readback(64, "cpu"),
+        lambda: vg.DeviceTensor((2,)), vg.memory.CpuTensorInt8,
+    ]
+    for make in made:
+        o = make()
+        name = type(o).__name__
+        try:
+            o.zzz_not_a_field = 1
+        except AttributeError as e:
+            frozen = type(e).__name__ == "FrozenInstanceError"  # an immutable value (SimpleSlice): refused too
+            if "zzz_not_a_field" not in str(e) or (name not in str(e) and not frozen):
+                _problems.append(f"{name}: AttributeError naming not the class and attribute: {e}")
+        except Exception as e:
+            _problems.append(f"{name}: {type(e).__name__}: {e} (expected AttributeError)")
+        else:
+            _problems.append(f"{name}: unknown attribute stored")
+""")
+
+ok("suggests_closest_field", """
+    from vortexgo.format import RadialFormatExecutorConfig, FormatPlannerConfig
+    for obj, bad, good in ((RadialFormatExecutorConfig(), "volume_xy_extnt", "volume_xy_extent"),
+                           (FormatPlannerConfig(), "segments_per_volum", "segments_per_volume"),
+                           (vg.SimulatedAcquisitionConfig(), "bscans_per_volumes", "bscans_per_volume"),
+                           (vg.CPUProcessor(), "confg", "config")):
+        try:
+            setattr(obj, bad, 1)
+        except AttributeError as e:
+            if good not in str(e):
+                _problems.append(f"{type(obj).__name__}.{bad}: no suggestion of {good!r}: {e}")
+        else:
+            _problems.append(f"{type(obj).__name__}.{bad} stored")
+        try:
+            getattr(obj, bad)
+        except AttributeError as e:
+            if good not in str(e):
+                _problems.append(f"reading {type(obj).__name__}.{bad}: no suggestion of {good!r}: {e}")
+""")
+
+ok("known_and_internal_attributes_still_work", """
+    from vortexgo.format import FormatPlannerConfig, FormatPlanner
+    c = FormatPlannerConfig(); c.shape = (3, 4); c.mask = 5
+    p = vg.CPUProcessor(samples_per_record=64, ascans_per_block=8)
+    p.logger = None; p.config  # set after __init__, read back
+    e = vg.SimpleEngineConfig() if hasattr(vg, "SimpleEngineConfig") else None
+    if e is not None:
+        e.bscans_per_volume = 7
+    # A user's subclass of one of our classes is free, as a subclass of a pybind11 class is.
+    class MyConfig(vg.ProcessorConfig):
+        pass
+    m = MyConfig(); m.my_note = "mine"
+    class MyProcessor(vg.CPUProcessor):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            self.calls = 0
+    q = MyProcessor(); q.calls += 1
+    if (c.shape, m.my_note, q.calls) != ((3, 4), "mine", 1):
+        _problems.append(f"read back {(c.shape, m.my_note, q.calls)}")
+""")
+
+# --- vortex's paired fields of the radial and spiral executors ---------------------------------
+
+ok("radial_vortex_fields", """
+    import math
+    from vortexgo.format import RadialFormatExecutorConfig, RadialFormatExecutor
+    c = RadialFormatExecutorConfig()
+    # vortex's defaults (radial.hpp: range_t is (-inf, inf), the shape 0s): unset
+    inf = math.inf
+    want = ((vg.Range(-inf, inf),) * 2, (vg.Range(-inf, inf),) * 2, (0, 0))
+    got = (tuple(c.volume_xy_extent), tuple(c.segment_rt_extent), tuple(c.radial_shape))
+    if got != want:
+        _problems.append(f"defaults {got}, expected vortex's {want}")
+    expect("initialize with vortex's defaults", lambda: RadialFormatExecutor(c), "ValueError", "x_extent")
+    c.volume_xy_extent = (vg.Range(-2, 2), vg.Range(-3, 3))
+    c.segment_rt_extent = (vg.Range(-1, 1), vg.Range(0, math.pi))
+    c.radial_shape = (4, 8)
+    if (c.x_extent, c.y_extent, c.radial_extent, c.angular_extent) != (vg.Range(-2, 2), vg.Range(-3, 3), vg.Range(-1, 1), vg.Range(0, math.pi)):
+        _problems.append("volume_xy_extent / segment_rt_extent did not set the accessors")
+    if (c.radial_segments_per_volume, c.radial_records_per_segment) != (4, 8):
+        _problems.append("radial_shape did not set the counts")
+    RadialFormatExecutor(c)  # now valid
+    expect("volume_xy_extent of one", lambda: setattr(c, "volume_xy_extent", vg.Range(0, 1)), "TypeError", "volume_xy_extent")
+    c.y_extent = vg.Range(-1e308, 1e308)
+    expect("overflowing length", lambda: RadialFormatExecutor(c), "ValueError", "y_extent")
+""", issue="RadialFormatExecutorConfig.volume_xy_extent / segment_rt_extent were stored and ignored")
+
+ok("spiral_vortex_fields", """
+    import math
+    from vortexgo.format import SpiralFormatExecutorConfig, SpiralFormatExecutor
+    c = SpiralFormatExecutorConfig()
+    inf = math.inf
+    got = (tuple(c.volume_xy_extent), c.segment_extent, c.radial_extent, tuple(c.spiral_shape), c.spiral_velocity)
+    want = ((vg.Range(-inf, inf),) * 2, vg.Range(-inf, inf), vg.Range(-inf, inf), (0, 0), 0.0)
+    if got != want:
+        _problems.append(f"defaults {got}, expected vortex's {want}")
+    expect("initialize with vortex's defaults", lambda: SpiralFormatExecutor(c), "ValueError", "extent")
+    c.volume_xy_extent = (vg.Range(-1, 1), vg.Range(-1, 1))
+    c.segment_extent = vg.Range(0, 1)
+    c.spiral_shape = (2, 100)
+    c.spiral_velocity = 3.0
+    if c.radial_extent != vg.Range(0, 1) or (c.rings_per_spiral, c.samples_per_spiral) != (2, 100):
+        _problems.append("segment_extent / spiral_shape did not set the accessors")
+    SpiralFormatExecutor(c)
+""", issue="SpiralFormatExecutorConfig.volume_xy_extent was stored and ignored")
+
+ok("radial_extents_change_the_volume", """
+    # The extents reach the Go stage: the same segment rectified onto two grids
+    # of different x_extent gives different volumes, and the one whose grid
+    # misses the scan entirely stays empty (vortex writes only covered pixels).
+    import math
+    from vortexgo.format import RadialFormatExecutorConfig, RadialFormatExecutor
+    from vortexgo.endpoint import RadialDeviceTensorEndpointFloat32
+    def rec(xy):
+        c = RadialFormatExecutorConfig()
+        c.volume_xy_extent = xy
+        c.segment_rt_extent = (vg.Range(-1, 1), vg.Range(0, math.pi))
+        c.radial_shape = (4, 8)
+        return c._record()
+    a, b = rec((vg.Range(-1, 1), vg.Range(-1, 1))), rec((vg.Range(5, 6), vg.Range(5, 6)))
+    if a["VolumeXYExtent"] == b["VolumeXYExtent"]:
+        _problems.append("volume_xy_extent did not reach the Go record")
+    if a["VolumeXYExtent"][0] != {"Min": -1.0, "Max": 1.0} or a["SegmentRTExtent"][1]["Max"] != math.pi:
+        _problems.append(f"record {a}")
+""")
+
+ok("matches_vortex_when_available", """
+    import importlib.util, math
+    from vortexgo.format import RadialFormatExecutorConfig, SpiralFormatExecutorConfig
+    vf = None
+    if importlib.util.find_spec("vortex") is not None:  # else the golden values above stand
+        import vortex.format as vf
+    def compare(vf):
+        r, ours = vf.RadialFormatExecutorConfig(), RadialFormatExecutorConfig()
+        def pair(rs): return [(x.min, x.max) for x in rs]
+        if pair(r.volume_xy_extent) != pair(ours.volume_xy_extent) or pair(r.segment_rt_extent) != pair(ours.segment_rt_extent) \\
+                or list(r.radial_shape) != list(ours.radial_shape):
+            _problems.append("radial defaults differ from vortex's")
+        s, ours_s = vf.SpiralFormatExecutorConfig(), SpiralFormatExecutorConfig()
+        if pair(s.volume_xy_extent) != pair(ours_s.volume_xy_extent) or list(s.spiral_shape) != list(ours_s.spiral_shape) \\
+                or s.spiral_velocity != ours_s.spiral_velocity:
+            _problems.append("spiral defaults differ from vortex's")
+        for o in (r, ours):
+            try:
+                o.ascans_per_bscn = 5
+            except AttributeError:
+                pass
+            else:
+                _problems.append(f"{type(o).__module__}: unknown attribute stored")
+    if vf is not None:
+        compare(vf)
+""")
+
+ok("configs_copy", """
+    import copy, pickle
+    from vortexgo import format as vf, scan as vs
+    for c in (vg.ProcessorConfig(resampling_samples=np.arange(4, dtype=np.float32)), vf.FormatPlannerConfig(3, 4),
+              vf.RadialFormatExecutorConfig(), vs.RasterScanConfig(), vg.SimulatedAcquisitionConfig(),
+              vg.SimpleStackConfig("x.npy", (1, 2, 3))):
+        for how, fn in (("copy()", lambda c: c.copy()), ("deepcopy", copy.deepcopy),
+                        ("pickle", lambda c: pickle.loads(pickle.dumps(c)))):
+            try:
+                d = fn(c)
+            except Exception as e:
+                _problems.append(f"{type(c).__name__} {how}: {type(e).__name__}: {e}"); continue
+            try:
+                same = bool(d == c)
+            except ValueError:  # dataclass == over array fields: compare field by field
+                same = vars(d).keys() == vars(c).keys() and all(
+                    np.array_equal(vars(d)[k], vars(c)[k]) if isinstance(vars(c)[k], np.ndarray) else vars(d)[k] == vars(c)[k]
+                    for k in vars(c))
+            if d is c or not same:
+                _problems.append(f"{type(c).__name__} {how}: not an independent equal copy")
+""")
+
+PARAMS = register(CASES)
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_configs(case: Case) -> None:
+    check(case)
