@@ -440,7 +440,7 @@ def test_invalid_wiring_and_stage_mismatches_name_the_field(tmp_path):
         new_engine(rig).prepare()
     # storage of the wrong shape, and storage not open
     st = open_stack(tmp_path, shape=(B, A, S // 2))
-    with pytest.raises(ValueError, match="storage volume .* shape"):
+    with pytest.raises(ValueError, match="storage's volume .* SimpleStackConfig.shape"):
         new_engine(make_rig([AscanStackEndpoint(st)])).prepare()
     st.close()
     with pytest.raises(ValueError, match="not open"):
@@ -465,8 +465,8 @@ def test_unwritable_storage_path_fails_before_start(tmp_path):
     st = SimpleStackInt8()
     with pytest.raises(OSError, match="cannot be written"):
         st.open(SimpleStackConfig(str(tmp_path / "missing" / "dir" / "x.npy"), (B, A, S)))
-    with pytest.raises(OSError):
-        st.open(SimpleStackConfig(str(tmp_path), (B, A, S)))  # a directory
+    with pytest.raises(ValueError, match="directory"):  # refused before anything is opened
+        st.open(SimpleStackConfig(str(tmp_path), (B, A, S)))
     eng = new_engine(make_rig([AscanStackEndpoint(st)]))
     with pytest.raises(ValueError, match="not open"):
         eng.prepare()

@@ -171,9 +171,9 @@ def test_storage_close_under_running_engine_raises_and_loses_nothing(tmp_path):
     ("EngineConfig(records_per_block=2**40)._check_fields()", "ValueError", "records_per_block"),
     ("EngineConfig(blocks_to_allocate=2**70)._check_fields()", "ValueError", "blocks_to_allocate"),
     ("vg.SimulatedAcquisition(samples_per_record=2**40, ascans_per_bscan=4, bscans_per_volume=4)",
-     "MemoryError", "SamplesPerRecord"),
-    ("vg.SimulatedAcquisition(ascans_per_bscan=2**31, bscans_per_volume=2**31)", "MemoryError", "AscansPerBscan"),
-    ("vg.SimulatedAcquisition(volumes=2**40)", "MemoryError", "Volumes"),
+     "MemoryError", "samples_per_record"),
+    ("vg.SimulatedAcquisition(ascans_per_bscan=2**31, bscans_per_volume=2**31)", "MemoryError", "ascans_per_bscan"),
+    ("vg.SimulatedAcquisition(volumes=2**40)", "MemoryError", "volumes"),
     ("vg.SimulatedAcquisition(volumes=2**70)", "ValueError", "volumes"),
 ])
 def test_impossible_sizes_raise_before_allocating(code, exc, name):

@@ -83,14 +83,19 @@ MISUSE = {
     """ + CHURN + """
         assert float(v.sum()) == 5 * (1 << 18)
     """,
-    "readback handle usable after its pool closed": """
+    "readback handle refused after its pool closed": """
         rb = vg.Readback(1 << 10, dev)
         h = rb.readback(vg.full(16, 9, "float32", dev))
+        v = h.get()                    # taken before the close: stays valid
         rb.close()
-        assert h.done
-        h.wait(0)
-        assert float(h.get().sum()) == 9 * 16
-        h.release()
+        for use in (lambda: h.done, lambda: h.wait(0), h.get):
+            try:
+                use()
+                raise SystemExit("a handle of a closed pool was used")
+            except vg.ClosedError:
+                pass
+        assert float(v.sum()) == 9 * 16
+        h.release()                    # releasing after the close is fine
         try:
             h.get()
             raise SystemExit("get() after release")
@@ -556,8 +561,9 @@ def test_readback_api_properties(cpu, size, buffers, max_buffers, n, timeout, re
         rb.close()
     assert np.all(v == 3)
     if not release_first:
-        assert h.done
-        h.release()
+        with pytest.raises(vg.ClosedError):
+            h.done                     # its pool is closed
+        h.release()                    # releasing is still fine
     with pytest.raises(vg.ClosedError):
         h.release()
 

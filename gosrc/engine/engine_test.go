@@ -582,7 +582,7 @@ func TestStorageEndpointRejectsUnopenedStore(t *testing.T) {
 	require.NoError(t, err)
 	r := newRig(t, 4, raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}, ep)
 	e := r.engine(t)
-	require.ErrorContains(t, e.Prepare(), "storage volume is 0 bytes, expected 32")
+	require.ErrorContains(t, e.Prepare(), "storage's volume is 0 bytes (shape [0 0 0 0]), expected 32")
 	require.False(t, r.acq.started.Load(), "nothing started")
 }
 

@@ -149,7 +149,7 @@ case("toolkit", """
     copies("TripleBuffer", vg.TripleBuffer("cpu", 16), lambda t: repr(t))
     copies("AsyncCoordinator", vg.AsyncCoordinator("cpu"), lambda c: c.pending)
     copies("BufferPool", vg.BufferPool(64, 1, device="cpu"), lambda p: p.stats())
-    r = vg.Readback(64, "cpu"); h = r.readback(vg.zeros(4))
+    r = vg.Readback(64, "cpu"); h = r.readback(vg.zeros(4, device="cpu"))
     copies("Readback", r, lambda r: r.stats())
     copies("ReadbackHandle", h, lambda h: h.get())
     copies("ManagedGpuContext", vg.ManagedGpuContext("cpu"), lambda c: repr(c))

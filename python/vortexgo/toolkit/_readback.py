@@ -100,8 +100,10 @@ class ReadbackHandle(NoCopy):
     def release(self) -> None:
         """Give the handle's reference back: the buffer returns to the pool once
         the copy completed and no array from :meth:`get` is left (releasing
-        early is safe). The handle is unusable afterwards."""
-        self._check()
+        early is safe, and so is releasing after the pool was closed). The
+        handle is unusable afterwards."""
+        if self._keep is None:
+            raise ClosedError("readback handle already released")
         # Dropping the reference releases it in Go at once when no array
         # holds it (CPython frees on the last reference).
         self._keep = None
