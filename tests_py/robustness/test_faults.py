@@ -25,9 +25,15 @@ F = "faults"
 CASES: list[Case] = []
 
 
+# The reader each format is checked with (skipped where it is not installed).
+READERS = {"mat": "scipy", "nrrd": "nrrd", "nii": "nibabel", "h5": "h5py"}
+
+
 def c(id: str, code: str, rig: bool = False, **kw) -> None:
     code = textwrap.dedent(code)
-    CASES.append(Case(f"{F}/{id}", FORMATS + ((RIG + code) if rig else code), **kw))
+    kind = id.rpartition("[")[2].rstrip("]")
+    needs = (READERS[kind],) if kind in READERS else ()
+    CASES.append(Case(f"{F}/{id}", FORMATS + ((RIG + code) if rig else code), needs=needs, **kw))
 
 
 def _can_mount_tmpfs() -> bool:

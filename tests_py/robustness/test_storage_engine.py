@@ -118,7 +118,8 @@ for header in ("NumPy", "MATLAB", "NRRD", "NifTI", "Empty"):
     if x.shape != (1, 2, 3, 5) or not (x == 2).all():
         _problems.append(f"{header}: file {x.shape} holds {np.unique(x).tolist()}, expected the second run's one volume of 2s")
 report()
-""", prints="ok", issue="two stacks on one path: the older one's finalizer rewrites the newer file's header")
+""", prints="ok", needs=("scipy", "nrrd", "nibabel"),
+  issue="two stacks on one path: the older one's finalizer rewrites the newer file's header")
 
 c("notebook_cell_twice_stream", """
 path = os.path.join(TMP, "s.bin")
