@@ -287,20 +287,11 @@ func layoutChanged(name string, prepared, now [4]int) error {
 // engine reported it; the new session writes again (into a storage the
 // user may have reopened), and fails loudly again if the store still does.
 //
-// A storage reopened with another volume shape since Prepare makes the
-// session fail at its first block with layoutChanged (naming
-// SimpleStackConfig.shape), before anything is written: the endpoint's
-// buffers and plan are the prepared shape's. A closed storage is skipped
-// as in vortex.
+// A storage reopened with another volume shape since Prepare was refused
+// by CheckSession at Start; one reopened between that check and here
+// makes the session fail at its first block, before anything is written.
 func (e *StackStorageEndpoint) BeginSession(<-chan struct{}) {
-	var err error
-	store := any(e.store)
-	if e.host != nil {
-		store = e.host.sw
-	}
-	if now := storeLayout(store); now != ([4]int{}) && now != e.layout {
-		err = layoutChanged(e.name, e.layout, now)
-	}
+	err := e.CheckSession()
 	for _, w := range []*opWriter{e.w, e.hostW()} {
 		if w != nil {
 			w.mu.Lock()
@@ -308,6 +299,22 @@ func (e *StackStorageEndpoint) BeginSession(<-chan struct{}) {
 			w.mu.Unlock()
 		}
 	}
+}
+
+// CheckSession (engine.SessionChecker) refuses a session whose storage was
+// reopened with another volume shape since Prepare, naming
+// SimpleStackConfig.shape: the endpoint's buffers and plan are the
+// prepared shape's, and writing them would lay the old volumes out under
+// the new header. A closed storage is skipped, as in vortex.
+func (e *StackStorageEndpoint) CheckSession() error {
+	store := any(e.store)
+	if e.host != nil {
+		store = e.host.sw
+	}
+	if now := storeLayout(store); now != ([4]int{}) && now != e.layout {
+		return layoutChanged(e.name, e.layout, now)
+	}
+	return nil
 }
 
 func (e *StackStorageEndpoint) hostW() *opWriter {

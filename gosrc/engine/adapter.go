@@ -237,6 +237,15 @@ type SessionEndpoint interface {
 	BeginSession(stopping <-chan struct{})
 }
 
+// SessionChecker is implemented by endpoints whose store the user may
+// reopen between sessions (a storage opened with another shape): the
+// engine calls CheckSession at every Start, before anything of the session
+// runs, and refuses the Start with its error, so nothing is written in a
+// layout the store no longer has.
+type SessionChecker interface {
+	CheckSession() error
+}
+
 // Endpoint receives formatted data on its own stream.
 type Endpoint interface {
 	// Prepare creates the endpoint's stream and buffers; nothing after.

@@ -148,6 +148,13 @@ func (e *Engine) Start() error {
 	for _, ep := range e.eps {
 		ep.pendingAck = 0
 	}
+	for _, ep := range e.endpoints {
+		if sc, ok := ep.(SessionChecker); ok {
+			if err := sc.CheckSession(); err != nil {
+				return abort(err)
+			}
+		}
+	}
 	// The queue and its scans serve this run alone until its Generate
 	// stage is over (scan.ScanQueue.Play): another engine's play of them
 	// would move the scans under this one.
