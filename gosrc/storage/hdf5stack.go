@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -96,6 +97,11 @@ type HDF5Stack struct {
 	volume    int // the current volume (vortex's _volume_index)
 	allocated int // volumes in the dataset (vortex's _volume_allocate)
 
+	res     *reserver // our descriptor on the file (nil: none, writes unguarded)
+	broken  error     // the write that failed in HDF5
+	frozen  bool      // HDF5 writes nothing since broken (reserver.freeze)
+	indexed bool      // a chunk was written: HDF5 made the chunk index
+
 	claim engine.Claim
 }
 
@@ -172,7 +178,19 @@ func (h *HDF5Stack) Open(cfg HDF5StackConfig) error {
 	if err != nil {
 		return fmt.Errorf("storage.HDF5Stack.Open: %w", err)
 	}
-	h.s, h.cfg, h.volume, h.allocated = s, cfg, 0, 0
+	// The empty dataset on disk: the state a full disk at the first
+	// volume leaves (HDF5 keeps its creation metadata in memory until a
+	// flush, and a close on a full disk could not write it).
+	if err := s.Flush(); err != nil {
+		_ = s.Close()
+		return fmt.Errorf("storage.HDF5Stack.Open: %w", err)
+	}
+	res, err := openReserver(cfg.Path, s.FD())
+	if err != nil {
+		_ = s.Close()
+		return fmt.Errorf("storage.HDF5Stack.Open: %w", err)
+	}
+	h.s, h.cfg, h.volume, h.allocated, h.res, h.broken, h.frozen, h.indexed = s, cfg, 0, 0, res, nil, false, false
 	return nil
 }
 
@@ -180,16 +198,78 @@ func (h *HDF5Stack) requireOpen(op string) error {
 	if h.s == nil {
 		return fmt.Errorf("storage.HDF5Stack.%s: %w", op, ErrNotOpen)
 	}
+	if h.broken != nil {
+		return &os.PathError{Op: fmt.Sprintf("HDF5Stack.%s after a failed write (the file keeps the %d volumes flushed before it; close the stack)",
+			op, h.volume), Path: h.cfg.Path, Err: h.broken}
+	}
 	return nil
 }
 
-// resize grows the dataset to hold the current volume (vortex's _resize).
+// failed marks the stack broken after err from HDF5 (a write, an extent,
+// a flush): HDF5's state in memory is no longer what the file can hold, so
+// its descriptor is frozen (reserver.freeze) and the file stays as of the
+// last flush, plus what the failed call had written beyond its end.
+func (h *HDF5Stack) failed(err error) error {
+	h.broken = err
+	h.frozen = h.res.freeze(h.s.FD())
+	return err
+}
+
+// HDF5's chunk index as Create leaves it: a version 1 B-tree (the default
+// file format) of at most 2K = 64 chunks a node (HDF5's default istore_k,
+// 32), keyed by the chunk's size, filter mask and 6 offsets (rank 5 + 1).
+const (
+	h5BTreeEntries  = 64
+	h5BTreeNodeSize = 24 + h5BTreeEntries*8 + (h5BTreeEntries+1)*(8+6*8) // header, child addresses, keys: 4176 bytes
+	h5AggrBlock     = 2048                                               // HDF5's metadata and small-data aggregator blocks
+)
+
+// reserveBytes bounds the bytes by which the file may grow while the
+// dataset grows to volumes volumes and the last is written and flushed:
+// every chunk (one A-scan) through deflate (always on, zlib's
+// compressBound), and, once the chunk index may outgrow its root node,
+// the B-tree nodes its splits may add (a split for every 32 chunks at
+// each level, one more per level, the root's move) with an aggregator
+// block each that a node's allocation may strand, and two more blocks.
+// Written B-scan by B-scan in order, HDF5 splits a node every 57 chunks.
+func (h *HDF5Stack) reserveBytes(volumes int) int64 {
+	chunks := int64(h.cfg.Shape[0]) * int64(h.cfg.Shape[1])
+	a := h.ascanBytes()
+	chunk := a + a>>12 + a>>14 + a>>25 + 13
+	data := chunks * chunk
+	total := int64(volumes) * chunks
+	if !h.indexed {
+		data += h5BTreeNodeSize // HDF5 creates the index, its root node, at the first chunk
+	}
+	if total <= h5BTreeEntries && chunk < h5AggrBlock {
+		return data // the root leaf holds every chunk; chunks come from the small-data block at the file's end
+	}
+	nodes := int64(1) // the root's move when it splits
+	if total > h5BTreeEntries {
+		splits := chunks
+		for capacity := int64(h5BTreeEntries); ; capacity *= 32 {
+			splits = (splits+31)/32 + 1
+			nodes += splits
+			if capacity >= total {
+				break
+			}
+		}
+	}
+	return data + nodes*(h5BTreeNodeSize+h5AggrBlock) + 2*h5AggrBlock
+}
+
+// resize grows the dataset to hold the current volume (vortex's _resize),
+// first reserving the disk space the volume needs: a full disk refuses the
+// volume here, before HDF5 changes anything, and the stack stays usable.
 func (h *HDF5Stack) resize() error {
 	if h.volume < h.allocated {
 		return nil
 	}
+	if err := h.res.reserve(h.reserveBytes(h.volume + 1)); err != nil {
+		return fmt.Errorf("storage.HDF5Stack: volume %d: %w", h.volume, err)
+	}
 	if err := h.s.Extend(h.volume + 1); err != nil {
-		return err
+		return h.failed(err)
 	}
 	h.allocated = h.volume + 1
 	return nil
@@ -220,7 +300,11 @@ func (h *HDF5Stack) writeMulti(index int, data []byte) error {
 	if err := h.resize(); err != nil {
 		return err
 	}
-	return h.s.Write([5]int{h.volume, index}, [5]int{1, n, h.cfg.Shape[1], h.cfg.Shape[2], h.cfg.channels()}, data)
+	if err := h.s.Write([5]int{h.volume, index}, [5]int{1, n, h.cfg.Shape[1], h.cfg.Shape[2], h.cfg.channels()}, data); err != nil {
+		return h.failed(err)
+	}
+	h.indexed = true
+	return nil
 }
 
 // WritePartialBscan writes whole A-scans ((n, samples, channels)) into
@@ -247,12 +331,17 @@ func (h *HDF5Stack) WritePartialBscan(bscan, ascan int, data []byte) error {
 	if err := h.resize(); err != nil {
 		return err
 	}
-	return h.s.Write([5]int{h.volume, bscan, ascan}, [5]int{1, 1, n, h.cfg.Shape[2], h.cfg.channels()}, data)
+	if err := h.s.Write([5]int{h.volume, bscan, ascan}, [5]int{1, 1, n, h.cfg.Shape[2], h.cfg.channels()}, data); err != nil {
+		return h.failed(err)
+	}
+	h.indexed = true
+	return nil
 }
 
 // AdvanceVolume moves to the next volume (vortex's advance_volume); with
-// allocate the dataset grows to hold it at once. The file is flushed, so
-// the volumes advanced past survive a crash.
+// allocate the dataset grows to hold it at once. The file is flushed
+// first, so the volumes advanced past survive a crash (and a full disk
+// that refuses the next volume's allocation).
 func (h *HDF5Stack) AdvanceVolume(allocate bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -263,13 +352,14 @@ func (h *HDF5Stack) AdvanceVolume(allocate bool) error {
 }
 
 func (h *HDF5Stack) advance(allocate bool) error {
+	if err := h.s.Flush(); err != nil {
+		return h.failed(err) // the volume is not advanced past: it is not on disk
+	}
 	h.volume++
 	if allocate {
-		if err := h.resize(); err != nil {
-			return err
-		}
+		return h.resize()
 	}
-	return h.s.Flush()
+	return nil
 }
 
 // DType is the element type (invalid for uint64; endpoint.VolumeWriter).
@@ -316,7 +406,14 @@ func (h *HDF5Stack) Close() error {
 			return nil
 		}
 		err := h.s.Close()
-		h.s = nil
+		h.res.release()
+		frozen := h.frozen
+		h.s, h.res, h.broken, h.frozen = nil, nil, nil, false
+		if frozen {
+			// HDF5's close could write nothing, as intended; the failed
+			// write reported the error.
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("storage.HDF5Stack.Close: %w", err)
 		}

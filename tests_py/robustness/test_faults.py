@@ -210,6 +210,37 @@ DIR = os.path.join(TMP, "mnt"); os.mkdir(DIR)
 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", DIR], check=True)
 """
 
+# A full disk inside an HDF5 volume, after the space for it was reserved
+# (the file size limit lowered between B-scans): the write that hits it
+# fails in HDF5, which then writes nothing more, close included; the file
+# loads with the completed volumes.
+MID_VOLUME = FSIZE + """
+shape, dtype = (4, 6, 5, 1), "uint16"
+path = os.path.join(TMP, "v.h5")
+st = open_storage("h5", path, shape, dtype)
+for i in range(3):
+    put("h5", st, i, shape, dtype)
+v = volume(3, shape, dtype)
+put_bscan("h5", st, 0, v)
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path), resource.RLIM_INFINITY))
+try:
+    for b in range(1, shape[0]):
+        put_bscan("h5", st, b, v)
+    advance("h5", st)
+    _problems.append("no error at the file size limit")
+except OSError:
+    pass
+try:
+    put_bscan("h5", st, 0, v)
+    _problems.append("a write after the failed one was accepted")
+except OSError:
+    pass
+st.close()
+check_volumes("h5", path, shape, dtype, 3, "after close: ")
+report()
+"""
+c("disk_full_mid_volume[h5]", MID_VOLUME, prints="ok")
+
 # SIGKILL of a process writing volumes B-scan by B-scan: once in the middle
 # of a volume (it sleeps there), once at a random moment.
 KILL = r"""

@@ -34,10 +34,12 @@ typedef struct {
 	herr_t (*pset_fill_value)(hid_t, hid_t, const void*);
 	herr_t (*pset_fill_time)(hid_t, int);
 	herr_t (*pset_deflate)(hid_t, unsigned);
+	herr_t (*pset_chunk_cache)(hid_t, size_t, size_t, double);
 	hid_t (*fcreate)(const char*, unsigned, hid_t, hid_t);
 	hid_t (*fopen)(const char*, unsigned, hid_t);
 	herr_t (*fclose)(hid_t);
 	herr_t (*fflush)(hid_t, int);
+	herr_t (*fget_vfd_handle)(hid_t, hid_t, void**);
 	hid_t (*screate)(int);
 	hid_t (*screate_simple)(int, const hsize_t*, const hsize_t*);
 	herr_t (*sselect_hyperslab)(hid_t, int, const hsize_t*, const hsize_t*, const hsize_t*, const hsize_t*);
@@ -75,13 +77,20 @@ static hid_t vg_fcreate(const char* n, unsigned f, hid_t c, hid_t a) { return h5
 static hid_t vg_fopen(const char* n, unsigned f, hid_t a) { return h5.fopen(n, f, a); }
 static herr_t vg_fclose(hid_t f) { return h5.fclose(f); }
 static herr_t vg_fflush(hid_t f) { return h5.fflush(f, 1); } // H5F_SCOPE_GLOBAL
+// vg_fd is the sec2 driver's file descriptor (its handle is an int*); -1 if none.
+static int vg_fd(hid_t f) {
+	void* h = NULL;
+	if (h5.fget_vfd_handle(f, 0, &h) < 0 || h == NULL) return -1;
+	return *(int*)h;
+}
 static hid_t vg_screate_scalar(void) { return h5.screate(0); } // H5S_SCALAR
 static hid_t vg_screate_simple(int n, const hsize_t* d, const hsize_t* m) { return h5.screate_simple(n, d, m); }
 static herr_t vg_sselect(hid_t s, const hsize_t* start, const hsize_t* count) {
 	return h5.sselect_hyperslab(s, 0, start, NULL, count, NULL); // H5S_SELECT_SET
 }
 static herr_t vg_sclose(hid_t s) { return h5.sclose(s); }
-static hid_t vg_dcreate(hid_t f, const char* n, hid_t t, hid_t s, hid_t dcpl) { return h5.dcreate2(f, n, t, s, 0, dcpl, 0); }
+static herr_t vg_pset_no_chunk_cache(hid_t p) { return h5.pset_chunk_cache(p, 0, 0, 1.0); }
+static hid_t vg_dcreate(hid_t f, const char* n, hid_t t, hid_t s, hid_t dcpl, hid_t dapl) { return h5.dcreate2(f, n, t, s, 0, dcpl, dapl); }
 static herr_t vg_dset_extent(hid_t d, const hsize_t* e) { return h5.dset_extent(d, e); }
 static hid_t vg_dget_space(hid_t d) { return h5.dget_space(d); }
 static herr_t vg_dwrite(hid_t d, hid_t t, hid_t m, hid_t f, const void* b) { return h5.dwrite(d, t, m, f, 0, b); }
@@ -122,7 +131,7 @@ var mu sync.Mutex
 var (
 	loaded  *dl.Library
 	version string
-	ids     struct{ fileCreate, datasetCreate, cS1 C.hid_t }
+	ids     struct{ fileCreate, datasetCreate, datasetAccess, cS1 C.hid_t }
 	types   = map[string]C.hid_t{}
 )
 
@@ -179,10 +188,12 @@ func bind(lib *dl.Library) error {
 		{"H5Pset_fill_value", (*unsafe.Pointer)(unsafe.Pointer(&tab.pset_fill_value))},
 		{"H5Pset_fill_time", (*unsafe.Pointer)(unsafe.Pointer(&tab.pset_fill_time))},
 		{"H5Pset_deflate", (*unsafe.Pointer)(unsafe.Pointer(&tab.pset_deflate))},
+		{"H5Pset_chunk_cache", (*unsafe.Pointer)(unsafe.Pointer(&tab.pset_chunk_cache))},
 		{"H5Fcreate", (*unsafe.Pointer)(unsafe.Pointer(&tab.fcreate))},
 		{"H5Fopen", (*unsafe.Pointer)(unsafe.Pointer(&tab.fopen))},
 		{"H5Fclose", (*unsafe.Pointer)(unsafe.Pointer(&tab.fclose))},
 		{"H5Fflush", (*unsafe.Pointer)(unsafe.Pointer(&tab.fflush))},
+		{"H5Fget_vfd_handle", (*unsafe.Pointer)(unsafe.Pointer(&tab.fget_vfd_handle))},
 		{"H5Screate", (*unsafe.Pointer)(unsafe.Pointer(&tab.screate))},
 		{"H5Screate_simple", (*unsafe.Pointer)(unsafe.Pointer(&tab.screate_simple))},
 		{"H5Sselect_hyperslab", (*unsafe.Pointer)(unsafe.Pointer(&tab.sselect_hyperslab))},
@@ -225,7 +236,8 @@ func bind(lib *dl.Library) error {
 	for _, g := range []struct {
 		name string
 		dst  *C.hid_t
-	}{{"H5P_CLS_FILE_CREATE_ID_g", &ids.fileCreate}, {"H5P_CLS_DATASET_CREATE_ID_g", &ids.datasetCreate}, {"H5T_C_S1_g", &ids.cS1}} {
+	}{{"H5P_CLS_FILE_CREATE_ID_g", &ids.fileCreate}, {"H5P_CLS_DATASET_CREATE_ID_g", &ids.datasetCreate},
+		{"H5P_CLS_DATASET_ACCESS_ID_g", &ids.datasetAccess}, {"H5T_C_S1_g", &ids.cS1}} {
 		if *g.dst, err = global(g.name); err != nil {
 			return err
 		}
@@ -279,7 +291,8 @@ type StackConfig struct {
 
 // Create truncates path and creates the dataset as vortex's
 // hdf5_stack_t::open does: 8-byte offsets and lengths, chunks of one
-// A-scan, zero fill written at allocation, deflate at the given level.
+// A-scan, zero fill written at allocation, deflate at the given level;
+// beyond vortex, without a chunk cache.
 func Create(c StackConfig) (_ *Stack, err error) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -353,9 +366,21 @@ func Create(c StackConfig) (_ *Stack, err error) {
 	case C.vg_pset_deflate(dcpl, C.uint(c.CompressionLevel)) < 0:
 		return nil, failed(c.Path, "H5Pset_deflate", fmt.Sprintf("compression_level=%d", c.CompressionLevel))
 	}
+	// No chunk cache: each chunk (one A-scan, written whole) reaches the
+	// file in H5Dwrite, so a full disk fails the write that hit it rather
+	// than the flush, which would by then have written metadata pointing
+	// past the file's end (the storage package freezes the file there).
+	dapl := C.vg_pcreate(ids.datasetAccess)
+	if dapl < 0 {
+		return nil, failed(c.Path, "H5Pcreate", "dataset access properties")
+	}
+	defer C.vg_pclose(dapl)
+	if C.vg_pset_no_chunk_cache(dapl) < 0 {
+		return nil, failed(c.Path, "H5Pset_chunk_cache", "none")
+	}
 	name := C.CString("data")
 	defer C.free(unsafe.Pointer(name))
-	if s.dataset = C.vg_dcreate(s.file, name, t, space, dcpl); s.dataset < 0 {
+	if s.dataset = C.vg_dcreate(s.file, name, t, space, dcpl, dapl); s.dataset < 0 {
 		return nil, failed(c.Path, "H5Dcreate2", "dataset data")
 	}
 	if c.MATLAB {
@@ -471,6 +496,20 @@ func (s *Stack) Flush() error {
 		return failed(s.path, "H5Fflush", "data")
 	}
 	return nil
+}
+
+// FD is the file descriptor through which the library writes the file
+// (its default sec2 driver's; H5Fget_vfd_handle), or -1 when it has none
+// (another driver, a closed stack). The caller may fstat it, or replace
+// it with dup2 to keep the library from writing (storage's freeze), but
+// must not close it: the library does at Close.
+func (s *Stack) FD() int {
+	mu.Lock()
+	defer mu.Unlock()
+	if s.file < 0 {
+		return -1
+	}
+	return int(C.vg_fd(s.file))
 }
 
 // Close closes the dataset and the file (a closed stack is left as is).
