@@ -95,7 +95,7 @@ def put(kind, st, i, shape, dtype):
     for b in range(shape[0]):
         put_bscan(kind, st, b, v)
     advance(kind, st)
-def read(kind, path, shape, dtype):
+def read(kind, path, shape, dtype, killed=False):
     vb = int(np.prod(shape))
     dt = np.dtype(dtype)
     if kind == "npy":
@@ -105,7 +105,21 @@ def read(kind, path, shape, dtype):
         return scipy.io.loadmat(path)["data"].T
     if kind == "nrrd":
         import nrrd
-        return nrrd.read(path, index_order="C")[0]
+        try:
+            return nrrd.read(path, index_order="C")[0]
+        except nrrd.NRRDError as e:
+            if not killed or "does not equal the product" not in str(e):
+                raise
+            # The one window docs/storage.md names: a process killed between
+            # a new volume's extension of the file and its header (two
+            # system calls) leaves one volume more than the header counts.
+            # Its data is all there: read it past the header's blank line.
+            raw = open(path, "rb").read()
+            x = np.frombuffer(raw[raw.index(b"\n\n") + 2:], dt)
+            counted = int(nrrd.read_header(path)["sizes"][-1])
+            if x.size != (counted + 1) * vb:
+                raise
+            return x.reshape((-1,) + tuple(shape))
     if kind == "nii":
         import nibabel
         x = np.asarray(nibabel.load(path).dataobj)
@@ -129,12 +143,14 @@ def read(kind, path, shape, dtype):
     raise ValueError(kind)
 def shape4(shape):
     return tuple(shape) + (1,) * (4 - len(shape))
-def check_volumes(kind, path, shape, dtype, completed, label=""):
+def check_volumes(kind, path, shape, dtype, completed, label="", killed=False):
     # Every completed volume loads intact; at most one more (a partial one) may follow.
     shape = shape4(shape)
     try:
-        x = read(kind, path, shape, dtype)
+        x = read(kind, path, shape, dtype, killed)
     except Exception as e:
+        if killed == "flush":
+            return  # killed inside HDF5's flush: the documented window
         _problems.append(f"{label}{kind}: does not load after {completed} completed volumes: {type(e).__name__}: {e}")
         return
     if x.ndim != 5 or tuple(x.shape[1:]) != shape:
@@ -248,9 +264,10 @@ import random, signal, subprocess
 KIND = {kind!r}
 shape, dtype = (4, 8, 16), ("int8" if KIND == "broct" else "uint16")
 child = FORMATS_SRC + '''
-import sys, time
-KIND, path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+import mmap, sys, time
+KIND, path, mode, flag = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 shape, dtype = (4, 8, 16, 1), ("int8" if KIND == "broct" else "uint16")
+in_advance = mmap.mmap(os.open(flag, os.O_RDWR), 1)   # 1 while advance_volume runs
 st = open_storage(KIND, path, shape, dtype)
 for i in range(100000):
     v = volume(i, shape, dtype)
@@ -259,14 +276,18 @@ for i in range(100000):
         if mode == "mid" and i == 3 and b == 1:
             print("mid", flush=True)
             time.sleep(60)
+    in_advance[0] = 1
     advance(KIND, st)
+    in_advance[0] = 0
     print("done", i, flush=True)
 '''
 for mode in ("mid", "random"):
     path = os.path.join(TMP, f"{{mode}}.{{KIND}}")
+    flag = os.path.join(TMP, f"{{mode}}.flag")
+    open(flag, "wb").write(b"\0")
     env = dict(os.environ)
     p = subprocess.Popen([sys.executable, "-c", "import numpy as np, os\nimport vortexgo as vg\n_problems = []\n" + child,
-                          KIND, path, mode], stdout=subprocess.PIPE, text=True, env=env)
+                          KIND, path, mode, flag], stdout=subprocess.PIPE, text=True, env=env)
     done = 0
     for line in p.stdout:
         if line.startswith("done"):
@@ -283,7 +304,12 @@ for mode in ("mid", "random"):
             # Printed after the volume's advance: a line the kill cut short
             # ("do", "done 1" of "done 12") still means the next volume completed.
             done += 1
-    check_volumes(KIND, path, shape, dtype, done, f"killed ({{mode}}): ")
+    # HDF5 writes a volume's metadata at its advance_volume (H5Fflush, several
+    # writes, the superblock last): a kill inside it may leave a file h5py
+    # refuses, the one window docs/storage.md names. A kill anywhere else
+    # must leave every completed volume readable.
+    window = KIND == "h5" and open(flag, "rb").read(1) == b"\1"
+    check_volumes(KIND, path, shape, dtype, done, f"killed ({{mode}}): ", killed="flush" if window else True)
 report()
 """
 
