@@ -4,7 +4,7 @@ the CPU backend), with variants interleaved in one run.
 
 Variants (``--variants``, comma-separated, each ``DISPATCHER:SPIN``):
 
-- DISPATCHER ``new`` (the engine's ``_dispatch``), ``sleep`` (the same, the main thread in
+- DISPATCHER ``new`` (the engine's ``_dispatch_loop``), ``sleep`` (the same, the main thread in
   ``time.sleep`` instead of ``engine.wait_for``'s 50 ms polls: no other Python thread ever wants
   the GIL), ``pin`` (the same, the dispatcher thread pinned to the last CPU: no migrations), ``py``
   (the same with every record run by the
@@ -54,7 +54,8 @@ def instrumented_dispatch(rec: dict, on_ring: bool = False):
     batch ran, so the handlers run as in the plain loop). With the latency recorder's handler
     starts (ts + latency, in callback order) this splits each segment event's latency."""
 
-    def _dispatch(self: Any, ring: Any = None) -> None:
+    def _dispatch(ref: Any, ring: Any = None) -> None:
+        self = ref()  # held for the whole run: a probe's engine is never dropped while it runs
         h = self._h
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
         ptr = buf.ctypes.data
@@ -62,7 +63,7 @@ def instrumented_dispatch(rec: dict, on_ring: bool = False):
         self._latency_base = int(h.StartMonotonicNs())
         mono = time.monotonic_ns
         out = rec["batches"]
-        fast, eid = _core.fast_next_events, int(h.ID())  # the engine's call per batch (_dispatch)
+        fast, eid = _core.fast_next_events, int(h.ID())  # the engine's call per batch (_dispatch_loop)
         ring_next = _core.ring_next
         addr, spin = (ve._ring_address(ring), self._ring_spin_ns) if on_ring and ring is not None else (0, 0)
         while True:
@@ -86,7 +87,7 @@ def instrumented_dispatch(rec: dict, on_ring: bool = False):
     return _dispatch
 
 
-DISPATCHERS = {"new": ve.Engine._dispatch}
+DISPATCHERS = {"new": ve._dispatch_loop}
 SPINS = {"adaptive": None, "200us": 200e-6, "5ms": 5e-3, "cost": 0.0}
 
 
@@ -109,17 +110,16 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
         ve._run_events = None
     if disp == "go":  # a fixed spin waits in Go, not on the event ring in C
         ve._ring_next = None
-    ve.Engine._dispatch = (instrumented_dispatch(rec, disp == "instring") if disp in ("instr", "instring")
-                           else DISPATCHERS.get(disp, DISPATCHERS["new"]))
-    inner = ve.Engine._dispatch
+    inner = (instrumented_dispatch(rec, disp == "instring") if disp in ("instr", "instring")
+             else DISPATCHERS.get(disp, DISPATCHERS["new"]))
 
-    def wrapped(self: Any, ring: Any = None) -> None:
+    def wrapped(ref: Any, ring: Any = None) -> None:
         dispatcher_thread.append(threading.current_thread())
         if disp == "pin":
             os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})  # this thread only
-        inner(self, ring)
+        inner(ref, ring)
 
-    ve.Engine._dispatch = wrapped
+    ve._dispatch_loop = wrapped  # the engine's start() reads it when it starts its dispatcher thread
     gc.callbacks.append(on_gc)
     ep = be.StackDeviceTensorEndpointInt8()
     state = {"n": 0}
@@ -158,7 +158,7 @@ def run_once(g: Any, device: Any, rate: float, seconds: float, disp: str, spin: 
         rec["lat"] = engine.callback_latencies_ns()
     finally:
         gc.callbacks.remove(on_gc)
-        ve.Engine._dispatch = DISPATCHERS["new"]
+        ve._dispatch_loop = DISPATCHERS["new"]
         ve._run_events, ve._ring_next = c_loop, c_wait
         engine.close()
         ep.close()

@@ -970,8 +970,10 @@ class Engine(NoCopy, StrictAttributes):
         # With a fixed dispatch_spin the dispatcher takes events from the session's ring in C
         # (_fastcall.c ring_next); the ring object keeps the ring's memory mapped while it reads.
         ring = h.EventRing() if self._ring_spin_ns and _ring_next is not None else None
-        self._dispatcher = threading.Thread(target=self._dispatch, args=(ring,), name="vortexgo-engine-dispatcher",
-                                            daemon=True)
+        # The thread holds the engine weakly (_dispatch_loop): an engine dropped while it runs is
+        # collected, and its finaliser stops it, as vortex's destructor does.
+        self._dispatcher = threading.Thread(target=_dispatch_loop, args=(weakref.ref(self), ring),
+                                            name="vortexgo-engine-dispatcher", daemon=True)
         self._dispatcher.start()
 
     def _in_dispatcher(self) -> bool:
@@ -1335,47 +1337,18 @@ class Engine(NoCopy, StrictAttributes):
             except BaseException as exc:
                 self._handler_exited(f"{type(ep).__name__}.{name}", exc)
 
-    def _dispatch(self, ring: Any = None) -> None:
-        """Drain the Go event queue and run the handlers, in order (DESIGN.md section 1).
-
-        With ``ring`` (a fixed ``dispatch_spin``: the session's ``EventRing``), each wait spins on
-        the queue's ring in C with the GIL released (``_fastcall.ring_next``) and takes the
-        records with no call into Go; only a wait the spin does not cover parks in Go.
-        """
+    def _dispatch_setup(self, ring: Any) -> tuple:
+        """What the dispatcher loop needs of the engine, read once per session: the record
+        buffer, its flat view, the registry id and the ring's address and spin."""
         h = self._h
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
-        ptr = buf.ctypes.data
         # One flat int64 view of the records: the loop reads each field it
         # needs straight from the buffer (docs/design.md, "Dispatch latency").
         records = memoryview(buf).cast("B").cast("q")
         if self._latency is not None:
             self._latency_base = int(h.StartMonotonicNs())
-        # At most one cgo call per batch on the engine's registry id (pyapi.FastNextEvents), not gopy's
-        # method wrapper. Once the engine is closed that id is stale (a ClosedError, before any
-        # event is taken): the rest of the last session drains by name ("next_events").
-        fast, eid = _core.fast_next_events, int(h.ID())
         addr, spin = (_ring_address(ring), self._ring_spin_ns) if ring is not None else (0, 0)
-        while True:
-            try:
-                if addr and eid:
-                    n = _ring_next(addr, records, spin)
-                    if n == -2:  # stages wait for this acknowledgement: wake them, then take events
-                        ring.Do("ack", "", ring, 0, 0)
-                        continue
-                    if n <= 0:  # spun out (0): park in Go without a second spin; closed and
-                        n = fast(eid, ptr, _BATCH, _POLL_MS, 0)  # drained (-1): Go's done event
-                elif eid:
-                    n = fast(eid, ptr, _BATCH, _POLL_MS, 1)
-                else:
-                    n = json.loads(h.Do("next_events", _NEXT_EVENTS_ARGS, h, ptr, _BATCH * _FIELDS))["Records"]
-            except RuntimeError as exc:
-                if eid:
-                    eid = 0
-                    continue
-                self.logger.error("vortexgo: the event queue failed: %s", exc)  # pragma: no cover
-                return  # pragma: no cover
-            if n and self._run_batch(records, n):
-                return
+        return h, buf, records, int(h.ID()), addr, spin
 
     def _run_batch(self, ev: memoryview, n: int) -> bool:
         """Run the handlers of the first ``n`` event records of ``ev`` (``_FIELDS`` int64s each);
@@ -1480,6 +1453,63 @@ class Engine(NoCopy, StrictAttributes):
             elif kind == _DONE:
                 return True
         return False
+
+
+def _dispatch_loop(ref: "weakref.ref[Engine]", ring: Any = None) -> None:
+    """The dispatcher thread: drain the Go event queue and run the handlers, in order
+    (DESIGN.md section 1).
+
+    With ``ring`` (a fixed ``dispatch_spin``: the session's ``EventRing``), each wait spins on
+    the queue's ring in C with the GIL released (``_fastcall.ring_next``) and takes the records
+    with no call into Go; only a wait the spin does not cover parks in Go.
+
+    The engine is held only while a batch's handlers run (``ref``, a weak reference, between
+    batches), so an engine the user dropped while it runs is collected and its finaliser stops
+    it, as vortex's destructor does. The loop then drains the session to its done event,
+    running no handler (a format stage may wait for the acknowledgement of the records).
+    """
+    eng = ref()
+    if eng is None:
+        return
+    h, buf, records, eid, addr, spin = eng._dispatch_setup(ring)
+    eng = None
+    ptr = buf.ctypes.data
+    # At most one cgo call per batch on the engine's registry id (pyapi.FastNextEvents), not gopy's
+    # method wrapper. Once the engine is closed that id is stale (a ClosedError, before any
+    # event is taken): the rest of the last session drains by name ("next_events").
+    fast = _core.fast_next_events
+    while True:
+        try:
+            if addr and eid:
+                n = _ring_next(addr, records, spin)
+                if n == -2:  # stages wait for this acknowledgement: wake them, then take events
+                    ring.Do("ack", "", ring, 0, 0)
+                    continue
+                if n <= 0:  # spun out (0): park in Go without a second spin; closed and
+                    n = fast(eid, ptr, _BATCH, _POLL_MS, 0)  # drained (-1): Go's done event
+            elif eid:
+                n = fast(eid, ptr, _BATCH, _POLL_MS, 1)
+            else:
+                n = json.loads(h.Do("next_events", _NEXT_EVENTS_ARGS, h, ptr, _BATCH * _FIELDS))["Records"]
+        except RuntimeError as exc:
+            if eid:
+                eid = 0
+                continue
+            eng = ref()  # pragma: no cover
+            (eng.logger if eng is not None else logging.getLogger(__name__)).error(  # pragma: no cover
+                "vortexgo: the event queue failed: %s", exc)
+            return  # pragma: no cover
+        if n <= 0:
+            continue
+        eng = ref()
+        if eng is None:  # dropped while running: its finaliser closed it; drain to the done event
+            if _DONE in buf[:n, 0]:
+                return
+            continue
+        done = eng._run_batch(records, n)
+        eng = None  # the last reference may go here: the finaliser then runs on this thread
+        if done:
+            return
 
 
 #: vortex's name: ``Engine.Event.Exit`` and so on.

@@ -178,6 +178,32 @@ CASES.append(Case(f"{F}/rebuild_stopped_engine_dropped", REBUILD + textwrap.dede
     del eng; gc.collect()          # the finaliser closes it
     eng = run(ec)
     print(eng.status().volumes)"""), prints="2", timeout=20))
+# A running engine the user drops (a notebook cell run again rebinds its
+# name): it stops, as vortex's destructor stops its engine, and the stages
+# go to the rebuilt engine. With a fixed dispatch_spin the dispatcher waits
+# on the event ring in C; with volume callbacks it acknowledges records.
+CASES.extend(variants(f"{F}/rebuild_running_engine_dropped", REBUILD + textwrap.dedent("""
+    problems = []
+    for spin in (None, 0.005):
+        ep = vg.StackHostTensorEndpointInt8() if DEV == "cpu" else vg.StackDeviceTensorEndpointInt8()
+        seen = []
+        ep.volume_callback = lambda *a: seen.append(a)
+        ec, acq, proc = config([ep], device=DEV, **({} if spin is None else {"dispatch_spin": spin}))
+        eng = new_engine(ec, 0); eng.prepare(); eng.start()
+        t = time.monotonic()
+        while len(seen) < 2 and time.monotonic() - t < 10:
+            time.sleep(0.01)
+        del eng; gc.collect()          # the only reference: the engine stops
+        time.sleep(0.3); n1 = len(seen); time.sleep(0.5); n2 = len(seen)
+        if n2 != n1:
+            problems.append(f"spin {spin}: still running after the drop ({n1} -> {n2} volumes)")
+        eng = run(ec)                  # the stages are free again
+        if eng.status().volumes != 2:
+            problems.append(f"spin {spin}: the rebuilt engine ran {eng.status().volumes} volumes")
+        eng.close()
+    left = [t.name for t in threading.enumerate() if t.name.startswith("vortexgo-engine")]
+    print(problems or (f"dispatchers left: {left}" if left else "ok"))"""),
+    prints="ok", timeout=40, issue="a running engine dropped by the user keeps running and holds its stages"))
 CASES.append(Case(f"{F}/rebuild_after_failed_prepare", REBUILD + textwrap.dedent("""
     st = vg.SimpleStackInt8()      # not open: the first prepare fails
     ep = vg.AscanStackEndpoint(st)
