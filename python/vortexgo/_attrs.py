@@ -26,7 +26,7 @@ import difflib
 import sys
 from typing import Any, FrozenSet, NoReturn
 
-__all__ = ["StrictAttributes", "NoCopy", "Config", "public_names", "unknown_attribute", "refuse_copy"]
+__all__ = ["StrictAttributes", "NoCopy", "Config", "ValueList", "public_names", "unknown_attribute", "refuse_copy"]
 
 _PACKAGE = __name__.rpartition(".")[0]  # "vortexgo"
 
@@ -58,6 +58,10 @@ def unknown_attribute(obj: Any, name: str) -> AttributeError:
     d = getattr(obj, "__dict__", None)
     if isinstance(d, dict):
         known.update(k for k in d if not k.startswith("_"))
+    try:  # what the object itself lists (an enum member's name and value)
+        known.update(n for n in dir(obj) if not n.startswith("_"))
+    except Exception:
+        pass
     return AttributeError(f"{cls.__name__!r} object has no attribute {name!r}{_suggest(name, known)}")
 
 
@@ -106,15 +110,16 @@ def refuse_copy(obj: Any, how: str) -> NoReturn:
     hint = getattr(cls, "_copy_hint", None) or (
         f"share the object, or build another from its config: {cls.__name__}(obj.config)" if has_config
         else "share the object, or build another the way this one was built")
-    raise TypeError(f"a {cls.__name__} cannot be {how}: it owns native resources (a Go handle) that "
-                    f"one object must own; {hint}")
+    reason = getattr(cls, "_copy_reason", None) or "it owns native resources (a Go handle) that one object must own"
+    raise TypeError(f"a {cls.__name__} cannot be {how}: {reason}; {hint}")
 
 
 class NoCopy:
     """Mixin for classes that own a Go handle: ``copy.copy``, ``copy.deepcopy``
     and ``pickle`` raise ``TypeError`` before anything is built, so neither the
     original nor the process is touched. ``_copy_hint`` (a class attribute)
-    says what to do instead."""
+    says what to do instead; ``_copy_reason`` what it owns, where that is not a Go
+    handle (a log sink's file and lock)."""
 
     __slots__ = ()
 
@@ -142,3 +147,36 @@ class Config(StrictAttributes):
         import copy as _copy
 
         return _copy.deepcopy(self)
+
+
+class ValueList(StrictAttributes, list):
+    """Base of the list-likes (vortex's ``MarkerList``, ``SegmentList``,
+    ``StrobeList``, ``SinkList``...: pybind11 ``bind_vector`` types): a
+    Python list with strict attributes whose copies keep the class.
+
+    vortex copies one with its constructor (``MarkerList(other)``) or a slice
+    (``markers[:]``, a ``MarkerList`` too); both work here, and so do
+    ``.copy()`` (a shallow copy, as :meth:`list.copy`), ``copy.copy``,
+    ``copy.deepcopy`` and pickle (vortex's pybind11 lists refuse those three
+    only because pybind11 gives no pickling). A list is a value: what it
+    holds decides a deep copy (markers and segments copy, processors and
+    sinks refuse with their TypeError).
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def] - list's overloads
+        got = list.__getitem__(self, i)
+        if isinstance(i, slice):
+            return self._like(got)
+        return got
+
+    def _like(self, items):  # type: ignore[no-untyped-def]
+        """A list of this class holding ``items`` (already checked: they came from this list)."""
+        out = list.__new__(type(self))
+        list.extend(out, items)
+        return out
+
+    def copy(self):  # type: ignore[no-untyped-def, override] - returns the list's own class
+        """A shallow copy of the same class (vortex's ``MarkerList(other)``)."""
+        return self._like(self)

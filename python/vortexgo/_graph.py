@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ._attrs import NoCopy
+from ._attrs import NoCopy, StrictAttributes
 from ._errors import native, release_on_collect
 from ._stream import Stream, current_stream
 
@@ -50,7 +50,7 @@ class Graph(NoCopy):
         return f"<Graph {self.device.alias} nodes={'closed' if self._closed else self.nodes}>"
 
 
-class ScopedCapture:
+class ScopedCapture(NoCopy, StrictAttributes):
     """Capture the work issued to ``stream`` inside the block into a :class:`Graph`.
 
     The stream is made current for the block (for vortexgo and, with CuPy,
@@ -73,7 +73,17 @@ class ScopedCapture:
     :class:`CudaError` saying so and invalidates the capture (leaving the
     block then raises too); the CPU backend refuses the synchronize and the
     query likewise.
+
+    A capture is used where it was made, never copied: ``copy.copy``,
+    ``copy.deepcopy`` and pickle raise ``TypeError`` (it stands for the
+    capture in progress on its stream and owns the graph it produced).
     """
+
+    _copy_reason = "it stands for the capture in progress on its stream and owns the graph it produced"
+    _copy_hint = "use this capture (its .graph) instead, or make another with ScopedCapture(stream)"
+
+    stream: Stream
+    graph: Optional[Graph]
 
     def __init__(self, stream: Optional[Stream] = None) -> None:
         if stream is not None and not isinstance(stream, Stream):

@@ -38,6 +38,8 @@ import types
 import warnings
 from typing import Optional
 
+from ._attrs import StrictAttributes
+
 __all__ = ["install", "uninstall", "installed", "VortexInstalledError", "SUBMODULES"]
 
 #: vortex's submodules and the vortexgo modules that stand in for them.
@@ -140,7 +142,7 @@ _HARDWARE = {
 }
 
 
-class StreamIndex(enum.IntEnum):
+class StreamIndex(StrictAttributes, enum.IntEnum):
     """vortex's ``Block.StreamIndex``: the per-sample streams a block carries (IO channels name one)."""
 
     Counter = 0
@@ -154,10 +156,11 @@ class StreamIndex(enum.IntEnum):
 class Block:
     """vortex's ``vortex.engine.Block``, for its ``StreamIndex`` values (DAQmx channel setup)."""
 
+    __slots__ = ()  # a namespace: an instance takes no attributes (vortex's Block is a pybind11 class)
     StreamIndex = StreamIndex
 
 
-class BufferStrategy(enum.IntEnum):
+class BufferStrategy(StrictAttributes, enum.IntEnum):
     """vortex's storage endpoint buffering (``Block`` none, ``Segment``, ``Volume``). vortexgo's
     storage endpoints write each block as it is formatted; the names exist so scripts import."""
 

@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _core
-from ._attrs import NoCopy, StrictAttributes
+from ._attrs import NoCopy, StrictAttributes, ValueList
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, InUseError, LockError, VortexError, native, translate
@@ -138,7 +138,7 @@ def _ring_address(ring: Any) -> int:
     return int(rec[0])
 
 
-class EngineEvent(enum.IntEnum):
+class EngineEvent(StrictAttributes, enum.IntEnum):
     """vortex's ``Engine.Event``: the session's lifecycle, delivered to
     :attr:`Engine.event_callback` as ``event_callback(event, exception_or_None)``
     in vortex's order.
@@ -221,7 +221,7 @@ class JobTiming:
 # --- strobes -------------------------------------------------------------------------
 
 
-class Polarity(enum.IntEnum):
+class Polarity(StrictAttributes, enum.IntEnum):
     """What an active strobe drives its line to (vortex's ``engine.Polarity``)."""
 
     Low = 0
@@ -325,7 +325,7 @@ class EventStrobe(_MarkerStrobe):
     _kind = 4
 
 
-class StrobeList(list):
+class StrobeList(ValueList):
     """A list of strobes (vortex's ``engine.StrobeList``)."""
 
 
@@ -579,12 +579,12 @@ _MAX_BLOCKS = 1 << 16
 _MAX_EVENT_QUEUE = 1 << 24
 
 
-class divide(list):
+class divide(ValueList):
     """vortex's ``divide(nodes)``: every processor (or node) listed gets every block,
     processing in parallel. In Python it is a list, as in vortex."""
 
 
-class cycle(list):
+class cycle(ValueList):
     """vortex's ``cycle(nodes)``: consecutive blocks go to the nodes in turn
     (``cycle([a, b])``: ping-pong between processors ``a`` and ``b``, e.g. on two
     streams or GPUs). A formatter fed by a cycle's processors must be added under

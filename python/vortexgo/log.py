@@ -23,6 +23,7 @@ import sys
 import threading
 from typing import IO, Iterable, List, Optional, Union
 
+from ._attrs import NoCopy, StrictAttributes, ValueList
 from ._validate import check_int
 
 __all__ = [
@@ -95,8 +96,17 @@ def _message(msg: object, args: tuple, exc_info: object) -> str:
     return text
 
 
-class Sink:
-    """Where records go; the base of every sink. Thread-safe."""
+class Sink(NoCopy, StrictAttributes):
+    """Where records go; the base of every sink. Thread-safe.
+
+    A sink is shared, not copied (vortex's sinks refuse ``copy`` and pickle
+    too): ``copy.copy``, ``copy.deepcopy`` and pickle raise ``TypeError``;
+    attach the one sink to several loggers instead.
+    """
+
+    _copy_reason = "it owns its output (a stream, a file or Python's logging) and the lock that orders its records"
+    _copy_hint = ("share the sink instead: attach it to several loggers (Logger(name, sink), logger.add_sink(sink)), "
+                  "or make another sink")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -169,6 +179,9 @@ ConsoleSink = StdErrSink
 class FileSink(Sink):
     """Appends formatted records to a file (erased first with ``truncate=True``)."""
 
+    _copy_hint = ("share the sink instead: attach it to several loggers (Logger(name, sink), logger.add_sink(sink)), "
+                  "or make another with FileSink(sink.filename)")
+
     def __init__(self, filename: Union[str, os.PathLike], truncate: bool = False) -> None:
         super().__init__()
         self._file: Optional[IO[str]] = None
@@ -234,8 +247,9 @@ class PythonSink(Sink):
                 self._write("", logger, level, msg, when)
 
 
-class SinkList(list):
-    """A list of sinks (vortex's ``log.SinkList``)."""
+class SinkList(ValueList):
+    """A list of sinks (vortex's ``log.SinkList``). Its copies share the sinks
+    (a deep copy or pickle refuses: a sink is not copied)."""
 
     def __repr__(self) -> str:
         return f"SinkList[{', '.join(map(repr, self))}]"
@@ -247,11 +261,17 @@ def _check_sink(name: str, s: object) -> Sink:
     return s
 
 
-class Logger:
+class Logger(NoCopy, StrictAttributes):
     """A named logger routing records at or above :attr:`level` to its sinks.
 
     ``Logger(name, sink=None, sinks=None)``: pass one sink or a list, not both.
+    A logger is shared, not copied (as vortex's): ``copy.copy``,
+    ``copy.deepcopy`` and pickle raise ``TypeError``; :meth:`clone` makes
+    another logger over the same sinks.
     """
+
+    _copy_reason = "its sinks own their outputs (streams, files, Python's logging) and locks"
+    _copy_hint = "share the logger instead, or make another over the same sinks with logger.clone(name)"
 
     def __init__(self, name: str, sink: Optional[Sink] = None, sinks: Optional[Iterable[Sink]] = None) -> None:
         if not isinstance(name, str):

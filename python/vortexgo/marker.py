@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Iterable, List, Optional, Union
 
 import numpy as np
 
+from ._attrs import ValueList
 from ._validate import check_bool, check_int
 
 __all__ = [
@@ -114,7 +115,7 @@ def _flags(name: str, v: Any) -> Flags:
     raise TypeError(f"{name}={v!r}, expected a vortexgo.marker.Flags")
 
 
-class FlagsList(list):
+class FlagsList(ValueList):
     """A list of :class:`Flags` (vortex's ``marker.FlagsList``)."""
 
     def __repr__(self) -> str:
@@ -325,7 +326,7 @@ Marker = Union[ScanBoundary, VolumeBoundary, SegmentBoundary, ActiveLines, Inact
 _KINDS = {c._kind: c for c in (ScanBoundary, VolumeBoundary, SegmentBoundary, ActiveLines, InactiveLines, Event)}
 
 
-class MarkerList(list):
+class MarkerList(ValueList):
     """A list of markers (vortex's ``marker.MarkerList``); only markers may be added."""
 
     def __init__(self, markers: Iterable[Marker] = ()) -> None:

@@ -21,6 +21,8 @@ from typing import Union
 
 import numpy as np
 
+from ._attrs import StrictAttributes
+
 __all__ = ["ProfileCode", "PROFILER_DTYPE", "read_profiler_log", "job_stage_durations"]
 
 #: One record of the log.
@@ -29,7 +31,7 @@ PROFILER_DTYPE = np.dtype([("code", "<u8"), ("task", "<u8"), ("job", "<u8"), ("t
 _VERSION_CODE = 2**64 - 1
 
 
-class ProfileCode(enum.IntEnum):
+class ProfileCode(StrictAttributes, enum.IntEnum):
     """The job and task marks (vortex's ``profiler_job_mark_t`` + 0x100 and
     ``profiler_task_mark_t`` + 0x10000); lifecycle events are 0-8."""
 

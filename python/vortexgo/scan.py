@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from ._attrs import NoCopy, StrictAttributes, unknown_attribute
+from ._attrs import NoCopy, StrictAttributes, ValueList, unknown_attribute
 from ._core import api
 from ._errors import native
 from ._validate import INT64_MAX, check_bool, check_callable, check_float, check_int
@@ -563,7 +563,7 @@ class Segment(StrictAttributes):
         return s
 
 
-class SegmentList(list):
+class SegmentList(ValueList):
     """A list of :class:`Segment` (vortex's ``scan.SegmentList``)."""
 
     def __repr__(self) -> str:

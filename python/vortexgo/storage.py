@@ -59,7 +59,7 @@ __all__ = ["SimpleStackHeader", "SimpleStackConfig", "SimpleStackInt8", "SimpleS
            "HDF5StackFloat32", "HDF5StackFloat64", "hdf5_library"]
 
 
-class SimpleStackHeader(enum.IntEnum):
+class SimpleStackHeader(StrictAttributes, enum.IntEnum):
     """What precedes the volumes in the file (vortex's values)."""
 
     #: raw bytes, nothing before them
@@ -500,7 +500,7 @@ class _Storage(NoCopy, StrictAttributes):
         return f"<{type(self).__name__} {os.fspath(self._config.path)!r}>"
 
 
-class SimpleStreamHeader(enum.IntEnum):
+class SimpleStreamHeader(StrictAttributes, enum.IntEnum):
     """A stream's header: vortex has only ``Empty``."""
 
     #: raw bytes, nothing before them
@@ -695,7 +695,7 @@ class MarkerLog(_Storage):
         self._do("write", None, rec.ctypes.data, rec.size)
 
 
-class BroctScan(enum.IntEnum):
+class BroctScan(StrictAttributes, enum.IntEnum):
     """The scan type in a BROCT header (vortex's ``BroctScan``)."""
 
     rectangular = 0
@@ -933,7 +933,7 @@ def hdf5_library() -> dict:
     return json.loads(out)
 
 
-class HDF5StackHeader(enum.IntEnum):
+class HDF5StackHeader(StrictAttributes, enum.IntEnum):
     """What an HDF5 stack's file carries besides the data (vortex's values)."""
 
     #: a plain HDF5 file with the dataset ``data``

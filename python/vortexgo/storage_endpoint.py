@@ -52,6 +52,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._attrs import StrictAttributes
 from ._core import api
 from ._errors import VortexError, native
 from ._validate import check_int
@@ -74,7 +75,7 @@ __all__ = [
 ] + [f"{c}StackEndpoint" for _, c, _ in _STREAMS] + [f"{c}HDF5StackEndpoint" for _, c, _ in _STREAMS]
 
 
-class BufferStrategy(enum.IntEnum):
+class BufferStrategy(StrictAttributes, enum.IntEnum):
     """What a stack storage endpoint buffers before it writes (vortex's
     ``BufferStrategy``, values as vortex's ``buffer_strategy_t``)."""
 

@@ -233,6 +233,177 @@ ok("configs_copy", """
                 _problems.append(f"{type(c).__name__} {how}: not an independent equal copy")
 """)
 
+# --- the classes issue 24's first pass left out: log sinks and loggers, list-likes, ScopedCapture, enums ---
+
+ok("log_lists_capture_enums", """
+    from vortexgo import log, marker, scan as vs, engine as ve, storage as vst
+    fs = log.FileSink(os.path.join(TMP, "a.log"))
+    lg = log.Logger("x", fs)
+    cases = [(log.StdErrSink(), "levl", "level"), (log.StdOutSink(), "set_patern", "set_pattern"),
+             (log.PythonSink(), "levl", "level"), (fs, "filenme", "filename"), (lg, "levle", "level"),
+             (lg.sinks, "apend", "append"), (marker.MarkerList(), "apend", "append"),
+             (marker.FlagsList(), "extnd", "extend"), (vs.SegmentList(), "apend", "append"),
+             (ve.StrobeList(), "apend", "append"), (ve.divide(), "apend", "append"), (ve.cycle(), "apend", "append"),
+             (vg.ScopedCapture(), "grph", "graph"), (ve.EngineEvent.Complete if hasattr(ve.EngineEvent, "Complete") else list(ve.EngineEvent)[0], "nme", "name"),
+             (vst.SimpleStackHeader(0), "valeu", "value")]
+    for obj, bad, good in cases:
+        name = type(obj).__name__
+        try:
+            setattr(obj, bad, 1)
+        except AttributeError as e:
+            if name not in str(e) or bad not in str(e) or good not in str(e):
+                _problems.append(f"{name}.{bad}: AttributeError naming not the class, attribute and {good!r}: {e}")
+        else:
+            _problems.append(f"{name}.{bad} stored")
+    # what vortexgo and a user set still works
+    lg.level = log.DEBUG; fs.level = log.TRACE; fs.set_pattern("%v"); lg.debug("one %d", 1); fs.flush()
+    fs.change(os.path.join(TMP, "b.log")); lg.info("two"); lg.flush()
+    c = vg.ScopedCapture(); c.graph = None
+    if open(os.path.join(TMP, "a.log")).read() != "one 1\\n" or open(os.path.join(TMP, "b.log")).read() != "two\\n":
+        _problems.append("the file sink wrote not what was logged")
+    class MySink(log.StdErrSink):  # a user's subclass is free
+        pass
+    m = MySink(); m.note = "mine"
+    class MyList(marker.MarkerList):
+        pass
+    ml = MyList(); ml.note = "mine"
+    if (m.note, ml.note) != ("mine", "mine"):
+        _problems.append("a user subclass lost its attribute")
+""", issue="log sinks, loggers, MarkerList/SegmentList/StrobeList/SinkList, ScopedCapture and enum members stored unknown attributes")
+
+# Walks every public class of every public module, builds it (SPECIAL: those
+# with required arguments) and checks the two rules: an unknown attribute is
+# an AttributeError naming it, and copy/deepcopy/pickle either copy (same
+# class) or refuse with a TypeError that says what to do. A class it cannot
+# build fails the case, so a new class gets a builder and is checked.
+ok("walker_every_public_class", """
+    # --- the walker: every public class of every public vortexgo module ---
+    import copy, dataclasses, enum, importlib, inspect, pickle, pkgutil
+    from vortexgo import format as vf, storage as vst, toolkit as vtk
+
+    # Accepting unknown attributes is deliberate only here:
+    ALLOWED = {
+        # Exceptions: Python code (traceback tools, add_note, user handlers) sets
+        # attributes on exceptions, and vortex's own exceptions are plain Python
+        # exception classes (pybind11's register_exception) that accept them too.
+        "exceptions": lambda cls: issubclass(cls, BaseException),
+    }
+    # Classes that need a CUDA device to be built (skipped without one).
+    CUDA_ONLY = ("CudaDeviceTensor", "CudaHostTensor")
+
+    mods = {"vortexgo": vg}
+    for pkg in (vg, vtk):
+        for m in pkgutil.iter_modules(pkg.__path__):
+            if not m.name.startswith("_") and m.name not in ("cli", "__main__"):
+                mods[f"{pkg.__name__}.{m.name}"] = importlib.import_module(f"{pkg.__name__}.{m.name}")
+    classes = {}
+    for mod in mods.values():
+        for n in dir(mod):
+            o = getattr(mod, n)
+            if not n.startswith("_") and inspect.isclass(o) and o.__module__.startswith("vortexgo") \
+                    and not o.__name__.startswith("_") and o not in classes.values():
+                classes[f"{o.__module__}.{o.__qualname__}"] = o
+
+    storages = [c for c in classes.values() if issubclass(c, (vst._SimpleStack, vst._Storage))]
+    def _radial():
+        c = vf.RadialFormatExecutorConfig()
+        c.volume_xy_extent = (vg.Range(-1, 1), vg.Range(-1, 1)); c.segment_rt_extent = (vg.Range(-1, 1), vg.Range(0, 3))
+        c.radial_shape = (4, 8)
+        return vf.RadialFormatExecutor(c)
+    def _spiral():
+        c = vf.SpiralFormatExecutorConfig()
+        c.volume_xy_extent = (vg.Range(-1, 1), vg.Range(-1, 1)); c.segment_extent = vg.Range(0, 1)
+        c.spiral_shape = (2, 100); c.spiral_velocity = 3.0
+        return vf.SpiralFormatExecutor(c)
+    ex = {"Radial": _radial, "Spiral": _spiral, "Position": lambda: vf.PositionFormatExecutor(vf.PositionFormatExecutorConfig()),
+          "Stack": lambda: vf.StackFormatExecutor(vf.StackFormatExecutorConfig())}
+    cap = vg.Readback(64, "cpu"); coord = vg.AsyncCoordinator("cpu"); mgr = vg.PipelineStageManager(coord)
+    SPECIAL = {  # classes with required arguments
+        "Array": lambda: vg.zeros(3), "Device": vg.get_device, "DeviceTensor": lambda: vg.DeviceTensor((2,)),
+        "TensorView": lambda: vg.DeviceTensor((2,)).view() if hasattr(vg.DeviceTensor, "view") else None,
+        "Graph": lambda: _graph(), "BufferPool": lambda: vg.BufferPool(64, 1, device="cpu"),
+        "Readback": lambda: vg.Readback(64, "cpu"), "ReadbackHandle": lambda: cap.readback(vg.zeros(4, device="cpu")),
+        "TripleBuffer": lambda: vg.TripleBuffer("cpu", 16), "PipelineStageManager": lambda: mgr,
+        "PipelineGraph": lambda: None, "GpuPipelineStage": lambda: vg.GpuPipelineStage("s"),
+        "KernelOp": lambda: vg.KernelOp("k"), "SpinOp": lambda: vg.SpinOp(1.0), "UploadOp": lambda: vg.UploadOp(np.zeros(2)),
+        "DownloadOp": lambda: vg.DownloadOp(np.zeros(2)), "KernelArg": lambda: vtk.KernelArg("i32", 1),
+        "MemoryUsage": lambda: vg.memory_usage(), "Logger": lambda: vg.log.Logger("walker"),
+        "FileSink": lambda: vg.log.FileSink(os.path.join(TMP, "walker.log")),
+        "LiveView": lambda: None, "Frame": lambda: vg.display.Frame(0, np.zeros((2, 2)), np.zeros((2, 2)), 0),
+    }
+    def _graph():
+        s = vg.Stream()
+        with vg.ScopedCapture(s) as c:
+            vg.zeros(2)
+        return c.graph
+    def candidates(cls):
+        yield lambda: cls()
+        n = cls.__name__
+        if n in SPECIAL:
+            yield SPECIAL[n]
+        if issubclass(cls, enum.Enum):
+            yield lambda: next(iter(cls))
+        if dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+            k = len([p for p in inspect.signature(cls).parameters.values() if p.default is p.empty])
+            yield lambda: cls(*[0] * k)
+        for s in storages:
+            yield lambda s=s: cls(storage=s())
+            yield lambda s=s: cls(s())
+        for key, e in ex.items():
+            if key in n or key == "Stack":
+                yield lambda e=e: cls(e(), (2, 3, 4))
+    def build(cls):
+        errs = []
+        for make in candidates(cls):
+            try:
+                o = make()
+            except Exception as e:
+                errs.append(f"{type(e).__name__}: {str(e)[:80]}")
+                continue
+            if o is not None:
+                return o, ""
+        return None, "; ".join(errs[-2:]) if errs else "no candidate"
+    unbuilt = []
+    for qn, cls in sorted(classes.items()):
+        if any(f(cls) for f in ALLOWED.values()):
+            continue
+        if cls.__name__.startswith(CUDA_ONLY) and not vg.is_cuda_available():
+            continue
+        obj, why = build(cls)
+        if obj is None:
+            if cls.__name__ not in ("PipelineGraph", "LiveView"):  # built only by a manager / over a running endpoint
+                unbuilt.append(f"{qn}: {why}")
+            continue
+        name = type(obj).__name__
+        try:
+            obj.zzz_not_a_field = 1
+        except AttributeError as e:
+            frozen = type(e).__name__ == "FrozenInstanceError"
+            if "zzz_not_a_field" not in str(e) or (name not in str(e) and not frozen):
+                _problems.append(f"{qn}: AttributeError naming not the class and attribute: {e}")
+        except Exception as e:
+            _problems.append(f"{qn}: {type(e).__name__}: {e} (expected AttributeError)")
+        else:
+            _problems.append(f"{qn}: unknown attribute stored")
+        for how, fn in (("copy", copy.copy), ("deepcopy", copy.deepcopy), ("pickle", lambda o: pickle.loads(pickle.dumps(o)))):
+            try:
+                c = fn(obj)
+            except TypeError as e:
+                m = str(e)  # refused: must say which class and what to do (a list: which item refused)
+                if not any(w in m for w in ("share", "build", "make", "instead", "use")):
+                    _problems.append(f"{qn} {how}: TypeError that says not what to do: {m[:120]}")
+            except Exception as e:
+                _problems.append(f"{qn} {how}: {type(e).__name__}: {str(e)[:120]} (expected TypeError or a copy)")
+            else:
+                if type(c) is not type(obj):
+                    _problems.append(f"{qn} {how}: a copy of class {type(c).__name__}")
+            gc.collect()
+    if unbuilt:
+        _problems.append(f"classes the walker cannot build (add them to SPECIAL): {unbuilt}")
+    if len(classes) < 150:
+        _problems.append(f"walked only {len(classes)} classes")
+""", timeout=90)
+
 PARAMS = register(CASES)
 
 

@@ -168,6 +168,89 @@ case("go_handles_refuse", """
     a.numpy(); vg.zeros(2); vg.get_device().synchronize()
 """)
 
+case("log", """
+    from vortexgo import log
+    fs = log.FileSink(os.path.join(TMP, "a.log"))
+    lg = log.Logger("x", sinks=[fs, log.StdErrSink()])
+    for sink in (log.StdErrSink(), log.StdOutSink(), log.PythonSink(), fs):
+        copies(type(sink).__name__, sink, lambda s: s.flush())
+    copies("Logger", lg, lambda l: l.warn("still logging"))
+    # SinkList is a value: copy.copy shares the sinks (vortex's SinkList(other)); deep copies and pickle
+    # refuse with the sink's TypeError
+    sl = lg.sinks
+    c = copy.copy(sl)
+    if type(c) is not log.SinkList or c is sl or list(c) != list(sl) or any(a is not b for a, b in zip(c, sl)):
+        _problems.append(f"copy.copy(SinkList): {c!r}")
+    for how, fn in (("deepcopy", copy.deepcopy), ("pickle", pickle.dumps)):
+        try:
+            fn(sl)
+        except TypeError as e:
+            if "FileSink" not in str(e) and "StdErrSink" not in str(e):
+                _problems.append(f"SinkList {how}: TypeError naming no sink: {e}")
+        else:
+            _problems.append(f"SinkList {how}: copied the sinks")
+    gc.collect(); lg.flush()
+    if open(os.path.join(TMP, "a.log")).read().count("still logging") != 3:  # one per copies() round
+        _problems.append("the file sink lost records after the copies")
+""", issue="copy.deepcopy of a log sink or logger failed with \"cannot pickle '_thread.lock' object\"; copy.copy shared the file")
+case("lists", """
+    from vortexgo import marker as vm, scan as vs, engine as ve
+    s = vs.RasterScan(); cfg = vs.RasterScanConfig(); cfg.ascans_per_bscan = 10; cfg.bscans_per_volume = 3
+    cfg.bypass_limits_check = True; s.initialize(cfg)
+    markers = vm.MarkerList([vm.ScanBoundary(0, 1), vm.VolumeBoundary(5, 2, 0, True), vm.Event(7, 3)])
+    lists = [("MarkerList", markers), ("FlagsList", vm.FlagsList([vm.Flags(3), vm.Flags(5)])),
+             ("SegmentList", vs.SegmentList([vs.Segment(), vs.Segment()])), ("StrobeList", vg.EngineConfig().strobes)]
+    for label, lst in lists:
+        cls = type(lst)
+        for how, fn in (("copy", copy.copy), ("deepcopy", copy.deepcopy), ("pickle", lambda o: pickle.loads(pickle.dumps(o))),
+                        ("copy()", lambda o: o.copy()), ("[:]", lambda o: o[:]), ("constructor", lambda o: cls(o))):
+            try:
+                c = fn(lst)
+            except Exception as e:
+                _problems.append(f"{label} {how}: {type(e).__name__}: {str(e)[:150]}"); continue
+            if type(c) is not cls or c is lst or len(c) != len(lst):
+                _problems.append(f"{label} {how}: {type(c).__name__} of {len(c)}, expected an independent {cls.__name__}")
+                continue
+            if label != "SegmentList" and list(c) != list(lst):  # Segment has no ==: compared by repr below
+                _problems.append(f"{label} {how}: not equal")
+            if repr(c) != repr(lst):
+                _problems.append(f"{label} {how}: repr {repr(c)[:80]} != {repr(lst)[:80]}")
+            deep = how in ("deepcopy", "pickle")
+            if deep and any(a is b for a, b in zip(c, lst)):
+                _problems.append(f"{label} {how}: shares its items")
+            c.append(lst[0]) if label != "StrobeList" else c.append(ve.SampleStrobe())
+            if len(lst) == len(c):
+                _problems.append(f"{label} {how}: appending to the copy changed the original")
+        gc.collect()
+    if type(markers[1:]) is not vm.MarkerList or markers[1] is not markers[1:][0]:
+        _problems.append("a MarkerList slice is not a MarkerList of the same markers")
+    d = copy.deepcopy(markers); d[1].sample = 99
+    if markers[1].sample != 5:
+        _problems.append("deepcopy(MarkerList) shares its markers")
+    # divide / cycle hold processors: a shallow copy shares them, a deep copy refuses with the processor's TypeError
+    p = vg.CPUProcessor(samples_per_record=64, ascans_per_block=8)
+    for node in (ve.divide([p]), ve.cycle([p])):
+        c = copy.copy(node)
+        if type(c) is not type(node) or c[0] is not p:
+            _problems.append(f"copy.copy({type(node).__name__}): {c!r}")
+        try:
+            copy.deepcopy(node)
+        except TypeError as e:
+            if "CPUProcessor" not in str(e):
+                _problems.append(f"deepcopy({type(node).__name__}): {e}")
+        else:
+            _problems.append(f"deepcopy({type(node).__name__}) copied a processor")
+    gc.collect(); p.initialize(p.config)
+""", issue="list-likes: slices and copy() were plain lists; unknown attributes were stored")
+case("scoped_capture", """
+    s = vg.Stream()
+    with vg.ScopedCapture(s) as cap:
+        a = vg.zeros(3, stream=s) if "stream" in vg.zeros.__code__.co_varnames else vg.zeros(3)
+    copies("ScopedCapture", cap, lambda c: c.graph.launch(s))
+    copies("ScopedCapture (unused)", vg.ScopedCapture(s), lambda c: repr(c))
+    s.synchronize()
+""")
+
 PARAMS = register(CASES)
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from .._array import Array, _norm_dtype
+from .._attrs import StrictAttributes
 from .._core import api
 from .._device import Device
 from .._errors import Closeable, ClosedError
@@ -21,7 +22,7 @@ _STREAMS = {"compute": 0, "upload": 1, "download": 2}
 
 
 @dataclass
-class GpuPipelineStage:
+class GpuPipelineStage(StrictAttributes):
     """One named step of a pipeline iteration.
 
     Args:
