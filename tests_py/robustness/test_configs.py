@@ -333,8 +333,9 @@ ok("walker_every_public_class", """
     }
     def _graph():
         s = vg.Stream()
+        x = vg.zeros(2, device=s.device)   # allocated before the capture: a CUDA capture refuses allocations
         with vg.ScopedCapture(s) as c:
-            vg.zeros(2)
+            vg.scale_offset(x, 2.0, 1.0, out=x, stream=s)
         return c.graph
     def candidates(cls):
         yield lambda: cls()

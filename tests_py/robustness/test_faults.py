@@ -217,8 +217,12 @@ if done == 0:
 report()
 """
 
+# 6000 bytes past what open() wrote (the header; for HDF5 its superblock and
+# the dataset's metadata, whose size differs between HDF5 builds: the GPU
+# machine's gave a file that left no room for a volume under a fixed 6000).
 FSIZE_LIMIT = """
-resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
+_lim = os.path.getsize(path) + 6000
+resource.setrlimit(resource.RLIMIT_FSIZE, (_lim, _lim))
 """
 
 TMPFS_MOUNT = """
