@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -161,6 +162,7 @@ def main(argv=None) -> int:
     rfec = RadialFormatExecutorConfig(sample_slice=SimpleSlice(keep), radial_segments_per_volume=B,
                                       radial_records_per_segment=A)
     rfec.x_extent = rfec.y_extent = rfec.radial_extent = (-2.0, 2.0)
+    rfec.angular_extent = (0.0, math.pi)  # B radial B-scans half-evenly spaced over [0, pi) (vortex's default is unset)
     radial_ep = RadialDeviceTensorEndpointInt8(RadialFormatExecutor(rfec), (A, A, keep))
     log = MarkerLog()
     log_path = out / f"{a.prefix}-markers.bin"
