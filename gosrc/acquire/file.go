@@ -17,6 +17,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
+	"github.com/vortexgo/vortexgo/gosrc/internal/nowait"
 )
 
 // FileConfig configures a FileAcquisition (vortex's FileAcquisitionConfig
@@ -563,7 +564,7 @@ func WriteNPY(path string, data []uint16, shape ...int) error {
 // beyond Ctrl-C's reach) until another process opened the pipe, and a
 // replay needs a file it can measure, map and read again from its start.
 func openRegular(path string) (*os.File, error) {
-	f, err := openNoWait(path)
+	f, err := nowait.Open(path, os.O_RDONLY, 0) // a FIFO without a writer would block prepare()
 	if err != nil {
 		return nil, engine.Invalid("acquire: FileConfig.Path: %v", err)
 	}

@@ -22,6 +22,3 @@ func versionOf(f *os.File) (fileVersion, error) {
 	}
 	return fileVersion{size: st.Size()}, nil
 }
-
-// openNoWait opens path read-only (no FIFOs to wait for here).
-func openNoWait(path string) (*os.File, error) { return os.Open(path) }

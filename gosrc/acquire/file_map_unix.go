@@ -40,22 +40,3 @@ func versionOf(f *os.File) (fileVersion, error) {
 	}
 	return fileVersion{size: st.Size, mtime: st.Mtim}, nil
 }
-
-// openNoWait opens path read-only without waiting for a FIFO's writer
-// (O_NONBLOCK, cleared again: reads of a regular file never wait anyway).
-func openNoWait(path string) (*os.File, error) {
-	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		if err := unix.SetNonblock(fd, false); err != nil {
-			_ = unix.Close(fd)
-			return nil, &os.PathError{Op: "fcntl", Path: path, Err: err}
-		}
-		return os.NewFile(uintptr(fd), path), nil
-	}
-}

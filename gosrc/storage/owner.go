@@ -8,6 +8,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/internal/nowait"
 )
 
 // fileID names a file independently of the path it was opened by (a
@@ -108,7 +109,7 @@ func openOwned(what, path string, flag int, o owner) (*os.File, fileID, error) {
 	if err := checkWritablePath(what, path); err != nil {
 		return nil, fileID{}, err
 	}
-	f, err := openNonBlocking(path, flag|os.O_CREATE)
+	f, err := nowait.Open(path, flag|os.O_CREATE, 0o644) // a FIFO without a reader would block open()
 	if err != nil {
 		return nil, fileID{}, fmt.Errorf("%s: path=%q cannot be written: %w", what, path, err)
 	}
