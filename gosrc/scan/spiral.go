@@ -102,7 +102,9 @@ func (w *SpiralWaypoints) validate(n xyNames) error {
 		tc := w.cavDuration(rSwap) - w.cavDuration(w.InnerRadius())
 		tl := w.clvDuration(w.OuterRadius()) - w.clvDuration(rSwap)
 		if k := math.Floor(tc / (tc + tl) * float64(w.SamplesPerSegment)); k < 1 {
-			return backend.Invalidf("%s.samples_per_segment: %d, too few for the hybrid spiral's constant angular velocity part", n.cls, w.SamplesPerSegment)
+			return backend.Invalidf("%s.samples_per_segment: %d, too few for the hybrid spiral's constant angular velocity part "+
+				"(angular_velocity %v, linear_velocity %v: swap radius %v): expected more samples or a smaller angular_velocity",
+				n.cls, w.SamplesPerSegment, w.AngularVelocity, w.LinearVelocity, rSwap)
 		}
 	}
 	return nil

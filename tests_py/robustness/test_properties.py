@@ -402,25 +402,35 @@ run_state_machine_as_test(Streams, settings=settings(max_examples=50, stateful_s
 # attribute names raise AttributeError naming the attribute.
 prop("config_fields_hostile_values", """
 import dataclasses
-from vortexgo import format as vf, process as vp, acquire as va, scan as vs
+from vortexgo import format as vf, process as vp, acquire as va, scan as vs, storage as vst, engine as ve, simple as vsim
 CLASSES = [vf.StackFormatExecutorConfig, vf.RadialFormatExecutorConfig, vf.SpiralFormatExecutorConfig,
            vf.PositionFormatExecutorConfig, vf.FormatPlannerConfig, vp.ProcessorConfig, vp.NullProcessorConfig,
-           vp.CopyProcessorConfig, va.SimulatedAcquisitionConfig, va.NullAcquisitionConfig,
-           vs.RasterScanConfig, vs.RadialScanConfig, vs.SpiralScanConfig, vs.RepeatedRasterScanConfig]
+           vp.CopyProcessorConfig, va.SimulatedAcquisitionConfig, va.NullAcquisitionConfig, va.FileAcquisitionConfig,
+           vs.RasterScanConfig, vs.RadialScanConfig, vs.SpiralScanConfig, vs.RepeatedRasterScanConfig,
+           vs.RepeatedRadialScanConfig, vs.FreeformScanConfig,
+           vst.SimpleStackConfig, vst.HDF5StackConfig, vst.BroctStorageConfig, vst.SimpleStreamConfig,
+           vst.StreamDumpConfig, vst.MarkerLogConfig, ve.EngineConfig, vsim.SimpleEngineConfig]
 def fields(cls):
     if dataclasses.is_dataclass(cls):
         return [f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")]
-    return [f.name for f in cls._fields()]
+    if hasattr(cls, "_fields"):
+        return [f.name for f in cls._fields()]
+    # Plain classes (EngineConfig, SimpleEngineConfig): the settable public attributes of a new one.
+    return sorted(n for n in vars(cls()) if not n.startswith("_") and not callable(getattr(cls(), n)))
 BY_NAME = {c.__name__: c for c in CLASSES}  # Hypothesis prints names, not classes
 PAIRS = [(c.__name__, n) for c in CLASSES for n in fields(c)]
 VALUES = st.sampled_from([math.nan, math.inf, -math.inf, 2**40, 2**64, -2**63 - 1, -1, 0, 0.5, 1e308, "3", None,
                           [1, 2], (1.0, 2.0), np.int32(3), np.int64(2**40), np.float64(2.5), np.float32(math.nan),
                           np.bool_(True), True, object(), b"x"])
+# vortex's names for one field: a message may use the scan's own (RasterScanConfig's
+# bscans_per_volume is segments_per_volume, ascans_per_bscan is samples_per_segment).
+ALIASES = {"segments_per_volume": "bscans_per_volume", "samples_per_segment": "ascans_per_bscan"}
 def names(msg, field):
     low = msg.lower().replace("_", "")
-    return field.replace("_", "").lower() in low
+    return any(f.replace("_", "").lower() in low for f in (field, ALIASES.get(field, field)))
 def validate(cfg):
-    if hasattr(cfg, "validate"):
+    # EngineConfig validates its wiring (stages), which a field alone cannot make valid.
+    if hasattr(cfg, "validate") and not isinstance(cfg, ve.EngineConfig):
         cfg.validate()
     if hasattr(cfg, "_record"):
         cfg._record()
@@ -436,6 +446,8 @@ def valid(cls):
         cfg.angular_extent, cfg.radial_shape = vg.Range(0, 3), (2, 3)
     if cls is vf.SpiralFormatExecutorConfig:
         cfg.spiral_shape, cfg.spiral_velocity = (2, 3), 1.0
+    if cls is vs.FreeformScanConfig:
+        cfg.pattern = vs.SequentialPattern().to_pattern([np.array([[0.0, 0.0], [1.0, 1.0]])])
     validate(cfg)
     return cfg
 @settings(SET, max_examples=600)  # ~100 fields x 22 values: cover most pairs
