@@ -333,7 +333,9 @@ ok("walker_every_public_class", """
     }
     def _graph():
         s = vg.Stream()
-        x = vg.zeros(2, device=s.device)   # allocated before the capture: a CUDA capture refuses allocations
+        # Made on the capturing stream and synchronized before the capture: a CUDA
+        # capture refuses allocations and waits on work recorded outside it.
+        x = vg.zeros(2, device=s.device, stream=s); s.synchronize()
         with vg.ScopedCapture(s) as c:
             vg.scale_offset(x, 2.0, 1.0, out=x, stream=s)
         return c.graph
