@@ -220,7 +220,7 @@ def test_disk_full_stops_the_engine_and_raises_from_wait(tmp_path):
         assert time.monotonic() - t0 < 20
         st_ = eng.status()
         assert st_.error and st_.state == "failed", st_
-        assert any(ev == EngineEvent.ERROR for ev, _ in events), events
+        assert any(ev == EngineEvent.Error for ev, _ in events), events
         assert ep.volumes_written == 3, ep.volumes_written
         # The 4th volume's first segments reached the file (vortex's Volume strategy
         # writes each block's finished segments): close cannot pad it on the full disk
@@ -252,7 +252,7 @@ def test_base_exception_in_a_handler_stops_the_engine_and_reraises(where, raise_
             ep.volume_callback = handler
         eng, acq, proc = rig([ep], rate=0.0)
         if {where!r} == "event":
-            eng.event_callback = lambda ev, e: handler() if ev == EngineEvent.START else None
+            eng.event_callback = lambda ev, e: handler() if ev == EngineEvent.Start else None
         eng.prepare()
         eng.start()
         e = expect({exc}, eng.wait)

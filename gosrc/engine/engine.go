@@ -989,10 +989,6 @@ func (e *Engine) NextEventsInto(dst []Event, timeout time.Duration) int {
 // (timingEvery) with Config.DeviceTimings, none without.
 func (e *Engine) Timings() TimingSummary { return e.timings.summary() }
 
-// RecentTimings copies the newest per-block timings (oldest first) into
-// dst and returns how many it copied.
-func (e *Engine) RecentTimings(dst []JobTiming) int { return e.timings.recent(dst) }
-
 // Close stops the run if needed and frees what Prepare allocated (blocks,
 // slot streams). Endpoints, processors and the acquisition belong to the
 // caller and stay open: their tensors outlive the engine. The engine

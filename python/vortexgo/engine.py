@@ -169,11 +169,6 @@ class EngineEvent(StrictAttributes, enum.IntEnum):
     #: a device stage failed, and the blocks behind it are dropped
     Abort = 8
 
-    # vortexgo's earlier names.
-    START = 1
-    ERROR = 7
-    COMPLETE = 6
-
 
 @dataclass(frozen=True)
 class SessionStatus:
