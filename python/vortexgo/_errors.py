@@ -154,10 +154,7 @@ def release_on_collect(obj: object, release: Callable[[], object], what: str):
 def _release(release: Callable[[], object], what: str) -> None:
     import warnings
 
-    from . import _core
-
-    if _core.forked():
-        return  # a forked child's copy: what it names is the parent's to release
+    # (In a child of fork() these finalizers never run: _core detaches them at the fork.)
 
     try:
         release()

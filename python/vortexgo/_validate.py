@@ -148,15 +148,3 @@ def check_callable(name: str, v: Any, allow_none: bool = True) -> Any:
     if not callable(v):
         raise TypeError(f"{name}={_repr(v)}, expected a callable{' or None' if allow_none else ''}")
     return v
-
-
-def is_logger(v: Any) -> bool:
-    """True for a logger a vortex script passes where vortex takes one: a Python
-    :class:`logging.Logger` or a :class:`vortexgo.log.Logger` (what
-    ``get_console_logger`` returns). vortex's constructors take the logger as
-    their first argument (``CUDAProcessor(logger)``, ``Engine(logger)``)."""
-    import logging
-
-    from .log import Logger  # imported here: log imports this module
-
-    return isinstance(v, (logging.Logger, Logger))

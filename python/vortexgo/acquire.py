@@ -26,7 +26,8 @@ import numpy as np
 from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, native, release_on_collect
-from ._validate import check_callable, check_float, check_int, is_logger
+from ._validate import check_callable, check_float, check_int
+from .log import is_logger
 
 __all__ = [
     "SimulatedAcquisitionConfig", "SimulatedAcquisition",

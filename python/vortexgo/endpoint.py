@@ -17,6 +17,7 @@ An endpoint belongs to the user; an engine borrows it from its
 
 from __future__ import annotations
 
+import enum
 import logging
 from typing import Any, Callable, Optional, Sequence
 
@@ -28,12 +29,14 @@ from ._device import Device
 from ._errors import ClosedError, LockError, VortexError, native
 from ._stream import Stream
 from ._tensor import DeviceTensor
-from ._validate import check_shape, is_logger
+from ._validate import check_int, check_shape
+from .log import is_logger
 from .format import (PositionFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor, StackFormatExecutor,
                      StackFormatExecutorConfig)
 from .storage import _SimpleStack
 
 __all__ = [
+    "BufferStrategy",
     "StackDeviceTensorEndpointInt8", "StackDeviceTensorEndpointUInt16", "StackDeviceTensorEndpointFloat32",
     "StackHostTensorEndpointInt8", "StackHostTensorEndpointUInt16", "StackHostTensorEndpointFloat32",
     "SpectraStackDeviceTensorEndpointUInt16", "AscanStackEndpoint", "SpectraStackEndpoint", "NullEndpoint",
@@ -336,6 +339,38 @@ for _suffix in ("Int8", "UInt16", "Float32"):
     globals()[f"AscanSpiralDeviceTensorEndpoint{_suffix}"] = globals()[f"SpiralDeviceTensorEndpoint{_suffix}"]
 
 
+class BufferStrategy(StrictAttributes, enum.IntEnum):
+    """What a stack storage endpoint buffers before it writes (vortex's
+    ``BufferStrategy``, values as vortex's ``buffer_strategy_t``)."""
+
+    #: write each block's copies at once (``write_partial_bscan`` per copy)
+    Block = 0
+    #: buffer one segment, write it when the plan finishes it
+    Segment = 1
+    #: buffer the volume, write the segments each block finished at the
+    #: block's end (vortex's default)
+    Volume = 2
+
+
+def _buffer_strategy(value: Any) -> BufferStrategy:
+    """``value`` as a :class:`BufferStrategy` (also its name or value; None: vortex's
+    default, Volume), or a clear error."""
+    if value is None:
+        return BufferStrategy.Volume
+    if isinstance(value, BufferStrategy):
+        return value
+    if isinstance(value, str):
+        for s in BufferStrategy:
+            if s.name.lower() == value.lower():
+                return s
+        raise ValueError(f"buffer_strategy={value!r}, expected BufferStrategy.Block, Segment or Volume")
+    if hasattr(value, "name") and isinstance(getattr(value, "name"), str) and type(value).__name__ == "BufferStrategy":
+        return _buffer_strategy(value.name)  # vortex's own enum
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return BufferStrategy(check_int("buffer_strategy", value, 0, 2))
+    raise TypeError(f"buffer_strategy={value!r}, expected a BufferStrategy (Block, Segment or Volume)")
+
+
 def _storage_args(op: str, executor: Any, storage: Any, buffer_strategy: Any, logger: Any, storages: tuple) -> tuple:
     """vortex's storage endpoint arguments, ``(storage, log=None)`` or ``(executor, storage,
     buffer_strategy=BufferStrategy.Volume, log=None)``, and vortexgo's earlier ``(executor,
@@ -350,7 +385,6 @@ def _storage_args(op: str, executor: Any, storage: Any, buffer_strategy: Any, lo
     if not isinstance(storage, storages):
         names = " or ".join(c.__name__.lstrip("_") for c in storages)
         raise TypeError(f"{op}: storage={storage!r}, expected a {names}")
-    from .storage_endpoint import _buffer_strategy  # it imports this module
     return executor, storage, _buffer_strategy(buffer_strategy), logger
 
 

@@ -42,7 +42,8 @@ from ._attrs import NoCopy, StrictAttributes, ValueList
 from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, InUseError, LockError, VortexError, native, translate
-from ._validate import INT64_MAX, check_bool, check_float, check_int, check_timeout, is_logger
+from ._validate import INT64_MAX, check_bool, check_float, check_int, check_timeout
+from .log import is_logger
 from .acquire import _Acquisition
 from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoints from vortex.engine
     AscanStackEndpoint, NullEndpoint, SpectraStackDeviceTensorEndpointUInt16, SpectraStackEndpoint,

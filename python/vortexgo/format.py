@@ -18,7 +18,8 @@ from typing import Any, Optional, Sequence, Union
 
 from ._attrs import NoCopy, StrictAttributes
 from ._core import api
-from ._validate import check_bool, check_float, check_int, is_logger
+from ._validate import check_bool, check_float, check_int
+from .log import is_logger
 from ._errors import native
 from .scan import Range
 

@@ -407,3 +407,11 @@ def get_python_logger(name: str, scope: str = "vortex", level: int = DEBUG) -> L
     lg = Logger(f"{scope}.{name}", PythonSink())
     lg.level = level
     return lg
+
+
+def is_logger(v: object) -> bool:
+    """True for a logger a vortex script passes where vortex takes one: a Python
+    :class:`logging.Logger` or a :class:`vortexgo.log.Logger` (what
+    ``get_console_logger`` returns). vortex's constructors take the logger as
+    their first argument (``CUDAProcessor(logger)``, ``Engine(logger)``)."""
+    return isinstance(v, (_logging.Logger, Logger))

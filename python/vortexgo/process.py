@@ -47,7 +47,8 @@ import numpy as np
 from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._device import Device, DeviceLike, get_device
-from ._validate import check_callable, check_int, is_logger
+from ._validate import check_callable, check_int
+from .log import is_logger
 from ._errors import ClosedError, native
 
 __all__ = [

@@ -16,7 +16,7 @@ marker-log endpoints (vortex users import them from ``vortex.engine``;
   ``...HDF5StackEndpoint`` twins: a stream's records laid out by the format
   plan, ``(segments, records, columns, 1)`` per volume, in a ``SimpleStack`` /
   ``HDF5Stack`` of the stream's type, written as vortex's
-  :class:`BufferStrategy` says.
+  :class:`~vortexgo.endpoint.BufferStrategy` says.
 - ``CounterStackHostTensorEndpoint`` / ``GalvoActualStackHostTensorEndpoint``:
   the latest volume of the counter (uint64) / measured galvo positions
   (float64) in a host tensor of shape ``(segments, records, columns)``.
@@ -27,7 +27,7 @@ marker-log endpoints (vortex users import them from ``vortex.engine``;
   copies into an ``HDF5Stack``; ``BroctStorageEndpoint``: int8 volumes into a
   ``BroctStorage`` (its B-scans transposed in the writer, where vortex's
   BroctFormatExecutor transposes on the device). Like every stack storage
-  endpoint they write as their :class:`BufferStrategy` says (vortex's
+  endpoint they write as their :class:`~vortexgo.endpoint.BufferStrategy` says (vortex's
   semantics: Volume writes the segments each block finished and advances at
   each finished volume; Segment writes each finished segment; Block writes
   each copy at once).
@@ -44,7 +44,6 @@ while an engine writes to it raises :class:`~vortexgo.InUseError`.
 
 from __future__ import annotations
 
-import enum
 import json
 import logging
 import weakref
@@ -52,11 +51,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._attrs import StrictAttributes
 from ._core import api
 from ._errors import VortexError, native
 from ._validate import check_int
-from .endpoint import _Endpoint, _EndpointTensor, _PendingTensor, _StorageEndpoint, _TensorEndpoint
+from .endpoint import (BufferStrategy, _buffer_strategy, _Endpoint, _EndpointTensor, _PendingTensor, _StorageEndpoint,
+                       _TensorEndpoint)
 from .format import StackFormatExecutor, StackFormatExecutorConfig
 from .storage import BroctStorage, MarkerLog, StreamDump, _close_quietly, _HDF5Stack, _SimpleStack, _SimpleStream
 
@@ -66,45 +65,12 @@ _STREAMS = (("counter", "Counter", "uint64"), ("galvo_target", "GalvoTarget", "f
             ("sample_actual", "SampleActual", "float64"), ("strobes", "Strobes", "uint32"))
 
 __all__ = [
-    "BufferStrategy",
     "AscanStreamEndpoint", "SpectraStreamEndpoint", "CounterStreamEndpoint", "GalvoTargetStreamEndpoint",
     "SampleTargetStreamEndpoint", "GalvoActualStreamEndpoint", "SampleActualStreamEndpoint", "StrobesStreamEndpoint",
     "StreamDumpStorage", "MarkerLogStorage",
     "AscanHDF5StackEndpoint", "SpectraHDF5StackEndpoint", "BroctStorageEndpoint",
     "CounterStackHostTensorEndpoint", "GalvoActualStackHostTensorEndpoint",
 ] + [f"{c}StackEndpoint" for _, c, _ in _STREAMS] + [f"{c}HDF5StackEndpoint" for _, c, _ in _STREAMS]
-
-
-class BufferStrategy(StrictAttributes, enum.IntEnum):
-    """What a stack storage endpoint buffers before it writes (vortex's
-    ``BufferStrategy``, values as vortex's ``buffer_strategy_t``)."""
-
-    #: write each block's copies at once (``write_partial_bscan`` per copy)
-    Block = 0
-    #: buffer one segment, write it when the plan finishes it
-    Segment = 1
-    #: buffer the volume, write the segments each block finished at the
-    #: block's end (vortex's default)
-    Volume = 2
-
-
-def _buffer_strategy(value: Any) -> BufferStrategy:
-    """``value`` as a :class:`BufferStrategy` (also its name or value; None: vortex's
-    default, Volume), or a clear error."""
-    if value is None:
-        return BufferStrategy.Volume
-    if isinstance(value, BufferStrategy):
-        return value
-    if isinstance(value, str):
-        for s in BufferStrategy:
-            if s.name.lower() == value.lower():
-                return s
-        raise ValueError(f"buffer_strategy={value!r}, expected BufferStrategy.Block, Segment or Volume")
-    if hasattr(value, "name") and isinstance(getattr(value, "name"), str) and type(value).__name__ == "BufferStrategy":
-        return _buffer_strategy(value.name)  # vortex's own enum
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return BufferStrategy(check_int("buffer_strategy", value, 0, 2))
-    raise TypeError(f"buffer_strategy={value!r}, expected a BufferStrategy (Block, Segment or Volume)")
 
 
 class _BlockEndpoint(_Endpoint):
