@@ -6,17 +6,13 @@ package engine
 // high rates, are written into the caller's int64s; the rest are float64
 // slices, the one record style of the bindings (hostmem.Record).
 
-// EventFields is the number of int64 fields of one event record: kind,
-// endpoint, sample, scan_idx, volume_idx, bscan_idx, timestamp_ns, then an
-// EventJob's seven stage times (Event.Times; zero for other kinds).
-const EventFields = 7 + blockMarks
-
-// Record writes the event's fields (EventFields of them) into dst.
+// Record writes the event's fields (EventFields of them, in layout.go's
+// order) into dst.
 func (ev *Event) Record(dst []int64) {
 	_ = dst[EventFields-1]
-	dst[0], dst[1], dst[2], dst[3] = int64(ev.Kind), int64(ev.Endpoint), ev.Sample, ev.ScanIdx
-	dst[4], dst[5], dst[6] = ev.VolumeIdx, ev.BscanIdx, ev.Timestamp
-	copy(dst[7:EventFields], ev.Times[:])
+	dst[FieldKind], dst[FieldEndpoint], dst[FieldSample], dst[FieldScanIdx] = int64(ev.Kind), int64(ev.Endpoint), ev.Sample, ev.ScanIdx
+	dst[FieldVolumeIdx], dst[FieldBscanIdx], dst[FieldTimestamp] = ev.VolumeIdx, ev.BscanIdx, ev.Timestamp
+	copy(dst[FieldTimes:EventFields], ev.Times[:])
 }
 
 // StatusFields is the number of fields of a status record, in the order

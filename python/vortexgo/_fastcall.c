@@ -43,6 +43,7 @@
 #include <time.h>
 
 #include "fastpath.h"
+#include "eventlayout.h"
 #include "eventring.h"
 
 static const vg_fast_api* api;
@@ -368,11 +369,17 @@ static PyTypeObject EventBaseType = {
 
 /* --- the engine dispatcher's hot loop --------------------------------------- */
 
-/* An event record (engine.EventFields int64s, python/vortexgo/engine.py
- * _FIELDS): kind, endpoint, sample, scan_idx, volume_idx, bscan_idx,
- * timestamp_ns, then a job's times. The kinds run here (gosrc/engine/
- * events.go): update, segment, volume, scan and event markers. */
-enum { EV_FIELDS = 14, EV_UPDATE = 0, EV_SEGMENT = 1, EV_VOLUME = 2, EV_SCAN = 3, EV_MARKER = 6 };
+/* An event record: its layout is declared once, in gosrc/engine/layout.go,
+ * and generated into eventlayout.h (VG_EV_*). The kinds run here: update,
+ * segment, volume, scan and event markers. */
+enum {
+	EV_FIELDS = VG_EV_FIELDS,
+	EV_UPDATE = VG_EV_UPDATE,
+	EV_SEGMENT = VG_EV_SEGMENT,
+	EV_VOLUME = VG_EV_VOLUME,
+	EV_SCAN = VG_EV_SCAN,
+	EV_MARKER = VG_EV_EVENT,
+};
 
 /* Interned attribute names: the engine's state and each kind's handler. */
 static PyObject *s_endpoints, *s_fatal, *s_latency, *s_latency_cap, *s_latency_base, *s_aggregate, *s_block,

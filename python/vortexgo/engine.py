@@ -38,6 +38,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _core
+from . import _eventlayout as _layout
 from ._attrs import NoCopy, StrictAttributes, ValueList
 from ._core import api
 from ._device import Device, DeviceLike, get_device
@@ -111,12 +112,15 @@ def _own(h: Any) -> None:
         h.Do("own", "", h, 0, 0)
 
 
-# Event kinds of the Go queue (gosrc/engine/events.go) and record fields
-# (engine.EventFields, gosrc/engine/records.go): kind, endpoint, sample,
-# scan_idx, volume_idx, bscan_idx, timestamp_ns, then a job's 7 stage times.
-# (_ERROR is no longer posted: errors are lifecycle events, _ENGINE.)
-_UPDATE, _SEGMENT, _VOLUME, _SCAN, _ERROR, _DONE, _EVENT, _QUEUE, _QUEUE_EMPTY, _ENGINE, _JOB = range(11)
-_FIELDS = 14
+# Event kinds of the Go queue and the record's size: declared once in
+# gosrc/engine/layout.go, generated into _eventlayout (the fields, in order:
+# kind, endpoint, sample, scan_idx, volume_idx, bscan_idx, timestamp_ns, then
+# a job's stage times). (ERROR is no longer posted: errors are lifecycle
+# events, _ENGINE.)
+_UPDATE, _SEGMENT, _VOLUME, _SCAN = _layout.UPDATE, _layout.SEGMENT, _layout.VOLUME, _layout.SCAN
+_DONE, _EVENT, _QUEUE, _QUEUE_EMPTY = _layout.DONE, _layout.EVENT, _layout.QUEUE, _layout.QUEUE_EMPTY
+_ENGINE, _JOB = _layout.ENGINE, _layout.JOB
+_FIELDS = _layout.FIELDS
 # The engine's record (engine.Engine.Record, gosrc/engine/records.go): the
 # status (13 values), then the timings (24).
 _STATUS_FIELDS = 13
