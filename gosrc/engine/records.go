@@ -15,15 +15,8 @@ func (ev *Event) Record(dst []int64) {
 	copy(dst[FieldTimes:EventFields], ev.Times[:])
 }
 
-// StatusFields is the number of fields of a status record, in the order
-// of Status's fields: blocks acquired, processed, formatted, dropped,
-// volumes, callback errors, events dropped, in flight, running (0/1),
-// done (0/1), dispatched, allocated, profiler marks dropped. The error
-// text is read separately (Engine.Err).
-const StatusFields = 13
-
-// Record is the status counters (StatusFields of them; float64 is exact
-// for counts below 2^53).
+// Record is the status counters (StatusFields of them, in statusNames'
+// order, layout.go).
 func (s *Status) Record() []float64 {
 	b := func(v bool) float64 {
 		if v {
@@ -37,12 +30,8 @@ func (s *Status) Record() []float64 {
 		float64(s.ProfilerDropped)}
 }
 
-// TimingFields is the number of fields of a timing record: for each stage
-// (acquire, process, format, upload) count, mean, min, max, p50, p99 in
-// milliseconds.
-const TimingFields = 24
-
-// Record is the summary (TimingFields values).
+// Record is the summary (TimingFields values, in timingStages' and
+// timingStats' order, layout.go).
 func (t *TimingSummary) Record() []float64 {
 	out := make([]float64, 0, TimingFields)
 	for _, s := range [...]*StageStats{&t.Acquire, &t.Process, &t.Format, &t.Upload} {

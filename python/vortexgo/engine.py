@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _core
-from . import _eventlayout as _layout
+from . import _records
 from ._attrs import NoCopy, StrictAttributes, ValueList
 from ._core import api
 from ._device import Device, DeviceLike, get_device
@@ -112,19 +112,18 @@ def _own(h: Any) -> None:
         h.Do("own", "", h, 0, 0)
 
 
-# Event kinds of the Go queue and the record's size: declared once in
-# gosrc/engine/layout.go, generated into _eventlayout (the fields, in order:
-# kind, endpoint, sample, scan_idx, volume_idx, bscan_idx, timestamp_ns, then
-# a job's stage times). (ERROR is no longer posted: errors are lifecycle
-# events, _ENGINE.)
-_UPDATE, _SEGMENT, _VOLUME, _SCAN = _layout.UPDATE, _layout.SEGMENT, _layout.VOLUME, _layout.SCAN
-_DONE, _EVENT, _QUEUE, _QUEUE_EMPTY = _layout.DONE, _layout.EVENT, _layout.QUEUE, _layout.QUEUE_EMPTY
-_ENGINE, _JOB = _layout.ENGINE, _layout.JOB
-_FIELDS = _layout.FIELDS
-# The engine's record (engine.Engine.Record, gosrc/engine/records.go): the
-# status (13 values), then the timings (24).
-_STATUS_FIELDS = 13
-_RECORD_FIELDS = _STATUS_FIELDS + 24
+# The flat records Go hands over, declared once in gosrc/engine/layout.go and
+# generated into _records: the event record (kinds; fields in order: kind,
+# endpoint, sample, scan_idx, volume_idx, bscan_idx, timestamp_ns, then a
+# job's stage times), then the engine's record (Engine.Record): the status,
+# then the timings. (ERROR is no longer posted: errors are lifecycle events,
+# _ENGINE.)
+_UPDATE, _SEGMENT, _VOLUME, _SCAN = _records.UPDATE, _records.SEGMENT, _records.VOLUME, _records.SCAN
+_DONE, _EVENT, _QUEUE, _QUEUE_EMPTY = _records.DONE, _records.EVENT, _records.QUEUE, _records.QUEUE_EMPTY
+_ENGINE, _JOB = _records.ENGINE, _records.JOB
+_FIELDS = _records.FIELDS
+_STATUS_FIELDS = _records.STATUS_FIELDS
+_RECORD_FIELDS = _STATUS_FIELDS + _records.TIMING_FIELDS
 _BATCH = 256
 _POLL_MS = 100  # the dispatcher's wait per Go call: bounds how long interpreter exit can wait for it
 # The arguments of the engine's "next_events" operation, the dispatcher's path once the engine is closed.
@@ -1127,7 +1126,7 @@ class Engine(NoCopy, StrictAttributes):
         :meth:`start`, once the session has ended, and after :meth:`stop`."""
         if self._h is None or not self._session:
             return True
-        return bool(self._record(self._h)[9])
+        return bool(self._record(self._h)[_records.S_DONE])
 
     @staticmethod
     def _record(h: Any) -> list[float]:
@@ -1147,14 +1146,18 @@ class Engine(NoCopy, StrictAttributes):
         ``inflight_blocks``, ``dispatch_completion``, ``block_utilization``)."""
         if self._h is None:
             return EngineStatus()
-        v = [int(x) for x in self._record(self._handle())[:_STATUS_FIELDS]]
+        v = dict(zip(_records.STATUS_NAMES, (int(x) for x in self._record(self._handle())[:_STATUS_FIELDS])))
         cfg = self.config
-        dispatched, allocated = v[10], v[11]
+        dispatched, allocated, in_flight = v["dispatched"], v["allocated"], v["in_flight"]
         limit = cfg.blocks_to_acquire if cfg is not None else 0
-        return EngineStatus(*v[:8], running=bool(v[8]), done=bool(v[9]), error=self._h.Err().replace("\n", " "),
-                            active=self._session, dispatched_blocks=dispatched, inflight_blocks=v[7],
-                            dispatch_completion=dispatched / limit if limit > 0 else 0.0,
-                            block_utilization=v[7] / allocated if allocated > 0 else 0.0, profiler_dropped=v[12])
+        return EngineStatus(
+            blocks_acquired=v["blocks_acquired"], blocks_processed=v["blocks_processed"],
+            blocks_formatted=v["blocks_formatted"], blocks_dropped=v["blocks_dropped"], volumes=v["volumes"],
+            callback_errors=v["callback_errors"], events_dropped=v["events_dropped"], in_flight=in_flight,
+            running=bool(v["running"]), done=bool(v["done"]), error=self._h.Err().replace("\n", " "),
+            active=self._session, dispatched_blocks=dispatched, inflight_blocks=in_flight,
+            dispatch_completion=dispatched / limit if limit > 0 else 0.0,
+            block_utilization=in_flight / allocated if allocated > 0 else 0.0, profiler_dropped=v["profiler_dropped"])
 
     @property
     def timings(self) -> dict[str, StageTiming]:
@@ -1167,8 +1170,9 @@ class Engine(NoCopy, StrictAttributes):
         if self._h is None:
             return {s: StageTiming() for s in ("acquire", "process", "format", "upload")}
         v = self._record(self._handle())[_STATUS_FIELDS:]
-        return {stage: StageTiming(int(v[6 * i]), *v[6 * i + 1:6 * i + 6])
-                for i, stage in enumerate(("acquire", "process", "format", "upload"))}
+        k = len(_records.TIMING_STATS)  # count, mean, min, max, p50, p99: StageTiming's fields in order
+        return {stage: StageTiming(int(v[k * i]), *v[k * i + 1:k * i + k])
+                for i, stage in enumerate(_records.TIMING_STAGES)}
 
     @property
     def start_monotonic_ns(self) -> int:
