@@ -79,7 +79,7 @@ __all__ = [
     "AscanSpiralDeviceTensorEndpointInt8",
     "PositionDeviceTensorEndpointInt8", "PositionDeviceTensorEndpointUInt16", "PositionDeviceTensorEndpointFloat32",
     "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
-    "SpectraPositionDeviceTensorEndpointUInt16",
+    "SpectraPositionDeviceTensorEndpointUInt16", "BufferStrategy",
 ] + _storage_endpoints
 
 #: vortex 0.5.1's name for the spiral A-scan endpoint (``vortex.engine.AscanSpiralDeviceTensorEndpointInt8``).
