@@ -47,6 +47,15 @@ def test_unknown_command_is_refused_with_usage():
         assert cmd in r.stderr
 
 
+def test_bare_command_prints_help_and_version_is_given():
+    r = _run()
+    assert r.returncode == 0 and "usage: python -m vortexgo" in r.stdout, r.stderr
+    for cmd in ("info", "demo", "bench", "run"):
+        assert cmd in r.stdout
+    r = _run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"vortexgo {vg.__version__}"
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_demo_writes_a_visible_mip_a_bscan_and_the_volumes(device, tmp_path):
     out = tmp_path / "o"
@@ -54,6 +63,8 @@ def test_demo_writes_a_visible_mip_a_bscan_and_the_volumes(device, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     s, a, b, _ = cli.DEMO_GPU if device.startswith("cuda") else cli.DEMO_CPU
     assert f"writing to   {out}" in r.stdout and "M A-scans/s" in r.stdout
+    proc = next(line for line in r.stdout.splitlines() if line.startswith("processor"))
+    assert "closed" not in proc and "samples" in proc, proc  # described while it runs, not after its close
     for name in ("mip.png", "bscan.png", "volumes.npy"):
         assert str(out / name) in r.stdout, f"the output names {name}"
     vols = np.load(out / "volumes.npy")

@@ -707,3 +707,23 @@ def test_volume_callback_sees_its_own_volume():
     # The ring holds 2 distinct volumes: 0 and 2 are the same, 0 and 1 differ.
     assert np.array_equal(seen[0][1], seen[2][1]) and np.array_equal(seen[1][1], seen[3][1])
     assert not np.array_equal(seen[0][1], seen[1][1])
+
+
+def test_a_tensor_read_outside_its_lock_is_refused_not_wrapped():
+    """np.asarray of an endpoint's tensor (before prepare, or outside its lock) raises a TypeError
+    that says how to read it, instead of NumPy's silent 0-d object array."""
+    ep = StackHostTensorEndpointInt8()
+    with pytest.raises(TypeError, match="Engine.prepare"):
+        np.asarray(ep.tensor)
+    t = vg.DeviceTensor((2, 3), device="cpu")
+    with pytest.raises(TypeError, match="with tensor as view"):
+        np.asarray(t)
+    with t as v:
+        assert np.asarray(v).shape == (2, 3)
+    view = vg.TensorView(0, (2,), np.dtype("float32"), vg.get_device("cpu"))
+    with pytest.raises(TypeError, match="cupy.asarray"):
+        np.asarray(view)
+
+
+def test_the_package_namespace_has_no_future_import():
+    assert "annotations" not in dir(vg)

@@ -141,3 +141,6 @@ from . import simple
 from .simple import SimpleEngine, SimpleEngineConfig
 
 __all__ += ["simple", "SimpleEngine", "SimpleEngineConfig"]
+
+# `from __future__ import annotations` binds the name here; it is no part of the API.
+del annotations

@@ -47,6 +47,11 @@ class TensorView:
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False),
                 "version": 3, "strides": None, "stream": None}
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # Device memory: NumPy would silently wrap this object in a 0-d object array.
+        raise TypeError(f"np.asarray(TensorView) of {self.device.alias} memory: wrap it with a GPU library "
+                        "(cupy.asarray(view), torch.as_tensor(view, device='cuda')), or copy it to the host")
+
     def __repr__(self) -> str:
         return f"<TensorView {self.shape} {self.dtype.name} on {self.device.alias}>"
 
@@ -188,6 +193,12 @@ class DeviceTensor(NoCopy, StrictAttributes):
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # NumPy would otherwise wrap the tensor object itself in a 0-d object
+        # array, silently: its data is only valid under the lock.
+        raise TypeError(f"np.asarray({type(self).__name__}) outside its lock: read the data inside "
+                        "`with tensor as view:` (np.asarray(view), or view.copy() to keep it past the block)")
 
     # --- changes ------------------------------------------------------------------
 

@@ -339,6 +339,7 @@ def demo(device: str = "auto", out: Optional[str] = None, *, volumes: Optional[i
         elapsed = rig.acquire()
         status = rig.engine.status()
         timings = rig.engine.timings
+        processor = repr(rig.processor)  # before rig.close(), which closes it
     finally:
         if bar is not None:
             bar.close()
@@ -355,7 +356,7 @@ def demo(device: str = "auto", out: Optional[str] = None, *, volumes: Optional[i
     a_scans = status.volumes * ascans * bscans
     result = DemoResult(dev.alias, status.volumes, a_scans / elapsed, a_scans * samples * 2 / elapsed,
                         mip_png, bscan_png, npy)
-    say(f"processor    {rig.processor!r}")
+    say(f"processor    {processor}")
     say(f"acquired     {status.volumes} volumes in {elapsed:.2f} s (prepare {t_prepare:.2f} s): "
         f"{result.ascans_per_second / 1e6:.3f} M A-scans/s, {result.raw_bytes_per_second / 1e9:.3f} GB/s raw input")
     say(f"blocks       {status.blocks_formatted} formatted, {status.blocks_dropped} dropped, "
@@ -513,12 +514,19 @@ def run_script(path: str, args: List[str], shadow: bool = False) -> int:
 # ------------------------------------------------------------------------- main
 
 
+def _version() -> str:
+    import vortexgo as vg
+
+    return getattr(vg, "__version__", "dev")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return the exit status."""
     p = argparse.ArgumentParser(prog="python -m vortexgo",
                                 description="vortexgo's command line: info, a demo acquisition, a benchmark, "
                                             "a vortex script run on vortexgo.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--version", action="version", version=f"vortexgo {_version()}")
+    sub = p.add_subparsers(dest="command")
     sub.add_parser("info", help="devices, CUDA driver, cuFFT, the C fast path, versions")
     d = sub.add_parser("demo", help="a simulated OCT acquisition: MIP and B-scan PNGs, the volumes, the throughput")
     d.add_argument("--device", default="auto", help="auto (a GPU if present), cpu, cuda or cuda:N")
@@ -534,6 +542,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("script", help="the script's path")
     r.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     args = p.parse_args(argv)
+    if args.command is None:  # a bare `python -m vortexgo`: what it can do, not an error
+        p.print_help()
+        return 0
     if args.command == "info":
         return info()
     if args.command == "run":

@@ -97,6 +97,11 @@ class _PendingTensor:
     def __exit__(self, *exc: Any) -> None:
         pass
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # Not a 0-d object array (NumPy's silent fallback): say what to do.
+        raise TypeError(f"np.asarray({self._name}.tensor): the volume is not allocated until Engine.prepare(); "
+                        "then read it inside `with endpoint.tensor as volume:`")
+
     def __repr__(self) -> str:
         return f"<{self._name} tensor, not allocated until Engine.prepare(): {self.shape} {self.dtype.name}>"
 
