@@ -8,13 +8,12 @@
 #define VG_EV_SEGMENT 1
 #define VG_EV_VOLUME 2
 #define VG_EV_SCAN 3
-#define VG_EV_ERROR 4
-#define VG_EV_DONE 5
-#define VG_EV_EVENT 6
-#define VG_EV_QUEUE 7
-#define VG_EV_QUEUE_EMPTY 8
-#define VG_EV_ENGINE 9
-#define VG_EV_JOB 10
+#define VG_EV_DONE 4
+#define VG_EV_EVENT 5
+#define VG_EV_QUEUE 6
+#define VG_EV_QUEUE_EMPTY 7
+#define VG_EV_ENGINE 8
+#define VG_EV_JOB 9
 
 #define VG_EV_F_KIND 0
 #define VG_EV_F_ENDPOINT 1

@@ -20,8 +20,6 @@ const (
 	EventVolume
 	// EventScan: the scan is complete (scan_callback).
 	EventScan
-	// EventError: a stage failed; Message says how. The engine stops.
-	EventError
 	// EventDone: the engine finished; no event follows.
 	EventDone
 	// EventMarker: an Event marker reached the endpoint (vortex's endpoint
@@ -60,8 +58,6 @@ func (k EventKind) String() string {
 		return "volume"
 	case EventScan:
 		return "scan"
-	case EventError:
-		return "error"
 	case EventDone:
 		return "done"
 	case EventMarker:
@@ -99,7 +95,8 @@ type Event struct {
 	BscanIdx int64
 	// Timestamp is nanoseconds since Engine.Start (monotonic clock).
 	Timestamp int64
-	// Message explains an EventError.
+	// Message is the error of an EventEngine's EngineError or EngineAbort
+	// (and of an EngineShutdown an error caused).
 	Message string
 	// Seq numbers the events the queue accepted (1, 2, ...).
 	Seq uint64

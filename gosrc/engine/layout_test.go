@@ -38,8 +38,8 @@ func TestLayoutNamesEveryKindAndField(t *testing.T) {
 		py, c string
 	}{
 		{"SEGMENT = 1\n", "#define VG_EV_SEGMENT 1\n"},
-		{"EVENT = 6\n", "#define VG_EV_EVENT 6\n"}, // EventMarker: vortex's event_callback
-		{"JOB = 10\n", "#define VG_EV_JOB 10\n"},
+		{"EVENT = 5\n", "#define VG_EV_EVENT 5\n"}, // EventMarker: vortex's event_callback
+		{"JOB = 9\n", "#define VG_EV_JOB 9\n"},
 		{"F_SAMPLE = 2\n", "#define VG_EV_F_SAMPLE 2\n"},
 		{"F_TIMES = 7\n", "#define VG_EV_F_TIMES 7\n"},
 	} {

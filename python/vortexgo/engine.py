@@ -116,8 +116,7 @@ def _own(h: Any) -> None:
 # generated into _records: the event record (kinds; fields in order: kind,
 # endpoint, sample, scan_idx, volume_idx, bscan_idx, timestamp_ns, then a
 # job's stage times), then the engine's record (Engine.Record): the status,
-# then the timings. (ERROR is no longer posted: errors are lifecycle events,
-# _ENGINE.)
+# then the timings. Errors are lifecycle events (_ENGINE: EngineEvent.Error).
 _UPDATE, _SEGMENT, _VOLUME, _SCAN = _records.UPDATE, _records.SEGMENT, _records.VOLUME, _records.SCAN
 _DONE, _EVENT, _QUEUE, _QUEUE_EMPTY = _records.DONE, _records.EVENT, _records.QUEUE, _records.QUEUE_EMPTY
 _ENGINE, _JOB = _records.ENGINE, _records.JOB
