@@ -43,9 +43,11 @@ from ._validate import INT64_MAX, check_bool, check_int
 # the two bases cannot differ in what they accept or raise.
 
 
+@native
 def _op(*args: int) -> int:
-    # Looked up per call: _core binds the Go function at its first load.
-    return native(_core.stream_op)(*args)
+    # _core.stream_op is looked up per call: _core binds the Go function at its first load.
+    return _core.stream_op(*args)
+
 
 #: Smallest int64: priorities and handles are bounded to Go's int before gopy
 #: sees them (it would say "int too big to convert", naming nothing).
