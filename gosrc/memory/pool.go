@@ -215,9 +215,6 @@ func freeAll(bufs []backend.Buffer) error {
 // Config returns the pool's configuration.
 func (p *BufferPool) Config() PoolConfig { return p.cfg }
 
-// Record is the pool's Stats as a record (PoolStats.Record).
-func (p *BufferPool) Record() []float64 { return p.Stats().Record() }
-
 // Stats returns the pool's counts.
 func (p *BufferPool) Stats() PoolStats {
 	p.mu.Lock()
@@ -572,8 +569,3 @@ func (p *BufferPool) Close() error {
 	return errors.Join(errs...)
 }
 
-// Record is allocated, free, pending and in use, as float64s (the row the
-// Python layer reads).
-func (s PoolStats) Record() []float64 {
-	return []float64{float64(s.Allocated), float64(s.Free), float64(s.Pending), float64(s.InUse)}
-}

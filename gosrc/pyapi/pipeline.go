@@ -423,8 +423,8 @@ func (h *ReadbackHandle) StreamWait(streamID int) error {
 func (h *ReadbackHandle) Ptr() int { return int(h.h.Ptr()) }
 
 // BufferPool recycles pinned buffers of one size (memory.BufferPool),
-// charged to the budget as "buffer_pool"; its Record is allocated, free,
-// pending and in-use buffers.
+// charged to the budget as "buffer_pool"; Stats writes its POOL_STATS
+// record.
 type BufferPool struct {
 	Object
 	p *memory.BufferPool
@@ -471,4 +471,14 @@ func (p *BufferPool) Put(b *Buffer, eventID, streamID int) error {
 		err = p.p.PutAfter(b.b, e, s)
 	}
 	return tag(err)
+}
+
+// poolStatsRecord is memory.PoolStats as a record (POOL_STATS).
+type poolStatsRecord struct{ Allocated, Free, Pending, InUse int64 }
+
+// Stats writes the pool's POOL_STATS record (memory.PoolStats) into the
+// caller's n bytes at dst (putRecord).
+func (p *BufferPool) Stats(dst, n int) (int, error) {
+	s := p.p.Stats()
+	return putRecord(dst, n, &poolStatsRecord{int64(s.Allocated), int64(s.Free), int64(s.Pending), int64(s.InUse)})
 }

@@ -71,8 +71,8 @@ func TestPollRecords(t *testing.T) {
 	require.Equal(t, "", c.Name(99))
 }
 
-// TestObjectRecordAndConfigRecords: state crosses as Object.Record's
-// float64s, configs as one JSON record whose unknown keys are refused.
+// TestObjectRecordAndConfigRecords: state crosses as a named record
+// (putRecord), configs as one JSON record whose unknown keys are refused.
 func TestObjectRecordAndConfigRecords(t *testing.T) {
 	dev, err := GetDevice("cpu")
 	require.NoError(t, err)
@@ -84,16 +84,16 @@ func TestObjectRecordAndConfigRecords(t *testing.T) {
 	require.ErrorContains(t, err, "pool_size=1099511627776, expected 0 <= pool_size <= 65536")
 	p, err := NewBufferPool(dev, `{"Size": 8, "Initial": 2}`)
 	require.NoError(t, err)
-	rec := make([]float64, 4)
-	n, err := p.Record(addr(rec), len(rec))
+	rec := make([]int64, 4)
+	n, err := p.Stats(addr(rec), 8*len(rec))
 	require.NoError(t, err)
-	require.Equal(t, 4, n)
-	require.Equal(t, []float64{2, 2, 0, 0}, rec, "allocated, free, pending, in use")
+	require.Equal(t, 32, n)
+	require.Equal(t, []int64{2, 2, 0, 0}, rec, "allocated, free, pending, in use")
 	require.NoError(t, p.Close())
 
 	f, err := NewStage("format", "FormatPlanner", `{"Shape": [2, 4]}`)
 	require.NoError(t, err)
-	_, err = f.Record(addr(rec), len(rec))
+	_, err = f.Record(addr(rec), len(rec)/2)
 	require.ErrorContains(t, err, "ValueError: ", "a formatter has no record")
 	require.NoError(t, f.Close(), "nothing to release")
 }

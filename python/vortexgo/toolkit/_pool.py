@@ -17,7 +17,8 @@ from .._stream import Event, Stream
 from .._validate import check_int
 from ._coordinator import timeout_us
 from ._lease import PoolArray, invalidate, owned_view, view_root
-from ._records import records, tk_native
+from .._layouts import POOL_STATS
+from ._records import tk_native
 
 __all__ = ["BufferPool", "PoolStats"]
 
@@ -141,7 +142,7 @@ class BufferPool(Closeable):
     def stats(self) -> PoolStats:
         """Counts of the pool's buffers."""
         self._check()
-        return PoolStats(*map(int, records(self._h.Record, capacity=4)))
+        return PoolStats(*POOL_STATS.read(self._h.Stats))
 
     def _check(self) -> None:
         if self._closed:
