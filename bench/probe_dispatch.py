@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests_py"))
 from vortexgo import _core  # noqa: E402
-from vortexgo import engine as ve  # noqa: E402
+from vortexgo.engine import dispatch as ve  # noqa: E402 - the dispatcher's module
 from vortexgo.engine import _BATCH, _FIELDS, _SEGMENT, _UPDATE, Engine  # noqa: E402
 
 
@@ -43,8 +43,6 @@ def per_call(f: Callable[[], Any], calls: int, repeats: int) -> float:
 
 
 def round_trips(calls: int, repeats: int) -> None:
-    import json
-
     import test_engine_dispatch as rig  # a small CPU engine
 
     eng, ep, proc = rig._rig(2)
@@ -56,13 +54,12 @@ def round_trips(calls: int, repeats: int) -> None:
         buf = np.zeros((_BATCH, _FIELDS), np.int64)
         ptr = buf.ctypes.data
         fast, eid = _core.fast_next_events, int(h.ID())
-        args = json.dumps({"TimeoutMs": 0})
         noop = _core._ext.pyapi_Noop
         print(f"round trip, us per call (best of {repeats} x {calls}):")
         print(f"  pyapi.Noop (one cgo call, GIL released)  {per_call(lambda: noop(False), calls, repeats):6.3f}")
         print(f"  FastNextEvents (registry id)            {per_call(lambda: fast(eid, ptr, _BATCH, 0, 1), calls, repeats):6.3f}")
-        print(f"  Do('next_events') (by name)             "
-              f"{per_call(lambda: h.Do('next_events', args, h, ptr, _BATCH * _FIELDS), calls, repeats):6.3f}")
+        print(f"  Engine.NextEvents (gopy's method)       "
+              f"{per_call(lambda: h.NextEvents(ptr, _BATCH, 0), calls, repeats):6.3f}")
     finally:
         eng.close()
         proc.close()

@@ -41,7 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_engine as be  # noqa: E402
 from vortexgo import _core  # noqa: E402
-from vortexgo import engine as ve  # noqa: E402
+from vortexgo.engine import dispatch as ve  # noqa: E402 - the dispatcher's module
 from vortexgo.engine import _BATCH, _FIELDS, _POLL_MS, _SEGMENT  # noqa: E402
 
 # --- the dispatcher, instrumented ----------------------------------------------
@@ -65,13 +65,13 @@ def instrumented_dispatch(rec: dict, on_ring: bool = False):
         out = rec["batches"]
         fast, eid = _core.fast_next_events, int(h.ID())  # the engine's call per batch (_dispatch_loop)
         ring_next = _core.ring_next
-        addr, spin = (ve._ring_address(ring), self._ring_spin_ns) if on_ring and ring is not None else (0, 0)
+        addr, spin = (int(ring.Addr()), self._ring_spin_ns) if on_ring and ring is not None else (0, 0)
         while True:
             t_call = mono()
             if addr:
                 n = ring_next(addr, records, spin)
                 if n == -2:
-                    ring.Do("ack", "", ring, 0, 0)
+                    ring.Ack()
                     continue
                 if n <= 0:  # spun out, or closed and drained: Go parks or hands out the done event
                     n = fast(eid, ptr, _BATCH, _POLL_MS, 0)

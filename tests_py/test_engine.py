@@ -669,7 +669,7 @@ def test_wait_before_start_and_wait_for_timeout():
 def test_dispatch_spin_is_validated(spin, exc):
     ec = vg.engine.EngineConfig(dispatch_spin=spin)
     with pytest.raises(exc, match="dispatch_spin"):
-        ec._check_fields()
+        ec.validate()
 
 
 @pytest.mark.parametrize("value", ["yes", 1, None])

@@ -38,7 +38,7 @@ FIELDS = {
 def test_scalar_fields_raise_naming_the_field(fields):
     ec = EngineConfig(**fields)
     with pytest.raises((ValueError, TypeError)) as info:
-        ec._check_fields()  # no acquisition: even a valid configuration stops there
+        ec.validate()  # no acquisition: even a valid configuration stops there
     msg = str(info.value)
     named = [f for f in FIELDS if f in msg]
     if not named:
@@ -65,7 +65,7 @@ def test_valid_fields_reach_the_core(timings, spin, rpb, blocks):
 
 def _record(ec: EngineConfig) -> str:
     """The JSON record EngineConfig._native hands the Go core."""
-    import vortexgo.engine as ve
+    import vortexgo.engine.config as ve
 
     captured = {}
     real = ve.api.NewEngineConfig

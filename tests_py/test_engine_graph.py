@@ -12,7 +12,7 @@ import pytest
 
 import vortexgo as vg
 from vortexgo.engine import Engine, EngineConfig, NullEndpoint, StackHostTensorEndpointFloat32, cycle, divide
-from vortexgo.engine import _expand, _rotation
+from vortexgo.engine.config import _expand, _rotation
 
 from _scans import planner, queue_volumes
 from test_engine import A, B, RPB, RPV, S, make_rig, new_engine

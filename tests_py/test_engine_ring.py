@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vortexgo import engine as ve
+from vortexgo.engine import dispatch as ve  # the dispatcher's module: its C wait
 
 import _subproc
 from _scans import queue_volumes
@@ -122,7 +122,7 @@ def test_ring_next_refuses_misuse_and_a_ring_outlives_its_engine():
         import test_engine_dispatch as t
         from vortexgo import _core
         from vortexgo._errors import translate
-        from vortexgo import engine as ve
+        from vortexgo.engine import dispatch as ve  # the dispatcher's module: its C wait
         from vortexgo.engine import _BATCH, _FIELDS
 
         ring_next = _core.ring_next
@@ -147,7 +147,7 @@ def test_ring_next_refuses_misuse_and_a_ring_outlives_its_engine():
             assert "start()" in str(translate(exc))
         eng.start()
         ring = eng._h.EventRing()
-        addr = ve._ring_address(ring)
+        addr = ring.Addr()
         eng.wait()
         not_a_ring = np.zeros(64, np.int64)
         for args, want in [

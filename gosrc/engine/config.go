@@ -47,12 +47,13 @@ type Config struct {
 	// DispatchSpin is how long the dispatcher's wait for the next event
 	// polls before it parks: 0 adapts (it spins through the gaps between
 	// arriving events while they come at most 10 ms apart, 200 us
-	// otherwise), negative never spins, positive spins that long. Waking a
+	// otherwise), NoSpin never spins, positive spins that long. Waking a
 	// parked dispatcher costs tens of microseconds (measured p50 50 us on an
 	// H200 host); spinning through the gap between blocks buys lower
 	// callback latency with up to one core of CPU while events stream.
 	// With a positive spin the Python dispatcher spins in C on the queue's
-	// ring (EventRing), not in Go.
+	// ring (EventRing), not in Go. NoSpin is the one negative value; at
+	// most MaxDispatchSpin.
 	DispatchSpin time.Duration
 	// DeviceTimings times one block of the pool in four on a CUDA device
 	// with timestamped events (Engine.Timings' upload, process and format
@@ -210,7 +211,7 @@ func (c *Config) checkRotation(i int) ([][]int, error) {
 		return nil, err
 	}
 	if len(rot) > MaxBlocks {
-		return nil, Invalid("Config.Rotations[%d]: %d sets, expected at most %d", i, len(rot), MaxBlocks)
+		return nil, Invalid("add_acquisition: the processor graph of acquisition #%d expands to %d sets, expected at most %d", i, len(rot), MaxBlocks)
 	}
 	np := len(c.acqs[i].procs)
 	used := make([]bool, np)
@@ -364,27 +365,29 @@ func (c *Config) Validate() error {
 	}
 	switch {
 	case c.RecordsPerBlock <= 0 || c.RecordsPerBlock > MaxRecordsPerBlock:
-		return Invalid("Config.RecordsPerBlock: %d, expected 1 <= RecordsPerBlock <= %d", c.RecordsPerBlock, MaxRecordsPerBlock)
+		return Invalid("EngineConfig.records_per_block=%d, expected 1 <= records_per_block <= %d", c.RecordsPerBlock, MaxRecordsPerBlock)
 	case c.BlocksToAllocate <= 0 || c.BlocksToAllocate > MaxBlocks:
-		return Invalid("Config.BlocksToAllocate: %d, expected 1 <= BlocksToAllocate <= %d", c.BlocksToAllocate, MaxBlocks)
+		return Invalid("EngineConfig.blocks_to_allocate=%d, expected 1 <= blocks_to_allocate <= %d", c.BlocksToAllocate, MaxBlocks)
 	case c.PreloadCount < 0 || c.PreloadCount > c.BlocksToAllocate:
-		return Invalid("Config.PreloadCount: %d, expected 0 <= PreloadCount <= BlocksToAllocate (%d)", c.PreloadCount, c.BlocksToAllocate)
+		return Invalid("EngineConfig.preload_count=%d, expected 0 <= preload_count <= blocks_to_allocate (%d)", c.PreloadCount, c.BlocksToAllocate)
 	case c.BlocksToAcquire < 0:
-		return Invalid("Config.BlocksToAcquire: %d, expected >= 0 (0 = until the scan ends)", c.BlocksToAcquire)
+		return Invalid("EngineConfig.blocks_to_acquire=%d, expected >= 0 (0 = until the scan ends)", c.BlocksToAcquire)
 	case c.Slots < 0 || c.Slots > MaxSlots:
 		return Invalid("Config.Slots: %d, expected 0 <= Slots <= %d (0 = 2)", c.Slots, MaxSlots)
 	case c.EventQueueSize < 0 || c.EventQueueSize > MaxEventQueue:
-		return Invalid("Config.EventQueueSize: %d, expected 0 <= EventQueueSize <= %d (0 = 4096)", c.EventQueueSize, MaxEventQueue)
+		return Invalid("EngineConfig.event_queue_size=%d, expected 0 <= event_queue_size <= %d (0 = 4096)", c.EventQueueSize, MaxEventQueue)
 	case c.EventPolicy != QueueBlock && c.EventPolicy != QueueDrop:
-		return Invalid("Config.EventPolicy: %d, expected QueueBlock or QueueDrop", int(c.EventPolicy))
+		return Invalid("EngineConfig.event_policy=%d, expected QueueBlock or QueueDrop", int(c.EventPolicy))
+	case c.DispatchSpin < NoSpin || c.DispatchSpin > MaxDispatchSpin:
+		return Invalid("EngineConfig.dispatch_spin=%v, expected 0 <= dispatch_spin <= %v", c.DispatchSpin, MaxDispatchSpin)
 	case c.GalvoOutputChannels < 0 || c.GalvoOutputChannels > MaxGalvoChannels:
-		return Invalid("Config.GalvoOutputChannels: %d, expected 0 <= galvo_output_channels <= %d (0 = 2)", c.GalvoOutputChannels, MaxGalvoChannels)
+		return Invalid("EngineConfig.galvo_output_channels=%d, expected 0 <= galvo_output_channels <= %d (0 = 2)", c.GalvoOutputChannels, MaxGalvoChannels)
 	case c.GalvoInputChannels < 0 || c.GalvoInputChannels > MaxGalvoChannels:
-		return Invalid("Config.GalvoInputChannels: %d, expected 0 <= galvo_input_channels <= %d (0 = 2)", c.GalvoInputChannels, MaxGalvoChannels)
+		return Invalid("EngineConfig.galvo_input_channels=%d, expected 0 <= galvo_input_channels <= %d (0 = 2)", c.GalvoInputChannels, MaxGalvoChannels)
 	case c.PostScanRecords < 0:
-		return Invalid("Config.PostScanRecords: %d, expected >= 0", c.PostScanRecords)
+		return Invalid("EngineConfig.post_scan_records=%d, expected >= 0", c.PostScanRecords)
 	case c.LeadMarker != nil && c.LeadMarker.Sample != 0:
-		return Invalid("Config.LeadMarker: sample %d, expected 0 (it leads the first block)", c.LeadMarker.Sample)
+		return Invalid("EngineConfig.lead_marker.sample=%d, expected 0 (it leads the first block)", c.LeadMarker.Sample)
 	case c.LeadMarker != nil && c.LeadMarker.Kind != marker.ScanBoundary:
 		return Invalid("Config.LeadMarker: a %v, expected a ScanBoundary (vortex's lead_marker)", c.LeadMarker.Kind)
 	}
@@ -402,7 +405,7 @@ func (c *Config) Validate() error {
 		seenIO[n.io] = true
 	}
 	if len(c.acqs) == 0 {
-		return Invalid("Config.AddAcquisition: no acquisition, expected at least 1")
+		return Invalid("EngineConfig.add_acquisition: no acquisition, expected at least 1")
 	}
 	if len(c.acqs) > MaxAcquisitions {
 		return Invalid("Config.AddAcquisition: %d acquisitions, expected at most %d", len(c.acqs), MaxAcquisitions)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
@@ -69,6 +70,15 @@ type Status struct {
 	ProfilerDropped int64
 	// Done is true once the run has ended.
 	Done bool
+	// Prepared is true from a successful Prepare until Close.
+	Prepared bool
+	// Started is true once a Start has succeeded (and stays true).
+	Started bool
+	// Active is true from a successful Start until Stop (vortex's
+	// active): a session exists, running or ended but not yet stopped.
+	Active bool
+	// Closed is true once Close was called.
+	Closed bool
 	// Err is the error that ended the run, or "".
 	Err string
 }
@@ -171,6 +181,7 @@ type Engine struct {
 	// the events' timestamps on Python's time.monotonic_ns clock.
 	startMono atomic.Int64
 	jobEvents atomic.Bool // SetJobEvents
+	active    atomic.Bool // Status.Active: from a successful Start until Stop
 	profMu    sync.Mutex
 	profLog   string // SetProfilerLog
 
@@ -920,24 +931,27 @@ func (e *Engine) dropClaims() {
 // dispatcher calls it when a handler raises.
 func (e *Engine) RecordCallbackErrors(n int) { e.callbackErrs.Add(int64(n)) }
 
-// Status returns a snapshot of the counters.
+// Status returns a snapshot of the counters and of the engine's state.
 func (e *Engine) Status() Status {
 	e.stateMu.Lock()
 	st := e.state
+	inFlight := 0
+	if e.free != nil && st != stateClosed { // Close frees the blocks
+		inFlight = len(e.blocks) - len(e.free)
+	}
 	e.stateMu.Unlock()
 	s := Status{
 		BlocksAcquired: e.acquired.Load(), BlocksProcessed: e.processed.Load(),
 		BlocksFormatted: e.formatted.Load(), BlocksDropped: e.dropped.Load(),
-		Volumes: e.volumes.Load(), CallbackErrors: e.callbackErrs.Load(),
+		Volumes: e.volumes.Load(), CallbackErrors: e.callbackErrs.Load(), InFlight: inFlight,
 		Running: st == stateRunning, Done: e.Done(), Dispatched: e.dispatched.Load(),
 		Allocated: e.cfg.BlocksToAllocate,
+		Prepared:  st == statePrepared || st == stateRunning || st == stateFinished,
+		Started:   e.startMono.Load() != 0, Active: e.active.Load(), Closed: st == stateClosed,
 	}
 	if ss := e.sess(); ss != nil {
 		s.EventsDropped = ss.events.dropped.Load()
 		s.ProfilerDropped = ss.prof.droppedMarks()
-	}
-	if e.free != nil {
-		s.InFlight = len(e.blocks) - len(e.free)
 	}
 	if err := e.Err(); err != nil {
 		s.Err = err.Error()
@@ -963,6 +977,24 @@ func (e *Engine) NextEvents(max int, timeout time.Duration) []Event {
 // queue's ring: it allocates nothing. Safe for one consumer at a time.
 func (e *Engine) NextRecords(dst []int64, timeout time.Duration) int {
 	return e.nextRecords(dst, timeout, true)
+}
+
+// RecordsAt is NextRecords for bindings: up to n records into the
+// caller's n*EventFields int64s at ptr (hostmem.Span), waiting up to
+// timeoutMs for the first (negative: until one arrives, 0: a poll). It
+// returns the count; after the run ends and the queue drains, one
+// EventDone, then 0. Entering it acknowledges the previous batch. spin
+// unset skips the spin before parking (a C consumer spun on the event
+// ring already).
+func (e *Engine) RecordsAt(ptr, n, timeoutMs int, spin bool) (int, error) {
+	if n <= 0 {
+		return 0, backend.Invalidf("max=%d, expected > 0", n)
+	}
+	dst, err := hostmem.Span[int64](ptr, n*EventFields)
+	if err != nil {
+		return 0, err
+	}
+	return e.nextRecords(dst, time.Duration(max(timeoutMs, -1))*time.Millisecond, spin), nil
 }
 
 func (e *Engine) nextRecords(dst []int64, timeout time.Duration, spin bool) int {

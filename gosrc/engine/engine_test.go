@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -513,17 +512,19 @@ func TestEngineConfigErrorsNameTheField(t *testing.T) {
 		mutate func(*engine.Config)
 		want   string
 	}{
-		{"records", func(c *engine.Config) { c.RecordsPerBlock = 0 }, "Config.RecordsPerBlock: 0, expected 1 <="},
-		{"records huge", func(c *engine.Config) { c.RecordsPerBlock = 1 << 40 }, "Config.RecordsPerBlock: 1099511627776"},
-		{"blocks huge", func(c *engine.Config) { c.BlocksToAllocate = 1 << 40 }, "Config.BlocksToAllocate: 1099511627776"},
-		{"queue huge", func(c *engine.Config) { c.EventQueueSize = 1 << 40 }, "Config.EventQueueSize: 1099511627776"},
+		{"records", func(c *engine.Config) { c.RecordsPerBlock = 0 }, "EngineConfig.records_per_block=0, expected 1 <="},
+		{"records huge", func(c *engine.Config) { c.RecordsPerBlock = 1 << 40 }, "EngineConfig.records_per_block=1099511627776"},
+		{"blocks huge", func(c *engine.Config) { c.BlocksToAllocate = 1 << 40 }, "EngineConfig.blocks_to_allocate=1099511627776"},
+		{"queue huge", func(c *engine.Config) { c.EventQueueSize = 1 << 40 }, "EngineConfig.event_queue_size=1099511627776"},
 		{"slots huge", func(c *engine.Config) { c.Slots = 1 << 40 }, "Config.Slots: 1099511627776"},
-		{"blocks", func(c *engine.Config) { c.BlocksToAllocate = -1 }, "Config.BlocksToAllocate: -1"},
-		{"preload", func(c *engine.Config) { c.PreloadCount = 3 }, "Config.PreloadCount: 3"},
-		{"acquire", func(c *engine.Config) { c.BlocksToAcquire = -1 }, "Config.BlocksToAcquire: -1"},
+		{"blocks", func(c *engine.Config) { c.BlocksToAllocate = -1 }, "EngineConfig.blocks_to_allocate=-1"},
+		{"preload", func(c *engine.Config) { c.PreloadCount = 3 }, "EngineConfig.preload_count=3"},
+		{"acquire", func(c *engine.Config) { c.BlocksToAcquire = -1 }, "EngineConfig.blocks_to_acquire=-1"},
 		{"slots", func(c *engine.Config) { c.Slots = -1 }, "Config.Slots: -1"},
-		{"queue", func(c *engine.Config) { c.EventQueueSize = -1 }, "Config.EventQueueSize: -1"},
-		{"policy", func(c *engine.Config) { c.EventPolicy = 9 }, "Config.EventPolicy: 9"},
+		{"queue", func(c *engine.Config) { c.EventQueueSize = -1 }, "EngineConfig.event_queue_size=-1"},
+		{"policy", func(c *engine.Config) { c.EventPolicy = 9 }, "EngineConfig.event_policy=9"},
+		{"spin negative", func(c *engine.Config) { c.DispatchSpin = -time.Millisecond }, "EngineConfig.dispatch_spin=-1ms"},
+		{"spin long", func(c *engine.Config) { c.DispatchSpin = 2 * time.Second }, "EngineConfig.dispatch_spin=2s, expected 0 <= dispatch_spin <= 1s"},
 		{"nil acquisition", func(c *engine.Config) { c.AddAcquisition(nil) }, "Config.AddAcquisition: acq=nil"},
 		{"acquisition twice", func(c *engine.Config) { c.AddAcquisition(acq, newFakeProc(4)) }, "acquisition #1 is added twice"},
 		{"acquisition without processors", func(c *engine.Config) { c.AddAcquisition(newFakeAcq(4)) }, "acquisition #1 has no processors"},
@@ -806,11 +807,11 @@ func TestStopKeepsCallbackSyncDeliveries(t *testing.T) {
 	}
 }
 
-// TestNextRecordsAtByName: Do's "next_events" (the dispatcher's path once
-// its fast path's id is closed) drains a finished session's events into
-// the caller's int64s at dst, in records, the last one EventDone, then
-// none; a buffer too small for one record is a ValueError.
-func TestNextRecordsAtByName(t *testing.T) {
+// TestRecordsAt: RecordsAt (the dispatcher's path, by registry id or, once
+// that id is closed, on the engine) drains a finished session's events
+// into the caller's int64s at dst, in records, the last one EventDone,
+// then none; room for no record is a ValueError.
+func TestRecordsAt(t *testing.T) {
 	ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Uint16)
 	require.NoError(t, err)
 	closeEndpoint(t, ep)
@@ -821,19 +822,17 @@ func TestNextRecordsAtByName(t *testing.T) {
 	require.NoError(t, e.Wait())
 	buf, addr := testmem.Slice[int64](t, 3*engine.EventFields)
 	dst := int(addr)
-	_, err = e.Do("next_events", []byte(`{"TimeoutMs": 0}`), nil, dst, engine.EventFields-1)
+	_, err = e.RecordsAt(dst, 0, 0, true)
 	require.ErrorIs(t, err, backend.ErrInvalid)
 	var kinds []engine.EventKind
 	for range 1000 {
-		out, err := e.Do("next_events", []byte(`{"TimeoutMs": 0}`), nil, dst, len(buf))
+		n, err := e.RecordsAt(dst, 3, 0, true)
 		require.NoError(t, err)
-		var got struct{ Records int }
-		require.NoError(t, json.Unmarshal(out, &got))
-		require.LessOrEqual(t, got.Records, 3)
-		if got.Records == 0 {
+		require.LessOrEqual(t, n, 3)
+		if n == 0 {
 			break
 		}
-		for i := range got.Records {
+		for i := range n {
 			kinds = append(kinds, engine.EventKind(buf[i*engine.EventFields]))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 )
@@ -68,6 +69,11 @@ const (
 	MaxGalvoChannels = 64
 	// MaxSlots is the largest Config.Slots.
 	MaxSlots = 64
+	// MaxDispatchSpin is the longest Config.DispatchSpin: a spin holds a
+	// core for that long after each batch of events.
+	MaxDispatchSpin = time.Second
+	// NoSpin is the Config.DispatchSpin of a dispatcher that never spins.
+	NoSpin time.Duration = -1
 	// MaxAcquisitions bounds the acquisitions of one engine (each adds a
 	// raw buffer to every block).
 	MaxAcquisitions = 64

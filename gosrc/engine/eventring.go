@@ -132,9 +132,8 @@ type EventRing struct {
 	q *eventQueue
 }
 
-// EventRing returns the current session's queue for a C consumer (its
-// Record is the address, its Do "ack" is Ack); an error before the first
-// Start.
+// EventRing returns the current session's queue for a C consumer (Addr,
+// Ack); an error before the first Start.
 func (e *Engine) EventRing() (*EventRing, error) {
 	s := e.sess()
 	if s == nil {
@@ -153,16 +152,3 @@ func (r *EventRing) Addr() uintptr {
 // Ack wakes the producers waiting for an acknowledgement, after the C
 // consumer stored acked and found waiters (ring_next's -2).
 func (r *EventRing) Ack() { r.q.wakeAcked() }
-
-// Record is the ring's address as the bindings' one record (a user-space
-// address is below 2^53: exact as a float64).
-func (r *EventRing) Record() []float64 { return []float64{float64(r.Addr())} }
-
-// Do runs the bindings' one operation, "ack" (Ack).
-func (r *EventRing) Do(op string, _ []byte, _ any, _, _ int) ([]byte, error) {
-	if op != "ack" {
-		return nil, Invalid("engine.EventRing: operation %q, expected ack", op)
-	}
-	r.Ack()
-	return nil, nil
-}

@@ -192,17 +192,15 @@ func TestRingBounds(t *testing.T) {
 }
 
 // TestEventRingBindings: the bindings' view of a lent ring: no ring before
-// a session, its record is the address, "ack" wakes a stage waiting for an
-// acknowledgement the C consumer stored, other operations are refused.
+// a session, Addr is the ring's address, Ack wakes a stage waiting for an
+// acknowledgement the C consumer stored.
 func TestEventRingBindings(t *testing.T) {
 	_, err := (&Engine{}).EventRing()
 	require.ErrorContains(t, err, "expected a call after start()")
 
 	q := mustQueue(t, 8, QueueBlock, -1)
 	r := &EventRing{q: q}
-	require.Equal(t, []float64{float64(q.r.addr())}, r.Record())
-	_, err = r.Do("nack", nil, nil, 0, 0)
-	require.ErrorContains(t, err, `operation "nack", expected ack`)
+	require.Equal(t, q.r.addr(), r.Addr())
 
 	seq := q.post(Event{Kind: EventVolume}, nil)
 	woke := make(chan bool)
@@ -217,8 +215,7 @@ func TestEventRingBindings(t *testing.T) {
 	n := cTake(q.r, dst, 0)
 	require.Contains(t, []int{-2, 0}, n)
 	if n == -2 {
-		_, err = r.Do("ack", nil, nil, 0, 0)
-		require.NoError(t, err)
+		r.Ack()
 	}
 	require.True(t, <-woke)
 }

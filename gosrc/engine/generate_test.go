@@ -462,10 +462,10 @@ func TestGenerateConfigErrors(t *testing.T) {
 		edit func(c *engine.Config)
 		want string
 	}{
-		{"output channels", func(c *engine.Config) { c.GalvoOutputChannels = -1 }, "GalvoOutputChannels"},
-		{"input channels", func(c *engine.Config) { c.GalvoInputChannels = 1000 }, "GalvoInputChannels"},
-		{"post scan", func(c *engine.Config) { c.PostScanRecords = -1 }, "PostScanRecords"},
-		{"lead marker", func(c *engine.Config) { c.LeadMarker = &lead }, "LeadMarker"},
+		{"output channels", func(c *engine.Config) { c.GalvoOutputChannels = -1 }, "galvo_output_channels=-1"},
+		{"input channels", func(c *engine.Config) { c.GalvoInputChannels = 1000 }, "galvo_input_channels=1000"},
+		{"post scan", func(c *engine.Config) { c.PostScanRecords = -1 }, "post_scan_records=-1"},
+		{"lead marker", func(c *engine.Config) { c.LeadMarker = &lead }, "lead_marker.sample=5"},
 		{"nil io", func(c *engine.Config) { c.AddIO(nil, engine.IOConfig{}) }, "AddIO: io=nil"},
 		{"negative lead", func(c *engine.Config) { c.AddIO(gio.NewNullIO(), engine.IOConfig{LeadSamples: -1}) }, "lead_samples"},
 		{"io twice", func(c *engine.Config) {

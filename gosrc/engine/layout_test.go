@@ -3,7 +3,6 @@ package engine
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -47,50 +46,4 @@ func TestLayoutNamesEveryKindAndField(t *testing.T) {
 		require.Contains(t, c, tc.c)
 	}
 	require.Equal(t, int(eventKinds), strings.Count(c, "#define VG_EV_")-1-len(fieldNames))
-}
-
-// TestStatusRecordFollowsItsNames sets each field of a Status to its own
-// value and checks Record puts it where statusNames says: the declared
-// names and the record cannot drift apart.
-func TestStatusRecordFollowsItsNames(t *testing.T) {
-	var s Status
-	v := reflect.ValueOf(&s).Elem()
-	want := map[string]float64{}
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		snake := camelToSnake(f.Name)
-		switch f.Type.Kind() {
-		case reflect.Int, reflect.Int64:
-			v.Field(i).SetInt(int64(100 + i))
-			want[snake] = float64(100 + i)
-		case reflect.Bool:
-			v.Field(i).SetBool(true)
-			want[snake] = 1
-		}
-	}
-	rec := s.Record()
-	require.Len(t, rec, StatusFields)
-	for i, n := range statusNames {
-		w, ok := want[n]
-		require.True(t, ok, "status field %q is no field of Status", n)
-		require.Equal(t, w, rec[i], "Status.Record()[%d] is not %s", i, n)
-	}
-	require.Len(t, want, StatusFields, "every numeric field of Status is in the record")
-}
-
-func camelToSnake(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -236,16 +236,6 @@ func TestRecords(t *testing.T) {
 	ev.Record(rec)
 	require.Equal(t, []int64{int64(engine.EventJob), 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, rec)
 
-	st := engine.Status{BlocksAcquired: 1, BlocksProcessed: 2, BlocksFormatted: 3, BlocksDropped: 4, Volumes: 5,
-		CallbackErrors: 6, EventsDropped: 7, InFlight: 8, Running: false, Done: true, Dispatched: 9, Allocated: 10,
-		ProfilerDropped: 11}
-	require.Equal(t, []float64{1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 9, 10, 11}, st.Record())
-
-	tm := engine.TimingSummary{Process: engine.StageStats{Count: 2, Mean: 1.5, Min: 1, Max: 2, P50: 1.5, P99: 2}}
-	trec := tm.Record()
-	require.Len(t, trec, engine.TimingFields)
-	require.Equal(t, []float64{2, 1.5, 1, 2, 1.5, 2}, trec[6:12])
-
 	masks := []struct {
 		bits int
 		want []engine.EventKind

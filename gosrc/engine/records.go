@@ -1,10 +1,10 @@
 package engine
 
-// Flat records for bindings: the Python layer reads events, status and
-// timings as fixed-layout arrays of numbers (one buffer, no parsing), so
-// the layouts live here, next to the types they flatten. Events, read at
-// high rates, are written into the caller's int64s; the rest are float64
-// slices, the one record style of the bindings (hostmem.Record).
+// The event record: the Python dispatcher and its C loop read events as
+// fixed-layout int64s (one buffer, no parsing), declared in layout.go and
+// written here, next to the type they flatten. The status and timings
+// cross as typed Go values (Status, TimingSummary): the bindings declare
+// their own records of them.
 
 // Record writes the event's fields (EventFields of them, in layout.go's
 // order) into dst.
@@ -13,38 +13,6 @@ func (ev *Event) Record(dst []int64) {
 	dst[FieldKind], dst[FieldEndpoint], dst[FieldSample], dst[FieldScanIdx] = int64(ev.Kind), int64(ev.Endpoint), ev.Sample, ev.ScanIdx
 	dst[FieldVolumeIdx], dst[FieldBscanIdx], dst[FieldTimestamp] = ev.VolumeIdx, ev.BscanIdx, ev.Timestamp
 	copy(dst[FieldTimes:EventFields], ev.Times[:])
-}
-
-// Record is the status counters (StatusFields of them, in statusNames'
-// order, layout.go).
-func (s *Status) Record() []float64 {
-	b := func(v bool) float64 {
-		if v {
-			return 1
-		}
-		return 0
-	}
-	return []float64{float64(s.BlocksAcquired), float64(s.BlocksProcessed), float64(s.BlocksFormatted),
-		float64(s.BlocksDropped), float64(s.Volumes), float64(s.CallbackErrors), float64(s.EventsDropped),
-		float64(s.InFlight), b(s.Running), b(s.Done), float64(s.Dispatched), float64(s.Allocated),
-		float64(s.ProfilerDropped)}
-}
-
-// Record is the summary (TimingFields values, in timingStages' and
-// timingStats' order, layout.go).
-func (t *TimingSummary) Record() []float64 {
-	out := make([]float64, 0, TimingFields)
-	for _, s := range [...]*StageStats{&t.Acquire, &t.Process, &t.Format, &t.Upload} {
-		out = append(out, float64(s.Count), s.Mean, s.Min, s.Max, s.P50, s.P99)
-	}
-	return out
-}
-
-// Record is the engine's state as one record for bindings: the status
-// (StatusFields values) then the timings (TimingFields values).
-func (e *Engine) Record() []float64 {
-	s, t := e.Status(), e.Timings()
-	return append(s.Record(), t.Record()...)
 }
 
 // SetCallbacks sets which event kinds endpoint id's callbacks handle (bits

@@ -43,6 +43,7 @@ type session struct {
 
 	errMu  sync.Mutex
 	err    error
+	taken  atomic.Bool // TakeErr handed err out
 	broken atomic.Bool // a device stage failed: drop the blocks behind it
 	// panicked: a stage recovered a panic (recoverStage); the blocks it
 	// held or drained are out of the pool until finish reclaims them.
@@ -188,6 +189,7 @@ func (e *Engine) Start() error {
 	// dispatcher answers.
 	e.queue.SetEmptyWaiter(e.waitEmpty)
 	e.state = stateRunning
+	e.active.Store(true)
 	// Posted before the goroutines start, so that it precedes the
 	// acquire loop's EngineStart (vortex's order: Launch, Run, Start).
 	e.lifecycle(s, EngineRun, nil)
@@ -463,13 +465,16 @@ func (e *Engine) endSession(s *session) {
 // Stop stops the session and waits until it has drained: every acquired
 // block is formatted and every completed volume flushed to storage.
 // Stopping in the middle of a volume is safe; stopping twice, or an engine
-// with no session, is a no-op. It returns the session's error, if any.
+// with no session, is a no-op. It returns the session's error, if any;
+// the session is no longer Active afterwards.
 func (e *Engine) Stop() error {
 	e.RequestStop()
 	if e.sess() == nil {
 		return nil
 	}
-	return e.Wait()
+	err := e.Wait()
+	e.active.Store(false)
+	return err
 }
 
 // Wait blocks until the session ends and returns its error.
@@ -526,6 +531,21 @@ func (e *Engine) Err() error {
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
 	return s.err
+}
+
+// TakeErr is Err the first time the current session's error is taken,
+// nil afterwards: vortex hands a session's exception out once, so of the
+// bindings' wait, wait_for and stop the first that sees it raises it.
+func (e *Engine) TakeErr() error {
+	s := e.sess()
+	if s == nil {
+		return nil
+	}
+	err := e.Err()
+	if err == nil || s.taken.Swap(true) {
+		return nil
+	}
+	return err
 }
 
 // SetJobEvents makes the next sessions post one EventJob per block as it

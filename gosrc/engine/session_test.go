@@ -55,8 +55,13 @@ func TestSessions(t *testing.T) {
 				r.scan.Volumes = 0 // endless: only the stop ends it
 			}
 			e := r.engine(t)
+			st := e.Status()
+			require.False(t, st.Prepared || st.Started || st.Active || st.Closed, "a new engine")
 			require.NoError(t, e.Prepare())
 			require.NoError(t, e.Stop(), "a stop before any session is a no-op")
+			st = e.Status()
+			require.True(t, st.Prepared)
+			require.False(t, st.Started || st.Active)
 			for session := range 3 {
 				if session > 0 {
 					// As in vortex, a session stopped mid-scan leaves the
@@ -94,7 +99,16 @@ func TestSessions(t *testing.T) {
 					require.Equal(t, 2, count(evs, engine.EventVolume, 0))
 				}
 				require.Equal(t, st.BlocksAcquired, st.BlocksFormatted+st.BlocksDropped)
+				require.True(t, st.Started && st.Prepared)
+				require.Equal(t, !tc.stop, st.Active, "a session exists until Stop")
+				require.NoError(t, e.Stop())
+				require.False(t, e.Status().Active)
 			}
+			require.NoError(t, e.Close())
+			st = e.Status()
+			require.True(t, st.Closed)
+			require.False(t, st.Prepared || st.Active)
+			require.Zero(t, st.InFlight, "a closed engine has no blocks")
 		})
 	}
 }
@@ -128,7 +142,11 @@ func TestSessionErrorDoesNotPoisonTheNext(t *testing.T) {
 	d := startDrainAfter(e)
 	require.NoError(t, e.Start())
 	require.ErrorIs(t, e.Wait(), errFakeAcq)
+	require.True(t, e.Status().Active, "a session ended by its error exists until Stop")
+	require.ErrorIs(t, e.TakeErr(), errFakeAcq)
+	require.NoError(t, e.TakeErr(), "the session's error is taken once")
 	require.ErrorIs(t, e.Stop(), errFakeAcq, "stop returns the session's error")
+	require.False(t, e.Status().Active)
 	evs := d.wait(t)
 	require.Equal(t, []engine.EngineEvent{engine.EngineLaunch, engine.EngineRun, engine.EngineStart, engine.EngineError,
 		engine.EngineShutdown, engine.EngineComplete, engine.EngineStop, engine.EngineExit}, lifecycle(evs))

@@ -5,7 +5,12 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
+
+// The engine's binding (python/vortexgo/engine/): one typed method per
+// call of the Python engine; its status and timings cross as the
+// ENGINE_STATUS and ENGINE_TIMINGS records (records.go).
 
 // EngineConfig is engine.Config, wired one link at a time (gopy passes no
 // slices); the wiring checks are engine.Config's.
@@ -26,8 +31,7 @@ func (c *EngineConfig) Link(link int, s *Object) { c.c.Link(engine.Link(link), s
 // first offending field).
 func (c *EngineConfig) Validate() error { return tag(c.c.Validate()) }
 
-// Engine runs a configured pipeline (engine.Engine); its Record is the
-// status then the timings (engine.Engine.Record).
+// Engine runs a configured pipeline (engine.Engine).
 type Engine struct {
 	Object
 	e *engine.Engine
@@ -72,11 +76,107 @@ func (e *Engine) WaitFor(timeoutMs int) bool {
 }
 
 // Err is the error that ended the run, tagged with its class, or "".
-func (e *Engine) Err() string {
-	if err := e.e.Err(); err != nil {
+func (e *Engine) Err() string { return errText(e.e.Err()) }
+
+// TakeErr is Err the first time the session's error is taken, "" after
+// (engine.Engine.TakeErr: vortex raises a session's error once).
+func (e *Engine) TakeErr() string { return errText(e.e.TakeErr()) }
+
+func errText(err error) string {
+	if err != nil {
 		return tag(err).Error()
 	}
 	return ""
+}
+
+// Own makes the engine the owner of its configuration's stages
+// (engine.Engine.Own): an InUseError while another engine owns one.
+func (e *Engine) Own() error { return tag(e.e.Own()) }
+
+// SetScanQueue sets the queue the next session plays
+// (engine.Engine.SetScanQueue): an InUseError while a session runs.
+func (e *Engine) SetScanQueue(q *Object) error {
+	var sq *scan.ScanQueue
+	switch v := q.obj.(type) {
+	case *scan.ScanQueue:
+		sq = v
+	case interface{ Queue() *scan.ScanQueue }:
+		sq = v.Queue()
+	default:
+		return tag(badArg("engine.scan_queue: a %T, expected a ScanQueue", q.obj))
+	}
+	return tag(e.e.SetScanQueue(sq))
+}
+
+// SetJobEvents makes the next sessions post a job event per block
+// (engine.Engine.SetJobEvents).
+func (e *Engine) SetJobEvents(on bool) { e.e.SetJobEvents(on) }
+
+// SetProfilerLog sets the file the next sessions write their profiler
+// log to (engine.Engine.SetProfilerLog; "": none).
+func (e *Engine) SetProfilerLog(path string) { e.e.SetProfilerLog(path) }
+
+// Shutdown asks the session to end without waiting, dropping the blocks
+// not yet processed with interrupt (engine.Engine.Shutdown).
+func (e *Engine) Shutdown(interrupt bool) { e.e.Shutdown(interrupt) }
+
+// NextEvents takes up to n event records into the caller's
+// n*engine.EventFields int64s at dst, waiting up to timeoutMs (GIL
+// released): the dispatcher's path once FastNextEvents' id is closed.
+func (e *Engine) NextEvents(dst, n, timeoutMs int) (int, error) {
+	return tagged(e.e.RecordsAt(dst, n, timeoutMs, true))
+}
+
+// engineStatusRecord is engine.Status as a record (ENGINE_STATUS): its
+// numeric fields under their names, bools as 0 or 1; the error text is
+// Err's.
+type engineStatusRecord struct {
+	BlocksAcquired, BlocksProcessed, BlocksFormatted, BlocksDropped, Volumes int64
+	CallbackErrors, EventsDropped, InFlight, Running, Dispatched, Allocated  int64
+	ProfilerDropped, Done, Prepared, Started, Active, Closed                 int64
+}
+
+// Status writes the engine's ENGINE_STATUS record (engine.Engine.Status)
+// into the caller's n bytes at dst (putRecord).
+func (e *Engine) Status(dst, n int) (int, error) {
+	s := e.e.Status()
+	return putRecord(dst, n, &engineStatusRecord{
+		s.BlocksAcquired, s.BlocksProcessed, s.BlocksFormatted, s.BlocksDropped, s.Volumes,
+		s.CallbackErrors, s.EventsDropped, int64(s.InFlight), flag(s.Running), s.Dispatched, int64(s.Allocated),
+		s.ProfilerDropped, flag(s.Done), flag(s.Prepared), flag(s.Started), flag(s.Active), flag(s.Closed)})
+}
+
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// engineTimingsRecord is engine.TimingSummary as a record
+// (ENGINE_TIMINGS, milliseconds): per stage, StageStats' fields prefixed
+// with the stage (acquire_count, acquire_mean ... upload_p99).
+type engineTimingsRecord struct {
+	AcquireCount                                                int64
+	AcquireMean, AcquireMin, AcquireMax, AcquireP50, AcquireP99 float64
+	ProcessCount                                                int64
+	ProcessMean, ProcessMin, ProcessMax, ProcessP50, ProcessP99 float64
+	FormatCount                                                 int64
+	FormatMean, FormatMin, FormatMax, FormatP50, FormatP99      float64
+	UploadCount                                                 int64
+	UploadMean, UploadMin, UploadMax, UploadP50, UploadP99      float64
+}
+
+// Timings writes the engine's ENGINE_TIMINGS record
+// (engine.Engine.Timings) into the caller's n bytes at dst.
+func (e *Engine) Timings(dst, n int) (int, error) {
+	t := e.e.Timings()
+	a, p, f, u := t.Acquire, t.Process, t.Format, t.Upload
+	return putRecord(dst, n, &engineTimingsRecord{
+		int64(a.Count), a.Mean, a.Min, a.Max, a.P50, a.P99,
+		int64(p.Count), p.Mean, p.Min, p.Max, p.P50, p.P99,
+		int64(f.Count), f.Mean, f.Min, f.Max, f.P50, f.P99,
+		int64(u.Count), u.Mean, u.Min, u.Max, u.P50, u.P99})
 }
 
 // RecordCallbackErrors adds n to the callback error count.
@@ -93,8 +193,20 @@ func FastNextEvents(id, ptr, n, timeoutMs, spin int) (int, error) {
 	return tagged(e.RecordsAt(ptr, n, timeoutMs, spin != 0))
 }
 
-// EventRing lends the session's event queue to the dispatcher's C wait.
-func (e *Engine) EventRing() (*Object, error) {
+// EventRing lends the session's event queue to the dispatcher's C wait
+// (an error before the first Start).
+func (e *Engine) EventRing() (*EventRing, error) {
 	r, err := e.e.EventRing()
-	return tagged(&Object{obj: r}, err)
+	return tagged(&EventRing{r}, err)
 }
+
+// EventRing is a session's event queue lent to the dispatcher's C wait
+// (engine.EventRing): the holder keeps the ring mapped while it reads it.
+type EventRing struct{ r *engine.EventRing }
+
+// Addr is the ring's address, for _fastcall.ring_next.
+func (r *EventRing) Addr() int { return int(r.r.Addr()) }
+
+// Ack wakes the stages waiting for the acknowledgement the C wait stored
+// (ring_next's -2).
+func (r *EventRing) Ack() { r.r.Ack() }

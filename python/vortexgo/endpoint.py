@@ -181,6 +181,17 @@ class _Endpoint(NoCopy, StrictAttributes):
             raise ValueError(f"{type(self).__name__} is not prepared yet, expected Engine.prepare() first")
         return self._device
 
+    def _bind(self, device: Device) -> None:
+        """An engine prepared the endpoint on ``device``: its tensor and stream are taken anew."""
+        self._device = device
+        self._tensor, self._stream = None, None
+
+    def _holds_lock(self) -> bool:
+        """Whether this thread holds the endpoint's tensor lock (an engine waiting for its
+        run would then wait forever)."""
+        t = self._tensor
+        return t is not None and bool(t._stack())
+
     @native
     def close(self) -> None:
         """Release the endpoint's stream and buffers.

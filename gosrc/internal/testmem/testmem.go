@@ -5,7 +5,7 @@
 // stack, and a stack that grows is copied elsewhere: an address taken
 // before then points at the old copy, and whatever is written there is
 // lost to the test and lands in freed stack memory
-// (TestNextRecordsAtByName read records that had gone to the old stack, in
+// (TestRecordsAt read records that had gone to the old stack, in
 // about 1 run in 100 under -race).
 package testmem
 

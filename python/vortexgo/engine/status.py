@@ -1,0 +1,177 @@
+"""What the engine reports: its lifecycle events (:class:`EngineEvent`), the job callback's
+arguments (:class:`SessionStatus`, :class:`JobTiming`), and the snapshots of
+:meth:`Engine.status <vortexgo.engine.Engine.status>` and
+:attr:`Engine.timings <vortexgo.engine.Engine.timings>`, read by name from Go's
+ENGINE_STATUS and ENGINE_TIMINGS records (gosrc/pyapi/engine.go)."""
+
+from __future__ import annotations
+
+import datetime
+import enum
+from dataclasses import dataclass, fields
+from typing import Any
+
+from .. import _layouts
+from .._attrs import StrictAttributes
+
+#: The stages of :attr:`Engine.timings <vortexgo.engine.Engine.timings>`, in order.
+STAGES = ("acquire", "process", "format", "upload")
+
+
+def read_status(h: Any) -> Any:
+    """The engine's ENGINE_STATUS record (engine.Status: ``rec.done``, ``rec.active`` ...)."""
+    return _layouts.ENGINE_STATUS.read(h.Status)
+
+
+def read_timings(h: Any) -> dict[str, "StageTiming"]:
+    """The engine's ENGINE_TIMINGS record as :class:`StageTiming` by stage."""
+    rec = _layouts.ENGINE_TIMINGS.read(h.Timings)
+    return {s: StageTiming(*(getattr(rec, f"{s}_{f.name}") for f in fields(StageTiming))) for s in STAGES}
+
+class EngineEvent(StrictAttributes, enum.IntEnum):
+    """vortex's ``Engine.Event``: the session's lifecycle, delivered to
+    :attr:`Engine.event_callback` as ``event_callback(event, exception_or_None)``
+    in vortex's order.
+
+    A session that runs to its end gives Launch, Run, Start, Complete, Stop,
+    Exit; one that is stopped (or whose acquisition ends) Launch, Run, Start,
+    Shutdown, Complete, Stop, Exit; a failure adds Error (and Abort for a
+    device stage, whose blocks in flight are dropped) before Shutdown.
+    """
+
+    #: the session is starting up (:meth:`Engine.start` was called)
+    Launch = 0
+    #: the acquisition and every IO have started
+    Start = 1
+    #: the session's stages are running
+    Run = 2
+    #: dispatching ended; the session waits for the blocks in flight
+    Stop = 3
+    #: the last block was dispatched (the scan completed, ``blocks_to_acquire``
+    #: was reached, or a stop made the next block the last)
+    Complete = 4
+    #: the session is ending before it completed (a stop, an error, the acquisition's end)
+    Shutdown = 5
+    #: the session has ended; every endpoint callback has run
+    Exit = 6
+    #: a stage failed; the second argument is the exception
+    Error = 7
+    #: a device stage failed, and the blocks behind it are dropped
+    Abort = 8
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    """vortex's ``SessionStatus``, the second argument of :attr:`Engine.job_callback`."""
+
+    allocated: int = 0   #: blocks in the pool (``blocks_to_allocate``)
+    inflight: int = 0    #: blocks out of the pool
+    dispatched: int = 0  #: jobs (blocks) the session began
+    limit: int = 0       #: ``blocks_to_acquire`` (0: unbounded)
+
+    @property
+    def available(self) -> int:
+        """Blocks in the pool."""
+        return self.allocated - self.inflight
+
+    @property
+    def utilization(self) -> float:
+        """The fraction of the pool in flight."""
+        return self.inflight / self.allocated if self.allocated else 0.0
+
+    @property
+    def progress(self) -> float:
+        """``dispatched / limit`` (0 for an unbounded session)."""
+        return self.dispatched / self.limit if self.limit > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class JobTiming:
+    """vortex's ``JobTiming``, the third argument of :attr:`Engine.job_callback`:
+    when the block's stages happened (``datetime.datetime``, local time, as
+    vortex's binding gives them). vortexgo's stages are asynchronous, so
+    ``process`` and ``format`` are when they were *dispatched* to the device;
+    ``recycle`` is when the device had finished with the block.
+    Device times per stage are in :attr:`Engine.timings`."""
+
+    create: datetime.datetime    #: the Generate stage began the job
+    service: datetime.datetime   #: a free block was taken for it
+    scan: datetime.datetime      #: its waveforms and markers were generated
+    acquire: datetime.datetime   #: the acquisition filled it
+    process: datetime.datetime   #: its upload and processing were dispatched
+    format: datetime.datetime    #: its formatting was dispatched to every endpoint
+    recycle: datetime.datetime   #: the device finished it; it went back to the pool
+
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    """A snapshot of the engine's counters (:meth:`Engine.status`)."""
+
+    blocks_acquired: int = 0
+    blocks_processed: int = 0
+    blocks_formatted: int = 0
+    blocks_dropped: int = 0
+    volumes: int = 0
+    callback_errors: int = 0
+    events_dropped: int = 0
+    in_flight: int = 0
+    running: bool = False
+    done: bool = False
+    error: str = ""
+    #: whether a session exists, started and not yet stopped (vortex's field, as the four below)
+    active: bool = False
+    #: jobs (blocks) the session began
+    dispatched_blocks: int = 0
+    #: blocks out of the pool (``in_flight``)
+    inflight_blocks: int = 0
+    #: ``dispatched_blocks / blocks_to_acquire`` (0 for an unbounded session)
+    dispatch_completion: float = 0.0
+    #: ``inflight_blocks / blocks_to_allocate``
+    block_utilization: float = 0.0
+    #: profiler marks not written because the writer fell behind
+    profiler_dropped: int = 0
+
+    @property
+    def state(self) -> str:
+        """``"running"``, ``"done"``, ``"failed"`` or ``"idle"`` (of the current or last session)."""
+        if self.error:
+            return "failed"
+        return "running" if self.running else ("done" if self.done else "idle")
+
+    def __repr__(self) -> str:
+        lines = [f"EngineStatus({self.state})"]
+        for f in fields(self):
+            if f.name in ("running", "done", "inflight_blocks"):
+                continue
+            v = getattr(self, f.name)
+            if f.name == "error" and not v:
+                continue
+            lines.append(f"  {f.name:<17} {v}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td>{f.name}</td><td>{getattr(self, f.name)}</td></tr>" for f in fields(self))
+        return f"<b>EngineStatus ({self.state})</b><table>{rows}</table>"
+
+
+@dataclass(frozen=True)
+class StageTiming:
+    """Per-block time of one stage, in milliseconds (:attr:`Engine.timings`).
+
+    ``mean``, ``min`` and ``max`` cover every block; ``p50`` and ``p99`` the
+    most recent 1024.
+    """
+
+    count: int = 0
+    mean: float = 0.0
+    min: float = 0.0
+    max: float = 0.0
+    p50: float = 0.0
+    p99: float = 0.0
+
+    def __repr__(self) -> str:
+        return (f"StageTiming(n={self.count}, mean={self.mean:.3f} ms, p50={self.p50:.3f}, "
+                f"p99={self.p99:.3f}, max={self.max:.3f})")
+
+
