@@ -1,0 +1,28 @@
+package pyapi
+
+import "github.com/vortexgo/vortexgo/gosrc/internal/invariants"
+
+// The test-only invariants (gosrc/internal/invariants) in the Python
+// extension: `make py-test-invariants` builds it with -tags invariants and
+// runs the Python tests against it; tests_py/conftest.py fails the run
+// when Go's leak report at exit is not empty. In user builds these report
+// nothing.
+
+// InvariantsEnabled is true in an extension built with -tags invariants.
+func InvariantsEnabled() bool { return invariants.Enabled }
+
+// InvariantLeaks is Go's report of the streams, events, buffers, graphs
+// and tensor locks still open, with where each was made; "" when none (or
+// in a user build).
+func InvariantLeaks() string { return invariants.LeakReport(invariants.Live()) }
+
+// InvariantsAllowMisuse makes use after close and double close return
+// their errors for the rest of the process instead of panicking: the
+// Python tests check what a user sees after a deliberate misuse
+// (ClosedError), and leaks are what this build is for.
+func InvariantsAllowMisuse() { invariants.AllowMisuse(processLifetime{}) }
+
+// processLifetime is a Cleaner whose cleanups never run.
+type processLifetime struct{}
+
+func (processLifetime) Cleanup(func()) {}
