@@ -28,6 +28,9 @@ type recordType struct {
 // records is every state record that crosses the boundary.
 var records = []recordType{
 	{"POOL_STATS", poolStatsRecord{}},
+	{"STACK_STATE", stackStateRecord{}},
+	{"HDF5_STACK_STATE", hdf5StackStateRecord{}},
+	{"STREAM_STATE", streamStateRecord{}},
 }
 
 // putRecord writes rec into the caller's n bytes at dst when they hold it

@@ -8,3 +8,16 @@ POOL_STATS = Layout("POOL_STATS", (
     ("pending", "q"),
     ("in_use", "q"),
 ))
+STACK_STATE = Layout("STACK_STATE", (
+    ("status", "q"),
+    ("volumes", "q"),
+))
+HDF5_STACK_STATE = Layout("HDF5_STACK_STATE", (
+    ("status", "q"),
+    ("allocated", "q"),
+    ("volume", "q"),
+))
+STREAM_STATE = Layout("STREAM_STATE", (
+    ("status", "q"),
+    ("bytes", "q"),
+))
