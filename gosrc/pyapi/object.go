@@ -3,6 +3,7 @@ package pyapi
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
@@ -72,8 +73,11 @@ func NewObject(pkg, kind, record string) (*Object, error) {
 	switch pkg {
 	case "scan":
 		obj, err = scan.New(kind, record)
-	case "storage": // kind: the dtype; no record
-		obj, err = storage.New(kind)
+	case "storage": // kind: "endpoint:<name>", a BlockEndpoint; no record (the storages: storage.go)
+		err = badArg("storage kind %q, expected endpoint:<name>", kind)
+		if name, ok := strings.CutPrefix(kind, "endpoint:"); ok {
+			obj, err = storage.NewBlockEndpoint(name)
+		}
 	}
 	return tagged(&Object{obj: obj}, err)
 }

@@ -424,18 +424,3 @@ func (s *BroctStorage) Close() error {
 		return errors.Join(errs...)
 	})
 }
-
-// Record is the storage's state for bindings: open (0 closed, 1 open, 2
-// closed because another storage took its file over), then the whole
-// volumes in the file.
-func (s *BroctStorage) Record() []float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
-		if s.gone {
-			return []float64{2, 0}
-		}
-		return []float64{0, 0}
-	}
-	return []float64{1, float64((s.farthest - s.headerEnd) / s.volumeBytes())}
-}

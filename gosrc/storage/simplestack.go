@@ -604,18 +604,3 @@ func (s *SimpleStack) close() error {
 	s.f = nil
 	return errors.Join(errs...)
 }
-
-// Record is the stack's state for bindings: open (0 closed, 1 open, 2
-// closed because another storage took its file over), then the volumes
-// the header counts.
-func (s *SimpleStack) Record() []float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	open := 0.0
-	if s.f != nil {
-		open = 1
-	} else if s.gone {
-		open = 2
-	}
-	return []float64{open, float64(s.completed)}
-}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
@@ -127,20 +126,6 @@ func (a *appender) Close() error {
 		}
 		return nil
 	})
-}
-
-// Record is the storage's state for bindings: open (0 closed, 1 open, 2
-// closed because another storage took its file over), bytes written.
-func (a *appender) Record() []float64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	open := 0.0
-	if a.f != nil {
-		open = 1
-	} else if a.gone {
-		open = 2
-	}
-	return []float64{open, float64(a.bytes)}
 }
 
 // SimpleStreamConfig is vortex's simple_stream_config_t. Its only header
@@ -363,23 +348,4 @@ func (l *MarkerLog) Write(markers []marker.Marker) error {
 	}
 	l.buf = b
 	return l.writeLocked("Write", b)
-}
-
-// markersFromRecords decodes python/vortexgo/marker.py's int64 records
-// (kind, sample, sequence, index, count_hint, id, flags, reversed).
-func markersFromRecords(rec []int64) ([]marker.Marker, error) {
-	const fields = 8
-	if len(rec)%fields != 0 {
-		return nil, fmt.Errorf("storage.MarkerLog: %d record values, expected rows of %d: %w", len(rec), fields, backend.ErrInvalid)
-	}
-	out := make([]marker.Marker, 0, len(rec)/fields)
-	for i := 0; i < len(rec); i += fields {
-		r := rec[i : i+fields]
-		if r[0] < int64(marker.ScanBoundary) || r[0] > int64(marker.Event) {
-			return nil, fmt.Errorf("storage.MarkerLog: marker %d kind=%d, expected 1..6: %w", i/fields, r[0], backend.ErrInvalid)
-		}
-		out = append(out, marker.Marker{Kind: marker.Kind(r[0]), Sample: r[1], Sequence: r[2], Index: r[3],
-			CountHint: int(r[4]), ID: uint64(r[5]), Flags: marker.Flags(uint64(r[6])), Reversed: r[7] != 0})
-	}
-	return out, nil
 }
