@@ -28,6 +28,7 @@ type recordType struct {
 // records is every state record that crosses the boundary.
 var records = []recordType{
 	{"POOL_STATS", poolStatsRecord{}},
+	{"BLOCK_ENDPOINT", blockEndpointRecord{}},
 }
 
 // putRecord writes rec into the caller's n bytes at dst when they hold it

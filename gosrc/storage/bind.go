@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/claim"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
@@ -13,8 +13,8 @@ import (
 // (pyapi.NewObject) from its kind: a dtype ("int8", "uint16", "uint64",
 // "float32", "float64") is a SimpleStack of it; "SimpleStream:<dtype>",
 // "HDF5Stack:<dtype>", "StreamDump", "MarkerLog" and "BroctStorage" are
-// the others, and "endpoint:<name>" is a BlockEndpoint (vortex's stream,
-// dump and marker-log endpoints). Each object's Do documents its operations.
+// the others (their engine endpoints are endpoint.BlockEndpoint's). Each
+// object's Do documents its operations.
 func New(kind string) (any, error) {
 	name, dtype, _ := strings.Cut(kind, ":")
 	switch name {
@@ -28,8 +28,6 @@ func New(kind string) (any, error) {
 		return NewMarkerLog(), nil
 	case "BroctStorage":
 		return NewBroctStorage(), nil
-	case "endpoint":
-		return NewBlockEndpoint(dtype)
 	}
 	if dtype == "" {
 		if _, ok := elemNamed(name); ok {
@@ -54,7 +52,7 @@ type stackArgs struct {
 // a user's call in between would tear a volume or interleave volumes
 // without a word. close() and open() are refused the same way (Claim).
 // The engine's own writes go through the Go methods, never through Do.
-func notWhileEngine(c *engine.Claim, what, method string) error {
+func notWhileEngine(c *claim.Claim, what, method string) error {
 	if !c.InUse() {
 		return nil
 	}

@@ -8,3 +8,7 @@ POOL_STATS = Layout("POOL_STATS", (
     ("pending", "q"),
     ("in_use", "q"),
 ))
+BLOCK_ENDPOINT = Layout("BLOCK_ENDPOINT", (
+    ("prepared", "q"),
+    ("blocks_written", "q"),
+))
