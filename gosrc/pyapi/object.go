@@ -3,13 +3,11 @@ package pyapi
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
-	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
 // Object is embedded first in every wrapper of a core object that Python
@@ -69,15 +67,10 @@ func (o *Object) Record(dst, n int) (int, error) {
 // constructor (one case per package).
 func NewObject(pkg, kind, record string) (*Object, error) {
 	var obj any
-	err := badArg("package %q, expected scan or storage", pkg)
+	err := badArg("package %q, expected scan", pkg)
 	switch pkg {
 	case "scan":
 		obj, err = scan.New(kind, record)
-	case "storage": // kind: "endpoint:<name>", a BlockEndpoint; no record (the storages: storage.go)
-		err = badArg("storage kind %q, expected endpoint:<name>", kind)
-		if name, ok := strings.CutPrefix(kind, "endpoint:"); ok {
-			obj, err = storage.NewBlockEndpoint(name)
-		}
 	}
 	return tagged(&Object{obj: obj}, err)
 }

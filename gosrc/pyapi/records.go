@@ -39,6 +39,7 @@ var records = []recordType{
 	{"STACK_STATE", stackStateRecord{}},
 	{"HDF5_STACK_STATE", hdf5StackStateRecord{}},
 	{"STREAM_STATE", streamStateRecord{}},
+	{"BLOCK_ENDPOINT", blockEndpointRecord{}},
 }
 
 // putRecord writes rec into the caller's n bytes at dst when they hold it

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/claim"
 )
 
 // Status says whether a storage holds its file (vortex's ready) and, when
@@ -95,7 +95,7 @@ func (a *appender) State() StreamState {
 // engine holds the storage: the engine's writer goroutine writes and
 // advances there from Prepare until its run ends, so a call in between
 // would tear a volume or interleave volumes without a word. Close and Open
-// are refused the same way (engine.Claim). The engine's own writes call
+// are refused the same way (claim.Claim). The engine's own writes call
 // the write methods directly, never CheckUserCall.
 
 // CheckUserCall refuses a user's call of method (the Python method's name,
@@ -121,7 +121,7 @@ func (a *appender) CheckUserCall(method string) error {
 	return notWhileEngine(&a.claim, a.name, method)
 }
 
-func notWhileEngine(c *engine.Claim, what, method string) error {
+func notWhileEngine(c *claim.Claim, what, method string) error {
 	if !c.InUse() {
 		return nil
 	}

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/claim"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -25,7 +26,7 @@ type appender struct {
 	id    fileID
 	gone  bool // another storage took the file over (supersede)
 
-	claim engine.Claim // refuses Close while an engine writes here
+	claim claim.Claim // refuses Close while an engine writes here
 }
 
 func (a *appender) inUse() bool { return a.claim.InUse() }
@@ -41,15 +42,15 @@ func (a *appender) supersede(string) {
 
 // Claims reports the claim an engine takes while one of its endpoints
 // writes here (engine.Claimer): Close is refused until the run ends.
-func (a *appender) Claims() []*engine.Claim {
+func (a *appender) Claims() []*claim.Claim {
 	a.claim.Name(a.name)
-	return []*engine.Claim{&a.claim}
+	return []*claim.Claim{&a.claim}
 }
 
 // open closes an open file (vortex's open does) and creates path.
 func (a *appender) open(path string) error {
 	if path == "" {
-		return engine.Invalid(`%sConfig.Path: "", expected a file path`, a.name)
+		return backend.Invalidf(`%sConfig.Path: "", expected a file path`, a.name)
 	}
 	if err := a.Close(); err != nil {
 		return fmt.Errorf("storage.%s.Open: closing %q first: %w", a.name, a.Path(), err)
@@ -151,7 +152,7 @@ type SimpleStream struct {
 func NewSimpleStreamNamed(dtype string) (*SimpleStream, error) {
 	e, ok := elemNamed(dtype)
 	if !ok {
-		return nil, engine.Invalid("storage.NewSimpleStream: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
+		return nil, backend.Invalidf("storage.NewSimpleStream: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
 	}
 	return &SimpleStream{appender: appender{name: "SimpleStream"}, elem: e}, nil
 }
@@ -165,7 +166,7 @@ func (s *SimpleStream) ElemSize() int { return s.elem.size }
 // Open creates the file (closing an open one first, as vortex).
 func (s *SimpleStream) Open(cfg SimpleStreamConfig) error {
 	if cfg.Header != 0 {
-		return engine.Invalid("SimpleStreamConfig.Header: %d, expected 0 (Empty, the only stream header)", cfg.Header)
+		return backend.Invalidf("SimpleStreamConfig.Header: %d, expected 0 (Empty, the only stream header)", cfg.Header)
 	}
 	return s.open(cfg.Path)
 }
@@ -173,7 +174,7 @@ func (s *SimpleStream) Open(cfg SimpleStreamConfig) error {
 // Write appends whole elements (vortex's write).
 func (s *SimpleStream) Write(data []byte) error {
 	if len(data)%s.elem.size != 0 {
-		return engine.Invalid("storage.SimpleStream.Write: data of %d bytes, expected whole %s elements of %d bytes",
+		return backend.Invalidf("storage.SimpleStream.Write: data of %d bytes, expected whole %s elements of %d bytes",
 			len(data), s.elem.name, s.elem.size)
 	}
 	return s.write("Write", data)
@@ -208,10 +209,10 @@ func NewStreamDump() *StreamDump { return &StreamDump{appender: appender{name: "
 // Open creates the file (closing an open one first, as vortex).
 func (d *StreamDump) Open(cfg StreamDumpConfig) error {
 	if cfg.Stream < 0 || cfg.Stream > 5 {
-		return engine.Invalid("StreamDumpConfig.Stream: %d, expected 0 (counter) ... 5 (strobes)", cfg.Stream)
+		return backend.Invalidf("StreamDumpConfig.Stream: %d, expected 0 (counter) ... 5 (strobes)", cfg.Stream)
 	}
 	if cfg.Divisor < 1 {
-		return engine.Invalid("StreamDumpConfig.Divisor: %d, expected >= 1", cfg.Divisor)
+		return backend.Invalidf("StreamDumpConfig.Divisor: %d, expected >= 1", cfg.Divisor)
 	}
 	if err := d.open(cfg.Path); err != nil {
 		return err
@@ -233,7 +234,7 @@ func (d *StreamDump) Config() StreamDumpConfig {
 // rows 0, Divisor, 2 Divisor, ... are written.
 func (d *StreamDump) Dump(data []byte, rowBytes int) error {
 	if rowBytes <= 0 || len(data)%rowBytes != 0 {
-		return engine.Invalid("storage.StreamDump.Dump: data of %d bytes, expected whole rows of rowBytes=%d bytes", len(data), rowBytes)
+		return backend.Invalidf("storage.StreamDump.Dump: data of %d bytes, expected whole rows of rowBytes=%d bytes", len(data), rowBytes)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

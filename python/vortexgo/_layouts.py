@@ -72,3 +72,7 @@ STREAM_STATE = Layout("STREAM_STATE", (
     ("status", "q"),
     ("bytes", "q"),
 ))
+BLOCK_ENDPOINT = Layout("BLOCK_ENDPOINT", (
+    ("prepared", "q"),
+    ("blocks_written", "q"),
+))

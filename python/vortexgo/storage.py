@@ -30,7 +30,7 @@ an HDF5 file, with ``compression_level`` and a MATLAB v7.3 header; the HDF5 C
 library is loaded at run time from the system or the h5py wheel), ``StreamDump``
 (one of each block's streams), ``MarkerLog`` (markers as text lines or 42-byte
 records) and ``BroctStorage`` (int8 volumes in the BROCT format). Their engine
-endpoints are in ``vortexgo.storage_endpoint`` (re-exported by
+endpoints are in :mod:`vortexgo.endpoint` (re-exported by
 :mod:`vortexgo.engine`).
 """
 
@@ -348,44 +348,6 @@ class _SimpleStack(NoCopy, StrictAttributes):
                 f"{self.volumes_written} volumes written>")
 
 
-class SimpleStackInt8(_SimpleStack):
-    """A stack of int8 volumes (the processor's int8 rendering)."""
-
-    _dtype = np.dtype("int8")
-
-
-class SimpleStackUInt16(_SimpleStack):
-    """A stack of uint16 volumes (raw spectra, or processed values cast to uint16)."""
-
-    _dtype = np.dtype("uint16")
-
-
-class SimpleStackUInt32(_SimpleStack):
-    """A stack of uint32 volumes: the engine's strobe words (``StrobesStackEndpoint``).
-    vortex's engine uses uint32 strobes but its Python module binds no uint32
-    storage; vortexgo adds one so that the strobe endpoints can be used."""
-
-    _dtype = np.dtype("uint32")
-
-
-class SimpleStackUInt64(_SimpleStack):
-    """A stack of uint64 volumes (the record counter, ``CounterStackEndpoint``)."""
-
-    _dtype = np.dtype("uint64")
-
-
-class SimpleStackFloat32(_SimpleStack):
-    """A stack of float32 volumes (processed A-scans)."""
-
-    _dtype = np.dtype("float32")
-
-
-class SimpleStackFloat64(_SimpleStack):
-    """A stack of float64 volumes (galvo and sample positions, ``GalvoTargetStackEndpoint`` ...)."""
-
-    _dtype = np.dtype("float64")
-
-
 # ---------------------------------------------------------------------------
 # The append-only storages (vortex's simple_stream_t, stream_dump_t,
 # marker_log_t) and BROCT. Each is a Go storage of gosrc/storage, bound by
@@ -556,43 +518,6 @@ class _SimpleStream(_Storage):
         self._h.Write(a.ctypes.data, a.nbytes)
 
 
-class SimpleStreamInt8(_SimpleStream):
-    """A headerless stream of int8 values."""
-
-    _dtype = np.dtype("int8")
-
-
-class SimpleStreamUInt16(_SimpleStream):
-    """A headerless stream of uint16 values (raw spectra)."""
-
-    _dtype = np.dtype("uint16")
-
-
-class SimpleStreamUInt32(_SimpleStream):
-    """A headerless stream of uint32 values (strobe words, ``StrobesStreamEndpoint``;
-    a vortexgo addition: vortex's Python module binds no uint32 storage)."""
-
-    _dtype = np.dtype("uint32")
-
-
-class SimpleStreamUInt64(_SimpleStream):
-    """A headerless stream of uint64 values (sample counters)."""
-
-    _dtype = np.dtype("uint64")
-
-
-class SimpleStreamFloat32(_SimpleStream):
-    """A headerless stream of float32 values (processed A-scans)."""
-
-    _dtype = np.dtype("float32")
-
-
-class SimpleStreamFloat64(_SimpleStream):
-    """A headerless stream of float64 values (galvo waveforms)."""
-
-    _dtype = np.dtype("float64")
-
-
 @dataclass
 class StreamDumpConfig(Config):
     """What a :class:`StreamDump` writes (vortex's ``StreamDumpConfig``).
@@ -706,7 +631,17 @@ class BroctScan(StrictAttributes, enum.IntEnum):
 
 
 # vortex exports the values into the module too (vortex.storage.radial).
-globals().update({s.name: s for s in BroctScan})
+rectangular = BroctScan.rectangular
+bscan = BroctScan.bscan
+aiming = BroctScan.aiming
+mscan = BroctScan.mscan
+radial = BroctScan.radial
+ascan = BroctScan.ascan
+speckle = BroctScan.speckle
+mixed = BroctScan.mixed
+xfast_yfast = BroctScan.xfast_yfast
+xfast_yfast_speckle = BroctScan.xfast_yfast_speckle
+spiral = BroctScan.spiral
 
 
 @dataclass
@@ -1052,38 +987,59 @@ class _HDF5Stack(_Storage):
         self._h.AdvanceVolume(check_bool("allocate", allocate))
 
 
-class HDF5StackInt8(_HDF5Stack):
-    """An HDF5 stack of int8 volumes."""
+# ---------------------------------------------------------------------------
+# The per-dtype storage classes, one row each: (name, base, dtype,
+# docstring), as vortex's bindings make them from one list. storage.pyi
+# declares each for editors, and __all__ lists each by name.
 
-    _dtype = np.dtype("int8")
+_CLASSES: tuple[tuple[str, type, str, str], ...] = (
+    ("SimpleStackInt8", _SimpleStack, "int8",
+     "A stack of int8 volumes (the processor's int8 rendering)."),
+    ("SimpleStackUInt16", _SimpleStack, "uint16",
+     "A stack of uint16 volumes (raw spectra, or processed values cast to uint16)."),
+    ("SimpleStackUInt32", _SimpleStack, "uint32",
+     "A stack of uint32 volumes: the engine's strobe words (``StrobesStackEndpoint``). vortex's engine "
+     "uses uint32 strobes but its Python module binds no uint32 storage; vortexgo adds one so that the "
+     "strobe endpoints can be used."),
+    ("SimpleStackUInt64", _SimpleStack, "uint64",
+     "A stack of uint64 volumes (the record counter, ``CounterStackEndpoint``)."),
+    ("SimpleStackFloat32", _SimpleStack, "float32",
+     "A stack of float32 volumes (processed A-scans)."),
+    ("SimpleStackFloat64", _SimpleStack, "float64",
+     "A stack of float64 volumes (galvo and sample positions, ``GalvoTargetStackEndpoint`` ...)."),
+    ("SimpleStreamInt8", _SimpleStream, "int8",
+     "A headerless stream of int8 values."),
+    ("SimpleStreamUInt16", _SimpleStream, "uint16",
+     "A headerless stream of uint16 values (raw spectra)."),
+    ("SimpleStreamUInt32", _SimpleStream, "uint32",
+     "A headerless stream of uint32 values (strobe words, ``StrobesStreamEndpoint``; a vortexgo addition: "
+     "vortex's Python module binds no uint32 storage)."),
+    ("SimpleStreamUInt64", _SimpleStream, "uint64",
+     "A headerless stream of uint64 values (sample counters)."),
+    ("SimpleStreamFloat32", _SimpleStream, "float32",
+     "A headerless stream of float32 values (processed A-scans)."),
+    ("SimpleStreamFloat64", _SimpleStream, "float64",
+     "A headerless stream of float64 values (galvo waveforms)."),
+    ("HDF5StackInt8", _HDF5Stack, "int8",
+     "An HDF5 stack of int8 volumes."),
+    ("HDF5StackUInt16", _HDF5Stack, "uint16",
+     "An HDF5 stack of uint16 volumes (raw spectra)."),
+    ("HDF5StackUInt32", _HDF5Stack, "uint32",
+     "An HDF5 stack of uint32 volumes (strobe words; a vortexgo addition, as :class:`SimpleStackUInt32`)."),
+    ("HDF5StackUInt64", _HDF5Stack, "uint64",
+     "An HDF5 stack of uint64 volumes."),
+    ("HDF5StackFloat32", _HDF5Stack, "float32",
+     "An HDF5 stack of float32 volumes (processed A-scans; vortex's build has no Float32)."),
+    ("HDF5StackFloat64", _HDF5Stack, "float64",
+     "An HDF5 stack of float64 volumes."),
+)
 
 
-class HDF5StackUInt16(_HDF5Stack):
-    """An HDF5 stack of uint16 volumes (raw spectra)."""
-
-    _dtype = np.dtype("uint16")
-
-
-class HDF5StackUInt32(_HDF5Stack):
-    """An HDF5 stack of uint32 volumes (strobe words; a vortexgo addition, as
-    :class:`SimpleStackUInt32`)."""
-
-    _dtype = np.dtype("uint32")
+def _define(classes: tuple) -> dict:
+    """The table's classes by name, for the module's namespace."""
+    return {name: type(name, (base,), {"_dtype": np.dtype(dtype), "__doc__": doc, "__module__": __name__,
+                                       "__qualname__": name})
+            for name, base, dtype, doc in classes}
 
 
-class HDF5StackUInt64(_HDF5Stack):
-    """An HDF5 stack of uint64 volumes."""
-
-    _dtype = np.dtype("uint64")
-
-
-class HDF5StackFloat32(_HDF5Stack):
-    """An HDF5 stack of float32 volumes (processed A-scans; vortex's build has no Float32)."""
-
-    _dtype = np.dtype("float32")
-
-
-class HDF5StackFloat64(_HDF5Stack):
-    """An HDF5 stack of float64 volumes."""
-
-    _dtype = np.dtype("float64")
+globals().update(_define(_CLASSES))
