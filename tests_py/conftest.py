@@ -34,13 +34,6 @@ def _invariants_build() -> bool:
     return bool(api.InvariantsEnabled())
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    if _invariants_build():
-        from vortexgo._core import api
-
-        api.InvariantsAllowMisuse()  # the tests check the errors users see after misuse
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not _invariants_build():
         return

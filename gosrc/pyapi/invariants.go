@@ -1,6 +1,10 @@
 package pyapi
 
-import "github.com/vortexgo/vortexgo/gosrc/internal/invariants"
+import (
+	"os"
+
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
+)
 
 // The test-only invariants (gosrc/internal/invariants) in the Python
 // extension: `make py-test-invariants` builds it with -tags invariants and
@@ -16,11 +20,16 @@ func InvariantsEnabled() bool { return invariants.Enabled }
 // in a user build).
 func InvariantLeaks() string { return invariants.LeakReport(invariants.Live()) }
 
-// InvariantsAllowMisuse makes use after close and double close return
-// their errors for the rest of the process instead of panicking: the
-// Python tests check what a user sees after a deliberate misuse
-// (ClosedError), and leaks are what this build is for.
-func InvariantsAllowMisuse() { invariants.AllowMisuse(processLifetime{}) }
+// With VORTEXGO_ALLOW_MISUSE=1 in the environment (make py-test-invariants
+// sets it, so the tests' subprocesses inherit it), use after close and
+// double close return their errors for the whole process instead of
+// panicking: the Python tests check what a user sees after a deliberate
+// misuse (ClosedError), and leaks are what this build is for.
+func init() {
+	if os.Getenv("VORTEXGO_ALLOW_MISUSE") == "1" {
+		invariants.AllowMisuse(processLifetime{})
+	}
+}
 
 // processLifetime is a Cleaner whose cleanups never run.
 type processLifetime struct{}
