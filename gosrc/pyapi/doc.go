@@ -11,8 +11,8 @@
 // cross one way each: a config as one JSON record of the core struct's
 // fields (backend.DecodeRecord), state as float64s written into the
 // caller's buffer (Object.Record, hostmem.Record). Core objects Python
-// drives by named operations (scans, the scan queue, a SimpleStack) share
-// one path: NewObject and Object.Do (object.go).
+// drives by named operations (a SimpleStack) share one path: NewObject and
+// Object.Do (object.go).
 //
 // gopy releases the GIL around every call into Go, so a call that waits
 // leaves other Python threads running. Nothing here calls back into

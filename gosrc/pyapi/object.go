@@ -7,7 +7,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
-	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
 // Object is embedded first in every wrapper of a core object that Python
@@ -60,19 +59,6 @@ func (o *Object) Record(dst, n int) (int, error) {
 		return 0, tag(badArg("%T has no record", o.obj))
 	}
 	return hostmem.Record(dst, n, r.Record()...), nil
-}
-
-// NewObject builds a core object that Python drives by named operations
-// (Do) from its kind and JSON config record, through its core package's
-// constructor (one case per package).
-func NewObject(pkg, kind, record string) (*Object, error) {
-	var obj any
-	err := badArg("package %q, expected scan", pkg)
-	switch pkg {
-	case "scan":
-		obj, err = scan.New(kind, record)
-	}
-	return tagged(&Object{obj: obj}, err)
 }
 
 // Do runs the core object's operation op (its Do method documents them):
