@@ -5,7 +5,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -118,7 +118,7 @@ func NewWithExecutor(kind, dtype string, exec any, shape []int) (engine.Endpoint
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := exec.(*stage.StackFormatExecutor); !ok && exec != nil {
+	if _, ok := exec.(*format.StackFormatExecutor); !ok && exec != nil {
 		return nil, engine.Invalid("%s: executor %T, expected a StackFormatExecutor", e.name, exec)
 	}
 	return e, e.SetExecutor(exec, shape)

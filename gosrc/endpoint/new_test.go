@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // fakeStore is a VolumeWriter that keeps nothing.
@@ -53,10 +53,10 @@ func TestNewByKind(t *testing.T) {
 }
 
 func TestNewWithExecutor(t *testing.T) {
-	stack, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{})
+	stack, err := format.NewStackFormatExecutor(format.StackFormatExecutorConfig{})
 	require.NoError(t, err)
-	radial, err := stage.NewRadialFormatExecutor(stage.RadialFormatExecutorConfig{
-		SegmentRTExtent: [2]stage.Range{{Min: -1, Max: 1}, {Min: 0, Max: 3}}, RadialShape: [2]int{4, 8}})
+	radial, err := format.NewRadialFormatExecutor(format.RadialFormatExecutorConfig{
+		SegmentRTExtent: [2]format.Range{{Min: -1, Max: 1}, {Min: 0, Max: 3}}, RadialShape: [2]int{4, 8}})
 	require.NoError(t, err)
 	tests := []struct {
 		kind, dtype string

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // Claim marks a stage (acquisition, processor, endpoint, storage) as used
@@ -247,7 +247,7 @@ func stageKeys(stages []any) []stageKey {
 func init() {
 	// The executors and planners ask through a hook: package stage cannot
 	// import this one, which imports it.
-	stage.EngineHolds = func(x any) bool {
+	format.EngineHolds = func(x any) bool {
 		if x == nil || !reflect.ValueOf(x).Comparable() {
 			return false
 		}

@@ -28,6 +28,8 @@ type recordType struct {
 // records is every state record that crosses the boundary.
 var records = []recordType{
 	{"POOL_STATS", poolStatsRecord{}},
+	{"SIM_IO_STATE", simIOState{}},
+	{"SIM_IO_WINDOW", simIOWindow{}},
 }
 
 // putRecord writes rec into the caller's n bytes at dst when they hold it

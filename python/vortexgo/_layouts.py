@@ -8,3 +8,13 @@ POOL_STATS = Layout("POOL_STATS", (
     ("pending", "q"),
     ("in_use", "q"),
 ))
+SIM_IO_STATE = Layout("SIM_IO_STATE", (
+    ("samples", "q"),
+    ("started", "q"),
+    ("stopped", "q"),
+))
+SIM_IO_WINDOW = Layout("SIM_IO_WINDOW", (
+    ("first", "q"),
+    ("rows", "q"),
+    ("channels", "q"),
+))
