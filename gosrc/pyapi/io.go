@@ -30,14 +30,14 @@ func NewSimIO(recordSamples int, feedback bool, feedbackDelay int) (*SimIO, erro
 	return &SimIO{Object{obj: s}, s}, nil
 }
 
-// simIOState is a SimIO's state (SIM_IO_STATE): samples output so far,
+// simIOStateRecord is a SimIO's state (SIM_IO_STATE): samples output so far,
 // whether the engine started and stopped it (0 or 1).
-type simIOState struct{ Samples, Started, Stopped int64 }
+type simIOStateRecord struct{ Samples, Started, Stopped int64 }
 
-// simIOWindow is where a copy of a SimIO's recording starts
+// simIOWindowRecord is where a copy of a SimIO's recording starts
 // (SIM_IO_WINDOW): the sample index of its first row, its rows and the
 // values per row (the output channels; 1 for the strobe words).
-type simIOWindow struct{ First, Rows, Channels int64 }
+type simIOWindowRecord struct{ First, Rows, Channels int64 }
 
 // recordFlag is b as a record field (1 or 0).
 func recordFlag(b bool) int64 {
@@ -50,7 +50,7 @@ func recordFlag(b bool) int64 {
 // State writes the SimIO's state (SIM_IO_STATE) into the caller's n bytes
 // at rec (putRecord).
 func (s *SimIO) State(rec, n int) (int, error) {
-	return putRecord(rec, n, &simIOState{s.s.Samples(), recordFlag(s.s.Started()), recordFlag(s.s.Stopped())})
+	return putRecord(rec, n, &simIOStateRecord{s.s.Samples(), recordFlag(s.s.Started()), recordFlag(s.s.Stopped())})
 }
 
 // Recorded copies the latest recorded samples, oldest first, into the
@@ -63,7 +63,7 @@ func (s *SimIO) Recorded(dst, n, rec, recN int) (int, error) {
 		return 0, tag(err)
 	}
 	first, rows := s.s.Recorded(buf)
-	return putRecord(rec, recN, &simIOWindow{first, int64(rows), int64(s.s.OutputChannels())})
+	return putRecord(rec, recN, &simIOWindowRecord{first, int64(rows), int64(s.s.OutputChannels())})
 }
 
 // RecordedStrobes copies the latest recorded strobe words, oldest first,
@@ -76,5 +76,5 @@ func (s *SimIO) RecordedStrobes(dst, n, rec, recN int) (int, error) {
 		return 0, tag(err)
 	}
 	first, rows := s.s.RecordedStrobes(buf)
-	return putRecord(rec, recN, &simIOWindow{first, int64(rows), 1})
+	return putRecord(rec, recN, &simIOWindowRecord{first, int64(rows), 1})
 }
