@@ -200,7 +200,7 @@ const (
 type volumeFormatter struct {
 	dtype   backend.DType
 	src     source
-	exec    any    // *stage.{Stack,Radial,Spiral,Position}FormatExecutor
+	exec    any    // *format.{Stack,Radial,Spiral,Position}FormatExecutor
 	shape   [4]int // the executor's volume shape
 	samples int    // samples per record of the block buffer read
 

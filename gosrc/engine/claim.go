@@ -245,7 +245,7 @@ func stageKeys(stages []any) []stageKey {
 }
 
 func init() {
-	// The executors and planners ask through a hook: package stage cannot
+	// The executors and planners ask through a hook: package format cannot
 	// import this one, which imports it.
 	format.EngineHolds = func(x any) bool {
 		if x == nil || !reflect.ValueOf(x).Comparable() {
