@@ -9,7 +9,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
@@ -297,7 +297,7 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 	var ranges [][2]int
 	if e.source != BlockMarkers && e.dump == nil {
 		for _, a := range plan.Actions {
-			if a.Kind == stage.Copy && a.Count > 0 {
+			if a.Kind == format.Copy && a.Count > 0 {
 				ranges = append(ranges, [2]int{a.BlockOffset, a.BlockOffset + a.Count})
 			}
 		}

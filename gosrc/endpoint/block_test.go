@@ -15,7 +15,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
@@ -78,8 +78,8 @@ func (r *blockRig) data(id, sample int64, markers []marker.Marker) *engine.Block
 	b.Markers = markers
 	return &engine.BlockData{Block: b, Records: r.records, Raw: r.raw.Ptr(),
 		RawSamples: r.raws, Sample: sample, Processed: r.proc.Ptr(), Int8: r.i8.Ptr(), OutputSamples: r.outs,
-		Target: stage.DevicePositions{Ptr: r.tgt.Ptr(), Records: r.records, Channels: 2},
-		Actual: stage.DevicePositions{Ptr: r.tgt.Ptr(), Records: r.records, Channels: 2}, Ready: r.ready}
+		Target: format.DevicePositions{Ptr: r.tgt.Ptr(), Records: r.records, Channels: 2},
+		Actual: format.DevicePositions{Ptr: r.tgt.Ptr(), Records: r.records, Channels: 2}, Ready: r.ready}
 }
 
 func (r *blockRig) info(fail func(error)) engine.EndpointInfo {
@@ -92,8 +92,8 @@ func (r *blockRig) info(fail func(error)) engine.EndpointInfo {
 func TestBlockEndpointWrites(t *testing.T) {
 	const records, raws, outs = 5, 3, 2
 	r := newBlockRig(t, records, raws, outs)
-	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, BlockOffset: 1, Count: 2},
-		{Kind: stage.FinishSegment}, {Kind: stage.Copy, BlockOffset: 4, Count: 1}}}
+	plan := &engine.FormatPlan{Actions: []format.Action{{Kind: format.Copy, BlockOffset: 1, Count: 2},
+		{Kind: format.FinishSegment}, {Kind: format.Copy, BlockOffset: 4, Count: 1}}}
 	copied := []int{1, 2, 4}
 	markers := []marker.Marker{marker.NewSegmentBoundary(1, 0, 0, false, 2), marker.NewEvent(3, 7)}
 	le := binary.LittleEndian
@@ -209,7 +209,7 @@ func TestBlockEndpointFailedWrite(t *testing.T) {
 		fails = append(fails, err)
 		mu.Unlock()
 	})))
-	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
+	plan := &engine.FormatPlan{Actions: []format.Action{{Kind: format.Copy, Count: 4}}}
 	require.NoError(t, e.Format(r.data(0, 0, nil), plan))
 	err := e.Flush()
 	require.Error(t, err)
@@ -339,7 +339,7 @@ func TestBlockEndpointWriterPanic(t *testing.T) {
 	for _, j := range e.jobs {
 		j.ready = panicEvent{j.ready, &left}
 	}
-	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
+	plan := &engine.FormatPlan{Actions: []format.Action{{Kind: format.Copy, Count: 4}}}
 	require.NoError(t, e.Format(r.data(0, 0, nil), plan))
 	err := e.Flush()
 	require.ErrorContains(t, err, "SpectraStreamEndpoint: writer: internal error (Go panic: boom in the writer)")
@@ -372,7 +372,7 @@ func TestBlockEndpointFormatPanicGivesBackTheJob(t *testing.T) {
 	s := openStream(t, "uint16", filepath.Join(t.TempDir(), "spectra.bin"))
 	e := newBlock(t, "SpectraStreamEndpoint", s)
 	require.NoError(t, e.Prepare(r.info(nil)))
-	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
+	plan := &engine.FormatPlan{Actions: []format.Action{{Kind: format.Copy, Count: 4}}}
 	bad := r.data(0, 0, nil)
 	bad.Block = nil // Format faults on it with a job taken
 	// More Formats than there are jobs (each takes one), then Flush: with

@@ -7,7 +7,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // fakeStore is a VolumeWriter that keeps nothing.
@@ -20,10 +20,10 @@ func (fakeStore) WriteVolume(_ []byte) error { return nil }
 // TestConstructors: the tensor, null and storage endpoints, their errors,
 // and a tensor endpoint's TensorOf before Prepare.
 func TestConstructors(t *testing.T) {
-	stack, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{})
+	stack, err := format.NewStackFormatExecutor(format.StackFormatExecutorConfig{})
 	require.NoError(t, err)
-	radial, err := stage.NewRadialFormatExecutor(stage.RadialFormatExecutorConfig{
-		SegmentRTExtent: [2]stage.Range{{Min: -1, Max: 1}, {Min: 0, Max: 3}}, RadialShape: [2]int{4, 8}})
+	radial, err := format.NewRadialFormatExecutor(format.RadialFormatExecutorConfig{
+		SegmentRTExtent: [2]format.Range{{Min: -1, Max: 1}, {Min: 0, Max: 3}}, RadialShape: [2]int{4, 8}})
 	require.NoError(t, err)
 	build := func(f func() (engine.Endpoint, error)) func() (engine.Endpoint, error) { return f }
 	stackTensor := func(mem backend.MemKind, spectra bool, dt backend.DType, exec any, shape []int) func() (engine.Endpoint, error) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
@@ -120,7 +120,7 @@ func (e *StackTensorEndpoint) ReadsProcessed() bool {
 // ReadsPositions (engine.PositionReader): only a PositionFormatExecutor
 // places A-scans by the device positions.
 func (e *StackTensorEndpoint) ReadsPositions() bool {
-	_, ok := e.exec.(*stage.PositionFormatExecutor)
+	_, ok := e.exec.(*format.PositionFormatExecutor)
 	return ok
 }
 
@@ -136,11 +136,11 @@ func (e *StackTensorEndpoint) ReadsStrobes() bool {
 func NewGeometryTensorEndpoint(exec any, shape []int, dtype backend.DType, spectra bool) (*StackTensorEndpoint, error) {
 	var name string
 	switch exec.(type) {
-	case *stage.RadialFormatExecutor:
+	case *format.RadialFormatExecutor:
 		name = "RadialDeviceTensorEndpoint"
-	case *stage.SpiralFormatExecutor:
+	case *format.SpiralFormatExecutor:
 		name = "SpiralDeviceTensorEndpoint"
-	case *stage.PositionFormatExecutor:
+	case *format.PositionFormatExecutor:
 		name = "PositionDeviceTensorEndpoint"
 	default:
 		return nil, engine.Invalid("executor: a %T, expected a Radial, Spiral or PositionFormatExecutor", exec)
@@ -511,7 +511,7 @@ func NewStackTensor(mem backend.MemKind, spectra bool, dtype backend.DType, exec
 	if err != nil {
 		return nil, engine.Invalid("%v", err)
 	}
-	if _, ok := exec.(*stage.StackFormatExecutor); !ok && exec != nil {
+	if _, ok := exec.(*format.StackFormatExecutor); !ok && exec != nil {
 		return nil, engine.Invalid("%s: executor %T, expected a StackFormatExecutor", e.name, exec)
 	}
 	return e, e.SetExecutor(exec, shape)

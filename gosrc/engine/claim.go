@@ -8,7 +8,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/claim"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // Claim is claim.Claim, named here too for the stage packages above the
@@ -139,9 +139,9 @@ func stageKeys(stages []any) []stageKey {
 }
 
 func init() {
-	// The executors and planners ask through a hook: package stage cannot
+	// The executors and planners ask through a hook: package format cannot
 	// import this one, which imports it.
-	stage.EngineHolds = func(x any) bool {
+	format.EngineHolds = func(x any) bool {
 		if x == nil || !reflect.ValueOf(x).Comparable() {
 			return false
 		}

@@ -4,7 +4,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // The bindings of python/vortexgo/endpoint.py: one constructor per family
@@ -38,7 +38,7 @@ func shape(s0, s1, s2 int) []int {
 
 // executor is the stack executor x wraps, nil when it wraps none.
 func executor(x *Object) any {
-	if ex, ok := x.obj.(*stage.StackFormatExecutor); ok {
+	if ex, ok := x.obj.(*format.StackFormatExecutor); ok {
 		return ex
 	}
 	return nil
@@ -106,7 +106,7 @@ func NewStackStorageEndpoint(spectra bool, strategy string, s, x *Object) (*Endp
 		newStack = endpoint.NewSpectraStackEndpoint
 	}
 	e, err := newStack(st)
-	if ex, ok := executor(x).(*stage.StackFormatExecutor); ok && err == nil {
+	if ex, ok := executor(x).(*format.StackFormatExecutor); ok && err == nil {
 		err = e.SetExecutor(ex)
 	}
 	if err == nil {
@@ -130,7 +130,7 @@ func NewStreamStackEndpoint(stream, strategy string, s, x *Object) (*Endpoint, e
 		return nil, tag(err)
 	}
 	e, err := endpoint.NewStreamStackEndpoint(st, s.obj, bs)
-	if ex, ok := executor(x).(*stage.StackFormatExecutor); ok && err == nil {
+	if ex, ok := executor(x).(*format.StackFormatExecutor); ok && err == nil {
 		err = e.SetExecutor(ex)
 	}
 	return newEndpoint(e, err)

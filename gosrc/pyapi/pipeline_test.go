@@ -91,7 +91,7 @@ func TestObjectRecordAndConfigRecords(t *testing.T) {
 	require.Equal(t, []int64{2, 2, 0, 0}, rec, "allocated, free, pending, in use")
 	require.NoError(t, p.Close())
 
-	f, err := NewStage("format", "FormatPlanner", `{"Shape": [2, 4]}`)
+	f, err := NewFormatPlanner(`{"Shape": [2, 4]}`)
 	require.NoError(t, err)
 	_, err = f.Record(addr(rec), len(rec)/2)
 	require.ErrorContains(t, err, "ValueError: ", "a formatter has no record")

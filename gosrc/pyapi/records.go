@@ -40,6 +40,8 @@ var records = []recordType{
 	{"HDF5_STACK_STATE", hdf5StackStateRecord{}},
 	{"STREAM_STATE", streamStateRecord{}},
 	{"BLOCK_ENDPOINT", blockEndpointRecord{}},
+	{"SIM_IO_STATE", simIOStateRecord{}},
+	{"SIM_IO_WINDOW", simIOWindowRecord{}},
 }
 
 // putRecord writes rec into the caller's n bytes at dst when they hold it

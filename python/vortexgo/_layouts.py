@@ -76,3 +76,13 @@ BLOCK_ENDPOINT = Layout("BLOCK_ENDPOINT", (
     ("prepared", "q"),
     ("blocks_written", "q"),
 ))
+SIM_IO_STATE = Layout("SIM_IO_STATE", (
+    ("samples", "q"),
+    ("started", "q"),
+    ("stopped", "q"),
+))
+SIM_IO_WINDOW = Layout("SIM_IO_WINDOW", (
+    ("first", "q"),
+    ("rows", "q"),
+    ("channels", "q"),
+))

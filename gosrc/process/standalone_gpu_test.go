@@ -61,8 +61,7 @@ func TestCUDAStandaloneNext(t *testing.T) {
 					require.NoError(t, s.CopyHtoD(in, stage.Ptr(), R*n*2))
 					require.NoError(t, s.Synchronize())
 				}
-				_, err := p.Do("next", nextRecord(t, nextArgs{In: in, Out: out, Out8: out8, Records: R, Host: host}), nil, 0, 0)
-				require.NoError(t, err)
+				require.NoError(t, p.Next(StandaloneBlock{In: in, Out: out, Out8: out8, Records: R, AppendHistory: true, Host: host}))
 				var got []float32
 				var got8 []int8
 				if host {

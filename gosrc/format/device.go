@@ -1,4 +1,4 @@
-package stage
+package format
 
 import (
 	"fmt"
@@ -497,9 +497,9 @@ func Prepare(dev backend.Device, exec any, src, dst backend.DType) error {
 	case *PositionFormatExecutor:
 		f = famPosition
 	default:
-		return backend.Invalidf("stage.Prepare: executor %T, expected a Stack, Radial, Spiral or PositionFormatExecutor", exec)
+		return backend.Invalidf("format.Prepare: executor %T, expected a Stack, Radial, Spiral or PositionFormatExecutor", exec)
 	}
-	name, err := kernelName("stage.Prepare", f, src, dst)
+	name, err := kernelName("format.Prepare", f, src, dst)
 	if err != nil {
 		return err
 	}

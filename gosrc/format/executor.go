@@ -1,4 +1,4 @@
-package stage
+package format
 
 import (
 	"fmt"
@@ -246,8 +246,13 @@ func NewStackFormatExecutor(cfg StackFormatExecutorConfig) (*StackFormatExecutor
 	return e, nil
 }
 
-// Initialize adopts cfg; on error the executor keeps its config.
+// Initialize adopts cfg; on error the executor keeps its config. It is
+// refused (backend.ErrInUse) while an engine that is not closed holds the
+// executor (see the package doc, "Initialize in place").
 func (e *StackFormatExecutor) Initialize(cfg StackFormatExecutorConfig) error {
+	if err := notHeld("StackFormatExecutor", e); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("StackFormatExecutorConfig.%w", err)
 	}

@@ -1,4 +1,4 @@
-package stage
+package format
 
 import (
 	"fmt"
@@ -95,8 +95,13 @@ func NewRadialFormatExecutor(cfg RadialFormatExecutorConfig) (*RadialFormatExecu
 	return e, nil
 }
 
-// Initialize adopts cfg; on error the executor keeps its config.
+// Initialize adopts cfg; on error the executor keeps its config. It is
+// refused (backend.ErrInUse) while an engine that is not closed holds the
+// executor (see the package doc, "Initialize in place").
 func (e *RadialFormatExecutor) Initialize(cfg RadialFormatExecutorConfig) error {
+	if err := notHeld("RadialFormatExecutor", e); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("RadialFormatExecutorConfig.%w", err)
 	}
@@ -333,8 +338,13 @@ func NewSpiralFormatExecutor(cfg SpiralFormatExecutorConfig) (*SpiralFormatExecu
 	return e, nil
 }
 
-// Initialize adopts cfg; on error the executor keeps its config.
+// Initialize adopts cfg; on error the executor keeps its config. It is
+// refused (backend.ErrInUse) while an engine that is not closed holds the
+// executor (see the package doc, "Initialize in place").
 func (e *SpiralFormatExecutor) Initialize(cfg SpiralFormatExecutorConfig) error {
+	if err := notHeld("SpiralFormatExecutor", e); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("SpiralFormatExecutorConfig.%w", err)
 	}
@@ -512,8 +522,13 @@ func NewPositionFormatExecutor(cfg PositionFormatExecutorConfig) (*PositionForma
 	return e, nil
 }
 
-// Initialize adopts cfg; on error the executor keeps its config.
+// Initialize adopts cfg; on error the executor keeps its config. It is
+// refused (backend.ErrInUse) while an engine that is not closed holds the
+// executor (see the package doc, "Initialize in place").
 func (e *PositionFormatExecutor) Initialize(cfg PositionFormatExecutorConfig) error {
+	if err := notHeld("PositionFormatExecutor", e); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("PositionFormatExecutorConfig.%w", err)
 	}

@@ -1,6 +1,6 @@
 //go:build gpu
 
-package stage
+package format
 
 import (
 	"math"

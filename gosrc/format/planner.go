@@ -1,13 +1,4 @@
-// Package stage is vortex's Format stage: the format planner, which reads
-// the markers of each block and says which records go where, and the
-// executors, which carry out its copies into a volume (stacked, radial,
-// spiral, or placed by position), on the CPU and as CUDA kernels.
-//
-// It mirrors vortex's src/vortex/format (plan.hpp, stack.hpp, radial,
-// spiral, position). The engine imports it for the plan's types (its
-// Formatter is the planner); package format builds these objects from the
-// bindings' records.
-package stage
+package format
 
 import (
 	"fmt"
@@ -226,8 +217,12 @@ func NewFormatPlanner(cfg FormatPlannerConfig) (*FormatPlanner, error) {
 }
 
 // Initialize adopts cfg and resets the planner. On error the planner is
-// unchanged.
+// unchanged. It is refused (backend.ErrInUse) while an engine that is not
+// closed holds the planner (see the package doc, "Initialize in place").
 func (p *FormatPlanner) Initialize(cfg FormatPlannerConfig) error {
+	if err := notHeld("FormatPlanner", p); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -242,26 +237,6 @@ func (p *FormatPlanner) Initialize(cfg FormatPlannerConfig) error {
 
 // Config is the config given to Initialize.
 func (p *FormatPlanner) Config() FormatPlannerConfig { return p.cfg }
-
-// Do runs op for bindings (pyapi's Object.Do): "reset" (Reset) and
-// "initialize" (args: the config record; Initialize in place, refused
-// while an engine holds the planner).
-func (p *FormatPlanner) Do(op string, args []byte, _ any, _, _ int) ([]byte, error) {
-	if op == "initialize" { // in place, see reinitialize
-		return reinitialize("FormatPlanner", p, op, func() error {
-			c := DefaultFormatPlannerConfig(0, 0)
-			if err := backend.DecodeRecord("FormatPlannerConfig", string(args), &c); err != nil {
-				return err
-			}
-			return p.Initialize(c)
-		})
-	}
-	if op != "reset" {
-		return nil, backend.Invalidf("FormatPlanner: operation %q, expected reset or initialize", op)
-	}
-	p.Reset()
-	return nil, nil
-}
 
 // SegmentsPerVolume is the current shape's segment count (grown by
 // adapt_shape).

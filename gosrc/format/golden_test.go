@@ -1,4 +1,4 @@
-package stage
+package format
 
 import (
 	"encoding/json"

@@ -10,9 +10,8 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
-// This file holds the processors' standalone operations (vortex's
-// change(config), next(input, output) outside an engine), for bindings
-// that drive a processor by name (pyapi's Object.Do).
+// This file holds the processors' standalone calls (vortex's
+// next(input, output) outside an engine; change is Change).
 
 // standalone is a processor's state for calls outside an engine: its own
 // stream and scratch, made on first use and freed by Close.
@@ -24,61 +23,42 @@ type standalone struct {
 	bufs   [3]backend.Buffer // scratch: raw input, float32 output, int8 output
 }
 
-// nextArgs are the arguments of a "next" operation. Addresses are the
-// caller's memory: host memory when Host is set, else device memory of the
-// processor's device.
-type nextArgs struct {
+// StandaloneBlock is one block processed outside an engine (vortex's
+// next(input, output)). Addresses are the caller's memory: host memory
+// when Host is set, else device memory of the processor's device.
+type StandaloneBlock struct {
 	In, Out, Out8 uintptr // raw uint16 input; float32 and int8 outputs (0: not wanted)
 	Records       int
-	AppendHistory *bool // vortex's append_history; nil is true
+	AppendHistory bool // vortex's append_history: the block enters the rolling average
 	Host          bool
 }
 
-// standaloneProcessor is what the standalone operations need of CPUProcessor and
-// CUDAProcessor.
+// standaloneProcessor is what the standalone calls need of CPUProcessor,
+// CUDAProcessor and CopyProcessor.
 type standaloneProcessor interface {
 	Prepare() error
 	ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error
-	Change(cfg Config) error
 	Config() Config
 	OutputSamples() int
 }
 
-// Do runs op on the CPUProcessor: "change" (to with's configuration, a
-// processor built by the binding for it) or "next" (args: nextArgs as a
-// JSON record; host memory only).
-func (p *CPUProcessor) Do(op string, args []byte, with any, _, _ int) ([]byte, error) {
-	return doProcessor("CPUProcessor", p, cpu.Default(), &p.alone, &p.claim, op, args, with)
+// Next processes b outside an engine and waits for it (vortex's next;
+// host memory only), refused with backend.ErrInUse while an engine that
+// prepared the processor has not finished its run.
+func (p *CPUProcessor) Next(b StandaloneBlock) error {
+	return p.alone.next("CPUProcessor", p, cpu.Default(), &p.claim, b)
 }
 
-// Do runs op on the CUDAProcessor: "change" (to with's configuration) or
-// "next" (args: nextArgs; host arrays are staged through device scratch,
-// device arrays are read in place after the device's earlier work).
-func (p *CUDAProcessor) Do(op string, args []byte, with any, _, _ int) ([]byte, error) {
-	return doProcessor("CUDAProcessor", p, p.dev, &p.alone, &p.claim, op, args, with)
-}
-
-func doProcessor(kind string, p standaloneProcessor, dev backend.Device, al *standalone, claim *engine.Claim,
-	op string, args []byte, with any) ([]byte, error) {
-	switch op {
-	case "change":
-		src, ok := with.(interface{ Config() Config })
-		if !ok {
-			return nil, backend.Invalidf("%s.change: with=%T, expected a processor holding the new configuration", kind, with)
-		}
-		return nil, p.Change(src.Config())
-	case "next":
-		var a nextArgs
-		if err := backend.DecodeRecord(kind+".next", string(args), &a); err != nil {
-			return nil, err
-		}
-		return nil, al.next(kind, p, dev, claim, a)
-	}
-	return nil, backend.Invalidf("%s: operation %q, expected change or next", kind, op)
+// Next processes b outside an engine and waits for it (vortex's next):
+// host arrays are staged through device scratch, device arrays are read in
+// place after the device's earlier work. Refused with backend.ErrInUse
+// while an engine that prepared the processor has not finished its run.
+func (p *CUDAProcessor) Next(b StandaloneBlock) error {
+	return p.alone.next("CUDAProcessor", p, p.dev, &p.claim, b)
 }
 
 // next processes a.Records records outside an engine and waits for them.
-func (al *standalone) next(kind string, p standaloneProcessor, dev backend.Device, claim *engine.Claim, a nextArgs) error {
+func (al *standalone) next(kind string, p standaloneProcessor, dev backend.Device, claim *engine.Claim, a StandaloneBlock) error {
 	op := kind + ".next"
 	if claim.InUse() {
 		return fmt.Errorf("process: %s: an engine that prepared the processor has not finished its run; "+
@@ -94,7 +74,6 @@ func (al *standalone) next(kind string, p standaloneProcessor, dev backend.Devic
 	if a.In == 0 || a.Out == 0 && a.Out8 == 0 {
 		return backend.Invalidf("%s: input=%#x float32 output=%#x int8 output=%#x, expected an input and an output", op, a.In, a.Out, a.Out8)
 	}
-	appendHistory := a.AppendHistory == nil || *a.AppendHistory
 	onHost := dev.Kind() == backend.CPU
 	if !a.Host && onHost {
 		return backend.Invalidf("%s: device arrays, expected host (NumPy) arrays on the CPU backend", op)
@@ -140,7 +119,7 @@ func (al *standalone) next(kind string, p standaloneProcessor, dev backend.Devic
 			return err
 		}
 	}
-	if err := p.ProcessHistory(0, s, in, a.Records, out, out8, appendHistory); err != nil {
+	if err := p.ProcessHistory(0, s, in, a.Records, out, out8, a.AppendHistory); err != nil {
 		return err
 	}
 	if stage {

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"testing"
 
@@ -9,13 +8,6 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 )
-
-func nextRecord(t testing.TB, a nextArgs) []byte {
-	t.Helper()
-	b, err := json.Marshal(a)
-	require.NoError(t, err)
-	return b
-}
 
 // TestStandaloneNextEqualsTheEnginePath: vortex's next outside an engine
 // (float32, int8 or both outputs, append_history on and off) gives what
@@ -42,15 +34,14 @@ func TestStandaloneNextEqualsTheEnginePath(t *testing.T) {
 				copy(h.raw, raw[start*n:(start+b)*n])
 				clear(h.result)
 				clear(h.result8)
-				a := nextArgs{In: h.in.Ptr(), Records: b, Host: true}
+				a := StandaloneBlock{In: h.in.Ptr(), Records: b, AppendHistory: true, Host: true}
 				if outs != "int8" {
 					a.Out = h.out.Ptr()
 				}
 				if outs != "float32" {
 					a.Out8 = h.out8.Ptr()
 				}
-				_, err := p.Do("next", nextRecord(t, a), nil, 0, 0)
-				require.NoError(t, err)
+				require.NoError(t, p.Next(a))
 				if outs != "int8" {
 					require.Equal(t, want[start*n:(start+b)*n], h.result[:b*n], "records %d..%d", start, start+b)
 				}
@@ -63,8 +54,8 @@ func TestStandaloneNextEqualsTheEnginePath(t *testing.T) {
 	}
 }
 
-// TestStandaloneChangeAndErrors: change through a processor holding the
-// new configuration, and each bad call refused naming what is wrong.
+// TestStandaloneChangeAndErrors: change to another processor's
+// configuration, and each bad call refused naming what is wrong.
 func TestStandaloneChangeAndErrors(t *testing.T) {
 	const n, R = 32, 4
 	p, err := NewCPUProcessor(smallConfig(n, R))
@@ -73,11 +64,8 @@ func TestStandaloneChangeAndErrors(t *testing.T) {
 	for i := range h.raw {
 		h.raw[i] = uint16(i % 97 * 31)
 	}
-	next := func(a nextArgs) error {
-		_, err := p.Do("next", nextRecord(t, a), nil, 0, 0)
-		return err
-	}
-	ok := nextArgs{In: h.in.Ptr(), Out: h.out.Ptr(), Records: R, Host: true}
+	next := p.Next
+	ok := StandaloneBlock{In: h.in.Ptr(), Out: h.out.Ptr(), Records: R, AppendHistory: true, Host: true}
 	require.NoError(t, next(ok))
 	logged := append([]float32(nil), h.result...)
 
@@ -85,31 +73,25 @@ func TestStandaloneChangeAndErrors(t *testing.T) {
 	c2.EnableLog10 = false
 	with, err := NewCPUProcessor(c2)
 	require.NoError(t, err)
-	_, err = p.Do("change", nil, with, 0, 0)
-	require.NoError(t, err)
+	require.NoError(t, p.Change(with.Config()))
 	require.False(t, p.Config().EnableLog10)
 	require.NoError(t, next(ok))
 	require.NotEqual(t, logged, h.result, "the change applies to the next block")
 
 	tests := []struct {
 		name string
-		op   string
-		a    nextArgs
-		with any
-		is   error
+		a    StandaloneBlock
 		want string
 	}{
-		{"zero-records", "next", nextArgs{In: h.in.Ptr(), Out: h.out.Ptr(), Host: true}, nil, backend.ErrInvalid, "0 records, expected 1..ascans_per_block=4"},
-		{"too-many", "next", nextArgs{In: h.in.Ptr(), Out: h.out.Ptr(), Records: R + 1, Host: true}, nil, backend.ErrInvalid, "5 records"},
-		{"no-output", "next", nextArgs{In: h.in.Ptr(), Records: 1, Host: true}, nil, backend.ErrInvalid, "expected an input and an output"},
-		{"device-on-cpu", "next", nextArgs{In: h.in.Ptr(), Out: h.out.Ptr(), Records: 1}, nil, backend.ErrInvalid, "expected host (NumPy) arrays"},
-		{"change-without", "change", nextArgs{}, 3, backend.ErrInvalid, "with=int, expected a processor"},
-		{"unknown", "rewind", nextArgs{}, nil, backend.ErrInvalid, `operation "rewind"`},
+		{"zero-records", StandaloneBlock{In: h.in.Ptr(), Out: h.out.Ptr(), Host: true}, "0 records, expected 1..ascans_per_block=4"},
+		{"too-many", StandaloneBlock{In: h.in.Ptr(), Out: h.out.Ptr(), Records: R + 1, Host: true}, "5 records"},
+		{"no-output", StandaloneBlock{In: h.in.Ptr(), Records: 1, Host: true}, "expected an input and an output"},
+		{"device-on-cpu", StandaloneBlock{In: h.in.Ptr(), Out: h.out.Ptr(), Records: 1}, "expected host (NumPy) arrays"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := p.Do(tc.op, nextRecord(t, tc.a), tc.with, 0, 0)
-			require.ErrorIs(t, err, tc.is)
+			err := p.Next(tc.a)
+			require.ErrorIs(t, err, backend.ErrInvalid)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
