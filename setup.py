@@ -92,6 +92,7 @@ import (
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/guard"
+	"github.com/vortexgo/vortexgo/gosrc/pyapi/pyerr"
 )
 
 // vgRestore re-takes the GIL a wrapper released, once (gopy's
@@ -118,7 +119,7 @@ func vgGuard(name string, saved **C.PyThreadState) {
 	var text string
 	switch {
 	case r != nil:
-		text = "InternalError: " + guard.Error(name, r).Error()
+		text = pyerr.Tag(guard.Error(name, r)).Error() // InternalError, its stack a field
 	case released:
 		text = "VortexError: " + name + ": no Go object of the expected type behind this handle (closed or wrong object)"
 	default:

@@ -45,10 +45,11 @@ func listPackages(t *testing.T) []pkg {
 }
 
 // TestNothingImportsPyapi: pyapi is the top of the graph; the Go core must
-// stay usable (and testable) without the Python binding.
+// stay usable (and testable) without the Python binding. (pyapi's own
+// subpackages, its generator among them, are the binding wing.)
 func TestNothingImportsPyapi(t *testing.T) {
 	for _, p := range listPackages(t) {
-		if strings.HasSuffix(p.ImportPath, "/gosrc/pyapi") {
+		if strings.HasSuffix(p.ImportPath, "/gosrc/pyapi") || strings.Contains(p.ImportPath, "/gosrc/pyapi/") {
 			continue
 		}
 		for _, d := range p.Deps {

@@ -45,6 +45,7 @@ except vg.InternalError as e:
     assert isinstance(e, RuntimeError) and isinstance(e, vg.VortexError)
     print("MESSAGE", e)
     print("STACK", e.go_stack)
+    assert e.go_stack and e.where and chr(10) not in str(e), (e.where, str(e))
     assert any("Go stack of the panic" in n for n in e.__notes__)
 else:
     raise SystemExit("no exception")
@@ -95,6 +96,7 @@ try:
 except vg.InternalError as e:
     print("MESSAGE", e)
     print("STACK", e.go_stack)
+    assert e.go_stack and e.where and chr(10) not in str(e), (e.where, str(e))
 else:
     raise SystemExit("wait() did not raise")
 eng.stop()  # raised once (vortex's rule): stop does not raise it again

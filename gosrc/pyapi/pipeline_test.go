@@ -37,11 +37,11 @@ func TestClosedCoordinatorIDIsDead(t *testing.T) {
 		_, err = streams[i].Handle()
 		require.ErrorContains(t, err, "ClosedError: ")
 	}
-	info := make([]float64, 4)
-	n, err := fresh.Record(addr(info), len(info))
+	info := make([]int64, 4)
+	n, err := fresh.Info(addr(info), 8*len(info))
 	require.NoError(t, err)
-	require.Equal(t, 4, n)
-	require.Equal(t, []float64{0, 0, 0, 0}, info, "nothing was queued on the fresh coordinator")
+	require.Equal(t, 32, n)
+	require.Equal(t, []int64{0, 0, 0, 0}, info, "nothing was queued on the fresh coordinator")
 }
 
 // TestPollRecords: Poll writes fixed-size records, keeps what does not

@@ -19,7 +19,8 @@ from .._lifetime import Keep, host_view
 from .._stream import Stream, current_stream
 from .._validate import check_int
 from ._coordinator import borrowed, timeout_us
-from ._records import records, tk_native
+from .._layouts import READBACK_STATS
+from ._records import tk_native
 
 __all__ = ["Readback", "ReadbackHandle", "ReadbackStats", "readback"]
 
@@ -202,7 +203,7 @@ class Readback(Closeable):
     def stats(self) -> ReadbackStats:
         """Counts of the pool's buffers."""
         self._check()
-        return ReadbackStats(*map(int, records(self._h.Record, capacity=4)))
+        return ReadbackStats(*READBACK_STATS.read(self._h.Stats))
 
     @tk_native
     def close(self) -> None:
