@@ -168,7 +168,7 @@ func TestNoRecoverInPyapi(t *testing.T) {
 func TestOnlyPyapiImportsHandle(t *testing.T) {
 	for _, p := range listPackages(t) {
 		if strings.HasSuffix(p.ImportPath, "/gosrc/pyapi") || strings.HasSuffix(p.ImportPath, "/gosrc/handle") ||
-			strings.HasSuffix(p.ImportPath, "/internal/genlayout") { // go generate's tool: reads handle.Slot's layout
+			strings.HasSuffix(p.ImportPath, "/gosrc/engine/internal/genlayout") { // go generate's tool: reads handle.Slot's layout
 			continue
 		}
 		for _, imp := range p.Imports {
