@@ -197,7 +197,9 @@ def relink(work: Path, name: str, python: str, env: dict) -> None:
         exports = work / "exports.map"
         exports.write_text(f"{{ global: PyInit__{name}; local: *; }};\n")
         ext = f"-extldflags=-Wl,--version-script={exports}"
-    subprocess.run(["go", "build", "-mod=mod", "-buildmode=c-shared", f"-ldflags={ext}",
+    # VORTEXGO_GO_TAGS=invariants builds the test-only checks in (make py-test-invariants).
+    tags = [f"-tags={env['VORTEXGO_GO_TAGS']}"] if env.get("VORTEXGO_GO_TAGS") else []
+    subprocess.run(["go", "build", "-mod=mod", "-buildmode=c-shared", f"-ldflags={ext}", *tags,
                     "-o", f"_{name}{suffix}", "."], cwd=work, env=env, check=True)
 
 

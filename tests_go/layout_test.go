@@ -85,3 +85,18 @@ func TestBackendIsALeaf(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageIsBelowTheEngine: the file formats know nothing of the engine
+// or its endpoints (endpoint.BlockEndpoint writes into them from above).
+func TestStorageIsBelowTheEngine(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if !strings.HasPrefix(p.ImportPath, module+"/gosrc/storage") {
+			continue
+		}
+		for _, d := range p.Deps {
+			for _, above := range []string{"/gosrc/engine", "/gosrc/endpoint", "/gosrc/format"} {
+				require.False(t, strings.HasPrefix(d, module+above), "%s depends on %s", p.ImportPath, d)
+			}
+		}
+	}
+}

@@ -58,6 +58,15 @@ func (s Stream) String() string {
 // counter_t = uint64, analog double, digital uint32).
 func (s Stream) DTypeName() string { return streamInfo[s].dtype }
 
+// ParseStream reads a stream by vortex's name ("counter", "galvo_target",
+// "sample_target", "galvo_actual", "sample_actual", "strobes").
+func ParseStream(name string) (Stream, error) {
+	if s, ok := streamNamed(name); ok {
+		return s, nil
+	}
+	return 0, engine.Invalid("stream %q, expected counter, galvo_target, sample_target, galvo_actual, sample_actual or strobes", name)
+}
+
 // streamNamed parses a stream name.
 func streamNamed(name string) (Stream, bool) {
 	for i, in := range streamInfo {

@@ -8,7 +8,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
-	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
 // Object is embedded first in every wrapper of a core object that Python
@@ -59,12 +58,10 @@ func (o *Object) Record(dst, n int) (int, error) {
 // constructor (one case per package).
 func NewObject(pkg, kind, record string) (*Object, error) {
 	var obj any
-	err := badArg("package %q, expected scan or storage", pkg)
+	err := badArg("package %q, expected scan", pkg)
 	switch pkg {
 	case "scan":
 		obj, err = scan.New(kind, record)
-	case "storage": // kind: the dtype; no record
-		obj, err = storage.New(kind)
 	}
 	return tagged(&Object{obj: obj}, err)
 }

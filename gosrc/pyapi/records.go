@@ -36,6 +36,10 @@ var records = []recordType{
 	{"PIPELINE_GRAPH", pipelineGraphRecord{}},
 	{"STEP_REPORT", stepReportRecord{}},
 	{"READBACK_STATS", readbackStatsRecord{}},
+	{"STACK_STATE", stackStateRecord{}},
+	{"HDF5_STACK_STATE", hdf5StackStateRecord{}},
+	{"STREAM_STATE", streamStateRecord{}},
+	{"BLOCK_ENDPOINT", blockEndpointRecord{}},
 }
 
 // putRecord writes rec into the caller's n bytes at dst when they hold it

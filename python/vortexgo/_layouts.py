@@ -59,3 +59,20 @@ READBACK_STATS = Layout("READBACK_STATS", (
     ("held", "q"),
     ("retiring", "q"),
 ))
+STACK_STATE = Layout("STACK_STATE", (
+    ("status", "q"),
+    ("volumes", "q"),
+))
+HDF5_STACK_STATE = Layout("HDF5_STACK_STATE", (
+    ("status", "q"),
+    ("allocated", "q"),
+    ("volume", "q"),
+))
+STREAM_STATE = Layout("STREAM_STATE", (
+    ("status", "q"),
+    ("bytes", "q"),
+))
+BLOCK_ENDPOINT = Layout("BLOCK_ENDPOINT", (
+    ("prepared", "q"),
+    ("blocks_written", "q"),
+))

@@ -25,6 +25,7 @@ from ._core import (
 from . import _core
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
+from ._lifetime import process_cache
 from ._validate import INT64_MAX, check_bool, check_int
 
 # Per-call operations try three paths in turn, each answering -1 when it
@@ -494,6 +495,17 @@ class Event(_EventBase):
 _local = threading.local()
 _defaults: dict[Device, Stream] = {}
 _defaults_lock = threading.Lock()
+
+
+def _close_defaults() -> None:
+    with _defaults_lock:
+        streams = list(_defaults.values())
+        _defaults.clear()
+    for s in streams:
+        s.close()
+
+
+process_cache(_close_defaults)
 
 
 def _stack() -> list:

@@ -52,12 +52,16 @@ from .endpoint import (  # noqa: F401 - re-exported: vortex users import endpoin
     StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8, StackHostTensorEndpointUInt16,
     _Endpoint, _StorageEndpoint,
 )
-from .endpoint import __all__ as _endpoint_names
-from . import endpoint as _endpoint_module
+from .endpoint import (  # noqa: F401 - vortex users import every endpoint from vortex.engine
+    AscanSpiralDeviceTensorEndpointFloat32, AscanSpiralDeviceTensorEndpointInt8, AscanSpiralDeviceTensorEndpointUInt16,
+    BufferStrategy, PositionDeviceTensorEndpointFloat32, PositionDeviceTensorEndpointInt8,
+    PositionDeviceTensorEndpointUInt16, RadialDeviceTensorEndpointFloat32, RadialDeviceTensorEndpointInt8,
+    RadialDeviceTensorEndpointUInt16, SpectraPositionDeviceTensorEndpointUInt16, SpectraRadialDeviceTensorEndpointUInt16,
+    SpectraSpiralDeviceTensorEndpointUInt16, SpectraStackHostTensorEndpointUInt16, SpectraStackTensorEndpointUInt16,
+    SpiralDeviceTensorEndpointFloat32, SpiralDeviceTensorEndpointInt8, SpiralDeviceTensorEndpointUInt16,
+    StackTensorEndpointFloat32, StackTensorEndpointInt8, StackTensorEndpointUInt16,
+)
 from .source import dispersion_phasor  # noqa: F401 - vortex exports it from vortex.engine
-
-# vortex users import every endpoint from vortex.engine.
-globals().update({_n: getattr(_endpoint_module, _n) for _n in _endpoint_names})
 from .format import FormatPlanner
 from .io import _IO
 from .marker import Flags, ScanBoundary

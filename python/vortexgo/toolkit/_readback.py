@@ -15,7 +15,7 @@ from .._core import api
 from .._device import Device, DeviceLike, get_device
 from .._attrs import NoCopy
 from .._errors import Closeable, ClosedError, release_on_collect
-from .._lifetime import Keep, host_view
+from .._lifetime import Keep, host_view, process_cache
 from .._stream import Stream, current_stream
 from .._validate import check_int
 from ._coordinator import borrowed, timeout_us
@@ -249,6 +249,17 @@ def _source(array: Any, device: Device, stream: Optional[Stream]) -> tuple[int, 
 
 _default_pools: dict[tuple[Device, int], Readback] = {}
 _default_lock = threading.Lock()
+
+
+def _close_default_pools() -> None:
+    with _default_lock:
+        pools = list(_default_pools.values())
+        _default_pools.clear()
+    for p in pools:
+        p.close()
+
+
+process_cache(_close_default_pools)
 
 
 def readback(device_array: Any, *, stream: Optional[Stream] = None) -> ReadbackHandle:

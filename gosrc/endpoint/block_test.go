@@ -1,4 +1,4 @@
-package storage
+package endpoint
 
 import (
 	"encoding/binary"
@@ -18,6 +18,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/format/stage"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
+	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
 // blockRig is one block's buffers on the CPU backend, filled with known
@@ -144,8 +145,8 @@ func TestBlockEndpointWrites(t *testing.T) {
 			return le.AppendUint32(nil, uint32(3*i+1))
 		}, copied)},
 		{"StreamDumpStorage", func(p string) any {
-			d := NewStreamDump()
-			require.NoError(t, d.Open(StreamDumpConfig{Path: p, Stream: 5, Divisor: 2}))
+			d := storage.NewStreamDump()
+			require.NoError(t, d.Open(storage.StreamDumpConfig{Path: p, Stream: 5, Divisor: 2}))
 			return d
 		}, rows(func(i int) []byte { return le.AppendUint32(nil, uint32(3*i+1)) }, []int{0, 2, 4})},
 		{"CounterStreamEndpoint", func(p string) any { return openStream(t, "uint64", p) },
@@ -153,21 +154,21 @@ func TestBlockEndpointWrites(t *testing.T) {
 			append(le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 101), 102), 104),
 				le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 106), 107), 109)...)},
 		{"StreamDumpStorage", func(p string) any {
-			d := NewStreamDump()
-			require.NoError(t, d.Open(StreamDumpConfig{Path: p, Stream: 0, Divisor: 2}))
+			d := storage.NewStreamDump()
+			require.NoError(t, d.Open(storage.StreamDumpConfig{Path: p, Stream: 0, Divisor: 2}))
 			return d
 		}, append(le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 100), 102), 104),
 			le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 105), 107), 109)...)},
 		{"StreamDumpStorage", func(p string) any {
-			d := NewStreamDump()
-			require.NoError(t, d.Open(StreamDumpConfig{Path: p, Stream: 1, Divisor: 1}))
+			d := storage.NewStreamDump()
+			require.NoError(t, d.Open(storage.StreamDumpConfig{Path: p, Stream: 1, Divisor: 1}))
 			return d
 		}, rows(func(i int) []byte {
 			return le.AppendUint64(le.AppendUint64(nil, math.Float64bits(float64(i))), math.Float64bits(-float64(i)))
 		}, all)},
 		{"MarkerLogStorage", func(p string) any {
-			l := NewMarkerLog()
-			require.NoError(t, l.Open(MarkerLogConfig{Path: p}))
+			l := storage.NewMarkerLog()
+			require.NoError(t, l.Open(storage.MarkerLogConfig{Path: p}))
 			return l
 		}, []byte("           1 S 0 0 F 2 18446744073709551615\n           3 E 7 0 - 0 0\n" +
 			"           1 S 0 0 F 2 18446744073709551615\n           3 E 7 0 - 0 0\n")},
@@ -176,14 +177,13 @@ func TestBlockEndpointWrites(t *testing.T) {
 		t.Run(tc.kind, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "out.bin")
 			store := tc.store(path)
-			e, err := NewBlockEndpoint(tc.kind)
-			require.NoError(t, err)
-			require.NoError(t, e.Attach(store, 0))
+			e := newBlock(t, tc.kind, store)
 			require.NoError(t, e.Prepare(r.info(nil)))
 			require.NoError(t, e.Format(r.data(0, 100, markers), plan))
 			require.NoError(t, e.Format(r.data(1, 105, markers), plan))
 			require.NoError(t, e.Flush())
-			require.Equal(t, []float64{1, 2}, e.Record())
+			require.True(t, e.Prepared())
+			require.Equal(t, 2, e.Written())
 			require.NoError(t, e.Close())
 			require.NoError(t, store.(interface{ Close() error }).Close())
 			got, err := os.ReadFile(path)
@@ -201,9 +201,7 @@ func TestBlockEndpointFailedWrite(t *testing.T) {
 	}
 	r := newBlockRig(t, 4, 2, 2)
 	s := openStream(t, "uint16", "/dev/full")
-	e, err := NewBlockEndpoint("SpectraStreamEndpoint")
-	require.NoError(t, err)
-	require.NoError(t, e.Attach(s, 0))
+	e := newBlock(t, "SpectraStreamEndpoint", s)
 	var mu sync.Mutex
 	var fails []error
 	require.NoError(t, e.Prepare(r.info(func(err error) {
@@ -213,14 +211,15 @@ func TestBlockEndpointFailedWrite(t *testing.T) {
 	})))
 	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
 	require.NoError(t, e.Format(r.data(0, 0, nil), plan))
-	err = e.Flush()
+	err := e.Flush()
 	require.Error(t, err)
 	require.ErrorContains(t, err, "/dev/full")
 	require.Error(t, e.Format(r.data(1, 4, nil), plan))
 	mu.Lock()
 	require.Len(t, fails, 1)
 	mu.Unlock()
-	require.Equal(t, []float64{1, 0}, e.Record())
+	require.True(t, e.Prepared())
+	require.Zero(t, e.Written())
 	require.Error(t, e.Close(), "Close reports the write error too")
 	require.NoError(t, s.Close())
 }
@@ -229,50 +228,71 @@ func TestBlockEndpointFailedWrite(t *testing.T) {
 // that is not open, and that is not an error.
 func TestBlockEndpointSkipsClosedStorage(t *testing.T) {
 	r := newBlockRig(t, 2, 2, 2)
-	l := NewMarkerLog()
-	e, err := NewBlockEndpoint("MarkerLogStorage")
-	require.NoError(t, err)
-	require.NoError(t, e.Attach(l, 0))
+	l := storage.NewMarkerLog()
+	e := newBlock(t, "MarkerLogStorage", l)
 	require.NoError(t, e.Prepare(r.info(nil)))
 	require.NoError(t, e.Format(r.data(0, 0, []marker.Marker{marker.NewEvent(0, 1)}), &engine.FormatPlan{}))
 	require.NoError(t, e.Flush())
-	require.Equal(t, []float64{1, 0}, e.Record())
+	require.True(t, e.Prepared())
+	require.Zero(t, e.Written())
 	require.NoError(t, e.Close())
 }
 
+// TestBlockEndpointBadWiring: a storage of another kind or type, or a
+// lead_samples other than 0, is refused when the endpoint is built.
 func TestBlockEndpointBadWiring(t *testing.T) {
-	_, err := NewBlockEndpoint("Nope")
+	_, _, err := ParseBlockSource("Nope")
 	require.ErrorIs(t, err, backend.ErrInvalid)
-	e, err := NewBlockEndpoint("AscanStreamEndpoint")
+	u16, err := storage.NewSimpleStreamNamed("uint16")
 	require.NoError(t, err)
-	u16, err := NewSimpleStreamNamed("uint16")
-	require.NoError(t, err)
-	for _, store := range []any{u16, NewMarkerLog(), nil} {
-		require.ErrorIs(t, e.Attach(store, 0), backend.ErrInvalid)
+	for _, store := range []any{u16, storage.NewMarkerLog(), nil} {
+		_, err := NewBlockEndpoint(BlockAscans, 0, store, 0)
+		require.ErrorIs(t, err, backend.ErrInvalid)
 	}
-	i8, err := NewSimpleStreamNamed("int8")
+	i8, err := storage.NewSimpleStreamNamed("int8")
 	require.NoError(t, err)
-	require.ErrorIs(t, e.Attach(i8, 1), backend.ErrInvalid, "lead_samples")
-	require.ErrorIs(t, e.Prepare(newBlockRig(t, 1, 1, 1).info(nil)), backend.ErrInvalid, "no storage")
-	d, err := NewBlockEndpoint("StreamDumpStorage")
-	require.NoError(t, err)
-	dump := NewStreamDump()
-	require.NoError(t, dump.Open(StreamDumpConfig{Path: filepath.Join(t.TempDir(), "d"), Stream: 5, Divisor: 1}))
-	require.NoError(t, d.Attach(dump, 0))
+	_, err = NewBlockEndpoint(BlockAscans, 0, i8, 1)
+	require.ErrorIs(t, err, backend.ErrInvalid, "lead_samples")
+	_, err = NewBlockEndpoint(BlockStream, Stream(6), i8, 0)
+	require.ErrorIs(t, err, backend.ErrInvalid, "no stream 6")
+	dump := storage.NewStreamDump()
+	require.NoError(t, dump.Open(storage.StreamDumpConfig{Path: filepath.Join(t.TempDir(), "d"), Stream: 5, Divisor: 1}))
+	d := newBlock(t, "StreamDumpStorage", dump)
 	require.NoError(t, d.Prepare(newBlockRig(t, 1, 1, 1).info(nil)), "the strobes are dumped (uint32)")
 	require.True(t, d.ReadsStrobes(), "a strobes dump asks the engine for strobes")
 	require.NoError(t, d.Close())
 	require.NoError(t, dump.Close())
-	st, err := NewBlockEndpoint("StrobesStreamEndpoint")
-	require.NoError(t, err)
-	require.ErrorContains(t, st.Attach(u16, 0), "uint32", "strobes are uint32 words")
+	_, err = NewBlockEndpoint(BlockStream, StreamStrobes, u16, 0)
+	require.ErrorContains(t, err, "uint32", "strobes are uint32 words")
+	require.ErrorContains(t, err, "StrobesStreamEndpoint: storage is a SimpleStream of uint16")
 }
 
-func openStream(t *testing.T, dtype, path string) *SimpleStream {
+// blockSources are vortex's class names of the block endpoints and their
+// sources.
+var blockSources = map[string]string{
+	"AscanStreamEndpoint": "ascans", "SpectraStreamEndpoint": "spectra", "CounterStreamEndpoint": "counter",
+	"GalvoTargetStreamEndpoint": "galvo_target", "SampleTargetStreamEndpoint": "sample_target",
+	"GalvoActualStreamEndpoint": "galvo_actual", "SampleActualStreamEndpoint": "sample_actual",
+	"StrobesStreamEndpoint": "strobes", "StreamDumpStorage": "dump", "MarkerLogStorage": "markers",
+}
+
+// newBlock builds vortex's endpoint class over store, checking that the
+// endpoint takes the class's name.
+func newBlock(t *testing.T, class string, store any) *BlockEndpoint {
 	t.Helper()
-	s, err := NewSimpleStreamNamed(dtype)
+	what, s, err := ParseBlockSource(blockSources[class])
 	require.NoError(t, err)
-	require.NoError(t, s.Open(SimpleStreamConfig{Path: path}))
+	e, err := NewBlockEndpoint(what, s, store, 0)
+	require.NoError(t, err)
+	require.Equal(t, class, e.name)
+	return e
+}
+
+func openStream(t *testing.T, dtype, path string) *storage.SimpleStream {
+	t.Helper()
+	s, err := storage.NewSimpleStreamNamed(dtype)
+	require.NoError(t, err)
+	require.NoError(t, s.Open(storage.SimpleStreamConfig{Path: path}))
 	return s
 }
 
@@ -310,9 +330,7 @@ func TestBlockEndpointWriterPanic(t *testing.T) {
 	r := newBlockRig(t, 4, 2, 2)
 	path := filepath.Join(t.TempDir(), "spectra.bin")
 	s := openStream(t, "uint16", path)
-	e, err := NewBlockEndpoint("SpectraStreamEndpoint")
-	require.NoError(t, err)
-	require.NoError(t, e.Attach(s, 0))
+	e := newBlock(t, "SpectraStreamEndpoint", s)
 	fails := make(chan error, 8)
 	require.NoError(t, e.Prepare(r.info(func(err error) { fails <- err })))
 	var left atomic.Int32
@@ -323,7 +341,7 @@ func TestBlockEndpointWriterPanic(t *testing.T) {
 	}
 	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
 	require.NoError(t, e.Format(r.data(0, 0, nil), plan))
-	err = e.Flush()
+	err := e.Flush()
 	require.ErrorContains(t, err, "SpectraStreamEndpoint: writer: internal error (Go panic: boom in the writer)")
 	require.ErrorContains(t, err, "goroutine ", "the stack is in the error")
 	require.Len(t, fails, 1)
@@ -352,9 +370,7 @@ func TestBlockEndpointWriterPanic(t *testing.T) {
 func TestBlockEndpointFormatPanicGivesBackTheJob(t *testing.T) {
 	r := newBlockRig(t, 4, 2, 2)
 	s := openStream(t, "uint16", filepath.Join(t.TempDir(), "spectra.bin"))
-	e, err := NewBlockEndpoint("SpectraStreamEndpoint")
-	require.NoError(t, err)
-	require.NoError(t, e.Attach(s, 0))
+	e := newBlock(t, "SpectraStreamEndpoint", s)
 	require.NoError(t, e.Prepare(r.info(nil)))
 	plan := &engine.FormatPlan{Actions: []stage.Action{{Kind: stage.Copy, Count: 4}}}
 	bad := r.data(0, 0, nil)

@@ -1,4 +1,4 @@
-package storage
+package endpoint
 
 import (
 	"errors"
@@ -13,51 +13,47 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
+	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
-// Source is what a BlockEndpoint writes of each block: vortex's stream
-// storage sources and the block's streams (vortex's stream_index_t, after
-// the A-scans and spectra).
-type Source int
+// BlockSource is what a BlockEndpoint writes of each block.
+type BlockSource int
 
-// The sources. The stream ones are in vortex's stream_index_t order, so
-// StreamCounter + StreamDumpConfig.Stream names the dumped stream.
+// The sources of vortex's stream storage endpoints.
 const (
-	SourceAscans Source = iota
-	SourceSpectra
-	SourceMarkers
-	StreamCounter
-	StreamGalvoTarget
-	StreamSampleTarget
-	StreamGalvoActual
-	StreamSampleActual
-	StreamStrobes
+	// BlockAscans: the processed A-scans (AscanStreamEndpoint).
+	BlockAscans BlockSource = iota
+	// BlockSpectra: the raw spectra (SpectraStreamEndpoint).
+	BlockSpectra
+	// BlockStream: one of the block's streams (CounterStreamEndpoint,
+	// GalvoTargetStreamEndpoint, ..., StrobesStreamEndpoint).
+	BlockStream
+	// BlockDump: the stream a StreamDump is configured with, whole blocks
+	// (StreamDumpStorage).
+	BlockDump
+	// BlockMarkers: the block's markers (MarkerLogStorage).
+	BlockMarkers
 )
 
-var sourceNames = [...]string{"A-scans", "spectra", "markers", "counter", "galvo_target", "sample_target", "galvo_actual",
-	"sample_actual", "strobes"}
-
-// String names the source as vortex's streams do ("galvo_target", ...).
-func (s Source) String() string {
-	if s >= 0 && int(s) < len(sourceNames) {
-		return sourceNames[s]
+// ParseBlockSource reads a source by name: "ascans", "spectra", "dump",
+// "markers" or a stream's name ("counter", "galvo_target", ...: a
+// BlockStream of that stream).
+func ParseBlockSource(name string) (BlockSource, Stream, error) {
+	switch name {
+	case "ascans":
+		return BlockAscans, 0, nil
+	case "spectra":
+		return BlockSpectra, 0, nil
+	case "dump":
+		return BlockDump, 0, nil
+	case "markers":
+		return BlockMarkers, 0, nil
 	}
-	return fmt.Sprintf("Source(%d)", int(s))
-}
-
-// endpointKinds are the endpoints of vortex's engine module that write a
-// stream per block: name -> source ("" store kinds are checked in Attach).
-var endpointKinds = map[string]Source{
-	"AscanStreamEndpoint":        SourceAscans,
-	"SpectraStreamEndpoint":      SourceSpectra,
-	"CounterStreamEndpoint":      StreamCounter,
-	"GalvoTargetStreamEndpoint":  StreamGalvoTarget,
-	"SampleTargetStreamEndpoint": StreamSampleTarget,
-	"GalvoActualStreamEndpoint":  StreamGalvoActual,
-	"SampleActualStreamEndpoint": StreamSampleActual,
-	"StrobesStreamEndpoint":      StreamStrobes,
-	"StreamDumpStorage":          -1, // the StreamDump's configured stream
-	"MarkerLogStorage":           SourceMarkers,
+	if s, ok := streamNamed(name); ok {
+		return BlockStream, s, nil
+	}
+	return 0, 0, engine.Invalid("block endpoint source %q, expected ascans, spectra, dump, markers or a stream "+
+		"(counter, galvo_target, sample_target, galvo_actual, sample_actual, strobes)", name)
 }
 
 // blockJobs is how many blocks can wait for the writer: two lets the
@@ -89,16 +85,17 @@ type blockJob struct {
 // writes the block's markers. A storage that is not open is skipped, as in
 // vortex. The first failed write stops the engine (EndpointInfo.Fail).
 type BlockEndpoint struct {
-	name string
-	src  Source
-	lead int // vortex's lead_samples (dump only; 0 supported)
+	name   string
+	what   BlockSource
+	stream Stream // BlockStream's; a dump's is resolved at Prepare
+	lead   int    // vortex's lead_samples (0 supported)
 
-	stream *SimpleStream
-	dump   *StreamDump
-	log    *MarkerLog
+	simple *storage.SimpleStream
+	dump   *storage.StreamDump
+	log    *storage.MarkerLog
 
 	rowBytes int
-	source   Source // resolved at Prepare (a dump's stream)
+	source   BlockSource // resolved at Prepare: a dump writes a BlockStream
 	ds       backend.Stream
 	free     chan *blockJob
 	queue    chan *blockJob
@@ -109,7 +106,7 @@ type BlockEndpoint struct {
 	mu       sync.Mutex
 	err      error
 	written  int64       // blocks written
-	prepared atomic.Bool // for Record, which a user may call while an engine prepares
+	prepared atomic.Bool // for Prepared, which a user may call while an engine prepares
 	owner    int64       // the engine that prepared it (EndpointInfo.Owner)
 
 	claim engine.Claim
@@ -117,61 +114,68 @@ type BlockEndpoint struct {
 
 var _ engine.Endpoint = (*BlockEndpoint)(nil)
 
-// NewBlockEndpoint returns the endpoint kind (a key of vortex's names:
-// AscanStreamEndpoint, ..., StreamDumpStorage, MarkerLogStorage) with no
-// storage yet (Attach).
-func NewBlockEndpoint(kind string) (*BlockEndpoint, error) {
-	src, ok := endpointKinds[kind]
-	if !ok {
-		names := make([]string, 0, len(endpointKinds))
-		for k := range endpointKinds {
-			names = append(names, k)
+// NewBlockEndpoint returns vortex's endpoint writing what (of stream s,
+// for BlockStream) into store, with vortex's lead_samples (0 supported):
+// AscanStreamEndpoint (BlockAscans: an int8 or float32 SimpleStream),
+// SpectraStreamEndpoint (BlockSpectra: uint16), the <Stream>StreamEndpoints
+// (BlockStream: a SimpleStream of the stream's type), StreamDumpStorage
+// (BlockDump: a StreamDump) and MarkerLogStorage (BlockMarkers: a
+// MarkerLog). store may be closed until the engine writes: a storage that
+// is not open is skipped, as in vortex.
+func NewBlockEndpoint(what BlockSource, s Stream, store any, leadSamples int) (*BlockEndpoint, error) {
+	e := &BlockEndpoint{what: what, stream: s}
+	switch what {
+	case BlockAscans:
+		e.name = "AscanStreamEndpoint"
+	case BlockSpectra:
+		e.name = "SpectraStreamEndpoint"
+	case BlockStream:
+		if s < 0 || int(s) >= len(streamInfo) {
+			return nil, engine.Invalid("NewBlockEndpoint: stream %d, expected 0 (counter) to %d (strobes)", int(s), len(streamInfo)-1)
 		}
-		slices.Sort(names)
-		return nil, engine.Invalid("storage endpoint kind %q, expected one of %v", kind, names)
-	}
-	return &BlockEndpoint{name: kind, src: src}, nil
-}
-
-// Attach sets the storage (before Prepare): a SimpleStream of the
-// source's type for the stream endpoints, a StreamDump or a MarkerLog.
-func (e *BlockEndpoint) Attach(store any, leadSamples int) error {
-	if e.ds != nil {
-		return fmt.Errorf("%s.Attach: already prepared: %w", e.name, backend.ErrInUse)
+		e.name = streamInfo[s].class + "StreamEndpoint"
+	case BlockDump:
+		e.name = "StreamDumpStorage"
+	case BlockMarkers:
+		e.name = "MarkerLogStorage"
+	default:
+		return nil, engine.Invalid("NewBlockEndpoint: source %d, expected BlockAscans ... BlockMarkers", int(what))
 	}
 	if leadSamples != 0 {
-		return engine.Invalid("%s: lead_samples=%d, expected 0 (vortexgo's blocks carry the waveform of the acquisition's timing only)", e.name, leadSamples)
+		return nil, engine.Invalid("%s: lead_samples=%d, expected 0 (vortexgo's blocks carry the waveform of the acquisition's timing only)", e.name, leadSamples)
 	}
-	switch e.src {
-	case -1:
-		d, ok := store.(*StreamDump)
+	switch what {
+	case BlockDump:
+		d, ok := store.(*storage.StreamDump)
 		if !ok {
-			return engine.Invalid("%s: storage %T, expected a StreamDump", e.name, store)
+			return nil, engine.Invalid("%s: storage %T, expected a StreamDump", e.name, store)
 		}
 		e.dump = d
-	case SourceMarkers:
-		l, ok := store.(*MarkerLog)
+	case BlockMarkers:
+		l, ok := store.(*storage.MarkerLog)
 		if !ok {
-			return engine.Invalid("%s: storage %T, expected a MarkerLog", e.name, store)
+			return nil, engine.Invalid("%s: storage %T, expected a MarkerLog", e.name, store)
 		}
 		e.log = l
 	default:
-		s, ok := store.(*SimpleStream)
+		st, ok := store.(*storage.SimpleStream)
 		if !ok {
-			return engine.Invalid("%s: storage %T, expected a SimpleStream", e.name, store)
+			return nil, engine.Invalid("%s: storage %T, expected a SimpleStream", e.name, store)
 		}
-		want := map[Source][]string{SourceAscans: {"int8", "float32"}, SourceSpectra: {"uint16"}, StreamCounter: {"uint64"},
-			StreamStrobes: {"uint32"}}[e.src]
-		if want == nil {
-			want = []string{"float64"} // galvo and sample waveforms
+		want, of := []string{"int8", "float32"}, "A-scans"
+		switch what {
+		case BlockSpectra:
+			want, of = []string{"uint16"}, "spectra"
+		case BlockStream:
+			want, of = []string{s.DTypeName()}, s.String()
 		}
-		if !slices.Contains(want, s.DTypeName()) {
-			return engine.Invalid("%s: storage is a SimpleStream of %s, expected one of %v (the %s' type)", e.name, s.DTypeName(), want, e.src)
+		if !slices.Contains(want, st.DTypeName()) {
+			return nil, engine.Invalid("%s: storage is a SimpleStream of %s, expected one of %v (the %s' type)", e.name, st.DTypeName(), want, of)
 		}
-		e.stream = s
+		e.simple = st
 	}
 	e.lead = leadSamples
-	return nil
+	return e, nil
 }
 
 // Claims reports the endpoint's claim and its storage's: while an engine
@@ -180,8 +184,8 @@ func (e *BlockEndpoint) Claims() []*engine.Claim {
 	e.claim.Name(e.name)
 	cs := []*engine.Claim{&e.claim}
 	switch {
-	case e.stream != nil:
-		cs = append(cs, e.stream.Claims()...)
+	case e.simple != nil:
+		cs = append(cs, e.simple.Claims()...)
 	case e.dump != nil:
 		cs = append(cs, e.dump.Claims()...)
 	case e.log != nil:
@@ -203,23 +207,20 @@ func (e *BlockEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 		}
 	}
 	e.owner = info.Owner
-	if e.stream == nil && e.dump == nil && e.log == nil {
-		return engine.Invalid("%s.Prepare: no storage, expected one attached", e.name)
-	}
-	e.source = e.src
+	e.source = e.what
 	if e.dump != nil {
-		e.source = StreamCounter + Source(e.dump.Config().Stream)
+		e.source, e.stream = BlockStream, Stream(e.dump.Config().Stream)
 	}
-	switch e.source {
-	case SourceAscans:
-		e.rowBytes = info.OutputSamples * e.stream.ElemSize()
-	case SourceSpectra:
+	switch {
+	case e.source == BlockAscans:
+		e.rowBytes = info.OutputSamples * e.simple.ElemSize()
+	case e.source == BlockSpectra:
 		e.rowBytes = info.RawSamples * 2
-	case StreamCounter:
+	case e.source == BlockMarkers:
+	case e.stream == StreamCounter:
 		e.rowBytes = 8
-	case StreamStrobes:
+	case e.stream == StreamStrobes:
 		e.rowBytes = 4 // vortex's digital words: uint32
-	case SourceMarkers:
 	default:
 		// Waveform rows: one float64 per channel, the width known per
 		// block; size the staging for the widest the engine uses.
@@ -272,8 +273,8 @@ func (e *BlockEndpoint) Stream() backend.Stream { return e.ds }
 
 func (e *BlockEndpoint) ready() bool {
 	switch {
-	case e.stream != nil:
-		return e.stream.IsOpen()
+	case e.simple != nil:
+		return e.simple.IsOpen()
 	case e.dump != nil:
 		return e.dump.IsOpen()
 	}
@@ -294,7 +295,7 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 		return nil // vortex skips a storage that is not open
 	}
 	var ranges [][2]int
-	if e.source != SourceMarkers && e.dump == nil {
+	if e.source != BlockMarkers && e.dump == nil {
 		for _, a := range plan.Actions {
 			if a.Kind == stage.Copy && a.Count > 0 {
 				ranges = append(ranges, [2]int{a.BlockOffset, a.BlockOffset + a.Count})
@@ -309,22 +310,22 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 	j.rows, j.ranges, j.sample, j.block, j.markers, j.rowBytes = b.Records, ranges, b.Sample, b.Block.ID, j.markers[:0], 0
 	var src uintptr
 	var rowBytes int
-	switch e.source {
-	case SourceMarkers:
+	switch {
+	case e.source == BlockMarkers:
 		j.markers = append(j.markers, b.Block.Markers...)
-	case SourceAscans:
+	case e.source == BlockAscans:
 		src, rowBytes = b.Processed, e.rowBytes
-		if e.stream.DTypeName() == "int8" {
+		if e.simple.DTypeName() == "int8" {
 			src = b.Int8
 		}
-	case SourceSpectra:
+	case e.source == BlockSpectra:
 		src, rowBytes = b.Raw, e.rowBytes
-	case StreamGalvoTarget, StreamSampleTarget, StreamGalvoActual, StreamSampleActual, StreamStrobes:
+	case e.stream != StreamCounter: // the counter is computed by the writer
 		// The block's streams are host memory (vortex's block.streams()
 		// at lead 0): copied into the staging buffer now, while the block
 		// cannot be recycled, so the writer never reads a reused block.
 		h := b.HostStreams()
-		if e.source == StreamStrobes {
+		if e.stream == StreamStrobes {
 			if len(h.Strobes) != b.Records {
 				e.free <- j
 				return fmt.Errorf("%s.Format: block %d has %d strobe words, expected %d", e.name, b.Block.ID, len(h.Strobes), b.Records)
@@ -334,7 +335,7 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 			break
 		}
 		v, ch := h.GalvoTarget, h.OutChannels
-		switch e.source {
+		switch e.stream {
 		case StreamSampleTarget:
 			v = h.SampleTarget
 		case StreamGalvoActual:
@@ -345,7 +346,7 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 		if ch == 0 {
 			e.free <- j
 			return fmt.Errorf("%s.Format: the block has no %s waveform, expected an engine with a scan queue (and IO channels for the actual positions)",
-				e.name, e.source)
+				e.name, e.stream)
 		}
 		if 8*ch > e.rowBytes {
 			e.free <- j
@@ -412,10 +413,10 @@ func (e *BlockEndpoint) write() {
 }
 
 func (e *BlockEndpoint) store(j *blockJob) error {
-	switch e.source {
-	case SourceMarkers:
+	switch {
+	case e.source == BlockMarkers:
 		return e.log.Write(j.markers)
-	case StreamCounter:
+	case e.source == BlockStream && e.stream == StreamCounter:
 		// vortex's counter stream: the running index of each record.
 		if cap(j.counter) < j.rows*8 {
 			j.counter = make([]byte, j.rows*8)
@@ -441,7 +442,7 @@ func (e *BlockEndpoint) writeRows(j *blockJob, data []byte, rowBytes int) error 
 		return e.dump.Dump(data, rowBytes)
 	}
 	for _, r := range j.ranges {
-		if err := e.stream.Write(data[r[0]*rowBytes : r[1]*rowBytes]); err != nil {
+		if err := e.simple.Write(data[r[0]*rowBytes : r[1]*rowBytes]); err != nil {
 			return err
 		}
 	}
@@ -471,17 +472,19 @@ func (e *BlockEndpoint) Flush() error {
 func (e *BlockEndpoint) ReadsPositions() bool { return false }
 
 // ReadsRaw (engine.RawReader): the spectra streams.
-func (e *BlockEndpoint) ReadsRaw() bool { return e.src == SourceSpectra }
+func (e *BlockEndpoint) ReadsRaw() bool { return e.what == BlockSpectra }
 
 // ReadsProcessed (engine.ProcessedReader): the A-scan streams of another
 // type than int8.
 func (e *BlockEndpoint) ReadsProcessed() bool {
-	return e.src == SourceAscans && (e.stream == nil || e.stream.DTypeName() != "int8")
+	return e.what == BlockAscans && e.simple.DTypeName() != "int8"
 }
 
 // ReadsStrobes (engine.StrobeReader): the strobes stream does, and a dump
 // of it (the source is resolved at Prepare, before the engine asks).
-func (e *BlockEndpoint) ReadsStrobes() bool { return e.source == StreamStrobes }
+func (e *BlockEndpoint) ReadsStrobes() bool {
+	return e.source == BlockStream && e.stream == StreamStrobes
+}
 
 // Close flushes, stops the writer and frees the buffers; the storage stays
 // open (it belongs to the caller). Refused while an engine uses it.
@@ -519,29 +522,15 @@ func (e *BlockEndpoint) release() error {
 	return errors.Join(errs...)
 }
 
-// Record is the endpoint's state for bindings: prepared (0/1), blocks
-// written.
-func (e *BlockEndpoint) Record() []float64 {
+// Prepared reports whether an engine has prepared the endpoint (safe
+// while one prepares it).
+func (e *BlockEndpoint) Prepared() bool { return e.prepared.Load() }
+
+// Written returns how many blocks the writer has stored.
+func (e *BlockEndpoint) Written() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := 0.0
-	if e.prepared.Load() {
-		p = 1
-	}
-	return []float64{p, float64(e.written)}
-}
-
-// Do runs a named operation for the bindings' generic path: attach
-// ({LeadSamples}; with: the storage object).
-func (e *BlockEndpoint) Do(op string, args []byte, with any, _, _ int) ([]byte, error) {
-	if op != "attach" {
-		return nil, backend.Invalidf("%s: operation %q, expected attach", e.name, op)
-	}
-	var a struct{ LeadSamples int }
-	if err := decodeArgs(e.name, op, args, &a); err != nil {
-		return nil, err
-	}
-	return nil, e.Attach(with, a.LeadSamples)
+	return int(e.written)
 }
 
 // hostBytes views n elements of T at p, pinned memory this endpoint owns.
