@@ -25,15 +25,6 @@ func owner(obj any) Object { return Object{obj: obj, id: handles.Register(obj)} 
 // ID is the object's registry id (0 when none is borrowed from it).
 func (o *Object) ID() int { return int(o.id) }
 
-// FastID is the object's id in the C fast path (a CUDA stream's or
-// event's; 0: none, use ID's path).
-func (o *Object) FastID() int {
-	if f, ok := o.obj.(interface{ FastID() int64 }); ok {
-		return int(f.FastID())
-	}
-	return 0
-}
-
 // Close closes the core object (a no-op for one that holds nothing). A
 // registered one's id, with every id borrowed from it, goes first, so no
 // call path reaches what Close destroys and of two racing Close calls one
