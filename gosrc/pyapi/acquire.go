@@ -2,7 +2,6 @@ package pyapi
 
 import (
 	"github.com/vortexgo/vortexgo/gosrc/acquire"
-	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
@@ -43,7 +42,7 @@ func newAcquisition[A source](a A, err error) (*Acquisition, error) {
 // newFromRecord decodes config (a JSON record of C's fields, what
 // names it) and builds the source with newA.
 func newFromRecord[C any, A source](what, config string, c C, newA func(C) (A, error)) (*Acquisition, error) {
-	if err := backend.DecodeRecord(what, config, &c); err != nil {
+	if err := decodeRecord(what, config, &c); err != nil {
 		return nil, tag(err)
 	}
 	return newAcquisition(newA(c))

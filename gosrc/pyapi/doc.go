@@ -9,7 +9,7 @@
 // class they map to as a prefix ("ClosedError: ", ...; errors.go). A
 // wrapper Python closes embeds Object (one Close, one Record). Records
 // cross one way each: a config as one JSON record of the core struct's
-// fields (backend.DecodeRecord), state as float64s written into the
+// fields (decodeRecord), state as float64s written into the
 // caller's buffer (Object.Record, hostmem.Record). Core objects Python
 // drives by named operations (a SimpleStack) share one path: NewObject and
 // Object.Do (object.go).

@@ -3,7 +3,6 @@ package pyapi
 import (
 	"time"
 
-	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
@@ -12,10 +11,10 @@ import (
 type EngineConfig struct{ c engine.Config }
 
 // NewEngineConfig reads engine.Config's fields from a JSON record
-// (backend.DecodeRecord; DispatchSpin in nanoseconds).
+// (decodeRecord; DispatchSpin in nanoseconds).
 func NewEngineConfig(config string) (*EngineConfig, error) {
 	c := &EngineConfig{}
-	return tagged(c, backend.DecodeRecord("EngineConfig", config, &c.c))
+	return tagged(c, decodeRecord("EngineConfig", config, &c.c))
 }
 
 // Link adds stage s (an acquisition, processor, formatter or endpoint) as

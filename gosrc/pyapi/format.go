@@ -1,7 +1,6 @@
 package pyapi
 
 import (
-	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
@@ -16,7 +15,7 @@ func decodeConfig(what, record string, c any) error {
 	if record == "" {
 		return nil
 	}
-	return backend.DecodeRecord(what, record, c)
+	return decodeRecord(what, record, c)
 }
 
 // FormatPlanner is vortex's FormatPlanner (format.FormatPlanner), the

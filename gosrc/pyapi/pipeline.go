@@ -34,7 +34,7 @@ func build[C, T any](dev *Device, purpose, options string, newT func(backend.Dev
 	var c C
 	d, err := charged(dev, purpose)
 	if err == nil {
-		err = backend.DecodeRecord(fmt.Sprintf("%T", c), options, &c)
+		err = decodeRecord(fmt.Sprintf("%T", c), options, &c)
 	}
 	if err != nil {
 		var zero T
@@ -525,7 +525,7 @@ func NewBufferPool(dev *Device, config string) (*BufferPool, error) {
 	var c memory.PoolConfig
 	a, err := memory.AllocatorFor(dev.d, "buffer_pool")
 	if err == nil {
-		err = backend.DecodeRecord("BufferPool", config, &c)
+		err = decodeRecord("BufferPool", config, &c)
 	}
 	if err != nil {
 		return nil, tag(err)

@@ -29,7 +29,7 @@ type Processor struct {
 // processorConfig decodes config and copies the two arrays in.
 func processorConfig(config string, resPtr, resN, filtPtr, filtN int) (process.Config, error) {
 	var c process.Config
-	err := backend.DecodeRecord("ProcessorConfig", config, &c)
+	err := decodeRecord("ProcessorConfig", config, &c)
 	if err == nil {
 		c.ResamplingSamples, err = hostmem.CopyIn[float32](resPtr, resN)
 	}

@@ -13,7 +13,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
@@ -29,13 +28,13 @@ func decodeScan(what, record string, v any) error {
 	}
 	f, ok := v.(*scan.FreeformScanConfig)
 	if !ok {
-		return backend.DecodeRecord(what, record, v)
+		return decodeRecord(what, record, v)
 	}
 	w := struct {
 		*scan.FreeformScanConfig
 		Pattern []wireSegment
 	}{FreeformScanConfig: f}
-	if err := backend.DecodeRecord(what, record, &w); err != nil || w.Pattern == nil {
+	if err := decodeRecord(what, record, &w); err != nil || w.Pattern == nil {
 		return err
 	}
 	segs, err := fromWire(what+".pattern", w.Pattern)
