@@ -2,6 +2,7 @@
 #
 #   make demo       the main job: simulated OCT acquisition (GPU if present, else CPU)
 #   make test       every test: go vet, go test -race, pytest (GPU tests skip without a GPU)
+#   make py-test-invariants  pytest against an extension built with Go's invariants: no leak at exit
 #   make docs       the API reference from the docstrings into build/docs/html (warnings are errors)
 #   make wheel      manylinux wheels for CPython 3.10-3.13 into dist/, checked by auditwheel
 #   make wheel-test install each wheel in a fresh venv without Go and run the CPU test subset
@@ -29,7 +30,7 @@ GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
 CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h) gosrc/engine/eventring.h gosrc/engine/eventlayout.h python/vortexgo/_fastcall.c
 GPU_PY ?= $(PYTHON)
 
-.PHONY: all build test go-test py-test demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -56,6 +57,18 @@ py-test: build
 	PYTHONPATH=python $(VPY) -m pytest -q tests_py
 
 test: go-test py-test
+
+# The Python tests against an extension built with Go's test-only invariants
+# (-tags invariants, gosrc/internal/invariants), in a copy of the package under
+# build/invariants: the run fails when Go's leak report at exit is not empty
+# (tests_py/conftest.py). INV_TESTS narrows the tests.
+INV_DIR := build/invariants/python
+INV_TESTS ?= tests_py --ignore=tests_py/robustness
+py-test-invariants: build
+	rm -rf $(INV_DIR) && mkdir -p $(INV_DIR)
+	cp -r python/vortexgo $(INV_DIR)/ && rm -rf $(INV_DIR)/vortexgo/_native
+	VORTEXGO_GO_TAGS=invariants $(VPY) setup.py native $(INV_DIR)/vortexgo/_native
+	VORTEXGO_ALLOW_MISUSE=1 PYTHONPATH=$(INV_DIR) $(VPY) -m pytest -q -p no:cacheprovider $(INV_TESTS)
 
 # Writes to the user's data folder (printed); DEMO_ARGS="--device cpu --out DIR" to change.
 demo: build

@@ -92,6 +92,7 @@ import (
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/guard"
+	"github.com/vortexgo/vortexgo/gosrc/pyapi/pyerr"
 )
 
 // vgRestore re-takes the GIL a wrapper released, once (gopy's
@@ -118,7 +119,7 @@ func vgGuard(name string, saved **C.PyThreadState) {
 	var text string
 	switch {
 	case r != nil:
-		text = "InternalError: " + guard.Error(name, r).Error()
+		text = pyerr.Tag(guard.Error(name, r)).Error() // InternalError, its stack a field
 	case released:
 		text = "VortexError: " + name + ": no Go object of the expected type behind this handle (closed or wrong object)"
 	default:
@@ -196,7 +197,9 @@ def relink(work: Path, name: str, python: str, env: dict) -> None:
         exports = work / "exports.map"
         exports.write_text(f"{{ global: PyInit__{name}; local: *; }};\n")
         ext = f"-extldflags=-Wl,--version-script={exports}"
-    subprocess.run(["go", "build", "-mod=mod", "-buildmode=c-shared", f"-ldflags={ext}",
+    # VORTEXGO_GO_TAGS=invariants builds the test-only checks in (make py-test-invariants).
+    tags = [f"-tags={env['VORTEXGO_GO_TAGS']}"] if env.get("VORTEXGO_GO_TAGS") else []
+    subprocess.run(["go", "build", "-mod=mod", "-buildmode=c-shared", f"-ldflags={ext}", *tags,
                     "-o", f"_{name}{suffix}", "."], cwd=work, env=env, check=True)
 
 

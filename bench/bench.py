@@ -110,9 +110,9 @@ def foundation(results: dict) -> list[dict]:
     # replaced, so a regression shows which layer it is in.
     core = vg._core
     paths = "C fast path" if core.HAVE_C_FAST_PATH else "C fast path NOT BUILT (Go path)"
-    row(f"event record, {paths} only", *paired_us(lambda: core.c_event_record(s._cid, ev._cid),
+    row(f"event record, {paths} only", *paired_us(lambda: core.c_event_record(s._id, ev._id),
                                                    lambda: cev.record(cs)), 0.23)
-    row(f"stream synchronize, {paths} only", *paired_us(lambda: core.c_stream_sync(s._cid), cs.synchronize), 0.32)
+    row(f"stream synchronize, {paths} only", *paired_us(lambda: core.c_stream_sync(s._id), cs.synchronize), 0.32)
     row("event record, Go fast path only", *paired_us(lambda: core.fast_record(s._id, ev._id),
                                                       lambda: cev.record(cs)), 0.23)
 

@@ -58,9 +58,9 @@ VG_FORMAT(vortexgo_format_u16_u16, vg_uint16, vg_uint16, vg_keep)
 VG_FORMAT(vortexgo_format_i8_i8, vg_int8, vg_int8, vg_keep)
 
 // ---------------------------------------------------------------------------
-// vortex's format executors (gosrc/format/stage), one kernel per executor
+// vortex's format executors (gosrc/format), one kernel per executor
 // and (source, destination) type pair: vortexgo_{stack,radial,spiral,
-// position}_<src>_<dst>. gosrc/format/stage plans every launch (element
+// position}_<src>_<dst>. gosrc/format plans every launch (element
 // offsets and strides, float32 geometry as vortex computes it on the host)
 // and registers Go twins that run the same arithmetic on the CPU backend;
 // keep the two in step. Integer outputs round half away from zero (vortex's

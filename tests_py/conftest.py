@@ -21,6 +21,42 @@ except Exception:
 
 DEVICES = ["cpu"] + (["cuda:0"] if HAS_CUDA else [])
 
+
+# --- make py-test-invariants: Go's leak report at exit must be empty ---
+# Against an extension built with -tags invariants (setup.py, VORTEXGO_GO_TAGS),
+# every stream, event, buffer, graph and tensor lock the tests made must be
+# closed (by the test or by collection) when the run ends.
+
+
+def _invariants_build() -> bool:
+    from vortexgo._core import api
+
+    return bool(api.InvariantsEnabled())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _invariants_build():
+        return
+    import gc
+
+    from vortexgo._core import api
+
+    from vortexgo._lifetime import close_process_caches
+
+    close_process_caches()  # the default streams and readback pools: the process's, not a test's
+    for _ in range(3):  # finalizers release what collection frees, which can free more
+        gc.collect()
+    report = api.InvariantLeaks()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if report:
+        if reporter is not None:
+            reporter.write_sep("=", "Go invariants: leaks at exit", red=True)
+            reporter.write_line(report)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    elif reporter is not None:
+        reporter.write_line("Go invariants: no stream, event, buffer, graph or tensor lock left open")
+
+
 needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason=f"no CUDA device: {vg.cuda_unavailable_reason()}")
 needs_cupy = pytest.mark.skipif(not HAS_CUPY, reason="needs CUDA and CuPy")
 

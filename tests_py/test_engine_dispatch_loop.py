@@ -53,8 +53,6 @@ class _Endpoint:
         for name in _NAMES:
             setattr(self, name, None)
         self.aggregate_segment_callback = self.block_segment_callback = None
-        self._agg_volume: list = []
-        self._agg_block: list = []
 
 
 class _Log(logging.Handler):

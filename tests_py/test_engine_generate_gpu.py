@@ -125,7 +125,7 @@ def test_rig_on_cpu(kind, tmp_path):
 def test_executor_on_cuda_equals_cpu(gpu, kind, tmp_path):
     """Each executor's CUDA kernels give the CPU executor's volume: exactly for stack and
     position; radial and spiral up to 2% of pixels apart (CUDA's hypotf/atan2f and Go's libm
-    round a boundary pixel's geometry apart, see gosrc/format/stage TestGPULaunchMatchesExecutors)."""
+    round a boundary pixel's geometry apart, see gosrc/format TestGPULaunchMatchesExecutors)."""
     host, hv, hw = run(kind, "cpu", tmp_path)
     dev, dv, dw = run(kind, "cuda", tmp_path)
     assert dv == hv == [(0, 0)]

@@ -102,15 +102,15 @@ def test_closed_graph_raises(device):
 
 def test_stale_ids_never_name_new_objects(device):
     s, e = vg.Stream(device), vg.Event(device)
-    old = (s._id, s._cid, e._id, e._cid)
+    old = (s._id, e._id)
     s.close()
     e.close()
     s2, e2 = vg.Stream(device), vg.Event(device)
     assert s2._id not in old and e2._id not in old
     assert _core.fast_sync_stream(old[0]) == -1
-    assert _core.fast_query_event(old[2]) == -1
-    assert _core.c_stream_sync(old[1]) == -1
-    assert _core.c_event_query(old[3]) == -1
+    assert _core.fast_query_event(old[1]) == -1
+    assert _core.c_stream_sync(old[0]) == -1
+    assert _core.c_event_query(old[1]) == -1
     s2.synchronize()
     s2.close()
     e2.close()
@@ -174,7 +174,9 @@ def test_c_fast_path_refuses_what_it_cannot_name():
 
 def test_cpu_objects_use_the_go_fast_path(cpu):
     s, e = vg.Stream(cpu), vg.Event(cpu)
-    assert s._cid == 0 and e._cid == 0
+    # One id on every path; the registry publishes no CPU object for C.
+    assert s._id > 0 and e._id > 0
+    assert _core.c_event_record(s._id, e._id) == -1 and _core.c_stream_sync(s._id) == -1
     assert _core.fast_record(s._id, e._id) == 0
     assert _core.fast_query_event(e._id) == 1
     s.close()
@@ -275,27 +277,27 @@ dev = vg.get_device("cuda:0")
 def test_fake_cuda_c_fast_path_answers(fake_driver):
     run_fake(fake_driver, """
         s, e = vg.Stream(dev), vg.Event(dev)
-        assert s._cid > 0 and e._cid > 0 and s._cid != e._cid
-        assert c.c_event_record(s._cid, e._cid) == 0
-        assert c.c_stream_wait(s._cid, e._cid) == 0
+        assert s._id > 0 and e._id > 0 and s._id != e._id
+        assert c.c_event_record(s._id, e._id) == 0
+        assert c.c_stream_wait(s._id, e._id) == 0
         fake_int("fake_stream_busy").value = 1
-        assert c.c_event_query(e._cid) == 0 and c.c_stream_query(s._cid) == 0  # not ready
-        assert c.c_stream_sync(s._cid) == 0
-        assert c.c_event_query(e._cid) == 1 and c.c_stream_query(s._cid) == 1
-        assert c.c_event_sync(e._cid) == 0
-        assert c.c_stream_sync(e._cid) == -1 and c.c_event_query(s._cid) == -1  # wrong kinds
+        assert c.c_event_query(e._id) == 0 and c.c_stream_query(s._id) == 0  # not ready
+        assert c.c_stream_sync(s._id) == 0
+        assert c.c_event_query(e._id) == 1 and c.c_stream_query(s._id) == 1
+        assert c.c_event_sync(e._id) == 0
+        assert c.c_stream_sync(e._id) == -1 and c.c_event_query(s._id) == -1  # wrong kinds
         # A new thread has no context current: the shim makes it current.
         out = []
-        t = threading.Thread(target=lambda: out.append((c.c_event_record(s._cid, e._cid), c.c_stream_sync(s._cid))))
+        t = threading.Thread(target=lambda: out.append((c.c_event_record(s._id, e._id), c.c_stream_sync(s._id))))
         t.start(); t.join()
         assert out == [(0, 0)], out
         # External wrappers get their own id; closing one forgets only it.
         w = vg.Stream.from_external(s.handle, dev)
-        assert w._cid > 0 and w._cid != s._cid
-        wid = w._cid
+        assert w._id > 0 and w._id != s._id
+        wid = w._id
         w.close()
-        assert c.c_stream_sync(wid) == -1 and c.c_stream_sync(s._cid) == 0
-        sid, eid = s._cid, e._cid
+        assert c.c_stream_sync(wid) == -1 and c.c_stream_sync(s._id) == 0
+        sid, eid = s._id, e._id
         s.close(); e.close()
         assert c.c_event_record(sid, eid) == -1 and c.c_event_query(eid) == -1
         for call in (s.synchronize, lambda: s.record(vg.Event(dev)), lambda: s.is_complete, e.synchronize,
@@ -307,7 +309,7 @@ def test_fake_cuda_c_fast_path_answers(fake_driver):
             else:
                 raise AssertionError(f"{call} did not raise ClosedError")
         s2 = vg.Stream(dev)
-        assert s2._cid != sid and c.c_stream_sync(sid) == -1
+        assert s2._id != sid and c.c_stream_sync(sid) == -1
         print("OK")
     """, stdout="OK")
 
@@ -317,7 +319,7 @@ def test_fake_cuda_close_waits_for_a_synchronize_in_flight(fake_driver):
         hold, in_sync = fake_int("fake_sync_hold"), fake_int("fake_in_sync")
         for path in ("C", "Go", "method"):
             s = vg.Stream(dev)
-            sync = {"C": lambda: c.c_stream_sync(s._cid), "Go": lambda: c.fast_sync_stream(s._id),
+            sync = {"C": lambda: c.c_stream_sync(s._id), "Go": lambda: c.fast_sync_stream(s._id),
                     "method": lambda: c.stream_op(c.OP_SYNC_STREAM, s._h.ID(), 0)}[path]
             hold.value = 1
             t = threading.Thread(target=sync)  # the GIL is released while it blocks
@@ -354,15 +356,15 @@ def test_fake_cuda_threads_racing_close_never_crash(fake_driver, c_path):
 def test_cuda_objects_use_the_c_fast_path(gpu):
     assert _core.HAVE_C_FAST_PATH
     s, e = vg.Stream(gpu), vg.Event(gpu)
-    assert s._cid > 0 and e._cid > 0
-    assert _core.c_event_record(s._cid, e._cid) == 0
-    assert _core.c_stream_wait(s._cid, e._cid) == 0
-    assert _core.c_stream_sync(s._cid) == 0
-    assert _core.c_event_sync(e._cid) == 0
-    assert _core.c_event_query(e._cid) == 1
-    assert _core.c_stream_query(s._cid) == 1
-    assert _core.c_stream_sync(e._cid) == -1, "an event's id is no stream"
-    sid, eid = s._cid, e._cid
+    assert s._id > 0 and e._id > 0
+    assert _core.c_event_record(s._id, e._id) == 0
+    assert _core.c_stream_wait(s._id, e._id) == 0
+    assert _core.c_stream_sync(s._id) == 0
+    assert _core.c_event_sync(e._id) == 0
+    assert _core.c_event_query(e._id) == 1
+    assert _core.c_stream_query(s._id) == 1
+    assert _core.c_stream_sync(e._id) == -1, "an event's id is no stream"
+    sid, eid = s._id, e._id
     s.close()
     e.close()
     assert _core.c_event_record(sid, eid) == -1
@@ -377,7 +379,7 @@ def test_c_fast_path_from_a_fresh_thread(gpu):
     s, e = vg.Stream(gpu), vg.Event(gpu)
     out = []
     t = threading.Thread(target=lambda: out.append(
-        (_core.c_event_record(s._cid, e._cid), _core.c_stream_sync(s._cid), _core.c_event_query(e._cid))))
+        (_core.c_event_record(s._id, e._id), _core.c_stream_sync(s._id), _core.c_event_query(e._id))))
     t.start()
     t.join()
     assert out == [(0, 0, 1)]
@@ -389,7 +391,7 @@ def test_c_fast_path_from_a_fresh_thread(gpu):
 def test_borrowed_and_external_streams_on_cuda(gpu):
     owner = vg.Stream(gpu)
     w = vg.Stream.from_external(owner.handle, gpu)
-    assert w._cid > 0 and w._cid != owner._cid
+    assert w._id > 0 and w._id != owner._id
     e = vg.Event(gpu)
     w.record(e)
     w.synchronize()

@@ -3,7 +3,7 @@ the interpreter"): a panic in a call from Python raises
 :class:`vortexgo.InternalError` with the Go stack, and a panic in an engine
 stage ends the session with that error (``wait()`` raises it).
 
-The panics come from the test-only ``debug_panic`` operation of a
+The panics come from the test-only ``_debug_panic`` hook of a
 NullAcquisition, enabled only with ``VORTEXGO_TEST_PANICS=1``. Every case
 that panics runs in a subprocess (_subproc), so a guard that fails kills the
 child and fails the test, not the test run.
@@ -31,20 +31,21 @@ def test_debug_panic_is_refused_without_the_env_var(monkeypatch):
     # In process: without the variable the hook refuses and nothing panics.
     monkeypatch.delenv("VORTEXGO_TEST_PANICS", raising=False)
     acq = vg.NullAcquisition(vg.NullAcquisitionConfig(samples_per_record=64, records_per_block=8))
-    for args in (None, {"Lend": True}):
+    for lend in (False, True):
         with pytest.raises(ValueError, match="VORTEXGO_TEST_PANICS=1"):
-            acq._do("debug_panic", args)
+            acq._debug_panic(lend)
     acq.close()
 
 
 def test_panic_in_a_call_raises_internal_error_and_the_interpreter_goes_on():
     p = _subproc.run(NULL_ACQ + """
 try:
-    acq._do("debug_panic")
+    acq._debug_panic()
 except vg.InternalError as e:
     assert isinstance(e, RuntimeError) and isinstance(e, vg.VortexError)
     print("MESSAGE", e)
     print("STACK", e.go_stack)
+    assert e.go_stack and e.where and chr(10) not in str(e), (e.where, str(e))
     assert any("Go stack of the panic" in n for n in e.__notes__)
 else:
     raise SystemExit("no exception")
@@ -53,15 +54,15 @@ acq.start()
 acq.stop()
 for _ in range(3):  # and every later panic is caught too
     try:
-        acq._do("debug_panic")
+        acq._debug_panic()
     except vg.InternalError:
         pass
 acq.close()
 print("DONE")
 """, env=PANICS)
-    assert "MESSAGE pyapi.Object.Do: internal error (Go panic: acquire: NullAcquisition.debug_panic" in p.stdout
+    assert "MESSAGE pyapi.Acquisition.DebugPanic: internal error (Go panic: acquire: NullAcquisition.debug_panic" in p.stdout
     stack = p.stdout.split("STACK", 1)[1]
-    assert "goroutine " in stack and "NullAcquisition).debugPanic" in stack and "pyapi_Object_Do" in stack
+    assert "goroutine " in stack and "NullAcquisition).DebugPanic" in stack and "pyapi_Acquisition_DebugPanic" in stack
     assert "DONE" in p.stdout
 
 
@@ -88,13 +89,14 @@ queue_volumes(eng, A, B, 0)  # endless: only the panic ends the session
 got = []
 eng.event_callback = lambda ev, exc: got.append((ev, exc))
 eng.prepare()
-acq._do("debug_panic", {"Lend": True})
+acq._debug_panic(lend=True)
 eng.start()
 try:
     eng.wait()
 except vg.InternalError as e:
     print("MESSAGE", e)
     print("STACK", e.go_stack)
+    assert e.go_stack and e.where and chr(10) not in str(e), (e.where, str(e))
 else:
     raise SystemExit("wait() did not raise")
 eng.stop()  # raised once (vortex's rule): stop does not raise it again

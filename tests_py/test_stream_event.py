@@ -342,25 +342,19 @@ MISUSE = """
     ]:
         results.append(quiet(fn))
     assert "ok" not in results[:2], results
-    # Ids overwritten by hand: a made-up shim id fails its generation check,
-    # a made-up Go id its registry lookup; either way the slow path answers.
-    for cid in (2**40 + 5, -1, 0, 1, 2**62):
-        s._cid = cid
-        e._cid = cid
+    # Ids overwritten by hand: a made-up id fails the shim's generation check
+    # and Go's registry lookup; either way the slow path answers.
+    for gid in (2**40 + 5, -1, 0, 1, 2**62, 12345, e._id):
+        s._id = gid
+        e._id = gid
         for fn in (s.synchronize, lambda: s.is_complete, lambda: s.record(e), lambda: s.wait_event(e),
                    e.synchronize, lambda: e.is_complete, lambda: e.record(s)):
             quiet(fn)
-    for gid in (2**40 + 5, -1, 0, 2**62, 12345):
-        s._id = gid
-        e._id = gid
-        for fn in (s.synchronize, lambda: s.is_complete, lambda: s.record(e), e.synchronize):
-            quiet(fn)
-    for bad in ("x", None, 2**64, 1.5):
+    for bad in ("x", None, 2**64, -2**64, 1.5):
         quiet(lambda: setattr(s, "_id", bad))
-        quiet(lambda: setattr(s, "_cid", bad))
         quiet(lambda: s.synchronize())
     quiet(lambda: delattr(s, "_id"))
-    quiet(lambda: delattr(e, "_cid"))
+    quiet(lambda: delattr(e, "_id"))
     quiet(lambda: s.synchronize())
     quiet(lambda: e.record(s))
     if _core.HAVE_C_METHODS:
@@ -450,25 +444,26 @@ def test_subclass_slots_do_not_shadow_the_base_ids(device):
     # The ids live in the base (a C struct or the pure base's slots); a slot
     # of the same name in Stream or Event would hide them from the C methods.
     for cls in (vg.Stream, vg.Event):
-        assert "_id" not in cls.__slots__ and "_cid" not in cls.__slots__
+        assert "_id" not in cls.__slots__
     s, e = vg.Stream(device), vg.Event(device)
     assert s._id != 0 and e._id != 0
     s.close()
     e.close()
-    assert (s._id, s._cid, e._id, e._cid) == (0, 0, 0, 0)
+    assert (s._id, e._id) == (0, 0)
 
 
 @needs_cuda
 def test_c_methods_on_cuda(gpu):
     s, w, e = vg.Stream(gpu), None, vg.Event(gpu)
-    assert s._cid > 0 and e._cid > 0
+    assert s._id > 0 and e._id > 0
+    assert _core.c_event_record(s._id, e._id) == 0, "the registry id names the stream for C"
     assert s.record(e) is e and e.record(s) is e
     s.wait_event(e)
     s.synchronize()
     e.synchronize()
     assert s.is_complete and e.done and s.query() and e.query()
-    w = vg.Stream.from_external(s.handle, gpu)  # its own shim id
-    assert w._cid > 0 and w.record(e) is e
+    w = vg.Stream.from_external(s.handle, gpu)  # its own id
+    assert w._id > 0 and w._id != s._id and w.record(e) is e
     w.synchronize()
     w.close()
     with pytest.raises(vg.ClosedError):

@@ -199,6 +199,9 @@ try:
         {call}
 except vg.CudaError as exc:
     assert "STREAM_CAPTURE" in str(exc), exc
+    # The fields travel with the error (gosrc/pyapi/errors.go), not parsed from its text.
+    assert exc.op.startswith("cu") and exc.code > 0 and exc.name.startswith("CUDA_ERROR_STREAM_CAPTURE"), (exc.op, exc.code, exc.name)
+    assert f"{{exc.op}}: {{exc.name}} ({{exc.code}})" in str(exc) and "\x1e" not in str(exc), exc
     assert {words!r} in str(exc), exc
     assert "cuStreamEndCapture" not in str(exc), exc
     print("RAISED", exc)

@@ -30,8 +30,8 @@
 // # Standalone use
 //
 // FileAcquisition and NullAcquisition also take vortex's standalone calls
-// (Do: start, stop, next), refused with backend.ErrInUse while an engine
-// has prepared the source.
+// (StartStandalone, StopStandalone, Next), refused with backend.ErrInUse
+// while an engine has prepared the source.
 //
 // # End of data
 //

@@ -343,10 +343,7 @@ func (a *FileAcquisition) Next(dst []uint16, records int) (int, error) {
 	if err := checkFill(dst, records, a.values); err != nil {
 		return 0, err
 	}
-	if err := a.claim.Err("acquire: FileAcquisition.next"); err != nil {
-		return 0, err
-	}
-	if err := notInUse(&a.claim, "FileAcquisition.next"); err != nil {
+	if err := a.standalone("FileAcquisition.next"); err != nil {
 		return 0, err
 	}
 	a.mu.Lock()

@@ -2,7 +2,6 @@ package acquire
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
 // writeRaw writes values as a raw little-endian uint16 file.
@@ -127,10 +127,19 @@ func TestNullNext(t *testing.T) {
 	require.NoError(t, a.Claims()[0].Take())
 	_, err = a.Next(make([]uint16, 8), 2)
 	require.ErrorIs(t, err, backend.ErrInUse)
+	require.ErrorIs(t, a.StartStandalone(), backend.ErrInUse)
+	require.ErrorIs(t, a.StopStandalone(), backend.ErrInUse)
 	a.Claims()[0].Drop()
+	require.NoError(t, a.StartStandalone())
+	require.NoError(t, a.StopStandalone())
+	if !guard.TestPanicsEnabled() {
+		require.ErrorIs(t, a.DebugPanic(false), backend.ErrInvalid, "the test hook refuses without "+guard.TestPanicsEnv+"=1")
+		require.ErrorIs(t, a.DebugPanic(true), backend.ErrInvalid)
+	}
 	require.NoError(t, a.Close())
 	_, err = a.Next(make([]uint16, 8), 2)
 	require.ErrorIs(t, err, backend.ErrClosed)
+	require.ErrorIs(t, a.StartStandalone(), backend.ErrClosed)
 }
 
 // TestFileReadersEqualTheFile: whatever the number of reader goroutines and
@@ -195,8 +204,8 @@ func slicesEqual(a, b []uint16) bool {
 	return true
 }
 
-// TestFileNextAndOps: vortex's standalone next through Do (start, next,
-// stop), its errors, and the file's shapes and channels.
+// TestFileNextAndOps: vortex's standalone calls (start, next, stop), their
+// errors, and the file's shapes and channels.
 func TestFileNextAndOps(t *testing.T) {
 	dir := t.TempDir()
 	const samples, chans, records = 4, 2, 5
@@ -221,32 +230,25 @@ func TestFileNextAndOps(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { require.NoError(t, mem.Free()) }()
 			buf := unsafe.Slice((*uint16)(ptrOf(mem.Ptr())), 3*samples*chans)
-			ptr, n := int(mem.Ptr()), len(buf)
-			_, err = a.Do("next", []byte(`{"Records": 3}`), nil, ptr, n)
+			_, err = a.Next(buf, 3)
 			require.ErrorContains(t, err, "the file is not open, expected start() first")
-			_, err = a.Do("start", nil, nil, 0, 0)
-			require.NoError(t, err)
+			require.NoError(t, a.StartStandalone())
 			var got []uint16
 			var counts []int
 			for range 3 {
-				out, err := a.Do("next", []byte(`{"Records": 3}`), nil, ptr, n)
+				got1, err := a.Next(buf, 3)
 				require.NoError(t, err)
-				var r struct{ Records int }
-				require.NoError(t, json.Unmarshal(out, &r))
-				counts = append(counts, r.Records)
-				got = append(got, buf[:r.Records*samples*chans]...)
+				counts = append(counts, got1)
+				got = append(got, buf[:got1*samples*chans]...)
 			}
 			require.Equal(t, []int{3, 2, 0}, counts, "a short count at the end, then 0 (vortex)")
 			require.Equal(t, data, got)
-			_, err = a.Do("stop", nil, nil, 0, 0)
-			require.NoError(t, err)
-			_, err = a.Do("rewind", nil, nil, 0, 0)
-			require.ErrorIs(t, err, backend.ErrInvalid)
-			_, err = a.Do("next", []byte(`{"Records": 4}`), nil, ptr, n)
+			require.NoError(t, a.StopStandalone())
+			_, err = a.Next(buf, 4)
 			require.ErrorContains(t, err, "expected >= records*SamplesPerRecord = 4*8 = 32")
 			require.NoError(t, a.Claims()[0].Take())
-			_, err = a.Do("start", nil, nil, 0, 0)
-			require.ErrorIs(t, err, backend.ErrInUse)
+			require.ErrorIs(t, a.StartStandalone(), backend.ErrInUse)
+			require.ErrorIs(t, a.StopStandalone(), backend.ErrInUse)
 			a.Claims()[0].Drop()
 			require.NoError(t, a.Close())
 		})

@@ -23,6 +23,8 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 )
 
 // Kind names a backend.
@@ -94,6 +96,35 @@ func (e invalid) Unwrap() error { return ErrInvalid }
 // allocated or represented, checked before any allocation so that Go never
 // dies of an impossible request (Python: MemoryError).
 var ErrTooLarge = errors.New("size too large")
+
+// TooLargef is a size refused before anything was allocated: its text
+// names the size and the bound, and it wraps ErrTooLarge without adding
+// words of its own (Python: MemoryError).
+func TooLargef(format string, args ...any) error { return tooLarge(fmt.Sprintf(format, args...)) }
+
+type tooLarge string
+
+func (e tooLarge) Error() string { return string(e) }
+func (e tooLarge) Unwrap() error { return ErrTooLarge }
+
+// MulSize multiplies non-negative sizes, reporting ok=false when the
+// product overflows an int (or any factor is negative): every byte size
+// derived from user-supplied dimensions goes through it before an
+// allocation, so that a huge request becomes an error, not a wrapped size.
+func MulSize(factors ...int) (n int, ok bool) {
+	p := uint64(1)
+	for _, f := range factors {
+		if f < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(p, uint64(f))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, false
+		}
+		p = lo
+	}
+	return int(p), true
+}
 
 // Device is one compute device.
 type Device interface {

@@ -28,6 +28,16 @@
 // cuGetErrorString. Use of a closed stream, event, buffer or graph returns
 // an error wrapping backend.ErrClosed.
 //
+// # The C fast path
+//
+// Per-call stream and event operations from Python can skip Go entirely:
+// the shim's vg_fast_* functions (fast.go, fastpath.h, generated from
+// fastlayout.go) read the C-visible table of pyapi's handle registry, in
+// which Stream and Event are published through NativeSlot, and python/
+// vortexgo/_fastcall.c calls them with the registry's ids. The registry
+// releases an id, waiting for fast calls in flight, before Close destroys
+// the handle.
+//
 // # Lifetimes
 //
 // Devices and their primary contexts live until the process exits: they

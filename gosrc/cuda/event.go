@@ -25,7 +25,6 @@ type Event struct {
 	h      C.uintptr_t
 	timing bool
 	g      guard // Go calls in flight; Close waits for them
-	fast   int64 // the fast path's id (fast.go); 0 if the table was full
 	inv    invariants.Obj
 }
 
@@ -45,7 +44,6 @@ func (d *Device) CreateEvent(timing bool) (*Event, error) {
 	}
 	e := &Event{dev: d, ctx: C.uintptr_t(d.ctx), h: C.uintptr_t(r.v0), timing: timing,
 		inv: invariants.Track("cuda.Event", uintptr(r.v0))}
-	e.fast = fastPublish(C.VG_KIND_EVENT, e.ctx, e.h)
 	return e, nil
 }
 
@@ -101,16 +99,20 @@ func (e *Event) ElapsedTime(end backend.Event) (float32, error) {
 	return float32(r.f), nil
 }
 
-// FastID is the event's id in the C fast path (fastpath.h); 0 if none.
-func (e *Event) FastID() int64 { return e.fast }
+// NativeSlot is what the C fast path needs to call the driver on the
+// event without Go (handle.Native): its kind, context and CUevent. A
+// registry that publishes it must release its id before Close.
+func (e *Event) NativeSlot() (kind int32, ctx, ptr uintptr) {
+	return fastKindEvent, uintptr(e.ctx), uintptr(e.h)
+}
 
-// Close destroys the event once calls in flight on it (Go or fast path)
-// have returned. Closing twice returns an error wrapping backend.ErrClosed.
+// Close destroys the event once calls in flight on it have returned (Go's,
+// and the fast path's once the registry that published the event released
+// its id). Closing twice returns an error wrapping backend.ErrClosed.
 func (e *Event) Close() error {
 	if !e.g.shut() {
 		return e.inv.Misuse(errClosed("cuda.Event.Close"))
 	}
 	e.inv.Release()
-	fastRetire(e.fast)
 	return errOf(C.vg_event_destroy(e.ctx, e.h))
 }

@@ -7,71 +7,28 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// The C fast path (fastpath.h): a mirror table of live streams and events in
-// the shim, which vortexgo's CPython extension calls without entering Go.
-// This file allocates its slots. Each slot carries a generation so that an
-// id kept after Close never names a later stream or event, and Close retires
-// the slot (waiting for fast calls in flight) before the handle is destroyed.
+// The C fast path (fastpath.h): shim.c's vg_fast_* functions, which
+// vortexgo's CPython extension calls without entering Go, read the streams
+// and events that pyapi's handle.Registry publishes in its C-visible table
+// (handle.RegisterNative with a Stream's or Event's NativeSlot): there is
+// one registry, and one id per object. The registry's Release waits for
+// fast calls in flight on a slot, so Close, which follows it, never
+// destroys a handle under one.
 
-// FastAPI is the address of the shim's vg_fast_api table (fastpath.h). It is
-// valid for the life of the process; its functions return -1 for ids that
-// name nothing, so it may be handed out before the driver is loaded.
-func FastAPI() uintptr { return uintptr(C.vg_fast_api_addr()) }
-
-const fastSlots = int(C.VG_FAST_SLOTS)
-
-// fastTable allocates slot indices: fresh ones first, then released ones
-// first-in first-out, so a slot rests as long as possible before reuse
-// (generations make reuse safe regardless).
-var fastTable struct {
-	mu   sync.Mutex
-	gens []uint32
-	free []int
-}
-
-// fastPublish mirrors a live handle into a slot and returns its id, or 0
-// when the table is full (the caller's fast calls then take Go's path).
-func fastPublish(kind int, ctx, h C.uintptr_t) int64 {
-	t := &fastTable
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var slot int
-	switch {
-	case len(t.gens) < fastSlots:
-		t.gens = append(t.gens, 0)
-		slot = len(t.gens) - 1
-	case len(t.free) > 0:
-		slot = t.free[0]
-		t.free = t.free[1:]
-	default:
-		return 0
-	}
-	gen := (t.gens[slot] + 1) & (1<<31 - 1)
-	if gen == 0 {
-		gen = 1
-	}
-	t.gens[slot] = gen
-	C.vg_fast_publish(C.int(slot), C.uint32_t(gen), C.int(kind), ctx, h)
-	return int64(gen)<<32 | int64(slot+1)
-}
-
-// fastRetire makes id name nothing and returns once no fast call uses it;
-// only then may the handle be destroyed. Retiring 0 does nothing.
-func fastRetire(id int64) {
-	if id == 0 {
-		return
-	}
-	slot := int(uint32(id)) - 1
-	C.vg_fast_retire(C.int(slot))
-	t := &fastTable
-	t.mu.Lock()
-	t.free = append(t.free, slot)
-	t.mu.Unlock()
+// FastAPI hands the shim the C-visible table of a handle.Registry (its
+// Table: address and length in slots) and returns the address of the
+// shim's vg_fast_api (fastpath.h), valid for the life of the process. The
+// fast functions read the table of the last call: one registry per process
+// serves the fast path (pyapi's). They return -1 for ids the table does
+// not publish, so the address may be handed out before the driver is
+// loaded.
+func FastAPI(table uintptr, slots int) uintptr {
+	C.vg_fast_use_table(C.uintptr_t(table), C.int(slots))
+	return uintptr(C.vg_fast_api_addr())
 }
 
 // The fast entry points, callable from Go so that tests drive the same C
@@ -124,7 +81,8 @@ func (g *guard) shut() bool {
 			break
 		}
 	}
-	// Yield a few times, then sleep backing off to 1 ms (as vg_fast_retire).
+	// Yield a few times, then sleep backing off to 1 ms (as the registry's
+	// wait for fast calls, handle.Registry.Release).
 	wait := 10 * time.Microsecond
 	for i := 0; g.n.Load() != guardClosed; i++ {
 		if i < 64 {

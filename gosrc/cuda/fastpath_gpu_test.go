@@ -14,16 +14,18 @@ import (
 )
 
 // TestFastPathOnGPU drives the shim's C fast path (fastpath.h) against the
-// real driver: results, a thread without a current context, stale ids, and
-// Close waiting for a synchronize in flight on a busy stream.
+// real driver, reading a handle.Registry's table as pyapi's: results, a
+// thread without a current context, stale ids, and Close waiting for a
+// synchronize in flight on a busy stream.
 func TestFastPathOnGPU(t *testing.T) {
 	d := device(t)
-	s := stream(t, d)
+	require.NotZero(t, cuda.FastAPI(fastReg.Table()))
+	s, err := d.CreateStream(0)
+	require.NoError(t, err)
 	ev, err := d.CreateEvent(false)
 	require.NoError(t, err)
-	sid, eid := s.FastID(), ev.FastID()
-	require.Positive(t, sid)
-	require.Positive(t, eid)
+	sid, eid := publish(t, s), publish(t, ev)
+	t.Cleanup(func() { _ = closeFast(sid, s) })
 
 	require.Zero(t, cuda.FastEventRecord(sid, eid))
 	require.Zero(t, cuda.FastStreamWait(sid, eid))
@@ -48,15 +50,15 @@ func TestFastPathOnGPU(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		require.NoError(t, s2.Memset(buf.Ptr(), byte(i), 256<<20))
 	}
-	id := s2.FastID()
+	id := publish(t, s2)
 	synced := make(chan int)
 	go func() { synced <- cuda.FastStreamSync(id) }()
 	time.Sleep(time.Millisecond)
-	require.NoError(t, s2.Close())
+	require.NoError(t, closeFast(id, s2))
 	assert.Zero(t, <-synced, "the synchronize in flight completed on a live stream")
 	assert.Equal(t, -1, cuda.FastStreamSync(id))
 
-	require.NoError(t, ev.Close())
+	require.NoError(t, closeFast(eid, ev))
 	assert.Equal(t, -1, cuda.FastEventQuery(eid))
 	assert.Equal(t, -1, cuda.FastEventRecord(sid, eid))
 }

@@ -2,6 +2,8 @@ package cuda_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -12,25 +14,53 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
+// fastReg is the registry whose table the fast path reads in these tests,
+// as pyapi's handles is in the extension (cuda.FastAPI hands it over).
+var fastReg handle.Registry
+
+// publish registers a stream or event in fastReg's C-visible table as
+// pyapi does, and returns its id for the fast functions.
+func publish(t *testing.T, obj handle.Native) int64 {
+	id := int64(fastReg.RegisterNative(obj, obj))
+	require.Positive(t, id)
+	return id
+}
+
+// closeFast closes a published object as pyapi does: the id goes first
+// (waiting for fast calls in flight), then the native object, by the one
+// caller that released the id (a second gets the registry's ErrStale).
+func closeFast(id int64, c interface{ Close() error }) error {
+	if err := fastReg.Close("test object", handle.ID(id)); err != nil {
+		return err
+	}
+	return c.Close()
+}
+
 // testFastPath drives the shim's C fast path (fastpath.h) against the fake
-// driver; it runs inside TestFakeDriverChild, after cuda.Init.
+// driver, reading a handle.Registry's table; it runs inside
+// TestFakeDriverChild, after cuda.Init.
 func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 	busy := fakeSym[int32](t, lib, "fake_stream_busy")
 	hold := fakeSym[int32](t, lib, "fake_sync_hold")
 	inSync := fakeSym[int32](t, lib, "fake_in_sync")
 	destroyedInUse := fakeSym[int32](t, lib, "fake_destroyed_in_use")
 
+	require.Equal(t, -1, cuda.FastStreamSync(1<<32|1), "no table yet: nothing is named")
+	require.NotZero(t, cuda.FastAPI(fastReg.Table()))
+
 	s, err := d.CreateStream(0)
 	require.NoError(t, err)
 	ev, err := d.CreateEvent(false)
 	require.NoError(t, err)
-	sid, eid := s.FastID(), ev.FastID()
-	require.Positive(t, sid)
-	require.Positive(t, eid)
+	sid, eid := publish(t, s), publish(t, ev)
+	plain, err := d.CreateStream(0)
+	require.NoError(t, err)
+	plainID := int64(fastReg.Register(plain)) // registered, not published: Go's paths only
 
 	t.Run("calls reach the driver", func(t *testing.T) {
 		require.Zero(t, cuda.FastEventRecord(sid, eid))
@@ -58,7 +88,8 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 		for name, got := range map[string]int{
 			"zero":            cuda.FastStreamSync(0),
 			"negative":        cuda.FastStreamSync(-sid),
-			"slot past table": cuda.FastStreamSync(1<<32 | 70000),
+			"slot past table": cuda.FastStreamSync(1<<32 | (handle.TableSlots + 1)),
+			"not published":   cuda.FastStreamSync(plainID),
 			"wrong gen":       cuda.FastStreamSync(other),
 			"event as stream": cuda.FastStreamSync(eid),
 			"stream as event": cuda.FastEventQuery(sid),
@@ -71,14 +102,14 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 	t.Run("close waits for a fast call in flight", func(t *testing.T) {
 		s2, err := d.CreateStream(0)
 		require.NoError(t, err)
-		id := s2.FastID()
+		id := publish(t, s2)
 		atomic.StoreInt32(hold, 1)
 		defer atomic.StoreInt32(hold, 0) // a failure below must not leave later syncs blocked
 		synced := make(chan int)
 		go func() { synced <- cuda.FastStreamSync(id) }()
 		require.Eventually(t, func() bool { return atomic.LoadInt32(inSync) == 1 }, 5*time.Second, time.Millisecond)
 		closed := make(chan error)
-		go func() { closed <- s2.Close() }()
+		go func() { closed <- closeFast(id, s2) }()
 		select {
 		case err := <-closed:
 			t.Fatalf("Close returned (%v) while a fast call used the stream", err)
@@ -121,7 +152,7 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 			require.NoError(t, err)
 			e2, err := d.CreateEvent(false)
 			require.NoError(t, err)
-			ids := [2]int64{s2.FastID(), e2.FastID()}
+			ids := [2]int64{publish(t, s2), publish(t, e2)}
 			errs := make(chan error, 8)
 			for w := 0; w < 8; w++ {
 				go func(w int) {
@@ -137,7 +168,7 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 								err = e
 							}
 						case 3:
-							if e := s2.Close(); e != nil && err == nil && !isClosed(e) {
+							if e := closeFast(ids[0], s2); e != nil && err == nil && !isClosed(e) {
 								err = e
 							}
 						}
@@ -148,16 +179,51 @@ func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
 			for w := 0; w < 8; w++ {
 				require.NoError(t, <-errs)
 			}
-			require.NoError(t, e2.Close())
+			require.NoError(t, closeFast(ids[1], e2))
 			require.Equal(t, -1, cuda.FastEventRecord(ids[0], ids[1]))
 		}
 		assert.Zero(t, atomic.LoadInt32(destroyedInUse))
 	})
 
-	require.NoError(t, ev.Close())
-	require.NoError(t, s.Close())
+	t.Run("a slot's next object is not reached by the old id", func(t *testing.T) {
+		s2, err := d.CreateStream(0)
+		require.NoError(t, err)
+		old := publish(t, s2)
+		require.NoError(t, closeFast(old, s2))
+		// Freed slots are reused first-in first-out: publish until one lands
+		// in old's slot.
+		var fresh []int64
+		var streams []*cuda.Stream
+		for len(fresh) == 0 || uint32(fresh[len(fresh)-1]) != uint32(old) {
+			require.Less(t, len(fresh), 1000, "the slot was never reused")
+			s3, err := d.CreateStream(0)
+			require.NoError(t, err)
+			streams = append(streams, s3)
+			fresh = append(fresh, publish(t, s3))
+		}
+		assert.Equal(t, -1, cuda.FastStreamSync(old))
+		assert.Zero(t, cuda.FastStreamSync(fresh[len(fresh)-1]))
+		for i, s3 := range streams {
+			require.NoError(t, closeFast(fresh[i], s3))
+		}
+	})
+
+	require.NoError(t, closeFast(eid, ev))
+	require.NoError(t, closeFast(sid, s))
+	require.NoError(t, closeFast(plainID, plain))
 	assert.Equal(t, -1, cuda.FastEventQuery(eid), "a closed event's id names nothing")
 	assert.Equal(t, -1, cuda.FastEventRecord(sid, eid))
+	assert.Zero(t, fastReg.Len())
 }
 
 func isClosed(err error) bool { return errors.Is(err, backend.ErrClosed) }
+
+// TestGeneratedFastPathIsFresh fails when fastpath.h, written by go
+// generate from fastlayout.go and handle.Slot, is stale: run `go generate
+// ./gosrc/cuda`.
+func TestGeneratedFastPathIsFresh(t *testing.T) {
+	got, err := os.ReadFile(filepath.Join("..", "..", cuda.FastPathHeaderPath))
+	require.NoError(t, err)
+	require.Equal(t, cuda.FastPathHeader(handle.LayoutC()), string(got),
+		"%s is stale: run `go generate ./gosrc/cuda`", cuda.FastPathHeaderPath)
+}

@@ -1,10 +1,5 @@
 // shim.c: the C half of the CUDA driver-API shim. See shim.h.
 #include "shim.h"
-#include "fastpath.h"
-
-#include <sched.h>
-#include <stdatomic.h>
-#include <time.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -531,15 +526,12 @@ vg_ret vg_fft_destroy(uintptr_t ctx, int plan) {
 
 // ---- the fast path (fastpath.h) ----
 
-typedef struct {
-	_Atomic uint32_t gen;  // 0 while free or retired
-	_Atomic int32_t inuse; // fast calls between acquire and release
-	int32_t kind;          // VG_KIND_*; written before gen is published
-	uintptr_t ctx;
-	uintptr_t h;
-} vg_slot;
-
-static vg_slot slots[VG_FAST_SLOTS];
+// The C-visible table of the registry that names the fast path's streams
+// and events (handle.Registry.Table, set by Go through vg_fast_use_table):
+// Go publishes an entry (kind, ctx, ptr, then gen) and retires it (gen = 0,
+// then waits for in_use to drop to 0) before the handle is destroyed.
+static vg_handle_slot* table;
+static uint32_t table_len;
 
 // tls_ctx caches the context the fast path last made current on this
 // thread, so the common call costs no cuCtxGetCurrent. Someone else may
@@ -547,53 +539,36 @@ static vg_slot slots[VG_FAST_SLOTS];
 // driver call therefore drops the cache and retries once after a real check.
 static __thread uintptr_t tls_ctx;
 
-void vg_fast_publish(int slot, uint32_t gen, int kind, uintptr_t ctx, uintptr_t h) {
-	if (slot < 0 || slot >= VG_FAST_SLOTS || gen == 0) return;
-	vg_slot* s = &slots[slot];
-	s->kind = kind;
-	s->ctx = ctx;
-	s->h = h;
-	// The release half of seq_cst: a reader that sees gen sees kind, ctx, h.
-	atomic_store(&s->gen, gen);
-}
-
-void vg_fast_retire(int slot) {
-	if (slot < 0 || slot >= VG_FAST_SLOTS) return;
-	vg_slot* s = &slots[slot];
-	atomic_store(&s->gen, 0);
-	// Both sides are seq_cst (a Dekker pair with acquire below): either a
-	// fast call saw gen == 0 and backed off, or its inuse increment is
-	// visible here and we wait for it. A stream synchronize can take long,
-	// so after a few yields sleep, backing off to 1 ms: a close waits at
-	// most that long past the call's end and costs no busy core meanwhile.
-	long ns = 10000;
-	for (int i = 0; atomic_load(&s->inuse) != 0; i++) {
-		if (i < 64) {
-			sched_yield();
-			continue;
-		}
-		struct timespec ts = {0, ns};
-		nanosleep(&ts, 0);
-		if (ns < 1000000) ns *= 2;
-	}
+void vg_fast_use_table(uintptr_t t, int slots) {
+	// The length last: a reader that sees it sees the table it belongs to.
+	__atomic_store_n(&table_len, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&table, (vg_handle_slot*)t, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&table_len, t && slots > 0 ? (uint32_t)slots : 0, __ATOMIC_SEQ_CST);
 }
 
 // acquire returns the live slot id names, marked in use, or 0 if id is
-// stale, of another kind, or out of range.
-static vg_slot* acquire(int64_t id, int kind) {
+// stale, not published, of another kind, or out of range.
+static vg_handle_slot* acquire(int64_t id, int32_t kind) {
 	uint32_t idx = (uint32_t)id - 1;
-	uint32_t gen = (uint32_t)((uint64_t)id >> 32);
-	if (id <= 0 || idx >= VG_FAST_SLOTS || gen == 0) return 0;
-	vg_slot* s = &slots[idx];
-	atomic_fetch_add(&s->inuse, 1);
-	if (atomic_load(&s->gen) != gen || s->kind != kind) {
-		atomic_fetch_sub(&s->inuse, 1);
+	uint32_t gen = (uint32_t)((uint64_t)id >> VG_ID_SLOT_BITS);
+	uint32_t n = __atomic_load_n(&table_len, __ATOMIC_ACQUIRE);
+	if (id <= 0 || idx >= n || gen == 0) return 0;
+	vg_handle_slot* s = &__atomic_load_n(&table, __ATOMIC_ACQUIRE)[idx];
+	// An id the registry does not publish (a CPU object, a borrowed stream)
+	// or no longer does costs one load: no mark that a Release would wait on.
+	if (__atomic_load_n(&s->gen, __ATOMIC_RELAXED) != gen) return 0;
+	// Both sides are seq_cst (a Dekker pair with Go's Release): either this
+	// call sees gen == 0 and backs off, or its in_use increment is visible to
+	// Release, which waits for it.
+	__atomic_fetch_add(&s->in_use, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) != gen || s->kind != kind) {
+		__atomic_fetch_sub(&s->in_use, 1, __ATOMIC_SEQ_CST);
 		return 0;
 	}
 	return s;
 }
 
-static void release(vg_slot* s) { atomic_fetch_sub(&s->inuse, 1); }
+static void release(vg_handle_slot* s) { __atomic_fetch_sub(&s->in_use, 1, __ATOMIC_SEQ_CST); }
 
 // fast_current makes ctx current on this thread; force skips the cache.
 static int fast_current(uintptr_t ctx, int force) {
@@ -629,14 +604,14 @@ static int ready(CUresult r) {
 
 int vg_fast_event_record(int64_t sid, int64_t eid) {
 	CUresult r;
-	vg_slot* s = acquire(sid, VG_KIND_STREAM);
+	vg_handle_slot* s = acquire(sid, VG_KIND_STREAM);
 	if (!s) return -1;
-	vg_slot* e = acquire(eid, VG_KIND_EVENT);
+	vg_handle_slot* e = acquire(eid, VG_KIND_EVENT);
 	if (!e) {
 		release(s);
 		return -1;
 	}
-	RUN(s->ctx, r, F(cuEventRecord, CUresult (*)(CUevent, CUstream))((CUevent)e->h, (CUstream)s->h));
+	RUN((uintptr_t)s->ctx, r, F(cuEventRecord, CUresult (*)(CUevent, CUstream))((CUevent)(uintptr_t)e->ptr, (CUstream)(uintptr_t)s->ptr));
 	release(e);
 	release(s);
 	return done(r);
@@ -644,15 +619,15 @@ int vg_fast_event_record(int64_t sid, int64_t eid) {
 
 int vg_fast_stream_wait(int64_t sid, int64_t eid) {
 	CUresult r;
-	vg_slot* s = acquire(sid, VG_KIND_STREAM);
+	vg_handle_slot* s = acquire(sid, VG_KIND_STREAM);
 	if (!s) return -1;
-	vg_slot* e = acquire(eid, VG_KIND_EVENT);
+	vg_handle_slot* e = acquire(eid, VG_KIND_EVENT);
 	if (!e) {
 		release(s);
 		return -1;
 	}
-	RUN(s->ctx, r,
-	    F(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned int))((CUstream)s->h, (CUevent)e->h, 0));
+	RUN((uintptr_t)s->ctx, r,
+	    F(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned int))((CUstream)(uintptr_t)s->ptr, (CUevent)(uintptr_t)e->ptr, 0));
 	release(e);
 	release(s);
 	return done(r);
@@ -660,43 +635,40 @@ int vg_fast_stream_wait(int64_t sid, int64_t eid) {
 
 int vg_fast_event_query(int64_t eid) {
 	CUresult r;
-	vg_slot* e = acquire(eid, VG_KIND_EVENT);
+	vg_handle_slot* e = acquire(eid, VG_KIND_EVENT);
 	if (!e) return -1;
-	RUN(e->ctx, r, F(cuEventQuery, CUresult (*)(CUevent))((CUevent)e->h));
+	RUN((uintptr_t)e->ctx, r, F(cuEventQuery, CUresult (*)(CUevent))((CUevent)(uintptr_t)e->ptr));
 	release(e);
 	return ready(r);
 }
 
 int vg_fast_event_sync(int64_t eid) {
 	CUresult r;
-	vg_slot* e = acquire(eid, VG_KIND_EVENT);
+	vg_handle_slot* e = acquire(eid, VG_KIND_EVENT);
 	if (!e) return -1;
-	RUN(e->ctx, r, F(cuEventSynchronize, CUresult (*)(CUevent))((CUevent)e->h));
+	RUN((uintptr_t)e->ctx, r, F(cuEventSynchronize, CUresult (*)(CUevent))((CUevent)(uintptr_t)e->ptr));
 	release(e);
 	return done(r);
 }
 
 int vg_fast_stream_sync(int64_t sid) {
 	CUresult r;
-	vg_slot* s = acquire(sid, VG_KIND_STREAM);
+	vg_handle_slot* s = acquire(sid, VG_KIND_STREAM);
 	if (!s) return -1;
-	RUN(s->ctx, r, F(cuStreamSynchronize, CUresult (*)(CUstream))((CUstream)s->h));
+	RUN((uintptr_t)s->ctx, r, F(cuStreamSynchronize, CUresult (*)(CUstream))((CUstream)(uintptr_t)s->ptr));
 	release(s);
 	return done(r);
 }
 
 int vg_fast_stream_query(int64_t sid) {
 	CUresult r;
-	vg_slot* s = acquire(sid, VG_KIND_STREAM);
+	vg_handle_slot* s = acquire(sid, VG_KIND_STREAM);
 	if (!s) return -1;
-	RUN(s->ctx, r, F(cuStreamQuery, CUresult (*)(CUstream))((CUstream)s->h));
+	RUN((uintptr_t)s->ctx, r, F(cuStreamQuery, CUresult (*)(CUstream))((CUstream)(uintptr_t)s->ptr));
 	release(s);
 	return ready(r);
 }
 
-static const vg_fast_api fast_api = {
-	VG_FAST_MAGIC,        VG_FAST_VERSION,     vg_fast_event_record, vg_fast_event_query,
-	vg_fast_event_sync,   vg_fast_stream_sync, vg_fast_stream_wait,  vg_fast_stream_query,
-};
+static const vg_fast_api fast_api = VG_FAST_API_INIT;
 
 uintptr_t vg_fast_api_addr(void) { return (uintptr_t)&fast_api; }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fastpath.h"
+
 // vg_ret is what every wrapper returns, by value, so hot paths pass no
 // out-pointers (a Go pointer handed to C escapes to the heap). code is a
 // CUresult (or cufftResult); op names the call that failed (a static
@@ -174,22 +176,12 @@ vg_ret vg_fft_exec_r2c(uintptr_t ctx, int plan, uintptr_t in, uintptr_t out);
 vg_ret vg_fft_destroy(uintptr_t ctx, int plan);
 
 
-// ---- the fast path's mirror table (fastpath.h) ----
-// Slots hold the streams and events the fast path can name. Go allocates the
-// slot indices and generations (cuda/fast.go) and calls publish after the
-// handle exists and retire before it is destroyed; retire returns once no
-// fast call uses the slot.
-#define VG_FAST_SLOTS 65536
-enum { VG_KIND_STREAM = 1, VG_KIND_EVENT = 2 };
-void vg_fast_publish(int slot, uint32_t gen, int kind, uintptr_t ctx, uintptr_t h);
-void vg_fast_retire(int slot);
-// vg_fast_api_addr is the address of the process's vg_fast_api.
+// ---- the fast path (fastpath.h, generated: the table and the functions) ----
+// vg_fast_use_table makes the fast functions read a registry's C-visible
+// table (handle.Registry.Table: its address and length in vg_handle_slots);
+// vg_fast_api_addr is
+// the address of the process's vg_fast_api.
+void vg_fast_use_table(uintptr_t table, int slots);
 uintptr_t vg_fast_api_addr(void);
-int vg_fast_event_record(int64_t sid, int64_t eid);
-int vg_fast_event_query(int64_t eid);
-int vg_fast_event_sync(int64_t eid);
-int vg_fast_stream_sync(int64_t sid);
-int vg_fast_stream_wait(int64_t sid, int64_t eid);
-int vg_fast_stream_query(int64_t sid);
 
 #endif

@@ -25,7 +25,6 @@ type Stream struct {
 	prio  int
 	owned bool
 	g     guard // Go calls in flight; Close waits for them
-	fast  int64 // the fast path's id (fast.go); 0 if the table was full
 	inv   invariants.Obj
 }
 
@@ -44,7 +43,6 @@ func (d *Device) CreateStream(priority int) (*Stream, error) {
 		s.prio = int(pr.i)
 	}
 	s.inv = invariants.Track("cuda.Stream", uintptr(s.h))
-	s.fast = fastPublish(C.VG_KIND_STREAM, s.ctx, s.h)
 	return s, nil
 }
 
@@ -60,7 +58,6 @@ func (d *Device) AdoptStream(handle uintptr) (*Stream, error) {
 	}
 	s.prio = int(r.i)
 	s.inv = invariants.Track("cuda.Stream (adopted)", handle)
-	s.fast = fastPublish(C.VG_KIND_STREAM, s.ctx, s.h)
 	return s, nil
 }
 
@@ -326,20 +323,25 @@ func (s *Stream) Launch(fn *Function, grid, block Dim3, sharedMem int, args ...a
 		C.uint(sharedMem), s.h, (*C.uchar)(&buf.b[0]), C.int(n)))
 }
 
-// FastID is the stream's id in the C fast path (fastpath.h); 0 if none.
-func (s *Stream) FastID() int64 { return s.fast }
+// NativeSlot is what the C fast path needs to call the driver on the
+// stream without Go (handle.Native): its kind, context and CUstream. A
+// registry that publishes it must release its id before Close (pyapi's
+// Stream.Close does).
+func (s *Stream) NativeSlot() (kind int32, ctx, ptr uintptr) {
+	return fastKindStream, uintptr(s.ctx), uintptr(s.h)
+}
 
 // Close destroys an owned stream after its queued work completes (the
 // driver defers the release); an adopted stream is only forgotten. Calls
-// in flight on other goroutines, or through the fast path, finish first:
-// the handle is never destroyed under them. Closing twice returns an error
-// wrapping backend.ErrClosed.
+// in flight on other goroutines finish first, as do the fast path's once
+// the registry that published the stream released its id: the handle is
+// never destroyed under them. Closing twice returns an error wrapping
+// backend.ErrClosed.
 func (s *Stream) Close() error {
 	if !s.g.shut() {
 		return s.inv.Misuse(errClosed("cuda.Stream.Close"))
 	}
 	s.inv.Release()
-	fastRetire(s.fast)
 	if !s.owned {
 		return nil
 	}

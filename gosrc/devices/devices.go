@@ -9,7 +9,6 @@
 package devices
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -112,8 +111,8 @@ func All() []backend.Device {
 	return append(all, cpu.Default())
 }
 
-// Info describes a device as the JSON record python/vortexgo/_device.py
-// reads in one place: one call instead of a getter per field.
+// Info describes a device: the record python/vortexgo/_device.py reads in
+// one place (one call instead of a getter per field; pyapi encodes it).
 type Info struct {
 	Kind              string `json:"kind"` // "cuda" or "cpu"
 	Ordinal           int    `json:"ordinal"`
@@ -125,31 +124,29 @@ type Info struct {
 	TotalMemory   uint64 `json:"total_memory"`
 }
 
-// Describe returns d's Info as JSON; it fails when the memory figures
-// cannot be read.
-func Describe(d backend.Device) (string, error) {
+// Describe returns d's Info; it fails when the memory figures cannot be
+// read.
+func Describe(d backend.Device) (Info, error) {
 	in := Info{Kind: d.Kind().String(), Ordinal: d.Ordinal(), Name: d.Name()}
 	in.ComputeCapability[0], in.ComputeCapability[1] = d.ComputeCapability()
 	in.PriorityRange[0], in.PriorityRange[1] = d.StreamPriorityRange()
 	var err error
 	if in.FreeMemory, in.TotalMemory, err = d.MemInfo(); err != nil {
-		return "", fmt.Errorf("devices.Describe: %s:%d: %w", in.Kind, in.Ordinal, err)
+		return Info{}, fmt.Errorf("devices.Describe: %s:%d: %w", in.Kind, in.Ordinal, err)
 	}
-	out, err := json.Marshal(in)
-	return string(out), err
+	return in, nil
 }
 
-// CUDAStatus is the CUDA driver's state as the JSON record
+// CUDAState is the CUDA driver's state, the record
 // python/vortexgo/_device.py reads in one place: whether a device can be
 // used, why not (the loader's or driver's message), and how many there are.
-func CUDAStatus() string {
-	out, err := json.Marshal(struct {
-		Available bool   `json:"available"`
-		Reason    string `json:"reason"`
-		Devices   int    `json:"devices"`
-	}{CUDAAvailable(), cuda.UnavailableReason(), cuda.CountOrZero()})
-	if err != nil {
-		panic(err) // unreachable: a bool, a string and an int always marshal
-	}
-	return string(out)
+type CUDAState struct {
+	Available bool   `json:"available"`
+	Reason    string `json:"reason"`
+	Devices   int    `json:"devices"`
+}
+
+// CUDAStatus returns the CUDA driver's state.
+func CUDAStatus() CUDAState {
+	return CUDAState{CUDAAvailable(), cuda.UnavailableReason(), cuda.CountOrZero()}
 }

@@ -14,7 +14,7 @@
 // # The format kernel
 //
 // An endpoint executes the Copy actions of the planner's plan with its
-// executor (package stage: stack, radial, spiral, position), each one
+// executor (package format: stack, radial, spiral, position), each one
 // kernel launch on the endpoint's stream (the kernels' Go twins on the CPU
 // backend). FormatHost and the vortexgo_format_<src>_<dst> kernels are the
 // plain strided copy, kept for their users outside the engine.
@@ -28,7 +28,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 )
 
@@ -194,13 +194,13 @@ const (
 )
 
 // volumeFormatter executes the Copy actions of a format plan into one
-// volume with an executor of package stage (stack, radial, spiral or
+// volume with an executor of package format (stack, radial, spiral or
 // position), as kernels on the endpoint's stream (their Go twins on the
 // CPU backend). Nothing here waits on the host.
 type volumeFormatter struct {
 	dtype   backend.DType
 	src     source
-	exec    any    // *stage.{Stack,Radial,Spiral,Position}FormatExecutor
+	exec    any    // *format.{Stack,Radial,Spiral,Position}FormatExecutor
 	shape   [4]int // the executor's volume shape
 	samples int    // samples per record of the block buffer read
 
@@ -211,9 +211,9 @@ type volumeFormatter struct {
 	hostFn   func(*volumeFormatter) error
 	hostErr  error
 	hostDst  uintptr
-	hostBlk  stage.DeviceBlock
+	hostBlk  format.DeviceBlock
 	hostData *engine.BlockData
-	hostAct  stage.Action
+	hostAct  format.Action
 }
 
 // hostFormatters run one Copy on host memory, by (block, volume) dtype.
@@ -226,22 +226,22 @@ var hostFormatters = map[[2]backend.DType]func(*volumeFormatter) error{
 }
 
 // hostFormat executes f.hostAct with the CPU executor on host memory.
-func hostFormat[D, S stage.Element](f *volumeFormatter) error {
-	vol := stage.Volume[D]{Data: hostView[D](f.hostDst, f.shape[0]*f.shape[1]*f.shape[2]), Shape: f.shape}
+func hostFormat[D, S format.Element](f *volumeFormatter) error {
+	vol := format.Volume[D]{Data: hostView[D](f.hostDst, f.shape[0]*f.shape[1]*f.shape[2]), Shape: f.shape}
 	b := f.hostBlk
-	blk := stage.Block[S]{Data: hostView[S](b.Ptr, b.Records*b.Samples), Records: b.Records, Samples: b.Samples, Channels: 1}
+	blk := format.Block[S]{Data: hostView[S](b.Ptr, b.Records*b.Samples), Records: b.Records, Samples: b.Samples, Channels: 1}
 	switch x := f.exec.(type) {
-	case *stage.StackFormatExecutor:
-		return stage.ExecuteStack(x, vol, blk, f.hostAct)
-	case *stage.RadialFormatExecutor:
-		return stage.ExecuteRadial(x, vol, blk, f.hostAct)
-	case *stage.SpiralFormatExecutor:
-		return stage.ExecuteSpiral(x, vol, blk, f.hostAct)
-	case *stage.PositionFormatExecutor:
+	case *format.StackFormatExecutor:
+		return format.ExecuteStack(x, vol, blk, f.hostAct)
+	case *format.RadialFormatExecutor:
+		return format.ExecuteRadial(x, vol, blk, f.hostAct)
+	case *format.SpiralFormatExecutor:
+		return format.ExecuteSpiral(x, vol, blk, f.hostAct)
+	case *format.PositionFormatExecutor:
 		d := f.hostData
-		t := stage.Positions{Data: hostView[float64](d.Target.Ptr, d.Target.Records*d.Target.Channels), Records: d.Target.Records, Channels: d.Target.Channels}
-		a := stage.Positions{Data: hostView[float64](d.Actual.Ptr, d.Actual.Records*d.Actual.Channels), Records: d.Actual.Records, Channels: d.Actual.Channels}
-		return stage.ExecutePosition(x, vol, blk, t, a, f.hostAct)
+		t := format.Positions{Data: hostView[float64](d.Target.Ptr, d.Target.Records*d.Target.Channels), Records: d.Target.Records, Channels: d.Target.Channels}
+		a := format.Positions{Data: hostView[float64](d.Actual.Ptr, d.Actual.Records*d.Actual.Channels), Records: d.Actual.Records, Channels: d.Actual.Channels}
+		return format.ExecutePosition(x, vol, blk, t, a, f.hostAct)
 	}
 	return fmt.Errorf("endpoint: executor %T", f.exec)
 }
@@ -251,7 +251,7 @@ func (f *volumeFormatter) runHost() { f.hostErr = f.hostFn(f) }
 // checkExecutor accepts the executors endpoints run.
 func checkExecutor(exec any) error {
 	switch exec.(type) {
-	case nil, *stage.StackFormatExecutor, *stage.RadialFormatExecutor, *stage.SpiralFormatExecutor, *stage.PositionFormatExecutor:
+	case nil, *format.StackFormatExecutor, *format.RadialFormatExecutor, *format.SpiralFormatExecutor, *format.PositionFormatExecutor:
 		return nil
 	}
 	return engine.Invalid("executor: a %T, expected a Stack, Radial, Spiral or PositionFormatExecutor", exec)
@@ -277,7 +277,7 @@ func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype 
 	}
 	if exec == nil {
 		// No executor of its own: every sample of each record.
-		e, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: stage.NullSlice()})
+		e, err := format.NewStackFormatExecutor(format.StackFormatExecutorConfig{SampleSlice: format.NullSlice()})
 		if err != nil {
 			return err
 		}
@@ -285,7 +285,7 @@ func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype 
 	}
 	f.exec = exec
 	if shape == nil {
-		se, ok := exec.(*stage.StackFormatExecutor)
+		se, ok := exec.(*format.StackFormatExecutor)
 		if !ok {
 			return engine.Invalid("endpoint: shape=None with a %T, expected the volume's (x, y, samples)", exec)
 		}
@@ -301,15 +301,15 @@ func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype 
 	// The executor keeps its sample slice of each record: the volume's
 	// samples must be that many, checked here so that nothing runs
 	// half-configured.
-	var slice stage.SampleSlice
+	var slice format.SampleSlice
 	switch x := exec.(type) {
-	case *stage.StackFormatExecutor:
+	case *format.StackFormatExecutor:
 		slice = x.Config().SampleSlice
-	case *stage.RadialFormatExecutor:
+	case *format.RadialFormatExecutor:
 		slice = x.Config().SampleSlice
-	case *stage.SpiralFormatExecutor:
+	case *format.SpiralFormatExecutor:
 		slice = x.Config().SampleSlice
-	case *stage.PositionFormatExecutor:
+	case *format.PositionFormatExecutor:
 		slice = x.Config().SampleSlice
 	}
 	kept := f.samples
@@ -332,8 +332,8 @@ func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype 
 		return engine.TooLarge("endpoint: volume %v of %v is too large", shape, dtype)
 	}
 	// The executor's kernel is compiled now, at Prepare, not when the
-	// first block is formatted (stage.Prepare).
-	return stage.Prepare(info.Device, exec, f.blockDType(), dtype)
+	// first block is formatted (format.Prepare).
+	return format.Prepare(info.Device, exec, f.blockDType(), dtype)
 }
 
 // blockDType is the type of the block data format reads: the raw spectra,
@@ -356,7 +356,7 @@ func (f *volumeFormatter) volumeBytes() int {
 
 // format enqueues the plan's copies for block b into the volume at dst.
 func (f *volumeFormatter) format(s backend.Stream, dst uintptr, b *engine.BlockData, plan *engine.FormatPlan) error {
-	blk := stage.DeviceBlock{Records: b.Records, Samples: f.samples, Channels: 1, DType: f.blockDType()}
+	blk := format.DeviceBlock{Records: b.Records, Samples: f.samples, Channels: 1, DType: f.blockDType()}
 	switch blk.DType {
 	case backend.Uint16:
 		blk.Ptr = b.Raw
@@ -365,7 +365,7 @@ func (f *volumeFormatter) format(s backend.Stream, dst uintptr, b *engine.BlockD
 	default:
 		blk.Ptr = b.Processed
 	}
-	vol := stage.DeviceVolume{Ptr: dst, DType: f.dtype, Shape: f.shape}
+	vol := format.DeviceVolume{Ptr: dst, DType: f.dtype, Shape: f.shape}
 	hs, host := s.(backend.HostStream)
 	if host {
 		fn, ok := hostFormatters[[2]backend.DType{blk.DType, f.dtype}]
@@ -377,12 +377,12 @@ func (f *volumeFormatter) format(s backend.Stream, dst uintptr, b *engine.BlockD
 			f.hostRun = f.runHost
 		}
 	}
-	if x, ok := f.exec.(*stage.StackFormatExecutor); ok && !host {
+	if x, ok := f.exec.(*format.StackFormatExecutor); ok && !host {
 		return x.LaunchAll(s, vol, blk, plan.Actions)
 	}
 	for i := range plan.Actions {
 		a := plan.Actions[i]
-		if a.Kind != stage.Copy || a.Count == 0 {
+		if a.Kind != format.Copy || a.Count == 0 {
 			continue
 		}
 		if host {
@@ -399,13 +399,13 @@ func (f *volumeFormatter) format(s backend.Stream, dst uintptr, b *engine.BlockD
 		}
 		var err error
 		switch x := f.exec.(type) {
-		case *stage.StackFormatExecutor:
+		case *format.StackFormatExecutor:
 			err = x.Launch(s, vol, blk, a)
-		case *stage.RadialFormatExecutor:
+		case *format.RadialFormatExecutor:
 			err = x.Launch(s, vol, blk, a)
-		case *stage.SpiralFormatExecutor:
+		case *format.SpiralFormatExecutor:
 			err = x.Launch(s, vol, blk, a)
-		case *stage.PositionFormatExecutor:
+		case *format.PositionFormatExecutor:
 			err = x.Launch(s, vol, blk, b.Target, b.Actual, a)
 		}
 		if err != nil {

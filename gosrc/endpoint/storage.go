@@ -7,7 +7,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
@@ -44,7 +44,7 @@ type StackStorageEndpoint struct {
 	name     string
 	src      source
 	store    VolumeWriter
-	exec     *stage.StackFormatExecutor // nil: every sample
+	exec     *format.StackFormatExecutor // nil: every sample
 	strategy BufferStrategy
 
 	f      volumeFormatter
@@ -106,7 +106,7 @@ func NewSpectraStackEndpoint(store VolumeWriter) (*StackStorageEndpoint, error) 
 // SetExecutor sets the stack executor the endpoint formats with (vortex's
 // AscanStackEndpoint(executor, storage)); before Prepare. A volume is the
 // planner's segments x records x the samples the executor keeps.
-func (e *StackStorageEndpoint) SetExecutor(exec *stage.StackFormatExecutor) error {
+func (e *StackStorageEndpoint) SetExecutor(exec *format.StackFormatExecutor) error {
 	if e.stream != nil {
 		return fmt.Errorf("%s.SetExecutor: already prepared: %w", e.name, backend.ErrInUse)
 	}
@@ -354,7 +354,7 @@ func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPl
 	for i := range plan.Actions {
 		a := plan.Actions[i]
 		switch a.Kind {
-		case stage.Copy:
+		case format.Copy:
 			if !open || a.Count == 0 {
 				continue
 			}
@@ -365,7 +365,7 @@ func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPl
 			case BufferBlock:
 				a.BufferSegment, a.BufferRecord = 0, 0
 			}
-			one := engine.FormatPlan{Actions: []stage.Action{a}}
+			one := engine.FormatPlan{Actions: []format.Action{a}}
 			// A panic of the executor is this error, so that the job
 			// goes back below (flush waits for every job).
 			if err = guard.Call(e.name, func() error { return e.f.format(e.stream, e.buffer.Ptr(), b, &one) }); err != nil {
@@ -375,13 +375,13 @@ func (e *StackStorageEndpoint) Format(b *engine.BlockData, plan *engine.FormatPl
 			if e.strategy == BufferBlock {
 				j, err = e.download(j, opPartial, orig.BufferSegment, orig.BufferRecord, e.buffer.Ptr(), a.Count*e.recB)
 			}
-		case stage.FinishSegment:
+		case format.FinishSegment:
 			s := int(a.SegmentIndexBuffer)
 			if e.strategy == BufferSegment && open && s >= 0 && s < e.vol[0] {
 				j, err = e.download(j, opMulti, s, 0, e.buffer.Ptr(), segB)
 			}
 			e.segs = append(e.segs, s)
-		case stage.FinishVolume:
+		case format.FinishVolume:
 			if e.w.t.volume != nil {
 				// a store of whole volumes: the volume buffer, then the next
 				e.segs = e.segs[:0]

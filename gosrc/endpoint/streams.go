@@ -10,7 +10,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
@@ -57,6 +57,15 @@ func (s Stream) String() string {
 // DTypeName is the NumPy name of the stream's elements (vortex's types:
 // counter_t = uint64, analog double, digital uint32).
 func (s Stream) DTypeName() string { return streamInfo[s].dtype }
+
+// ParseStream reads a stream by vortex's name ("counter", "galvo_target",
+// "sample_target", "galvo_actual", "sample_actual", "strobes").
+func ParseStream(name string) (Stream, error) {
+	if s, ok := streamNamed(name); ok {
+		return s, nil
+	}
+	return 0, engine.Invalid("stream %q, expected counter, galvo_target, sample_target, galvo_actual, sample_actual or strobes", name)
+}
 
 // streamNamed parses a stream name.
 func streamNamed(name string) (Stream, bool) {
@@ -125,8 +134,8 @@ type StackWriter interface {
 // streamSource reads one stream of a block as typed host rows.
 type streamSource struct {
 	s       Stream
-	slice   stage.SampleSlice
-	tf      stage.SampleTransform
+	slice   format.SampleSlice
+	tf      format.SampleTransform
 	counter []uint64 // the counter rows (vortex computes them per block too)
 
 	// the block's rows, one of them set by load
@@ -185,7 +194,7 @@ func (r *streamSource) load(name string, b *engine.BlockData, kept int) error {
 // the stream's elements, as bytes) at segment seg, record rec: vortex's
 // stack executor on a (records, columns) block, the columns being the
 // samples (sliced and transformed as the executor says).
-func (r *streamSource) place(vol []byte, shape [3]int, a *stage.Action, seg, rec int) error {
+func (r *streamSource) place(vol []byte, shape [3]int, a *format.Action, seg, rec int) error {
 	if seg < 0 || seg >= shape[0] || rec < 0 || rec+a.Count > shape[1] {
 		return engine.Invalid("copy of %d records to segment %d, record %d, expected inside the volume's (%d, %d) segments x records",
 			a.Count, seg, rec, shape[0], shape[1])
@@ -212,13 +221,13 @@ func (r *streamSource) place(vol []byte, shape [3]int, a *stage.Action, seg, rec
 type placement struct {
 	shape                 [3]int
 	ch                    int
-	a                     *stage.Action
+	a                     *format.Action
 	seg, rec, start, step int
 }
 
 // placeRows is the stack executor's copy for one element type: block row
 // BlockOffset+i goes to record rec+i (rec+Count-1-i when reversed).
-func placeRows[T uint64 | uint32 | float64](dst, src []T, g *placement, tf stage.SampleTransform, cast func(float64) T) {
+func placeRows[T uint64 | uint32 | float64](dst, src []T, g *placement, tf format.SampleTransform, cast func(float64) T) {
 	k := g.shape[2]
 	for i := range g.a.Count {
 		d := g.rec + i
@@ -516,7 +525,7 @@ func NewStreamStackEndpoint(s Stream, store any, strategy BufferStrategy) (*Stac
 		return nil, engine.Invalid("%s: buffer_strategy %d, expected Block (0), Segment (1) or Volume (2)", name, int(strategy))
 	}
 	e := &StackStorageEndpoint{name: name, strategy: strategy,
-		host: &hostStack{src: streamSource{s: s, slice: stage.NullSlice()}, strategy: strategy, sw: sw}}
+		host: &hostStack{src: streamSource{s: s, slice: format.NullSlice()}, strategy: strategy, sw: sw}}
 	if c, ok := store.(engine.Claimer); ok {
 		e.claimer = c
 	}
@@ -584,7 +593,7 @@ func (e *StackStorageEndpoint) formatHost(b *engine.BlockData, plan *engine.Form
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		switch a.Kind {
-		case stage.Copy:
+		case format.Copy:
 			if !open || a.Count == 0 {
 				continue
 			}
@@ -602,13 +611,13 @@ func (e *StackStorageEndpoint) formatHost(b *engine.BlockData, plan *engine.Form
 			if h.strategy == BufferBlock {
 				j.add(opPartial, a.BufferSegment, a.BufferRecord, h.buf[:a.Count*h.recBytes])
 			}
-		case stage.FinishSegment:
+		case format.FinishSegment:
 			s := int(a.SegmentIndexBuffer)
 			if h.strategy == BufferSegment && open && s >= 0 && s < h.vol[0] {
 				j.add(opMulti, s, 0, h.buf[:segBytes])
 			}
 			h.segs = append(h.segs, s)
-		case stage.FinishVolume:
+		case format.FinishVolume:
 			if h.strategy == BufferVolume {
 				h.transfer(j, segBytes, open)
 			}
@@ -660,10 +669,10 @@ func NewStreamHostTensorEndpoint(s Stream, exec any, shape []int) (*StackTensorE
 	if _, ok := engine.MulSize(shape[0], shape[1], shape[2], 8); !ok {
 		return nil, engine.TooLarge("%s: shape %v is too large", name, shape)
 	}
-	e := &StackTensorEndpoint{name: name, kind: backend.PinnedMem, dtype: backend.Float64, hostSrc: &streamSource{s: s, slice: stage.NullSlice()}}
+	e := &StackTensorEndpoint{name: name, kind: backend.PinnedMem, dtype: backend.Float64, hostSrc: &streamSource{s: s, slice: format.NullSlice()}}
 	switch x := exec.(type) {
 	case nil:
-	case *stage.StackFormatExecutor:
+	case *format.StackFormatExecutor:
 		c := x.Config()
 		e.hostSrc.slice, e.hostSrc.tf = c.SampleSlice, c.SampleTransform
 	default:
@@ -704,7 +713,7 @@ func (e *StackTensorEndpoint) placeHost(plan *engine.FormatPlan, shape [3]int) (
 	vol := hostView[byte](e.tensor.Ptr(), e.tensor.Size())
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
-		if err != nil || a.Kind != stage.Copy || a.Count == 0 {
+		if err != nil || a.Kind != format.Copy || a.Count == 0 {
 			continue
 		}
 		err = e.hostSrc.place(vol, shape, a, a.BufferSegment, a.BufferRecord)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
@@ -120,7 +120,7 @@ func (e *StackTensorEndpoint) ReadsProcessed() bool {
 // ReadsPositions (engine.PositionReader): only a PositionFormatExecutor
 // places A-scans by the device positions.
 func (e *StackTensorEndpoint) ReadsPositions() bool {
-	_, ok := e.exec.(*stage.PositionFormatExecutor)
+	_, ok := e.exec.(*format.PositionFormatExecutor)
 	return ok
 }
 
@@ -136,11 +136,11 @@ func (e *StackTensorEndpoint) ReadsStrobes() bool {
 func NewGeometryTensorEndpoint(exec any, shape []int, dtype backend.DType, spectra bool) (*StackTensorEndpoint, error) {
 	var name string
 	switch exec.(type) {
-	case *stage.RadialFormatExecutor:
+	case *format.RadialFormatExecutor:
 		name = "RadialDeviceTensorEndpoint"
-	case *stage.SpiralFormatExecutor:
+	case *format.SpiralFormatExecutor:
 		name = "SpiralDeviceTensorEndpoint"
-	case *stage.PositionFormatExecutor:
+	case *format.PositionFormatExecutor:
 		name = "PositionDeviceTensorEndpoint"
 	default:
 		return nil, engine.Invalid("executor: a %T, expected a Radial, Spiral or PositionFormatExecutor", exec)
@@ -488,32 +488,44 @@ func (e *NullEndpoint) Close() error {
 	})
 }
 
-// NewStackTensorEndpoint returns vortex's StackDeviceTensorEndpoint* for
-// memory "device" or StackHostTensorEndpoint* for "host", of dtype, or
-// SpectraStackDeviceTensorEndpointUInt16 for "spectra" (dtype uint16), and
-// its class name (without the dtype suffix).
-func NewStackTensorEndpoint(memory string, dtype backend.DType) (*StackTensorEndpoint, string, error) {
+// NewStackTensor returns vortex's StackDeviceTensorEndpoint* (mem
+// DeviceMem) or StackHostTensorEndpoint* (PinnedMem) of dtype, or, for
+// spectra, SpectraStack{Device,Host}TensorEndpointUInt16 (dtype uint16),
+// with a stack executor (nil: every sample) and volume shape (nil: a stack
+// volume sized from the planner and the executor's slice).
+func NewStackTensor(mem backend.MemKind, spectra bool, dtype backend.DType, exec any, shape []int) (*StackTensorEndpoint, error) {
 	var e *StackTensorEndpoint
 	var err error
-	switch memory {
-	case "device":
+	switch {
+	case spectra && dtype != backend.Uint16:
+		return nil, engine.Invalid("spectra endpoint of dtype %v, expected uint16 (raw spectra)", dtype)
+	case spectra && mem == backend.DeviceMem:
+		e, err = NewSpectraStackDeviceTensorEndpoint()
+	case spectra:
+		e, err = NewSpectraStackHostTensorEndpoint()
+	case mem == backend.DeviceMem:
 		e, err = NewStackDeviceTensorEndpoint(dtype)
-	case "host":
-		e, err = NewStackHostTensorEndpoint(dtype)
-	case "spectra", "spectra_host":
-		if dtype != backend.Uint16 {
-			return nil, "", engine.Invalid("spectra endpoint of dtype %v, expected uint16 (raw spectra)", dtype)
-		}
-		if memory == "spectra" {
-			e, err = NewSpectraStackDeviceTensorEndpoint()
-		} else {
-			e, err = NewSpectraStackHostTensorEndpoint()
-		}
 	default:
-		return nil, "", engine.Invalid("memory=%q, expected \"device\", \"host\", \"spectra\" or \"spectra_host\"", memory)
+		e, err = NewStackHostTensorEndpoint(dtype)
 	}
 	if err != nil {
-		return nil, "", engine.Invalid("%v", err)
+		return nil, engine.Invalid("%v", err)
 	}
-	return e, e.name, nil
+	if _, ok := exec.(*format.StackFormatExecutor); !ok && exec != nil {
+		return nil, engine.Invalid("%s: executor %T, expected a StackFormatExecutor", e.name, exec)
+	}
+	return e, e.SetExecutor(exec, shape)
+}
+
+// TensorOf is a tensor endpoint's volume, or an error naming why there is
+// none: e keeps no tensor, or no engine has prepared it yet.
+func TensorOf(e engine.Endpoint) (*memory.DeviceTensor, error) {
+	te, ok := e.(*StackTensorEndpoint)
+	switch {
+	case !ok:
+		return nil, backend.Invalidf("%T has no tensor, expected a Stack*TensorEndpoint", e)
+	case te.Tensor() == nil:
+		return nil, backend.Invalidf("%s.tensor does not exist yet, expected Engine.prepare() first", te.name)
+	}
+	return te.Tensor(), nil
 }

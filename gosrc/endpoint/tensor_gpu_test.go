@@ -12,7 +12,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // formatRig is a spectra device tensor endpoint (one segment of records
@@ -37,7 +37,7 @@ func newFormatRig(t *testing.T) *formatRig {
 	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: rigRecords, RawSamples: rigSamples,
 		OutputSamples: rigSamples, SegmentsPerVolume: 1, RecordsPerSegment: rigRecords}))
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
-	r := &formatRig{dev: dev, e: e, plan: &engine.FormatPlan{Actions: []stage.Action{copyAction(0, rigRecords, 0, 0, false)}}}
+	r := &formatRig{dev: dev, e: e, plan: &engine.FormatPlan{Actions: []format.Action{copyAction(0, rigRecords, 0, 0, false)}}}
 	r.host, err = dev.AllocPinned(2 * rigValues)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.host.Free()) })
@@ -144,7 +144,7 @@ func TestDeviceTensorFormatFollowsChainedWork(t *testing.T) {
 
 // TestGPUPrepareCompilesTheFormatKernel: an endpoint's format kernel is
 // compiled when it is prepared, not when the engine formats its first
-// block (stage.Prepare): with the driver's JIT cache empty that compile
+// block (format.Prepare): with the driver's JIT cache empty that compile
 // held the first block for 2 s on an H100 host. Modules are cached per
 // process, so the check runs in a fresh one: nothing is compiled before
 // Prepare, the format module is after it.

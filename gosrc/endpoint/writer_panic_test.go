@@ -9,7 +9,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // TestOpWriterPanic: a panic in a stack endpoint's storage writer (a
@@ -62,7 +62,7 @@ func TestOpWriterPanic(t *testing.T) {
 // formats under the engine's lock is Format's error, and the lock is
 // released: the next Format (and a user's lock) does not hang on it.
 func TestTensorFormatPanicReleasesTheLock(t *testing.T) {
-	ex, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: stage.NullSlice()})
+	ex, err := format.NewStackFormatExecutor(format.StackFormatExecutorConfig{SampleSlice: format.NullSlice()})
 	require.NoError(t, err)
 	e, err := NewStreamHostTensorEndpoint(StreamCounter, ex, []int{3, 4, 1})
 	require.NoError(t, err)

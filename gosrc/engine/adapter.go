@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -72,7 +72,7 @@ type Processor interface {
 
 // Formatter is vortex's format planner: fed each block's markers in order,
 // it plans where the block's records go and which segments, volumes and
-// scans finish. *stage.FormatPlanner is the formatter; its plan is what
+// scans finish. *format.FormatPlanner is the formatter; its plan is what
 // the formatter's endpoints execute with their executors.
 type Formatter interface {
 	// Next replaces plan's actions with the plan for the block of
@@ -90,11 +90,11 @@ type Formatter interface {
 
 // FormatPlan is the reusable list of actions for one block (vortex's
 // format plan, produced by the Formatter).
-type FormatPlan = stage.FormatPlan
+type FormatPlan = format.FormatPlan
 
 // Action is one step of a FormatPlan: a Copy, or a notification
 // (FinishSegment, FinishVolume, FinishScan) or an Event marker passed on.
-type Action = stage.Action
+type Action = format.Action
 
 // IOInfo is what Engine.Prepare tells an IO.
 type IOInfo struct {
@@ -183,7 +183,7 @@ type BlockData struct {
 	// Target and Actual are the block's commanded and measured galvo
 	// positions on the device, one row per record (vortex's sample_target
 	// and sample_actual), for PositionFormatExecutor.
-	Target, Actual stage.DevicePositions
+	Target, Actual format.DevicePositions
 	// Processed holds float32 A-scans, OutputSamples each.
 	Processed uintptr
 	// Int8 holds the int8 rendering of the A-scans.

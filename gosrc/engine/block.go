@@ -6,7 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -265,8 +265,8 @@ func newBlock(dev backend.Device, sh blockShape, timed bool) (b *Block, err erro
 			Block: b, Raw: r.dev.Ptr(), RawSamples: r.values,
 			Processed: b.processed[i].Ptr(), Int8: b.int8s[i].Ptr(), OutputSamples: out,
 			Ready:  b.ready,
-			Target: stage.DevicePositions{Ptr: b.targetDev.Ptr(), Channels: sh.galvoOut},
-			Actual: stage.DevicePositions{Ptr: b.actualDev.Ptr(), Channels: sh.galvoIn},
+			Target: format.DevicePositions{Ptr: b.targetDev.Ptr(), Channels: sh.galvoOut},
+			Actual: format.DevicePositions{Ptr: b.actualDev.Ptr(), Channels: sh.galvoIn},
 		}
 	}
 	return b, nil

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
@@ -551,7 +551,7 @@ func (e *Engine) dispatchFormat(s *session, b *Block) (complete bool, err error)
 			s.prof.task(ProfTaskFormatPlan, r.task, b.ID)
 			if r.fmt == e.volumeFmt {
 				for i := range r.plan.Actions {
-					if r.plan.Actions[i].Kind == stage.FinishVolume {
+					if r.plan.Actions[i].Kind == format.FinishVolume {
 						e.volumes.Add(1)
 					}
 				}
@@ -589,7 +589,7 @@ func (e *Engine) formatInto(s *session, ep *epRoute, b *Block, data *BlockData, 
 		end := len(plan.Actions)
 		if ep.sync {
 			end = start
-			for end < len(acts) && acts[end].Kind != stage.FinishVolume {
+			for end < len(acts) && acts[end].Kind != format.FinishVolume {
 				end++
 			}
 			if end < len(acts) {
@@ -637,7 +637,7 @@ func (e *Engine) formatInto(s *session, ep *epRoute, b *Block, data *BlockData, 
 // hasCopy reports whether plan writes into the volume.
 func hasCopy(plan *FormatPlan) bool {
 	for i := range plan.Actions {
-		if plan.Actions[i].Kind == stage.Copy {
+		if plan.Actions[i].Kind == format.Copy {
 			return true
 		}
 	}
@@ -657,13 +657,13 @@ func (e *Engine) postPlan(s *session, ep *epRoute, b *Block, plan *FormatPlan, u
 		a := &plan.Actions[i]
 		var k EventKind
 		switch a.Kind {
-		case stage.FinishSegment:
+		case format.FinishSegment:
 			k = EventSegment
-		case stage.FinishVolume:
+		case format.FinishVolume:
 			k = EventVolume
-		case stage.FinishScan:
+		case format.FinishScan:
 			k = EventScan
-		case stage.EventAction:
+		case format.EventAction:
 			k = EventMarker
 		default:
 			continue

@@ -15,7 +15,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
@@ -84,7 +84,7 @@ func TestGPUEngineFormatsAndStores(t *testing.T) {
 			defer func() { require.NoError(t, sep.Close()) }()
 
 			acq, proc := newFakeAcq(samples), &castProc{samples: samples}
-			f, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+			f, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 			require.NoError(t, err)
 			cfg := engine.Config{RecordsPerBlock: 100, BlocksToAllocate: 6, PreloadCount: 2, DeviceTimings: tc.timings}
 			cfg.AddAcquisition(acq, proc)

@@ -18,7 +18,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
@@ -127,7 +127,7 @@ type rig struct {
 	cfg  engine.Config
 	acq  *fakeAcq
 	proc *fakeProc
-	fmt  *stage.FormatPlanner
+	fmt  *format.FormatPlanner
 	scan raster
 }
 
@@ -137,7 +137,7 @@ func newRig(t *testing.T, samples int, scan raster, eps ...engine.Endpoint) *rig
 	t.Helper()
 	r := &rig{acq: newFakeAcq(samples), proc: newFakeProc(samples), scan: scan}
 	var err error
-	r.fmt, err = stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+	r.fmt, err = format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 	require.NoError(t, err)
 	r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
 	r.cfg.AddAcquisition(r.acq, r.proc)
@@ -177,9 +177,9 @@ func closeEndpoint(t *testing.T, ep engine.Endpoint) {
 }
 
 // sliced is a stack executor keeping samples [start, stop) of each record.
-func sliced(t *testing.T, start, stop int) *stage.StackFormatExecutor {
+func sliced(t *testing.T, start, stop int) *format.StackFormatExecutor {
 	t.Helper()
-	x, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: stage.SimpleSlice(start, stop, 1)})
+	x, err := format.NewStackFormatExecutor(format.StackFormatExecutorConfig{SampleSlice: format.SimpleSlice(start, stop, 1)})
 	require.NoError(t, err)
 	return x
 }
@@ -498,7 +498,7 @@ func TestEngineAcquisitionErrorEndsRun(t *testing.T) {
 
 func TestEngineConfigErrorsNameTheField(t *testing.T) {
 	acq, proc := newFakeAcq(4), newFakeProc(4)
-	f, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(2, 2))
+	f, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(2, 2))
 	require.NoError(t, err)
 	base := func() engine.Config {
 		c := engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 2}

@@ -1,57 +1,25 @@
 package engine
 
 import (
-	"fmt"
-	"math"
-	"math/bits"
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 )
 
-// kindError is an error whose text is exactly its message and which
-// matches a backend sentinel with errors.Is: the message names the field
-// and the value expected, the sentinel gives its Python class.
-type kindError struct {
-	msg  string
-	kind error
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
-
 // Invalid returns an error matching backend.ErrInvalid (Python ValueError)
 // with the given message, which should name the field and the value
-// expected. The stage packages share it so that no layer above has to
-// classify errors by their text.
-func Invalid(format string, args ...any) error {
-	return &kindError{msg: fmt.Sprintf(format, args...), kind: backend.ErrInvalid}
-}
+// expected (backend.Invalidf, under the name the stage packages above the
+// engine use; the storage package, below it, calls backend's).
+func Invalid(format string, args ...any) error { return backend.Invalidf(format, args...) }
 
 // TooLarge returns an error matching backend.ErrTooLarge (Python
-// MemoryError): a size refused before anything was allocated.
-func TooLarge(format string, args ...any) error {
-	return &kindError{msg: fmt.Sprintf(format, args...), kind: backend.ErrTooLarge}
-}
+// MemoryError): a size refused before anything was allocated
+// (backend.TooLargef).
+func TooLarge(format string, args ...any) error { return backend.TooLargef(format, args...) }
 
-// MulSize multiplies non-negative sizes, reporting ok=false when the
-// product overflows an int (or any factor is negative): every byte size
-// derived from user-supplied dimensions goes through it before an
-// allocation, so that a huge request becomes an error, not a wrapped size.
-func MulSize(factors ...int) (n int, ok bool) {
-	p := uint64(1)
-	for _, f := range factors {
-		if f < 0 {
-			return 0, false
-		}
-		hi, lo := bits.Mul64(p, uint64(f))
-		if hi != 0 || lo > math.MaxInt64 {
-			return 0, false
-		}
-		p = lo
-	}
-	return int(p), true
-}
+// MulSize is backend.MulSize: the product of non-negative sizes, ok=false
+// when it overflows an int.
+func MulSize(factors ...int) (n int, ok bool) { return backend.MulSize(factors...) }
 
 // Size bounds shared by the stages. They sit far above any real scan and
 // far below the sizes at which Go's runtime dies instead of returning an

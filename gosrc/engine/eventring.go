@@ -17,8 +17,9 @@ import (
 // call into Go, when a fixed Config.DispatchSpin asks for a spinning
 // dispatcher (docs/design.md, "Dispatch latency": every trip through Go
 // added microseconds to the callback latency); Go's own consumer (next,
-// nextRecords) reads the same ring. The layout is eventring.h's, which the
-// C side includes: TestEventRingHeader keeps the two equal.
+// nextRecords) reads the same ring. The header's layout is declared once,
+// ringHeaderWords (layout.go); go generate writes it as eventring.h, which
+// the C side includes (TestGeneratedLayoutIsFresh).
 //
 // Positions count records from the session's start: head is how many
 // producers have published, tail how many the consumer took, acked how
@@ -33,25 +34,20 @@ type eventRing struct {
 	slots uint64
 }
 
-// The header's words (int64 index), eventring.h's VG_RING_* constants.
-// head, the consumer's words and the flags have cache lines of their own,
-// so a spinning consumer polling head does not contend with its own
-// writes.
+// The header's words (int64 index): the offsets of ringHeaderWords
+// (layout.go), which go generate also writes as eventring.h's VG_RING_*.
 const (
-	ringMagicW   = 0  // ringMagic
-	ringVersionW = 1  // ringVersion
-	ringSlotsW   = 2  // capacity in records
-	ringFieldsW  = 3  // EventFields
-	ringHeadW    = 8  // records published (producers, under eventQueue.mu)
-	ringTailW    = 16 // records taken (the consumer)
-	ringAckedW   = 17 // records taken before the consumer's last call: handled
-	ringParkedW  = 24 // 1 while the consumer is parked in Go: producers wake it
-	ringWaitersW = 25 // producers waiting for acked (waitAcked): the consumer wakes them
-	ringClosedW  = 26 // 1 once no record follows head
-	ringHeader   = 32 // header words; the records follow
-
-	ringMagic   = 0x5647524e47 // "VGRNG"
-	ringVersion = 1
+	ringMagicW   = int(unsafe.Offsetof(ringHeaderWords{}.Magic) / 8)   // ringMagic
+	ringVersionW = int(unsafe.Offsetof(ringHeaderWords{}.Version) / 8) // ringVersion
+	ringSlotsW   = int(unsafe.Offsetof(ringHeaderWords{}.Slots) / 8)   // capacity in records
+	ringFieldsW  = int(unsafe.Offsetof(ringHeaderWords{}.Fields) / 8)  // EventFields
+	ringHeadW    = int(unsafe.Offsetof(ringHeaderWords{}.Head) / 8)    // records published (producers, under eventQueue.mu)
+	ringTailW    = int(unsafe.Offsetof(ringHeaderWords{}.Tail) / 8)    // records taken (the consumer)
+	ringAckedW   = int(unsafe.Offsetof(ringHeaderWords{}.Acked) / 8)   // records taken before the consumer's last call: handled
+	ringParkedW  = int(unsafe.Offsetof(ringHeaderWords{}.Parked) / 8)  // 1 while the consumer is parked in Go: producers wake it
+	ringWaitersW = int(unsafe.Offsetof(ringHeaderWords{}.Waiters) / 8) // producers waiting for acked (waitAcked): the consumer wakes them
+	ringClosedW  = int(unsafe.Offsetof(ringHeaderWords{}.Closed) / 8)  // 1 once no record follows head
+	ringHeader   = int(unsafe.Sizeof(ringHeaderWords{}) / 8)           // header words; the records follow
 )
 
 // maxRingBytes bounds the ring's mapping: the largest EventQueueSize

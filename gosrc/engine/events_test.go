@@ -2,9 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"os"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -447,25 +444,4 @@ func mustQueue(t testing.TB, size int, policy QueuePolicy, spin time.Duration) *
 	q, err := newEventQueue(size, policy, spin)
 	require.NoError(t, err)
 	return q
-}
-
-// TestEventRingHeader: the C consumer's layout (eventring.h) is the Go
-// ring's, word for word.
-func TestEventRingHeader(t *testing.T) {
-	text, err := os.ReadFile("eventring.h")
-	require.NoError(t, err)
-	want := map[string]int64{
-		"VG_RING_MAGIC": ringMagicW, "VG_RING_VERSION": ringVersionW, "VG_RING_SLOTS": ringSlotsW,
-		"VG_RING_FIELDS": ringFieldsW, "VG_RING_HEAD": ringHeadW, "VG_RING_TAIL": ringTailW,
-		"VG_RING_ACKED": ringAckedW, "VG_RING_PARKED": ringParkedW, "VG_RING_WAITERS": ringWaitersW,
-		"VG_RING_CLOSED": ringClosedW, "VG_RING_HEADER": ringHeader, "VG_RING_MAGIC_VALUE": ringMagic,
-		"VG_RING_VERSION_VALUE": ringVersion,
-	}
-	got := map[string]int64{}
-	for _, m := range regexp.MustCompile(`(?m)^#define (VG_RING_\w+) (0x[0-9a-fA-F]+|\d+)`).FindAllStringSubmatch(string(text), -1) {
-		v, err := strconv.ParseInt(m[2], 0, 64)
-		require.NoError(t, err)
-		got[m[1]] = v
-	}
-	require.Equal(t, want, got)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -27,9 +27,9 @@ func TestGPUGenerateRadialAndSpiralEndToEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, markers, n := reference(t, tc.scan(t), 7, tc.records)
 			segments, records := shapeOf(markers)
-			plannerCfg := stage.DefaultFormatPlannerConfig(segments, records)
+			plannerCfg := format.DefaultFormatPlannerConfig(segments, records)
 			exec, shape := tc.exec(t, segments, records)
-			planner, err := stage.NewFormatPlanner(plannerCfg)
+			planner, err := format.NewFormatPlanner(plannerCfg)
 			require.NoError(t, err)
 			ep, err := endpoint.NewStackDeviceTensorEndpoint(backend.Float32)
 			require.NoError(t, err)

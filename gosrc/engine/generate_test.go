@@ -13,7 +13,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	gio "github.com/vortexgo/vortexgo/gosrc/io"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
@@ -107,12 +107,12 @@ func shapeOf(markers []marker.Marker) (segments, records int) {
 // on the host with the CPU executor: what the engine must produce. (The
 // radial and spiral executors interpolate between the records of one
 // block, as vortex's do, so the blocking matters.)
-func expectVolume(t *testing.T, exec any, plannerCfg stage.FormatPlannerConfig, markers []marker.Marker, n, records, samples int, shape [4]int) []float32 {
+func expectVolume(t *testing.T, exec any, plannerCfg format.FormatPlannerConfig, markers []marker.Marker, n, records, samples int, shape [4]int) []float32 {
 	t.Helper()
-	p, err := stage.NewFormatPlanner(plannerCfg)
+	p, err := format.NewFormatPlanner(plannerCfg)
 	require.NoError(t, err)
-	vol := stage.Volume[float32]{Data: make([]float32, shape[0]*shape[1]*shape[2]), Shape: shape}
-	var plan, fin stage.FormatPlan
+	vol := format.Volume[float32]{Data: make([]float32, shape[0]*shape[1]*shape[2]), Shape: shape}
+	var plan, fin format.FormatPlan
 	for start := 0; start < n; start += records {
 		var ms []marker.Marker
 		for _, m := range markers {
@@ -132,18 +132,18 @@ func expectVolume(t *testing.T, exec any, plannerCfg stage.FormatPlannerConfig, 
 				data[r*samples+s] = float32(rawValue(int64(start+r), s))
 			}
 		}
-		blk := stage.Block[float32]{Data: data, Records: records, Samples: samples, Channels: 1}
+		blk := format.Block[float32]{Data: data, Records: records, Samples: samples, Channels: 1}
 		for _, a := range actions {
-			if a.Kind != stage.Copy {
+			if a.Kind != format.Copy {
 				continue
 			}
 			switch x := exec.(type) {
-			case *stage.StackFormatExecutor:
-				require.NoError(t, stage.ExecuteStack(x, vol, blk, a))
-			case *stage.RadialFormatExecutor:
-				require.NoError(t, stage.ExecuteRadial(x, vol, blk, a))
-			case *stage.SpiralFormatExecutor:
-				require.NoError(t, stage.ExecuteSpiral(x, vol, blk, a))
+			case *format.StackFormatExecutor:
+				require.NoError(t, format.ExecuteStack(x, vol, blk, a))
+			case *format.RadialFormatExecutor:
+				require.NoError(t, format.ExecuteRadial(x, vol, blk, a))
+			case *format.SpiralFormatExecutor:
+				require.NoError(t, format.ExecuteSpiral(x, vol, blk, a))
 			}
 		}
 	}
@@ -162,15 +162,15 @@ func genCases() []genCase {
 	return []genCase{
 		{"raster bidirectional", func(t *testing.T) scan.Streamer { return rasterScan(t, true, 0) },
 			func(t *testing.T, _, _ int) (any, []int) {
-				e, err := stage.NewStackFormatExecutor(stage.StackFormatExecutorConfig{SampleSlice: stage.SimpleSlice(2, 6, 1)})
+				e, err := format.NewStackFormatExecutor(format.StackFormatExecutorConfig{SampleSlice: format.SimpleSlice(2, 6, 1)})
 				require.NoError(t, err)
 				return e, nil
 			}, 5},
 		{"radial", func(t *testing.T) scan.Streamer { return radialScan(t) },
 			func(t *testing.T, segments, records int) (any, []int) {
-				e, err := stage.NewRadialFormatExecutor(stage.RadialFormatExecutorConfig{
-					VolumeXYExtent:  [2]stage.Range{{Min: -1, Max: 1}, {Min: -1, Max: 1}},
-					SegmentRTExtent: [2]stage.Range{{Min: -1, Max: 1}, {Min: 0, Max: math.Pi}},
+				e, err := format.NewRadialFormatExecutor(format.RadialFormatExecutorConfig{
+					VolumeXYExtent:  [2]format.Range{{Min: -1, Max: 1}, {Min: -1, Max: 1}},
+					SegmentRTExtent: [2]format.Range{{Min: -1, Max: 1}, {Min: 0, Max: math.Pi}},
 					RadialShape:     [2]int{segments, records},
 				})
 				require.NoError(t, err)
@@ -178,9 +178,9 @@ func genCases() []genCase {
 			}, 7},
 		{"spiral", func(t *testing.T) scan.Streamer { return spiralScan(t) },
 			func(t *testing.T, _, records int) (any, []int) {
-				e, err := stage.NewSpiralFormatExecutor(stage.SpiralFormatExecutorConfig{
-					VolumeXYExtent: [2]stage.Range{{Min: -1, Max: 1}, {Min: -1, Max: 1}},
-					SegmentExtent:  stage.Range{Min: 0, Max: 1},
+				e, err := format.NewSpiralFormatExecutor(format.SpiralFormatExecutorConfig{
+					VolumeXYExtent: [2]format.Range{{Min: -1, Max: 1}, {Min: -1, Max: 1}},
+					SegmentExtent:  format.Range{Min: 0, Max: 1},
 					SpiralShape:    [2]int{2, records},
 					SpiralVelocity: 10,
 				})
@@ -201,10 +201,10 @@ func TestGenerateFormatsAsTheMarkersSay(t *testing.T) {
 			_, markers, n := reference(t, tc.scan(t), 7, tc.records)
 			segments, records := shapeOf(markers)
 			require.Positive(t, segments)
-			plannerCfg := stage.DefaultFormatPlannerConfig(segments, records)
+			plannerCfg := format.DefaultFormatPlannerConfig(segments, records)
 			exec, shape := tc.exec(t, segments, records)
 
-			planner, err := stage.NewFormatPlanner(plannerCfg)
+			planner, err := format.NewFormatPlanner(plannerCfg)
 			require.NoError(t, err)
 			ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
 			require.NoError(t, err)
@@ -265,7 +265,7 @@ func TestGenerateFormatsAsTheMarkersSay(t *testing.T) {
 func TestGenerateRasterPlacesSegmentsByMarkers(t *testing.T) {
 	const samples, records = 8, 5
 	_, markers, _ := reference(t, rasterScan(t, true, 0), 0, records)
-	planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 	require.NoError(t, err)
 	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
 	require.NoError(t, err)
@@ -339,7 +339,7 @@ func TestIOReceivesTheGeneratedSamples(t *testing.T) {
 	const maxLead = 9
 	var mu sync.Mutex
 	var starts []string
-	planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 	require.NoError(t, err)
 	acq, proc := newFakeAcq(samples), newFakeProc(samples)
 	cfg := engine.Config{RecordsPerBlock: records, BlocksToAllocate: 4, PreloadCount: 2}
@@ -393,7 +393,7 @@ func TestIOReceivesTheGeneratedSamples(t *testing.T) {
 // endpoint's event callback with its id.
 func TestQueueInterruptWhileRunningIsContinuous(t *testing.T) {
 	const samples, records = 4, 10
-	planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 	require.NoError(t, err)
 	acq, proc := newFakeAcq(samples), newFakeProc(samples)
 	acq.delay = time.Millisecond
@@ -490,7 +490,7 @@ func TestGenerateConfigErrors(t *testing.T) {
 func TestEmptyQueueEndsAfterPostScanRecords(t *testing.T) {
 	for _, post := range []int{0, 4, 12} {
 		acq, proc := newFakeAcq(4), newFakeProc(4)
-		planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+		planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 		require.NoError(t, err)
 		cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 2, PostScanRecords: post}
 		cfg.AddAcquisition(acq, proc)
@@ -528,7 +528,7 @@ func TestGenerateEdges(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			acq, proc := newFakeAcq(4), newFakeProc(4)
-			planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+			planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 			require.NoError(t, err)
 			cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: tc.blocks, PreloadCount: tc.preload, GalvoOutputChannels: tc.channels}
 			cfg.AddAcquisition(acq, proc)

@@ -13,7 +13,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	gio "github.com/vortexgo/vortexgo/gosrc/io"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
@@ -72,7 +72,7 @@ func TestIOStrobesPerLead(t *testing.T) {
 		engine.NewSampleStrobe(2, 7, engine.PolarityLow, 2, 0),
 		engine.NewMarkerStrobe(engine.SegmentStrobe, 6, engine.PolarityHigh, 8, 2, marker.AllFlags),
 	}
-	planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 	require.NoError(t, err)
 	acq, proc := newFakeAcq(samples), newFakeProc(samples)
 	cfg := engine.Config{RecordsPerBlock: records, BlocksToAllocate: 4, PreloadCount: 2, Strobes: strobes, LeadStrobes: 1 << 9}
@@ -142,7 +142,7 @@ func TestScannerWarp(t *testing.T) {
 	wave, _, n := reference(t, rasterScan(t, false, 0.5), 0, records)
 	for _, w := range []scan.Warp{scan.NoWarp(), scan.Angular(2), scan.DefaultTelecentric()} {
 		t.Run(w.String(), func(t *testing.T) {
-			planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+			planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 			require.NoError(t, err)
 			acq, proc := newFakeAcq(samples), newFakeProc(samples)
 			ep := &posEndpoint{}
@@ -261,7 +261,7 @@ func checkLimits(t *testing.T, got []float64, rows int) (maxV, maxA float64) {
 // only when the queue runs dry.
 func TestQueueWhileRunning(t *testing.T) {
 	const samples, records = 4, 100
-	planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(4, 100))
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(4, 100))
 	require.NoError(t, err)
 	acq, proc := newFakeAcq(samples), newFakeProc(samples)
 	acq.delay = 200 * time.Microsecond
@@ -346,7 +346,7 @@ func maxOf(v []float64) float64 {
 // volume and scan are reported (the last volume partial).
 func TestStopFinishesThePlanner(t *testing.T) {
 	const samples, records = 4, 7
-	planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 	require.NoError(t, err)
 	acq, proc := newFakeAcq(samples), newFakeProc(samples)
 	acq.delay = time.Millisecond
@@ -409,7 +409,7 @@ func TestEmptyWaiterOnlyWhileRunning(t *testing.T) {
 			acq = startFailAcq{newFakeAcq(4)}
 		}
 		proc := newFakeProc(4)
-		planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+		planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 		require.NoError(t, err)
 		cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 2}
 		cfg.AddAcquisition(acq, proc)

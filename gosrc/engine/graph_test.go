@@ -11,7 +11,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // checkVolume requires the uint16 tensor of ep to hold volume vol of scan,
@@ -88,7 +88,7 @@ func TestTwoAcquisitions(t *testing.T) {
 	r := newRig(t, 8, scan, epA)
 	acqB, procB := newFakeAcq(6), newFakeProc(6)
 	acqB.offset = 1000
-	fmtB, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+	fmtB, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 	require.NoError(t, err)
 	r.cfg.AddAcquisition(acqB, procB)
 	r.cfg.AcquisitionMasters = []bool{true, false}
@@ -115,7 +115,7 @@ func TestTwoAcquisitionsShortestWins(t *testing.T) {
 	r := newRig(t, 8, scan, nullA)
 	acqB, procB := newFakeAcq(8), newFakeProc(8)
 	acqB.records = 12 // two blocks and a partial one
-	fmtB, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	fmtB, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 	require.NoError(t, err)
 	nullB := endpoint.NewNullEndpoint()
 	closeEndpoint(t, nullB)

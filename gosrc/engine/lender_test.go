@@ -13,7 +13,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 )
 
 // countingLender counts the blocks an engine borrows from the source.
@@ -56,7 +56,7 @@ func newLenderRig(t *testing.T, volumes int, wrap func(*acquire.SimulatedAcquisi
 	ep, err := endpoint.NewSpectraStackDeviceTensorEndpoint()
 	require.NoError(t, err)
 	closeEndpoint(t, ep)
-	fmtr, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+	fmtr, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 	require.NoError(t, err)
 	proc := newFakeProc(samples)
 	ec := engine.Config{RecordsPerBlock: 48, BlocksToAllocate: lenderBlocks, PreloadCount: 2, EventPolicy: engine.QueueDrop, EventQueueSize: 1}

@@ -9,7 +9,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	gio "github.com/vortexgo/vortexgo/gosrc/io"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
@@ -19,7 +19,7 @@ import (
 // link is a wiring error that Validate names.
 func TestConfigLink(t *testing.T) {
 	acq, proc := newFakeAcq(8), newFakeProc(8)
-	f, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(2, 5))
+	f, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(2, 5))
 	require.NoError(t, err)
 	ep := endpoint.NewNullEndpoint()
 	good := []struct {
@@ -67,7 +67,7 @@ func (h queueHolder) Queue() *scan.ScanQueue { return h.q }
 // play the binding's queue.
 func TestLinkIOAndScanQueue(t *testing.T) {
 	acq, proc := newFakeAcq(8), newFakeProc(8)
-	planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(3, 4))
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(3, 4))
 	require.NoError(t, err)
 	a, b := gio.NewNullIO(), gio.NewNullIO()
 	q := scan.NewScanQueue()

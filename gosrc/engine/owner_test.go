@@ -11,7 +11,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -158,7 +158,7 @@ func TestScanOfARunningEngine(t *testing.T) {
 
 // rigOf is newRig over the given stages (nil: a fresh one; no endpoints:
 // a NullEndpoint).
-func rigOf(t *testing.T, scan raster, acq *fakeAcq, proc *fakeProc, fmt *stage.FormatPlanner, eps ...engine.Endpoint) *rig {
+func rigOf(t *testing.T, scan raster, acq *fakeAcq, proc *fakeProc, fmt *format.FormatPlanner, eps ...engine.Endpoint) *rig {
 	t.Helper()
 	if len(eps) == 0 {
 		eps = []engine.Endpoint{nullEP(t)}

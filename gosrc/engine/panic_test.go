@@ -13,7 +13,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format/stage"
+	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 )
 
@@ -116,7 +116,7 @@ func TestStagePanicEndsTheSession(t *testing.T) {
 			acq := panicAcq{newFakeAcq(4), tr}
 			proc := panicProc{newFakeProc(4), tr}
 			ep := panicEndpoint{endpoint.NewNullEndpoint(), tr}
-			planner, err := stage.NewFormatPlanner(stage.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+			planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 			require.NoError(t, err)
 			cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
 			cfg.AddAcquisition(acq, proc)

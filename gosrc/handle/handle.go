@@ -17,6 +17,31 @@
 // stream fails with ErrStale instead of reaching a destroyed CUDA handle.
 // Keeping memory alive while borrowed is the memory package's job
 // (memory.Shared); this package only names things.
+//
+// # The C-visible table
+//
+// A registry also keeps a table that C code reads without entering Go:
+// the C fast path of gosrc/cuda (fastpath.h), which python/vortexgo's
+// extension calls with a registry ID for the per-call stream and event
+// operations. An entry opts in by being registered with RegisterNative:
+// its slot of the table, the slot of the same index, then holds the
+// entry's generation and the two words C needs (a context and a native
+// handle). So an object has one ID on every path; there is no second
+// registry in C.
+//
+// The protocol, with C's half in gosrc/cuda/shim.c (acquire, release):
+// a C call adds one to the slot's InUse, then checks that Gen is still its
+// ID's generation (else it takes its one back and answers -1: the caller
+// falls back to Go, which raises); Release stores Gen = 0, then waits
+// until InUse is 0 before it returns (and before the slot can be reused),
+// so whoever destroys the native object after Release never does so under
+// a C call. Both sides' atomics are sequentially consistent: either the C
+// call sees Gen = 0, or Release sees its InUse.
+//
+// The table lives outside the Go heap (an anonymous mapping, never
+// unmapped: a C reader may hold its address for the life of the process).
+// Only slots below TableSlots are published; an entry beyond takes Go's
+// paths, as does every entry that did not opt in.
 package handle
 
 import (
@@ -50,17 +75,21 @@ type entry struct {
 	obj      any
 	owner    ID
 	borrowed []ID
+	native   bool // published in the C-visible table (RegisterNative)
 }
 
-// Registry maps IDs to objects. Lookups take a read lock (the fast path's
+// Registry maps IDs to objects. Lookups take a read lock (the Go fast path's
 // cost is one RLock and a slice index); registration and release are rare.
 // The zero value is ready to use.
 type Registry struct {
 	mu    sync.RWMutex
 	slots []entry
 	// free holds released slots first-in first-out, so a slot rests as long
-	// as possible before reuse (generations make reuse safe regardless).
+	// as possible before reuse (generations make reuse safe regardless). A
+	// published slot joins it only once no C call holds it (Release).
 	free []int
+	// tab is the C-visible table (table.go), nil until mapped.
+	tab []Slot
 }
 
 // Register adds obj as an owned object and returns its ID.
@@ -100,7 +129,7 @@ func (r *Registry) addLocked(obj any, owner ID) ID {
 	if e.gen == 0 {
 		e.gen = 1
 	}
-	e.live, e.obj, e.owner, e.borrowed = true, obj, owner, nil
+	e.live, e.obj, e.owner, e.borrowed, e.native = true, obj, owner, nil, false
 	return makeID(slot, e.gen)
 }
 
@@ -170,27 +199,46 @@ func Get[T any](r *Registry, id ID) (T, error) {
 
 // Release removes id and, recursively, every handle borrowed from it. It
 // returns the objects removed, id's first, so the caller can close the
-// borrowed ones; releasing a stale id returns nil.
+// borrowed ones; releasing a stale id returns nil. It returns once no C
+// call holds a published one (waiting, without the registry's lock, for
+// calls in flight), so the caller may destroy what they name.
 func (r *Registry) Release(id ID) []any {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []any
-	r.releaseLocked(id, &out)
+	var drain []int
+	r.mu.Lock()
+	r.releaseLocked(id, &out, &drain)
+	tab := r.tab
+	r.mu.Unlock()
+	if len(drain) > 0 {
+		for _, slot := range drain {
+			waitIdle(&tab[slot])
+		}
+		r.mu.Lock()
+		r.free = append(r.free, drain...)
+		r.mu.Unlock()
+	}
 	return out
 }
 
-func (r *Registry) releaseLocked(id ID, out *[]any) {
+// releaseLocked releases id and its borrowers; a published slot is retired
+// and goes to drain instead of free.
+func (r *Registry) releaseLocked(id ID, out *[]any, drain *[]int) {
 	e := r.entryLocked(id)
 	if e == nil {
 		return
 	}
 	*out = append(*out, e.obj)
 	borrowed := e.borrowed
-	e.live, e.obj, e.borrowed = false, nil, nil
 	slot, _ := id.split()
-	r.free = append(r.free, slot)
+	if e.native {
+		r.retireLocked(slot)
+		*drain = append(*drain, slot)
+	} else {
+		r.free = append(r.free, slot)
+	}
+	e.live, e.obj, e.borrowed, e.native = false, nil, nil, false
 	for _, b := range borrowed {
-		r.releaseLocked(b, out)
+		r.releaseLocked(b, out, drain)
 	}
 }
 

@@ -9,14 +9,12 @@
 package io
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
 // NullIO is vortex's NullIO: it accepts every block and outputs nothing.
@@ -175,6 +173,14 @@ func (s *SimIO) Next(b *engine.IOBlock) error {
 	return nil
 }
 
+// OutputChannels is the channels of each recorded sample (the engine's
+// galvo output channels; 0 before Prepare).
+func (s *SimIO) OutputChannels() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.info.OutputChannels
+}
+
 // Samples is the number of samples output so far (including those the
 // ring no longer holds).
 func (s *SimIO) Samples() int64 {
@@ -218,62 +224,4 @@ func (s *SimIO) RecordedStrobes(dst []uint32) (first int64, rows int) {
 		dst[r] = s.strobes[(start+r)%size]
 	}
 	return s.first + s.samples - int64(rows), rows
-}
-
-// New builds the IO of kind from its JSON record, for bindings: "NullIO"
-// (no record) or "SimIO" (a SimConfig, keys the Go field names).
-func New(kind, record string) (engine.IO, error) {
-	switch kind {
-	case "NullIO":
-		return NewNullIO(), nil
-	case "SimIO":
-		var c SimConfig
-		if record != "" {
-			if err := backend.DecodeRecord("SimIOConfig", record, &c); err != nil {
-				return nil, err
-			}
-		}
-		return NewSimIO(c)
-	}
-	return nil, backend.Invalidf("io.New: kind %q, expected NullIO or SimIO", kind)
-}
-
-// Record is the SimIO's state for bindings: samples output, started
-// (0/1), stopped (0/1).
-func (s *SimIO) Record() []float64 {
-	b := func(v bool) float64 {
-		if v {
-			return 1
-		}
-		return 0
-	}
-	return []float64{float64(s.Samples()), b(s.Started()), b(s.Stopped())}
-}
-
-// Do is the SimIO's operation for bindings: "recorded" copies the latest
-// recorded samples (rows of output channels) into the caller's n float64s
-// at dst and returns {"First": sample of the first row, "Rows": rows,
-// "Channels": output channels}; "strobes" copies the latest strobe words
-// into the caller's n uint32s at dst and returns {"First", "Rows"}.
-func (s *SimIO) Do(op string, _ []byte, _ any, dst, n int) ([]byte, error) {
-	if op == "strobes" {
-		buf, err := hostmem.Span[uint32](dst, n)
-		if err != nil {
-			return nil, err
-		}
-		first, rows := s.RecordedStrobes(buf)
-		return json.Marshal(map[string]int64{"First": first, "Rows": int64(rows)})
-	}
-	if op != "recorded" {
-		return nil, backend.Invalidf("SimIO: operation %q, expected recorded or strobes", op)
-	}
-	buf, err := hostmem.Span[float64](dst, n)
-	if err != nil {
-		return nil, err
-	}
-	first, rows := s.Recorded(buf)
-	s.mu.Lock()
-	ch := s.info.OutputChannels
-	s.mu.Unlock()
-	return json.Marshal(map[string]int64{"First": first, "Rows": int64(rows), "Channels": int64(ch)})
 }

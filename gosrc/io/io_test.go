@@ -38,6 +38,7 @@ func TestSimIOFeedback(t *testing.T) {
 	first, rows := io.Recorded(got)
 	require.Equal(t, int64(11), first, "the ring keeps the last 4 of 15 samples")
 	require.Equal(t, 4, rows)
+	require.Equal(t, 2, io.OutputChannels())
 	require.Equal(t, out[22:], got[:8])
 	require.NoError(t, io.Stop())
 	require.ErrorIs(t, io.Next(&engine.IOBlock{}), engine.ErrStopped)
@@ -56,16 +57,4 @@ func TestNullIO(t *testing.T) {
 	require.NoError(t, n.Next(&engine.IOBlock{}))
 	require.NoError(t, n.Stop())
 	require.Equal(t, int64(1), n.Blocks())
-}
-
-func TestNew(t *testing.T) {
-	io, err := gio.New("SimIO", `{"RecordSamples": 16, "Feedback": true, "FeedbackDelay": 2}`)
-	require.NoError(t, err)
-	require.Equal(t, []float64{0, 0, 0}, io.(*gio.SimIO).Record())
-	_, err = gio.New("SimIO", `{"Delay": 2}`)
-	require.ErrorContains(t, err, "Delay")
-	_, err = gio.New("NullIO", "")
-	require.NoError(t, err)
-	_, err = gio.New("DAQmxIO", "")
-	require.ErrorContains(t, err, "expected NullIO or SimIO")
 }

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -123,16 +122,6 @@ func (b *Budget) SetLimits(device, pinned int64) error {
 	b.kinds[backend.PinnedMem].limit = pinned
 	b.mu.Unlock()
 	return nil
-}
-
-// JSON is the usage as the JSON record the Python layer parses
-// (vortexgo.memory_usage): one structured form instead of text lines.
-func (u Usage) JSON() string {
-	out, err := json.Marshal(u)
-	if err != nil {
-		panic(err) // unreachable: ints, strings and maps of them always marshal
-	}
-	return string(out)
 }
 
 // Reserve charges n bytes of kind to purpose, or returns a *BudgetError if

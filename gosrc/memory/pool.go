@@ -568,4 +568,3 @@ func (p *BufferPool) Close() error {
 	}
 	return errors.Join(errs...)
 }
-

@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,8 +60,7 @@ func TestProcessAllocatorsShareOneBudget(t *testing.T) {
 	require.Same(t, a.Budget(), b.Budget())
 	sh, err := b.AllocShared(backend.PinnedMem, 100)
 	require.NoError(t, err)
-	var u memory.Usage
-	require.NoError(t, json.Unmarshal([]byte(memory.Process().Usage().JSON()), &u))
+	u := memory.Process().Usage()
 	assert.Equal(t, memory.PurposeUsage{Bytes: 100, Count: 1}, u.Pinned.ByPurpose["test-b"])
 	require.NoError(t, sh.Close())
 	u = memory.Process().Usage()
@@ -95,16 +93,6 @@ func TestBudgetSetLimits(t *testing.T) {
 			assert.Equal(t, [2]int64{tc.device, tc.pinned}, [2]int64{u.Device.Limit, u.Pinned.Limit})
 		})
 	}
-}
-
-func TestUsageJSONRecord(t *testing.T) {
-	u := memory.Usage{Device: memory.KindUsage{Current: 3, Peak: 4, Limit: 5, Active: 1,
-		ByPurpose: map[string]memory.PurposeUsage{"array": {Bytes: 3, Count: 1}}}}
-	var rec map[string]map[string]any
-	require.NoError(t, json.Unmarshal([]byte(u.JSON()), &rec))
-	assert.Equal(t, map[string]any{"current": 3.0, "peak": 4.0, "limit": 5.0, "active": 1.0,
-		"by_purpose": map[string]any{"array": map[string]any{"bytes": 3.0, "count": 1.0}}}, rec["device"])
-	assert.Contains(t, rec, "pinned")
 }
 
 func TestTensorViewsOutliveResizeAndClose(t *testing.T) {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -249,18 +248,6 @@ func (t *DeviceTensor) Info() TensorInfo {
 func (v TensorView) Info() TensorInfo {
 	n, _ := byteSize("", v.Shape, v.DType)
 	return TensorInfo{Shape: v.Shape, DType: v.DType.String(), Nbytes: n}
-}
-
-// JSON is the record as JSON.
-func (i TensorInfo) JSON() string {
-	if i.Shape == nil {
-		i.Shape = []int{} // a 0-d tensor: [] rather than null
-	}
-	out, err := json.Marshal(i)
-	if err != nil {
-		panic(err) // unreachable: ints, strings and bools always marshal
-	}
-	return string(out)
 }
 
 // LockState is a snapshot of a tensor's lock, for diagnostics and tests.

@@ -168,60 +168,6 @@ func DecodeKernel(name string, words []int64) (StageOp, error) {
 // format for every result: gosrc/pyapi writes them into its buffer, one
 // Record method per type).
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// Record is pending ops, dropped reports, the last op id and 1 when the
-// roles share one stream.
-func (c *AsyncCoordinator) Record() []float64 {
-	return []float64{float64(c.Pending()), float64(c.Dropped()), float64(c.LastID()), b2f(c.Sequential())}
-}
-
-// Record is the three slot states and the round.
-func (tb *TripleBuffer) Record() []float64 {
-	s := tb.States()
-	return []float64{float64(s[0]), float64(s[1]), float64(s[2]), float64(tb.Round())}
-}
-
-// Record is total, free, held and retiring.
-func (s ReadbackStats) Record() []float64 {
-	return []float64{float64(s.Total), float64(s.Free), float64(s.Held), float64(s.Retiring)}
-}
-
-// Record is the pool's Stats as a record.
-func (r *Readback) Record() []float64 { return r.Stats().Record() }
-
-// Record is round, upload, compute, download and downloaded_round.
-func (r StepReport) Record() []float64 {
-	return []float64{float64(r.Round), float64(r.Upload), float64(r.Compute), float64(r.Download), float64(r.DownloadedRound)}
-}
-
-// Record is issued (iterations issued so far), then iterations,
-// avg_iteration_ms, throughput, gpu_utilization, host_us_per_iteration,
-// graph_iterations, graph_host_us_per_iteration, in_flight, then runs,
-// avg_ms and total_ms of each stage by index.
-func (s PipelineStats) Record(issued int) []float64 {
-	v := []float64{float64(issued), float64(s.Iterations), s.AvgIterationMs, s.Throughput, s.GPUUtilization,
-		s.HostUsPerIteration, float64(s.GraphIterations), s.GraphHostUsPerIteration, float64(s.InFlight)}
-	for _, st := range s.Stages {
-		v = append(v, float64(st.Runs), st.AvgMs, st.TotalMs)
-	}
-	return v
-}
-
-// Record is the manager's statistics (GetStats) as a record, after the
-// iterations issued so far.
-func (m *PipelineStageManager) Record() []float64 { return m.GetStats().Record(m.Iteration()) }
-
-// Record is the iterations one replay runs and the graph's nodes.
-func (pg *PipelineGraph) Record() []float64 {
-	return []float64{float64(pg.iters), float64(pg.g.Nodes())}
-}
-
 // QueueStageOp enqueues a kernel or spin stage op on the compute stream
 // after deps (its Compute form; a copy or a kernel naming stage buffers is
 // refused).
@@ -305,15 +251,4 @@ func (m *PipelineStageManager) AddBufferAt(dev backend.Device, size int, addrs .
 		bs = append(bs, NewSpan(dev, a, size))
 	}
 	return m.AddBuffer(bs...)
-}
-
-// BufferRecord is version v of logical buffer i as a record: address, size
-// in bytes, number of versions.
-func (m *PipelineStageManager) BufferRecord(i, v int) ([]float64, error) {
-	b, err := m.Buffer(i, v)
-	if err != nil {
-		return nil, err
-	}
-	versions, _, _ := m.BufferInfo(i)
-	return []float64{float64(b.Ptr()), float64(b.Size()), float64(versions)}, nil
 }

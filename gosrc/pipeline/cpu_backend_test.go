@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
 // These tests run the toolkit on the real CPU backend with kernels by name
@@ -162,5 +163,29 @@ func BenchmarkCPUCoordinatorQueuePoll(b *testing.B) {
 		if i%64 == 63 {
 			c.Poll()
 		}
+	}
+}
+
+// TestReadbackHandleReleasedAfterCloseClosesItsEvent: a handle still held
+// when the pool closes keeps its completion event; releasing it afterwards
+// closes the event (the closed pool takes none back), so nothing leaks.
+func TestReadbackHandleReleasedAfterCloseClosesItsEvent(t *testing.T) {
+	dev := cpu.Default()
+	src, err := dev.Alloc(64)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, src.Free()) }()
+	prod, err := dev.NewStream(0)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, prod.Close()) }()
+	before := len(invariants.Live())
+	rb, err := NewReadback(dev, 64, ReadbackOptions{})
+	require.NoError(t, err)
+	h, err := rb.ReadbackAsync(src.Ptr(), 64, prod)
+	require.NoError(t, err)
+	require.NoError(t, h.Wait(time.Second))
+	require.NoError(t, rb.Close())
+	require.NoError(t, h.Release())
+	if invariants.Enabled {
+		require.Len(t, invariants.Live(), before, "the handle's event, buffer and the pool's stream are closed")
 	}
 }

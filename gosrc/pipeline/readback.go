@@ -383,12 +383,18 @@ func (h *ReadbackHandle) Release() error {
 	r := h.r
 	r.mu.Lock()
 	r.held--
+	var errs []error
 	if !r.closed {
 		r.retiring = append(r.retiring, h)
+	} else if h.done != nil {
+		// Close synchronized the stream, so the copy is complete, and the
+		// closed pool takes no event back: this handle's is closed here.
+		errs = append(errs, h.done.Close())
+		h.done = nil
 	}
 	r.mu.Unlock()
 	// After Close this may be the last reference, and frees the buffer.
-	err := h.own.Release()
+	err := errors.Join(append(errs, h.own.Release())...)
 	r.mu.Lock()
 	if !r.closed {
 		r.reclaimLocked()

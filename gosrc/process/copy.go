@@ -205,10 +205,11 @@ func (p *CopyProcessor) Close() error {
 // Claims reports the claim an engine takes while it uses the processor.
 func (p *CopyProcessor) Claims() []*engine.Claim { return []*engine.Claim{&p.claim} }
 
-// Do runs the standalone operations (bind.go's change and next; host
-// arrays only).
-func (p *CopyProcessor) Do(op string, args []byte, with any, _, _ int) ([]byte, error) {
-	return doProcessor("CopyProcessor", p, cpu.Default(), &p.alone, &p.claim, op, args, with)
+// Next processes b outside an engine and waits for it (vortex's next; host
+// memory only), refused with backend.ErrInUse while an engine that
+// prepared the processor has not finished its run.
+func (p *CopyProcessor) Next(b StandaloneBlock) error {
+	return p.alone.next("CopyProcessor", p, cpu.Default(), &p.claim, b)
 }
 
 // NullProcessor is vortex's NullProcessor: it processes nothing. In an

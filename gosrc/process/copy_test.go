@@ -75,9 +75,7 @@ func TestCopyProcessor(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, _, err := New(cpu.Default(), "copy", smallConfig(n, R))
-	require.NoError(t, err)
-	p, err := NewCopyProcessor(smallConfig(n, R))
+	p, err := NewCopyProcessorOn(cpu.Default(), smallConfig(n, R))
 	require.NoError(t, err)
 	require.NoError(t, p.Claims()[0].Take())
 	c := smallConfig(n, R)
@@ -92,7 +90,7 @@ func TestCopyProcessor(t *testing.T) {
 
 // TestNullProcessor: it writes nothing and holds its configuration.
 func TestNullProcessor(t *testing.T) {
-	p, _, err := New(cpu.Default(), "null", smallConfig(16, 4))
+	p, err := NewNullProcessorOn(cpu.Default(), smallConfig(16, 4))
 	require.NoError(t, err)
 	require.Equal(t, 16, p.OutputSamples())
 	require.NoError(t, p.Prepare())

@@ -36,7 +36,7 @@ type CPUProcessor struct {
 	prepared bool
 	closed   atomic.Bool
 	claim    engine.Claim // refuses Close while an engine runs the processor
-	alone    standalone   // vortex's next outside an engine (bind.go)
+	alone    standalone   // vortex's next outside an engine (standalone.go)
 }
 
 // cpuState is everything one configuration needs, immutable once built

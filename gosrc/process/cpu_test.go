@@ -390,36 +390,17 @@ func TestCPUProcessorErrors(t *testing.T) {
 }
 
 func TestNewAndCloseWhileClaimed(t *testing.T) {
-	tests := []struct {
-		name string
-		kind string
-		want error
-	}{
-		{"cpu", "cpu", nil},
-		{"cuda on the cpu device", "cuda", backend.ErrInvalid},
-		{"unknown kind", "tpu", backend.ErrInvalid},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p, name, err := New(cpu.Default(), tc.kind, smallConfig(64, 8))
-			if tc.want != nil {
-				require.ErrorIs(t, err, tc.want)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, "CPUProcessor", name)
-			cp := p.(*CPUProcessor)
-			require.NoError(t, cp.Prepare())
-			claims := cp.Claims()
-			require.NoError(t, claims[0].Take())
-			err = cp.Close()
-			require.ErrorIs(t, err, backend.ErrInUse)
-			require.ErrorContains(t, err, "CPUProcessor")
-			claims[0].Drop()
-			require.NoError(t, cp.Close())
-			require.ErrorIs(t, cp.Close(), backend.ErrClosed, "a second Close reports the closed processor")
-		})
-	}
+	p, err := NewCPUProcessorOn(cpu.Default(), smallConfig(64, 8))
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	claims := p.Claims()
+	require.NoError(t, claims[0].Take())
+	err = p.Close()
+	require.ErrorIs(t, err, backend.ErrInUse)
+	require.ErrorContains(t, err, "CPUProcessor")
+	claims[0].Drop()
+	require.NoError(t, p.Close())
+	require.ErrorIs(t, p.Close(), backend.ErrClosed, "a second Close reports the closed processor")
 }
 
 func TestCPUProcessorAppendHistoryFalse(t *testing.T) {

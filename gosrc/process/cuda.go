@@ -68,7 +68,7 @@ type CUDAProcessor struct {
 	prepared bool
 	closed   atomic.Bool
 	claim    engine.Claim // refuses Close while an engine runs the processor
-	alone    standalone   // vortex's next outside an engine (bind.go)
+	alone    standalone   // vortex's next outside an engine (standalone.go)
 	// cuFFTOnly makes every length use cuFFT, for tests and benchmarks
 	// that compare the one-pass kernels with it; set before Prepare.
 	cuFFTOnly bool

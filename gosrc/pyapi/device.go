@@ -15,7 +15,7 @@ type Device struct{ d backend.Device }
 
 // CUDAStatus is whether CUDA is available, why not and how many devices
 // there are, as one JSON record (devices.CUDAStatus).
-func CUDAStatus() string { return devices.CUDAStatus() }
+func CUDAStatus() string { return encodeJSON(devices.CUDAStatus()) }
 
 // GetDevice returns the device for spec: "cpu", "cuda", "cuda:N" or "auto".
 func GetDevice(spec string) (*Device, error) {
@@ -25,7 +25,10 @@ func GetDevice(spec string) (*Device, error) {
 
 // Info describes the device as one JSON record (devices.Info): kind,
 // ordinal, name, compute capability, stream priority range and memory.
-func (d *Device) Info() (string, error) { return tagged(devices.Describe(d.d)) }
+func (d *Device) Info() (string, error) {
+	in, err := devices.Describe(d.d)
+	return encodeJSON(in), tag(err)
+}
 
 // Synchronize blocks until all work on the device is done (GIL released).
 func (d *Device) Synchronize() error { return tag(d.d.Synchronize()) }
@@ -77,7 +80,7 @@ func SetMemoryBudget(deviceBytes, pinnedBytes int) error {
 
 // MemoryUsage is the process budget's usage as one JSON record
 // (memory.Usage.JSON).
-func MemoryUsage() string { return memory.Process().Usage().JSON() }
+func MemoryUsage() string { return encodeJSON(memory.Process().Usage()) }
 
 // ResetMemoryPeak sets the peak usage to the current usage.
 func ResetMemoryPeak() { memory.Process().ResetPeak() }

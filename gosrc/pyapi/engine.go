@@ -3,9 +3,7 @@ package pyapi
 import (
 	"time"
 
-	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
 // The engine's binding (python/vortexgo/engine/): one typed method per
@@ -17,10 +15,10 @@ import (
 type EngineConfig struct{ c engine.Config }
 
 // NewEngineConfig reads engine.Config's fields from a JSON record
-// (backend.DecodeRecord; DispatchSpin in nanoseconds).
+// (decodeRecord; DispatchSpin in nanoseconds).
 func NewEngineConfig(config string) (*EngineConfig, error) {
 	c := &EngineConfig{}
-	return tagged(c, backend.DecodeRecord("EngineConfig", config, &c.c))
+	return tagged(c, decodeRecord("EngineConfig", config, &c.c))
 }
 
 // Link adds stage s (an acquisition, processor, formatter or endpoint) as
@@ -95,18 +93,7 @@ func (e *Engine) Own() error { return tag(e.e.Own()) }
 
 // SetScanQueue sets the queue the next session plays
 // (engine.Engine.SetScanQueue): an InUseError while a session runs.
-func (e *Engine) SetScanQueue(q *Object) error {
-	var sq *scan.ScanQueue
-	switch v := q.obj.(type) {
-	case *scan.ScanQueue:
-		sq = v
-	case interface{ Queue() *scan.ScanQueue }:
-		sq = v.Queue()
-	default:
-		return tag(badArg("engine.scan_queue: a %T, expected a ScanQueue", q.obj))
-	}
-	return tag(e.e.SetScanQueue(sq))
-}
+func (e *Engine) SetScanQueue(q *ScanQueue) error { return tag(e.e.SetScanQueue(q.q)) }
 
 // SetJobEvents makes the next sessions post a job event per block
 // (engine.Engine.SetJobEvents).

@@ -19,17 +19,29 @@ import (
 // Status: 0 = ok (or "not ready" for queries), 1 = ready, -1 = failed; on
 // -1 the Python layer repeats the call through the method path (StreamOp,
 // ArrayOp), which raises the full error. On CUDA python/vortexgo/_fastcall.c
-// skips Go (gosrc/cuda/fastpath.h, the ids of FastID); these functions
-// serve the CPU backend and installs without that extension.
+// skips Go: the shim's C fast path (gosrc/cuda/fastpath.h) reads the
+// streams and events that handles publishes (newStream, newEvent), by the
+// same ids; these functions serve the CPU backend, borrowed streams and
+// installs without that extension.
 
 // FastAPI is the address of the C fast path's function table (fastpath.h),
-// read once by python/vortexgo/_fastcall.c at import.
-func FastAPI() int { return int(cuda.FastAPI()) }
+// read once by python/vortexgo/_fastcall.c at import; the fast path then
+// reads handles' C-visible table.
+func FastAPI() int { return int(cuda.FastAPI(handles.Table())) }
 
-// handles is the one registry shared by the fast path and the method path
+// handles is the one registry shared by the fast paths and the method path
 // (gosrc/handle): a wrapper's ID is generation-tagged, so an ID kept after
 // close never names another object (the old int table reused freed ids).
+// Owned and adopted CUDA streams and events are also published in its
+// C-visible table (handle.RegisterNative), which the C fast path reads.
 var handles handle.Registry
+
+// native is x's entry for the C-visible table, nil where C cannot call it
+// (CPU objects).
+func native(x any) handle.Native {
+	n, _ := x.(handle.Native)
+	return n
+}
 
 // The stream and event operations (python/vortexgo/_stream.py mirrors the
 // codes): the first four name a stream, all but the queries and syncs of a

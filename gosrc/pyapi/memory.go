@@ -175,7 +175,7 @@ func (t *Tensor) Resize(owner int, shape, dtype string) error {
 // after Close): the view stays valid across Resize and Close.
 func (t *Tensor) View() (*Lease, error) {
 	v, err := t.t.View()
-	return newLease(v.Borrow, err, v.Info().JSON())
+	return newLease(v.Borrow, err, tensorInfoJSON(v.Info()))
 }
 
 // Ptr is the current address; a ClosedError after Close.
@@ -186,7 +186,15 @@ func (t *Tensor) Ptr() (int, error) {
 
 // Info is the shape, dtype, size and closed state as one JSON record
 // (memory.TensorInfo).
-func (t *Tensor) Info() string { return t.t.Info().JSON() }
+func (t *Tensor) Info() string { return tensorInfoJSON(t.t.Info()) }
+
+// tensorInfoJSON is the info as JSON, a 0-d tensor's shape [] (not null).
+func tensorInfoJSON(i memory.TensorInfo) string {
+	if i.Shape == nil {
+		i.Shape = []int{}
+	}
+	return encodeJSON(i)
+}
 
 // SetReady records the ready event on s after the last write.
 func (t *Tensor) SetReady(s *Stream) error { return tag(onStream(s, t.t.SetReady)) }

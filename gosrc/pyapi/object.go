@@ -7,8 +7,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
 	"github.com/vortexgo/vortexgo/gosrc/hostmem"
-	"github.com/vortexgo/vortexgo/gosrc/scan"
-	"github.com/vortexgo/vortexgo/gosrc/storage"
 )
 
 // Object is embedded first in every wrapper of a core object that Python
@@ -26,15 +24,6 @@ func owner(obj any) Object { return Object{obj: obj, id: handles.Register(obj)} 
 
 // ID is the object's registry id (0 when none is borrowed from it).
 func (o *Object) ID() int { return int(o.id) }
-
-// FastID is the object's id in the C fast path (a CUDA stream's or
-// event's; 0: none, use ID's path).
-func (o *Object) FastID() int {
-	if f, ok := o.obj.(interface{ FastID() int64 }); ok {
-		return int(f.FastID())
-	}
-	return 0
-}
 
 // Close closes the core object (a no-op for one that holds nothing). A
 // registered one's id, with every id borrowed from it, goes first, so no
@@ -61,21 +50,6 @@ func (o *Object) Record(dst, n int) (int, error) {
 		return 0, tag(badArg("%T has no record", o.obj))
 	}
 	return hostmem.Record(dst, n, r.Record()...), nil
-}
-
-// NewObject builds a core object that Python drives by named operations
-// (Do) from its kind and JSON config record, through its core package's
-// constructor (one case per package).
-func NewObject(pkg, kind, record string) (*Object, error) {
-	var obj any
-	err := badArg("package %q, expected scan or storage", pkg)
-	switch pkg {
-	case "scan":
-		obj, err = scan.New(kind, record)
-	case "storage": // kind: the dtype; no record
-		obj, err = storage.New(kind)
-	}
-	return tagged(&Object{obj: obj}, err)
 }
 
 // Do runs the core object's operation op (its Do method documents them):

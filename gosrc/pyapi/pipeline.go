@@ -34,7 +34,7 @@ func build[C, T any](dev *Device, purpose, options string, newT func(backend.Dev
 	var c C
 	d, err := charged(dev, purpose)
 	if err == nil {
-		err = backend.DecodeRecord(fmt.Sprintf("%T", c), options, &c)
+		err = decodeRecord(fmt.Sprintf("%T", c), options, &c)
 	}
 	if err != nil {
 		var zero T
@@ -61,8 +61,7 @@ func NewStageOp(kind int, name string, words, n int) (*StageOp, error) {
 }
 
 // TripleBuffer is three buffers rotating through upload, process and
-// download (pipeline.TripleBuffer); its Record is the three slot states
-// and the round.
+// download (pipeline.TripleBuffer); Info writes its TRIPLE_BUFFER record.
 type TripleBuffer struct {
 	Object
 	tb *pipeline.TripleBuffer
@@ -102,10 +101,20 @@ func (t *TripleBuffer) Advance() int { return int(t.tb.Advance()) }
 // Reset returns every slot to Free and the rotation to round 0.
 func (t *TripleBuffer) Reset() { t.tb.Reset() }
 
+// tripleBufferRecord is the three slot states (pipeline.BufferState) and
+// the round (TRIPLE_BUFFER).
+type tripleBufferRecord struct{ Slot0, Slot1, Slot2, Round int64 }
+
+// Info writes the TRIPLE_BUFFER record into the caller's n bytes at dst.
+func (t *TripleBuffer) Info(dst, n int) (int, error) {
+	s := t.tb.States()
+	return putRecord(dst, n, &tripleBufferRecord{int64(s[0]), int64(s[1]), int64(s[2]), int64(t.tb.Round())})
+}
+
 // AsyncCoordinator queues uploads, compute and downloads on three streams
 // ordered by events (pipeline.AsyncCoordinator). It is registered: closing
-// it makes its streams' wrappers and its id stale. Its Record is pending
-// ops, dropped reports, the last op id and 1 when the roles share a stream.
+// it makes its streams' wrappers and its id stale. Info writes its
+// COORDINATOR record.
 type AsyncCoordinator struct {
 	Object
 	c       *pipeline.AsyncCoordinator
@@ -224,9 +233,22 @@ func (a *AsyncCoordinator) Stream(i int) (*Stream, error) {
 // BookkeepingNs is the per-op cost in Go alone (pipeline.BookkeepingNs).
 func (a *AsyncCoordinator) BookkeepingNs(n int) (float64, error) { return tagged(a.c.BookkeepingNs(n)) }
 
+// coordinatorRecord is pending ops, dropped reports, the last op id and 1
+// when the roles share one stream (COORDINATOR).
+type coordinatorRecord struct{ Pending, Dropped, LastID, Sequential int64 }
+
+// Info writes the COORDINATOR record into the caller's n bytes at dst.
+func (a *AsyncCoordinator) Info(dst, n int) (int, error) {
+	var seq int64
+	if a.c.Sequential() {
+		seq = 1
+	}
+	return putRecord(dst, n, &coordinatorRecord{int64(a.c.Pending()), int64(a.c.Dropped()), int64(a.c.LastID()), seq})
+}
+
 // PipelineManager runs named stages in a set order per iteration
-// (pipeline.PipelineStageManager); its Record is the statistics
-// (pipeline.PipelineStageManager.Record).
+// (pipeline.PipelineStageManager); Stats and StageStats write its
+// statistics (PIPELINE_STATS, STAGE_STATS).
 type PipelineManager struct {
 	Object
 	m   *pipeline.PipelineStageManager
@@ -255,11 +277,18 @@ func (p *PipelineManager) NewBuffer(size, versions int) (int, error) {
 	return tagged(p.m.NewBuffer(size, versions))
 }
 
-// Buffer writes version v of logical buffer i as a record
-// (pipeline.PipelineStageManager.BufferRecord).
+// pipelineBufferRecord is one version of a logical buffer: its address,
+// its size in bytes and the buffer's number of versions (PIPELINE_BUFFER).
+type pipelineBufferRecord struct{ Ptr, Size, Versions int64 }
+
+// Buffer writes version v of logical buffer i as a PIPELINE_BUFFER record.
 func (p *PipelineManager) Buffer(i, v, dst, n int) (int, error) {
-	rec, err := p.m.BufferRecord(i, v)
-	return hostmem.Record(dst, n, rec...), tag(err)
+	b, err := p.m.Buffer(i, v)
+	if err != nil {
+		return 0, tag(err)
+	}
+	versions, _, _ := p.m.BufferInfo(i)
+	return putRecord(dst, n, &pipelineBufferRecord{int64(b.Ptr()), int64(b.Size()), int64(versions)})
 }
 
 // Borrow leases version v of logical buffer i (one NewBuffer allocated):
@@ -287,14 +316,49 @@ func (p *PipelineManager) ExecuteIterations(n int) error { return tag(p.m.Execut
 // ResetStats clears the statistics.
 func (p *PipelineManager) ResetStats() { p.m.ResetStats() }
 
+// pipelineStatsRecord is pipeline.PipelineStats after the iterations
+// issued so far, without its stages (PIPELINE_STATS).
+type pipelineStatsRecord struct {
+	Issued, Iterations                                             int64
+	AvgIterationMs, Throughput, GPUUtilization, HostUsPerIteration float64
+	GraphIterations                                                int64
+	GraphHostUsPerIteration                                        float64
+	InFlight, Stages                                               int64
+}
+
+// stageStatsRecord is one stage's pipeline.StageStats (STAGE_STATS).
+type stageStatsRecord struct {
+	Runs           int64
+	AvgMs, TotalMs float64
+}
+
+// Stats writes the PIPELINE_STATS record into the caller's n bytes at dst.
+func (p *PipelineManager) Stats(dst, n int) (int, error) {
+	issued, s := p.m.Iteration(), p.m.GetStats()
+	return putRecord(dst, n, &pipelineStatsRecord{int64(issued), int64(s.Iterations), s.AvgIterationMs, s.Throughput,
+		s.GPUUtilization, s.HostUsPerIteration, int64(s.GraphIterations), s.GraphHostUsPerIteration, int64(s.InFlight),
+		int64(len(s.Stages))})
+}
+
+// StageStats writes one STAGE_STATS record per stage, in stage order,
+// into the caller's n bytes at dst (putRecords).
+func (p *PipelineManager) StageStats(dst, n int) (int, error) {
+	st := p.m.GetStats().Stages
+	rows := make([]stageStatsRecord, len(st))
+	for i, s := range st {
+		rows[i] = stageStatsRecord{int64(s.Runs), s.AvgMs, s.TotalMs}
+	}
+	return putRecords(dst, n, rows)
+}
+
 // Capture records n iterations (0: one buffer cycle) into a graph.
 func (p *PipelineManager) Capture(n int) (*PipelineGraph, error) {
 	g, err := p.m.CaptureIterations(n)
 	return tagged(&PipelineGraph{Object: Object{obj: g}, g: g}, err)
 }
 
-// PipelineGraph is a captured cycle of iterations; its Record is the
-// iterations one replay runs and the graph's nodes.
+// PipelineGraph is a captured cycle of iterations; Info writes its
+// PIPELINE_GRAPH record.
 type PipelineGraph struct {
 	Object
 	g *pipeline.PipelineGraph
@@ -302,6 +366,27 @@ type PipelineGraph struct {
 
 // ReplayN replays the graph n times.
 func (g *PipelineGraph) ReplayN(n int) error { return tag(g.g.ReplayN(n)) }
+
+// pipelineGraphRecord is the iterations one replay runs and the graph's
+// nodes (PIPELINE_GRAPH).
+type pipelineGraphRecord struct{ Iterations, Nodes int64 }
+
+// Info writes the PIPELINE_GRAPH record into the caller's n bytes at dst.
+func (g *PipelineGraph) Info(dst, n int) (int, error) {
+	return putRecord(dst, n, &pipelineGraphRecord{int64(g.g.Iterations()), int64(g.g.Nodes())})
+}
+
+// stepReportRecord is pipeline.StepReport (STEP_REPORT).
+type stepReportRecord struct{ Round, Upload, Compute, Download, DownloadedRound int64 }
+
+// readbackStatsRecord is pipeline.ReadbackStats (READBACK_STATS).
+type readbackStatsRecord struct{ Total, Free, Held, Retiring int64 }
+
+// Stats writes the READBACK_STATS record into the caller's n bytes at dst.
+func (r *Readback) Stats(dst, n int) (int, error) {
+	s := r.r.Stats()
+	return putRecord(dst, n, &readbackStatsRecord{int64(s.Total), int64(s.Free), int64(s.Held), int64(s.Retiring)})
+}
 
 // ManagedContext is one device's coordinator plus the triple buffers and
 // pipeline managers it created and closes (pipeline.ManagedGpuContext).
@@ -345,16 +430,20 @@ func (x *ManagedContext) CreatePipelineManager() (*PipelineManager, error) {
 }
 
 // TripleBufferedStep runs one round of tb (pipeline.TripleBufferedStep)
-// and writes round, upload, compute, download, downloaded_round as a record.
+// and writes its STEP_REPORT record into the caller's nrec bytes at rec.
 func (x *ManagedContext) TripleBufferedStep(tb *TripleBuffer, srcPtr, srcLen, dstPtr, dstLen, n int, op *StageOp, rec, nrec int) (int, error) {
 	r, err := x.x.TripleBufferedStep(tb.tb, pipeline.StepIO{Src: pipeline.HostMem{Ptr: uintptr(srcPtr), Len: srcLen},
 		Dst: pipeline.HostMem{Ptr: uintptr(dstPtr), Len: dstLen}, N: n, Op: op.op})
-	return hostmem.Record(rec, nrec, r.Record()...), tag(err)
+	if err != nil {
+		return 0, tag(err)
+	}
+	return putRecord(rec, nrec, &stepReportRecord{int64(r.Round), int64(r.Upload), int64(r.Compute), int64(r.Download),
+		int64(r.DownloadedRound)})
 }
 
 // Readback copies device memory into pooled pinned buffers asynchronously
 // (pipeline.Readback); its buffers are charged to the budget as "readback".
-// Its Record is total, free, held and retiring buffers.
+// Stats writes its READBACK_STATS record.
 type Readback struct {
 	Object // registered when it owns its stream
 	r      *pipeline.Readback
@@ -436,7 +525,7 @@ func NewBufferPool(dev *Device, config string) (*BufferPool, error) {
 	var c memory.PoolConfig
 	a, err := memory.AllocatorFor(dev.d, "buffer_pool")
 	if err == nil {
-		err = backend.DecodeRecord("BufferPool", config, &c)
+		err = decodeRecord("BufferPool", config, &c)
 	}
 	if err != nil {
 		return nil, tag(err)

@@ -37,11 +37,11 @@ func TestClosedCoordinatorIDIsDead(t *testing.T) {
 		_, err = streams[i].Handle()
 		require.ErrorContains(t, err, "ClosedError: ")
 	}
-	info := make([]float64, 4)
-	n, err := fresh.Record(addr(info), len(info))
+	info := make([]int64, 4)
+	n, err := fresh.Info(addr(info), 8*len(info))
 	require.NoError(t, err)
-	require.Equal(t, 4, n)
-	require.Equal(t, []float64{0, 0, 0, 0}, info, "nothing was queued on the fresh coordinator")
+	require.Equal(t, 32, n)
+	require.Equal(t, []int64{0, 0, 0, 0}, info, "nothing was queued on the fresh coordinator")
 }
 
 // TestPollRecords: Poll writes fixed-size records, keeps what does not
@@ -91,7 +91,7 @@ func TestObjectRecordAndConfigRecords(t *testing.T) {
 	require.Equal(t, []int64{2, 2, 0, 0}, rec, "allocated, free, pending, in use")
 	require.NoError(t, p.Close())
 
-	f, err := NewStage("format", "FormatPlanner", `{"Shape": [2, 4]}`)
+	f, err := NewFormatPlanner(`{"Shape": [2, 4]}`)
 	require.NoError(t, err)
 	_, err = f.Record(addr(rec), len(rec)/2)
 	require.ErrorContains(t, err, "ValueError: ", "a formatter has no record")

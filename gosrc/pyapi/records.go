@@ -28,6 +28,20 @@ type recordType struct {
 // records is every state record that crosses the boundary.
 var records = []recordType{
 	{"POOL_STATS", poolStatsRecord{}},
+	{"TRIPLE_BUFFER", tripleBufferRecord{}},
+	{"COORDINATOR", coordinatorRecord{}},
+	{"PIPELINE_BUFFER", pipelineBufferRecord{}},
+	{"PIPELINE_STATS", pipelineStatsRecord{}},
+	{"STAGE_STATS", stageStatsRecord{}},
+	{"PIPELINE_GRAPH", pipelineGraphRecord{}},
+	{"STEP_REPORT", stepReportRecord{}},
+	{"READBACK_STATS", readbackStatsRecord{}},
+	{"STACK_STATE", stackStateRecord{}},
+	{"HDF5_STACK_STATE", hdf5StackStateRecord{}},
+	{"STREAM_STATE", streamStateRecord{}},
+	{"BLOCK_ENDPOINT", blockEndpointRecord{}},
+	{"SIM_IO_STATE", simIOStateRecord{}},
+	{"SIM_IO_WINDOW", simIOWindowRecord{}},
 	{"ENGINE_STATUS", engineStatusRecord{}},
 	{"ENGINE_TIMINGS", engineTimingsRecord{}},
 }
@@ -43,6 +57,22 @@ func putRecord[T any](dst, n int, rec *T) (int, error) {
 			return size, tag(err)
 		}
 		copy(out, unsafe.Slice((*byte)(unsafe.Pointer(rec)), size))
+	}
+	return size, nil
+}
+
+// putRecords writes rows, one record after another, into the caller's n
+// bytes at dst when they hold them all, and returns their size in bytes
+// either way.
+func putRecords[T any](dst, n int, rows []T) (int, error) {
+	var zero T
+	size := len(rows) * int(unsafe.Sizeof(zero))
+	if size > 0 && n >= size {
+		out, err := hostmem.Span[byte](dst, size)
+		if err != nil {
+			return size, tag(err)
+		}
+		copy(out, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(rows))), size))
 	}
 	return size, nil
 }

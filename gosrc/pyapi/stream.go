@@ -27,19 +27,24 @@ type Stream struct {
 	borrowed bool // its owner (an endpoint, a coordinator) destroys s
 }
 
-// newStream registers s as owned (closing the wrapper destroys it), or
-// passes err on.
+// newStream registers s as owned (closing the wrapper destroys it, or
+// forgets an adopted one), or passes err on. A CUDA stream is published
+// for the C fast path: the wrapper lives exactly as long as its native
+// stream, and Close releases the id (waiting for C calls) before it
+// destroys the stream.
 func newStream(s backend.Stream, err error) (*Stream, error) {
 	if err != nil {
 		return nil, tag(err)
 	}
 	st := &Stream{s: s}
-	st.Object = Object{obj: s, id: handles.Register(st)}
+	st.Object = Object{obj: s, id: handles.RegisterNative(st, native(s))}
 	return st, nil
 }
 
 // borrowStream registers s as borrowed from owner: releasing owner's id
-// makes every method of the result fail with a ClosedError.
+// makes every method of the result fail with a ClosedError. It is not
+// published for the C fast path, which knows no owners: its calls take the
+// Go paths, which check the owner on every call.
 func borrowStream(owner handle.ID, s backend.Stream) (*Stream, error) {
 	st := &Stream{s: s, borrowed: true}
 	id, err := handles.Borrow(owner, st)
@@ -57,15 +62,6 @@ func (s *Stream) do(f func() error) error { return tag(checked("stream", s.id, f
 // argument of another object's method; gopy never passes None as nil).
 func onStream(s *Stream, f func(backend.Stream) error) error {
 	return checked("stream", s.id, func() error { return f(s.s) })
-}
-
-// FastID is Object.FastID, 0 for a borrowed stream: only the registry
-// knows when its owner closed.
-func (s *Stream) FastID() int {
-	if s.borrowed {
-		return 0
-	}
-	return s.Object.FastID()
 }
 
 // Handle is the native stream handle (CUstream) as an int.
@@ -95,7 +91,8 @@ func (s *Stream) EndCapture() (*Graph, error) {
 }
 
 // Close releases the stream: its id (and every id borrowed from it) stops
-// naming it first. Closing a borrowed stream only forgets the wrapper.
+// naming it first, on every path, and no C fast call holds it once the
+// release returns. Closing a borrowed stream only forgets the wrapper.
 func (s *Stream) Close() error {
 	if err := handles.Close("stream", s.id); err != nil || s.borrowed {
 		return tag(err)
@@ -114,7 +111,7 @@ func newEvent(e backend.Event, err error) (*Event, error) {
 		return nil, tag(err)
 	}
 	ev := &Event{e: e}
-	ev.Object = Object{obj: e, id: handles.Register(ev)}
+	ev.Object = Object{obj: e, id: handles.RegisterNative(ev, native(e))} // Object.Close releases the id first
 	return ev, nil
 }
 

@@ -52,6 +52,9 @@ func NewSequentialPattern() SequentialPattern { return SequentialPattern{Flags: 
 // ToPattern is vortex's to_pattern: the segments of one scan from the
 // waypoints of one volume (each Samples x channels, row-major).
 func (p SequentialPattern) ToPattern(waypoints [][]float64, channels int) ([]Segment, error) {
+	if err := checkPatternChannels(channels); err != nil {
+		return nil, err
+	}
 	spv := len(waypoints)
 	if spv == 0 {
 		return nil, backend.Invalidf("waypoints: no segments, expected at least one")
@@ -178,6 +181,9 @@ func (p RepeatedPattern) validate(cls string) error {
 // ToPattern is vortex's to_pattern: the segments of one scan from the
 // waypoints of one volume.
 func (p RepeatedPattern) ToPattern(waypoints [][]float64, channels int) ([]Segment, error) {
+	if err := checkPatternChannels(channels); err != nil {
+		return nil, err
+	}
 	if err := p.validate("RepeatedPattern"); err != nil {
 		return nil, err
 	}
@@ -225,6 +231,13 @@ func (p RepeatedPattern) ToPattern(waypoints [][]float64, channels int) ([]Segme
 		}
 	}
 	return segments, nil
+}
+
+func checkPatternChannels(channels int) error {
+	if channels < 1 || channels > maxChannels {
+		return backend.Invalidf("to_pattern: %d channels, expected in [1, %d]", channels, maxChannels)
+	}
+	return nil
 }
 
 // boundPattern refuses, before allocating, a pattern of more than

@@ -100,13 +100,25 @@ type ScanQueue struct {
 // first scan starts from the origin at rest).
 func NewScanQueue() *ScanQueue { return &ScanQueue{includeStart: true} }
 
-// NewScanQueueAt is vortex's ScanQueue(sample, position, velocity).
-func NewScanQueueAt(sample int64, position, velocity []float64) *ScanQueue {
+// NewScanQueueAt is vortex's ScanQueue(sample, position, velocity): one
+// value per channel each.
+func NewScanQueueAt(sample int64, position, velocity []float64) (*ScanQueue, error) {
+	if err := checkState("ScanQueue", position, velocity); err != nil {
+		return nil, err
+	}
 	q := NewScanQueue()
 	q.lastSample = sample
 	q.lastPos = append([]float64(nil), position...)
 	q.lastVel = append([]float64(nil), velocity...)
-	return q
+	return q, nil
+}
+
+// checkState checks a (position, velocity) state of one value per channel.
+func checkState(what string, position, velocity []float64) error {
+	if len(position) != len(velocity) || len(position) > maxChannels {
+		return backend.Invalidf("%s: position of %d values and velocity of %d, expected one per channel each", what, len(position), len(velocity))
+	}
+	return nil
 }
 
 // ScanBoundary is the default marker a queued scan starts with (vortex's
@@ -215,10 +227,14 @@ func (q *ScanQueue) Reset() {
 }
 
 // ResetAt clears the queue and restarts it at sample in the given state
-// (vortex's reset(sample, position, velocity)). It is refused with
+// (vortex's reset(sample, position, velocity); one value per channel
+// each). It is refused with
 // backend.ErrInUse while an engine plays the queue: the sample is the
 // engine's stream position then, which cannot be moved (see Reset).
 func (q *ScanQueue) ResetAt(sample int64, position, velocity []float64) error {
+	if err := checkState("ScanQueue.reset", position, velocity); err != nil {
+		return err
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.player != nil {
@@ -314,7 +330,10 @@ func (q *ScanQueue) emit(e QueueEvent) {
 // InactiveLines once). It returns the samples that came from scans and
 // the samples written.
 func (q *ScanQueue) Generate(markers *[]marker.Marker, buf []float64, channels, n int, zeroOrderHold bool) (scanSamples, released int, err error) {
-	if channels < 1 || n < 0 || len(buf) < n*channels {
+	if channels < 1 || channels > maxChannels {
+		return 0, 0, backend.Invalidf("ScanQueue.generate: %d channels, expected in [1, %d]", channels, maxChannels)
+	}
+	if n < 0 || len(buf) < n*channels {
 		return 0, 0, backend.Invalidf("scan_queue.generate: buffer of %d values for %d samples of %d channels, expected at least %d", len(buf), n, channels, max(n, 0)*max(channels, 0))
 	}
 	q.mu.Lock()

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/claim"
 )
 
 // BroctScan is vortex's broct_scan_t, the scan type in a BROCT header.
@@ -56,26 +56,26 @@ const maxBroctBscans = 1 << 24
 // Validate checks the configuration, naming the offending field.
 func (c BroctStorageConfig) Validate() error {
 	if c.Path == "" {
-		return engine.Invalid(`BroctStorageConfig.Path: "", expected a file path`)
+		return backend.Invalidf(`BroctStorageConfig.Path: "", expected a file path`)
 	}
 	for i, n := range c.Shape {
 		if n <= 0 || n > math.MaxInt32 {
-			return engine.Invalid("BroctStorageConfig.Shape[%d]: %d, expected 0 < n <= %d (shape is (bscans, ascans, samples); BROCT stores int32 sizes)",
+			return backend.Invalidf("BroctStorageConfig.Shape[%d]: %d, expected 0 < n <= %d (shape is (bscans, ascans, samples); BROCT stores int32 sizes)",
 				i, n, math.MaxInt32)
 		}
 	}
 	if c.Shape[0] > maxBroctBscans {
 		// The header lists every B-scan (4 bytes each) and is built in memory.
-		return engine.TooLarge("BroctStorageConfig.Shape[0]: %d B-scans, expected at most %d (the header maps each)", c.Shape[0], maxBroctBscans)
+		return backend.TooLargef("BroctStorageConfig.Shape[0]: %d B-scans, expected at most %d (the header maps each)", c.Shape[0], maxBroctBscans)
 	}
-	if n, ok := engine.MulSize(c.Shape[0], c.Shape[1], c.Shape[2]); !ok || n > MaxVolumeBytes {
-		return engine.TooLarge("BroctStorageConfig.Shape: %v is a volume of more than %d bytes, expected a smaller shape", c.Shape, MaxVolumeBytes)
+	if n, ok := backend.MulSize(c.Shape[0], c.Shape[1], c.Shape[2]); !ok || n > MaxVolumeBytes {
+		return backend.TooLargef("BroctStorageConfig.Shape: %v is a volume of more than %d bytes, expected a smaller shape", c.Shape, MaxVolumeBytes)
 	}
 	if c.ScanType < BroctRectangular || c.ScanType > BroctSpiral {
-		return engine.Invalid("BroctStorageConfig.ScanType: %d, expected 0 (rectangular) ... 10 (spiral)", c.ScanType)
+		return backend.Invalidf("BroctStorageConfig.ScanType: %d, expected 0 (rectangular) ... 10 (spiral)", c.ScanType)
 	}
 	if len(c.Notes) > math.MaxInt32 {
-		return engine.Invalid("BroctStorageConfig.Notes: %d bytes, expected at most %d", len(c.Notes), math.MaxInt32)
+		return backend.Invalidf("BroctStorageConfig.Notes: %d bytes, expected at most %d", len(c.Notes), math.MaxInt32)
 	}
 	return nil
 }
@@ -124,7 +124,7 @@ type BroctStorage struct {
 	id        fileID
 	gone      bool // another storage took the file over (supersede)
 
-	claim engine.Claim
+	claim claim.Claim
 }
 
 func (s *BroctStorage) inUse() bool { return s.claim.InUse() }
@@ -142,9 +142,9 @@ func (s *BroctStorage) supersede(string) {
 func NewBroctStorage() *BroctStorage { return &BroctStorage{} }
 
 // Claims reports the claim an engine takes while an endpoint writes here.
-func (s *BroctStorage) Claims() []*engine.Claim {
+func (s *BroctStorage) Claims() []*claim.Claim {
 	s.claim.Name("BroctStorage")
-	return []*engine.Claim{&s.claim}
+	return []*claim.Claim{&s.claim}
 }
 
 // Config returns the configuration of the open storage (zero when closed).
@@ -242,7 +242,7 @@ func (s *BroctStorage) WriteBroctVolume(data []byte) error {
 		return err
 	}
 	if int64(len(data)) != s.volumeBytes() {
-		return engine.Invalid("storage.BroctStorage.WriteVolume: data of %d bytes, expected %d (broct_volume_shape (%d, %d, %d) int8)",
+		return backend.Invalidf("storage.BroctStorage.WriteVolume: data of %d bytes, expected %d (broct_volume_shape (%d, %d, %d) int8)",
 			len(data), s.volumeBytes(), s.cfg.Shape[0], s.cfg.Shape[2], s.cfg.Shape[1])
 	}
 	if err := s.writeAt("WriteVolume", data, s.volumePos); err != nil {
@@ -265,7 +265,7 @@ func (s *BroctStorage) AdvanceVolume(allocate bool) error {
 
 func (s *BroctStorage) advance(allocate bool) error {
 	if s.volumePos > math.MaxInt64-2*s.volumeBytes() {
-		return engine.Invalid("storage.BroctStorage.AdvanceVolume: volume at byte %d, expected a file offset below 2^63", s.volumePos)
+		return backend.Invalidf("storage.BroctStorage.AdvanceVolume: volume at byte %d, expected a file offset below 2^63", s.volumePos)
 	}
 	s.volumePos += s.volumeBytes()
 	if allocate && s.farthest < s.volumePos {
@@ -284,10 +284,10 @@ func (s *BroctStorage) Seek(volume, bscan int) error {
 	}
 	maxVolume := int((math.MaxInt64-s.headerEnd)/s.volumeBytes() - 2)
 	if volume < 0 || volume > maxVolume {
-		return engine.Invalid("storage.BroctStorage.Seek: volume_index=%d, expected 0 <= volume_index <= %d", volume, maxVolume)
+		return backend.Invalidf("storage.BroctStorage.Seek: volume_index=%d, expected 0 <= volume_index <= %d", volume, maxVolume)
 	}
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
-		return engine.Invalid("storage.BroctStorage.Seek: bscan_index=%d, expected 0 <= bscan_index < %d", bscan, s.cfg.Shape[0])
+		return backend.Invalidf("storage.BroctStorage.Seek: bscan_index=%d, expected 0 <= bscan_index < %d", bscan, s.cfg.Shape[0])
 	}
 	s.volumePos = s.headerEnd + int64(volume)*s.volumeBytes()
 	return nil
@@ -319,7 +319,7 @@ func (s *BroctStorage) WriteVolume(data []byte) error {
 		return err
 	}
 	if int64(len(data)) != s.volumeBytes() {
-		return engine.Invalid("storage.BroctStorage.WriteVolume: data of %d bytes, expected %d (shape %v int8)", len(data), s.volumeBytes(), s.cfg.Shape)
+		return backend.Invalidf("storage.BroctStorage.WriteVolume: data of %d bytes, expected %d (shape %v int8)", len(data), s.volumeBytes(), s.cfg.Shape)
 	}
 	if err := s.writeMulti(0, s.transposed(data)); err != nil {
 		return err
@@ -375,14 +375,14 @@ func (s *BroctStorage) WriteStackAscans(bscan, ascan int, data []byte) error {
 	}
 	a, n := s.cfg.Shape[1], s.cfg.Shape[2]
 	if len(data) == 0 || len(data)%n != 0 {
-		return engine.Invalid("storage.BroctStorage.WritePartialBscan: data of %d bytes, expected whole A-scans of %d int8 samples", len(data), n)
+		return backend.Invalidf("storage.BroctStorage.WritePartialBscan: data of %d bytes, expected whole A-scans of %d int8 samples", len(data), n)
 	}
 	count := len(data) / n
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
-		return engine.Invalid("storage.BroctStorage.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, s.cfg.Shape[0])
+		return backend.Invalidf("storage.BroctStorage.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, s.cfg.Shape[0])
 	}
 	if ascan < 0 || ascan+count > a {
-		return engine.Invalid("storage.BroctStorage.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d",
+		return backend.Invalidf("storage.BroctStorage.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d",
 			ascan, count, a)
 	}
 	if cap(s.scratch) < count {
@@ -423,19 +423,4 @@ func (s *BroctStorage) Close() error {
 		s.f = nil
 		return errors.Join(errs...)
 	})
-}
-
-// Record is the storage's state for bindings: open (0 closed, 1 open, 2
-// closed because another storage took its file over), then the whole
-// volumes in the file.
-func (s *BroctStorage) Record() []float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
-		if s.gone {
-			return []float64{2, 0}
-		}
-		return []float64{0, 0}
-	}
-	return []float64{1, float64((s.farthest - s.headerEnd) / s.volumeBytes())}
 }

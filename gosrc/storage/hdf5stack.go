@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/claim"
 	"github.com/vortexgo/vortexgo/gosrc/storage/hdf5"
 )
 
@@ -52,10 +52,10 @@ func (c HDF5StackConfig) Validate() error {
 		return fmt.Errorf("HDF5StackConfig: %w", err)
 	}
 	if c.Header != HDF5HeaderEmpty && c.Header != HDF5HeaderMATLAB {
-		return engine.Invalid("HDF5StackConfig.Header: %d, expected 0 (Empty) or 1 (MATLAB)", c.Header)
+		return backend.Invalidf("HDF5StackConfig.Header: %d, expected 0 (Empty) or 1 (MATLAB)", c.Header)
 	}
 	if c.CompressionLevel < 0 || c.CompressionLevel > 9 {
-		return engine.Invalid("HDF5StackConfig.CompressionLevel: %d, expected 0 (none) to 9", c.CompressionLevel)
+		return backend.Invalidf("HDF5StackConfig.CompressionLevel: %d, expected 0 (none) to 9", c.CompressionLevel)
 	}
 	return nil
 }
@@ -102,7 +102,7 @@ type HDF5Stack struct {
 	frozen  bool      // HDF5 writes nothing since broken (reserver.freeze)
 	indexed bool      // a chunk was written: HDF5 made the chunk index
 
-	claim engine.Claim
+	claim claim.Claim
 }
 
 // NewHDF5StackNamed returns a closed stack of the element type named as
@@ -110,15 +110,15 @@ type HDF5Stack struct {
 func NewHDF5StackNamed(dtype string) (*HDF5Stack, error) {
 	e, ok := elemNamed(dtype)
 	if !ok {
-		return nil, engine.Invalid("storage.NewHDF5Stack: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
+		return nil, backend.Invalidf("storage.NewHDF5Stack: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
 	}
 	return &HDF5Stack{elem: e}, nil
 }
 
 // Claims reports the claim an engine takes while an endpoint writes here.
-func (h *HDF5Stack) Claims() []*engine.Claim {
+func (h *HDF5Stack) Claims() []*claim.Claim {
 	h.claim.Name("HDF5Stack")
-	return []*engine.Claim{&h.claim}
+	return []*claim.Claim{&h.claim}
 }
 
 // IsOpen reports whether a file is open (vortex's ready).
@@ -289,12 +289,12 @@ func (h *HDF5Stack) WriteMultiBscan(index int, data []byte) error {
 func (h *HDF5Stack) writeMulti(index int, data []byte) error {
 	bb := h.bscanBytes()
 	if len(data) == 0 || int64(len(data))%bb != 0 {
-		return engine.Invalid("storage.HDF5Stack.WriteMultiBscan: data of %d bytes, expected whole B-scans of %d bytes (%d ascans x %d samples x %d channels of %s)",
+		return backend.Invalidf("storage.HDF5Stack.WriteMultiBscan: data of %d bytes, expected whole B-scans of %d bytes (%d ascans x %d samples x %d channels of %s)",
 			len(data), bb, h.cfg.Shape[1], h.cfg.Shape[2], h.cfg.channels(), h.elem.name)
 	}
 	n := int(int64(len(data)) / bb)
 	if index < 0 || index >= h.cfg.Shape[0] || index+n > h.cfg.Shape[0] {
-		return engine.Invalid("storage.HDF5Stack.WriteMultiBscan: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
+		return backend.Invalidf("storage.HDF5Stack.WriteMultiBscan: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
 			index, n, h.cfg.Shape[0])
 	}
 	if err := h.resize(); err != nil {
@@ -317,15 +317,15 @@ func (h *HDF5Stack) WritePartialBscan(bscan, ascan int, data []byte) error {
 	}
 	ab := h.ascanBytes()
 	if len(data) == 0 || int64(len(data))%ab != 0 {
-		return engine.Invalid("storage.HDF5Stack.WritePartialBscan: data of %d bytes, expected whole A-scans of %d bytes (%d samples x %d channels of %s)",
+		return backend.Invalidf("storage.HDF5Stack.WritePartialBscan: data of %d bytes, expected whole A-scans of %d bytes (%d samples x %d channels of %s)",
 			len(data), ab, h.cfg.Shape[2], h.cfg.channels(), h.elem.name)
 	}
 	if bscan < 0 || bscan >= h.cfg.Shape[0] {
-		return engine.Invalid("storage.HDF5Stack.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, h.cfg.Shape[0])
+		return backend.Invalidf("storage.HDF5Stack.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, h.cfg.Shape[0])
 	}
 	n := int(int64(len(data)) / ab)
 	if ascan < 0 || ascan >= h.cfg.Shape[1] || ascan+n > h.cfg.Shape[1] {
-		return engine.Invalid("storage.HDF5Stack.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d (A-scans per B-scan)",
+		return backend.Invalidf("storage.HDF5Stack.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d (A-scans per B-scan)",
 			ascan, n, h.cfg.Shape[1])
 	}
 	if err := h.resize(); err != nil {
@@ -387,7 +387,7 @@ func (h *HDF5Stack) WriteVolume(data []byte) error {
 		return err
 	}
 	if int64(len(data)) != h.volumeBytes() {
-		return engine.Invalid("storage.HDF5Stack.WriteVolume: len(data)=%d, expected %d (shape %v x %d channels of %s)",
+		return backend.Invalidf("storage.HDF5Stack.WriteVolume: len(data)=%d, expected %d (shape %v x %d channels of %s)",
 			len(data), h.volumeBytes(), h.cfg.Shape, h.cfg.channels(), h.elem.name)
 	}
 	if err := h.writeMulti(0, data); err != nil {
@@ -419,61 +419,4 @@ func (h *HDF5Stack) Close() error {
 		}
 		return nil
 	})
-}
-
-// Record is the stack's state for bindings: open (0/1), volumes in the
-// dataset, the current volume.
-func (h *HDF5Stack) Record() []float64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.s == nil {
-		return []float64{0, 0, 0}
-	}
-	return []float64{1, float64(h.allocated), float64(h.volume)}
-}
-
-// Do runs a named operation: open (the HDF5StackConfig record), write
-// (as SimpleStack's: {Bscan, Ascan} with the caller's n bytes at dst) and
-// advance_volume ({Allocate}); library ({Library}: load it, returns its
-// version and path as JSON).
-func (h *HDF5Stack) Do(op string, args []byte, _ any, dst, n int) ([]byte, error) {
-	switch op {
-	case "open":
-		var c HDF5StackConfig
-		if err := backend.DecodeRecord("HDF5StackConfig", string(args), &c); err != nil {
-			return nil, err
-		}
-		return nil, h.Open(c)
-	case "library":
-		var a struct{ Library []string }
-		if err := decodeArgs("HDF5Stack", op, args, &a); err != nil {
-			return nil, err
-		}
-		v, err := hdf5.Load(a.Library...)
-		if err != nil {
-			return nil, err
-		}
-		return fmt.Appendf(nil, `{"Version": %q, "Path": %q}`, v, hdf5.Library()), nil
-	}
-	var a stackArgs
-	if err := decodeArgs("HDF5Stack", op, args, &a); err != nil {
-		return nil, err
-	}
-	if err := notWhileEngine(&h.claim, "HDF5Stack", a.Method); err != nil {
-		return nil, err
-	}
-	switch op {
-	case "write":
-		data, err := hostmemSpan(dst, n)
-		if err != nil {
-			return nil, err
-		}
-		if a.Bscan < 0 {
-			return nil, h.WriteMultiBscan(a.Ascan, data)
-		}
-		return nil, h.WritePartialBscan(a.Bscan, a.Ascan, data)
-	case "advance_volume":
-		return nil, h.AdvanceVolume(a.Allocate == nil || *a.Allocate)
-	}
-	return nil, backend.Invalidf("HDF5Stack: operation %q, expected open, library, write or advance_volume", op)
 }

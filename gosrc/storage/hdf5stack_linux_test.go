@@ -94,14 +94,14 @@ func TestHDF5StackDiskFull(t *testing.T) {
 			if tc.refused {
 				require.ErrorIs(t, err, syscall.EFBIG, "%v", err)
 				require.ErrorContains(t, err, "reserve")
-				require.Equal(t, []float64{1, 3, 3}, h.Record(), "3 volumes advanced past, the 4th not allocated")
+				require.Equal(t, HDF5State{StatusOpen, 3, 3}, h.State(), "3 volumes advanced past, the 4th not allocated")
 				require.False(t, h.frozen)
 				noFileSizeLimit(t)
 				require.NoError(t, h.WriteVolume(vol), "a refused volume can be written once there is room")
 			} else {
 				require.ErrorIs(t, err, hdf5.ErrCall, "%v", err)
 				require.True(t, h.frozen, "%v", err)
-				require.Equal(t, []float64{1, 4, 3}, h.Record(), "3 volumes advanced past, the 4th allocated")
+				require.Equal(t, HDF5State{StatusOpen, 4, 3}, h.State(), "3 volumes advanced past, the 4th allocated")
 				err = h.WriteVolume(vol)
 				require.ErrorIs(t, err, hdf5.ErrCall, "a broken stack refuses writes")
 				require.ErrorContains(t, err, "after a failed write")

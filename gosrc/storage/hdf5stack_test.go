@@ -38,7 +38,7 @@ func TestHDF5StackWrites(t *testing.T) {
 			require.NoError(t, h.WriteVolume(vol))
 			require.NoError(t, h.WritePartialBscan(1, 1, values(e, 2, 4*2)))
 			require.NoError(t, h.AdvanceVolume(true))
-			require.Equal(t, []float64{1, 3, 2}, h.Record(), "volume 1 written, volume 2 allocated")
+			require.Equal(t, HDF5State{StatusOpen, 3, 2}, h.State(), "volume 1 written, volume 2 allocated")
 			require.NoError(t, h.Close())
 			b, err := os.ReadFile(path)
 			require.NoError(t, err)

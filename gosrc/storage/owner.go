@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/internal/nowait"
 )
 
@@ -77,7 +76,7 @@ func writableKind(what, path string, m fs.FileMode) error {
 	if m.IsRegular() || m&fs.ModeCharDevice != 0 {
 		return nil
 	}
-	return engine.Invalid("%s: path=%q is %s, expected a regular file (or /dev/null to discard the data): "+
+	return backend.Invalidf("%s: path=%q is %s, expected a regular file (or /dev/null to discard the data): "+
 		"vortexgo storages write files they can seek in and that never wait for another process", what, path, fileKind(m))
 }
 

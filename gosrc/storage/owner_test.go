@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
 )
 
 // TestNewerStorageTakesTheFileOver: a second storage opening a file the
@@ -37,7 +38,7 @@ func TestNewerStorageTakesTheFileOver(t *testing.T) {
 			require.ErrorIs(t, old.WriteVolume(make([]byte, 60)), ErrSuperseded)
 			require.ErrorIs(t, old.AdvanceVolume(true), backend.ErrClosed)
 			require.False(t, old.IsOpen())
-			require.Equal(t, []float64{2, 3}, old.Record())
+			require.Equal(t, StackState{StatusSuperseded, 3}, old.State())
 			require.NoError(t, old.Close())
 			got, err := os.ReadFile(path)
 			require.NoError(t, err)
@@ -160,32 +161,35 @@ func TestNRRDFileIsWholeVolumes(t *testing.T) {
 	require.NoError(t, s.Close())
 }
 
-// TestUserCallsRefusedWhileAnEngineWrites: the bindings' write, seek and
+// TestUserCallsRefusedWhileAnEngineWrites: a user's write, seek and
 // advance_volume are refused with ErrInUse naming the method while an
-// engine holds the storage, and work again once it lets go.
+// engine holds the storage, and allowed again once it lets go.
 func TestUserCallsRefusedWhileAnEngineWrites(t *testing.T) {
 	s, err := NewSimpleStackNamed("int8")
 	require.NoError(t, err)
 	require.NoError(t, s.Open(SimpleStackConfig{Path: filepath.Join(t.TempDir(), "v"), Shape: [3]int{1, 1, 8}}))
-	buf := make([]byte, 8)
-	ptr := int(uintptr(unsafePointer(buf)))
-	tests := []struct{ op, args, method string }{
-		{"seek", `{"Volume": 0, "Method": "seek"}`, "seek"},
-		{"advance_volume", `{"Method": "advance_volume"}`, "advance_volume"},
-		{"write", `{"Bscan": -1, "Method": "write_volume"}`, "write_volume"},
+	st := NewStreamDump()
+	require.NoError(t, st.Open(StreamDumpConfig{Path: filepath.Join(t.TempDir(), "d"), Divisor: 1}))
+	tests := []struct {
+		what   string
+		claims engine.Claimer
+		check  func(string) error
+	}{
+		{"SimpleStack", s, s.CheckUserCall},
+		{"StreamDump", st, st.CheckUserCall},
 	}
-	cl := s.Claims()[0]
-	require.NoError(t, cl.Take())
 	for _, tt := range tests {
-		_, err := s.Do(tt.op, []byte(tt.args), nil, ptr, len(buf))
-		require.ErrorIs(t, err, backend.ErrInUse, tt.op)
-		require.Contains(t, err.Error(), "SimpleStack."+tt.method)
-		require.Contains(t, err.Error(), "stop the engine")
-	}
-	cl.Drop()
-	for _, tt := range tests {
-		_, err := s.Do(tt.op, []byte(tt.args), nil, ptr, len(buf))
-		require.NoError(t, err, tt.op)
+		cl := tt.claims.Claims()[0]
+		require.NoError(t, cl.Take())
+		for _, method := range []string{"seek", "advance_volume", "write_volume"} {
+			err := tt.check(method)
+			require.ErrorIs(t, err, backend.ErrInUse, method)
+			require.Contains(t, err.Error(), tt.what+"."+method)
+			require.Contains(t, err.Error(), "stop the engine")
+		}
+		cl.Drop()
+		require.NoError(t, tt.check("write"))
 	}
 	require.NoError(t, s.Close())
+	require.NoError(t, st.Close())
 }

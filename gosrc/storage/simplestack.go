@@ -16,7 +16,7 @@ import (
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/claim"
 )
 
 // Header selects what precedes the volumes in the file. The values are
@@ -97,22 +97,22 @@ const MaxVolumeBytes = 1 << 40
 // Validate checks the configuration, naming the offending field.
 func (c SimpleStackConfig) Validate() error {
 	if c.Path == "" {
-		return engine.Invalid(`SimpleStackConfig.Path: "", expected a file path`)
+		return backend.Invalidf(`SimpleStackConfig.Path: "", expected a file path`)
 	}
 	for i, n := range c.Shape {
 		if n <= 0 {
-			return engine.Invalid("SimpleStackConfig.Shape[%d]: %d, expected > 0 (shape is (bscans, ascans, samples, channels))", i, n)
+			return backend.Invalidf("SimpleStackConfig.Shape[%d]: %d, expected > 0 (shape is (bscans, ascans, samples, channels))", i, n)
 		}
 	}
 	if c.Channels < 0 {
-		return engine.Invalid("SimpleStackConfig.Channels: %d, expected > 0 (shape[3], channels per sample)", c.Channels)
+		return backend.Invalidf("SimpleStackConfig.Channels: %d, expected > 0 (shape[3], channels per sample)", c.Channels)
 	}
-	if n, ok := engine.MulSize(c.Shape[0], c.Shape[1], c.Shape[2], c.channels(), 8); !ok || n > MaxVolumeBytes {
-		return engine.TooLarge("SimpleStackConfig.Shape: %v x %d channels is a volume of more than %d bytes, expected a smaller shape",
+	if n, ok := backend.MulSize(c.Shape[0], c.Shape[1], c.Shape[2], c.channels(), 8); !ok || n > MaxVolumeBytes {
+		return backend.TooLargef("SimpleStackConfig.Shape: %v x %d channels is a volume of more than %d bytes, expected a smaller shape",
 			c.Shape, c.channels(), MaxVolumeBytes)
 	}
 	if c.Header < HeaderEmpty || c.Header > HeaderNIfTI {
-		return engine.Invalid("SimpleStackConfig.Header: %d, expected 0 (Empty), 1 (NumPy), 2 (MATLAB), 3 (NRRD) or 4 (NifTI)", int(c.Header))
+		return backend.Invalidf("SimpleStackConfig.Header: %d, expected 0 (Empty), 1 (NumPy), 2 (MATLAB), 3 (NRRD) or 4 (NifTI)", int(c.Header))
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ type SimpleStack struct {
 	id        fileID
 	gone      bool // another storage took the file over (supersede)
 
-	claim engine.Claim // refuses Close while an engine stores into the stack
+	claim claim.Claim // refuses Close while an engine stores into the stack
 }
 
 func (s *SimpleStack) inUse() bool { return s.claim.InUse() }
@@ -187,9 +187,9 @@ func (s *SimpleStack) notOpen(op string) error {
 // Claims reports the claim an engine takes while one of its storage
 // endpoints writes here (engine.Claimer): Close is refused until the
 // engine's run ends, so a running engine never writes into a closed file.
-func (s *SimpleStack) Claims() []*engine.Claim {
+func (s *SimpleStack) Claims() []*claim.Claim {
 	s.claim.Name("SimpleStack")
-	return []*engine.Claim{&s.claim}
+	return []*claim.Claim{&s.claim}
 }
 
 // NewSimpleStack returns a closed stack for int8, uint16, float32 or
@@ -204,7 +204,7 @@ func NewSimpleStack(dtype backend.DType) (*SimpleStack, error) {
 func NewSimpleStackNamed(dtype string) (*SimpleStack, error) {
 	e, ok := elemNamed(dtype)
 	if !ok {
-		return nil, engine.Invalid("storage.NewSimpleStack: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
+		return nil, backend.Invalidf("storage.NewSimpleStack: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
 	}
 	return &SimpleStack{elem: e}, nil
 }
@@ -307,7 +307,7 @@ func (s *SimpleStack) Open(cfg SimpleStackConfig) error {
 	if s.f != nil {
 		forget(id, s)
 		_ = f.Close()
-		return engine.Invalid("storage.Open: %q is already open, expected Close first", s.cfg.Path)
+		return backend.Invalidf("storage.Open: %q is already open, expected Close first", s.cfg.Path)
 	}
 	if _, err := f.WriteAt(h, 0); err != nil {
 		forget(id, s)
@@ -435,11 +435,11 @@ func (s *SimpleStack) writeMulti(index int, data []byte) error {
 // perVolume B-scans from B-scan index.
 func checkBscans(op string, index, n int, bb int64, perVolume int, bscan string, args ...any) error {
 	if n == 0 || int64(n)%bb != 0 {
-		return engine.Invalid("%s: data of %d bytes, expected whole B-scans of "+bscan, append([]any{op, n}, args...)...)
+		return backend.Invalidf("%s: data of %d bytes, expected whole B-scans of "+bscan, append([]any{op, n}, args...)...)
 	}
 	count := int(int64(n) / bb)
 	if index < 0 || index >= perVolume || index+count > perVolume {
-		return engine.Invalid("%s: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
+		return backend.Invalidf("%s: index=%d with %d B-scans, expected 0 <= index and index + count <= %d (B-scans per volume)",
 			op, index, count, perVolume)
 	}
 	return nil
@@ -455,7 +455,7 @@ func (s *SimpleStack) WriteVolume(data []byte) error {
 		return s.notOpen("WriteVolume")
 	}
 	if int64(len(data)) != s.volumeBytes() {
-		return engine.Invalid("storage.WriteVolume: len(data)=%d, expected %d (shape %v x %d channels of %s)",
+		return backend.Invalidf("storage.WriteVolume: len(data)=%d, expected %d (shape %v x %d channels of %s)",
 			len(data), s.volumeBytes(), s.cfg.Shape, s.cfg.channels(), s.elem.name)
 	}
 	if err := s.writeMulti(0, data); err != nil {
@@ -474,15 +474,15 @@ func (s *SimpleStack) WritePartialBscan(bscan, ascan int, data []byte) error {
 	}
 	ab := s.ascanBytes()
 	if len(data) == 0 || int64(len(data))%ab != 0 {
-		return engine.Invalid("storage.WritePartialBscan: data of %d bytes, expected whole A-scans of %d bytes (%d samples x %d channels of %s)",
+		return backend.Invalidf("storage.WritePartialBscan: data of %d bytes, expected whole A-scans of %d bytes (%d samples x %d channels of %s)",
 			len(data), ab, s.cfg.Shape[2], s.cfg.channels(), s.elem.name)
 	}
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
-		return engine.Invalid("storage.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, s.cfg.Shape[0])
+		return backend.Invalidf("storage.WritePartialBscan: bscan_index=%d, expected 0 <= bscan_index < %d (B-scans per volume)", bscan, s.cfg.Shape[0])
 	}
 	n := int(int64(len(data)) / ab)
 	if ascan < 0 || ascan >= s.cfg.Shape[1] || ascan+n > s.cfg.Shape[1] {
-		return engine.Invalid("storage.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d (A-scans per B-scan)",
+		return backend.Invalidf("storage.WritePartialBscan: ascan_index=%d with %d A-scans, expected 0 <= ascan_index and ascan_index + count <= %d (A-scans per B-scan)",
 			ascan, n, s.cfg.Shape[1])
 	}
 	return s.writeAt("WritePartialBscan", data, s.volumePos+int64(bscan)*s.bscanBytes()+int64(ascan)*ab)
@@ -503,7 +503,7 @@ func (s *SimpleStack) AdvanceVolume(allocate bool) error {
 func (s *SimpleStack) advance(allocate bool) error {
 	next := s.volumePos + s.volumeBytes()
 	if next > math.MaxInt64-s.volumeBytes() {
-		return engine.Invalid("storage.AdvanceVolume: volume at byte %d, expected a file offset below 2^63", next)
+		return backend.Invalidf("storage.AdvanceVolume: volume at byte %d, expected a file offset below 2^63", next)
 	}
 	prev := s.volumePos
 	s.volumePos = next
@@ -540,11 +540,11 @@ func (s *SimpleStack) Seek(volume, bscan int) error {
 		return s.notOpen("Seek")
 	}
 	if volume < 0 || volume > s.maxVolume() {
-		return engine.Invalid("storage.Seek: volume_index=%d, expected 0 <= volume_index <= %d (the largest volume index whose "+
+		return backend.Invalidf("storage.Seek: volume_index=%d, expected 0 <= volume_index <= %d (the largest volume index whose "+
 			"bytes a file can address)", volume, s.maxVolume())
 	}
 	if bscan < 0 || bscan >= s.cfg.Shape[0] {
-		return engine.Invalid("storage.Seek: bscan_index=%d, expected 0 <= bscan_index < %d", bscan, s.cfg.Shape[0])
+		return backend.Invalidf("storage.Seek: bscan_index=%d, expected 0 <= bscan_index < %d", bscan, s.cfg.Shape[0])
 	}
 	s.volumePos = s.headerEnd + int64(volume)*s.volumeBytes()
 	return nil
@@ -603,19 +603,4 @@ func (s *SimpleStack) close() error {
 	}
 	s.f = nil
 	return errors.Join(errs...)
-}
-
-// Record is the stack's state for bindings: open (0 closed, 1 open, 2
-// closed because another storage took its file over), then the volumes
-// the header counts.
-func (s *SimpleStack) Record() []float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	open := 0.0
-	if s.f != nil {
-		open = 1
-	} else if s.gone {
-		open = 2
-	}
-	return []float64{open, float64(s.completed)}
 }

@@ -316,17 +316,17 @@ func TestSimpleStackFailedWriteKeepsVolumes(t *testing.T) {
 	require.Equal(t, []byte{1, 2, 3, 4}, data)
 }
 
-// TestSimpleStackRecord: the bindings' record is open (0/1) and the
-// volumes the header counts.
-func TestSimpleStackRecord(t *testing.T) {
+// TestSimpleStackState: the state is open or not and the volumes the
+// header counts.
+func TestSimpleStackState(t *testing.T) {
 	s, err := NewSimpleStack(backend.Uint16)
 	require.NoError(t, err)
-	require.Equal(t, []float64{0, 0}, s.Record())
+	require.Equal(t, StackState{}, s.State())
 	require.NoError(t, s.Open(SimpleStackConfig{Path: filepath.Join(t.TempDir(), "v.bin"), Shape: [3]int{1, 1, 2}}))
 	require.NoError(t, s.WriteVolume([]byte{1, 0, 2, 0}))
-	require.Equal(t, []float64{1, 1}, s.Record())
+	require.Equal(t, StackState{StatusOpen, 1}, s.State())
 	require.NoError(t, s.Close())
-	require.Equal(t, []float64{0, 1}, s.Record())
+	require.Equal(t, StackState{StatusClosed, 1}, s.State())
 }
 
 // TestHeaderStrings: Header names are vortex's Python enum names.

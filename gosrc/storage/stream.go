@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
-	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/claim"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 )
 
@@ -26,7 +26,7 @@ type appender struct {
 	id    fileID
 	gone  bool // another storage took the file over (supersede)
 
-	claim engine.Claim // refuses Close while an engine writes here
+	claim claim.Claim // refuses Close while an engine writes here
 }
 
 func (a *appender) inUse() bool { return a.claim.InUse() }
@@ -42,15 +42,15 @@ func (a *appender) supersede(string) {
 
 // Claims reports the claim an engine takes while one of its endpoints
 // writes here (engine.Claimer): Close is refused until the run ends.
-func (a *appender) Claims() []*engine.Claim {
+func (a *appender) Claims() []*claim.Claim {
 	a.claim.Name(a.name)
-	return []*engine.Claim{&a.claim}
+	return []*claim.Claim{&a.claim}
 }
 
 // open closes an open file (vortex's open does) and creates path.
 func (a *appender) open(path string) error {
 	if path == "" {
-		return engine.Invalid(`%sConfig.Path: "", expected a file path`, a.name)
+		return backend.Invalidf(`%sConfig.Path: "", expected a file path`, a.name)
 	}
 	if err := a.Close(); err != nil {
 		return fmt.Errorf("storage.%s.Open: closing %q first: %w", a.name, a.Path(), err)
@@ -129,20 +129,6 @@ func (a *appender) Close() error {
 	})
 }
 
-// Record is the storage's state for bindings: open (0 closed, 1 open, 2
-// closed because another storage took its file over), bytes written.
-func (a *appender) Record() []float64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	open := 0.0
-	if a.f != nil {
-		open = 1
-	} else if a.gone {
-		open = 2
-	}
-	return []float64{open, float64(a.bytes)}
-}
-
 // SimpleStreamConfig is vortex's simple_stream_config_t. Its only header
 // is none (vortex's SimpleStreamHeader.Empty).
 type SimpleStreamConfig struct {
@@ -166,7 +152,7 @@ type SimpleStream struct {
 func NewSimpleStreamNamed(dtype string) (*SimpleStream, error) {
 	e, ok := elemNamed(dtype)
 	if !ok {
-		return nil, engine.Invalid("storage.NewSimpleStream: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
+		return nil, backend.Invalidf("storage.NewSimpleStream: dtype=%q, expected int8, uint16, uint32, uint64, float32 or float64", dtype)
 	}
 	return &SimpleStream{appender: appender{name: "SimpleStream"}, elem: e}, nil
 }
@@ -180,7 +166,7 @@ func (s *SimpleStream) ElemSize() int { return s.elem.size }
 // Open creates the file (closing an open one first, as vortex).
 func (s *SimpleStream) Open(cfg SimpleStreamConfig) error {
 	if cfg.Header != 0 {
-		return engine.Invalid("SimpleStreamConfig.Header: %d, expected 0 (Empty, the only stream header)", cfg.Header)
+		return backend.Invalidf("SimpleStreamConfig.Header: %d, expected 0 (Empty, the only stream header)", cfg.Header)
 	}
 	return s.open(cfg.Path)
 }
@@ -188,7 +174,7 @@ func (s *SimpleStream) Open(cfg SimpleStreamConfig) error {
 // Write appends whole elements (vortex's write).
 func (s *SimpleStream) Write(data []byte) error {
 	if len(data)%s.elem.size != 0 {
-		return engine.Invalid("storage.SimpleStream.Write: data of %d bytes, expected whole %s elements of %d bytes",
+		return backend.Invalidf("storage.SimpleStream.Write: data of %d bytes, expected whole %s elements of %d bytes",
 			len(data), s.elem.name, s.elem.size)
 	}
 	return s.write("Write", data)
@@ -223,10 +209,10 @@ func NewStreamDump() *StreamDump { return &StreamDump{appender: appender{name: "
 // Open creates the file (closing an open one first, as vortex).
 func (d *StreamDump) Open(cfg StreamDumpConfig) error {
 	if cfg.Stream < 0 || cfg.Stream > 5 {
-		return engine.Invalid("StreamDumpConfig.Stream: %d, expected 0 (counter) ... 5 (strobes)", cfg.Stream)
+		return backend.Invalidf("StreamDumpConfig.Stream: %d, expected 0 (counter) ... 5 (strobes)", cfg.Stream)
 	}
 	if cfg.Divisor < 1 {
-		return engine.Invalid("StreamDumpConfig.Divisor: %d, expected >= 1", cfg.Divisor)
+		return backend.Invalidf("StreamDumpConfig.Divisor: %d, expected >= 1", cfg.Divisor)
 	}
 	if err := d.open(cfg.Path); err != nil {
 		return err
@@ -248,7 +234,7 @@ func (d *StreamDump) Config() StreamDumpConfig {
 // rows 0, Divisor, 2 Divisor, ... are written.
 func (d *StreamDump) Dump(data []byte, rowBytes int) error {
 	if rowBytes <= 0 || len(data)%rowBytes != 0 {
-		return engine.Invalid("storage.StreamDump.Dump: data of %d bytes, expected whole rows of rowBytes=%d bytes", len(data), rowBytes)
+		return backend.Invalidf("storage.StreamDump.Dump: data of %d bytes, expected whole rows of rowBytes=%d bytes", len(data), rowBytes)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -363,23 +349,4 @@ func (l *MarkerLog) Write(markers []marker.Marker) error {
 	}
 	l.buf = b
 	return l.writeLocked("Write", b)
-}
-
-// markersFromRecords decodes python/vortexgo/marker.py's int64 records
-// (kind, sample, sequence, index, count_hint, id, flags, reversed).
-func markersFromRecords(rec []int64) ([]marker.Marker, error) {
-	const fields = 8
-	if len(rec)%fields != 0 {
-		return nil, fmt.Errorf("storage.MarkerLog: %d record values, expected rows of %d: %w", len(rec), fields, backend.ErrInvalid)
-	}
-	out := make([]marker.Marker, 0, len(rec)/fields)
-	for i := 0; i < len(rec); i += fields {
-		r := rec[i : i+fields]
-		if r[0] < int64(marker.ScanBoundary) || r[0] > int64(marker.Event) {
-			return nil, fmt.Errorf("storage.MarkerLog: marker %d kind=%d, expected 1..6: %w", i/fields, r[0], backend.ErrInvalid)
-		}
-		out = append(out, marker.Marker{Kind: marker.Kind(r[0]), Sample: r[1], Sequence: r[2], Index: r[3],
-			CountHint: int(r[4]), ID: uint64(r[5]), Flags: marker.Flags(uint64(r[6])), Reversed: r[7] != 0})
-	}
-	return out, nil
 }

@@ -37,11 +37,12 @@ from ._errors import ForkError
 # --- the C fast path: loaded at import (it starts no thread) ---------------
 #
 # python/vortexgo/_fastcall.c, gosrc/cuda/fastpath.h: CUDA streams and events,
-# named by their FastID, without entering Go. Status convention: 0 done / not
-# ready, 1 ready, -1 "repeat through the next path"; ids of 0 (CPU objects,
-# borrowed streams) and every call before the Go core hands the shim's table
-# over (load()) give -1. Without the extension (a failed C build) every c_*
-# call gives -1 and the Go fast path answers instead.
+# named by their registry id (the one id of every path), without entering Go.
+# Status convention: 0 done / not ready, 1 ready, -1 "repeat through the next
+# path"; ids the registry does not publish for C (CPU objects, borrowed
+# streams, 0) and every call before the Go core hands the shim's table over
+# (load()) give -1. Without the extension (a failed C build) every c_* call
+# gives -1 and the Go fast path answers instead.
 try:
     from ._native import _fastcall as _c  # type: ignore[attr-defined]
 except ImportError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from typing import Callable, TypeVar
 
 __all__ = [
@@ -27,7 +28,15 @@ class VortexError(RuntimeError):
 class CudaError(VortexError):
     """An error reported by the CUDA driver (or cuFFT); the text names the
     driver call, the error name and its code, e.g.
-    ``cuda: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory``."""
+    ``cuda: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory``,
+    and the attributes carry them."""
+
+    #: The driver call that failed ("cuMemAlloc_v2"; "" when not known).
+    op: str = ""
+    #: The ``CUresult`` (the ``cufftResult`` for ``cufft*`` calls).
+    code: int = 0
+    #: The code's symbolic name ("CUDA_ERROR_OUT_OF_MEMORY").
+    name: str = ""
 
 
 class ClosedError(VortexError, ValueError):
@@ -36,7 +45,19 @@ class ClosedError(VortexError, ValueError):
 
 class MemoryBudgetError(VortexError, MemoryError):
     """An allocation would exceed the memory budget; the text names the
-    requested size, the current usage and the limit."""
+    requested size, the current usage and the limit, and the attributes
+    carry them (bytes)."""
+
+    #: The kind of memory requested ("device" or "pinned").
+    kind: str = ""
+    #: The label the request was made under ("buffer_pool", "engine" ...).
+    purpose: str = ""
+    #: Bytes requested.
+    requested: int = 0
+    #: Bytes of that kind in use when the request was refused.
+    current: int = 0
+    #: The budget's limit in bytes.
+    limit: int = 0
 
 
 class LockError(VortexError):
@@ -58,8 +79,10 @@ class InternalError(VortexError):
     was made on may be left in any state: close it (an engine whose stage
     panicked has ended its session and can still be stopped and closed)."""
 
-    #: The Go stack of the panic ("" when the text carried none).
+    #: The Go stack of the panic ("" when none was recorded).
     go_stack: str = ""
+    #: The goroutine or call that recovered the panic.
+    where: str = ""
 
 
 class ForkError(VortexError):
@@ -87,27 +110,38 @@ _TAGS: dict[str, type[BaseException]] = {
 }
 
 
+#: Separates an error's message from its fields (gosrc/pyapi/errors.go fieldSep).
+_FIELD_SEP = "\x1e"
+#: The fields each class takes from Go (gosrc/pyapi/errors.go errorFields).
+_FIELDS: dict[type[BaseException], tuple[str, ...]] = {
+    CudaError: ("op", "code", "name"),
+    MemoryBudgetError: ("kind", "purpose", "requested", "current", "limit"),
+    InternalError: ("where", "go_stack"),
+}
+
+
 def translate(exc: BaseException) -> BaseException:
     """Map a RuntimeError raised by the gopy layer to vortexgo's class.
 
-    The Go side prefixes each error with its class ("CudaError: ..."); see
-    gosrc/pyapi/errors.go.
+    The Go side writes ``Class: message``, then for a class with fields a
+    record separator and the fields as JSON (gosrc/pyapi/errors.go ``tag``):
+    they become the exception's attributes (``CudaError.code``,
+    ``MemoryBudgetError.limit`` ...), never parsed out of the message.
     """
     text = str(exc)
     head, sep, rest = text.partition(": ")
     cls = _TAGS.get(head) if sep else None
     if cls is None:
         return VortexError(text)
-    if cls is InternalError:
-        # The first line is the message; the rest is the Go stack
-        # (gosrc/guard.PanicError), kept out of the message but shown.
-        msg, _, stack = rest.partition("\n")
-        exc = InternalError(msg)
-        exc.go_stack = stack
-        if stack:
-            exc.add_note("Go stack of the panic:\n" + stack)
-        return exc
-    return cls(rest)
+    msg, sep, fields = rest.partition(_FIELD_SEP)
+    out = cls(msg)
+    if sep and cls in _FIELDS:
+        values = json.loads(fields)
+        for name in _FIELDS[cls]:
+            setattr(out, name, values[name])
+    if isinstance(out, InternalError) and out.go_stack:
+        out.add_note("Go stack of the panic:\n" + out.go_stack)
+    return out
 
 
 F = TypeVar("F", bound=Callable)

@@ -6,19 +6,21 @@
  *   vortexgo.Event (python/vortexgo/_stream.py). Their hot methods
  *   (synchronize, query, is_complete, record, wait_event) are C methods, so
  *   a call from Python costs what CuPy's Cython methods cost: no Python
- *   frame, no global lookups. Each reads the object's ids from its struct and
- *   tries, in turn, the shim's fast functions (CUDA objects: the id `_cid`),
- *   the Go fast functions (`_id`: CPU objects, borrowed streams), then a
- *   Python method of the object named `_<method>_slow`, the pure-Python
- *   implementation, which raises the full error. Anything unusual (a keyword
- *   argument, no argument, a non-vortexgo argument) goes straight to that
- *   method, so the C code decides nothing a Python user could observe.
+ *   frame, no global lookups. Each reads the object's one id (`_id`, the
+ *   registry's: gosrc/handle) from its struct and tries, in turn, the shim's
+ *   fast functions (the CUDA streams and events the registry publishes), the
+ *   Go fast functions (CPU objects, borrowed streams), then a Python method
+ *   of the object named `_<method>_slow`, the pure-Python implementation,
+ *   which raises the full error. Anything unusual (a keyword argument, no
+ *   argument, a non-vortexgo argument) goes straight to that method, so the C
+ *   code decides nothing a Python user could observe.
  *
  * - The module functions below take the ids themselves (ints) and call the
- *   shim's fast functions (gosrc/cuda/fastpath.h), which check the id's
- *   generation, mark the entry in use against a concurrent close, make the
- *   entry's context current and call the driver. The table's address comes
- *   from the Go core once, through init(address).
+ *   shim's fast functions (gosrc/cuda/fastpath.h, generated from Go), which
+ *   find the id's slot in the table the registry publishes, check its
+ *   generation, mark the slot in use against a concurrent close, make the
+ *   entry's context current and call the driver. The function table's
+ *   address comes from the Go core once, through init(address).
  *
  * - ring_next, the dispatcher's wait for the next events with a fixed
  *   dispatch_spin: it takes records straight from the engine's event ring
@@ -32,14 +34,13 @@
  *
  * Status of every fast function: 0 done / not ready, 1 ready (queries),
  * -1 "not done here": the caller repeats the call through the next path.
- * Before init, every shim call returns -1. close() sets both ids to 0, so
+ * Before init, every shim call returns -1. close() sets the id to 0, so
  * every later call reaches the slow method and its ClosedError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <pthread.h>
 #include <stddef.h>
-#include <structmember.h>
 #include <time.h>
 
 #include "fastpath.h"
@@ -148,14 +149,14 @@ static PyObject* stream_synchronize(PyObject* self, PyObject* const* args, Py_ss
 enum { GO_RECORD, GO_WAIT_EVENT, GO_QUERY_EVENT, GO_QUERY_STREAM, GO_SYNC_STREAM, GO_SYNC_EVENT, GO_N };
 static PyObject* go_fast[GO_N];
 
-/* Both types share one layout. `gid` is the Go fast id kept as the Python
- * int it came as: the Go functions take Python ints, and an id is too large
- * for CPython's small-int cache, so converting an int64 on every call would
- * allocate. */
+/* Both types share one layout: the object's registry id twice, as the
+ * shim takes it (`id`) and as the Python int it came as (`gid`): the Go
+ * functions take Python ints, and an id is too large for CPython's small-int
+ * cache, so converting an int64 on every call would allocate. */
 typedef struct {
 	PyObject_HEAD
-	int64_t cid;   /* _cid: the shim's id, 0 when it holds none */
-	PyObject* gid; /* _id: the Go fast id (an int), NULL until set */
+	int64_t id;    /* _id as an int64; 0 when unset or outside int64 */
+	PyObject* gid; /* _id: the registry id (an int), NULL until set */
 } FastObject;
 
 static PyTypeObject StreamBaseType;
@@ -199,18 +200,18 @@ static PyObject* slow(PyObject* self, PyObject* name, PyObject* const* args, Py_
 /* pair_status: record (or wait) stream s on event e: shim, then Go. */
 static int pair_status(FastObject* s, FastObject* e, int shim_wait) {
 	int r = -1;
-	if (api && s->cid && e->cid) r = shim_wait ? api->stream_wait(s->cid, e->cid) : api->event_record(s->cid, e->cid);
+	if (api && s->id && e->id) r = shim_wait ? api->stream_wait(s->id, e->id) : api->event_record(s->id, e->id);
 	if (r < 0) r = go_call(shim_wait ? GO_WAIT_EVENT : GO_RECORD, s->gid, e->gid, 2);
 	return r;
 }
 
 static int sync_status(FastObject* o, int event) {
-	int64_t cid = o->cid;
+	int64_t oid = o->id;
 	int r = -1;
-	if (api && cid) {
+	if (api && oid) {
 		/* Blocks until the GPU is done: the GIL is released meanwhile, and
 		 * the shim's in-use mark keeps a concurrent close() waiting. */
-		Py_BEGIN_ALLOW_THREADS r = event ? api->event_sync(cid) : api->stream_sync(cid);
+		Py_BEGIN_ALLOW_THREADS r = event ? api->event_sync(oid) : api->stream_sync(oid);
 		Py_END_ALLOW_THREADS
 	}
 	if (r < 0) r = go_call(event ? GO_SYNC_EVENT : GO_SYNC_STREAM, o->gid, NULL, 1);
@@ -219,7 +220,7 @@ static int sync_status(FastObject* o, int event) {
 
 static int query_status(FastObject* o, int event) {
 	int r = -1;
-	if (api && o->cid) r = event ? api->event_query(o->cid) : api->stream_query(o->cid);
+	if (api && o->id) r = event ? api->event_query(o->id) : api->stream_query(o->id);
 	if (r < 0) r = go_call(event ? GO_QUERY_EVENT : GO_QUERY_STREAM, o->gid, NULL, 1);
 	return r;
 }
@@ -276,7 +277,7 @@ static PyObject* stream_is_complete(PyObject* self, void* closure) { return quer
 static PyObject* event_is_complete(PyObject* self, void* closure) { return query_m(self, 1); }
 
 /* _id: an int only (the Go functions would refuse anything else later, far
- * from the assignment); it cannot be deleted. */
+ * from the assignment); it cannot be deleted. Setting it sets both copies. */
 static PyObject* get_gid(PyObject* self, void* closure) {
 	PyObject* g = ((FastObject*)self)->gid;
 	return g ? Py_NewRef(g) : PyLong_FromLong(0);
@@ -291,6 +292,7 @@ static int set_gid(PyObject* self, PyObject* v, void* closure) {
 		PyErr_Format(PyExc_TypeError, "_id=%R, expected an int", v);
 		return -1;
 	}
+	if (id(v, &((FastObject*)self)->id) < 0) return -1;
 	Py_XSETREF(((FastObject*)self)->gid, Py_NewRef(v));
 	return 0;
 }
@@ -299,11 +301,6 @@ static void fast_dealloc(PyObject* self) {
 	Py_CLEAR(((FastObject*)self)->gid);
 	Py_TYPE(self)->tp_free(self);
 }
-
-static PyMemberDef fast_members[] = {
-    {"_cid", T_LONGLONG, offsetof(FastObject, cid), 0, "the shim's fast id (0: none)"},
-    {NULL},
-};
 
 #define VC(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
@@ -331,7 +328,7 @@ static PyMethodDef event_methods[] = {
 static PyGetSetDef stream_getset[] = {
     {"is_complete", stream_is_complete, NULL, "True when all work queued so far is done (does not block).", NULL},
     {"done", stream_is_complete, NULL, "Alias of :attr:`is_complete` (CuPy's name).", NULL},
-    {"_id", get_gid, set_gid, "the Go fast id (0: none)", NULL},
+    {"_id", get_gid, set_gid, "the registry id (0: none)", NULL},
     {NULL},
 };
 
@@ -339,7 +336,7 @@ static PyGetSetDef event_getset[] = {
     {"is_complete", event_is_complete, NULL, "True once the work before the event is done (does not block).",
      NULL},
     {"done", event_is_complete, NULL, "Alias of :attr:`is_complete` (CuPy's name).", NULL},
-    {"_id", get_gid, set_gid, "the Go fast id (0: none)", NULL},
+    {"_id", get_gid, set_gid, "the registry id (0: none)", NULL},
     {NULL},
 };
 
@@ -351,7 +348,6 @@ static PyTypeObject StreamBaseType = {
     .tp_new = PyType_GenericNew,
     .tp_dealloc = fast_dealloc,
     .tp_methods = stream_methods,
-    .tp_members = fast_members,
     .tp_getset = stream_getset,
 };
 
@@ -363,7 +359,6 @@ static PyTypeObject EventBaseType = {
     .tp_new = PyType_GenericNew,
     .tp_dealloc = fast_dealloc,
     .tp_methods = event_methods,
-    .tp_members = fast_members,
     .tp_getset = event_getset,
 };
 

@@ -39,3 +39,14 @@ class Layout:
         if size != self._struct.size:  # a stale generated module: go generate ./gosrc/pyapi
             raise RuntimeError(f"{self.name}: Go wrote {size} bytes, the layout reads {self._struct.size}")
         return self._row._make(self._struct.unpack(buf))
+
+    def read_rows(self, fn: Callable[..., int], *args: Any, capacity: int = 8) -> list[Any]:
+        """Call ``fn(*args, address, nbytes)``, which writes any number of
+        records one after another, and return them, retrying once with the
+        size it asked for when they did not fit."""
+        buf = array.array("B", bytes(self._struct.size * capacity))
+        size = fn(*args, buf.buffer_info()[0], len(buf))
+        if size > len(buf):
+            buf = array.array("B", bytes(size))
+            size = fn(*args, buf.buffer_info()[0], len(buf))
+        return [self._row._make(r) for r in self._struct.iter_unpack(memoryview(buf)[:size])]

@@ -8,6 +8,84 @@ POOL_STATS = Layout("POOL_STATS", (
     ("pending", "q"),
     ("in_use", "q"),
 ))
+TRIPLE_BUFFER = Layout("TRIPLE_BUFFER", (
+    ("slot0", "q"),
+    ("slot1", "q"),
+    ("slot2", "q"),
+    ("round", "q"),
+))
+COORDINATOR = Layout("COORDINATOR", (
+    ("pending", "q"),
+    ("dropped", "q"),
+    ("last_id", "q"),
+    ("sequential", "q"),
+))
+PIPELINE_BUFFER = Layout("PIPELINE_BUFFER", (
+    ("ptr", "q"),
+    ("size", "q"),
+    ("versions", "q"),
+))
+PIPELINE_STATS = Layout("PIPELINE_STATS", (
+    ("issued", "q"),
+    ("iterations", "q"),
+    ("avg_iteration_ms", "d"),
+    ("throughput", "d"),
+    ("gpu_utilization", "d"),
+    ("host_us_per_iteration", "d"),
+    ("graph_iterations", "q"),
+    ("graph_host_us_per_iteration", "d"),
+    ("in_flight", "q"),
+    ("stages", "q"),
+))
+STAGE_STATS = Layout("STAGE_STATS", (
+    ("runs", "q"),
+    ("avg_ms", "d"),
+    ("total_ms", "d"),
+))
+PIPELINE_GRAPH = Layout("PIPELINE_GRAPH", (
+    ("iterations", "q"),
+    ("nodes", "q"),
+))
+STEP_REPORT = Layout("STEP_REPORT", (
+    ("round", "q"),
+    ("upload", "q"),
+    ("compute", "q"),
+    ("download", "q"),
+    ("downloaded_round", "q"),
+))
+READBACK_STATS = Layout("READBACK_STATS", (
+    ("total", "q"),
+    ("free", "q"),
+    ("held", "q"),
+    ("retiring", "q"),
+))
+STACK_STATE = Layout("STACK_STATE", (
+    ("status", "q"),
+    ("volumes", "q"),
+))
+HDF5_STACK_STATE = Layout("HDF5_STACK_STATE", (
+    ("status", "q"),
+    ("allocated", "q"),
+    ("volume", "q"),
+))
+STREAM_STATE = Layout("STREAM_STATE", (
+    ("status", "q"),
+    ("bytes", "q"),
+))
+BLOCK_ENDPOINT = Layout("BLOCK_ENDPOINT", (
+    ("prepared", "q"),
+    ("blocks_written", "q"),
+))
+SIM_IO_STATE = Layout("SIM_IO_STATE", (
+    ("samples", "q"),
+    ("started", "q"),
+    ("stopped", "q"),
+))
+SIM_IO_WINDOW = Layout("SIM_IO_WINDOW", (
+    ("first", "q"),
+    ("rows", "q"),
+    ("channels", "q"),
+))
 ENGINE_STATUS = Layout("ENGINE_STATUS", (
     ("blocks_acquired", "q"),
     ("blocks_processed", "q"),

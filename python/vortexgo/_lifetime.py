@@ -17,7 +17,26 @@ import numpy as np
 
 from ._errors import release_on_collect
 
-__all__ = ["Keep", "host_view"]
+__all__ = ["Keep", "host_view", "process_cache", "close_process_caches"]
+
+#: Closers of what vortexgo keeps for the whole process (per-device default
+#: streams, the default readback pools): nothing else owns those objects.
+_process_caches: list[Callable[[], None]] = []
+
+
+def process_cache(close: Callable[[], None]) -> None:
+    """Register ``close``, which closes one of vortexgo's process-lifetime
+    caches (and leaves it empty, to be refilled on next use)."""
+    _process_caches.append(close)
+
+
+def close_process_caches() -> None:
+    """Close every process-lifetime cache, newest first. The process does
+    not need it (its exit releases everything); a leak check does: after
+    this, whatever Go still holds open was leaked
+    (``make py-test-invariants``)."""
+    for close in reversed(_process_caches):
+        close()
 
 
 class Keep:

@@ -25,14 +25,16 @@ from ._core import (
 from . import _core
 from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, native, release_on_collect
+from ._lifetime import process_cache
 from ._validate import INT64_MAX, check_bool, check_int
 
 # Per-call operations try three paths in turn, each answering -1 when it
-# cannot: the C fast path (_cid: CUDA objects only), the Go fast path (_id),
-# then the method path (_op: the wrappers' registry ids, still known after
-# close), which raises the full error. A closed object has both ids 0, so
-# its calls always reach the method path's ClosedError; a close racing a
-# call is safe below (the native handle outlives every call in flight).
+# cannot: the C fast path (CUDA streams and events the registry publishes),
+# the Go fast path, both by the object's one registry id (_id), then the
+# method path (_op: the wrappers' ids, still known after close), which
+# raises the full error. A closed object has _id 0, so its calls always
+# reach the method path's ClosedError; a close racing a call is safe below
+# (the native handle outlives every call in flight).
 #
 # Stream and Event get these methods from a base class: the extension's C
 # types (_core.StreamBase/EventBase, python/vortexgo/_fastcall.c) where it
@@ -80,13 +82,13 @@ class _PyStreamBase:
     """Stream's per-call methods in Python: its base without the C extension,
     and the slow path of the C base (python/vortexgo/_fastcall.c)."""
 
-    __slots__ = ("_id", "_cid")
+    __slots__ = ("_id",)
 
     def __new__(cls, *args: Any, **kwargs: Any):
-        # Both ids start at 0, as in the C base: a call on an object whose
+        # The id starts at 0, as in the C base: a call on an object whose
         # __init__ failed takes the same path (and error) in both.
         self = super().__new__(cls)
-        self._id = self._cid = 0
+        self._id = 0
         return self
 
     def record_event(self, event: Optional["Event"] = None) -> "Event":
@@ -95,7 +97,7 @@ class _PyStreamBase:
             event = Event(self.device)
         elif not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        if c_event_record(self._cid, event._cid) and _core.fast_record(self._id, event._id):
+        if c_event_record(self._id, event._id) and _core.fast_record(self._id, event._id):
             _op(OP_RECORD, self._h.ID(), event._h.ID())  # raises the full error
         return event
 
@@ -103,18 +105,18 @@ class _PyStreamBase:
         """Make later work on this stream wait for ``event``; the host does not wait."""
         if not isinstance(event, Event):
             raise TypeError(f"event={event!r}, expected a vortexgo.Event")
-        if c_stream_wait(self._cid, event._cid) and _core.fast_wait_event(self._id, event._id):
+        if c_stream_wait(self._id, event._id) and _core.fast_wait_event(self._id, event._id):
             _op(OP_WAIT_EVENT, self._h.ID(), event._h.ID())
 
     def synchronize(self) -> None:
         """Block the host until all work queued so far is done (GIL released)."""
-        if c_stream_sync(self._cid) and _core.fast_sync_stream(self._id):
+        if c_stream_sync(self._id) and _core.fast_sync_stream(self._id):
             _op(OP_SYNC_STREAM, self._h.ID(), 0)
 
     @property
     def is_complete(self) -> bool:
         """True when all work queued so far is done (does not block)."""
-        r = c_stream_query(self._cid)
+        r = c_stream_query(self._id)
         if r < 0:
             r = _core.fast_query_stream(self._id)
             if r < 0:
@@ -133,13 +135,13 @@ class _PyEventBase:
     """Event's per-call methods in Python: its base without the C extension,
     and the slow path of the C base (python/vortexgo/_fastcall.c)."""
 
-    __slots__ = ("_id", "_cid")
+    __slots__ = ("_id",)
 
     def __new__(cls, *args: Any, **kwargs: Any):
-        # Both ids start at 0, as in the C base: a call on an object whose
+        # The id starts at 0, as in the C base: a call on an object whose
         # __init__ failed takes the same path (and error) in both.
         self = super().__new__(cls)
-        self._id = self._cid = 0
+        self._id = 0
         return self
 
     def record(self, stream: Optional["Stream"] = None) -> "Event":
@@ -147,19 +149,19 @@ class _PyEventBase:
         s = stream if stream is not None else current_stream(self.device)
         if not isinstance(s, Stream):
             s = Stream.from_external(s, self.device)
-        if c_event_record(s._cid, self._cid) and _core.fast_record(s._id, self._id):
+        if c_event_record(s._id, self._id) and _core.fast_record(s._id, self._id):
             _op(OP_RECORD, s._h.ID(), self._h.ID())  # raises the full error
         return self
 
     def synchronize(self) -> None:
         """Block the host until the event completes (GIL released)."""
-        if c_event_sync(self._cid) and _core.fast_sync_event(self._id):
+        if c_event_sync(self._id) and _core.fast_sync_event(self._id):
             _op(OP_SYNC_EVENT, 0, self._h.ID())
 
     @property
     def is_complete(self) -> bool:
         """True once the work before the event is done (does not block)."""
-        r = c_event_query(self._cid)
+        r = c_event_query(self._id)
         if r < 0:
             r = _core.fast_query_event(self._id)
             if r < 0:
@@ -196,31 +198,27 @@ class Stream(_StreamBase):
     def __init__(self, device: DeviceLike = None, priority: int = 0) -> None:
         priority = check_int("priority", priority, INT64_MIN, INT64_MAX)
         self._h = self._hash = None
-        self._id = self._cid = 0
+        self._id = 0
         self._closed = True  # until the native stream exists
         self._cupy_stream = None
         self._owner: Any = None
         self.device: Device = get_device(device)
         self._h = native(self.device._h.NewStream)(priority)
         self._id = self._h.ID()
-        self._cid = self._h.FastID()
         self._fin = release_on_collect(self, self._h.Close, "a stream")
         self._closed = False
 
     @classmethod
-    def _wrap(cls, device: Device, handle, owner: Any = None, *, release: bool = True,
-              fast: bool = False) -> "Stream":
+    def _wrap(cls, device: Device, handle, owner: Any = None, *, release: bool = True) -> "Stream":
         # release=False: the native stream belongs to another object (a
         # coordinator, a readback pool) that closes it; collecting this
-        # wrapper must not. fast=True only where this wrapper's handle lives
-        # exactly as long as the native stream (from_external): the C fast
-        # path knows no owners, so streams of endpoints and coordinators
-        # keep to the Go paths, which check their owner on every call.
+        # wrapper must not. Go decides whether the C fast path may name the
+        # stream (pyapi: an adopted one yes; a borrowed one, of an endpoint or
+        # a coordinator, no: the C path knows no owners).
         s = cls.__new__(cls)
         s.device = device
         s._h = handle
         s._id = handle.ID()
-        s._cid = handle.FastID() if fast else 0
         s._hash = None
         s._fin = release_on_collect(s, handle.Close, "a stream") if release else None
         s._cupy_stream = None
@@ -268,7 +266,7 @@ class Stream(_StreamBase):
             dev_id = getattr(getattr(owner, "device", None), "id", None)
             if isinstance(dev_id, int):
                 dev = get_device(dev_id)
-        return cls._wrap(dev, native(dev._h.WrapStream)(handle), owner, fast=True)
+        return cls._wrap(dev, native(dev._h.WrapStream)(handle), owner)
 
     # --- properties -----------------------------------------------------
 
@@ -335,7 +333,7 @@ class Stream(_StreamBase):
             raise ClosedError("stream already closed")
         self._closed = True
         self._cupy_stream = None
-        self._id = self._cid = 0
+        self._id = 0
         if self._fin is not None:
             self._fin.detach()
         self._h.Close()
@@ -436,13 +434,12 @@ class Event(_EventBase):
 
     def __init__(self, device: DeviceLike = None, enable_timing: bool = False) -> None:
         self._h = None
-        self._id = self._cid = 0
+        self._id = 0
         self._closed = True  # until the native event exists
         self.device: Device = get_device(device)
         self.enable_timing = check_bool("enable_timing", enable_timing)
         self._h = native(self.device._h.NewEvent)(self.enable_timing)
         self._id = self._h.ID()
-        self._cid = self._h.FastID()
         self._fin = release_on_collect(self, self._h.Close, "an event")
         self._closed = False
 
@@ -473,7 +470,7 @@ class Event(_EventBase):
         if self._closed:
             raise ClosedError("event already closed")
         self._closed = True
-        self._id = self._cid = 0
+        self._id = 0
         self._fin.detach()
         self._h.Close()
 
@@ -498,6 +495,17 @@ class Event(_EventBase):
 _local = threading.local()
 _defaults: dict[Device, Stream] = {}
 _defaults_lock = threading.Lock()
+
+
+def _close_defaults() -> None:
+    with _defaults_lock:
+        streams = list(_defaults.values())
+        _defaults.clear()
+    for s in streams:
+        s.close()
+
+
+process_cache(_close_defaults)
 
 
 def _stack() -> list:

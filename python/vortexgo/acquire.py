@@ -70,13 +70,10 @@ def _float(owner: str, name: str, v: Any, lo: Optional[float] = 0.0) -> float:
     return check_float(f"{owner}.{name}", v, lo)
 
 
-def _new(kind: str, config: dict) -> Any:
-    """The Go acquisition of kind from its config's fields (acquire.New)."""
-    return api.NewAcquisition(kind, json.dumps(config))
-
-
-# acquire.PhantomArray codes.
-_RESAMPLING, _DISPERSION, _REFLECTORS = range(3)
+def _new(new: Any, config: dict) -> Any:
+    """The Go acquisition that ``new`` (one of pyapi's constructors) builds
+    from its config's fields, as one JSON record."""
+    return new(json.dumps(config))
 
 
 class _Acquisition(NoCopy, StrictAttributes):
@@ -210,7 +207,7 @@ class SimulatedAcquisition(_Acquisition):
 
     def _create(self, c: SimulatedAcquisitionConfig):
         o = "SimulatedAcquisitionConfig"
-        return _new("SimulatedAcquisition", {
+        return _new(api.NewSimulatedAcquisition, {
             "SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 16),
             "AscansPerBscan": _int(o, "ascans_per_bscan", c.ascans_per_bscan, 1),
             "BscansPerVolume": _int(o, "bscans_per_volume", c.bscans_per_volume, 1),
@@ -224,34 +221,35 @@ class SimulatedAcquisition(_Acquisition):
             "SourceBandwidth": _float(o, "source_bandwidth", c.source_bandwidth),
             "Dispersion": _float(o, "dispersion", c.dispersion, None)})
 
-    def _phantom(self, what: int, *ascan: int, size: int) -> np.ndarray:
-        """One of the phantom's arrays (acquire.Phantom) as float64s."""
-        h = self._handle()
+    @staticmethod
+    def _phantom(get: Any, *ascan: int, size: int) -> np.ndarray:
+        """One of the phantom's arrays as float64s: ``get`` (a method of the
+        Go handle) writes it into a buffer and returns its length."""
         buf = np.empty(size, np.float64)  # the size it has, or a guess; a second call when short
-        n = h.Phantom(what, *ascan, buf.ctypes.data, size)
+        n = get(*ascan, buf.ctypes.data, size)
         if n > size:
             buf = np.empty(n, np.float64)
-            n = h.Phantom(what, *ascan, buf.ctypes.data, n)
+            n = get(*ascan, buf.ctypes.data, n)
         return buf[:n]
 
     @native
     def resampling_positions(self) -> np.ndarray:
         """Fractional raw-pixel positions of samples even in wavenumber (float32):
         ``resampling_samples`` of :class:`~vortexgo.process.ProcessorConfig` for this spectrometer."""
-        return self._phantom(_RESAMPLING, 0, 0, 0, size=self.config.samples_per_record).astype(np.float32)
+        return self._phantom(self._handle().ResamplingPositions, size=self.config.samples_per_record).astype(np.float32)
 
     @native
     def dispersion_compensation(self) -> np.ndarray:
         """The complex64 phasor that undoes the simulated dispersion; multiply a
         window into it for ``spectral_filter`` of :class:`~vortexgo.process.ProcessorConfig`."""
-        v = self._phantom(_DISPERSION, 0, 0, 0, size=2 * self.config.samples_per_record)
+        v = self._phantom(self._handle().DispersionCompensation, size=2 * self.config.samples_per_record)
         return v.view(np.complex128).astype(np.complex64)
 
     @native
     def reflectors(self, volume: int, bscan: int, ascan: int) -> list[tuple[float, float]]:
         """The phantom's interfaces seen by one A-scan: ``(depth_bin, reflectivity)`` pairs."""
         args = (check_int("volume", volume, 0), check_int("bscan", bscan, 0), check_int("ascan", ascan, 0))
-        v = self._phantom(_REFLECTORS, *args, size=16).tolist()  # most A-scans see fewer than 8
+        v = self._phantom(self._handle().Reflectors, *args, size=16).tolist()  # most A-scans see fewer than 8
         return list(zip(v[0::2], v[1::2]))
 
     def __repr__(self) -> str:
@@ -353,20 +351,24 @@ class _Standalone(_Acquisition):
         ``samples_per_record=0``: known after :meth:`prepare`)."""
         return self._handle().SamplesPerRecord() // self.config.channels_per_sample
 
-    def _do(self, op: str, args: Optional[dict] = None, ptr: int = 0, n: int = 0) -> Any:
-        h = self._handle()
-        out = native(h.Do)(op, "" if args is None else json.dumps(args), h, ptr, n)
-        return json.loads(out) if out else None
-
+    @native
     def start(self) -> None:
         """Start the acquisition (a FileAcquisition opens its file, and replays it
         from the first record). Raises :class:`~vortexgo.InUseError` while an
         engine that prepared the source has not finished."""
-        self._do("start")
+        self._handle().Start()
 
+    @native
     def stop(self) -> None:
         """Stop the acquisition (a FileAcquisition closes its file)."""
-        self._do("stop")
+        self._handle().Stop()
+
+    @native
+    def _debug_panic(self, lend: bool = False) -> None:
+        """A test hook (NullAcquisition only, with ``VORTEXGO_TEST_PANICS=1``;
+        otherwise a ValueError): a Go panic in this call, or with ``lend`` in
+        the engine's next Lend of a block."""
+        self._handle().DebugPanic(lend)
 
     def _buffer(self, buffer: Any) -> np.ndarray:
         """``buffer`` as a writable C-ordered uint16 NumPy view of shape
@@ -408,7 +410,7 @@ class _Standalone(_Acquisition):
         a = self._buffer(buffer)
         if self.logger is not None:
             self.logger.debug("acquiring block %d", id)
-        return int(self._do("next", {"Records": a.shape[0]}, a.ctypes.data, a.size)["Records"])
+        return int(native(self._handle().Next)(a.shape[0], a.ctypes.data, a.size))
 
     def next_async(self, buffer: Any, callback: Any, id: int = 0) -> None:
         """:meth:`next`, then ``callback(records, exception)`` (exception None on
@@ -439,7 +441,7 @@ class FileAcquisition(_Standalone):
         path = os.fspath(c.path) if isinstance(c.path, os.PathLike) else c.path
         if not isinstance(path, str) or not path:
             raise ValueError(f"{o}.path={c.path!r}, expected a file path")
-        return _new("FileAcquisition", {"Path": path,
+        return _new(api.NewFileAcquisition, {"Path": path,
                                         "SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 0),
                                         "ChannelsPerSample": _int(o, "channels_per_sample", c.channels_per_sample, 1),
                                         "Loop": bool(c.loop), "Rate": _float(o, "rate", c.rate),
@@ -450,7 +452,7 @@ class FileAcquisition(_Standalone):
         """Whether the file is pinned in place for an engine to upload from
         (``config.pin``): true after an engine on a GPU prepared with it, until
         :meth:`close`; false where blocks are read into the engine's buffers."""
-        return bool(self._do("pinned")["Pinned"])
+        return bool(native(self._handle().Pinned)())
 
     def __repr__(self) -> str:
         if self._h is None or self._closed:
@@ -478,7 +480,7 @@ class NullAcquisition(_Standalone):
     def _create(self, c: NullAcquisitionConfig):
         o = "NullAcquisitionConfig"
         c.validate()
-        return _new("NullAcquisition", {"SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 1),
+        return _new(api.NewNullAcquisition, {"SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 1),
                                         "ChannelsPerSample": _int(o, "channels_per_sample", c.channels_per_sample, 1),
                                         "Records": _int(o, "records", c.records, 0), "Rate": _float(o, "rate", c.rate)})
 

@@ -4,25 +4,76 @@ re-exports every name here).
 
 Tensor endpoints keep the latest volume in a locked tensor
 (``with endpoint.tensor as volume:``); storage endpoints write every
-completed volume to a ``SimpleStack``; :class:`NullEndpoint` discards
-blocks but still fires its callbacks. Callbacks fire **once the formatting
-is dispatched, not completed**: chain GPU work on ``endpoint.stream``.
+completed volume to a ``SimpleStack`` or another storage (below);
+:class:`NullEndpoint` discards blocks but still fires its callbacks.
+Callbacks fire **once the formatting is dispatched, not completed**: chain
+GPU work on ``endpoint.stream``.
 
 An endpoint belongs to the user; an engine borrows it from its
 ``prepare()`` until its run ends. Closing it while an engine uses it raises
 :class:`~vortexgo.InUseError` (stop the engine first); after ``close()``,
 ``endpoint.stream`` (and a wrapper cached from it) raises
 :class:`~vortexgo.ClosedError` instead of reaching a destroyed stream.
+
+The storage endpoints beyond ``SimpleStack`` (vortex's stream, HDF5, BROCT,
+dump and marker-log endpoints; ``vortexgo.storage_endpoint`` names them too):
+
+- ``AscanStreamEndpoint(storage)`` / ``SpectraStreamEndpoint(storage)``: the
+  records of each block that the format plan copies, appended in order to a
+  ``SimpleStream`` (int8 or float32 A-scans; uint16 spectra).
+- ``CounterStreamEndpoint``, ``GalvoTargetStreamEndpoint``,
+  ``SampleTargetStreamEndpoint``, ``GalvoActualStreamEndpoint``,
+  ``SampleActualStreamEndpoint``, ``StrobesStreamEndpoint``: the same records
+  of the block's streams (uint64 record counter; float64 galvo positions, one
+  column per channel; uint32 strobe words, into a ``SimpleStreamUInt32``).
+- ``CounterStackEndpoint``, ``GalvoTargetStackEndpoint``,
+  ``SampleTargetStackEndpoint``, ``GalvoActualStackEndpoint``,
+  ``SampleActualStackEndpoint``, ``StrobesStackEndpoint`` and their
+  ``...HDF5StackEndpoint`` twins: a stream's records laid out by the format
+  plan, ``(segments, records, columns, 1)`` per volume, in a ``SimpleStack`` /
+  ``HDF5Stack`` of the stream's type, written as vortex's
+  :class:`~vortexgo.endpoint.BufferStrategy` says.
+- ``CounterStackHostTensorEndpoint`` / ``GalvoActualStackHostTensorEndpoint``:
+  the latest volume of the counter (uint64) / measured galvo positions
+  (float64) in a host tensor of shape ``(segments, records, columns)``.
+- ``StreamDumpStorage(storage, lead_samples=0)``: one stream of every block,
+  whole, every ``divisor``-th row, into a ``StreamDump``.
+- ``MarkerLogStorage(storage)``: every block's markers into a ``MarkerLog``.
+- ``AscanHDF5StackEndpoint`` / ``SpectraHDF5StackEndpoint``: the plan's
+  copies into an ``HDF5Stack``; ``BroctStorageEndpoint``: int8 volumes into a
+  ``BroctStorage`` (its B-scans transposed in the writer, where vortex's
+  BroctFormatExecutor transposes on the device). Like every stack storage
+  endpoint they write as their :class:`~vortexgo.endpoint.BufferStrategy` says (vortex's
+  semantics: Volume writes the segments each block finished and advances at
+  each finished volume; Segment writes each finished segment; Block writes
+  each copy at once).
+
+Every write runs off the engine's hot path (a writer goroutine per endpoint fed
+through pinned staging buffers); the first failed write stops the engine and
+``Engine.wait()`` raises it; a stop keeps every completed block and volume (and,
+as in vortex, the stop finishes the planner: the volume open at the stop is
+stored with what it got). A storage that is not open when a block arrives is
+skipped, as in vortex (the stack endpoints need theirs open at
+:meth:`~vortexgo.engine.Engine.prepare`, to check its shape). Closing the storage
+while an engine writes to it raises :class:`~vortexgo.InUseError`.
+
+Each class that differs from its family only by dtype, stream or storage
+(``StackDeviceTensorEndpointInt8``, ``CounterStreamEndpoint``, ...) is made
+from one table, ``_CLASSES`` at the end of this module, as vortex's bindings
+make them from one list; ``endpoint.pyi`` declares every name for editors
+and type checkers.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from . import _layouts
 from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._device import Device
@@ -33,7 +84,7 @@ from ._validate import check_int, check_shape
 from .log import is_logger
 from .format import (PositionFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor, StackFormatExecutor,
                      StackFormatExecutorConfig)
-from .storage import _SimpleStack
+from .storage import BroctStorage, MarkerLog, StreamDump, _close_quietly, _HDF5Stack, _SimpleStack, _SimpleStream
 
 __all__ = [
     "BufferStrategy",
@@ -49,9 +100,20 @@ __all__ = [
     "SpectraStackHostTensorEndpointUInt16", "SpectraStackTensorEndpointUInt16",
     "AscanSpiralDeviceTensorEndpointInt8", "AscanSpiralDeviceTensorEndpointUInt16",
     "AscanSpiralDeviceTensorEndpointFloat32",
+    # the storage endpoints beyond SimpleStack (STORAGE_ENDPOINTS)
+    "AscanStreamEndpoint", "SpectraStreamEndpoint", "CounterStreamEndpoint", "GalvoTargetStreamEndpoint",
+    "SampleTargetStreamEndpoint", "GalvoActualStreamEndpoint", "SampleActualStreamEndpoint", "StrobesStreamEndpoint",
+    "StreamDumpStorage", "MarkerLogStorage",
+    "AscanHDF5StackEndpoint", "SpectraHDF5StackEndpoint", "BroctStorageEndpoint",
+    "CounterStackHostTensorEndpoint", "GalvoActualStackHostTensorEndpoint",
+    "CounterStackEndpoint", "GalvoTargetStackEndpoint", "SampleTargetStackEndpoint", "GalvoActualStackEndpoint",
+    "SampleActualStackEndpoint", "StrobesStackEndpoint",
+    "CounterHDF5StackEndpoint", "GalvoTargetHDF5StackEndpoint", "SampleTargetHDF5StackEndpoint",
+    "GalvoActualHDF5StackEndpoint", "SampleActualHDF5StackEndpoint", "StrobesHDF5StackEndpoint",
 ]
 
-_GEOMETRY = (RadialFormatExecutor, SpiralFormatExecutor, PositionFormatExecutor)
+#: The storage endpoints beyond ``SimpleStack`` (``vortexgo.storage_endpoint``'s names).
+STORAGE_ENDPOINTS = tuple(__all__[__all__.index("AscanStreamEndpoint"):])
 
 
 class _EndpointTensor(DeviceTensor):
@@ -235,8 +297,12 @@ class _TensorEndpoint(_Endpoint):
                 raise TypeError(f"{type(self).__name__}: executor=None, expected a {self._executors[0].__name__}")
             # vortexgo's shorthand: a stack endpoint without an executor keeps every sample.
             executor = StackFormatExecutor(StackFormatExecutorConfig())
-        kind = ("spectra_" if self._spectra else "") + (self._geometry or f"stack_{self._memory}")
-        self._h = native(api.NewExecutorEndpoint)(kind, self._dtype, executor._handle(), *(self._shape or (0, 0, 0)))
+        shape = self._shape or (0, 0, 0)
+        if self._geometry:
+            self._h = native(api.NewGeometryTensorEndpoint)(self._dtype, self._spectra, executor._handle(), *shape)
+        else:
+            self._h = native(api.NewStackTensorEndpoint)(self._dtype, self._memory == "host", self._spectra,
+                                                         executor._handle(), *shape)
 
     @property
     def tensor(self) -> DeviceTensor:
@@ -268,91 +334,6 @@ class _TensorEndpoint(_Endpoint):
             except Exception:
                 pass
         return base
-
-
-class StackDeviceTensorEndpointInt8(_TensorEndpoint):
-    """Keeps the latest volume's int8 rendering in device memory (``with endpoint.tensor as volume``)."""
-
-    _dtype = "int8"
-
-
-class StackDeviceTensorEndpointUInt16(_TensorEndpoint):
-    """Keeps the latest processed volume as uint16 (rounded, saturated) in device memory."""
-
-    _dtype = "uint16"
-
-
-class StackDeviceTensorEndpointFloat32(_TensorEndpoint):
-    """Keeps the latest processed volume as float32 in device memory."""
-
-    _dtype = "float32"
-
-
-class StackHostTensorEndpointInt8(_TensorEndpoint):
-    """Keeps the latest volume's int8 rendering in pinned host memory (NumPy, no copy)."""
-
-    _dtype = "int8"
-    _memory = "host"
-
-
-class StackHostTensorEndpointUInt16(_TensorEndpoint):
-    """Keeps the latest processed volume as uint16 in pinned host memory."""
-
-    _dtype = "uint16"
-    _memory = "host"
-
-
-class StackHostTensorEndpointFloat32(_TensorEndpoint):
-    """Keeps the latest processed volume as float32 in pinned host memory."""
-
-    _dtype = "float32"
-    _memory = "host"
-
-
-class SpectraStackDeviceTensorEndpointUInt16(_TensorEndpoint):
-    """Keeps the latest volume's raw uint16 spectra, uncropped, in device memory."""
-
-    _dtype = "uint16"
-    _spectra = True
-
-
-class SpectraStackHostTensorEndpointUInt16(_TensorEndpoint):
-    """Keeps the latest volume's raw uint16 spectra, uncropped, in pinned host memory
-    (NumPy, no copy)."""
-
-    _dtype = "uint16"
-    _spectra = True
-    _memory = "host"
-
-
-#: vortex's CPU spectra endpoint: the spectra in host memory.
-SpectraStackTensorEndpointUInt16 = SpectraStackHostTensorEndpointUInt16
-
-
-def _geometry_endpoint(name: str, geometry: str, executor: type, dtype: str, spectra: bool = False) -> type:
-    what = "raw uint16 spectra" if spectra else f"processed A-scans as {dtype}"
-    doc = (f"vortex's ``{name}``: the latest volume of {what}, placed by a {executor.__name__} into an "
-           "``(x, y, samples)`` device tensor: ``{name}(executor, shape)``.").replace("{name}", name)
-    return type(name, (_TensorEndpoint,), {"__doc__": doc, "_dtype": dtype, "_geometry": geometry,
-                                          "_executors": (executor,), "_spectra": spectra, "__module__": __name__})
-
-
-for _g, _ex in (("Radial", RadialFormatExecutor), ("Spiral", SpiralFormatExecutor), ("Position", PositionFormatExecutor)):
-    for _suffix, _dt in (("Int8", "int8"), ("UInt16", "uint16"), ("Float32", "float32")):
-        _n = f"{_g}DeviceTensorEndpoint{_suffix}"
-        globals()[_n] = _geometry_endpoint(_n, _g.lower(), _ex, _dt)
-    _n = f"Spectra{_g}DeviceTensorEndpointUInt16"
-    globals()[_n] = _geometry_endpoint(_n, _g.lower(), _ex, "uint16", True)
-
-
-# vortex's names for the same endpoints: its CPU tensor endpoints
-# (StackTensorEndpoint*) keep the volume in host memory, as the host ones do
-# here; its spiral A-scan endpoints are called AscanSpiralDeviceTensorEndpoint*.
-StackTensorEndpointInt8 = StackHostTensorEndpointInt8
-StackTensorEndpointUInt16 = StackHostTensorEndpointUInt16
-StackTensorEndpointFloat32 = StackHostTensorEndpointFloat32
-for _suffix in ("Int8", "UInt16", "Float32"):
-    globals()[f"AscanSpiralDeviceTensorEndpoint{_suffix}"] = globals()[f"SpiralDeviceTensorEndpoint{_suffix}"]
 
 
 class BufferStrategy(StrictAttributes, enum.IntEnum):
@@ -427,27 +408,13 @@ class _StorageEndpoint(_Endpoint):
         # Without an executor the Go endpoint takes the storage in its place and
         # keeps every sample.
         x = executor._handle() if executor is not None else storage._h
-        kind = ("spectra_stack" if self._spectra else "ascan_stack") + ":" + self.buffer_strategy.name
-        self._h = native(api.NewStorageEndpoint)(kind, storage._h, x)
+        self._h = native(api.NewStackStorageEndpoint)(self._spectra, self.buffer_strategy.name, storage._h, x)
 
     @property
     def volumes_written(self) -> int:
         """Volumes handed to the storage so far (still readable after :meth:`close`:
         it reports what was stored)."""
-        rec = np.zeros(1, np.float64)  # endpoint.StackStorageEndpoint.Record: volumes written
-        self._h.Record(rec.ctypes.data, 1)
-        return int(rec[0])
-
-
-class AscanStackEndpoint(_StorageEndpoint):
-    """Stores every completed processed volume in a ``SimpleStack`` (in the stack's
-    dtype), off the engine's hot path. Open the stack before :meth:`~vortexgo.engine.Engine.prepare`."""
-
-
-class SpectraStackEndpoint(_StorageEndpoint):
-    """Stores the raw uint16 spectra of every completed volume in a ``SimpleStackUInt16``."""
-
-    _spectra = True
+        return self._h.VolumesWritten()
 
 
 class NullEndpoint(_Endpoint):
@@ -457,4 +424,324 @@ class NullEndpoint(_Endpoint):
     def __init__(self, logger: Optional[logging.Logger] = None) -> None:
         super().__init__()
         self.logger = logger
-        self._h = api.NewEndpoint("null", "")
+        self._h = api.NewNullEndpoint()
+
+
+class _BlockEndpoint(_Endpoint):
+    """An endpoint writing each block to a stream storage (gosrc/endpoint.BlockEndpoint):
+    ``_source`` is what it writes ("ascans", "spectra", a stream's name, "dump" or
+    "markers")."""
+
+    _source = ""
+    _storage: tuple = (_SimpleStream,)
+    _dtypes: tuple = ()
+
+    def __init__(self, storage: Any, log: Optional[logging.Logger] = None, *, lead_samples: int = 0) -> None:
+        super().__init__()
+        if not isinstance(storage, self._storage):
+            names = " or ".join(c.__name__.lstrip("_") for c in self._storage)
+            raise TypeError(f"storage={storage!r}, expected a {names}")
+        if self._dtypes and storage.dtype.name not in self._dtypes:
+            raise ValueError(f"storage is a {type(storage).__name__}, expected a SimpleStream of "
+                             f"{' or '.join(self._dtypes)} for {type(self).__name__}")
+        self.logger = log
+        self.storage = storage
+        self._h = native(api.NewBlockEndpoint)(self._source, storage._h, check_int("lead_samples", lead_samples, 0))
+        weakref.finalize(self, _close_quietly, self._h)
+
+    def _state(self) -> Any:
+        return _layouts.BLOCK_ENDPOINT.read(self._h.BlockState)
+
+    @property
+    def prepared(self) -> bool:
+        """True once an engine has prepared the endpoint."""
+        self._live("prepared")
+        return bool(self._state().prepared)
+
+    @property
+    def stream(self) -> Any:
+        """Not offered (a storage endpoint's stream only downloads blocks for its writer)."""
+        raise VortexError(f"{type(self).__name__} has no stream to chain work on (it only downloads blocks "
+                          "for its writer); use a tensor endpoint's stream")
+
+    @property
+    def blocks_written(self) -> int:
+        """Blocks handed to the storage so far."""
+        return self._state().blocks_written
+
+
+class StreamDumpStorage(_BlockEndpoint):
+    """Dumps one stream of every block (``StreamDumpConfig.stream``) to a ``StreamDump``:
+    ``StreamDumpStorage(storage, lead_samples=0)``. vortexgo's blocks carry the
+    acquisition's timing only, so ``lead_samples`` must be 0. Stream 5 (strobes)
+    dumps uint32 words."""
+
+    _source = "dump"
+    _storage = (StreamDump,)
+
+    def __init__(self, storage: StreamDump, lead_samples: int = 0) -> None:
+        super().__init__(storage, lead_samples=lead_samples)
+
+
+class MarkerLogStorage(_BlockEndpoint):
+    """Logs every block's markers to a ``MarkerLog``: ``MarkerLogStorage(storage)``."""
+
+    _source = "markers"
+    _storage = (MarkerLog,)
+
+    def __init__(self, storage: MarkerLog) -> None:
+        super().__init__(storage)
+
+
+class _VolumeEndpoint(_StorageEndpoint):
+    """A stack storage endpoint over another storage than ``SimpleStack`` (the
+    same Go endpoint: gosrc/endpoint.StackStorageEndpoint):
+    ``Endpoint(executor, storage, buffer_strategy=BufferStrategy.Volume, log=None)``."""
+
+    _storages: tuple = ()
+
+
+class _StreamStackEndpoint(_StorageEndpoint):
+    """A stream's records laid out by the format plan into a stack storage
+    (vortex's ``streams_stack_storage``): ``<Stream>StackEndpoint(executor,
+    storage, buffer_strategy=BufferStrategy.Volume, log=None)``."""
+
+    _source = ""
+    _dtype_name = ""
+    _storages: tuple = (_SimpleStack,)
+
+    def __init__(self, executor: Any = None, storage: Any = None, buffer_strategy: Any = BufferStrategy.Volume,
+                 log: Optional[logging.Logger] = None, *, logger: Optional[logging.Logger] = None) -> None:
+        _Endpoint.__init__(self)
+        if storage is None and isinstance(executor, self._storages):
+            executor, storage = None, executor
+        if not isinstance(storage, self._storages):
+            names = " or ".join(c.__name__.lstrip("_") for c in self._storages)
+            raise TypeError(f"storage={storage!r}, expected a {names} of {self._dtype_name}")
+        if storage.dtype != np.dtype(self._dtype_name):
+            raise ValueError(f"storage is a {type(storage).__name__}, expected a {self._dtype_name} stack for "
+                             f"{type(self).__name__} (the {self._source} stream is {self._dtype_name})")
+        strategy = _buffer_strategy(buffer_strategy)
+        self._set_executor_shape(executor, None)
+        self.buffer_strategy = strategy
+        self.logger = logger if logger is not None else log
+        self.storage = storage
+        # Without an executor the Go endpoint takes the storage in its place
+        # and keeps every column of the stream.
+        x = executor._handle() if executor is not None else storage._h
+        self._h = native(api.NewStreamStackEndpoint)(self._source, strategy.name, storage._h, x)
+
+    @property
+    def executor(self) -> Optional[StackFormatExecutor]:
+        """Its stack executor; None keeps every column of the stream."""
+        return self._executor
+
+
+class _UInt64EndpointTensor(_EndpointTensor):
+    """An endpoint's uint64 volume: held in float64 storage of the same size
+    (the tensors have no 64-bit integers) and viewed as uint64."""
+
+    @property
+    def dtype(self) -> np.dtype:
+        """uint64."""
+        return np.dtype(np.uint64)
+
+    def view(self) -> Any:
+        """A zero-copy uint64 view of the volume (see :meth:`DeviceTensor.view`)."""
+        return super().view().view(np.uint64)
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace("float64", "uint64")
+
+
+class _StreamTensorEndpoint(_TensorEndpoint):
+    """The latest volume of one of the block's streams in a host tensor
+    (vortex's ``streams_stack_cuda_host_tensor``)."""
+
+    _memory = "host"
+    _source = ""  # the stream: "counter" or "galvo_actual"
+
+    def __init__(self, executor: Optional[StackFormatExecutor] = None, shape: Any = None,
+                 log: Optional[logging.Logger] = None, *, logger: Optional[logging.Logger] = None) -> None:
+        _Endpoint.__init__(self)
+        if shape is None and executor is not None and not isinstance(executor, StackFormatExecutor):
+            executor, shape = None, executor  # Endpoint(shape)
+        if shape is None:
+            raise TypeError(f"{type(self).__name__}: shape=None, expected the volume's (segments, records, columns)")
+        self._set_executor_shape(executor, shape)
+        self.logger = logger if logger is not None else log
+        ex = executor if executor is not None else StackFormatExecutor(StackFormatExecutorConfig())
+        self._h = native(api.NewStreamTensorEndpoint)(self._source, ex._handle(), *self._shape)
+
+    @property
+    def executor(self) -> Optional[StackFormatExecutor]:
+        """Its stack executor; None keeps every column of the stream."""
+        return self._executor
+
+    @property
+    def tensor(self) -> Any:
+        """The latest volume, ``(segments, records, columns)``, locked by
+        ``with endpoint.tensor as volume:`` (NumPy, no copy)."""
+        self._live("tensor")
+        if self._tensor is None:
+            if self._device is None or not self.prepared:
+                return _PendingTensor(self)  # vortex's: valid False until prepared
+            dev = self._require_device()
+            h = native(self._h.Tensor)()
+            cls = _UInt64EndpointTensor if self._dtype == "uint64" else _EndpointTensor
+            self._tensor = cls._wrap(h, dev, self.stream, pinned=True)
+        return self._tensor
+
+
+# ---------------------------------------------------------------------------
+# The classes of vortex's endpoint families, one row each: (name, base,
+# class attributes; "__doc__" may say {name}). vortex's bindings make them
+# from one list too (bind/engine.cpp's BIND_*_ENDPOINT lines); endpoint.pyi
+# declares each for editors, and __all__ lists each by name.
+
+
+def _geometry(executor: type, dtype: str, spectra: bool = False) -> dict:
+    """A geometry tensor endpoint's attributes: its executor's type decides the placement."""
+    what = "raw uint16 spectra" if spectra else f"processed A-scans as {dtype}"
+    return {"_dtype": dtype, "_geometry": executor.__name__[:-len("FormatExecutor")].lower(),
+            "_executors": (executor,), "_spectra": spectra,
+            "__doc__": f"vortex's ``{{name}}``: the latest volume of {what}, placed by a {executor.__name__} into an "
+                       "``(x, y, samples)`` device tensor: ``{name}(executor, shape)``."}
+
+
+def _stream(source: str, doc: str, *dtypes: str) -> dict:
+    """A stream storage endpoint's attributes: what it appends and the stream types it takes."""
+    return {"_source": source, "_dtypes": dtypes, "__doc__": doc}
+
+
+def _stream_stack(stream: str, dtype: str, hdf5: bool = False) -> dict:
+    """A stream stack endpoint's attributes (vortex's ``streams_stack_storage``)."""
+    store = f"{'HDF5Stack' if hdf5 else 'SimpleStack'}{ {'uint64': 'UInt64', 'float64': 'Float64', 'uint32': 'UInt32'}[dtype]}"
+    return {"_source": stream, "_dtype_name": dtype, "_storages": (_HDF5Stack,) if hdf5 else (_SimpleStack,),
+            "__doc__": f"Stores the block's ``{stream}`` stream ({dtype}), laid out by the format plan, in a ``{store}`` "
+                       "of volume shape ``(segments, records, columns, 1)``: "
+                       "``{name}(executor, storage, buffer_strategy=BufferStrategy.Volume)`` (vortex's). The "
+                       "executor's sample slice and transform apply to the stream's columns; open the storage before "
+                       ":meth:`~vortexgo.engine.Engine.prepare`."}
+
+
+_CLASSES: tuple[tuple[str, type, dict], ...] = (
+    # tensor endpoints (vortex's *_cuda_device_tensor / *_cuda_host_tensor)
+    ("StackDeviceTensorEndpointInt8", _TensorEndpoint, {"_dtype": "int8", "__doc__":
+        "Keeps the latest volume's int8 rendering in device memory (``with endpoint.tensor as volume``)."}),
+    ("StackDeviceTensorEndpointUInt16", _TensorEndpoint, {"_dtype": "uint16", "__doc__":
+        "Keeps the latest processed volume as uint16 (rounded, saturated) in device memory."}),
+    ("StackDeviceTensorEndpointFloat32", _TensorEndpoint, {"_dtype": "float32", "__doc__":
+        "Keeps the latest processed volume as float32 in device memory."}),
+    ("StackHostTensorEndpointInt8", _TensorEndpoint, {"_dtype": "int8", "_memory": "host", "__doc__":
+        "Keeps the latest volume's int8 rendering in pinned host memory (NumPy, no copy)."}),
+    ("StackHostTensorEndpointUInt16", _TensorEndpoint, {"_dtype": "uint16", "_memory": "host", "__doc__":
+        "Keeps the latest processed volume as uint16 in pinned host memory."}),
+    ("StackHostTensorEndpointFloat32", _TensorEndpoint, {"_dtype": "float32", "_memory": "host", "__doc__":
+        "Keeps the latest processed volume as float32 in pinned host memory."}),
+    ("SpectraStackDeviceTensorEndpointUInt16", _TensorEndpoint, {"_dtype": "uint16", "_spectra": True, "__doc__":
+        "Keeps the latest volume's raw uint16 spectra, uncropped, in device memory."}),
+    ("SpectraStackHostTensorEndpointUInt16", _TensorEndpoint, {"_dtype": "uint16", "_spectra": True, "_memory": "host",
+        "__doc__": "Keeps the latest volume's raw uint16 spectra, uncropped, in pinned host memory (NumPy, no copy)."}),
+    ("RadialDeviceTensorEndpointInt8", _TensorEndpoint, _geometry(RadialFormatExecutor, "int8")),
+    ("RadialDeviceTensorEndpointUInt16", _TensorEndpoint, _geometry(RadialFormatExecutor, "uint16")),
+    ("RadialDeviceTensorEndpointFloat32", _TensorEndpoint, _geometry(RadialFormatExecutor, "float32")),
+    ("SpectraRadialDeviceTensorEndpointUInt16", _TensorEndpoint, _geometry(RadialFormatExecutor, "uint16", True)),
+    ("SpiralDeviceTensorEndpointInt8", _TensorEndpoint, _geometry(SpiralFormatExecutor, "int8")),
+    ("SpiralDeviceTensorEndpointUInt16", _TensorEndpoint, _geometry(SpiralFormatExecutor, "uint16")),
+    ("SpiralDeviceTensorEndpointFloat32", _TensorEndpoint, _geometry(SpiralFormatExecutor, "float32")),
+    ("SpectraSpiralDeviceTensorEndpointUInt16", _TensorEndpoint, _geometry(SpiralFormatExecutor, "uint16", True)),
+    ("PositionDeviceTensorEndpointInt8", _TensorEndpoint, _geometry(PositionFormatExecutor, "int8")),
+    ("PositionDeviceTensorEndpointUInt16", _TensorEndpoint, _geometry(PositionFormatExecutor, "uint16")),
+    ("PositionDeviceTensorEndpointFloat32", _TensorEndpoint, _geometry(PositionFormatExecutor, "float32")),
+    ("SpectraPositionDeviceTensorEndpointUInt16", _TensorEndpoint, _geometry(PositionFormatExecutor, "uint16", True)),
+    # the streams' host tensor endpoints (vortex's streams_stack_cuda_host_tensor)
+    ("CounterStackHostTensorEndpoint", _StreamTensorEndpoint, {"_source": "counter", "_dtype": "uint64", "__doc__":
+        "The latest volume of the record counter (uint64: the acquisition sample of each record), laid out by the "
+        "format plan in a host tensor: ``CounterStackHostTensorEndpoint(executor, shape)`` with ``shape`` = "
+        "``(segments, records, 1)`` (vortex's)."}),
+    ("GalvoActualStackHostTensorEndpoint", _StreamTensorEndpoint, {"_source": "galvo_actual", "_dtype": "float64",
+        "__doc__": "The latest volume of the measured galvo positions (float64, one column per input channel) in a "
+                   "host tensor: ``GalvoActualStackHostTensorEndpoint(executor, shape)`` with ``shape`` = "
+                   "``(segments, records, channels)`` (vortex's)."}),
+    # stack storage endpoints (vortex's stack_storage)
+    ("AscanStackEndpoint", _StorageEndpoint, {"__doc__":
+        "Stores every completed processed volume in a ``SimpleStack`` (in the stack's dtype), off the engine's hot "
+        "path. Open the stack before :meth:`~vortexgo.engine.Engine.prepare`."}),
+    ("SpectraStackEndpoint", _StorageEndpoint, {"_spectra": True, "__doc__":
+        "Stores the raw uint16 spectra of every completed volume in a ``SimpleStackUInt16``."}),
+    ("AscanHDF5StackEndpoint", _VolumeEndpoint, {"_storages": (_HDF5Stack,), "__doc__":
+        "Stores every completed processed volume in an ``HDF5Stack`` (int8, uint16 or float32), off the engine's "
+        "hot path. Open the stack before :meth:`vortexgo.engine.Engine.prepare`."}),
+    ("SpectraHDF5StackEndpoint", _VolumeEndpoint, {"_storages": (_HDF5Stack,), "_spectra": True, "__doc__":
+        "Stores the raw spectra of every completed volume in an ``HDF5StackUInt16``."}),
+    ("BroctStorageEndpoint", _VolumeEndpoint, {"_storages": (BroctStorage,), "__doc__":
+        "Stores every completed int8 volume in a ``BroctStorage``: ``BroctStorageEndpoint(executor, storage)`` with "
+        "a ``StackFormatExecutor`` (vortex takes a BroctFormatExecutor, which transposes on the device; vortexgo's "
+        "writer transposes each B-scan to BROCT's ``(samples, ascans)``)."}),
+    # the streams' stack storage endpoints (vortex's streams_stack_storage)
+    ("CounterStackEndpoint", _StreamStackEndpoint, _stream_stack("counter", "uint64")),
+    ("GalvoTargetStackEndpoint", _StreamStackEndpoint, _stream_stack("galvo_target", "float64")),
+    ("SampleTargetStackEndpoint", _StreamStackEndpoint, _stream_stack("sample_target", "float64")),
+    ("GalvoActualStackEndpoint", _StreamStackEndpoint, _stream_stack("galvo_actual", "float64")),
+    ("SampleActualStackEndpoint", _StreamStackEndpoint, _stream_stack("sample_actual", "float64")),
+    ("StrobesStackEndpoint", _StreamStackEndpoint, _stream_stack("strobes", "uint32")),
+    ("CounterHDF5StackEndpoint", _StreamStackEndpoint, _stream_stack("counter", "uint64", True)),
+    ("GalvoTargetHDF5StackEndpoint", _StreamStackEndpoint, _stream_stack("galvo_target", "float64", True)),
+    ("SampleTargetHDF5StackEndpoint", _StreamStackEndpoint, _stream_stack("sample_target", "float64", True)),
+    ("GalvoActualHDF5StackEndpoint", _StreamStackEndpoint, _stream_stack("galvo_actual", "float64", True)),
+    ("SampleActualHDF5StackEndpoint", _StreamStackEndpoint, _stream_stack("sample_actual", "float64", True)),
+    ("StrobesHDF5StackEndpoint", _StreamStackEndpoint, _stream_stack("strobes", "uint32", True)),
+    # stream storage endpoints (vortex's stream_storage)
+    ("AscanStreamEndpoint", _BlockEndpoint, _stream(
+        "ascans", "Appends the processed A-scans the format plan copies, in order, to a ``SimpleStreamInt8`` or "
+        "``SimpleStreamFloat32``.", "int8", "float32")),
+    ("SpectraStreamEndpoint", _BlockEndpoint, _stream(
+        "spectra", "Appends the raw spectra the format plan copies to a ``SimpleStreamUInt16``.", "uint16")),
+    ("CounterStreamEndpoint", _BlockEndpoint, _stream(
+        "counter", "Appends the record counter (uint64 sample index) of the copied records to a "
+        "``SimpleStreamUInt64``.", "uint64")),
+    ("GalvoTargetStreamEndpoint", _BlockEndpoint, _stream(
+        "galvo_target", "Appends the commanded galvo positions (float64, one column per output channel) of the "
+        "copied records to a ``SimpleStreamFloat64``.", "float64")),
+    ("SampleTargetStreamEndpoint", _BlockEndpoint, _stream(
+        "sample_target", "Appends the on-time commanded positions of the copied records to a "
+        "``SimpleStreamFloat64``.", "float64")),
+    ("GalvoActualStreamEndpoint", _BlockEndpoint, _stream(
+        "galvo_actual", "Appends the measured galvo positions (one column per input channel) of the copied records "
+        "to a ``SimpleStreamFloat64``.", "float64")),
+    ("SampleActualStreamEndpoint", _BlockEndpoint, _stream(
+        "sample_actual", "Appends the on-time measured positions of the copied records to a "
+        "``SimpleStreamFloat64``.", "float64")),
+    ("StrobesStreamEndpoint", _BlockEndpoint, _stream(
+        "strobes", "Appends the strobe words (uint32, bit ``line`` per strobe, the engine's "
+        "``EngineConfig.strobes``) of the copied records to a ``SimpleStreamUInt32``.", "uint32")),
+)
+
+# vortex's other names for the same classes: its CPU tensor endpoints
+# (StackTensorEndpoint*, SpectraStackTensorEndpointUInt16) keep the volume in
+# host memory, as the host ones do here; its spiral A-scan endpoints are
+# called AscanSpiralDeviceTensorEndpoint*.
+_ALIASES: tuple[tuple[str, str], ...] = (
+    ("StackTensorEndpointInt8", "StackHostTensorEndpointInt8"),
+    ("StackTensorEndpointUInt16", "StackHostTensorEndpointUInt16"),
+    ("StackTensorEndpointFloat32", "StackHostTensorEndpointFloat32"),
+    ("SpectraStackTensorEndpointUInt16", "SpectraStackHostTensorEndpointUInt16"),
+    ("AscanSpiralDeviceTensorEndpointInt8", "SpiralDeviceTensorEndpointInt8"),
+    ("AscanSpiralDeviceTensorEndpointUInt16", "SpiralDeviceTensorEndpointUInt16"),
+    ("AscanSpiralDeviceTensorEndpointFloat32", "SpiralDeviceTensorEndpointFloat32"),
+)
+
+
+def _define(classes: tuple, aliases: tuple) -> dict:
+    """The table's classes (and aliases) by name, for the module's namespace."""
+    made: dict = {}
+    for name, base, attrs in classes:
+        attrs = dict(attrs, __module__=__name__, __qualname__=name)
+        attrs["__doc__"] = attrs["__doc__"].replace("{name}", name)
+        made[name] = type(name, (base,), attrs)
+    made.update({alias: made[name] for alias, name in aliases})
+    return made
+
+
+globals().update(_define(_CLASSES, _ALIASES))

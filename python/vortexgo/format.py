@@ -29,17 +29,14 @@ __all__ = ["SampleSlice", "SimpleSlice", "NullSlice", "NullTransform", "LinearTr
            "PositionFormatExecutorConfig", "PositionFormatExecutor"]
 
 
-def _stage(kind: str, record: dict) -> Any:
-    return native(api.NewStage)("format", kind, json.dumps(record))
-
-
-def _reinit(h: Any, kind: str, record: dict) -> Any:
-    """The Go object for ``record``: a new one, or ``h`` re-initialized in place (vortex's
-    ``initialize`` on an object an endpoint or engine configuration was built with, which then
-    sees the new configuration). InUseError while an engine that is not closed uses it."""
+def _reinit(h: Any, new: Any, record: dict) -> Any:
+    """The Go object for ``record``: a new one (``new``, one of pyapi's constructors), or ``h``
+    re-initialized in place (vortex's ``initialize`` on an object an endpoint or engine
+    configuration was built with, which then sees the new configuration). InUseError while an
+    engine that is not closed uses it."""
     if h is None:
-        return _stage(kind, record)
-    h.Do("initialize", json.dumps(record), h, 0, 0)
+        return native(new)(json.dumps(record))
+    native(h.Initialize)(json.dumps(record))
     return h
 
 
@@ -168,7 +165,7 @@ class StackFormatExecutor(NoCopy, StrictAttributes):
             if not hasattr(cfg, k):
                 raise TypeError(f"StackFormatExecutor: unknown field {k!r}")
             setattr(cfg, k, v)
-        self._h = _reinit(self._h, "StackFormatExecutor", cfg._record())
+        self._h = _reinit(self._h, api.NewStackFormatExecutor, cfg._record())
         self.config = cfg
 
     def _handle(self):
@@ -185,7 +182,6 @@ class StackFormatExecutor(NoCopy, StrictAttributes):
 class _Executor(NoCopy, StrictAttributes):
     """Base of the geometry executors: ``X(); x.initialize(config)`` or ``X(config)``."""
 
-    _kind = ""
     _config_cls: type = object
 
     def __init__(self, config: Any = None, logger: Any = None) -> None:
@@ -202,8 +198,12 @@ class _Executor(NoCopy, StrictAttributes):
         """Validate and adopt ``config`` (ValueError naming the field)."""
         if not isinstance(config, self._config_cls):
             raise TypeError(f"config={config!r}, expected a {self._config_cls.__name__}")
-        self._h = _reinit(self._h, self._kind, config._record())
+        self._h = _reinit(self._h, self._new_go, config._record())
         self.config = config.copy()
+
+    def _new_go(self, record: str) -> Any:  # pragma: no cover - abstract
+        """The Go object of this class from its config record."""
+        raise NotImplementedError
 
     def _handle(self):
         if self._h is None:
@@ -400,19 +400,28 @@ class PositionFormatExecutorConfig(StackFormatExecutorConfig):
 class RadialFormatExecutor(_Executor):
     """vortex's ``RadialFormatExecutor`` (for :class:`~vortexgo.endpoint.RadialDeviceTensorEndpointInt8` and its siblings)."""
 
-    _kind, _config_cls = "RadialFormatExecutor", RadialFormatExecutorConfig
+    _config_cls = RadialFormatExecutorConfig
+
+    def _new_go(self, record: str) -> Any:
+        return api.NewRadialFormatExecutor(record)
 
 
 class SpiralFormatExecutor(_Executor):
     """vortex's ``SpiralFormatExecutor`` (for the spiral device tensor endpoints)."""
 
-    _kind, _config_cls = "SpiralFormatExecutor", SpiralFormatExecutorConfig
+    _config_cls = SpiralFormatExecutorConfig
+
+    def _new_go(self, record: str) -> Any:
+        return api.NewSpiralFormatExecutor(record)
 
 
 class PositionFormatExecutor(_Executor):
     """vortex's ``PositionFormatExecutor`` (for :class:`~vortexgo.endpoint.PositionDeviceTensorEndpointInt8` and its siblings)."""
 
-    _kind, _config_cls = "PositionFormatExecutor", PositionFormatExecutorConfig
+    _config_cls = PositionFormatExecutorConfig
+
+    def _new_go(self, record: str) -> Any:
+        return api.NewPositionFormatExecutor(record)
 
 
 @dataclass
@@ -460,14 +469,17 @@ class FormatPlanner(_Executor):
     """vortex's ``FormatPlanner``: turns each block's markers into the format plan that
     ``EngineConfig.add_formatter(planner, endpoints)``'s endpoints execute."""
 
-    _kind, _config_cls = "FormatPlanner", FormatPlannerConfig
+    _config_cls = FormatPlannerConfig
+
+    def _new_go(self, record: str) -> Any:
+        return api.NewFormatPlanner(record)
 
     @native
     def reset(self) -> None:
         """Forget the segment, volume and scan in progress, as at the start of a stream
         (vortex's ``reset``). The planner keeps its state across engine sessions (as
         vortex's): reset it before starting a session that begins a new scan."""
-        self._handle().Do("reset", "", self._handle(), 0, 0)
+        self._handle().Reset()
 
     @property
     def segments_per_volume(self) -> int:

@@ -13,25 +13,19 @@ DAQ driver is one Go package implementing ``engine.IO``.
 
 from __future__ import annotations
 
-import json
-from typing import Optional
 
 import numpy as np
 
 from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._errors import native
+from ._layouts import SIM_IO_STATE, SIM_IO_WINDOW
 from ._validate import check_bool, check_int
 
 __all__ = ["NullIO", "SimulatedIO"]
 
 
 class _IO(NoCopy, StrictAttributes):
-    _kind = ""
-
-    def _record(self) -> dict:
-        return {}
-
     def _handle(self):
         return self._h
 
@@ -44,7 +38,7 @@ class NullIO(_IO):
     """vortex's ``NullIO``: accepts every block, outputs nothing."""
 
     def __init__(self) -> None:
-        self._h = native(api.NewStage)("io", "NullIO", "")
+        self._h = native(api.NewNullIO)()
 
     def __repr__(self) -> str:
         return "<NullIO>"
@@ -61,45 +55,42 @@ class SimulatedIO(_IO):
     """
 
     def __init__(self, record_samples: int = 1 << 16, feedback: bool = False, feedback_delay: int = 0) -> None:
-        rec = {"RecordSamples": check_int("SimulatedIO.record_samples", record_samples, 1, 1 << 24),
-               "Feedback": check_bool("SimulatedIO.feedback", feedback),
-               "FeedbackDelay": check_int("SimulatedIO.feedback_delay", feedback_delay, 0, 1 << 24)}
-        self._h = native(api.NewStage)("io", "SimIO", json.dumps(rec))
-        self.record_samples = rec["RecordSamples"]
+        record_samples = check_int("SimulatedIO.record_samples", record_samples, 1, 1 << 24)
+        self._h = native(api.NewSimIO)(record_samples, check_bool("SimulatedIO.feedback", feedback),
+                                       check_int("SimulatedIO.feedback_delay", feedback_delay, 0, 1 << 24))
+        self.record_samples = record_samples
 
-    def _state(self) -> np.ndarray:
-        rec = np.zeros(3, np.float64)  # io.SimIO.Record: samples, started, stopped
-        native(self._h.Record)(rec.ctypes.data, 3)
-        return rec
+    def _state(self):
+        return native(SIM_IO_STATE.read)(self._h.State)
 
     @property
     def samples(self) -> int:
         """Samples output so far (including those the ring no longer holds)."""
-        return int(self._state()[0])
+        return self._state().samples
 
     @property
     def started(self) -> bool:
-        return bool(self._state()[1])
+        return bool(self._state().started)
 
     @property
     def stopped(self) -> bool:
-        return bool(self._state()[2])
+        return bool(self._state().stopped)
 
     def recorded(self, channels: int = 2) -> tuple[int, np.ndarray]:
         """The latest recorded samples as ``(first_sample, array (rows, channels))``, oldest first."""
         channels = check_int("channels", channels, 1, 64)
         buf = np.zeros((self.record_samples, channels), np.float64)
-        out = json.loads(native(self._h.Do)("recorded", "", self._h, buf.ctypes.data, buf.size))
-        if out["Rows"] and out["Channels"] != channels:
-            raise ValueError(f"channels={channels}, expected {out['Channels']} (EngineConfig.galvo_output_channels)")
-        return int(out["First"]), buf[: out["Rows"]].copy()
+        w = native(SIM_IO_WINDOW.read)(self._h.Recorded, buf.ctypes.data, buf.size)
+        if w.rows and w.channels != channels:
+            raise ValueError(f"channels={channels}, expected {w.channels} (EngineConfig.galvo_output_channels)")
+        return w.first, buf[: w.rows].copy()
 
     def recorded_strobes(self) -> tuple[int, np.ndarray]:
         """The latest recorded strobe words as ``(first_sample, uint32 array (rows,))``, oldest
         first: bit ``line`` of each word is that line's level (``EngineConfig.strobes``)."""
         buf = np.zeros(self.record_samples, np.uint32)
-        out = json.loads(native(self._h.Do)("strobes", "", self._h, buf.ctypes.data, buf.size))
-        return int(out["First"]), buf[: out["Rows"]].copy()
+        w = native(SIM_IO_WINDOW.read)(self._h.RecordedStrobes, buf.ctypes.data, buf.size)
+        return w.first, buf[: w.rows].copy()
 
     def __repr__(self) -> str:
         return f"<SimulatedIO {self.samples} samples output>"

@@ -28,8 +28,11 @@ from ._device import Device, DeviceLike, get_device
 from ._errors import ClosedError, LockError
 from ._tensor import DeviceTensor
 
-__all__ = [f"{kind}{name}" for kind in ("CpuTensor", "CudaHostTensor", "CudaDeviceTensor")
-           for name in ("Int8", "UInt16", "UInt64", "Float32", "Float64")]
+__all__ = [
+    "CpuTensorInt8", "CpuTensorUInt16", "CpuTensorUInt64", "CpuTensorFloat32", "CpuTensorFloat64",
+    "CudaHostTensorInt8", "CudaHostTensorUInt16", "CudaHostTensorUInt64", "CudaHostTensorFloat32", "CudaHostTensorFloat64",
+    "CudaDeviceTensorInt8", "CudaDeviceTensorUInt16", "CudaDeviceTensorUInt64", "CudaDeviceTensorFloat32", "CudaDeviceTensorFloat64",
+]
 
 
 class _Tensor(NoCopy, StrictAttributes):
@@ -227,19 +230,44 @@ class _Tensor(NoCopy, StrictAttributes):
         return f"{self._kind}(shape=[{', '.join(map(str, self.shape))}], dtype={self._dtype.name})"
 
 
-def _make(kind: str, name: str, dtype: Any) -> type:
-    doc = {"CpuTensor": "host memory on the CPU backend",
+# Where each kind keeps its memory, for the docstrings.
+_MEMORY = {"CpuTensor": "host memory on the CPU backend",
            "CudaHostTensor": "pinned host memory of a CUDA device (``device`` defaults to ``\"cuda\"``)",
-           "CudaDeviceTensor": "CUDA device memory (``device`` defaults to ``\"cuda\"``)"}[kind]
-    return type(f"{kind}{name}", (_Tensor,), {
-        "_kind": kind, "_dtype": np.dtype(dtype), "__module__": __name__,
-        "_storage": np.dtype(np.float64) if np.dtype(dtype) == np.uint64 else np.dtype(dtype),
-        "__doc__": f"vortex's ``{kind}{name}``: a lockable {np.dtype(dtype).name} tensor in {doc}.",
-    })
+           "CudaDeviceTensor": "CUDA device memory (``device`` defaults to ``\"cuda\"``)"}
+
+# vortex's tensor classes, one row each: (name, kind, dtype), as vortex's
+# bindings make them from one list. memory.pyi declares each for editors,
+# and __all__ lists each by name.
+_CLASSES: tuple[tuple[str, str, str], ...] = (
+    ("CpuTensorInt8", "CpuTensor", "int8"),
+    ("CpuTensorUInt16", "CpuTensor", "uint16"),
+    ("CpuTensorUInt64", "CpuTensor", "uint64"),
+    ("CpuTensorFloat32", "CpuTensor", "float32"),
+    ("CpuTensorFloat64", "CpuTensor", "float64"),
+    ("CudaHostTensorInt8", "CudaHostTensor", "int8"),
+    ("CudaHostTensorUInt16", "CudaHostTensor", "uint16"),
+    ("CudaHostTensorUInt64", "CudaHostTensor", "uint64"),
+    ("CudaHostTensorFloat32", "CudaHostTensor", "float32"),
+    ("CudaHostTensorFloat64", "CudaHostTensor", "float64"),
+    ("CudaDeviceTensorInt8", "CudaDeviceTensor", "int8"),
+    ("CudaDeviceTensorUInt16", "CudaDeviceTensor", "uint16"),
+    ("CudaDeviceTensorUInt64", "CudaDeviceTensor", "uint64"),
+    ("CudaDeviceTensorFloat32", "CudaDeviceTensor", "float32"),
+    ("CudaDeviceTensorFloat64", "CudaDeviceTensor", "float64"),
+)
 
 
-for _kind in ("CpuTensor", "CudaHostTensor", "CudaDeviceTensor"):
-    for _name, _dt in (("Int8", np.int8), ("UInt16", np.uint16), ("UInt64", np.uint64),
-                       ("Float32", np.float32), ("Float64", np.float64)):
-        globals()[f"{_kind}{_name}"] = _make(_kind, _name, _dt)
-del _kind, _name, _dt
+def _define(classes: tuple) -> dict:
+    """The table's classes by name, for the module's namespace."""
+    made = {}
+    for name, kind, dtype in classes:
+        dt = np.dtype(dtype)
+        made[name] = type(name, (_Tensor,), {
+            "_kind": kind, "_dtype": dt, "__module__": __name__, "__qualname__": name,
+            "_storage": np.dtype(np.float64) if dt == np.uint64 else dt,
+            "__doc__": f"vortex's ``{name}``: a lockable {dt.name} tensor in {_MEMORY[kind]}.",
+        })
+    return made
+
+
+globals().update(_define(_CLASSES))

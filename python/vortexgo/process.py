@@ -304,7 +304,6 @@ def _compatible(shape: Sequence[int], want: Sequence[int]) -> bool:
 
 
 class _Processor(NoCopy, StrictAttributes):
-    _kind = ""
     _config_type: type = ProcessorConfig
 
     def __init__(self, config: Optional[ProcessorConfig] = None, logger: Optional[logging.Logger] = None, *,
@@ -359,7 +358,12 @@ class _Processor(NoCopy, StrictAttributes):
         rp, rn = (0, 0) if res is None else (res.ctypes.data, res.size)
         fp, fn = (0, 0) if filt is None else (filt.ctypes.data, filt.size)
         # process.Config's fields as one record; the arrays as (address, count).
-        return api.NewProcessor(dev._h, self._kind, json.dumps(self._record(cfg)), rp, rn, fp, fn)
+        return self._new_go(dev._h, json.dumps(self._record(cfg)), rp, rn, fp, fn)
+
+    def _new_go(self, dev: Any, record: str, rp: int, rn: int, fp: int, fn: int) -> Any:  # pragma: no cover - abstract
+        """The Go processor of this class on ``dev`` (its handle) from its config record and
+        its arrays (address, count)."""
+        raise NotImplementedError
 
     def _record(self, cfg: ProcessorConfig) -> dict:
         lo, hi = cfg._levels()
@@ -393,7 +397,7 @@ class _Processor(NoCopy, StrictAttributes):
         cfg.validate()
         tmp = self._new_handle(cfg, self.device)  # the Go side copies its configuration
         try:
-            h.Do("change", "", tmp, 0, 0)
+            h.Change(tmp)
         finally:
             tmp.Close()
         self.config = cfg
@@ -429,11 +433,10 @@ class _Processor(NoCopy, StrictAttributes):
         if not out.shape or out.shape[0] != records or not _compatible(out.shape[1:], (c.samples_per_ascan, 1)):
             raise ValueError(f"output_buffer: shape {out.shape}, expected ({records}, {c.samples_per_ascan}, 1) "
                              "(the input's records, samples_per_ascan, 1)")
-        args = {"In": inp.ptr, "Records": records, "AppendHistory": bool(append_history), "Host": in_host,
-                "Out8" if out.dtype == np.int8 else "Out": out.ptr}
+        out8 = out.dtype == np.int8
         if self.logger is not None:
             self.logger.debug("processing block %d", id)
-        native(h.Do)("next", json.dumps(args), h, 0, 0)
+        native(h.Next)(inp.ptr, 0 if out8 else out.ptr, out.ptr if out8 else 0, records, bool(append_history), in_host)
 
     def next_async(self, input_buffer: Any, output_buffer: Any, callback: Any, id: int = 0,
                    append_history: bool = True) -> None:
@@ -525,7 +528,8 @@ class CUDAProcessor(_Processor):
     cuFFT's several passes (1.7x the processor's throughput at 1376 on an H100; the
     outputs agree within float32 rounding: docs/design.md)."""
 
-    _kind = "cuda"
+    def _new_go(self, dev: Any, record: str, rp: int, rn: int, fp: int, fn: int) -> Any:
+        return api.NewCUDAProcessor(dev, record, rp, rn, fp, fn)
 
     def _default_device(self, cfg: Any = None) -> Device:
         if self._device_spec is not None:
@@ -537,7 +541,8 @@ class CUDAProcessor(_Processor):
 class CPUProcessor(_Processor):
     """The same chain in Go on the CPU backend (for machines without a GPU, and tests)."""
 
-    _kind = "cpu"
+    def _new_go(self, dev: Any, record: str, rp: int, rn: int, fp: int, fn: int) -> Any:
+        return api.NewCPUProcessor(dev, record, rp, rn, fp, fn)
 
     def _default_device(self, cfg: Any = None) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)
@@ -586,8 +591,10 @@ class NullProcessor(_Processor):
     computed (pair it with spectra endpoints, which read the raw block); it has no
     ``next``, as vortex's. ``device`` defaults to ``"cpu"``; pass the engine's."""
 
-    _kind = "null"
     _config_type = NullProcessorConfig
+
+    def _new_go(self, dev: Any, record: str, *arrays: int) -> Any:
+        return api.NewNullProcessor(dev, record)  # its config has no arrays
 
     def _default_device(self, cfg: Any = None) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)
@@ -668,8 +675,10 @@ class CopyProcessor(_Processor):
     a transform, without OCT processing; the int8 output is the C cast of each
     value (a raw uint16 keeps its low byte). A CPU processor, as vortex's."""
 
-    _kind = "copy"
     _config_type = CopyProcessorConfig
+
+    def _new_go(self, dev: Any, record: str, *arrays: int) -> Any:
+        return api.NewCopyProcessor(dev, record)  # its config has no arrays
 
     def _default_device(self, cfg: Any = None) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)

@@ -16,7 +16,7 @@ scan queue run in the Go core (gosrc/scan, whose package doc lists the
 deliberate differences from vortex); this module holds the configs as
 Python objects, type-checks what is set, and hands a config to Go as one
 JSON record, where it is validated once (``ValueError`` naming vortex's
-field). See docs/scan.md.
+field). The Go side of each call is gosrc/pyapi/scan.go. See docs/scan.md.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ._attrs import NoCopy, StrictAttributes, ValueList, unknown_attribute
 from ._core import api
 from ._errors import native
 from ._validate import INT64_MAX, check_bool, check_callable, check_float, check_int
-from .marker import Flags, FlagsList, MarkerList, ScanBoundary, _check_marker, _from_records, _to_records
+from .marker import Flags, FlagsList, MarkerList, ScanBoundary, _check_marker, _from_records, _signed, _to_records
 
 __all__ = [
     "Range", "Limits", "limits", "warp", "inactive_policy",
@@ -55,25 +55,40 @@ def _num(v: float) -> str:
 
 
 @native
-def _go(kind: str, record: Optional[dict] = None):
-    """A Go object of gosrc/scan (scan.New): ``record`` None leaves a scan uninitialized."""
-    return api.NewObject("scan", kind, "" if record is None else json.dumps(record, allow_nan=False))
+def _config(kind: str, record: Optional[dict] = None) -> Any:
+    """A Go config or pattern of ``kind`` (pyapi's ``New<kind>``): ``record`` None keeps vortex's defaults."""
+    return getattr(api, "New" + kind)("" if record is None else json.dumps(record, allow_nan=False))
 
 
 @native
-def _do(h, op: str, args: Optional[dict] = None, with_: Any = None, dst: int = 0, n: int = 0) -> dict:
-    """One named operation on a Go object (gosrc/scan/bind.go documents them); the JSON result."""
-    out = h.Do(op, "" if args is None else json.dumps(args, allow_nan=False), h if with_ is None else with_, dst, n)
-    return json.loads(out) if out else {}
+def _call(f: Callable, *args: Any) -> Any:
+    """A Go call whose errors become vortexgo's (for calls among Python code that must not be translated)."""
+    return f(*args)
 
 
-def _array(h, op: str, args: Optional[dict] = None) -> tuple[np.ndarray, dict]:
-    """An array result: asked for its length first, then written into a new float64 array."""
-    res = _do(h, op, args)
-    buf = np.empty(res["Len"], dtype=np.float64)
-    if buf.size:
-        res = _do(h, op, args, dst=buf.ctypes.data, n=buf.size)
-    return buf, res
+@native
+def _fetch(f: Callable[[int, int], int], dtype: Any = np.float64) -> Optional[np.ndarray]:
+    """An array result ``f(dst, n)`` in hostmem.Record's convention (written when it fits, its length
+    returned either way): asked for its length, then written into a new array; None when ``f`` says -1
+    (unknown)."""
+    buf = np.empty(0, dtype=dtype)
+    while True:
+        k = f(buf.ctypes.data, buf.size)
+        if k < 0:
+            return None
+        if k <= buf.size:
+            return buf[:k]
+        buf = np.empty(k, dtype=dtype)
+
+
+def _markers(f: Callable[[int, int], int]) -> MarkerList:
+    """Markers from ``f(dst, n)`` writing their int64 rows (:func:`_fetch`)."""
+    return _from_records(_fetch(f, np.int64).reshape(-1, 8))  # type: ignore[union-attr]
+
+
+def _segments_of(out: str) -> "SegmentList":
+    """Segments from Go's JSON list of them."""
+    return _segments(json.loads(out))
 
 
 # ---------------------------------------------------------------- values
@@ -257,10 +272,11 @@ class _Warp(StrictAttributes):
             raise ValueError(f"{type(self).__name__}.{op}: {a.size} values, expected at most {1 << 24}")
         if not np.all(np.isfinite(a)):
             raise ValueError(f"{type(self).__name__}.{op}: values not finite, expected finite positions")
-        h = _go("Warp", self._go())
-        out = np.empty(a.size, dtype=np.float64)
+        r = self._go()
+        h = _call(api.NewScanWarp, r["Kind"], r["Factor"], r["GalvoLensSpacing"], r["Scale"])
+        out = a.flatten()
         if out.size:
-            _do(h, op, {"Values": a.ravel().tolist()}, dst=out.ctypes.data, n=out.size)
+            _call(h.Forward if op == "forward" else h.Inverse, out.ctypes.data, out.size)
         return float(out[0]) if a.ndim == 0 else out.reshape(a.shape)
 
     def forward(self, values: Any) -> Any:
@@ -682,7 +698,7 @@ class _Configurable(StrictAttributes):
     def __init__(self, **fields: Any) -> None:
         self._v: Dict[str, Any] = {f.name: f.default() for f in self._fields()}
         if self._kind:  # the Go core's defaults (vortex's), so the two never drift apart
-            self._load(_do(_go(self._kind), "record"))
+            self._load(json.loads(_call(_config(self._kind).JSON)))
         for k, v in fields.items():
             if not hasattr(type(self), k) or k.startswith("_"):
                 raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
@@ -772,13 +788,14 @@ class _XY(_Configurable):
 
     def to_waypoints(self) -> np.ndarray:
         """The (segments, samples, 2) positions of every active sample, after the inverse warp."""
-        h = _go(self._go_kind(), self._record())
-        buf, res = _array(h, "to_waypoints")
-        return buf.reshape(res["Shape"])
+        buf = _fetch(_config(self._go_kind(), self._record()).ToWaypoints)
+        return buf.reshape(self.segments_per_volume, self.samples_per_segment, 2)  # type: ignore[union-attr]
 
-    def _call(self, op: str, count: Optional[int] = None) -> None:
-        h = _go(self._go_kind(), self._record())
-        self._load(_do(h, op, None if count is None else {"Count": count}))
+    def _set(self, method: str, *args: Any) -> None:
+        """Run the Go config's setter ``method`` and load the fields it set."""
+        h = _config(self._go_kind(), self._record())
+        _call(getattr(h, method), *args)
+        self._load(json.loads(_call(h.JSON)))
 
 
 def _xy_class(name: str, doc: str, kind: str, fields: dict, base: type = _XY, extra: Optional[dict] = None) -> type:
@@ -802,15 +819,15 @@ class RadialWaypoints(XYWaypoints):  # type: ignore[misc, valid-type]
 
     def set_half_evenly_spaced(self, n: int) -> None:
         """``n`` segments evenly over half a turn (crossing the origin, they cover the disc once)."""
-        self._call("set_half_evenly_spaced", check_int("n", n, 1, 1 << 27))
+        self._set("SetHalfEvenlySpaced", check_int("n", n, 1, 1 << 27))
 
     def set_evenly_spaced(self, n: int) -> None:
         """``n`` segments evenly over a full turn."""
-        self._call("set_evenly_spaced", check_int("n", n, 1, 1 << 27))
+        self._set("SetEvenlySpaced", check_int("n", n, 1, 1 << 27))
 
     def set_aiming(self) -> None:
         """Two orthogonal segments (an aiming cross)."""
-        self._call("set_aiming")
+        self._set("SetAiming")
 
 
 class SpiralWaypoints(XYWaypoints):  # type: ignore[misc, valid-type]
@@ -836,17 +853,17 @@ class SpiralWaypoints(XYWaypoints):  # type: ignore[misc, valid-type]
 
     def set_isotropic(self, samples_per_second: int) -> None:
         """A CLV spiral whose samples are as far apart along the path as the rings are apart."""
-        self._call("set_isotropic", check_int("samples_per_second", samples_per_second, 1))
+        self._set("SetIsotropic", check_int("samples_per_second", samples_per_second, 1))
 
     def set_hybrid(self, samples_per_second: int) -> None:
         """Size the segment of a hybrid (CAV inside, CLV outside) spiral."""
-        self._call("set_hybrid", check_int("samples_per_second", samples_per_second, 1))
+        self._set("SetHybrid", check_int("samples_per_second", samples_per_second, 1))
 
 
 # ---------------------------------------------------------------- patterns
 
 
-def _waypoint_list(waypoints: Any) -> tuple[list, int]:
+def _waypoint_list(waypoints: Any) -> tuple[List[np.ndarray], int]:
     if isinstance(waypoints, np.ndarray) and waypoints.ndim == 3:
         segs = list(waypoints)
     elif isinstance(waypoints, (list, tuple)):
@@ -859,7 +876,7 @@ def _waypoint_list(waypoints: Any) -> tuple[list, int]:
     chans = {a.shape[1] for a in arrays}
     if len(chans) > 1:
         raise ValueError(f"waypoints: segments of {sorted(chans)} channels, expected one channel count")
-    return [a.ravel().tolist() for a in arrays], (chans.pop() if chans else 2)
+    return [a.ravel() for a in arrays], (chans.pop() if chans else 2)
 
 
 class _Pattern(_Configurable):
@@ -868,8 +885,10 @@ class _Pattern(_Configurable):
     def to_pattern(self, waypoints: Any) -> SegmentList:
         """The segments of one scan from one volume's waypoints (e.g. ``to_waypoints()``)."""
         wps, ch = _waypoint_list(waypoints)
-        h = _go(self._kind, self._record())
-        return _segments(_do(h, "to_pattern", {"Waypoints": wps, "Channels": ch})["Segments"])
+        values = np.concatenate(wps) if wps else np.zeros(0)
+        lens = np.array([w.size for w in wps], dtype=np.int64)
+        h = _config(self._kind, self._record())
+        return _segments_of(_call(h.ToPattern, values.ctypes.data, values.size, lens.ctypes.data, lens.size, ch))
 
 
 class SequentialPattern(_Pattern):
@@ -917,11 +936,11 @@ class _ScanConfig(_Configurable):
 
     def validate(self) -> None:
         """Validate in Go: ``ValueError`` naming the first bad field (``initialize`` does the same)."""
-        _do(_go(self._kind, self._record()), "validate")
+        _call(_config(self._kind, self._record()).Validate)
 
     def to_segments(self) -> SegmentList:
         """The pattern's active segments."""
-        return _segments(_do(_go(self._kind, self._record()), "to_segments")["Segments"])
+        return _segments_of(_call(_config(self._kind, self._record()).ToSegments))
 
 
 def _config_class(name: str, waypoints: Optional[type], pattern: type, doc: str) -> type:
@@ -963,9 +982,10 @@ class _Scan(NoCopy, StrictAttributes):
     """A segmented scan (vortex's ``*Scan``): ``initialize(config)``, then ``next`` or ``scan_buffer``."""
 
     _config_cls: type = object
+    _kind = ""
 
     def __init__(self) -> None:
-        self._h = _go(type(self).__name__)
+        self._h = _call(getattr(api, "New" + self._kind))
         self._config = self._config_cls()
 
     def _check_config(self, config: Any) -> Any:
@@ -981,7 +1001,7 @@ class _Scan(NoCopy, StrictAttributes):
     def initialize(self, config: Any) -> None:
         """Validate ``config`` (``ValueError`` naming the field), build its pattern and restart at the origin."""
         cfg = self._check_config(config).copy()
-        _do(self._h, "initialize", cfg._record())
+        _call(self._h.Initialize, json.dumps(cfg._record(), allow_nan=False))
         self._config = cfg
 
     def change(self, config: Any, restart: bool = False, event_id: int = 0) -> None:
@@ -989,26 +1009,29 @@ class _Scan(NoCopy, StrictAttributes):
         inactive path leads into the new pattern (at its first segment when ``restart``); an Event
         marker with ``event_id`` marks where. On error nothing changes."""
         cfg = self._check_config(config).copy()
-        _do(self._h, "change", {"Config": cfg._record(), "Restart": check_bool("restart", restart),
-                                      "EventID": check_int("event_id", event_id, 0, _U64)})
+        rec = json.dumps(cfg._record(), allow_nan=False)
+        _call(self._h.Change, rec, check_bool("restart", restart), _signed(check_int("event_id", event_id, 0, _U64)))
         self._config = cfg
 
     def restart(self, sample: Optional[int] = None, position: Any = None, velocity: Any = None,
                 include_start: bool = True) -> None:
         """Start again at sample 0 from the origin at rest, or continue from ``(sample, position, velocity)``."""
         if sample is None:
-            _do(self._h, "restart")
+            _call(self._h.Restart)
             return
         ch = self._config.channels_per_sample
         p, v = (np.asarray(x, dtype=np.float64).ravel() for x in (position, velocity))
         if p.shape != (ch,) or v.shape != (ch,) or not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
             raise ValueError(f"restart: position and velocity of {p.size} and {v.size} values, expected {ch} finite each")
-        _do(self._h, "restart", {"At": True, "Sample": check_int("sample", sample, 0), "Position": p.tolist(),
-                                       "Velocity": v.tolist(), "IncludeStart": check_bool("include_start", include_start)})
+        _call(self._h.RestartAt, check_int("sample", sample, 0), p.ctypes.data, p.size, v.ctypes.data, v.size,
+              check_bool("include_start", include_start))
 
     def prepare(self, count: Optional[int] = None) -> None:
         """Buffer the whole pass (or ``count`` samples ahead), so that ``next`` allocates nothing."""
-        _do(self._h, "prepare", {"Count": -1 if count is None else check_int("count", count, 0, 1 << 27)})
+        if count is None:
+            _call(self._h.Prepare)
+        else:
+            _call(self._h.PrepareCount, check_int("count", count, 0, 1 << 27))
 
     def next(self, markers: Any, buffer: Any = None) -> Any:
         """Fill ``buffer`` (a C-contiguous float64 array of shape (n, channels_per_sample)) with the next
@@ -1028,24 +1051,24 @@ class _Scan(NoCopy, StrictAttributes):
         if not buffer.flags.c_contiguous or not buffer.flags.writeable:
             raise ValueError("buffer: expected a writeable C-contiguous array (numpy.ascontiguousarray)")
         h = self._h
-        res = _do(h, "next", {"Count": buffer.shape[0]}, dst=buffer.ctypes.data if buffer.size else 0, n=buffer.size)
-        if res["Markers"]:
-            markers.extend(_from_records(np.asarray(res["Markers"], dtype=np.int64)))
-        return res["Count"]
+        count = _call(h.Next, buffer.ctypes.data if buffer.size else 0, buffer.size, buffer.shape[0])
+        ms = _markers(h.Markers)
+        if ms:
+            markers.extend(ms)
+        return count
 
     def scan_buffer(self) -> np.ndarray:
         """One whole pass of the pattern: (samples, channels) float64."""
-        buf, res = _array(self._h, "scan_buffer")
-        return buf.reshape(-1, res["Channels"])
+        buf = _fetch(self._h.ScanBuffer)
+        return buf.reshape(-1, self._h.Channels())  # type: ignore[union-attr]
 
     def scan_markers(self) -> MarkerList:
         """The markers of one pass, samples counted from its first sample."""
-        rows = _do(self._h, "scan_markers")["Markers"]
-        return _from_records(np.asarray(rows or [], dtype=np.int64).reshape(-1, 8))
+        return _markers(self._h.ScanMarkers)
 
     def scan_segments(self) -> SegmentList:
         """The active segments of the pattern."""
-        return _segments(_do(self._h, "scan_segments")["Segments"])
+        return _segments_of(_call(self._h.ScanSegments))
 
     def __repr__(self) -> str:
         c = self._config
@@ -1058,7 +1081,7 @@ class _Scan(NoCopy, StrictAttributes):
 
 def _scan_class(name: str, cfg: type) -> type:
     return type(name, (_Scan,), {"__doc__": f"vortex's {name}: a segmented scan of a {cfg.__name__}.",
-                                 "_config_cls": cfg, "__module__": __name__})
+                                 "_config_cls": cfg, "_kind": name, "__module__": __name__})
 
 
 RasterScan = _scan_class("RasterScan", RasterScanConfig)
@@ -1086,19 +1109,20 @@ class ScanQueue(NoCopy, StrictAttributes):
     interrupting never jumps; an empty queue holds its last position.
 
     Callbacks ``callback(sample, event)`` and ``empty_callback(online_queue)`` are Python: the Go queue
-    never calls them (DESIGN.md 1). It records each event as (token, sample, event) and every call's
-    result carries them; this class runs the callbacks after the call returns, on the calling thread.
+    never calls them (DESIGN.md 1). It records each event as (token, sample, event); after every call
+    this class takes them (``Events``) and runs the callbacks, on the calling thread.
     ``generate`` runs ``empty_callback`` between Go calls whenever the queue ran dry part way.
     """
 
     Event = _Namespace("ScanQueue.Event", **{n: _QueueEvent(i) for i, n in enumerate(_QueueEvent._names)})
 
     def __init__(self, sample: Optional[int] = None, position: Any = None, velocity: Any = None) -> None:
-        rec = None
-        if sample is not None:
-            rec = {"Sample": check_int("sample", sample, 0)}
-            rec.update(self._state("ScanQueue", position, velocity))
-        self._h = _go("ScanQueue", rec)
+        if sample is None:
+            self._h = _call(api.NewScanQueue)
+        else:
+            s = check_int("sample", sample, 0)
+            p, v = self._state("ScanQueue", position, velocity)
+            self._h = _call(api.NewScanQueueAt, s, p.ctypes.data, p.size, v.ctypes.data, v.size)
         # Serialises the Go calls with the callbacks they return, so that the
         # callbacks run in the order the queue recorded them whichever thread
         # (the caller's, the engine's dispatcher) drained them; reentrant for
@@ -1107,14 +1131,15 @@ class ScanQueue(NoCopy, StrictAttributes):
         self._callbacks: Dict[int, Callable] = {}
         self._scans: Dict[int, Any] = {}  # the Python scans the Go queue plays, kept alive with it
         self._next_token = 1
+        self._events = np.empty(3 * 64, dtype=np.int64)  # (token, sample, event) rows taken from Go
         self.empty_callback: Optional[Callable] = None
 
     @staticmethod
-    def _state(what: str, position: Any, velocity: Any) -> dict:
+    def _state(what: str, position: Any, velocity: Any) -> tuple[np.ndarray, np.ndarray]:
         p, v = (np.asarray(x, dtype=np.float64).ravel() for x in (position, velocity))
         if p.shape != v.shape or not 1 <= p.size <= 64 or not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
             raise ValueError(f"{what}: position and velocity of {p.size} and {v.size} values, expected one finite value per channel each")
-        return {"Position": p.tolist(), "Velocity": v.tolist()}
+        return p, v
 
     @property
     def empty_callback(self) -> Optional[Callable]:
@@ -1126,36 +1151,46 @@ class ScanQueue(NoCopy, StrictAttributes):
         self._empty = check_callable("ScanQueue.empty_callback", f)
         # An engine playing the queue waits for the callback when it runs dry
         # (gosrc/scan ScanQueue.SetEmptyWanted); without one it never waits.
-        self._run("empty_wanted", {"At": f is not None})
+        self._run(self._h.SetEmptyWanted, f is not None)
 
-    def _run(self, op: str, args: Optional[dict] = None, with_: Any = None, dst: int = 0, n: int = 0) -> dict:
+    def _run(self, f: Callable, *args: Any) -> Any:
+        """The Go call ``f(*args)``, then the callbacks of the events recorded so far."""
         with self._lock:
-            res = _do(self._h, op, args, with_, dst, n)
-            for token, sample, event in res.get("Events") or []:
+            res = _call(f, *args)
+            self._dispatch()
+            return res
+
+    def _dispatch(self) -> None:
+        """Take the recorded events from Go and run their callbacks, in order (under ``_lock``)."""
+        buf = self._events
+        while True:
+            k = self._h.Events(buf.ctypes.data, buf.size)
+            # a list first: a callback that calls the queue reuses the buffer
+            for token, sample, event in buf[:k].reshape(-1, 3).tolist():
                 cb = self._callbacks.get(token)
                 if event in (1, 3):  # Finish or Abort: the scan has left the queue
                     self._callbacks.pop(token, None)
                     self._scans.pop(token, None)
                 if cb is not None:
                     cb(sample, _QueueEvent(event))
-            return res
+            if k < buf.size:
+                return
 
-    def _add(self, op: str, scan: Any, callback: Optional[Callable], marker: Optional[ScanBoundary]) -> None:
+    def _add(self, f: Callable, scan: Any, callback: Optional[Callable], marker: Optional[ScanBoundary]) -> None:
         if not isinstance(scan, _Scan):
             raise TypeError(f"scan={scan!r:.60}, expected a vortexgo.scan scan (RasterScan ... FreeformScan)")
         check_callable("callback", callback)
-        args: Dict[str, Any] = {"Callback": 0}
+        row = np.zeros(0, dtype=np.int64)  # none: Go's default ScanBoundary
         if marker is not None:
             if not isinstance(_check_marker("marker", marker), ScanBoundary):
                 raise TypeError(f"marker={marker!r}, expected a vortexgo.marker.ScanBoundary")
-            args["Marker"] = _to_records([marker])[0].tolist()
+            row = _to_records([marker])[0]
         token = self._next_token
         self._next_token += 1
-        args["Callback"] = token
         self._callbacks[token] = callback  # type: ignore[assignment]
         self._scans[token] = scan
         try:
-            self._run(op, args, scan._h)
+            self._run(f, scan._h, token, row.ctypes.data if row.size else 0, row.size)
         except BaseException:
             self._callbacks.pop(token, None)
             self._scans.pop(token, None)
@@ -1164,34 +1199,38 @@ class ScanQueue(NoCopy, StrictAttributes):
     def append(self, scan: Any, callback: Optional[Callable] = None, marker: Optional[ScanBoundary] = None) -> None:
         """Queue ``scan`` after the others; ``callback(sample, event)`` hears its Start, Finish,
         Interrupt and Abort; ``marker`` is the ScanBoundary it starts with."""
-        self._add("append", scan, callback, marker)
+        self._add(self._h.Append, scan, callback, marker)
 
     def interrupt(self, scan: Any, callback: Optional[Callable] = None, marker: Optional[ScanBoundary] = None) -> None:
         """Drop the active and queued scans and play ``scan`` next, from where the stream is."""
-        self._add("interrupt", scan, callback, marker)
+        self._add(self._h.Interrupt, scan, callback, marker)
 
     def poll_events(self) -> None:
         """Run the callbacks of events recorded while something else (the engine's Generate stage)
         played the queue; every other call does this too."""
-        self._run("events")
+        with self._lock:
+            self._dispatch()
 
     def clear(self) -> None:
         """Drop the active and queued scans (their callbacks hear Abort)."""
-        self._run("clear")
+        self._run(self._h.Clear)
 
     def reset(self, sample: Optional[int] = None, position: Any = None, velocity: Any = None) -> None:
         """Clear, and restart at sample 0 with the state unknown (or at ``(sample, position, velocity)``)."""
         if sample is None:
-            self._run("reset")
+            self._run(self._h.Reset)
         else:
-            self._run("reset", {"At": True, "Sample": check_int("sample", sample, 0),
-                                **self._state("reset", position, velocity)})
+            s = check_int("sample", sample, 0)
+            p, v = self._state("reset", position, velocity)
+            self._run(self._h.ResetAt, s, p.ctypes.data, p.size, v.ctypes.data, v.size)
 
     def state(self) -> tuple:
         """``(sample, position, velocity)``; position and velocity None when unknown."""
-        r = self._run("state")
-        as_array = (lambda v: None if v is None else np.asarray(v, dtype=np.float64))
-        return r["Sample"], as_array(r["Position"]), as_array(r["Velocity"])
+        with self._lock:
+            h = self._h
+            state = (_call(h.Sample), _fetch(h.Position), _fetch(h.Velocity))
+            self._dispatch()
+        return state
 
     def generate(self, markers: Any, buffer: np.ndarray, zero_order_hold: bool = True) -> tuple[int, int]:
         """Fill ``buffer`` ((n, channels) float64, C-contiguous) from the queued scans and append their
@@ -1204,31 +1243,35 @@ class ScanQueue(NoCopy, StrictAttributes):
             raise ValueError(f"buffer: expected a writeable C-contiguous float64 array of shape (n, channels), "
                              f"got {getattr(buffer, 'dtype', type(buffer).__name__)} {getattr(buffer, 'shape', '')}")
         zoh = check_bool("zero_order_hold", zero_order_hold)
-        n, ch = buffer.shape
+        n = buffer.shape[0]
         done = scanned = 0
         for _ in range(n + 1):  # every pass but the last releases a sample or ends the loop
             if done >= n:
                 break
             hold = zoh if self._empty is None else False
-            view = buffer[done:]
-            res = self._run("generate", {"Channels": ch, "ZeroOrderHold": hold}, dst=view.ctypes.data, n=view.size)
-            if res["Markers"]:
-                markers.extend(_from_records(np.asarray(res["Markers"], dtype=np.int64)))
-            scanned += res["Samples"]
-            done += res["Released"]
+            samples, released = self._generate(markers, buffer[done:], hold)
+            scanned += samples
+            done += released
             if done >= n or self._empty is None:
                 break
             before = self._next_token
             self._empty(_OnlineScanQueue(self))
             if self._next_token == before:  # nothing appended: hold (or leave) the rest
                 if zoh:
-                    res = self._run("generate", {"Channels": ch, "ZeroOrderHold": True},
-                                    dst=buffer[done:].ctypes.data, n=buffer[done:].size)
-                    if res["Markers"]:
-                        markers.extend(_from_records(np.asarray(res["Markers"], dtype=np.int64)))
-                    done += res["Released"]
+                    done += self._generate(markers, buffer[done:], True)[1]
                 break
         return scanned, done
+
+    def _generate(self, markers: list, view: np.ndarray, hold: bool) -> tuple[int, int]:
+        """One Go generate into ``view``: its markers appended, then ``(scan_samples, samples_written)``."""
+        with self._lock:
+            h = self._h
+            released = _call(h.Generate, view.ctypes.data, view.size, view.shape[1], hold)
+            samples, ms = h.ScanSamples(), _markers(h.Markers)  # this call's, before a callback generates
+            self._dispatch()
+        if ms:
+            markers.extend(ms)
+        return samples, released
 
     def __repr__(self) -> str:
         sample, pos, _ = self.state()

@@ -30,14 +30,13 @@ an HDF5 file, with ``compression_level`` and a MATLAB v7.3 header; the HDF5 C
 library is loaded at run time from the system or the h5py wheel), ``StreamDump``
 (one of each block's streams), ``MarkerLog`` (markers as text lines or 42-byte
 records) and ``BroctStorage`` (int8 volumes in the BROCT format). Their engine
-endpoints are in ``vortexgo.storage_endpoint`` (re-exported by
+endpoints are in :mod:`vortexgo.endpoint` (re-exported by
 :mod:`vortexgo.engine`).
 """
 
 from __future__ import annotations
 
 import enum
-import json
 import os
 import weakref
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ import numpy as np
 from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, native
+from ._layouts import HDF5_STACK_STATE, STACK_STATE, STREAM_STATE
 from ._validate import check_bool, check_float, check_int, check_shape
 
 __all__ = ["SimpleStackHeader", "SimpleStackConfig", "SimpleStackInt8", "SimpleStackUInt16", "SimpleStackUInt32",
@@ -175,16 +175,12 @@ class _SimpleStack(NoCopy, StrictAttributes):
     _dtype = np.dtype("int8")
 
     def __init__(self, log: Any = None, *, logger: Any = None) -> None:
-        self._h = native(api.NewObject)("storage", self._dtype.name, "")  # storage.SimpleStack.Do's ops
+        self._h = native(api.NewSimpleStack)(self._dtype.name)  # gosrc/pyapi/storage.go
         # A finaliser rather than __del__: it holds the handle, so a stack dying
         # in a reference cycle or at exit still closes (and finalises) its file.
         weakref.finalize(self, self._h.Close)
         self.logger = log if log is not None else logger
         self._config: Optional[SimpleStackConfig] = None
-
-    def _do(self, op: str, args: Optional[dict] = None, ptr: int = 0, nbytes: int = 0) -> None:
-        """One of the Go stack's operations (gosrc/storage/bind.go; the generic binding path)."""
-        self._h.Do(op, "" if args is None else json.dumps(args), self._h, ptr, nbytes)
 
     @property
     def config(self) -> SimpleStackConfig:
@@ -200,18 +196,17 @@ class _SimpleStack(NoCopy, StrictAttributes):
     @property
     def ready(self) -> bool:
         """True between ``open()`` and :meth:`close` (vortex's ``ready``)."""
-        return self._record()[0] == 1
+        return self._state().status == 1
 
     @property
     def is_open(self) -> bool:
         """Same as :attr:`ready`."""
         return self.ready
 
-    def _record(self) -> list[float]:
-        """storage.SimpleStack.Record: open (0/1), volumes the header counts."""
-        rec = np.zeros(2, np.float64)
-        self._h.Record(rec.ctypes.data, 2)
-        return rec.tolist()
+    def _state(self) -> Any:
+        """The stack's STACK_STATE record: status (0 closed, 1 open, 2 closed because
+        another storage took its file over), the volumes the header counts."""
+        return STACK_STATE.read(self._h.State)
 
     @property
     def shape(self) -> Optional[tuple]:
@@ -227,7 +222,7 @@ class _SimpleStack(NoCopy, StrictAttributes):
     @property
     def volumes_written(self) -> int:
         """Volumes advanced past so far (what the header counts before close)."""
-        return int(self._record()[1])
+        return self._state().volumes
 
     @native
     def open(self, config: SimpleStackConfig) -> None:
@@ -266,8 +261,7 @@ class _SimpleStack(NoCopy, StrictAttributes):
             except TypeError:
                 raise TypeError(f"SimpleStackConfig.header={config.header!r}, expected a SimpleStackHeader") from None
         buffering = check_bool("SimpleStackConfig.buffering", config.buffering)
-        self._do("open", {"Path": path, "Shape": list(shape[:3]), "Channels": shape[3],
-                          "Header": int(header), "Buffering": buffering})
+        self._h.Open(path, *shape, int(header), buffering)
         self._config = SimpleStackConfig(path, shape, buffering, header)
 
     @native
@@ -308,19 +302,17 @@ class _SimpleStack(NoCopy, StrictAttributes):
         Like every write, seek and advance, it raises :class:`~vortexgo.InUseError`
         while an engine writes to the stack (from its ``prepare()`` until its run
         ends): stop the engine first."""
-        self._write_multi(0, data, "write_volume")
+        c = self._require_open("write_volume")
+        a = self._array(data, "write_volume", c.bscan_shape)
+        self._h.WriteVolume(a.ctypes.data, a.nbytes)
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write whole B-scans ``(n, ascans, samples, channels)`` into the current
         volume from B-scan ``index``."""
-        self._write_multi(index, data, "write_multi_bscan")
-
-    def _write_multi(self, index: int, data: Any, method: str) -> None:
-        c = self._require_open(method)
-        a = self._array(data, method, c.bscan_shape)
-        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0), "Method": method},
-                 a.ctypes.data, a.nbytes)
+        c = self._require_open("write_multi_bscan")
+        a = self._array(data, "write_multi_bscan", c.bscan_shape)
+        self._h.WriteMultiBscan(check_int("index", index, 0), a.ctypes.data, a.nbytes)
 
     @native
     def write_partial_bscan(self, bscan_index: int, ascan_index: int, data: Any) -> None:
@@ -328,21 +320,19 @@ class _SimpleStack(NoCopy, StrictAttributes):
         ``bscan_index`` of the current volume from A-scan ``ascan_index``."""
         c = self._require_open("write_partial_bscan")
         a = self._array(data, "write_partial_bscan", c.volume_shape[2:])
-        self._do("write", {"Bscan": check_int("bscan_index", bscan_index, 0),
-                           "Ascan": check_int("ascan_index", ascan_index, 0), "Method": "write_partial_bscan"},
-                 a.ctypes.data, a.nbytes)
+        self._h.WritePartialBscan(check_int("bscan_index", bscan_index, 0), check_int("ascan_index", ascan_index, 0),
+                                  a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` the finished volume is
         reserved on disk (zeros where nothing was written)."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
+        self._h.AdvanceVolume(check_bool("allocate", allocate))
 
     @native
     def seek(self, volume_index: int, bscan_index: int = 0) -> None:
         """Make volume ``volume_index`` the current volume."""
-        self._do("seek", {"Volume": check_int("volume_index", volume_index, 0),
-                          "Bscan": check_int("bscan_index", bscan_index, 0), "Method": "seek"})
+        self._h.Seek(check_int("volume_index", volume_index, 0), check_int("bscan_index", bscan_index, 0))
 
     def __enter__(self) -> "_SimpleStack":
         return self
@@ -358,48 +348,10 @@ class _SimpleStack(NoCopy, StrictAttributes):
                 f"{self.volumes_written} volumes written>")
 
 
-class SimpleStackInt8(_SimpleStack):
-    """A stack of int8 volumes (the processor's int8 rendering)."""
-
-    _dtype = np.dtype("int8")
-
-
-class SimpleStackUInt16(_SimpleStack):
-    """A stack of uint16 volumes (raw spectra, or processed values cast to uint16)."""
-
-    _dtype = np.dtype("uint16")
-
-
-class SimpleStackUInt32(_SimpleStack):
-    """A stack of uint32 volumes: the engine's strobe words (``StrobesStackEndpoint``).
-    vortex's engine uses uint32 strobes but its Python module binds no uint32
-    storage; vortexgo adds one so that the strobe endpoints can be used."""
-
-    _dtype = np.dtype("uint32")
-
-
-class SimpleStackUInt64(_SimpleStack):
-    """A stack of uint64 volumes (the record counter, ``CounterStackEndpoint``)."""
-
-    _dtype = np.dtype("uint64")
-
-
-class SimpleStackFloat32(_SimpleStack):
-    """A stack of float32 volumes (processed A-scans)."""
-
-    _dtype = np.dtype("float32")
-
-
-class SimpleStackFloat64(_SimpleStack):
-    """A stack of float64 volumes (galvo and sample positions, ``GalvoTargetStackEndpoint`` ...)."""
-
-    _dtype = np.dtype("float64")
-
-
 # ---------------------------------------------------------------------------
 # The append-only storages (vortex's simple_stream_t, stream_dump_t,
-# marker_log_t) and BROCT. Each is a Go object of gosrc/storage driven by
-# named operations (its Do documents them).
+# marker_log_t) and BROCT. Each is a Go storage of gosrc/storage, bound by
+# gosrc/pyapi/storage.go with one method per Python method.
 
 
 def _path(owner: str, path: Any) -> str:
@@ -419,7 +371,7 @@ def _path(owner: str, path: Any) -> str:
 def _check_open(storage: Any, what: str, noun: str) -> None:
     """ClosedError unless ``storage`` is open, saying why when another storage took
     its file over (the same path opened again, as a notebook cell run twice does)."""
-    state = storage._record()[0]
+    state = storage._state().status
     if state == 1 and storage._config is not None:
         return
     name = type(storage).__name__
@@ -441,22 +393,23 @@ def _close_quietly(h: Any) -> None:
 class _Storage(NoCopy, StrictAttributes):
     """Common base: one Go storage object, its open/close/ready and ``with``."""
 
-    _kind = ""
     _config_type: type = object
+    _state_layout = STREAM_STATE
 
     def __init__(self, log: Any = None, *, logger: Any = None) -> None:
-        self._h = native(api.NewObject)("storage", self._kind, "")
+        self._h = native(self._new)()
         weakref.finalize(self, _close_quietly, self._h)
         self.logger = log if log is not None else logger
         self._config: Any = None
 
-    def _do(self, op: str, args: Optional[dict] = None, ptr: int = 0, nbytes: int = 0) -> None:
-        self._h.Do(op, "" if args is None else json.dumps(args), self._h, ptr, nbytes)
+    def _new(self) -> Any:
+        """The Go storage (gosrc/pyapi/storage.go's wrapper of this kind)."""
+        raise NotImplementedError
 
-    def _record(self) -> list[float]:
-        rec = np.zeros(2, np.float64)
-        self._h.Record(rec.ctypes.data, 2)
-        return rec.tolist()
+    def _state(self) -> Any:
+        """The storage's state record (``_state_layout``): its status (0 closed, 1 open,
+        2 closed because another storage took its file over), then its counts."""
+        return self._state_layout.read(self._h.State)
 
     @property
     def config(self) -> Any:
@@ -467,7 +420,7 @@ class _Storage(NoCopy, StrictAttributes):
     @property
     def ready(self) -> bool:
         """True between ``open()`` and :meth:`close` (vortex's ``ready``)."""
-        return self._record()[0] == 1
+        return self._state().status == 1
 
     @property
     def is_open(self) -> bool:
@@ -526,9 +479,8 @@ class _SimpleStream(_Storage):
     _dtype = np.dtype("int8")
     _config_type = SimpleStreamConfig
 
-    def __init_subclass__(cls, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
-        cls._kind = "SimpleStream:" + cls._dtype.name
+    def _new(self) -> Any:
+        return api.NewSimpleStream(self._dtype.name)
 
     @property
     def dtype(self) -> np.dtype:
@@ -538,7 +490,7 @@ class _SimpleStream(_Storage):
     @property
     def bytes_written(self) -> int:
         """Bytes appended since ``open()``."""
-        return int(self._record()[1])
+        return self._state().bytes
 
     @native
     def open(self, config: SimpleStreamConfig) -> None:
@@ -550,7 +502,7 @@ class _SimpleStream(_Storage):
         if not isinstance(header, SimpleStreamHeader):
             header = SimpleStreamHeader(check_int("SimpleStreamConfig.header", header, 0, 0))
         buffering = check_bool("SimpleStreamConfig.buffering", config.buffering)
-        self._do("open", {"Path": path, "Buffering": buffering, "Header": int(header)})
+        self._h.Open(path, buffering, int(header))
         self._config = SimpleStreamConfig(path, buffering, header)
 
     @native
@@ -563,44 +515,7 @@ class _SimpleStream(_Storage):
         if a.dtype != self._dtype:
             raise ValueError(f"write: data dtype {a.dtype.name}, expected {self._dtype.name} (this is a "
                              f"{type(self).__name__}; cast first)")
-        self._do("write", None, a.ctypes.data, a.nbytes)
-
-
-class SimpleStreamInt8(_SimpleStream):
-    """A headerless stream of int8 values."""
-
-    _dtype = np.dtype("int8")
-
-
-class SimpleStreamUInt16(_SimpleStream):
-    """A headerless stream of uint16 values (raw spectra)."""
-
-    _dtype = np.dtype("uint16")
-
-
-class SimpleStreamUInt32(_SimpleStream):
-    """A headerless stream of uint32 values (strobe words, ``StrobesStreamEndpoint``;
-    a vortexgo addition: vortex's Python module binds no uint32 storage)."""
-
-    _dtype = np.dtype("uint32")
-
-
-class SimpleStreamUInt64(_SimpleStream):
-    """A headerless stream of uint64 values (sample counters)."""
-
-    _dtype = np.dtype("uint64")
-
-
-class SimpleStreamFloat32(_SimpleStream):
-    """A headerless stream of float32 values (processed A-scans)."""
-
-    _dtype = np.dtype("float32")
-
-
-class SimpleStreamFloat64(_SimpleStream):
-    """A headerless stream of float64 values (galvo waveforms)."""
-
-    _dtype = np.dtype("float64")
+        self._h.Write(a.ctypes.data, a.nbytes)
 
 
 @dataclass
@@ -625,8 +540,10 @@ class StreamDump(_Storage):
     """Appends one of each block's streams to a file (vortex's ``StreamDump``),
     fed by a :class:`~vortexgo.engine.StreamDumpStorage` endpoint."""
 
-    _kind = "StreamDump"
     _config_type = StreamDumpConfig
+
+    def _new(self) -> Any:
+        return api.NewStreamDump()
 
     @native
     def open(self, config: StreamDumpConfig) -> None:
@@ -636,7 +553,7 @@ class StreamDump(_Storage):
         stream = check_int("StreamDumpConfig.stream", config.stream, 0, 5)
         divisor = check_int("StreamDumpConfig.divisor", config.divisor, 1)
         buffering = check_bool("StreamDumpConfig.buffering", config.buffering)
-        self._do("open", {"Path": path, "Stream": stream, "Divisor": divisor, "Buffering": buffering})
+        self._h.Open(path, stream, divisor, buffering)
         self._config = StreamDumpConfig(path, stream, divisor, buffering)
 
     @native
@@ -648,7 +565,7 @@ class StreamDump(_Storage):
         a = _host(data)
         if a.ndim == 0 or a.size == 0:
             raise ValueError(f"write: data shape {a.shape}, expected (rows, ...) with rows >= 1")
-        self._do("dump", {"RowBytes": a.nbytes // a.shape[0]}, a.ctypes.data, a.nbytes)
+        self._h.Write(a.nbytes // a.shape[0], a.ctypes.data, a.nbytes)
 
 
 @dataclass
@@ -672,8 +589,10 @@ class MarkerLog(_Storage):
     ``binary``, a 42-byte record (int64 sample, a type byte, two int64 fields,
     a direction byte, two int64 fields)."""
 
-    _kind = "MarkerLog"
     _config_type = MarkerLogConfig
+
+    def _new(self) -> Any:
+        return api.NewMarkerLog()
 
     @native
     def open(self, config: MarkerLogConfig) -> None:
@@ -682,7 +601,7 @@ class MarkerLog(_Storage):
         path = _path("MarkerLogConfig", config.path)
         binary = check_bool("MarkerLogConfig.binary", config.binary)
         buffering = check_bool("MarkerLogConfig.buffering", config.buffering)
-        self._do("open", {"Path": path, "Binary": binary, "Buffering": buffering})
+        self._h.Open(path, binary, buffering)
         self._config = MarkerLogConfig(path, binary, buffering)
 
     @native
@@ -692,7 +611,7 @@ class MarkerLog(_Storage):
 
         self._require_open("write")
         rec = _to_records(markers)
-        self._do("write", None, rec.ctypes.data, rec.size)
+        self._h.Write(rec.ctypes.data, rec.size)
 
 
 class BroctScan(StrictAttributes, enum.IntEnum):
@@ -712,7 +631,17 @@ class BroctScan(StrictAttributes, enum.IntEnum):
 
 
 # vortex exports the values into the module too (vortex.storage.radial).
-globals().update({s.name: s for s in BroctScan})
+rectangular = BroctScan.rectangular
+bscan = BroctScan.bscan
+aiming = BroctScan.aiming
+mscan = BroctScan.mscan
+radial = BroctScan.radial
+ascan = BroctScan.ascan
+speckle = BroctScan.speckle
+mixed = BroctScan.mixed
+xfast_yfast = BroctScan.xfast_yfast
+xfast_yfast_speckle = BroctScan.xfast_yfast_speckle
+spiral = BroctScan.spiral
 
 
 @dataclass
@@ -762,9 +691,12 @@ class BroctStorage(_Storage):
     volumes of transposed B-scans. As in vortex, :meth:`write_volume` moves to the
     next volume by itself, and :meth:`close` pads an unfinished last volume."""
 
-    _kind = "BroctStorage"
     _config_type = BroctStorageConfig
+    _state_layout = STACK_STATE
     dtype = np.dtype("int8")
+
+    def _new(self) -> Any:
+        return api.NewBroctStorage()
 
     @property
     def shape(self) -> Optional[tuple]:
@@ -776,7 +708,7 @@ class BroctStorage(_Storage):
     @property
     def volumes_written(self) -> int:
         """Whole volumes in the file so far."""
-        return int(self._record()[1])
+        return self._state().volumes
 
     @native
     def open(self, config: BroctStorageConfig) -> None:
@@ -798,8 +730,7 @@ class BroctStorage(_Storage):
         if not isinstance(config.notes, str):
             raise TypeError(f"BroctStorageConfig.notes={config.notes!r}, expected a str")
         buffering = check_bool("BroctStorageConfig.buffering", config.buffering)
-        self._do("open", {"Path": path, "Shape": list(shape), "Dimensions": list(dims), "ScanType": int(scan),
-                          "Notes": config.notes, "Buffering": buffering})
+        self._h.Open(path, *shape, *dims, int(scan), config.notes, buffering)
         self._config = BroctStorageConfig(path, shape, dims, scan, config.notes, buffering)
 
     def _array(self, data: Any, what: str, tail: str, ndim: int) -> np.ndarray:
@@ -818,31 +749,30 @@ class BroctStorage(_Storage):
     def write_bscan(self, index: int, data: Any) -> None:
         """Write one transposed B-scan ``(samples, ascans)`` at B-scan ``index``."""
         a = self._array(data, "write_bscan", "broct_bscan_shape", 2)
-        self._do("write", {"Bscan": check_int("index", index, 0), "Method": "write_bscan"}, a.ctypes.data, a.nbytes)
+        self._h.WriteBscan(check_int("index", index, 0), a.ctypes.data, a.nbytes)
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write transposed B-scans ``(n, samples, ascans)`` from B-scan ``index``."""
         a = self._array(data, "write_multi_bscan", "broct_bscan_shape", 3)
-        self._do("write", {"Bscan": check_int("index", index, 0), "Method": "write_multi_bscan"}, a.ctypes.data, a.nbytes)
+        self._h.WriteMultiBscan(check_int("index", index, 0), a.ctypes.data, a.nbytes)
 
     @native
     def write_volume(self, data: Any) -> None:
         """Write a whole volume ``(bscans, samples, ascans)`` and move to the next
         (vortex's BROCT ``write_volume`` advances by itself)."""
         a = self._array(data, "write_volume", "broct_volume_shape", 3)
-        self._do("write_volume", {"Method": "write_volume"}, a.ctypes.data, a.nbytes)
+        self._h.WriteVolume(a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` it is reserved on disk."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
+        self._h.AdvanceVolume(check_bool("allocate", allocate))
 
     @native
     def seek(self, volume_index: int, bscan_index: int = 0) -> None:
         """Make volume ``volume_index`` the current volume."""
-        self._do("seek", {"Volume": check_int("volume_index", volume_index, 0),
-                          "Bscan": check_int("bscan_index", bscan_index, 0), "Method": "seek"})
+        self._h.Seek(check_int("volume_index", volume_index, 0), check_int("bscan_index", bscan_index, 0))
 
 
 # ---------------------------------------------------------------------------
@@ -918,6 +848,11 @@ def _hdf5_candidates() -> list[str]:
     return [_private_copy(lib) for lib in _h5py_libs()]
 
 
+def _hdf5_libraries() -> str:
+    """:func:`_hdf5_candidates` as the Go side takes them: one a line."""
+    return "\n".join(_hdf5_candidates())
+
+
 def hdf5_library() -> dict:
     """Load the HDF5 C library if needed and return ``{"Version", "Path"}``.
 
@@ -925,12 +860,8 @@ def hdf5_library() -> dict:
     is found: ``pip install h5py`` (its bundled copy is used), the system's
     libhdf5, or ``VORTEXGO_HDF5_LIBRARY=/path/to/libhdf5.so``.
     """
-    h = native(api.NewObject)("storage", "HDF5Stack:int8", "")
-    try:
-        out = native(h.Do)("library", json.dumps({"Library": _hdf5_candidates()}), h, 0, 0)
-    finally:
-        h.Close()
-    return json.loads(out)
+    version = native(api.LoadHDF5)(_hdf5_libraries())
+    return {"Version": version, "Path": api.HDF5LibraryPath()}
 
 
 class HDF5StackHeader(StrictAttributes, enum.IntEnum):
@@ -978,15 +909,10 @@ class _HDF5Stack(_Storage):
 
     _dtype = np.dtype("int8")
     _config_type = HDF5StackConfig
+    _state_layout = HDF5_STACK_STATE
 
-    def __init_subclass__(cls, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
-        cls._kind = "HDF5Stack:" + cls._dtype.name
-
-    def _record(self) -> list[float]:
-        rec = np.zeros(3, np.float64)
-        self._h.Record(rec.ctypes.data, 3)
-        return rec.tolist()
+    def _new(self) -> Any:
+        return api.NewHDF5Stack(self._dtype.name)
 
     @property
     def dtype(self) -> np.dtype:
@@ -1005,7 +931,7 @@ class _HDF5Stack(_Storage):
     @property
     def volumes_written(self) -> int:
         """Volumes advanced past so far."""
-        return int(self._record()[2])
+        return self._state().volume
 
     @native
     def open(self, config: HDF5StackConfig) -> None:
@@ -1026,8 +952,7 @@ class _HDF5Stack(_Storage):
         if not isinstance(header, HDF5StackHeader):
             header = HDF5StackHeader(check_int("HDF5StackConfig.header", header, 0, 1))
         level = check_int("HDF5StackConfig.compression_level", config.compression_level, 0, 9)
-        self._do("open", {"Path": path, "Shape": list(shape[:3]), "Channels": shape[3], "Header": int(header),
-                          "CompressionLevel": level, "Library": _hdf5_candidates()})
+        self._h.Open(path, *shape, int(header), level, _hdf5_libraries())
         self._config = HDF5StackConfig(path, shape, header, level)
 
     _array = _SimpleStack._array
@@ -1036,18 +961,16 @@ class _HDF5Stack(_Storage):
     def write_volume(self, data: Any) -> None:
         """Write whole B-scans ``(bscans, ascans, samples, channels)`` into the current
         volume from B-scan 0 (no advance, as vortex)."""
-        self._write_multi(0, data, "write_volume")
+        self._require_open("write_volume")
+        a = self._array(data, "write_volume", self._config.bscan_shape)
+        self._h.WriteVolume(a.ctypes.data, a.nbytes)
 
     @native
     def write_multi_bscan(self, index: int, data: Any) -> None:
         """Write whole B-scans ``(n, ascans, samples, channels)`` from B-scan ``index``."""
-        self._write_multi(index, data, "write_multi_bscan")
-
-    def _write_multi(self, index: int, data: Any, method: str) -> None:
-        self._require_open(method)
-        a = self._array(data, method, self._config.bscan_shape)
-        self._do("write", {"Bscan": -1, "Ascan": check_int("index", index, 0), "Method": method},
-                 a.ctypes.data, a.nbytes)
+        self._require_open("write_multi_bscan")
+        a = self._array(data, "write_multi_bscan", self._config.bscan_shape)
+        self._h.WriteMultiBscan(check_int("index", index, 0), a.ctypes.data, a.nbytes)
 
     @native
     def write_partial_bscan(self, bscan_index: int, ascan_index: int, data: Any) -> None:
@@ -1055,48 +978,68 @@ class _HDF5Stack(_Storage):
         from A-scan ``ascan_index``."""
         self._require_open("write_partial_bscan")
         a = self._array(data, "write_partial_bscan", self._config.volume_shape[2:])
-        self._do("write", {"Bscan": check_int("bscan_index", bscan_index, 0),
-                           "Ascan": check_int("ascan_index", ascan_index, 0), "Method": "write_partial_bscan"},
-                 a.ctypes.data, a.nbytes)
+        self._h.WritePartialBscan(check_int("bscan_index", bscan_index, 0), check_int("ascan_index", ascan_index, 0),
+                                  a.ctypes.data, a.nbytes)
 
     @native
     def advance_volume(self, allocate: bool = True) -> None:
         """Move to the next volume; with ``allocate`` the dataset grows to hold it now."""
-        self._do("advance_volume", {"Allocate": check_bool("allocate", allocate), "Method": "advance_volume"})
+        self._h.AdvanceVolume(check_bool("allocate", allocate))
 
 
-class HDF5StackInt8(_HDF5Stack):
-    """An HDF5 stack of int8 volumes."""
+# ---------------------------------------------------------------------------
+# The per-dtype storage classes, one row each: (name, base, dtype,
+# docstring), as vortex's bindings make them from one list. storage.pyi
+# declares each for editors, and __all__ lists each by name.
 
-    _dtype = np.dtype("int8")
+_CLASSES: tuple[tuple[str, type, str, str], ...] = (
+    ("SimpleStackInt8", _SimpleStack, "int8",
+     "A stack of int8 volumes (the processor's int8 rendering)."),
+    ("SimpleStackUInt16", _SimpleStack, "uint16",
+     "A stack of uint16 volumes (raw spectra, or processed values cast to uint16)."),
+    ("SimpleStackUInt32", _SimpleStack, "uint32",
+     "A stack of uint32 volumes: the engine's strobe words (``StrobesStackEndpoint``). vortex's engine "
+     "uses uint32 strobes but its Python module binds no uint32 storage; vortexgo adds one so that the "
+     "strobe endpoints can be used."),
+    ("SimpleStackUInt64", _SimpleStack, "uint64",
+     "A stack of uint64 volumes (the record counter, ``CounterStackEndpoint``)."),
+    ("SimpleStackFloat32", _SimpleStack, "float32",
+     "A stack of float32 volumes (processed A-scans)."),
+    ("SimpleStackFloat64", _SimpleStack, "float64",
+     "A stack of float64 volumes (galvo and sample positions, ``GalvoTargetStackEndpoint`` ...)."),
+    ("SimpleStreamInt8", _SimpleStream, "int8",
+     "A headerless stream of int8 values."),
+    ("SimpleStreamUInt16", _SimpleStream, "uint16",
+     "A headerless stream of uint16 values (raw spectra)."),
+    ("SimpleStreamUInt32", _SimpleStream, "uint32",
+     "A headerless stream of uint32 values (strobe words, ``StrobesStreamEndpoint``; a vortexgo addition: "
+     "vortex's Python module binds no uint32 storage)."),
+    ("SimpleStreamUInt64", _SimpleStream, "uint64",
+     "A headerless stream of uint64 values (sample counters)."),
+    ("SimpleStreamFloat32", _SimpleStream, "float32",
+     "A headerless stream of float32 values (processed A-scans)."),
+    ("SimpleStreamFloat64", _SimpleStream, "float64",
+     "A headerless stream of float64 values (galvo waveforms)."),
+    ("HDF5StackInt8", _HDF5Stack, "int8",
+     "An HDF5 stack of int8 volumes."),
+    ("HDF5StackUInt16", _HDF5Stack, "uint16",
+     "An HDF5 stack of uint16 volumes (raw spectra)."),
+    ("HDF5StackUInt32", _HDF5Stack, "uint32",
+     "An HDF5 stack of uint32 volumes (strobe words; a vortexgo addition, as :class:`SimpleStackUInt32`)."),
+    ("HDF5StackUInt64", _HDF5Stack, "uint64",
+     "An HDF5 stack of uint64 volumes."),
+    ("HDF5StackFloat32", _HDF5Stack, "float32",
+     "An HDF5 stack of float32 volumes (processed A-scans; vortex's build has no Float32)."),
+    ("HDF5StackFloat64", _HDF5Stack, "float64",
+     "An HDF5 stack of float64 volumes."),
+)
 
 
-class HDF5StackUInt16(_HDF5Stack):
-    """An HDF5 stack of uint16 volumes (raw spectra)."""
-
-    _dtype = np.dtype("uint16")
-
-
-class HDF5StackUInt32(_HDF5Stack):
-    """An HDF5 stack of uint32 volumes (strobe words; a vortexgo addition, as
-    :class:`SimpleStackUInt32`)."""
-
-    _dtype = np.dtype("uint32")
+def _define(classes: tuple) -> dict:
+    """The table's classes by name, for the module's namespace."""
+    return {name: type(name, (base,), {"_dtype": np.dtype(dtype), "__doc__": doc, "__module__": __name__,
+                                       "__qualname__": name})
+            for name, base, dtype, doc in classes}
 
 
-class HDF5StackUInt64(_HDF5Stack):
-    """An HDF5 stack of uint64 volumes."""
-
-    _dtype = np.dtype("uint64")
-
-
-class HDF5StackFloat32(_HDF5Stack):
-    """An HDF5 stack of float32 volumes (processed A-scans; vortex's build has no Float32)."""
-
-    _dtype = np.dtype("float32")
-
-
-class HDF5StackFloat64(_HDF5Stack):
-    """An HDF5 stack of float64 volumes."""
-
-    _dtype = np.dtype("float64")
+globals().update(_define(_CLASSES))

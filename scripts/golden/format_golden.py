@@ -1,4 +1,4 @@
-"""Golden outputs of vortex's Format stage for gosrc/format/stage's tests.
+"""Golden outputs of vortex's Format stage for gosrc/format's tests.
 
 vortex binds its FormatPlanner without `next` (only the engine drives it), and
 its radial, spiral and position executors' `format` only on CUDA, so this
@@ -18,7 +18,7 @@ script has three parts:
 
 Run (vortex importable; see ../shared/vortex-build/README.md):
     python scripts/golden/format_golden.py OUTDIR [cpu] [engine] [executors]
-Each part writes OUTDIR/format_<part>.json; gosrc/format/stage/testdata holds
+Each part writes OUTDIR/format_<part>.json; gosrc/format/testdata holds
 the three. The cpu part ran here; the engine and executors parts ran on the
 lent H100 with the unpacked wheel (/tmp/vortex_site/vortex) carried along:
     PYTHONPATH=<site>/vortex LD_LIBRARY_PATH=<dir of libcufft.so.12>:<site>/vortex \

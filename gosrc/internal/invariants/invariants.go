@@ -3,6 +3,7 @@ package invariants
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -63,6 +64,9 @@ func LeakReport(leaks []Leak) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "invariants: %d objects or locks leaked by these tests (closed by no one):\n", len(leaks))
+	if len(leaks) > maxReported {
+		b.WriteString(bySite(leaks))
+	}
 	for i, l := range leaks {
 		if i == maxReported {
 			fmt.Fprintf(&b, "... and %d more\n", len(leaks)-maxReported)
@@ -83,4 +87,39 @@ type Cleaner interface{ Cleanup(func()) }
 func AllowMisuse(t Cleaner) {
 	allowMisuse(1)
 	t.Cleanup(func() { allowMisuse(-1) })
+}
+
+// bySite counts leaks by kind and the call that made them (the binding's
+// frame when there is one: the call from Python), most first, so a report
+// of hundreds names its few causes.
+func bySite(leaks []Leak) string {
+	counts := map[string]int{}
+	for _, l := range leaks {
+		site := ""
+		for _, line := range strings.Split(l.Stack, "\n") {
+			if fn := strings.TrimSpace(line); fn != "" && !strings.HasPrefix(fn, "/") && !strings.Contains(fn, ".go:") {
+				site = fn
+				if strings.Contains(fn, "/gosrc/pyapi.") {
+					break
+				}
+			}
+		}
+		counts[l.Kind+" <- "+site]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var b strings.Builder
+	b.WriteString("by kind and where made:\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%6d  %s\n", counts[k], k)
+	}
+	return b.String()
 }

@@ -117,3 +117,28 @@ func TestRunTestsReportsLeaks(t *testing.T) {
 	require.Equal(t, "invariants: 2 objects or locks leaked by these tests (closed by no one):\n1. x.Stream 0x10 never closed, created at:\n\tf\n2. x lock, taken at:\n\tg\n", report)
 	require.Empty(t, invariants.LeakReport(nil))
 }
+
+// TestLeakReportCountsBySite: a report longer than the 20 it lists names its
+// causes: counts by kind and the binding's frame that made them.
+func TestLeakReportCountsBySite(t *testing.T) {
+	stack := func(fns ...string) string {
+		var s string
+		for _, f := range fns {
+			s += "\t" + f + "\n\t\t/src/x.go:1\n"
+		}
+		return s
+	}
+	var leaks []invariants.Leak
+	for i := range 25 {
+		fn := "github.com/vortexgo/vortexgo/gosrc/pyapi.(*Engine).Prepare"
+		if i%3 == 0 {
+			fn = "github.com/vortexgo/vortexgo/gosrc/pyapi.NewStream"
+		}
+		leaks = append(leaks, invariants.Leak{Kind: "cpu.Event", ID: uintptr(i + 1),
+			Stack: stack("github.com/vortexgo/vortexgo/gosrc/cpu.(*Device).NewEvent", fn, "main.pyapi_X")})
+	}
+	report := invariants.LeakReport(leaks)
+	require.Contains(t, report, "    16  cpu.Event <- github.com/vortexgo/vortexgo/gosrc/pyapi.(*Engine).Prepare\n")
+	require.Contains(t, report, "     9  cpu.Event <- github.com/vortexgo/vortexgo/gosrc/pyapi.NewStream\n")
+	require.NotContains(t, invariants.LeakReport(leaks[:2]), "by kind and where made")
+}

@@ -25,7 +25,18 @@ in :meth:`Engine.status`; the engine keeps running unless it was built with
 
 from __future__ import annotations
 
-from ..endpoint import *  # noqa: F401,F403 - re-exported: vortex users import endpoints from vortex.engine
+from ..endpoint import (  # noqa: F401 - re-exported: vortex users import every endpoint from vortex.engine
+    AscanSpiralDeviceTensorEndpointFloat32, AscanSpiralDeviceTensorEndpointInt8, AscanSpiralDeviceTensorEndpointUInt16,
+    AscanStackEndpoint, BufferStrategy, NullEndpoint, PositionDeviceTensorEndpointFloat32,
+    PositionDeviceTensorEndpointInt8, PositionDeviceTensorEndpointUInt16, RadialDeviceTensorEndpointFloat32,
+    RadialDeviceTensorEndpointInt8, RadialDeviceTensorEndpointUInt16, SpectraPositionDeviceTensorEndpointUInt16,
+    SpectraRadialDeviceTensorEndpointUInt16, SpectraSpiralDeviceTensorEndpointUInt16,
+    SpectraStackDeviceTensorEndpointUInt16, SpectraStackEndpoint, SpectraStackHostTensorEndpointUInt16,
+    SpectraStackTensorEndpointUInt16, SpiralDeviceTensorEndpointFloat32, SpiralDeviceTensorEndpointInt8,
+    SpiralDeviceTensorEndpointUInt16, StackDeviceTensorEndpointFloat32, StackDeviceTensorEndpointInt8,
+    StackDeviceTensorEndpointUInt16, StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8,
+    StackHostTensorEndpointUInt16, StackTensorEndpointFloat32, StackTensorEndpointInt8, StackTensorEndpointUInt16,
+)
 from ..profiler import read_profiler_log  # noqa: F401 - vortexgo.engine's
 from ..scan import ScanQueue  # noqa: F401 - vortex's engine.scan_queue is one
 from ..source import dispersion_phasor  # noqa: F401 - vortex exports it from vortex.engine

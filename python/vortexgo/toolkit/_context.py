@@ -12,7 +12,8 @@ from .._errors import Closeable, ClosedError, release_on_collect
 from .._validate import check_bool, check_int
 from ._coordinator import AsyncCoordinator, coordinator_options
 from ._ops import KernelOp, SpinOp, host_range
-from ._records import records, tk_native
+from .._layouts import STEP_REPORT
+from ._records import tk_native
 from ._stages import PipelineStageManager
 from ._triple import TripleBuffer
 
@@ -114,8 +115,7 @@ class ManagedGpuContext(Closeable):
         dp, dn = host_range(dst, "dst") if dst is not None else (0, 0)
         n = 0 if nbytes is None else check_int("nbytes", nbytes, 1)
         h = op._handle()
-        rep = StepReport(*map(int, records(self._h.TripleBufferedStep, triple_buffer._h, sp, sn, dp, dn, n, h,
-                                           capacity=5)))
+        rep = StepReport(*STEP_REPORT.read(self._h.TripleBufferedStep, triple_buffer._h, sp, sn, dp, dn, n, h))
         if rep.upload:
             self._coord._hold(rep.upload, src)
         if rep.download:

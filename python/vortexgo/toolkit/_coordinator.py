@@ -15,7 +15,8 @@ from .._errors import Closeable, ClosedError, release_on_collect
 from .._stream import Stream
 from .._validate import check_bool, check_int, check_timeout
 from ._ops import DownloadOp, KernelOp, SpinOp, UploadOp, device_range, host_range
-from ._records import records, tk_native, words
+from .._layouts import COORDINATOR
+from ._records import tk_native, words
 
 __all__ = ["AsyncCoordinator", "CompletedOp", "ComputeCallable", "BorrowedStream", "coordinator_options", "timeout_us"]
 
@@ -183,14 +184,14 @@ class AsyncCoordinator(Closeable):
         self._check()
         return self._streams[2]
 
-    def _info(self) -> list[float]:
+    def _info(self) -> Any:
         self._check()
-        return records(self._h.Record, capacity=4)
+        return COORDINATOR.read(self._h.Info)
 
     @property
     def sequential(self) -> bool:
         """True when all three roles share one stream (``ManagedGpuContext(enable_streams=False)``)."""
-        return bool(self._info()[3])
+        return bool(self._info().sequential)
 
     # --- queueing ---
 
@@ -410,17 +411,17 @@ class AsyncCoordinator(Closeable):
     @property
     def pending(self) -> int:
         """Ops queued and not yet known complete."""
-        return int(self._info()[0])
+        return self._info().pending
 
     @property
     def dropped(self) -> int:
         """Reports discarded because :meth:`poll` was not called often enough."""
-        return int(self._info()[1])
+        return self._info().dropped
 
     @property
     def last_op_id(self) -> int:
         """The latest op id issued (0 before the first)."""
-        return int(self._info()[2])
+        return self._info().last_id
 
     # --- lifetime ---
 

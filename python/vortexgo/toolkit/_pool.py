@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -71,12 +72,17 @@ class BufferPool(Closeable):
         self.device: Device = get_device(device)
         self._lock = threading.Lock()
         self._out: dict[int, tuple[Any, PoolArray]] = {}  # ptr -> (Go buffer, the Array handed out)
+        self._handles: dict[int, Any] = {}  # ptr -> Go buffer handed out (no Array: see _put_back)
         self._events: dict[int, Event] = {}  # ptr -> event it was put back with (kept alive)
         # memory.PoolConfig as one record (Policy 0 grow, 1 block); counts over
         # memory.MaxPoolBuffers are a ValueError naming them, from Go.
         self._h = tk_native(api.NewBufferPool)(self.device._h, json.dumps({
             "Size": self.buffer_size, "Initial": self.pool_size, "Max": self.max_size, "Policy": int(policy == "block")}))
         self._fin = release_on_collect(self, self._h.Close, "a buffer pool")
+        # Registered after _fin, so it runs first: buffers never put back go back
+        # when the pool is collected (an Array handed out keeps the pool alive, so
+        # none is left then), and the pool, or Close earlier, frees them.
+        weakref.finalize(self, _put_back, self._h, self._handles).atexit = False
         self._closed = False
 
     @tk_native
@@ -96,6 +102,7 @@ class BufferPool(Closeable):
         arr._lend = tk_native(lambda: self._h.Lend(h))
         with self._lock:
             self._out[arr.ptr] = (h, arr)
+            self._handles[arr.ptr] = h
             self._events.pop(arr.ptr, None)
         return arr
 
@@ -121,12 +128,14 @@ class BufferPool(Closeable):
             # Claimed under the lock: a second put of the same buffer from
             # another thread finds nothing.
             del self._out[buf.ptr]
+            del self._handles[buf.ptr]
         try:
             self._h.Put(entry[0], after._id if isinstance(after, Event) else 0,
                         after._id if isinstance(after, Stream) else 0)
         except BaseException:
             with self._lock:
                 self._out[buf.ptr] = entry
+                self._handles[buf.ptr] = entry[0]
             raise
         with self._lock:
             if isinstance(after, Event):
@@ -164,6 +173,16 @@ class BufferPool(Closeable):
         s = self.stats()
         return (f"<BufferPool {self.device.alias} {self.buffer_size} B x {s.allocated} policy={self.policy} "
                 f"free={s.free} pending={s.pending} in_use={s.in_use}>")
+
+
+def _put_back(pool: Any, handles: dict[int, Any]) -> None:
+    """Put every buffer still out back into ``pool`` (a closed pool frees them)."""
+    for h in list(handles.values()):
+        try:
+            pool.Put(h, 0, 0)
+        except RuntimeError:  # pragma: no cover - the pool released it already
+            pass
+    handles.clear()
 
 
 class _Unleased:

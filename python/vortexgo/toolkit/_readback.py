@@ -15,11 +15,12 @@ from .._core import api
 from .._device import Device, DeviceLike, get_device
 from .._attrs import NoCopy
 from .._errors import Closeable, ClosedError, release_on_collect
-from .._lifetime import Keep, host_view
+from .._lifetime import Keep, host_view, process_cache
 from .._stream import Stream, current_stream
 from .._validate import check_int
 from ._coordinator import borrowed, timeout_us
-from ._records import records, tk_native
+from .._layouts import READBACK_STATS
+from ._records import tk_native
 
 __all__ = ["Readback", "ReadbackHandle", "ReadbackStats", "readback"]
 
@@ -202,7 +203,7 @@ class Readback(Closeable):
     def stats(self) -> ReadbackStats:
         """Counts of the pool's buffers."""
         self._check()
-        return ReadbackStats(*map(int, records(self._h.Record, capacity=4)))
+        return ReadbackStats(*READBACK_STATS.read(self._h.Stats))
 
     @tk_native
     def close(self) -> None:
@@ -248,6 +249,17 @@ def _source(array: Any, device: Device, stream: Optional[Stream]) -> tuple[int, 
 
 _default_pools: dict[tuple[Device, int], Readback] = {}
 _default_lock = threading.Lock()
+
+
+def _close_default_pools() -> None:
+    with _default_lock:
+        pools = list(_default_pools.values())
+        _default_pools.clear()
+    for p in pools:
+        p.close()
+
+
+process_cache(_close_default_pools)
 
 
 def readback(device_array: Any, *, stream: Optional[Stream] = None) -> ReadbackHandle:

@@ -1,35 +1,22 @@
-"""The one record format of the toolkit's Go calls, read in one place.
+"""The argument lists of the toolkit's Go calls, written in one place.
 
-Go writes results as float64 records into a buffer the caller provides
-(``fn(address, capacity) -> count``) and reads lists from an int64 buffer
-(``address, count``): no text to format in Go and parse here. See
-gosrc/pyapi/pipeline.go."""
+Go reads lists from an int64 buffer (``address, count``); the results it
+writes are named records (:mod:`vortexgo._layouts`, declared in
+gosrc/pyapi/records.go): no text to format in Go and parse here."""
 
 from __future__ import annotations
 
 import array
 import struct
-from typing import Callable, Iterable
+from typing import Iterable
 
 from .._errors import native
 
-__all__ = ["records", "words", "float_bits", "tk_native"]
+__all__ = ["words", "float_bits", "tk_native"]
 
 #: Error translation of the toolkit's Go calls (KeyError for unknown op
 #: ids is one of the tags _errors.translate knows).
 tk_native = native
-
-
-@tk_native
-def records(fn: Callable[..., int], *args: int, capacity: int = 8) -> list[float]:
-    """Call ``fn(*args, address, capacity)`` and return the records it wrote,
-    retrying once with the size it asked for when they did not fit."""
-    buf = array.array("d", bytes(8 * capacity))
-    k = fn(*args, buf.buffer_info()[0], capacity)
-    if k > capacity:
-        buf = array.array("d", bytes(8 * k))
-        k = fn(*args, buf.buffer_info()[0], k)
-    return buf[:k].tolist()
 
 
 def words(values: Iterable[int]) -> array.array:

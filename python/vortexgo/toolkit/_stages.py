@@ -14,7 +14,8 @@ from .._validate import check_int
 from ._coordinator import AsyncCoordinator
 from ._lease import invalidate, owned_view
 from ._ops import DownloadOp, KernelOp, Op, SpinOp, UploadOp, device_range
-from ._records import records, tk_native, words
+from .._layouts import PIPELINE_BUFFER, PIPELINE_GRAPH, PIPELINE_STATS, STAGE_STATS
+from ._records import tk_native, words
 
 __all__ = ["GpuPipelineStage", "StageStats", "PipelineStats", "PipelineGraph", "PipelineStageManager"]
 
@@ -88,9 +89,9 @@ class PipelineGraph:
 
     def __init__(self, h, manager: "PipelineStageManager") -> None:
         self._h, self._manager, self._closed = h, manager, False
-        iterations, nodes = records(h.Record, capacity=2)
-        self.iterations: int = int(iterations)
-        self.nodes: int = int(nodes)
+        info = PIPELINE_GRAPH.read(h.Info)
+        self.iterations: int = info.iterations
+        self.nodes: int = info.nodes
 
     @tk_native
     def replay(self, n: int = 1) -> None:
@@ -206,8 +207,7 @@ class PipelineStageManager(Closeable):
         self._check()
         index, version = check_int("index", index, 0), check_int("version", version, 0)
         dt = _norm_dtype(dtype)
-        ptr, nbytes, _ = records(self._h.Buffer, index, version, capacity=3)
-        nbytes = int(nbytes)
+        ptr, nbytes, _ = PIPELINE_BUFFER.read(self._h.Buffer, index, version)
         if nbytes % dt.itemsize:
             raise ValueError(f"buffer {index} has {nbytes} bytes, not a multiple of {dt.name}'s {dt.itemsize}")
         if index in self._caller_buffers:
@@ -226,7 +226,7 @@ class PipelineStageManager(Closeable):
         """The number of versions of logical buffer ``index`` (0 if it does not exist)."""
         index = check_int("index", index, 0)
         try:
-            return int(records(self._h.Buffer, index, 0, capacity=3)[2])
+            return PIPELINE_BUFFER.read(self._h.Buffer, index, 0).versions
         except ValueError:
             return 0
 
@@ -285,19 +285,20 @@ class PipelineStageManager(Closeable):
     def iteration(self) -> int:
         """The number of iterations issued (eager and replayed)."""
         self._check()
-        return int(records(self._h.Record, capacity=9 + 3 * len(self._stages))[0])
+        return PIPELINE_STATS.read(self._h.Stats).issued
 
     def get_stats(self) -> PipelineStats:
         """Statistics of the completed iterations (no host wait; call
         ``coordinator.synchronize_all()`` first to include everything issued)."""
         self._check()
-        v = records(self._h.Record, capacity=9 + 3 * len(self._stages))[1:]
-        st = tuple(StageStats(s.name, int(v[8 + 3 * i]), v[9 + 3 * i], v[10 + 3 * i])
-                   for i, s in enumerate(self._stages[:(len(v) - 8) // 3]))
+        v = PIPELINE_STATS.read(self._h.Stats)
+        rows = STAGE_STATS.read_rows(self._h.StageStats, capacity=len(self._stages))
+        st = tuple(StageStats(s.name, r.runs, r.avg_ms, r.total_ms) for s, r in zip(self._stages, rows))
         return PipelineStats(
-            iterations=int(v[0]), avg_iteration_ms=v[1], throughput=v[2], gpu_utilization=v[3],
-            stage_ms={s.name: s.avg_ms for s in st}, stages=st, host_us_per_iteration=v[4],
-            graph_iterations=int(v[5]), graph_host_us_per_iteration=v[6], in_flight=int(v[7]))
+            iterations=v.iterations, avg_iteration_ms=v.avg_iteration_ms, throughput=v.throughput,
+            gpu_utilization=v.gpu_utilization, stage_ms={s.name: s.avg_ms for s in st}, stages=st,
+            host_us_per_iteration=v.host_us_per_iteration, graph_iterations=v.graph_iterations,
+            graph_host_us_per_iteration=v.graph_host_us_per_iteration, in_flight=v.in_flight)
 
     def reset_stats(self) -> None:
         """Clear the statistics (iterations in flight count in the new window)."""

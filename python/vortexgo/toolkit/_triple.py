@@ -12,7 +12,8 @@ from .._device import Device, DeviceLike, get_device
 from .._errors import Closeable, ClosedError, release_on_collect
 from .._validate import check_int
 from ._lease import invalidate, owned_view
-from ._records import records, tk_native
+from .._layouts import TRIPLE_BUFFER
+from ._records import tk_native
 
 __all__ = ["TripleBuffer"]
 
@@ -110,12 +111,12 @@ class TripleBuffer(Closeable):
     def round(self) -> int:
         """The number of :meth:`advance` calls so far."""
         self._check()
-        return int(records(self._h.Record, capacity=4)[3])
+        return TRIPLE_BUFFER.read(self._h.Info).round
 
     def states(self) -> tuple[str, str, str]:
         """The states of slots 0, 1 and 2 ("free", "uploading", "processing", "downloading"), read atomically."""
         self._check()
-        a, b, c = (_STATES[int(v)] for v in records(self._h.Record, capacity=4)[:3])
+        a, b, c = (_STATES[v] for v in TRIPLE_BUFFER.read(self._h.Info)[:3])
         return (a, b, c)
 
     def slot(self, i: int) -> Array:

@@ -1,6 +1,10 @@
-// Command genlayout writes the engine's event record layout for the Python
-// dispatcher and the C fast path (engine.LayoutPython, engine.LayoutC):
-// `go generate ./gosrc/engine`, from anywhere in the module.
+// Command genlayout writes the flat layouts that C and Python read, from
+// their Go declarations: the engine's records for the Python dispatcher
+// and the C fast path (engine.LayoutPython, engine.LayoutC), the event
+// ring's header (engine.LayoutRingC) and the C fast path's interface with
+// the registry's table (cuda.FastPathHeader). `go generate ./gosrc/engine`
+// or `go generate ./gosrc/cuda` writes them all, from anywhere in the
+// module.
 package main
 
 import (
@@ -10,7 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/handle"
 )
 
 func main() {
@@ -20,7 +26,12 @@ func main() {
 		os.Exit(1)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
-	for path, text := range map[string]string{engine.LayoutPythonPath: engine.LayoutPython(), engine.LayoutCPath: engine.LayoutC()} {
+	for path, text := range map[string]string{
+		engine.LayoutPythonPath: engine.LayoutPython(),
+		engine.LayoutCPath:      engine.LayoutC(),
+		engine.LayoutRingCPath:  engine.LayoutRingC(),
+		cuda.FastPathHeaderPath: cuda.FastPathHeader(handle.LayoutC()),
+	} {
 		if err := os.WriteFile(filepath.Join(root, path), []byte(text), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "genlayout:", err)
 			os.Exit(1)

@@ -1,0 +1,80 @@
+package pyapi
+
+import (
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
+	gio "github.com/vortexgo/vortexgo/gosrc/io"
+)
+
+// The bindings of python/vortexgo/io.py: the IOs without hardware
+// (package io).
+
+// IO is an engine IO that Python drives no further than wiring it
+// (io.NullIO).
+type IO struct{ Object }
+
+// NewNullIO builds an io.NullIO.
+func NewNullIO() *IO { return &IO{Object{obj: gio.NewNullIO()}} }
+
+// SimIO is the simulated galvo IO (io.SimIO).
+type SimIO struct {
+	Object
+	s *gio.SimIO
+}
+
+// NewSimIO builds an io.SimIO from its io.SimConfig fields.
+func NewSimIO(recordSamples int, feedback bool, feedbackDelay int) (*SimIO, error) {
+	s, err := gio.NewSimIO(gio.SimConfig{RecordSamples: recordSamples, Feedback: feedback, FeedbackDelay: feedbackDelay})
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &SimIO{Object{obj: s}, s}, nil
+}
+
+// simIOStateRecord is a SimIO's state (SIM_IO_STATE): samples output so far,
+// whether the engine started and stopped it (0 or 1).
+type simIOStateRecord struct{ Samples, Started, Stopped int64 }
+
+// simIOWindowRecord is where a copy of a SimIO's recording starts
+// (SIM_IO_WINDOW): the sample index of its first row, its rows and the
+// values per row (the output channels; 1 for the strobe words).
+type simIOWindowRecord struct{ First, Rows, Channels int64 }
+
+// recordFlag is b as a record field (1 or 0).
+func recordFlag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// State writes the SimIO's state (SIM_IO_STATE) into the caller's n bytes
+// at rec (putRecord).
+func (s *SimIO) State(rec, n int) (int, error) {
+	return putRecord(rec, n, &simIOStateRecord{s.s.Samples(), recordFlag(s.s.Started()), recordFlag(s.s.Stopped())})
+}
+
+// Recorded copies the latest recorded samples, oldest first, into the
+// caller's n float64s at dst (rows of the output channels; io.SimIO.Recorded)
+// and writes where they start (SIM_IO_WINDOW) into the caller's recN bytes
+// at rec (putRecord).
+func (s *SimIO) Recorded(dst, n, rec, recN int) (int, error) {
+	buf, err := hostmem.Span[float64](dst, n)
+	if err != nil {
+		return 0, tag(err)
+	}
+	first, rows := s.s.Recorded(buf)
+	return putRecord(rec, recN, &simIOWindowRecord{first, int64(rows), int64(s.s.OutputChannels())})
+}
+
+// RecordedStrobes copies the latest recorded strobe words, oldest first,
+// into the caller's n uint32s at dst (io.SimIO.RecordedStrobes) and writes
+// where they start (SIM_IO_WINDOW, one value per row) into the caller's
+// recN bytes at rec (putRecord).
+func (s *SimIO) RecordedStrobes(dst, n, rec, recN int) (int, error) {
+	buf, err := hostmem.Span[uint32](dst, n)
+	if err != nil {
+		return 0, tag(err)
+	}
+	first, rows := s.s.RecordedStrobes(buf)
+	return putRecord(rec, recN, &simIOWindowRecord{first, int64(rows), 1})
+}

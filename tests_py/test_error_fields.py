@@ -1,0 +1,49 @@
+"""Errors carry their fields from Go as attributes (gosrc/pyapi/errors.go
+``tag``, python/vortexgo/_errors.py ``translate``): nothing is parsed out of
+the message. CudaError's fields are checked against the fake and the real
+driver in test_tensor_graph.py; InternalError's in test_panics.py."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import vortexgo as vg
+from vortexgo._errors import translate
+
+
+def test_budget_error_carries_request_usage_and_limit(device):
+    gc.collect()
+    before = vg.memory_usage()
+    try:
+        vg.set_memory_budget(device_bytes=before.device.current + 1000)
+        with pytest.raises(vg.MemoryBudgetError) as info:
+            vg.TripleBuffer(device, 100, "float32")  # 3 x 400 bytes: the third slot fails
+        e = info.value
+        assert (e.kind, e.purpose, e.requested) == ("device", "triple_buffer", 400)
+        assert e.limit == before.device.current + 1000
+        assert e.current + e.requested > e.limit
+        assert "memory budget exceeded: requested 400 bytes" in str(e) and "\x1e" not in str(e)
+    finally:
+        vg.set_memory_budget(before.device.limit, before.pinned.limit)
+
+
+@pytest.mark.parametrize("text, cls, attrs", [
+    ('CudaError: cuda: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory\x1e'
+     '{"op": "cuMemAlloc_v2", "code": 2, "name": "CUDA_ERROR_OUT_OF_MEMORY"}',
+     vg.CudaError, {"op": "cuMemAlloc_v2", "code": 2, "name": "CUDA_ERROR_OUT_OF_MEMORY"}),
+    ('InternalError: engine: internal error (Go panic: boom)\x1e{"where": "engine", "go_stack": "goroutine 1"}',
+     vg.InternalError, {"where": "engine", "go_stack": "goroutine 1"}),
+    ("ValueError: n=-1, expected >= 0", ValueError, {}),
+    ("CudaError: cuda: no fields", vg.CudaError, {"op": "", "code": 0, "name": ""}),
+    ("no class at all", vg.VortexError, {}),
+])
+def test_translate_sets_the_fields_and_keeps_the_message(text, cls, attrs):
+    e = translate(RuntimeError(text))
+    assert type(e) is cls
+    assert str(e) == text.split("\x1e")[0].partition(": ")[2] or cls is vg.VortexError
+    for k, v in attrs.items():
+        assert getattr(e, k) == v, k
+    if cls is vg.InternalError:
+        assert any("goroutine 1" in n for n in e.__notes__)
