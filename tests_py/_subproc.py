@@ -33,7 +33,8 @@ PYTHON_DIR = str(Path(importlib.util.find_spec("vortexgo").origin).resolve().par
 
 # What a child started with a clean environment still needs: where its home
 # and libraries are, and which driver and devices to use.
-_KEEP = ("HOME", "LD_LIBRARY_PATH", "VORTEXGO_CUDA_DRIVER", "CUDA_VISIBLE_DEVICES")
+# VORTEXGO_ALLOW_MISUSE: make py-test-invariants sets it for every interpreter of the run.
+_KEEP = ("HOME", "LD_LIBRARY_PATH", "VORTEXGO_CUDA_DRIVER", "CUDA_VISIBLE_DEVICES", "VORTEXGO_ALLOW_MISUSE")
 
 
 @dataclass

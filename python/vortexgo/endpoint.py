@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -77,14 +76,14 @@ from . import _layouts
 from ._attrs import NoCopy, StrictAttributes
 from ._core import api
 from ._device import Device
-from ._errors import ClosedError, LockError, VortexError, native
+from ._errors import ClosedError, LockError, VortexError, native, release_on_collect
 from ._stream import Stream
 from ._tensor import DeviceTensor
 from ._validate import check_int, check_shape
 from .log import is_logger
 from .format import (PositionFormatExecutor, RadialFormatExecutor, SpiralFormatExecutor, StackFormatExecutor,
                      StackFormatExecutorConfig)
-from .storage import BroctStorage, MarkerLog, StreamDump, _close_quietly, _HDF5Stack, _SimpleStack, _SimpleStream
+from .storage import BroctStorage, MarkerLog, StreamDump, _HDF5Stack, _SimpleStack, _SimpleStream
 
 __all__ = [
     "BufferStrategy",
@@ -272,6 +271,9 @@ class _Endpoint(NoCopy, StrictAttributes):
                             "leave the `with endpoint.tensor` block first")
         self._h.Close()  # InUseError leaves the endpoint open and usable
         self._closed = True
+        fin = getattr(self, "_fin", None)
+        if fin is not None:
+            fin.detach()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("prepared" if self.prepared else "not prepared")
@@ -300,9 +302,11 @@ class _TensorEndpoint(_Endpoint):
         shape = self._shape or (0, 0, 0)
         if self._geometry:
             self._h = native(api.NewGeometryTensorEndpoint)(self._dtype, self._spectra, executor._handle(), *shape)
+            self._fin = release_on_collect(self, self._h.Close, "an endpoint")
         else:
             self._h = native(api.NewStackTensorEndpoint)(self._dtype, self._memory == "host", self._spectra,
                                                          executor._handle(), *shape)
+            self._fin = release_on_collect(self, self._h.Close, "an endpoint")
 
     @property
     def tensor(self) -> DeviceTensor:
@@ -409,6 +413,7 @@ class _StorageEndpoint(_Endpoint):
         # keeps every sample.
         x = executor._handle() if executor is not None else storage._h
         self._h = native(api.NewStackStorageEndpoint)(self._spectra, self.buffer_strategy.name, storage._h, x)
+        self._fin = release_on_collect(self, self._h.Close, "an endpoint")
 
     @property
     def volumes_written(self) -> int:
@@ -425,6 +430,7 @@ class NullEndpoint(_Endpoint):
         super().__init__()
         self.logger = logger
         self._h = api.NewNullEndpoint()
+        self._fin = release_on_collect(self, self._h.Close, "an endpoint")
 
 
 class _BlockEndpoint(_Endpoint):
@@ -447,7 +453,7 @@ class _BlockEndpoint(_Endpoint):
         self.logger = log
         self.storage = storage
         self._h = native(api.NewBlockEndpoint)(self._source, storage._h, check_int("lead_samples", lead_samples, 0))
-        weakref.finalize(self, _close_quietly, self._h)
+        self._fin = release_on_collect(self, self._h.Close, "an endpoint")
 
     def _state(self) -> Any:
         return _layouts.BLOCK_ENDPOINT.read(self._h.BlockState)
@@ -530,6 +536,7 @@ class _StreamStackEndpoint(_StorageEndpoint):
         # and keeps every column of the stream.
         x = executor._handle() if executor is not None else storage._h
         self._h = native(api.NewStreamStackEndpoint)(self._source, strategy.name, storage._h, x)
+        self._fin = release_on_collect(self, self._h.Close, "an endpoint")
 
     @property
     def executor(self) -> Optional[StackFormatExecutor]:
@@ -572,6 +579,7 @@ class _StreamTensorEndpoint(_TensorEndpoint):
         self.logger = logger if logger is not None else log
         ex = executor if executor is not None else StackFormatExecutor(StackFormatExecutorConfig())
         self._h = native(api.NewStreamTensorEndpoint)(self._source, ex._handle(), *self._shape)
+        self._fin = release_on_collect(self, self._h.Close, "an endpoint")
 
     @property
     def executor(self) -> Optional[StackFormatExecutor]:

@@ -49,7 +49,7 @@ from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._validate import check_callable, check_int
 from .log import is_logger
-from ._errors import ClosedError, native
+from ._errors import ClosedError, native, release_on_collect
 
 __all__ = [
     "ProcessorConfig", "CUDAProcessorConfig", "CPUProcessorConfig",
@@ -347,7 +347,11 @@ class _Processor(NoCopy, StrictAttributes):
                 # InUseError and changes nothing.
                 h.Close()
                 raise
+            self._fin.detach()
         self._h = h
+        # A processor dropped without close() (a notebook cell re-run) releases its
+        # device resources when collected.
+        self._fin = release_on_collect(self, h.Close, "a processor")
         self.config, self.device = cfg, dev
         self._closed = False  # initialize() after close() makes a new processor
 
@@ -491,6 +495,7 @@ class _Processor(NoCopy, StrictAttributes):
             self._worker = None
         if self._h is not None:
             self._h.Close()  # InUseError leaves the processor usable
+            self._fin.detach()
             self._h = None
             self._closed = True
 
