@@ -6,13 +6,12 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
-	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
 // Object is embedded first in every wrapper of a core object that Python
 // closes (gopy makes it the Python base class, and accepts any such
-// wrapper where an *Object is expected): one Close, one Record and the
-// engine's wiring (EngineConfig.Link) serve them all.
+// wrapper where an *Object is expected): one Close and the engine's
+// wiring (EngineConfig.Link) serve them all.
 type Object struct {
 	obj any
 	id  handle.ID // registered (owner) when ids are borrowed from it: its streams
@@ -39,31 +38,4 @@ func (o *Object) Close() error {
 		return tag(c.Close())
 	}
 	return nil
-}
-
-// Record writes the core object's state record (its Record method, which
-// documents the layout) into the caller's n float64s at dst when they fit,
-// and returns its length either way (hostmem.Record).
-func (o *Object) Record(dst, n int) (int, error) {
-	r, ok := o.obj.(interface{ Record() []float64 })
-	if !ok {
-		return 0, tag(badArg("%T has no record", o.obj))
-	}
-	return hostmem.Record(dst, n, r.Record()...), nil
-}
-
-// Do runs the core object's operation op (its Do method documents them):
-// args and result are JSON records; an array result goes into the caller's
-// n elements at dst when it fits, its length in the result either way
-// (hostmem.Record's convention). with is a second object the op takes (a
-// scan a queue appends; pass the object itself when none).
-func (o *Object) Do(op, args string, with *Object, dst, n int) (string, error) {
-	d, ok := o.obj.(interface {
-		Do(op string, args []byte, with any, dst, n int) ([]byte, error)
-	})
-	if !ok {
-		return "", tag(badArg("%T has no operations", o.obj))
-	}
-	out, err := d.Do(op, []byte(args), with.obj, dst, n)
-	return string(out), tag(err)
 }
