@@ -54,24 +54,26 @@ def test_scalar_fields_raise_naming_the_field(fields):
 def test_valid_fields_reach_the_core(timings, spin, rpb, blocks):
     ec = EngineConfig(records_per_block=rpb, blocks_to_allocate=blocks, preload_count=min(2, blocks),
                       dispatch_spin=spin, device_timings=timings)
-    rec = json.loads(_record(ec))
+    text, spin_s, spin_set = _record(ec)
+    rec = json.loads(text)
     assert rec["DeviceTimings"] is timings
     assert rec["RecordsPerBlock"] == rpb and rec["BlocksToAllocate"] == blocks
+    assert "DispatchSpin" not in rec  # seconds, beside the record (engine.SpinSeconds)
     if spin is None:
-        assert rec["DispatchSpin"] == 0  # the adaptive default
+        assert not spin_set  # the adaptive default
     else:
-        assert rec["DispatchSpin"] == (round(spin * 1e9) or -1) and not math.isnan(spin)
+        assert spin_set and spin_s == float(spin) and not math.isnan(spin)
 
 
-def _record(ec: EngineConfig) -> str:
-    """The JSON record EngineConfig._native hands the Go core."""
+def _record(ec: EngineConfig) -> tuple[str, float, bool]:
+    """The JSON record EngineConfig._native hands the Go core, with the dispatch spin beside it."""
     import vortexgo.engine.config as ve
 
     captured = {}
     real = ve.api.NewEngineConfig
 
-    def capture(s: str):
-        captured["s"] = s
+    def capture(s: str, spin: float, spin_set: bool):
+        captured["s"] = (s, spin, spin_set)
         raise _Captured
 
     ve.api.NewEngineConfig = capture

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -578,4 +579,17 @@ func (c *Config) Link(l Link, stage any) {
 	if !ok {
 		c.errs = append(c.errs, Invalid("Config.Link: link %d with a %T, expected a stage of that link's kind", l, stage))
 	}
+}
+
+// SpinSeconds is the Config.DispatchSpin of a spin of s seconds, as vortex
+// and Python give it: 0 never spins (NoSpin); more than MaxDispatchSpin,
+// a negative or a NaN s is refused naming the field.
+func SpinSeconds(s float64) (time.Duration, error) {
+	if !(s >= 0 && s <= MaxDispatchSpin.Seconds()) {
+		return 0, Invalid("EngineConfig.dispatch_spin=%g, expected 0 <= dispatch_spin <= %g (seconds)", s, MaxDispatchSpin.Seconds())
+	}
+	if d := time.Duration(math.Round(s * 1e9)); d > 0 {
+		return d, nil
+	}
+	return NoSpin, nil
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -311,4 +312,31 @@ func TestFailedStartReleasesAndReclaims(t *testing.T) {
 	require.NoError(t, ep.Close(), "released by the failed Start")
 	e.SetProfilerLog("")
 	require.ErrorIs(t, e.Start(), backend.ErrClosed, "the next Start claims again and refuses the closed endpoint")
+}
+
+func TestSpinSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		s    float64
+		want time.Duration
+		ok   bool
+	}{
+		{0, engine.NoSpin, true},
+		{1e-10, engine.NoSpin, true}, // rounds to no spin
+		{50e-6, 50 * time.Microsecond, true},
+		{1, time.Second, true},
+		{1.000001, 0, false},
+		{-1e-9, 0, false},
+		{1.797693134862316e+299, 0, false},
+		{math.Inf(1), 0, false},
+		{math.NaN(), 0, false},
+	} {
+		d, err := engine.SpinSeconds(tc.s)
+		if !tc.ok {
+			require.ErrorIs(t, err, backend.ErrInvalid, "%g", tc.s)
+			require.ErrorContains(t, err, "EngineConfig.dispatch_spin=")
+			continue
+		}
+		require.NoError(t, err, "%g", tc.s)
+		require.Equal(t, tc.want, d, "%g", tc.s)
+	}
 }

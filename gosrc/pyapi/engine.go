@@ -15,10 +15,16 @@ import (
 type EngineConfig struct{ c engine.Config }
 
 // NewEngineConfig reads engine.Config's fields from a JSON record
-// (decodeRecord; DispatchSpin in nanoseconds).
-func NewEngineConfig(config string) (*EngineConfig, error) {
+// (decodeRecord) and, when spin is set, its DispatchSpin from spinSeconds
+// (engine.SpinSeconds: a float argument, which JSON could not carry past
+// int64 nanoseconds).
+func NewEngineConfig(config string, spinSeconds float64, spin bool) (*EngineConfig, error) {
 	c := &EngineConfig{}
-	return tagged(c, decodeRecord("EngineConfig", config, &c.c))
+	err := decodeRecord("EngineConfig", config, &c.c)
+	if err == nil && spin {
+		c.c.DispatchSpin, err = engine.SpinSeconds(spinSeconds)
+	}
+	return tagged(c, err)
 }
 
 // Link adds stage s (an acquisition, processor, formatter or endpoint) as

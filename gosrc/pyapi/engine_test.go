@@ -36,7 +36,7 @@ func TestStatusRecordNamesStatusFields(t *testing.T) {
 func TestEngineRecords(t *testing.T) {
 	dev, err := GetDevice("cpu")
 	require.NoError(t, err)
-	cfg, err := NewEngineConfig(`{"RecordsPerBlock": 8, "BlocksToAllocate": 3}`)
+	cfg, err := NewEngineConfig(`{"RecordsPerBlock": 8, "BlocksToAllocate": 3}`, 0, false)
 	require.NoError(t, err)
 	e, err := NewEngine(dev, cfg)
 	require.NoError(t, err)

@@ -209,7 +209,7 @@ func TestCloseRacesCalls(t *testing.T) {
 func TestFastNextEvents(t *testing.T) {
 	dev, err := GetDevice("cpu")
 	require.NoError(t, err)
-	cfg, err := NewEngineConfig("{}")
+	cfg, err := NewEngineConfig("{}", 0, false)
 	require.NoError(t, err)
 	e, err := NewEngine(dev, cfg)
 	require.NoError(t, err)

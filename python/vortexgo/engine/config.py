@@ -195,21 +195,23 @@ class EngineConfig(StrictAttributes):
 
     def _native(self, scan_queue: Optional[ScanQueue] = None) -> Any:
         slots = min((p.config.slots for p in self.processors), default=0)
-        # engine.Config's fields as one record (DispatchSpin in ns: 0 would
-        # mean the default, so "never spin" is -1, engine.NoSpin; galvo_input_channels
-        # 0, vortex's "no position feedback", allocates one unused channel: Go's 0 means 2).
+        # engine.Config's fields as one record, dispatch_spin beside it in seconds
+        # (engine.SpinSeconds; None: Go's default); galvo_input_channels 0, vortex's "no
+        # position feedback", allocates one unused channel: Go's 0 means 2.
+        spin = self.dispatch_spin
         h = api.NewEngineConfig(json.dumps({
             "RecordsPerBlock": int(self.records_per_block), "BlocksToAllocate": int(self.blocks_to_allocate),
             "PreloadCount": int(self.preload_count), "BlocksToAcquire": int(self.blocks_to_acquire),
             "Slots": int(slots), "EventQueueSize": int(self.event_queue_size),
-            "EventPolicy": int(self.event_policy == "drop"), "DispatchSpin": 0 if self.dispatch_spin is None else (round(self.dispatch_spin * 1e9) or -1),
+            "EventPolicy": int(self.event_policy == "drop"),
             "DeviceTimings": bool(self.device_timings),
             "GalvoOutputChannels": int(self.galvo_output_channels), "GalvoInputChannels": int(self.galvo_input_channels) or 1,
             "PostScanRecords": int(self.post_scan_records), "LeadMarker": _marker_record(self.lead_marker),
             "Strobes": [st._record() for st in self.strobes], "LeadStrobes": int(self.lead_strobes),
             "ScannerWarp": self.scanner_warp._go(), "IOWiring": [w for _, w in self._ios],
             "AcquisitionMasters": [m for _, _, m in self._acquisitions],
-            "Rotations": [_rotation(g) for _, g, _ in self._acquisitions]}))
+            "Rotations": [_rotation(g) for _, g, _ in self._acquisitions]}), 0.0 if spin is None else float(spin),
+            spin is not None)
         for io, _ in self._ios:
             h.Link(_LINK_IO, io._handle())
         if scan_queue is not None:
