@@ -137,3 +137,6 @@ lint:
 
 clean:
 	rm -rf build gpu-build $(NATIVE) $(VENV)
+
+# The virtual instrument's fake NI-DAQmx card (make virtual): its rules live beside its source.
+include instruments/virtual/daqmx.mk
