@@ -14,8 +14,8 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/driver/daqmx"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	gio "github.com/vortexgo/vortexgo/gosrc/io"
 	"github.com/vortexgo/vortexgo/gosrc/internal/virtualtest"
+	gio "github.com/vortexgo/vortexgo/gosrc/io"
 )
 
 func virtualDAQmx(t *testing.T) string {
