@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -42,6 +43,22 @@ func Library(t testing.TB, name string) string {
 	}
 	once.Do(func() {
 		root = Root(t)
+		// go test runs packages in parallel processes: one make at a time
+		// writes build/virtual (an advisory lock beside it).
+		if mkerr := os.MkdirAll(filepath.Join(root, "build"), 0o755); mkerr != nil {
+			err = mkerr
+			return
+		}
+		lock, lerr := os.OpenFile(filepath.Join(root, "build", ".virtual.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if lerr != nil {
+			err = lerr
+			return
+		}
+		defer lock.Close()
+		if err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			return
+		}
+		defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
 		cmd := exec.Command("make", "-s", "virtual")
 		cmd.Dir = root
 		output, err = cmd.CombinedOutput()
