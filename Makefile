@@ -27,7 +27,7 @@ PYDEPS := numpy pytest pytest-timeout hypothesis tqdm pillow matplotlib ipywidge
 DEPS_STAMP := $(VENV)/.pydeps-$(shell echo '$(PYDEPS)' | cksum | cut -d' ' -f1)
 NATIVE := python/vortexgo/_native
 GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
-CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h) gosrc/engine/eventring.h gosrc/engine/eventlayout.h python/vortexgo/_fastcall.c
+CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driver/*/*.h) gosrc/engine/eventring.h gosrc/engine/eventlayout.h python/vortexgo/_fastcall.c
 GPU_PY ?= $(PYTHON)
 
 .PHONY: all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
@@ -137,3 +137,6 @@ lint:
 
 clean:
 	rm -rf build gpu-build $(NATIVE) $(VENV)
+
+# The virtual instrument's fake NI-DAQmx card (make virtual): its rules live beside its source.
+include instruments/virtual/daqmx.mk

@@ -43,11 +43,16 @@ def test_vortex_names_import_vortexgo_after_install():
         assert ve.__vortexgo_target__ is vortexgo.engine and ve.source.Axsun100k.triggers_per_second == 100000
         assert ve.Block.StreamIndex.GalvoTarget == 1 and "Source" in ve.__all__ and "Engine" in ve.__all__
         try:
-            ve.DAQmxIO
+            ve.TeledyneAcquisition
         except AttributeError as e:
-            assert "SimulatedIO" in str(e), e
+            assert "SimulatedAcquisition" in str(e), e
         else:
-            raise SystemExit("DAQmxIO should be missing")
+            raise SystemExit("TeledyneAcquisition should be missing")
+        from vortex.io import DAQmxIO, DAQmxConfig, daqmx
+        from vortex.io.daqmx import AnalogVoltageOutput, Edge
+        import vortex.io.daqmx
+        assert DAQmxIO is vortexgo.io.DAQmxIO and daqmx.DigitalOutput is vortexgo.daqmx.DigitalOutput
+        assert AnalogVoltageOutput is vortexgo.daqmx.AnalogVoltageOutput and vortex.io.daqmx.Rising == Edge.Rising
         assert SimpleSlice(512).stop == 512
         c.uninstall()
         import sys

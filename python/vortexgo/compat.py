@@ -19,11 +19,12 @@ raises :class:`VortexInstalledError` naming where it is; pass
 ``shadow=True`` to use vortexgo anyway for this process (a warning says
 so). :func:`uninstall` removes the names again.
 
-Modules vortexgo does not provide (vortex's hardware drivers
-``vortex.driver.alazar``, ``vortex.acquire``'s Alazar/Teledyne/IMAQ
-acquisitions, ``vortex.io``'s DAQmx IO) raise ImportError or AttributeError
-naming what is missing; the simulated acquisition and IO stand in for them
-(``vortexgo.acquire.SimulatedAcquisition``, ``vortexgo.io.SimulatedIO``).
+``vortex.io``'s NI-DAQmx IO is vortexgo's (``vortex.io.DAQmxIO``,
+``vortex.io.daqmx``, importable as ``vortex.io.daqmx`` too). Modules vortexgo
+does not provide yet (vortex's hardware drivers ``vortex.driver.alazar``,
+``vortex.acquire``'s Alazar/Teledyne/IMAQ acquisitions) raise ImportError or
+AttributeError naming what is missing; the simulated acquisition stands in
+for them (``vortexgo.acquire.SimulatedAcquisition``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ SUBMODULES = {
     "io": "vortexgo.io",
     "log": "vortexgo.log",
     "simple": "vortexgo.simple",
+    "io.daqmx": "vortexgo.daqmx",
 }
 
 _ROOT_NAMES = ("Range", "get_console_logger", "get_file_logger", "get_python_logger")
@@ -70,7 +72,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     after :func:`install` checked there is none (or was told to shadow it)."""
 
     def find_spec(self, fullname: str, path=None, target=None):  # noqa: ANN001 - the finder protocol
-        if fullname == "vortex" or (fullname.startswith("vortex.") and fullname.count(".") == 1):
+        if fullname == "vortex" or (fullname.startswith("vortex.") and
+                                    (fullname.count(".") == 1 or fullname[len("vortex."):] in SUBMODULES)):
             return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname == "vortex")
         return None
 
@@ -90,7 +93,10 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 raise
             raise ModuleNotFoundError(f"{spec.name!r}: vortexgo does not provide {target} yet",
                                       name=spec.name) from None
-        return _Forward(spec.name, mod, _extras(sub))
+        fwd = _Forward(spec.name, mod, _extras(sub))
+        if any(k.startswith(sub + ".") for k in SUBMODULES):
+            fwd.__path__ = []  # a package: vortex.io.daqmx imports through the finder
+        return fwd
 
     def exec_module(self, module: types.ModuleType) -> None:
         pass  # the module is vortexgo's, already executed
@@ -136,9 +142,6 @@ _HARDWARE = {
        for n in ("TeledyneAcquisition", "TeledyneConfig", "teledyne")},
     **{n: "an NI IMAQ frame grabber; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
        for n in ("ImaqAcquisition", "ImaqAcquisitionConfig", "imaq")},
-    **{n: "NI DAQmx hardware; vortexgo.io.SimulatedIO stands in for it (docs/vortex-compat.md)"
-       for n in ("DAQmxIO", "DAQmxConfig", "daqmx", "AnalogVoltageOutput", "AnalogVoltageInput", "DigitalOutput",
-                 "DigitalInput")},
 }
 
 

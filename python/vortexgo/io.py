@@ -7,22 +7,38 @@ waveform and the digital strobe word (the latest ``record_samples`` of them,
 in a bounded ring) and, with ``feedback``, writes
 a copy delayed by ``feedback_delay`` samples as the measured position (for
 :class:`~vortexgo.format.PositionFormatExecutor` with
-``use_target_position=False``). Hardware drivers are not part of vortexgo: a
-DAQ driver is one Go package implementing ``engine.IO``.
+``use_target_position=False``).
+
+:class:`DAQmxIO` drives an NI-DAQmx card (vortex's ``DAQmxIO``): it writes the
+galvo waveforms and strobes block by block to one NI-DAQmx task configured by a
+:class:`DAQmxConfig`, whose channels come from :mod:`vortexgo.daqmx` (vortex's
+``vortex.io.daqmx``, also reachable as ``vortexgo.io.daqmx``). The NI-DAQmx
+library (``libnidaqmx.so``) is loaded when the first :class:`DAQmxIO` is
+initialized: set ``VORTEXGO_NIDAQMX_LIBRARY`` to its path for an unusual install
+(or to the virtual instrument's ``build/virtual/libnidaqmx.so``).
 """
 
 from __future__ import annotations
 
 
+import datetime
+import json
+import logging
+from typing import Any, Optional
+
 import numpy as np
 
-from ._attrs import NoCopy, StrictAttributes
+from . import daqmx
+from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
-from ._errors import native
+from ._errors import native, release_on_collect
 from ._layouts import SIM_IO_STATE, SIM_IO_WINDOW
-from ._validate import check_bool, check_int
+from ._validate import check_bool, check_float, check_int
+from .daqmx import AnalogVoltageInput, AnalogVoltageOutput, DigitalInput, DigitalOutput
 
-__all__ = ["NullIO", "SimulatedIO"]
+# The channel classes and the daqmx module are attributes too (vortex.io's names), documented
+# in vortexgo.daqmx.
+__all__ = ["NullIO", "SimulatedIO", "DAQmxIO", "DAQmxConfig", "DAQmxConfigClock"]
 
 
 class _IO(NoCopy, StrictAttributes):
@@ -94,3 +110,243 @@ class SimulatedIO(_IO):
 
     def __repr__(self) -> str:
         return f"<SimulatedIO {self.samples} samples output>"
+
+
+class DAQmxConfigClock(Config):
+    """The clock of a :class:`DAQmxConfig` (vortex's ``DAQmxConfigClock``): the terminal
+    that clocks the task and starts it (``source``, default ``"pfi0"``: the swept
+    source's A-line trigger), its ``edge`` and a ``divisor`` (above 1, ``source`` is
+    the timebase the card divides down)."""
+
+    __slots__ = ("_source", "_edge", "_divisor")
+
+    def __init__(self) -> None:
+        self.source = "pfi0"
+        self.edge = daqmx.Edge.Rising
+        self.divisor = 1
+
+    @property
+    def source(self) -> str:
+        """The clock's terminal (``"pfi0"``, ``"/Dev1/PFI12"``)."""
+        return self._source
+
+    @source.setter
+    def source(self, v: Any) -> None:
+        if not isinstance(v, str):
+            raise TypeError(f"DAQmxConfigClock.source={v!r}, expected a str")
+        self._source = v
+
+    @property
+    def edge(self) -> daqmx.Edge:
+        """The active edge."""
+        return self._edge
+
+    @edge.setter
+    def edge(self, v: Any) -> None:
+        self._edge = daqmx.Edge(v)
+
+    @property
+    def divisor(self) -> int:
+        """Samples of the block per sample of the card."""
+        return self._divisor
+
+    @divisor.setter
+    def divisor(self, v: Any) -> None:
+        self._divisor = check_int("DAQmxConfigClock.divisor", v, 0)
+
+    def __repr__(self) -> str:
+        return f"<DAQmxConfigClock {self.source!r} {self.edge.name} /{self.divisor}>"
+
+
+def _seconds(v: Any) -> datetime.timedelta:
+    if isinstance(v, datetime.timedelta):
+        return v
+    return datetime.timedelta(seconds=check_float("DAQmxConfig.readwrite_timeout", v))
+
+
+class DAQmxConfig(Config):
+    """Configuration of a :class:`DAQmxIO`: one NI-DAQmx task (vortex's ``DAQmxConfig``).
+
+    Attributes:
+        name: the task's name (``"unknown"``).
+        samples_per_second: the clock's rate (100,000).
+        samples_per_block: the largest block (100; at least ``EngineConfig.records_per_block``).
+        clock: a :class:`DAQmxConfigClock`.
+        blocks_to_buffer: the card's buffer, in blocks (1; vortex's demos use ``preload_count``).
+        readwrite_timeout: how long a write waits for buffer space (1 s; a ``timedelta``).
+        channels: the task's channels (:mod:`vortexgo.daqmx`), all of one kind.
+        persistent_task: keep the task between runs (stopped), or clear it at each stop.
+        stop_on_error: stop the task when a block fails.
+    """
+
+    __slots__ = ("_name", "_sps", "_spb", "_clock", "_blocks", "_timeout", "_channels", "persistent_task",
+                 "stop_on_error")
+
+    def __init__(self) -> None:
+        self.name = "unknown"
+        self.samples_per_second = 100_000
+        self.samples_per_block = 100
+        self.clock = DAQmxConfigClock()
+        self.blocks_to_buffer = 1
+        self.readwrite_timeout = datetime.timedelta(seconds=1)
+        self.channels = daqmx.VectorChannel()
+        self.persistent_task = True
+        self.stop_on_error = True
+
+    @property
+    def name(self) -> str:
+        """The task's name."""
+        return self._name
+
+    @name.setter
+    def name(self, v: Any) -> None:
+        if not isinstance(v, str):
+            raise TypeError(f"DAQmxConfig.name={v!r}, expected a str")
+        self._name = v
+
+    @property
+    def samples_per_second(self) -> int:
+        """The clock's rate."""
+        return self._sps
+
+    @samples_per_second.setter
+    def samples_per_second(self, v: Any) -> None:
+        self._sps = check_int("DAQmxConfig.samples_per_second", v, 0)
+
+    @property
+    def samples_per_block(self) -> int:
+        """The largest block, in samples."""
+        return self._spb
+
+    @samples_per_block.setter
+    def samples_per_block(self, v: Any) -> None:
+        self._spb = check_int("DAQmxConfig.samples_per_block", v, 0)
+
+    @property
+    def clock(self) -> DAQmxConfigClock:
+        """The clock."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, v: Any) -> None:
+        if not isinstance(v, DAQmxConfigClock):
+            raise TypeError(f"DAQmxConfig.clock={v!r}, expected a DAQmxConfigClock")
+        self._clock = v
+
+    @property
+    def blocks_to_buffer(self) -> int:
+        """The card's buffer, in blocks."""
+        return self._blocks
+
+    @blocks_to_buffer.setter
+    def blocks_to_buffer(self, v: Any) -> None:
+        self._blocks = check_int("DAQmxConfig.blocks_to_buffer", v, 0)
+
+    @property
+    def readwrite_timeout(self) -> datetime.timedelta:
+        """How long a write waits for buffer space (set seconds or a ``timedelta``)."""
+        return self._timeout
+
+    @readwrite_timeout.setter
+    def readwrite_timeout(self, v: Any) -> None:
+        self._timeout = _seconds(v)
+
+    @property
+    def channels(self) -> daqmx.VectorChannel:
+        """The task's channels."""
+        return self._channels
+
+    @channels.setter
+    def channels(self, v: Any) -> None:
+        self._channels = daqmx.VectorChannel(v)
+
+    def _record(self) -> str:
+        return json.dumps({
+            "Name": self.name, "SamplesPerSecond": self.samples_per_second, "SamplesPerBlock": self.samples_per_block,
+            "ClockSource": self.clock.source, "ClockEdge": int(self.clock.edge), "ClockDivisor": self.clock.divisor,
+            "BlocksToBuffer": self.blocks_to_buffer, "ReadWriteTimeout": self.readwrite_timeout.total_seconds(),
+            "Channels": [ch._record() for ch in self.channels],
+            "PersistentTask": check_bool("DAQmxConfig.persistent_task", self.persistent_task),
+            "StopOnError": check_bool("DAQmxConfig.stop_on_error", self.stop_on_error)})
+
+    def validate(self) -> None:
+        """Raise ValueError with vortex's message when the configuration is inconsistent."""
+        native(api.ValidateDAQmxConfig)(self._record())
+
+    def __repr__(self) -> str:
+        return (f"<DAQmxConfig {self.name!r} {len(self.channels)} channels, {self.samples_per_second} samples/s, "
+                f"{self.samples_per_block} samples/block>")
+
+
+class DAQmxIO(_IO):
+    """vortex's ``DAQmxIO``: the galvo waveforms (:class:`~vortexgo.daqmx.AnalogVoltageOutput`
+    channels of the ``GalvoTarget`` stream) or the strobes (:class:`~vortexgo.daqmx.DigitalOutput`
+    of ``Strobes``) of each block written to an NI-DAQmx task, with regeneration off: a host
+    that falls behind the card stops the engine with NI's underflow error (vortex's
+    ``analog write failed: (-200290) buffer underflow``). Wire it with
+    ``EngineConfig.add_io``. Input channels are not streamed yet.
+
+    Args:
+        logger: a :class:`logging.Logger` (vortex's first argument), kept as ``logger``.
+    """
+
+    def __init__(self, logger: Optional[logging.Logger] = None) -> None:
+        self._h = None
+        self.logger = logger
+        self._config = DAQmxConfig()
+
+    @property
+    def config(self) -> DAQmxConfig:
+        """The configuration :meth:`initialize` adopted (a copy)."""
+        return self._config.copy()
+
+    def initialize(self, config: DAQmxConfig) -> None:
+        """Validate ``config`` and create its task (loading NI-DAQmx): bad channels and
+        clock settings are refused here, with NI-DAQmx's codes."""
+        if not isinstance(config, DAQmxConfig):
+            raise TypeError(f"config={config!r}, expected a DAQmxConfig")
+        config = config.copy()
+        h = native(api.NewDAQmxIO)(config._record())
+        if self._h is not None:
+            try:
+                native(self._h.Close)()
+            except BaseException:
+                h.Close()
+                raise
+            self._fin.detach()
+        self._h = h
+        # Clears the task when the IO is dropped unclosed: NI-DAQmx task names are unique.
+        self._fin = release_on_collect(self, self._h.Close, "a DAQmx task")
+        self._config = config
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError("DAQmxIO is not initialized, expected initialize(config) first")
+        return self._h
+
+    def prepare(self) -> None:
+        """Nothing to do: :meth:`initialize` (or the engine's prepare) readies the task."""
+        self._handle()
+
+    def start(self) -> None:
+        """Start the task (the engine does it)."""
+        native(self._handle().Start)()
+
+    def stop(self) -> None:
+        """Stop the task (the engine does it)."""
+        native(self._handle().Stop)()
+
+    @property
+    def running(self) -> bool:
+        """Whether the task runs."""
+        return self._h is not None and bool(self._h.Running())
+
+    def close(self) -> None:
+        """Clear the task (refused with InUseError while an engine uses it)."""
+        if self._h is not None:
+            native(self._h.Close)()
+            self._fin.detach()
+            self._h = None
+
+    def __repr__(self) -> str:
+        return f"<DAQmxIO {self._config.name!r}{' running' if self.running else ''}>"
