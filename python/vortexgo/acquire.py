@@ -10,6 +10,9 @@
   ``prepare/start/next/stop``).
 - :class:`NullAcquisition`: no acquisition (vortex's): zeros in an engine,
   to measure the pipeline alone.
+- ``AlazarAcquisition``, ``AlazarConfig``, ``AlazarDevice`` and the module
+  ``alazar``: an AlazarTech digitizer (:mod:`vortexgo.alazar`, loaded when
+  first named).
 """
 
 from __future__ import annotations
@@ -34,6 +37,19 @@ __all__ = [
     "FileAcquisitionConfig", "FileAcquisition",
     "NullAcquisitionConfig", "NullAcquisition", "record_raster",
 ]
+
+#: vortex.acquire's Alazar names, served from vortexgo.alazar (which imports
+#: this module's base class, so it is imported when first named; documented
+#: there, so they stay out of __all__).
+_ALAZAR = ("AlazarAcquisition", "AlazarConfig", "AlazarDevice")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ALAZAR or name == "alazar":
+        from . import alazar
+
+        return alazar if name == "alazar" else getattr(alazar, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def record_raster(ascans: int, bscans: int, *, loop: bool = False, bidirectional: bool = False) -> Any:

@@ -19,11 +19,14 @@ raises :class:`VortexInstalledError` naming where it is; pass
 ``shadow=True`` to use vortexgo anyway for this process (a warning says
 so). :func:`uninstall` removes the names again.
 
-Modules vortexgo does not provide (vortex's hardware drivers
-``vortex.driver.alazar``, ``vortex.acquire``'s Alazar/Teledyne/IMAQ
-acquisitions, ``vortex.io``'s DAQmx IO) raise ImportError or AttributeError
-naming what is missing; the simulated acquisition and IO stand in for them
-(``vortexgo.acquire.SimulatedAcquisition``, ``vortexgo.io.SimulatedIO``).
+vortex's AlazarTech digitizer (``vortex.acquire.AlazarAcquisition``,
+``AlazarConfig`` and the module ``vortex.acquire.alazar``, also reachable as
+``vortex.driver.alazar``) is :mod:`vortexgo.alazar`. Hardware vortexgo does
+not drive yet (the Alazar on-board FFT and DAC, Teledyne, IMAQ, and
+``vortex.io``'s DAQmx IO until it lands) raises ImportError or
+AttributeError naming what is missing; the simulated acquisition and IO
+stand in for them (``vortexgo.acquire.SimulatedAcquisition``,
+``vortexgo.io.SimulatedIO``).
 """
 
 from __future__ import annotations
@@ -57,6 +60,14 @@ SUBMODULES = {
     "simple": "vortexgo.simple",
 }
 
+#: vortex's nested modules (``vortex.<sub>.<name>``) and the vortexgo modules
+#: that stand in for them; a parent missing from SUBMODULES ("driver") is a
+#: plain package of them.
+NESTED = {
+    "acquire.alazar": "vortexgo.alazar",
+    "driver.alazar": "vortexgo.alazar",
+}
+
 _ROOT_NAMES = ("Range", "get_console_logger", "get_file_logger", "get_python_logger")
 
 
@@ -71,17 +82,26 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname: str, path=None, target=None):  # noqa: ANN001 - the finder protocol
         if fullname == "vortex" or (fullname.startswith("vortex.") and fullname.count(".") == 1):
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname == "vortex")
+            parent = fullname == "vortex" or any(k.split(".")[0] == fullname[7:] for k in NESTED)
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=parent)
+        if fullname.startswith("vortex.") and fullname[7:] in NESTED:
+            return importlib.machinery.ModuleSpec(fullname, self)
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         if spec.name == "vortex":
             return _root_module()
         sub = spec.name.split(".", 1)[1]
+        if sub in NESTED:
+            return _Forward(spec.name, importlib.import_module(NESTED[sub]), {})
+        if sub not in SUBMODULES and any(k.split(".")[0] == sub for k in NESTED):
+            pkg = types.ModuleType(spec.name, f"vortexgo standing in for {spec.name} (vortexgo.compat.install())")
+            pkg.__path__ = []
+            return pkg
         target = SUBMODULES.get(sub)
         if target is None:
             raise ModuleNotFoundError(
-                f"vortexgo has no stand-in for {spec.name!r} (vortex's hardware drivers are not part of vortexgo; "
+                f"vortexgo has no stand-in for {spec.name!r} (vortexgo does not drive that hardware; "
                 f"stand-ins exist for: {', '.join('vortex.' + s for s in SUBMODULES)})", name=spec.name)
         try:
             mod = importlib.import_module(target)
@@ -129,9 +149,9 @@ class _Forward(types.ModuleType):
 
 #: vortex names for hardware vortexgo does not drive, and what stands in for them.
 _HARDWARE = {
-    **{n: "an AlazarTech digitizer; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
-       for n in ("AlazarAcquisition", "AlazarConfig", "AlazarFFTAcquisition", "AlazarFFTConfig", "alazar",
-                 "acquire_alazar_clock")},
+    **{n: "the AlazarTech on-board FFT and clock acquisition are not in vortexgo yet (AlazarAcquisition is); "
+          "vortexgo.acquire.SimulatedAcquisition stands in (docs/vortex-compat.md)"
+       for n in ("AlazarFFTAcquisition", "AlazarFFTConfig", "acquire_alazar_clock")},
     **{n: "a Teledyne digitizer; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
        for n in ("TeledyneAcquisition", "TeledyneConfig", "teledyne")},
     **{n: "an NI IMAQ frame grabber; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"

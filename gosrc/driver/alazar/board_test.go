@@ -20,13 +20,13 @@ import (
 // fault, a small FIFO, no library at all) re-run this test binary in a
 // child process with the environment they need.
 
-func TestMain(m *testing.M) {
-	virtualtest.Main(m, map[string]string{"VGV_ALINE_RATE_HZ": "200000", "VGV_NOISE_LEVEL": "0"})
-}
+// env is the model's configuration for these tests: a fast A-line clock,
+// noiseless spectra, a small phantom (quick to synthesise).
+var env = map[string]string{"VGV_ALINE_RATE_HZ": "200000", "VGV_NOISE_LEVEL": "0", "VGV_PHANTOM": "32,32,-1,1,-1,1"}
 
 func open(t *testing.T) *alazar.Board {
 	t.Helper()
-	virtualtest.Require(t)
+	virtualtest.Require(t, env)
 	b, err := alazar.Open(1, 1)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -154,6 +154,7 @@ func TestCaptureDeliversThePhantom(t *testing.T) {
 	}
 	cfg := acquire.DefaultSimulatedConfig()
 	cfg.SamplesPerRecord, cfg.Volumes, cfg.NoiseLevel = samples, 1, 0
+	cfg.AscansPerBscan, cfg.BscansPerVolume = 32, 32 // VGV_PHANTOM's grid
 	sim, err := acquire.NewSimulatedAcquisition(cfg)
 	require.NoError(t, err)
 	require.NoError(t, sim.Prepare())
@@ -166,7 +167,7 @@ func TestCaptureDeliversThePhantom(t *testing.T) {
 		require.NoError(t, b.WaitBuffer(bufs[i], time.Second), "buffer %d", k)
 		_, err := sim.Fill(want, records)
 		require.NoError(t, err)
-		got := virtualtest.Uint16s(mem[i*bytes:(i+1)*bytes])
+		got := virtualtest.Uint16s(mem[i*bytes : (i+1)*bytes])
 		require.LessOrEqual(t, virtualtest.MaxDiff(got, want), 1, "buffer %d differs from SimulatedAcquisition's records", k)
 		require.NoError(t, b.PostBuffer(bufs[i], bytes))
 	}
@@ -228,14 +229,14 @@ func TestStopEndsAWaitAndTheBoardStartsAgain(t *testing.T) {
 }
 
 // child re-runs test name in a process whose library loads with env.
-func child(t *testing.T, name string, env ...string) {
+func child(t *testing.T, name string, childEnv ...string) {
 	t.Helper()
-	virtualtest.Require(t)
+	virtualtest.Require(t, env)
 	if os.Getenv("VGV_CHILD") == name {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), append(env, "VGV_CHILD="+name)...)
+	cmd.Env = append(os.Environ(), append(childEnv, "VGV_CHILD="+name)...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child %s:\n%s", name, out)
 	require.Contains(t, string(out), "PASS")

@@ -1,8 +1,8 @@
 // Package virtualtest runs tests against the virtual OCT instrument
 // (instruments/virtual): it builds the fake vendor libraries with
 // `make virtual` once per test binary and points the drivers' loaders at
-// them, or records why it could not (no gcc or make), so that each test
-// that needs them skips with that reason.
+// them, or skips each test that needs them with the reason it could not
+// (no gcc or make).
 package virtualtest
 
 import (
@@ -11,11 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 )
 
-var skip string // why the libraries are unavailable ("" when built)
+var (
+	once sync.Once
+	skip string // why the libraries are unavailable ("" when built)
+)
 
 // Dir is the folder the libraries are built into (build/virtual).
 func Dir() string {
@@ -23,23 +27,34 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "build", "virtual")
 }
 
-// Main builds the libraries, sets the environment variables of env that
-// are not set yet (the model reads them when it loads), points
-// VORTEXGO_ATSAPI_LIBRARY at the virtual digitizer unless it is set, and
-// runs the tests.
-func Main(m *testing.M, env map[string]string) {
+// build runs `make virtual` once per process, or records why it cannot.
+func build() {
 	root := filepath.Join(Dir(), "..", "..")
 	if _, err := exec.LookPath("gcc"); err != nil {
 		skip = "gcc not found: the virtual instrument (instruments/virtual) is built with gcc"
-	} else if _, err := exec.LookPath("make"); err != nil {
+		return
+	}
+	if _, err := exec.LookPath("make"); err != nil {
 		skip = "make not found: the virtual instrument is built by `make virtual`"
-	} else {
-		cmd := exec.Command("make", "-s", "virtual")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "make virtual: %v\n%s", err, out)
-			os.Exit(1)
-		}
+		return
+	}
+	cmd := exec.Command("make", "-s", "virtual")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		skip = fmt.Sprintf("make virtual failed: %v\n%s", err, out)
+	}
+}
+
+// Require builds the libraries (once), sets the environment variables of
+// env that are not set yet (the model reads them when it loads, so they
+// must be set before the first driver call of the process) and points
+// VORTEXGO_ATSAPI_LIBRARY at the virtual digitizer unless it is set. It
+// skips t, with the reason, when the libraries cannot be built.
+func Require(t testing.TB, env map[string]string) {
+	t.Helper()
+	once.Do(build)
+	if skip != "" {
+		t.Skip(skip)
 	}
 	for k, v := range env {
 		if _, ok := os.LookupEnv(k); !ok {
@@ -48,15 +63,6 @@ func Main(m *testing.M, env map[string]string) {
 	}
 	if _, ok := os.LookupEnv("VORTEXGO_ATSAPI_LIBRARY"); !ok {
 		_ = os.Setenv("VORTEXGO_ATSAPI_LIBRARY", filepath.Join(Dir(), "libATSApi.so"))
-	}
-	os.Exit(m.Run())
-}
-
-// Require skips t when the libraries could not be built.
-func Require(t testing.TB) {
-	t.Helper()
-	if skip != "" {
-		t.Skip(skip)
 	}
 }
 
