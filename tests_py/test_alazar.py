@@ -313,3 +313,67 @@ def test_board_removed_mid_run(virtual):
             raise AssertionError("a removed board opened")
         print("ok")
     """, env={"VGV_FAULT": "board_removed@500"})
+
+
+def test_the_model_at_galvo_positions_equals_the_simulated_source(virtual):
+    """The closed loop's other half, the interface the virtual DAQmx writes:
+    galvo positions written with vgv_galvo_write (in volts, io_delay A-lines
+    ahead, a fifth of a grid step off) make vgv_spectrum show the grid point
+    they are nearest to, equal to SimulatedAcquisition's raw spectrum of it
+    (the stated tolerance: 1 count; measured 0)."""
+    run(virtual, """
+        import ctypes
+        from vortexgo.endpoint import SpectraStackDeviceTensorEndpointUInt16
+        # SimulatedAcquisition's raw spectra, through an engine: (B, A, S)
+        sim = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=24, volumes=1,
+                                      noise_level=0, seed=7)
+        spectra = SpectraStackDeviceTensorEndpointUInt16()
+        proc = vg.CPUProcessor(samples_per_record=S, ascans_per_block=A)
+        fmt = planner(A, 24)
+        ec = EngineConfig(records_per_block=A, blocks_to_allocate=3, preload_count=1)
+        ec.add_acquisition(sim, [proc]); ec.add_processor(proc, [fmt]); ec.add_formatter(fmt, [spectra])
+        eng = Engine(ec); queue_volumes(eng, A, 24, 1)
+        eng.prepare(); eng.start(); eng.wait()
+        with spectra.tensor as v:
+            want = np.array(v).reshape(24, A, S)
+        assert want.max() > 1000 and len(np.unique(want[:, :, S // 2])) > 100, "a phantom, not a constant"
+
+        lib = ctypes.CDLL(%r)
+        class Config(ctypes.Structure):
+            _fields_ = [("aline_rate_hz", ctypes.c_double), ("samples_per_aline", ctypes.c_int32),
+                        ("volts_per_unit", ctypes.c_double), ("io_delay", ctypes.c_int64)]
+        class Phantom(ctypes.Structure):
+            _fields_ = [("ascans", ctypes.c_int32), ("bscans", ctypes.c_int32), ("volumes", ctypes.c_int32),
+                        ("seed", ctypes.c_uint64)] + [(n, ctypes.c_double) for n in (
+                        "noise_level", "reference_level", "dark_level", "center_wavelength", "wavelength_span",
+                        "source_bandwidth", "dispersion", "x_min", "x_max", "y_min", "y_max")] + [
+                        ("free_raster", ctypes.c_int32)]
+        c = Config(); lib.vgv_config_get(ctypes.byref(c))
+        c.volts_per_unit, c.io_delay = 2.0, 3
+        assert lib.vgv_configure(ctypes.byref(c)) == 0
+        p = Phantom(); lib.vgv_phantom_get(ctypes.byref(p))
+        p.ascans, p.bscans, p.volumes, p.seed, p.noise_level = A, 24, 1, 7, 0.0
+        p.x_min, p.x_max, p.y_min, p.y_max = -1.0, 1.0, -0.5, 0.5
+        assert lib.vgv_phantom_configure(ctypes.byref(p)) == 0
+
+        # the raster in a random order, so nothing but the positions can make it match
+        rng = np.random.default_rng(3)
+        order = rng.permutation(24 * A)
+        bscan, ascan = order // A, order %% A
+        x = (-1.0 + ascan * 2.0 / (A - 1) + 0.2 * 2.0 / (A - 1)) * 2.0          # volts
+        y = (-0.5 + bscan * 1.0 / 23 - 0.2 * 1.0 / 23) * 2.0
+        dbl = ctypes.POINTER(ctypes.c_double)
+        for ch, v in ((0, x), (1, y)):
+            v = np.ascontiguousarray(v)
+            lib.vgv_galvo_write(ch, ctypes.c_int64(0), v.ctypes.data_as(dbl), ctypes.c_int64(len(v)))
+        out = np.empty(S, np.uint16)
+        worst = 0
+        for k in range(len(order)):
+            lib.vgv_spectrum(ctypes.c_int64(k + 3), out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint16)), S)
+            worst = max(worst, int(np.abs(out.astype(int) - want[bscan[k], ascan[k]].astype(int)).max()))
+        assert worst <= 1, worst
+        gx, gy = ctypes.c_double(), ctypes.c_double()
+        assert lib.vgv_galvo_at(ctypes.c_int64(3), ctypes.byref(gx), ctypes.byref(gy)) == 0 and gx.value == x[0]
+        assert lib.vgv_galvo_at(ctypes.c_int64(len(order) + 3), ctypes.byref(gx), ctypes.byref(gy)) == 1, "underflow"
+        print("worst", worst)
+    """ % str(virtual.parent / "libvgvirtual.so"))
