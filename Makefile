@@ -30,7 +30,7 @@ GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
 CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driver/*/*.h) gosrc/engine/eventring.h gosrc/engine/eventlayout.h python/vortexgo/_fastcall.c
 GPU_PY ?= $(PYTHON)
 
-.PHONY: all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -48,6 +48,25 @@ $(NATIVE)/.stamp: $(GOFILES) $(CFILES) setup.py go.mod | $(VPY)
 	touch $@
 
 build: $(VPY) $(DEPS_STAMP) $(NATIVE)/.stamp
+
+# --- The virtual OCT instrument (instruments/virtual/README.md): fake vendor
+# libraries with the vendors' symbol names over one shared model, C only (the
+# extension's Go runtime must be the only one in a process). Point the loaders
+# at them: VORTEXGO_ATSAPI_LIBRARY=$(CURDIR)/build/virtual/libATSApi.so.
+VDIR := build/virtual
+VSRC := instruments/virtual
+VCFLAGS := -O2 -fPIC -std=gnu11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fvisibility=default
+VLIBS := $(VDIR)/libvgvirtual.so $(VDIR)/libATSApi.so
+
+virtual: $(VLIBS)
+
+$(VDIR)/libvgvirtual.so: $(VSRC)/vgvirtual.c $(VSRC)/vgvirtual.h
+	@mkdir -p $(VDIR)
+	gcc $(VCFLAGS) -shared -Wl,-soname,libvgvirtual.so -o $@ $< -lm -lpthread
+
+# Each vendor library finds the model beside it ($$ORIGIN).
+$(VDIR)/libATSApi.so: $(VSRC)/atsapi.c $(VSRC)/vgvirtual.h $(VDIR)/libvgvirtual.so
+	gcc $(VCFLAGS) -shared -Wl,-soname,libATSApi.so -Wl,-rpath,'$$ORIGIN' -o $@ $< -L$(VDIR) -lvgvirtual -lm -lpthread
 
 go-test:
 	go vet ./... && go vet -tags gpu ./...

@@ -59,7 +59,7 @@ func TestNothingImportsPyapi(t *testing.T) {
 }
 
 // TestCgoIsConfined: only the dlopen package and the shims of the libraries
-// it loads (CUDA, HDF5, NI-DAQmx) use cgo, so the rest of the core builds and races
+// it loads (CUDA, HDF5, the ATS-SDK, NI-DAQmx) use cgo, so the rest of the core builds and races
 // cleanly as plain Go.
 func TestCgoIsConfined(t *testing.T) {
 	allowed := map[string]bool{
@@ -69,6 +69,8 @@ func TestCgoIsConfined(t *testing.T) {
 		// NI-DAQmx's shim: the library is dlopen'ed through internal/dl and
 		// called through a function table, as CUDA's and HDF5's are.
 		module + "/gosrc/driver/daqmx": true,
+		// The ATS-SDK's shim (libATSApi, loaded by dl): the Alazar driver.
+		module + "/gosrc/driver/alazar": true,
 	}
 	for _, p := range listPackages(t) {
 		if len(p.CgoFiles) > 0 {

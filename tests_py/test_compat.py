@@ -71,12 +71,13 @@ def test_missing_stand_ins_name_what_is_missing():
         import vortexgo.compat as c
         c.install()
         try:
-            import vortex.driver
+            import vortex.teledyne
         except ImportError as e:
             print(e)
+        import vortex.driver.alazar  # vortexgo drives AlazarTech digitizers (vortexgo.alazar)
     """)
     assert r.returncode == 0, r.stderr
-    assert "vortex.driver" in r.stdout and "hardware" in r.stdout
+    assert "vortex.teledyne" in r.stdout and "hardware" in r.stdout
 
 
 def test_install_refuses_to_hide_a_real_vortex(tmp_path):

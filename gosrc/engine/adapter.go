@@ -48,6 +48,25 @@ type Lender interface {
 	Lend(records int) (src uintptr, n int, err error)
 }
 
+// Poster is an optional extension of Acquisition for sources that DMA
+// straight into the engine's blocks, as a digitizer does (vortex's Alazar
+// acquisition posts each block's buffer to the board): the engine posts a
+// block's pinned raw buffer when it takes the block from its pool, up to
+// the preload depth (IOConfig's, Config.PreloadCount) ahead of the block
+// it fills, so the hardware always has buffers queued while earlier
+// blocks are processed; the source's Fill of a block then waits for the
+// oldest posted buffer, which is that block's. No host copy is made.
+type Poster interface {
+	// Post queues dst, a block's whole pinned raw buffer (RecordsPerBlock
+	// records; Fill may later ask for fewer, at the end of a run), to be
+	// filled by the hardware. The engine calls it on its acquire goroutine,
+	// in block order, after Start. A posted buffer belongs to the source
+	// until its Fill returns or Stop returns: Stop must abandon every
+	// buffer still posted (no write into it after Stop returns), because
+	// the engine reuses the blocks of a stopped session.
+	Post(dst []uint16) error
+}
+
 // ErrNoLend is wrapped by a Lender's PinTo that does not lend on this
 // device or with this configuration (a FileAcquisition on the CPU backend,
 // whose upload is a copy anyway, or of a big-endian file, whose values must

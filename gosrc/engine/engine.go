@@ -109,6 +109,7 @@ type fmtRoute struct {
 type acqRun struct {
 	acq    Acquisition
 	lender Lender // acq, when it lends pinned memory (zero-copy upload)
+	poster Poster // acq, when it DMAs into posted blocks (a digitizer)
 	raw    int    // raw values per record (SamplesPerRecord)
 	// rotation: the processor sets (indices of Engine.procs) that process
 	// consecutive blocks in turn (Config.Rotations).

@@ -237,6 +237,29 @@ func (e *Engine) takeFree(s *session) (*Block, bool) {
 	}
 }
 
+// posting reports whether an acquisition DMAs into posted blocks.
+func (e *Engine) posting() bool {
+	for a := range e.acqs {
+		if e.acqs[a].poster != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// post hands block b's raw buffers to the acquisitions that DMA into them
+// (Poster), in block order.
+func (e *Engine) post(b *Block) error {
+	for a := range e.acqs {
+		if p := e.acqs[a].poster; p != nil {
+			if err := p.Post(b.raws[a].host); err != nil {
+				return fmt.Errorf("engine: acquisition #%d: block %d: posting its buffer: %w", a, b.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
 // dropPending returns the generated blocks that will not be acquired.
 func (e *Engine) dropPending() {
 	for _, b := range e.pending {
@@ -259,7 +282,9 @@ func (e *Engine) acquireLoop(s *session) {
 	// acquisition; one block of the pool stays out of it, so that the
 	// generated blocks never hold the whole pool while the oldest waits.
 	depth, startAt := 0, 1
-	if len(e.ios) > 0 {
+	if len(e.ios) > 0 || e.posting() {
+		// A Poster's hardware fills the generated blocks, so it too
+		// needs them the preload depth ahead.
 		depth = min(e.cfg.preload(), e.cfg.BlocksToAllocate-1)
 		startAt = min(e.cfg.preload(), depth+1)
 	}
@@ -297,6 +322,11 @@ func (e *Engine) acquireLoop(s *session) {
 				return
 			}
 			b.Last = last || (e.limit > 0 && start+int64(want) >= e.limit)
+			if err := e.post(b); err != nil {
+				e.free <- b
+				e.ioFailed(s, err)
+				return
+			}
 			id++
 			start += int64(want)
 			e.nextID, e.nextStart = id, start

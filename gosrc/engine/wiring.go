@@ -29,6 +29,9 @@ func (e *Engine) prepareAcquisitions() error {
 				run.lender = l
 			}
 		}
+		if p, ok := an.acq.(Poster); ok && run.lender == nil {
+			run.poster = p
+		}
 		rot, err := cfg.checkRotation(a)
 		if err != nil {
 			return err

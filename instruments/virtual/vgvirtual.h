@@ -62,6 +62,63 @@ void vgv_spectrum(int64_t n, uint16_t* out, int32_t samples);
 void vgv_clock_start(void);
 int64_t vgv_now_alines(void);
 
+
+/* --- Additions (issue 26, the Alazar slice; additive only) --------------- */
+
+/* The phantom the spectra show: vortexgo's simulated retina
+ * (gosrc/acquire/phantom.go, spectrum.go), laid over the scan field. Its
+ * fields are SimulatedConfig's (the same names and defaults, so one config
+ * describes both sources), plus where the phantom's grid sits in scan
+ * units: ascans x bscans points spanning [x_min, x_max] x [y_min, y_max]
+ * with both ends included (vortex's raster convention), so a raster scan of
+ * that extent and shape lands on the grid exactly. A galvo position is
+ * converted to scan units (volts / volts_per_unit) and snapped to the
+ * nearest grid point (ascan, bscan); points outside the field extrapolate
+ * the phantom. vgv_spectrum of that point equals record bscan*ascans+ascan
+ * of SimulatedAcquisition's first volume, within the tolerance
+ * instruments/virtual/README.md states (noise_level 0: at most 1 count). */
+typedef struct {
+	int32_t ascans;            /* AscansPerBscan: grid points along x */
+	int32_t bscans;            /* BscansPerVolume: grid points along y */
+	int32_t volumes;           /* Volumes: the phantom's axial motion cycle */
+	uint64_t seed;             /* Seed */
+	double noise_level;        /* NoiseLevel (the model's own generator: equal spectra need 0) */
+	double reference_level;    /* ReferenceLevel, counts */
+	double dark_level;         /* DarkLevel, counts */
+	double center_wavelength;  /* CenterWavelength, metres */
+	double wavelength_span;    /* WavelengthSpan, metres */
+	double source_bandwidth;   /* SourceBandwidth, metres */
+	double dispersion;         /* Dispersion, radians at the band edges */
+	double x_min, x_max;       /* scan units the grid spans along x */
+	double y_min, y_max;       /* and along y */
+	/* free_raster: while no galvo sample has been written since the last
+	 * vgv_galvo_reset (no scanner attached), A-line n sees grid point
+	 * n mod (ascans*bscans) of volume (n / (ascans*bscans)) mod volumes,
+	 * in raster order: the digitizer alone then delivers what
+	 * SimulatedAcquisition replays. 0: the beam stays at (0, 0) volts. */
+	int32_t free_raster;
+} vgv_phantom;
+
+/* vgv_phantom_configure replaces the phantom (0 on success, -1 on a bad
+ * value; cached spectra are dropped); vgv_phantom_get reads it. */
+int vgv_phantom_configure(const vgv_phantom* p);
+void vgv_phantom_get(vgv_phantom* p);
+
+/* Faults, for tests of what the driver does when the hardware fails.
+ * VGV_FAULT_BOARD_REMOVED: from A-line at on, the digitizer behaves as a
+ * board pulled from the bus (every call on its handle fails, enumeration
+ * no longer finds it) until vgv_fault_set(VGV_FAULT_NONE, 0). The
+ * environment variable VGV_FAULT="board_removed@<aline>" sets it when the
+ * library loads. vgv_fault_at returns the fault active at A-line n. */
+enum { VGV_FAULT_NONE = 0, VGV_FAULT_BOARD_REMOVED = 1 };
+void vgv_fault_set(int kind, int64_t at_aline);
+int vgv_fault_at(int64_t n);
+
+/* The environment variables the model reads when it loads (tests and
+ * vortex's demos set them without code): VGV_ALINE_RATE_HZ,
+ * VGV_VOLTS_PER_UNIT, VGV_IO_DELAY, VGV_FAULT; the phantom's
+ * VGV_PHANTOM="ascans,bscans,x_min,x_max,y_min,y_max" and VGV_NOISE_LEVEL. */
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,9 @@
   ``prepare/start/next/stop``).
 - :class:`NullAcquisition`: no acquisition (vortex's): zeros in an engine,
   to measure the pipeline alone.
+- An AlazarTech digitizer: :mod:`vortexgo.alazar` (``AlazarAcquisition``,
+  ``AlazarConfig``; ``vortex.acquire.AlazarAcquisition`` under
+  :func:`vortexgo.compat.install`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ __all__ = [
     "FileAcquisitionConfig", "FileAcquisition",
     "NullAcquisitionConfig", "NullAcquisition", "record_raster",
 ]
-
 
 def record_raster(ascans: int, bscans: int, *, loop: bool = False, bidirectional: bool = False) -> Any:
     """vortex's raster scan with every record active and in acquisition order:

@@ -19,12 +19,14 @@ raises :class:`VortexInstalledError` naming where it is; pass
 ``shadow=True`` to use vortexgo anyway for this process (a warning says
 so). :func:`uninstall` removes the names again.
 
-``vortex.io``'s NI-DAQmx IO is vortexgo's (``vortex.io.DAQmxIO``,
-``vortex.io.daqmx``, importable as ``vortex.io.daqmx`` too). Modules vortexgo
-does not provide yet (vortex's hardware drivers ``vortex.driver.alazar``,
-``vortex.acquire``'s Alazar/Teledyne/IMAQ acquisitions) raise ImportError or
-AttributeError naming what is missing; the simulated acquisition stands in
-for them (``vortexgo.acquire.SimulatedAcquisition``).
+vortex's AlazarTech digitizer (``vortex.acquire.AlazarAcquisition``,
+``AlazarConfig`` and the module ``vortex.acquire.alazar``, also reachable as
+``vortex.driver.alazar``) is :mod:`vortexgo.alazar`; ``vortex.io``'s NI-DAQmx
+IO (``vortex.io.DAQmxIO`` and the module ``vortex.io.daqmx``) is
+:mod:`vortexgo.daqmx`. Hardware vortexgo does not drive yet (the Alazar
+on-board FFT and DAC, Teledyne, IMAQ) raises ImportError or AttributeError
+naming what is missing; the simulated acquisition and IO stand in for them
+(``vortexgo.acquire.SimulatedAcquisition``, ``vortexgo.io.SimulatedIO``).
 """
 
 from __future__ import annotations
@@ -56,6 +58,14 @@ SUBMODULES = {
     "io": "vortexgo.io",
     "log": "vortexgo.log",
     "simple": "vortexgo.simple",
+}
+
+#: vortex's nested modules (``vortex.<sub>.<name>``) and the vortexgo modules
+#: that stand in for them; a parent missing from SUBMODULES ("driver") is a
+#: plain package of them.
+NESTED = {
+    "acquire.alazar": "vortexgo.alazar",
+    "driver.alazar": "vortexgo.alazar",
     "io.daqmx": "vortexgo.daqmx",
 }
 
@@ -72,19 +82,27 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     after :func:`install` checked there is none (or was told to shadow it)."""
 
     def find_spec(self, fullname: str, path=None, target=None):  # noqa: ANN001 - the finder protocol
-        if fullname == "vortex" or (fullname.startswith("vortex.") and
-                                    (fullname.count(".") == 1 or fullname[len("vortex."):] in SUBMODULES)):
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname == "vortex")
+        if fullname == "vortex" or (fullname.startswith("vortex.") and fullname.count(".") == 1):
+            parent = fullname == "vortex" or any(k.split(".")[0] == fullname[7:] for k in NESTED)
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=parent)
+        if fullname.startswith("vortex.") and fullname[7:] in NESTED:
+            return importlib.machinery.ModuleSpec(fullname, self)
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         if spec.name == "vortex":
             return _root_module()
         sub = spec.name.split(".", 1)[1]
+        if sub in NESTED:
+            return _Forward(spec.name, importlib.import_module(NESTED[sub]), {})
+        if sub not in SUBMODULES and any(k.split(".")[0] == sub for k in NESTED):
+            pkg = types.ModuleType(spec.name, f"vortexgo standing in for {spec.name} (vortexgo.compat.install())")
+            pkg.__path__ = []
+            return pkg
         target = SUBMODULES.get(sub)
         if target is None:
             raise ModuleNotFoundError(
-                f"vortexgo has no stand-in for {spec.name!r} (vortex's hardware drivers are not part of vortexgo; "
+                f"vortexgo has no stand-in for {spec.name!r} (vortexgo does not drive that hardware; "
                 f"stand-ins exist for: {', '.join('vortex.' + s for s in SUBMODULES)})", name=spec.name)
         try:
             mod = importlib.import_module(target)
@@ -94,7 +112,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             raise ModuleNotFoundError(f"{spec.name!r}: vortexgo does not provide {target} yet",
                                       name=spec.name) from None
         fwd = _Forward(spec.name, mod, _extras(sub))
-        if any(k.startswith(sub + ".") for k in SUBMODULES):
+        if any(k.split(".")[0] == sub for k in NESTED):
             fwd.__path__ = []  # a package: vortex.io.daqmx imports through the finder
         return fwd
 
@@ -135,9 +153,9 @@ class _Forward(types.ModuleType):
 
 #: vortex names for hardware vortexgo does not drive, and what stands in for them.
 _HARDWARE = {
-    **{n: "an AlazarTech digitizer; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
-       for n in ("AlazarAcquisition", "AlazarConfig", "AlazarFFTAcquisition", "AlazarFFTConfig", "alazar",
-                 "acquire_alazar_clock")},
+    **{n: "the AlazarTech on-board FFT and clock acquisition are not in vortexgo yet (AlazarAcquisition is); "
+          "vortexgo.acquire.SimulatedAcquisition stands in (docs/vortex-compat.md)"
+       for n in ("AlazarFFTAcquisition", "AlazarFFTConfig", "acquire_alazar_clock")},
     **{n: "a Teledyne digitizer; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
        for n in ("TeledyneAcquisition", "TeledyneConfig", "teledyne")},
     **{n: "an NI IMAQ frame grabber; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
@@ -180,6 +198,10 @@ def _extras(sub: str) -> dict:
         return {"Source": source.Source, "source": source.source, "find_rising_edges": source.find_rising_edges,
                 "compute_resampling": source.compute_resampling, "dispersion_phasor": source.dispersion_phasor,
                 "Block": Block, "BufferStrategy": BufferStrategy}
+    if sub == "acquire":  # vortexgo.alazar builds on vortexgo.acquire, so acquire cannot name it
+        from . import alazar
+
+        return {"alazar": alazar, **{n: getattr(alazar, n) for n in ("AlazarAcquisition", "AlazarConfig", "AlazarDevice")}}
     return {}
 
 

@@ -1,0 +1,374 @@
+// Package alazar is vortexgo's driver for AlazarTech digitizers: the part
+// of the ATS-SDK's C API (libATSApi) that vortex's driver uses for an
+// acquisition, loaded at run time, and a typed Board over it (vortex's
+// vortex::alazar::board_t: clock, trigger, inputs, AUX I/O, asynchronous
+// DMA into posted buffers).
+//
+// # Loading
+//
+// The library is dlopen'ed on first use (Load, or any Board call), the way
+// gosrc/cuda loads libcuda: vortexgo builds without the ATS-SDK, imports
+// without it, and a missing library is an ordinary error (ErrNoLibrary)
+// naming the library and VORTEXGO_ATSAPI_LIBRARY, the environment variable
+// that points at it. Candidates, in order: $VORTEXGO_ATSAPI_LIBRARY, then
+// libATSApi.so and libATSApi.so.0 on the loader's path.
+//
+// The project's virtual digitizer (instruments/virtual, `make virtual`)
+// is a libATSApi.so with the SDK's symbols: set
+// VORTEXGO_ATSAPI_LIBRARY=build/virtual/libATSApi.so to run everything
+// here without a board.
+//
+// # Sources
+//
+// Function names, signatures, constants and return codes are from the
+// ATS-SDK's public headers AlazarApi.h, AlazarCmd.h and AlazarError.h
+// (copies in public repositories, e.g. github.com/mgliewe/qrnds,
+// thrd-party/ats/include) and the ATS-SDK guide (docs.alazartech.com).
+// Board behaviour, names and messages follow vortex's driver
+// (src/vortex/driver/alazar). No code of either is copied.
+package alazar
+
+/*
+#include <stdint.h>
+#include <stddef.h>
+
+typedef uint8_t U8;
+typedef uint16_t U16;
+typedef uint32_t U32;
+typedef void* HANDLE;
+typedef int RC;
+
+typedef struct {
+	RC (*sdk_version)(U8*, U8*, U8*);
+	U32 (*num_systems)(void);
+	U32 (*boards_in_system)(U32);
+	HANDLE (*board_by_id)(U32, U32);
+	RC (*query_capability)(HANDLE, U32, U32, U32*);
+	RC (*channel_info)(HANDLE, U32*, U8*);
+	RC (*get_parameter)(HANDLE, U8, U32, long*);
+	RC (*get_parameter_ul)(HANDLE, U8, U32, U32*);
+	RC (*set_parameter_ul)(HANDLE, U8, U32, U32);
+	RC (*set_capture_clock)(HANDLE, U32, U32, U32, U32);
+	RC (*set_external_clock_level)(HANDLE, float);
+	RC (*input_control_ex)(HANDLE, U32, U32, U32, U32);
+	RC (*set_trigger_operation)(HANDLE, U32, U32, U32, U32, U32, U32, U32, U32, U32);
+	RC (*set_external_trigger)(HANDLE, U32, U32);
+	RC (*set_trigger_delay)(HANDLE, U32);
+	RC (*configure_aux_io)(HANDLE, U32, U32);
+	RC (*set_record_size)(HANDLE, U32, U32);
+	RC (*before_async_read)(HANDLE, U32, long, U32, U32, U32, U32);
+	RC (*start_capture)(HANDLE);
+	RC (*abort_async_read)(HANDLE);
+	RC (*post_async_buffer)(HANDLE, void*, U32);
+	RC (*wait_async_buffer_complete)(HANDLE, void*, U32);
+	const char* (*error_to_text)(RC);
+	RC (*configure_sample_skipping)(HANDLE, U32, U32, U16*);
+	RC (*oct_ignore_bad_clock)(HANDLE, U32, double, double, double*, double*);
+	RC (*dsp_get_modules)(HANDLE, U32, void**, U32*);
+} vg_ats;
+
+static vg_ats ats;
+
+// vg_ats_table is how Go fills the table: cgo cannot name a static variable.
+static vg_ats* vg_ats_table(void) { return &ats; }
+
+// Handles and buffers cross as integers and become pointers here: a board
+// handle is the SDK's, a buffer is pinned memory outside the Go heap.
+#define H(h) ((HANDLE)(uintptr_t)(h))
+// ApiUnsupportedFunction, for an optional function the library lacks.
+#define UNSUPPORTED 533
+
+static RC vg_sdk_version(U8* a, U8* b, U8* c) { return ats.sdk_version(a, b, c); }
+static U32 vg_num_systems(void) { return ats.num_systems(); }
+static U32 vg_boards_in_system(U32 s) { return ats.boards_in_system(s); }
+static uintptr_t vg_board_by_id(U32 s, U32 b) { return (uintptr_t)ats.board_by_id(s, b); }
+static RC vg_query_capability(uintptr_t h, U32 cap, U32* v) { return ats.query_capability(H(h), cap, 0, v); }
+static RC vg_channel_info(uintptr_t h, U32* mem, U8* bits) { return ats.channel_info(H(h), mem, bits); }
+static RC vg_get_parameter(uintptr_t h, U8 ch, U32 p, long* v) { return ats.get_parameter(H(h), ch, p, v); }
+static RC vg_get_parameter_ul(uintptr_t h, U8 ch, U32 p, U32* v) { return ats.get_parameter_ul(H(h), ch, p, v); }
+static RC vg_set_parameter_ul(uintptr_t h, U8 ch, U32 p, U32 v) { return ats.set_parameter_ul(H(h), ch, p, v); }
+static RC vg_set_capture_clock(uintptr_t h, U32 src, U32 rate, U32 edge, U32 dec) {
+	return ats.set_capture_clock(H(h), src, rate, edge, dec);
+}
+static RC vg_set_external_clock_level(uintptr_t h, float level) {
+	return ats.set_external_clock_level ? ats.set_external_clock_level(H(h), level) : UNSUPPORTED;
+}
+static RC vg_input_control_ex(uintptr_t h, U32 ch, U32 coupling, U32 range, U32 imp) {
+	return ats.input_control_ex(H(h), ch, coupling, range, imp);
+}
+static RC vg_set_trigger_operation(uintptr_t h, U32 op, U32 e1, U32 s1, U32 sl1, U32 l1, U32 e2, U32 s2, U32 sl2, U32 l2) {
+	return ats.set_trigger_operation(H(h), op, e1, s1, sl1, l1, e2, s2, sl2, l2);
+}
+static RC vg_set_external_trigger(uintptr_t h, U32 coupling, U32 range) { return ats.set_external_trigger(H(h), coupling, range); }
+static RC vg_set_trigger_delay(uintptr_t h, U32 d) { return ats.set_trigger_delay(H(h), d); }
+static RC vg_configure_aux_io(uintptr_t h, U32 mode, U32 p) { return ats.configure_aux_io(H(h), mode, p); }
+static RC vg_set_record_size(uintptr_t h, U32 pre, U32 post) { return ats.set_record_size(H(h), pre, post); }
+static RC vg_before_async_read(uintptr_t h, U32 ch, long off, U32 len, U32 rpb, U32 rpa, U32 flags) {
+	return ats.before_async_read(H(h), ch, off, len, rpb, rpa, flags);
+}
+static RC vg_start_capture(uintptr_t h) { return ats.start_capture(H(h)); }
+static RC vg_abort_async_read(uintptr_t h) { return ats.abort_async_read(H(h)); }
+static RC vg_post_async_buffer(uintptr_t h, uintptr_t buf, U32 bytes) {
+	return ats.post_async_buffer(H(h), (void*)buf, bytes);
+}
+static RC vg_wait_async_buffer_complete(uintptr_t h, uintptr_t buf, U32 ms) {
+	return ats.wait_async_buffer_complete(H(h), (void*)buf, ms);
+}
+static const char* vg_error_to_text(RC rc) { return ats.error_to_text(rc); }
+static RC vg_configure_sample_skipping(uintptr_t h, U32 mode, U32 clocks, U16* bitmap) {
+	return ats.configure_sample_skipping ? ats.configure_sample_skipping(H(h), mode, clocks, bitmap) : UNSUPPORTED;
+}
+static RC vg_oct_ignore_bad_clock(uintptr_t h, U32 enable, double good, double bad) {
+	double cycle = 0, width = 0;
+	return ats.oct_ignore_bad_clock ? ats.oct_ignore_bad_clock(H(h), enable, good, bad, &cycle, &width) : UNSUPPORTED;
+}
+static RC vg_dsp_module_count(uintptr_t h, U32* n) {
+	if (!ats.dsp_get_modules) { *n = 0; return 512; }
+	return ats.dsp_get_modules(H(h), 0, NULL, n);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+)
+
+// EnvLibrary names the environment variable that points the loader at a
+// libATSApi (a path, or a name on the loader's path).
+const EnvLibrary = "VORTEXGO_ATSAPI_LIBRARY"
+
+// ErrNoLibrary is wrapped by every error that comes from the library not
+// being loadable.
+var ErrNoLibrary = errors.New("alazar: no AlazarTech ATS-SDK library (libATSApi.so), expected the ATS-SDK and " +
+	"AlazarTech's driver installed, or " + EnvLibrary + "=/path/to/libATSApi.so (vortexgo's virtual digitizer: " +
+	"`make virtual`, then " + EnvLibrary + "=build/virtual/libATSApi.so)")
+
+// ErrUnsupportedVersion is wrapped when the library's ATS-SDK version is
+// older than MinSDKMajor.
+var ErrUnsupportedVersion = errors.New("alazar: unsupported ATS-SDK version")
+
+// MinSDKMajor is the oldest ATS-SDK major version the driver accepts:
+// AlazarBeforeAsyncRead's NPT mode with ADMA_INTERLEAVE_SAMPLES and
+// AlazarInputControlEx are 7.x functions.
+const MinSDKMajor = 7
+
+var (
+	loadMu  sync.Mutex
+	loaded  *dl.Library
+	version string
+)
+
+// libraryNames are the candidates after $VORTEXGO_ATSAPI_LIBRARY.
+var libraryNames = []string{"libATSApi.so", "libATSApi.so.0"}
+
+// Load opens the library if it is not open yet and returns its ATS-SDK
+// version ("7.5.0"). A failure wraps ErrNoLibrary (keeping each
+// candidate's dlopen message) or ErrUnsupportedVersion; a later Load
+// tries again.
+func Load() (string, error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if loaded != nil {
+		return version, nil
+	}
+	names := append([]string{os.Getenv(EnvLibrary)}, libraryNames...)
+	lib, err := dl.Open(names...)
+	if err != nil {
+		return "", fmt.Errorf("%w (%v)", ErrNoLibrary, err)
+	}
+	if err := bind(lib); err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrNoLibrary, lib.Name(), err)
+	}
+	var major, minor, rev C.U8
+	if rc := C.vg_sdk_version(&major, &minor, &rev); rc != C.RC(ApiSuccess) {
+		return "", fmt.Errorf("alazar: %s: AlazarGetSDKVersion: %w", lib.Name(), newError("AlazarGetSDKVersion", ReturnCode(rc)))
+	}
+	v := fmt.Sprintf("%d.%d.%d", major, minor, rev)
+	if int(major) < MinSDKMajor {
+		return "", fmt.Errorf("%w: %s is ATS-SDK %s, expected %d.0 or newer", ErrUnsupportedVersion, lib.Name(), v, MinSDKMajor)
+	}
+	loaded, version = lib, v
+	return version, nil
+}
+
+// Library is the name the library was loaded under ("" before Load
+// succeeds).
+func Library() string {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if loaded == nil {
+		return ""
+	}
+	return loaded.Name()
+}
+
+func bind(lib *dl.Library) error {
+	tab := C.vg_ats_table()
+	fns := []struct {
+		name     string
+		dst      *unsafe.Pointer
+		optional bool
+	}{
+		{"AlazarGetSDKVersion", (*unsafe.Pointer)(unsafe.Pointer(&tab.sdk_version)), false},
+		{"AlazarNumOfSystems", (*unsafe.Pointer)(unsafe.Pointer(&tab.num_systems)), false},
+		{"AlazarBoardsInSystemBySystemID", (*unsafe.Pointer)(unsafe.Pointer(&tab.boards_in_system)), false},
+		{"AlazarGetBoardBySystemID", (*unsafe.Pointer)(unsafe.Pointer(&tab.board_by_id)), false},
+		{"AlazarQueryCapability", (*unsafe.Pointer)(unsafe.Pointer(&tab.query_capability)), false},
+		{"AlazarGetChannelInfo", (*unsafe.Pointer)(unsafe.Pointer(&tab.channel_info)), false},
+		{"AlazarGetParameter", (*unsafe.Pointer)(unsafe.Pointer(&tab.get_parameter)), false},
+		{"AlazarGetParameterUL", (*unsafe.Pointer)(unsafe.Pointer(&tab.get_parameter_ul)), false},
+		{"AlazarSetParameterUL", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_parameter_ul)), false},
+		{"AlazarSetCaptureClock", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_capture_clock)), false},
+		{"AlazarSetExternalClockLevel", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_external_clock_level)), true},
+		{"AlazarInputControlEx", (*unsafe.Pointer)(unsafe.Pointer(&tab.input_control_ex)), false},
+		{"AlazarSetTriggerOperation", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_trigger_operation)), false},
+		{"AlazarSetExternalTrigger", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_external_trigger)), false},
+		{"AlazarSetTriggerDelay", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_trigger_delay)), false},
+		{"AlazarConfigureAuxIO", (*unsafe.Pointer)(unsafe.Pointer(&tab.configure_aux_io)), false},
+		{"AlazarSetRecordSize", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_record_size)), false},
+		{"AlazarBeforeAsyncRead", (*unsafe.Pointer)(unsafe.Pointer(&tab.before_async_read)), false},
+		{"AlazarStartCapture", (*unsafe.Pointer)(unsafe.Pointer(&tab.start_capture)), false},
+		{"AlazarAbortAsyncRead", (*unsafe.Pointer)(unsafe.Pointer(&tab.abort_async_read)), false},
+		{"AlazarPostAsyncBuffer", (*unsafe.Pointer)(unsafe.Pointer(&tab.post_async_buffer)), false},
+		{"AlazarWaitAsyncBufferComplete", (*unsafe.Pointer)(unsafe.Pointer(&tab.wait_async_buffer_complete)), false},
+		{"AlazarErrorToText", (*unsafe.Pointer)(unsafe.Pointer(&tab.error_to_text)), false},
+		{"AlazarConfigureSampleSkipping", (*unsafe.Pointer)(unsafe.Pointer(&tab.configure_sample_skipping)), true},
+		{"AlazarOCTIgnoreBadClock", (*unsafe.Pointer)(unsafe.Pointer(&tab.oct_ignore_bad_clock)), true},
+		{"AlazarDSPGetModules", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_modules)), true},
+	}
+	for _, f := range fns {
+		p, err := lib.Sym(f.name)
+		if err != nil {
+			if f.optional {
+				*f.dst = nil
+				continue
+			}
+			return err
+		}
+		*f.dst = p
+	}
+	return nil
+}
+
+// errorText is AlazarErrorToText's text for rc ("" before Load).
+func errorText(rc ReturnCode) string {
+	if Library() == "" {
+		return ""
+	}
+	return C.GoString(C.vg_error_to_text(C.RC(rc)))
+}
+
+// The calls below are the shim's, one per SDK function, returning the
+// SDK's code; Board turns them into errors with vortex's messages.
+
+func numSystems() uint32             { return uint32(C.vg_num_systems()) }
+func boardsInSystem(s uint32) uint32 { return uint32(C.vg_boards_in_system(C.U32(s))) }
+func boardByID(s, b uint32) uintptr {
+	return uintptr(C.vg_board_by_id(C.U32(s), C.U32(b)))
+}
+
+func queryCapability(h uintptr, capability uint32) (uint32, ReturnCode) {
+	var v C.U32
+	rc := C.vg_query_capability(C.uintptr_t(h), C.U32(capability), &v)
+	return uint32(v), ReturnCode(rc)
+}
+
+func channelInfo(h uintptr) (memory uint32, bits uint8, rc ReturnCode) {
+	var m C.U32
+	var b C.U8
+	rc = ReturnCode(C.vg_channel_info(C.uintptr_t(h), &m, &b))
+	return uint32(m), uint8(b), rc
+}
+
+func getParameter(h uintptr, channel uint8, parameter uint32) (int64, ReturnCode) {
+	var v C.long
+	rc := C.vg_get_parameter(C.uintptr_t(h), C.U8(channel), C.U32(parameter), &v)
+	return int64(v), ReturnCode(rc)
+}
+
+func getParameterUL(h uintptr, channel uint8, parameter uint32) (uint32, ReturnCode) {
+	var v C.U32
+	rc := C.vg_get_parameter_ul(C.uintptr_t(h), C.U8(channel), C.U32(parameter), &v)
+	return uint32(v), ReturnCode(rc)
+}
+
+func setParameterUL(h uintptr, channel uint8, parameter, value uint32) ReturnCode {
+	return ReturnCode(C.vg_set_parameter_ul(C.uintptr_t(h), C.U8(channel), C.U32(parameter), C.U32(value)))
+}
+
+func setCaptureClock(h uintptr, source, rate, edge, decimation uint32) ReturnCode {
+	return ReturnCode(C.vg_set_capture_clock(C.uintptr_t(h), C.U32(source), C.U32(rate), C.U32(edge), C.U32(decimation)))
+}
+
+func setExternalClockLevel(h uintptr, percent float32) ReturnCode {
+	return ReturnCode(C.vg_set_external_clock_level(C.uintptr_t(h), C.float(percent)))
+}
+
+func inputControlEx(h uintptr, channel, coupling, rangeID, impedanceID uint32) ReturnCode {
+	return ReturnCode(C.vg_input_control_ex(C.uintptr_t(h), C.U32(channel), C.U32(coupling), C.U32(rangeID), C.U32(impedanceID)))
+}
+
+func setTriggerOperation(h uintptr, op, e1, s1, sl1, l1, e2, s2, sl2, l2 uint32) ReturnCode {
+	return ReturnCode(C.vg_set_trigger_operation(C.uintptr_t(h), C.U32(op), C.U32(e1), C.U32(s1), C.U32(sl1), C.U32(l1),
+		C.U32(e2), C.U32(s2), C.U32(sl2), C.U32(l2)))
+}
+
+func setExternalTrigger(h uintptr, coupling, rangeID uint32) ReturnCode {
+	return ReturnCode(C.vg_set_external_trigger(C.uintptr_t(h), C.U32(coupling), C.U32(rangeID)))
+}
+
+func setTriggerDelay(h uintptr, delay uint32) ReturnCode {
+	return ReturnCode(C.vg_set_trigger_delay(C.uintptr_t(h), C.U32(delay)))
+}
+
+func configureAuxIO(h uintptr, mode, parameter uint32) ReturnCode {
+	return ReturnCode(C.vg_configure_aux_io(C.uintptr_t(h), C.U32(mode), C.U32(parameter)))
+}
+
+func setRecordSize(h uintptr, pre, post uint32) ReturnCode {
+	return ReturnCode(C.vg_set_record_size(C.uintptr_t(h), C.U32(pre), C.U32(post)))
+}
+
+func beforeAsyncRead(h uintptr, channels uint32, offset int64, length, rpb, rpa, flags uint32) ReturnCode {
+	return ReturnCode(C.vg_before_async_read(C.uintptr_t(h), C.U32(channels), C.long(offset), C.U32(length), C.U32(rpb),
+		C.U32(rpa), C.U32(flags)))
+}
+
+func startCapture(h uintptr) ReturnCode   { return ReturnCode(C.vg_start_capture(C.uintptr_t(h))) }
+func abortAsyncRead(h uintptr) ReturnCode { return ReturnCode(C.vg_abort_async_read(C.uintptr_t(h))) }
+
+func postAsyncBuffer(h, buf uintptr, bytes uint32) ReturnCode {
+	return ReturnCode(C.vg_post_async_buffer(C.uintptr_t(h), C.uintptr_t(buf), C.U32(bytes)))
+}
+
+func waitAsyncBufferComplete(h, buf uintptr, ms uint32) ReturnCode {
+	return ReturnCode(C.vg_wait_async_buffer_complete(C.uintptr_t(h), C.uintptr_t(buf), C.U32(ms)))
+}
+
+func configureSampleSkipping(h uintptr, mode, clocks uint32, bitmap []uint16) ReturnCode {
+	var p *C.U16
+	if len(bitmap) > 0 {
+		p = (*C.U16)(unsafe.Pointer(&bitmap[0]))
+	}
+	return ReturnCode(C.vg_configure_sample_skipping(C.uintptr_t(h), C.U32(mode), C.U32(clocks), p))
+}
+
+func octIgnoreBadClock(h uintptr, enable bool, good, bad float64) ReturnCode {
+	e := C.U32(0)
+	if enable {
+		e = 1
+	}
+	return ReturnCode(C.vg_oct_ignore_bad_clock(C.uintptr_t(h), e, C.double(good), C.double(bad)))
+}
+
+func dspModuleCount(h uintptr) (uint32, ReturnCode) {
+	var n C.U32
+	rc := C.vg_dsp_module_count(C.uintptr_t(h), &n)
+	return uint32(n), ReturnCode(rc)
+}

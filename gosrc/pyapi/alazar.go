@@ -1,0 +1,80 @@
+package pyapi
+
+import (
+	"github.com/vortexgo/vortexgo/gosrc/acquire"
+	"github.com/vortexgo/vortexgo/gosrc/driver/alazar"
+)
+
+// The bindings of python/vortexgo/alazar.py (vortex's vortex.acquire.alazar
+// and vortex.driver.alazar): the AlazarTech digitizer's Board and
+// AlazarAcquisition. The ATS-SDK is loaded at the first call that needs it
+// (gosrc/driver/alazar); without it every call here fails with the error
+// naming VORTEXGO_ATSAPI_LIBRARY.
+
+// NewAlazarAcquisition builds an acquire.AlazarAcquisition from its
+// acquire.AlazarConfig as a JSON record (AcquireTimeout in nanoseconds):
+// it opens, checks and configures the board.
+func NewAlazarAcquisition(config string) (*Acquisition, error) {
+	return newFromRecord("AlazarConfig", config, acquire.AlazarConfig{}, acquire.NewAlazarAcquisition)
+}
+
+// AlazarLoad loads the ATS-SDK library if it is not loaded yet and returns
+// its version.
+func AlazarLoad() (string, error) { return tagged(alazar.Load()) }
+
+// AlazarLibrary is the name the ATS-SDK library was loaded under ("" before).
+func AlazarLibrary() string { return alazar.Library() }
+
+// AlazarBoard is an open digitizer (vortex's alazar.Board).
+type AlazarBoard struct {
+	b *alazar.Board
+}
+
+// OpenAlazarBoard opens board boardIndex of system systemIndex (from 1).
+func OpenAlazarBoard(systemIndex, boardIndex int) (*AlazarBoard, error) {
+	if systemIndex < 0 || boardIndex < 0 || systemIndex > 1<<31 || boardIndex > 1<<31 {
+		return nil, tag(badArg("Board(system_index=%d, board_index=%d), expected indices >= 1", systemIndex, boardIndex))
+	}
+	b, err := alazar.Open(uint32(systemIndex), uint32(boardIndex))
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &AlazarBoard{b: b}, nil
+}
+
+// AlazarBoardIDs lists every board's (system, board) indices as a JSON
+// record [[1, 1], ...] (vortex's enumerate opens each).
+func AlazarBoardIDs() (string, error) {
+	boards, err := alazar.Enumerate()
+	if err != nil {
+		return "", tag(err)
+	}
+	ids := make([][2]uint32, len(boards))
+	for i, b := range boards {
+		in := b.Info()
+		ids[i] = [2]uint32{in.SystemIndex, in.BoardIndex}
+	}
+	return encodeJSON(ids), nil
+}
+
+// Info is the board's alazar.Info as a JSON record (Go field names).
+func (b *AlazarBoard) Info() string { return encodeJSON(b.b.Info()) }
+
+// Handle is the SDK's handle of the board.
+func (b *AlazarBoard) Handle() int { return int(b.b.Handle()) }
+
+// Valid reports whether the board is open.
+func (b *AlazarBoard) Valid() bool { return b.b.Valid() }
+
+// Running reports whether the board is capturing.
+func (b *AlazarBoard) Running() bool { return b.b.Running() }
+
+// AlazarBoard is an AlazarAcquisition's board (vortex's
+// AlazarAcquisition.board).
+func (a *Acquisition) AlazarBoard() (*AlazarBoard, error) {
+	s, ok := a.a.(*acquire.AlazarAcquisition)
+	if !ok {
+		return nil, tag(badArg("%T has no board, expected an AlazarAcquisition", a.a))
+	}
+	return &AlazarBoard{b: s.Board()}, nil
+}

@@ -1,0 +1,711 @@
+/* atsapi.c: libATSApi.so, a virtual AlazarTech digitizer.
+ *
+ * The ATS-SDK's C functions vortex's Alazar driver calls for an
+ * acquisition (vortex/driver/alazar/board.cpp), with the SDK's names,
+ * signatures, constants and return codes, over the shared model
+ * libvgvirtual.so (vgvirtual.h): a virtual ATS9360 (2 channels, 12-bit,
+ * internal clock up to 1.8 GS/s or an external clock, FIFO streaming)
+ * whose DMA engine fills posted buffers with the phantom's spectra at the
+ * model's A-line rate, reports ApiBufferOverflow when the host leaves it
+ * without a buffer for longer than its FIFO holds, ApiWaitTimeout, and
+ * stops on AlazarAbortAsyncRead. Settings are validated as the SDK does,
+ * with its return codes (README.md lists the rules).
+ *
+ * Names, signatures and constant values are from the ATS-SDK's public
+ * headers AlazarApi.h, AlazarCmd.h and AlazarError.h (e.g. the copies in
+ * github.com/mgliewe/qrnds, thrd-party/ats/include) and the ATS-SDK guide
+ * (docs.alazartech.com); no code of theirs is used. It is plain C: the
+ * process that loads it already runs vortexgo's Go runtime.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vgvirtual.h"
+
+typedef uint8_t U8;
+typedef uint16_t U16;
+typedef uint32_t U32;
+typedef int16_t S16;
+typedef void* HANDLE;
+typedef int RETURN_CODE;
+typedef struct dsp_module_descriptor* dsp_module_handle;
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* AlazarError.h */
+enum {
+	ApiSuccess = 512, ApiFailed = 513, ApiDmaInProgress = 518, ApiNullParam = 531, ApiUnsupportedFunction = 533,
+	ApiInvalidSize = 536, ApiNotInitialized = 556, ApiNotSupportThisChannel = 561, ApiInvalidHandle = 572,
+	ApiBufferNotReady = 573, ApiInvalidData = 574, ApiInsufficientResources = 553, ApiWaitTimeout = 579,
+	ApiWaitCanceled = 580, ApiBufferTooSmall = 581, ApiBufferOverflow = 582, ApiInvalidBuffer = 583,
+	ApiInvalidRecordsPerBuffer = 584, ApiTransferComplete = 589, ApiPllNotLocked = 590,
+	ApiInvalidClockFrequency = 594, ApiInvalidSkipTable = 595, ApiInconsistentChannel = 598,
+	ApiOCTIgnoreBadClockNotSupported = 602,
+};
+/* AlazarCmd.h: capabilities and parameters */
+#define GET_SERIAL_NUMBER 0x10000024UL
+#define GET_LATEST_CAL_DATE 0x10000026UL
+#define BOARD_TYPE 0x1000002BUL
+#define GET_PCIE_LINK_SPEED 0x10000030UL
+#define GET_PCIE_LINK_WIDTH 0x10000031UL
+#define GET_BOARD_OPTIONS_LOW 0x10000037UL
+#define GET_MAX_PRETRIGGER_SAMPLES 0x10000046UL
+#define RECORD_LENGTH 0x10000003UL
+#define GET_RECORDS_CAPTURED 0x10000045UL
+#define SET_ADC_MODE 0x10000047UL
+#define GET_ASYNC_BUFFERS_PENDING 0x10000050UL
+#define GET_CHANNELS_PER_BOARD 0x10000070UL
+#define PACK_MODE 0x10000072UL
+#define PACK_DEFAULT 0
+/* clock */
+#define INTERNAL_CLOCK 0x1UL
+#define EXTERNAL_CLOCK_AC 0x5UL
+#define EXTERNAL_CLOCK_DC 0x6UL
+#define SAMPLE_RATE_USER_DEF 0x40UL
+/* input */
+#define AC_COUPLING 0x1UL
+#define DC_COUPLING 0x2UL
+#define IMPEDANCE_50_OHM 0x2UL
+#define INPUT_RANGE_PM_400_MV 0x7UL
+/* trigger */
+#define TRIG_ENGINE_OP_J 0x0UL
+#define TRIG_ENGINE_OP_J_OR_K 0x2UL
+#define TRIG_ENGINE_J 0x0UL
+#define TRIG_ENGINE_K 0x1UL
+#define TRIG_EXTERNAL 0x2UL
+#define TRIG_DISABLE 0x3UL
+#define TRIGGER_SLOPE_POSITIVE 0x1UL
+#define TRIGGER_SLOPE_NEGATIVE 0x2UL
+#define ETR_5V 0x0UL
+#define ETR_1V 0x1UL
+#define ETR_TTL 0x2UL
+#define ETR_2V5 0x3UL
+/* AUX I/O */
+#define AUX_OUT_TRIGGER 0U
+#define AUX_OUT_PACER 2U
+#define AUX_OUT_CLOCK 6U
+/* AlazarApi.h: AutoDMA */
+#define ADMA_NPT 0x200U
+#define ADMA_EXTERNAL_STARTCAPTURE 0x1U
+#define ADMA_FIFO_ONLY_STREAMING 0x800U
+#define ADMA_INTERLEAVE_SAMPLES 0x1000U
+#define ADMA_DSP 0x4000U
+#define ADMA_TRADITIONAL_MODE 0x0U
+#define ADMA_CONTINUOUS_MODE 0x100U
+#define ADMA_TRIGGERED_STREAMING 0x400U
+#define SSM_DISABLE 0
+#define SSM_ENABLE 1
+
+/* The virtual board: an ATS9360 (board type 25). */
+enum { BOARD_TYPE_ATS9360 = 25, CHANNELS = 2, BITS = 12, MIN_RECORD = 256, RECORD_ALIGN = 128, DELAY_ALIGN = 16,
+       MAX_BOARDS = 4, MAX_POSTED = 1024 };
+
+/* Sample rate identifiers (AlazarCmd.h) the ATS9360 supports, with their rates. */
+static const struct {
+	U32 id;
+	double rate;
+} rates[] = {
+	{0x1, 1e3}, {0x2, 2e3}, {0x4, 5e3}, {0x8, 10e3}, {0xA, 20e3}, {0xC, 50e3}, {0xE, 100e3}, {0x10, 200e3},
+	{0x12, 500e3}, {0x14, 1e6}, {0x18, 2e6}, {0x1A, 5e6}, {0x1C, 10e6}, {0x1E, 20e6}, {0x22, 50e6},
+	{0x24, 100e6}, {0x28, 200e6}, {0x30, 500e6}, {0x32, 800e6}, {0x35, 1000e6}, {0x37, 1200e6},
+	{0x3A, 1500e6}, {0x3D, 1800e6},
+};
+
+typedef struct {
+	void* ptr;
+	U32 bytes;
+	int done;
+} posted;
+
+typedef struct {
+	int index; /* 1-based board id in system 1 */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* settings */
+	int clock_set;
+	U32 pre, post; /* SetRecordSize */
+	U32 input_range[CHANNELS];
+	int input_set[CHANNELS];
+	/* acquisition */
+	int async_ready;
+	U32 channel_mask, nch, samples, records_per_buffer, records_per_acq, flags;
+	size_t buffer_bytes;
+	int running, thread_live, overflow, removed;
+	uint64_t gen; /* counts aborts: a wait interrupted by one returns ApiWaitCanceled */
+	posted q[MAX_POSTED];
+	uint64_t qwait, qfill, qpost;
+	int64_t next_aline;
+	uint64_t captured;
+	pthread_t thread;
+} board;
+
+static board boards[MAX_BOARDS];
+static int nboards = 1;
+static size_t fifo_bytes = (size_t)64 << 20;
+
+__attribute__((constructor)) static void ats_init(void) {
+	const char* s = getenv("VGV_ALAZAR_BOARDS");
+	if (s && *s) {
+		int n = atoi(s);
+		nboards = n < 0 ? 0 : (n > MAX_BOARDS ? MAX_BOARDS : n);
+	}
+	s = getenv("VGV_ALAZAR_FIFO_BYTES");
+	if (s && *s && atoll(s) > 0) {
+		fifo_bytes = (size_t)atoll(s);
+	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	for (int i = 0; i < MAX_BOARDS; i++) {
+		boards[i].index = i + 1;
+		pthread_mutex_init(&boards[i].mu, NULL);
+		pthread_cond_init(&boards[i].cv, &ca);
+		boards[i].input_range[0] = boards[i].input_range[1] = INPUT_RANGE_PM_400_MV;
+	}
+	pthread_condattr_destroy(&ca);
+}
+
+/* removed: the board was pulled (VGV_FAULT_BOARD_REMOVED reached while it
+ * acquired) and the fault is still set. */
+static int removed(board* b) { return b->removed && vgv_fault_at(INT64_MAX) == VGV_FAULT_BOARD_REMOVED; }
+
+static board* lookup(HANDLE h) {
+	for (int i = 0; i < nboards; i++) {
+		if (h == (HANDLE)&boards[i]) {
+			return &boards[i];
+		}
+	}
+	return NULL;
+}
+
+/* The board for a configuration call: ApiInvalidHandle, ApiFailed (pulled)
+ * or ApiDmaInProgress (settings are frozen while it acquires). */
+static RETURN_CODE settable(HANDLE h, board** out) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	if (b->running) return ApiDmaInProgress;
+	*out = b;
+	return ApiSuccess;
+}
+
+static void deadline_after(struct timespec* ts, double seconds) {
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	if (seconds > 1e6) seconds = 1e6;
+	long long ns = (long long)(seconds * 1e9);
+	ts->tv_sec += ns / 1000000000LL;
+	ts->tv_nsec += ns % 1000000000LL;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Versions, enumeration, information. */
+
+EXPORT RETURN_CODE AlazarGetSDKVersion(U8* major, U8* minor, U8* revision) {
+	if (!major || !minor || !revision) return ApiNullParam;
+	*major = 7, *minor = 5, *revision = 0;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGetDriverVersion(U8* major, U8* minor, U8* revision) {
+	return AlazarGetSDKVersion(major, minor, revision);
+}
+
+EXPORT U32 AlazarNumOfSystems(void) { return nboards > 0 ? 1 : 0; }
+
+static U32 present(void) {
+	U32 n = 0;
+	for (int i = 0; i < nboards; i++) n += !removed(&boards[i]);
+	return n;
+}
+
+EXPORT U32 AlazarBoardsInSystemBySystemID(U32 systemId) { return systemId == 1 ? present() : 0; }
+
+EXPORT HANDLE AlazarGetBoardBySystemID(U32 systemId, U32 boardId) {
+	if (systemId != 1 || boardId < 1 || boardId > (U32)nboards || removed(&boards[boardId - 1])) {
+		return NULL;
+	}
+	return (HANDLE)&boards[boardId - 1];
+}
+
+EXPORT U32 AlazarGetBoardKind(HANDLE h) { return lookup(h) ? BOARD_TYPE_ATS9360 : 0; }
+
+EXPORT RETURN_CODE AlazarGetChannelInfo(HANDLE h, U32* memorySize, U8* bitsPerSample) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	if (!memorySize || !bitsPerSample) return ApiNullParam;
+	*memorySize = 0; /* no on-board memory option: FIFO streaming only */
+	*bitsPerSample = BITS;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarQueryCapability(HANDLE h, U32 capability, U32 reserved, U32* v) {
+	(void)reserved;
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	if (!v) return ApiNullParam;
+	switch (capability) {
+	case GET_SERIAL_NUMBER: *v = 970000 + (U32)b->index; return ApiSuccess;
+	case GET_LATEST_CAL_DATE: *v = 150126; return ApiSuccess; /* DDMMYY */
+	case BOARD_TYPE: *v = BOARD_TYPE_ATS9360; return ApiSuccess;
+	case GET_PCIE_LINK_SPEED: *v = 2; return ApiSuccess; /* units of 2.5 Gb/s */
+	case GET_PCIE_LINK_WIDTH: *v = 8; return ApiSuccess;
+	case GET_MAX_PRETRIGGER_SAMPLES: *v = 4080; return ApiSuccess;
+	case GET_BOARD_OPTIONS_LOW: *v = 0; return ApiSuccess;
+	default: return ApiUnsupportedFunction;
+	}
+}
+
+EXPORT RETURN_CODE AlazarGetParameter(HANDLE h, U8 channel, U32 parameter, long* v) {
+	(void)channel;
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	if (!v) return ApiNullParam;
+	switch (parameter) {
+	case GET_CHANNELS_PER_BOARD: *v = CHANNELS; return ApiSuccess;
+	case PACK_MODE: *v = PACK_DEFAULT; return ApiSuccess;
+	default: return ApiUnsupportedFunction;
+	}
+}
+
+EXPORT RETURN_CODE AlazarGetParameterUL(HANDLE h, U8 channel, U32 parameter, U32* v) {
+	(void)channel;
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	if (!v) return ApiNullParam;
+	pthread_mutex_lock(&b->mu);
+	RETURN_CODE rc = ApiSuccess;
+	switch (parameter) {
+	case RECORD_LENGTH: *v = b->pre + b->post; break;
+	case GET_RECORDS_CAPTURED: *v = (U32)b->captured; break;
+	case GET_ASYNC_BUFFERS_PENDING: *v = (U32)(b->qpost - b->qfill); break;
+	default: rc = ApiUnsupportedFunction;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+EXPORT RETURN_CODE AlazarSetParameterUL(HANDLE h, U8 channel, U32 parameter, U32 value) {
+	(void)channel, (void)value;
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	/* SET_ADC_MODE (dual-edge sampling) and the rest: not on an ATS9360. */
+	(void)parameter;
+	return ApiUnsupportedFunction;
+}
+
+/* ------------------------------------------------------------------ */
+/* Clock, inputs, trigger, AUX I/O. */
+
+EXPORT RETURN_CODE AlazarSetCaptureClock(HANDLE h, U32 source, U32 rate, U32 edge, U32 decimation) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	if (edge > 1 || decimation > 10) return ApiInvalidData;
+	if (source == INTERNAL_CLOCK) {
+		for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+			if (rates[i].id == rate) {
+				b->clock_set = 1;
+				return ApiSuccess;
+			}
+		}
+		return ApiInvalidData; /* not a rate identifier this board has */
+	}
+	if (source == EXTERNAL_CLOCK_AC || source == EXTERNAL_CLOCK_DC) {
+		if (rate != SAMPLE_RATE_USER_DEF) return ApiInvalidData;
+		b->clock_set = 1;
+		return ApiSuccess;
+	}
+	return ApiInvalidData;
+}
+
+EXPORT RETURN_CODE AlazarSetExternalClockLevel(HANDLE h, float level_percent) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	(void)level_percent;
+	return ApiUnsupportedFunction; /* the ATS9360's clock input has a fixed level */
+}
+
+static int channel_index(U32 channel) {
+	for (int i = 0; i < CHANNELS; i++) {
+		if (channel == (1U << i)) return i;
+	}
+	return -1;
+}
+
+EXPORT RETURN_CODE AlazarInputControlEx(HANDLE h, U32 channel, U32 coupling, U32 range, U32 impedance) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	int c = channel_index(channel);
+	if (c < 0) return ApiNotSupportThisChannel;
+	/* The ATS9360's inputs: DC coupled, 50 ohm, +/-400 mV. */
+	if (coupling != DC_COUPLING || range != INPUT_RANGE_PM_400_MV || impedance != IMPEDANCE_50_OHM) return ApiInvalidData;
+	b->input_range[c] = range;
+	b->input_set[c] = 1;
+	return ApiSuccess;
+}
+
+static int valid_slope(U32 s) { return s == TRIGGER_SLOPE_POSITIVE || s == TRIGGER_SLOPE_NEGATIVE; }
+
+EXPORT RETURN_CODE AlazarSetTriggerOperation(HANDLE h, U32 op, U32 engine1, U32 source1, U32 slope1, U32 level1,
+					    U32 engine2, U32 source2, U32 slope2, U32 level2) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	if (op > 5 || engine1 != TRIG_ENGINE_J || engine2 != TRIG_ENGINE_K) return ApiInvalidData;
+	/* sources: channels A, B (0, 1), external (2), disabled (3) */
+	if (source1 > TRIG_DISABLE || source2 > TRIG_DISABLE || !valid_slope(slope1) || !valid_slope(slope2) ||
+	    level1 > 255 || level2 > 255) {
+		return ApiInvalidData;
+	}
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarSetExternalTrigger(HANDLE h, U32 coupling, U32 range) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	if ((coupling != AC_COUPLING && coupling != DC_COUPLING) ||
+	    (range != ETR_5V && range != ETR_1V && range != ETR_TTL && range != ETR_2V5)) {
+		return ApiInvalidData;
+	}
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarSetTriggerDelay(HANDLE h, U32 delay) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	if (delay % DELAY_ALIGN != 0 || delay > 9999999) return ApiInvalidData;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarConfigureAuxIO(HANDLE h, U32 mode, U32 parameter) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	if (mode == AUX_OUT_PACER && parameter < 2) return ApiInvalidData; /* the pacer divides by 2 at least */
+	if (mode != AUX_OUT_TRIGGER && mode != AUX_OUT_PACER && mode != AUX_OUT_CLOCK) return ApiInvalidData;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarConfigureSampleSkipping(HANDLE h, U32 mode, U32 clocks, U16* bitmap) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	if (mode == SSM_DISABLE) return ApiSuccess;
+	if (mode != SSM_ENABLE || !bitmap || clocks == 0 || clocks % 16 != 0) return ApiInvalidSkipTable;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarOCTIgnoreBadClock(HANDLE h, U32 enable, double good, double bad, double* cycle, double* width) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	if (enable && (!(good >= 0) || !(bad >= 0))) return ApiInvalidData;
+	if (cycle) *cycle = 0;
+	if (width) *width = 0;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarSetRecordSize(HANDLE h, U32 pre, U32 post) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	U32 n = pre + post;
+	if (n < MIN_RECORD || n % RECORD_ALIGN != 0 || pre % RECORD_ALIGN != 0) return ApiInvalidData;
+	b->pre = pre;
+	b->post = post;
+	return ApiSuccess;
+}
+
+/* The ATS9360 has no on-FPGA DSP modules. */
+EXPORT RETURN_CODE AlazarDSPGetModules(HANDLE h, U32 numEntries, dsp_module_handle* modules, U32* numModules) {
+	(void)numEntries, (void)modules;
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	if (numModules) *numModules = 0;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarDSPGetInfo(dsp_module_handle d, U32* id, U16* major, U16* minor, U32* maxLength,
+				   U32* channels, U32* reserved) {
+	(void)d, (void)id, (void)major, (void)minor, (void)maxLength, (void)channels, (void)reserved;
+	return ApiInvalidHandle;
+}
+
+/* ------------------------------------------------------------------ */
+/* Asynchronous DMA. */
+
+EXPORT RETURN_CODE AlazarBeforeAsyncRead(HANDLE h, U32 channels, long offset, U32 length, U32 recordsPerBuffer,
+					U32 recordsPerAcquisition, U32 flags) {
+	board* b;
+	RETURN_CODE rc = settable(h, &b);
+	if (rc != ApiSuccess) return rc;
+	if (flags & ADMA_DSP) return ApiUnsupportedFunction;
+	/* Only no-pre-trigger (NPT) AutoDMA, the mode vortex uses. */
+	U32 mode = flags & (ADMA_CONTINUOUS_MODE | ADMA_NPT | ADMA_TRIGGERED_STREAMING);
+	if (mode != ADMA_NPT) return ApiUnsupportedFunction;
+	if (channels == 0 || (channels & ~((1U << CHANNELS) - 1)) != 0) return ApiNotSupportThisChannel;
+	if (offset != 0) return ApiInvalidData; /* NPT records start at the trigger */
+	if (length == 0 || length != b->pre + b->post) return ApiInvalidData; /* AlazarSetRecordSize first */
+	if (recordsPerBuffer == 0) return ApiInvalidRecordsPerBuffer;
+	if (recordsPerAcquisition != 0x7fffffffU && recordsPerAcquisition % recordsPerBuffer != 0) {
+		return ApiInvalidRecordsPerBuffer;
+	}
+	U32 nch = (U32)__builtin_popcount(channels);
+	if (nch > 1 && !(flags & ADMA_INTERLEAVE_SAMPLES)) return ApiUnsupportedFunction;
+	pthread_mutex_lock(&b->mu);
+	b->channel_mask = channels;
+	b->nch = nch;
+	b->samples = length;
+	b->records_per_buffer = recordsPerBuffer;
+	b->records_per_acq = recordsPerAcquisition;
+	b->flags = flags;
+	b->buffer_bytes = (size_t)length * nch * recordsPerBuffer * 2;
+	b->qwait = b->qfill = b->qpost = 0;
+	b->overflow = 0;
+	b->next_aline = 0;
+	b->captured = 0;
+	b->async_ready = 1;
+	pthread_mutex_unlock(&b->mu);
+	vgv_config c;
+	vgv_config_get(&c);
+	c.samples_per_aline = (int32_t)length;
+	vgv_configure(&c);
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarPostAsyncBuffer(HANDLE h, void* buffer, U32 bytes) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	if (!buffer) return ApiNullParam;
+	pthread_mutex_lock(&b->mu);
+	RETURN_CODE rc = ApiSuccess;
+	if (!b->async_ready) {
+		rc = ApiNotInitialized; /* AlazarBeforeAsyncRead first */
+	} else if (bytes < b->buffer_bytes) {
+		rc = ApiBufferTooSmall;
+	} else if (b->qpost - b->qwait >= MAX_POSTED) {
+		rc = ApiInsufficientResources;
+	} else {
+		posted* p = &b->q[b->qpost % MAX_POSTED];
+		p->ptr = buffer;
+		p->bytes = bytes;
+		p->done = 0;
+		b->qpost++;
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+/* fill_record writes A-line n's record into dst: one spectrum per enabled
+ * channel, interleaved sample by sample (ADMA_INTERLEAVE_SAMPLES) when
+ * there are several. Every channel sees the phantom. */
+static void fill_record(board* b, int64_t n, uint16_t* dst, uint16_t* tmp) {
+	if (b->nch == 1) {
+		vgv_spectrum(n, dst, (int32_t)b->samples);
+		return;
+	}
+	vgv_spectrum(n, tmp, (int32_t)b->samples);
+	for (U32 s = 0; s < b->samples; s++) {
+		for (U32 c = 0; c < b->nch; c++) {
+			dst[(size_t)s * b->nch + c] = tmp[s];
+		}
+	}
+}
+
+/* filler is the board's DMA engine: it fills the oldest posted buffer once
+ * the model's clock has produced its A-lines, and overflows when no buffer
+ * is posted for longer than the FIFO holds. */
+static void* filler(void* arg) {
+	board* b = arg;
+	uint16_t* tmp = malloc((size_t)b->samples * 2);
+	vgv_config c;
+	vgv_config_get(&c);
+	int64_t rpb = b->records_per_buffer;
+	int64_t fifo_records = (int64_t)(fifo_bytes / ((size_t)b->samples * b->nch * 2));
+	size_t record_values = (size_t)b->samples * b->nch;
+	pthread_mutex_lock(&b->mu);
+	while (b->running) {
+		if (vgv_fault_at(b->next_aline + rpb - 1) == VGV_FAULT_BOARD_REMOVED) { /* pulled before this buffer is complete */
+			b->removed = 1;
+			pthread_cond_broadcast(&b->cv);
+			break;
+		}
+		int64_t now = vgv_now_alines();
+		struct timespec ts;
+		if (b->qfill == b->qpost) {
+			if (c.aline_rate_hz > 0 && now - b->next_aline > fifo_records) {
+				b->overflow = 1;
+				pthread_cond_broadcast(&b->cv);
+				break;
+			}
+			double left = c.aline_rate_hz > 0 ? (double)(b->next_aline + fifo_records + 1 - now) / c.aline_rate_hz : 0.05;
+			deadline_after(&ts, fmin(fmax(left, 0), 0.05));
+			pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+			continue;
+		}
+		int64_t need = b->next_aline + rpb;
+		if (now < need) {
+			deadline_after(&ts, fmin((double)(need - now) / c.aline_rate_hz, 0.05));
+			pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+			continue;
+		}
+		posted* p = &b->q[b->qfill % MAX_POSTED];
+		uint16_t* dst = p->ptr;
+		int64_t first = b->next_aline;
+		pthread_mutex_unlock(&b->mu);
+		for (int64_t r = 0; r < rpb; r++) {
+			fill_record(b, first + r, dst + (size_t)r * record_values, tmp);
+		}
+		pthread_mutex_lock(&b->mu);
+		if (!b->running) {
+			break; /* aborted while filling: the buffer is abandoned */
+		}
+		p->done = 1;
+		b->qfill++;
+		b->next_aline += rpb;
+		b->captured += (uint64_t)rpb;
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+	free(tmp);
+	return NULL;
+}
+
+EXPORT RETURN_CODE AlazarStartCapture(HANDLE h) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	pthread_mutex_lock(&b->mu);
+	if (b->running) {
+		pthread_mutex_unlock(&b->mu);
+		return ApiDmaInProgress;
+	}
+	if (!b->async_ready || !b->clock_set) {
+		pthread_mutex_unlock(&b->mu);
+		return ApiNotInitialized;
+	}
+	b->running = 1;
+	b->overflow = 0;
+	vgv_clock_start();
+	if (pthread_create(&b->thread, NULL, filler, b) != 0) {
+		b->running = 0;
+		pthread_mutex_unlock(&b->mu);
+		return ApiInsufficientResources;
+	}
+	b->thread_live = 1;
+	pthread_mutex_unlock(&b->mu);
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarAbortAsyncRead(HANDLE h) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	pthread_mutex_lock(&b->mu);
+	b->running = 0;
+	b->gen++;
+	pthread_cond_broadcast(&b->cv);
+	int live = b->thread_live;
+	b->thread_live = 0;
+	pthread_mutex_unlock(&b->mu);
+	if (live) {
+		pthread_join(b->thread, NULL); /* no write into a posted buffer after this returns */
+	}
+	pthread_mutex_lock(&b->mu);
+	b->qwait = b->qfill = b->qpost = 0;
+	b->async_ready = 0; /* the next acquisition starts with AlazarBeforeAsyncRead */
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	return removed(b) ? ApiFailed : ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarWaitAsyncBufferComplete(HANDLE h, void* buffer, U32 timeout_ms) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	pthread_mutex_lock(&b->mu);
+	RETURN_CODE rc = ApiSuccess;
+	uint64_t gen = b->gen;
+	struct timespec ts;
+	deadline_after(&ts, timeout_ms == 0xFFFFFFFFU ? 1e6 : (double)timeout_ms * 1e-3);
+	if (b->qwait == b->qpost || b->q[b->qwait % MAX_POSTED].ptr != buffer) {
+		rc = ApiBufferNotReady; /* not posted, or not the oldest posted buffer */
+		goto out;
+	}
+	for (;;) {
+		posted* p = &b->q[b->qwait % MAX_POSTED];
+		if (b->gen != gen) {
+			rc = ApiWaitCanceled;
+			break;
+		}
+		if (p->done) {
+			b->qwait++;
+			break;
+		}
+		if (removed(b)) {
+			rc = ApiFailed;
+			break;
+		}
+		if (b->overflow) {
+			rc = ApiBufferOverflow;
+			break;
+		}
+		if (pthread_cond_timedwait(&b->cv, &b->mu, &ts) == ETIMEDOUT) {
+			if (!b->q[b->qwait % MAX_POSTED].done) {
+				rc = ApiWaitTimeout;
+				break;
+			}
+		}
+	}
+out:
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Error text: a short description of each code this library returns. */
+
+EXPORT const char* AlazarErrorToText(RETURN_CODE rc) {
+	switch (rc) {
+	case ApiSuccess: return "ApiSuccess";
+	case ApiFailed: return "ApiFailed";
+	case ApiDmaInProgress: return "ApiDmaInProgress";
+	case ApiNullParam: return "ApiNullParam";
+	case ApiUnsupportedFunction: return "ApiUnsupportedFunction";
+	case ApiInvalidSize: return "ApiInvalidSize";
+	case ApiInsufficientResources: return "ApiInsufficientResources";
+	case ApiNotInitialized: return "ApiNotInitialized";
+	case ApiNotSupportThisChannel: return "ApiNotSupportThisChannel";
+	case ApiInvalidHandle: return "ApiInvalidHandle";
+	case ApiBufferNotReady: return "ApiBufferNotReady";
+	case ApiInvalidData: return "ApiInvalidData";
+	case ApiWaitTimeout: return "ApiWaitTimeout";
+	case ApiWaitCanceled: return "ApiWaitCanceled";
+	case ApiBufferTooSmall: return "ApiBufferTooSmall";
+	case ApiBufferOverflow: return "ApiBufferOverflow";
+	case ApiInvalidBuffer: return "ApiInvalidBuffer";
+	case ApiInvalidRecordsPerBuffer: return "ApiInvalidRecordsPerBuffer";
+	case ApiInvalidSkipTable: return "ApiInvalidSkipTable";
+	default: return "Unknown";
+	}
+}
