@@ -328,6 +328,10 @@ ok("walker_every_public_class", """
         "KernelOp": lambda: vg.KernelOp("k"), "SpinOp": lambda: vg.SpinOp(1.0), "UploadOp": lambda: vg.UploadOp(np.zeros(2)),
         "DownloadOp": lambda: vg.DownloadOp(np.zeros(2)), "KernelArg": lambda: vtk.KernelArg("i32", 1),
         "MemoryUsage": lambda: vg.memory_usage(), "Logger": lambda: vg.log.Logger("walker"),
+        "AnalogVoltageOutput": lambda: vg.daqmx.AnalogVoltageOutput("Dev1/ao0"),
+        "AnalogVoltageInput": lambda: vg.daqmx.AnalogVoltageInput("Dev1/ai0"),
+        "DigitalOutput": lambda: vg.daqmx.DigitalOutput("Dev1/port0/line0"),
+        "DigitalInput": lambda: vg.daqmx.DigitalInput("Dev1/port0/line1"),
         "FileSink": lambda: vg.log.FileSink(os.path.join(TMP, "walker.log")),
         "LiveView": lambda: None, "Frame": lambda: vg.display.Frame(0, np.zeros((2, 2)), np.zeros((2, 2)), 0),
     }
