@@ -2,13 +2,18 @@
 # Per-call costs of two builds, alternated in one session (bench/percall_ab.py):
 #   bash scripts/percall_ab.sh A_PYTHONPATH B_PYTHONPATH [rounds] > out.json
 # Prints each round's figures and the ratio B/A of their medians per figure.
+# Both run pinned to the same cores (CPUS=2-5 by default; taskset): unpinned, a host's
+# per-call figures fall into two modes a factor of two apart by where the
+# scheduler puts the process, which swamps a 5% difference.
 set -euo pipefail
 a=$1 b=$2 rounds=${3:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
+pin=()
+command -v taskset >/dev/null && pin=(taskset -c "${CPUS:-2-5}")
 for r in $(seq "$rounds"); do
-  PYTHONPATH=$a python3 "$here/bench/percall_ab.py" >> "$tmp/a.jsonl"
-  PYTHONPATH=$b python3 "$here/bench/percall_ab.py" >> "$tmp/b.jsonl"
+  PYTHONPATH=$a "${pin[@]}" python3 "$here/bench/percall_ab.py" >> "$tmp/a.jsonl"
+  PYTHONPATH=$b "${pin[@]}" python3 "$here/bench/percall_ab.py" >> "$tmp/b.jsonl"
 done
 python3 - "$tmp/a.jsonl" "$tmp/b.jsonl" <<'PY'
 import json, statistics, sys
