@@ -45,7 +45,7 @@
 //
 // Go never calls Python (DESIGN.md section 1). Events (update, segment,
 // volume, scan, error, done) go to a bounded queue that a Python-owned
-// dispatcher thread drains with NextEvents, with the GIL released while it
+// dispatcher thread drains with NextRecords, with the GIL released while it
 // waits. They are posted once the formatting of their block is dispatched
 // (enqueued, not finished), in block order, as vortex fires its callbacks;
 // handlers chain their work on the endpoint's stream.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format"
-	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
@@ -960,45 +959,20 @@ func (e *Engine) Status() Status {
 	return s
 }
 
-// NextEvents returns up to max events, waiting up to timeout for the first
-// (negative waits until one arrives, 0 polls). After the run ends and the
-// queue drains it returns one EventDone, then empty slices. The Python
-// dispatcher thread calls it with the GIL released.
-func (e *Engine) NextEvents(max int, timeout time.Duration) []Event {
-	s := e.sess()
-	if s == nil || max <= 0 {
-		return nil
-	}
-	buf := make([]Event, max)
-	return buf[:s.events.next(buf, timeout)]
-}
+// The engine's events are taken one of two ways, both without allocating:
+// as Events (NextEventsInto, for Go callers) or as flat records
+// (NextRecords, the form the Python dispatcher and its C loop read). Each
+// waits up to timeout for the first event (negative: until one arrives,
+// 0: a poll); after the run ends and the queue drains they return one
+// EventDone, then 0.
 
-// NextRecords is NextEvents as flat records: up to len(dst)/EventFields
-// events, EventFields int64 each (Event.Record), into dst, copied from the
-// queue's ring: it allocates nothing. Safe for one consumer at a time.
-func (e *Engine) NextRecords(dst []int64, timeout time.Duration) int {
-	return e.nextRecords(dst, timeout, true)
-}
-
-// RecordsAt is NextRecords for bindings: up to n records into the
-// caller's n*EventFields int64s at ptr (hostmem.Span), waiting up to
-// timeoutMs for the first (negative: until one arrives, 0: a poll). It
-// returns the count; after the run ends and the queue drains, one
-// EventDone, then 0. Entering it acknowledges the previous batch. spin
-// unset skips the spin before parking (a C consumer spun on the event
-// ring already).
-func (e *Engine) RecordsAt(ptr, n, timeoutMs int, spin bool) (int, error) {
-	if n <= 0 {
-		return 0, backend.Invalidf("max=%d, expected > 0", n)
-	}
-	dst, err := hostmem.Span[int64](ptr, n*EventFields)
-	if err != nil {
-		return 0, err
-	}
-	return e.nextRecords(dst, time.Duration(max(timeoutMs, -1))*time.Millisecond, spin), nil
-}
-
-func (e *Engine) nextRecords(dst []int64, timeout time.Duration, spin bool) int {
+// NextRecords takes up to len(dst)/EventFields events as records,
+// EventFields int64 each (Event.Record), copied from the queue's ring.
+// Entering it acknowledges the previous batch; spin unset skips the spin
+// before parking (a C consumer spun on the event ring already). Safe for
+// one consumer at a time. The Python dispatcher thread calls it with the
+// GIL released.
+func (e *Engine) NextRecords(dst []int64, timeout time.Duration, spin bool) int {
 	s := e.sess()
 	if s == nil {
 		return 0
@@ -1008,7 +982,7 @@ func (e *Engine) nextRecords(dst []int64, timeout time.Duration, spin bool) int 
 	return s.events.nextRecords(dst, timeout, spin)
 }
 
-// NextEventsInto is NextEvents into a caller's buffer, without allocating.
+// NextEventsInto takes up to len(dst) events into dst.
 func (e *Engine) NextEventsInto(dst []Event, timeout time.Duration) int {
 	s := e.sess()
 	if s == nil {

@@ -190,7 +190,7 @@ func queueConsumer(e *engine.Engine, onEmpty func()) (wait func() []engine.Event
 	go func() {
 		defer close(done)
 		for {
-			for _, ev := range e.NextEvents(64, 50*time.Millisecond) {
+			for _, ev := range nextEvents(e, 64, 50*time.Millisecond) {
 				evs = append(evs, ev)
 				if ev.Kind == engine.EventQueueEmpty {
 					onEmpty()

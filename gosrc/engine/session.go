@@ -19,7 +19,7 @@ import (
 // and a Start waits until the previous session has finished (its
 // goroutines have exited), so no goroutine ever sees two sessions.
 // Callers on other goroutines (Python's threads: RequestStop, Status,
-// NextEvents) load the current session atomically (Engine.sess); a call
+// NextRecords) load the current session atomically (Engine.sess); a call
 // that races with the session's end acts on the ended session, harmlessly.
 type session struct {
 	stopping chan struct{} // closed by the first stop request

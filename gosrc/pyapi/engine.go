@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 )
 
 // The engine's binding (python/vortexgo/engine/): one typed method per
@@ -117,7 +118,21 @@ func (e *Engine) Shutdown(interrupt bool) { e.e.Shutdown(interrupt) }
 // n*engine.EventFields int64s at dst, waiting up to timeoutMs (GIL
 // released): the dispatcher's path once FastNextEvents' id is closed.
 func (e *Engine) NextEvents(dst, n, timeoutMs int) (int, error) {
-	return tagged(e.e.RecordsAt(dst, n, timeoutMs, true))
+	return nextRecords(e.e, dst, n, timeoutMs, true)
+}
+
+// nextRecords is engine.Engine.NextRecords into the caller's
+// n*engine.EventFields int64s at ptr, waiting up to timeoutMs (negative:
+// until one arrives, 0: a poll).
+func nextRecords(e *engine.Engine, ptr, n, timeoutMs int, spin bool) (int, error) {
+	if n <= 0 {
+		return 0, tag(badArg("max=%d, expected > 0", n))
+	}
+	dst, err := hostmem.Span[int64](ptr, n*engine.EventFields)
+	if err != nil {
+		return 0, tag(err)
+	}
+	return e.NextRecords(dst, time.Duration(max(timeoutMs, -1))*time.Millisecond, spin), nil
 }
 
 // engineStatusRecord is engine.Status as a record (ENGINE_STATUS): its
@@ -175,15 +190,15 @@ func (e *Engine) Timings(dst, n int) (int, error) {
 // RecordCallbackErrors adds n to the callback error count.
 func (e *Engine) RecordCallbackErrors(n int) { e.e.RecordCallbackErrors(n) }
 
-// FastNextEvents is engine.Engine.RecordsAt for the engine of registry id
-// id (GIL released; spin 0: no spin, after the C wait on the event ring): a
+// FastNextEvents is Engine.NextEvents for the engine of registry id id
+// (GIL released; spin 0: no spin, after the C wait on the event ring): a
 // function, as gopy resolves methods through a map and reflection.
 func FastNextEvents(id, ptr, n, timeoutMs, spin int) (int, error) {
 	e, err := lookup[*engine.Engine]("engine", id)
 	if err != nil {
 		return 0, tag(err)
 	}
-	return tagged(e.RecordsAt(ptr, n, timeoutMs, spin != 0))
+	return nextRecords(e, ptr, n, timeoutMs, spin != 0)
 }
 
 // EventRing lends the session's event queue to the dispatcher's C wait
