@@ -245,11 +245,15 @@ def test_strobe_classes_are_vortexs(tmp_path):
     assert repr(VolumeStrobe(4)) == "VolumeStrobe(line=4, polarity=Polarity.High, duration=10, delay=0, flags=Flags(value=0xffffffffffffffff))"
     assert c.lead_strobes == 0 and repr(c.scanner_warp) == "NoWarp"
     assert c.lead_marker.flags == Flags.none() and c.lead_marker.sample == 0
-    for make, err, match in [(lambda: SampleStrobe(32), ValueError, "SampleStrobe.line"),
-                             (lambda: SampleStrobe(0, 0), ValueError, "SampleStrobe.divisor"),
+    # Bounds are the engine's, checked with its configuration (gosrc/engine/strobe.go).
+    def bad(strobe):
+        return lambda: EngineConfig(strobes=[strobe]).validate()
+
+    for make, err, match in [(bad(SampleStrobe(32)), ValueError, r"\(SampleStrobe\)\.line: 32"),
+                             (bad(SampleStrobe(0, 0)), ValueError, r"\(SampleStrobe\)\.divisor: 0"),
                              (lambda: SegmentStrobe(0, 2), ValueError, "SegmentStrobe.polarity"),
-                             (lambda: VolumeStrobe(0, Polarity.Low, -1), ValueError, "VolumeStrobe.duration"),
-                             (lambda: ScanStrobe(0, Polarity.Low, 1, -3), ValueError, "ScanStrobe.delay"),
+                             (bad(VolumeStrobe(0, Polarity.Low, -1)), ValueError, r"\(VolumeStrobe\)\.duration: -1"),
+                             (bad(ScanStrobe(0, Polarity.Low, 1, -3)), ValueError, r"\(ScanStrobe\)\.delay: -3"),
                              (lambda: EventStrobe(flags=3), TypeError, "EventStrobe.flags"),
                              (lambda: setattr(SampleStrobe(), "delay", 1), AttributeError, "delay")]:
         with pytest.raises(err, match=match):

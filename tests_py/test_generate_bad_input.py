@@ -58,9 +58,12 @@ CASES = [
     ("negative flags", lambda: Flags(-1), ValueError, "Flags.value"),
     ("flags of the wrong type", lambda: raster(flags="all"), TypeError, "flags"),
     ("strobe flags of the wrong type", lambda: SegmentStrobe(flags=1), TypeError, "SegmentStrobe.flags"),
-    # strobes
-    ("strobe line beyond 31", lambda: SampleStrobe(line=32), ValueError, "SampleStrobe.line"),
-    ("strobe divisor 0", lambda: SampleStrobe(divisor=0), ValueError, "SampleStrobe.divisor"),
+    # strobes: bounds are the engine's (gosrc/engine/strobe.go), checked with its configuration
+    ("strobe line beyond 31", lambda: EngineConfig(strobes=[SampleStrobe(line=32)]).validate(), ValueError,
+     r"Strobes\[0\] \(SampleStrobe\)\.line: 32"),
+    ("strobe divisor 0", lambda: EngineConfig(strobes=[SampleStrobe(divisor=0)]).validate(), ValueError,
+     r"Strobes\[0\] \(SampleStrobe\)\.divisor: 0"),
+    ("strobe line not an int", lambda: SampleStrobe(line=1.5), TypeError, "SampleStrobe.line"),
 ]
 
 

@@ -27,13 +27,15 @@ def _polarity(name: str, v: Any) -> Polarity:
     return Polarity(int(v))
 
 
-# Fields of a strobe: (name, check); gosrc/engine/strobe.go's StrobeLines = 32.
+# Fields of a strobe: (name, type check). The bounds (line < 32, spans) are
+# gosrc/engine/strobe.go's, checked when the engine's configuration is
+# validated, naming the strobe and the field.
 _STROBE_CHECKS = {
-    "line": lambda n, v: check_int(n, v, 0, 31),
-    "divisor": lambda n, v: check_int(n, v, 1, 1 << 40),
-    "phase": lambda n, v: check_int(n, v, 0, 1 << 40),
-    "duration": lambda n, v: check_int(n, v, 0, 1 << 40),
-    "delay": lambda n, v: check_int(n, v, 0, 1 << 40),
+    "line": check_int,
+    "divisor": check_int,
+    "phase": check_int,
+    "duration": check_int,
+    "delay": check_int,
     "polarity": _polarity,
     "flags": lambda n, v: _strobe_flags(n, v),
 }
