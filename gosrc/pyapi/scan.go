@@ -528,7 +528,7 @@ const maxPendingEvents = 1 << 12
 // a Python callback must never run (DESIGN.md 1), so each call is recorded
 // as (token, sample, event) for Events; Python runs its callbacks after
 // the call returns. It embeds Object so that the engine's wiring
-// (EngineConfig.Link, the engine's scan_queue op) takes it.
+// (EngineConfig.Link, Engine.SetScanQueue) takes it.
 type ScanQueue struct {
 	Object
 	q *scan.ScanQueue

@@ -27,7 +27,7 @@
  *   (gosrc/engine/eventring.h), spinning with the GIL released, with no
  *   call into Go (see ring_next).
  *
- * - run_events, the engine dispatcher's hot loop (python/vortexgo/engine.py,
+ * - run_events, the engine dispatcher's hot loop (python/vortexgo/engine/dispatch.py,
  *   Engine._run_batch): it runs consecutive event records whose handler
  *   takes only ints and returns to Python at the first record that needs
  *   more (see run_events).
@@ -430,7 +430,7 @@ static PyObject* raised(void) {
  *
  * The dispatcher's wait for events with a fixed dispatch_spin
  * (Engine._dispatch): takes up to len(records) / EV_FIELDS records from the
- * engine's event ring at `address` (the record of Engine.EventRing(), gosrc/engine/eventring.h)
+ * engine's event ring at `address` (pyapi EventRing.Addr(), gosrc/engine/eventring.h)
  * into `records` (a writable int64 buffer), spinning up to spin_ns for the
  * first with the GIL released. No call into Go: on the GPU hosts every trip
  * through Go (the cgo return, the runtime's P) added microseconds to the
@@ -440,7 +440,7 @@ static PyObject* raised(void) {
  * Returns n > 0 records taken; 0 when the spin ran out (the dispatcher then
  * parks in Go: pyapi.FastNextEvents with spin 0); -1 once the ring is closed and drained
  * (Go's call returns the final EventDone); -2 when engine stages wait for the
- * acknowledgement just stored, which moved (the dispatcher wakes them with the ring's Do("ack"),
+ * acknowledgement just stored, which moved (the dispatcher wakes them with the ring's Ack(),
  * then calls again). The caller keeps the EventRing object alive while it
  * passes its address, and is the ring's only consumer: the dispatcher thread,
  * alternating with Go's calls, never beside them.
@@ -452,7 +452,7 @@ static PyObject* ring_next(PyObject* self, PyObject* const* args, Py_ssize_t nar
 	if (forked) return refuse_forked("ring_next");
 	if (id(args[0], &addr) || id(args[2], &spin_ns)) return NULL;
 	if (addr == 0) {
-		PyErr_SetString(PyExc_ValueError, "ring_next: address 0, expected an event ring's address (Engine.EventRing())");
+		PyErr_SetString(PyExc_ValueError, "ring_next: address 0, expected an event ring's address (EventRing.Addr())");
 		return NULL;
 	}
 	if (spin_ns < 0 || spin_ns > 1000000000) {
