@@ -38,7 +38,7 @@ import _subproc
 pytestmark = pytest.mark.timeout(240)
 
 ROOT = Path(__file__).resolve().parents[1]
-RATE_HZ = "5000"
+RATE_HZ = "5000"  # on 2 shared CPU cores; 20 kHz passes here too (3 of 3), but a loaded host underflowed once
 
 
 @pytest.fixture(scope="module")
@@ -140,13 +140,13 @@ if source == "virtual":
 else:
     acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=GA, bscans_per_volume=GB, volumes=1,
                                   noise_level=0)
+    ios.append((SimulatedIO(), {"lead_samples": IO_DELAY}))  # in the DAQmxIO's place: the same lead
 made = streams(source)
 eps = [e for e, _ in made]
 vol = None
 if kind == "raster":
     vol = StackHostTensorEndpointFloat32(); eps.append(vol)
 planner = FormatPlanner(FormatPlannerConfig(B, A))
-eng = Engine.__new__(Engine)
 eng = engine(acq, ios, eps, planner)
 eng.scan_queue.append(scan)
 eng.prepare(); eng.start(); eng.wait()
