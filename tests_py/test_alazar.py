@@ -354,7 +354,7 @@ def test_the_model_at_galvo_positions_equals_the_simulated_source(virtual):
         assert lib.vgv_configure(ctypes.byref(c)) == 0
         p = Phantom(); lib.vgv_phantom_get(ctypes.byref(p))
         p.ascans, p.bscans, p.volumes, p.seed, p.noise_level = A, 24, 1, 7, 0.0
-        p.x_min, p.x_max, p.y_min, p.y_max = -1.0, 1.0, -0.5, 0.5
+        p.x_min, p.x_max, p.y_min, p.y_max = -0.5, 0.5, -1.0, 1.0  # A-scans along y (channel 1)
         assert lib.vgv_phantom_configure(ctypes.byref(p)) == 0
 
         # the raster in a random order, so nothing but the positions can make it match
@@ -364,7 +364,7 @@ def test_the_model_at_galvo_positions_equals_the_simulated_source(virtual):
         x = (-1.0 + ascan * 2.0 / (A - 1) + 0.2 * 2.0 / (A - 1)) * 2.0          # volts
         y = (-0.5 + bscan * 1.0 / 23 - 0.2 * 1.0 / 23) * 2.0
         dbl = ctypes.POINTER(ctypes.c_double)
-        for ch, v in ((0, x), (1, y)):
+        for ch, v in ((1, x), (0, y)):  # x: the A-scan coordinate, galvo channel 1
             v = np.ascontiguousarray(v)
             lib.vgv_galvo_write(ch, ctypes.c_int64(0), v.ctypes.data_as(dbl), ctypes.c_int64(len(v)))
         out = np.empty(S, np.uint16)
@@ -374,7 +374,7 @@ def test_the_model_at_galvo_positions_equals_the_simulated_source(virtual):
             worst = max(worst, int(np.abs(out.astype(int) - want[bscan[k], ascan[k]].astype(int)).max()))
         assert worst <= 1, worst
         gx, gy = ctypes.c_double(), ctypes.c_double()
-        assert lib.vgv_galvo_at(ctypes.c_int64(3), ctypes.byref(gx), ctypes.byref(gy)) == 0 and gx.value == x[0]
+        assert lib.vgv_galvo_at(ctypes.c_int64(3), ctypes.byref(gx), ctypes.byref(gy)) == 0 and gy.value == x[0]
         assert lib.vgv_galvo_at(ctypes.c_int64(len(order) + 3), ctypes.byref(gx), ctypes.byref(gy)) == 1, "underflow"
         print("worst", worst)
     """ % str(virtual.parent / "libvgvirtual.so"))

@@ -237,7 +237,13 @@ func (d *DAQmxIO) prepareTask() (err error) {
 		if err = task.SetRegeneration(false); err != nil {
 			return err
 		}
-		if err = task.SetOutputBufferSize(bufferSize); err != nil {
+		// One block more than vortex's: vortexgo's engine hands an IO the
+		// block after its preload synchronously, before the acquisition's
+		// first block starts the digitizer (vortex writes it from another
+		// thread), so with blocks_to_buffer = preload_count (vortex's
+		// demos) a card clocked by the A-line trigger would wait for a
+		// trigger that only comes after the write: tests_py/test_closed_loop.py.
+		if err = task.SetOutputBufferSize(bufferSize + c.SamplesPerBlock/div); err != nil {
 			return err
 		}
 	}

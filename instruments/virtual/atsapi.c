@@ -631,6 +631,7 @@ EXPORT RETURN_CODE AlazarAbortAsyncRead(HANDLE h) {
 	pthread_mutex_unlock(&b->mu);
 	if (live) {
 		pthread_join(b->thread, NULL); /* no write into a posted buffer after this returns */
+		vgv_clock_stop();              /* the triggers end with the capture: the next one counts from 0 */
 	}
 	pthread_mutex_lock(&b->mu);
 	b->qwait = b->qfill = b->qpost = 0;

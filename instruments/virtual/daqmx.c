@@ -512,6 +512,14 @@ EXPORT int32 DAQmxCreateTask(const char* name, TaskHandle* out) {
 }
 
 static void stop_locked(task* t) {
+	if (t->kind == K_AO && (t->running || t->written > 0)) {
+		for (int ch = 0; ch < t->nchan; ch++) {
+			if (t->chans[ch].index <= 1) { /* it published the galvo timeline: the next run starts a new one */
+				vgv_galvo_reset();
+				break;
+			}
+		}
+	}
 	t->running = 0;
 	t->run_gen++;
 	t->written = t->consumed = 0;

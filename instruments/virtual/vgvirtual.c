@@ -304,7 +304,10 @@ static double fast_cos(double x) {
 /* The model's state. */
 
 static pthread_mutex_t model_mu = PTHREAD_MUTEX_INITIALIZER; /* cfg, ph, the phantom and its cache */
-static vgv_config cfg = {100000.0, 1024, 1.5, 0};
+/* volts_per_unit 10/15: vortex's DAQmxIO writes stream / logical_units_per_physical_unit
+ * volts (vortex/io/daqmx.hpp), and its demos' galvo channels scale by 15/10, so a scan
+ * unit is 10/15 V; the model reads volts / volts_per_unit back as scan units. */
+static vgv_config cfg = {100000.0, 1024, 10.0 / 15.0, 0};
 static vgv_phantom ph = {256, 256, 1, 1, 1.0, 20000.0, 500.0, 840e-9, 100e-9, 50e-9, 30.0, -1, 1, -1, 1, 1};
 
 static phantom model;              /* built for (built_samples, ph) */
@@ -526,8 +529,11 @@ void vgv_spectrum(int64_t n, uint16_t* out, int32_t samples) {
 			vgv_galvo_at(n, &vx, &vy);
 		}
 		pthread_mutex_lock(&model_mu);
-		ascan = grid_index(vx / vpu, ph.x_min, ph.x_max, ph.ascans);
-		bscan = grid_index(vy / vpu, ph.y_min, ph.y_max, ph.bscans);
+		/* vortex's raster: A-scans along its segment axis (galvo channel 1, y),
+		 * B-scans along its volume axis (channel 0, x) (vortex/scan/waypoints.hpp:
+		 * extents[1] is the B-scan's, extents[0] the volume's) */
+		ascan = grid_index(vy / vpu, ph.y_min, ph.y_max, ph.ascans);
+		bscan = grid_index(vx / vpu, ph.x_min, ph.x_max, ph.bscans);
 	}
 	if (build_model(samples) != 0) {
 		pthread_mutex_unlock(&model_mu);
@@ -560,6 +566,12 @@ void vgv_clock_start(void) {
 	pthread_mutex_lock(&clock_mu);
 	clock_gettime(CLOCK_MONOTONIC, &clock_t0);
 	clock_running = 1;
+	pthread_mutex_unlock(&clock_mu);
+}
+
+void vgv_clock_stop(void) {
+	pthread_mutex_lock(&clock_mu);
+	clock_running = 0;
 	pthread_mutex_unlock(&clock_mu);
 }
 

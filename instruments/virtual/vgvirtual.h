@@ -69,8 +69,8 @@ int64_t vgv_now_alines(void);
  * (gosrc/acquire/phantom.go, spectrum.go), laid over the scan field. Its
  * fields are SimulatedConfig's (the same names and defaults, so one config
  * describes both sources), plus where the phantom's grid sits in scan
- * units: ascans x bscans points spanning [x_min, x_max] x [y_min, y_max]
- * with both ends included (vortex's raster convention), so a raster scan of
+ * units: ascans points along y (channel 1) spanning [y_min, y_max] by
+ * bscans points along x (channel 0) spanning [x_min, x_max], both ends included (vortex's raster convention), so a raster scan of
  * that extent and shape lands on the grid exactly. A galvo position is
  * converted to scan units (volts / volts_per_unit) and snapped to the
  * nearest grid point (ascan, bscan); points outside the field extrapolate
@@ -89,8 +89,13 @@ typedef struct {
 	double wavelength_span;    /* WavelengthSpan, metres */
 	double source_bandwidth;   /* SourceBandwidth, metres */
 	double dispersion;         /* Dispersion, radians at the band edges */
-	double x_min, x_max;       /* scan units the grid spans along x */
-	double y_min, y_max;       /* and along y */
+	/* Where the grid lies, in scan units, as vortex's raster lays its
+	 * A-scans: along galvo channel 1 (y, the segment axis: extents[1]) the
+	 * ascans points span [y_min, y_max]; along channel 0 (x, the volume
+	 * axis: extents[0]) the bscans points span [x_min, x_max]. (Issue 26's
+	 * closed loop: before, ascans ran along x, transposing vortex's raster.) */
+	double x_min, x_max;       /* scan units the B-scans span along x (channel 0) */
+	double y_min, y_max;       /* scan units the A-scans span along y (channel 1) */
 	/* free_raster: while no galvo sample has been written since the last
 	 * vgv_galvo_reset (no scanner attached), A-line n sees grid point
 	 * n mod (ascans*bscans) of volume (n / (ascans*bscans)) mod volumes,
@@ -114,9 +119,20 @@ enum { VGV_FAULT_NONE = 0, VGV_FAULT_BOARD_REMOVED = 1 };
 void vgv_fault_set(int kind, int64_t at_aline);
 int vgv_fault_at(int64_t n);
 
+/* --- Additions (issue 26, the closed loop; additive only) ---------------- */
+
+/* vgv_clock_stop ends the triggers (the digitizer's capture aborted): from
+ * then vgv_now_alines reads 0 until the next vgv_clock_start, so each
+ * capture counts its A-lines from 0, as a DAQmx task started before it
+ * (its sample clock on a PFI terminal) counts its samples from 0: AO sample
+ * k is A-line k of every run, and a task armed for the next run sees no
+ * trigger of the last one. */
+void vgv_clock_stop(void);
+
 /* The environment variables the model reads when it loads (tests and
  * vortex's demos set them without code): VGV_ALINE_RATE_HZ,
- * VGV_VOLTS_PER_UNIT, VGV_IO_DELAY, VGV_FAULT; the phantom's
+ * VGV_VOLTS_PER_UNIT (default 10/15: vortex's demos' galvo, whose DAQmx
+ * channels scale by logical_units_per_physical_unit = 15/10), VGV_IO_DELAY, VGV_FAULT; the phantom's
  * VGV_PHANTOM="ascans,bscans,x_min,x_max,y_min,y_max" and VGV_NOISE_LEVEL. */
 
 #ifdef __cplusplus

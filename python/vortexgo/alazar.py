@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the default VORTEXGO_VIRTUAL_DIR
 from ._attrs import Config, StrictAttributes, ValueList
 from ._core import api
 from ._errors import native

@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the default VORTEXGO_VIRTUAL_DIR
 from . import daqmx
 from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api

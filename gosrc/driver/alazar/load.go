@@ -132,10 +132,10 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"unsafe"
 
+	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
 
@@ -147,7 +147,7 @@ const EnvLibrary = "VORTEXGO_ATSAPI_LIBRARY"
 // being loadable.
 var ErrNoLibrary = errors.New("alazar: no AlazarTech ATS-SDK library (libATSApi.so), expected the ATS-SDK and " +
 	"AlazarTech's driver installed, or " + EnvLibrary + "=/path/to/libATSApi.so (vortexgo's virtual digitizer: " +
-	"`make virtual`, then " + EnvLibrary + "=build/virtual/libATSApi.so)")
+	"`make virtual`, then " + EnvLibrary + "=build/virtual/libATSApi.so, or " + instrument.EnvInstruments + "=virtual)")
 
 // ErrUnsupportedVersion is wrapped when the library's ATS-SDK version is
 // older than MinSDKMajor.
@@ -177,7 +177,10 @@ func Load() (string, error) {
 	if loaded != nil {
 		return version, nil
 	}
-	names := append([]string{os.Getenv(EnvLibrary)}, libraryNames...)
+	names := libraryNames
+	if p, _ := instrument.Library(EnvLibrary, "libATSApi.so"); p != "" {
+		names = []string{p} // the user named one (or the virtual instrument): no silent fallback
+	}
 	lib, err := dl.Open(names...)
 	if err != nil {
 		return "", fmt.Errorf("%w (%v)", ErrNoLibrary, err)

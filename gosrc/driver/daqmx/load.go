@@ -9,9 +9,9 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
+	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
 
@@ -26,7 +26,8 @@ var systemNames = []string{"libnidaqmx.so", "libnidaqmx.so.1"}
 // ErrNoLibrary is wrapped by every error that comes from the NI-DAQmx
 // library not being found or not being NI-DAQmx.
 var ErrNoLibrary = errors.New("daqmx: the NI-DAQmx library (libnidaqmx.so) could not be loaded, expected NI-DAQmx " +
-	"installed (NI's ni-daqmx package), or " + LibraryEnv + "=/path/to/libnidaqmx.so")
+	"installed (NI's ni-daqmx package), or " + LibraryEnv + "=/path/to/libnidaqmx.so (vortexgo's virtual card: " +
+	"`make virtual`, then " + instrument.EnvInstruments + "=virtual)")
 
 // symbols are the entry points the shim calls, by table index.
 var symbols = []struct {
@@ -73,8 +74,8 @@ func Load() error {
 		return nil
 	}
 	names := systemNames
-	if p := os.Getenv(LibraryEnv); p != "" {
-		names = []string{p} // the user named one: never fall back to another silently
+	if p, _ := instrument.Library(LibraryEnv, "libnidaqmx.so"); p != "" {
+		names = []string{p} // the user named one (or the virtual instrument): never fall back to another silently
 	}
 	lib, err := dl.Open(names...)
 	if err != nil {

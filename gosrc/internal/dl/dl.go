@@ -10,6 +10,21 @@ package dl
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
+
+// vg_getenv copies the variable's value from the process's live environment
+// into out (room for cap bytes); -1 when unset, else its full length.
+static long vg_getenv(const char* name, char* out, size_t cap) {
+	const char* v = getenv(name);
+	if (v == NULL) return -1;
+	size_t n = strlen(v);
+	if (cap > 0) {
+		size_t k = n < cap - 1 ? n : cap - 1;
+		memcpy(out, v, k);
+		out[k] = 0;
+	}
+	return (long)n;
+}
 
 // vg_dlopen calls dlopen and returns dlerror's text (copied into err, which
 // has room for errcap bytes) when it fails. dlerror's buffer is thread
@@ -131,4 +146,27 @@ func (l *Library) Sym(name string) (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("dl: %s: symbol %q: %s", l.name, name, reason)
 	}
 	return p, nil
+}
+
+// Getenv reads a variable from the process's live C environment. Go's
+// os.Getenv reads the copy the runtime took when the extension loaded, so it
+// misses what the host program set since (Python's os.environ[...] = ...
+// calls putenv); the library paths users point the loaders at are read here,
+// at the moment the library is first needed.
+func Getenv(name string) (string, bool) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	buf := make([]C.char, 4096)
+	n := C.vg_getenv(cname, &buf[0], C.size_t(len(buf)))
+	if n < 0 {
+		return "", false
+	}
+	if int(n) >= len(buf) {
+		buf = make([]C.char, int(n)+1)
+		n = C.vg_getenv(cname, &buf[0], C.size_t(len(buf)))
+		if n < 0 {
+			return "", false
+		}
+	}
+	return C.GoString(&buf[0]), true
 }
