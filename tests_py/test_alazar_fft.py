@@ -156,3 +156,33 @@ def test_fft_validation_uses_vortexs_messages(virtual):
         print("ok")
     """)
     assert "ok" in o.stdout, o.stdout + o.stderr
+
+
+def test_acquire_alazar_clock_digitizes_one_sweep(virtual):
+    """vortex's engine.acquire_alazar_clock: one record at the board's top rate
+    over the sweep's active part, on the clock channel (the virtual board's
+    channels carry the phantom, not a k-clock: the shape and rate are checked)."""
+    o = run_child(virtual, """
+        import vortexgo.compat
+        vortexgo.compat.install()
+        from vortex.engine import acquire_alazar_clock as from_vortex
+        from vortexgo.engine import acquire_alazar_clock
+        from vortexgo.source import Source
+        assert from_vortex is acquire_alazar_clock is alazar.acquire_alazar_clock
+        src = Source(triggers_per_second=100_000, duty_cycle=0.5)
+        ac = alazar.AlazarConfig()
+        ac.inputs.append(alazar.Input(alazar.Channel.B))
+        rate, clock = acquire_alazar_clock(src, ac, alazar.Channel.A)
+        assert rate == 1_800_000_000, rate
+        assert clock.dtype == np.uint16 and clock.shape == (9088,), clock.shape  # 9000 samples, aligned to 128
+        assert clock.max() > clock.min()
+        assert list(ac.inputs) == [alazar.Input(alazar.Channel.B)], "the caller's config is not changed"
+        try:
+            acquire_alazar_clock(src, ac, alazar.Channel.C)
+        except vg.VortexError as e:
+            assert "(561) ApiNotSupportThisChannel" in str(e), e
+        else:
+            raise AssertionError("a channel the board lacks was digitized")
+        print("ok")
+    """)
+    assert "ok" in o.stdout, o.stdout + o.stderr

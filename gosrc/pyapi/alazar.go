@@ -123,3 +123,22 @@ func (b *AlazarBoard) MaxTriggerRatePerFFTLength(index, n int) (float64, error) 
 	}
 	return tagged(in.DSP[index].MaxTriggerRatePerFFTLength(uint32(n)))
 }
+
+// AcquireAlazarClock is vortex's engine.acquire_alazar_clock: config is
+// an acquire.AlazarConfig JSON record, the source's duty cycle and
+// triggers per second and the clock's channel; it returns the sampling
+// rate and the record as a JSON record [rate, [samples...]].
+func AcquireAlazarClock(config string, dutyCycle float64, triggersPerSecond int, clockChannel int) (string, error) {
+	var c acquire.AlazarConfig
+	if err := decodeRecord("AlazarConfig", config, &c); err != nil {
+		return "", tag(err)
+	}
+	if clockChannel <= 0 || clockChannel > 1<<15 {
+		return "", tag(badArg("acquire_alazar_clock: clock_channel=%d, expected an alazar.Channel", clockChannel))
+	}
+	rate, clock, err := acquire.AcquireAlazarClock(c, dutyCycle, triggersPerSecond, alazar.Channel(clockChannel))
+	if err != nil {
+		return "", tag(err)
+	}
+	return encodeJSON([]any{rate, clock}), nil
+}

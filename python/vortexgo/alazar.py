@@ -49,6 +49,7 @@ __all__ = [
     "InternalClock", "ExternalClock", "SingleExternalTrigger", "DualExternalTrigger", "Input",
     "AuxIOTriggerOut", "AuxIOClockOut", "AuxIOPacerOut", "OCTIgnoreBadClock", "VectorInput", "VectorOption",
     "AlazarDevice", "AlazarConfig", "AlazarAcquisition", "AlazarFFTConfig", "AlazarFFTAcquisition",
+    "acquire_alazar_clock",
 ]
 
 
@@ -755,3 +756,29 @@ class AlazarFFTAcquisition(AlazarAcquisition):
         c = self.config
         return (f"<AlazarFFTAcquisition board {c.device.system_index}-{c.device.board_index}, FFT {c.fft_length}, "
                 f"{c.records_per_block} x {c.samples_per_ascan} x {c.channels_per_sample} uint16>")
+
+
+def acquire_alazar_clock(source: Any, acquire_config: AlazarConfig, clock_channel: Channel,
+                         log: Any = None) -> tuple[int, np.ndarray]:
+    """Digitize one sweep of a swept source's k-clock (vortex's ``engine.acquire_alazar_clock``).
+
+    The board of ``acquire_config`` samples ``clock_channel`` at its highest
+    internal rate for one record spanning the sweep's active part
+    (``source.duty_cycle`` of a trigger period at ``source.triggers_per_second``,
+    rounded up to the board's alignment), with ``acquire_config``'s trigger
+    and its first input's range, impedance and coupling (no options).
+    Returns ``(samples_per_second, clock)``, ``clock`` a uint16 array of the
+    record; :func:`~vortexgo.source.find_rising_edges` finds its edges.
+    ``log`` is accepted for vortex's signature.
+    """
+    del log
+    if not isinstance(acquire_config, AlazarConfig):
+        raise TypeError(f"acquire_alazar_clock: acquire_config={acquire_config!r}, expected an AlazarConfig")
+    ch = _enum("acquire_alazar_clock", "clock_channel", clock_channel, Channel)
+    cfg = AlazarConfig.copy(acquire_config)
+    if not cfg.inputs:
+        cfg.inputs.append(Input(ch))
+    rate, clock = json.loads(native(api.AcquireAlazarClock)(
+        json.dumps(AlazarConfig._record(cfg)), check_float("acquire_alazar_clock: source.duty_cycle", source.duty_cycle),
+        check_int("acquire_alazar_clock: source.triggers_per_second", source.triggers_per_second, 1), int(ch)))
+    return int(rate), np.asarray(clock, dtype=np.uint16)
