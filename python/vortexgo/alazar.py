@@ -181,7 +181,7 @@ class InfoDsp(Config):
 
 @dataclass
 class InfoDac(Config):
-    """The board's galvo DAC (:class:`~vortexgo.io.AlazarIO`'s): slot sizes in words by slot (from 1)."""
+    """The board's galvo DAC (vortex's ``AlazarIO`` drives it): slot sizes in words by slot (from 1)."""
 
     sequence_count: int = 0
     slot_sizes: dict = field(default_factory=dict)
@@ -686,7 +686,7 @@ class AlazarFFTConfig(AlazarConfig):
 
     @property
     def samples_per_ascan(self) -> int:
-        """Values of one A-scan: ``fft_length / 2``, plus ``fft_length`` with the time domain."""
+        """The length of an A-scan, ``fft_length / 2`` (plus ``fft_length`` with the time domain)."""
         return self.fft_length + self.fft_length // 2 if self.include_time_domain else self.fft_length // 2
 
     @property
