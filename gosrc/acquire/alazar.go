@@ -298,6 +298,10 @@ type AlazarAcquisition struct {
 	posted   []uintptr // posted buffers, oldest first
 	stopping chan struct{}
 
+	// configureCapture, when set, readies the capture in place of
+	// ConfigureCapture (AlazarFFTAcquisition's, through the FFT module).
+	configureCapture func() error
+
 	claim engine.Claim
 }
 
@@ -360,7 +364,11 @@ func (a *AlazarAcquisition) Start() error {
 	if a.running {
 		return nil
 	}
-	if err := a.board.ConfigureCapture(a.cfg.ChannelMask(), uint32(a.cfg.SamplesPerRecord), uint32(a.cfg.RecordsPerBlock),
+	if a.configureCapture != nil {
+		if err := a.configureCapture(); err != nil {
+			return err
+		}
+	} else if err := a.board.ConfigureCapture(a.cfg.ChannelMask(), uint32(a.cfg.SamplesPerRecord), uint32(a.cfg.RecordsPerBlock),
 		alazar.InfiniteAcquisition, 0); err != nil {
 		return err
 	}

@@ -18,6 +18,39 @@ func NewAlazarAcquisition(config string) (*Acquisition, error) {
 	return newFromRecord("AlazarConfig", config, acquire.AlazarConfig{}, acquire.NewAlazarAcquisition)
 }
 
+// alazarFFTRecord is acquire.AlazarFFTConfig as Python sends it: the
+// spectral filter as its real and imaginary parts (JSON has no complex).
+type alazarFFTRecord struct {
+	acquire.AlazarConfig
+	FFTLength                              int
+	SpectralFilterReal, SpectralFilterImag []float32
+	IncludeTimeDomain                      bool
+	Background                             []int16
+}
+
+// NewAlazarFFTAcquisition builds an acquire.AlazarFFTAcquisition from its
+// configuration as a JSON record (alazarFFTRecord: AlazarConfig's fields
+// plus the FFT's): it opens, checks and configures the board and its FFT.
+func NewAlazarFFTAcquisition(config string) (*Acquisition, error) {
+	var r alazarFFTRecord
+	if err := decodeRecord("AlazarFFTConfig", config, &r); err != nil {
+		return nil, tag(err)
+	}
+	if len(r.SpectralFilterReal) != len(r.SpectralFilterImag) {
+		return nil, tag(badArg("AlazarFFTConfig.spectral_filter: %d real and %d imaginary parts, expected as many",
+			len(r.SpectralFilterReal), len(r.SpectralFilterImag)))
+	}
+	c := acquire.AlazarFFTConfig{AlazarConfig: r.AlazarConfig, FFTLength: r.FFTLength,
+		IncludeTimeDomain: r.IncludeTimeDomain, Background: r.Background}
+	if len(r.SpectralFilterReal) > 0 {
+		c.SpectralFilter = make([]complex64, len(r.SpectralFilterReal))
+		for i := range c.SpectralFilter {
+			c.SpectralFilter[i] = complex(r.SpectralFilterReal[i], r.SpectralFilterImag[i])
+		}
+	}
+	return newAcquisition(acquire.NewAlazarFFTAcquisition(c))
+}
+
 // AlazarLoad loads the ATS-SDK library if it is not loaded yet and returns
 // its version.
 func AlazarLoad() (string, error) { return tagged(alazar.Load()) }
@@ -72,9 +105,40 @@ func (b *AlazarBoard) Running() bool { return b.b.Running() }
 // AlazarBoard is an AlazarAcquisition's board (vortex's
 // AlazarAcquisition.board).
 func (a *Acquisition) AlazarBoard() (*AlazarBoard, error) {
-	s, ok := a.a.(*acquire.AlazarAcquisition)
+	s, ok := a.a.(interface{ Board() *alazar.Board }) // AlazarAcquisition, AlazarFFTAcquisition
 	if !ok {
 		return nil, tag(badArg("%T has no board, expected an AlazarAcquisition", a.a))
 	}
 	return &AlazarBoard{b: s.Board()}, nil
+}
+
+// MaxTriggerRatePerFFTLength is the FFT module's highest trigger rate at
+// FFT length n (vortex's InfoDsp.max_trigger_rate_per_fft_length) for
+// module index (in Info's DSP list).
+func (b *AlazarBoard) MaxTriggerRatePerFFTLength(index, n int) (float64, error) {
+	in := b.b.Info()
+	if index < 0 || index >= len(in.DSP) || n < 0 || n > 1<<31 {
+		return 0, tag(badArg("InfoDsp.max_trigger_rate_per_fft_length(%d) of module %d, expected one of the board's %d modules",
+			n, index, len(in.DSP)))
+	}
+	return tagged(in.DSP[index].MaxTriggerRatePerFFTLength(uint32(n)))
+}
+
+// AcquireAlazarClock is vortex's engine.acquire_alazar_clock: config is
+// an acquire.AlazarConfig JSON record, the source's duty cycle and
+// triggers per second and the clock's channel; it returns the sampling
+// rate and the record as a JSON record [rate, [samples...]].
+func AcquireAlazarClock(config string, dutyCycle float64, triggersPerSecond int, clockChannel int) (string, error) {
+	var c acquire.AlazarConfig
+	if err := decodeRecord("AlazarConfig", config, &c); err != nil {
+		return "", tag(err)
+	}
+	if clockChannel <= 0 || clockChannel > 1<<15 {
+		return "", tag(badArg("acquire_alazar_clock: clock_channel=%d, expected an alazar.Channel", clockChannel))
+	}
+	rate, clock, err := acquire.AcquireAlazarClock(c, dutyCycle, triggersPerSecond, alazar.Channel(clockChannel))
+	if err != nil {
+		return "", tag(err)
+	}
+	return encodeJSON([]any{rate, clock}), nil
 }

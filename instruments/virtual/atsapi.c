@@ -143,7 +143,16 @@ typedef struct {
 	int64_t next_aline;
 	uint64_t captured;
 	pthread_t thread;
+	/* the on-FPGA FFT module (atsdsp section below) */
+	struct dsp_module_descriptor* dsp;
+	int dsp_capture; /* AlazarBeforeAsyncRead had ADMA_DSP: records are the FFT's */
+	/* the galvo DAC (atsdac section below) */
+	struct galvo_state* dac;
 } board;
+
+/* The DSP and DAC sections' hooks into the acquisition. */
+static RETURN_CODE dsp_before_async_read(board* b, U32 channels, U32 bytes_per_record, U32 records_per_acq);
+static void dsp_record(board* b, const uint16_t* raw, void* dst);
 
 static board boards[MAX_BOARDS];
 static int nboards = 1;
@@ -435,20 +444,416 @@ EXPORT RETURN_CODE AlazarSetRecordSize(HANDLE h, U32 pre, U32 post) {
 	return ApiSuccess;
 }
 
-/* The ATS9360 has no on-FPGA DSP modules. */
+/* ------------------------------------------------------------------ */
+/* The on-FPGA FFT module (AlazarDSP.h; e.g. the copy in
+ * github.com/mgliewe/qrnds, thrd-party/ats/include): one FFT module per
+ * board. What it computes, per record of R samples (AlazarFFTSetup's
+ * recordLength) and FFT length N (a power of two, R <= N <= FFT_MAX):
+ *
+ *   x[i] = (code[i] - 32768) - background[i]   (background: AlazarFFTBackground-
+ *                                               SubtractionSetRecordS16, when enabled)
+ *   y[i] = x[i] * (wr[i] + j wi[i])            (AlazarFFTSetWindowFunction: NULL real
+ *                                               is ones, NULL imaginary zeros; samples
+ *                                               past the window's length are zeroed)
+ *   Y[k] = sum_{i<R} y[i] exp(-2 pi j i k / N), the record zero-padded to N
+ *
+ * and outputs the first N/2 bins (the SDK's "first half"). U16_LOG, the format
+ * vortex requests: round(1111.7938176 * ln |Y[k]|^2) clipped to [0, 65535], the
+ * SDK's default loge_ampl_mult for U16 log (AlazarFFTSetScalingAndSlicing's
+ * documentation), i.e. 256 x 10 log10 |Y|^2: 1/256 dB per count. The hardware
+ * also slices (scales by a power of two) before the log; the virtual module does
+ * not, so its levels differ from a board's by a constant offset in dB.
+ * FFT_OUTPUT_FORMAT_RAW_PLUS_FFT prepends the time-domain record as S16
+ * (code - 32768), zero-padded to N samples. Settings are validated with the
+ * SDK's codes (README.md lists them). */
+
+#define DSP_MODULE_FFT 0x10000U
+#define DSP_RAW_PLUS_FFT_SUPPORTED 0U
+#define DSP_FFT_SUBTRACTOR_SUPPORTED 1U
+#define FFT_OUTPUT_FORMAT_U16_LOG 0x1U
+#define FFT_OUTPUT_FORMAT_RAW_PLUS_FFT 0x1000U
+#define FFT_FOOTER_NONE 0x0U
+#define CHANNEL_A 0x1U
+enum { ApiInvalidDspModule = 596, ApiDspFiniteRecordsPerAcquisition = 599, ApiFftSizeTooLarge = 608 };
+enum { FFT_MAX = 4096, FFT_VERSION_MAJOR = 4, FFT_VERSION_MINOR = 5 };
+#define U16_LOG_MULT 1111.7938176
+
+struct dsp_module_descriptor {
+	board* b;
+	float wr[FFT_MAX], wi[FFT_MAX];
+	U32 window_len;
+	S16 background[FFT_MAX];
+	U32 background_len;
+	int background_enabled;
+	/* AlazarFFTSetup */
+	int setup;
+	U32 record_len, fft_len, format, bytes_per_record;
+	double cos_t[FFT_MAX / 2], sin_t[FFT_MAX / 2];
+};
+
+static struct dsp_module_descriptor dsps[MAX_BOARDS];
+
+static struct dsp_module_descriptor* dsp_of(dsp_module_handle d) {
+	for (int i = 0; i < nboards; i++) {
+		if (d == &dsps[i]) return d;
+	}
+	return NULL;
+}
+
+/* dsp_settable: the module of d when its board takes settings (not capturing). */
+static RETURN_CODE dsp_settable(dsp_module_handle d, struct dsp_module_descriptor** out) {
+	struct dsp_module_descriptor* m = dsp_of(d);
+	if (!m) return ApiInvalidDspModule;
+	board* b;
+	RETURN_CODE rc = settable((HANDLE)m->b, &b);
+	if (rc != ApiSuccess) return rc;
+	*out = m;
+	return ApiSuccess;
+}
+
 EXPORT RETURN_CODE AlazarDSPGetModules(HANDLE h, U32 numEntries, dsp_module_handle* modules, U32* numModules) {
-	(void)numEntries, (void)modules;
 	board* b = lookup(h);
 	if (!b) return ApiInvalidHandle;
 	if (removed(b)) return ApiFailed;
-	if (numModules) *numModules = 0;
+	if (!modules && numEntries != 0) return ApiNullParam;
+	struct dsp_module_descriptor* m = &dsps[b->index - 1];
+	if (!m->b) { /* first use: a flat window, no background */
+		m->b = b;
+		b->dsp = m;
+	}
+	if (numEntries >= 1) modules[0] = m;
+	if (numModules) *numModules = 1;
 	return ApiSuccess;
 }
 
 EXPORT RETURN_CODE AlazarDSPGetInfo(dsp_module_handle d, U32* id, U16* major, U16* minor, U32* maxLength,
 				   U32* channels, U32* reserved) {
-	(void)d, (void)id, (void)major, (void)minor, (void)maxLength, (void)channels, (void)reserved;
-	return ApiInvalidHandle;
+	(void)reserved;
+	struct dsp_module_descriptor* m = dsp_of(d);
+	if (!m) return ApiInvalidDspModule;
+	if (id) *id = DSP_MODULE_FFT;
+	if (major) *major = FFT_VERSION_MAJOR;
+	if (minor) *minor = FFT_VERSION_MINOR;
+	if (maxLength) *maxLength = FFT_MAX;
+	if (channels) *channels = CHANNEL_A; /* the header's reserved0; vortex reads the channels there */
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarDSPGetParameterU32(dsp_module_handle d, U32 parameter, U32* result) {
+	if (!dsp_of(d)) return ApiInvalidDspModule;
+	if (!result) return ApiNullParam;
+	switch (parameter) {
+	case DSP_RAW_PLUS_FFT_SUPPORTED: *result = 1; return ApiSuccess;
+	case DSP_FFT_SUBTRACTOR_SUPPORTED: *result = 1; return ApiSuccess;
+	default: return ApiInvalidData;
+	}
+}
+
+/* The virtual module's throughput: one FFT of N points in N/2 clocks of 500 MHz
+ * (a made-up but plausible pipeline; the SDK computes its own per board). */
+EXPORT RETURN_CODE AlazarFFTGetMaxTriggerRepeatRate(dsp_module_handle d, U32 fft_size, double* rate) {
+	if (!dsp_of(d)) return ApiInvalidDspModule;
+	if (!rate) return ApiNullParam;
+	if (fft_size == 0 || (fft_size & (fft_size - 1)) != 0) return ApiInvalidData;
+	if (fft_size > FFT_MAX) return ApiFftSizeTooLarge;
+	*rate = 500e6 / (fft_size / 2.0);
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarFFTSetWindowFunction(dsp_module_handle d, U32 samples, float* re, float* im) {
+	struct dsp_module_descriptor* m;
+	RETURN_CODE rc = dsp_settable(d, &m);
+	if (rc != ApiSuccess) return rc;
+	if (samples == 0 || samples > FFT_MAX) return ApiInvalidData;
+	for (U32 i = 0; i < samples; i++) {
+		m->wr[i] = re ? re[i] : 1.0f;
+		m->wi[i] = im ? im[i] : 0.0f;
+	}
+	m->window_len = samples;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarFFTBackgroundSubtractionSetRecordS16(dsp_module_handle d, const S16* record, U32 size) {
+	struct dsp_module_descriptor* m;
+	RETURN_CODE rc = dsp_settable(d, &m);
+	if (rc != ApiSuccess) return rc;
+	if (!record) return ApiNullParam;
+	if (size == 0 || size > FFT_MAX) return ApiInvalidData;
+	memcpy(m->background, record, size * sizeof(S16));
+	m->background_len = size;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarFFTBackgroundSubtractionGetRecordS16(dsp_module_handle d, S16* record, U32 size) {
+	struct dsp_module_descriptor* m;
+	RETURN_CODE rc = dsp_settable(d, &m);
+	if (rc != ApiSuccess) return rc;
+	if (!record) return ApiNullParam;
+	if (size > m->background_len) return ApiInvalidData;
+	memcpy(record, m->background, size * sizeof(S16));
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarFFTBackgroundSubtractionSetEnabled(dsp_module_handle d, int enabled) {
+	struct dsp_module_descriptor* m;
+	RETURN_CODE rc = dsp_settable(d, &m);
+	if (rc != ApiSuccess) return rc;
+	if (enabled && m->background_len == 0) return ApiInvalidData; /* no record downloaded */
+	m->background_enabled = enabled != 0;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarFFTSetup(dsp_module_handle d, U16 channels, U32 record_len, U32 fft_len, U32 format,
+				 U32 footer, U32 reserved, U32* bytes_per_record) {
+	(void)reserved;
+	struct dsp_module_descriptor* m;
+	RETURN_CODE rc = dsp_settable(d, &m);
+	if (rc != ApiSuccess) return rc;
+	if (!bytes_per_record) return ApiNullParam;
+	if (channels != CHANNEL_A) return ApiNotSupportThisChannel; /* "This must be CHANNEL_A" */
+	if (record_len < MIN_RECORD || record_len % RECORD_ALIGN != 0) return ApiInvalidData;
+	if (fft_len == 0 || (fft_len & (fft_len - 1)) != 0 || fft_len < record_len) return ApiInvalidData;
+	if (fft_len > FFT_MAX) return ApiFftSizeTooLarge;
+	if ((format & ~FFT_OUTPUT_FORMAT_RAW_PLUS_FFT) != FFT_OUTPUT_FORMAT_U16_LOG) {
+		return ApiUnsupportedFunction; /* the virtual module has vortex's format only */
+	}
+	if (footer != FFT_FOOTER_NONE) return ApiUnsupportedFunction;
+	m->record_len = record_len;
+	m->fft_len = fft_len;
+	m->format = format;
+	U32 values = fft_len / 2 + ((format & FFT_OUTPUT_FORMAT_RAW_PLUS_FFT) ? fft_len : 0);
+	m->bytes_per_record = values * 2;
+	for (U32 k = 0; k < fft_len / 2; k++) {
+		m->cos_t[k] = cos(2 * M_PI * k / fft_len);
+		m->sin_t[k] = -sin(2 * M_PI * k / fft_len);
+	}
+	m->setup = 1;
+	m->b->pre = 0; /* AlazarFFTSetup takes the place of AlazarSetRecordSize */
+	m->b->post = record_len;
+	*bytes_per_record = m->bytes_per_record;
+	return ApiSuccess;
+}
+
+static RETURN_CODE dsp_before_async_read(board* b, U32 channels, U32 bytes_per_record, U32 records_per_acq) {
+	struct dsp_module_descriptor* m = b->dsp;
+	if (!m || !m->setup) return ApiNotInitialized; /* AlazarFFTSetup first */
+	if (channels != CHANNEL_A) return ApiNotSupportThisChannel;
+	if (bytes_per_record != m->bytes_per_record) return ApiInvalidData;
+	if (records_per_acq != 0x7fffffffU) return ApiDspFiniteRecordsPerAcquisition;
+	return ApiSuccess;
+}
+
+/* dsp_record computes one output record from the raw codes (b->samples of them). */
+static void dsp_record(board* b, const uint16_t* raw, void* out) {
+	struct dsp_module_descriptor* m = b->dsp;
+	U32 n = m->fft_len, r = m->record_len;
+	double re[FFT_MAX], im[FFT_MAX];
+	uint16_t* dst = out;
+	int raw_plus = (m->format & FFT_OUTPUT_FORMAT_RAW_PLUS_FFT) != 0;
+	for (U32 i = 0; i < n; i++) {
+		double x = 0;
+		if (i < r) {
+			x = (double)raw[i] - 32768.0;
+			if (m->background_enabled && i < m->background_len) x -= m->background[i];
+		}
+		if (raw_plus) dst[i] = (uint16_t)(int16_t)(i < r ? (int)raw[i] - 32768 : 0);
+		double wr = i < m->window_len ? m->wr[i] : 0, wi = i < m->window_len ? m->wi[i] : 0;
+		if (m->window_len == 0) wr = 1, wi = 0; /* never set: the SDK's NULL window, ones */
+		/* bit-reversed store for the in-place radix-2 FFT */
+		U32 j = 0;
+		for (U32 bit = 1, t = i; bit < n; bit <<= 1, t >>= 1) j = (j << 1) | (t & 1);
+		re[j] = x * wr;
+		im[j] = x * wi;
+	}
+	for (U32 len = 2; len <= n; len <<= 1) {
+		U32 step = n / len;
+		for (U32 s = 0; s < n; s += len) {
+			for (U32 k = 0; k < len / 2; k++) {
+				double c = m->cos_t[k * step], sn = m->sin_t[k * step];
+				U32 p = s + k, q = s + k + len / 2;
+				double tr = re[q] * c - im[q] * sn, ti = re[q] * sn + im[q] * c;
+				re[q] = re[p] - tr, im[q] = im[p] - ti;
+				re[p] += tr, im[p] += ti;
+			}
+		}
+	}
+	uint16_t* fft = raw_plus ? dst + n : dst;
+	for (U32 k = 0; k < n / 2; k++) {
+		double p = re[k] * re[k] + im[k] * im[k];
+		double v = p > 0 ? U16_LOG_MULT * log(p) : 0;
+		fft[k] = (uint16_t)(v <= 0 ? 0 : (v >= 65535 ? 65535 : lround(v)));
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The galvo DAC (AlazarGalvo.h, ATS-SDK 7.x): pattern memory in slots of
+ * 32-bit words (x in the low 16 bits, y in the high, offset binary: 32768 is
+ * 0 V, 32767 codes per 5 V, vortex's dac_t), played through sequences, one
+ * word per A-line trigger. The virtual DAC plays sequence 0 (vortex's
+ * custom-pattern mode: one slot repeated forever) and hands what the host
+ * writes to the model's galvo timeline (vgv_galvo_write): the host writes
+ * the slot as a ring, in order, ahead of playback (vortex's AlazarIO), so the
+ * word written at ring position p on lap l is sample l*L + p of the output,
+ * L = the sequence's length; A-line n then sees sample n - io_delay, as with
+ * the virtual DAQmx. Settings are refused with the SDK's codes. */
+
+enum { GALVO_SLOTS = 5, GALVO_SEQUENCES = 16 };
+static const int32_t galvo_slot_words[GALVO_SLOTS + 1] = {0, 8192, 65536, 262144, 1048576, 1048576};
+#define DAC_VOLTS_PER_LSB (5.0 / 32767)
+#define DAC_ZERO 32768
+
+struct galvo_state {
+	uint32_t* slot[GALVO_SLOTS + 1];
+	int seq_set;
+	int32_t seq_slot, seq_start, seq_end;
+	int mode_custom, bscan_mode;
+	uint16_t park_x, park_y;
+	int playing;
+	int64_t written; /* output samples handed to the timeline */
+};
+
+static struct galvo_state dacs[MAX_BOARDS];
+
+static RETURN_CODE dac_settable(HANDLE h, struct galvo_state** out) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (removed(b)) return ApiFailed;
+	b->dac = &dacs[b->index - 1];
+	*out = b->dac;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoSequenceGetCount(HANDLE h, int32_t* count) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	if (!count) return ApiNullParam;
+	*count = GALVO_SEQUENCES;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoSlotGetSize(HANDLE h, int slot, int32_t* size) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	if (!size) return ApiNullParam;
+	if (slot < 1 || slot > GALVO_SLOTS) return ApiInvalidData;
+	*size = galvo_slot_words[slot];
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoAlinesPerBscanSet(HANDLE h, int mode, int32_t alines) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	if ((mode != 0 && mode != 1) || alines < 0) return ApiInvalidData;
+	g->mode_custom = mode;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoBscanModeSet(HANDLE h, int mode) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	if (mode != 0 && mode != 1) return ApiInvalidData;
+	g->bscan_mode = mode;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoSequenceWrite(HANDLE h, int32_t seq, int slot, int32_t repetitions, int32_t start,
+					   int32_t bframe, int32_t end, int32_t record_length, _Bool is_last,
+					   _Bool starts_in_park, _Bool ends_in_park) {
+	(void)record_length, (void)is_last, (void)starts_in_park, (void)ends_in_park;
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	if (g->playing) return ApiDmaInProgress;
+	if (seq < 0 || seq >= GALVO_SEQUENCES || slot < 1 || slot > GALVO_SLOTS || repetitions < 0) return ApiInvalidData;
+	if (start < 0 || start > bframe || bframe > end || end >= galvo_slot_words[slot]) return ApiInvalidData;
+	if (seq != 0) return ApiSuccess; /* only sequence 0 is played (vortex's use) */
+	if (!g->slot[slot]) {
+		g->slot[slot] = calloc((size_t)galvo_slot_words[slot], sizeof(uint32_t));
+		if (!g->slot[slot]) return ApiInsufficientResources;
+	}
+	g->seq_set = 1;
+	g->seq_slot = slot, g->seq_start = start, g->seq_end = end;
+	g->written = 0;
+	vgv_galvo_reset(); /* a new pattern: the timeline starts again */
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoPatternSlotWrite(HANDLE h, int slot, const uint32_t* data, int32_t count, int32_t offset) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	if (!data) return ApiNullParam;
+	if (slot < 1 || slot > GALVO_SLOTS || count < 0 || offset < 0 ||
+	    (int64_t)offset + count > galvo_slot_words[slot]) {
+		return ApiInvalidData;
+	}
+	if (!g->slot[slot]) {
+		g->slot[slot] = calloc((size_t)galvo_slot_words[slot], sizeof(uint32_t));
+		if (!g->slot[slot]) return ApiInsufficientResources;
+	}
+	memcpy(g->slot[slot] + offset, data, (size_t)count * sizeof(uint32_t));
+	if (!g->seq_set || slot != g->seq_slot || count == 0) return ApiSuccess;
+	/* Hand the words inside the played range to the timeline, as the samples
+	 * they become: the first lap at or after what was written before. */
+	int64_t L = (int64_t)g->seq_end - g->seq_start + 1;
+	int64_t p = (int64_t)offset - g->seq_start;
+	if (p < 0 || p + count > L) return ApiSuccess;
+	int64_t lap = g->written / L;
+	if (lap * L + p < g->written - L / 2) lap++; /* a write behind the cursor is the next lap's */
+	int64_t first = lap * L + p;
+	double* xs = malloc((size_t)count * sizeof(double));
+	double* ys = malloc((size_t)count * sizeof(double));
+	if (!xs || !ys) {
+		free(xs), free(ys);
+		return ApiInsufficientResources;
+	}
+	for (int32_t i = 0; i < count; i++) {
+		xs[i] = ((double)(data[i] & 0xFFFFU) - DAC_ZERO) * DAC_VOLTS_PER_LSB;
+		ys[i] = ((double)(data[i] >> 16) - DAC_ZERO) * DAC_VOLTS_PER_LSB;
+	}
+	vgv_galvo_write(0, first, xs, count);
+	vgv_galvo_write(1, first, ys, count);
+	free(xs), free(ys);
+	if (first + count > g->written) g->written = first + count;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoSetParkPosition(HANDLE h, uint16_t x, uint16_t y) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	g->park_x = x, g->park_y = y;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoGetParkPosition(HANDLE h, uint16_t* x, uint16_t* y) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	if (!x || !y) return ApiNullParam;
+	*x = g->park_x, *y = g->park_y;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoPlaybackStart(HANDLE h) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	if (!g->seq_set) return ApiNotInitialized; /* no sequence to play */
+	g->playing = 1;
+	return ApiSuccess;
+}
+
+EXPORT RETURN_CODE AlazarGalvoPlaybackStop(HANDLE h) {
+	struct galvo_state* g;
+	RETURN_CODE rc = dac_settable(h, &g);
+	if (rc != ApiSuccess) return rc;
+	g->playing = 0; /* the outputs go to the park position */
+	return ApiSuccess;
 }
 
 /* ------------------------------------------------------------------ */
@@ -459,10 +864,38 @@ EXPORT RETURN_CODE AlazarBeforeAsyncRead(HANDLE h, U32 channels, long offset, U3
 	board* b;
 	RETURN_CODE rc = settable(h, &b);
 	if (rc != ApiSuccess) return rc;
-	if (flags & ADMA_DSP) return ApiUnsupportedFunction;
 	/* Only no-pre-trigger (NPT) AutoDMA, the mode vortex uses. */
 	U32 mode = flags & (ADMA_CONTINUOUS_MODE | ADMA_NPT | ADMA_TRIGGERED_STREAMING);
 	if (mode != ADMA_NPT) return ApiUnsupportedFunction;
+	if (flags & ADMA_DSP) {
+		/* The FFT module's records: `length` is AlazarFFTSetup's bytes per output record. */
+		if (offset != 0) return ApiInvalidData;
+		if (recordsPerBuffer == 0) return ApiInvalidRecordsPerBuffer;
+		rc = dsp_before_async_read(b, channels, length, recordsPerAcquisition);
+		if (rc != ApiSuccess) return rc;
+		U32 samples = b->pre + b->post; /* AlazarFFTSetup set the record size */
+		pthread_mutex_lock(&b->mu);
+		b->channel_mask = channels;
+		b->nch = 1;
+		b->samples = samples;
+		b->records_per_buffer = recordsPerBuffer;
+		b->records_per_acq = recordsPerAcquisition;
+		b->flags = flags;
+		b->buffer_bytes = (size_t)length * recordsPerBuffer;
+		b->qwait = b->qfill = b->qpost = 0;
+		b->overflow = 0;
+		b->next_aline = 0;
+		b->captured = 0;
+		b->dsp_capture = 1;
+		b->async_ready = 1;
+		pthread_mutex_unlock(&b->mu);
+		vgv_config c;
+		vgv_config_get(&c);
+		c.samples_per_aline = (int32_t)samples;
+		vgv_configure(&c);
+		return ApiSuccess;
+	}
+	b->dsp_capture = 0;
 	if (channels == 0 || (channels & ~((1U << CHANNELS) - 1)) != 0) return ApiNotSupportThisChannel;
 	if (offset != 0) return ApiInvalidData; /* NPT records start at the trigger */
 	if (length == 0 || length != b->pre + b->post) return ApiInvalidData; /* AlazarSetRecordSize first */
@@ -522,6 +955,11 @@ EXPORT RETURN_CODE AlazarPostAsyncBuffer(HANDLE h, void* buffer, U32 bytes) {
  * channel, interleaved sample by sample (ADMA_INTERLEAVE_SAMPLES) when
  * there are several. Every channel sees the phantom. */
 static void fill_record(board* b, int64_t n, uint16_t* dst, uint16_t* tmp) {
+	if (b->dsp_capture) { /* the FFT module's output record of the spectrum */
+		vgv_spectrum(n, tmp, (int32_t)b->samples);
+		dsp_record(b, tmp, dst);
+		return;
+	}
 	if (b->nch == 1) {
 		vgv_spectrum(n, dst, (int32_t)b->samples);
 		return;
@@ -544,7 +982,7 @@ static void* filler(void* arg) {
 	vgv_config_get(&c);
 	int64_t rpb = b->records_per_buffer;
 	int64_t fifo_records = (int64_t)(fifo_bytes / ((size_t)b->samples * b->nch * 2));
-	size_t record_values = (size_t)b->samples * b->nch;
+	size_t record_values = b->dsp_capture ? b->buffer_bytes / (size_t)rpb / 2 : (size_t)b->samples * b->nch;
 	pthread_mutex_lock(&b->mu);
 	while (b->running) {
 		if (vgv_fault_at(b->next_aline + rpb - 1) == VGV_FAULT_BOARD_REMOVED) { /* pulled before this buffer is complete */
@@ -641,9 +1079,7 @@ EXPORT RETURN_CODE AlazarAbortAsyncRead(HANDLE h) {
 	return removed(b) ? ApiFailed : ApiSuccess;
 }
 
-EXPORT RETURN_CODE AlazarWaitAsyncBufferComplete(HANDLE h, void* buffer, U32 timeout_ms) {
-	board* b = lookup(h);
-	if (!b) return ApiInvalidHandle;
+static RETURN_CODE wait_buffer(board* b, void* buffer, U32 timeout_ms) {
 	pthread_mutex_lock(&b->mu);
 	RETURN_CODE rc = ApiSuccess;
 	uint64_t gen = b->gen;
@@ -683,6 +1119,29 @@ out:
 	return rc;
 }
 
+EXPORT RETURN_CODE AlazarWaitAsyncBufferComplete(HANDLE h, void* buffer, U32 timeout_ms) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (b->dsp_capture) return ApiInvalidDspModule; /* an FFT acquisition waits with AlazarDSPGetBuffer */
+	return wait_buffer(b, buffer, timeout_ms);
+}
+
+/* AlazarDSPGetBuffer is the wait of an acquisition through the FFT module. */
+EXPORT RETURN_CODE AlazarDSPGetBuffer(HANDLE h, void* buffer, U32 timeout_ms) {
+	board* b = lookup(h);
+	if (!b) return ApiInvalidHandle;
+	if (!b->dsp_capture) return ApiInvalidDspModule;
+	return wait_buffer(b, buffer, timeout_ms);
+}
+
+/* AlazarDSPAbortCapture ends any acquisition, the FFT module's included. */
+EXPORT RETURN_CODE AlazarDSPAbortCapture(HANDLE h) {
+	RETURN_CODE rc = AlazarAbortAsyncRead(h);
+	board* b = lookup(h);
+	if (b) b->dsp_capture = 0;
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* Error text: a short description of each code this library returns. */
 
@@ -707,6 +1166,9 @@ EXPORT const char* AlazarErrorToText(RETURN_CODE rc) {
 	case ApiInvalidBuffer: return "ApiInvalidBuffer";
 	case ApiInvalidRecordsPerBuffer: return "ApiInvalidRecordsPerBuffer";
 	case ApiInvalidSkipTable: return "ApiInvalidSkipTable";
+	case ApiInvalidDspModule: return "ApiInvalidDspModule";
+	case ApiDspFiniteRecordsPerAcquisition: return "ApiDspFiniteRecordsPerAcquisition";
+	case ApiFftSizeTooLarge: return "ApiFftSizeTooLarge";
 	default: return "Unknown";
 	}
 }

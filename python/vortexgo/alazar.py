@@ -18,9 +18,10 @@ nothing. vortexgo's virtual digitizer (``make virtual``, then
 ``VORTEXGO_ATSAPI_LIBRARY=build/virtual/libATSApi.so``) stands in for a
 board: see ``instruments/virtual/README.md``.
 
-Not in this slice: ``AlazarFFTAcquisition`` (on-board FFT), ``AlazarIO``
-(the board's DAC), ``acquire_alazar_clock`` and the standalone
-``start``/``next`` of an :class:`AlazarAcquisition` outside an engine.
+The on-board FFT: :class:`AlazarFFTConfig` and
+:class:`AlazarFFTAcquisition` (vortex's ``vortex.acquire`` names too).
+Not in this slice: the standalone ``start``/``next`` of an
+:class:`AlazarAcquisition` outside an engine.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
+
+import numpy as np
 
 from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the default VORTEXGO_VIRTUAL_DIR
 from ._attrs import Config, StrictAttributes, ValueList
@@ -46,7 +49,8 @@ __all__ = [
     "Board", "enumerate",
     "InternalClock", "ExternalClock", "SingleExternalTrigger", "DualExternalTrigger", "Input",
     "AuxIOTriggerOut", "AuxIOClockOut", "AuxIOPacerOut", "OCTIgnoreBadClock", "VectorInput", "VectorOption",
-    "AlazarDevice", "AlazarConfig", "AlazarAcquisition",
+    "AlazarDevice", "AlazarConfig", "AlazarAcquisition", "AlazarFFTConfig", "AlazarFFTAcquisition",
+    "acquire_alazar_clock",
 ]
 
 
@@ -149,7 +153,7 @@ class InfoDspVersion(Config):
 
 @dataclass
 class InfoDsp(Config):
-    """An on-board DSP module (AlazarFFTAcquisition's FFT; not in this slice)."""
+    """An on-board DSP module (:class:`AlazarFFTAcquisition`'s FFT when ``type`` is the SDK's DSP_MODULE_FFT)."""
 
     type: int = 0
     version: InfoDspVersion = field(default_factory=InfoDspVersion)
@@ -158,14 +162,27 @@ class InfoDsp(Config):
     fft_time_domain_supported: bool = False
     fft_subtractor_supported: bool = False
 
+    _board: Any = field(default=None, repr=False, compare=False)
+    _index: int = field(default=0, repr=False, compare=False)
+
+    def __deepcopy__(self, memo: dict) -> "InfoDsp":
+        # The board handle is shared, not copied (it is the board's).
+        import copy as _copy
+
+        return InfoDsp(self.type, _copy.deepcopy(self.version, memo), self.max_record_length, self.supported_channels,
+                       self.fft_time_domain_supported, self.fft_subtractor_supported, self._board, self._index)
+
     def max_trigger_rate_per_fft_length(self, fft_length: int) -> float:
-        """The highest trigger rate the FFT module sustains at ``fft_length`` (not in this slice)."""
-        raise NotImplementedError("InfoDsp.max_trigger_rate_per_fft_length: the on-board FFT is not supported yet")
+        """The highest trigger rate (Hz) the FFT module sustains at ``fft_length`` (the SDK's answer)."""
+        if self._board is None:
+            raise RuntimeError("InfoDsp.max_trigger_rate_per_fft_length: this module is not a board's (read it from Board.info.dsp)")
+        return float(native(self._board.MaxTriggerRatePerFFTLength)(self._index, check_int(
+            "InfoDsp.max_trigger_rate_per_fft_length: fft_length", fft_length, 0)))
 
 
 @dataclass
 class InfoDac(Config):
-    """The board's galvo DAC (AlazarIO; not in this slice)."""
+    """The board's galvo DAC (vortex's ``AlazarIO`` drives it): slot sizes in words by slot (from 1)."""
 
     sequence_count: int = 0
     slot_sizes: dict = field(default_factory=dict)
@@ -215,10 +232,16 @@ class Info(Config):
         return int(math.ceil(target_samples_per_record / d) * d)
 
 
-def _info(record: str) -> Info:
-    """Info from gosrc/driver/alazar's Info as pyapi encodes it."""
+def _info(record: str, h: Any = None) -> Info:
+    """Info from gosrc/driver/alazar's Info as pyapi encodes it (``h``: the pyapi board, for the DSP's queries)."""
     g = json.loads(record)
     f = g["Features"]
+    dsp = [InfoDsp(d["Type"], InfoDspVersion(d["Version"]["Major"], d["Version"]["Minor"]), d["MaxRecordLength"],
+                   d["SupportedChannels"], d["FFTTimeDomainSupported"], d["FFTSubtractorSupported"], h, k)
+           for k, d in builtins.enumerate(g.get("DSP") or [])]
+    a = g.get("DAC") or {}
+    dac = InfoDac(a.get("SequenceCount", 0), {int(k): v for k, v in (a.get("SlotSizes") or {}).items()},
+                  a.get("VoltsPerLSB", 5.0 / 32767))
     return Info(
         system_index=g["SystemIndex"], board_index=g["BoardIndex"], serial_number=g["SerialNumber"],
         calibration_date=g["CalibrationDate"], onboard_memory_size=g["OnboardMemorySize"],
@@ -231,7 +254,7 @@ def _info(record: str) -> Info:
         sample_alignment_divisor=g["SampleAlignmentDivisor"],
         features=InfoFeatures(f["SetExternalClockLevel"], f["ADCCalibrationSamplingRate"] or None,
                               f["DualEdgeSampling"], f["SampleSkipping"], f["DualPortMemory"]),
-        _supported_channels=[Channel(c) for c in g["SupportedChannels"] or []])
+        dsp=dsp, dac=dac, _supported_channels=[Channel(c) for c in g["SupportedChannels"] or []])
 
 
 class Board(StrictAttributes):
@@ -255,7 +278,7 @@ class Board(StrictAttributes):
 
     def _adopt(self, h: Any) -> None:
         self._h = h
-        self._info = _info(h.Info())
+        self._info = _info(h.Info(), h)
 
     @property
     def handle(self) -> int:
@@ -627,3 +650,136 @@ class AlazarAcquisition(_Acquisition):
         return (f"<AlazarAcquisition board {c.device.system_index}-{c.device.board_index}, "
                 f"{c.records_per_block} x {c.samples_per_record} x {c.channels_per_sample} uint16>")
 
+
+def _complex_array(owner: str, v: Any) -> "np.ndarray":
+    a = np.asarray(v if v is not None else [], dtype=np.complex64).reshape(-1)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{owner}: non-finite values, expected a finite complex filter")
+    return a
+
+
+@dataclass
+class AlazarFFTConfig(AlazarConfig):
+    """Configuration of an :class:`AlazarFFTAcquisition` (vortex's fields and
+    defaults): an :class:`AlazarConfig` plus the on-board FFT's settings.
+
+    Attributes:
+        fft_length: the FFT's length, a power of 2 at least
+            ``samples_per_record`` (the record is zero-padded to it) and at
+            most the module's ``max_record_length``.
+        spectral_filter: the complex window the board multiplies each
+            record by (``fft_length`` values: window times dispersion
+            phasor, zero past the record), or empty for a flat window.
+        include_time_domain: each A-scan starts with its time-domain record
+            (``fft_length`` signed samples), before the FFT's bins.
+        background: subtracted from each record before the window (signed
+            samples, ``fft_length`` of them), or empty.
+
+    Each A-scan holds ``samples_per_ascan`` uint16 values: the FFT's first
+    ``fft_length / 2`` bins in the SDK's U16_LOG format, 1/256 dB a count
+    (``LinearTransform(1/256, ...)`` turns them into decibels).
+    """
+
+    fft_length: int = 1024
+    spectral_filter: Any = field(default_factory=lambda: np.zeros(0, np.complex64))
+    include_time_domain: bool = False
+    background: Any = field(default_factory=lambda: np.zeros(0, np.int16))
+
+    @property
+    def samples_per_ascan(self) -> int:
+        """The length of an A-scan, ``fft_length / 2`` (plus ``fft_length`` with the time domain)."""
+        return self.fft_length + self.fft_length // 2 if self.include_time_domain else self.fft_length // 2
+
+    @property
+    def ascans_per_block(self) -> int:
+        """vortex's other name for ``records_per_block``."""
+        return self.records_per_block
+
+    @ascans_per_block.setter
+    def ascans_per_block(self, v: int) -> None:
+        self.records_per_block = v
+
+    @property
+    def shape(self) -> list[int]:
+        """``[ascans_per_block, samples_per_ascan, channels_per_sample]``."""
+        return [self.records_per_block, self.samples_per_ascan, self.channels_per_sample]
+
+    def validate(self) -> None:
+        """vortex's checks against the board (opening it), as RuntimeError or ValueError."""
+        super().validate()
+        filt = _complex_array("AlazarFFTConfig.spectral_filter", self.spectral_filter)
+        bg = np.asarray(self.background).reshape(-1)
+        if filt.size and filt.size != self.fft_length:
+            raise ValueError(f"spectral filter and FFT length mismatch: {filt.size} vs {self.fft_length}")
+        if bg.size and bg.size != self.fft_length:
+            raise ValueError(f"background and FFT length mismatch: {bg.size} vs {self.fft_length}")
+        dsp = [d for d in Board(self.device.system_index, self.device.board_index).info.dsp if d.type == 0x10000]
+        if not dsp:
+            raise RuntimeError("FFT module is not available")
+        if self.fft_length > dsp[0].max_record_length:
+            raise ValueError(f"FFT length exceeds maximum size: {self.fft_length} > {dsp[0].max_record_length}")
+        n = self.fft_length
+        if n <= 0 or n & (n - 1):
+            raise ValueError(f"samples/A-scan (FFT length) is not a power of 2: {n} (consider {1 << max(n - 1, 0).bit_length()})")
+
+    def _record(self) -> dict:
+        r = super()._record()
+        o = "AlazarFFTConfig"
+        filt = _complex_array(f"{o}.spectral_filter", self.spectral_filter)
+        bg = np.asarray(self.background if self.background is not None else [])
+        if bg.size and (bg.dtype.kind not in "iu" or bg.min() < -32768 or bg.max() > 32767):
+            raise ValueError(f"{o}.background: expected int16 values (signed samples)")
+        r.update({"FFTLength": check_int(f"{o}.fft_length", self.fft_length, 1, 1 << 30),
+                  "SpectralFilterReal": filt.real.astype(np.float32).tolist(),
+                  "SpectralFilterImag": filt.imag.astype(np.float32).tolist(),
+                  "IncludeTimeDomain": bool(self.include_time_domain),
+                  "Background": bg.reshape(-1).astype(np.int16).tolist()})
+        return r
+
+
+class AlazarFFTAcquisition(AlazarAcquisition):
+    """Acquires through an AlazarTech digitizer's on-FPGA FFT (vortex's
+    ``AlazarFFTAcquisition``): the board windows, FFTs and log-scales each
+    record (channel A) and DMAs the A-scans, ``samples_per_ascan`` uint16
+    values each, straight into the engine's blocks. Pair it with a
+    :class:`~vortexgo.process.CopyProcessor` (vortex's demo does).
+    Everything else is :class:`AlazarAcquisition`'s.
+    """
+
+    _config_type = AlazarFFTConfig
+
+    def _create(self, c: AlazarFFTConfig):
+        return api.NewAlazarFFTAcquisition(json.dumps(c._record()))
+
+    def __repr__(self) -> str:
+        if self._h is None or self._closed:
+            return f"<AlazarFFTAcquisition {'closed' if self._closed else '(not initialized)'}>"
+        c = self.config
+        return (f"<AlazarFFTAcquisition board {c.device.system_index}-{c.device.board_index}, FFT {c.fft_length}, "
+                f"{c.records_per_block} x {c.samples_per_ascan} x {c.channels_per_sample} uint16>")
+
+
+def acquire_alazar_clock(source: Any, acquire_config: AlazarConfig, clock_channel: Channel,
+                         log: Any = None) -> tuple[int, np.ndarray]:
+    """Digitize one sweep of a swept source's k-clock (vortex's ``engine.acquire_alazar_clock``).
+
+    The board of ``acquire_config`` samples ``clock_channel`` at its highest
+    internal rate for one record spanning the sweep's active part
+    (``source.duty_cycle`` of a trigger period at ``source.triggers_per_second``,
+    rounded up to the board's alignment), with ``acquire_config``'s trigger
+    and its first input's range, impedance and coupling (no options).
+    Returns ``(samples_per_second, clock)``, ``clock`` a uint16 array of the
+    record; :func:`~vortexgo.source.find_rising_edges` finds its edges.
+    ``log`` is accepted for vortex's signature.
+    """
+    del log
+    if not isinstance(acquire_config, AlazarConfig):
+        raise TypeError(f"acquire_alazar_clock: acquire_config={acquire_config!r}, expected an AlazarConfig")
+    ch = _enum("acquire_alazar_clock", "clock_channel", clock_channel, Channel)
+    cfg = AlazarConfig.copy(acquire_config)
+    if not cfg.inputs:
+        cfg.inputs.append(Input(ch))
+    rate, clock = json.loads(native(api.AcquireAlazarClock)(
+        json.dumps(AlazarConfig._record(cfg)), check_float("acquire_alazar_clock: source.duty_cycle", source.duty_cycle),
+        check_int("acquire_alazar_clock: source.triggers_per_second", source.triggers_per_second, 1), int(ch)))
+    return int(rate), np.asarray(clock, dtype=np.uint16)

@@ -153,9 +153,6 @@ class _Forward(types.ModuleType):
 
 #: vortex names for hardware vortexgo does not drive, and what stands in for them.
 _HARDWARE = {
-    **{n: "the AlazarTech on-board FFT and clock acquisition are not in vortexgo yet (AlazarAcquisition is); "
-          "vortexgo.acquire.SimulatedAcquisition stands in (docs/vortex-compat.md)"
-       for n in ("AlazarFFTAcquisition", "AlazarFFTConfig", "acquire_alazar_clock")},
     **{n: "a Teledyne digitizer; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
        for n in ("TeledyneAcquisition", "TeledyneConfig", "teledyne")},
     **{n: "an NI IMAQ frame grabber; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
@@ -201,7 +198,8 @@ def _extras(sub: str) -> dict:
     if sub == "acquire":  # vortexgo.alazar builds on vortexgo.acquire, so acquire cannot name it
         from . import alazar
 
-        return {"alazar": alazar, **{n: getattr(alazar, n) for n in ("AlazarAcquisition", "AlazarConfig", "AlazarDevice")}}
+        return {"alazar": alazar, **{n: getattr(alazar, n) for n in ("AlazarAcquisition", "AlazarConfig", "AlazarDevice",
+                                                                "AlazarFFTAcquisition", "AlazarFFTConfig")}}
     return {}
 
 

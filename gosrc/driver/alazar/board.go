@@ -37,9 +37,12 @@ type Info struct {
 	MinSamplesPerRecord           uint32
 	SampleAlignmentDivisor        uint32
 	Features                      Features
-	// DSPModules is how many on-FPGA DSP modules the board has (their
-	// details and the FFT come with AlazarFFTAcquisition, a later slice).
+	// DSPModules is how many on-FPGA DSP modules the board has; DSP
+	// describes them (dsp.go).
 	DSPModules uint32
+	DSP        []DSP
+	// DAC is the galvo DAC's (dac.go).
+	DAC DAC
 }
 
 // MaxSamplingRate is the highest of SupportedSamplingRates (0 if none).
@@ -72,6 +75,7 @@ type Board struct {
 	h       uintptr
 	info    Info
 	started atomic.Bool
+	dsp     atomic.Bool // the capture runs through the FFT module (dsp.go)
 }
 
 // Open loads the library (Load) and opens board boardIndex of system
@@ -119,6 +123,12 @@ func Open(systemIndex, boardIndex uint32) (*Board, error) {
 		return nil, err
 	}
 	in.DSPModules = n
+	dsp, err := readDSP(h, n)
+	if err != nil {
+		return nil, err
+	}
+	in.DSP = dsp
+	in.DAC = readDAC(h)
 	return b, nil
 }
 
@@ -304,6 +314,7 @@ func (b *Board) ConfigureCapture(channels Channel, samplesPerRecord, recordsPerB
 		return err
 	}
 	flags := b.captureFlags()
+	b.dsp.Store(false)
 	return check(beforeAsyncRead(b.h, uint32(channels), transferOffset, samplesPerRecord, recordsPerBuffer, recordsPerAcquisition, flags),
 		"failed to configure capture for channels %s with offset %d, samples per record %d, records per buffer %d, and records per acquisition %d (flags = 0x%x)",
 		channels, transferOffset, samplesPerRecord, recordsPerBuffer, recordsPerAcquisition, flags)
@@ -322,7 +333,7 @@ func (b *Board) StartCapture() error {
 // board writes none of them after it returns) and a WaitBuffer in
 // progress returns. The board is then ready for ConfigureCapture again.
 func (b *Board) StopCapture() error {
-	rc := abortAsyncRead(b.h)
+	rc := b.abort()
 	b.started.Store(false)
 	return check(rc, "failed to stop capture")
 }
@@ -341,14 +352,14 @@ func (b *Board) PostBuffer(ptr uintptr, size int) error {
 func (b *Board) WaitBuffer(ptr uintptr, timeout time.Duration) error {
 	if timeout < 0 {
 		for {
-			rc := waitAsyncBufferComplete(b.h, ptr, math.MaxUint32)
+			rc := b.wait(ptr, math.MaxUint32)
 			if rc != ApiWaitTimeout {
 				return check(rc, "failed to wait for buffer 0x%x", ptr)
 			}
 		}
 	}
 	ms := min(timeout.Milliseconds(), math.MaxUint32-1)
-	return check(waitAsyncBufferComplete(b.h, ptr, uint32(ms)), "failed to wait for buffer 0x%x", ptr)
+	return check(b.wait(ptr, uint32(ms)), "failed to wait for buffer 0x%x", ptr)
 }
 
 // BufferBytesPerSample is the bytes one sample takes in a buffer.

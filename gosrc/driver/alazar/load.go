@@ -65,6 +65,25 @@ typedef struct {
 	RC (*configure_sample_skipping)(HANDLE, U32, U32, U16*);
 	RC (*oct_ignore_bad_clock)(HANDLE, U32, double, double, double*, double*);
 	RC (*dsp_get_modules)(HANDLE, U32, void**, U32*);
+	// The on-FPGA FFT module (AlazarDSP.h) and the galvo DAC (AlazarGalvo.h): optional.
+	RC (*dsp_get_info)(void*, U32*, U16*, U16*, U32*, U32*, U32*);
+	RC (*dsp_get_parameter_u32)(void*, U32, U32*);
+	RC (*fft_max_trigger_rate)(void*, U32, double*);
+	RC (*fft_set_window)(void*, U32, float*, float*);
+	RC (*fft_bg_set_record)(void*, const int16_t*, U32);
+	RC (*fft_bg_set_enabled)(void*, int);
+	RC (*fft_setup)(void*, U16, U32, U32, U32, U32, U32, U32*);
+	RC (*dsp_get_buffer)(HANDLE, void*, U32);
+	RC (*dsp_abort_capture)(HANDLE);
+	RC (*galvo_sequence_count)(HANDLE, int32_t*);
+	RC (*galvo_slot_size)(HANDLE, int, int32_t*);
+	RC (*galvo_playback_start)(HANDLE);
+	RC (*galvo_playback_stop)(HANDLE);
+	RC (*galvo_alines_per_bscan)(HANDLE, int, int32_t);
+	RC (*galvo_bscan_mode)(HANDLE, int);
+	RC (*galvo_sequence_write)(HANDLE, int32_t, int, int32_t, int32_t, int32_t, int32_t, int32_t, _Bool, _Bool, _Bool);
+	RC (*galvo_slot_write)(HANDLE, int, const uint32_t*, int32_t, int32_t);
+	RC (*galvo_set_park)(HANDLE, uint16_t, uint16_t);
 } vg_ats;
 
 static vg_ats ats;
@@ -122,6 +141,39 @@ static RC vg_oct_ignore_bad_clock(uintptr_t h, U32 enable, double good, double b
 	double cycle = 0, width = 0;
 	return ats.oct_ignore_bad_clock ? ats.oct_ignore_bad_clock(H(h), enable, good, bad, &cycle, &width) : UNSUPPORTED;
 }
+// A missing optional function answers ApiUnsupportedFunction.
+#define OPT(f, ...) (ats.f ? ats.f(__VA_ARGS__) : UNSUPPORTED)
+#define D(d) ((void*)(uintptr_t)(d))
+static RC vg_dsp_get_modules(uintptr_t h, U32 n, uintptr_t* out) {
+	if (!ats.dsp_get_modules) return UNSUPPORTED;
+	return ats.dsp_get_modules(H(h), n, (void**)out, NULL);
+}
+static RC vg_dsp_get_info(uintptr_t d, U32* type, U16* major, U16* minor, U32* max_len, U32* channels) {
+	return OPT(dsp_get_info, D(d), type, major, minor, max_len, channels, NULL);
+}
+static RC vg_dsp_get_parameter_u32(uintptr_t d, U32 p, U32* v) { return OPT(dsp_get_parameter_u32, D(d), p, v); }
+static RC vg_fft_max_trigger_rate(uintptr_t d, U32 n, double* r) { return OPT(fft_max_trigger_rate, D(d), n, r); }
+static RC vg_fft_set_window(uintptr_t d, U32 n, float* re, float* im) { return OPT(fft_set_window, D(d), n, re, im); }
+static RC vg_fft_bg_set_record(uintptr_t d, const int16_t* r, U32 n) { return OPT(fft_bg_set_record, D(d), r, n); }
+static RC vg_fft_bg_set_enabled(uintptr_t d, int e) { return OPT(fft_bg_set_enabled, D(d), e); }
+static RC vg_fft_setup(uintptr_t d, U16 ch, U32 rec, U32 fft, U32 fmt, U32* bytes) {
+	return OPT(fft_setup, D(d), ch, rec, fft, fmt, 0, 0, bytes);
+}
+static RC vg_dsp_get_buffer(uintptr_t h, uintptr_t buf, U32 ms) { return OPT(dsp_get_buffer, H(h), (void*)buf, ms); }
+static RC vg_dsp_abort_capture(uintptr_t h) { return OPT(dsp_abort_capture, H(h)); }
+static RC vg_galvo_sequence_count(uintptr_t h, int32_t* n) { return OPT(galvo_sequence_count, H(h), n); }
+static RC vg_galvo_slot_size(uintptr_t h, int slot, int32_t* n) { return OPT(galvo_slot_size, H(h), slot, n); }
+static RC vg_galvo_playback_start(uintptr_t h) { return OPT(galvo_playback_start, H(h)); }
+static RC vg_galvo_playback_stop(uintptr_t h) { return OPT(galvo_playback_stop, H(h)); }
+static RC vg_galvo_alines_per_bscan(uintptr_t h, int mode, int32_t n) { return OPT(galvo_alines_per_bscan, H(h), mode, n); }
+static RC vg_galvo_bscan_mode(uintptr_t h, int mode) { return OPT(galvo_bscan_mode, H(h), mode); }
+static RC vg_galvo_sequence_write(uintptr_t h, int32_t seq, int slot, int32_t reps, int32_t start, int32_t end) {
+	return OPT(galvo_sequence_write, H(h), seq, slot, reps, start, start, end, 0, 0, 0, 0);
+}
+static RC vg_galvo_slot_write(uintptr_t h, int slot, const uint32_t* data, int32_t n, int32_t off) {
+	return OPT(galvo_slot_write, H(h), slot, data, n, off);
+}
+static RC vg_galvo_set_park(uintptr_t h, uint16_t x, uint16_t y) { return OPT(galvo_set_park, H(h), x, y); }
 static RC vg_dsp_module_count(uintptr_t h, U32* n) {
 	if (!ats.dsp_get_modules) { *n = 0; return 512; }
 	return ats.dsp_get_modules(H(h), 0, NULL, n);
@@ -244,6 +296,24 @@ func bind(lib *dl.Library) error {
 		{"AlazarConfigureSampleSkipping", (*unsafe.Pointer)(unsafe.Pointer(&tab.configure_sample_skipping)), true},
 		{"AlazarOCTIgnoreBadClock", (*unsafe.Pointer)(unsafe.Pointer(&tab.oct_ignore_bad_clock)), true},
 		{"AlazarDSPGetModules", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_modules)), true},
+		{"AlazarDSPGetInfo", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_info)), true},
+		{"AlazarDSPGetParameterU32", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_parameter_u32)), true},
+		{"AlazarFFTGetMaxTriggerRepeatRate", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_max_trigger_rate)), true},
+		{"AlazarFFTSetWindowFunction", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_set_window)), true},
+		{"AlazarFFTBackgroundSubtractionSetRecordS16", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_bg_set_record)), true},
+		{"AlazarFFTBackgroundSubtractionSetEnabled", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_bg_set_enabled)), true},
+		{"AlazarFFTSetup", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_setup)), true},
+		{"AlazarDSPGetBuffer", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_buffer)), true},
+		{"AlazarDSPAbortCapture", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_abort_capture)), true},
+		{"AlazarGalvoSequenceGetCount", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_sequence_count)), true},
+		{"AlazarGalvoSlotGetSize", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_slot_size)), true},
+		{"AlazarGalvoPlaybackStart", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_playback_start)), true},
+		{"AlazarGalvoPlaybackStop", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_playback_stop)), true},
+		{"AlazarGalvoAlinesPerBscanSet", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_alines_per_bscan)), true},
+		{"AlazarGalvoBscanModeSet", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_bscan_mode)), true},
+		{"AlazarGalvoSequenceWrite", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_sequence_write)), true},
+		{"AlazarGalvoPatternSlotWrite", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_slot_write)), true},
+		{"AlazarGalvoSetParkPosition", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_set_park)), true},
 	}
 	for _, f := range fns {
 		p, err := lib.Sym(f.name)
@@ -374,4 +444,107 @@ func dspModuleCount(h uintptr) (uint32, ReturnCode) {
 	var n C.U32
 	rc := C.vg_dsp_module_count(C.uintptr_t(h), &n)
 	return uint32(n), ReturnCode(rc)
+}
+
+// The on-FPGA FFT module's and galvo DAC's calls (dsp.go, dac.go use them).
+
+func dspModules(h uintptr, n uint32) ([]uintptr, ReturnCode) {
+	out := make([]uintptr, max(n, 1))
+	rc := C.vg_dsp_get_modules(C.uintptr_t(h), C.U32(n), (*C.uintptr_t)(unsafe.Pointer(&out[0])))
+	return out[:n], ReturnCode(rc)
+}
+
+func dspGetInfo(d uintptr) (typ uint32, major, minor uint16, maxLen, channels uint32, rc ReturnCode) {
+	var t, m, c C.U32
+	var a, b C.U16
+	rc = ReturnCode(C.vg_dsp_get_info(C.uintptr_t(d), &t, &a, &b, &m, &c))
+	return uint32(t), uint16(a), uint16(b), uint32(m), uint32(c), rc
+}
+
+func dspGetParameterU32(d uintptr, p uint32) (uint32, ReturnCode) {
+	var v C.U32
+	rc := C.vg_dsp_get_parameter_u32(C.uintptr_t(d), C.U32(p), &v)
+	return uint32(v), ReturnCode(rc)
+}
+
+func fftMaxTriggerRate(d uintptr, n uint32) (float64, ReturnCode) {
+	var r C.double
+	rc := C.vg_fft_max_trigger_rate(C.uintptr_t(d), C.U32(n), &r)
+	return float64(r), ReturnCode(rc)
+}
+
+func fftSetWindow(d uintptr, n uint32, re, im []float32) ReturnCode {
+	var pr, pi *C.float
+	if len(re) > 0 {
+		pr, pi = (*C.float)(unsafe.Pointer(&re[0])), (*C.float)(unsafe.Pointer(&im[0]))
+	}
+	return ReturnCode(C.vg_fft_set_window(C.uintptr_t(d), C.U32(n), pr, pi))
+}
+
+func fftBackgroundSetRecord(d uintptr, bg []int16) ReturnCode {
+	return ReturnCode(C.vg_fft_bg_set_record(C.uintptr_t(d), (*C.int16_t)(unsafe.Pointer(&bg[0])), C.U32(len(bg))))
+}
+
+func fftBackgroundSetEnabled(d uintptr, enable bool) ReturnCode {
+	e := C.int(0)
+	if enable {
+		e = 1
+	}
+	return ReturnCode(C.vg_fft_bg_set_enabled(C.uintptr_t(d), e))
+}
+
+func fftSetup(d uintptr, channels uint16, record, fft, format uint32) (uint32, ReturnCode) {
+	var bytes C.U32
+	rc := C.vg_fft_setup(C.uintptr_t(d), C.U16(channels), C.U32(record), C.U32(fft), C.U32(format), &bytes)
+	return uint32(bytes), ReturnCode(rc)
+}
+
+func dspGetBuffer(h, buf uintptr, ms uint32) ReturnCode {
+	return ReturnCode(C.vg_dsp_get_buffer(C.uintptr_t(h), C.uintptr_t(buf), C.U32(ms)))
+}
+
+func dspAbortCapture(h uintptr) ReturnCode { return ReturnCode(C.vg_dsp_abort_capture(C.uintptr_t(h))) }
+
+func galvoSequenceCount(h uintptr) (int32, ReturnCode) {
+	var n C.int32_t
+	rc := C.vg_galvo_sequence_count(C.uintptr_t(h), &n)
+	return int32(n), ReturnCode(rc)
+}
+
+func galvoSlotSize(h uintptr, slot int) (int32, ReturnCode) {
+	var n C.int32_t
+	rc := C.vg_galvo_slot_size(C.uintptr_t(h), C.int(slot), &n)
+	return int32(n), ReturnCode(rc)
+}
+
+func galvoPlaybackStart(h uintptr) ReturnCode {
+	return ReturnCode(C.vg_galvo_playback_start(C.uintptr_t(h)))
+}
+func galvoPlaybackStop(h uintptr) ReturnCode {
+	return ReturnCode(C.vg_galvo_playback_stop(C.uintptr_t(h)))
+}
+
+func galvoAlinesPerBscan(h uintptr, mode int, n int32) ReturnCode {
+	return ReturnCode(C.vg_galvo_alines_per_bscan(C.uintptr_t(h), C.int(mode), C.int32_t(n)))
+}
+
+func galvoBscanMode(h uintptr, mode int) ReturnCode {
+	return ReturnCode(C.vg_galvo_bscan_mode(C.uintptr_t(h), C.int(mode)))
+}
+
+func galvoSequenceWrite(h uintptr, seq int32, slot int, reps, start, end int32) ReturnCode {
+	return ReturnCode(C.vg_galvo_sequence_write(C.uintptr_t(h), C.int32_t(seq), C.int(slot), C.int32_t(reps),
+		C.int32_t(start), C.int32_t(end)))
+}
+
+func galvoSlotWrite(h uintptr, slot int, data []uint32, offset int32) ReturnCode {
+	var p *C.uint32_t
+	if len(data) > 0 {
+		p = (*C.uint32_t)(unsafe.Pointer(&data[0]))
+	}
+	return ReturnCode(C.vg_galvo_slot_write(C.uintptr_t(h), C.int(slot), p, C.int32_t(len(data)), C.int32_t(offset)))
+}
+
+func galvoSetPark(h uintptr, x, y uint16) ReturnCode {
+	return ReturnCode(C.vg_galvo_set_park(C.uintptr_t(h), C.uint16_t(x), C.uint16_t(y)))
 }

@@ -37,6 +37,7 @@ from ..endpoint import (  # noqa: F401 - re-exported: vortex users import every 
     StackDeviceTensorEndpointUInt16, StackHostTensorEndpointFloat32, StackHostTensorEndpointInt8,
     StackHostTensorEndpointUInt16, StackTensorEndpointFloat32, StackTensorEndpointInt8, StackTensorEndpointUInt16,
 )
+from ..alazar import acquire_alazar_clock  # noqa: F401 - vortex exports it from vortex.engine
 from ..profiler import read_profiler_log  # noqa: F401 - vortexgo.engine's
 from ..scan import ScanQueue  # noqa: F401 - vortex's engine.scan_queue is one
 from ..source import dispersion_phasor  # noqa: F401 - vortex exports it from vortex.engine
@@ -63,7 +64,7 @@ __all__ = [
     "AscanSpiralDeviceTensorEndpointInt8",
     "PositionDeviceTensorEndpointInt8", "PositionDeviceTensorEndpointUInt16", "PositionDeviceTensorEndpointFloat32",
     "SpectraRadialDeviceTensorEndpointUInt16", "SpectraSpiralDeviceTensorEndpointUInt16",
-    "SpectraPositionDeviceTensorEndpointUInt16", "BufferStrategy",
+    "SpectraPositionDeviceTensorEndpointUInt16", "BufferStrategy", "acquire_alazar_clock",
 ] + _storage_endpoints
 
 # The engine is vortexgo.engine's, the module users (and vortex scripts, through vortex.engine)
