@@ -313,7 +313,7 @@ def test_board_removed_mid_run(virtual):
         else:
             raise AssertionError("a removed board opened")
         print("ok")
-    """, env={"VGV_FAULT": "board_removed@500"})
+    """, env={"VGV_FAULT": "board_removed@1000"})  # 7 whole blocks of 128 before it
 
 
 def test_the_model_at_galvo_positions_equals_the_simulated_source(virtual):
