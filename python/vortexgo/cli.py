@@ -5,6 +5,7 @@
     python -m vortexgo info                       devices, CUDA driver, cuFFT, the C fast path, versions
     python -m vortexgo demo [--device D] [--out DIR]   a simulated OCT acquisition: MIP and B-scan PNGs, the volumes
     python -m vortexgo bench [--device D]         a short benchmark on this machine's device, as a table
+    python -m vortexgo hardware-check             the AlazarTech board and NI-DAQmx card: PASS/FAIL per step
 
 The demo and the benchmark run on a GPU when there is one and on the CPU
 backend otherwise. Outputs go to ``--out``, by default a folder in the user's
@@ -541,7 +542,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("--shadow", action="store_true", help="also when a real vortex is installed (vortexgo wins here)")
     r.add_argument("script", help="the script's path")
     r.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+    from . import hardware_check
+
+    h = sub.add_parser("hardware-check", help="acceptance check of the AlazarTech digitizer and NI-DAQmx card "
+                                              "(docs/hardware.md)")
+    hardware_check.add_arguments(h)
     args = p.parse_args(argv)
+    if args.command == "hardware-check":
+        return hardware_check.run(args)
     if args.command is None:  # a bare `python -m vortexgo`: what it can do, not an error
         p.print_help()
         return 0
