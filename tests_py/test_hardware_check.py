@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import _subproc
+
 pytestmark = pytest.mark.timeout(240)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +38,8 @@ def virtual() -> Path:
 def _env(**kw: str) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("VGV_", "VORTEXGO_ATSAPI", "VORTEXGO_NIDAQMX", "VORTEXGO_VIRTUAL", "VORTEXGO_INSTR"))}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH", "")) if p)
+    # The package these tests imported (gpu-build/python on the GPU machine), first.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_subproc.PYTHON_DIR, os.environ.get("PYTHONPATH", "")) if p)
     env.update(kw)
     return env
 

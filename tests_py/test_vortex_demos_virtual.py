@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+import _subproc
 import test_vortex_demos as base
 
 ROOT = base.ROOT
@@ -153,7 +154,7 @@ def test_vortex_demo_runs_on_virtual_instrument(name, expect, virtual, tmp_path)
            if not k.startswith(("VGV_", "VORTEXGO_ATSAPI", "VORTEXGO_NIDAQMX", "VORTEXGO_VIRTUAL"))}
     env.update(QT_QPA_PLATFORM="offscreen", MPLBACKEND="Agg", PYTHONFAULTHANDLER="1",
                VORTEXGO_INSTRUMENTS="virtual", VORTEXGO_VIRTUAL_DIR=str(virtual),
-               PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT / "python"),
+               PYTHONPATH=os.pathsep.join(p for p in (_subproc.PYTHON_DIR, os.environ.get("PYTHONPATH", ""), str(ROOT / "python"),
                                                       str(TESTS)) if p))
     code = textwrap.dedent(f"""
         import sys

@@ -61,17 +61,18 @@ class _Dispatch:
     _wall0: int
     _last_callback_error: Optional[BaseException]
 
-    def _start_dispatcher(self, h: Any) -> threading.Thread:
+    def _start_dispatcher(self, h: Any) -> None:
         """Start the dispatcher thread of the session engine handle ``h`` just started."""
         # With a fixed dispatch_spin the dispatcher takes events from the session's ring in C
         # (_fastcall.c ring_next); the ring object keeps the ring's memory mapped while it reads.
         ring = h.EventRing() if self._ring_spin_ns and _ring_next is not None else None
         # The thread holds the engine weakly (_dispatch_loop): an engine dropped while it runs is
         # collected, and its finaliser stops it, as vortex's destructor does.
-        t = threading.Thread(target=_dispatch_loop, args=(weakref.ref(self), ring),
-                             name="vortexgo-engine-dispatcher", daemon=True)
-        t.start()
-        return t
+        # Assigned before it starts: a callback on its first batch must find itself the
+        # dispatcher (_in_dispatcher), or a wait() there would wait for itself.
+        self._dispatcher = threading.Thread(target=_dispatch_loop, args=(weakref.ref(self), ring),
+                                            name="vortexgo-engine-dispatcher", daemon=True)
+        self._dispatcher.start()
 
     def _callback_failed(self, what: str, exc: BaseException) -> None:
         self._last_callback_error = exc

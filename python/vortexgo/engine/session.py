@@ -297,7 +297,7 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         self._last_callback_error = None
         h.Start()
         self._wall0 = time.time_ns() - (time.monotonic_ns() - int(h.StartMonotonicNs()))
-        self._dispatcher = self._start_dispatcher(h)
+        self._start_dispatcher(h)
 
     def _in_dispatcher(self) -> bool:
         return self._dispatcher is not None and threading.current_thread() is self._dispatcher
