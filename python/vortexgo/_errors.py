@@ -186,10 +186,16 @@ def release_on_collect(obj: object, release: Callable[[], object], what: str):
 
 
 def _release(release: Callable[[], object], what: str) -> None:
+    import sys
     import warnings
 
     # (In a child of fork() these finalizers never run: _core detaches them at the fork.)
-
+    if sys.is_finalizing():
+        # The interpreter is tearing down: a consumer's DLPack deleter (CuPy's array
+        # freed with its module) calls here late, and a call into Go then raced the
+        # teardown (a SIGSEGV at exit, seen once on the GPU). The process releases
+        # everything as it exits.
+        return
     try:
         release()
     except Exception as exc:  # pragma: no cover - depends on teardown order
