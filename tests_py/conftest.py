@@ -57,6 +57,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reporter.write_line("Go invariants: no stream, event, buffer, graph or tensor lock left open")
 
 
+@pytest.fixture(scope="session")
+def virtual_instrument() -> Path:
+    """build/virtual: the virtual OCT instrument's libraries (instruments/virtual), built by
+    ``make virtual``; skipped without gcc or make, failed when the build fails."""
+    for tool in ("gcc", "make"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not found: the virtual instrument (instruments/virtual) is built with gcc")
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run(["make", "-s", "virtual"], cwd=root, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return root / "build" / "virtual"
+
+
 needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason=f"no CUDA device: {vg.cuda_unavailable_reason()}")
 needs_cupy = pytest.mark.skipif(not HAS_CUPY, reason="needs CUDA and CuPy")
 

@@ -14,8 +14,6 @@ the same run through SimulatedAcquisition (noise off): bit for bit here.
 from __future__ import annotations
 
 import datetime
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,12 +29,9 @@ LIB = ROOT / "build" / "virtual" / "libATSApi.so"
 
 
 @pytest.fixture(scope="module")
-def virtual() -> Path:
-    """The virtual digitizer, built by ``make virtual`` (skipped without gcc)."""
-    if shutil.which("gcc") is None or shutil.which("make") is None:
-        pytest.skip("gcc or make not found: the virtual instrument (instruments/virtual) is built with gcc")
-    subprocess.run(["make", "-s", "virtual"], cwd=ROOT, check=True)
-    return LIB
+def virtual(virtual_instrument: Path) -> Path:
+    """The virtual digitizer (conftest.py's virtual_instrument)."""
+    return virtual_instrument / "libATSApi.so"
 
 
 def env(lib: Path, **extra: str) -> dict:

@@ -10,8 +10,6 @@ Every case that drives the board runs in its own interpreter
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +26,9 @@ LIB = ROOT / "build" / "virtual" / "libATSApi.so"
 
 
 @pytest.fixture(scope="module")
-def virtual() -> Path:
-    """The virtual digitizer, built by ``make virtual`` (skipped without gcc)."""
-    if shutil.which("gcc") is None or shutil.which("make") is None:
-        pytest.skip("gcc or make not found: the virtual instrument (instruments/virtual) is built with gcc")
-    subprocess.run(["make", "-s", "virtual"], cwd=ROOT, check=True)
-    return LIB
+def virtual(virtual_instrument: Path) -> Path:
+    """The virtual digitizer (conftest.py's virtual_instrument)."""
+    return virtual_instrument / "libATSApi.so"
 
 
 PRELUDE = """

@@ -26,8 +26,6 @@ every run the card's own record of its waveform with the Generate stage's.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -42,14 +40,9 @@ RATE_HZ = "5000"  # on 2 shared CPU cores; 20 kHz passes here too (3 of 3), but 
 
 
 @pytest.fixture(scope="module")
-def virtual() -> Path:
-    """build/virtual, built by ``make virtual`` (skipped without gcc or make)."""
-    for tool in ("gcc", "make"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not found: the virtual instrument (instruments/virtual) is built with gcc")
-    r = subprocess.run(["make", "-s", "virtual"], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return ROOT / "build" / "virtual"
+def virtual(virtual_instrument: Path) -> Path:
+    """build/virtual (conftest.py's virtual_instrument)."""
+    return virtual_instrument
 
 
 # One run: argv = kind ("raster", "radial", "spiral"), source ("virtual", "simulated"),

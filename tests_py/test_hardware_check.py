@@ -9,7 +9,6 @@ vendor library the check fails clearly (naming the library and its environment v
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,14 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def virtual() -> Path:
-    """build/virtual, built by ``make virtual`` (skipped without gcc or make)."""
-    for tool in ("gcc", "make"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not found: the virtual instrument (instruments/virtual) is built with gcc")
-    r = subprocess.run(["make", "-s", "virtual"], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return ROOT / "build" / "virtual"
+def virtual(virtual_instrument: Path) -> Path:
+    """build/virtual (conftest.py's virtual_instrument)."""
+    return virtual_instrument
 
 
 def _env(**kw: str) -> dict:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -114,14 +113,9 @@ def _boot_virtual(script: str, out: str, args: list) -> None:
 
 
 @pytest.fixture(scope="module")
-def virtual() -> Path:
-    """build/virtual, built by ``make virtual`` (skipped without gcc or make)."""
-    for tool in ("gcc", "make"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not found: the virtual instrument (instruments/virtual) is built with gcc")
-    r = subprocess.run(["make", "-s", "virtual"], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return ROOT / "build" / "virtual"
+def virtual(virtual_instrument: Path) -> Path:
+    """build/virtual (conftest.py's virtual_instrument)."""
+    return virtual_instrument
 
 
 def _params():
