@@ -1,0 +1,459 @@
+#!/usr/bin/env python3
+"""List vortex's Python names for its AlazarTech and NI-DAQmx drivers.
+
+vortex's driver modules need the vendors' SDKs to build, so vortex-build
+(../shared/vortex-build) has none of them; the names come from vortex's
+binding sources instead:
+
+- ``src/vortex-python/module/alazar.cpp`` and ``module/daqmx.cpp``: which
+  module each class, enum and function lands in (``VORTEX_BIND``,
+  ``def_submodule``), and every member (the macros of ``bind/common.hpp``:
+  ``RW_VAR``/``RO_VAR``/``RW_ACC``/``RO_ACC``... an attribute, ``FXN`` a method,
+  ``SFXN``/``SRO_VAR`` a class attribute, ``SHALLOW_COPY`` ``copy``,
+  ``py::self == py::self`` ``__eq__``, ``py::init`` ``__init__`` with its
+  keyword arguments and defaults);
+- the shared helpers they call (``setup_acquire_config``/``setup_acquisition``
+  in ``bind/acquire.hpp``, ``setup_io`` in ``bind/io.hpp``, the file's own
+  ``setup_*``), expanded in place;
+- ``py::bind_vector`` lists (the list methods pybind11 gives a vector of
+  comparable values);
+- ``doc/module/*.rst``: names the API pages document for these classes that
+  the bindings of this version do not bind (recorded with ``"documented"``).
+
+Each name carries the preprocessor conditions it is bound under
+(``VORTEX_ENABLE_ALAZAR_GPU`` ...). Run from anywhere::
+
+    python scripts/vortex_driver_names.py [--reference DIR] [--out FILE]
+
+Without ``--out`` the JSON goes to stdout. The test data is
+``tests_py/data/vortex_driver_names.json`` (tests_py/test_driver_coverage.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from typing import Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: Where vortex's source tree usually is: ../shared next to the checkout (or next to its worktrees' folder).
+REFERENCE_CANDIDATES = [os.path.normpath(os.path.join(HERE, *[".."] * k, "shared", "vortex-reference")) for k in (2, 3)]
+
+
+def default_reference() -> Optional[str]:
+    """$VORTEX_REFERENCE, else the first candidate that exists, else None."""
+    env = os.environ.get("VORTEX_REFERENCE")
+    if env:
+        return env
+    return next((c for c in REFERENCE_CANDIDATES if os.path.isdir(c)), None)
+
+#: The binding files read, relative to the reference root, and the modules their VORTEX_BIND(x) serve.
+MODULE_FILES = ["src/vortex-python/module/alazar.cpp", "src/vortex-python/module/daqmx.cpp"]
+HELPER_FILES = ["src/vortex-python/bind/acquire.hpp", "src/vortex-python/bind/io.hpp"]
+DOC_FILES = ["doc/module/acquire.rst", "doc/module/engine.rst"]
+
+#: bind/common.hpp's member macros and what each binds.
+MACRO_KIND = {
+    "RW_VAR": "attribute", "RW_VAR_XT": "attribute", "RW_VAR_XT_FIXED": "attribute", "RW_MUT": "attribute",
+    "RW_MUT_GIL": "attribute", "RW_ACC": "attribute", "RW_ACC_GIL": "attribute", "RW_ACC_XT": "attribute",
+    "RO_VAR": "readonly", "RO_ACC": "readonly", "RO_ACC_GIL": "readonly",
+    "FXN": "method", "FXN_GIL": "method", "SFXN": "staticmethod", "SRO_VAR": "class_attribute",
+}
+
+#: What pybind11's bind_vector gives a vector of values with operator== (vortex's are).
+VECTOR_METHODS = ["__init__", "__len__", "__getitem__", "__setitem__", "__delitem__", "__iter__", "__contains__",
+                  "__eq__", "__repr__", "append", "extend", "insert", "pop", "clear", "count", "remove"]
+
+
+def strip_comments(text: str) -> str:
+    """C++ comments blanked (same length, newlines kept), strings untouched."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(c if c == "\n" else " " for c in text[i:j]))
+            i = j
+        elif text[i] == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def conditions(text: str) -> list[tuple[int, tuple[str, ...]]]:
+    """(offset, active #if conditions) at each line start."""
+    stack: list[str] = []
+    marks, off = [], 0
+    for line in text.splitlines(keepends=True):
+        s = line.strip()
+        if s.startswith("#ifdef"):
+            stack.append(s[6:].strip())
+        elif s.startswith("#ifndef"):
+            stack.append(f"!{s[7:].strip()}")
+        elif s.startswith("#if"):
+            stack.append(re.sub(r"\s+", " ", s[3:].strip()))
+        elif s.startswith("#else"):
+            if stack:
+                stack[-1] = f"!({stack[-1]})"
+        elif s.startswith("#endif"):
+            if stack:
+                stack.pop()
+        marks.append((off, tuple(stack)))
+        off += len(line)
+    return marks
+
+
+def condition_at(marks: list, pos: int) -> list[str]:
+    cur: tuple[str, ...] = ()
+    for off, st in marks:
+        if off > pos:
+            break
+        cur = st
+    return [re.sub(r"defined\((\w+)\)", r"\1", c) for c in cur]
+
+
+def match_close(text: str, i: int, open_: str = "(", close: str = ")") -> int:
+    """Index just past the bracket closing the one at text[i]."""
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] == open_:
+            depth += 1
+        elif text[j] == close:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    raise ValueError(f"unbalanced {open_} at {i}")
+
+
+def split_args(s: str) -> list[str]:
+    """Top-level comma split (respecting (), <>, {}, [] and strings)."""
+    out, depth, cur, instr = [], 0, [], False
+    for ch in s:
+        if ch == '"':
+            instr = not instr
+        if not instr:
+            if ch in "(<{[":
+                depth += 1
+            elif ch in ")>}]":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                out.append("".join(cur).strip())
+                cur = []
+                continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def functions(text: str) -> dict[str, str]:
+    """Bodies of the file's ``static void name(...) { ... }`` functions (and VORTEX_MODULE's)."""
+    out = {}
+    for m in re.finditer(r"(?:static\s+)?void\s+(\w+)\s*\(([^)]*)\)\s*\{", text):
+        start = m.end() - 1
+        out[m.group(1)] = (m.group(2), text[start:match_close(text, start, "{", "}")], start)
+    m = re.search(r"VORTEX_MODULE\((\w+)\)\s*\{", text)
+    if m:
+        start = m.end() - 1
+        out["<module>"] = ("", text[start:match_close(text, start, "{", "}")], start)
+    return out
+
+
+def init_params(call: str) -> dict:
+    """A ``c.def(py::init...)`` call: its positional C++ types and keyword arguments with defaults."""
+    args = split_args(call[call.index("(") + 1:call.rindex(")")])
+    first = args[0]
+    types_ = []
+    tm = re.match(r"py::init<(.*)>\(\)$", first, re.S)
+    if tm:
+        types_ = split_args(tm.group(1))
+    elif first.startswith("py::init(["):
+        lm = re.match(r"py::init\(\[\]\((.*?)\)", first, re.S)
+        types_ = [a.rsplit(" ", 1)[0].strip() for a in split_args(lm.group(1))] if lm and lm.group(1).strip() else []
+    params = []
+    for a in args[1:]:
+        km = re.match(r'"(\w+)"_a(?:\s*=\s*(.*))?$', a, re.S)
+        if km:
+            params.append({"name": km.group(1), "default": None if km.group(2) is None
+                           else re.sub(r"\s+", " ", km.group(2).strip())})
+    return {"arity": len(types_), "params": params}
+
+
+class Extractor:
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.helpers: dict[str, tuple[str, str, list]] = {}
+        for rel in HELPER_FILES:
+            text = strip_comments(open(os.path.join(root, rel)).read())
+            marks = conditions(text)
+            for name, (params, body, start) in functions(text).items():
+                self.helpers[name] = (body, rel, condition_at(marks, start))
+        self.modules: dict[str, dict] = {}
+        self.enum_types: dict[str, dict] = {}
+
+    def module(self, path: str) -> dict:
+        return self.modules.setdefault(path, {"functions": {}, "attributes": {}, "classes": {}, "enums": {}})
+
+    def run(self) -> dict:
+        for rel in MODULE_FILES:
+            self.file(rel)
+        return self.modules
+
+    def file(self, rel: str) -> None:
+        text = strip_comments(open(os.path.join(self.root, rel)).read())
+        self.marks, self.rel = conditions(text), rel
+        self.funcs = functions(text)
+        for name, (_params, body, start) in self.funcs.items():
+            if name.startswith("setup_"):
+                self.helpers[name] = (body, rel, condition_at(self.marks, start))
+        _p, body, start = self.funcs["<module>"]
+        for m in re.finditer(r"VORTEX_BIND\((\w+)\)", body):
+            self.bind(f"_bind_{m.group(1)}", {"m": f"vortex.{m.group(1)}"}, start + m.start())
+
+    def where(self, pos: int, extra: Optional[list] = None) -> dict:
+        cond = condition_at(self.marks, pos) + list(extra or [])
+        d = {"source": f"{self.rel}:{self.funcs_text_line(pos)}"}
+        if cond:
+            d["conditions"] = sorted(set(cond))
+        return d
+
+    def funcs_text_line(self, pos: int) -> int:
+        return sum(1 for off, _ in self.marks if off <= pos)
+
+    def bind(self, fname: str, vars_: dict, call_pos: int) -> None:
+        params, body, start = self.funcs[fname]
+        pm = re.match(r"py::module&\s*(\w+)", params.strip())
+        if pm and pm.group(1) != "m":
+            vars_ = {pm.group(1): vars_["m"]}
+        vars_ = dict(vars_)
+        extra = condition_at(self.marks, call_pos)
+        # submodules, then calls of other _bind_ functions with a module variable
+        for m in re.finditer(r"auto\s+(\w+)\s*=\s*(\w+)\.def_submodule\(\"(\w+)\"\)", body):
+            vars_[m.group(1)] = f"{vars_[m.group(2)]}.{m.group(3)}"
+        for m in re.finditer(r"\b(_bind_\w+)\((\w+)\);", body):
+            if m.group(1) in self.funcs and m.group(2) in vars_:
+                self.bind(m.group(1), {"m": vars_[m.group(2)]}, start + m.start())
+        # module attributes and functions
+        for m in re.finditer(r"\b(\w+)\.attr\(\"(\w+)\"\)\s*=", body):
+            if m.group(1) in vars_:
+                self.module(vars_[m.group(1)])["attributes"][m.group(2)] = self.where(start + m.start(), extra)
+        for m in re.finditer(r"\b(\w+)\.def\(\"(\w+)\"", body):
+            if m.group(1) in vars_:
+                f = self.module(vars_[m.group(1)])["functions"]
+                w = self.where(start + m.start(), extra)
+                if m.group(2) in f:  # an overload: bound when any of its overloads is
+                    prev = set(f[m.group(2)].get("conditions", []))
+                    cur = set(w.get("conditions", []))
+                    common = sorted(prev & cur)
+                    f[m.group(2)]["overloads"] = f[m.group(2)].get("overloads", 1) + 1
+                    if common:
+                        f[m.group(2)]["conditions"] = common
+                    else:
+                        f[m.group(2)].pop("conditions", None)
+                else:
+                    f[m.group(2)] = w
+        # enums
+        for m in re.finditer(r"py::enum_<([\w:]+)>\((\w+),\s*\"(\w+)\"\)", body):
+            ctype = m.group(1)
+            end = body.find(";", m.end())
+            chain = body[m.end():end]
+            block_end = body.find("}", m.end())
+            if ctype == "C":
+                um = None
+                for um in re.finditer(r"using C = ([\w:]+);", body[:m.start()]):
+                    pass
+                ctype = um.group(1) if um else ctype
+            members = {v: cv.split("::")[-1] for v, cv in re.findall(r"\.value\(\"(\w+)\",\s*([\w:]+)\)", chain)}
+            exported = "export_values()" in body[m.start():block_end if block_end > 0 else len(body)]
+            e = {**self.where(start + m.start(), extra), "members": list(members), "export_values": exported}
+            self.module(vars_[m.group(2)])["enums"][m.group(3)] = e
+            self.enum_types[ctype] = {"module": vars_[m.group(2)], "name": m.group(3), "cpp": members}
+        # classes a file-local template binds (memory's CUDA tensors), at the call's conditions
+        for m in re.finditer(r"\b(\w+)<[^;()]*?>\((\w+),\s*(\w+)\);", body):
+            helper = self.funcs.get(m.group(1))
+            if helper is None or m.group(2) not in vars_:
+                continue
+            for hm in re.finditer(r"(bind_\w+)<[^;]*?>\(\w+,\s*\"(\w+)\"", helper[1]):
+                cls = {**self.where(start + m.start(), extra), "kind": "class", "cpp": hm.group(1), "members": {},
+                       "inits": [], "note": f"bound by {m.group(1)} through {hm.group(1)}"}
+                self.module(vars_[m.group(2)])["classes"].setdefault(hm.group(2), cls)
+        # vectors
+        for m in re.finditer(r"py::bind_vector<[^;]*?>\((\w+),\s*\"(\w+)\"\)", body):
+            cls = {**self.where(start + m.start(), extra), "kind": "vector",
+                   "members": {k: {"kind": "method"} for k in VECTOR_METHODS}}
+            self.module(vars_[m.group(1)])["classes"][m.group(2)] = cls
+        # classes
+        for m in re.finditer(r"\bCLS_(VAL|PTR|BASE_PTR)\((\w+)", body):
+            blk_start = body.rfind("{", 0, m.start())
+            # the innermost block holding the CLS macro
+            depth, i = 0, m.start()
+            while i > 0:
+                i -= 1
+                if body[i] == "}":
+                    depth += 1
+                elif body[i] == "{":
+                    if depth == 0:
+                        blk_start = i
+                        break
+                    depth -= 1
+            blk = body[blk_start:match_close(body, blk_start, "{", "}")]
+            using = re.search(r"using C = ([^;]+);", blk)
+            cls = {**self.where(start + m.start(), extra), "kind": "class",
+                   "cpp": using.group(1).strip() if using else None, "members": {}, "inits": []}
+            self.members(cls, blk, start + blk_start, extra)
+            self.module(vars_["m"])["classes"][m.group(2)] = cls
+
+    def members(self, cls: dict, blk: str, pos: int, extra: list, via: Optional[str] = None) -> None:
+        mem = cls["members"]
+
+        def add(name: str, kind: str, at: int, **more) -> None:
+            d = {"kind": kind, **more}
+            cond = condition_at(self.marks, pos + at) if via is None else []
+            cond = sorted(set(cond) - set(cls.get("conditions", [])) - set(extra))
+            if cond:
+                d["conditions"] = cond
+            if via:
+                d["via"] = via
+            mem.setdefault(name, d)
+
+        for m in re.finditer(r"\b(" + "|".join(MACRO_KIND) + r")\((\w+)", blk):
+            add(m.group(2), MACRO_KIND[m.group(1)], m.start())
+        if "SHALLOW_COPY()" in blk:
+            add("copy", "method", blk.index("SHALLOW_COPY()"))
+        for m in re.finditer(r"\bc\.def\(py::self\s*==\s*py::self\)", blk):
+            add("__eq__", "operator", m.start())
+        for m in re.finditer(r"\bc\.def\(\"(\w+)\"", blk):
+            add(m.group(1), "method", m.start())
+        for m in re.finditer(r"\bc\.def_property(_readonly)?\(\"(\w+)\"", blk):
+            add(m.group(2), "readonly" if m.group(1) else "attribute", m.start())
+        for m in re.finditer(r"\bc\.def\(py::init", blk):
+            call = blk[m.start():match_close(blk, m.start() + len("c.def"))]
+            init = init_params(call)
+            cond = condition_at(self.marks, pos + m.start()) if via is None else []
+            cond = sorted(set(cond) - set(cls.get("conditions", [])) - set(extra))
+            if cond:
+                init["conditions"] = cond
+            cls["inits"].append(init)
+            add("__init__", "method", m.start())
+        for m in re.finditer(r"\b(setup_\w+)(?:<[^;]*?>)?\(c\)", blk):
+            hb, hrel, hcond = self.helpers[m.group(1)]
+            self.members(cls, hb, 0, extra, via=f"{m.group(1)} ({hrel})")
+
+    def documented(self) -> None:
+        """Names doc/module/*.rst documents for these classes that the bindings do not bind."""
+        for rel in DOC_FILES:
+            path = os.path.join(self.root, rel)
+            if not os.path.exists(path):
+                continue
+            cur = None
+            for n, line in enumerate(open(path), 1):
+                cm = re.match(r"\.\. class:: vortex\.([\w.]+)", line)
+                if cm:
+                    cur = self.find_class(cm.group(1).split(".")[-1])
+                    continue
+                if re.match(r"\.\. ", line):
+                    cur = None
+                    continue
+                mm = re.match(r"    \.\. (?:method|property|attribute):: (\w+)", line)
+                if mm and cur is not None and mm.group(1) not in cur["members"]:
+                    if cur.get("kind") == "enum":
+                        continue
+                    cur["members"][mm.group(1)] = {"kind": "documented", "source": f"{rel}:{n}",
+                                                   "note": "documented in vortex's API pages, not bound by its bindings"}
+
+    def find_class(self, name: str) -> Optional[dict]:
+        for mod in self.modules.values():
+            if name in mod["classes"]:
+                return mod["classes"][name]
+            if name in mod["enums"]:
+                return {"kind": "enum", "members": {}}
+        return None
+
+    def resolve_defaults(self) -> None:
+        """Defaults written as a C++ enum value (``vortex::alazar::coupling_t::AC``) named as Python's."""
+        for mod in self.modules.values():
+            for cls in mod["classes"].values():
+                for init in cls.get("inits", []):
+                    for p in init["params"]:
+                        d = p["default"]
+                        if d is None:
+                            continue
+                        em = re.match(r"([\w:]+)::(\w+)$", d)
+                        if em and em.group(1) in self.enum_types:
+                            e = self.enum_types[em.group(1)]
+                            py = [k for k, v in e["cpp"].items() if v == em.group(2)]
+                            if py:
+                                p["python_default"] = {"enum": f"{e['module']}.{e['name']}", "member": py[0]}
+                                continue
+                        num = d.replace("'", "").rstrip("f")
+                        try:
+                            p["python_default"] = {"value": int(num)}
+                            continue
+                        except ValueError:
+                            pass
+                        try:
+                            p["python_default"] = {"value": float(num)}
+                            continue
+                        except ValueError:
+                            pass
+                        if d in ("true", "false"):
+                            p["python_default"] = {"value": d == "true"}
+                        am = re.match(r"std::array<float, \d+>\{(.*)\}$", d)
+                        if am:
+                            p["python_default"] = {"value": [float(x.strip().rstrip("f")) for x in am.group(1).split(",")]}
+
+
+def extract(root: str) -> dict:
+    ex = Extractor(root)
+    ex.run()
+    ex.documented()
+    ex.resolve_defaults()
+    features = None
+    gs = os.path.join(root, "doc", "getting-started.rst")
+    if os.path.exists(gs):  # the feature list vortex's released wheels print (``OK 0.5.1 ['machdsp', ...]``)
+        fm = re.search(r"OK [\d.]+ \[([^\]]*)\]", open(gs).read())
+        features = re.findall(r"'(\w+)'", fm.group(1)) if fm else None
+    version = open(os.path.join(root, "VERSION")).read().strip() if os.path.exists(os.path.join(root, "VERSION")) else None
+    return {
+        "vortex_version": version,
+        "generated_by": "scripts/vortex_driver_names.py",
+        "released_features": features,
+        "sources": ["doc/getting-started.rst"] + MODULE_FILES + HELPER_FILES + ["src/vortex-python/bind/common.hpp"] + DOC_FILES,
+        "modules": {k: ex.modules[k] for k in sorted(ex.modules)},
+    }
+
+
+def main(argv: Optional[list] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reference", default=default_reference(),
+                    help="vortex's source tree (default: $VORTEX_REFERENCE, else ../shared/vortex-reference)")
+    ap.add_argument("--out", help="write the JSON here (default: stdout)")
+    a = ap.parse_args(argv)
+    if not a.reference:
+        ap.error("vortex's source tree was not found: pass --reference or set VORTEX_REFERENCE")
+    data = extract(a.reference)
+    text = json.dumps(data, indent=1, sort_keys=False) + "\n"
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
