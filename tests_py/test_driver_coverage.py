@@ -216,7 +216,9 @@ def test_constructors_take_vortexs_arguments_and_defaults(compat):
     of vortex's constructors is accepted, and its default is the attribute's."""
     problems = []
     for mod, n, c in _classes():
-        cls = getattr(importlib.import_module(mod), n)
+        cls = getattr(importlib.import_module(mod), n, None)
+        if cls is None:
+            continue  # test_every_vortex_driver_name_resolves names it
         for init in c["inits"]:
             required = [p for p in init["params"] if p["default"] is None]
             if init["arity"] == 0 or (init["params"] and not required and len(init["params"]) == init["arity"]):
@@ -232,7 +234,7 @@ def test_constructors_take_vortexs_arguments_and_defaults(compat):
                             problems.append(f"{mod}.{n}().{p['name']} = {getattr(obj, p['name'])!r}, vortex's {want!r}")
             if init["params"] and all("python_default" in p or p["default"] is None for p in init["params"]):
                 kwargs = {p["name"]: (_default(p["python_default"]) if "python_default" in p else "Dev1/ao0")
-                          for p in init["params"] if "python_default" in p or p["name"].endswith("_name")}
+                          for p in init["params"] if "python_default" in p or p["name"] in ("line_name", "port_name")}
                 if len(kwargs) != len(init["params"]):
                     continue
                 try:
@@ -247,8 +249,8 @@ def test_copy_and_attributes_behave_as_vortexs(compat):
     takes its own value back; each read-only one refuses to be set."""
     problems = []
     for mod, n, c in _classes():
-        cls = getattr(importlib.import_module(mod), n)
-        obj = _instance(cls)
+        cls = getattr(importlib.import_module(mod), n, None)
+        obj = _instance(cls) if cls is not None else None
         if obj is None:
             continue
         if "copy" in c["members"]:

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/driver/daqmx"
+	"github.com/vortexgo/vortexgo/gosrc/hostmem"
 	gio "github.com/vortexgo/vortexgo/gosrc/io"
 )
 
@@ -101,3 +102,104 @@ func (d *DAQmxIO) Running() bool { return d.d.Running() }
 
 // DAQmxLibrary is the NI-DAQmx library loaded ("" before one is).
 func DAQmxLibrary() string { return daqmx.Library() }
+
+// DAQmxTask is one NI-DAQmx task (driver/daqmx.Task; python/vortexgo/daqmx.py's
+// DAQmx, vortex's vortex.io.daqmx.DAQmx): the driver's calls one by one.
+type DAQmxTask struct {
+	Object
+	t *daqmx.Task
+}
+
+// NewDAQmxTask loads NI-DAQmx if needed and creates the task name.
+func NewDAQmxTask(name string) (*DAQmxTask, error) {
+	t, err := daqmx.NewTask(name)
+	if err != nil {
+		return nil, tag(err)
+	}
+	return &DAQmxTask{Object{obj: t}, t}, nil
+}
+
+// CreateDigitalOutput adds a digital output channel of lines.
+func (d *DAQmxTask) CreateDigitalOutput(lines string) error {
+	return tag(d.t.CreateDigitalOutput(lines))
+}
+
+// CreateAnalogVoltageOutput adds an analog voltage output channel of [min, max] volts.
+func (d *DAQmxTask) CreateAnalogVoltageOutput(port string, min, max float64) error {
+	return tag(d.t.CreateAnalogVoltageOutput(port, min, max))
+}
+
+// CreateAnalogVoltageInput adds an analog voltage input channel (terminal: NI's value).
+func (d *DAQmxTask) CreateAnalogVoltageInput(port string, min, max float64, terminal int) error {
+	return tag(d.t.CreateAnalogVoltageInput(port, min, max, daqmx.Terminal(terminal)))
+}
+
+// ConfigureSampleClock is Task.ConfigureSampleClock (mode, edge: NI's values).
+func (d *DAQmxTask) ConfigureSampleClock(source string, mode, samplesPerSecond, samplesPerChannel, divisor, edge int) error {
+	return tag(d.t.ConfigureSampleClock(source, daqmx.SampleMode(mode), samplesPerSecond, samplesPerChannel, divisor,
+		daqmx.Edge(edge)))
+}
+
+// SetOutputBufferSize sizes the output buffer (samples per channel).
+func (d *DAQmxTask) SetOutputBufferSize(samplesPerChannel int) error {
+	return tag(d.t.SetOutputBufferSize(samplesPerChannel))
+}
+
+// SetInputBufferSize sizes the input buffer (samples per channel).
+func (d *DAQmxTask) SetInputBufferSize(samplesPerChannel int) error {
+	return tag(d.t.SetInputBufferSize(samplesPerChannel))
+}
+
+// SetRegeneration allows or forbids regeneration.
+func (d *DAQmxTask) SetRegeneration(enable bool) error { return tag(d.t.SetRegeneration(enable)) }
+
+// daqmxTimeout is seconds as a Duration (negative: wait forever).
+func daqmxTimeout(seconds float64) time.Duration {
+	if seconds < 0 {
+		return -1
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// WriteAnalog writes samplesPerChannel rows of channels volts from the
+// caller's n float64 values at data (row-major).
+func (d *DAQmxTask) WriteAnalog(samplesPerChannel, channels, data, n int, timeout float64) error {
+	buf, err := hostmem.Span[float64](data, n)
+	if err != nil {
+		return tag(err)
+	}
+	return tag(d.t.WriteAnalog(samplesPerChannel, channels, buf, daqmxTimeout(timeout)))
+}
+
+// WriteDigital writes samplesPerChannel rows of channels words from the
+// caller's n uint32 values at data (row-major).
+func (d *DAQmxTask) WriteDigital(samplesPerChannel, channels, data, n int, timeout float64) error {
+	buf, err := hostmem.Span[uint32](data, n)
+	if err != nil {
+		return tag(err)
+	}
+	return tag(d.t.WriteDigital(samplesPerChannel, channels, buf, daqmxTimeout(timeout)))
+}
+
+// StartTask starts the task (a no-op when it runs).
+func (d *DAQmxTask) StartTask() error { return tag(d.t.Start()) }
+
+// StopTask stops the task (a no-op when it is stopped).
+func (d *DAQmxTask) StopTask() error { return tag(d.t.Stop()) }
+
+// ClearTask releases the task (a no-op when released).
+func (d *DAQmxTask) ClearTask() error { return tag(d.t.Clear()) }
+
+// Valid tells whether the task exists (not cleared).
+func (d *DAQmxTask) Valid() bool { return d.t.Valid() }
+
+// Running tells whether the task was started and not stopped.
+func (d *DAQmxTask) Running() bool { return d.t.Running() }
+
+// Name is the task's name ("" once cleared, as vortex's).
+func (d *DAQmxTask) Name() string {
+	if !d.t.Valid() {
+		return ""
+	}
+	return d.t.Name()
+}

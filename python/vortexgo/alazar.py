@@ -37,7 +37,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the default VORTEXGO_VIRTUAL_DIR
-from ._attrs import Config, StrictAttributes, ValueList
+from ._attrs import Config, StrictAttributes, ValueList, _inside_package
 from ._core import api
 from ._errors import native
 from .acquire import _Acquisition
@@ -637,6 +637,24 @@ class AlazarAcquisition(_Acquisition):
         return api.NewAlazarAcquisition(json.dumps(c._record()))
 
     @property
+    def config(self) -> AlazarConfig:
+        """The configuration :meth:`initialize` adopted (read-only, as vortex's)."""
+        return self._config
+
+    @config.setter
+    def config(self, v: AlazarConfig) -> None:
+        if not _inside_package(2):  # the caller of StrictAttributes.__setattr__
+            raise AttributeError(f"{type(self).__name__}.config is read-only: initialize(config) adopts a configuration")
+        self._config = v
+
+    @property
+    def running(self) -> bool:
+        """Whether the board captures (started and not stopped since)."""
+        if self._h is None or self._closed:
+            return False
+        return bool(native(self._h.AlazarBoard)().Running())
+
+    @property
     def board(self) -> Board:
         """The acquisition's board."""
         b = Board()
@@ -689,6 +707,11 @@ class AlazarFFTConfig(AlazarConfig):
     def samples_per_ascan(self) -> int:
         """The length of an A-scan, ``fft_length / 2`` (plus ``fft_length`` with the time domain)."""
         return self.fft_length + self.fft_length // 2 if self.include_time_domain else self.fft_length // 2
+
+    @property
+    def buffer_bytes_per_record(self) -> int:
+        """Bytes of one record in the board's buffer: ``samples_per_ascan * bytes_per_multisample``."""
+        return self.samples_per_ascan * self.bytes_per_multisample
 
     @property
     def ascans_per_block(self) -> int:

@@ -14,16 +14,21 @@ NI-DAQmx's (``DAQmx_Val_Rising`` ...), and their members are module names too
 
 from __future__ import annotations
 
+import datetime
 import enum
-from typing import Any
+from typing import Any, Union
 
-from ._attrs import Config, StrictAttributes, ValueList
-from ._validate import check_float, check_int
+import numpy as np
+
+from ._attrs import Config, NoCopy, StrictAttributes, ValueList
+from ._core import api
+from ._errors import native, release_on_collect
+from ._validate import check_bool, check_float, check_int
 from .scan import Range
 
 __all__ = [
     "Edge", "Terminal", "SampleMode", "AnalogVoltageOutput", "AnalogVoltageInput", "DigitalOutput",
-    "DigitalInput", "VectorChannel",
+    "DigitalInput", "VectorChannel", "DAQmx",
     "Rising", "Falling", "Referenced", "Unreferenced", "Differential", "Pseudodifferential",
     "Finite", "Continuous", "Hardware",
 ]
@@ -101,7 +106,7 @@ class _Digital(_Channel):
     #: Lines a digital channel may hold (vortex's ``max_bits``).
     max_bits = 32
 
-    def __init__(self, line_name: str, stream: int = 0, channel: int = 0) -> None:
+    def __init__(self, line_name: str = "", stream: int = 0, channel: int = 0) -> None:
         self.line_name = line_name
         self.stream = stream
         self.channel = channel
@@ -128,7 +133,7 @@ class _Digital(_Channel):
 class _Analog(_Channel):
     __slots__ = ("_port_name", "_scale", "_limits")
 
-    def __init__(self, port_name: str, logical_units_per_physical_unit: float = 1.0, stream: int = 0,
+    def __init__(self, port_name: str = "", logical_units_per_physical_unit: float = 1.0, stream: int = 0,
                  channel: int = 0) -> None:
         self.port_name = port_name
         self.logical_units_per_physical_unit = logical_units_per_physical_unit
@@ -197,7 +202,7 @@ class AnalogVoltageInput(_Analog):
     __slots__ = ("_terminal",)
     _kind = _KIND_AI
 
-    def __init__(self, port_name: str, logical_units_per_physical_unit: float = 1.0, stream: int = 0,
+    def __init__(self, port_name: str = "", logical_units_per_physical_unit: float = 1.0, stream: int = 0,
                  channel: int = 0) -> None:
         super().__init__(port_name, logical_units_per_physical_unit, stream, channel)
         self._terminal = Terminal.Referenced
@@ -262,3 +267,144 @@ class VectorChannel(ValueList):
         else:
             v = self._check(v)
         super().__setitem__(i, v)
+
+
+def _timeout(owner: str, v: Union[datetime.timedelta, float]) -> float:
+    """Seconds (a ``datetime.timedelta`` or a number; negative waits forever, NI's -1)."""
+    if isinstance(v, datetime.timedelta):
+        v = v.total_seconds()
+    return check_float(f"{owner}: timeout", v, None)
+
+
+def _rows(owner: str, buffer: Any, dtype: type, samples_per_channel: int) -> "np.ndarray":
+    """``buffer`` as a C-contiguous (samples, channels) array of ``dtype`` holding at least
+    ``samples_per_channel`` rows (a 1-D buffer is one channel)."""
+    a = np.asarray(buffer)
+    if a.dtype != dtype:
+        raise TypeError(f"{owner}: buffer of {a.dtype}, expected {np.dtype(dtype).name}")
+    if a.ndim == 1:
+        a = a.reshape(-1, 1)
+    if a.ndim != 2:
+        raise ValueError(f"{owner}: buffer of shape {a.shape}, expected (samples, channels)")
+    if a.shape[0] < samples_per_channel:
+        raise ValueError(f"{owner}: buffer of {a.shape[0]} samples, expected at least {samples_per_channel}")
+    return np.ascontiguousarray(a)
+
+
+class DAQmx(NoCopy, StrictAttributes):
+    """One NI-DAQmx task, call by call (vortex's ``vortex.io.daqmx.DAQmx``, its ``daqmx_t``):
+    what :class:`~vortexgo.io.DAQmxIO` does for a block, by hand.
+
+    ``DAQmx(task_name)`` loads NI-DAQmx (``VORTEXGO_NIDAQMX_LIBRARY`` points at it) and
+    creates the task; NI-DAQmx's failures raise :class:`~vortexgo.VortexError` with vortex's
+    text (the operation, NI's code in parentheses, NI's description). The task is cleared by
+    :meth:`clear_task`, or when the object is collected.
+    """
+
+    _copy_hint = "an NI-DAQmx task is one per name; make another DAQmx"
+
+    def __init__(self, task_name: str) -> None:
+        if not isinstance(task_name, str):
+            raise TypeError(f"DAQmx(task_name={task_name!r}), expected a str")
+        self._h = native(api.NewDAQmxTask)(task_name)
+        self._fin = release_on_collect(self, self._h.Close, "a DAQmx task")
+
+    def create_digital_output(self, line_name: str) -> None:
+        """Add a digital output channel of the lines ``line_name`` (``"Dev1/port0/line0:7"``)."""
+        native(self._h.CreateDigitalOutput)(_str("DAQmx.create_digital_output: line_name", line_name))
+
+    def create_analog_voltage_output(self, port_name: str, min: float, max: float) -> None:  # noqa: A002
+        """Add an analog voltage output channel (``"Dev1/ao0"``) spanning ``[min, max]`` volts."""
+        o = "DAQmx.create_analog_voltage_output"
+        native(self._h.CreateAnalogVoltageOutput)(_str(f"{o}: port_name", port_name), check_float(f"{o}: min", min),
+                                                  check_float(f"{o}: max", max))
+
+    def create_analog_voltage_input(self, port_name: str, min: float, max: float,  # noqa: A002
+                                    terminal: Terminal = Terminal.Referenced) -> None:
+        """Add an analog voltage input channel spanning ``[min, max]`` volts, with its terminal configuration."""
+        o = "DAQmx.create_analog_voltage_input"
+        native(self._h.CreateAnalogVoltageInput)(_str(f"{o}: port_name", port_name), check_float(f"{o}: min", min),
+                                                 check_float(f"{o}: max", max), int(_member(o, terminal, Terminal)))
+
+    def configure_sample_clock(self, source: str, sample_mode: SampleMode, samples_per_second: int,
+                               samples_per_channel: int, divisor: int = 1, edge: Edge = Edge.Rising) -> None:
+        """Clock the task from ``source`` at ``samples_per_second`` (with ``divisor`` > 1 the source is the
+        timebase, divided down) and trigger its start on ``source`` too, as vortex does."""
+        o = "DAQmx.configure_sample_clock"
+        native(self._h.ConfigureSampleClock)(
+            _str(f"{o}: source", source), int(_member(o, sample_mode, SampleMode)),
+            check_int(f"{o}: samples_per_second", samples_per_second, 0),
+            check_int(f"{o}: samples_per_channel", samples_per_channel, 0), check_int(f"{o}: divisor", divisor, 1),
+            int(_member(o, edge, Edge)))
+
+    def set_output_buffer_size(self, samples_per_channel: int) -> None:
+        """Size the output buffer, in samples per channel."""
+        native(self._h.SetOutputBufferSize)(check_int("DAQmx.set_output_buffer_size: samples_per_channel",
+                                                      samples_per_channel, 0, 2**32 - 1))
+
+    def set_input_buffer_size(self, samples_per_channel: int) -> None:
+        """Size the input buffer, in samples per channel."""
+        native(self._h.SetInputBufferSize)(check_int("DAQmx.set_input_buffer_size: samples_per_channel",
+                                                     samples_per_channel, 0, 2**32 - 1))
+
+    def set_regeneration(self, enable: bool) -> None:
+        """Allow or forbid regenerating old samples (vortex streams with it off)."""
+        native(self._h.SetRegeneration)(check_bool("DAQmx.set_regeneration: enable", enable))
+
+    def write_analog(self, samples_per_channel: int, buffer: Any, timeout: Union[datetime.timedelta, float]) -> None:
+        """Write ``samples_per_channel`` rows of ``buffer`` (float64, (samples, channels), volts), waiting up
+        to ``timeout`` for room; a partial write raises, as vortex's."""
+        o = "DAQmx.write_analog"
+        n = check_int(f"{o}: samples_per_channel", samples_per_channel, 0, 2**31 - 1)
+        a = _rows(o, buffer, np.float64, n)
+        native(self._h.WriteAnalog)(n, a.shape[1], a.ctypes.data, a.size, _timeout(o, timeout))
+
+    def write_digital(self, samples_per_channel: int, buffer: Any, timeout: Union[datetime.timedelta, float]) -> None:
+        """Write ``samples_per_channel`` rows of ``buffer`` (uint32, (samples, channels)), as :meth:`write_analog`."""
+        o = "DAQmx.write_digital"
+        n = check_int(f"{o}: samples_per_channel", samples_per_channel, 0, 2**31 - 1)
+        a = _rows(o, buffer, np.uint32, n)
+        native(self._h.WriteDigital)(n, a.shape[1], a.ctypes.data, a.size, _timeout(o, timeout))
+
+    def start_task(self) -> None:
+        """Start the task (nothing when it runs)."""
+        native(self._h.StartTask)()
+
+    def stop_task(self) -> None:
+        """Stop the task (nothing when it is stopped)."""
+        native(self._h.StopTask)()
+
+    def clear_task(self) -> None:
+        """Release the task (nothing when released): ``valid`` is False and ``name`` empty after."""
+        native(self._h.ClearTask)()
+
+    @property
+    def valid(self) -> bool:
+        """Whether the task exists (not cleared)."""
+        return bool(self._h.Valid())
+
+    @property
+    def name(self) -> str:
+        """The task's name (empty once cleared)."""
+        return str(self._h.Name())
+
+    @property
+    def running(self) -> bool:
+        """Whether the task was started and not stopped since."""
+        return bool(self._h.Running())
+
+    def __repr__(self) -> str:
+        return f"<daqmx.DAQmx {self.name!r}{' running' if self.running else ''}{'' if self.valid else ' (cleared)'}>"
+
+
+def _str(name: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"{name}={v!r}, expected a str")
+    return v
+
+
+def _member(owner: str, v: Any, enum_type: type) -> Any:
+    try:
+        return enum_type(v)
+    except ValueError:
+        raise ValueError(f"{owner}: {v!r}, expected a {enum_type.__name__}") from None
