@@ -54,6 +54,12 @@ PENDING_I26_IO = ("vortex.io.alazar", "vortex.io.AlazarIO", "vortex.io.AlazarIOC
 PENDING_I26_DEMOS2 = tuple(f"vortex.acquire.{c}.{m}" for c in ("AlazarAcquisition", "AlazarFFTAcquisition")
                            for m in ("start", "stop", "next", "next_async"))
 
+# TODO(next slice of issue 26): DAQmxIO's standalone next(count, streams, id=0) / next_async(count,
+# streams, callback, id=0) (bind/io.hpp's setup_io: one block's six streams written outside an
+# engine). The Go DAQmxIO writes an engine.IOBlock after the engine's Prepare; a standalone call
+# needs pyapi to prepare it from the streams' shapes. Remove these when they land.
+PENDING_NEXT_SLICE = ("vortex.io.DAQmxIO.next", "vortex.io.DAQmxIO.next_async")
+
 
 class Name(NamedTuple):
     """One listed name: ``module`` and, for a class's or enum's name, ``owner``."""
@@ -97,6 +103,8 @@ def expected_missing(name: Name) -> Optional[str]:
         return "TODO(i26-io): built on branch i26-io"
     if name.qualname in PENDING_I26_DEMOS2:
         return "TODO(i26-demos2): built on branch i26-demos2"
+    if name.qualname in PENDING_NEXT_SLICE:
+        return "TODO(next slice): DAQmxIO's standalone next/next_async"
     return None
 
 
