@@ -710,7 +710,7 @@ class AlazarFFTConfig(AlazarConfig):
 
     @property
     def buffer_bytes_per_record(self) -> int:
-        """Bytes of one record in the board's buffer: ``samples_per_ascan * bytes_per_multisample``."""
+        """The bytes one record takes in the board's buffer (``samples_per_ascan * bytes_per_multisample``)."""
         return self.samples_per_ascan * self.bytes_per_multisample
 
     @property
