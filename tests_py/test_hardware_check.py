@@ -50,6 +50,7 @@ def test_hardware_check_passes_on_the_virtual_instrument(virtual, tmp_path):
     assert r.returncode == 0, out
     assert "on the virtual instrument" in out
     assert "ATS9360" in out and "serial_number: 970001" in out, out
+    assert f"ATS-SDK 7.5.0: {virtual / 'libATSApi.so'}" in out and f"NI-DAQmx 23.5.0: {virtual / 'libnidaqmx.so'}" in out, out
     assert out.count("PASS  ") == 5 and "FAIL" not in out, out
     assert "PASS: 5 of 5 steps passed" in out, out
     # what the virtual card generated: the raster's two channels, within +/-0.1 units (0.15 V)
@@ -68,3 +69,12 @@ def test_hardware_check_fails_clearly_without_the_vendor_libraries(tmp_path):
     assert "FAIL  NI-DAQmx loaded" in out and "VORTEXGO_NIDAQMX_LIBRARY" in out, out
     assert out.rstrip().endswith("FAIL: 0 of 2 steps passed"), out
     assert "Traceback" not in out, out
+
+
+def test_hardware_check_names_an_old_ats_sdk(virtual):
+    r = _check(_env(VORTEXGO_INSTRUMENTS="virtual", VORTEXGO_VIRTUAL_DIR=str(virtual), VGV_ALINE_RATE_HZ="5000",
+                    VGV_ALAZAR_SDK_VERSION="6.3.1"), "--records", "64", "--samples", "512", "--blocks", "4")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "FAIL  ATS-SDK loaded" in out and "is ATS-SDK 6.3.1, expected 7.0 or newer" in out, out
+    assert "install a newer ATS-SDK" in out and "Traceback" not in out, out

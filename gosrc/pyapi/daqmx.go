@@ -103,6 +103,15 @@ func (d *DAQmxIO) Running() bool { return d.d.Running() }
 // DAQmxLibrary is the NI-DAQmx library loaded ("" before one is).
 func DAQmxLibrary() string { return daqmx.Library() }
 
+// DAQmxLoad loads NI-DAQmx if it is not loaded yet and returns its version
+// ("" when the library does not report it).
+func DAQmxLoad() (string, error) {
+	if err := daqmx.Load(); err != nil {
+		return "", tag(err)
+	}
+	return daqmx.Version(), nil
+}
+
 // DAQmxTask is one NI-DAQmx task (driver/daqmx.Task; python/vortexgo/daqmx.py's
 // DAQmx, vortex's vortex.io.daqmx.DAQmx): the driver's calls one by one.
 type DAQmxTask struct {

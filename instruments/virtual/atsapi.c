@@ -22,6 +22,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -157,12 +158,22 @@ static void dsp_record(board* b, const uint16_t* raw, void* dst);
 static board boards[MAX_BOARDS];
 static int nboards = 1;
 static size_t fifo_bytes = (size_t)64 << 20;
+/* The ATS-SDK version the library reports (VGV_ALAZAR_SDK_VERSION="7.5.0"): an
+   older one tests the driver's refusal of an SDK it does not support. */
+static unsigned sdk_version[3] = {7, 5, 0};
 
 __attribute__((constructor)) static void ats_init(void) {
 	const char* s = getenv("VGV_ALAZAR_BOARDS");
 	if (s && *s) {
 		int n = atoi(s);
 		nboards = n < 0 ? 0 : (n > MAX_BOARDS ? MAX_BOARDS : n);
+	}
+	s = getenv("VGV_ALAZAR_SDK_VERSION");
+	if (s && *s) {
+		unsigned v[3] = {0, 0, 0};
+		if (sscanf(s, "%u.%u.%u", &v[0], &v[1], &v[2]) >= 1) {
+			for (int i = 0; i < 3; i++) sdk_version[i] = v[i] > 255 ? 255 : v[i];
+		}
 	}
 	s = getenv("VGV_ALAZAR_FIFO_BYTES");
 	if (s && *s && atoll(s) > 0) {
@@ -221,7 +232,7 @@ static void deadline_after(struct timespec* ts, double seconds) {
 
 EXPORT RETURN_CODE AlazarGetSDKVersion(U8* major, U8* minor, U8* revision) {
 	if (!major || !minor || !revision) return ApiNullParam;
-	*major = 7, *minor = 5, *revision = 0;
+	*major = (U8)sdk_version[0], *minor = (U8)sdk_version[1], *revision = (U8)sdk_version[2];
 	return ApiSuccess;
 }
 

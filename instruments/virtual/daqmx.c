@@ -1046,6 +1046,12 @@ static int32 copy_out(const char* s, char* buf, uInt32 size) {
 	return 0;
 }
 
+/* The driver's version, as NI-DAQmx 2023 Q3 reports it (23.5.0); a driver
+   version check or a hardware report reads it. */
+EXPORT int32 DAQmxGetSysNIDAQMajorVersion(uInt32* v) { if (!v) return E_NULL_PTR; *v = 23; return 0; }
+EXPORT int32 DAQmxGetSysNIDAQMinorVersion(uInt32* v) { if (!v) return E_NULL_PTR; *v = 5; return 0; }
+EXPORT int32 DAQmxGetSysNIDAQUpdateVersion(uInt32* v) { if (!v) return E_NULL_PTR; *v = 0; return 0; }
+
 EXPORT int32 DAQmxGetErrorString(int32 code, char* buf, uInt32 size) { return copy_out(message_of(code), buf, size); }
 
 EXPORT int32 DAQmxGetExtendedErrorInfo(char* buf, uInt32 size) { return copy_out(last_error, buf, size); }

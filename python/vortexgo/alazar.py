@@ -46,7 +46,7 @@ from ._validate import check_float, check_int
 __all__ = [
     "Channel", "Coupling", "ClockEdge", "TriggerSlope", "InfiniteAcquisition", "TriggerRangeTTL",
     "InfoType", "InfoPCIe", "InfoInputCombination", "InfoFeatures", "InfoDspVersion", "InfoDsp", "InfoDac", "Info",
-    "Board", "enumerate",
+    "Board", "enumerate", "sdk_version",
     "InternalClock", "ExternalClock", "SingleExternalTrigger", "DualExternalTrigger", "Input",
     "AuxIOTriggerOut", "AuxIOClockOut", "AuxIOPacerOut", "OCTIgnoreBadClock", "VectorInput", "VectorOption",
     "AlazarDevice", "AlazarConfig", "AlazarAcquisition", "AlazarFFTConfig", "AlazarFFTAcquisition",
@@ -300,6 +300,17 @@ class Board(StrictAttributes):
             return "<alazar.Board (not opened)>"
         i = self._info
         return f"<alazar.Board {i.system_index}-{i.board_index} {i.type.model} ({i.serial_number})>"
+
+
+def sdk_version() -> tuple[str, str]:
+    """Load the ATS-SDK if it is not loaded yet; return its version and the
+    library's path (``("7.5.0", "/usr/lib/libATSApi.so")``). vortexgo's, not
+    vortex's: ``python -m vortexgo hardware-check`` prints it.
+
+    Raises :class:`~vortexgo.VortexError` naming ``VORTEXGO_ATSAPI_LIBRARY``
+    without the library, or the version found when it is older than 7.0."""
+    v = native(api.AlazarLoad)()
+    return v, api.AlazarLibrary()
 
 
 def enumerate() -> list[Board]:  # noqa: A001 - vortex's name

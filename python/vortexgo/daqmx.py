@@ -28,10 +28,22 @@ from .scan import Range
 
 __all__ = [
     "Edge", "Terminal", "SampleMode", "AnalogVoltageOutput", "AnalogVoltageInput", "DigitalOutput",
-    "DigitalInput", "VectorChannel", "DAQmx",
+    "DigitalInput", "VectorChannel", "DAQmx", "driver_version",
     "Rising", "Falling", "Referenced", "Unreferenced", "Differential", "Pseudodifferential",
     "Finite", "Continuous", "Hardware",
 ]
+
+
+def driver_version() -> tuple[str, str]:
+    """Load NI-DAQmx if it is not loaded yet; return its version (``""`` when
+    the library does not report one) and the library's path. vortexgo's, not
+    vortex's: ``python -m vortexgo hardware-check`` prints it.
+
+    Raises :class:`~vortexgo.VortexError` naming ``VORTEXGO_NIDAQMX_LIBRARY``
+    without the library, or the function it lacks when it is not NI-DAQmx or
+    too old."""
+    v = native(api.DAQmxLoad)()
+    return v, api.DAQmxLibrary()
 
 
 class Edge(StrictAttributes, enum.IntEnum):

@@ -70,6 +70,8 @@ def run_check(system_index: int = 1, board_index: int = 1, records_per_block: in
     boards: List[Any] = []
 
     def enumerate_boards() -> str:
+        version, library = alazar.sdk_version()
+        print(f"      ATS-SDK {version}: {library}", file=out)
         boards.extend(alazar.enumerate())
         if not boards:
             raise RuntimeError("the ATS-SDK lists no AlazarTech board")
@@ -157,6 +159,8 @@ def run_check(system_index: int = 1, board_index: int = 1, records_per_block: in
     io: List[Any] = []
 
     def open_daqmx() -> str:
+        version, library = daqmx.driver_version()
+        print(f"      NI-DAQmx {version or '(version not reported)'}: {library}", file=out)
         d = DAQmxIO()
         d.initialize(daqmx_config())
         io.append(d)

@@ -297,3 +297,15 @@ func TestMissingLibrary(t *testing.T) {
 	require.ErrorContains(t, err, "/nonexistent/libATSApi.so")
 	require.Equal(t, "", alazar.Library())
 }
+
+// An ATS-SDK older than the driver's functions is refused at load with the
+// version it reported, and nothing is opened; the next Load tries again.
+func TestUnsupportedSDKVersion(t *testing.T) {
+	child(t, "TestUnsupportedSDKVersion", "VGV_ALAZAR_SDK_VERSION=6.3.1")
+	_, err := alazar.Open(1, 1)
+	require.ErrorIs(t, err, alazar.ErrUnsupportedVersion)
+	require.ErrorContains(t, err, "is ATS-SDK 6.3.1, expected 7.0 or newer")
+	require.Equal(t, "", alazar.Library())
+	_, err = alazar.Load()
+	require.ErrorIs(t, err, alazar.ErrUnsupportedVersion)
+}

@@ -246,7 +246,7 @@ func Load() (string, error) {
 	}
 	v := fmt.Sprintf("%d.%d.%d", major, minor, rev)
 	if int(major) < MinSDKMajor {
-		return "", fmt.Errorf("%w: %s is ATS-SDK %s, expected %d.0 or newer", ErrUnsupportedVersion, lib.Name(), v, MinSDKMajor)
+		return "", fmt.Errorf("%w: %s is ATS-SDK %s, expected %d.0 or newer (install a newer ATS-SDK from AlazarTech)", ErrUnsupportedVersion, lib.Name(), v, MinSDKMajor)
 	}
 	loaded, version = lib, v
 	return version, nil

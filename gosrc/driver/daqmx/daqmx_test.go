@@ -285,3 +285,48 @@ func TestMissingLibrary(t *testing.T) {
 	assert.Contains(t, string(out), daqmx.LibraryEnv)
 	assert.Contains(t, string(out), "/nonexistent/libnidaqmx.so")
 }
+
+// The virtual card reports its NI-DAQmx version as the real driver does.
+func TestVersion(t *testing.T) {
+	virtual(t)
+	assert.Equal(t, "23.5.0", daqmx.Version())
+}
+
+// A library that loads but lacks a function the driver calls (an old
+// NI-DAQmx, or another library under that name) is refused at load, naming
+// the function, and nothing of it is called.
+func TestUnsupportedLibrary(t *testing.T) {
+	if os.Getenv("VG_DAQMX_CHILD") == "2" {
+		err := daqmx.Load()
+		if err == nil {
+			os.Exit(3)
+		}
+		if !errors.Is(err, daqmx.ErrUnsupportedLibrary) || !errors.Is(err, daqmx.ErrNoLibrary) {
+			os.Exit(4)
+		}
+		if _, terr := daqmx.NewTask("x"); !errors.Is(terr, daqmx.ErrNoLibrary) {
+			os.Exit(5)
+		}
+		os.Stdout.WriteString(err.Error())
+		os.Exit(0)
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc to build an old library with")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "old.c")
+	lib := filepath.Join(dir, "libnidaqmx.so")
+	// Two of the functions, as a library from before the others would have.
+	require.NoError(t, os.WriteFile(src, []byte("int DAQmxCreateTask(const char* n, void** h) { *h = 0; return 0; }\n"+
+		"int DAQmxClearTask(void* h) { return 0; }\n"), 0o644))
+	out, err := exec.Command(gcc, "-shared", "-fPIC", "-o", lib, src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUnsupportedLibrary$")
+	cmd.Env = append(os.Environ(), "VG_DAQMX_CHILD=2", daqmx.LibraryEnv+"="+lib)
+	out, err = cmd.Output()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "lacks DAQmxStartTask")
+	assert.Contains(t, string(out), lib)
+	assert.Contains(t, string(out), "update NI-DAQmx")
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
@@ -29,33 +30,39 @@ var ErrNoLibrary = errors.New("daqmx: the NI-DAQmx library (libnidaqmx.so) could
 	"installed (NI's ni-daqmx package), or " + LibraryEnv + "=/path/to/libnidaqmx.so (vortexgo's virtual card: " +
 	"`make virtual`, then " + instrument.EnvInstruments + "=virtual)")
 
-// symbols are the entry points the shim calls, by table index.
+// symbols are the entry points the shim calls, by table index. The
+// version functions are optional: every NI-DAQmx since 8.x exports them,
+// but a library lacking them can still drive the card (Version is then "").
 var symbols = []struct {
-	idx  C.int
-	name string
+	idx      C.int
+	name     string
+	optional bool
 }{
-	{C.VGD_CreateTask, "DAQmxCreateTask"},
-	{C.VGD_ClearTask, "DAQmxClearTask"},
-	{C.VGD_StartTask, "DAQmxStartTask"},
-	{C.VGD_StopTask, "DAQmxStopTask"},
-	{C.VGD_CreateAOVoltageChan, "DAQmxCreateAOVoltageChan"},
-	{C.VGD_CreateAIVoltageChan, "DAQmxCreateAIVoltageChan"},
-	{C.VGD_CreateDOChan, "DAQmxCreateDOChan"},
-	{C.VGD_CreateDIChan, "DAQmxCreateDIChan"},
-	{C.VGD_CfgSampClkTiming, "DAQmxCfgSampClkTiming"},
-	{C.VGD_CfgDigEdgeStartTrig, "DAQmxCfgDigEdgeStartTrig"},
-	{C.VGD_SetSampClkTimebaseSrc, "DAQmxSetSampClkTimebaseSrc"},
-	{C.VGD_SetSampClkTimebaseRate, "DAQmxSetSampClkTimebaseRate"},
-	{C.VGD_SetSampClkTimebaseDiv, "DAQmxSetSampClkTimebaseDiv"},
-	{C.VGD_CfgOutputBuffer, "DAQmxCfgOutputBuffer"},
-	{C.VGD_CfgInputBuffer, "DAQmxCfgInputBuffer"},
-	{C.VGD_SetWriteRegenMode, "DAQmxSetWriteRegenMode"},
-	{C.VGD_WriteAnalogF64, "DAQmxWriteAnalogF64"},
-	{C.VGD_WriteDigitalU32, "DAQmxWriteDigitalU32"},
-	{C.VGD_ReadAnalogF64, "DAQmxReadAnalogF64"},
-	{C.VGD_ReadDigitalU32, "DAQmxReadDigitalU32"},
-	{C.VGD_GetErrorString, "DAQmxGetErrorString"},
-	{C.VGD_GetExtendedErrorInfo, "DAQmxGetExtendedErrorInfo"},
+	{C.VGD_CreateTask, "DAQmxCreateTask", false},
+	{C.VGD_ClearTask, "DAQmxClearTask", false},
+	{C.VGD_StartTask, "DAQmxStartTask", false},
+	{C.VGD_StopTask, "DAQmxStopTask", false},
+	{C.VGD_CreateAOVoltageChan, "DAQmxCreateAOVoltageChan", false},
+	{C.VGD_CreateAIVoltageChan, "DAQmxCreateAIVoltageChan", false},
+	{C.VGD_CreateDOChan, "DAQmxCreateDOChan", false},
+	{C.VGD_CreateDIChan, "DAQmxCreateDIChan", false},
+	{C.VGD_CfgSampClkTiming, "DAQmxCfgSampClkTiming", false},
+	{C.VGD_CfgDigEdgeStartTrig, "DAQmxCfgDigEdgeStartTrig", false},
+	{C.VGD_SetSampClkTimebaseSrc, "DAQmxSetSampClkTimebaseSrc", false},
+	{C.VGD_SetSampClkTimebaseRate, "DAQmxSetSampClkTimebaseRate", false},
+	{C.VGD_SetSampClkTimebaseDiv, "DAQmxSetSampClkTimebaseDiv", false},
+	{C.VGD_CfgOutputBuffer, "DAQmxCfgOutputBuffer", false},
+	{C.VGD_CfgInputBuffer, "DAQmxCfgInputBuffer", false},
+	{C.VGD_SetWriteRegenMode, "DAQmxSetWriteRegenMode", false},
+	{C.VGD_WriteAnalogF64, "DAQmxWriteAnalogF64", false},
+	{C.VGD_WriteDigitalU32, "DAQmxWriteDigitalU32", false},
+	{C.VGD_ReadAnalogF64, "DAQmxReadAnalogF64", false},
+	{C.VGD_ReadDigitalU32, "DAQmxReadDigitalU32", false},
+	{C.VGD_GetErrorString, "DAQmxGetErrorString", false},
+	{C.VGD_GetExtendedErrorInfo, "DAQmxGetExtendedErrorInfo", false},
+	{C.VGD_GetSysNIDAQMajorVersion, "DAQmxGetSysNIDAQMajorVersion", true},
+	{C.VGD_GetSysNIDAQMinorVersion, "DAQmxGetSysNIDAQMinorVersion", true},
+	{C.VGD_GetSysNIDAQUpdateVersion, "DAQmxGetSysNIDAQUpdateVersion", true},
 }
 
 var (
@@ -81,15 +88,42 @@ func Load() error {
 	if err != nil {
 		return fmt.Errorf("%w (%v)", ErrNoLibrary, err)
 	}
-	for _, s := range symbols {
+	// Resolve everything before publishing anything: a library that lacks
+	// one function leaves the table as it was (empty), never half filled.
+	ptrs := make([]unsafe.Pointer, len(symbols))
+	for i, s := range symbols {
 		p, err := lib.Sym(s.name)
-		if err != nil {
-			return fmt.Errorf("%w: %s is not NI-DAQmx: %v", ErrNoLibrary, lib.Name(), err)
+		if err != nil && !s.optional {
+			return fmt.Errorf("%w: %s lacks %s: it is not NI-DAQmx, or an NI-DAQmx older than the functions vortexgo calls "+
+				"(update NI-DAQmx): %v", ErrUnsupportedLibrary, lib.Name(), s.name, err)
 		}
-		C.vgd_set(s.idx, p)
+		ptrs[i] = p
+	}
+	for i, s := range symbols {
+		C.vgd_set(s.idx, ptrs[i])
 	}
 	loaded = lib
 	return nil
+}
+
+// ErrUnsupportedLibrary wraps the error of a library that loads but lacks a
+// function vortexgo calls. It also wraps ErrNoLibrary, so a caller asking
+// only "is NI-DAQmx usable" needs one errors.Is.
+var ErrUnsupportedLibrary = fmt.Errorf("%w: unsupported NI-DAQmx library", ErrNoLibrary)
+
+// Version is the loaded NI-DAQmx's version ("23.5.0"), or "" before Load
+// succeeds or when the library does not report it.
+func Version() string {
+	mu.Lock()
+	defer mu.Unlock()
+	if loaded == nil {
+		return ""
+	}
+	var major, minor, update C.uint32_t
+	if C.vgd_version(&major, &minor, &update) != 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d.%d", major, minor, update)
 }
 
 // Library is the name the library was loaded under ("" before Load

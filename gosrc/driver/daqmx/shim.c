@@ -98,3 +98,14 @@ int32_t vgd_error_string(int32_t code, char* buf, uint32_t cap) {
 int32_t vgd_extended_error(char* buf, uint32_t cap) {
 	return F(VGD_GetExtendedErrorInfo, int32_t (*)(char*, uint32_t))(buf, cap);
 }
+int32_t vgd_version(uint32_t* major, uint32_t* minor, uint32_t* update) {
+	typedef int32_t (*get)(uint32_t*);
+	if (!table[VGD_GetSysNIDAQMajorVersion] || !table[VGD_GetSysNIDAQMinorVersion] ||
+	    !table[VGD_GetSysNIDAQUpdateVersion]) {
+		return -1;
+	}
+	int32_t e = F(VGD_GetSysNIDAQMajorVersion, get)(major);
+	if (e == 0) e = F(VGD_GetSysNIDAQMinorVersion, get)(minor);
+	if (e == 0) e = F(VGD_GetSysNIDAQUpdateVersion, get)(update);
+	return e;
+}

@@ -36,6 +36,10 @@ enum {
 	VGD_ReadDigitalU32,
 	VGD_GetErrorString,
 	VGD_GetExtendedErrorInfo,
+	// Optional (a library without them still loads; Version reports "").
+	VGD_GetSysNIDAQMajorVersion,
+	VGD_GetSysNIDAQMinorVersion,
+	VGD_GetSysNIDAQUpdateVersion,
 	VGD_COUNT
 };
 
@@ -68,5 +72,8 @@ int32_t vgd_read_digital(uintptr_t task, int32_t n, double timeout, uint32_t* da
 // bytes); they return NI's status.
 int32_t vgd_error_string(int32_t code, char* buf, uint32_t cap);
 int32_t vgd_extended_error(char* buf, uint32_t cap);
+// vgd_version reads NI-DAQmx's major.minor.update; it returns -1 when the
+// library does not export the version functions.
+int32_t vgd_version(uint32_t* major, uint32_t* minor, uint32_t* update);
 
 #endif
