@@ -399,7 +399,7 @@ class AlazarIOConfig(Config):
 
     @property
     def analog_output_channels(self) -> list:
-        """The DAC's outputs: x (the low half of each DAC word), then y."""
+        """The DAC's two outputs, x (the low half of each DAC word) then y."""
         return self._channels
 
     @analog_output_channels.setter
