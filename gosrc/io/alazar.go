@@ -131,8 +131,8 @@ type AlazarIO struct {
 	b    *alazar.Board
 	dac  alazar.DAC
 	slot int
-	ring int   // words in the ring
-	off  int   // the ring's write position
+	ring int // words in the ring
+	off  int // the ring's write position
 	buf  []uint32
 	info engine.IOInfo
 	// playing: StartDAC succeeded and StopDAC was not called since.

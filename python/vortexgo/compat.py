@@ -25,8 +25,8 @@ vortex's AlazarTech digitizer (``vortex.acquire.AlazarAcquisition``,
 IO (``vortex.io.DAQmxIO`` and the module ``vortex.io.daqmx``) is
 :mod:`vortexgo.daqmx`; ``vortex.io.AlazarIO``, ``AlazarIOConfig`` and the module
 ``vortex.io.alazar`` (``AnalogChannel``) are :class:`vortexgo.io.AlazarIO` and
-:mod:`vortexgo.alazar`. Hardware vortexgo does not drive yet (the Alazar
-Teledyne, IMAQ) raises ImportError or AttributeError
+:mod:`vortexgo.alazar`. Hardware vortexgo does not drive yet (Teledyne,
+IMAQ) raises ImportError or AttributeError
 naming what is missing; the simulated acquisition and IO stand in for them
 (``vortexgo.acquire.SimulatedAcquisition``, ``vortexgo.io.SimulatedIO``).
 """
