@@ -211,14 +211,11 @@ func (d *AlazarIO) debug(msg string, args ...any) {
 // Config is the IO's configuration.
 func (d *AlazarIO) Config() AlazarIOConfig { return d.cfg }
 
-// Slot is the pattern slot the ring lives in, RingSamples its length.
+// Slot is the DAC pattern slot the ring lives in.
 func (d *AlazarIO) Slot() int { return d.slot }
 
 // RingSamples is the ring's length in DAC words.
 func (d *AlazarIO) RingSamples() int { return d.ring }
-
-// Board is the IO's view of the board (its Info: the DAC's slots).
-func (d *AlazarIO) Board() *alazar.Board { return d.b }
 
 // Prepare checks that each output plays a column of GalvoTarget, the one
 // analog output stream the engine's IO blocks carry, and that blocks fit.
