@@ -1,16 +1,19 @@
-"""The closed loop on the virtual instrument: AlazarAcquisition and DAQmxIO in one engine.
+"""The closed loop on the virtual instrument: AlazarAcquisition and DAQmxIO (or AlazarIO) in one engine.
 
-The virtual DAQmx card publishes the galvo waveform the engine's Generate stage writes
-(ao0, ao1) to the model's timeline; the virtual digitizer synthesizes, for A-line ``n``, the
-phantom at the position the card output at sample ``n - io_delay`` (instruments/virtual).
+The virtual DAQmx card (or the digitizer's own galvo DAC, driven by AlazarIO) publishes the
+galvo waveform the engine's Generate stage writes (ao0, ao1; the DAC's x, y) to the model's
+timeline; the virtual digitizer synthesizes, for A-line ``n``, the phantom at the position
+the card output at sample ``n - io_delay`` (instruments/virtual). The DAC quantizes to its
+16-bit codes (5/32767 V), so its positions are the simulated IO's rounded as it rounds them.
 So an image appears only if the drivers, the Generate stage and the formatting agree.
 
 Each scan (a raster, a radial and a spiral scan) runs twice, each run in its own
 interpreter (the vendor libraries load once per process and read the model's environment):
 
 - through the real driver code (``VORTEXGO_INSTRUMENTS=virtual``): AlazarAcquisition +
-  DAQmxIO (a PFI sample clock: AO sample ``k`` is A-line ``k``), with a SimulatedIO beside
-  them recording what the Generate stage produced;
+  DAQmxIO (a PFI sample clock: AO sample ``k`` is A-line ``k``) or + AlazarIO on the same
+  board (one DAC word per A-line trigger), with a SimulatedIO beside them recording what
+  the Generate stage produced;
 - through the simulated sources: SimulatedAcquisition + SimulatedIO, the same scan, engine
   and format plan.
 
@@ -46,13 +49,13 @@ def virtual(virtual_instrument: Path) -> Path:
 
 
 # One run: argv = kind ("raster", "radial", "spiral"), source ("virtual", "simulated"),
-# output folder. Writes spectra.bin, counter.bin, galvo.bin (the copied records' streams),
+# output folder, IO ("daqmx", "alazar": the virtual run's galvo IO). Writes spectra.bin, counter.bin, galvo.bin (the copied records' streams),
 # io.npy (SimulatedIO's recording), grid.npy (the simulated run: the phantom's grid spectra),
 # volume.npy (raster: the formatted volume) and meta.json.
 CHILD = r"""
 import json, os, sys
 import numpy as np
-kind, source, out = sys.argv[1:4]
+kind, source, out, io_kind = sys.argv[1:5]
 S, RPB, RATE, LUPPU = 256, 64, int(os.environ["VGV_ALINE_RATE_HZ"]), 15 / 10
 IO_DELAY = {"raster": 0, "radial": 6, "spiral": 3}[kind]
 
@@ -65,7 +68,7 @@ from vortexgo.engine import Engine, EngineConfig, StackHostTensorEndpointFloat32
 from vortexgo.endpoint import SpectraStreamEndpoint, CounterStreamEndpoint, GalvoTargetStreamEndpoint
 from vortexgo.endpoint import SpectraStackHostTensorEndpointUInt16
 from vortexgo.format import FormatPlanner, FormatPlannerConfig
-from vortexgo.io import DAQmxConfig, DAQmxIO, SimulatedIO
+from vortexgo.io import AlazarIO, AlazarIOConfig, DAQmxConfig, DAQmxIO, SimulatedIO
 import vortexgo.storage as st
 
 def make_scan():
@@ -124,11 +127,17 @@ if source == "virtual":
     ac.inputs.append(alazar.Input(alazar.Channel.B))
     ac.options.append(alazar.AuxIOTriggerOut())
     acq = AlazarAcquisition(ac)
-    c = DAQmxConfig()
-    c.name, c.samples_per_block, c.samples_per_second, c.blocks_to_buffer = "output", RPB, RATE, 6
-    c.channels.append(daqmx.AnalogVoltageOutput("Dev1/ao0", LUPPU, Block.StreamIndex.GalvoTarget, 0))
-    c.channels.append(daqmx.AnalogVoltageOutput("Dev1/ao1", LUPPU, Block.StreamIndex.GalvoTarget, 1))
-    dq = DAQmxIO(); dq.initialize(c)
+    if io_kind == "daqmx":
+        c = DAQmxConfig()
+        c.name, c.samples_per_block, c.samples_per_second, c.blocks_to_buffer = "output", RPB, RATE, 6
+        c.channels.append(daqmx.AnalogVoltageOutput("Dev1/ao0", LUPPU, Block.StreamIndex.GalvoTarget, 0))
+        c.channels.append(daqmx.AnalogVoltageOutput("Dev1/ao1", LUPPU, Block.StreamIndex.GalvoTarget, 1))
+        dq = DAQmxIO(); dq.initialize(c)
+    else:  # the digitizer's galvo DAC, the board the acquisition uses
+        c = AlazarIOConfig()
+        c.samples_per_block, c.blocks_to_buffer = RPB, 6
+        c.analog_output_channels = [alazar.AnalogChannel(LUPPU, Block.StreamIndex.GalvoTarget, ch) for ch in (0, 1)]
+        dq = AlazarIO(); dq.initialize(c)
     ios.append((dq, {"lead_samples": IO_DELAY}))
 else:
     acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=GA, bscans_per_volume=GB, volumes=1,
@@ -169,15 +178,26 @@ print("ok", s.blocks_acquired)
 """
 
 
-def _run(virtual: Path, kind: str, source: str, out: Path) -> dict:
+def _run(virtual: Path, kind: str, source: str, out: Path, io: str = "daqmx") -> dict:
     out.mkdir()
     env = {"VGV_ALINE_RATE_HZ": RATE_HZ, "VGV_NOISE_LEVEL": "0"}
     if source == "virtual":
-        env.update(VORTEXGO_INSTRUMENTS="virtual", VORTEXGO_VIRTUAL_DIR=str(virtual), VGV_DAQMX_RECORD=str(out))
-    code = f"import sys; sys.argv = ['x', {kind!r}, {source!r}, {str(out)!r}]\n" + CHILD
+        env.update(VORTEXGO_INSTRUMENTS="virtual", VORTEXGO_VIRTUAL_DIR=str(virtual), VGV_DAQMX_RECORD=str(out),
+                   VGV_DAC_RECORD=str(out))
+    code = f"import sys; sys.argv = ['x', {kind!r}, {source!r}, {str(out)!r}, {io!r}]\n" + CHILD
     o = _subproc.run(code, env=env, timeout=200)
     assert "ok" in o.stdout, o.stdout + o.stderr
     return json.loads((out / "meta.json").read_text())
+
+
+DAC_LSB = 5.0 / 32767  # the DAC's volts per code (vortex's dac_t)
+
+
+def _dac(units: np.ndarray) -> np.ndarray:
+    """What the galvo DAC plays for stream values ``units`` (scaled by 15/10, limited to
+    +-5 V): AlazarIO's code, truncated, back in volts."""
+    code = np.trunc(np.clip(units / 1.5, -5, 5) / DAC_LSB + 32768)
+    return (code - 32768) * DAC_LSB
 
 
 def _snap(u: np.ndarray, lo: float, hi: float, n: int) -> np.ndarray:
@@ -186,9 +206,10 @@ def _snap(u: np.ndarray, lo: float, hi: float, n: int) -> np.ndarray:
     return (np.sign(f) * np.floor(np.abs(f) + 0.5)).astype(np.int64)
 
 
-@pytest.mark.parametrize("kind", ["raster", "radial", "spiral"])
-def test_scan_through_the_drivers_equals_the_simulated_sources(virtual, tmp_path, kind):
-    m = _run(virtual, kind, "virtual", tmp_path / "virtual")
+@pytest.mark.parametrize("kind, io", [("raster", "daqmx"), ("radial", "daqmx"), ("spiral", "daqmx"),
+                                      ("raster", "alazar"), ("spiral", "alazar")])
+def test_scan_through_the_drivers_equals_the_simulated_sources(virtual, tmp_path, kind, io):
+    m = _run(virtual, kind, "virtual", tmp_path / "virtual", io)
     _run(virtual, kind, "simulated", tmp_path / "simulated")
     v, s = tmp_path / "virtual", tmp_path / "simulated"
     S = 256
@@ -203,13 +224,22 @@ def test_scan_through_the_drivers_equals_the_simulated_sources(virtual, tmp_path
     # the card generated what the Generate stage produced (lead_samples = io_delay ahead)
     io_v, io_s = np.load(v / "io.npy"), np.load(s / "io.npy")
     np.testing.assert_array_equal(io_v, io_s)
-    card = np.fromfile(v / "output.ao", np.float64).reshape(-1, 2)
     d = m["io_delay"]
-    n = min(len(card), len(io_s) - d)
-    np.testing.assert_allclose(card[:n] * 1.5, io_s[d:d + n], rtol=0, atol=1e-12)
+    if io == "daqmx":
+        card = np.fromfile(v / "output.ao", np.float64).reshape(-1, 2)
+        n = min(len(card), len(io_s) - d)
+        np.testing.assert_allclose(card[:n] * 1.5, io_s[d:d + n], rtol=0, atol=1e-12)
+    else:  # the DAC's samples, in order (its record): the codes of the Generate stage's samples
+        card = np.fromfile(v / "dac1.bin", np.float64).reshape(-1, 2)
+        n = min(len(card), len(io_s) - d)
+        assert n >= len(counter)
+        np.testing.assert_allclose(card[:n], _dac(io_s[d:d + n]), rtol=0, atol=1e-12)
     # every copied record's spectrum: the phantom where the simulated IO pointed the beam
+    # (through the DAC: where its codes point it)
     grid = np.load(s / "grid.npy")
     pos = io_s[counter.astype(np.int64)]
+    if io == "alazar":
+        pos = _dac(pos) * 1.5
     ia, ib = _snap(pos[:, 1], y0, y1, GA), _snap(pos[:, 0], x0, x1, GB)  # A-scans along y (README)
     assert ia.min() >= 0 and ia.max() < GA and ib.min() >= 0 and ib.max() < GB, "the scan stays on the grid"
     assert len(set(zip(ia.tolist(), ib.tolist()))) > len(counter) // 4, "the beam moved"

@@ -721,6 +721,11 @@ struct galvo_state {
 	uint16_t park_x, park_y;
 	int playing;
 	int64_t written; /* output samples handed to the timeline */
+	/* issue 26 (AlazarIO): playback stopped since the last write; the next
+	 * write starts a new run at sample 0 (playback restarts from word 0,
+	 * and the next capture counts its A-lines from 0) */
+	int rewind;
+	FILE* rec; /* VGV_DAC_RECORD */
 };
 
 static struct galvo_state dacs[MAX_BOARDS];
@@ -789,8 +794,28 @@ EXPORT RETURN_CODE AlazarGalvoSequenceWrite(HANDLE h, int32_t seq, int slot, int
 	g->seq_set = 1;
 	g->seq_slot = slot, g->seq_start = start, g->seq_end = end;
 	g->written = 0;
+	g->rewind = 0;
 	vgv_galvo_reset(); /* a new pattern: the timeline starts again */
 	return ApiSuccess;
+}
+
+/* dac_record appends n rows (x, y volts, float64) to DIR/dac<board>.bin
+ * when VGV_DAC_RECORD=DIR is set (issue 26): what the DAC will play, in
+ * the order of its samples, for tests to compare (a new run appends on). */
+static void dac_record(struct galvo_state* g, int index, const double* xs, const double* ys, int32_t n) {
+	if (g->rec == NULL) {
+		const char* dir = getenv("VGV_DAC_RECORD");
+		if (dir == NULL || dir[0] == 0) return;
+		char path[1024];
+		snprintf(path, sizeof path, "%s/dac%d.bin", dir, index);
+		g->rec = fopen(path, "ab");
+		if (g->rec == NULL) return;
+	}
+	for (int32_t i = 0; i < n; i++) {
+		double row[2] = {xs[i], ys[i]};
+		fwrite(row, sizeof row, 1, g->rec);
+	}
+	fflush(g->rec);
 }
 
 EXPORT RETURN_CODE AlazarGalvoPatternSlotWrite(HANDLE h, int slot, const uint32_t* data, int32_t count, int32_t offset) {
@@ -813,6 +838,11 @@ EXPORT RETURN_CODE AlazarGalvoPatternSlotWrite(HANDLE h, int slot, const uint32_
 	int64_t L = (int64_t)g->seq_end - g->seq_start + 1;
 	int64_t p = (int64_t)offset - g->seq_start;
 	if (p < 0 || p + count > L) return ApiSuccess;
+	if (g->rewind) { /* the first write of a new run (issue 26) */
+		g->rewind = 0;
+		g->written = 0;
+		vgv_galvo_reset();
+	}
 	int64_t lap = g->written / L;
 	if (lap * L + p < g->written - L / 2) lap++; /* a write behind the cursor is the next lap's */
 	int64_t first = lap * L + p;
@@ -828,6 +858,18 @@ EXPORT RETURN_CODE AlazarGalvoPatternSlotWrite(HANDLE h, int slot, const uint32_
 	}
 	vgv_galvo_write(0, first, xs, count);
 	vgv_galvo_write(1, first, ys, count);
+	/* The slot is a ring (issue 26): words written more than a lap ahead of
+	 * playback replace the last lap's words the DAC has not played yet, as
+	 * on the board; the samples they were become these. Nothing plays
+	 * before the capture starts (vgv_now_alines is 0 then). */
+	int64_t played = g->playing ? vgv_now_alines() : 0;
+	int64_t lo = first - L > played ? first - L : played;
+	if (lo < first - L + count) {
+		int64_t k = lo - (first - L);
+		vgv_galvo_write(0, lo, xs + k, count - k);
+		vgv_galvo_write(1, lo, ys + k, count - k);
+	}
+	dac_record(g, (int)(g - dacs) + 1, xs, ys, count);
 	free(xs), free(ys);
 	if (first + count > g->written) g->written = first + count;
 	return ApiSuccess;
@@ -838,6 +880,17 @@ EXPORT RETURN_CODE AlazarGalvoSetParkPosition(HANDLE h, uint16_t x, uint16_t y) 
 	RETURN_CODE rc = dac_settable(h, &g);
 	if (rc != ApiSuccess) return rc;
 	g->park_x = x, g->park_y = y;
+	const char* dir = getenv("VGV_DAC_RECORD"); /* issue 26: DIR/dac<board>.park, the two codes */
+	if (dir != NULL && dir[0] != 0) {
+		char path[1024];
+		snprintf(path, sizeof path, "%s/dac%d.park", dir, (int)(g - dacs) + 1);
+		FILE* f = fopen(path, "wb");
+		if (f != NULL) {
+			uint16_t xy[2] = {x, y};
+			fwrite(xy, sizeof xy, 1, f);
+			fclose(f);
+		}
+	}
 	return ApiSuccess;
 }
 
@@ -864,6 +917,7 @@ EXPORT RETURN_CODE AlazarGalvoPlaybackStop(HANDLE h) {
 	RETURN_CODE rc = dac_settable(h, &g);
 	if (rc != ApiSuccess) return rc;
 	g->playing = 0; /* the outputs go to the park position */
+	g->rewind = 1;  /* issue 26: the next run plays from word 0 */
 	return ApiSuccess;
 }
 

@@ -41,9 +41,11 @@ from ._attrs import Config, StrictAttributes, ValueList, _inside_package
 from ._core import api
 from ._errors import native
 from .acquire import _Acquisition
+from ._alazar_dac import AnalogChannel  # vortex.io.alazar.AnalogChannel (io.AlazarIOConfig's outputs)
 from ._validate import check_float, check_int
 
 __all__ = [
+    "AnalogChannel",
     "Channel", "Coupling", "ClockEdge", "TriggerSlope", "InfiniteAcquisition", "TriggerRangeTTL",
     "InfoType", "InfoPCIe", "InfoInputCombination", "InfoFeatures", "InfoDspVersion", "InfoDsp", "InfoDac", "Info",
     "Board", "enumerate", "sdk_version",

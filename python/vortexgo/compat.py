@@ -23,8 +23,10 @@ vortex's AlazarTech digitizer (``vortex.acquire.AlazarAcquisition``,
 ``AlazarConfig`` and the module ``vortex.acquire.alazar``, also reachable as
 ``vortex.driver.alazar``) is :mod:`vortexgo.alazar`; ``vortex.io``'s NI-DAQmx
 IO (``vortex.io.DAQmxIO`` and the module ``vortex.io.daqmx``) is
-:mod:`vortexgo.daqmx`. Hardware vortexgo does not drive yet (the Alazar
-on-board FFT and DAC, Teledyne, IMAQ) raises ImportError or AttributeError
+:mod:`vortexgo.daqmx`; ``vortex.io.AlazarIO``, ``AlazarIOConfig`` and the module
+``vortex.io.alazar`` (``AnalogChannel``) are :class:`vortexgo.io.AlazarIO` and
+:mod:`vortexgo.alazar`. Hardware vortexgo does not drive yet (Teledyne,
+IMAQ) raises ImportError or AttributeError
 naming what is missing; the simulated acquisition and IO stand in for them
 (``vortexgo.acquire.SimulatedAcquisition``, ``vortexgo.io.SimulatedIO``).
 """
@@ -67,6 +69,7 @@ NESTED = {
     "acquire.alazar": "vortexgo.alazar",
     "driver.alazar": "vortexgo.alazar",
     "io.daqmx": "vortexgo.daqmx",
+    "io.alazar": "vortexgo.alazar",  # vortex.io.alazar.AnalogChannel, for vortex.io.AlazarIO
 }
 
 _ROOT_NAMES = ("Range", "get_console_logger", "get_file_logger", "get_python_logger")

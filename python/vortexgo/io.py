@@ -16,6 +16,14 @@ galvo waveforms and strobes block by block to one NI-DAQmx task configured by a
 library (``libnidaqmx.so``) is loaded when the first :class:`DAQmxIO` is
 initialized: set ``VORTEXGO_NIDAQMX_LIBRARY`` to its path for an unusual install
 (or to the virtual instrument's ``build/virtual/libnidaqmx.so``).
+
+:class:`AlazarIO` drives the galvo DAC of an AlazarTech digitizer (vortex's
+``AlazarIO``, the ATS9360's galvo option), so a system without an NI-DAQmx card
+can scan: configured by an :class:`AlazarIOConfig` whose two outputs are
+:class:`~vortexgo.alazar.AnalogChannel` (vortex's ``vortex.io.alazar.AnalogChannel``).
+It loads the ATS-SDK (``libATSApi.so``, or ``VORTEXGO_ATSAPI_LIBRARY``) when
+initialized, and may use the board an :class:`~vortexgo.alazar.AlazarAcquisition`
+acquires with.
 """
 
 from __future__ import annotations
@@ -36,10 +44,13 @@ from ._errors import native, release_on_collect
 from ._layouts import SIM_IO_STATE, SIM_IO_WINDOW
 from ._validate import check_bool, check_float, check_int
 from .daqmx import AnalogVoltageInput, AnalogVoltageOutput, DigitalInput, DigitalOutput
+from . import alazar
+from ._alazar_dac import AnalogChannel
+from .alazar import AlazarDevice
 
 # The channel classes and the daqmx module are attributes too (vortex.io's names), documented
 # in vortexgo.daqmx.
-__all__ = ["NullIO", "SimulatedIO", "DAQmxIO", "DAQmxConfig", "DAQmxConfigClock"]
+__all__ = ["NullIO", "SimulatedIO", "DAQmxIO", "DAQmxConfig", "DAQmxConfigClock", "AlazarIO", "AlazarIOConfig"]
 
 
 class _IO(NoCopy, StrictAttributes):
@@ -351,3 +362,195 @@ class DAQmxIO(_IO):
 
     def __repr__(self) -> str:
         return f"<DAQmxIO {self._config.name!r}{' running' if self.running else ''}>"
+
+
+def _analog_channels(v: Any) -> list:
+    items = list(v) if isinstance(v, (list, tuple)) else None
+    if items is None or len(items) != 2 or not all(isinstance(ch, AnalogChannel) for ch in items):
+        raise TypeError(f"AlazarIOConfig.analog_output_channels={v!r}, expected 2 AnalogChannel (x, y)")
+    return items
+
+
+class AlazarIOConfig(Config):
+    """Configuration of an :class:`AlazarIO` (vortex's ``AlazarIOConfig``).
+
+    Attributes:
+        analog_output_channels: the DAC's two outputs, x then y: a list of two
+            :class:`~vortexgo.alazar.AnalogChannel` (vortex's defaults: stream 0, which
+            :class:`AlazarIO` refuses; set ``stream=Block.StreamIndex.GalvoTarget``).
+        samples_per_block: the largest block (100; at least ``EngineConfig.records_per_block``).
+        blocks_to_buffer: the DAC's ring, in blocks (1; vortex's demos use ``preload_count``;
+            vortexgo's ring holds one block more, as :class:`DAQmxIO`'s buffer does).
+        divisor: keep every ``divisor``-th sample of a block (1).
+        stop_on_error: stop the DAC when a block fails (True).
+        device: the board (:class:`~vortexgo.alazar.AlazarDevice`, 1-1); vortexgo's
+            addition (vortex's Python binding keeps its default board).
+    """
+
+    __slots__ = ("_channels", "_spb", "_blocks", "_divisor", "stop_on_error", "_device")
+
+    def __init__(self) -> None:
+        self.analog_output_channels = [AnalogChannel(), AnalogChannel()]
+        self.samples_per_block = 100
+        self.blocks_to_buffer = 1
+        self.divisor = 1
+        self.stop_on_error = True
+        self.device = AlazarDevice()
+
+    @property
+    def analog_output_channels(self) -> list:
+        """The DAC's two outputs, x (the low half of each DAC word) then y."""
+        return self._channels
+
+    @analog_output_channels.setter
+    def analog_output_channels(self, v: Any) -> None:
+        self._channels = _analog_channels(v)
+
+    @property
+    def samples_per_block(self) -> int:
+        """The largest block, in samples."""
+        return self._spb
+
+    @samples_per_block.setter
+    def samples_per_block(self, v: Any) -> None:
+        self._spb = check_int("AlazarIOConfig.samples_per_block", v, 0)
+
+    @property
+    def blocks_to_buffer(self) -> int:
+        """The DAC's ring, in blocks."""
+        return self._blocks
+
+    @blocks_to_buffer.setter
+    def blocks_to_buffer(self, v: Any) -> None:
+        self._blocks = check_int("AlazarIOConfig.blocks_to_buffer", v, 0)
+
+    @property
+    def divisor(self) -> int:
+        """Every ``divisor``-th sample of a block is played."""
+        return self._divisor
+
+    @divisor.setter
+    def divisor(self, v: Any) -> None:
+        self._divisor = check_int("AlazarIOConfig.divisor", v, 0)
+
+    @property
+    def device(self) -> AlazarDevice:
+        """The board whose DAC plays (system and board index, both from 1)."""
+        return self._device
+
+    @device.setter
+    def device(self, v: Any) -> None:
+        if not isinstance(v, AlazarDevice):
+            raise TypeError(f"AlazarIOConfig.device={v!r}, expected an AlazarDevice")
+        self._device = v
+
+    def _record(self) -> str:
+        chans = _analog_channels(self.analog_output_channels)
+        return json.dumps({
+            "SystemIndex": check_int("AlazarDevice.system_index", self.device.system_index, 0, 2**32 - 1),
+            "BoardIndex": check_int("AlazarDevice.board_index", self.device.board_index, 0, 2**32 - 1),
+            "AnalogOutputChannels": [ch._record() for ch in chans],
+            "SamplesPerBlock": self.samples_per_block, "BlocksToBuffer": self.blocks_to_buffer,
+            "Divisor": self.divisor, "StopOnError": check_bool("AlazarIOConfig.stop_on_error", self.stop_on_error)})
+
+    def validate(self) -> None:
+        """Raise ValueError with vortex's message when the configuration is inconsistent
+        (``must buffer at least 1 block: 0``)."""
+        native(api.ValidateAlazarIOConfig)(self._record())
+
+    def __repr__(self) -> str:
+        return (f"<AlazarIOConfig board {self.device.system_index}-{self.device.board_index}, "
+                f"{self.samples_per_block} samples/block x {self.blocks_to_buffer}, divisor {self.divisor}>")
+
+
+class AlazarIO(_IO):
+    """vortex's ``AlazarIO``: the galvo waveforms of each block played through an
+    AlazarTech digitizer's galvo DAC. Wire it with ``EngineConfig.add_io``.
+
+    :meth:`initialize` opens the board and readies the DAC: custom pattern mode, the first
+    pattern slot that holds the ring (``(blocks_to_buffer + 1) * samples_per_block`` words),
+    sequence 0 repeating it forever, the park position. Each block is then written at the
+    ring's write position as DAC codes (x in the low half of a word, y in the high); the DAC
+    plays one word per A-line trigger from :meth:`start` and parks at :meth:`stop`. The DAC
+    has no underflow: a host that falls behind makes it replay the last lap.
+
+    The board may be the one an :class:`~vortexgo.alazar.AlazarAcquisition` acquires with
+    (the same ``device``), as in vortex: the acquisition owns the capture (starts and aborts
+    it) and the IO only the DAC, so closing either leaves the other working.
+
+    Args:
+        logger: a :class:`logging.Logger` (vortex's first argument), kept as ``logger``.
+    """
+
+    def __init__(self, logger: Optional[logging.Logger] = None) -> None:
+        self._h = None
+        self.logger = logger
+        self._config = AlazarIOConfig()
+
+    @property
+    def config(self) -> AlazarIOConfig:
+        """The configuration :meth:`initialize` adopted (a copy)."""
+        return self._config.copy()
+
+    def initialize(self, config: AlazarIOConfig) -> None:
+        """Validate ``config``, open its board (loading the ATS-SDK) and configure the DAC:
+        a ring no pattern slot holds is refused here (``could not find DAC slot with
+        capacity for N samples``)."""
+        if not isinstance(config, AlazarIOConfig):
+            raise TypeError(f"config={config!r}, expected an AlazarIOConfig")
+        config = config.copy()
+        h = native(api.NewAlazarIO)(config._record())
+        if self._h is not None:
+            try:
+                native(self._h.Close)()
+            except BaseException:
+                h.Close()
+                raise
+            self._fin.detach()
+        self._h = h
+        # Stops the DAC when the IO is dropped unclosed.
+        self._fin = release_on_collect(self, self._h.Close, "an Alazar DAC")
+        self._config = config
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError("AlazarIO is not initialized, expected initialize(config) first")
+        return self._h
+
+    def prepare(self) -> None:
+        """Nothing to do: the engine's prepare rewinds the ring (vortex's ``prepare``)."""
+        self._handle()
+
+    def start(self) -> None:
+        """Start playback (the engine does it)."""
+        native(self._handle().Start)()
+
+    def stop(self, force: bool = False) -> None:
+        """Stop playback; the outputs park (the engine does it). ``force`` is vortex's
+        argument and changes nothing: the IO never stops the board's capture."""
+        native(self._handle().Stop)()
+
+    @property
+    def running(self) -> bool:
+        """Whether the DAC plays."""
+        return self._h is not None and bool(self._h.Running())
+
+    @property
+    def slot(self) -> int:
+        """The DAC pattern slot the ring lives in (vortexgo's addition)."""
+        return int(self._handle().Slot())
+
+    @property
+    def ring_samples(self) -> int:
+        """The ring's length in DAC words (vortexgo's addition)."""
+        return int(self._handle().RingSamples())
+
+    def close(self) -> None:
+        """Stop the DAC and release the IO (refused with InUseError while an engine uses it)."""
+        if self._h is not None:
+            native(self._h.Close)()
+            self._fin.detach()
+            self._h = None
+
+    def __repr__(self) -> str:
+        return f"<AlazarIO{' running' if self.running else ''}>"
