@@ -48,6 +48,8 @@ def alazar_config(**kw):
         setattr(ac, k, v)
     return ac
 
+FORMATTER = {}
+
 def engine(acq, volumes, endpoints=None, **kw):
     pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=RPB,
                             resampling_samples=SIM.resampling_positions(),
@@ -59,6 +61,7 @@ def engine(acq, volumes, endpoints=None, **kw):
     ec.add_acquisition(acq, [proc]); ec.add_processor(proc, [fmt]); ec.add_formatter(fmt, eps)
     eng = Engine(ec)
     queue_volumes(eng, A, B, volumes)
+    FORMATTER[id(eng)] = fmt  # a session after a stop resets it (vortex's rule)
     return eng, eps
 """ % str(Path(__file__).resolve().parent)
 

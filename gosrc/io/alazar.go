@@ -138,9 +138,19 @@ type AlazarIO struct {
 	// playing: StartDAC succeeded and StopDAC was not called since.
 	playing bool
 	closed  bool
+
+	// claim refuses Close while an engine uses the DAC (the engine would
+	// go on writing blocks to a board handle given up under it).
+	claim engine.Claim
 }
 
-var _ engine.IO = (*AlazarIO)(nil)
+var (
+	_ engine.IO      = (*AlazarIO)(nil)
+	_ engine.Claimer = (*AlazarIO)(nil)
+)
+
+// Claims reports the claim an engine holds while it uses the DAC.
+func (d *AlazarIO) Claims() []*engine.Claim { return []*engine.Claim{&d.claim} }
 
 // NewAlazarIO validates cfg and readies the DAC (vortex's initialize):
 // opens the board (loading the ATS-SDK: a missing library is reported
@@ -152,6 +162,7 @@ func NewAlazarIO(cfg AlazarIOConfig, log *slog.Logger) (*AlazarIO, error) {
 		return nil, err
 	}
 	d := &AlazarIO{cfg: cfg, log: log}
+	d.claim.Name("AlazarIO")
 	d.debug("initializing Alazar DAC module")
 	b, err := alazar.Open(cfg.SystemIndex, cfg.BoardIndex)
 	if err != nil {
@@ -285,14 +296,16 @@ func (d *AlazarIO) stop() {
 
 // Close stops playback; the board stays open for anyone else using it.
 func (d *AlazarIO) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil
-	}
-	d.stop()
-	d.closed = true
-	return d.b.Close() // aborts nothing: this Board never starts a capture
+	return d.claim.Close(func() error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.closed {
+			return nil
+		}
+		d.stop()
+		d.closed = true
+		return d.b.Close() // aborts nothing: this Board never starts a capture
+	})
 }
 
 // Running tells whether the DAC plays (started, not stopped since).

@@ -467,12 +467,17 @@ func (t *Task) Start() error {
 	return nil
 }
 
-// Stop stops the task (a no-op when it is not running); the task is
-// stopped even when NI reports an error.
+// Stop stops the task; the task is stopped even when NI reports an error.
+// It calls DAQmxStopTask also when Start was never called or failed: the
+// samples written before a start (the engine's preload) are in the task's
+// buffer until it is stopped, and a start that failed (another task held
+// the channel) would otherwise leave them there, filling the buffer of the
+// next session (found by tests_py/test_instrument_misuse.py). NI-DAQmx
+// accepts stopping a task that is not running.
 func (t *Task) Stop() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.started || t.handle == 0 {
+	if t.handle == 0 {
 		return nil
 	}
 	t.started = false
