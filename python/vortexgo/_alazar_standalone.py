@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._errors import VortexError, native
+from ._errors import ClosedError, InUseError, VortexError, native
 from ._validate import check_callable, check_int
 from .acquire import _host_uint16, _Standalone
 
@@ -194,7 +194,9 @@ class _AlazarStandalone(_Standalone):
         is stopped (or the acquisition closed) first, 0 and the
         :class:`~vortexgo.VortexError` of a board error (a failed post too),
         in posting order. A buffer of the wrong shape raises here, as
-        vortex's. An exception from ``callback`` is logged, as vortex's."""
+        vortex's, and so do :class:`~vortexgo.InUseError` (an engine uses the
+        acquisition) and :class:`~vortexgo.ClosedError`. An exception from
+        ``callback`` is logged, as vortex's."""
         check_callable("callback", callback, allow_none=False)
         id = check_int("id", id, 0)
         a = self._block(buffer)
@@ -204,6 +206,8 @@ class _AlazarStandalone(_Standalone):
             self.logger.debug("posting block %d", id)
         try:
             self._post(h, a)
+        except (InUseError, ClosedError):
+            raise  # misuse, raised as the other calls do
         except VortexError as e:
             error: BaseException = e
 

@@ -734,11 +734,15 @@ class AlazarFFTConfig(AlazarConfig):
         o = "AlazarFFTConfig"
         filt = _complex_array(f"{o}.spectral_filter", self.spectral_filter)
         bg = np.asarray(self.background if self.background is not None else [])
-        if bg.size and (bg.dtype.kind not in "iuf" or (bg.dtype.kind == "f" and not np.all(np.isfinite(bg)))):
+        if bg.size and (bg.dtype.kind not in "iuf" or (bg.dtype.kind in "iu" and (bg.min() < -32768 or bg.max() > 32767))
+                        or (bg.dtype.kind == "f" and not np.all(np.isfinite(bg)))):
             raise ValueError(f"{o}.background: expected int16 values (signed samples)")
-        # vortex's int16 tensor takes any numeric array by NumPy's unsafe cast (pybind's forcecast):
-        # its demo passes float64 (a record's mean, shifted, concatenated with zeros)
-        bg = bg.astype(np.int16)
+        # Floats are cast as vortex's int16 tensor takes them (NumPy's unsafe cast, pybind's
+        # forcecast): vortex's live_view_alazar_fft.py passes float64 (a record's mean, shifted,
+        # concatenated with zeros)
+        if bg.dtype.kind == "f":
+            with np.errstate(invalid="ignore"):
+                bg = bg.astype(np.int16)
         r.update({"FFTLength": check_int(f"{o}.fft_length", self.fft_length, 1, 1 << 30),
                   "SpectralFilterReal": filt.real.astype(np.float32).tolist(),
                   "SpectralFilterImag": filt.imag.astype(np.float32).tolist(),
