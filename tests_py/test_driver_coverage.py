@@ -46,10 +46,6 @@ NOT_PROVIDED = {
                            "vortexgo's engine adapts components itself, and no script calls it",
 }
 
-# TODO(i26-demos2): branch i26-demos2 adds AlazarAcquisition's standalone start/stop/next/next_async
-# (AlazarFFTAcquisition inherits them); the lead removes these entries when merging it.
-PENDING_I26_DEMOS2 = tuple(f"vortex.acquire.{c}.{m}" for c in ("AlazarAcquisition", "AlazarFFTAcquisition")
-                           for m in ("start", "stop", "next", "next_async"))
 
 # TODO(next slice of issue 26): DAQmxIO's standalone next(count, streams, id=0) / next_async(count,
 # streams, callback, id=0) (bind/io.hpp's setup_io: one block's six streams written outside an
@@ -97,8 +93,6 @@ def expected_missing(name: Name) -> Optional[str]:
         return _GPU
     if name.qualname in NOT_PROVIDED:
         return NOT_PROVIDED[name.qualname]
-    if name.qualname in PENDING_I26_DEMOS2:
-        return "TODO(i26-demos2): built on branch i26-demos2"
     if name.qualname in PENDING_NEXT_SLICE:
         return "TODO(next slice): the IOs' standalone next/next_async"
     return None

@@ -293,7 +293,8 @@ type AlazarAcquisition struct {
 	values int // raw values per record: samples x channels
 
 	mu       sync.Mutex
-	running  bool      // between Start and Stop
+	running  bool      // a capture is configured: between Start (or PrepareStandalone) and Stop
+	byEngine bool      // the capture is an engine session's (Start), not a standalone one
 	capture  bool      // the board was started this session
 	posted   []uintptr // posted buffers, oldest first
 	stopping chan struct{}
@@ -346,9 +347,16 @@ func (a *AlazarAcquisition) Board() *alazar.Board { return a.board }
 // Claims reports the claim an engine holds while it uses the source.
 func (a *AlazarAcquisition) Claims() []*engine.Claim { return []*engine.Claim{&a.claim} }
 
-// SamplesPerRecord is the raw values per record: samples x channels,
-// interleaved by sample.
+// SamplesPerRecord is the raw values per record (the engine's contract):
+// samples x channels, interleaved by sample. vortex's samples_per_record
+// is the config's, per channel: a block is (RecordsPerBlock,
+// Config().SamplesPerRecord, ChannelsPerSample()) row-major, vortex's
+// layout (ADMA_INTERLEAVE_SAMPLES).
 func (a *AlazarAcquisition) SamplesPerRecord() int { return a.values }
+
+// ChannelsPerSample is the interleaved channels of each sample, one per
+// input (vortex's channels_per_sample).
+func (a *AlazarAcquisition) ChannelsPerSample() int { return max(len(a.cfg.Inputs), 1) }
 
 // Prepare checks the source is open (the board was configured when it
 // was made).
@@ -361,18 +369,39 @@ func (a *AlazarAcquisition) Prepare() error {
 func (a *AlazarAcquisition) Start() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.running {
+	if a.running && a.byEngine {
 		return nil
 	}
-	if a.configureCapture != nil {
-		if err := a.configureCapture(); err != nil {
+	if a.running { // a standalone capture left prepared or running: the engine's session starts afresh
+		if err := a.stopLocked(); err != nil {
 			return err
 		}
-	} else if err := a.board.ConfigureCapture(a.cfg.ChannelMask(), uint32(a.cfg.SamplesPerRecord), uint32(a.cfg.RecordsPerBlock),
-		alazar.InfiniteAcquisition, 0); err != nil {
+	}
+	if err := a.configureLocked(); err != nil {
 		return err
 	}
-	a.running, a.capture, a.posted = true, false, a.posted[:0]
+	a.byEngine = true
+	return nil
+}
+
+// configureLocked readies the board's capture (vortex's prepare; a.mu
+// held). Buffers posted before are abandoned and waits for them end as
+// at a Stop.
+func (a *AlazarAcquisition) configureLocked() error {
+	var err error
+	if a.configureCapture != nil {
+		err = a.configureCapture()
+	} else {
+		err = a.board.ConfigureCapture(a.cfg.ChannelMask(), uint32(a.cfg.SamplesPerRecord), uint32(a.cfg.RecordsPerBlock),
+			alazar.InfiniteAcquisition, 0)
+	}
+	if err != nil {
+		return err
+	}
+	if a.running {
+		close(a.stopping)
+	}
+	a.running, a.byEngine, a.capture, a.posted = true, false, false, a.posted[:0]
 	a.stopping = make(chan struct{})
 	return nil
 }
@@ -399,10 +428,15 @@ func (a *AlazarAcquisition) Stop() error {
 
 // fail stops the board on err when StopOnError (vortex's stop_on_error).
 func (a *AlazarAcquisition) fail(err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failLocked(err)
+}
+
+// failLocked is fail with a.mu held.
+func (a *AlazarAcquisition) failLocked(err error) error {
 	if a.cfg.StopOnError {
-		a.mu.Lock()
 		_ = a.stopLocked() // err is the one to report
-		a.mu.Unlock()
 	}
 	return err
 }
@@ -420,8 +454,9 @@ func (a *AlazarAcquisition) Post(dst []uint16) error {
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
 	if err := a.board.PostBuffer(p, 2*want); err != nil {
+		err = a.failLocked(err)
 		a.mu.Unlock()
-		return a.fail(err)
+		return err
 	}
 	a.posted = append(a.posted, p)
 	a.mu.Unlock()
@@ -451,20 +486,35 @@ func (a *AlazarAcquisition) Fill(dst []uint16, records int) (int, error) {
 	}
 	if !a.capture {
 		if err := a.board.StartCapture(); err != nil {
+			err = a.failLocked(err)
 			a.mu.Unlock()
-			return 0, a.fail(err)
+			return 0, err
 		}
 		a.capture = true
 	}
 	stopping := a.stopping
 	a.mu.Unlock()
+	switch stopped, err := a.waitFor(p, stopping); {
+	case stopped:
+		return 0, io.EOF // stopped: what the wait returned does not matter
+	case err != nil:
+		return 0, a.fail(err)
+	}
+	return records, nil
+}
+
+// waitFor waits up to AcquireTimeout for the posted buffer at p, in
+// slices of waitSlice so that a Stop (stopping closed) is seen soon; it
+// reports stopped then, whatever the wait returned. A filled buffer
+// leaves the posted list.
+func (a *AlazarAcquisition) waitFor(p uintptr, stopping <-chan struct{}) (stopped bool, err error) {
 	deadline := time.Now().Add(a.cfg.AcquireTimeout)
 	for {
 		slice := min(time.Until(deadline), waitSlice)
 		err := a.board.WaitBuffer(p, max(slice, 0))
 		select {
 		case <-stopping:
-			return 0, io.EOF // stopped: what the wait returned does not matter
+			return true, nil
 		default:
 		}
 		switch {
@@ -474,11 +524,11 @@ func (a *AlazarAcquisition) Fill(dst []uint16, records int) (int, error) {
 				a.posted = a.posted[1:]
 			}
 			a.mu.Unlock()
-			return records, nil
+			return false, nil
 		case errors.Is(err, alazar.ErrWaitTimeout) && time.Now().Before(deadline):
 			continue
 		}
-		return 0, a.fail(err)
+		return false, err
 	}
 }
 

@@ -241,11 +241,10 @@ func (p *NullProcessor) Config() Config { return p.cfg.Load().clone() }
 // sizes the never-written A-scan buffers by it).
 func (p *NullProcessor) OutputSamples() int { return p.cfg.Load().OutputSamples() }
 
-// InputValues is SamplesPerRecord x ChannelsPerSample.
-func (p *NullProcessor) InputValues() int {
-	c := p.cfg.Load()
-	return c.SamplesPerRecord * c.Channels()
-}
+// A NullProcessor has no InputValues: it reads nothing, so the engine
+// pairs it with any acquisition's block, as vortex's null processor
+// ignores its input shape (a two-channel AlazarAcquisition feeding one
+// configured with the per-channel samples_per_record, acquire_to_disk.py).
 
 // Prepare does nothing but refuse a closed processor.
 func (p *NullProcessor) Prepare() error {

@@ -18,7 +18,7 @@ type source interface {
 }
 
 // standaloneSource is a source with vortex's standalone calls
-// (FileAcquisition, NullAcquisition).
+// (FileAcquisition, NullAcquisition, AlazarAcquisition).
 type standaloneSource interface {
 	StartStandalone() error
 	StopStandalone() error
@@ -78,7 +78,7 @@ func (a *Acquisition) Prepare() error { return tag(a.a.Prepare()) }
 func (a *Acquisition) standalone(op string) (standaloneSource, error) {
 	s, ok := a.a.(standaloneSource)
 	if !ok {
-		return nil, tag(badArg("%T has no %s, expected a FileAcquisition or NullAcquisition", a.a, op))
+		return nil, tag(badArg("%T has no %s, expected a FileAcquisition, NullAcquisition or AlazarAcquisition", a.a, op))
 	}
 	return s, nil
 }

@@ -112,6 +112,67 @@ func (a *Acquisition) AlazarBoard() (*AlazarBoard, error) {
 	return &AlazarBoard{b: s.Board()}, nil
 }
 
+// alazarStandalone is an Alazar source's standalone calls beyond
+// standaloneSource's (AlazarAcquisition, AlazarFFTAcquisition).
+type alazarStandalone interface {
+	PrepareStandalone() error
+	PostStandalone(ptr uintptr, size int) error
+	WaitStandalone(ptr uintptr) (int, error)
+	Running() bool
+}
+
+func (a *Acquisition) alazar(op string) (alazarStandalone, error) {
+	s, ok := a.a.(alazarStandalone)
+	if !ok {
+		return nil, tag(badArg("%T has no %s, expected an AlazarAcquisition", a.a, op))
+	}
+	return s, nil
+}
+
+// AlazarPrepare is vortex's prepare of an AlazarAcquisition: it
+// configures the board's capture (the engine's Prepare while an engine
+// uses the source).
+func (a *Acquisition) AlazarPrepare() error {
+	s, err := a.alazar("prepare")
+	if err != nil {
+		return err
+	}
+	return tag(s.PrepareStandalone())
+}
+
+// AlazarPost posts the caller's size bytes at addr (one block) to the
+// board; the caller keeps that memory alive until its AlazarWait returns
+// or the acquisition is stopped or closed.
+func (a *Acquisition) AlazarPost(addr, size int) error {
+	s, err := a.alazar("next_async")
+	if err != nil {
+		return err
+	}
+	if addr == 0 || size < 0 {
+		return tag(badArg("AlazarPost(0x%x, %d), expected a buffer", addr, size))
+	}
+	return tag(s.PostStandalone(uintptr(addr), size))
+}
+
+// AlazarWait waits for the posted buffer at addr and returns its records
+// (0 when the capture was stopped).
+func (a *Acquisition) AlazarWait(addr int) (int, error) {
+	s, err := a.alazar("next_async")
+	if err != nil {
+		return 0, err
+	}
+	return tagged(s.WaitStandalone(uintptr(addr)))
+}
+
+// AlazarRunning reports whether the board is capturing (vortex's running).
+func (a *Acquisition) AlazarRunning() (bool, error) {
+	s, err := a.alazar("running")
+	if err != nil {
+		return false, err
+	}
+	return s.Running(), nil
+}
+
 // MaxTriggerRatePerFFTLength is the FFT module's highest trigger rate at
 // FFT length n (vortex's InfoDsp.max_trigger_rate_per_fft_length) for
 // module index (in Info's DSP list).

@@ -344,6 +344,31 @@ class NullAcquisitionConfig(_BlockShape):
     rate: float = 0.0
 
 
+def _host_uint16(buffer: Any) -> np.ndarray:
+    """``buffer`` (a NumPy uint16 array, or host memory exporting the array
+    interface: vortexgo's host tensors, a memoryview) as a writable C-ordered
+    NumPy view of the caller's memory, never a copy; CUDA arrays are refused."""
+    if isinstance(buffer, np.ndarray):
+        a = buffer
+    elif hasattr(buffer, "__array_interface__") or isinstance(buffer, memoryview):
+        a = np.asarray(buffer)  # zero-copy: the caller's memory
+    elif hasattr(buffer, "__cuda_array_interface__"):
+        raise TypeError(f"buffer: a CUDA array ({type(buffer).__name__}), expected host memory "
+                        "(a NumPy uint16 array)")
+    else:
+        raise TypeError(f"buffer={type(buffer).__name__}, expected a NumPy uint16 array "
+                        "(written in place, so never a copy)")
+    if a.dtype != np.uint16 or not a.dtype.isnative:
+        raise TypeError(f"buffer: dtype {a.dtype.str}, expected uint16 in native byte order")
+    if a.ndim == 0:
+        raise ValueError("buffer: a 0-d array, expected (records, samples_per_record, channels_per_sample)")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"buffer: strides {a.strides}, expected a C-contiguous array")
+    if not a.flags.writeable:
+        raise ValueError("buffer: read-only, expected a writable array")
+    return a
+
+
 class _Standalone(_Acquisition):
     """vortex's standalone calls: ``start``, ``stop``, ``next``, ``next_async``."""
 
@@ -377,24 +402,7 @@ class _Standalone(_Acquisition):
         (records, samples_per_record, channels_per_sample), as vortex's
         ``morph_right(3)`` reads it: missing axes are 1, axes after the
         third are folded into the channels."""
-        if isinstance(buffer, np.ndarray):
-            a = buffer
-        elif hasattr(buffer, "__array_interface__") or isinstance(buffer, memoryview):
-            a = np.asarray(buffer)  # zero-copy: the caller's memory
-        elif hasattr(buffer, "__cuda_array_interface__"):
-            raise TypeError(f"buffer: a CUDA array ({type(buffer).__name__}), expected host memory "
-                            "(a NumPy uint16 array)")
-        else:
-            raise TypeError(f"buffer={type(buffer).__name__}, expected a NumPy uint16 array "
-                            "(written in place, so never a copy)")
-        if a.dtype != np.uint16 or not a.dtype.isnative:
-            raise TypeError(f"buffer: dtype {a.dtype.str}, expected uint16 in native byte order")
-        if a.ndim == 0:
-            raise ValueError("buffer: a 0-d array, expected (records, samples_per_record, channels_per_sample)")
-        if not a.flags.c_contiguous:
-            raise ValueError(f"buffer: strides {a.strides}, expected a C-contiguous array")
-        if not a.flags.writeable:
-            raise ValueError("buffer: read-only, expected a writable array")
+        a = _host_uint16(buffer)
         samples = a.shape[1] if a.ndim >= 2 else 1
         channels = int(np.prod(a.shape[2:])) if a.ndim >= 3 else 1
         want_s, want_c = self.samples_per_record, self.config.channels_per_sample

@@ -19,9 +19,9 @@ nothing. vortexgo's virtual digitizer (``make virtual``, then
 board: see ``instruments/virtual/README.md``.
 
 The on-board FFT: :class:`AlazarFFTConfig` and
-:class:`AlazarFFTAcquisition` (vortex's ``vortex.acquire`` names too).
-Not in this slice: the standalone ``start``/``next`` of an
-:class:`AlazarAcquisition` outside an engine.
+:class:`AlazarFFTAcquisition` (vortex's ``vortex.acquire`` names too). Both
+acquisitions also run outside an engine, as vortex's (``prepare``,
+``next``/``next_async`` into the caller's arrays, ``start``, ``stop``).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the def
 from ._attrs import Config, StrictAttributes, ValueList, _inside_package
 from ._core import api
 from ._errors import native
-from .acquire import _Acquisition
 from ._alazar_dac import AnalogChannel  # vortex.io.alazar.AnalogChannel (io.AlazarIOConfig's outputs)
+from ._alazar_standalone import _AlazarStandalone
 from ._validate import check_float, check_int
 
 __all__ = [
@@ -632,7 +632,7 @@ class AlazarConfig(Config):
                 "AcquireTimeout": int(round(timeout * 1e9)), "StopOnError": bool(self.stop_on_error)}
 
 
-class AlazarAcquisition(_Acquisition):
+class AlazarAcquisition(_AlazarStandalone):
     """Acquires from an AlazarTech digitizer (vortex's ``AlazarAcquisition``).
 
     :meth:`initialize` opens the board, checks the configuration against it
@@ -642,6 +642,13 @@ class AlazarAcquisition(_Acquisition):
     straight into it: no host copy. A buffer overflow (the host fell
     behind), a timeout (``acquire_timeout``) or a board error ends the run
     with the SDK's error; ``stop`` leaves the board ready for the next run.
+
+    A block is ``config.shape``, ``(records_per_block, samples_per_record,
+    channels_per_sample)`` uint16, the channels interleaved sample by sample
+    in the order of ``config.inputs`` (vortex's layout); ``samples_per_record``
+    counts the samples of one channel. Outside an engine it is driven as
+    vortex's: :meth:`prepare`, :meth:`next_async` (or :meth:`next`) into the
+    caller's arrays, :meth:`start`, :meth:`stop`.
     """
 
     _config_type = AlazarConfig
@@ -763,8 +770,15 @@ class AlazarFFTConfig(AlazarConfig):
         o = "AlazarFFTConfig"
         filt = _complex_array(f"{o}.spectral_filter", self.spectral_filter)
         bg = np.asarray(self.background if self.background is not None else [])
-        if bg.size and (bg.dtype.kind not in "iu" or bg.min() < -32768 or bg.max() > 32767):
+        if bg.size and (bg.dtype.kind not in "iuf" or (bg.dtype.kind in "iu" and (bg.min() < -32768 or bg.max() > 32767))
+                        or (bg.dtype.kind == "f" and not np.all(np.isfinite(bg)))):
             raise ValueError(f"{o}.background: expected int16 values (signed samples)")
+        # Floats are cast as vortex's int16 tensor takes them (NumPy's unsafe cast, pybind's
+        # forcecast): vortex's live_view_alazar_fft.py passes float64 (a record's mean, shifted,
+        # concatenated with zeros)
+        if bg.dtype.kind == "f":
+            with np.errstate(invalid="ignore"):
+                bg = bg.astype(np.int16)
         r.update({"FFTLength": check_int(f"{o}.fft_length", self.fft_length, 1, 1 << 30),
                   "SpectralFilterReal": filt.real.astype(np.float32).tolist(),
                   "SpectralFilterImag": filt.imag.astype(np.float32).tolist(),
