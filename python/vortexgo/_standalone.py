@@ -6,8 +6,9 @@
   jobs. It holds what its jobs hold (the native handle, the caller's arrays),
   never the stage, so a stage dropped with calls pending is collected, and its
   finaliser's close ends them. At interpreter exit, the stages with jobs
-  pending are stopped (``stop``, given at construction) and their jobs let
-  finish, so no thread is left inside a driver call.
+  pending are stopped (``at_exit``, given at construction: a stop, or a close
+  where only that ends a driver call) and their jobs let finish, so no thread
+  is left inside a driver call.
 - :func:`call_back`: a job's end, vortex's ``callback(count, exception)``, run
   on the worker with no lock of ours held; an exception from the callback is
   logged (vortex logs it), never kills the worker.
@@ -31,13 +32,13 @@ __all__ = ["Worker", "call_back", "host_array"]
 
 class Worker:
     """One stage's worker thread: :meth:`push` queues a job, run after those
-    before it. ``stop`` (no argument; holding no reference to the stage) ends
-    the driver calls in flight; it is called at interpreter exit while jobs are
-    pending."""
+    before it. ``at_exit`` (no argument; holding no reference to the stage)
+    ends the driver calls in flight; it is called at interpreter exit while
+    jobs are pending."""
 
-    def __init__(self, name: str, stop: Callable[[], Any]) -> None:
+    def __init__(self, name: str, at_exit: Callable[[], Any]) -> None:
         self._name = name
-        self._stop = stop
+        self._at_exit = at_exit
         self._lock = threading.Lock()
         self._jobs: collections.deque = collections.deque()
         self._thread: Optional[threading.Thread] = None
@@ -91,7 +92,7 @@ def _stop_at_exit() -> None:
     workers = list(_busy)
     for w in workers:
         try:
-            w._stop()
+            w._at_exit()
         except Exception:  # noqa: BLE001 - closed meanwhile: its calls have ended already
             pass
     for w in workers:

@@ -348,8 +348,9 @@ class DAQmxIO(_IO):
         # Clears the task when the IO is dropped unclosed: NI-DAQmx task names are unique.
         self._fin = release_on_collect(self, self._h.Close, "a DAQmx task")
         # next_async's thread; it holds the handle, never the IO (an IO dropped with calls
-        # pending is collected, and its finaliser's close ends them).
-        self._worker = Worker(f"vortexgo-DAQmxIO-{config.name}", h.Stop)
+        # pending is collected, and its finaliser's close ends them). At exit with calls
+        # pending the task is cleared: a stop does not end a write into a task not started.
+        self._worker = Worker(f"vortexgo-DAQmxIO-{config.name}", h.Close)
         self._config = config
         self._closed = False
 
