@@ -47,12 +47,10 @@ NOT_PROVIDED = {
 }
 
 
-# TODO(next slice of issue 26): DAQmxIO's standalone next(count, streams, id=0) / next_async(count,
-# streams, callback, id=0) (bind/io.hpp's setup_io: one block's six streams written outside an
-# engine). The Go DAQmxIO writes an engine.IOBlock after the engine's Prepare; a standalone call
-# needs pyapi to prepare it from the streams' shapes. Remove these when they land.
-PENDING_NEXT_SLICE = ("vortex.io.DAQmxIO.next", "vortex.io.DAQmxIO.next_async", "vortex.io.AlazarIO.next",
-                      "vortex.io.AlazarIO.next_async")
+# TODO(next slice of issue 26): AlazarIO's standalone next(count, streams, id=0) /
+# next_async(count, streams, callback, id=0) (bind/io.hpp's setup_io), as DAQmxIO's
+# (python/vortexgo/io.py, its machinery in python/vortexgo/_standalone.py). Remove these when they land.
+PENDING_NEXT_SLICE = ("vortex.io.AlazarIO.next", "vortex.io.AlazarIO.next_async")
 
 
 class Name(NamedTuple):
@@ -94,7 +92,7 @@ def expected_missing(name: Name) -> Optional[str]:
     if name.qualname in NOT_PROVIDED:
         return NOT_PROVIDED[name.qualname]
     if name.qualname in PENDING_NEXT_SLICE:
-        return "TODO(next slice): the IOs' standalone next/next_async"
+        return "TODO(next slice): AlazarIO's standalone next/next_async"
     return None
 
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -146,13 +145,18 @@ type DAQmxIO struct {
 	cfg DAQmxConfig
 	log *slog.Logger
 
-	mu    sync.Mutex // guards task against Stop racing Next
-	task  *daqmx.Task
-	ao    []DAQmxChannel
-	do    []DAQmxChannel
-	aoBuf []float64
-	doBuf []uint32
-	info  engine.IOInfo
+	claim engine.Claim // an engine's, from its Prepare to the end of its run
+
+	mu   sync.Mutex // guards task against Stop and Close racing a block
+	task *daqmx.Task
+	// blockMu serializes blocks (the engine's Next, the standalone
+	// NextStandalone), which share the staging buffers; Stop and Close
+	// never take it, so they end a block blocked in NI-DAQmx.
+	blockMu        sync.Mutex
+	ao, ai, do, di []DAQmxChannel
+	aoBuf, aiBuf   []float64
+	doBuf, diBuf   []uint32
+	info           engine.IOInfo
 }
 
 var _ engine.IO = (*DAQmxIO)(nil)
@@ -166,12 +170,17 @@ func NewDAQmxIO(cfg DAQmxConfig, log *slog.Logger) (*DAQmxIO, error) {
 	}
 	cfg.Channels = append([]DAQmxChannel(nil), cfg.Channels...)
 	d := &DAQmxIO{cfg: cfg, log: log}
+	d.claim.Name(fmt.Sprintf("DAQmxIO %q", cfg.Name))
 	for _, ch := range cfg.Channels {
 		switch ch.Kind {
 		case AnalogVoltageOutput:
 			d.ao = append(d.ao, ch)
+		case AnalogVoltageInput:
+			d.ai = append(d.ai, ch)
 		case DigitalOutput:
 			d.do = append(d.do, ch)
+		case DigitalInput:
+			d.di = append(d.di, ch)
 		}
 	}
 	if cfg.PersistentTask {
@@ -253,9 +262,11 @@ func (d *DAQmxIO) prepareTask() (err error) {
 		}
 	}
 	daq := c.SamplesPerBlock / div
-	d.aoBuf = make([]float64, daq*len(d.ao))
-	d.doBuf = make([]uint32, daq*len(d.do))
 	d.mu.Lock()
+	d.aoBuf = make([]float64, daq*len(d.ao))
+	d.aiBuf = make([]float64, daq*len(d.ai))
+	d.doBuf = make([]uint32, daq*len(d.do))
+	d.diBuf = make([]uint32, daq*len(d.di))
 	d.task = task
 	d.mu.Unlock()
 	return nil
@@ -351,16 +362,25 @@ func (d *DAQmxIO) Stop() error {
 	return nil
 }
 
-// Close clears the task.
+// Claims is the IO's claim (engine.Claimer): an engine that prepared the
+// IO holds it until its run ends, refusing Close and the standalone calls.
+func (d *DAQmxIO) Claims() []*engine.Claim { return []*engine.Claim{&d.claim} }
+
+// Close clears the task; a block blocked in NI-DAQmx (a standalone
+// next waiting for buffer space or samples) returns NI's abort error.
+// It is refused (backend.ErrInUse) while an engine that prepared the IO
+// has not finished its run.
 func (d *DAQmxIO) Close() error {
-	d.mu.Lock()
-	t := d.task
-	d.task = nil
-	d.mu.Unlock()
-	if t == nil {
-		return nil
-	}
-	return t.Clear()
+	return d.claim.Close(func() error {
+		d.mu.Lock()
+		t := d.task
+		d.task = nil
+		d.mu.Unlock()
+		if t == nil {
+			return nil
+		}
+		return t.Clear()
+	})
 }
 
 // Next writes block b's outputs (vortex's _dispatch_block and
@@ -382,15 +402,11 @@ func (d *DAQmxIO) Next(b *engine.IOBlock) error {
 }
 
 func (d *DAQmxIO) next(b *engine.IOBlock) error {
-	c := &d.cfg
+	d.blockMu.Lock()
+	defer d.blockMu.Unlock()
 	count := b.Records
-	if count > c.SamplesPerBlock {
-		return backend.Invalidf("block is larger than maximum configured size: %d > %d", count, c.SamplesPerBlock)
-	}
-	div := c.ClockDivisor
-	if count%div != 0 {
-		return backend.Invalidf("block size (%d) is not evenly divisible by clock divisor (%d): %d != 0", count, div,
-			count%div)
+	if err := d.checkCount(count); err != nil {
+		return err
 	}
 	if b.ID == 0 {
 		// a session's first block: a non-persistent task cleared by the
@@ -403,38 +419,14 @@ func (d *DAQmxIO) next(b *engine.IOBlock) error {
 	if err != nil {
 		return err
 	}
-	daq, out := count/div, d.info.OutputChannels
-	if len(d.ao) > 0 {
-		if len(b.GalvoTarget) < count*out {
-			return backend.Invalidf("stream is incorrectly sized: [%d] vs [:%d,%d]", len(b.GalvoTarget), count, out)
-		}
-		w := len(d.ao)
-		for j, ch := range d.ao {
-			scale := ch.LogicalUnitsPerPhysicalUnit
-			for s := 0; s < daq; s++ {
-				v := b.GalvoTarget[s*div*out+ch.Channel] / scale
-				d.aoBuf[s*w+j] = math.Min(math.Max(v, ch.Min), ch.Max)
-			}
-		}
-		if err := t.WriteAnalog(daq, w, d.aoBuf[:daq*w], c.ReadWriteTimeout); err != nil {
-			return err
-		}
+	// the engine's streams as vortex's block carries them (Prepare
+	// checked the channels against them)
+	var s DAQmxStreams
+	if out := d.info.OutputChannels; out > 0 {
+		s.GalvoTarget = DAQmxStream[float64]{Data: b.GalvoTarget, Dims: 2, Rows: len(b.GalvoTarget) / out, Cols: out}
 	}
-	if len(d.do) > 0 {
-		if len(b.Strobes) < count {
-			return backend.Invalidf("stream is incorrectly sized: [%d] vs [:%d,0]", len(b.Strobes), count)
-		}
-		w := len(d.do)
-		for j := range d.do {
-			for s := 0; s < daq; s++ {
-				d.doBuf[s*w+j] = b.Strobes[s*div]
-			}
-		}
-		if err := t.WriteDigital(daq, w, d.doBuf[:daq*w], c.ReadWriteTimeout); err != nil {
-			return err
-		}
-	}
-	return nil
+	s.Strobes = DAQmxStream[uint32]{Data: b.Strobes, Dims: 2, Rows: len(b.Strobes), Cols: 1}
+	return d.process(t, count, &s)
 }
 
 // Running tells whether the task runs (vortex's running()).

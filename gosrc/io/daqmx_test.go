@@ -181,3 +181,209 @@ func TestDAQmxIOPrepareRefuses(t *testing.T) {
 	defer d.Close()
 	assert.ErrorContains(t, d.Prepare(info), "block is larger than maximum configured size: 100 > 50")
 }
+
+// streams2D is a standalone block's streams with count rows of cols
+// columns each (zeros), as vortex's Python callers allocate them.
+func streams2D(count, cols int) *gio.DAQmxStreams {
+	f := func() gio.DAQmxStream[float64] {
+		return gio.DAQmxStream[float64]{Data: make([]float64, count*cols), Dims: 2, Rows: count, Cols: cols}
+	}
+	return &gio.DAQmxStreams{
+		Counter:     gio.DAQmxStream[uint64]{Data: make([]uint64, count), Dims: 2, Rows: count, Cols: 1},
+		GalvoTarget: f(), SampleTarget: f(), GalvoActual: f(), SampleActual: f(),
+		Strobes: gio.DAQmxStream[uint32]{Data: make([]uint32, count), Dims: 2, Rows: count, Cols: 1},
+	}
+}
+
+// vortex's standalone next: the card records every ClockDivisor-th
+// sample of the stream's column, scaled to volts and clipped, and the
+// strobes; both before and after start.
+func TestDAQmxIOStandaloneWrites(t *testing.T) {
+	rec := virtualDAQmx(t)
+	c := galvoConfig("solo", 100)
+	c.ClockDivisor, c.SamplesPerSecond = 2, 20000
+	c.Channels[1].Stream = gio.StreamSampleTarget // ao1 from another stream's column 1
+	d, err := gio.NewDAQmxIO(c, nil)
+	require.NoError(t, err)
+	defer d.Close()
+	sc := gio.DefaultDAQmxConfig()
+	sc.Name, sc.SamplesPerBlock, sc.BlocksToBuffer = "solo-strobe", 100, 4
+	sc.Channels = []gio.DAQmxChannel{{Kind: gio.DigitalOutput, Name: "Dev1/port0", Stream: gio.StreamStrobes}}
+	ds, err := gio.NewDAQmxIO(sc, nil)
+	require.NoError(t, err)
+	defer ds.Close()
+	require.NoError(t, d.PrepareStandalone())
+	var want []float64
+	var words []uint32
+	for b := range 3 {
+		count := 100 - 20*b // shorter blocks are fine
+		s := streams2D(count, 2)
+		for i := range count {
+			s.GalvoTarget.Data[2*i] = float64(b*1000+i) / 10
+			s.SampleTarget.Data[2*i+1] = -float64(i) / 100
+			s.Strobes.Data[i] = uint32(i % 7)
+		}
+		for i := 0; i < count; i += 2 {
+			want = append(want, math.Min(s.GalvoTarget.Data[2*i]/1.5, 10), s.SampleTarget.Data[2*i+1]/1.5)
+		}
+		words = append(words, s.Strobes.Data...)
+		n, err := d.NextStandalone(int64(b), count, s)
+		require.NoError(t, err)
+		assert.Equal(t, count, n)
+		n, err = ds.NextStandalone(int64(b), count, s)
+		require.NoError(t, err)
+		assert.Equal(t, count, n)
+		if b == 1 {
+			require.NoError(t, d.Start())
+		}
+	}
+	require.NoError(t, d.Stop())
+	assert.Equal(t, want, readF64(t, filepath.Join(rec, "solo.ao")))
+	raw, err := os.ReadFile(filepath.Join(rec, "solo-strobe.do"))
+	require.NoError(t, err)
+	require.Len(t, raw, 4*len(words))
+	for i, w := range words {
+		require.Equal(t, w, binary.LittleEndian.Uint32(raw[4*i:]), "word %d", i)
+	}
+}
+
+// The inputs read back into their streams: ai0 measures what ao0 wrote
+// (the virtual card's galvo timeline), each card sample repeated
+// ClockDivisor times and scaled by logical_units_per_physical_unit.
+func TestDAQmxIOStandaloneReads(t *testing.T) {
+	virtualDAQmx(t)
+	t.Setenv("VGV_IO_DELAY", "0")
+	out, err := gio.NewDAQmxIO(galvoConfig("src", 100), nil)
+	require.NoError(t, err)
+	defer out.Close()
+	s := streams2D(100, 2)
+	for i := range 100 {
+		s.GalvoTarget.Data[2*i] = 1.5 * float64(i) / 20 // ao0: i/20 V
+	}
+	_, err = out.NextStandalone(0, 100, s)
+	require.NoError(t, err)
+	c := gio.DefaultDAQmxConfig()
+	c.Name, c.SamplesPerBlock, c.ClockDivisor, c.SamplesPerSecond, c.BlocksToBuffer = "sense", 100, 4, 4000, 4
+	c.Channels = []gio.DAQmxChannel{{Kind: gio.AnalogVoltageInput, Name: "Dev1/ai0", Stream: gio.StreamGalvoActual,
+		Channel: 1, LogicalUnitsPerPhysicalUnit: 2, Min: -10, Max: 10, Terminal: daqmx.Referenced}}
+	in, err := gio.NewDAQmxIO(c, nil)
+	require.NoError(t, err)
+	defer in.Close()
+	require.NoError(t, in.Start())
+	got := streams2D(100, 2)
+	n, err := in.NextStandalone(0, 100, got)
+	require.NoError(t, err)
+	assert.Equal(t, 100, n)
+	for r := range 100 {
+		require.InDelta(t, 2*float64(r/4)/20, got.GalvoActual.Data[2*r+1], 1e-12, "row %d", r)
+		require.Zero(t, got.GalvoActual.Data[2*r], "column 0 untouched")
+	}
+}
+
+// vortex's refusals, with its messages; none of them stops the task.
+func TestDAQmxIOStandaloneRefuses(t *testing.T) {
+	virtualDAQmx(t)
+	c := galvoConfig("misuse", 100)
+	c.ClockDivisor = 2
+	d, err := gio.NewDAQmxIO(c, nil)
+	require.NoError(t, err)
+	defer d.Close()
+	cases := []struct {
+		name  string
+		count int
+		edit  func(*gio.DAQmxStreams)
+		ch    *gio.DAQmxChannel
+		msg   string
+	}{
+		{"too long", 102, nil, nil, "block is larger than maximum configured size: 102 > 100"},
+		{"divisor", 51, nil, nil, "block size (51) is not evenly divisible by clock divisor (2): 1 != 0"},
+		{"1-D", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Dims = 1 }, nil, "stream of dimension 2 is required: 1"},
+		{"short", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Rows = 50 }, nil, "stream is incorrectly sized: [50 x 2] vs [:100,0]"},
+		{"narrow", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Cols = 1 }, nil, "stream is incorrectly sized: [100 x 1] vs [:100,1]"},
+		{"counter", 100, nil, &gio.DAQmxChannel{Kind: gio.AnalogVoltageOutput, Name: "Dev1/ao0", Stream: gio.StreamCounter},
+			"tuple condition failed to match at target index"},
+		{"bounds", 100, nil, &gio.DAQmxChannel{Kind: gio.AnalogVoltageOutput, Name: "Dev1/ao0", Stream: 6},
+			"tuple index out of bounds"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dd := d
+			if tc.ch != nil {
+				cc := gio.DefaultDAQmxConfig()
+				cc.Name, cc.PersistentTask = "misuse-"+tc.name, false
+				ch := *tc.ch
+				ch.Min, ch.Max, ch.LogicalUnitsPerPhysicalUnit = -10, 10, 1
+				cc.Channels = []gio.DAQmxChannel{ch}
+				var err error
+				dd, err = gio.NewDAQmxIO(cc, nil)
+				require.NoError(t, err)
+				defer dd.Close()
+				require.NoError(t, dd.PrepareStandalone())
+			}
+			s := streams2D(100, 2)
+			if tc.edit != nil {
+				tc.edit(s)
+			}
+			n, err := dd.NextStandalone(0, tc.count, s)
+			require.ErrorIs(t, err, backend.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.msg)
+			assert.Zero(t, n)
+		})
+	}
+	// a non-persistent task before prepare
+	cc := galvoConfig("unprepared", 100)
+	cc.PersistentTask = false
+	u, err := gio.NewDAQmxIO(cc, nil)
+	require.NoError(t, err)
+	_, err = u.NextStandalone(0, 100, streams2D(100, 2))
+	assert.ErrorContains(t, err, "expected prepare() first")
+	require.NoError(t, u.PrepareStandalone())
+	_, err = u.NextStandalone(0, 100, streams2D(100, 2))
+	require.NoError(t, err)
+	// closed
+	require.NoError(t, u.Close())
+	_, err = u.NextStandalone(0, 100, streams2D(100, 2))
+	require.ErrorIs(t, err, backend.ErrClosed)
+	require.ErrorIs(t, u.PrepareStandalone(), backend.ErrClosed)
+}
+
+// Close ends a next blocked in NI-DAQmx (a write waiting for buffer
+// space) with ErrClosed, and an engine's claim refuses both.
+func TestDAQmxIOStandaloneCloseUnblocks(t *testing.T) {
+	virtualDAQmx(t)
+	c := galvoConfig("blocked", 100)
+	c.BlocksToBuffer, c.ReadWriteTimeout = 1, -1 // wait forever
+	d, err := gio.NewDAQmxIO(c, nil)
+	require.NoError(t, err)
+	s := streams2D(100, 2)
+	for range 2 { // the buffer: blocks_to_buffer + 1 blocks
+		_, err = d.NextStandalone(0, 100, s)
+		require.NoError(t, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.NextStandalone(2, 100, s)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the third block was not blocked: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.NoError(t, d.Close())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, backend.ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close left the blocked next blocked")
+	}
+
+	e, err := gio.NewDAQmxIO(galvoConfig("claimed", 100), nil)
+	require.NoError(t, err)
+	require.NoError(t, e.Claims()[0].Take())
+	_, err = e.NextStandalone(0, 100, s)
+	require.ErrorIs(t, err, backend.ErrInUse)
+	require.ErrorIs(t, e.Close(), backend.ErrInUse)
+	e.Claims()[0].Drop()
+	require.NoError(t, e.Close())
+}

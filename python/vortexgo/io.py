@@ -40,9 +40,10 @@ from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the def
 from . import daqmx
 from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
-from ._errors import native, release_on_collect
+from ._errors import ClosedError, native, release_on_collect
 from ._layouts import SIM_IO_STATE, SIM_IO_WINDOW
-from ._validate import check_bool, check_float, check_int
+from ._standalone import Worker, call_back, host_array
+from ._validate import check_bool, check_callable, check_float, check_int
 from .daqmx import AnalogVoltageInput, AnalogVoltageOutput, DigitalInput, DigitalOutput
 from . import alazar
 from ._alazar_dac import AnalogChannel
@@ -290,13 +291,28 @@ class DAQmxConfig(Config):
                 f"{self.samples_per_block} samples/block>")
 
 
+#: vortex's block streams of a standalone DAQmxIO.next, in order (Block.StreamIndex), with
+#: their element types (vortex-python's engine: counter size_t, analog double, digital uint32).
+_STREAMS = (("counter", np.uint64), ("galvo target", np.float64), ("sample target", np.float64),
+            ("galvo actual", np.float64), ("sample actual", np.float64), ("strobes", np.uint32))
+
+
 class DAQmxIO(_IO):
-    """vortex's ``DAQmxIO``: the galvo waveforms (:class:`~vortexgo.daqmx.AnalogVoltageOutput`
-    channels of the ``GalvoTarget`` stream) or the strobes (:class:`~vortexgo.daqmx.DigitalOutput`
-    of ``Strobes``) of each block written to an NI-DAQmx task, with regeneration off: a host
-    that falls behind the card stops the engine with NI's underflow error (vortex's
-    ``analog write failed: (-200290) buffer underflow``). Wire it with
-    ``EngineConfig.add_io``. Input channels are not streamed yet.
+    """vortex's ``DAQmxIO``: one NI-DAQmx task whose output channels
+    (:class:`~vortexgo.daqmx.AnalogVoltageOutput`, :class:`~vortexgo.daqmx.DigitalOutput`)
+    write a block's streams and whose input channels fill them, with regeneration off: a host
+    that falls behind the card gets NI's underflow error (vortex's
+    ``analog write failed: (-200290) buffer underflow``).
+
+    In an engine (``EngineConfig.add_io``) it writes the galvo waveforms (``GalvoTarget``)
+    and strobes (``Strobes``) of each block; input channels are not streamed there yet.
+    While an engine that prepared it has not finished its run, :meth:`close`,
+    :meth:`prepare`, :meth:`next` and :meth:`next_async` raise
+    :class:`~vortexgo.InUseError`.
+
+    Outside an engine, vortex's standalone calls drive it by hand: :meth:`prepare`,
+    :meth:`start`, :meth:`stop`, :meth:`next` and :meth:`next_async`, each block given as
+    vortex's six streams (see :meth:`next`).
 
     Args:
         logger: a :class:`logging.Logger` (vortex's first argument), kept as ``logger``.
@@ -304,6 +320,8 @@ class DAQmxIO(_IO):
 
     def __init__(self, logger: Optional[logging.Logger] = None) -> None:
         self._h = None
+        self._closed = False
+        self._worker: Optional[Worker] = None
         self.logger = logger
         self._config = DAQmxConfig()
 
@@ -329,24 +347,135 @@ class DAQmxIO(_IO):
         self._h = h
         # Clears the task when the IO is dropped unclosed: NI-DAQmx task names are unique.
         self._fin = release_on_collect(self, self._h.Close, "a DAQmx task")
+        # next_async's thread; it holds the handle, never the IO (an IO dropped with calls
+        # pending is collected, and its finaliser's close ends them). At exit with calls
+        # pending the task is cleared: a stop does not end a write into a task not started.
+        self._worker = Worker(f"vortexgo-DAQmxIO-{config.name}", h.Close)
         self._config = config
+        self._closed = False
 
     def _handle(self):
+        if self._closed:
+            raise ClosedError("DAQmxIO is closed, expected an open one (initialize(config) makes a new task)")
         if self._h is None:
             raise ValueError("DAQmxIO is not initialized, expected initialize(config) first")
         return self._h
 
     def prepare(self) -> None:
-        """Nothing to do: :meth:`initialize` (or the engine's prepare) readies the task."""
-        self._handle()
+        """vortex's ``prepare``: with ``persistent_task`` false, create and configure the task
+        (:meth:`stop` clears it); a persistent task exists since :meth:`initialize`. The engine
+        calls it for the IOs it runs."""
+        native(self._handle().Prepare)()
 
     def start(self) -> None:
-        """Start the task (the engine does it)."""
+        """Start the task (the engine does it). An output task starts from the samples
+        written before: write at least one block first."""
         native(self._handle().Start)()
 
     def stop(self) -> None:
-        """Stop the task (the engine does it)."""
+        """Stop the task (the engine does it); a non-persistent task is cleared. A
+        :meth:`next` waiting in NI-DAQmx returns NI's abort error."""
         native(self._handle().Stop)()
+
+    def _streams(self, streams: Any) -> tuple[Any, list, list]:
+        """``streams`` checked (vortex's streams tuple) and named to Go: the Go streams,
+        the arrays to keep alive until the call returns, and the (caller's, contiguous
+        copy) pairs to copy back after it."""
+        if not isinstance(streams, (tuple, list)):
+            raise TypeError(f"streams={type(streams).__name__}, expected a tuple of 6 arrays (vortex's block "
+                            "streams: counter uint64, galvo target, sample target, galvo actual, sample actual "
+                            "float64, strobes uint32)")
+        if len(streams) != len(_STREAMS):
+            raise TypeError(f"streams: {len(streams)} arrays, expected 6 (counter uint64, galvo target, sample "
+                            "target, galvo actual, sample actual float64, strobes uint32)")
+        filled = {ch.stream for ch in self._config.channels if isinstance(ch, (AnalogVoltageInput, DigitalInput))}
+        g = api.NewDAQmxStreams()
+        keep, back = [], []
+        for i, (v, (label, dt)) in enumerate(zip(streams, _STREAMS)):
+            a = host_array(f"streams[{i}] ({label})", v, dt, writable=i in filled)
+            c = a
+            if a.ndim == 2 and not a.flags.c_contiguous:
+                c = np.ascontiguousarray(a)  # a strided view: through a copy
+                if i in filled:
+                    back.append((a, c))
+            keep.append(c)
+            if c.ndim == 2:
+                native(g.Set)(i, c.ctypes.data, 2, c.shape[0], c.shape[1])
+            else:
+                native(g.Set)(i, 0, c.ndim, 0, 0)
+        return g, keep, back
+
+    def next(self, count: int, streams: Any, id: int = 0) -> int:
+        """Move one block of ``count`` samples through the task and wait for it (vortex's
+        ``next``): every ``clock.divisor``-th sample of each output channel's column of its
+        stream is written (analog values divided by ``logical_units_per_physical_unit`` and
+        clipped to ``limits``), then each input channel's samples are read into its column,
+        each repeated ``clock.divisor`` times. Before :meth:`start`, writes fill the task's
+        buffer (``blocks_to_buffer`` + 1 blocks; a full buffer waits up to
+        ``readwrite_timeout``); reads need the task started.
+
+        ``streams`` is vortex's tuple of six host arrays (NumPy, or memory exporting the array
+        interface or buffer protocol; never copied, and CUDA arrays are refused), in
+        ``Block.StreamIndex`` order and of exactly these dtypes: counter ``uint64``, galvo
+        target, sample target, galvo actual, sample actual ``float64``, strobes ``uint32``. A
+        channel's ``stream`` picks one and its ``channel`` a column: that stream must be 2-D
+        with at least ``count`` rows. Returns ``count`` (vortex's binding returns None).
+
+        Raises, with vortex's messages: ValueError for a ``count`` above ``samples_per_block``
+        (``block is larger than maximum configured size``) or not a multiple of the divisor,
+        a channel's stream of the wrong rank (``stream of dimension 2 is required``) or size
+        (``stream is incorrectly sized``), or of the wrong type (``tuple condition failed to
+        match at target index``: analog channels read streams 1-4, digital ones 5);
+        TypeError for a tuple of other than six arrays or a dtype other than the stream's;
+        :class:`~vortexgo.VortexError` for NI-DAQmx's errors (``analog write failed: (-200290)
+        buffer underflow``, a write or read timeout), which stop the task when
+        ``stop_on_error``, and for a non-persistent task not prepared;
+        :class:`~vortexgo.ClosedError` after :meth:`close`; :class:`~vortexgo.InUseError`
+        while an engine uses the IO. ``id`` is for logging."""
+        count = check_int("count", count, 0)
+        id = check_int("id", id, 0)
+        h = self._handle()
+        g, keep, back = self._streams(streams)
+        if self.logger is not None:
+            self.logger.debug("dispatching block %d", id)
+        n = int(native(h.Next)(id, count, g))
+        for a, c in back:
+            a[...] = c
+        del keep
+        return n
+
+    def next_async(self, count: int, streams: Any, callback: Any, id: int = 0) -> None:
+        """:meth:`next` on the IO's worker thread, then ``callback(count, exception)`` there,
+        with no lock of vortexgo's held (vortex's ``next_async``): ``count`` and None once
+        the block moved, 0 and the exception :meth:`next` would raise otherwise (the checks
+        made in Go, NI-DAQmx's errors, :class:`~vortexgo.ClosedError` when the IO was closed
+        first or under the call). Calls run in the order they were made, after each other
+        and any :meth:`next`; the arrays are held until the callback returns. The tuple and
+        dtypes are checked here (TypeError), and so are :class:`~vortexgo.ClosedError` and
+        a missing initialize. :meth:`close` does not wait for pending calls: it ends the one
+        in NI-DAQmx, and each reports ClosedError. An exception from ``callback`` is
+        logged, as vortex's."""
+        check_callable("callback", callback, allow_none=False)
+        count = check_int("count", count, 0)
+        id = check_int("id", id, 0)
+        h = self._handle()
+        g, keep, back = self._streams(streams)
+        logger, worker = self.logger, self._worker
+        assert worker is not None
+
+        def job() -> None:
+            try:
+                if logger is not None:
+                    logger.debug("dispatching block %d", id)
+                n, exc = int(native(h.Next)(id, count, g)), None
+                for a, c in back:
+                    a[...] = c
+            except Exception as e:  # reported to the callback, as vortex's worker does
+                n, exc = 0, e
+            _ = keep  # the caller's memory stays alive until here
+            call_back(logger, callback, n, exc, id)
+
+        worker.push(job)
 
     @property
     def running(self) -> bool:
@@ -354,13 +483,18 @@ class DAQmxIO(_IO):
         return self._h is not None and bool(self._h.Running())
 
     def close(self) -> None:
-        """Clear the task (refused with InUseError while an engine uses it)."""
+        """Clear the task (refused with InUseError while an engine uses it). A
+        :meth:`next_async` in NI-DAQmx ends, and those pending report
+        :class:`~vortexgo.ClosedError`; afterwards the calls raise it."""
         if self._h is not None:
             native(self._h.Close)()
             self._fin.detach()
             self._h = None
+            self._closed = True
 
     def __repr__(self) -> str:
+        if self._closed:
+            return f"<DAQmxIO {self._config.name!r} closed>"
         return f"<DAQmxIO {self._config.name!r}{' running' if self.running else ''}>"
 
 
