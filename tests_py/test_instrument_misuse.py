@@ -289,7 +289,7 @@ def test_daqmx_one_io_in_two_engines_and_one_channel_in_two_tasks(card, tmp_path
         try:
             second.prepare()
         except vg.InUseError as e:
-            assert "DAQmxIO belongs to another engine" in str(e), e
+            assert 'DAQmxIO "galvo" belongs to another engine' in str(e), e
         else:
             raise AssertionError("one task ran in two engines")
         # another task on a channel the running one generates on: NI's reservation error, loudly,

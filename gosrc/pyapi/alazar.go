@@ -164,14 +164,6 @@ func (a *Acquisition) AlazarWait(addr int) (int, error) {
 	return tagged(s.WaitStandalone(uintptr(addr)))
 }
 
-// AlazarRunning reports whether the board is capturing (vortex's running).
-func (a *Acquisition) AlazarRunning() (bool, error) {
-	s, err := a.alazar("running")
-	if err != nil {
-		return false, err
-	}
-	return s.Running(), nil
-}
 
 // MaxTriggerRatePerFFTLength is the FFT module's highest trigger rate at
 // FFT length n (vortex's InfoDsp.max_trigger_rate_per_fft_length) for
