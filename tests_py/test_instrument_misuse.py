@@ -77,6 +77,39 @@ def test_one_acquisition_in_two_engines(virtual):
     """)
 
 
+def test_two_acquisitions_of_one_board(virtual):
+    """A notebook cell re-run builds a second AlazarAcquisition of the board
+    before the first is dropped: refused while the first captures (naming
+    what to stop), accepted after; each session then runs on its own
+    configuration (the board's is applied again when it changed hands)."""
+    run(virtual, """
+        first = AlazarAcquisition(alazar_config())
+        eng1, (ep1,) = engine(first, 0)
+        eng1.prepare(); eng1.start(); time.sleep(0.05)
+        try:
+            AlazarAcquisition(alazar_config())
+        except vg.InUseError as e:
+            assert "board 1-1 is capturing for another AlazarAcquisition; stop that one first" in str(e), e
+        else:
+            raise AssertionError("a second acquisition reconfigured the board under the first's DMA")
+        eng1.stop()
+        second = AlazarAcquisition(alazar_config(inputs=[alazar.Input(alazar.Channel.A)], acquire_timeout=2.0))
+        eng2, (ep2,) = engine(second, 1)
+        eng2.prepare(); eng2.start()
+        try:
+            eng1.scan_queue.reset(); queue_volumes(eng1, A, B, 0); eng1.start(); eng1.wait()
+        except vg.InUseError as e:
+            assert "is capturing for another AlazarAcquisition" in str(e), e
+        else:
+            raise AssertionError("two captures on one board")
+        eng1.stop()
+        eng2.wait(); eng2.stop()
+        assert_ready(eng1, ep1)     # the first's configuration again, its data right
+        eng1.close(); eng2.close(); first.close(); second.close()
+        print("ok")
+    """)
+
+
 def test_close_while_its_engine_runs(virtual):
     """close() on a running source raises (never frees the board under the
     DMA); after the engine stops it closes, and closing twice is harmless."""

@@ -302,6 +302,10 @@ type AlazarAcquisition struct {
 	// configureCapture, when set, readies the capture in place of
 	// ConfigureCapture (AlazarFFTAcquisition's, through the FFT module).
 	configureCapture func() error
+	// apply configures the board (clock, trigger, inputs; the FFT module's
+	// too): when the source is made, and again before a capture when
+	// another acquisition configured the board since (alazar_board.go).
+	apply func() error
 
 	claim engine.Claim
 }
@@ -330,11 +334,12 @@ func NewAlazarAcquisition(cfg AlazarConfig) (*AlazarAcquisition, error) {
 	if err := cfg.validate(&info); err != nil {
 		return nil, err
 	}
-	if err := cfg.apply(b); err != nil {
-		return nil, err
-	}
 	a := &AlazarAcquisition{cfg: cfg, board: b, values: cfg.SamplesPerRecord * len(cfg.Inputs)}
 	a.claim.Name("AlazarAcquisition")
+	a.apply = func() error { return a.cfg.apply(b) }
+	if err := a.applyNew(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -388,6 +393,9 @@ func (a *AlazarAcquisition) Start() error {
 // held). Buffers posted before are abandoned and waits for them end as
 // at a Stop.
 func (a *AlazarAcquisition) configureLocked() error {
+	if err := a.claimCapture(); err != nil {
+		return err
+	}
 	var err error
 	if a.configureCapture != nil {
 		err = a.configureCapture()
@@ -396,6 +404,9 @@ func (a *AlazarAcquisition) configureLocked() error {
 			alazar.InfiniteAcquisition, 0)
 	}
 	if err != nil {
+		if !a.running {
+			a.releaseCapture()
+		}
 		return err
 	}
 	if a.running {
@@ -415,6 +426,7 @@ func (a *AlazarAcquisition) stopLocked() error {
 	a.running = false
 	close(a.stopping)
 	a.posted = a.posted[:0]
+	defer a.releaseCapture() // after the abort: no other capture starts under this one's DMA
 	return a.board.StopCapture()
 }
 
@@ -541,6 +553,7 @@ func (a *AlazarAcquisition) Close() error {
 		if err := a.stopLocked(); err != nil {
 			return err
 		}
+		a.forgetBoard()
 		return a.board.Close()
 	})
 }

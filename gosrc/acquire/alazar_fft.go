@@ -128,14 +128,17 @@ func NewAlazarFFTAcquisition(cfg AlazarFFTConfig) (*AlazarFFTAcquisition, error)
 	if err := cfg.validateFFT(&info, sdk); err != nil {
 		return nil, err
 	}
-	if err := cfg.apply(b); err != nil {
-		return nil, err
-	}
-	if err := cfg.applyFFT(b); err != nil {
-		return nil, err
-	}
 	a := &AlazarAcquisition{cfg: cfg.AlazarConfig, board: b, values: cfg.SamplesPerAscan() * len(cfg.Inputs)}
 	a.claim.Name("AlazarFFTAcquisition")
+	a.apply = func() error {
+		if err := cfg.apply(b); err != nil {
+			return err
+		}
+		return cfg.applyFFT(b)
+	}
+	if err := a.applyNew(); err != nil {
+		return nil, err
+	}
 	f := &AlazarFFTAcquisition{AlazarAcquisition: a, fft: cfg}
 	format := uint32(alazar.FFTOutputFormatU16Log)
 	if cfg.IncludeTimeDomain {

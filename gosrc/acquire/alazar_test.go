@@ -116,3 +116,49 @@ func TestAlazarPostFillDeliversThePhantom(t *testing.T) {
 		sim.pos, sim.sent = 0, 0 // the board's A-lines restart at 0 too
 	}
 }
+
+// Two acquisitions of one board: a capture is refused while the other
+// captures, and each applies its configuration again when the other's is
+// the board's (the SDK shares one handle and one configuration).
+func TestAlazarBoardSharedByTwoAcquisitions(t *testing.T) {
+	virtualtest.Require(t, alazarEnv)
+	first, err := NewAlazarAcquisition(alazarConfig(256, 16))
+	require.NoError(t, err)
+	defer first.Close()
+	applied := map[*AlazarAcquisition]int{}
+	count := func(a *AlazarAcquisition) {
+		apply := a.apply
+		a.apply = func() error { applied[a]++; return apply() }
+	}
+	count(first)
+
+	require.NoError(t, first.Start())
+	_, err = NewAlazarAcquisition(alazarConfig(512, 16))
+	require.ErrorIs(t, err, backend.ErrInUse)
+	require.ErrorContains(t, err, "board 1-1 is capturing for another AlazarAcquisition; stop that one first")
+	require.NoError(t, first.Stop())
+
+	second, err := NewAlazarAcquisition(alazarConfig(512, 16))
+	require.NoError(t, err)
+	defer second.Close()
+	count(second)
+	require.NoError(t, second.Start())
+	err = first.Start()
+	require.ErrorIs(t, err, backend.ErrInUse, "a capture under another's DMA")
+	require.NoError(t, second.Stop())
+	require.Equal(t, 0, applied[second], "second's configuration was the board's")
+
+	require.NoError(t, first.Start())
+	require.Equal(t, 1, applied[first], "first's configuration applied again after second's")
+	require.NoError(t, first.Stop())
+	require.NoError(t, first.Start())
+	require.Equal(t, 1, applied[first], "and only then")
+	require.NoError(t, first.Stop())
+
+	// Closing drops the board's record of it: nothing keeps a closed source.
+	require.NoError(t, first.Close())
+	require.NoError(t, second.Close())
+	boardUse.Lock()
+	defer boardUse.Unlock()
+	require.Empty(t, boardUse.by)
+}
