@@ -30,7 +30,8 @@ GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
 CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driver/*/*.h) gosrc/engine/eventring.h gosrc/engine/eventlayout.h python/vortexgo/_fastcall.c
 GPU_PY ?= $(PYTHON)
 
-.PHONY: virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+# gpu-qt.tar.xz: the offscreen Qt the GPU machine lacks (scripts/gpu_qt.sh), carried in a call of its own.
+.PHONY: gpu-qt virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -112,6 +113,9 @@ wheel-test:
 	bash scripts/test_wheels.sh
 
 # --- GPU machine (no Go, no network there): build here, carry gpu-build/, run there ---
+gpu-qt: build
+	bash scripts/gpu_qt.sh $(VENV)/lib/python3.12/site-packages gpu-qt.tar.xz
+
 gpu-build:
 	rm -rf gpu-build && mkdir -p gpu-build/bin gpu-build/python
 	$(GPU_PY) -m pip install -q pybindgen setuptools
@@ -133,7 +137,7 @@ gpu-build:
 	CGO_ENABLED=0 go build -o gpu-build/tools/pingprobe ./bench/pingprobe
 	# The pure-Python test dependencies the GPU machine lacks (it has no network):
 	# vortex's demos and vortex-oct-tools run there at full size with them
-	# (run_gpu_tests.sh puts the folder on PYTHONPATH; Qt demos still skip there).
+	# (run_gpu_tests.sh puts the folder on PYTHONPATH; the Qt demos need `make gpu-qt` carried too).
 	$(VPY) -m pip install -q --no-deps --target gpu-build/extra-site vortex-oct-tools rainbow-logging-handler colorama qtpy
 	# vortex's demo scripts, which tests_py/test_vortex_demos.py runs unchanged (read, never copied into the repo).
 	if [ -d ../shared/vortex-reference/demo ]; then mkdir -p gpu-build/vortex-reference && \

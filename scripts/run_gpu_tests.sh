@@ -13,6 +13,16 @@ export PYTHONPATH="$gb/python${PYTHONPATH:+:$PYTHONPATH}"
 [ -d "$gb/extra-site" ] && export PYTHONPATH="$PYTHONPATH:$gb/extra-site"
 # vortex's demo scripts, carried by make gpu-build (tests_py/test_vortex_demos.py).
 [ -d "$gb/vortex-reference/demo" ] && export VORTEX_REFERENCE="${VORTEX_REFERENCE:-$gb/vortex-reference}"
+# The offscreen Qt of `make gpu-qt` (scripts/gpu_qt.sh), when carried (in a call of its own:
+# the carry limit): unpacked once into gpu-qt/, which stays while the machine is warm.
+if [ -f "$root/gpu-qt.tar.xz" ] && [ ! -d "$root/gpu-qt/site" ]; then
+  mkdir -p "$root/gpu-qt" && tar -C "$root/gpu-qt" -xJf "$root/gpu-qt.tar.xz"
+fi
+if [ -d "$root/gpu-qt/site" ]; then
+  export PYTHONPATH="$PYTHONPATH:$root/gpu-qt/site"
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/gpu-qt/syslib"  # the machine's own first
+  export QT_QPA_PLATFORM=offscreen
+fi
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 

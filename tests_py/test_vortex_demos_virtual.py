@@ -35,7 +35,9 @@ ROOT = base.ROOT
 TESTS = base.TESTS
 # The A-line rate: the _common demos preload 8 blocks of 64 A-lines (shrunk), 0.5 s at 1 kHz,
 # which the Qt widgets' first paint on 2 shared CPU cores outlasted at 5 and 2 kHz (DAQmx underflow, with a CI run beside).
-RATE_HZ = "1000"
+# At full size (VORTEXGO_DEMO_FULL=1, the GPU machine: vortex's 500 x 500 A-scans of 2752 samples)
+# the board runs at 100 kHz, a swept source's rate; VORTEXGO_DEMO_ALINE_RATE_HZ overrides both.
+RATE_HZ = os.environ.get("VORTEXGO_DEMO_ALINE_RATE_HZ") or ("100000" if os.environ.get("VORTEXGO_DEMO_FULL") == "1" else "1000")
 
 #: demo -> expectation: None (runs), ("xfail", reason), ("skip", reason), ("refuses", regex).
 DEMOS: dict[str, Any] = {
@@ -83,18 +85,19 @@ def _boot_virtual(script: str, out: str, args: list) -> None:
     import vortexgo.compat
 
     assert os.environ.get("VORTEXGO_INSTRUMENTS") == "virtual"
-    base._Sim.tiny, base._Sim.out = True, out
+    full = os.environ.get("VORTEXGO_DEMO_FULL") == "1"  # vortex's sizes (the GPU machine)
+    base._Sim.tiny, base._Sim.out = not full, out
     vortexgo.compat.install()
     if not vortexgo.is_cuda_available():
         base._install_cpu_stand_ins()
     base._install_headless_ui()
     base._install_stop_rule()
-    if "_common" not in Path(script).read_text():
+    if "_common" not in Path(script).read_text() and not full:
         # acquire_to_disk.py asks for 512,000-sample records; the _common demos' records follow
         # their (shrunk) k-clock resampling, and the FFT demo's background must match its record
         _cap_alazar_records()
     demo_dir = os.path.dirname(os.path.abspath(script))
-    if os.path.isdir(os.path.join(demo_dir, "_common")) and "_common" in Path(script).read_text():
+    if os.path.isdir(os.path.join(demo_dir, "_common")) and "_common" in Path(script).read_text() and not full:
         base._shrink_common_params(demo_dir)
 
     def report() -> None:
