@@ -184,14 +184,14 @@ func TestDAQmxIOPrepareRefuses(t *testing.T) {
 
 // streams2D is a standalone block's streams with count rows of cols
 // columns each (zeros), as vortex's Python callers allocate them.
-func streams2D(count, cols int) *gio.DAQmxStreams {
-	f := func() gio.DAQmxStream[float64] {
-		return gio.DAQmxStream[float64]{Data: make([]float64, count*cols), Dims: 2, Rows: count, Cols: cols}
+func streams2D(count, cols int) *gio.BlockStreams {
+	f := func() gio.BlockStream[float64] {
+		return gio.BlockStream[float64]{Data: make([]float64, count*cols), Dims: 2, Rows: count, Cols: cols}
 	}
-	return &gio.DAQmxStreams{
-		Counter:     gio.DAQmxStream[uint64]{Data: make([]uint64, count), Dims: 2, Rows: count, Cols: 1},
+	return &gio.BlockStreams{
+		Counter:     gio.BlockStream[uint64]{Data: make([]uint64, count), Dims: 2, Rows: count, Cols: 1},
 		GalvoTarget: f(), SampleTarget: f(), GalvoActual: f(), SampleActual: f(),
-		Strobes: gio.DAQmxStream[uint32]{Data: make([]uint32, count), Dims: 2, Rows: count, Cols: 1},
+		Strobes: gio.BlockStream[uint32]{Data: make([]uint32, count), Dims: 2, Rows: count, Cols: 1},
 	}
 }
 
@@ -291,15 +291,15 @@ func TestDAQmxIOStandaloneRefuses(t *testing.T) {
 	cases := []struct {
 		name  string
 		count int
-		edit  func(*gio.DAQmxStreams)
+		edit  func(*gio.BlockStreams)
 		ch    *gio.DAQmxChannel
 		msg   string
 	}{
 		{"too long", 102, nil, nil, "block is larger than maximum configured size: 102 > 100"},
 		{"divisor", 51, nil, nil, "block size (51) is not evenly divisible by clock divisor (2): 1 != 0"},
-		{"1-D", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Dims = 1 }, nil, "stream of dimension 2 is required: 1"},
-		{"short", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Rows = 50 }, nil, "stream is incorrectly sized: [50 x 2] vs [:100,0]"},
-		{"narrow", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Cols = 1 }, nil, "stream is incorrectly sized: [100 x 1] vs [:100,1]"},
+		{"1-D", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Dims = 1 }, nil, "stream of dimension 2 is required: 1"},
+		{"short", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Rows = 50 }, nil, "stream is incorrectly sized: [50 x 2] vs [:100,0]"},
+		{"narrow", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Cols = 1 }, nil, "stream is incorrectly sized: [100 x 1] vs [:100,1]"},
 		{"counter", 100, nil, &gio.DAQmxChannel{Kind: gio.AnalogVoltageOutput, Name: "Dev1/ao0", Stream: gio.StreamCounter},
 			"tuple condition failed to match at target index"},
 		{"bounds", 100, nil, &gio.DAQmxChannel{Kind: gio.AnalogVoltageOutput, Name: "Dev1/ao0", Stream: 6},
