@@ -71,7 +71,7 @@ def test_card_records_what_next_wrote(env, tmp_path):
         OUT = os.environ["OUT"]
         strobe = io_of("strobe", DigitalOutput("Dev1/port0", S.Strobes))
         io.prepare(); strobe.prepare()
-        got, done = [], threading.Event()
+        got, done, strobed = [], threading.Event(), threading.Semaphore(0)
         main = threading.get_ident()
         def cb(n, e):
             got.append([n, e, threading.get_ident() != main, threading.current_thread().name])
@@ -90,11 +90,12 @@ def test_card_records_what_next_wrote(env, tmp_path):
                 assert strobe.next(100, s) == 100
             else:
                 io.next_async(100, tuple(s), cb, b)
-                strobe.next_async(100, s, lambda n, e: None)
+                strobe.next_async(100, s, lambda n, e: strobed.release())
             if b == 1:
                 io.start()
                 assert io.running
         assert done.wait(10)
+        assert strobed.acquire(timeout=10) and strobed.acquire(timeout=10)  # the strobes' worker is another thread
         io.stop(); strobe.stop()
         print(json.dumps([[n, e is None, other, name] for n, e, other, name in got]))
     """, env={**env, "VGV_DAQMX_RECORD": str(tmp_path), "OUT": str(tmp_path)})
