@@ -6,27 +6,19 @@ and closing, dropping or exiting with callbacks pending. Each case runs in its o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from _io_standalone import PRELUDE, check_argument_misuse, last_json
 from _subproc import run
 
 pytestmark = pytest.mark.timeout(120)
 
-_HEAD = """
-import json, os, threading, time, numpy as np
-import vortexgo.compat; vortexgo.compat.install()
+_HEAD = PRELUDE + """
 from vortex.io import AlazarIO, AlazarIOConfig
 from vortex.io.alazar import AnalogChannel
-from vortexgo.compat import Block
-S = Block.StreamIndex
-
-def streams(n, cols=2):
-    return (np.zeros((n, 1), np.uint64), np.zeros((n, cols)), np.zeros((n, cols)), np.zeros((n, cols)),
-            np.zeros((n, cols)), np.zeros((n, 1), np.uint32))
 
 def io_of(x=(S.GalvoTarget, 0), y=(S.GalvoTarget, 1), block=100, blocks=1, **fields):
     c = AlazarIOConfig()
@@ -37,13 +29,6 @@ def io_of(x=(S.GalvoTarget, 0), y=(S.GalvoTarget, 1), block=100, blocks=1, **fie
     io = AlazarIO()
     io.initialize(c)
     return io
-
-def error(f):
-    try:
-        f()
-    except Exception as e:
-        return [type(e).__name__, str(e)]
-    return None
 
 def recorded():
     try:
@@ -56,10 +41,6 @@ def recorded():
 @pytest.fixture(scope="module")
 def env(virtual_instrument: Path) -> dict:
     return {"VORTEXGO_INSTRUMENTS": "virtual", "VORTEXGO_VIRTUAL_DIR": str(virtual_instrument)}
-
-
-def _last_json(out: str):
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def _dac(volts: np.ndarray) -> np.ndarray:
@@ -105,7 +86,7 @@ def test_dac_records_what_next_wrote(env, tmp_path):
         io.stop()
         print(json.dumps([got, written, io.running]))
     """, env={**env, "VGV_DAC_RECORD": str(tmp_path), "OUT": str(tmp_path)})
-    got, written, running = _last_json(o.stdout)
+    got, written, running = last_json(o.stdout)
     assert got == [[100, True, True, "vortexgo-AlazarIO-1-1"]] * 2
     assert written == [50 * (b + 1) for b in range(6)], "each call wrote its block before returning"
     assert not running
@@ -138,21 +119,13 @@ def test_misuse_named_as_vortex(env, tmp_path):
     o = run(prelude=_HEAD + _ENGINE, code="""
         io = io_of(divisor=2)
         s = streams(100)
-        bad = list(streams(100))
-        r = {}
-        r["unprepared"] = error(lambda: io.next(100, s))
+        unprepared = error(lambda: io.next(100, s))
         io.prepare()
+        r = argument_misuse(io)
+        r["unprepared"] = unprepared
         r["long"] = error(lambda: io.next(102, s))
         r["divisor"] = error(lambda: io.next(51, s))
-        bad[1] = np.zeros(100); r["1d"] = error(lambda: io.next(100, bad))
-        bad[1] = np.zeros((50, 2)); r["short"] = error(lambda: io.next(100, bad))
-        bad[1] = np.zeros((100, 1)); r["narrow"] = error(lambda: io.next(100, bad))
-        bad[1] = np.zeros((100, 2), np.float32); r["dtype"] = error(lambda: io.next(100, bad))
-        r["five"] = error(lambda: io.next(100, s[:5]))
-        r["array"] = error(lambda: io.next(100, np.zeros((100, 6))))
-        bad[1] = [[0.0, 0.0]] * 100; r["list"] = error(lambda: io.next(100, bad))
-        r["count"] = error(lambda: io.next(-1, s))
-        r["callback"] = error(lambda: io.next_async(100, s, None))
+        narrow = list(s); narrow[1] = np.zeros((100, 1)); r["narrow"] = error(lambda: io.next(100, narrow))
         r["uninitialized"] = error(lambda: AlazarIO().next(100, s))
         default = AlazarIO(); default.initialize(AlazarIOConfig()); default.prepare()  # vortex's stream 0
         r["counter"] = error(lambda: default.next(100, s))
@@ -187,21 +160,15 @@ def test_misuse_named_as_vortex(env, tmp_path):
         r["repr"] = repr(io)
         print(json.dumps(r))
     """, env={**env, "VGV_DAC_RECORD": str(tmp_path)})
-    r = _last_json(o.stdout)
+    r = last_json(o.stdout)
     assert r["unprepared"][0] == "VortexError" and "expected prepare() first" in r["unprepared"][1]
     assert r["long"] == ["ValueError", "block is larger than maximum configured size: 102 > 100"]
     assert r["divisor"] == ["ValueError", "block size (51) is not evenly divisible by divisor (2): 1 != 0"]
-    assert r["1d"][0] == "ValueError" and r["1d"][1].startswith("stream of dimension 2 is required: 1")
+    check_argument_misuse(r)
     assert r["short"] == ["ValueError", "stream is incorrectly sized: [50 x 2] vs [:100,0] (AlazarIO analog output "
                                         "channel 0, stream GalvoTarget)"]
     assert r["narrow"][0] == "ValueError" and r["narrow"][1].startswith("stream is incorrectly sized: [100 x 1] "
                                                                         "vs [:100,1]")
-    assert r["dtype"] == ["TypeError", "streams[1] (galvo target): dtype <f4, expected float64 in native byte order"]
-    assert r["five"][0] == "TypeError" and "5 arrays, expected 6" in r["five"][1]
-    assert r["array"][0] == "TypeError" and "expected a tuple of 6 arrays" in r["array"][1]
-    assert r["list"][0] == "TypeError" and "streams[1] (galvo target)=list" in r["list"][1]
-    assert r["count"][0] == "ValueError" and "count" in r["count"][1]
-    assert r["callback"][0] == "TypeError" and "callback" in r["callback"][1]
     assert r["uninitialized"] == ["ValueError", "AlazarIO is not initialized, expected initialize(config) first"]
     assert r["counter"][0] == "ValueError"
     assert r["counter"][1].startswith("tuple condition failed to match at target index: AlazarIO analog output "
@@ -223,7 +190,6 @@ def test_misuse_named_as_vortex(env, tmp_path):
 # calls; then the IO closed (how: from the main thread, or by the first callback), dropped or
 # left at exit.
 _PENDING = _HEAD + """
-import gc, sys
 how = sys.argv[1]
 io = io_of()
 io.prepare()
@@ -246,12 +212,7 @@ for b in range(3):
 issued.set()
 time.sleep(0.1)
 assert how == "from callback" or not got, got  # the first callback waits
-if how == "close":
-    io.close()
-elif how == "drop":
-    del io; gc.collect()
-elif how == "exit":
-    sys.exit(0)
+leave(how)
 go.set()
 assert ev.wait(10), got
 print(json.dumps(got))
@@ -268,4 +229,4 @@ def test_pending_next_async_at_close(env, how):
         lines = [ln.split() for ln in o.stdout.splitlines() if ln.startswith("callback")]
         assert lines == [["callback", "100", "NoneType"]] * 3, o.stdout
         return
-    assert _last_json(o.stdout) == [[100, "NoneType"]] * 3
+    assert last_json(o.stdout) == [[100, "NoneType"]] * 3

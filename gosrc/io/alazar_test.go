@@ -278,19 +278,6 @@ func TestAlazarIOMissingLibrary(t *testing.T) {
 	require.ErrorContains(t, err, alazar.EnvLibrary)
 }
 
-// blockStreams is a standalone block's streams with count rows of cols
-// columns each (zeros), as vortex's Python callers allocate them.
-func blockStreams(count, cols int) *gio.BlockStreams {
-	f := func() gio.BlockStream[float64] {
-		return gio.BlockStream[float64]{Data: make([]float64, count*cols), Dims: 2, Rows: count, Cols: cols}
-	}
-	return &gio.BlockStreams{
-		Counter:     gio.BlockStream[uint64]{Data: make([]uint64, count), Dims: 2, Rows: count, Cols: 1},
-		GalvoTarget: f(), SampleTarget: f(), GalvoActual: f(), SampleActual: f(),
-		Strobes: gio.BlockStream[uint32]{Data: make([]uint32, count), Dims: 2, Rows: count, Cols: 1},
-	}
-}
-
 // vortex's standalone next: the DAC records every Divisor-th sample of
 // each output's column of its stream (y from another stream than x), as
 // codes, wrapping through the ring, before and after start; prepare
@@ -308,7 +295,7 @@ func TestAlazarIOStandaloneWrites(t *testing.T) {
 	var want [][2]float64
 	for b := range 6 { // 6 x 50 words through a ring of 200
 		count := 100 - 20*(b%2) // shorter blocks are fine
-		s := blockStreams(count, 3)
+		s := streams2D(count, 3)
 		for i := range count {
 			s.GalvoTarget.Data[3*i] = float64(b*1000+i) / 37
 			s.SampleActual.Data[3*i+2] = -float64(i) / 9
@@ -332,7 +319,7 @@ func TestAlazarIOStandaloneWrites(t *testing.T) {
 		require.InDelta(t, want[i][1], got[i][1], 1e-12, "sample %d y", i)
 	}
 	require.NoError(t, d.PrepareStandalone()) // rewinds: a block of the whole ring needs no wrap
-	n, err := d.NextStandalone(0, 100, blockStreams(100, 3))
+	n, err := d.NextStandalone(0, 100, streams2D(100, 3))
 	require.NoError(t, err)
 	assert.Equal(t, 100, n)
 }
@@ -377,14 +364,7 @@ func TestAlazarIOStandaloneRefuses(t *testing.T) {
 			defer d.Close()
 			require.NoError(t, d.PrepareStandalone())
 			require.NoError(t, d.Start())
-			s := blockStreams(100, 2)
-			if tc.edit != nil {
-				tc.edit(s)
-			}
-			n, err := d.NextStandalone(0, tc.count, s)
-			require.ErrorIs(t, err, backend.ErrInvalid)
-			assert.Contains(t, err.Error(), tc.msg)
-			assert.Zero(t, n)
+			requireNextRefused(t, d.NextStandalone, tc.count, tc.edit, tc.msg)
 			assert.False(t, d.Running(), "stop_on_error stopped the DAC")
 		})
 	}
@@ -392,21 +372,21 @@ func TestAlazarIOStandaloneRefuses(t *testing.T) {
 	d, err := gio.NewAlazarIO(dacConfig(100, 1), nil)
 	require.NoError(t, err)
 	require.NoError(t, d.Start())
-	_, err = d.NextStandalone(0, 100, blockStreams(100, 2))
-	assert.ErrorContains(t, err, "not prepared, expected prepare() first")
-	assert.True(t, d.Running(), "a refusal stops nothing")
-	// an engine's claim refuses prepare and next
-	require.NoError(t, d.Claims()[0].Take())
-	_, err = d.NextStandalone(0, 100, blockStreams(100, 2))
-	require.ErrorIs(t, err, backend.ErrInUse)
-	require.ErrorIs(t, d.PrepareStandalone(), backend.ErrInUse)
-	d.Claims()[0].Drop()
-	require.NoError(t, d.PrepareStandalone())
-	_, err = d.NextStandalone(0, 100, blockStreams(100, 2))
+	requireStandaloneLifecycle(t, d)
+}
+
+// A refusal (not prepared, in use) leaves the DAC playing.
+func TestAlazarIOStandaloneRefusalStopsNothing(t *testing.T) {
+	virtualDAC(t)
+	d, err := gio.NewAlazarIO(dacConfig(100, 1), nil)
 	require.NoError(t, err)
-	// closed
-	require.NoError(t, d.Close())
-	_, err = d.NextStandalone(0, 100, blockStreams(100, 2))
-	require.ErrorIs(t, err, backend.ErrClosed)
-	require.ErrorIs(t, d.PrepareStandalone(), backend.ErrClosed)
+	defer d.Close()
+	require.NoError(t, d.Start())
+	_, err = d.NextStandalone(0, 100, streams2D(100, 2))
+	require.Error(t, err)
+	require.NoError(t, d.Claims()[0].Take())
+	_, err = d.NextStandalone(0, 100, streams2D(100, 2))
+	require.ErrorIs(t, err, backend.ErrInUse)
+	d.Claims()[0].Drop()
+	assert.True(t, d.Running())
 }

@@ -81,11 +81,7 @@ func (d *AlazarIO) Prepare() error { return tag(d.d.PrepareStandalone()) }
 // s names (the caller's memory, used during this call only) written into
 // the DAC's ring; it returns count.
 func (d *AlazarIO) Next(id, count int, s *IOStreams) (int, error) {
-	streams, err := s.streams()
-	if err != nil {
-		return 0, tag(err)
-	}
-	return tagged(d.d.NextStandalone(int64(id), count, &streams))
+	return s.next(id, count, d.d.NextStandalone)
 }
 
 // Start starts playback (vortex's AlazarIO.start; the engine does it).

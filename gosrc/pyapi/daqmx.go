@@ -99,11 +99,7 @@ func (d *DAQmxIO) Prepare() error { return tag(d.d.PrepareStandalone()) }
 // s names (the caller's memory, used during this call only) through the
 // task; it returns count.
 func (d *DAQmxIO) Next(id, count int, s *IOStreams) (int, error) {
-	streams, err := s.streams()
-	if err != nil {
-		return 0, tag(err)
-	}
-	return tagged(d.d.NextStandalone(int64(id), count, &streams))
+	return s.next(id, count, d.d.NextStandalone)
 }
 
 // Start starts the task (vortex's DAQmxIO.start; the engine does it).

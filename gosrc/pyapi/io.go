@@ -132,3 +132,13 @@ func (s *IOStreams) streams() (gio.BlockStreams, error) {
 	}
 	return g, nil
 }
+
+// next is an IO's standalone next (NextStandalone of io.DAQmxIO,
+// io.AlazarIO) over the caller's streams s names.
+func (s *IOStreams) next(id, count int, next func(int64, int, *gio.BlockStreams) (int, error)) (int, error) {
+	streams, err := s.streams()
+	if err != nil {
+		return 0, tag(err)
+	}
+	return tagged(next(int64(id), count, &streams))
+}
