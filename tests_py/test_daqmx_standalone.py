@@ -6,27 +6,19 @@ its own interpreter (tests_py/_subproc.py): the virtual library reads its settin
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from _io_standalone import PRELUDE, check_argument_misuse, last_json
 from _subproc import run
 
 pytestmark = pytest.mark.timeout(120)
 
-_HEAD = """
-import json, os, threading, time, numpy as np
-import vortexgo.compat; vortexgo.compat.install()
+_HEAD = PRELUDE + """
 from vortex.io import DAQmxIO, DAQmxConfig
 from vortex.io.daqmx import AnalogVoltageOutput, AnalogVoltageInput, DigitalOutput
-from vortexgo.compat import Block
-S = Block.StreamIndex
-
-def streams(n, cols=2):
-    return (np.zeros((n, 1), np.uint64), np.zeros((n, cols)), np.zeros((n, cols)), np.zeros((n, cols)),
-            np.zeros((n, cols)), np.zeros((n, 1), np.uint32))
 
 def io_of(name, *channels, block=100, rate=20000, divisor=1, blocks=4, **fields):
     c = DAQmxConfig()
@@ -39,13 +31,6 @@ def io_of(name, *channels, block=100, rate=20000, divisor=1, blocks=4, **fields)
     io = DAQmxIO()
     io.initialize(c)
     return io
-
-def error(f):
-    try:
-        f()
-    except Exception as e:
-        return [type(e).__name__, str(e)]
-    return None
 """
 
 
@@ -53,10 +38,6 @@ def error(f):
 def env(virtual_instrument: Path) -> dict:
     return {"VORTEXGO_NIDAQMX_LIBRARY": str(virtual_instrument / "libnidaqmx.so"), "VGV_TRIGGER": "free",
             "VGV_IO_DELAY": "0"}
-
-
-def _last_json(out: str):
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def test_card_records_what_next_wrote(env, tmp_path):
@@ -71,7 +52,7 @@ def test_card_records_what_next_wrote(env, tmp_path):
         OUT = os.environ["OUT"]
         strobe = io_of("strobe", DigitalOutput("Dev1/port0", S.Strobes))
         io.prepare(); strobe.prepare()
-        got, done = [], threading.Event()
+        got, done, strobed = [], threading.Event(), threading.Semaphore(0)
         main = threading.get_ident()
         def cb(n, e):
             got.append([n, e, threading.get_ident() != main, threading.current_thread().name])
@@ -90,15 +71,16 @@ def test_card_records_what_next_wrote(env, tmp_path):
                 assert strobe.next(100, s) == 100
             else:
                 io.next_async(100, tuple(s), cb, b)
-                strobe.next_async(100, s, lambda n, e: None)
+                strobe.next_async(100, s, lambda n, e: strobed.release())
             if b == 1:
                 io.start()
                 assert io.running
         assert done.wait(10)
+        assert strobed.acquire(timeout=10) and strobed.acquire(timeout=10)  # the strobes' worker is another thread
         io.stop(); strobe.stop()
         print(json.dumps([[n, e is None, other, name] for n, e, other, name in got]))
     """, env={**env, "VGV_DAQMX_RECORD": str(tmp_path), "OUT": str(tmp_path)})
-    got = _last_json(o.stdout)
+    got = last_json(o.stdout)
     assert got == [[100, True, True, "vortexgo-DAQmxIO-galvo"]] * 2
     blocks = [np.load(tmp_path / f"block{b}.npy") for b in range(5)]
     want = np.concatenate([np.stack([np.minimum(b[::2, 0] / 1.5, 10), b[::2, 1] / 1.5], axis=1) for b in blocks])
@@ -128,7 +110,7 @@ def test_next_reads_inputs(env):
         inp.stop()
         print(json.dumps([n, back.tolist(), res[0][0], res[0][1] is None, r2[3].tolist()]))
     """, env=env)
-    n, back, n2, ok, second = _last_json(o.stdout)
+    n, back, n2, ok, second = last_json(o.stdout)
     back, second = np.array(back), np.array(second)
     assert n == 100 and n2 == 100 and ok
     np.testing.assert_array_equal(back[:, 2], 2 * (np.arange(100) // 4) / 20)
@@ -144,18 +126,9 @@ def test_misuse_named_as_vortex(env):
         from vortexgo import ClosedError
         io = io_of("m", AnalogVoltageOutput("Dev1/ao0", 1.0, S.GalvoTarget, 0), divisor=2)
         s = streams(100)
-        bad = list(streams(100))
-        r = {}
+        r = argument_misuse(io)
         r["long"] = error(lambda: io.next(102, s))
         r["divisor"] = error(lambda: io.next(51, s))
-        bad[1] = np.zeros(100); r["1d"] = error(lambda: io.next(100, bad))
-        bad[1] = np.zeros((50, 2)); r["short"] = error(lambda: io.next(100, bad))
-        bad[1] = np.zeros((100, 2), np.float32); r["dtype"] = error(lambda: io.next(100, bad))
-        r["five"] = error(lambda: io.next(100, s[:5]))
-        r["array"] = error(lambda: io.next(100, np.zeros((100, 6))))
-        bad[1] = [[0.0, 0.0]] * 100; r["list"] = error(lambda: io.next(100, bad))
-        r["count"] = error(lambda: io.next(-1, s))
-        r["callback"] = error(lambda: io.next_async(100, s, None))
         counter = io_of("c", AnalogVoltageOutput("Dev1/ao1"))  # stream 0: the counter
         r["counter"] = error(lambda: counter.next(100, s))
         far = io_of("f", DigitalOutput("Dev1/port0", 6))
@@ -185,17 +158,10 @@ def test_misuse_named_as_vortex(env):
         r["closed prepare"] = error(io.prepare)
         print(json.dumps(r))
     """, env=env)
-    r = _last_json(o.stdout)
+    r = last_json(o.stdout)
     assert r["long"] == ["ValueError", "block is larger than maximum configured size: 102 > 100"]
     assert r["divisor"] == ["ValueError", "block size (51) is not evenly divisible by clock divisor (2): 1 != 0"]
-    assert r["1d"][0] == "ValueError" and r["1d"][1].startswith("stream of dimension 2 is required: 1")
-    assert r["short"][0] == "ValueError" and r["short"][1].startswith("stream is incorrectly sized: [50 x 2] vs [:100,0]")
-    assert r["dtype"] == ["TypeError", "streams[1] (galvo target): dtype <f4, expected float64 in native byte order"]
-    assert r["five"][0] == "TypeError" and "5 arrays, expected 6" in r["five"][1]
-    assert r["array"][0] == "TypeError" and "expected a tuple of 6 arrays" in r["array"][1]
-    assert r["list"][0] == "TypeError" and "streams[1] (galvo target)=list" in r["list"][1]
-    assert r["count"][0] == "ValueError" and "count" in r["count"][1]
-    assert r["callback"][0] == "TypeError" and "callback" in r["callback"][1]
+    check_argument_misuse(r)
     assert r["counter"][0] == "ValueError"
     assert r["counter"][1].startswith("tuple condition failed to match at target index: AnalogVoltageOutput Dev1/ao1 "
                                       "reads stream Counter (0)")
@@ -216,7 +182,6 @@ def test_misuse_named_as_vortex(env):
 # A write blocked in NI-DAQmx (the buffer full, readwrite_timeout forever) and two calls queued
 # behind it, then the IO closed (how), dropped or left at exit.
 _PENDING = _HEAD + """
-import gc, sys
 how = sys.argv[1]
 # readwrite_timeout forever: only close ends the write (stop does not: the task is not started);
 # "from callback": the write times out, and its callback closes the IO
@@ -237,12 +202,7 @@ for b in range(3):
     io.next_async(100, s, cb, b)
 time.sleep(0.2)
 assert not got, got  # the first is blocked in NI-DAQmx
-if how == "close":
-    io.close()
-elif how == "drop":
-    del io; gc.collect()
-elif how == "exit":
-    sys.exit(0)
+leave(how)
 assert ev.wait(10), got
 print(json.dumps(got))
 """
@@ -258,7 +218,7 @@ def test_pending_next_async_at_close(env, how):
         lines = [ln.split() for ln in o.stdout.splitlines() if ln.startswith("callback")]
         assert lines == [["callback", "0", "ClosedError"]] * 3, o.stdout
         return
-    got = _last_json(o.stdout)
+    got = last_json(o.stdout)
     if how == "from callback":
         assert got == [[0, "VortexError"], [0, "ClosedError"], [0, "ClosedError"]], got
     else:

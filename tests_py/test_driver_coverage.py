@@ -47,12 +47,6 @@ NOT_PROVIDED = {
 }
 
 
-# TODO(next slice of issue 26): AlazarIO's standalone next(count, streams, id=0) /
-# next_async(count, streams, callback, id=0) (bind/io.hpp's setup_io), as DAQmxIO's
-# (python/vortexgo/io.py, its machinery in python/vortexgo/_standalone.py). Remove these when they land.
-PENDING_NEXT_SLICE = ("vortex.io.AlazarIO.next", "vortex.io.AlazarIO.next_async")
-
-
 class Name(NamedTuple):
     """One listed name: ``module`` and, for a class's or enum's name, ``owner``."""
 
@@ -91,8 +85,6 @@ def expected_missing(name: Name) -> Optional[str]:
         return _GPU
     if name.qualname in NOT_PROVIDED:
         return NOT_PROVIDED[name.qualname]
-    if name.qualname in PENDING_NEXT_SLICE:
-        return "TODO(next slice): AlazarIO's standalone next/next_async"
     return None
 
 

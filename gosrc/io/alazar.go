@@ -127,7 +127,7 @@ func (c *AlazarIOConfig) ringSamples() int { return (c.BlocksToBuffer + 1) * c.S
 type AlazarIO struct {
 	cfg  AlazarIOConfig
 	log  *slog.Logger
-	mu   sync.Mutex // serializes Next, Start and Stop (vortex's _mutex)
+	mu   sync.Mutex // serializes blocks, Prepare, Start, Stop and Close (vortex's _mutex)
 	b    *alazar.Board
 	dac  alazar.DAC
 	slot int
@@ -135,9 +135,13 @@ type AlazarIO struct {
 	off  int // the ring's write position
 	buf  []uint32
 	info engine.IOInfo
+	// refs are where the outputs' samples are in a block.
+	refs [AlazarAnalogChannels]streamRef
 	// playing: StartDAC succeeded and StopDAC was not called since.
 	playing bool
-	closed  bool
+	// prepared: an engine's Prepare or PrepareStandalone rewound the ring.
+	prepared bool
+	closed   bool
 
 	// claim refuses Close while an engine uses the DAC (the engine would
 	// go on writing blocks to a board handle given up under it).
@@ -163,6 +167,10 @@ func NewAlazarIO(cfg AlazarIOConfig, log *slog.Logger) (*AlazarIO, error) {
 	}
 	d := &AlazarIO{cfg: cfg, log: log}
 	d.claim.Name("AlazarIO")
+	for i, ch := range cfg.AnalogOutputChannels {
+		d.refs[i] = streamRef{stream: ch.Stream, channel: ch.Channel,
+			name: fmt.Sprintf("AlazarIO analog output channel %d", i)}
+	}
 	d.debug("initializing Alazar DAC module")
 	b, err := alazar.Open(cfg.SystemIndex, cfg.BoardIndex)
 	if err != nil {
@@ -250,6 +258,7 @@ func (d *AlazarIO) Prepare(info engine.IOInfo) error {
 	defer d.mu.Unlock()
 	d.info = info
 	d.off = 0 // vortex's prepare
+	d.prepared = true
 	return nil
 }
 
@@ -316,60 +325,16 @@ func (d *AlazarIO) Running() bool {
 }
 
 // Next writes block b's outputs into the ring (vortex's _dispatch_block
-// and _process_block): every Divisor-th sample of each output's column,
-// scaled to DAC codes, x in a word's low 16 bits and y in its high. A
-// failure stops the DAC when StopOnError is set.
+// and _process_block; see process).
 func (d *AlazarIO) Next(b *engine.IOBlock) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	err := d.next(b)
-	if err != nil {
-		if d.log != nil && alazar.IsDriverError(err) {
-			d.log.Error(fmt.Sprintf("error during I/O for block %d: %v", b.ID, err))
-		}
-		if d.cfg.StopOnError {
-			d.stop()
-		}
-	}
-	return err
-}
-
-func (d *AlazarIO) next(b *engine.IOBlock) error {
 	if d.closed {
 		return fmt.Errorf("AlazarIO: %w", engine.ErrStopped)
-	}
-	c := &d.cfg
-	count := b.Records
-	if count > c.SamplesPerBlock {
-		return backend.Invalidf("block is larger than maximum configured size: %d > %d", count, c.SamplesPerBlock)
-	}
-	div := c.Divisor
-	if count%div != 0 {
-		return backend.Invalidf("block size (%d) is not evenly divisible by divisor (%d): %d != 0", count, div,
-			count%div)
 	}
 	if b.ID == 0 {
 		d.off = 0 // a session's first block: the DAC plays the ring from its start
 	}
-	out := d.info.OutputChannels
-	if len(b.GalvoTarget) < count*out {
-		return backend.Invalidf("stream is incorrectly sized: [%d] vs [:%d,%d]", len(b.GalvoTarget), count, out)
-	}
-	daq := count / div
-	x, y := &c.AnalogOutputChannels[0], &c.AnalogOutputChannels[1]
-	for s := range daq {
-		row := b.GalvoTarget[s*div*out:]
-		d.buf[s] = uint32(x.code(row[x.Channel], &d.dac)) | uint32(y.code(row[y.Channel], &d.dac))<<16
-	}
-	// Wrap at the ring's end. (vortex's loop refills its staging buffer
-	// from the block's start on the second pass; here the block goes on.)
-	for written := 0; written < daq; {
-		n := min(daq-written, d.ring-d.off)
-		if err := d.b.WriteDACSlot(d.slot, d.buf[written:written+n], int32(d.off)); err != nil {
-			return err
-		}
-		d.off = (d.off + n) % d.ring
-		written += n
-	}
-	return nil
+	s := engineStreams(b, d.info.OutputChannels)
+	return d.failed(b.ID, d.process(b.Records, &s))
 }

@@ -196,7 +196,7 @@ func TestAlazarIOErrors(t *testing.T) {
 		{name: "divisor", edit: func(c *gio.AlazarIOConfig) { c.Divisor = 4 }, info: info,
 			block: &engine.IOBlock{Records: 30, GalvoTarget: make([]float64, 60)}, nextErr: "block size (30) is not evenly divisible by divisor (4): 2 != 0"},
 		{name: "short stream", edit: func(c *gio.AlazarIOConfig) {}, info: info,
-			block: &engine.IOBlock{Records: 30, GalvoTarget: make([]float64, 59)}, nextErr: "stream is incorrectly sized: [59] vs [:30,2]"},
+			block: &engine.IOBlock{Records: 30, GalvoTarget: make([]float64, 59)}, nextErr: "stream is incorrectly sized: [29 x 2] vs [:30,0] (AlazarIO analog output channel 0, stream GalvoTarget)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dacConfig(64, 2)
@@ -276,4 +276,117 @@ func TestAlazarIOMissingLibrary(t *testing.T) {
 	_, err := gio.NewAlazarIO(dacConfig(64, 2), nil)
 	require.ErrorIs(t, err, alazar.ErrNoLibrary)
 	require.ErrorContains(t, err, alazar.EnvLibrary)
+}
+
+// vortex's standalone next: the DAC records every Divisor-th sample of
+// each output's column of its stream (y from another stream than x), as
+// codes, wrapping through the ring, before and after start; prepare
+// rewinds.
+func TestAlazarIOStandaloneWrites(t *testing.T) {
+	rec, _ := virtualDAC(t)
+	c := dacConfig(100, 1) // a ring of 200 words
+	c.Divisor = 2
+	c.AnalogOutputChannels[1].Stream, c.AnalogOutputChannels[1].Channel = gio.StreamSampleActual, 2
+	d, err := gio.NewAlazarIO(c, nil)
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.PrepareStandalone())
+	before := rows(t, rec)
+	var want [][2]float64
+	for b := range 6 { // 6 x 50 words through a ring of 200
+		count := 100 - 20*(b%2) // shorter blocks are fine
+		s := streams2D(count, 3)
+		for i := range count {
+			s.GalvoTarget.Data[3*i] = float64(b*1000+i) / 37
+			s.SampleActual.Data[3*i+2] = -float64(i) / 9
+		}
+		for i := 0; i < count; i += 2 {
+			want = append(want, [2]float64{volts(s.GalvoTarget.Data[3*i]), volts(s.SampleActual.Data[3*i+2])})
+		}
+		n, err := d.NextStandalone(int64(b), count, s)
+		require.NoError(t, err)
+		assert.Equal(t, count, n)
+		if b == 1 {
+			require.NoError(t, d.Start())
+		}
+	}
+	assert.True(t, d.Running())
+	require.NoError(t, d.Stop())
+	got := recorded(t, rec, before)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.InDelta(t, want[i][0], got[i][0], 1e-12, "sample %d x", i)
+		require.InDelta(t, want[i][1], got[i][1], 1e-12, "sample %d y", i)
+	}
+	require.NoError(t, d.PrepareStandalone()) // rewinds: a block of the whole ring needs no wrap
+	n, err := d.NextStandalone(0, 100, streams2D(100, 3))
+	require.NoError(t, err)
+	assert.Equal(t, 100, n)
+}
+
+// vortex's refusals, with its messages (each stops the DAC, as vortex's
+// _dispatch_block does); not prepared, closed and in use are refused
+// before the block and stop nothing.
+func TestAlazarIOStandaloneRefuses(t *testing.T) {
+	virtualDAC(t)
+	cases := []struct {
+		name  string
+		count int
+		edit  func(*gio.BlockStreams)
+		cfg   func(*gio.AlazarIOConfig)
+		msg   string
+	}{
+		{"too long", 102, nil, nil, "block is larger than maximum configured size: 102 > 100"},
+		{"divisor", 51, nil, nil, "block size (51) is not evenly divisible by divisor (2): 1 != 0"},
+		{"negative", -2, nil, nil, "count=-2, expected samples >= 0"},
+		{"1-D", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Dims = 1 }, nil,
+			"stream of dimension 2 is required: 1 (AlazarIO analog output channel 0, stream GalvoTarget)"},
+		{"short", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Rows = 50 }, nil,
+			"stream is incorrectly sized: [50 x 2] vs [:100,0] (AlazarIO analog output channel 0, stream GalvoTarget)"},
+		{"narrow", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Cols = 1 }, nil,
+			"stream is incorrectly sized: [100 x 1] vs [:100,1] (AlazarIO analog output channel 1, stream GalvoTarget)"},
+		{"counter", 100, nil, func(c *gio.AlazarIOConfig) { c.AnalogOutputChannels[1].Stream = gio.StreamCounter },
+			"tuple condition failed to match at target index: AlazarIO analog output channel 1 reads stream Counter (0)"},
+		{"strobes", 100, nil, func(c *gio.AlazarIOConfig) { c.AnalogOutputChannels[0].Stream = gio.StreamStrobes },
+			"tuple condition failed to match at target index: AlazarIO analog output channel 0 reads stream Strobes (5)"},
+		{"bounds", 100, nil, func(c *gio.AlazarIOConfig) { c.AnalogOutputChannels[0].Stream = 6 },
+			"tuple index out of bounds: AlazarIO analog output channel 0 reads stream 6"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dacConfig(100, 1)
+			c.Divisor = 2
+			if tc.cfg != nil {
+				tc.cfg(&c)
+			}
+			d, err := gio.NewAlazarIO(c, nil)
+			require.NoError(t, err)
+			defer d.Close()
+			require.NoError(t, d.PrepareStandalone())
+			require.NoError(t, d.Start())
+			requireNextRefused(t, d.NextStandalone, tc.count, tc.edit, tc.msg)
+			assert.False(t, d.Running(), "stop_on_error stopped the DAC")
+		})
+	}
+
+	d, err := gio.NewAlazarIO(dacConfig(100, 1), nil)
+	require.NoError(t, err)
+	require.NoError(t, d.Start())
+	requireStandaloneLifecycle(t, d)
+}
+
+// A refusal (not prepared, in use) leaves the DAC playing.
+func TestAlazarIOStandaloneRefusalStopsNothing(t *testing.T) {
+	virtualDAC(t)
+	d, err := gio.NewAlazarIO(dacConfig(100, 1), nil)
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.Start())
+	_, err = d.NextStandalone(0, 100, streams2D(100, 2))
+	require.Error(t, err)
+	require.NoError(t, d.Claims()[0].Take())
+	_, err = d.NextStandalone(0, 100, streams2D(100, 2))
+	require.ErrorIs(t, err, backend.ErrInUse)
+	d.Claims()[0].Drop()
+	assert.True(t, d.Running())
 }

@@ -152,8 +152,11 @@ type DAQmxIO struct {
 	// blockMu serializes blocks (the engine's Next, the standalone
 	// NextStandalone), which share the staging buffers; Stop and Close
 	// never take it, so they end a block blocked in NI-DAQmx.
-	blockMu        sync.Mutex
-	ao, ai, do, di []DAQmxChannel
+	blockMu sync.Mutex
+	// chans are the channels in the configuration's order; ao ... di
+	// the same by kind.
+	chans          []daqmxChan
+	ao, ai, do, di []daqmxChan
 	aoBuf, aiBuf   []float64
 	doBuf, diBuf   []uint32
 	info           engine.IOInfo
@@ -171,7 +174,9 @@ func NewDAQmxIO(cfg DAQmxConfig, log *slog.Logger) (*DAQmxIO, error) {
 	cfg.Channels = append([]DAQmxChannel(nil), cfg.Channels...)
 	d := &DAQmxIO{cfg: cfg, log: log}
 	d.claim.Name(fmt.Sprintf("DAQmxIO %q", cfg.Name))
-	for _, ch := range cfg.Channels {
+	for _, c := range cfg.Channels {
+		ch := newDAQmxChan(c)
+		d.chans = append(d.chans, ch)
 		switch ch.Kind {
 		case AnalogVoltageOutput:
 			d.ao = append(d.ao, ch)
@@ -419,13 +424,7 @@ func (d *DAQmxIO) next(b *engine.IOBlock) error {
 	if err != nil {
 		return err
 	}
-	// the engine's streams as vortex's block carries them (Prepare
-	// checked the channels against them)
-	var s DAQmxStreams
-	if out := d.info.OutputChannels; out > 0 {
-		s.GalvoTarget = DAQmxStream[float64]{Data: b.GalvoTarget, Dims: 2, Rows: len(b.GalvoTarget) / out, Cols: out}
-	}
-	s.Strobes = DAQmxStream[uint32]{Data: b.Strobes, Dims: 2, Rows: len(b.Strobes), Cols: 1}
+	s := engineStreams(b, d.info.OutputChannels)
 	return d.process(t, count, &s)
 }
 

@@ -182,19 +182,6 @@ func TestDAQmxIOPrepareRefuses(t *testing.T) {
 	assert.ErrorContains(t, d.Prepare(info), "block is larger than maximum configured size: 100 > 50")
 }
 
-// streams2D is a standalone block's streams with count rows of cols
-// columns each (zeros), as vortex's Python callers allocate them.
-func streams2D(count, cols int) *gio.DAQmxStreams {
-	f := func() gio.DAQmxStream[float64] {
-		return gio.DAQmxStream[float64]{Data: make([]float64, count*cols), Dims: 2, Rows: count, Cols: cols}
-	}
-	return &gio.DAQmxStreams{
-		Counter:     gio.DAQmxStream[uint64]{Data: make([]uint64, count), Dims: 2, Rows: count, Cols: 1},
-		GalvoTarget: f(), SampleTarget: f(), GalvoActual: f(), SampleActual: f(),
-		Strobes: gio.DAQmxStream[uint32]{Data: make([]uint32, count), Dims: 2, Rows: count, Cols: 1},
-	}
-}
-
 // vortex's standalone next: the card records every ClockDivisor-th
 // sample of the stream's column, scaled to volts and clipped, and the
 // strobes; both before and after start.
@@ -291,15 +278,15 @@ func TestDAQmxIOStandaloneRefuses(t *testing.T) {
 	cases := []struct {
 		name  string
 		count int
-		edit  func(*gio.DAQmxStreams)
+		edit  func(*gio.BlockStreams)
 		ch    *gio.DAQmxChannel
 		msg   string
 	}{
 		{"too long", 102, nil, nil, "block is larger than maximum configured size: 102 > 100"},
 		{"divisor", 51, nil, nil, "block size (51) is not evenly divisible by clock divisor (2): 1 != 0"},
-		{"1-D", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Dims = 1 }, nil, "stream of dimension 2 is required: 1"},
-		{"short", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Rows = 50 }, nil, "stream is incorrectly sized: [50 x 2] vs [:100,0]"},
-		{"narrow", 100, func(s *gio.DAQmxStreams) { s.GalvoTarget.Cols = 1 }, nil, "stream is incorrectly sized: [100 x 1] vs [:100,1]"},
+		{"1-D", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Dims = 1 }, nil, "stream of dimension 2 is required: 1"},
+		{"short", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Rows = 50 }, nil, "stream is incorrectly sized: [50 x 2] vs [:100,0]"},
+		{"narrow", 100, func(s *gio.BlockStreams) { s.GalvoTarget.Cols = 1 }, nil, "stream is incorrectly sized: [100 x 1] vs [:100,1]"},
 		{"counter", 100, nil, &gio.DAQmxChannel{Kind: gio.AnalogVoltageOutput, Name: "Dev1/ao0", Stream: gio.StreamCounter},
 			"tuple condition failed to match at target index"},
 		{"bounds", 100, nil, &gio.DAQmxChannel{Kind: gio.AnalogVoltageOutput, Name: "Dev1/ao0", Stream: 6},
@@ -320,31 +307,15 @@ func TestDAQmxIOStandaloneRefuses(t *testing.T) {
 				defer dd.Close()
 				require.NoError(t, dd.PrepareStandalone())
 			}
-			s := streams2D(100, 2)
-			if tc.edit != nil {
-				tc.edit(s)
-			}
-			n, err := dd.NextStandalone(0, tc.count, s)
-			require.ErrorIs(t, err, backend.ErrInvalid)
-			assert.Contains(t, err.Error(), tc.msg)
-			assert.Zero(t, n)
+			requireNextRefused(t, dd.NextStandalone, tc.count, tc.edit, tc.msg)
 		})
 	}
-	// a non-persistent task before prepare
+	// a non-persistent task before prepare, in use and closed
 	cc := galvoConfig("unprepared", 100)
 	cc.PersistentTask = false
 	u, err := gio.NewDAQmxIO(cc, nil)
 	require.NoError(t, err)
-	_, err = u.NextStandalone(0, 100, streams2D(100, 2))
-	assert.ErrorContains(t, err, "expected prepare() first")
-	require.NoError(t, u.PrepareStandalone())
-	_, err = u.NextStandalone(0, 100, streams2D(100, 2))
-	require.NoError(t, err)
-	// closed
-	require.NoError(t, u.Close())
-	_, err = u.NextStandalone(0, 100, streams2D(100, 2))
-	require.ErrorIs(t, err, backend.ErrClosed)
-	require.ErrorIs(t, u.PrepareStandalone(), backend.ErrClosed)
+	requireStandaloneLifecycle(t, u)
 }
 
 // Close ends a next blocked in NI-DAQmx (a write waiting for buffer

@@ -73,6 +73,17 @@ func NewAlazarIO(config string) (*AlazarIO, error) {
 	return &AlazarIO{Object{obj: d}, d}, nil
 }
 
+// Prepare is vortex's standalone AlazarIO.prepare: the next block is
+// written at the ring's start.
+func (d *AlazarIO) Prepare() error { return tag(d.d.PrepareStandalone()) }
+
+// Next is vortex's standalone AlazarIO.next: count samples of the streams
+// s names (the caller's memory, used during this call only) written into
+// the DAC's ring; it returns count.
+func (d *AlazarIO) Next(id, count int, s *IOStreams) (int, error) {
+	return s.next(id, count, d.d.NextStandalone)
+}
+
 // Start starts playback (vortex's AlazarIO.start; the engine does it).
 func (d *AlazarIO) Start() error { return tag(d.d.Start()) }
 

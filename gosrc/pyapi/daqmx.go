@@ -98,65 +98,8 @@ func (d *DAQmxIO) Prepare() error { return tag(d.d.PrepareStandalone()) }
 // Next is vortex's standalone DAQmxIO.next: count samples of the streams
 // s names (the caller's memory, used during this call only) through the
 // task; it returns count.
-func (d *DAQmxIO) Next(id, count int, s *DAQmxStreams) (int, error) {
-	streams, err := s.streams()
-	if err != nil {
-		return 0, tag(err)
-	}
-	return tagged(d.d.NextStandalone(int64(id), count, &streams))
-}
-
-// DAQmxStreams names one block's six streams for DAQmxIO.Next (vortex's
-// streams tuple) by address: Python sets each, then passes it to one Next.
-type DAQmxStreams struct {
-	set [6]daqmxStreamRecord
-}
-
-type daqmxStreamRecord struct{ data, dims, rows, cols int }
-
-// NewDAQmxStreams makes an empty set of streams (each of 0 dimensions).
-func NewDAQmxStreams() *DAQmxStreams { return &DAQmxStreams{} }
-
-// Set names stream index (Block.StreamIndex: 0 counter uint64, 1-4
-// float64, 5 strobes uint32): dims axes and, for 2, rows x cols values
-// at address data (row-major).
-func (s *DAQmxStreams) Set(index, data, dims, rows, cols int) error {
-	if index < 0 || index >= len(s.set) {
-		return tag(badArg("DAQmxStreams.Set: index %d, expected 0..5", index))
-	}
-	if dims < 0 || (dims == 2 && (rows < 0 || cols < 0)) {
-		return tag(badArg("DAQmxStreams.Set: %d axes of %d x %d, expected a valid shape", dims, rows, cols))
-	}
-	s.set[index] = daqmxStreamRecord{data, dims, rows, cols}
-	return nil
-}
-
-func daqmxStream[T float64 | uint32 | uint64](r daqmxStreamRecord) (gio.DAQmxStream[T], error) {
-	st := gio.DAQmxStream[T]{Dims: r.dims}
-	if r.dims != 2 {
-		return st, nil
-	}
-	data, err := hostmem.Span[T](r.data, r.rows*r.cols)
-	st.Data, st.Rows, st.Cols = data, r.rows, r.cols
-	return st, err
-}
-
-// streams views the caller's memory for one call.
-func (s *DAQmxStreams) streams() (gio.DAQmxStreams, error) {
-	var g gio.DAQmxStreams
-	var errs [6]error
-	g.Counter, errs[0] = daqmxStream[uint64](s.set[0])
-	g.GalvoTarget, errs[1] = daqmxStream[float64](s.set[1])
-	g.SampleTarget, errs[2] = daqmxStream[float64](s.set[2])
-	g.GalvoActual, errs[3] = daqmxStream[float64](s.set[3])
-	g.SampleActual, errs[4] = daqmxStream[float64](s.set[4])
-	g.Strobes, errs[5] = daqmxStream[uint32](s.set[5])
-	for _, err := range errs {
-		if err != nil {
-			return g, err
-		}
-	}
-	return g, nil
+func (d *DAQmxIO) Next(id, count int, s *IOStreams) (int, error) {
+	return s.next(id, count, d.d.NextStandalone)
 }
 
 // Start starts the task (vortex's DAQmxIO.start; the engine does it).

@@ -78,3 +78,67 @@ func (s *SimIO) RecordedStrobes(dst, n, rec, recN int) (int, error) {
 	first, rows := s.s.RecordedStrobes(buf)
 	return putRecord(rec, recN, &simIOWindowRecord{first, int64(rows), 1})
 }
+
+// IOStreams names one block's six streams for an IO's standalone Next
+// (DAQmxIO.Next, AlazarIO.Next: vortex's streams tuple) by address:
+// Python sets each, then passes it to one Next.
+type IOStreams struct {
+	set [6]ioStreamRecord
+}
+
+type ioStreamRecord struct{ data, dims, rows, cols int }
+
+// NewIOStreams makes an empty set of streams (each of 0 dimensions).
+func NewIOStreams() *IOStreams { return &IOStreams{} }
+
+// Set names stream index (Block.StreamIndex: 0 counter uint64, 1-4
+// float64, 5 strobes uint32): dims axes and, for 2, rows x cols values
+// at address data (row-major).
+func (s *IOStreams) Set(index, data, dims, rows, cols int) error {
+	if index < 0 || index >= len(s.set) {
+		return tag(badArg("IOStreams.Set: index %d, expected 0..5", index))
+	}
+	if dims < 0 || (dims == 2 && (rows < 0 || cols < 0)) {
+		return tag(badArg("IOStreams.Set: %d axes of %d x %d, expected a valid shape", dims, rows, cols))
+	}
+	s.set[index] = ioStreamRecord{data, dims, rows, cols}
+	return nil
+}
+
+func ioStream[T float64 | uint32 | uint64](r ioStreamRecord) (gio.BlockStream[T], error) {
+	st := gio.BlockStream[T]{Dims: r.dims}
+	if r.dims != 2 {
+		return st, nil
+	}
+	data, err := hostmem.Span[T](r.data, r.rows*r.cols)
+	st.Data, st.Rows, st.Cols = data, r.rows, r.cols
+	return st, err
+}
+
+// streams views the caller's memory for one call.
+func (s *IOStreams) streams() (gio.BlockStreams, error) {
+	var g gio.BlockStreams
+	var errs [6]error
+	g.Counter, errs[0] = ioStream[uint64](s.set[0])
+	g.GalvoTarget, errs[1] = ioStream[float64](s.set[1])
+	g.SampleTarget, errs[2] = ioStream[float64](s.set[2])
+	g.GalvoActual, errs[3] = ioStream[float64](s.set[3])
+	g.SampleActual, errs[4] = ioStream[float64](s.set[4])
+	g.Strobes, errs[5] = ioStream[uint32](s.set[5])
+	for _, err := range errs {
+		if err != nil {
+			return g, err
+		}
+	}
+	return g, nil
+}
+
+// next is an IO's standalone next (NextStandalone of io.DAQmxIO,
+// io.AlazarIO) over the caller's streams s names.
+func (s *IOStreams) next(id, count int, next func(int64, int, *gio.BlockStreams) (int, error)) (int, error) {
+	streams, err := s.streams()
+	if err != nil {
+		return 0, tag(err)
+	}
+	return tagged(next(int64(id), count, &streams))
+}

@@ -22,75 +22,17 @@ first, so that no thread is left inside a wait.
 
 from __future__ import annotations
 
-import atexit
-import collections
 import logging
-import threading
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ._errors import ClosedError, InUseError, VortexError, native
+from ._standalone import Worker, call_back
 from ._validate import check_callable, check_int
 from .acquire import _host_uint16, _Standalone
 
 _log = logging.getLogger("vortexgo.acquire")
-
-
-class _Worker:
-    """vortex's acquisition worker: runs one acquisition's jobs in order, on one
-    daemon thread that exists while there are jobs."""
-
-    def __init__(self, h: Any, name: str) -> None:
-        self._h = h
-        self._name = name
-        self._lock = threading.Lock()
-        self._jobs: collections.deque = collections.deque()
-        self._thread: threading.Thread | None = None
-
-    def push(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            self._jobs.append(job)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                _busy.add(self)
-                self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if not self._jobs:
-                    self._thread = None
-                    _busy.discard(self)
-                    return
-                job = self._jobs.popleft()
-            job()
-
-    def join(self, timeout: float) -> None:
-        t = self._thread
-        if t is not None and t is not threading.current_thread():
-            t.join(timeout)
-
-
-#: workers with jobs, stopped at interpreter exit (_stop_at_exit)
-_busy: set = set()
-
-
-def _stop_at_exit() -> None:
-    """Stop the boards of acquisitions with waits pending and let their
-    callbacks run, before the interpreter finalizes (vortex's destructor stops
-    the board and joins its worker)."""
-    workers = list(_busy)
-    for w in workers:
-        try:
-            w._h.Stop()
-        except RuntimeError:  # closed meanwhile: its waits have ended already
-            pass
-    for w in workers:
-        w.join(5.0)
-
-
-atexit.register(_stop_at_exit)
 
 
 def _shape_is_compatible(shape: tuple, config_shape: list) -> bool:
@@ -106,7 +48,8 @@ class _AlazarStandalone(_Standalone):
 
     def initialize(self, config: Any = None, **fields: Any) -> None:
         super().initialize(config, **fields)
-        self._worker = _Worker(self._h, f"vortexgo-{type(self).__name__}-worker")
+        # at exit with waits pending the board is stopped, which ends them
+        self._worker = Worker(f"vortexgo-{type(self).__name__}-worker", self._h.Stop)
         self._posted: list[np.ndarray] = []
 
     @native
@@ -207,7 +150,7 @@ class _AlazarStandalone(_Standalone):
             error: BaseException = e
 
             def job() -> None:  # vortex reports a failed post to the callback, in order
-                _call(logger, callback, 0, error, id)
+                call_back(logger, callback, 0, error, id)
         else:
             def job() -> None:
                 try:
@@ -215,7 +158,7 @@ class _AlazarStandalone(_Standalone):
                 except Exception as e:  # reported to the callback, as vortex's worker does
                     n, exc = 0, e
                 _release(posted, a, exc is None or stop_on_error)
-                _call(logger, callback, n, exc, id)
+                call_back(logger, callback, n, exc, id)
         self._worker.push(job)
 
 
@@ -227,10 +170,3 @@ def _release(posted: list, a: np.ndarray, done: bool) -> None:
             if b is a:
                 del posted[i]
                 return
-
-
-def _call(logger: Any, callback: Any, n: int, exc: BaseException | None, id: int) -> None:
-    try:
-        callback(n, exc)
-    except Exception:
-        logger.critical("unhandled callback exception (block %d)", id, exc_info=True)

@@ -1,5 +1,5 @@
 """What vortex's standalone ``next``/``next_async`` calls share, outside an engine
-(``DAQmxIO`` here; meant for ``AlazarAcquisition`` and any other stage with them).
+(``DAQmxIO``, ``AlazarIO``, ``AlazarAcquisition`` and ``AlazarFFTAcquisition``).
 
 - :class:`Worker`: the stage's worker thread (vortex's one-thread worker pool):
   jobs run in submission order on one daemon thread that exists while there are
@@ -15,6 +15,8 @@
 - :func:`host_array`: a stream or buffer argument as a zero-copy NumPy view of
   host memory of one exact dtype (vortex's ``cpu_view_t`` conversion: any
   buffer of that element type; never a copy, never device memory).
+- :class:`BlockCall`: one standalone ``next`` of an IO: vortex's tuple of six
+  block streams checked and named to Go, then the call.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-__all__ = ["Worker", "call_back", "host_array"]
+from ._core import api
+from ._errors import native
+from ._validate import check_int
+
+__all__ = ["Worker", "call_back", "host_array", "BlockCall", "BLOCK_STREAMS"]
 
 
 class Worker:
@@ -142,3 +148,65 @@ def _is_buffer(v: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+#: vortex's block streams of an IO's standalone next, in order (Block.StreamIndex), with their
+#: element types (vortex-python's engine: counter size_t, analog double, digital uint32).
+BLOCK_STREAMS = (("counter", np.uint64), ("galvo target", np.float64), ("sample target", np.float64),
+                 ("galvo actual", np.float64), ("sample actual", np.float64), ("strobes", np.uint32))
+
+_TUPLE = ("counter uint64, galvo target, sample target, galvo actual, sample actual float64, "
+          "strobes uint32")
+
+
+class BlockCall:
+    """One standalone ``next(count, streams, id)`` of the IO whose native handle is ``h``
+    (its ``Next(id, count, streams)``): the arguments are checked here, ``streams`` (vortex's
+    tuple of six host arrays, :data:`BLOCK_STREAMS`) named to Go without a copy, except a
+    strided 2-D stream, which goes through a contiguous copy (copied back after the call
+    when the IO fills it: ``filled``, the streams' indices its input channels write). The
+    arrays are held until the call returns, and the call holds no reference to the IO."""
+
+    __slots__ = ("_h", "count", "id", "_g", "_keep", "_back")
+
+    def __init__(self, h: Any, count: Any, streams: Any, id: Any, filled: frozenset = frozenset()) -> None:
+        self._h = h
+        self.count = check_int("count", count, 0)
+        self.id = check_int("id", id, 0)
+        if not isinstance(streams, (tuple, list)):
+            raise TypeError(f"streams={type(streams).__name__}, expected a tuple of 6 arrays (vortex's block "
+                            f"streams: {_TUPLE})")
+        if len(streams) != len(BLOCK_STREAMS):
+            raise TypeError(f"streams: {len(streams)} arrays, expected 6 ({_TUPLE})")
+        self._g = api.NewIOStreams()
+        self._keep: list = []
+        self._back: list = []
+        for i, (v, (label, dt)) in enumerate(zip(streams, BLOCK_STREAMS)):
+            a = host_array(f"streams[{i}] ({label})", v, dt, writable=i in filled)
+            c = a
+            if a.ndim == 2 and not a.flags.c_contiguous:
+                c = np.ascontiguousarray(a)  # a strided view: through a copy
+                if i in filled:
+                    self._back.append((a, c))
+            self._keep.append(c)
+            if c.ndim == 2:
+                native(self._g.Set)(i, c.ctypes.data, 2, c.shape[0], c.shape[1])
+            else:
+                native(self._g.Set)(i, 0, c.ndim, 0, 0)
+
+    def run(self, logger: Optional[logging.Logger]) -> int:
+        """The call (vortex's ``dispatching block`` logged to ``logger``); its count."""
+        if logger is not None:
+            logger.debug("dispatching block %d", self.id)
+        n = int(native(self._h.Next)(self.id, self.count, self._g))
+        for a, c in self._back:
+            a[...] = c
+        return n
+
+    def outcome(self, logger: Optional[logging.Logger]) -> tuple[int, Optional[Exception]]:
+        """:meth:`run` as vortex's callback arguments: ``(count, None)``, or ``(0,
+        exception)`` when it raised."""
+        try:
+            return self.run(logger), None
+        except Exception as e:  # reported to the callback, as vortex's worker does
+            return 0, e

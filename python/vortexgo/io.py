@@ -40,9 +40,9 @@ from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the def
 from . import daqmx
 from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
-from ._errors import ClosedError, native, release_on_collect
+from ._errors import ClosedError, InUseError, native, release_on_collect
 from ._layouts import SIM_IO_STATE, SIM_IO_WINDOW
-from ._standalone import Worker, call_back, host_array
+from ._standalone import BlockCall, Worker, call_back
 from ._validate import check_bool, check_callable, check_float, check_int
 from .daqmx import AnalogVoltageInput, AnalogVoltageOutput, DigitalInput, DigitalOutput
 from . import alazar
@@ -291,13 +291,57 @@ class DAQmxConfig(Config):
                 f"{self.samples_per_block} samples/block>")
 
 
-#: vortex's block streams of a standalone DAQmxIO.next, in order (Block.StreamIndex), with
-#: their element types (vortex-python's engine: counter size_t, analog double, digital uint32).
-_STREAMS = (("counter", np.uint64), ("galvo target", np.float64), ("sample target", np.float64),
-            ("galvo actual", np.float64), ("sample actual", np.float64), ("strobes", np.uint32))
+class _DeviceIO(_IO):
+    """An IO over a driver, with vortex's standalone calls: the native IO that
+    :meth:`initialize` makes (closing the one before), released by :meth:`close` or when the
+    IO is dropped, and the worker thread of ``next_async``."""
+
+    #: what initialize does again after close (the ClosedError's hint)
+    _REOPEN = "initialize(config) makes a new one"
+
+    def __init__(self, logger: Optional[logging.Logger], config: Config) -> None:
+        self._h = None
+        self._closed = False
+        self._worker: Optional[Worker] = None
+        self.logger = logger
+        self._config = config
+
+    def _adopt(self, h: Any, config: Config, what: str, worker: str, at_exit: Any) -> None:
+        """Make ``h``, the new native IO of ``config``, this IO's, closing the one before:
+        ``what`` names it to the finaliser that releases it when the IO is dropped unclosed,
+        ``worker`` names next_async's thread, which calls ``at_exit`` (a method of ``h``) at
+        interpreter exit while calls are pending. The thread holds ``h``, never the IO: an IO
+        dropped with calls pending is collected, and its finaliser's close ends them."""
+        if self._h is not None:
+            try:
+                native(self._h.Close)()
+            except BaseException:
+                h.Close()
+                raise
+            self._fin.detach()
+        self._h = h
+        self._fin = release_on_collect(self, h.Close, what)
+        self._worker = Worker(worker, at_exit)
+        self._config = config
+        self._closed = False
+
+    def _handle(self):
+        name = type(self).__name__
+        if self._closed:
+            raise ClosedError(f"{name} is closed, expected an open one ({self._REOPEN})")
+        if self._h is None:
+            raise ValueError(f"{name} is not initialized, expected initialize(config) first")
+        return self._h
+
+    def _release(self) -> None:
+        if self._h is not None:
+            native(self._h.Close)()
+            self._fin.detach()
+            self._h = None
+            self._closed = True
 
 
-class DAQmxIO(_IO):
+class DAQmxIO(_DeviceIO):
     """vortex's ``DAQmxIO``: one NI-DAQmx task whose output channels
     (:class:`~vortexgo.daqmx.AnalogVoltageOutput`, :class:`~vortexgo.daqmx.DigitalOutput`)
     write a block's streams and whose input channels fill them, with regeneration off: a host
@@ -318,12 +362,10 @@ class DAQmxIO(_IO):
         logger: a :class:`logging.Logger` (vortex's first argument), kept as ``logger``.
     """
 
+    _REOPEN = "initialize(config) makes a new task"
+
     def __init__(self, logger: Optional[logging.Logger] = None) -> None:
-        self._h = None
-        self._closed = False
-        self._worker: Optional[Worker] = None
-        self.logger = logger
-        self._config = DAQmxConfig()
+        super().__init__(logger, DAQmxConfig())
 
     @property
     def config(self) -> DAQmxConfig:
@@ -337,29 +379,9 @@ class DAQmxIO(_IO):
             raise TypeError(f"config={config!r}, expected a DAQmxConfig")
         config = config.copy()
         h = native(api.NewDAQmxIO)(config._record())
-        if self._h is not None:
-            try:
-                native(self._h.Close)()
-            except BaseException:
-                h.Close()
-                raise
-            self._fin.detach()
-        self._h = h
-        # Clears the task when the IO is dropped unclosed: NI-DAQmx task names are unique.
-        self._fin = release_on_collect(self, self._h.Close, "a DAQmx task")
-        # next_async's thread; it holds the handle, never the IO (an IO dropped with calls
-        # pending is collected, and its finaliser's close ends them). At exit with calls
+        # The finaliser clears the task: NI-DAQmx task names are unique. At exit with calls
         # pending the task is cleared: a stop does not end a write into a task not started.
-        self._worker = Worker(f"vortexgo-DAQmxIO-{config.name}", h.Close)
-        self._config = config
-        self._closed = False
-
-    def _handle(self):
-        if self._closed:
-            raise ClosedError("DAQmxIO is closed, expected an open one (initialize(config) makes a new task)")
-        if self._h is None:
-            raise ValueError("DAQmxIO is not initialized, expected initialize(config) first")
-        return self._h
+        self._adopt(h, config, "a DAQmx task", f"vortexgo-DAQmxIO-{config.name}", h.Close)
 
     def prepare(self) -> None:
         """vortex's ``prepare``: with ``persistent_task`` false, create and configure the task
@@ -377,33 +399,10 @@ class DAQmxIO(_IO):
         :meth:`next` waiting in NI-DAQmx returns NI's abort error."""
         native(self._handle().Stop)()
 
-    def _streams(self, streams: Any) -> tuple[Any, list, list]:
-        """``streams`` checked (vortex's streams tuple) and named to Go: the Go streams,
-        the arrays to keep alive until the call returns, and the (caller's, contiguous
-        copy) pairs to copy back after it."""
-        if not isinstance(streams, (tuple, list)):
-            raise TypeError(f"streams={type(streams).__name__}, expected a tuple of 6 arrays (vortex's block "
-                            "streams: counter uint64, galvo target, sample target, galvo actual, sample actual "
-                            "float64, strobes uint32)")
-        if len(streams) != len(_STREAMS):
-            raise TypeError(f"streams: {len(streams)} arrays, expected 6 (counter uint64, galvo target, sample "
-                            "target, galvo actual, sample actual float64, strobes uint32)")
-        filled = {ch.stream for ch in self._config.channels if isinstance(ch, (AnalogVoltageInput, DigitalInput))}
-        g = api.NewDAQmxStreams()
-        keep, back = [], []
-        for i, (v, (label, dt)) in enumerate(zip(streams, _STREAMS)):
-            a = host_array(f"streams[{i}] ({label})", v, dt, writable=i in filled)
-            c = a
-            if a.ndim == 2 and not a.flags.c_contiguous:
-                c = np.ascontiguousarray(a)  # a strided view: through a copy
-                if i in filled:
-                    back.append((a, c))
-            keep.append(c)
-            if c.ndim == 2:
-                native(g.Set)(i, c.ctypes.data, 2, c.shape[0], c.shape[1])
-            else:
-                native(g.Set)(i, 0, c.ndim, 0, 0)
-        return g, keep, back
+    def _call(self, count: Any, streams: Any, id: Any) -> BlockCall:
+        filled = frozenset(ch.stream for ch in self._config.channels
+                           if isinstance(ch, (AnalogVoltageInput, DigitalInput)))
+        return BlockCall(self._handle(), count, streams, id, filled)
 
     def next(self, count: int, streams: Any, id: int = 0) -> int:
         """Move one block of ``count`` samples through the task and wait for it (vortex's
@@ -432,17 +431,7 @@ class DAQmxIO(_IO):
         ``stop_on_error``, and for a non-persistent task not prepared;
         :class:`~vortexgo.ClosedError` after :meth:`close`; :class:`~vortexgo.InUseError`
         while an engine uses the IO. ``id`` is for logging."""
-        count = check_int("count", count, 0)
-        id = check_int("id", id, 0)
-        h = self._handle()
-        g, keep, back = self._streams(streams)
-        if self.logger is not None:
-            self.logger.debug("dispatching block %d", id)
-        n = int(native(h.Next)(id, count, g))
-        for a, c in back:
-            a[...] = c
-        del keep
-        return n
+        return self._call(count, streams, id).run(self.logger)
 
     def next_async(self, count: int, streams: Any, callback: Any, id: int = 0) -> None:
         """:meth:`next` on the IO's worker thread, then ``callback(count, exception)`` there,
@@ -456,24 +445,12 @@ class DAQmxIO(_IO):
         in NI-DAQmx, and each reports ClosedError. An exception from ``callback`` is
         logged, as vortex's."""
         check_callable("callback", callback, allow_none=False)
-        count = check_int("count", count, 0)
-        id = check_int("id", id, 0)
-        h = self._handle()
-        g, keep, back = self._streams(streams)
-        logger, worker = self.logger, self._worker
+        call, logger, worker = self._call(count, streams, id), self.logger, self._worker
         assert worker is not None
 
-        def job() -> None:
-            try:
-                if logger is not None:
-                    logger.debug("dispatching block %d", id)
-                n, exc = int(native(h.Next)(id, count, g)), None
-                for a, c in back:
-                    a[...] = c
-            except Exception as e:  # reported to the callback, as vortex's worker does
-                n, exc = 0, e
-            _ = keep  # the caller's memory stays alive until here
-            call_back(logger, callback, n, exc, id)
+        def job() -> None:  # the call holds the caller's arrays until it returns
+            n, exc = call.outcome(logger)
+            call_back(logger, callback, n, exc, call.id)
 
         worker.push(job)
 
@@ -486,11 +463,7 @@ class DAQmxIO(_IO):
         """Clear the task (refused with InUseError while an engine uses it). A
         :meth:`next_async` in NI-DAQmx ends, and those pending report
         :class:`~vortexgo.ClosedError`; afterwards the calls raise it."""
-        if self._h is not None:
-            native(self._h.Close)()
-            self._fin.detach()
-            self._h = None
-            self._closed = True
+        self._release()
 
     def __repr__(self) -> str:
         if self._closed:
@@ -597,7 +570,7 @@ class AlazarIOConfig(Config):
                 f"{self.samples_per_block} samples/block x {self.blocks_to_buffer}, divisor {self.divisor}>")
 
 
-class AlazarIO(_IO):
+class AlazarIO(_DeviceIO):
     """vortex's ``AlazarIO``: the galvo waveforms of each block played through an
     AlazarTech digitizer's galvo DAC. Wire it with ``EngineConfig.add_io``.
 
@@ -612,14 +585,18 @@ class AlazarIO(_IO):
     (the same ``device``), as in vortex: the acquisition owns the capture (starts and aborts
     it) and the IO only the DAC, so closing either leaves the other working.
 
+    Outside an engine, vortex's standalone calls drive it by hand: :meth:`prepare`,
+    :meth:`start`, :meth:`stop`, :meth:`next` and :meth:`next_async`, each block given as
+    vortex's six streams (see :meth:`next`). While an engine that prepared it has not
+    finished its run, :meth:`close`, :meth:`prepare`, :meth:`next` and :meth:`next_async`
+    raise :class:`~vortexgo.InUseError`.
+
     Args:
         logger: a :class:`logging.Logger` (vortex's first argument), kept as ``logger``.
     """
 
     def __init__(self, logger: Optional[logging.Logger] = None) -> None:
-        self._h = None
-        self.logger = logger
-        self._config = AlazarIOConfig()
+        super().__init__(logger, AlazarIOConfig())
 
     @property
     def config(self) -> AlazarIOConfig:
@@ -634,35 +611,71 @@ class AlazarIO(_IO):
             raise TypeError(f"config={config!r}, expected an AlazarIOConfig")
         config = config.copy()
         h = native(api.NewAlazarIO)(config._record())
-        if self._h is not None:
-            try:
-                native(self._h.Close)()
-            except BaseException:
-                h.Close()
-                raise
-            self._fin.detach()
-        self._h = h
-        # Stops the DAC when the IO is dropped unclosed.
-        self._fin = release_on_collect(self, self._h.Close, "an Alazar DAC")
-        self._config = config
-
-    def _handle(self):
-        if self._h is None:
-            raise ValueError("AlazarIO is not initialized, expected initialize(config) first")
-        return self._h
+        # The finaliser stops the DAC; at exit with callbacks pending the DAC is stopped
+        # (vortex's destructor) and they are let run.
+        d = config.device
+        self._adopt(h, config, "an Alazar DAC", f"vortexgo-AlazarIO-{d.system_index}-{d.board_index}", h.Stop)
 
     def prepare(self) -> None:
-        """Nothing to do: the engine's prepare rewinds the ring (vortex's ``prepare``)."""
-        self._handle()
+        """vortex's ``prepare``: the next block is written at the ring's start, where the DAC
+        starts playing. :meth:`next` needs it once (the engine's prepare does it too)."""
+        native(self._handle().Prepare)()
 
     def start(self) -> None:
-        """Start playback (the engine does it)."""
+        """Start playback (the engine does it): the DAC plays the ring from its start, one
+        word per A-line trigger of the board's capture."""
         native(self._handle().Start)()
 
     def stop(self, force: bool = False) -> None:
         """Stop playback; the outputs park (the engine does it). ``force`` is vortex's
         argument and changes nothing: the IO never stops the board's capture."""
         native(self._handle().Stop)()
+
+    def next(self, count: int, streams: Any, id: int = 0) -> int:
+        """Write one block of ``count`` samples into the DAC's ring (vortex's ``next``):
+        every ``divisor``-th sample of each output's column (``channel``) of its stream
+        (``stream``), divided by ``logical_units_per_physical_unit``, clipped to ``limits``
+        and made a DAC code, at the ring's write position, wrapping at its end. Before
+        :meth:`start` the writes fill the ring the DAC will play; writing more than
+        ``blocks_to_buffer + 1`` blocks ahead of playback overwrites samples not played yet
+        (the DAC has no underflow).
+
+        ``streams`` is vortex's tuple of six host arrays (NumPy, or memory exporting the array
+        interface or buffer protocol; never copied, and CUDA arrays are refused), in
+        ``Block.StreamIndex`` order and of exactly these dtypes: counter ``uint64``, galvo
+        target, sample target, galvo actual, sample actual ``float64``, strobes ``uint32``. An
+        output's stream must be one of the four ``float64`` ones, 2-D with at least ``count``
+        rows and its ``channel`` as a column. Returns ``count`` (vortex's binding returns None).
+
+        Raises, with vortex's messages: ValueError for a ``count`` above ``samples_per_block``
+        (``block is larger than maximum configured size``) or not a multiple of ``divisor``,
+        an output's stream of the wrong rank (``stream of dimension 2 is required``), size
+        (``stream is incorrectly sized``) or type (``tuple condition failed to match at target
+        index``); :class:`~vortexgo.VortexError` for the ATS-SDK's errors. Each of these
+        stops the DAC when ``stop_on_error``, as vortex's. TypeError for a tuple of other than
+        six arrays or a dtype other than the stream's; :class:`~vortexgo.VortexError` before
+        the first :meth:`prepare`; :class:`~vortexgo.ClosedError` after :meth:`close`;
+        :class:`~vortexgo.InUseError` while an engine uses the IO. ``id`` is for logging."""
+        return BlockCall(self._handle(), count, streams, id).run(self.logger)
+
+    def next_async(self, count: int, streams: Any, callback: Any, id: int = 0) -> None:
+        """:meth:`next`, then ``callback(count, exception)`` on the IO's worker thread, with no
+        lock of vortexgo's held (vortex's ``next_async``). As vortex's, the block is written
+        before this returns (writing into the ring does not wait for the DAC), so the arrays
+        are not held after it; the callback gets ``count`` and None, or 0 and the exception
+        :meth:`next` would raise for a bad count or stream, or the ATS-SDK's error. Callbacks
+        run in the order of the calls. TypeError (the tuple, dtypes),
+        :class:`~vortexgo.ClosedError`, :class:`~vortexgo.InUseError` and a missing initialize
+        raise here. Callbacks pending at :meth:`close` (or when the IO is dropped, or at
+        exit) still run, with their results. An exception from ``callback`` is logged, as
+        vortex's."""
+        check_callable("callback", callback, allow_none=False)
+        call, logger, worker = BlockCall(self._handle(), count, streams, id), self.logger, self._worker
+        assert worker is not None
+        n, exc = call.outcome(logger)
+        if isinstance(exc, (ClosedError, InUseError)):
+            raise exc  # misuse (closed or taken by an engine meanwhile), raised as by the other calls
+        worker.push(lambda: call_back(logger, callback, n, exc, call.id))
 
     @property
     def running(self) -> bool:
@@ -680,11 +693,11 @@ class AlazarIO(_IO):
         return int(self._handle().RingSamples())
 
     def close(self) -> None:
-        """Stop the DAC and release the IO (refused with InUseError while an engine uses it)."""
-        if self._h is not None:
-            native(self._h.Close)()
-            self._fin.detach()
-            self._h = None
+        """Stop the DAC and release the IO (refused with InUseError while an engine uses it);
+        afterwards the calls raise :class:`~vortexgo.ClosedError`."""
+        self._release()
 
     def __repr__(self) -> str:
+        if self._closed:
+            return "<AlazarIO closed>"
         return f"<AlazarIO{' running' if self.running else ''}>"
