@@ -164,7 +164,6 @@ func (a *Acquisition) AlazarWait(addr int) (int, error) {
 	return tagged(s.WaitStandalone(uintptr(addr)))
 }
 
-
 // MaxTriggerRatePerFFTLength is the FFT module's highest trigger rate at
 // FFT length n (vortex's InfoDsp.max_trigger_rate_per_fft_length) for
 // module index (in Info's DSP list).
