@@ -2,7 +2,7 @@
 # A minimal offscreen Qt for the GPU machine, which has no Qt binding and no
 # network: vortex's Qt demos (vortex-oct-tools widgets) run there at full size
 # with it (tests_py/test_vortex_demos*.py). `make gpu-qt` packs gpu-qt.tar.xz
-# here: PyQt5's Core/Gui/Widgets with Qt's offscreen platform plugin, and, in
+# here: PyQt5's Core/Gui/Widgets/Svg (matplotlib's Qt backend imports QtSvg) with Qt's offscreen platform plugin, and, in
 # syslib/, the system libraries Qt links that a CUDA container may lack
 # (libGL, glib, fontconfig, freetype, X11...). run_gpu_tests.sh unpacks it
 # when carried and appends syslib/ to LD_LIBRARY_PATH, so the machine's own
@@ -17,9 +17,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 q=$tmp/site/PyQt5
 mkdir -p "$q/Qt5/lib" "$q/Qt5/plugins/platforms" "$tmp/syslib"
-cp "$sp"/PyQt5/__init__.py "$sp"/PyQt5/QtCore.abi3.so "$sp"/PyQt5/QtGui.abi3.so "$sp"/PyQt5/QtWidgets.abi3.so \
+cp "$sp"/PyQt5/__init__.py "$sp"/PyQt5/QtCore.abi3.so "$sp"/PyQt5/QtGui.abi3.so "$sp"/PyQt5/QtWidgets.abi3.so "$sp"/PyQt5/QtSvg.abi3.so \
    "$sp"/PyQt5/sip.cpython-*.so "$q/"
-cp "$sp"/PyQt5/Qt5/lib/libQt5Core.so.5 "$sp"/PyQt5/Qt5/lib/libQt5Gui.so.5 "$sp"/PyQt5/Qt5/lib/libQt5Widgets.so.5 \
+cp "$sp"/PyQt5/Qt5/lib/libQt5Core.so.5 "$sp"/PyQt5/Qt5/lib/libQt5Gui.so.5 "$sp"/PyQt5/Qt5/lib/libQt5Widgets.so.5 "$sp"/PyQt5/Qt5/lib/libQt5Svg.so.5 \
    "$sp"/PyQt5/Qt5/lib/libicu*.so.* "$q/Qt5/lib/"
 cp "$sp"/PyQt5/Qt5/plugins/platforms/libqoffscreen.so "$q/Qt5/plugins/platforms/"
 # What Qt's libraries need beyond glibc, libstdc++ and the Qt/ICU above.

@@ -54,7 +54,10 @@ def main(argv=None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    sys.path.insert(0, str(ROOT / "python"))
+    try:  # an installed (or PYTHONPATH's) vortexgo first; else the checkout's
+        import vortexgo  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(ROOT / "python"))
 
     import numpy as np
 

@@ -275,7 +275,8 @@ def _reference() -> Optional[Path]:
     finally:
         sys.path.pop(0)
     ref = vdn.default_reference()
-    return Path(ref) if ref and Path(ref).is_dir() else None
+    # The bindings, not only the folder: the GPU machine's carried reference holds the demos only.
+    return Path(ref) if ref and (Path(ref) / "src" / "vortex-python" / "module" / "alazar.cpp").is_file() else None
 
 
 def test_names_match_vortex_sources():

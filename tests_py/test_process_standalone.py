@@ -496,3 +496,44 @@ def test_config_device_is_vortexs_field():
 def test_cuda_processor_runs_on_the_configs_device():
     p = CUDAProcessor(ProcessorConfig(samples_per_record=N, ascans_per_block=R, device=0))
     assert p.config.device == 0 and p.device.is_cuda and p.device.ordinal == 0
+
+
+def _null_beside(main_proc, device=None):
+    """An engine of a FileAcquisition feeding ``main_proc`` and a NullProcessor made
+    without a device (vortex's volume_to_disk demo), prepared; returns the NullProcessor."""
+    from vortexgo.engine import Engine, EngineConfig, NullEndpoint
+
+    from _scans import planner
+
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"null_beside_{os.getpid()}.raw"
+    np.zeros((2, R, N), np.uint16).tofile(path)
+    null = NullProcessor(samples_per_record=N, ascans_per_block=R)
+    acq = vg.FileAcquisition(path=str(path), samples_per_record=N, loop=False)
+    fmt = planner(R, 2)
+    ec = EngineConfig(records_per_block=R, blocks_to_allocate=3, preload_count=1)
+    ec.add_acquisition(acq, [main_proc, null])
+    ec.add_processor(main_proc, [fmt])
+    ec.add_processor(null, [])
+    ec.add_formatter(fmt, [NullEndpoint()])
+    eng = Engine(ec, **({} if device is None else {"device": device}))
+    eng.prepare()
+    eng.close()
+    path.unlink()
+    return null
+
+
+def test_null_processor_follows_the_engines_device():
+    """A NullProcessor made without a device computes nothing: it follows the engine's
+    device instead of choosing it (the engine's is its first other processor's)."""
+    null = _null_beside(CPUProcessor(samples_per_record=N, ascans_per_block=R))
+    assert null.device == vg.get_device("cpu")
+    pinned = NullProcessor(samples_per_record=N, ascans_per_block=R, device="cpu")
+    assert not pinned._follows_engine_device()
+
+
+@needs_cuda
+def test_null_processor_beside_a_cuda_processor():
+    """vortex's volume_to_disk demo: a NullProcessor beside a CUDAProcessor in a CUDA engine
+    (refused before: 'NullProcessor on cpu, expected the engine's device cuda:0')."""
+    null = _null_beside(CUDAProcessor(samples_per_record=N, ascans_per_block=R))
+    assert null.device == vg.get_device("cuda:0")

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import _subproc
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "render_vortex_tools.py"
 
@@ -38,7 +40,7 @@ needs_qt = pytest.mark.skipif(not _qt(), reason="no Qt binding for qtpy (PyQt5: 
 def _render(tmp_path: Path, backend: str) -> tuple[dict, Path]:
     out = tmp_path / backend
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen",
-               PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT / "python")) if p))
+               PYTHONPATH=os.pathsep.join(p for p in (_subproc.PYTHON_DIR, os.environ.get("PYTHONPATH", ""), str(ROOT / "python")) if p))
     r = subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), "--backend", backend, "--device", "cpu"],
                        capture_output=True, text=True, env=env, timeout=280)
     assert r.returncode == 0, r.stderr[-4000:]

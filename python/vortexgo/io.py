@@ -42,7 +42,7 @@ from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, InUseError, native, release_on_collect
 from ._layouts import SIM_IO_STATE, SIM_IO_WINDOW
-from ._standalone import BlockCall, Worker, call_back
+from ._standalone import BlockCall as _BlockCall, Worker as _Worker, call_back as _call_back  # private: not io's names
 from ._validate import check_bool, check_callable, check_float, check_int
 from .daqmx import AnalogVoltageInput, AnalogVoltageOutput, DigitalInput, DigitalOutput
 from . import alazar
@@ -302,7 +302,7 @@ class _DeviceIO(_IO):
     def __init__(self, logger: Optional[logging.Logger], config: Config) -> None:
         self._h = None
         self._closed = False
-        self._worker: Optional[Worker] = None
+        self._worker: Optional[_Worker] = None
         self.logger = logger
         self._config = config
 
@@ -321,7 +321,7 @@ class _DeviceIO(_IO):
             self._fin.detach()
         self._h = h
         self._fin = release_on_collect(self, h.Close, what)
-        self._worker = Worker(worker, at_exit)
+        self._worker = _Worker(worker, at_exit)
         self._config = config
         self._closed = False
 
@@ -399,10 +399,10 @@ class DAQmxIO(_DeviceIO):
         :meth:`next` waiting in NI-DAQmx returns NI's abort error."""
         native(self._handle().Stop)()
 
-    def _call(self, count: Any, streams: Any, id: Any) -> BlockCall:
+    def _call(self, count: Any, streams: Any, id: Any) -> _BlockCall:
         filled = frozenset(ch.stream for ch in self._config.channels
                            if isinstance(ch, (AnalogVoltageInput, DigitalInput)))
-        return BlockCall(self._handle(), count, streams, id, filled)
+        return _BlockCall(self._handle(), count, streams, id, filled)
 
     def next(self, count: int, streams: Any, id: int = 0) -> int:
         """Move one block of ``count`` samples through the task and wait for it (vortex's
@@ -450,7 +450,7 @@ class DAQmxIO(_DeviceIO):
 
         def job() -> None:  # the call holds the caller's arrays until it returns
             n, exc = call.outcome(logger)
-            call_back(logger, callback, n, exc, call.id)
+            _call_back(logger, callback, n, exc, call.id)
 
         worker.push(job)
 
@@ -656,7 +656,7 @@ class AlazarIO(_DeviceIO):
         six arrays or a dtype other than the stream's; :class:`~vortexgo.VortexError` before
         the first :meth:`prepare`; :class:`~vortexgo.ClosedError` after :meth:`close`;
         :class:`~vortexgo.InUseError` while an engine uses the IO. ``id`` is for logging."""
-        return BlockCall(self._handle(), count, streams, id).run(self.logger)
+        return _BlockCall(self._handle(), count, streams, id).run(self.logger)
 
     def next_async(self, count: int, streams: Any, callback: Any, id: int = 0) -> None:
         """:meth:`next`, then ``callback(count, exception)`` on the IO's worker thread, with no
@@ -670,12 +670,12 @@ class AlazarIO(_DeviceIO):
         exit) still run, with their results. An exception from ``callback`` is logged, as
         vortex's."""
         check_callable("callback", callback, allow_none=False)
-        call, logger, worker = BlockCall(self._handle(), count, streams, id), self.logger, self._worker
+        call, logger, worker = _BlockCall(self._handle(), count, streams, id), self.logger, self._worker
         assert worker is not None
         n, exc = call.outcome(logger)
         if isinstance(exc, (ClosedError, InUseError)):
             raise exc  # misuse (closed or taken by an engine meanwhile), raised as by the other calls
-        worker.push(lambda: call_back(logger, callback, n, exc, call.id))
+        worker.push(lambda: _call_back(logger, callback, n, exc, call.id))
 
     @property
     def running(self) -> bool:

@@ -326,6 +326,21 @@ class _Processor(NoCopy, StrictAttributes):
     def _default_device(self, cfg: Any = None) -> Device:
         raise NotImplementedError
 
+    def _follows_engine_device(self) -> bool:
+        """Whether an engine moves this processor to its device (one that computes nothing,
+        made without a device)."""
+        return False
+
+    def _move_to(self, dev: Device) -> None:
+        """Remake the processor on ``dev`` (an engine's), keeping its configuration; it still
+        follows the next engine's device after."""
+        spec = self._device_spec
+        self._device_spec = dev.alias
+        try:
+            self.initialize(self.config)
+        finally:
+            self._device_spec = spec
+
     @native
     def initialize(self, config: Optional[ProcessorConfig] = None, **fields: Any) -> None:
         """Validate and adopt ``config`` (copied); ``fields`` override its attributes."""
@@ -594,7 +609,8 @@ class NullProcessorConfig(_ShapeConfig):
 class NullProcessor(_Processor):
     """vortex's NullProcessor: processes nothing. In an engine its A-scans are never
     computed (pair it with spectra endpoints, which read the raw block); it has no
-    ``next``, as vortex's. ``device`` defaults to ``"cpu"``; pass the engine's."""
+    ``next``, as vortex's. Made without ``device``, it follows the engine's device (an
+    engine moves it to its own at ``prepare``, as vortex pairs it with a CUDAProcessor)."""
 
     _config_type = NullProcessorConfig
 
@@ -603,6 +619,9 @@ class NullProcessor(_Processor):
 
     def _default_device(self, cfg: Any = None) -> Device:
         return get_device("cpu" if self._device_spec is None else self._device_spec)
+
+    def _follows_engine_device(self) -> bool:
+        return self._device_spec is None and self._h is not None
 
     def _record(self, cfg: NullProcessorConfig) -> dict:
         return {"SamplesPerRecord": int(cfg.samples_per_record), "AscansPerBlock": int(cfg.ascans_per_block),

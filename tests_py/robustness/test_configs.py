@@ -334,7 +334,15 @@ ok("walker_every_public_class", """
         "DigitalInput": lambda: vg.daqmx.DigitalInput("Dev1/port0/line1"),
         "FileSink": lambda: vg.log.FileSink(os.path.join(TMP, "walker.log")),
         "LiveView": lambda: None, "Frame": lambda: vg.display.Frame(0, np.zeros((2, 2)), np.zeros((2, 2)), 0),
+        "DAQmx": lambda: _daqmx_task(),
     }
+    def _daqmx_task():
+        # One NI-DAQmx task: it needs the library; the virtual card's when built (make virtual).
+        lib = os.path.join(os.path.dirname(os.path.dirname(vg.__file__)), "..", "build", "virtual", "libnidaqmx.so")
+        if not os.path.exists(lib):
+            return None
+        os.environ.setdefault("VORTEXGO_NIDAQMX_LIBRARY", os.path.abspath(lib))
+        return vg.daqmx.DAQmx("walker")
     def _graph():
         s = vg.Stream()
         # Made on the capturing stream and synchronized before the capture: a CUDA
@@ -378,7 +386,8 @@ ok("walker_every_public_class", """
             continue
         obj, why = build(cls)
         if obj is None:
-            if cls.__name__ not in ("PipelineGraph", "LiveView"):  # built only by a manager / over a running endpoint
+            # built only by a manager / over a running endpoint / with NI-DAQmx's library
+            if cls.__name__ not in ("PipelineGraph", "LiveView", "DAQmx"):
                 unbuilt.append(f"{qn}: {why}")
             continue
         name = type(obj).__name__

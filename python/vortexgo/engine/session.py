@@ -171,12 +171,21 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         uploaded to their GPU and their outputs copied back to the engine's, where the
         endpoints format them."""
         procs = config.processors
+        # A processor that computes nothing (NullProcessor, made without a device) follows the
+        # engine's device instead of choosing it: vortex's demos pair one with a CUDAProcessor.
+        followers = [p for p in procs if p._follows_engine_device()]
+        leaders = [p for p in procs if p not in followers]
         if self._device_spec is not None:
             dev = get_device(self._device_spec)
+        elif leaders:
+            dev = leaders[0].device
         elif procs:
             dev = procs[0].device
         else:
             dev = get_device(None)
+        for p in followers:
+            if p.device != dev:
+                p._move_to(dev)  # InUseError while another engine holds it, as any re-initialize
         for p in procs:
             if p.device != dev and not (p.device.is_cuda and dev.is_cuda):
                 raise ValueError(f"{type(p).__name__} on {p.device.alias}, expected the engine's device {dev.alias} "
