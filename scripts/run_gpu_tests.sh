@@ -3,6 +3,7 @@
 # binaries built by `make gpu-build`, then pytest against the carried
 # extension. Prints pass/fail counts per suite and a total; exits non-zero
 # on any failure. Usage (from the repo root): bash gpu-build/run_gpu_tests.sh [pytest args]
+# (test files among the args run instead of all of tests_py).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gb="$root/gpu-build"
@@ -50,7 +51,10 @@ done
 cd "$root"
 # -rs lists skip reasons; the last line is pytest's "N passed, M skipped" summary
 # (do not add another -q: -qq drops that line).
-python3 -m pytest -q -p no:cacheprovider -rs tests_py "$@" 2>&1 | tee "$out/pytest.log"
+# Test files or folders among the arguments replace the default, the whole tests_py.
+targets=(tests_py)
+for a in "$@"; do case $a in tests_py/*) targets=(); break ;; esac; done
+python3 -m pytest -q -p no:cacheprovider -rs "${targets[@]}" "$@" 2>&1 | tee "$out/pytest.log"
 py_rc=${PIPESTATUS[0]}
 summary=$(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$out/pytest.log" | tail -1)
 echo "================ GPU test summary ================"
