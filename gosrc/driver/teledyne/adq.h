@@ -70,7 +70,7 @@
 
 #define ADQ_FUNCTION_INVALID 0
 #define ADQ_FUNCTION_PATTERN_GENERATOR0 1
-#define ADQ_FUNCTION_DAISY_CHAIN 9
+#define ADQ_FUNCTION_DAISY_CHAIN 9 /* vortex sets it; its value is not in the public headers we read: the virtual board's only */
 #define ADQ_PATTERN_GENERATOR_OPERATION_EVENT 1
 #define ADQ_TEST_PATTERN_SOURCE_DISABLE 0
 #define ADQ_TEST_PATTERN_SOURCE_TRIANGLE 3
@@ -79,7 +79,7 @@
 #define ADQ_MEMORY_OWNER_USER 1
 #define ADQ_DIRECTION_OUT 1
 #define ADQ_IMPEDANCE_50_OHM 0
-#define ADQ_ARM_AT_ACQUISITION_START 1
+#define ADQ_ARM_AT_ACQUISITION_START 1 /* likewise */
 #define LOG_LEVEL_INFO 3
 #define ADQ_USER_LOGIC2 2
 
