@@ -163,3 +163,4 @@ clean:
 
 # The virtual instrument's fake NI-DAQmx card (make virtual): its rules live beside its source.
 include instruments/virtual/daqmx.mk
+include instruments/virtual/teledyne.mk

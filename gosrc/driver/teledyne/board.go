@@ -1,0 +1,620 @@
+package teledyne
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "shim.h"
+static void vg_set_clock(vg_adq_parameters* p, double f, double ref, int gen, int src, double delay, int lowjit) {
+	p->constant.clock_system.sampling_frequency = f;
+	p->constant.clock_system.reference_frequency = ref;
+	p->constant.clock_system.clock_generator = gen;
+	p->constant.clock_system.reference_source = src;
+	p->constant.clock_system.delay_adjustment = delay;
+	p->constant.clock_system.delay_adjustment_enabled = delay != 0;
+	p->constant.clock_system.low_jitter_mode_enabled = lowjit;
+}
+static uintptr_t vg_record_buffer(vg_adq_parameters* p, int ch, int i) { return (uintptr_t)p->transfer[ch].record_buffer[i]; }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Errors a Board wraps (vortex's exception classes).
+var (
+	// ErrDriver is wrapped by every failure ADQAPI reports (vortex's teledyne::exception).
+	ErrDriver = errors.New("teledyne")
+	// ErrOverflow is a hardware buffer overflow: the host fell behind (vortex's buffer_overflow).
+	ErrOverflow = errors.New("teledyne: buffer overflow")
+	// ErrWaitTimeout is a wait that timed out (vortex's wait_timeout).
+	ErrWaitTimeout = errors.New("teledyne: wait timeout")
+	// ErrInvalid is a bad argument the driver refuses before ADQAPI sees it.
+	ErrInvalid = errors.New("teledyne: invalid argument")
+)
+
+func driverErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrDriver, fmt.Sprintf(format, a...))
+}
+
+// TriggerSource is vortex's teledyne.TriggerSource (ADQEventSource values).
+type TriggerSource int32
+
+// The trigger sources.
+const (
+	TriggerPortTrig TriggerSource = C.ADQ_EVENT_SOURCE_TRIG
+	TriggerPortSync TriggerSource = C.ADQ_EVENT_SOURCE_SYNC
+	TriggerPortGPIO TriggerSource = C.ADQ_EVENT_SOURCE_GPIOA0
+	TriggerPeriodic TriggerSource = C.ADQ_EVENT_SOURCE_PERIODIC
+)
+
+// ClockGenerator is vortex's teledyne.ClockGenerator.
+type ClockGenerator int32
+
+// The clock generators.
+const (
+	ClockInternalPLL   ClockGenerator = C.ADQ_CLOCK_GENERATOR_INTERNAL_PLL
+	ClockExternalClock ClockGenerator = C.ADQ_CLOCK_GENERATOR_EXTERNAL_CLOCK
+)
+
+// ClockReferenceSource is vortex's teledyne.ClockReferenceSource.
+type ClockReferenceSource int32
+
+// The reference sources.
+const (
+	ReferenceInternal ClockReferenceSource = C.ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL
+	ReferencePortCLK  ClockReferenceSource = C.ADQ_REFERENCE_CLOCK_SOURCE_PORT_CLK
+	ReferencePXIE10M  ClockReferenceSource = C.ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M
+)
+
+// ClockEdges is vortex's teledyne.ClockEdges (FWOCT k-clock edges).
+type ClockEdges int32
+
+// The k-clock edges.
+const (
+	EdgesRising ClockEdges = iota
+	EdgesFalling
+	EdgesBoth
+)
+
+// FFTMode is vortex's teledyne.FFTMode (the FWOCT FFT's output).
+type FFTMode int32
+
+// The FFT modes.
+const (
+	FFTDisabled FFTMode = iota - 1
+	FFTComplex
+	FFTMagnitude
+	FFTLogMagnitude
+)
+
+// InfiniteAcquisition is ADQ_INFINITE_NOF_RECORDS.
+const InfiniteAcquisition = int64(C.ADQ_INFINITE_NOF_RECORDS)
+
+// BytesPerSample is the size of one sample in a transfer buffer.
+const BytesPerSample = 2
+
+// FWOCT register map (vortex's driver's).
+const (
+	regModuleID = iota
+	regRecordLength
+	regDebug
+	regErrors
+	regAddrReset
+	regTableData
+	regTableConfig
+	regKClkDelay
+	regConfig
+	regPhaseInc
+	regClearErrors
+	regTrigRep
+	regAvoidZeroPadding
+)
+
+const (
+	fwoctIDMagic      = 0x4b
+	fwoctPhaseUnity   = 0x10000
+	fwoctBackgroundTb = 2
+	fwoctWindowTb     = 4
+)
+
+// FWOCT describes the FWOCT firmware found on the board (vortex's info.fwoct).
+type FWOCT struct {
+	Detected                           bool
+	AlignmentDivisor                   int
+	Version, ID                        int
+	OCTChannelCount, ClockChannelCount int
+	FFTCapacity, SampleTimeCapacity    int
+}
+
+// Info is the board's constant description (vortex's teledyne.Info).
+type Info struct {
+	BoardIndex, DeviceNumber, BufferCount                   int
+	HugepageBytes                                           int
+	ProductName, ProductOptions, SerialNumber, FirmwareName string
+	ChannelCount, PatternGeneratorCount                     int
+	FWOCT                                                   FWOCT
+}
+
+// DeviceInfo is one entry of Enumerate (vortex's teledyne.DeviceInfo).
+type DeviceInfo struct {
+	ProductID int
+	DevFile   string
+}
+
+// Board is an open ADQ digitizer (vortex's teledyne.Teledyne).
+type Board struct {
+	mu       sync.Mutex
+	cu       uintptr
+	p        *C.vg_adq_parameters // C memory: libadq writes the buffer addresses into it
+	info     Info
+	channels []int
+	started  bool
+	closed   bool
+}
+
+// Open opens the board at boardIndex (from 0; vortex's board_t).
+func Open(boardIndex int) (*Board, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	if boardIndex < 0 || boardIndex > math.MaxInt32-1 {
+		return nil, fmt.Errorf("%w: board index %d, expected >= 0", ErrInvalid, boardIndex)
+	}
+	cu := uintptr(C.vg_create())
+	if cu == 0 {
+		return nil, driverErr("failed to create ADQ API handle")
+	}
+	b := &Board{cu: cu}
+	ok := false
+	defer func() {
+		if !ok {
+			b.release()
+		}
+	}()
+	C.vg_enable_error_trace(C.uintptr_t(cu))
+	var list *C.vg_adq_info_entry
+	var n C.uint
+	if C.vg_list_devices(C.uintptr_t(cu), &list, &n) == 0 {
+		return nil, driverErr("unable to list devices")
+	}
+	if boardIndex >= int(n) {
+		return nil, driverErr("device index is out of range: %d >= %d", boardIndex, int(n))
+	}
+	if C.vg_setup_device(C.uintptr_t(cu), C.int(boardIndex)) == 0 {
+		return nil, driverErr("unable to set up device %d", boardIndex)
+	}
+	b.p = (*C.vg_adq_parameters)(C.calloc(1, C.size_t(C.vg_parameters_size())))
+	b.info = Info{BoardIndex: boardIndex, DeviceNumber: boardIndex + 1, BufferCount: int(C.ADQ_MAX_NOF_BUFFERS), HugepageBytes: 1 << 30}
+	if got := int(C.vg_initialize_parameters(C.uintptr_t(cu), C.int(b.info.DeviceNumber), b.p)); got != int(C.vg_parameters_size()) {
+		return nil, fmt.Errorf("%w: unable to allocate device parameters (the library's structure is %d bytes, the driver's %d: another ADQAPI revision)",
+			ErrIncompatible, got, int(C.vg_parameters_size()))
+	}
+	c := &b.p.constant
+	b.info.ProductName = C.GoString(&c.product_name[0])
+	b.info.ProductOptions = C.GoString(&c.product_options[0])
+	b.info.SerialNumber = C.GoString(&c.serial_number[0])
+	b.info.FirmwareName = C.GoString(&c.firmware_name[0])
+	b.info.ChannelCount = int(c.nof_channels)
+	b.info.PatternGeneratorCount = int(c.nof_pattern_generators)
+	t := &b.p.transfer_common
+	t.record_buffer_memory_owner = C.ADQ_MEMORY_OWNER_API
+	t.packed_buffers_enabled = 1 // every channel of a buffer index back to back (vortex's layout)
+	t.write_lock_enabled = 1     // the board never writes a buffer the host holds
+	t.marker_mode = C.ADQ_MARKER_MODE_HOST_MANUAL
+	data, err := b.readRegister(regModuleID)
+	if err != nil {
+		return nil, err
+	}
+	pop := func(n uint) int { v := int(data & (1<<n - 1)); data >>= n; return v }
+	f := &b.info.FWOCT
+	f.AlignmentDivisor = 8
+	f.Version = pop(8)
+	f.ID = pop(8)
+	f.ClockChannelCount = pop(1)
+	f.OCTChannelCount = pop(2)
+	f.FFTCapacity = 1 << pop(5)
+	f.SampleTimeCapacity = 1 << pop(5)
+	f.Detected = f.ID == fwoctIDMagic
+	ok = true
+	return b, nil
+}
+
+func (b *Board) release() {
+	if b.cu != 0 {
+		C.vg_destroy(C.uintptr_t(b.cu))
+		b.cu = 0
+	}
+	if b.p != nil {
+		C.free(unsafe.Pointer(b.p))
+		b.p = nil
+	}
+}
+
+// Close stops a capture and deletes the control unit.
+func (b *Board) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	if b.started {
+		C.vg_stop(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber)) // as vortex's destructor: the result does not matter
+		b.started = false
+	}
+	b.release()
+	return nil
+}
+
+// Info is the board's description.
+func (b *Board) Info() Info { return b.info }
+
+// Handle is the ADQ control unit's handle (0 once closed).
+func (b *Board) Handle() uintptr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cu
+}
+
+// Valid reports whether the board is open.
+func (b *Board) Valid() bool { return b.Handle() != 0 }
+
+// Running reports whether a capture is started.
+func (b *Board) Running() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.started
+}
+
+func (b *Board) readRegister(reg uint32) (uint32, error) {
+	var v C.uint32_t
+	if rc := C.vg_read_register(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), C.uint32_t(reg), &v); rc != C.ADQ_EOK {
+		return 0, driverErr("failed to read register %d: %d", reg, int(rc))
+	}
+	return uint32(v), nil
+}
+
+func (b *Board) writeRegister(reg, data uint32) error {
+	if rc := C.vg_write_register(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), C.uint32_t(reg), 0, C.uint32_t(data)); rc != C.ADQ_EOK {
+		return driverErr("failed to write to value %d to register %d with mask %d: %d", data, reg, 0, int(rc))
+	}
+	return nil
+}
+
+// ConfigureSamplingClock sets the clock system (vortex's configure_sampling_clock).
+func (b *Board) ConfigureSamplingClock(samplingHz, referenceHz float64, gen ClockGenerator, ref ClockReferenceSource, delay float64, lowJitter bool) {
+	lj := 0
+	if lowJitter {
+		lj = 1
+	}
+	C.vg_set_clock(b.p, C.double(samplingHz), C.double(referenceHz), C.int(gen), C.int(ref), C.double(delay), C.int(lj))
+}
+
+// ConfigureTriggerSource sets every channel's trigger, the periodic
+// source's frequency and trigger skipping through pattern generator 0
+// (vortex's configure_trigger_source).
+func (b *Board) ConfigureTriggerSource(src TriggerSource, periodicHz float64, offsetSamples int64, skip int32) error {
+	b.p.periodic_frequency = C.double(periodicHz)
+	for ch := 0; ch < b.info.ChannelCount; ch++ {
+		a := &b.p.acquisition[ch]
+		a.horizontal_offset = C.int64_t(offsetSamples)
+		a.trigger_source = C.int32_t(src)
+		a.trigger_blocking_source = C.ADQ_FUNCTION_INVALID
+		if skip > 1 {
+			a.trigger_blocking_source = C.ADQ_FUNCTION_PATTERN_GENERATOR0
+		}
+	}
+	pg := &b.p.pattern_generator[0]
+	if skip <= 1 {
+		pg.nof_instructions = 0
+		return nil
+	}
+	if b.info.PatternGeneratorCount < 1 {
+		return driverErr("triggering skipping requires a pattern generator but there are none: %d", b.info.PatternGeneratorCount)
+	}
+	pg.nof_instructions = 2
+	for i, ins := range []struct{ count, out int }{{1, 0}, {int(skip) - 1, 1}} {
+		pi := &pg.instruction[i]
+		pi.op, pi.source, pi.count = C.ADQ_PATTERN_GENERATOR_OPERATION_EVENT, C.int32_t(src), C.int64_t(ins.count)
+		pi.output_value, pi.output_value_transition = C.int32_t(ins.out), C.int32_t(ins.out)
+	}
+	return nil
+}
+
+// ConfigureTriggerSync passes the first channel's trigger to the SYNC port
+// (vortex's configure_trigger_sync); call after ConfigureCapture.
+func (b *Board) ConfigureTriggerSync(enable bool) error {
+	if !enable {
+		b.p.daisy_chain.source = C.ADQ_EVENT_SOURCE_INVALID
+		b.p.sync_pin0.function = C.ADQ_FUNCTION_INVALID
+		return nil
+	}
+	if len(b.channels) == 0 {
+		return driverErr("no channels are active")
+	}
+	d := &b.p.daisy_chain
+	d.source = b.p.acquisition[b.channels[0]].trigger_source
+	d.arm, d.resynchronization_enabled, d.position = C.ADQ_ARM_AT_ACQUISITION_START, 1, 0
+	s := &b.p.sync_pin0
+	s.direction, s.function, s.invert_output, s.input_impedance = C.ADQ_DIRECTION_OUT, C.ADQ_FUNCTION_DAISY_CHAIN, 0, C.ADQ_IMPEDANCE_50_OHM
+	return nil
+}
+
+// ConfigureCapture sets the active channels, record shape and transfer
+// buffers (vortex's configure_capture).
+func (b *Board) ConfigureCapture(mask uint32, samples int64, recordsPerBuffer int32, recordsPerAcquisition int64, testPattern bool, sampleSkip int64) {
+	b.channels = b.channels[:0]
+	for ch := 0; ch < b.info.ChannelCount; ch++ {
+		a := &b.p.acquisition[ch]
+		if mask&(1<<ch) == 0 {
+			a.nof_records = 0
+			continue
+		}
+		b.channels = append(b.channels, ch)
+		a.nof_records = C.int64_t(recordsPerAcquisition)
+		a.record_length = C.int64_t(samples)
+		b.p.dc_offset[ch] = 0
+		b.p.skip_factor[ch] = C.int64_t(sampleSkip)
+		t := &b.p.transfer[ch]
+		t.record_size = C.int64_t(BytesPerSample * samples)
+		t.infinite_record_length_enabled = 0
+		t.record_buffer_size = C.int64_t(BytesPerSample * int64(recordsPerBuffer) * samples)
+		t.metadata_enabled = 0
+		t.nof_buffers = C.int64_t(b.info.BufferCount)
+		b.p.test_pattern[ch] = C.ADQ_TEST_PATTERN_SOURCE_DISABLE
+		if testPattern {
+			b.p.test_pattern[ch] = C.ADQ_TEST_PATTERN_SOURCE_TRIANGLE
+		}
+	}
+}
+
+// CommitConfiguration hands the parameters to the board (vortex's commit_configuration).
+func (b *Board) CommitConfiguration() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rc := int(C.vg_set_parameters(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), b.p)); rc != int(C.vg_parameters_size()) {
+		return driverErr("ADQ SetParameters() failed: %d", rc)
+	}
+	return nil
+}
+
+func pushBits(data *uint32, n uint, v uint32) error {
+	if v&(1<<n-1) != v {
+		return fmt.Errorf("%w: value %d exceeds %d bits", ErrInvalid, v, n)
+	}
+	*data = *data<<n | v
+	return nil
+}
+
+func fixedPoint(v float64, intBits, fracBits uint) uint32 {
+	return uint32(int64(v*float64(uint64(1)<<fracBits))) & (1<<(intBits+fracBits) - 1)
+}
+
+// ConfigureFWOCT programs the FWOCT firmware's registers: record length,
+// channel mapping, k-clock delay (15.12 fixed point), resampling phase
+// increment, the background (int16) and spectral filter (2.14 fixed point)
+// tables and the FFT (vortex's configure_fwoct).
+func (b *Board) ConfigureFWOCT(recordLength uint32, edges ClockEdges, clockDelaySamples, relativePhaseIncrement float64,
+	background []int16, window []complex64, mode FFTMode, channelMapping uint32) error {
+	f := b.info.FWOCT
+	if err := b.writeRegister(regRecordLength, recordLength); err != nil {
+		return err
+	}
+	if err := b.writeRegister(regDebug, channelMapping); err != nil {
+		return err
+	}
+	if err := b.writeRegister(regKClkDelay, fixedPoint(clockDelaySamples, 15, 12)); err != nil {
+		return err
+	}
+	if err := b.writeRegister(regPhaseInc, uint32(fwoctPhaseUnity*relativePhaseIncrement)); err != nil {
+		return err
+	}
+	fftPo2, magnitude := uint32(0), uint32(0)
+	if mode != FFTDisabled {
+		if f.Version < 8 {
+			return driverErr("FFT requires FWOCT version >= 8 (current version == %d)", f.Version)
+		}
+		fftPo2 = uint32(bits.Len32(recordLength - 1))
+		magnitude = uint32(mode)
+	}
+	pre := len(background) > 0 || len(window) > 0
+	var config uint32
+	for _, fld := range []struct {
+		n uint
+		v uint32
+	}{{1, 0}, {1, 0}, {1, 0}, {4, fftPo2}, {1, 0}, {2, magnitude}, {1, b2u(mode != FFTDisabled)}, {1, b2u(pre)}, {1, 0}, {2, uint32(edges)}} {
+		if err := pushBits(&config, fld.n, fld.v); err != nil {
+			return err
+		}
+	}
+	if err := b.writeRegister(regConfig, config); err != nil {
+		return err
+	}
+	if pre {
+		if f.Version < 8 {
+			return driverErr("FFT preprocessor requires FWOCT version >= 8 (current version == %d)", f.Version)
+		}
+		table := func(base uint32, value func(i int) uint32) error {
+			for _, w := range [][2]uint32{{regAddrReset, 1}, {regAddrReset, 0}, {regTableConfig, base}} {
+				if err := b.writeRegister(w[0], w[1]); err != nil {
+					return err
+				}
+			}
+			for i := 0; i < f.FFTCapacity; i++ {
+				if err := b.writeRegister(regTableData, value(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := table(fwoctBackgroundTb, func(i int) uint32 {
+			if i < len(background) && i < int(recordLength) {
+				return uint32(uint16(background[i]))
+			}
+			return 0
+		}); err != nil {
+			return err
+		}
+		if err := table(fwoctWindowTb, func(i int) uint32 {
+			v := complex64(1)
+			if i < len(window) && i < int(recordLength) {
+				v = window[i]
+			}
+			return fixedPoint(float64(imag(v)), 2, 14)<<16 | fixedPoint(float64(real(v)), 2, 14)
+		}); err != nil {
+			return err
+		}
+	}
+	if err := b.writeRegister(regTrigRep, 0); err != nil {
+		return err
+	}
+	return b.writeRegister(regAvoidZeroPadding, 0)
+}
+
+func b2u(v bool) uint32 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// StartCapture starts the acquisition (vortex's start_capture).
+func (b *Board) StartCapture() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rc := C.vg_start(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber)); rc != C.ADQ_EOK {
+		return driverErr("start acquisition failed: %d", int(rc))
+	}
+	b.started = true
+	return nil
+}
+
+// StopCapture stops the acquisition (vortex's stop_capture).
+func (b *Board) StopCapture() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cu == 0 {
+		return nil
+	}
+	rc := C.vg_stop(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber))
+	b.started = false
+	if rc != C.ADQ_EOK && rc != C.ADQ_EINTERRUPTED && rc != C.ADQ_ENOTREADY {
+		return driverErr("stop acquisition failed: %d", int(rc))
+	}
+	return nil
+}
+
+// RecordsPerBuffer is the records of one transfer buffer.
+func (b *Board) RecordsPerBuffer() int {
+	if len(b.channels) == 0 {
+		return 0
+	}
+	t := &b.p.transfer[b.channels[0]]
+	return int(t.record_buffer_size / t.record_size)
+}
+
+// WaitAndLockBuffer waits up to timeout for transfer buffer index to be
+// complete on every active channel and returns its address (packed: every
+// channel back to back) and records; the buffer stays locked until
+// UnlockBuffer (vortex's wait_and_lock_buffer).
+func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (uintptr, int, error) {
+	if index < 0 || index >= b.info.BufferCount {
+		return 0, 0, fmt.Errorf("%w: index exceeds buffer count: %d > %d", ErrInvalid, index, b.info.BufferCount)
+	}
+	if len(b.channels) == 0 {
+		return 0, 0, driverErr("no channels are active")
+	}
+	deadline := time.Now().Add(timeout)
+	var st C.vg_adq_p2p_status
+	for {
+		ms := max(time.Until(deadline).Milliseconds(), 0)
+		rc := C.vg_wait_p2p(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), &st, C.int(ms))
+		if rc == C.ADQ_EAGAIN {
+			var o C.int32_t
+			if C.vg_overflow(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), &o) != 0 {
+				return 0, 0, driverErr("unable to query device overflow status after a timeout for buffer %d", index)
+			}
+			if o != 0 {
+				return 0, 0, fmt.Errorf("%w: hardware buffer overflow at buffer %d", ErrOverflow, index)
+			}
+			return 0, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)
+		}
+		if rc != C.ADQ_EOK {
+			return 0, 0, driverErr("unable to query buffer status: %d", int(rc))
+		}
+		ready := true
+		for _, ch := range b.channels {
+			c := &st.channel[ch]
+			found := false
+			for k := 0; k < int(c.nof_completed_buffers); k++ {
+				found = found || int(c.completed_buffers[k]) == index
+			}
+			ready = ready && found
+		}
+		if ready {
+			return uintptr(C.vg_record_buffer(b.p, C.int(b.channels[0]), C.int(index))), b.RecordsPerBuffer(), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)
+		}
+	}
+}
+
+// UnlockBuffer hands transfer buffer index back to the board (vortex's unlock_buffer).
+func (b *Board) UnlockBuffer(index int) error {
+	if index < 0 || index >= b.info.BufferCount {
+		return fmt.Errorf("%w: index exceeds buffer count: %d > %d", ErrInvalid, index, b.info.BufferCount)
+	}
+	for _, ch := range b.channels {
+		if rc := C.vg_unlock_p2p(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), C.int(ch), C.uint64_t(1)<<index); rc != C.ADQ_EOK {
+			return driverErr("failed to unlock buffer %d for channel %d: %d", index, ch, int(rc))
+		}
+	}
+	return nil
+}
+
+// Enumerate lists the ADQ devices in the system (vortex's enumerate).
+func Enumerate() ([]DeviceInfo, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	cu := C.vg_create()
+	if cu == 0 {
+		return nil, driverErr("failed to create ADQ API handle")
+	}
+	defer C.vg_destroy(cu)
+	var list *C.vg_adq_info_entry
+	var n C.uint
+	if C.vg_list_devices(cu, &list, &n) == 0 {
+		return nil, driverErr("ADQ ListDevices() failed.")
+	}
+	out := make([]DeviceInfo, int(n))
+	entries := unsafe.Slice(list, int(n))
+	for i := range out {
+		out[i] = DeviceInfo{ProductID: int(entries[i].ProductID), DevFile: C.GoString(&entries[i].DevFile[0])}
+	}
+	return out, nil
+}
+
+// ChannelMaskString is vortex's channel_mask_to_string ("0+1", "None").
+func ChannelMaskString(mask uint32) string {
+	var s []string
+	for i := 0; i < 32; i++ {
+		if mask&(1<<i) != 0 {
+			s = append(s, fmt.Sprint(i))
+		}
+	}
+	if len(s) == 0 {
+		return "None"
+	}
+	return strings.Join(s, "+")
+}

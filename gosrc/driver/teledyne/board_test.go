@@ -1,0 +1,225 @@
+package teledyne_test
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/driver/teledyne"
+	"github.com/vortexgo/vortexgo/gosrc/internal/virtualtest"
+)
+
+// The board tests run the driver against the virtual digitizer
+// (instruments/virtual/teledyne.c); the cases that need another library
+// environment (revision, FIFO) run in a child process of this binary.
+
+const child = "VG_TELEDYNE_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(child) {
+	case "revision":
+		err := teledyne.Load()
+		if err == nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString(err.Error())
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func require_(t *testing.T) {
+	t.Helper()
+	lib := virtualtest.Library(t, "libadq.so")
+	if _, ok := os.LookupEnv(teledyne.EnvLibrary); !ok {
+		t.Setenv(teledyne.EnvLibrary, lib)
+	}
+}
+
+func configure(t *testing.T, b *teledyne.Board, samples int64, rpb int32, hz float64) {
+	t.Helper()
+	b.ConfigureSamplingClock(2.5e9, 10e6, teledyne.ClockInternalPLL, teledyne.ReferenceInternal, 0, true)
+	require.NoError(t, b.ConfigureTriggerSource(teledyne.TriggerPeriodic, hz, 0, 1))
+	b.ConfigureCapture(1, samples, rpb, teledyne.InfiniteAcquisition, false, 1)
+	require.NoError(t, b.ConfigureTriggerSync(true))
+	require.NoError(t, b.CommitConfiguration())
+}
+
+func TestOpenInfo(t *testing.T) {
+	require_(t)
+	b, err := teledyne.Open(0)
+	require.NoError(t, err)
+	defer b.Close()
+	in := b.Info()
+	require.Equal(t, "ADQ32", in.ProductName)
+	require.Equal(t, 2, in.ChannelCount)
+	require.Equal(t, 16, in.BufferCount)
+	require.True(t, in.FWOCT.Detected)
+	require.Equal(t, 8, in.FWOCT.Version)
+	require.Equal(t, 8192, in.FWOCT.FFTCapacity)
+	require.True(t, b.Valid())
+	require.NoError(t, b.Close())
+	require.False(t, b.Valid())
+
+	devs, err := teledyne.Enumerate()
+	require.NoError(t, err)
+	require.Len(t, devs, 1)
+	require.Equal(t, 0x31, devs[0].ProductID)
+}
+
+func TestOpenErrors(t *testing.T) {
+	require_(t)
+	for _, tc := range []struct {
+		index int
+		want  string
+	}{
+		{1, "device index is out of range: 1 >= 1"},
+		{-1, "board index -1"},
+	} {
+		_, err := teledyne.Open(tc.index)
+		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+func TestBadSettings(t *testing.T) {
+	require_(t)
+	b, err := teledyne.Open(0)
+	require.NoError(t, err)
+	defer b.Close()
+	for _, tc := range []struct {
+		name  string
+		setup func()
+	}{
+		{"sample skip 0", func() { b.ConfigureCapture(1, 256, 8, -1, false, 0) }},
+		{"no channel", func() { b.ConfigureCapture(0, 256, 8, -1, false, 1) }},
+		{"zero length", func() { b.ConfigureCapture(1, 0, 8, -1, false, 1) }},
+		{"periodic at 0 Hz", func() {
+			require.NoError(t, b.ConfigureTriggerSource(teledyne.TriggerPeriodic, 0, 0, 1))
+			b.ConfigureCapture(1, 256, 8, -1, false, 1)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b.ConfigureSamplingClock(2.5e9, 10e6, teledyne.ClockInternalPLL, teledyne.ReferenceInternal, 0, true)
+			require.NoError(t, b.ConfigureTriggerSource(teledyne.TriggerPortTrig, 1e4, 0, 1))
+			tc.setup()
+			require.ErrorIs(t, b.CommitConfiguration(), teledyne.ErrDriver)
+		})
+	}
+	require.ErrorContains(t, b.StartCapture(), "start acquisition failed")
+}
+
+func TestCaptureLockUnlock(t *testing.T) {
+	require_(t)
+	b, err := teledyne.Open(0)
+	require.NoError(t, err)
+	defer b.Close()
+	configure(t, b, 256, 8, 50e3)
+	require.Equal(t, 8, b.RecordsPerBuffer())
+	require.NoError(t, b.StartCapture())
+	require.True(t, b.Running())
+	for i := 0; i < 40; i++ {
+		idx := i % b.Info().BufferCount
+		p, n, err := b.WaitAndLockBuffer(idx, time.Second)
+		require.NoError(t, err, "buffer %d", i)
+		require.Equal(t, 8, n)
+		data := unsafe.Slice((*uint16)(unsafe.Pointer(p)), 8*256)
+		nonzero := 0
+		for _, v := range data {
+			if v != 0 {
+				nonzero++
+			}
+		}
+		require.Greater(t, nonzero, 1000)
+		require.NoError(t, b.UnlockBuffer(idx))
+	}
+	require.NoError(t, b.StopCapture())
+	require.False(t, b.Running())
+	// the board is ready for another session
+	require.NoError(t, b.StartCapture())
+	_, _, err = b.WaitAndLockBuffer(0, time.Second)
+	require.NoError(t, err)
+	require.NoError(t, b.StopCapture())
+}
+
+func TestTimeoutAndOverflow(t *testing.T) {
+	require_(t)
+	b, err := teledyne.Open(0)
+	require.NoError(t, err)
+	defer b.Close()
+	configure(t, b, 256, 8, 1e6)
+	// not started: nothing completes
+	_, _, err = b.WaitAndLockBuffer(0, 20*time.Millisecond)
+	require.ErrorIs(t, err, teledyne.ErrWaitTimeout)
+	require.ErrorContains(t, err, "acquisition timeout for buffer 0")
+	// started, never unlocked: the board's 16 buffers fill, then its FIFO
+	// (64 MiB = 131072 records at 1 MHz: 0.13 s) overflows
+	require.NoError(t, b.StartCapture())
+	for i := 0; i < 16; i++ {
+		_, _, err := b.WaitAndLockBuffer(i, time.Second)
+		require.NoError(t, err)
+	}
+	time.Sleep(300 * time.Millisecond) // the host falls behind
+	for i := 0; i < 16; i++ {
+		require.NoError(t, b.UnlockBuffer(i))
+	}
+	_, _, err = b.WaitAndLockBuffer(0, 200*time.Millisecond)
+	require.ErrorIs(t, err, teledyne.ErrOverflow)
+	require.ErrorContains(t, err, "hardware buffer overflow at buffer 0")
+	require.NoError(t, b.StopCapture())
+}
+
+func TestFWOCTRegisters(t *testing.T) {
+	require_(t)
+	b, err := teledyne.Open(0)
+	require.NoError(t, err)
+	defer b.Close()
+	configure(t, b, 256, 8, 1e4)
+	bg := make([]int16, 256)
+	win := make([]complex64, 256)
+	for i := range win {
+		win[i] = 1
+	}
+	for _, mode := range []teledyne.FFTMode{teledyne.FFTDisabled, teledyne.FFTComplex, teledyne.FFTMagnitude, teledyne.FFTLogMagnitude} {
+		require.NoError(t, b.ConfigureFWOCT(256, teledyne.EdgesRising, 0.5, 1, bg, win, mode, 0))
+	}
+}
+
+func TestRevisionRefused(t *testing.T) {
+	lib := virtualtest.Library(t, "libadq.so")
+	for _, tc := range []struct {
+		version string
+		want    string
+	}{
+		{"1.0", "system ADQAPI version is incompatible with compiled version"},
+		{"30311.0", "system ADQAPI version is incompatible"}, // 0x7667 = 30311: same major, older minor (the driver is newer)
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), child+"=revision", teledyne.EnvLibrary+"="+lib, "VGV_ADQAPI_VERSION="+tc.version)
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), tc.want)
+	}
+}
+
+func TestMissingLibrary(t *testing.T) {
+	if os.Getenv(child) != "" {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMissingLibraryChild$")
+	cmd.Env = append(os.Environ(), child+"=missing", teledyne.EnvLibrary+"=/nonexistent/libadq.so")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+func TestMissingLibraryChild(t *testing.T) {
+	if os.Getenv(child) != "missing" {
+		t.Skip("run by TestMissingLibrary")
+	}
+	_, err := teledyne.Open(0)
+	require.ErrorIs(t, err, teledyne.ErrNoLibrary)
+	require.ErrorContains(t, err, "VORTEXGO_ADQ_LIBRARY")
+}
