@@ -322,7 +322,7 @@ func (a *TeledyneAcquisition) Fill(dst []uint16, records int) (int, error) {
 	if err != nil {
 		return 0, a.fail(err)
 	}
-	copy(dst[:records*a.values], unsafe.Slice((*uint16)(ptrOf(p)), n*a.values))
+	copy(dst[:records*a.values], unsafe.Slice((*uint16)(p), n*a.values))
 	if err := a.board.UnlockBuffer(idx); err != nil {
 		return 0, a.fail(err)
 	}
@@ -333,14 +333,14 @@ func (a *TeledyneAcquisition) Fill(dst []uint16, records int) (int, error) {
 }
 
 // waitFor waits up to AcquireTimeout in slices so that a Stop is seen soon.
-func (a *TeledyneAcquisition) waitFor(idx int, stopping <-chan struct{}) (uintptr, int, error) {
+func (a *TeledyneAcquisition) waitFor(idx int, stopping <-chan struct{}) (unsafe.Pointer, int, error) {
 	deadline := time.Now().Add(a.cfg.AcquireTimeout)
 	for {
 		slice := max(min(time.Until(deadline), waitSlice), 0)
 		p, n, err := a.board.WaitAndLockBuffer(idx, slice)
 		select {
 		case <-stopping:
-			return 0, 0, io.EOF
+			return nil, 0, io.EOF
 		default:
 		}
 		if errors.Is(err, teledyne.ErrWaitTimeout) && time.Now().Before(deadline) {

@@ -14,7 +14,7 @@ static void vg_set_clock(vg_adq_parameters* p, double f, double ref, int gen, in
 	p->constant.clock_system.delay_adjustment_enabled = delay != 0;
 	p->constant.clock_system.low_jitter_mode_enabled = lowjit;
 }
-static uintptr_t vg_record_buffer(vg_adq_parameters* p, int ch, int i) { return (uintptr_t)p->transfer[ch].record_buffer[i]; }
+static void* vg_record_buffer(vg_adq_parameters* p, int ch, int i) { return (void*)p->transfer[ch].record_buffer[i]; }
 */
 import "C"
 
@@ -526,12 +526,12 @@ func (b *Board) RecordsPerBuffer() int {
 // complete on every active channel and returns its address (packed: every
 // channel back to back) and records; the buffer stays locked until
 // UnlockBuffer (vortex's wait_and_lock_buffer).
-func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (uintptr, int, error) {
+func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (unsafe.Pointer, int, error) {
 	if index < 0 || index >= b.info.BufferCount {
-		return 0, 0, fmt.Errorf("%w: index exceeds buffer count: %d > %d", ErrInvalid, index, b.info.BufferCount)
+		return nil, 0, fmt.Errorf("%w: index exceeds buffer count: %d > %d", ErrInvalid, index, b.info.BufferCount)
 	}
 	if len(b.channels) == 0 {
-		return 0, 0, driverErr("no channels are active")
+		return nil, 0, driverErr("no channels are active")
 	}
 	deadline := time.Now().Add(timeout)
 	var st C.vg_adq_p2p_status
@@ -541,15 +541,15 @@ func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (uintptr, in
 		if rc == C.ADQ_EAGAIN {
 			var o C.int32_t
 			if C.vg_overflow(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), &o) != 0 {
-				return 0, 0, driverErr("unable to query device overflow status after a timeout for buffer %d", index)
+				return nil, 0, driverErr("unable to query device overflow status after a timeout for buffer %d", index)
 			}
 			if o != 0 {
-				return 0, 0, fmt.Errorf("%w: hardware buffer overflow at buffer %d", ErrOverflow, index)
+				return nil, 0, fmt.Errorf("%w: hardware buffer overflow at buffer %d", ErrOverflow, index)
 			}
-			return 0, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)
+			return nil, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)
 		}
 		if rc != C.ADQ_EOK {
-			return 0, 0, driverErr("unable to query buffer status: %d", int(rc))
+			return nil, 0, driverErr("unable to query buffer status: %d", int(rc))
 		}
 		ready := true
 		for _, ch := range b.channels {
@@ -561,10 +561,10 @@ func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (uintptr, in
 			ready = ready && found
 		}
 		if ready {
-			return uintptr(C.vg_record_buffer(b.p, C.int(b.channels[0]), C.int(index))), b.RecordsPerBuffer(), nil
+			return unsafe.Pointer(C.vg_record_buffer(b.p, C.int(b.channels[0]), C.int(index))), b.RecordsPerBuffer(), nil
 		}
 		if time.Now().After(deadline) {
-			return 0, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)
+			return nil, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)
 		}
 	}
 }

@@ -126,7 +126,7 @@ func TestCaptureLockUnlock(t *testing.T) {
 		p, n, err := b.WaitAndLockBuffer(idx, time.Second)
 		require.NoError(t, err, "buffer %d", i)
 		require.Equal(t, 8, n)
-		data := unsafe.Slice((*uint16)(unsafe.Pointer(p)), 8*256)
+		data := unsafe.Slice((*uint16)(p), 8*256)
 		nonzero := 0
 		for _, v := range data {
 			if v != 0 {
