@@ -53,6 +53,9 @@ def default_reference() -> Optional[str]:
 #: The binding files read, relative to the reference root, and the modules their VORTEX_BIND(x) serve.
 MODULE_FILES = ["src/vortex-python/module/alazar.cpp", "src/vortex-python/module/daqmx.cpp"]
 HELPER_FILES = ["src/vortex-python/bind/acquire.hpp", "src/vortex-python/bind/io.hpp"]
+#: Binding files without a VORTEX_BIND of their own: (file, the function read, the module its
+#: py::module argument is). bind/io.cpp's bind_machdsp: vortex.io.MachDSPIO and vortex.io.machdsp.
+ENTRY_FILES = [("src/vortex-python/bind/io.cpp", "bind_machdsp", "vortex.io")]
 DOC_FILES = ["doc/module/acquire.rst", "doc/module/engine.rst"]
 
 #: bind/common.hpp's member macros and what each binds.
@@ -211,7 +214,17 @@ class Extractor:
     def run(self) -> dict:
         for rel in MODULE_FILES:
             self.file(rel)
+        for rel, fname, module in ENTRY_FILES:
+            self.entry(rel, fname, module)
         return self.modules
+
+    def entry(self, rel: str, fname: str, module: str) -> None:
+        """The names ``fname`` of ``rel`` binds into ``module`` (and its submodules)."""
+        text = strip_comments(open(os.path.join(self.root, rel)).read())
+        self.marks, self.rel = conditions(text), rel
+        self.funcs = functions(text)
+        _p, _body, start = self.funcs[fname]
+        self.bind(fname, {"m": module}, start)
 
     def file(self, rel: str) -> None:
         text = strip_comments(open(os.path.join(self.root, rel)).read())
@@ -432,7 +445,7 @@ def extract(root: str) -> dict:
         "vortex_version": version,
         "generated_by": "scripts/vortex_driver_names.py",
         "released_features": features,
-        "sources": ["doc/getting-started.rst"] + MODULE_FILES + HELPER_FILES + ["src/vortex-python/bind/common.hpp"] + DOC_FILES,
+        "sources": ["doc/getting-started.rst"] + MODULE_FILES + [e[0] for e in ENTRY_FILES] + HELPER_FILES + ["src/vortex-python/bind/common.hpp"] + DOC_FILES,
         "modules": {k: ex.modules[k] for k in sorted(ex.modules)},
     }
 

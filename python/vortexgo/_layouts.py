@@ -81,6 +81,37 @@ SIM_IO_STATE = Layout("SIM_IO_STATE", (
     ("started", "q"),
     ("stopped", "q"),
 ))
+MACHDSP_SETTINGS = Layout("MACHDSP_SETTINGS", (
+    ("underflow_behavior", "q"),
+    ("overflow_behavior", "q"),
+    ("block_count", "q"),
+    ("block_samples", "q"),
+    ("max_buffer_samples", "q"),
+    ("enable_receive", "q"),
+    ("trigger_edge", "q"),
+    ("internal_trigger", "q"),
+    ("sample_divisor", "q"),
+    ("max_sample_divisor", "q"),
+    ("aux_divisor", "q"),
+    ("max_aux_divisor", "q"),
+))
+MACHDSP_STATUS = Layout("MACHDSP_STATUS", (
+    ("tx_block_idx", "q"),
+    ("rx_block_idx", "q"),
+    ("tx_block_valid", "q"),
+    ("rx_block_valid", "q"),
+    ("state", "q"),
+))
+MACHDSP_INFO = Layout("MACHDSP_INFO", (
+    ("major", "q"),
+    ("minor", "q"),
+    ("features", "q"),
+    ("zero_point", "q"),
+    ("per_lsb", "d"),
+    ("max_buffer_samples", "q"),
+    ("max_sample_divisor", "q"),
+    ("max_aux_divisor", "q"),
+))
 SIM_IO_WINDOW = Layout("SIM_IO_WINDOW", (
     ("first", "q"),
     ("rows", "q"),

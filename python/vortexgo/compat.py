@@ -70,6 +70,7 @@ NESTED = {
     "driver.alazar": "vortexgo.alazar",
     "io.daqmx": "vortexgo.daqmx",
     "io.alazar": "vortexgo.alazar",  # vortex.io.alazar.AnalogChannel, for vortex.io.AlazarIO
+    "io.machdsp": "vortexgo.machdsp",  # vortex.io.MachDSPIO's channels and driver
 }
 
 _ROOT_NAMES = ("Range", "get_console_logger", "get_file_logger", "get_python_logger")

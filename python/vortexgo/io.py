@@ -24,6 +24,11 @@ can scan: configured by an :class:`AlazarIOConfig` whose two outputs are
 It loads the ATS-SDK (``libATSApi.so``, or ``VORTEXGO_ATSAPI_LIBRARY``) when
 initialized, and may use the board an :class:`~vortexgo.alazar.AlazarAcquisition`
 acquires with.
+
+:class:`MachDSPIO` streams the galvo waveforms to a MachDSP digital servo over a serial
+port (vortex's ``MachDSPIO``), configured by a :class:`MachDSPIOConfig` whose two outputs
+are :class:`~vortexgo.machdsp.Channel` (vortex's ``vortex.io.machdsp``, also reachable as
+``vortexgo.io.machdsp``); no vendor library is involved.
 """
 
 from __future__ import annotations
@@ -41,17 +46,19 @@ from . import daqmx
 from ._attrs import Config, NoCopy, StrictAttributes
 from ._core import api
 from ._errors import ClosedError, InUseError, native, release_on_collect
-from ._layouts import SIM_IO_STATE, SIM_IO_WINDOW
+from ._layouts import MACHDSP_INFO, SIM_IO_STATE, SIM_IO_WINDOW
 from ._standalone import BlockCall as _BlockCall, Worker as _Worker, call_back as _call_back  # private: not io's names
 from ._validate import check_bool, check_callable, check_float, check_int
 from .daqmx import AnalogVoltageInput, AnalogVoltageOutput, DigitalInput, DigitalOutput
 from . import alazar
 from ._alazar_dac import AnalogChannel
 from .alazar import AlazarDevice
+from . import machdsp
 
 # The channel classes and the daqmx module are attributes too (vortex.io's names), documented
 # in vortexgo.daqmx.
-__all__ = ["NullIO", "SimulatedIO", "DAQmxIO", "DAQmxConfig", "DAQmxConfigClock", "AlazarIO", "AlazarIOConfig"]
+__all__ = ["NullIO", "SimulatedIO", "DAQmxIO", "DAQmxConfig", "DAQmxConfigClock", "AlazarIO", "AlazarIOConfig",
+           "MachDSPIO", "MachDSPIOConfig"]
 
 
 class _IO(NoCopy, StrictAttributes):
@@ -701,3 +708,253 @@ class AlazarIO(_DeviceIO):
         if self._closed:
             return "<AlazarIO closed>"
         return f"<AlazarIO{' running' if self.running else ''}>"
+
+
+def _machdsp_channels(name: str, v: Any) -> list:
+    items = list(v) if isinstance(v, (list, tuple)) else None
+    if items is None or len(items) != 2 or not all(isinstance(ch, machdsp.Channel) for ch in items):
+        raise TypeError(f"MachDSPIOConfig.{name}={v!r}, expected 2 machdsp.Channel (x, y)")
+    return items
+
+
+class MachDSPIOConfig(Config):
+    """Configuration of a :class:`MachDSPIO` (vortex's ``MachDSPIOConfig``).
+
+    Attributes:
+        port: the serial port (``"COM1"``, vortex's default; ``"/dev/ttyACM0"`` on Linux).
+        baud_rate: the line's rate (12,000,000).
+        output_channels: the servo's two galvo inputs, x then y: a list of two
+            :class:`~vortexgo.machdsp.Channel` (vortex's defaults: stream 0, which
+            :class:`MachDSPIO` refuses in an engine; set ``stream=Block.StreamIndex.GalvoTarget``).
+        input_channels: two :class:`~vortexgo.machdsp.Channel`, kept as vortex keeps them
+            (vortex's IO turns the servo's receive off: nothing is read).
+        samples_per_block: the block size, exactly ``EngineConfig.records_per_block`` (100).
+        blocks_to_buffer: the servo's buffer, in blocks (1; vortex's demos use
+            ``preload_count``; vortexgo asks for one block more, as :class:`DAQmxIO`'s buffer).
+        readwrite_timeout: how long a serial read or write waits (1 s; vortex's driver keeps
+            its own 1 s whatever this says).
+        sample_divisor: one servo sample per ``sample_divisor`` triggers, every
+            ``sample_divisor``-th sample of a block sent (1).
+        aux_divisor: the auxiliary I/O's divisor (1).
+        trigger_rising_edge: trigger on the rising edge (True).
+        stop_on_error: stop the stream when a block fails (True).
+    """
+
+    __slots__ = ("_port", "_baud", "_outs", "_ins", "_spb", "_blocks", "_timeout", "_sdiv", "_adiv",
+                 "trigger_rising_edge", "stop_on_error")
+
+    def __init__(self) -> None:
+        self.port = "COM1"
+        self.baud_rate = 12_000_000
+        self.output_channels = [machdsp.Channel(), machdsp.Channel()]
+        self.input_channels = [machdsp.Channel(), machdsp.Channel()]
+        self.samples_per_block = 100
+        self.blocks_to_buffer = 1
+        self.readwrite_timeout = datetime.timedelta(seconds=1)
+        self.sample_divisor = 1
+        self.aux_divisor = 1
+        self.trigger_rising_edge = True
+        self.stop_on_error = True
+
+    @property
+    def port(self) -> str:
+        """The serial port."""
+        return self._port
+
+    @port.setter
+    def port(self, v: Any) -> None:
+        if not isinstance(v, str):
+            raise TypeError(f"MachDSPIOConfig.port={v!r}, expected a str")
+        self._port = v
+
+    @property
+    def baud_rate(self) -> int:
+        """The line's rate."""
+        return self._baud
+
+    @baud_rate.setter
+    def baud_rate(self, v: Any) -> None:
+        self._baud = check_int("MachDSPIOConfig.baud_rate", v, 1, 2**31 - 1)
+
+    @property
+    def output_channels(self) -> list:
+        """The two outputs, x then y."""
+        return self._outs
+
+    @output_channels.setter
+    def output_channels(self, v: Any) -> None:
+        self._outs = _machdsp_channels("output_channels", v)
+
+    @property
+    def input_channels(self) -> list:
+        """The two inputs (not streamed, as in vortex)."""
+        return self._ins
+
+    @input_channels.setter
+    def input_channels(self, v: Any) -> None:
+        self._ins = _machdsp_channels("input_channels", v)
+
+    @property
+    def samples_per_block(self) -> int:
+        """The block size, in samples."""
+        return self._spb
+
+    @samples_per_block.setter
+    def samples_per_block(self, v: Any) -> None:
+        self._spb = check_int("MachDSPIOConfig.samples_per_block", v, 0)
+
+    @property
+    def blocks_to_buffer(self) -> int:
+        """The servo's buffer, in blocks."""
+        return self._blocks
+
+    @blocks_to_buffer.setter
+    def blocks_to_buffer(self, v: Any) -> None:
+        self._blocks = check_int("MachDSPIOConfig.blocks_to_buffer", v, 0)
+
+    @property
+    def readwrite_timeout(self) -> datetime.timedelta:
+        """How long a serial read or write waits (set seconds or a ``timedelta``)."""
+        return self._timeout
+
+    @readwrite_timeout.setter
+    def readwrite_timeout(self, v: Any) -> None:
+        if not isinstance(v, datetime.timedelta):
+            v = datetime.timedelta(seconds=check_float("MachDSPIOConfig.readwrite_timeout", v))
+        if v.total_seconds() <= 0:
+            raise ValueError(f"MachDSPIOConfig.readwrite_timeout={v}, expected a positive duration")
+        self._timeout = v
+
+    @property
+    def sample_divisor(self) -> int:
+        """One servo sample per ``sample_divisor`` triggers."""
+        return self._sdiv
+
+    @sample_divisor.setter
+    def sample_divisor(self, v: Any) -> None:
+        self._sdiv = check_int("MachDSPIOConfig.sample_divisor", v, 0)
+
+    @property
+    def aux_divisor(self) -> int:
+        """The auxiliary I/O's divisor."""
+        return self._adiv
+
+    @aux_divisor.setter
+    def aux_divisor(self, v: Any) -> None:
+        self._adiv = check_int("MachDSPIOConfig.aux_divisor", v, 0)
+
+    def _record(self) -> str:
+        return json.dumps({
+            "Port": self.port, "BaudRate": self.baud_rate,
+            "OutputChannels": [ch._record() for ch in _machdsp_channels("output_channels", self.output_channels)],
+            "InputChannels": [ch._record() for ch in _machdsp_channels("input_channels", self.input_channels)],
+            "SamplesPerBlock": self.samples_per_block, "BlocksToBuffer": self.blocks_to_buffer,
+            "ReadWriteTimeout": self.readwrite_timeout.total_seconds(), "SampleDivisor": self.sample_divisor,
+            "AuxDivisor": self.aux_divisor,
+            "TriggerRisingEdge": check_bool("MachDSPIOConfig.trigger_rising_edge", self.trigger_rising_edge),
+            "StopOnError": check_bool("MachDSPIOConfig.stop_on_error", self.stop_on_error)})
+
+    def validate(self) -> None:
+        """Raise ValueError with vortex's message when the configuration is inconsistent
+        (``must buffer at least 1 block: 0``)."""
+        native(api.ValidateMachDSPIOConfig)(self._record())
+
+    def __repr__(self) -> str:
+        return (f"<MachDSPIOConfig {self.port!r} @ {self.baud_rate} baud, {self.samples_per_block} samples/block "
+                f"x {self.blocks_to_buffer}>")
+
+
+class MachDSPIO(_DeviceIO):
+    """vortex's ``MachDSPIO``: each block's galvo waveforms (``GalvoTarget``) sent to a MachDSP
+    digital servo over its serial port, as 16-bit codes (:class:`~vortexgo.machdsp.Channel`
+    says how a value becomes one). The servo plays one sample per ``sample_divisor`` external
+    triggers (the A-line trigger), with underflow as an error: a host that falls behind stops
+    the engine with the servo's ``protocol error: SAI Tx (3): underflow (1)``; a silent servo
+    with ``serial read: timeout``, a disconnected one with ``serial read: End of file`` (or
+    ``Input/output error``). No strobes are sent, as in vortex.
+
+    While an engine that prepared it has not finished its run, :meth:`close`, :meth:`prepare`,
+    :meth:`next` and :meth:`next_async` raise :class:`~vortexgo.InUseError`.
+
+    Args:
+        logger: a :class:`logging.Logger` (vortex's first argument), kept as ``logger``.
+    """
+
+    _REOPEN = "initialize(config) opens the port again"
+
+    def __init__(self, logger: Optional[logging.Logger] = None) -> None:
+        super().__init__(logger, MachDSPIOConfig())
+
+    @property
+    def config(self) -> MachDSPIOConfig:
+        """The configuration :meth:`initialize` adopted (a copy)."""
+        return self._config.copy()
+
+    def initialize(self, config: MachDSPIOConfig) -> None:
+        """Validate ``config``, open its port and configure the servo as vortex does (stream
+        stopped and reset, default settings, external trigger, divisors, blocks, errors on
+        underflow and overflow). A missing port raises :class:`~vortexgo.VortexError`
+        (``open /dev/ttyACM0: No such file or directory``), a busy one
+        :class:`~vortexgo.InUseError`, a silent servo ``serial read: timeout``."""
+        if not isinstance(config, MachDSPIOConfig):
+            raise TypeError(f"config={config!r}, expected a MachDSPIOConfig")
+        config = config.copy()
+        h = native(api.NewMachDSPIO)(config._record())
+        self._adopt(h, config, "a MachDSP port", f"vortexgo-MachDSPIO-{config.port}", h.Close)
+
+    def prepare(self) -> None:
+        """vortex's ``prepare``: reset the stream (the engine does it)."""
+        native(self._handle().Prepare)()
+
+    def start(self) -> None:
+        """Start the stream (the engine does it)."""
+        native(self._handle().Start)()
+
+    def stop(self) -> None:
+        """Stop the stream (the engine does it); the servo's errors while stopping are logged
+        by vortex, ignored here."""
+        native(self._handle().Stop)()
+
+    def next(self, count: int, streams: Any, id: int = 0) -> int:
+        """Send one block of exactly ``samples_per_block`` samples (vortex's ``next``):
+        ``streams`` is vortex's tuple of six host arrays (see :meth:`DAQmxIO.next`); each
+        output's column of its stream, every ``sample_divisor``-th sample, becomes codes.
+        Returns ``count``. Raises ValueError with vortex's messages (``block is not exactly
+        equal to the configured size``, ``stream of dimension 2 is required``, ``stream is
+        incorrectly sized``), :class:`~vortexgo.VortexError` for the servo's and the line's
+        errors (which stop the stream when ``stop_on_error``), :class:`~vortexgo.ClosedError`
+        after :meth:`close`, :class:`~vortexgo.InUseError` while an engine uses the IO."""
+        return _BlockCall(self._handle(), count, streams, id).run(self.logger)
+
+    def next_async(self, count: int, streams: Any, callback: Any, id: int = 0) -> None:
+        """:meth:`next` on the IO's worker thread, then ``callback(count, exception)`` there
+        (vortex's ``next_async``); calls run in order, the arrays held until the callback."""
+        check_callable("callback", callback, allow_none=False)
+        call, logger, worker = _BlockCall(self._handle(), count, streams, id), self.logger, self._worker
+        assert worker is not None
+
+        def job() -> None:
+            n, exc = call.outcome(logger)
+            _call_back(logger, callback, n, exc, call.id)
+
+        worker.push(job)
+
+    @property
+    def running(self) -> bool:
+        """Whether the servo streams (its stream status)."""
+        return self._h is not None and not self._closed and bool(self._h.Running())
+
+    @property
+    def info(self) -> "machdsp.Info":
+        """What the servo reported when opened (vortexgo's addition)."""
+        return machdsp._info(native(MACHDSP_INFO.read)(self._handle().MachDSPInfo))
+
+    def close(self) -> None:
+        """Close the port (refused with InUseError while an engine uses it); afterwards the
+        calls raise :class:`~vortexgo.ClosedError`."""
+        self._release()
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return "<MachDSPIO closed>"
+        return f"<MachDSPIO {self._config.port!r}{' running' if self.running else ''}>"
