@@ -386,8 +386,9 @@ ok("walker_every_public_class", """
             continue
         obj, why = build(cls)
         if obj is None:
-            # built only by a manager / over a running endpoint / with NI-DAQmx's library
-            if cls.__name__ not in ("PipelineGraph", "LiveView", "DAQmx"):
+            # built only by a manager / over a running endpoint / with NI-DAQmx's library /
+            # over a serial port with a servo answering (tests_py/test_machdsp.py's pty peer)
+            if cls.__name__ not in ("PipelineGraph", "LiveView", "DAQmx", "MachDSP"):
                 unbuilt.append(f"{qn}: {why}")
             continue
         name = type(obj).__name__
