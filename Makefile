@@ -163,3 +163,5 @@ clean:
 
 # The virtual instrument's fake NI-DAQmx card (make virtual): its rules live beside its source.
 include instruments/virtual/daqmx.mk
+# The virtual NI frame grabber and line-scan camera (make virtual).
+include instruments/virtual/imaq.mk

@@ -71,6 +71,8 @@ func TestCgoIsConfined(t *testing.T) {
 		module + "/gosrc/driver/daqmx": true,
 		// The ATS-SDK's shim (libATSApi, loaded by dl): the Alazar driver.
 		module + "/gosrc/driver/alazar": true,
+		// NI-IMAQ's shim (libniimaq, loaded by dl): the frame grabber driver.
+		module + "/gosrc/driver/imaq": true,
 	}
 	for _, p := range listPackages(t) {
 		if len(p.CgoFiles) > 0 {
