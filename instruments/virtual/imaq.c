@@ -19,8 +19,9 @@
  *   VGV_IMAQ_BITS bits (default 16, 2 bytes a pixel; 32 gives 4 bytes,
  *   which vortex's uint16 acquisition refuses), an acquisition window of
  *   that width by 65535 lines (the most lines a frame may hold). One
- *   session per interface: a second imgSessionOpen, from this process,
- *   fails with IMG_ERR_DEVICE_IN_USE until the first is closed.
+ *   session per interface: each imgInterfaceOpen returns its own handle,
+ *   and a second imgSessionOpen on the interface fails with
+ *   IMG_ERR_DEVICE_IN_USE until the first session (or its handle) closes.
  * - The region of interest: left and width multiples of 4 pixels, inside
  *   the window (IMG_ERR_BAD_USER_RECT otherwise; imgSessionFitROI with
  *   IMG_ROI_FIT_LARGER widens a region to that alignment and clips it to
@@ -41,7 +42,9 @@
  *   instead, as NI-IMAQ does: the caller sees the overrun by the number
  *   (IMG_ATTR_LOST_FRAMES counts the frames lost). Frames are synthesized
  *   into the user's buffer when examined (only their time is real), so an
- *   examined buffer is always whole. One buffer may be examined at a time
+ *   examined buffer is always whole; the time that synthesis takes (the
+ *   phantom's first volume is computed, later ones cached) is the model's,
+ *   not the host's, and does not count towards an overrun. One buffer may be examined at a time
  *   (IMG_ERR_BUFFER_NOT_RELEASED); imgSessionStopAcquisition ends a wait
  *   with IMG_ERR_ACQ_STOPPED.
  * - Triggers: imgSessionLineTrigSource2, imgSessionTriggerConfigure2 and
@@ -126,8 +129,8 @@ typedef char Int8;
 #define ALIGN 4u
 
 typedef struct {
-	int open;          /* the interface is open (imgInterfaceOpen) */
-	int session;       /* a session is open on it */
+	int open;          /* some handle has it open (imgInterfaceOpen) */
+	int owner;         /* the handle whose session it is, or -1 */
 	uInt32 width, bits;
 	uInt32 top, left, height, roi_width, rowpixels;
 	uInt32 framewait_ms;
@@ -136,12 +139,16 @@ typedef struct {
 	int running;
 	int64_t examined;  /* the frame examined and not released yet, or -1 */
 	uInt32 lost;
+	double debt;       /* lines the model spent synthesizing: not the host's lateness */
 	uint16_t* line;    /* one synthesized line */
 } iface;
+
+#define MAX_HANDLES 64
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static iface ifs[MAX_IFACES];
+static int handles[MAX_HANDLES]; /* interface index + 1 of each open handle, 0 when free */
 static int n_ifaces = 1;
 static uInt32 env_width = 4096, env_bits = 16;
 
@@ -160,15 +167,17 @@ __attribute__((constructor)) static void init_env(void) {
 	env_bits = env_u32("VGV_IMAQ_BITS", 16, 8, 32);
 }
 
-/* Interface ids are 1 + index; session ids 0x100 + index. */
+/* Each imgInterfaceOpen returns its own handle (1 + slot); the session a
+ * handle opens is 0x100 + slot. One session per interface: the camera's
+ * state lives with the interface. */
 static iface* by_interface(uInt32 id) {
-	if (id < 1 || id > (uInt32)n_ifaces || !ifs[id - 1].open) return NULL;
-	return &ifs[id - 1];
+	if (id < 1 || id > MAX_HANDLES || !handles[id - 1]) return NULL;
+	return &ifs[handles[id - 1] - 1];
 }
 static iface* by_session(uInt32 id) {
-	if (id < 0x100 || id >= 0x100u + (uInt32)n_ifaces) return NULL;
-	iface* f = &ifs[id - 0x100];
-	return f->open && f->session ? f : NULL;
+	if (id < 0x100 || id >= 0x100u + MAX_HANDLES || !handles[id - 0x100]) return NULL;
+	iface* f = &ifs[handles[id - 0x100] - 1];
+	return f->owner == (int)(id - 0x100) ? f : NULL;
 }
 
 static uInt32 bytes_per_pixel(const iface* f) { return (f->bits + 7) / 8; }
@@ -186,10 +195,17 @@ EXPORT IMG_ERR imgInterfaceOpen(const Int8* name, uInt32* ifid) {
 	char tail;
 	if (sscanf(name, "img%u%c", &idx, &tail) != 1 || idx >= (unsigned)n_ifaces) return ERR_NO_INTERFACE_FOUND;
 	pthread_mutex_lock(&mu);
+	int h = 0;
+	while (h < MAX_HANDLES && handles[h]) h++;
+	if (h == MAX_HANDLES) {
+		pthread_mutex_unlock(&mu);
+		return ERR_NOT_SUPPORTED;
+	}
 	iface* f = &ifs[idx];
 	if (!f->open) {
 		memset(f, 0, sizeof *f);
 		f->open = 1;
+		f->owner = -1;
 		f->width = env_width;
 		f->bits = env_bits;
 		f->roi_width = f->rowpixels = env_width;
@@ -197,8 +213,9 @@ EXPORT IMG_ERR imgInterfaceOpen(const Int8* name, uInt32* ifid) {
 		f->framewait_ms = 5000;
 		f->examined = -1;
 	}
+	handles[h] = (int)idx + 1;
 	pthread_mutex_unlock(&mu);
-	*ifid = idx + 1;
+	*ifid = (uInt32)h + 1;
 	return ERR_GOOD;
 }
 
@@ -209,10 +226,10 @@ EXPORT IMG_ERR imgSessionOpen(uInt32 ifid, uInt32* sid) {
 	IMG_ERR e = ERR_GOOD;
 	if (!f) {
 		e = ERR_BAD_INTERFACE_FILE;
-	} else if (f->session) {
+	} else if (f->owner >= 0) {
 		e = ERR_DEVICE_IN_USE;
 	} else {
-		f->session = 1;
+		f->owner = (int)ifid - 1;
 		*sid = 0x100 + (ifid - 1);
 	}
 	pthread_mutex_unlock(&mu);
@@ -227,22 +244,30 @@ static void stop_locked(iface* f) {
 	}
 }
 
+static void close_session_locked(iface* f) {
+	stop_locked(f);
+	f->owner = -1;
+	f->ring_n = 0;
+	free(f->ring);
+	f->ring = NULL;
+}
+
 EXPORT IMG_ERR imgClose(uInt32 id, uInt32 free_resources) {
 	(void)free_resources;
 	pthread_mutex_lock(&mu);
 	iface* f = by_session(id);
 	IMG_ERR e = ERR_GOOD;
 	if (f) { /* a session: stop it, forget its ring */
-		stop_locked(f);
-		f->session = 0;
-		f->ring_n = 0;
-		free(f->ring);
-		f->ring = NULL;
-	} else if ((f = by_interface(id)) != NULL) { /* an interface closes its session too */
-		stop_locked(f);
-		free(f->ring);
-		free(f->line);
-		memset(f, 0, sizeof *f);
+		close_session_locked(f);
+	} else if ((f = by_interface(id)) != NULL) { /* a handle closes its session too */
+		if (f->owner == (int)id - 1) close_session_locked(f);
+		handles[id - 1] = 0;
+		int used = 0;
+		for (int h = 0; h < MAX_HANDLES; h++) used |= handles[h] == (int)(f - ifs) + 1;
+		if (!used) {
+			free(f->line);
+			memset(f, 0, sizeof *f);
+		}
 	} else {
 		e = ERR_BAD_INTERFACE_FILE;
 	}
@@ -459,6 +484,7 @@ EXPORT IMG_ERR imgSessionStartAcquisition(uInt32 sid) {
 			f->line = line;
 			f->running = 1;
 			f->lost = 0;
+			f->debt = 0;
 			f->examined = -1;
 			vgv_clock_start();
 		}
@@ -533,12 +559,21 @@ EXPORT IMG_ERR imgSessionExamineBuffer2(uInt32 sid, uInt32 which, uInt32* number
 		int64_t k = which == CURRENT_BUFFER || which == LAST_BUFFER ? (done > 0 ? done - 1 : 0) : (int64_t)which;
 		if (k < done) {
 			int64_t got = k;
-			/* frame k's buffer is rewritten once frame k + n has begun */
-			if (!free_run && done >= k + (int64_t)f->ring_n) {
+			/* frame k's buffer is rewritten once frame k + n has begun; the
+			 * time the model spent synthesizing earlier frames is not the
+			 * host's lateness, so it does not count */
+			int64_t host_done = free_run ? done : (lines - (int64_t)f->debt) / per;
+			if (!free_run && host_done >= k + (int64_t)f->ring_n) {
 				got = done - 1;
 				f->lost += (uInt32)(got - k);
 			}
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
 			synthesize(f, got);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			vgv_config c;
+			vgv_config_get(&c);
+			f->debt += ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9) * c.aline_rate_hz;
 			f->examined = got;
 			*number = (uInt32)got;
 			*addr = f->ring[got % f->ring_n];
@@ -568,7 +603,7 @@ EXPORT IMG_ERR imgSessionExamineBuffer2(uInt32 sid, uInt32 which, uInt32* number
 			until = deadline;
 		}
 		pthread_cond_timedwait(&cv, &mu, &until);
-		if (!f->running || !f->session) {
+		if (!f->running || f->owner < 0) {
 			e = ERR_ACQ_STOPPED;
 			goto out;
 		}

@@ -498,10 +498,22 @@ func (s *Session) LockFrame(index uint32, requestedOnly bool) (Frame, error) {
 	f.Actual, f.Addr = uint32(actual), uintptr(addr)
 	if requestedOnly && index != CurrentFrame && f.Actual != index {
 		_ = s.ReleaseFrame()
-		return Frame{}, fmt.Errorf("frame %d has been overwritten: %w", index, ErrBufferOverflow)
+		return Frame{}, &OverwrittenError{Frame: index, Actual: f.Actual}
 	}
 	return f, nil
 }
+
+// OverwrittenError is a frame the ring overwrote before it was locked
+// (vortex's buffer_overflow); it wraps ErrBufferOverflow.
+type OverwrittenError struct {
+	// Frame is the frame asked for, Actual the newer one NI-IMAQ had.
+	Frame, Actual uint32
+}
+
+func (e *OverwrittenError) Error() string { return fmt.Sprintf("frame %d has been overwritten", e.Frame) }
+
+// Unwrap is ErrBufferOverflow.
+func (e *OverwrittenError) Unwrap() error { return ErrBufferOverflow }
 
 // ReleaseFrame unlocks the locked buffer.
 func (s *Session) ReleaseFrame() error {
