@@ -510,7 +510,9 @@ type OverwrittenError struct {
 	Frame, Actual uint32
 }
 
-func (e *OverwrittenError) Error() string { return fmt.Sprintf("frame %d has been overwritten", e.Frame) }
+func (e *OverwrittenError) Error() string {
+	return fmt.Sprintf("frame %d has been overwritten", e.Frame)
+}
 
 // Unwrap is ErrBufferOverflow.
 func (e *OverwrittenError) Unwrap() error { return ErrBufferOverflow }
