@@ -164,3 +164,5 @@ clean:
 # The virtual instrument's fake NI-DAQmx card (make virtual): its rules live beside its source.
 include instruments/virtual/daqmx.mk
 include instruments/virtual/teledyne.mk
+# The virtual NI frame grabber and line-scan camera (make virtual).
+include instruments/virtual/imaq.mk

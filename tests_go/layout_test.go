@@ -73,6 +73,8 @@ func TestCgoIsConfined(t *testing.T) {
 		module + "/gosrc/driver/alazar": true,
 		// ADQAPI's shim (libadq, loaded by dl): the Teledyne driver.
 		module + "/gosrc/driver/teledyne": true,
+		// NI-IMAQ's shim (libniimaq, loaded by dl): the frame grabber driver.
+		module + "/gosrc/driver/imaq": true,
 	}
 	for _, p := range listPackages(t) {
 		if len(p.CgoFiles) > 0 {

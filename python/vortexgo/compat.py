@@ -71,6 +71,8 @@ NESTED = {
     "io.daqmx": "vortexgo.daqmx",
     "io.alazar": "vortexgo.alazar",  # vortex.io.alazar.AnalogChannel, for vortex.io.AlazarIO
     "io.machdsp": "vortexgo.machdsp",  # vortex.io.MachDSPIO's channels and driver
+    "acquire.imaq": "vortexgo.imaq",
+    "driver.imaq": "vortexgo.imaq",
 }
 
 _ROOT_NAMES = ("Range", "get_console_logger", "get_file_logger", "get_python_logger")
@@ -202,8 +204,11 @@ def _extras(sub: str) -> dict:
     if sub == "acquire":  # vortexgo.alazar builds on vortexgo.acquire, so acquire cannot name it
         from . import alazar
 
+        from . import imaq  # vortexgo.imaq builds on vortexgo.acquire too
+
         return {"alazar": alazar, **{n: getattr(alazar, n) for n in ("AlazarAcquisition", "AlazarConfig", "AlazarDevice",
-                                                                "AlazarFFTAcquisition", "AlazarFFTConfig")}}
+                                                                "AlazarFFTAcquisition", "AlazarFFTConfig")},
+                "imaq": imaq, "ImaqAcquisition": imaq.ImaqAcquisition, "ImaqAcquisitionConfig": imaq.ImaqAcquisitionConfig}
     return {}
 
 
