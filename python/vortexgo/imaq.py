@@ -204,7 +204,7 @@ class ImaqAcquisitionConfig(Config):
 
     @property
     def channels_per_sample(self) -> int:
-        """One: a camera line is one channel."""
+        """Always 1: a camera line is one channel."""
         return 1
 
     @property
