@@ -204,7 +204,7 @@ class ImaqAcquisitionConfig(Config):
 
     @property
     def channels_per_sample(self) -> int:
-        """Always 1: a camera line is one channel."""
+        """One channel per sample (a camera line is one channel)."""
         return 1
 
     @property
