@@ -51,7 +51,8 @@ def default_reference() -> Optional[str]:
     return next((c for c in REFERENCE_CANDIDATES if os.path.isdir(c)), None)
 
 #: The binding files read, relative to the reference root, and the modules their VORTEX_BIND(x) serve.
-MODULE_FILES = ["src/vortex-python/module/alazar.cpp", "src/vortex-python/module/daqmx.cpp"]
+MODULE_FILES = ["src/vortex-python/module/alazar.cpp", "src/vortex-python/module/daqmx.cpp",
+                "src/vortex-python/module/teledyne.cpp"]
 HELPER_FILES = ["src/vortex-python/bind/acquire.hpp", "src/vortex-python/bind/io.hpp"]
 DOC_FILES = ["doc/module/acquire.rst", "doc/module/engine.rst"]
 
