@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""List vortex's Python names for its AlazarTech and NI-DAQmx drivers.
+"""List vortex's Python names for its AlazarTech, NI-DAQmx and Teledyne ADQ drivers.
 
 vortex's driver modules need the vendors' SDKs to build, so vortex-build
 (../shared/vortex-build) has none of them; the names come from vortex's
 binding sources instead:
 
-- ``src/vortex-python/module/alazar.cpp`` and ``module/daqmx.cpp``: which
+- ``src/vortex-python/module/alazar.cpp``, ``module/daqmx.cpp`` and ``module/teledyne.cpp``: which
   module each class, enum and function lands in (``VORTEX_BIND``,
   ``def_submodule``), and every member (the macros of ``bind/common.hpp``:
   ``RW_VAR``/``RO_VAR``/``RW_ACC``/``RO_ACC``... an attribute, ``FXN`` a method,
