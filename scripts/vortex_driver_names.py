@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""List vortex's Python names for its AlazarTech and NI-DAQmx drivers.
+"""List vortex's Python names for its AlazarTech, NI-DAQmx and Teledyne ADQ drivers.
 
 vortex's driver modules need the vendors' SDKs to build, so vortex-build
 (../shared/vortex-build) has none of them; the names come from vortex's
 binding sources instead:
 
-- ``src/vortex-python/module/alazar.cpp`` and ``module/daqmx.cpp``: which
+- ``src/vortex-python/module/alazar.cpp``, ``module/daqmx.cpp`` and ``module/teledyne.cpp``: which
   module each class, enum and function lands in (``VORTEX_BIND``,
   ``def_submodule``), and every member (the macros of ``bind/common.hpp``:
   ``RW_VAR``/``RO_VAR``/``RW_ACC``/``RO_ACC``... an attribute, ``FXN`` a method,
@@ -51,7 +51,8 @@ def default_reference() -> Optional[str]:
     return next((c for c in REFERENCE_CANDIDATES if os.path.isdir(c)), None)
 
 #: The binding files read, relative to the reference root, and the modules their VORTEX_BIND(x) serve.
-MODULE_FILES = ["src/vortex-python/module/alazar.cpp", "src/vortex-python/module/daqmx.cpp"]
+MODULE_FILES = ["src/vortex-python/module/alazar.cpp", "src/vortex-python/module/daqmx.cpp",
+                "src/vortex-python/module/teledyne.cpp"]
 HELPER_FILES = ["src/vortex-python/bind/acquire.hpp", "src/vortex-python/bind/io.hpp"]
 #: Binding files without a VORTEX_BIND of their own: (file, the function read, the module its
 #: py::module argument is). bind/io.cpp's bind_machdsp: vortex.io.MachDSPIO and vortex.io.machdsp.

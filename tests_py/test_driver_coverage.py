@@ -1,4 +1,4 @@
-"""The API coverage of vortex's AlazarTech and NI-DAQmx names through vortexgo.compat.
+"""The API coverage of vortex's AlazarTech, NI-DAQmx and Teledyne ADQ names through vortexgo.compat.
 
 tests_py/data/vortex_driver_names.json lists every name vortex binds for its
 Alazar and DAQmx drivers (modules vortex.acquire.alazar, vortex.io.daqmx,
@@ -168,7 +168,9 @@ def test_the_list_covers_the_driver_modules():
                  "vortex.acquire.AlazarFFTConfig.spectral_filter", "vortex.io.daqmx.DAQmx.configure_sample_clock",
                  "vortex.io.daqmx.Rising", "vortex.io.DAQmxConfigClock.divisor", "vortex.io.DAQmxIO.stop",
                  "vortex.engine.acquire_alazar_clock", "vortex.io.AlazarIOConfig.divisor",
-                 "vortex.acquire.AlazarGPUConfig.gpu_device_index"):
+                 "vortex.acquire.AlazarGPUConfig.gpu_device_index",
+                 "vortex.acquire.teledyne.Teledyne.info", "vortex.acquire.teledyne.ADQProductID.ADQ32",
+                 "vortex.acquire.TeledyneConfig.fft_mode", "vortex.acquire.TeledyneAcquisition.board_handle"):
         assert must in q, must
     assert len(q) > 400
     assert NAMES["vortex_version"] and NAMES["sources"]

@@ -25,8 +25,9 @@ vortex's AlazarTech digitizer (``vortex.acquire.AlazarAcquisition``,
 IO (``vortex.io.DAQmxIO`` and the module ``vortex.io.daqmx``) is
 :mod:`vortexgo.daqmx`; ``vortex.io.AlazarIO``, ``AlazarIOConfig`` and the module
 ``vortex.io.alazar`` (``AnalogChannel``) are :class:`vortexgo.io.AlazarIO` and
-:mod:`vortexgo.alazar`. Hardware vortexgo does not drive yet (Teledyne,
-IMAQ) raises ImportError or AttributeError
+:mod:`vortexgo.alazar`; the Teledyne ADQ digitizer (``vortex.acquire.TeledyneAcquisition``,
+``TeledyneConfig`` and the module ``vortex.acquire.teledyne``) is
+:mod:`vortexgo.teledyne`. Hardware vortexgo does not drive yet (IMAQ) raises ImportError or AttributeError
 naming what is missing; the simulated acquisition and IO stand in for them
 (``vortexgo.acquire.SimulatedAcquisition``, ``vortexgo.io.SimulatedIO``).
 """
@@ -73,6 +74,7 @@ NESTED = {
     "io.machdsp": "vortexgo.machdsp",  # vortex.io.MachDSPIO's channels and driver
     "acquire.imaq": "vortexgo.imaq",
     "driver.imaq": "vortexgo.imaq",
+    "acquire.teledyne": "vortexgo.teledyne",
 }
 
 _ROOT_NAMES = ("Range", "get_console_logger", "get_file_logger", "get_python_logger")
@@ -204,11 +206,13 @@ def _extras(sub: str) -> dict:
     if sub == "acquire":  # vortexgo.alazar builds on vortexgo.acquire, so acquire cannot name it
         from . import alazar
 
-        from . import imaq  # vortexgo.imaq builds on vortexgo.acquire too
+        from . import imaq, teledyne  # they build on vortexgo.acquire too
 
         return {"alazar": alazar, **{n: getattr(alazar, n) for n in ("AlazarAcquisition", "AlazarConfig", "AlazarDevice",
                                                                 "AlazarFFTAcquisition", "AlazarFFTConfig")},
-                "imaq": imaq, "ImaqAcquisition": imaq.ImaqAcquisition, "ImaqAcquisitionConfig": imaq.ImaqAcquisitionConfig}
+                "imaq": imaq, "ImaqAcquisition": imaq.ImaqAcquisition, "ImaqAcquisitionConfig": imaq.ImaqAcquisitionConfig,
+                "teledyne": teledyne, "TeledyneAcquisition": teledyne.TeledyneAcquisition,
+                "TeledyneConfig": teledyne.TeledyneConfig}
     return {}
 
 

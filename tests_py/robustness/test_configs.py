@@ -334,15 +334,16 @@ ok("walker_every_public_class", """
         "DigitalInput": lambda: vg.daqmx.DigitalInput("Dev1/port0/line1"),
         "FileSink": lambda: vg.log.FileSink(os.path.join(TMP, "walker.log")),
         "LiveView": lambda: None, "Frame": lambda: vg.display.Frame(0, np.zeros((2, 2)), np.zeros((2, 2)), 0),
-        "DAQmx": lambda: _daqmx_task(),
+        "DAQmx": lambda: _on_virtual("VORTEXGO_NIDAQMX_LIBRARY", "libnidaqmx.so", lambda: vg.daqmx.DAQmx("walker")),
+        "Teledyne": lambda: _on_virtual("VORTEXGO_ADQ_LIBRARY", "libadq.so", lambda: vg.teledyne.Teledyne(0)),
     }
-    def _daqmx_task():
-        # One NI-DAQmx task: it needs the library; the virtual card's when built (make virtual).
-        lib = os.path.join(os.path.dirname(os.path.dirname(vg.__file__)), "..", "build", "virtual", "libnidaqmx.so")
+    def _on_virtual(env, name, make):
+        # A driver object opens its vendor library: the virtual instrument's when built (make virtual).
+        lib = os.path.join(os.path.dirname(os.path.dirname(vg.__file__)), "..", "build", "virtual", name)
         if not os.path.exists(lib):
             return None
-        os.environ.setdefault("VORTEXGO_NIDAQMX_LIBRARY", os.path.abspath(lib))
-        return vg.daqmx.DAQmx("walker")
+        os.environ.setdefault(env, os.path.abspath(lib))
+        return make()
     def _graph():
         s = vg.Stream()
         # Made on the capturing stream and synchronized before the capture: a CUDA
@@ -386,9 +387,9 @@ ok("walker_every_public_class", """
             continue
         obj, why = build(cls)
         if obj is None:
-            # built only by a manager / over a running endpoint / with NI-DAQmx's library /
+            # built only by a manager / over a running endpoint / with a vendor's library /
             # over a serial port with a servo answering (tests_py/test_machdsp.py's pty peer)
-            if cls.__name__ not in ("PipelineGraph", "LiveView", "DAQmx", "MachDSP"):
+            if cls.__name__ not in ("PipelineGraph", "LiveView", "DAQmx", "Teledyne", "MachDSP"):
                 unbuilt.append(f"{qn}: {why}")
             continue
         name = type(obj).__name__
