@@ -206,7 +206,9 @@ int vga_create_stream(uintptr_t cam, int resend_never, uintptr_t* stream, char* 
 
 void vga_stream_close(uintptr_t stream) {
 	if (stream == 0) return;
-	F(VGA_stream_stop_thread, unsigned (*)(void*, int))(H(stream), 1);
+	// The last reference: the stream's finalizer stops its thread and joins
+	// it (arv_stream_stop_thread would warn on a fake stream already
+	// stopped), so no buffer is written after this returns.
 	vga_unref(stream);
 }
 
