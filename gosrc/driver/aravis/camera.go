@@ -121,6 +121,9 @@ func Open(id string) (*Camera, error) {
 		return nil, err
 	}
 	c.Vendor, c.Model, c.ID = C.GoString(&v[0]), C.GoString(&m[0]), C.GoString(&d[0])
+	if id != "" {
+		c.ID = id // the name it was opened by (a fake's DeviceID is "1")
+	}
 	c.GigEVision = C.vga_is_gv(c.h) != 0
 	C.vga_watch_lost(c.h, &c.lost)
 	return c, nil
