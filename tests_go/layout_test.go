@@ -59,7 +59,7 @@ func TestNothingImportsPyapi(t *testing.T) {
 }
 
 // TestCgoIsConfined: only the dlopen package and the shims of the libraries
-// it loads (CUDA, HDF5, the ATS-SDK, NI-DAQmx) use cgo, so the rest of the core builds and races
+// it loads (CUDA, HDF5, the ATS-SDK, NI-DAQmx, Aravis) use cgo, so the rest of the core builds and races
 // cleanly as plain Go.
 func TestCgoIsConfined(t *testing.T) {
 	allowed := map[string]bool{
@@ -75,6 +75,9 @@ func TestCgoIsConfined(t *testing.T) {
 		module + "/gosrc/driver/teledyne": true,
 		// NI-IMAQ's shim (libniimaq, loaded by dl): the frame grabber driver.
 		module + "/gosrc/driver/imaq": true,
+		// Aravis's shim (libaravis-0.8, loaded by dl): GenICam cameras
+		// (GigE Vision, USB3 Vision) for GenICamAcquisition.
+		module + "/gosrc/driver/aravis": true,
 	}
 	for _, p := range listPackages(t) {
 		if len(p.CgoFiles) > 0 {

@@ -67,6 +67,25 @@ type Poster interface {
 	Post(dst []uint16) error
 }
 
+// FrameCounter is an optional extension of Acquisition for sources that
+// receive frames (a camera: GenICamAcquisition): the engine's Status sums
+// their counts, so dropped and incomplete frames show beside its blocks.
+type FrameCounter interface {
+	// FrameCounts are the current (or last) session's frames.
+	FrameCounts() FrameCounts
+}
+
+// FrameCounts are a frame source's counters for one session.
+type FrameCounts struct {
+	// Received counts the frames the source received, incomplete ones too.
+	Received int64
+	// Dropped counts the frames the source never received (no buffer was
+	// queued, or the link lost them).
+	Dropped int64
+	// Incomplete counts the frames received with missing data.
+	Incomplete int64
+}
+
 // ErrNoLend is wrapped by a Lender's PinTo that does not lend on this
 // device or with this configuration (a FileAcquisition on the CPU backend,
 // whose upload is a copy anyway, or of a big-endian file, whose values must

@@ -67,6 +67,9 @@ type Status struct {
 	Allocated int
 	// ProfilerDropped counts profiler marks not written (see profiler.go).
 	ProfilerDropped int64
+	// Frames sums the FrameCounts of the acquisitions that receive frames
+	// (FrameCounter: a camera), for the current or last session.
+	Frames FrameCounts
 	// Done is true once the run has ended.
 	Done bool
 	// Prepared is true from a successful Prepare until Close.
@@ -939,6 +942,15 @@ func (e *Engine) Status() Status {
 	if e.free != nil && st != stateClosed { // Close frees the blocks
 		inFlight = len(e.blocks) - len(e.free)
 	}
+	var frames FrameCounts
+	for _, a := range e.acqs { // appended by Prepare, under stateMu
+		if fc, ok := a.acq.(FrameCounter); ok {
+			c := fc.FrameCounts()
+			frames.Received += c.Received
+			frames.Dropped += c.Dropped
+			frames.Incomplete += c.Incomplete
+		}
+	}
 	e.stateMu.Unlock()
 	s := Status{
 		BlocksAcquired: e.acquired.Load(), BlocksProcessed: e.processed.Load(),
@@ -948,6 +960,7 @@ func (e *Engine) Status() Status {
 		Allocated: e.cfg.BlocksToAllocate,
 		Prepared:  st == statePrepared || st == stateRunning || st == stateFinished,
 		Started:   e.startMono.Load() != 0, Active: e.active.Load(), Closed: st == stateClosed,
+		Frames: frames,
 	}
 	if ss := e.sess(); ss != nil {
 		s.EventsDropped = ss.events.dropped.Load()

@@ -142,6 +142,7 @@ type engineStatusRecord struct {
 	BlocksAcquired, BlocksProcessed, BlocksFormatted, BlocksDropped, Volumes int64
 	CallbackErrors, EventsDropped, InFlight, Running, Dispatched, Allocated  int64
 	ProfilerDropped, Done, Prepared, Started, Active, Closed                 int64
+	FramesReceived, FramesDropped, FramesIncomplete                          int64
 }
 
 // Status writes the engine's ENGINE_STATUS record (engine.Engine.Status)
@@ -151,7 +152,8 @@ func (e *Engine) Status(dst, n int) (int, error) {
 	return putRecord(dst, n, &engineStatusRecord{
 		s.BlocksAcquired, s.BlocksProcessed, s.BlocksFormatted, s.BlocksDropped, s.Volumes,
 		s.CallbackErrors, s.EventsDropped, int64(s.InFlight), flag(s.Running), s.Dispatched, int64(s.Allocated),
-		s.ProfilerDropped, flag(s.Done), flag(s.Prepared), flag(s.Started), flag(s.Active), flag(s.Closed)})
+		s.ProfilerDropped, flag(s.Done), flag(s.Prepared), flag(s.Started), flag(s.Active), flag(s.Closed),
+		s.Frames.Received, s.Frames.Dropped, s.Frames.Incomplete})
 }
 
 func flag(b bool) int64 {

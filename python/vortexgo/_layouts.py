@@ -135,6 +135,9 @@ ENGINE_STATUS = Layout("ENGINE_STATUS", (
     ("started", "q"),
     ("active", "q"),
     ("closed", "q"),
+    ("frames_received", "q"),
+    ("frames_dropped", "q"),
+    ("frames_incomplete", "q"),
 ))
 ENGINE_TIMINGS = Layout("ENGINE_TIMINGS", (
     ("acquire_count", "q"),

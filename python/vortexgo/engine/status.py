@@ -131,6 +131,12 @@ class EngineStatus:
     block_utilization: float = 0.0
     #: profiler marks not written because the writer fell behind
     profiler_dropped: int = 0
+    #: frames a camera source received (:class:`~vortexgo.genicam.GenICamAcquisition`), incomplete ones too
+    frames_received: int = 0
+    #: frames a camera sent that never arrived (the host had no buffer queued, or the link lost them)
+    frames_dropped: int = 0
+    #: frames that arrived with data missing (never delivered as blocks)
+    frames_incomplete: int = 0
 
     @property
     def state(self) -> str:
