@@ -49,11 +49,11 @@ def config(**kw):
     for k, v in kw.items():
         setattr(c, k, v)
     return c
-def engine(acq, volumes):
+def engine(acq, volumes, blocks=8, preload=4):
     proc = NullProcessor(NullProcessorConfig(samples_per_record=W, ascans_per_block=H))
     ep = SpectraStackHostTensorEndpointUInt16()
     fmt = planner(H, B)
-    ec = EngineConfig(records_per_block=H, blocks_to_allocate=8, preload_count=4)
+    ec = EngineConfig(records_per_block=H, blocks_to_allocate=blocks, preload_count=preload)
     ec.add_acquisition(acq, [proc]); ec.add_processor(proc, [fmt]); ec.add_formatter(fmt, [ep])
     eng = Engine(ec)
     queue_volumes(eng, H, B, volumes)
@@ -209,3 +209,110 @@ def test_gige_camera_killed_mid_run_stops_the_engine_loudly_keeping_volumes():
             srv.kill()
         print("ok")
     """, timeout=90)
+
+
+@needs_aravis
+@pytest.mark.skipif(FAKE_GV is None, reason="arv-fake-gv-camera-0.8 is not installed (apt-get install aravis-tools)")
+def test_incomplete_frames_end_the_run_counted_never_delivered():
+    """``arv-fake-gv-camera-0.8 -r 5`` loses 5 GVSP packets in a thousand;
+    with packet resend off a lost packet leaves its frame incomplete. The
+    first one ends the run with Aravis's buffer status, counted in the
+    engine's status; every block delivered before it is a whole frame of
+    the camera (never a frame with holes or zeros)."""
+    run(f"""
+        import subprocess
+        W2, H2 = 512, 64       # 32 KiB frames: ~23 packets each, ~1 frame in 9 incomplete
+        srv = subprocess.Popen([{FAKE_GV!r}, "-i", "127.0.0.1", "-s", "VGLOSS", "-r", "5"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)
+            acq = None
+            for _ in range(20):
+                try:
+                    acq = genicam.GenICamAcquisition(config(camera="127.0.0.1", samples_per_record=W2, records_per_block=H2,
+                                                            line_rate=100.0 * H2, packet_resend=False))
+                    break
+                except vg.VortexError:
+                    time.sleep(0.25)
+            assert acq is not None and acq.camera.gige_vision, "the GigE Vision fake did not answer"
+            proc = NullProcessor(NullProcessorConfig(samples_per_record=W2, ascans_per_block=H2))
+            ep = SpectraStackHostTensorEndpointUInt16()
+            fmt = planner(H2, B)
+            ec = EngineConfig(records_per_block=H2, blocks_to_allocate=8, preload_count=4)
+            ec.add_acquisition(acq, [proc]); ec.add_processor(proc, [fmt]); ec.add_formatter(fmt, [ep])
+            eng = Engine(ec)
+            queue_volumes(eng, H2, B, 0)          # endless: only an incomplete frame ends it
+            seen = []
+            def segment(sample, scan_idx, volume_idx, s):
+                with ep.tensor as v:
+                    seen.append(np.array(v)[s].copy())
+            ep.segment_callback = segment
+            eng.prepare(); eng.start()
+            deadline = time.time() + 30
+            while not eng.status().error and time.time() < deadline:
+                time.sleep(0.05)
+            if not eng.status().error:
+                eng.stop()
+                raise AssertionError(f"no incomplete frame in 30 s: {{eng.status()}}")
+            try:
+                eng.wait()
+            except vg.VortexError as e:
+                m = str(e)
+                assert "incomplete" in m and ("missing packets" in m or "timeout" in m), m
+            else:
+                raise AssertionError("an incomplete frame did not end the run")
+            s = eng.status()
+            assert s.frames_incomplete == 1 and s.frames_dropped == 0, s
+            assert s.blocks_acquired == s.frames_received - 1, s     # the incomplete frame was no block
+            assert acq.camera.incomplete == 1 and acq.camera.received == s.frames_received
+            assert len(seen) <= s.blocks_acquired, (len(seen), s)
+            x = np.arange(W2)[None, :]; y = np.arange(H2)[:, None]
+            first = int(seen[0][0, 0]) if seen else 0
+            for k, b in enumerate(seen):      # consecutive whole frames of the camera's ramp
+                np.testing.assert_array_equal(b, (x + y + first + k) % 255, err_msg=f"block {{k}}")
+            eng.close(); acq.close()
+        finally:
+            srv.kill()
+        print("ok")
+    """, timeout=90)
+
+
+@needs_aravis
+@pytest.mark.parametrize("tolerate", [True, False])
+def test_slow_consumer_drops_frames_counted_or_ends_the_run(tolerate):
+    """A slow segment_callback (the engine's default event_policy "block")
+    holds the blocks back, so the camera finds no buffer queued: frames are
+    dropped. Tolerated, they are counted and every block delivered is still
+    a whole frame of the camera, in order; otherwise the run ends loudly."""
+    run(f"""
+        acq = genicam.GenICamAcquisition(config(tolerate_dropped_frames={tolerate}))
+        eng, ep = engine(acq, 2, blocks=4, preload=2)     # a small pool: the camera soon finds none queued
+        seen = []
+        def segment(sample, scan_idx, volume_idx, s):
+            with ep.tensor as v:
+                seen.append(np.array(v)[s].copy())
+            time.sleep(0.03)              # 6 frames of the camera's 200 per second
+        ep.segment_callback = segment
+        eng.prepare(); eng.start()
+        try:
+            eng.wait()
+        except vg.VortexError as e:
+            assert not {tolerate}, f"tolerated drops ended the run: {{e}}"
+            m = str(e)
+            assert "dropped" in m and "tolerate_dropped_frames" in m and "Fake_1" in m, m
+            s = eng.status()
+            assert s.frames_dropped >= 1 and s.error and s.volumes < 2, s
+        else:
+            assert {tolerate}, "dropped frames did not end the run"
+            s = eng.status()
+            assert s.error == "" and s.volumes == 2 and s.frames_dropped >= 1, s
+            assert s.frames_received == s.blocks_acquired and s.frames_incomplete == 0, s
+            assert len(seen) == 2 * B, len(seen)
+        assert acq.camera.dropped == s.frames_dropped
+        assert seen, s
+        first = int(seen[0][0, 0])
+        # Aravis's fake numbers only the frames it fills: the delivered ones are consecutive
+        np.testing.assert_array_equal(np.stack(seen), ramp([first + k for k in range(len(seen))]))
+        eng.close(); acq.close()
+        print("ok")
+    """)
