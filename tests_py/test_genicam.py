@@ -316,3 +316,21 @@ def test_slow_consumer_drops_frames_counted_or_ends_the_run(tolerate):
         eng.close(); acq.close()
         print("ok")
     """)
+
+
+@needs_aravis
+def test_live_view_example_runs_headless(tmp_path):
+    """examples/genicam_live.py against the Fake camera, no window, a frame limit."""
+    import subprocess
+    import sys
+
+    import vortexgo
+    from PIL import Image
+
+    out = tmp_path / "live.png"
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(vortexgo.__file__)), MPLBACKEND="Agg")
+    r = subprocess.run([sys.executable, str(_subproc.ROOT / "examples" / "genicam_live.py"), "--frames", "40",
+                        "--headless", "--out", str(out)], capture_output=True, text=True, env=env, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Aravis Fake (Fake_1)" in r.stdout and "0 dropped, 0 incomplete" in r.stdout, r.stdout
+    assert Image.open(out).size[0] > 0 and Image.open(out).getextrema() != ((0, 0),), r.stdout
