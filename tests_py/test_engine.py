@@ -624,6 +624,7 @@ def test_status_timings_and_reprs():
     s = eng.status()
     r = repr(s)
     assert r.startswith("EngineStatus(done)") and "volumes" in r and "callback_errors" in r
+    assert "frames_" not in r and "frames_" not in s._repr_html_()  # no camera source: no frame counters
     assert "<table>" in s._repr_html_()
     assert "done" in repr(eng) and "StageTiming" in repr(eng.timings["format"])
     assert "StackHostTensorEndpointUInt16 prepared" in repr(ep) and "uint16" in repr(ep)

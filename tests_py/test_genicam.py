@@ -119,6 +119,9 @@ def test_engine_blocks_are_the_cameras_frames(fmt):
         first = int(vol[0, 0, 0]) if "{fmt}" == "Mono8" else int(vol[0, 0, 0]) * 256 % 65535
         np.testing.assert_array_equal(vol, ramp([first + k for k in range(B)], "{fmt}"))
         assert acq.camera.received == s.frames_received
+        r = repr(s)      # a camera source: the printed status shows its frame counters
+        assert f"frames_received     {{s.frames_received}}" in r and "frames_dropped      0" in r and "frames_incomplete   0" in r, r
+        assert "frames_dropped" in s._repr_html_()
         eng.close(); acq.close()
         print("ok")
     """)

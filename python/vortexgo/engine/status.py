@@ -145,19 +145,29 @@ class EngineStatus:
             return "failed"
         return "running" if self.running else ("done" if self.done else "idle")
 
+    @property
+    def reports_frames(self) -> bool:
+        """Whether a camera source reports frames (:class:`~vortexgo.genicam.GenICamAcquisition`):
+        the printed form then shows ``frames_received``, ``frames_dropped`` and ``frames_incomplete``."""
+        return bool(self.frames_received or self.frames_dropped or self.frames_incomplete)
+
     def __repr__(self) -> str:
         lines = [f"EngineStatus({self.state})"]
+        frames = self.reports_frames
         for f in fields(self):
             if f.name in ("running", "done", "inflight_blocks"):
+                continue
+            if f.name.startswith("frames_") and not frames:
                 continue
             v = getattr(self, f.name)
             if f.name == "error" and not v:
                 continue
-            lines.append(f"  {f.name:<17} {v}")
+            lines.append(f"  {f.name:<19} {v}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><td>{f.name}</td><td>{getattr(self, f.name)}</td></tr>" for f in fields(self))
+        rows = "".join(f"<tr><td>{f.name}</td><td>{getattr(self, f.name)}</td></tr>" for f in fields(self)
+                       if self.reports_frames or not f.name.startswith("frames_"))
         return f"<b>EngineStatus ({self.state})</b><table>{rows}</table>"
 
 
