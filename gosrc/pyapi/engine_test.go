@@ -22,6 +22,10 @@ func TestStatusRecordNamesStatusFields(t *testing.T) {
 		switch f.Type.Kind() {
 		case reflect.Int, reflect.Int64, reflect.Bool:
 			want[f.Name] = true
+		case reflect.Struct: // a group of counters (Frames: FrameCounts) flattens to Frames<Field>
+			for j := range f.Type.NumField() {
+				want[f.Name+f.Type.Field(j).Name] = true
+			}
 		}
 	}
 	got := map[string]bool{}
