@@ -4,7 +4,8 @@ The virtual DAQmx card (or the digitizer's own galvo DAC, driven by AlazarIO) pu
 galvo waveform the engine's Generate stage writes (ao0, ao1; the DAC's x, y) to the model's
 timeline; the virtual digitizer synthesizes, for A-line ``n``, the phantom at the position
 the card output at sample ``n - io_delay`` (instruments/virtual). The DAC quantizes to its
-16-bit codes (5/32767 V), so its positions are the simulated IO's rounded as it rounds them.
+16-bit codes (5/32767 V), so its positions are the simulated IO's rounded as it rounds them;
+the MachDSP servo's codes (15/32767 units) likewise.
 So an image appears only if the drivers, the Generate stage and the formatting agree.
 
 Each scan (a raster, a radial and a spiral scan) runs twice, each run in its own
@@ -12,7 +13,9 @@ interpreter (the vendor libraries load once per process and read the model's env
 
 - through the real driver code (``VORTEXGO_INSTRUMENTS=virtual``): AlazarAcquisition +
   DAQmxIO (a PFI sample clock: AO sample ``k`` is A-line ``k``) or + AlazarIO on the same
-  board (one DAC word per A-line trigger), or TeledyneAcquisition + DAQmxIO, with a SimulatedIO beside them recording what
+  board (one DAC word per A-line trigger), or + MachDSPIO (a MachDSP servo: the pty peer of
+  tests_py/_machdsp_peer.py on the model's timeline, its sample ``k`` A-line ``k``), or
+  TeledyneAcquisition + DAQmxIO, with a SimulatedIO beside them recording what
   the Generate stage produced;
 - through the simulated sources: SimulatedAcquisition + SimulatedIO, the same scan, engine
   and format plan.
@@ -49,7 +52,7 @@ def virtual(virtual_instrument: Path) -> Path:
 
 
 # One run: argv = kind ("raster", "radial", "spiral"), source ("virtual", "simulated"),
-# output folder, IO ("daqmx", "alazar": the virtual run's galvo IO; "teledyne": the Teledyne
+# output folder, IO ("daqmx", "alazar", "machdsp": the virtual run's galvo IO; "teledyne": the Teledyne
 # ADQ digitizer instead of the Alazar one, with the DAQmx card). Writes spectra.bin, counter.bin, galvo.bin (the copied records' streams),
 # io.npy (SimulatedIO's recording), grid.npy (the simulated run: the phantom's grid spectra),
 # volume.npy (raster: the formatted volume) and meta.json.
@@ -141,6 +144,19 @@ if source == "virtual":
         c.channels.append(daqmx.AnalogVoltageOutput("Dev1/ao0", LUPPU, Block.StreamIndex.GalvoTarget, 0))
         c.channels.append(daqmx.AnalogVoltageOutput("Dev1/ao1", LUPPU, Block.StreamIndex.GalvoTarget, 1))
         dq = DAQmxIO(); dq.initialize(c)
+    elif io_kind == "machdsp":  # a MachDSP servo: the pty peer on the model's timeline (its sample k is A-line k)
+        import ctypes
+        sys.path.insert(0, os.environ["VG_TESTS_DIR"])
+        from _machdsp_peer import Peer
+        from vortexgo import machdsp
+        from vortexgo.io import MachDSPIO, MachDSPIOConfig
+        # the fake digitizer loaded the model: this is the same library, the same timeline
+        peer = Peer(ctypes.CDLL(os.path.join(os.environ["VORTEXGO_VIRTUAL_DIR"], "libvgvirtual.so")))
+        c = MachDSPIOConfig()
+        c.port, c.samples_per_block, c.blocks_to_buffer = peer.path, RPB, 6
+        # degree_scale 15 (full scale 10 V at the servo) and 1 unit per unit: the model's 10/15 V per unit
+        c.output_channels = [machdsp.Channel(1.0, Block.StreamIndex.GalvoTarget, ch) for ch in (0, 1)]
+        dq = MachDSPIO(); dq.initialize(c)
     else:  # the digitizer's galvo DAC, the board the acquisition uses
         c = AlazarIOConfig()
         c.samples_per_block, c.blocks_to_buffer = RPB, 6
@@ -165,6 +181,9 @@ assert s.error == "" and s.blocks_dropped == 0, s
 eng.stop()
 for _, f in made:
     f.close()
+if source == "virtual" and io_kind == "machdsp":
+    dq.close(); peer.close()
+    np.array(peer.codes, np.uint16).tofile(os.path.join(out, "machdsp.codes"))
 first, rec = sim_io.recorded()
 np.save(os.path.join(out, "io.npy"), rec)
 meta["io_first"] = first
@@ -192,6 +211,7 @@ def _run(virtual: Path, kind: str, source: str, out: Path, io: str = "daqmx") ->
     if source == "virtual":
         env.update(VORTEXGO_INSTRUMENTS="virtual", VORTEXGO_VIRTUAL_DIR=str(virtual), VGV_DAQMX_RECORD=str(out),
                    VGV_DAC_RECORD=str(out))
+    env["VG_TESTS_DIR"] = str(Path(__file__).resolve().parent)
     code = f"import sys; sys.argv = ['x', {kind!r}, {source!r}, {str(out)!r}, {io!r}]\n" + CHILD
     o = _subproc.run(code, env=env, timeout=200)
     assert "ok" in o.stdout, o.stdout + o.stderr
@@ -208,6 +228,18 @@ def _dac(units: np.ndarray) -> np.ndarray:
     return (code - 32768) * DAC_LSB
 
 
+def _machdsp_codes(units: np.ndarray) -> np.ndarray:
+    """MachDSPIO's codes for stream values ``units`` (1 unit per unit, degree_scale 15):
+    vortex's conversion, truncated."""
+    return np.trunc(np.clip(units, -15, 15) / (15 * (1.0 / 32767)) + 32768)
+
+
+def _machdsp(units: np.ndarray) -> np.ndarray:
+    """Where the servo points the beam for stream values ``units``: its codes in the peer's
+    volts (full scale 10 V) as the model reads them back (10/15 V per unit)."""
+    return (_machdsp_codes(units) - 32768) * 10.0 / 32767 * 1.5
+
+
 def _snap(u: np.ndarray, lo: float, hi: float, n: int) -> np.ndarray:
     """The model's grid_index: the nearest of n points spanning [lo, hi] (llround)."""
     f = (u - lo) / (hi - lo) * (n - 1)
@@ -216,7 +248,8 @@ def _snap(u: np.ndarray, lo: float, hi: float, n: int) -> np.ndarray:
 
 @pytest.mark.parametrize("kind, io", [("raster", "daqmx"), ("radial", "daqmx"), ("spiral", "daqmx"),
                                       ("raster", "alazar"), ("spiral", "alazar"),
-                                      ("raster", "teledyne"), ("spiral", "teledyne")])
+                                      ("raster", "teledyne"), ("spiral", "teledyne"),
+                                      ("raster", "machdsp"), ("spiral", "machdsp")])
 def test_scan_through_the_drivers_equals_the_simulated_sources(virtual, tmp_path, kind, io):
     m = _run(virtual, kind, "virtual", tmp_path / "virtual", io)
     _run(virtual, kind, "simulated", tmp_path / "simulated")
@@ -238,6 +271,11 @@ def test_scan_through_the_drivers_equals_the_simulated_sources(virtual, tmp_path
         card = np.fromfile(v / "output.ao", np.float64).reshape(-1, 2)
         n = min(len(card), len(io_s) - d)
         np.testing.assert_allclose(card[:n] * 1.5, io_s[d:d + n], rtol=0, atol=1e-12)
+    elif io == "machdsp":  # the servo's samples since its stream reset: the codes of the Generate stage's
+        codes = np.fromfile(v / "machdsp.codes", np.uint16).reshape(-1, 2)
+        n = min(len(codes), len(io_s) - d)
+        assert n >= len(counter)
+        np.testing.assert_array_equal(codes[:n], _machdsp_codes(io_s[d:d + n]))
     else:  # the DAC's samples, in order (its record): the codes of the Generate stage's samples
         card = np.fromfile(v / "dac1.bin", np.float64).reshape(-1, 2)
         n = min(len(card), len(io_s) - d)
@@ -249,6 +287,8 @@ def test_scan_through_the_drivers_equals_the_simulated_sources(virtual, tmp_path
     pos = io_s[counter.astype(np.int64)]
     if io == "alazar":
         pos = _dac(pos) * 1.5
+    elif io == "machdsp":
+        pos = _machdsp(pos)
     ia, ib = _snap(pos[:, 1], y0, y1, GA), _snap(pos[:, 0], x0, x1, GB)  # A-scans along y (README)
     assert ia.min() >= 0 and ia.max() < GA and ib.min() >= 0 and ib.max() < GB, "the scan stays on the grid"
     assert len(set(zip(ia.tolist(), ib.tolist()))) > len(counter) // 4, "the beam moved"

@@ -4,12 +4,15 @@ servo on a pseudo-terminal (tests_py/_machdsp_peer.py: vortex's protocol, the se
 In-process cases use the peer without a model (it takes every block at once); the engine
 cases run in their own interpreter with the virtual digitizer and the peer on the model's
 timeline (its sample k is A-line k), each fault stopping the engine with vortex's error
-while the volumes completed before it stay stored.
+while the volumes completed before it stay stored. Misuse runs in subprocesses too: closing
+the IO while its engine runs, one MachDSPIO in two engines, a port another process holds,
+a port without permission.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
 from pathlib import Path
 
 import numpy as np
@@ -115,5 +118,214 @@ def test_initialize_refusals(tmp_path):
         with pytest.raises(vg.VortexError, match="serial read: timeout"):
             ok.next(100, s)
         ok.close()
+    finally:
+        p.close()
+
+
+# --- the engine: AlazarAcquisition + MachDSPIO on the virtual instrument (in subprocesses) -------
+
+# A child's helpers, after _alazar_child.PRELUDE: the peer on the model's timeline (the model
+# the fake digitizer loaded: the library beside it) and an engine of the virtual digitizer and a
+# MachDSPIO on the peer's port.
+ENGINE = """
+import ctypes, os
+from _machdsp_peer import Peer
+from vortexgo import machdsp
+from vortexgo.compat import Block
+from vortexgo.io import MachDSPIO, MachDSPIOConfig
+
+def model():
+    return ctypes.CDLL(os.path.join(os.path.dirname(os.environ["VORTEXGO_ATSAPI_LIBRARY"]), "libvgvirtual.so"))
+
+def servo(port, **kw):
+    c = MachDSPIOConfig()
+    c.port, c.samples_per_block, c.blocks_to_buffer, c.readwrite_timeout = port, RPB, 4, 0.5
+    c.output_channels = [machdsp.Channel(1.0, Block.StreamIndex.GalvoTarget, ch) for ch in (0, 1)]
+    for k, v in kw.items():
+        setattr(c, k, v)
+    io = MachDSPIO()
+    io.initialize(c)
+    return io
+
+def engine_io(acq, io, volumes, endpoints=None):
+    pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=RPB,
+                            resampling_samples=SIM.resampling_positions(),
+                            spectral_filter=spectral_filter(hann_window(S), SIM.dispersion_compensation()))
+    proc = vg.CPUProcessor(pc)
+    fmt = planner(A, B)
+    eps = endpoints or [StackHostTensorEndpointFloat32()]
+    ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=8, preload_count=4)
+    ec.add_acquisition(acq, [proc]); ec.add_processor(proc, [fmt]); ec.add_formatter(fmt, eps)
+    ec.add_io(io)
+    eng = Engine(ec)
+    queue_volumes(eng, A, B, volumes)
+    FORMATTER[id(eng)] = fmt  # a session after a stop resets it (vortex's rule)
+    return eng, eps
+"""
+
+
+def _engine_run(virtual_instrument: Path, code: str, more: str = "", **env: str) -> _subproc.Outcome:
+    from _alazar_child import PRELUDE, env as child_env
+    e = {"VGV_ALINE_RATE_HZ": "10000"}  # the Python peer paces every block: a rate it keeps up with
+    e.update(env)
+    return _subproc.run(code, prelude=PRELUDE + ENGINE + more, env=child_env(virtual_instrument / "libATSApi.so", **e),
+                        timeout=150)
+
+
+@pytest.fixture(scope="module")
+def virtual(virtual_instrument: Path) -> Path:
+    """build/virtual (conftest.py's virtual_instrument)."""
+    return virtual_instrument
+
+
+# A 32 x 32 volume is 8 blocks of 128 records: a fault at block write 30 (the preload's 4
+# included; the servo buffers 5 blocks) comes when about 25 blocks were acquired: two volumes
+# (at least) were completed and stored.
+@pytest.mark.parametrize("fault, message", [
+    ("framing", "unexpected reply: message 5210 (0x145a) to request 20: the line lost or gained bytes"),
+    ("servo_error", "protocol error: UART Rx (2): invalid message (7)"),
+    ("silent", "serial read: timeout"),
+    ("hangup", "serial read: End of file"),  # the pty's master closed: asio's eof, as vortex reports it
+])
+def test_servo_fault_stops_the_engine_and_keeps_the_volumes(virtual, tmp_path, fault, message):
+    """The peer, paced on the A-line clock, answers block write 30 with a stray byte, the
+    servo's error, nothing, or a hang-up: the engine stops with the driver's error (vortex's
+    text) for block 30, and the volumes completed before it are in the file."""
+    npy = str(tmp_path / "v.npy")
+    _engine_run(virtual, f"""
+        from vortexgo.engine import AscanStackEndpoint
+        from vortexgo.storage import SimpleStackConfig, SimpleStackInt8
+        st = SimpleStackInt8(); st.open(SimpleStackConfig({npy!r}, (B, A, S)))
+        store = AscanStackEndpoint(st)
+        acq = AlazarAcquisition(alazar_config())
+        peer = Peer(model(), fault={fault!r}, at=30)
+        io = servo(peer.path)
+        eng, _ = engine_io(acq, io, 0, [StackHostTensorEndpointFloat32(), store])
+        eng.prepare(); eng.start()
+        try:
+            eng.wait()
+        except vg.VortexError as e:
+            assert {message!r} in str(e), e
+            err = str(e)
+        else:
+            raise AssertionError("the servo's fault went unnoticed")
+        s = eng.status()
+        assert s.error == err or {message!r} in s.error, (s.error, err)
+        assert peer.blocks >= 30, peer.blocks
+        assert s.volumes >= 2 and store.volumes_written >= 2, (s, store.volumes_written)
+        eng.stop(); eng.close()
+        st.close()
+        shape = np.load({npy!r}).shape
+        # every completed volume is in the file (the store also holds the part the error cut)
+        assert s.volumes == store.volumes_written and shape[0] >= store.volumes_written, (shape, s.volumes)
+        io.close(); acq.close(); peer.close()
+        print("ok", s.volumes, err)
+    """)
+
+
+# --- misuse (in subprocesses) ------------------------------------------------------------------
+
+# The proof that the servo was left ready: another session of one volume on the same IO runs
+# clean and the servo's stream (reset at the session's start) holds the same codes as the
+# first session's for the volume (test_closed_loop.py shows those codes make the image).
+READY = """
+def assert_ready(eng, io, peer, first_codes):
+    eng.scan_queue.reset(); queue_volumes(eng, A, B, 1)
+    FORMATTER[id(eng)].reset()
+    eng.start(); eng.wait(); eng.stop()
+    s = eng.status()
+    assert s.error == "" and s.blocks_dropped == 0 and s.volumes == 1, s
+    codes, n = list(peer.codes), 2 * A * B  # x, y of the volume's samples
+    assert len(codes) >= n and len(first_codes) >= n and codes[:n] == first_codes[:n], (len(codes), len(first_codes))
+"""
+
+
+def test_close_while_running_and_one_io_in_two_engines(virtual):
+    _engine_run(virtual, """
+        acq = AlazarAcquisition(alazar_config())
+        peer = Peer(model())
+        io = servo(peer.path)
+        first, _ = engine_io(acq, io, 0)
+        first.prepare(); first.start(); time.sleep(0.3)
+        try:
+            io.close()
+        except vg.InUseError as e:
+            assert "stop the engine first" in str(e), e
+        else:
+            raise AssertionError("the port was closed under a running engine")
+        second, _ = engine_io(SIM, io, 1)  # another engine (its own source), the same servo
+        try:
+            second.prepare()
+        except vg.InUseError as e:
+            assert f'MachDSPIO "{peer.path}" belongs to another engine' in str(e), e
+        else:
+            raise AssertionError("one servo ran in two engines")
+        assert io.running
+        first.stop()
+        assert first.status().error == "", first.status()
+        assert not io.running
+        codes = list(peer.codes)
+        assert len(codes) > 2 * A * B
+        assert_ready(first, io, peer, codes)
+        first.close()
+        second.close()  # the IO is free once the first engine is closed
+        io.close(); io.close()
+        acq.close(); peer.close()
+        print("ok")
+    """, READY)
+
+
+def test_port_busy_in_another_process(tmp_path):
+    p = Peer()
+    try:
+        _subproc.run(f"""
+            import subprocess, sys
+            import vortexgo as vg
+            from vortexgo import machdsp
+            from vortexgo.io import MachDSPIO, MachDSPIOConfig
+            holder = subprocess.Popen([sys.executable, "-c",
+                "import sys; from vortexgo import machdsp; m = machdsp.MachDSP({p.path!r}, 115200); "
+                "print('held', flush=True); sys.stdin.read(); m.close()"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert holder.stdout.readline().strip() == "held"
+            c = MachDSPIOConfig()
+            c.port = {p.path!r}
+            c.readwrite_timeout = 0.3
+            try:
+                MachDSPIO().initialize(c)
+            except vg.InUseError as e:
+                assert "the port is busy: another MachDSP (in this or another process) has it open" in str(e), e
+            else:
+                raise AssertionError("two processes opened one servo")
+            holder.stdin.close()
+            assert holder.wait(30) == 0
+            io = MachDSPIO(); io.initialize(c)  # free once the other process let go
+            assert io.info.zero_point == 32768
+            io.close()
+            print("ok")
+        """)
+    finally:
+        p.close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="runs as root, which opens a port whatever its mode: "
+                    "a port without permission cannot be made here")
+def test_port_without_permission():
+    p = Peer()
+    try:
+        os.chmod(p.path, 0)
+        _subproc.run(f"""
+            import vortexgo as vg
+            from vortexgo.io import MachDSPIO, MachDSPIOConfig
+            c = MachDSPIOConfig()
+            c.port = {p.path!r}
+            try:
+                MachDSPIO().initialize(c)
+            except vg.VortexError as e:
+                assert "open {p.path}: " in str(e) and "ermission denied" in str(e), e
+            else:
+                raise AssertionError("opened a port without permission")
+            print("ok")
+        """)
     finally:
         p.close()
