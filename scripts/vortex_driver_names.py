@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""List vortex's Python names for its AlazarTech, NI-DAQmx and Teledyne ADQ drivers.
+"""List vortex's Python names for its AlazarTech, NI-DAQmx, Teledyne ADQ and NI-IMAQ drivers.
 
 vortex's driver modules need the vendors' SDKs to build, so vortex-build
 (../shared/vortex-build) has none of them; the names come from vortex's
 binding sources instead:
 
-- ``src/vortex-python/module/alazar.cpp``, ``module/daqmx.cpp`` and ``module/teledyne.cpp``: which
+- ``src/vortex-python/module/alazar.cpp``, ``module/daqmx.cpp``, ``module/teledyne.cpp`` and
+  ``module/imaq.cpp``: which
   module each class, enum and function lands in (``VORTEX_BIND``,
   ``def_submodule``), and every member (the macros of ``bind/common.hpp``:
   ``RW_VAR``/``RO_VAR``/``RW_ACC``/``RO_ACC``... an attribute, ``FXN`` a method,
@@ -52,7 +53,7 @@ def default_reference() -> Optional[str]:
 
 #: The binding files read, relative to the reference root, and the modules their VORTEX_BIND(x) serve.
 MODULE_FILES = ["src/vortex-python/module/alazar.cpp", "src/vortex-python/module/daqmx.cpp",
-                "src/vortex-python/module/teledyne.cpp"]
+                "src/vortex-python/module/teledyne.cpp", "src/vortex-python/module/imaq.cpp"]
 HELPER_FILES = ["src/vortex-python/bind/acquire.hpp", "src/vortex-python/bind/io.hpp"]
 #: Binding files without a VORTEX_BIND of their own: (file, the function read, the module its
 #: py::module argument is). bind/io.cpp's bind_machdsp: vortex.io.MachDSPIO and vortex.io.machdsp.

@@ -15,7 +15,8 @@ interpreter (the vendor libraries load once per process and read the model's env
   DAQmxIO (a PFI sample clock: AO sample ``k`` is A-line ``k``) or + AlazarIO on the same
   board (one DAC word per A-line trigger), or + MachDSPIO (a MachDSP servo: the pty peer of
   tests_py/_machdsp_peer.py on the model's timeline, its sample ``k`` A-line ``k``), or
-  TeledyneAcquisition + DAQmxIO, with a SimulatedIO beside them recording what
+  TeledyneAcquisition + DAQmxIO, or ImaqAcquisition (the virtual line-scan camera: camera line
+  ``n`` is A-line ``n``) + DAQmxIO, with a SimulatedIO beside them recording what
   the Generate stage produced;
 - through the simulated sources: SimulatedAcquisition + SimulatedIO, the same scan, engine
   and format plan.
@@ -53,7 +54,8 @@ def virtual(virtual_instrument: Path) -> Path:
 
 # One run: argv = kind ("raster", "radial", "spiral"), source ("virtual", "simulated"),
 # output folder, IO ("daqmx", "alazar", "machdsp": the virtual run's galvo IO; "teledyne": the Teledyne
-# ADQ digitizer instead of the Alazar one, with the DAQmx card). Writes spectra.bin, counter.bin, galvo.bin (the copied records' streams),
+# ADQ digitizer instead of the Alazar one, with the DAQmx card; "imaq": the NI frame grabber's line-scan
+# camera instead, with the DAQmx card). Writes spectra.bin, counter.bin, galvo.bin (the copied records' streams),
 # io.npy (SimulatedIO's recording), grid.npy (the simulated run: the phantom's grid spectra),
 # volume.npy (raster: the formatted volume) and meta.json.
 CHILD = r"""
@@ -131,6 +133,11 @@ if source == "virtual" and io_kind == "teledyne":  # the Teledyne ADQ digitizer,
     tc.samples_per_record, tc.records_per_block = S, RPB
     tc.inputs.append(Input(0))
     acq = TeledyneAcquisition(tc)
+elif source == "virtual" and io_kind == "imaq":  # the NI frame grabber's line-scan camera, with the DAQmx card
+    from vortexgo.imaq import ImaqAcquisition, ImaqAcquisitionConfig
+    ic = ImaqAcquisitionConfig()
+    ic.samples_per_record, ic.records_per_block = S, RPB
+    acq = ImaqAcquisition(ic)
 elif source == "virtual":
     ac = AlazarConfig()
     ac.samples_per_record, ac.records_per_block = S, RPB
@@ -138,7 +145,7 @@ elif source == "virtual":
     ac.options.append(alazar.AuxIOTriggerOut())
     acq = AlazarAcquisition(ac)
 if source == "virtual":
-    if io_kind in ("daqmx", "teledyne"):
+    if io_kind in ("daqmx", "teledyne", "imaq"):
         c = DAQmxConfig()
         c.name, c.samples_per_block, c.samples_per_second, c.blocks_to_buffer = "output", RPB, RATE, 6
         c.channels.append(daqmx.AnalogVoltageOutput("Dev1/ao0", LUPPU, Block.StreamIndex.GalvoTarget, 0))
@@ -249,7 +256,8 @@ def _snap(u: np.ndarray, lo: float, hi: float, n: int) -> np.ndarray:
 @pytest.mark.parametrize("kind, io", [("raster", "daqmx"), ("radial", "daqmx"), ("spiral", "daqmx"),
                                       ("raster", "alazar"), ("spiral", "alazar"),
                                       ("raster", "teledyne"), ("spiral", "teledyne"),
-                                      ("raster", "machdsp"), ("spiral", "machdsp")])
+                                      ("raster", "machdsp"), ("spiral", "machdsp"),
+                                      ("raster", "imaq"), ("spiral", "imaq")])
 def test_scan_through_the_drivers_equals_the_simulated_sources(virtual, tmp_path, kind, io):
     m = _run(virtual, kind, "virtual", tmp_path / "virtual", io)
     _run(virtual, kind, "simulated", tmp_path / "simulated")
@@ -267,7 +275,7 @@ def test_scan_through_the_drivers_equals_the_simulated_sources(virtual, tmp_path
     io_v, io_s = np.load(v / "io.npy"), np.load(s / "io.npy")
     np.testing.assert_array_equal(io_v, io_s)
     d = m["io_delay"]
-    if io in ("daqmx", "teledyne"):
+    if io in ("daqmx", "teledyne", "imaq"):
         card = np.fromfile(v / "output.ao", np.float64).reshape(-1, 2)
         n = min(len(card), len(io_s) - d)
         np.testing.assert_allclose(card[:n] * 1.5, io_s[d:d + n], rtol=0, atol=1e-12)

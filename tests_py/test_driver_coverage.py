@@ -1,4 +1,4 @@
-"""The API coverage of vortex's AlazarTech, NI-DAQmx and Teledyne ADQ names through vortexgo.compat.
+"""The API coverage of vortex's AlazarTech, NI-DAQmx, Teledyne ADQ and NI-IMAQ names through vortexgo.compat.
 
 tests_py/data/vortex_driver_names.json lists every name vortex binds for its
 Alazar and DAQmx drivers (modules vortex.acquire.alazar, vortex.io.daqmx,
@@ -170,7 +170,10 @@ def test_the_list_covers_the_driver_modules():
                  "vortex.engine.acquire_alazar_clock", "vortex.io.AlazarIOConfig.divisor",
                  "vortex.acquire.AlazarGPUConfig.gpu_device_index",
                  "vortex.acquire.teledyne.Teledyne.info", "vortex.acquire.teledyne.ADQProductID.ADQ32",
-                 "vortex.acquire.TeledyneConfig.fft_mode", "vortex.acquire.TeledyneAcquisition.board_handle"):
+                 "vortex.acquire.TeledyneConfig.fft_mode", "vortex.acquire.TeledyneAcquisition.board_handle",
+                 "vortex.acquire.imaq.Imaq.configure_region", "vortex.acquire.imaq.Info.resolution",
+                 "vortex.acquire.imaq.Source.Hsync", "vortex.acquire.ImaqAcquisitionConfig.line_trigger",
+                 "vortex.acquire.ImaqAcquisition.next_async"):
         assert must in q, must
     assert len(q) > 400
     assert NAMES["vortex_version"] and NAMES["sources"]

@@ -91,7 +91,7 @@ def test_engine_run_equals_the_simulated_source(virtual):
     o = run(virtual, """
         acq = ImaqAcquisition(imaq_config())
         assert imaq.enumerate() == ["img0"]
-        assert acq.info["BitsPerPixel"] == 16 and acq.info["LineScan"]
+        assert acq.info.bits_per_pixel == 16 and acq.info.line_scan
         assert acq.region == imaq.RegionOfInterest(0, 0, RPB, S, S)
         vols = []
         for src in (acq, acq, SIM):   # twice: stop leaves the camera ready for the next run
@@ -166,26 +166,124 @@ def test_overrun_stops_the_engine_loudly_keeping_completed_volumes(virtual):
     assert "ok" in o.stdout
 
 
-def test_close_while_running_and_two_engines(virtual):
+def test_close_while_running(virtual):
+    """close() while an engine runs is refused (InUseError); after stop it closes and the camera is free."""
     run(virtual, """
         acq = ImaqAcquisition(imaq_config())
-        eng, _ = engine(acq, 1000)
-        eng2, _ = engine(acq, 1)
+        eng, (ep,) = engine(acq, 1000)
         eng.prepare(); eng.start()
         try:
             acq.close()
         except vg.InUseError as e:
-            pass
-        else:
-            raise AssertionError("closed while an engine runs")
-        try:
-            eng2.prepare()
-        except vg.VortexError as e:
             assert "ImaqAcquisition" in str(e), e
         else:
-            pass  # a second engine may prepare; it must not run concurrently
-        eng.stop(); eng.wait()
+            raise AssertionError("closed while an engine runs")
+        eng.stop(); eng.wait(); eng.close()
         acq.close()
         assert not acq.running
+        again = ImaqAcquisition(imaq_config())     # the interface was released
+        eng, (ep,) = engine(again, 1)
+        eng.prepare(); eng.start(); eng.wait()
+        assert eng.status().error == "" and eng.status().volumes == 1
+        with ep.tensor as v:
+            got = np.array(v)
+        eng, (ep,) = engine(SIM, 1)
+        eng.prepare(); eng.start(); eng.wait()
+        with ep.tensor as v:
+            np.testing.assert_array_equal(got, np.array(v))
+        print("ok")
+    """)
+
+
+def test_one_acquisition_in_two_engines(virtual):
+    """As test_instrument_misuse.py's Alazar case: the second engine's prepare is refused
+    (InUseError naming the acquisition) until the first is closed; then it runs, its data
+    equal to the simulated source's (the camera was left ready)."""
+    run(virtual, """
+        acq = ImaqAcquisition(imaq_config())
+        first, _ = engine(acq, 0)
+        second, (ep,) = engine(acq, 1)
+        first.prepare(); first.start()
+        try:
+            second.prepare()
+        except vg.InUseError as e:
+            assert "ImaqAcquisition belongs to another engine" in str(e) and "close that engine" in str(e), e
+        else:
+            raise AssertionError("one camera's acquisition ran in two engines")
+        time.sleep(0.1)
+        first.stop(); first.close()
+        second.prepare()            # free once the first engine is closed
+        second.start(); second.wait()
+        s = second.status()
+        assert s.error == "" and s.volumes == 1, s
+        with ep.tensor as v:
+            got = np.array(v)
+        sim, (sep,) = engine(SIM, 1)
+        sim.prepare(); sim.start(); sim.wait()
+        with sep.tensor as v:
+            np.testing.assert_array_equal(got, np.array(v))
+        second.close(); acq.close()
+        print("ok")
+    """)
+
+
+def test_the_driver_class_on_the_virtual_camera(virtual):
+    """vortex's imaq.Imaq: open, info, region, triggers, vortex's errors, close frees the interface."""
+    run(virtual, """
+        import datetime
+        none = imaq.Imaq()
+        assert not none.valid and none.name == "" and not none.running and none.info == imaq.Info()
+        try:
+            none.query_region()
+        except RuntimeError as e:
+            assert "no interface is open" in str(e), e
+        else:
+            raise AssertionError("an unopened Imaq answered")
+        cam = imaq.Imaq("img0")
+        assert cam.valid and cam.name == "img0" and not cam.running
+        i = cam.info
+        assert isinstance(i, imaq.Info) and i.line_scan and (i.bits_per_pixel, i.bytes_per_pixel) == (16, 2), i
+        assert i.resolution == imaq.Resolution(4096, 1) and i.serial == 0x01A2B3C4 and i.device == 0x1473, i
+        assert i.acquisition_window == imaq.RegionOfInterest(0, 0, 65535, 4096, 4096), i
+        assert i.calibration == datetime.datetime.fromtimestamp(1700000000, datetime.timezone.utc), i
+        i.serial = 1
+        assert cam.info.serial == 0x01A2B3C4 and i.copy() == i and i.copy() is not i
+        cam.configure_region(imaq.RegionOfInterest(2, 8, 64, 256))
+        assert cam.query_region() == imaq.RegionOfInterest(2, 8, 64, 256, 256)
+        assert cam.required_buffer_size() == 64 * 256 * 2
+        cam.configure_region(imaq.RegionOfInterest(0, 0, 64, 256, 512))
+        assert cam.query_region().pixels_per_row == 512 and cam.required_buffer_size() == 64 * 512 * 2
+        cases = [
+            (lambda: cam.configure_region(imaq.RegionOfInterest(0, 5, 64, 256)),
+             "setting ROI offset (t=0, l=5) and shape [h=64 x w=256] failed: (-1074397161) "
+             "incompatible ROI (check alignment and size)"),
+            (lambda: cam.configure_line_trigger(9), "external line trigger on line 9 failed: (-1074397091)"),
+            (lambda: imaq.Imaq("img0"), "session open failed: (-1074396995) device in use"),
+            (lambda: imaq.Imaq("img3"), 'interface "img3" open failed: (-1074397145)'),
+        ]
+        for make, msg in cases:
+            try:
+                make()
+            except vg.VortexError as e:
+                assert str(e).startswith(msg), (msg, str(e))
+            else:
+                raise AssertionError(f"no error: {msg}")
+        cam.configure_line_trigger(0, 1, imaq.Polarity.Low, imaq.Signal.External)
+        cam.configure_trigger_output(1, imaq.Source.FrameStart, imaq.Polarity.High)
+        try:
+            cam.configure_trigger_output(0, 99)
+        except ValueError as e:
+            assert "expected a Source" in str(e), e
+        else:
+            raise AssertionError("a bad source was accepted")
+        cam.stop_capture()          # nothing runs: nothing to stop
+        assert "img0" in repr(cam) and "4096 x 1" in repr(cam)
+        cam.close()
+        assert not cam.valid and not cam.running
+        cam.close()                 # twice is fine
+        with imaq.Imaq("img0") as again:     # close freed the interface
+            assert again.valid
+        acq = ImaqAcquisition(imaq_config())
+        assert acq.info.serial == 0x01A2B3C4 and acq.info.resolution == imaq.Resolution(4096, 1)
         print("ok")
     """)

@@ -1,16 +1,17 @@
-"""vortex's Alazar + DAQmx demo scripts on the virtual OCT instrument (instruments/virtual).
+"""vortex's Alazar + DAQmx (and IMAQ + DAQmx) demo scripts on the virtual OCT instrument (instruments/virtual).
 
 The same harness as tests_py/test_vortex_demos.py (compat, headless Qt/matplotlib, the stop
 rule, the CPU stand-ins for CUDAProcessor/CuPy, the shared demo parameters shrunk to a CPU size),
 with one difference: vortex's hardware classes are NOT swapped. ``AlazarAcquisition``,
-``AlazarFFTAcquisition``, ``acquire_alazar_clock``, ``alazar.Board`` and ``DAQmxIO`` are
-vortexgo's real drivers, loading the virtual instrument's ``libATSApi.so`` and
+``AlazarFFTAcquisition``, ``acquire_alazar_clock``, ``alazar.Board``, ``ImaqAcquisition`` and ``DAQmxIO`` are
+vortexgo's real drivers, loading the virtual instrument's ``libATSApi.so``, ``libniimaq.so`` and
 ``libnidaqmx.so`` (``VORTEXGO_INSTRUMENTS=virtual``); the model is configured by environment
 variables only (``VGV_ALINE_RATE_HZ``, ``VGV_PHANTOM``). The one size override kept is the
 existing test's: on the CPU, a record longer than 256 samples asked of the digitizer by a script
 that does not use ``_common`` (acquire_to_disk.py) is cut to 256 in the acquisition's
 ``initialize`` (the script reads it back from its config), done here by wrapping vortexgo's
-``AlazarAcquisition.initialize``.
+``AlazarAcquisition.initialize``; live_view_imaq.py's camera line (2044 pixels, set by the script
+over the shrunk parameters) is cut to 256 the same way, in ``ImaqAcquisition.initialize``.
 
 Each demo runs in its own subprocess. docs/vortex-demos.md lists the results.
 """
@@ -55,8 +56,7 @@ DEMOS: dict[str, Any] = {
     "live_view.py": ("refuses", r"violated (velocity|acceleration) limit .* > [0-9.e+]+ \(limits\[0\]"),
     "galvo_tuner.py": ("xfail", base.DEMOS["galvo_tuner.py"][1][1]),
     "live_view_repeated.py": ("xfail", base.DEMOS["live_view_repeated.py"][1][1]),
-    "live_view_imaq.py": ("skip", "an NI IMAQ line camera: vortexgo has no IMAQ driver and the virtual instrument "
-                                  "no camera (test_vortex_demos.py runs it on the simulated stand-ins)"),
+    "live_view_imaq.py": None,
     "cuda_benchmark.py": ("skip", "a GPU benchmark with no hardware acquisition (test_vortex_demos.py)"),
 }
 
@@ -74,6 +74,29 @@ def _cap_alazar_records() -> None:
         return init(self, config, *a, **k)
 
     va.AlazarAcquisition.initialize = initialize
+
+
+def _watch_imaq(cap: bool) -> None:
+    """Record the camera each ImaqAcquisition opened (result.json's "imaq"); with ``cap``, the same cap for the line camera: live_view_imaq.py sets ``samples_per_ascan = 2044`` over
+    the shrunk ``_common`` parameters and reads the record back from its ImaqAcquisitionConfig
+    (its processor and spectral filter follow); the virtual camera images the band onto the
+    region's pixels, so 256 pixels see SimulatedAcquisition's 256-sample spectrum."""
+    import vortexgo.imaq as vi
+
+    init = vi.ImaqAcquisition.initialize
+
+    def initialize(self: Any, config: Any = None, *a: Any, **k: Any) -> Any:
+        if cap and config is not None and config.samples_per_record > base._Sim.max_samples:
+            config.samples_per_record = base._Sim.max_samples
+        r = init(self, config, *a, **k)
+        _IMAQ.append(self.info.resolution.horizontal)  # the real driver on the virtual camera opened it
+        return r
+
+    vi.ImaqAcquisition.initialize = initialize
+
+
+#: The virtual camera's width, once per ImaqAcquisition the demo initialized (result.json's "imaq").
+_IMAQ: list = []
 
 
 def _boot_virtual(script: str, out: str, args: list) -> None:
@@ -96,6 +119,7 @@ def _boot_virtual(script: str, out: str, args: list) -> None:
         # acquire_to_disk.py asks for 512,000-sample records; the _common demos' records follow
         # their (shrunk) k-clock resampling, and the FFT demo's background must match its record
         _cap_alazar_records()
+    _watch_imaq(cap=not full)
     demo_dir = os.path.dirname(os.path.abspath(script))
     if os.path.isdir(os.path.join(demo_dir, "_common")) and "_common" in Path(script).read_text() and not full:
         base._shrink_common_params(demo_dir)
@@ -108,7 +132,7 @@ def _boot_virtual(script: str, out: str, args: list) -> None:
                 rows.append({"volumes": st.volumes, "blocks": st.blocks_processed, "error": st.error})
             except Exception as exc:
                 rows.append({"error": f"status: {exc}"})
-        Path(out, "result.json").write_text(json.dumps({"engines": rows, "shots": base._Sim.shots}))
+        Path(out, "result.json").write_text(json.dumps({"engines": rows, "shots": base._Sim.shots, "imaq": _IMAQ}))
 
     atexit.register(report)
     sys.argv = [script] + list(args)
@@ -170,6 +194,8 @@ def test_vortex_demo_runs_on_virtual_instrument(name, expect, virtual, tmp_path)
         assert not e["error"] and e["blocks"] > 0, f"{e}\n{tail}"
     if "pyplot" in text or "vortex_tools.ui" in text:
         assert sorted(out.glob("*.png")), f"{name} drew nothing\n{tail}"
+    if "ImaqAcquisition" in text:  # the real driver opened the virtual camera
+        assert result["imaq"] == [4096], f"{result}\n{tail}"
 
 
 def _run_demo(script: Path, tmp_path: Path, virtual: Path) -> tuple:

@@ -27,9 +27,10 @@ IO (``vortex.io.DAQmxIO`` and the module ``vortex.io.daqmx``) is
 ``vortex.io.alazar`` (``AnalogChannel``) are :class:`vortexgo.io.AlazarIO` and
 :mod:`vortexgo.alazar`; the Teledyne ADQ digitizer (``vortex.acquire.TeledyneAcquisition``,
 ``TeledyneConfig`` and the module ``vortex.acquire.teledyne``) is
-:mod:`vortexgo.teledyne`. Hardware vortexgo does not drive yet (IMAQ) raises ImportError or AttributeError
-naming what is missing; the simulated acquisition and IO stand in for them
-(``vortexgo.acquire.SimulatedAcquisition``, ``vortexgo.io.SimulatedIO``).
+:mod:`vortexgo.teledyne`; the NI frame grabber (``vortex.acquire.ImaqAcquisition``,
+``ImaqAcquisitionConfig`` and the module ``vortex.acquire.imaq``, also reachable as
+``vortex.driver.imaq``) is :mod:`vortexgo.imaq`. A name vortexgo lacks raises ImportError or
+AttributeError naming what is missing.
 """
 
 from __future__ import annotations
@@ -163,8 +164,6 @@ class _Forward(types.ModuleType):
 _HARDWARE = {
     **{n: "a Teledyne digitizer; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
        for n in ("TeledyneAcquisition", "TeledyneConfig", "teledyne")},
-    **{n: "an NI IMAQ frame grabber; vortexgo.acquire.SimulatedAcquisition stands in for it (docs/vortex-compat.md)"
-       for n in ("ImaqAcquisition", "ImaqAcquisitionConfig", "imaq")},
 }
 
 

@@ -1,7 +1,8 @@
 """NI frame grabbers with line-scan cameras (vortex's ``vortex.acquire.imaq`` module).
 
 The driver's enumerations (:class:`Signal`, :class:`Polarity`, :class:`Source`),
-:class:`RegionOfInterest`, :func:`enumerate`, and the configuration of an
+:class:`RegionOfInterest`, :func:`enumerate`, the frame grabber itself
+(:class:`Imaq`, its :class:`Info` and :class:`Resolution`), and the configuration of an
 :class:`ImaqAcquisition` (:class:`LineTrigger`, :class:`FrameTrigger`,
 :class:`TriggerOutput`), with vortex's fields and defaults.
 :class:`ImaqAcquisitionConfig` and :class:`ImaqAcquisition` are
@@ -26,14 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the default VORTEXGO_VIRTUAL_DIR
-from ._attrs import Config, StrictAttributes, ValueList, _inside_package
+from ._attrs import Config, NoCopy, StrictAttributes, ValueList, _inside_package
 from ._core import api
-from ._errors import native
+from ._errors import native, release_on_collect
 from ._validate import check_float, check_int
 from .acquire import _Standalone
 
 __all__ = [
-    "Signal", "Polarity", "Source", "RegionOfInterest", "enumerate",
+    "Signal", "Polarity", "Source", "RegionOfInterest", "Resolution", "Info", "Imaq", "enumerate",
     "LineTrigger", "FrameTrigger", "TriggerOutput", "VectorTriggerOutput",
     "ImaqAcquisitionConfig", "ImaqAcquisition",
 ]
@@ -88,6 +89,172 @@ class RegionOfInterest(Config):
     height: int = 0
     width: int = 0
     pixels_per_row: int = 0
+
+
+@dataclass
+class Resolution(Config):
+    """The camera's sensor size in pixels (vortex's ``Imaq.Info.resolution``)."""
+
+    horizontal: int = 0
+    vertical: int = 0
+
+
+@dataclass
+class Info(Config):
+    """What an :class:`Imaq` session reported when it opened (vortex's ``imaq_t::info_t``).
+
+    Attributes:
+        device: NI-IMAQ's interface type (``IMG_ATTR_INTERFACE_TYPE``).
+        serial: the board's serial number.
+        calibration: the board's calibration date (UTC), or None when it has none.
+        resolution: the camera's :class:`Resolution`.
+        acquisition_window: the camera's acquisition window (a :class:`RegionOfInterest`
+            whose ``pixels_per_row`` is its width).
+        line_scan: whether the camera is a line-scan camera.
+        bits_per_pixel: bits of one pixel as the camera sends it.
+        bytes_per_pixel: bytes of one pixel in a buffer.
+    """
+
+    device: int = 0
+    serial: int = 0
+    calibration: Optional[datetime.datetime] = None
+    resolution: Resolution = field(default_factory=Resolution)
+    acquisition_window: RegionOfInterest = field(default_factory=RegionOfInterest)
+    line_scan: bool = False
+    bits_per_pixel: int = 0
+    bytes_per_pixel: int = 0
+
+
+def _roi(g: dict) -> RegionOfInterest:
+    return RegionOfInterest(g["Top"], g["Left"], g["Height"], g["Width"], g["PixelsPerRow"])
+
+
+def _info(record: str) -> Info:
+    """Info from gosrc/driver/imaq's Info as pyapi encodes it (Calibration: RFC 3339, zero when none)."""
+    g = json.loads(record)
+    cal = None
+    if not g["Calibration"].startswith("0001-01-01"):
+        cal = datetime.datetime.fromisoformat(g["Calibration"].replace("Z", "+00:00"))
+    r = g["Resolution"]
+    return Info(device=g["Device"], serial=g["Serial"], calibration=cal,
+                resolution=Resolution(r["Horizontal"], r["Vertical"]), acquisition_window=_roi(g["AcquisitionWindow"]),
+                line_scan=bool(g["LineScan"]), bits_per_pixel=g["BitsPerPixel"], bytes_per_pixel=g["BytesPerPixel"])
+
+
+class Imaq(NoCopy, StrictAttributes):
+    """An NI frame grabber's interface and session (vortex's ``imaq.Imaq``, its ``imaq_t``).
+
+    ``Imaq(interface_name)`` opens the interface (``"img0"``, see
+    :func:`enumerate`) and a session on it, and reads its :attr:`info`;
+    ``Imaq()`` is an unopened one (:attr:`valid` is False, and its methods
+    raise). Opening raises vortex's errors as :class:`~vortexgo.VortexError`
+    (``interface "img3" open failed: (...)``; ``session open failed: (...)
+    device in use`` while another session holds the interface), or one naming
+    ``VORTEXGO_NIIMAQ_LIBRARY`` when NI-IMAQ is missing. :meth:`close` (or
+    collection) stops a capture and closes the interface.
+    """
+
+    def __init__(self, interface_name: Optional[str] = None) -> None:
+        self._h: Any = None
+        self._fin: Any = None
+        self._name = ""
+        self._info = Info()
+        if interface_name is None:
+            return
+        if not isinstance(interface_name, str):
+            raise TypeError(f"Imaq: interface_name={interface_name!r}, expected a str")
+        self._h = native(api.OpenImaq)(interface_name)
+        self._name = interface_name
+        self._info = _info(self._h.Info())
+        self._fin = release_on_collect(self, self._h.Close, "an IMAQ session")
+
+    def _session(self, op: str) -> Any:
+        if self._h is None or not self._h.Valid():
+            raise RuntimeError(f"Imaq.{op}: no interface is open (Imaq(interface_name) opens one)")
+        return self._h
+
+    @property
+    def info(self) -> Info:
+        """What the session reported when it opened (a copy)."""
+        return self._info.copy()
+
+    @property
+    def valid(self) -> bool:
+        """Whether the interface is open."""
+        return self._h is not None and bool(self._h.Valid())
+
+    @property
+    def name(self) -> str:
+        """The interface's name (``""`` for ``Imaq()``)."""
+        return self._name
+
+    @property
+    def running(self) -> bool:
+        """Whether a capture was started and not stopped."""
+        return self._h is not None and bool(self._h.Running())
+
+    def required_buffer_size(self) -> int:
+        """Bytes of one ring buffer for the configured region."""
+        return int(native(self._session("required_buffer_size").RequiredBufferSize)())
+
+    def configure_region(self, roi: RegionOfInterest) -> None:
+        """Acquire ``roi`` of the acquisition window (``pixels_per_row`` 0: its width).
+
+        Raises vortex's ``setting ROI offset (t=..., l=...) and shape [h=... x w=...]
+        failed: (...) incompatible ROI (check alignment and size)`` when the
+        board cannot acquire it.
+        """
+        if not isinstance(roi, RegionOfInterest):
+            raise TypeError(f"Imaq.configure_region: roi={roi!r}, expected an imaq.RegionOfInterest")
+        native(self._session("configure_region").ConfigureRegion)(
+            *(check_int(f"Imaq.configure_region: roi.{k}", getattr(roi, k), 0, 2**32 - 1)
+              for k in ("top", "left", "height", "width", "pixels_per_row")))
+
+    def query_region(self) -> RegionOfInterest:
+        """The region the session acquires."""
+        return _roi(json.loads(native(self._session("query_region").QueryRegion)()))
+
+    def configure_line_trigger(self, line: int, skip: int = 0, polarity: Polarity = Polarity.High,
+                               signal: Signal = Signal.External) -> None:
+        """Acquire one camera line per trigger on ``line``, skipping ``skip`` triggers after each."""
+        o = "Imaq.configure_line_trigger"
+        native(self._session("configure_line_trigger").ConfigureLineTrigger)(
+            _u32(f"{o}: line", line), _u32(f"{o}: skip", skip),
+            int(_enum(o, "polarity", polarity, Polarity)), int(_enum(o, "signal", signal, Signal)))
+
+    def configure_trigger_output(self, line: int, source: Source, polarity: Polarity = Polarity.High,
+                                 signal: Signal = Signal.External) -> None:
+        """Drive trigger ``line`` from ``source``."""
+        o = "Imaq.configure_trigger_output"
+        native(self._session("configure_trigger_output").ConfigureTriggerOutput)(
+            _u32(f"{o}: line", line), int(_enum(o, "source", source, Source)),
+            int(_enum(o, "polarity", polarity, Polarity)), int(_enum(o, "signal", signal, Signal)))
+
+    def stop_capture(self) -> None:
+        """Stop a started capture (nothing when none runs)."""
+        if self._h is not None:
+            native(self._h.StopCapture)()
+
+    def close(self) -> None:
+        """Stop a capture and close the interface (vortexgo's; vortex closes it
+        when collected, which happens here too)."""
+        if self._fin is not None:
+            self._fin.detach()
+            self._fin = None
+            native(self._h.Close)()
+
+    def __enter__(self) -> "Imaq":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if not self.valid:
+            return "<Imaq (not open)>"
+        i = self._info
+        return (f"<Imaq {self._name}: {i.resolution.horizontal} x {i.resolution.vertical}, "
+                f"{i.bits_per_pixel} bits per pixel>")
 
 
 def enumerate() -> list[str]:  # noqa: A001 - vortex's name
@@ -304,15 +471,14 @@ class ImaqAcquisition(_Standalone):
         return bool(self._h.ImaqRunning())
 
     @property
-    def info(self) -> dict:
-        """The session's NI-IMAQ information (device, serial, resolution, window, bits per pixel)."""
-        return json.loads(native(self._handle().ImaqInfo)())
+    def info(self) -> Info:
+        """The session's NI-IMAQ :class:`Info` (vortexgo's; vortex's acquisition does not expose its session)."""
+        return _info(native(self._handle().ImaqInfo)())
 
     @property
     def region(self) -> RegionOfInterest:
         """The region NI-IMAQ acquires (fitted to the board's alignment)."""
-        r = json.loads(native(self._handle().ImaqRegion)())
-        return RegionOfInterest(r["Top"], r["Left"], r["Height"], r["Width"], r["PixelsPerRow"])
+        return _roi(json.loads(native(self._handle().ImaqRegion)()))
 
     def __repr__(self) -> str:
         if self._h is None or self._closed:
