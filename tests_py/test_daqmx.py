@@ -4,9 +4,7 @@ equal the Generate stage's; and, each in its own interpreter, the host falling b
 card (underflow), the library missing and bad channel names."""
 
 import datetime
-import os
-import shutil
-import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,20 +12,15 @@ import pytest
 from vortexgo import daqmx
 from vortexgo.io import DAQmxConfig, DAQmxConfigClock, DAQmxIO
 
-from _subproc import ROOT, run
+from _subproc import run
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
-def libnidaqmx():
-    """build/virtual/libnidaqmx.so, built by `make virtual` (skipped without gcc or make)."""
-    for tool in ("gcc", "make"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"virtual instrument: {tool} not found (the fake vendor libraries are C, built by `make virtual`)")
-    r = subprocess.run(["make", "-s", "virtual"], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    path = ROOT / "build" / "virtual" / "libnidaqmx.so"
+def libnidaqmx(virtual_instrument: Path) -> str:
+    """build/virtual/libnidaqmx.so (conftest.py's virtual_instrument builds it)."""
+    path = virtual_instrument / "libnidaqmx.so"
     assert path.exists()
     return str(path)
 

@@ -36,7 +36,7 @@ func (a *AlazarAcquisition) boardKey() boardKey {
 	return boardKey{a.cfg.SystemIndex, a.cfg.BoardIndex}
 }
 
-// boardState returns the board's record (boardUse held).
+// boardStateOf returns the board's record, made when absent (boardUse held).
 func boardStateOf(k boardKey) *boardState {
 	st := boardUse.by[k]
 	if st == nil {
