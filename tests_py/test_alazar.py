@@ -316,3 +316,60 @@ def test_the_model_at_galvo_positions_equals_the_simulated_source(virtual):
         assert lib.vgv_galvo_at(ctypes.c_int64(len(order) + 3), ctypes.byref(gx), ctypes.byref(gy)) == 1, "underflow"
         print("worst", worst)
     """ % str(virtual.parent / "libvgvirtual.so"))
+
+
+def test_parallel_spectra_equal_serial_and_keep_shot_noise(virtual):
+    """vgv_spectra (the boards' DMA engines since vortex's demos ran at their own
+    sizes: many host threads at once, VGV_THREADS) equals vgv_spectrum called
+    A-line by A-line, noise included (per-A-line streams, so the thread that made a
+    spectrum does not matter); the noise is shot noise of the stated level
+    ((noisy - clean) / sqrt(clean) has mean 0, standard deviation noise_level); and a
+    stride shorter than a spectrum is refused (nothing written), not overrun."""
+    run(virtual, """
+        import ctypes
+        import os
+        assert os.environ["VGV_THREADS"] == "4"
+        lib = ctypes.CDLL(%r)
+        class Phantom(ctypes.Structure):
+            _fields_ = [("ascans", ctypes.c_int32), ("bscans", ctypes.c_int32), ("volumes", ctypes.c_int32),
+                        ("seed", ctypes.c_uint64)] + [(n, ctypes.c_double) for n in (
+                        "noise_level", "reference_level", "dark_level", "center_wavelength", "wavelength_span",
+                        "source_bandwidth", "dispersion", "x_min", "x_max", "y_min", "y_max")] + [
+                        ("free_raster", ctypes.c_int32)]
+        u16 = ctypes.POINTER(ctypes.c_uint16)
+        S2, N = 1024, 3000  # 48 threads' worth of 64 Ki samples: all four workers run
+        def spectra(level, seed=7):
+            p = Phantom(); lib.vgv_phantom_get(ctypes.byref(p))
+            p.ascans, p.bscans, p.volumes, p.seed, p.noise_level = 40, 30, 1, seed, level
+            assert lib.vgv_phantom_configure(ctypes.byref(p)) == 0
+            batch = np.zeros((N, S2 + 5), np.uint16)  # a stride longer than the spectrum
+            lib.vgv_spectra(ctypes.c_int64(11), ctypes.c_int64(N), batch.ctypes.data_as(u16), ctypes.c_size_t(S2 + 5), S2)
+            serial = np.zeros((N, S2), np.uint16)
+            for k in range(N):
+                lib.vgv_spectrum(ctypes.c_int64(11 + k), serial[k].ctypes.data_as(u16), S2)
+            assert (batch[:, S2:] == 0).all(), "wrote past the spectrum into the stride's gap"
+            return batch[:, :S2], serial
+        clean, clean_serial = spectra(0.0)
+        assert (clean == clean_serial).all()
+        assert clean.max() > 1000 and len(np.unique(clean[:, S2 // 2])) > 100, "a phantom, not a constant"
+        first = None
+        for level in (1.0, 3.0):
+            noisy, noisy_serial = spectra(level)
+            first = noisy if first is None else first
+            assert (noisy == noisy_serial).all(), "the same A-line, the same noise, whichever thread made it"
+            z = (noisy.astype(float) - clean) / np.sqrt(clean)
+            assert abs(z.mean()) < 0.01 * level, z.mean()
+            assert abs(z.std() / level - 1) < 0.03, (level, z.std())
+            again, _ = spectra(level)
+            assert (again == noisy).all(), "noise is a function of the A-line and seed"
+        # another seed: another phantom's speckle and another noise stream
+        other, _ = spectra(1.0, seed=8)
+        assert (other != first).mean() > 0.5
+        # refused sizes: nothing written
+        buf = np.full((4, 8), 7, np.uint16)
+        lib.vgv_spectra(ctypes.c_int64(0), ctypes.c_int64(4), buf.ctypes.data_as(u16), ctypes.c_size_t(4), 8)
+        lib.vgv_spectra(ctypes.c_int64(0), ctypes.c_int64(-1), buf.ctypes.data_as(u16), ctypes.c_size_t(8), 8)
+        lib.vgv_spectra(ctypes.c_int64(0), ctypes.c_int64(4), None, ctypes.c_size_t(8), 8)
+        assert (buf == 7).all()
+        print("ok")
+    """ % str(virtual.parent / "libvgvirtual.so"), env={"VGV_THREADS": "4"})

@@ -61,16 +61,25 @@ DEMOS: dict[str, Any] = {
 }
 
 
-def _cap_alazar_records() -> None:
-    """The existing test's size override, on the real driver: records of at most 256 samples."""
+#: The record cap at full size, for acquire_to_disk.py alone: the record vortex's _common demos get
+#: on an ATS9360 (their 2752 samples aligned up to the board's 128, as board.info does). The script asks for 512,000-sample records on two channels at 15 kHz: 30 GB/s,
+#: four times what an ATS9360 can sample (1.8 GS/s, 7.2 GB/s on two channels; on the board such
+#: records would span four trigger periods) and, on the virtual instrument, 1.8 G samples/s to
+#: synthesize (about 75 ns each on one host core, so ~135 cores) and a 20 GB HDF5 file per volume.
+#: Measured on the GPU machine (16 cores): the run underflowed the galvo card even at 25 kHz.
+FULL_RECORD_CAP = 2816
+
+
+def _cap_alazar_records(cap: int) -> None:
+    """The existing test's size override, on the real driver: records of at most ``cap`` samples."""
     import vortexgo.alazar as va
 
     init = va.AlazarAcquisition.initialize
 
     def initialize(self: Any, config: Any = None, *a: Any, **k: Any) -> Any:
         if (config is not None and not isinstance(config, va.AlazarFFTConfig)
-                and config.samples_per_record > base._Sim.max_samples):
-            config.samples_per_record = base._Sim.max_samples
+                and config.samples_per_record > cap):
+            config.samples_per_record = cap
         return init(self, config, *a, **k)
 
     va.AlazarAcquisition.initialize = initialize
@@ -115,10 +124,11 @@ def _boot_virtual(script: str, out: str, args: list) -> None:
         base._install_cpu_stand_ins()
     base._install_headless_ui()
     base._install_stop_rule()
-    if "_common" not in Path(script).read_text() and not full:
+    if "_common" not in Path(script).read_text():
         # acquire_to_disk.py asks for 512,000-sample records; the _common demos' records follow
         # their (shrunk) k-clock resampling, and the FFT demo's background must match its record
-        _cap_alazar_records()
+        # (an AlazarFFTConfig, never capped). At full size the cap is FULL_RECORD_CAP's.
+        _cap_alazar_records(FULL_RECORD_CAP if full else base._Sim.max_samples)
     _watch_imaq(cap=not full)
     demo_dir = os.path.dirname(os.path.abspath(script))
     if os.path.isdir(os.path.join(demo_dir, "_common")) and "_common" in Path(script).read_text() and not full:
@@ -216,6 +226,12 @@ def _run_demo(script: Path, tmp_path: Path, virtual: Path) -> tuple:
         import test_vortex_demos_virtual as t
         t._boot_virtual({str(script)!r}, {str(out)!r}, [])
     """)
+    if os.environ.get("VORTEXGO_DEMO_FULL") == "1":
+        # vortex's demos scan +-scan_dimension (5) units; the model's grid defaults to +-1
+        # (the shrunk demos' field). Lay its 256 x 256 points over the demos' field, so the
+        # image is the phantom, not its extrapolation, and every A-line lands on a grid point
+        # whose spectrum the model caches (synthesizing each one costs ~0.2 ms of host CPU).
+        env["VGV_PHANTOM"] = "256,256,-5,5,-5,5"
     # The virtual card's clock is real time, as the hardware's is: a host too loaded to write the
     # galvo waveform ahead of it underflows (NI's -200290) as a real card would. That is the
     # host, not the drivers: such a run is repeated at half the rate, twice at most.
@@ -225,5 +241,8 @@ def _run_demo(script: Path, tmp_path: Path, virtual: Path) -> tuple:
                            timeout=360)
         if "underflow" not in r.stdout + r.stderr:
             break
+    if os.environ.get("VORTEXGO_DEMO_LOG"):  # one line per demo: what the GPU runs quote
+        with open(os.environ["VORTEXGO_DEMO_LOG"], "a") as log:
+            log.write(f"{script.name} rc={r.returncode} aline_rate_hz={rate} full={os.environ.get('VORTEXGO_DEMO_FULL') == '1'}\n")
     tail = (f"(A-line rate {rate} Hz)\n" + r.stdout[-3000:] + "\n--- stderr ---\n" + r.stderr[-6000:])
     return r, tail

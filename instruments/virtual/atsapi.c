@@ -1037,12 +1037,35 @@ static void fill_record(board* b, int64_t n, uint16_t* dst, uint16_t* tmp) {
 	}
 }
 
+/* fill_range fills records lo..hi-1 of a buffer (vgv_parallel: the
+ * records of one buffer are made on several host threads at once, so the
+ * virtual board keeps up with vortex's demos at their sizes: 100 kHz of
+ * 2752-sample records). */
+typedef struct {
+	board* b;
+	int64_t first;
+	uint16_t* dst;
+	size_t record_values;
+} fill_job;
+
+static void fill_range(void* ctx, int64_t lo, int64_t hi) {
+	fill_job* j = ctx;
+	uint16_t* tmp = malloc((size_t)j->b->samples * 2);
+	if (!tmp) {
+		memset(j->dst + (size_t)lo * j->record_values, 0, (size_t)(hi - lo) * j->record_values * 2);
+		return;
+	}
+	for (int64_t r = lo; r < hi; r++) {
+		fill_record(j->b, j->first + r, j->dst + (size_t)r * j->record_values, tmp);
+	}
+	free(tmp);
+}
+
 /* filler is the board's DMA engine: it fills the oldest posted buffer once
  * the model's clock has produced its A-lines, and overflows when no buffer
  * is posted for longer than the FIFO holds. */
 static void* filler(void* arg) {
 	board* b = arg;
-	uint16_t* tmp = malloc((size_t)b->samples * 2);
 	vgv_config c;
 	vgv_config_get(&c);
 	int64_t rpb = b->records_per_buffer;
@@ -1078,9 +1101,8 @@ static void* filler(void* arg) {
 		uint16_t* dst = p->ptr;
 		int64_t first = b->next_aline;
 		pthread_mutex_unlock(&b->mu);
-		for (int64_t r = 0; r < rpb; r++) {
-			fill_record(b, first + r, dst + (size_t)r * record_values, tmp);
-		}
+		fill_job job = {b, first, dst, record_values};
+		vgv_parallel(rpb, vgv_min_per_worker((int32_t)b->samples), fill_range, &job);
 		pthread_mutex_lock(&b->mu);
 		if (!b->running) {
 			break; /* aborted while filling: the buffer is abandoned */
@@ -1092,7 +1114,6 @@ static void* filler(void* arg) {
 		pthread_cond_broadcast(&b->cv);
 	}
 	pthread_mutex_unlock(&b->mu);
-	free(tmp);
 	return NULL;
 }
 

@@ -504,23 +504,42 @@ EXPORT IMG_ERR imgSessionStopAcquisition(uInt32 sid) {
 	return e;
 }
 
-/* synthesize writes frame k into its ring buffer (mu held). */
-static void synthesize(iface* f, int64_t k) {
-	uInt32 bpp = bytes_per_pixel(f);
-	char* buf = f->ring[k % f->ring_n];
-	int64_t first = k * (int64_t)(f->top + f->height) + f->top;
-	for (uInt32 i = 0; i < f->height; i++) {
-		vgv_spectrum(first + i, f->line, (int32_t)f->roi_width);
-		char* row = buf + (size_t)i * f->rowpixels * bpp;
+/* synth_rows makes rows lo..hi-1 of a frame (vgv_parallel: a frame's lines
+ * on several host threads, so the virtual camera keeps up at vortex's sizes). */
+typedef struct {
+	iface* f;
+	char* buf;
+	int64_t first;
+	uInt32 bpp;
+} frame_job;
+
+static void synth_rows(void* ctx, int64_t lo, int64_t hi) {
+	frame_job* j = ctx;
+	iface* f = j->f;
+	uInt32 bpp = j->bpp;
+	uint16_t* line = bpp == 2 ? NULL : malloc((size_t)f->roi_width * 2);
+	for (int64_t i = lo; i < hi; i++) {
+		char* row = j->buf + (size_t)i * f->rowpixels * bpp;
 		if (bpp == 2) {
-			memcpy(row, f->line, (size_t)f->roi_width * 2);
+			vgv_spectrum(j->first + i, (uint16_t*)(void*)row, (int32_t)f->roi_width);
+		} else if (!line) {
+			memset(row, 0, (size_t)f->roi_width * bpp); /* out of host memory: a blank line, not a crash */
 		} else {
-			for (uInt32 j = 0; j < f->roi_width; j++) {
-				uint32_t v = f->line[j];
-				memcpy(row + (size_t)j * bpp, &v, bpp < 4 ? bpp : 4);
+			vgv_spectrum(j->first + i, line, (int32_t)f->roi_width);
+			for (uInt32 c = 0; c < f->roi_width; c++) {
+				uint32_t v = line[c];
+				memcpy(row + (size_t)c * bpp, &v, bpp < 4 ? bpp : 4);
 			}
 		}
 	}
+	free(line);
+}
+
+/* synthesize writes frame k into its ring buffer (mu held). */
+static void synthesize(iface* f, int64_t k) {
+	uInt32 bpp = bytes_per_pixel(f);
+	frame_job job = {f, f->ring[k % f->ring_n], k * (int64_t)(f->top + f->height) + f->top, bpp};
+	vgv_parallel((int64_t)f->height, vgv_min_per_worker((int32_t)f->roi_width), synth_rows, &job);
 }
 
 EXPORT IMG_ERR imgSessionExamineBuffer2(uInt32 sid, uInt32 which, uInt32* number, void** addr) {

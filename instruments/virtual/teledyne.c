@@ -359,15 +359,44 @@ static void deadline_after(struct timespec* ts, double s) {
 	ts->tv_nsec = ns % 1000000000L;
 }
 
+/* fill_range makes records lo..hi-1 of one buffer (vgv_parallel: on several
+ * host threads, as the board's own DSP is not held to one host core). */
+typedef struct {
+	board* b;
+	const uint32_t* regs;
+	int64_t first;
+	uint8_t* base;
+} fill_job;
+
+static void fill_range(void* ctx, int64_t lo, int64_t hi) {
+	fill_job* j = ctx;
+	board* b = j->b;
+	int64_t len = 1 << FWOCT_LOG2_FFT;
+	float complex* tmp = malloc(sizeof(float complex) * (size_t)(len > b->samples ? len : b->samples));
+	uint16_t* rec = malloc((size_t)b->samples * 2);
+	for (int64_t r = lo; r < hi; r++) {
+		if (tmp && rec) {
+			vgv_spectrum(j->first + r, rec, (int32_t)b->samples);
+			if (j->regs[R_CONFIG] & ((1u << 3) | (1u << 4))) fwoct(j->regs, b->background, b->window, rec, b->samples, tmp);
+		} else if (rec) {
+			memset(rec, 0, (size_t)b->samples * 2); /* out of host memory: a blank record, not a crash */
+		}
+		for (int k = 0; k < b->nactive; k++) {
+			uint16_t* dst = (uint16_t*)(j->base + (size_t)k * (size_t)b->p.transfer[b->active[k]].record_buffer_size);
+			if (rec) memcpy(dst + (size_t)r * (size_t)b->samples, rec, (size_t)b->samples * 2);
+			else memset(dst + (size_t)r * (size_t)b->samples, 0, (size_t)b->samples * 2);
+		}
+	}
+	free(tmp);
+	free(rec);
+}
+
 /* filler is the board's DMA engine. */
 static void* filler(void* arg) {
 	board* b = arg;
 	vgv_config c;
 	vgv_config_get(&c);
 	int64_t fifo_records = (int64_t)(fifo_bytes / ((size_t)b->samples * (size_t)b->nactive * 2));
-	int64_t len = 1 << FWOCT_LOG2_FFT;
-	float complex* tmp = malloc(sizeof(float complex) * (size_t)(len > b->samples ? len : b->samples));
-	uint16_t* rec = malloc((size_t)b->samples * 2);
 	pthread_mutex_lock(&b->mu);
 	while (b->running) {
 		int idx = (int)(b->next_fill % b->nbuf);
@@ -400,14 +429,8 @@ static void* filler(void* arg) {
 		int64_t first = b->next_aline;
 		uint8_t* base = b->mem + (size_t)idx * b->buffer_bytes;
 		pthread_mutex_unlock(&b->mu);
-		for (int64_t r = 0; r < b->rpb; r++) {
-			vgv_spectrum(first + r, rec, (int32_t)b->samples);
-			if (regs[R_CONFIG] & ((1u << 3) | (1u << 4))) fwoct(regs, b->background, b->window, rec, b->samples, tmp);
-			for (int k = 0; k < b->nactive; k++) {
-				uint16_t* dst = (uint16_t*)(base + (size_t)k * (size_t)b->p.transfer[b->active[k]].record_buffer_size);
-				memcpy(dst + (size_t)r * (size_t)b->samples, rec, (size_t)b->samples * 2);
-			}
-		}
+		fill_job job = {b, regs, first, base};
+		vgv_parallel(b->rpb, vgv_min_per_worker((int32_t)b->samples), fill_range, &job);
 		pthread_mutex_lock(&b->mu);
 		if (!b->running) break;
 		b->locked[idx] = b->nactive;
@@ -417,8 +440,6 @@ static void* filler(void* arg) {
 		pthread_cond_broadcast(&b->cv);
 	}
 	pthread_mutex_unlock(&b->mu);
-	free(tmp);
-	free(rec);
 	return NULL;
 }
 

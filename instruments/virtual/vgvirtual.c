@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,7 +304,15 @@ static double fast_cos(double x) {
 /* ------------------------------------------------------------------ */
 /* The model's state. */
 
-static pthread_mutex_t model_mu = PTHREAD_MUTEX_INITIALIZER; /* cfg, ph, the phantom and its cache */
+/* cfg_mu guards cfg, read on every clock tick and galvo lookup. model_lock
+ * guards ph, the phantom and its cache: held for reading while spectra are
+ * synthesized, by many threads at once (vgv_parallel), and for writing only
+ * while the model is rebuilt or reconfigured. One mutex over both made the
+ * DAQmx clock wait behind each 0.2 ms spectrum and serialized synthesis: a
+ * 2752-sample board then ran at 4 kHz, which underflowed vortex's demos at
+ * their own sizes. */
+static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t model_lock = PTHREAD_RWLOCK_INITIALIZER;
 /* volts_per_unit 10/15: vortex's DAQmxIO writes stream / logical_units_per_physical_unit
  * volts (vortex/io/daqmx.hpp), and its demos' galvo channels scale by 15/10, so a scan
  * unit is 10/15 V; the model reads volts / volts_per_unit back as scan units. */
@@ -314,7 +323,8 @@ static phantom model;              /* built for (built_samples, ph) */
 static spectrometer spec;
 static int built_samples;          /* 0: rebuild at the next spectrum */
 static uint16_t* cache;            /* volumes x bscans x ascans spectra of built_samples, or NULL */
-static uint8_t* cached;            /* per grid point: its spectrum is in cache */
+static uint8_t* cached;            /* per grid point, atomically: CACHE_EMPTY, CACHE_FILLING, CACHE_READY */
+enum { CACHE_EMPTY = 0, CACHE_FILLING = 1, CACHE_READY = 2 };
 static const size_t cache_limit = (size_t)1 << 30;
 
 static void drop_model(void) {
@@ -367,19 +377,49 @@ static void synth(int64_t volume, int64_t bscan, int64_t ascan, uint16_t* out, i
 			fr[i] += amp * fast_cos(spec.kappa[i] * refl[j].depth + spec.theta[i]);
 		}
 	}
-	/* Noise: the model's own stream per A-line (Box-Muller), so noisy
-	 * spectra differ from SimulatedAcquisition's in their noise only. */
-	pcg rng = {ph.seed ^ 0x5851f42d4c957f2dULL, (uint64_t)aline};
 	for (int i = 0; i < n; i++) {
 		double v = ph.dark_level + ph.reference_level * spec.envelope[i] * (dc + fr[i]);
-		if (ph.noise_level > 0) {
-			double u1 = pcg_float64(&rng), u2 = pcg_float64(&rng);
-			double g = sqrt(-2 * log(u1 > 0 ? u1 : 1e-300)) * cos(TWO_PI * u2);
-			v += ph.noise_level * sqrt(fmax(v, 0)) * g;
-		}
 		out[i] = (uint16_t)fmin(fmax(round(v), 0), 65535);
 	}
 	free(fr);
+}
+
+/* Shot noise: the model's own stream per A-line, so noisy spectra differ
+ * from SimulatedAcquisition's in their noise only. Normal variates come
+ * from a table of GAUSS_N Box-Muller draws (made once, from a fixed seed)
+ * indexed by the A-line's PCG stream, 16 bits per sample: a per-sample
+ * Box-Muller (log, sqrt, cos) cost more than the spectrum itself and held
+ * the board to 4 kHz at 2752 samples. The noise is added to the cached,
+ * noiseless spectrum, so the cache serves noisy runs too. */
+enum { GAUSS_BITS = 16, GAUSS_N = 1 << GAUSS_BITS };
+static float gauss[GAUSS_N];
+static pthread_once_t gauss_once = PTHREAD_ONCE_INIT;
+
+static void gauss_init(void) {
+	pcg rng = {0x853c49e6748fea9bULL, 0xda3e39cb94b95bdbULL};
+	for (int i = 0; i < GAUSS_N; i += 2) {
+		double u1 = pcg_float64(&rng), u2 = pcg_float64(&rng);
+		double r = sqrt(-2 * log(u1 > 0 ? u1 : 1e-300));
+		gauss[i] = (float)(r * cos(TWO_PI * u2));
+		gauss[i + 1] = (float)(r * sin(TWO_PI * u2));
+	}
+}
+
+static void add_noise(uint16_t* out, int n, int64_t aline, uint64_t seed, double level) {
+	pthread_once(&gauss_once, gauss_init);
+	pcg rng = {seed ^ 0x5851f42d4c957f2dULL, (uint64_t)aline};
+	uint64_t bits = 0;
+	float lvl = (float)level;
+	for (int i = 0; i < n; i++) {
+		if ((i & 3) == 0) {
+			bits = pcg_uint64(&rng);
+		}
+		float g = gauss[bits & (GAUSS_N - 1)];
+		bits >>= GAUSS_BITS;
+		float v = (float)out[i];
+		long q = lrintf(v + lvl * sqrtf(v) * g);
+		out[i] = (uint16_t)(q < 0 ? 0 : (q > 65535 ? 65535 : q));
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -422,9 +462,9 @@ void vgv_galvo_reset(void) {
 }
 
 static int64_t io_delay(void) {
-	pthread_mutex_lock(&model_mu);
+	pthread_mutex_lock(&cfg_mu);
 	int64_t d = cfg.io_delay;
-	pthread_mutex_unlock(&model_mu);
+	pthread_mutex_unlock(&cfg_mu);
 	return d;
 }
 
@@ -458,17 +498,17 @@ int vgv_configure(const vgv_config* c) {
 	    !isfinite(c->volts_per_unit) || c->io_delay < 0) {
 		return -1;
 	}
-	pthread_mutex_lock(&model_mu);
+	pthread_mutex_lock(&cfg_mu);
 	cfg = *c;
-	pthread_mutex_unlock(&model_mu);
+	pthread_mutex_unlock(&cfg_mu);
 	return 0;
 }
 
 void vgv_config_get(vgv_config* c) {
 	if (!c) return;
-	pthread_mutex_lock(&model_mu);
+	pthread_mutex_lock(&cfg_mu);
 	*c = cfg;
-	pthread_mutex_unlock(&model_mu);
+	pthread_mutex_unlock(&cfg_mu);
 }
 
 int vgv_phantom_configure(const vgv_phantom* p) {
@@ -479,18 +519,18 @@ int vgv_phantom_configure(const vgv_phantom* p) {
 	    !isfinite(p->y_min) || !isfinite(p->y_max)) {
 		return -1;
 	}
-	pthread_mutex_lock(&model_mu);
+	pthread_rwlock_wrlock(&model_lock);
 	ph = *p;
 	drop_model();
-	pthread_mutex_unlock(&model_mu);
+	pthread_rwlock_unlock(&model_lock);
 	return 0;
 }
 
 void vgv_phantom_get(vgv_phantom* p) {
 	if (!p) return;
-	pthread_mutex_lock(&model_mu);
+	pthread_rwlock_rdlock(&model_lock);
 	*p = ph;
-	pthread_mutex_unlock(&model_mu);
+	pthread_rwlock_unlock(&model_lock);
 }
 
 /* grid_index is the grid point nearest to position u along an axis of
@@ -506,15 +546,9 @@ static int64_t grid_index(double u, double lo, double hi, int points) {
 	return (int64_t)llround(f);
 }
 
-void vgv_spectrum(int64_t n, uint16_t* out, int32_t samples) {
-	if (!out || samples < 2) {
-		return;
-	}
-	double vx = 0, vy = 0;
-	pthread_mutex_lock(&galvo_mu);
-	int written = galvo_written;
-	pthread_mutex_unlock(&galvo_mu);
-	pthread_mutex_lock(&model_mu);
+/* spectrum_locked is vgv_spectrum with model_lock held (either way) and the
+ * model built for samples. */
+static void spectrum_locked(int64_t n, uint16_t* out, int32_t samples, int written, double vx, double vy, double vpu) {
 	int64_t volume = 0, bscan, ascan;
 	int64_t per = (int64_t)ph.ascans * ph.bscans;
 	if (!written && ph.free_raster) {
@@ -523,36 +557,158 @@ void vgv_spectrum(int64_t n, uint16_t* out, int32_t samples) {
 		bscan = (r % per) / ph.ascans;
 		ascan = r % ph.ascans;
 	} else {
-		double vpu = cfg.volts_per_unit;
-		pthread_mutex_unlock(&model_mu);
-		if (written) {
-			vgv_galvo_at(n, &vx, &vy);
-		}
-		pthread_mutex_lock(&model_mu);
 		/* vortex's raster: A-scans along its segment axis (galvo channel 1, y),
 		 * B-scans along its volume axis (channel 0, x) (vortex/scan/waypoints.hpp:
 		 * extents[1] is the B-scan's, extents[0] the volume's) */
 		ascan = grid_index(vy / vpu, ph.y_min, ph.y_max, ph.ascans);
 		bscan = grid_index(vx / vpu, ph.x_min, ph.x_max, ph.bscans);
 	}
-	if (build_model(samples) != 0) {
-		pthread_mutex_unlock(&model_mu);
-		memset(out, 0, sizeof(uint16_t) * (size_t)samples);
-		return;
-	}
 	int in_grid = ascan >= 0 && ascan < ph.ascans && bscan >= 0 && bscan < ph.bscans;
-	if (in_grid && cache && ph.noise_level == 0) {
+	if (in_grid && cache) {
 		size_t idx = ((size_t)volume * ph.bscans + (size_t)bscan) * ph.ascans + (size_t)ascan;
 		uint16_t* c = cache + idx * (size_t)samples;
-		if (!cached[idx]) {
+		uint8_t state = __atomic_load_n(&cached[idx], __ATOMIC_ACQUIRE);
+		uint8_t empty = CACHE_EMPTY;
+		if (state == CACHE_READY) {
+			memcpy(out, c, sizeof(uint16_t) * (size_t)samples);
+		} else if (state == CACHE_EMPTY && __atomic_compare_exchange_n(&cached[idx], &empty, CACHE_FILLING, 0,
+		                                                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			synth(volume, bscan, ascan, c, samples, n);
-			cached[idx] = 1;
+			__atomic_store_n(&cached[idx], CACHE_READY, __ATOMIC_RELEASE);
+			memcpy(out, c, sizeof(uint16_t) * (size_t)samples);
+		} else { /* another thread is filling it: make our own rather than wait */
+			synth(volume, bscan, ascan, out, samples, n);
 		}
-		memcpy(out, c, sizeof(uint16_t) * (size_t)samples);
 	} else {
 		synth(volume, bscan, ascan, out, samples, n);
 	}
-	pthread_mutex_unlock(&model_mu);
+	if (ph.noise_level > 0) {
+		add_noise(out, samples, n, ph.seed, ph.noise_level);
+	}
+}
+
+void vgv_spectrum(int64_t n, uint16_t* out, int32_t samples) {
+	if (!out || samples < 2) {
+		return;
+	}
+	double vx = 0, vy = 0;
+	pthread_mutex_lock(&galvo_mu);
+	int written = galvo_written;
+	pthread_mutex_unlock(&galvo_mu);
+	if (written) {
+		vgv_galvo_at(n, &vx, &vy);
+	}
+	pthread_mutex_lock(&cfg_mu);
+	double vpu = cfg.volts_per_unit;
+	pthread_mutex_unlock(&cfg_mu);
+	pthread_rwlock_rdlock(&model_lock);
+	if (built_samples == samples) {
+		spectrum_locked(n, out, samples, written, vx, vy, vpu);
+		pthread_rwlock_unlock(&model_lock);
+		return;
+	}
+	/* (Re)build for this length, and make this one spectrum under the write
+	 * lock: a second board of another length may rebuild right after. */
+	pthread_rwlock_unlock(&model_lock);
+	pthread_rwlock_wrlock(&model_lock);
+	if (build_model(samples) != 0) {
+		memset(out, 0, sizeof(uint16_t) * (size_t)samples);
+	} else {
+		spectrum_locked(n, out, samples, written, vx, vy, vpu);
+	}
+	pthread_rwlock_unlock(&model_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Parallel synthesis. */
+
+/* vgv_workers: VGV_THREADS, else the CPUs this process may use, at most 16. */
+static int vgv_workers(void) {
+	static int workers;
+	int w = __atomic_load_n(&workers, __ATOMIC_RELAXED);
+	if (w > 0) {
+		return w;
+	}
+	const char* s = getenv("VGV_THREADS");
+	w = s && *s ? atoi(s) : 0;
+	if (w <= 0) {
+		cpu_set_t set;
+		w = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+	}
+	w = w < 1 ? 1 : (w > 16 ? 16 : w);
+	__atomic_store_n(&workers, w, __ATOMIC_RELAXED);
+	return w;
+}
+
+typedef struct {
+	vgv_range_fn fn;
+	void* ctx;
+	int64_t lo, hi;
+} range_job;
+
+static void* range_main(void* arg) {
+	range_job* j = arg;
+	j->fn(j->ctx, j->lo, j->hi);
+	return NULL;
+}
+
+void vgv_parallel(int64_t count, int64_t min_per_worker, vgv_range_fn fn, void* ctx) {
+	if (count <= 0 || !fn) {
+		return;
+	}
+	int64_t w = vgv_workers();
+	if (min_per_worker < 1) min_per_worker = 1;
+	if (w > count / min_per_worker) w = count / min_per_worker;
+	if (w <= 1) {
+		fn(ctx, 0, count);
+		return;
+	}
+	range_job jobs[16];
+	pthread_t th[16];
+	int started[16] = {0};
+	for (int64_t i = 0; i < w; i++) {
+		jobs[i] = (range_job){fn, ctx, count * i / w, count * (i + 1) / w};
+	}
+	/* ranges 1.. on new threads, range 0 on this one; a thread that cannot
+	 * be made runs its range here */
+	for (int64_t i = 1; i < w; i++) {
+		started[i] = pthread_create(&th[i], NULL, range_main, &jobs[i]) == 0;
+	}
+	range_main(&jobs[0]);
+	for (int64_t i = 1; i < w; i++) {
+		if (started[i]) {
+			pthread_join(th[i], NULL);
+		} else {
+			range_main(&jobs[i]);
+		}
+	}
+}
+
+typedef struct {
+	int64_t first;
+	uint16_t* out;
+	size_t stride;
+	int32_t samples;
+} spectra_job;
+
+static void spectra_range(void* ctx, int64_t lo, int64_t hi) {
+	spectra_job* j = ctx;
+	for (int64_t i = lo; i < hi; i++) {
+		vgv_spectrum(j->first + i, j->out + (size_t)i * j->stride, j->samples);
+	}
+}
+
+void vgv_spectra(int64_t first, int64_t count, uint16_t* out, size_t stride, int32_t samples) {
+	if (!out || samples < 2 || count <= 0 || stride < (size_t)samples) {
+		return;
+	}
+	spectra_job j = {first, out, stride, samples};
+	vgv_parallel(count, vgv_min_per_worker(samples), spectra_range, &j);
+}
+
+int64_t vgv_min_per_worker(int32_t samples) {
+	/* a thread per at least 64 Ki samples: below that, starting it costs more than it saves */
+	return samples <= 0 ? 1 : (65536 + samples - 1) / samples;
 }
 
 /* ------------------------------------------------------------------ */
@@ -576,9 +732,9 @@ void vgv_clock_stop(void) {
 }
 
 int64_t vgv_now_alines(void) {
-	pthread_mutex_lock(&model_mu);
+	pthread_mutex_lock(&cfg_mu);
 	double rate = cfg.aline_rate_hz;
-	pthread_mutex_unlock(&model_mu);
+	pthread_mutex_unlock(&cfg_mu);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&clock_mu);

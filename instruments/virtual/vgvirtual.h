@@ -19,6 +19,7 @@
 #ifndef VGVIRTUAL_H
 #define VGVIRTUAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -133,7 +134,23 @@ void vgv_clock_stop(void);
  * vortex's demos set them without code): VGV_ALINE_RATE_HZ,
  * VGV_VOLTS_PER_UNIT (default 10/15: vortex's demos' galvo, whose DAQmx
  * channels scale by logical_units_per_physical_unit = 15/10), VGV_IO_DELAY, VGV_FAULT; the phantom's
- * VGV_PHANTOM="ascans,bscans,x_min,x_max,y_min,y_max" and VGV_NOISE_LEVEL. */
+ * VGV_PHANTOM="ascans,bscans,x_min,x_max,y_min,y_max", VGV_NOISE_LEVEL and VGV_THREADS (read
+ * when first used). */
+
+/* --- Additions (issue 26, vortex's demos at their own sizes; additive only) --- */
+
+/* vgv_spectrum is safe to call from many threads at once; these spread
+ * work over the CPUs (VGV_THREADS, default the CPUs the process may use, at
+ * most 16), as a board's DMA engine is not held to one host core.
+ * vgv_parallel calls fn(ctx, lo, hi) on disjoint ranges covering
+ * [0, count), at least min_per_worker items each, one range on the calling
+ * thread, and returns when all are done. vgv_spectra writes spectra of
+ * A-lines first .. first+count-1 to out, spectrum i at out + i*stride
+ * values. vgv_min_per_worker is the items of samples values worth a thread. */
+typedef void (*vgv_range_fn)(void* ctx, int64_t lo, int64_t hi);
+void vgv_parallel(int64_t count, int64_t min_per_worker, vgv_range_fn fn, void* ctx);
+void vgv_spectra(int64_t first, int64_t count, uint16_t* out, size_t stride, int32_t samples);
+int64_t vgv_min_per_worker(int32_t samples);
 
 #ifdef __cplusplus
 }
