@@ -8,6 +8,8 @@
 #   make wheel-test install each wheel in a fresh venv without Go and run the CPU test subset
 #   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
 #                   `bash gpu-build/run_gpu_tests.sh` there; `make bench` and `make soak` there too)
+#   make gpu-qt, make gpu-aravis   offscreen Qt and Aravis (+ its GigE Vision simulator) packed
+#                   for the GPU machine, which lacks both; carried beside gpu-build/
 #
 # Everything is set up from scratch: Go tools pinned in go.mod, Python packages from PyPI
 # into .venv. Python 3.12 is preferred (the GPU machine runs 3.12).
@@ -31,7 +33,7 @@ CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driv
 GPU_PY ?= $(PYTHON)
 
 # gpu-qt.tar.xz: the offscreen Qt the GPU machine lacks (scripts/gpu_qt.sh), carried in a call of its own.
-.PHONY: gpu-qt virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -115,6 +117,10 @@ wheel-test:
 # --- GPU machine (no Go, no network there): build here, carry gpu-build/, run there ---
 gpu-qt: build
 	bash scripts/gpu_qt.sh $(VENV)/lib/python3.12/site-packages gpu-qt.tar.xz
+
+# gpu-aravis.tar.xz: Aravis and its GigE Vision simulator for the GPU machine (scripts/gpu_aravis.sh).
+gpu-aravis:
+	bash scripts/gpu_aravis.sh gpu-aravis.tar.xz
 
 gpu-build:
 	rm -rf gpu-build && mkdir -p gpu-build/bin gpu-build/python

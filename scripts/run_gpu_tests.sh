@@ -24,6 +24,14 @@ if [ -d "$root/gpu-qt/site" ]; then
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/gpu-qt/syslib"  # the machine's own first
   export QT_QPA_PLATFORM=offscreen
 fi
+# Aravis and arv-fake-gv-camera-0.8 of `make gpu-aravis` (scripts/gpu_aravis.sh), when carried.
+if [ -f "$root/gpu-aravis.tar.xz" ] && [ ! -d "$root/gpu-aravis/lib" ]; then
+  mkdir -p "$root/gpu-aravis" && tar -C "$root/gpu-aravis" -xJf "$root/gpu-aravis.tar.xz"
+fi
+if [ -d "$root/gpu-aravis/lib" ]; then
+  export PATH="$PATH:$root/gpu-aravis/bin"
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/gpu-aravis/lib"
+fi
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
