@@ -114,7 +114,8 @@ func (c *GenICamConfig) check() error {
 // pinned buffers (engine.Poster) and Aravis writes each frame straight
 // into one (a buffer of user memory): no host copy. A frame narrower than
 // 16 bits per pixel (Mono8, Mono10p, Mono12p) lands at the end of its
-// block and is widened to uint16 in place when it arrives.
+// block; the engine widens it on the device after uploading the packed
+// bytes (engine.DeviceUnpacker), else Fill widens it in place on the host.
 //
 // An incomplete frame (Aravis's buffer status: missing packets, timeout,
 // ...) ends the run with that status, its pixels never delivered; a
@@ -149,6 +150,10 @@ type GenICamAcquisition struct {
 
 	received, dropped, incomplete atomic.Int64
 
+	// deviceUnpack: the engine widens the packed frames on the device
+	// (engine.DeviceUnpacker); Fill then leaves them as they landed.
+	deviceUnpack bool
+
 	claim engine.Claim
 }
 
@@ -157,6 +162,8 @@ var (
 	_ engine.Poster       = (*GenICamAcquisition)(nil)
 	_ engine.Claimer      = (*GenICamAcquisition)(nil)
 	_ engine.FrameCounter = (*GenICamAcquisition)(nil)
+
+	_ engine.DeviceUnpacker = (*GenICamAcquisition)(nil)
 )
 
 // NewGenICamAcquisition opens the camera of cfg and configures it. Without
@@ -346,8 +353,29 @@ func (a *GenICamAcquisition) Post(dst []uint16) error {
 	return nil
 }
 
+// Packing is the landed frame of a format narrower than 16 bits per pixel
+// (Mono8, Mono10p, Mono12p): its bits and where it lands in the block
+// (LandingOffset, the block's end); the 16-bit formats need no widening.
+func (a *GenICamAcquisition) Packing() (bits, offset int, ok bool) {
+	f := a.cfg.PixelFormat
+	if f.Bits() >= 16 {
+		return 0, 0, false
+	}
+	return f.Bits(), a.land, true
+}
+
+// SetUnpackOnDevice is the engine's choice at Prepare: on, Fill leaves
+// the packed frames for the device to widen (the bus then carries 3/4 of
+// the uint16 bytes for Mono12p, 5/8 for Mono10p, half for Mono8).
+func (a *GenICamAcquisition) SetUnpackOnDevice(on bool) {
+	a.mu.Lock()
+	a.deviceUnpack = on
+	a.mu.Unlock()
+}
+
 // Fill waits for the frame of dst, the oldest posted buffer, and widens
-// it to uint16 in place.
+// it to uint16 in place, unless the engine widens it on the device
+// (SetUnpackOnDevice).
 func (a *GenICamAcquisition) Fill(dst []uint16, records int) (int, error) {
 	if err := checkFill(dst, records, a.cfg.SamplesPerRecord); err != nil {
 		return 0, err
@@ -393,7 +421,9 @@ func (a *GenICamAcquisition) Fill(dst []uint16, records int) (int, error) {
 	if err := a.check(stream, f, p); err != nil {
 		return 0, a.failLocked(err)
 	}
-	a.cfg.PixelFormat.Widen(dst[:a.pixels])
+	if !a.deviceUnpack {
+		a.cfg.PixelFormat.Widen(dst[:a.pixels])
+	}
 	return records, nil
 }
 

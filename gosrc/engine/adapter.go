@@ -67,6 +67,27 @@ type Poster interface {
 	Post(dst []uint16) error
 }
 
+// DeviceUnpacker is an optional extension of Acquisition for sources
+// whose raw values arrive packed narrower than 16 bits: a line-scan
+// camera's Mono8, Mono10p or Mono12p frame (GenICamAcquisition). The
+// engine then uploads the packed bytes as they landed (Mono12p: 3/4 of the
+// uint16 bytes over the bus) and widens them on the device
+// (ops.UnpackBits, on the upload stream), so the host never touches the
+// pixels; without the extension, or when the engine cannot (a processor
+// on another device reads the acquisition's raw spectra from the host),
+// the source widens each block on the host in Fill, as before.
+type DeviceUnpacker interface {
+	// Packing is the layout of a filled block of RecordsPerBlock records
+	// (SamplesPerRecord values each): bits per value (8 to 16) and the
+	// byte offset in the block's raw host buffer where the packed values
+	// start; ok is false when the blocks hold uint16 values already.
+	Packing() (bits, offset int, ok bool)
+	// SetUnpackOnDevice says, at Prepare, whether the engine widens the
+	// blocks on the device (Fill then leaves them packed) or not (Fill
+	// widens them on the host).
+	SetUnpackOnDevice(on bool)
+}
+
 // FrameCounter is an optional extension of Acquisition for sources that
 // receive frames (a camera: GenICamAcquisition): the engine's Status sums
 // their counts, so dropped and incomplete frames show beside its blocks.

@@ -85,6 +85,7 @@ type rawBuf struct {
 	hostBuf backend.Buffer // owns host's memory
 	dev     backend.Buffer // the device copy
 	src     uintptr        // the upload's source: hostBuf, or memory lent by a Lender
+	stage   backend.Buffer // device staging of a packed frame (DeviceUnpacker), or nil
 	values  int            // raw values per record
 }
 
@@ -115,6 +116,7 @@ type blockShape struct {
 	records    int
 	rawSamples []int  // per acquisition
 	lent       []bool // per acquisition: it lends pinned memory (Lender), no host buffer needed
+	packed     []int  // per acquisition: bytes of its packed frame staged on the device (DeviceUnpacker), 0 for none
 	procAcq    []int  // per processor: its acquisition
 	outSamples []int  // per processor
 	endpoints  int
@@ -197,6 +199,13 @@ func newBlock(dev backend.Device, sh blockShape, timed bool) (b *Block, err erro
 		}
 		if b.raws[a].dev, err = dev.Alloc(rawBytes); err != nil {
 			return b, fmt.Errorf("engine: block raw device buffer of %d bytes (acquisition #%d): %w", rawBytes, a, err)
+		}
+		if a < len(sh.packed) && sh.packed[a] > 0 {
+			// Not widened in place: the kernel's threads would overwrite
+			// packed bytes other threads have yet to read.
+			if b.raws[a].stage, err = dev.Alloc(sh.packed[a]); err != nil {
+				return b, fmt.Errorf("engine: block packed staging of %d bytes (acquisition #%d): %w", sh.packed[a], a, err)
+			}
 		}
 	}
 	b.active = make([]bool, len(sh.outSamples))
@@ -285,7 +294,7 @@ func (b *Block) free() error {
 	var errs []error
 	bufs := []backend.Buffer{b.targetHost, b.targetDev, b.actualHost, b.actualDev}
 	for _, r := range b.raws {
-		bufs = append(bufs, r.hostBuf, r.dev)
+		bufs = append(bufs, r.hostBuf, r.dev, r.stage)
 	}
 	for _, buf := range append(append(bufs, b.processed...), b.int8s...) {
 		if buf != nil {

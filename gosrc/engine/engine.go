@@ -12,6 +12,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
+	"github.com/vortexgo/vortexgo/gosrc/ops"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
 
@@ -113,9 +114,19 @@ type acqRun struct {
 	lender Lender // acq, when it lends pinned memory (zero-copy upload)
 	poster Poster // acq, when it DMAs into posted blocks (a digitizer)
 	raw    int    // raw values per record (SamplesPerRecord)
+	// packed is how the engine widens the source's packed blocks on the
+	// device (DeviceUnpacker); zero when it uploads uint16 values.
+	packed packing
 	// rotation: the processor sets (indices of Engine.procs) that process
 	// consecutive blocks in turn (Config.Rotations).
 	rotation [][]int
+}
+
+// packing is a DeviceUnpacker's block layout, as the engine uploads it:
+// bytes of packed values from offset of the host block, widened into
+// values uint16 values of bits bits each.
+type packing struct {
+	bits, offset, bytes, values int
 }
 
 // leadLine delays the reference waveform for one IO lead (vortex's ring
@@ -315,6 +326,9 @@ func (e *Engine) Prepare() (err error) {
 	if err := e.prepareDevices(); err != nil {
 		return err
 	}
+	if err := e.preparePacking(); err != nil {
+		return err
+	}
 	if cfg.BlocksToAcquire > 0 {
 		e.limit = int64(cfg.BlocksToAcquire) * int64(cfg.RecordsPerBlock)
 	}
@@ -339,15 +353,15 @@ func (e *Engine) Prepare() (err error) {
 	}
 	e.upload = up
 	e.positions = e.needsPositions()
-	raws, lent := make([]int, len(e.acqs)), make([]bool, len(e.acqs))
+	raws, lent, packed := make([]int, len(e.acqs)), make([]bool, len(e.acqs)), make([]int, len(e.acqs))
 	for i := range e.acqs {
-		raws[i], lent[i] = e.acqs[i].raw, e.acqs[i].lender != nil
+		raws[i], lent[i], packed[i] = e.acqs[i].raw, e.acqs[i].lender != nil, e.acqs[i].packed.bytes
 	}
 	procRaw := make([]int, len(e.procs))
 	for i, a := range e.procAcq {
 		procRaw[i] = a
 	}
-	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: raws, lent: lent, procAcq: procRaw, outSamples: outSamples, endpoints: len(e.endpoints),
+	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: raws, lent: lent, packed: packed, procAcq: procRaw, outSamples: outSamples, endpoints: len(e.endpoints),
 		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers, warped: e.warped}
 	if err := sh.check(cfg.BlocksToAllocate); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
@@ -443,6 +457,17 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 			continue // only remote processors read it, on their devices
 		}
 		r := &b.raws[a]
+		if pk := e.acqs[a].packed; pk.bytes > 0 {
+			// The packed frame as it landed, then widened on the device:
+			// the whole frame, whatever b.Records (a frame is whole).
+			if err := up.Copy(r.stage.Ptr(), r.src+uintptr(pk.offset), pk.bytes); err != nil {
+				return fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
+			}
+			if err := ops.UnpackBits(up, r.dev.Ptr(), r.stage.Ptr(), pk.values, pk.bits, pk.bytes); err != nil {
+				return fmt.Errorf("engine: block %d: widening acquisition #%d's %d-bit values: %w", b.ID, a, pk.bits, err)
+			}
+			continue
+		}
 		if err := up.Copy(r.dev.Ptr(), r.src, b.Records*r.values*2); err != nil {
 			return fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
 		}

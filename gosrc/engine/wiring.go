@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/ops"
 )
 
 // prepareAcquisitions prepares every acquisition, learns its record
@@ -49,6 +50,47 @@ func (e *Engine) prepareAcquisitions() error {
 		}
 		e.procs = append(e.procs, an.procs...)
 		e.acqs = append(e.acqs, run)
+	}
+	return nil
+}
+
+// preparePacking decides, for each DeviceUnpacker, whether the engine
+// widens its packed blocks on the device: yes unless a processor on
+// another device reads them (remote processors upload from the host
+// block, which then has to hold uint16 values). It tells each source which,
+// and loads the kernel ahead of the first block (ops.Prepare).
+func (e *Engine) preparePacking() error {
+	records := e.cfg.RecordsPerBlock
+	used := false
+	for a := range e.acqs {
+		run := &e.acqs[a]
+		du, ok := run.acq.(DeviceUnpacker)
+		if !ok {
+			continue
+		}
+		bits, offset, packed := du.Packing()
+		remote := false
+		for pi, pa := range e.procAcq {
+			remote = remote || (pa == a && e.procDev[pi] >= 0)
+		}
+		if !packed || remote {
+			du.SetUnpackOnDevice(false)
+			continue
+		}
+		values := records * run.raw
+		bytes := ops.PackedBytes(values, bits)
+		if bits < 8 || bits > 16 || offset < 0 || offset+bytes > 2*values {
+			return fmt.Errorf("engine.Prepare: acquisition #%d Packing()=(%d bits, offset %d): %d packed bytes do not fit "+
+				"its %d-byte blocks, expected 8 to 16 bits inside the block", a, bits, offset, bytes, 2*values)
+		}
+		run.packed = packing{bits: bits, offset: offset, bytes: bytes, values: values}
+		du.SetUnpackOnDevice(true)
+		used = true
+	}
+	if used {
+		if err := ops.Prepare(e.dev, "unpack_bits_u16"); err != nil {
+			return fmt.Errorf("engine.Prepare: %w", err)
+		}
 	}
 	return nil
 }

@@ -216,3 +216,32 @@ func TestGPUPrepareLoadsTheModule(t *testing.T) {
 	require.Contains(t, dk.fns, "fill_int8")
 	require.ErrorContains(t, Prepare(dev, "vortexgo_nope"), `no kernel "vortexgo_nope"`)
 }
+
+func TestGPUUnpackBitsMatchesCPU(t *testing.T) {
+	const n = 100_003 // a tail after the packing groups, and many grid strides' worth
+	r := newRig(t, n)
+	for _, bits := range []int{8, 10, 12, 16} {
+		t.Run(fmt.Sprintf("bits=%d", bits), func(t *testing.T) {
+			nb := PackedBytes(n, bits)
+			packed := make([]byte, nb)
+			for i := range packed {
+				packed[i] = byte(i*131 + i>>7)
+			}
+			hsrc, err := cpu.Default().Alloc(nb)
+			require.NoError(t, err)
+			hdst, err := cpu.Default().Alloc(2 * n)
+			require.NoError(t, err)
+			gsrc, err := r.dev.Alloc(nb)
+			require.NoError(t, err)
+			gdst, err := r.dev.Alloc(2 * n)
+			require.NoError(t, err)
+			r.bufs = append(r.bufs, hsrc, hdst, gsrc, gdst)
+			copy(cpu.HostBytes(hsrc.Ptr(), nb), packed)
+			require.NoError(t, r.gs.Copy(gsrc.Ptr(), hsrc.Ptr(), nb))
+			require.NoError(t, UnpackBits(r.gs, gdst.Ptr(), gsrc.Ptr(), n, bits, nb))
+			require.NoError(t, UnpackBits(r.hs, hdst.Ptr(), hsrc.Ptr(), n, bits, nb))
+			require.NoError(t, r.hs.Synchronize())
+			r.requireSame(t, gdst, hdst, backend.Uint16, "unpack_bits_u16")
+		})
+	}
+}

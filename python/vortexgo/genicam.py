@@ -7,9 +7,12 @@ not supported: Aravis speaks GigE Vision and USB3 Vision) through `Aravis
 ``records_per_block`` lines of ``samples_per_record`` pixels is one engine
 block of as many records (A-scans). The engine's pinned blocks are handed
 to Aravis as the frames' buffers, so a frame lands in its block with no host
-copy; Mono8, Mono10p and Mono12p frames land at the end of their block and
-are widened to uint16 in place, on the CPU, as they arrive (on a GPU too:
-the widening is the acquisition's, before the upload).
+copy; Mono8, Mono10p and Mono12p frames land packed at the end of their
+block, the engine uploads the packed bytes (Mono12p: 3/4 of the uint16
+bytes over the bus) and widens them to uint16 on the device (a CUDA kernel
+on a GPU, its Go twin on the CPU backend), so the host never touches the
+pixels; used without an engine, or with a processor on another device, the
+acquisition widens them on the host instead.
 
 The line rate, exposure, pixel format and trigger are set through GenICam's
 standard features (``AcquisitionLineRate``, ``ExposureTime``,
