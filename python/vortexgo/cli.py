@@ -6,6 +6,7 @@
     python -m vortexgo demo [--device D] [--out DIR]   a simulated OCT acquisition: MIP and B-scan PNGs, the volumes
     python -m vortexgo bench [--device D]         a short benchmark on this machine's device, as a table
     python -m vortexgo hardware-check             the AlazarTech board and NI-DAQmx card: PASS/FAIL per step
+    python -m vortexgo hardware-check --instrument imaq|teledyne|genicam|machdsp   the other instruments
 
 The demo and the benchmark run on a GPU when there is one and on the CPU
 backend otherwise. Outputs go to ``--out``, by default a folder in the user's
@@ -544,7 +545,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     from . import hardware_check
 
-    h = sub.add_parser("hardware-check", help="acceptance check of the AlazarTech digitizer and NI-DAQmx card "
+    h = sub.add_parser("hardware-check", help="acceptance check of the instruments: the AlazarTech digitizer and "
+                                              "NI-DAQmx card, or --instrument imaq, teledyne, genicam, machdsp "
                                               "(docs/hardware.md)")
     hardware_check.add_arguments(h)
     args = p.parse_args(argv)
