@@ -184,7 +184,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
@@ -210,124 +209,104 @@ var ErrUnsupportedVersion = errors.New("alazar: unsupported ATS-SDK version")
 // AlazarInputControlEx are 7.x functions.
 const MinSDKMajor = 7
 
-var (
-	loadMu  sync.Mutex
-	loaded  *dl.Library
-	version string
-)
-
 // libraryNames are the candidates after $VORTEXGO_ATSAPI_LIBRARY.
 var libraryNames = []string{"libATSApi.so", "libATSApi.so.0"}
+
+// ats is the shim's function table (the C preamble above).
+var ats = C.vg_ats_table()
+
+// loader declares the library: its candidates, the functions the shim
+// calls (the optional ones answer ApiUnsupportedFunction when absent) and
+// the version check.
+var loader = &dl.Loader{
+	Env:     EnvLibrary,
+	Virtual: "libATSApi.so",
+	Names:   libraryNames,
+	Err:     ErrNoLibrary,
+	Check:   checkVersion,
+	Symbols: []dl.Symbol{
+		{Name: "AlazarGetSDKVersion", Dst: dl.Func(&ats.sdk_version)},
+		{Name: "AlazarNumOfSystems", Dst: dl.Func(&ats.num_systems)},
+		{Name: "AlazarBoardsInSystemBySystemID", Dst: dl.Func(&ats.boards_in_system)},
+		{Name: "AlazarGetBoardBySystemID", Dst: dl.Func(&ats.board_by_id)},
+		{Name: "AlazarQueryCapability", Dst: dl.Func(&ats.query_capability)},
+		{Name: "AlazarGetChannelInfo", Dst: dl.Func(&ats.channel_info)},
+		{Name: "AlazarGetParameter", Dst: dl.Func(&ats.get_parameter)},
+		{Name: "AlazarGetParameterUL", Dst: dl.Func(&ats.get_parameter_ul)},
+		{Name: "AlazarSetParameterUL", Dst: dl.Func(&ats.set_parameter_ul)},
+		{Name: "AlazarSetCaptureClock", Dst: dl.Func(&ats.set_capture_clock)},
+		{Name: "AlazarSetExternalClockLevel", Optional: true, Dst: dl.Func(&ats.set_external_clock_level)},
+		{Name: "AlazarInputControlEx", Dst: dl.Func(&ats.input_control_ex)},
+		{Name: "AlazarSetTriggerOperation", Dst: dl.Func(&ats.set_trigger_operation)},
+		{Name: "AlazarSetExternalTrigger", Dst: dl.Func(&ats.set_external_trigger)},
+		{Name: "AlazarSetTriggerDelay", Dst: dl.Func(&ats.set_trigger_delay)},
+		{Name: "AlazarConfigureAuxIO", Dst: dl.Func(&ats.configure_aux_io)},
+		{Name: "AlazarSetRecordSize", Dst: dl.Func(&ats.set_record_size)},
+		{Name: "AlazarBeforeAsyncRead", Dst: dl.Func(&ats.before_async_read)},
+		{Name: "AlazarStartCapture", Dst: dl.Func(&ats.start_capture)},
+		{Name: "AlazarAbortAsyncRead", Dst: dl.Func(&ats.abort_async_read)},
+		{Name: "AlazarPostAsyncBuffer", Dst: dl.Func(&ats.post_async_buffer)},
+		{Name: "AlazarWaitAsyncBufferComplete", Dst: dl.Func(&ats.wait_async_buffer_complete)},
+		{Name: "AlazarErrorToText", Dst: dl.Func(&ats.error_to_text)},
+		{Name: "AlazarConfigureSampleSkipping", Optional: true, Dst: dl.Func(&ats.configure_sample_skipping)},
+		{Name: "AlazarOCTIgnoreBadClock", Optional: true, Dst: dl.Func(&ats.oct_ignore_bad_clock)},
+		{Name: "AlazarDSPGetModules", Optional: true, Dst: dl.Func(&ats.dsp_get_modules)},
+		{Name: "AlazarDSPGetInfo", Optional: true, Dst: dl.Func(&ats.dsp_get_info)},
+		{Name: "AlazarDSPGetParameterU32", Optional: true, Dst: dl.Func(&ats.dsp_get_parameter_u32)},
+		{Name: "AlazarFFTGetMaxTriggerRepeatRate", Optional: true, Dst: dl.Func(&ats.fft_max_trigger_rate)},
+		{Name: "AlazarFFTSetWindowFunction", Optional: true, Dst: dl.Func(&ats.fft_set_window)},
+		{Name: "AlazarFFTBackgroundSubtractionSetRecordS16", Optional: true, Dst: dl.Func(&ats.fft_bg_set_record)},
+		{Name: "AlazarFFTBackgroundSubtractionSetEnabled", Optional: true, Dst: dl.Func(&ats.fft_bg_set_enabled)},
+		{Name: "AlazarFFTSetup", Optional: true, Dst: dl.Func(&ats.fft_setup)},
+		{Name: "AlazarDSPGetBuffer", Optional: true, Dst: dl.Func(&ats.dsp_get_buffer)},
+		{Name: "AlazarDSPAbortCapture", Optional: true, Dst: dl.Func(&ats.dsp_abort_capture)},
+		{Name: "AlazarGalvoSequenceGetCount", Optional: true, Dst: dl.Func(&ats.galvo_sequence_count)},
+		{Name: "AlazarGalvoSlotGetSize", Optional: true, Dst: dl.Func(&ats.galvo_slot_size)},
+		{Name: "AlazarGalvoPlaybackStart", Optional: true, Dst: dl.Func(&ats.galvo_playback_start)},
+		{Name: "AlazarGalvoPlaybackStop", Optional: true, Dst: dl.Func(&ats.galvo_playback_stop)},
+		{Name: "AlazarGalvoAlinesPerBscanSet", Optional: true, Dst: dl.Func(&ats.galvo_alines_per_bscan)},
+		{Name: "AlazarGalvoBscanModeSet", Optional: true, Dst: dl.Func(&ats.galvo_bscan_mode)},
+		{Name: "AlazarGalvoSequenceWrite", Optional: true, Dst: dl.Func(&ats.galvo_sequence_write)},
+		{Name: "AlazarGalvoPatternSlotWrite", Optional: true, Dst: dl.Func(&ats.galvo_slot_write)},
+		{Name: "AlazarGalvoSetParkPosition", Optional: true, Dst: dl.Func(&ats.galvo_set_park)},
+	},
+}
+
+// version is the loaded library's ATS-SDK version, set once by
+// checkVersion under the loader's lock, before the library is kept.
+var version string
 
 // Load opens the library if it is not open yet and returns its ATS-SDK
 // version ("7.5.0"). A failure wraps ErrNoLibrary (keeping each
 // candidate's dlopen message) or ErrUnsupportedVersion; a later Load
 // tries again.
 func Load() (string, error) {
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	if loaded != nil {
-		return version, nil
+	if _, err := loader.Load(); err != nil {
+		return "", err
 	}
-	names := libraryNames
-	if p, _ := instrument.Library(EnvLibrary, "libATSApi.so"); p != "" {
-		names = []string{p} // the user named one (or the virtual instrument): no silent fallback
-	}
-	lib, err := dl.Open(names...)
-	if err != nil {
-		return "", fmt.Errorf("%w (%v)", ErrNoLibrary, err)
-	}
-	if err := bind(lib); err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrNoLibrary, lib.Name(), err)
-	}
+	return version, nil
+}
+
+// checkVersion refuses an ATS-SDK older than MinSDKMajor.
+func checkVersion(lib *dl.Library) error {
 	var major, minor, rev C.U8
 	if rc := C.vg_sdk_version(&major, &minor, &rev); rc != C.RC(ApiSuccess) {
-		return "", fmt.Errorf("alazar: %s: AlazarGetSDKVersion: %w", lib.Name(), newError("AlazarGetSDKVersion", ReturnCode(rc)))
+		// Not newError: its errorText asks Library, whose lock Load holds;
+		// the table is published, so AlazarErrorToText is callable.
+		e := &Error{Msg: "AlazarGetSDKVersion", Code: ReturnCode(rc), Text: C.GoString(C.vg_error_to_text(rc))}
+		return fmt.Errorf("alazar: %s: AlazarGetSDKVersion: %w", lib.Name(), e)
 	}
 	v := fmt.Sprintf("%d.%d.%d", major, minor, rev)
 	if int(major) < MinSDKMajor {
-		return "", fmt.Errorf("%w: %s is ATS-SDK %s, expected %d.0 or newer (install a newer ATS-SDK from AlazarTech)", ErrUnsupportedVersion, lib.Name(), v, MinSDKMajor)
+		return fmt.Errorf("%w: %s is ATS-SDK %s, expected %d.0 or newer (install a newer ATS-SDK from AlazarTech)", ErrUnsupportedVersion, lib.Name(), v, MinSDKMajor)
 	}
-	loaded, version = lib, v
-	return version, nil
+	version = v
+	return nil
 }
 
 // Library is the name the library was loaded under ("" before Load
 // succeeds).
-func Library() string {
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	if loaded == nil {
-		return ""
-	}
-	return loaded.Name()
-}
-
-func bind(lib *dl.Library) error {
-	tab := C.vg_ats_table()
-	fns := []struct {
-		name     string
-		dst      *unsafe.Pointer
-		optional bool
-	}{
-		{"AlazarGetSDKVersion", (*unsafe.Pointer)(unsafe.Pointer(&tab.sdk_version)), false},
-		{"AlazarNumOfSystems", (*unsafe.Pointer)(unsafe.Pointer(&tab.num_systems)), false},
-		{"AlazarBoardsInSystemBySystemID", (*unsafe.Pointer)(unsafe.Pointer(&tab.boards_in_system)), false},
-		{"AlazarGetBoardBySystemID", (*unsafe.Pointer)(unsafe.Pointer(&tab.board_by_id)), false},
-		{"AlazarQueryCapability", (*unsafe.Pointer)(unsafe.Pointer(&tab.query_capability)), false},
-		{"AlazarGetChannelInfo", (*unsafe.Pointer)(unsafe.Pointer(&tab.channel_info)), false},
-		{"AlazarGetParameter", (*unsafe.Pointer)(unsafe.Pointer(&tab.get_parameter)), false},
-		{"AlazarGetParameterUL", (*unsafe.Pointer)(unsafe.Pointer(&tab.get_parameter_ul)), false},
-		{"AlazarSetParameterUL", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_parameter_ul)), false},
-		{"AlazarSetCaptureClock", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_capture_clock)), false},
-		{"AlazarSetExternalClockLevel", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_external_clock_level)), true},
-		{"AlazarInputControlEx", (*unsafe.Pointer)(unsafe.Pointer(&tab.input_control_ex)), false},
-		{"AlazarSetTriggerOperation", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_trigger_operation)), false},
-		{"AlazarSetExternalTrigger", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_external_trigger)), false},
-		{"AlazarSetTriggerDelay", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_trigger_delay)), false},
-		{"AlazarConfigureAuxIO", (*unsafe.Pointer)(unsafe.Pointer(&tab.configure_aux_io)), false},
-		{"AlazarSetRecordSize", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_record_size)), false},
-		{"AlazarBeforeAsyncRead", (*unsafe.Pointer)(unsafe.Pointer(&tab.before_async_read)), false},
-		{"AlazarStartCapture", (*unsafe.Pointer)(unsafe.Pointer(&tab.start_capture)), false},
-		{"AlazarAbortAsyncRead", (*unsafe.Pointer)(unsafe.Pointer(&tab.abort_async_read)), false},
-		{"AlazarPostAsyncBuffer", (*unsafe.Pointer)(unsafe.Pointer(&tab.post_async_buffer)), false},
-		{"AlazarWaitAsyncBufferComplete", (*unsafe.Pointer)(unsafe.Pointer(&tab.wait_async_buffer_complete)), false},
-		{"AlazarErrorToText", (*unsafe.Pointer)(unsafe.Pointer(&tab.error_to_text)), false},
-		{"AlazarConfigureSampleSkipping", (*unsafe.Pointer)(unsafe.Pointer(&tab.configure_sample_skipping)), true},
-		{"AlazarOCTIgnoreBadClock", (*unsafe.Pointer)(unsafe.Pointer(&tab.oct_ignore_bad_clock)), true},
-		{"AlazarDSPGetModules", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_modules)), true},
-		{"AlazarDSPGetInfo", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_info)), true},
-		{"AlazarDSPGetParameterU32", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_parameter_u32)), true},
-		{"AlazarFFTGetMaxTriggerRepeatRate", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_max_trigger_rate)), true},
-		{"AlazarFFTSetWindowFunction", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_set_window)), true},
-		{"AlazarFFTBackgroundSubtractionSetRecordS16", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_bg_set_record)), true},
-		{"AlazarFFTBackgroundSubtractionSetEnabled", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_bg_set_enabled)), true},
-		{"AlazarFFTSetup", (*unsafe.Pointer)(unsafe.Pointer(&tab.fft_setup)), true},
-		{"AlazarDSPGetBuffer", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_get_buffer)), true},
-		{"AlazarDSPAbortCapture", (*unsafe.Pointer)(unsafe.Pointer(&tab.dsp_abort_capture)), true},
-		{"AlazarGalvoSequenceGetCount", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_sequence_count)), true},
-		{"AlazarGalvoSlotGetSize", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_slot_size)), true},
-		{"AlazarGalvoPlaybackStart", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_playback_start)), true},
-		{"AlazarGalvoPlaybackStop", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_playback_stop)), true},
-		{"AlazarGalvoAlinesPerBscanSet", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_alines_per_bscan)), true},
-		{"AlazarGalvoBscanModeSet", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_bscan_mode)), true},
-		{"AlazarGalvoSequenceWrite", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_sequence_write)), true},
-		{"AlazarGalvoPatternSlotWrite", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_slot_write)), true},
-		{"AlazarGalvoSetParkPosition", (*unsafe.Pointer)(unsafe.Pointer(&tab.galvo_set_park)), true},
-	}
-	for _, f := range fns {
-		p, err := lib.Sym(f.name)
-		if err != nil {
-			if f.optional {
-				*f.dst = nil
-				continue
-			}
-			return err
-		}
-		*f.dst = p
-	}
-	return nil
-}
+func Library() string { return loader.Name() }
 
 // errorText is AlazarErrorToText's text for rc ("" before Load).
 func errorText(rc ReturnCode) string {

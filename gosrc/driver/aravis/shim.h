@@ -64,8 +64,9 @@ enum {
 	VGA_COUNT
 };
 
-// vga_set stores one resolved function in the table.
-void vga_set(int idx, void* fn);
+// vga_table is the function table, indexed by the enum above; the Go loader
+// (load.go, through dl.Loader) stores the resolved functions in it.
+void** vga_table(void);
 int vga_has(int idx);
 
 // Every call that takes a GError** returns 0, or -1 with the error's text

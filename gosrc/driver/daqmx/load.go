@@ -9,7 +9,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
@@ -30,80 +29,59 @@ var ErrNoLibrary = errors.New("daqmx: the NI-DAQmx library (libnidaqmx.so) could
 	"installed (NI's ni-daqmx package), or " + LibraryEnv + "=/path/to/libnidaqmx.so (vortexgo's virtual card: " +
 	"`make virtual`, then " + instrument.EnvInstruments + "=virtual)")
 
-// symbols are the entry points the shim calls, by table index. The
-// version functions are optional: every NI-DAQmx since 8.x exports them,
-// but a library lacking them can still drive the card (Version is then "").
-var symbols = []struct {
-	idx      C.int
-	name     string
-	optional bool
-}{
-	{C.VGD_CreateTask, "DAQmxCreateTask", false},
-	{C.VGD_ClearTask, "DAQmxClearTask", false},
-	{C.VGD_StartTask, "DAQmxStartTask", false},
-	{C.VGD_StopTask, "DAQmxStopTask", false},
-	{C.VGD_CreateAOVoltageChan, "DAQmxCreateAOVoltageChan", false},
-	{C.VGD_CreateAIVoltageChan, "DAQmxCreateAIVoltageChan", false},
-	{C.VGD_CreateDOChan, "DAQmxCreateDOChan", false},
-	{C.VGD_CreateDIChan, "DAQmxCreateDIChan", false},
-	{C.VGD_CfgSampClkTiming, "DAQmxCfgSampClkTiming", false},
-	{C.VGD_CfgDigEdgeStartTrig, "DAQmxCfgDigEdgeStartTrig", false},
-	{C.VGD_SetSampClkTimebaseSrc, "DAQmxSetSampClkTimebaseSrc", false},
-	{C.VGD_SetSampClkTimebaseRate, "DAQmxSetSampClkTimebaseRate", false},
-	{C.VGD_SetSampClkTimebaseDiv, "DAQmxSetSampClkTimebaseDiv", false},
-	{C.VGD_CfgOutputBuffer, "DAQmxCfgOutputBuffer", false},
-	{C.VGD_CfgInputBuffer, "DAQmxCfgInputBuffer", false},
-	{C.VGD_SetWriteRegenMode, "DAQmxSetWriteRegenMode", false},
-	{C.VGD_WriteAnalogF64, "DAQmxWriteAnalogF64", false},
-	{C.VGD_WriteDigitalU32, "DAQmxWriteDigitalU32", false},
-	{C.VGD_ReadAnalogF64, "DAQmxReadAnalogF64", false},
-	{C.VGD_ReadDigitalU32, "DAQmxReadDigitalU32", false},
-	{C.VGD_GetErrorString, "DAQmxGetErrorString", false},
-	{C.VGD_GetExtendedErrorInfo, "DAQmxGetExtendedErrorInfo", false},
-	{C.VGD_GetSysNIDAQMajorVersion, "DAQmxGetSysNIDAQMajorVersion", true},
-	{C.VGD_GetSysNIDAQMinorVersion, "DAQmxGetSysNIDAQMinorVersion", true},
-	{C.VGD_GetSysNIDAQUpdateVersion, "DAQmxGetSysNIDAQUpdateVersion", true},
+// table is the shim's function table (shim.c), filled by the loader.
+var table = (*[C.VGD_COUNT]unsafe.Pointer)(unsafe.Pointer(C.vgd_table()))
+
+// loader declares the library: its candidates and the entry points the
+// shim calls. The version functions are optional: every NI-DAQmx since 8.x
+// exports them, but a library lacking them can still drive the card
+// (Version is then "").
+var loader = &dl.Loader{
+	Env:     LibraryEnv,
+	Virtual: "libnidaqmx.so",
+	Names:   systemNames,
+	Err:     ErrNoLibrary,
+	Missing: func(e *dl.SymbolError) error {
+		return fmt.Errorf("%w: %s lacks %s: it is not NI-DAQmx, or an NI-DAQmx older than the functions vortexgo calls "+
+			"(update NI-DAQmx): %w", ErrUnsupportedLibrary, e.Library, e.Symbol, e)
+	},
+	Symbols: []dl.Symbol{
+		{Name: "DAQmxCreateTask", Dst: &table[C.VGD_CreateTask]},
+		{Name: "DAQmxClearTask", Dst: &table[C.VGD_ClearTask]},
+		{Name: "DAQmxStartTask", Dst: &table[C.VGD_StartTask]},
+		{Name: "DAQmxStopTask", Dst: &table[C.VGD_StopTask]},
+		{Name: "DAQmxCreateAOVoltageChan", Dst: &table[C.VGD_CreateAOVoltageChan]},
+		{Name: "DAQmxCreateAIVoltageChan", Dst: &table[C.VGD_CreateAIVoltageChan]},
+		{Name: "DAQmxCreateDOChan", Dst: &table[C.VGD_CreateDOChan]},
+		{Name: "DAQmxCreateDIChan", Dst: &table[C.VGD_CreateDIChan]},
+		{Name: "DAQmxCfgSampClkTiming", Dst: &table[C.VGD_CfgSampClkTiming]},
+		{Name: "DAQmxCfgDigEdgeStartTrig", Dst: &table[C.VGD_CfgDigEdgeStartTrig]},
+		{Name: "DAQmxSetSampClkTimebaseSrc", Dst: &table[C.VGD_SetSampClkTimebaseSrc]},
+		{Name: "DAQmxSetSampClkTimebaseRate", Dst: &table[C.VGD_SetSampClkTimebaseRate]},
+		{Name: "DAQmxSetSampClkTimebaseDiv", Dst: &table[C.VGD_SetSampClkTimebaseDiv]},
+		{Name: "DAQmxCfgOutputBuffer", Dst: &table[C.VGD_CfgOutputBuffer]},
+		{Name: "DAQmxCfgInputBuffer", Dst: &table[C.VGD_CfgInputBuffer]},
+		{Name: "DAQmxSetWriteRegenMode", Dst: &table[C.VGD_SetWriteRegenMode]},
+		{Name: "DAQmxWriteAnalogF64", Dst: &table[C.VGD_WriteAnalogF64]},
+		{Name: "DAQmxWriteDigitalU32", Dst: &table[C.VGD_WriteDigitalU32]},
+		{Name: "DAQmxReadAnalogF64", Dst: &table[C.VGD_ReadAnalogF64]},
+		{Name: "DAQmxReadDigitalU32", Dst: &table[C.VGD_ReadDigitalU32]},
+		{Name: "DAQmxGetErrorString", Dst: &table[C.VGD_GetErrorString]},
+		{Name: "DAQmxGetExtendedErrorInfo", Dst: &table[C.VGD_GetExtendedErrorInfo]},
+		{Name: "DAQmxGetSysNIDAQMajorVersion", Optional: true, Dst: &table[C.VGD_GetSysNIDAQMajorVersion]},
+		{Name: "DAQmxGetSysNIDAQMinorVersion", Optional: true, Dst: &table[C.VGD_GetSysNIDAQMinorVersion]},
+		{Name: "DAQmxGetSysNIDAQUpdateVersion", Optional: true, Dst: &table[C.VGD_GetSysNIDAQUpdateVersion]},
+	},
 }
 
-var (
-	mu     sync.Mutex
-	loaded *dl.Library
-)
-
 // Load opens the NI-DAQmx library if it is not open yet: the path in
-// $VORTEXGO_NIDAQMX_LIBRARY, else the system's libnidaqmx.so. A failure
-// wraps ErrNoLibrary and keeps each candidate's dlopen message; a later
-// Load tries again (the variable may have been set meanwhile).
+// $VORTEXGO_NIDAQMX_LIBRARY, else (VORTEXGO_INSTRUMENTS=virtual) the
+// virtual card, else the system's libnidaqmx.so. A failure wraps
+// ErrNoLibrary and keeps each candidate's dlopen message; a later Load
+// tries again (the variable may have been set meanwhile).
 func Load() error {
-	mu.Lock()
-	defer mu.Unlock()
-	if loaded != nil {
-		return nil
-	}
-	names := systemNames
-	if p, _ := instrument.Library(LibraryEnv, "libnidaqmx.so"); p != "" {
-		names = []string{p} // the user named one (or the virtual instrument): never fall back to another silently
-	}
-	lib, err := dl.Open(names...)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrNoLibrary, err)
-	}
-	// Resolve everything before publishing anything: a library that lacks
-	// one function leaves the table as it was (empty), never half filled.
-	ptrs := make([]unsafe.Pointer, len(symbols))
-	for i, s := range symbols {
-		p, err := lib.Sym(s.name)
-		if err != nil && !s.optional {
-			return fmt.Errorf("%w: %s lacks %s: it is not NI-DAQmx, or an NI-DAQmx older than the functions vortexgo calls "+
-				"(update NI-DAQmx): %v", ErrUnsupportedLibrary, lib.Name(), s.name, err)
-		}
-		ptrs[i] = p
-	}
-	for i, s := range symbols {
-		C.vgd_set(s.idx, ptrs[i])
-	}
-	loaded = lib
-	return nil
+	_, err := loader.Load()
+	return err
 }
 
 // ErrUnsupportedLibrary wraps the error of a library that loads but lacks a
@@ -114,9 +92,7 @@ var ErrUnsupportedLibrary = fmt.Errorf("%w: unsupported NI-DAQmx library", ErrNo
 // Version is the loaded NI-DAQmx's version ("23.5.0"), or "" before Load
 // succeeds or when the library does not report it.
 func Version() string {
-	mu.Lock()
-	defer mu.Unlock()
-	if loaded == nil {
+	if loader.Name() == "" {
 		return ""
 	}
 	var major, minor, update C.uint32_t
@@ -128,11 +104,4 @@ func Version() string {
 
 // Library is the name the library was loaded under ("" before Load
 // succeeds).
-func Library() string {
-	mu.Lock()
-	defer mu.Unlock()
-	if loaded == nil {
-		return ""
-	}
-	return loaded.Name()
-}
+func Library() string { return loader.Name() }

@@ -8,9 +8,7 @@
 
 static void* table[VGD_COUNT];
 
-void vgd_set(int idx, void* fn) {
-	if (idx >= 0 && idx < VGD_COUNT) table[idx] = fn;
-}
+void** vgd_table(void) { return table; }
 
 typedef void* TaskHandle;
 #define H(t) ((TaskHandle)(t))

@@ -43,8 +43,9 @@ enum {
 	VGD_COUNT
 };
 
-// vgd_set stores one resolved function in the table.
-void vgd_set(int idx, void* fn);
+// vgd_table is the function table, indexed by the enum above; the Go loader
+// (load.go, through dl.Loader) stores the resolved functions in it.
+void** vgd_table(void);
 
 int32_t vgd_create_task(const char* name, uintptr_t* task);
 int32_t vgd_clear_task(uintptr_t task);

@@ -9,7 +9,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
@@ -35,80 +34,52 @@ var ErrNoLibrary = errors.New("imaq: the NI-IMAQ library (libniimaq.so) could no
 // function vortexgo calls; it also wraps ErrNoLibrary.
 var ErrUnsupportedLibrary = fmt.Errorf("%w: unsupported NI-IMAQ library", ErrNoLibrary)
 
-// symbols are the entry points the shim calls, by table index.
-var symbols = []struct {
-	idx  C.int
-	name string
-}{
-	{C.VGI_InterfaceOpen, "imgInterfaceOpen"},
-	{C.VGI_SessionOpen, "imgSessionOpen"},
-	{C.VGI_Close, "imgClose"},
-	{C.VGI_GetAttribute, "imgGetAttribute"},
-	{C.VGI_SetAttribute2, "imgSetAttribute2"},
-	{C.VGI_SessionFitROI, "imgSessionFitROI"},
-	{C.VGI_SessionConfigureROI, "imgSessionConfigureROI"},
-	{C.VGI_SessionGetROI, "imgSessionGetROI"},
-	{C.VGI_SessionGetBufferSize, "imgSessionGetBufferSize"},
-	{C.VGI_RingSetup, "imgRingSetup"},
-	{C.VGI_SessionStartAcquisition, "imgSessionStartAcquisition"},
-	{C.VGI_SessionStopAcquisition, "imgSessionStopAcquisition"},
-	{C.VGI_SessionExamineBuffer2, "imgSessionExamineBuffer2"},
-	{C.VGI_SessionReleaseBuffer, "imgSessionReleaseBuffer"},
-	{C.VGI_SessionLineTrigSource2, "imgSessionLineTrigSource2"},
-	{C.VGI_SessionTriggerConfigure2, "imgSessionTriggerConfigure2"},
-	{C.VGI_SessionTriggerDrive2, "imgSessionTriggerDrive2"},
-	{C.VGI_ShowError, "imgShowError"},
-	{C.VGI_InterfaceQueryNames, "imgInterfaceQueryNames"},
-}
+// table is the shim's function table (shim.c), filled by the loader.
+var table = (*[C.VGI_COUNT]unsafe.Pointer)(unsafe.Pointer(C.vgi_table()))
 
-var (
-	mu     sync.Mutex
-	loaded *dl.Library
-)
+// loader declares the library: its candidates and the entry points the
+// shim calls.
+var loader = &dl.Loader{
+	Env:     LibraryEnv,
+	Virtual: "libniimaq.so",
+	Names:   systemNames,
+	Err:     ErrNoLibrary,
+	Missing: func(e *dl.SymbolError) error {
+		return fmt.Errorf("%w: %s lacks %s: it is not NI-IMAQ, or one older than the functions vortexgo calls: %w",
+			ErrUnsupportedLibrary, e.Library, e.Symbol, e)
+	},
+	Symbols: []dl.Symbol{
+		{Name: "imgInterfaceOpen", Dst: &table[C.VGI_InterfaceOpen]},
+		{Name: "imgSessionOpen", Dst: &table[C.VGI_SessionOpen]},
+		{Name: "imgClose", Dst: &table[C.VGI_Close]},
+		{Name: "imgGetAttribute", Dst: &table[C.VGI_GetAttribute]},
+		{Name: "imgSetAttribute2", Dst: &table[C.VGI_SetAttribute2]},
+		{Name: "imgSessionFitROI", Dst: &table[C.VGI_SessionFitROI]},
+		{Name: "imgSessionConfigureROI", Dst: &table[C.VGI_SessionConfigureROI]},
+		{Name: "imgSessionGetROI", Dst: &table[C.VGI_SessionGetROI]},
+		{Name: "imgSessionGetBufferSize", Dst: &table[C.VGI_SessionGetBufferSize]},
+		{Name: "imgRingSetup", Dst: &table[C.VGI_RingSetup]},
+		{Name: "imgSessionStartAcquisition", Dst: &table[C.VGI_SessionStartAcquisition]},
+		{Name: "imgSessionStopAcquisition", Dst: &table[C.VGI_SessionStopAcquisition]},
+		{Name: "imgSessionExamineBuffer2", Dst: &table[C.VGI_SessionExamineBuffer2]},
+		{Name: "imgSessionReleaseBuffer", Dst: &table[C.VGI_SessionReleaseBuffer]},
+		{Name: "imgSessionLineTrigSource2", Dst: &table[C.VGI_SessionLineTrigSource2]},
+		{Name: "imgSessionTriggerConfigure2", Dst: &table[C.VGI_SessionTriggerConfigure2]},
+		{Name: "imgSessionTriggerDrive2", Dst: &table[C.VGI_SessionTriggerDrive2]},
+		{Name: "imgShowError", Dst: &table[C.VGI_ShowError]},
+		{Name: "imgInterfaceQueryNames", Dst: &table[C.VGI_InterfaceQueryNames]},
+	},
+}
 
 // Load opens the NI-IMAQ library if it is not open yet: the path in
 // $VORTEXGO_NIIMAQ_LIBRARY, else (VORTEXGO_INSTRUMENTS=virtual) the virtual
 // camera, else the system's libniimaq.so. A failure wraps ErrNoLibrary and
 // keeps each candidate's dlopen message; a later Load tries again.
 func Load() error {
-	mu.Lock()
-	defer mu.Unlock()
-	if loaded != nil {
-		return nil
-	}
-	names := systemNames
-	if p, _ := instrument.Library(LibraryEnv, "libniimaq.so"); p != "" {
-		names = []string{p} // the user named one: never fall back to another silently
-	}
-	lib, err := dl.Open(names...)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrNoLibrary, err)
-	}
-	// Resolve everything before publishing anything: a library lacking one
-	// function leaves the table empty, never half filled.
-	ptrs := make([]unsafe.Pointer, len(symbols))
-	for i, s := range symbols {
-		p, err := lib.Sym(s.name)
-		if err != nil {
-			return fmt.Errorf("%w: %s lacks %s: it is not NI-IMAQ, or one older than the functions vortexgo calls: %v",
-				ErrUnsupportedLibrary, lib.Name(), s.name, err)
-		}
-		ptrs[i] = p
-	}
-	for i, s := range symbols {
-		C.vgi_set(s.idx, ptrs[i])
-	}
-	loaded = lib
-	return nil
+	_, err := loader.Load()
+	return err
 }
 
 // Library is the name the library was loaded under ("" before Load
 // succeeds).
-func Library() string {
-	mu.Lock()
-	defer mu.Unlock()
-	if loaded == nil {
-		return ""
-	}
-	return loaded.Name()
-}
+func Library() string { return loader.Name() }

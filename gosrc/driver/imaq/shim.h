@@ -36,8 +36,9 @@ enum {
 	VGI_COUNT
 };
 
-// vgi_set stores one resolved function in the table.
-void vgi_set(int idx, void* fn);
+// vgi_table is the function table, indexed by the enum above; the Go loader
+// (load.go, through dl.Loader) stores the resolved functions in it.
+void** vgi_table(void);
 
 int32_t vgi_interface_open(const char* name, uint32_t* ifid);
 int32_t vgi_session_open(uint32_t ifid, uint32_t* sid);

@@ -35,8 +35,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
@@ -63,37 +61,43 @@ var ErrNoLibrary = errors.New("teledyne: no Teledyne SP Devices ADQAPI library (
 // one the driver was written for (vortex's validate_ADQAPI_version).
 var ErrIncompatible = errors.New("teledyne: incompatible ADQAPI revision")
 
-var (
-	loadMu sync.Mutex
-	loaded *dl.Library
-)
-
 var libraryNames = []string{"libadq.so", "libadq.so.0"}
+
+// tab is the shim's function table (shim.c).
+var tab = C.vg_adq_table()
+
+// loader declares libadq: its candidates, the functions the shim calls and
+// ADQAPI's revision check.
+var loader = &dl.Loader{
+	Env:     EnvLibrary,
+	Virtual: "libadq.so",
+	Names:   libraryNames,
+	Err:     ErrNoLibrary,
+	Check:   func(lib *dl.Library) error { return validateVersion(lib.Name()) },
+	Symbols: []dl.Symbol{
+		{Name: "ADQAPI_ValidateVersion", Dst: dl.Func(&tab.validate_version)},
+		{Name: "CreateADQControlUnit", Dst: dl.Func(&tab.create)},
+		{Name: "DeleteADQControlUnit", Dst: dl.Func(&tab.destroy)},
+		{Name: "ADQControlUnit_EnableErrorTrace", Dst: dl.Func(&tab.enable_error_trace)},
+		{Name: "ADQControlUnit_ListDevices", Dst: dl.Func(&tab.list_devices)},
+		{Name: "ADQControlUnit_SetupDevice", Dst: dl.Func(&tab.setup_device)},
+		{Name: "ADQ_InitializeParameters", Dst: dl.Func(&tab.initialize_parameters)},
+		{Name: "ADQ_SetParameters", Dst: dl.Func(&tab.set_parameters)},
+		{Name: "ADQ_ReadUserRegister", Dst: dl.Func(&tab.read_user_register)},
+		{Name: "ADQ_WriteUserRegister", Dst: dl.Func(&tab.write_user_register)},
+		{Name: "ADQ_StartDataAcquisition", Dst: dl.Func(&tab.start)},
+		{Name: "ADQ_StopDataAcquisition", Dst: dl.Func(&tab.stop)},
+		{Name: "ADQ_WaitForP2pBuffers", Dst: dl.Func(&tab.wait_p2p)},
+		{Name: "ADQ_UnlockP2pBuffers", Dst: dl.Func(&tab.unlock_p2p)},
+		{Name: "ADQ_GetStatus", Dst: dl.Func(&tab.get_status)},
+	},
+}
 
 // Load opens libadq if it is not open yet and checks its API revision. A
 // failure wraps ErrNoLibrary or ErrIncompatible; a later Load tries again.
 func Load() error {
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	if loaded != nil {
-		return nil
-	}
-	names := libraryNames
-	if p, _ := instrument.Library(EnvLibrary, "libadq.so"); p != "" {
-		names = []string{p}
-	}
-	lib, err := dl.Open(names...)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrNoLibrary, err)
-	}
-	if err := bind(lib); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrNoLibrary, lib.Name(), err)
-	}
-	if err := validateVersion(lib.Name()); err != nil {
-		return err
-	}
-	loaded = lib
-	return nil
+	_, err := loader.Load()
+	return err
 }
 
 // validateVersion is vortex's validate_ADQAPI_version: 0 compatible, -2
@@ -111,43 +115,4 @@ func validateVersion(name string) error {
 }
 
 // Library is the name libadq was loaded under ("" before Load succeeds).
-func Library() string {
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	if loaded == nil {
-		return ""
-	}
-	return loaded.Name()
-}
-
-func bind(lib *dl.Library) error {
-	tab := C.vg_adq_table()
-	fns := []struct {
-		name string
-		dst  *unsafe.Pointer
-	}{
-		{"ADQAPI_ValidateVersion", (*unsafe.Pointer)(unsafe.Pointer(&tab.validate_version))},
-		{"CreateADQControlUnit", (*unsafe.Pointer)(unsafe.Pointer(&tab.create))},
-		{"DeleteADQControlUnit", (*unsafe.Pointer)(unsafe.Pointer(&tab.destroy))},
-		{"ADQControlUnit_EnableErrorTrace", (*unsafe.Pointer)(unsafe.Pointer(&tab.enable_error_trace))},
-		{"ADQControlUnit_ListDevices", (*unsafe.Pointer)(unsafe.Pointer(&tab.list_devices))},
-		{"ADQControlUnit_SetupDevice", (*unsafe.Pointer)(unsafe.Pointer(&tab.setup_device))},
-		{"ADQ_InitializeParameters", (*unsafe.Pointer)(unsafe.Pointer(&tab.initialize_parameters))},
-		{"ADQ_SetParameters", (*unsafe.Pointer)(unsafe.Pointer(&tab.set_parameters))},
-		{"ADQ_ReadUserRegister", (*unsafe.Pointer)(unsafe.Pointer(&tab.read_user_register))},
-		{"ADQ_WriteUserRegister", (*unsafe.Pointer)(unsafe.Pointer(&tab.write_user_register))},
-		{"ADQ_StartDataAcquisition", (*unsafe.Pointer)(unsafe.Pointer(&tab.start))},
-		{"ADQ_StopDataAcquisition", (*unsafe.Pointer)(unsafe.Pointer(&tab.stop))},
-		{"ADQ_WaitForP2pBuffers", (*unsafe.Pointer)(unsafe.Pointer(&tab.wait_p2p))},
-		{"ADQ_UnlockP2pBuffers", (*unsafe.Pointer)(unsafe.Pointer(&tab.unlock_p2p))},
-		{"ADQ_GetStatus", (*unsafe.Pointer)(unsafe.Pointer(&tab.get_status))},
-	}
-	for _, f := range fns {
-		p, err := lib.Sym(f.name)
-		if err != nil {
-			return err
-		}
-		*f.dst = p
-	}
-	return nil
-}
+func Library() string { return loader.Name() }

@@ -1,9 +1,11 @@
 // Package dl is the only place vortexgo calls dlopen and dlsym.
 //
-// Native libraries (libcuda, libcufft) are loaded at run time rather than
-// linked at build time, so the Go module builds without a CUDA toolkit and
-// the Python extension imports on machines with no driver, where the load
-// failure is reported as an ordinary error.
+// Native libraries (libcuda, libcufft, libhdf5, the instruments' vendor
+// libraries) are loaded at run time rather than linked at build time, so the
+// Go module builds without a CUDA toolkit or a vendor SDK and the Python
+// extension imports on machines with neither, where the load failure is
+// reported as an ordinary error. Loader (loader.go) is how the instrument
+// drivers declare theirs.
 package dl
 
 /*
@@ -61,7 +63,6 @@ import "C"
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"unsafe"
 )
@@ -129,7 +130,8 @@ func (l *Library) Name() string { return l.name }
 // ErrNilLibrary is returned by Sym on a nil *Library.
 var ErrNilLibrary = errors.New("dl: Sym on nil *Library, expected a library from Open")
 
-// Sym resolves a symbol. The error carries dlerror's text.
+// Sym resolves a symbol. The error is a *SymbolError carrying dlerror's
+// text.
 func (l *Library) Sym(name string) (unsafe.Pointer, error) {
 	if l == nil || l.handle == nil {
 		return nil, ErrNilLibrary
@@ -143,7 +145,7 @@ func (l *Library) Sym(name string) (unsafe.Pointer, error) {
 		if reason == "" {
 			reason = "symbol resolved to NULL"
 		}
-		return nil, fmt.Errorf("dl: %s: symbol %q: %s", l.name, name, reason)
+		return nil, &SymbolError{Library: l.name, Symbol: name, Reason: reason}
 	}
 	return p, nil
 }
