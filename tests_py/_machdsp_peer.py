@@ -13,7 +13,10 @@ servo's underflow. Without a model the servo takes every block at once.
 
 Faults (``fault``, from block write number ``at`` on): ``"framing"`` (a stray byte before
 the reply), ``"servo_error"`` (MsgError: UART Rx, invalid message), ``"silent"`` (no
-reply), ``"hangup"`` (the master closed: a cable pulled).
+reply), ``"hangup"`` (the master closed: a cable pulled). ``mute = True`` makes the servo
+drop every request from then on (a servo that stopped answering), ``mute = False`` answers
+again; ``unknown`` counts requests of a type the servo does not know (bytes that were not a
+request of this host: a stream another process corrupted).
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class Peer:
         self.blocks = 0
         self.streaming = False
         self.latched = (0, 0)
+        self.mute = False
+        self.unknown = 0
         self._reset_settings()
         self._closed = False
         self._t = threading.Thread(target=self._serve, name="machdsp-peer", daemon=True)
@@ -98,6 +103,8 @@ class Peer:
                 h = HEADER.unpack(self._read(HEADER.size))
                 payload = self._read(h[1]) if h[1] else b""
                 self.commands.append(h[0])
+                if self.mute:
+                    continue
                 if not self._handle(h, payload):
                     return
         except (EOFError, OSError):
@@ -155,6 +162,7 @@ class Peer:
         elif cmd == HARD:
             self._reset_settings()
         else:
+            self.unknown += 1
             self._reply(ERROR, b"", 2, 7)
         return True
 

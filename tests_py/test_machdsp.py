@@ -182,7 +182,9 @@ def virtual(virtual_instrument: Path) -> Path:
 # included; the servo buffers 5 blocks) comes when about 25 blocks were acquired: two volumes
 # (at least) were completed and stored.
 @pytest.mark.parametrize("fault, message", [
-    ("framing", "unexpected reply: message 5210 (0x145a) to request 20: the line lost or gained bytes"),
+    # a stray byte before every reply from block 30 on: the first misaligned header passes (as in
+    # vortex: a reply's type is not checked), the second announces a payload with no room
+    ("framing", "received header with payload but destination buffer is null"),
     ("servo_error", "protocol error: UART Rx (2): invalid message (7)"),
     ("silent", "serial read: timeout"),
     ("hangup", "serial read: End of file"),  # the pty's master closed: asio's eof, as vortex reports it

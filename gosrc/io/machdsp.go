@@ -138,9 +138,21 @@ func NewMachDSPIO(cfg MachDSPConfig, log *slog.Logger) (*MachDSPIO, error) {
 	}
 	if err := m.configure(); err != nil {
 		_ = dev.Close()
-		return nil, err
+		return nil, m.named(err)
 	}
 	return m, nil
+}
+
+// named is err, the driver's, with the IO's port named before vortex's
+// text (`MachDSPIO "/dev/ttyACM0": serial read: End of file`): an engine
+// may drive several servos, and the line's errors do not say which.
+// (Opening's errors name it already: they do not come through here.)
+func (m *MachDSPIO) named(err error) error {
+	var de *machdsp.Error
+	if err == nil || !errors.As(err, &de) {
+		return err
+	}
+	return fmt.Errorf("MachDSPIO %q: %w", m.cfg.Port, err)
 }
 
 // configure is vortex's initialize after opening: the stream stopped and
@@ -229,7 +241,7 @@ func (m *MachDSPIO) reset() error {
 	if !need {
 		return nil
 	}
-	return m.dev.StreamReset()
+	return m.named(m.dev.StreamReset())
 }
 
 // Start starts the stream: the servo plays the buffered blocks, one
@@ -241,8 +253,12 @@ func (m *MachDSPIO) Start() error {
 	if m.log != nil {
 		m.log.Info("starting I/O")
 	}
-	return m.dev.StreamStart()
+	return m.named(m.dev.StreamStart())
 }
+
+// Cancel ends the servo's call in progress, if any (the driver's Cancel):
+// a standalone call interrupted by Ctrl-C. The IO stays usable.
+func (m *MachDSPIO) Cancel() { m.dev.Cancel() }
 
 // Stop stops the stream: a block waiting for the servo's room ends (with
 // engine.ErrStopped), and the servo's or the line's errors are logged, as
@@ -349,7 +365,7 @@ func (m *MachDSPIO) process(count int, s *BlockStreams) error {
 			putCode(m.out[4*k+2*j:], code)
 		}
 	}
-	return m.dev.BlockWrite(m.out[:4*daq])
+	return m.named(m.dev.BlockWrite(m.out[:4*daq]))
 }
 
 // putCode stores code as vortex's conversion to uint16 does (truncated

@@ -19,7 +19,7 @@ func (m *MachDSPIO) PrepareStandalone() error {
 	m.mu.Lock()
 	m.needReset, m.stopped = false, false
 	m.mu.Unlock()
-	return m.dev.StreamReset()
+	return m.named(m.dev.StreamReset())
 }
 
 // NextStandalone is vortex's next(id, count, streams) outside an engine:

@@ -103,6 +103,9 @@ func (m *MachDSPIO) Stop() error { return tag(m.m.Stop()) }
 // Running tells whether the servo streams.
 func (m *MachDSPIO) Running() bool { return m.m.Running() }
 
+// Cancel ends the servo's call in progress (Ctrl-C in a standalone call).
+func (m *MachDSPIO) Cancel() { m.m.Cancel() }
+
 // machdspSettingsRecord is a Settings (MACHDSP_SETTINGS).
 type machdspSettingsRecord struct {
 	UnderflowBehavior, OverflowBehavior, BlockCount, BlockSamples, MaxBufferSamples int64
@@ -234,6 +237,9 @@ func (m *MachDSP) SetTimeout(seconds float64) {
 
 // Valid tells whether the port is open.
 func (m *MachDSP) Valid() bool { return m.d.Valid() }
+
+// Cancel ends the call in progress (Ctrl-C).
+func (m *MachDSP) Cancel() { m.d.Cancel() }
 
 // Info writes what opening learned (MACHDSP_INFO).
 func (m *MachDSP) Info(rec, n int) (int, error) {

@@ -902,18 +902,24 @@ class MachDSPIO(_DeviceIO):
         h = native(api.NewMachDSPIO)(config._record())
         self._adopt(h, config, "a MachDSP port", f"vortexgo-MachDSPIO-{config.port}", h.Close)
 
+    # The calls that wait on the servo's port are interruptible by Ctrl-C (the call in
+    # progress canceled: machdsp._interruptible).
+
     def prepare(self) -> None:
         """vortex's ``prepare``: reset the stream (the engine does it)."""
-        native(self._handle().Prepare)()
+        h = self._handle()
+        machdsp._interruptible(h.Cancel, native(h.Prepare))
 
     def start(self) -> None:
         """Start the stream (the engine does it)."""
-        native(self._handle().Start)()
+        h = self._handle()
+        machdsp._interruptible(h.Cancel, native(h.Start))
 
     def stop(self) -> None:
         """Stop the stream (the engine does it); the servo's errors while stopping are logged
         by vortex, ignored here."""
-        native(self._handle().Stop)()
+        h = self._handle()
+        machdsp._interruptible(h.Cancel, native(h.Stop))
 
     def next(self, count: int, streams: Any, id: int = 0) -> int:
         """Send one block of exactly ``samples_per_block`` samples (vortex's ``next``):
@@ -923,8 +929,10 @@ class MachDSPIO(_DeviceIO):
         equal to the configured size``, ``stream of dimension 2 is required``, ``stream is
         incorrectly sized``), :class:`~vortexgo.VortexError` for the servo's and the line's
         errors (which stop the stream when ``stop_on_error``), :class:`~vortexgo.ClosedError`
-        after :meth:`close`, :class:`~vortexgo.InUseError` while an engine uses the IO."""
-        return _BlockCall(self._handle(), count, streams, id).run(self.logger)
+        after :meth:`close`, :class:`~vortexgo.InUseError` while an engine uses the IO.
+        Ctrl-C interrupts a block waiting for the servo."""
+        h = self._handle()
+        return machdsp._interruptible(h.Cancel, _BlockCall(h, count, streams, id).run, self.logger)
 
     def next_async(self, count: int, streams: Any, callback: Any, id: int = 0) -> None:
         """:meth:`next` on the IO's worker thread, then ``callback(count, exception)`` there
@@ -942,7 +950,8 @@ class MachDSPIO(_DeviceIO):
     @property
     def running(self) -> bool:
         """Whether the servo streams (its stream status)."""
-        return self._h is not None and not self._closed and bool(self._h.Running())
+        h = self._h
+        return h is not None and not self._closed and bool(machdsp._interruptible(h.Cancel, h.Running))
 
     @property
     def info(self) -> "machdsp.Info":

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import datetime
 import enum
-from typing import Any, Union
+import threading
+from typing import Any, Callable, TypeVar, Union
 
 from ._attrs import Config, NoCopy, StrictAttributes
-from ._core import api
+from ._core import api, forked
 from ._errors import native, release_on_collect
 from ._layouts import MACHDSP_INFO, MACHDSP_SETTINGS, MACHDSP_STATUS
 from ._validate import check_bool, check_float, check_int
@@ -210,6 +211,45 @@ class Channel(Config):
                 f"degree_scale={self.degree_scale})")
 
 
+T = TypeVar("T")
+
+
+def _interruptible(cancel: Callable[[], Any], fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, a call that may wait on the serial port (up to the timeout, per read
+    and write), made interruptible by Ctrl-C: on the main thread the call runs on a helper
+    thread while this one waits, so a KeyboardInterrupt is raised within a fraction of a
+    second; ``cancel`` (the driver's Cancel) then ends the call's wait on the port, the
+    helper is joined (the port is never left to a call still running) and the
+    KeyboardInterrupt propagates. Signals reach only the main thread: elsewhere, and in a
+    child of ``fork()`` (where ``fn`` raises ForkError at once), ``fn`` runs here."""
+    if threading.current_thread() is not threading.main_thread() or forked():
+        return fn(*args)
+    out: list = []
+
+    def run() -> None:
+        try:
+            out.append((True, fn(*args)))
+        except BaseException as e:  # handed to the caller
+            out.append((False, e))
+
+    t = threading.Thread(target=run, name="vortexgo-machdsp-call", daemon=True)
+    t.start()
+    try:
+        t.join()  # a lock wait: a signal interrupts it on POSIX
+    except KeyboardInterrupt:
+        while t.is_alive():  # cancel until the call ends (it may not have reached the port yet)
+            cancel()
+            try:
+                t.join(0.05)
+            except KeyboardInterrupt:
+                pass
+        raise
+    ok, v = out[0]
+    if ok:
+        return v
+    raise v
+
+
 def _u16(owner: str, v: Any) -> int:
     return check_int(owner, v, 0, 0xFFFF)
 
@@ -231,25 +271,29 @@ class MachDSP(NoCopy, StrictAttributes):
         self._h = native(api.OpenMachDSP)(port, check_int("MachDSP.baud_rate", baud_rate, 1, 2**31 - 1))
         self._fin = release_on_collect(self, self._h.Close, "a MachDSP port")
 
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``native(fn)(*args)``, interruptible by Ctrl-C (the call in progress canceled)."""
+        return _interruptible(self._h.Cancel, native(fn), *args)
+
     def ping(self, index: int = 0) -> int:
         """Ping the servo with ``index``; returns its answer (the index)."""
-        return int(native(self._h.Ping)(_u16("MachDSP.ping: index", index)))
+        return int(self._call(self._h.Ping, _u16("MachDSP.ping: index", index)))
 
     def stream_start(self) -> None:
         """Start streaming."""
-        native(self._h.StreamStart)()
+        self._call(self._h.StreamStart)
 
     def stream_stop(self) -> None:
         """Stop streaming."""
-        native(self._h.StreamStop)()
+        self._call(self._h.StreamStop)
 
     def stream_reset(self) -> None:
         """Reset the stream (its buffer and positions)."""
-        native(self._h.StreamReset)()
+        self._call(self._h.StreamReset)
 
     def stream_status(self) -> StreamStatus:
         """The stream's progress and state."""
-        r = native(MACHDSP_STATUS.read)(self._h.StreamStatus)
+        r = self._call(MACHDSP_STATUS.read, self._h.StreamStatus)
         return StreamStatus(tx_block_idx=r.tx_block_idx, rx_block_idx=r.rx_block_idx,
                             tx_block_valid=r.tx_block_valid, rx_block_valid=r.rx_block_valid,
                             state=StreamState(r.state))
@@ -257,12 +301,12 @@ class MachDSP(NoCopy, StrictAttributes):
     def write_setting(self, setting: SettingsEntry, value0: int, value1: int = 0, value2: int = 0) -> None:
         """Write one setting with up to three values."""
         o = "MachDSP.write_setting"
-        native(self._h.WriteSetting)(int(SettingsEntry(setting)), _u16(f"{o}: value0", value0),
+        self._call(self._h.WriteSetting, int(SettingsEntry(setting)), _u16(f"{o}: value0", value0),
                                      _u16(f"{o}: value1", value1), _u16(f"{o}: value2", value2))
 
     def read_settings(self) -> Settings:
         """The servo's settings."""
-        r = native(MACHDSP_SETTINGS.read)(self._h.ReadSettings)
+        r = self._call(MACHDSP_SETTINGS.read, self._h.ReadSettings)
         d = r._asdict()
         d["underflow_behavior"] = Underflow(d["underflow_behavior"])
         d["overflow_behavior"] = Overflow(d["overflow_behavior"])
@@ -270,52 +314,52 @@ class MachDSP(NoCopy, StrictAttributes):
 
     def reset_settings(self) -> None:
         """Restore the servo's default settings."""
-        native(self._h.ResetSettings)()
+        self._call(self._h.ResetSettings)
 
     def set_trigger_edge_rising(self, rising: bool = True) -> None:
         """Trigger on the rising (or falling) edge."""
-        native(self._h.SetTriggerEdgeRising)(check_bool("MachDSP.set_trigger_edge_rising: rising", rising))
+        self._call(self._h.SetTriggerEdgeRising, check_bool("MachDSP.set_trigger_edge_rising: rising", rising))
 
     def set_internal_trigger(self, divisor: int) -> None:
         """The internal trigger's divisor (0: the external trigger)."""
-        native(self._h.SetInternalTrigger)(_u16("MachDSP.set_internal_trigger: divisor", divisor))
+        self._call(self._h.SetInternalTrigger, _u16("MachDSP.set_internal_trigger: divisor", divisor))
 
     def set_sample_divisor(self, divisor: int) -> None:
         """One sample per ``divisor`` triggers."""
-        native(self._h.SetSampleDivisor)(_u16("MachDSP.set_sample_divisor: divisor", divisor))
+        self._call(self._h.SetSampleDivisor, _u16("MachDSP.set_sample_divisor: divisor", divisor))
 
     def set_aux_divisor(self, divisor: int) -> None:
         """The auxiliary I/O's divisor."""
-        native(self._h.SetAuxDivisor)(_u16("MachDSP.set_aux_divisor: divisor", divisor))
+        self._call(self._h.SetAuxDivisor, _u16("MachDSP.set_aux_divisor: divisor", divisor))
 
     def set_blocks(self, block_count: int, block_samples: int) -> None:
         """The stream's buffer: ``block_count`` blocks of ``block_samples``."""
-        native(self._h.SetBlocks)(_u16("MachDSP.set_blocks: block_count", block_count),
+        self._call(self._h.SetBlocks, _u16("MachDSP.set_blocks: block_count", block_count),
                                   _u16("MachDSP.set_blocks: block_samples", block_samples))
 
     def set_enable_receive(self, enable: bool) -> None:
         """Turn the input stream on or off."""
-        native(self._h.SetEnableReceive)(check_bool("MachDSP.set_enable_receive: enable", enable))
+        self._call(self._h.SetEnableReceive, check_bool("MachDSP.set_enable_receive: enable", enable))
 
     def set_overflow_behavior(self, behavior: Overflow) -> None:
         """What an input overflow does."""
-        native(self._h.SetOverflowBehavior)(int(Overflow(behavior)))
+        self._call(self._h.SetOverflowBehavior, int(Overflow(behavior)))
 
     def set_underflow_behavior(self, behavior: Underflow) -> None:
         """What an output underflow does."""
-        native(self._h.SetUnderflowBehavior)(int(Underflow(behavior)))
+        self._call(self._h.SetUnderflowBehavior, int(Underflow(behavior)))
 
     def check_error(self) -> None:
         """Raise the servo's latched error, if any (reading it clears it)."""
-        native(self._h.CheckError)()
+        self._call(self._h.CheckError)
 
     def clear_error(self) -> None:
         """Read and drop the servo's error."""
-        native(self._h.ClearError)()
+        self._call(self._h.ClearError)
 
     def hard_reset(self) -> None:
         """Reboot the servo (it does not reply)."""
-        native(self._h.HardReset)()
+        self._call(self._h.HardReset)
 
     @property
     def timeout(self) -> datetime.timedelta:

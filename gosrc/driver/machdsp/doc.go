@@ -11,9 +11,10 @@
 //     follows. There is no checksum, start marker or escaping: a byte lost
 //     or added on the line misaligns every following header. vortex
 //     notices only a payload length it has no room for ("header payload
-//     size exceeds buffer size"); this driver also refuses a reply whose
-//     type is neither the request's (the servo echoes it) nor MsgError
-//     ("unexpected reply: ..."), and both stop the IO.
+//     size exceeds buffer size", "received header with payload but
+//     destination buffer is null"), and so does this driver: it does not
+//     check a reply's type either, since vortex does not say the servo
+//     echoes the request's type (recv in machdsp.go says more).
 //   - the host sends a request and reads one reply (a BlockReadWrite reads
 //     two: the read's, then the write's). A reply of type MsgError whose
 //     second parameter is not 0 is the servo's error (subsystem, error),

@@ -31,8 +31,11 @@ type MachDSP struct {
 	canceled bool
 	// desync: a transaction was cut off (Cancel, a timeout), so its reply
 	// may still come: the next transaction drops what was received and
-	// skips replies that are not to its request.
+	// skips late replies of the cut-off requests' types (cutoff) that are
+	// not its own type. A transaction that completes clears both: the
+	// servo answers in order, so the cut-off replies came before its own.
 	desync bool
+	cutoff map[MsgType]bool
 }
 
 // Open opens the servo on port at baudRate and greets it (vortex's
@@ -134,12 +137,16 @@ func (m *MachDSP) begin() (*port, error) {
 	return m.p, nil
 }
 
-func (m *MachDSP) end(err error) {
+func (m *MachDSP) end(cmd MsgType, err error) {
 	m.cmu.Lock()
 	m.inflight = false
 	var e *Error
 	if errors.As(err, &e) && (errors.Is(err, ErrTimeout) || errors.Is(err, ErrCancelled)) {
 		m.desync = true
+		if m.cutoff == nil {
+			m.cutoff = map[MsgType]bool{}
+		}
+		m.cutoff[cmd] = true
 	}
 	m.cmu.Unlock()
 }
@@ -206,15 +213,18 @@ func (m *MachDSP) transact(cmd MsgType, out []byte, in []byte, replies int, para
 		return Header{}, err
 	}
 	h, err := m.exchange(p, cmd, out, in, replies, params)
-	m.end(err)
+	m.end(cmd, err)
 	return h, err
 }
 
 func (m *MachDSP) exchange(p *port, cmd MsgType, out, in []byte, replies int, params []uint16) (Header, error) {
 	m.cmu.Lock()
-	resync := m.desync
+	var late map[MsgType]bool
+	if m.desync {
+		late = m.cutoff
+	}
 	m.cmu.Unlock()
-	if resync {
+	if late != nil {
 		p.flushInput()
 	}
 	if err := m.send(p, cmd, out, params); err != nil {
@@ -226,7 +236,7 @@ func (m *MachDSP) exchange(p *port, cmd MsgType, out, in []byte, replies int, pa
 		if i > 0 {
 			buf = nil
 		}
-		h, err := m.recv(p, buf, cmd, resync)
+		h, err := m.recv(p, buf, cmd, late)
 		if err != nil {
 			return h, err
 		}
@@ -235,7 +245,7 @@ func (m *MachDSP) exchange(p *port, cmd MsgType, out, in []byte, replies int, pa
 		}
 	}
 	m.cmu.Lock()
-	m.desync = false
+	m.desync, m.cutoff = false, nil
 	m.cmu.Unlock()
 	return first, nil
 }
@@ -265,25 +275,29 @@ func (m *MachDSP) send(p *port, cmd MsgType, payload []byte, params []uint16) er
 
 // recv reads one reply into payload (vortex's _recv): its header, then
 // its payload, which must fit; a MsgError reply with an error fails.
-// While resynchronizing, replies of another type than cmd (a cut-off
-// request's) are skipped.
-func (m *MachDSP) recv(p *port, payload []byte, cmd MsgType, resync bool) (Header, error) {
+//
+// The reply's type is not checked, as vortex does not: vortex's driver
+// takes whatever header comes as the reply (only MsgError means
+// something), so a servo whose firmware acknowledges with a type of its
+// own works with vortex, and must work here. (vortexgo once refused a
+// reply of another type than the request's as a framing error: that
+// assumed the servo echoes the type, which vortex's reference nowhere
+// says.) A byte lost or gained on the line therefore shows as vortex
+// shows it: a payload size that does not fit ("received header with
+// payload but destination buffer is null", "header payload size exceeds
+// buffer size"), or not at all.
+//
+// After a cut-off transaction (late: the cut-off requests' types), a
+// reply of one of those types that is not cmd's is the cut-off request's
+// late reply and is skipped; any other is taken, as vortex would.
+func (m *MachDSP) recv(p *port, payload []byte, cmd MsgType, late map[MsgType]bool) (Header, error) {
 	for {
 		var hb [HeaderBytes]byte
 		if err := m.read(p, hb[:]); err != nil {
 			return Header{}, err
 		}
 		h := DecodeHeader(hb[:])
-		other := h.Cmd != cmd && h.Cmd != MsgError
-		skip := resync && other
-		if other && !resync {
-			// vortexgo's check, not vortex's: the protocol has no checksum,
-			// so a byte lost or gained on the line shows first as a reply
-			// of a type the request does not get (the servo echoes the
-			// request's type, or replies MsgError).
-			return h, &Error{Msg: fmt.Sprintf("unexpected reply: message %d (0x%04x) to request %d: the line "+
-				"lost or gained bytes", h.Cmd, uint16(h.Cmd), cmd), Kind: ErrFraming}
-		}
+		skip := h.Cmd != cmd && late[h.Cmd]
 		if !skip && int(h.PayloadSize) > len(payload) {
 			if len(payload) == 0 {
 				return h, &Error{Msg: fmt.Sprintf("received header with payload but destination buffer is null "+
@@ -488,7 +502,7 @@ func (m *MachDSP) HardReset() error {
 		return err
 	}
 	err = m.send(p, MsgHardReset, nil, nil)
-	m.end(err)
+	m.end(MsgHardReset, err)
 	return err
 }
 

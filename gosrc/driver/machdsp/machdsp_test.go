@@ -3,6 +3,7 @@ package machdsp_test
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,21 +138,27 @@ func TestServoErrors(t *testing.T) {
 }
 
 // Each fault of the line or the servo, on the first block write, with
-// vortex's message (or vortexgo's, for the framing check vortex lacks).
+// vortex's message. A stray byte (framing) goes unnoticed on the first
+// reply, as in vortex (the reply's type is not checked): the second
+// misaligned header announces a payload a block write has no room for.
 func TestFaults(t *testing.T) {
 	for _, c := range []struct {
 		fault machdsptest.FaultKind
 		kind  error
 		want  string
+		quiet int // faulty replies taken without an error first
 	}{
-		{machdsptest.FaultFraming, machdsp.ErrFraming, "unexpected reply: message 5210 (0x145a) to request 20: the line lost or gained bytes"},
-		{machdsptest.FaultServoError, machdsp.ErrProtocol, "protocol error: UART Rx (2): invalid message (7)"},
-		{machdsptest.FaultSilent, machdsp.ErrTimeout, "serial read: timeout"},
-		{machdsptest.FaultHangup, nil, "serial read: "},
+		{machdsptest.FaultFraming, machdsp.ErrFraming, "received header with payload but destination buffer is null (20 bytes, message 23040)", 1},
+		{machdsptest.FaultServoError, machdsp.ErrProtocol, "protocol error: UART Rx (2): invalid message (7)", 0},
+		{machdsptest.FaultSilent, machdsp.ErrTimeout, "serial read: timeout", 0},
+		{machdsptest.FaultHangup, nil, "serial read: ", 0},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			_, m := open(t, machdsptest.Options{Fault: c.fault})
 			m.SetTimeout(200 * time.Millisecond)
+			for range c.quiet {
+				require.NoError(t, m.BlockWrite(make([]byte, 400)))
+			}
 			start := time.Now()
 			err := m.BlockWrite(make([]byte, 400))
 			require.Error(t, err)
@@ -171,6 +178,8 @@ func TestOpenRefusals(t *testing.T) {
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	require.NoError(t, os.WriteFile(plain, nil, 0o600))
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	for _, c := range []struct {
 		name, port string
 		baud       int
@@ -178,7 +187,10 @@ func TestOpenRefusals(t *testing.T) {
 		is         error
 	}{
 		{"missing", filepath.Join(dir, "ttyNONE"), 115200, "open " + filepath.Join(dir, "ttyNONE") + ": No such file or directory", os.ErrNotExist},
-		{"not a tty", plain, 115200, "open " + plain + ": Inappropriate ioctl for device", backend.ErrInvalid},
+		{"not a tty", plain, 115200, "open " + plain + ": Inappropriate ioctl for device (not a serial port)", backend.ErrInvalid},
+		{"/dev/null", "/dev/null", 115200, "open /dev/null: Inappropriate ioctl for device (not a serial port)", backend.ErrInvalid},
+		{"a directory", dir, 115200, "open " + dir + ": Is a directory", syscall.EISDIR},
+		{"a fifo without a writer", fifo, 115200, "open " + fifo + ": Inappropriate ioctl for device (not a serial port)", backend.ErrInvalid},
 		{"baud 0", plain, 0, "open " + plain + ": baud rate 0, expected > 0", backend.ErrInvalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -251,4 +263,43 @@ func TestResyncAfterCancel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint16(7), v)
 	assert.False(t, p.Streaming())
+}
+
+// A servo that acknowledges every request with a type of its own (not
+// the request's): vortex's driver does not look at a reply's type, and
+// neither does this one.
+func TestRepliesOfAnotherType(t *testing.T) {
+	p, m := open(t, machdsptest.Options{AckType: 0x55})
+	v, err := m.Ping(9)
+	require.NoError(t, err)
+	assert.Equal(t, uint16(9), v)
+	require.NoError(t, m.SetBlocks(2, 100))
+	s, err := m.ReadSettings()
+	require.NoError(t, err)
+	assert.Equal(t, uint16(2), s.BlockCount)
+	require.NoError(t, m.StreamStart())
+	require.NoError(t, m.BlockWrite(make([]byte, 400)))
+	st, err := m.StreamStatus()
+	require.NoError(t, err)
+	assert.Equal(t, machdsp.StreamContinue, st.State)
+	require.NoError(t, m.StreamStop())
+	assert.Len(t, p.Samples(), 200)
+	// the servo's errors still fail (MsgError is the one type that matters)
+	err = m.SetBlocks(1000, 1000)
+	assert.ErrorIs(t, err, machdsp.ErrProtocol)
+}
+
+// Close releases the port's lock and exclusive mode even while another
+// descriptor of the same open port lives (a child of fork() holds one):
+// the port opens again at once.
+func TestCloseReleasesTheLockOfASharedPort(t *testing.T) {
+	p, m := open(t, machdsptest.Options{})
+	_, err := machdsp.Open(p.Path, 115200)
+	require.ErrorIs(t, err, backend.ErrInUse)
+	dup := machdsp.DupForTest(m) // what fork() gives the child
+	defer func() { _ = syscall.Close(dup) }()
+	require.NoError(t, m.Close())
+	m2, err := machdsp.Open(p.Path, 115200)
+	require.NoError(t, err, "the port stayed locked by the child's copy")
+	require.NoError(t, m2.Close())
 }

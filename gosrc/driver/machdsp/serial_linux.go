@@ -33,6 +33,9 @@ func openPort(name string, baud int) (*port, error) {
 		return nil, &Error{Msg: fmt.Sprintf("open %s: baud rate %d, expected > 0", name, baud),
 			Err: backend.ErrInvalid}
 	}
+	// O_NONBLOCK: a FIFO (or a modem port waiting for carrier) does not
+	// block the open; O_CLOEXEC: a program this process starts does not
+	// inherit the port (nor its lock).
 	fd, err := unix.Open(name, unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &Error{Msg: fmt.Sprintf("open %s: %s", name, sysText(err)), Err: err}
@@ -42,7 +45,9 @@ func openPort(name string, baud int) (*port, error) {
 		return nil, &Error{Msg: fmt.Sprintf("%s %s: %s", op, name, sysText(err)), Err: errors.Join(append(also, err)...)}
 	}
 	if !isTTY(fd) {
-		return fail("open", unix.ENOTTY, backend.ErrInvalid)
+		_ = unix.Close(fd)
+		return nil, &Error{Msg: fmt.Sprintf("open %s: %s (not a serial port)", name, sysText(unix.ENOTTY)),
+			Err: errors.Join(backend.ErrInvalid, unix.ENOTTY)}
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		if errors.Is(err, unix.EWOULDBLOCK) {
@@ -88,4 +93,17 @@ func (p *port) setReadDeadline(t time.Time) { _ = p.f.SetReadDeadline(t) }
 
 func (p *port) setWriteDeadline(t time.Time) { _ = p.f.SetWriteDeadline(t) }
 
-func (p *port) close() error { return p.f.Close() }
+// close releases the port, then closes it. The lock and the exclusive
+// mode belong to the open port (the open file description), which a
+// child of fork() shares while it lives, holding its copy of the
+// descriptor: both are released explicitly so that the port opens again
+// at once, here or elsewhere, whatever such a child does.
+func (p *port) close() error {
+	if c, err := p.f.SyscallConn(); err == nil {
+		_ = c.Control(func(fd uintptr) {
+			_ = unix.IoctlSetInt(int(fd), unix.TIOCNXCL, 0)
+			_ = unix.Flock(int(fd), unix.LOCK_UN)
+		})
+	}
+	return p.f.Close()
+}

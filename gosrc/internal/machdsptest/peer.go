@@ -50,6 +50,10 @@ type Options struct {
 	Rate float64
 	// MaxBufferSamples is the settings' limit (default 16384).
 	MaxBufferSamples int
+	// AckType, when not 0, is the type of every reply that is not
+	// MsgError (a firmware that does not echo the request's type; vortex's
+	// driver does not look at it).
+	AckType machdsp.MsgType
 }
 
 // Peer is the servo.
@@ -166,6 +170,9 @@ func (p *Peer) read(b []byte) error {
 }
 
 func (p *Peer) reply(cmd machdsp.MsgType, payload []byte, params ...uint16) error {
+	if p.opt.AckType != 0 && cmd != machdsp.MsgError {
+		cmd = p.opt.AckType
+	}
 	h := machdsp.Header{Cmd: cmd, PayloadSize: uint16(len(payload))}
 	copy(h.Params[:], params)
 	b := make([]byte, machdsp.HeaderBytes+len(payload))
