@@ -52,10 +52,12 @@ func TeledyneLoad() (string, error) {
 	return teledyne.Library(), nil
 }
 
-// TeledyneAPIVersion is the ADQAPI revision the driver is written for, as
-// a JSON record [major, minor].
+// TeledyneAPIVersion is the ADQAPI revision the driver checked the library
+// against (its layout table's header's; [0, 0] before TeledyneLoad), as a
+// JSON record [major, minor].
 func TeledyneAPIVersion() string {
-	return encodeJSON([2]int{teledyne.APIVersionMajor, teledyne.APIVersionMinor})
+	major, minor := teledyne.APIVersion()
+	return encodeJSON([2]int{major, minor})
 }
 
 // TeledyneBoard is an open ADQ digitizer (vortex's teledyne.Teledyne).

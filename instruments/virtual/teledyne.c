@@ -34,6 +34,10 @@
 #include <string.h>
 #include <time.h>
 
+/* The parameter structure: ADQAPI_definitions.h on the include path (this
+ * folder's, or adqapi9/'s for the second layout the driver's tests use);
+ * constants and the small fixed structures: the driver's adq.h. */
+#include "ADQAPI_definitions.h"
 #include "../../gosrc/driver/teledyne/adq.h"
 #include "vgvirtual.h"
 
@@ -50,7 +54,7 @@ typedef struct {
 	pthread_cond_t cv;
 	int configured, running, thread_live, overflow, stopped;
 	pthread_t thread;
-	vg_adq_parameters p;
+	struct ADQParameters p;
 	int nactive, active[NCH];
 	int64_t samples, rpb, nbuf;
 	size_t buffer_bytes; /* all channels of one index */
@@ -70,7 +74,7 @@ typedef struct {
 	vg_adq_info_entry* list;
 } control_unit;
 
-static int lib_major = VG_ADQAPI_VERSION_MAJOR, lib_minor = VG_ADQAPI_VERSION_MINOR;
+static int lib_major = ADQAPI_VERSION_MAJOR, lib_minor = ADQAPI_VERSION_MINOR;
 static size_t fifo_bytes = 64u << 20;
 
 __attribute__((constructor)) static void init(void) {
@@ -157,7 +161,7 @@ EXPORT int ADQControlUnit_SetupDevice(void* h, int index) {
 	return cu && index >= 0 && index < cu->nboards;
 }
 
-static void defaults(vg_adq_parameters* p) {
+static void defaults(struct ADQParameters* p) {
 	memset(p, 0, sizeof *p);
 	p->id = ADQ_PARAMETER_ID_TOP;
 	p->constant.nof_channels = NCH;
@@ -170,11 +174,11 @@ static void defaults(vg_adq_parameters* p) {
 	p->constant.clock_system.reference_source = ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL;
 	p->constant.clock_system.sampling_frequency = 2.5e9;
 	p->constant.clock_system.reference_frequency = 10e6;
-	p->periodic_frequency = 10e3;
+	p->event_source.periodic.frequency = 10e3;
 	for (int c = 0; c < ADQ_MAX_NOF_CHANNELS; c++) {
-		p->acquisition[c].trigger_source = ADQ_EVENT_SOURCE_TRIG;
-		p->skip_factor[c] = 1;
-		p->transfer[c].nof_buffers = ADQ_MAX_NOF_BUFFERS;
+		p->acquisition.channel[c].trigger_source = ADQ_EVENT_SOURCE_TRIG;
+		p->signal_processing.sample_skip.channel[c].skip_factor = 1;
+		p->transfer.channel[c].nof_buffers = ADQ_MAX_NOF_BUFFERS;
 	}
 	p->magic = ADQ_PARAMETERS_MAGIC;
 }
@@ -183,7 +187,7 @@ EXPORT int ADQ_InitializeParameters(void* h, int num, int id, void* out) {
 	if (!lookup(h, num) || !out) return ADQ_EINVAL;
 	if (id != ADQ_PARAMETER_ID_TOP) return ADQ_EUNSUPPORTED;
 	defaults(out);
-	return (int)sizeof(vg_adq_parameters);
+	return (int)sizeof(struct ADQParameters);
 }
 
 static int valid_source(int s) {
@@ -193,7 +197,7 @@ static int valid_source(int s) {
 
 EXPORT int ADQ_SetParameters(void* h, int num, void* in) {
 	board* b = lookup(h, num);
-	vg_adq_parameters* p = in;
+	struct ADQParameters* p = in;
 	if (!b || !p) return ADQ_EINVAL;
 	if (p->id != ADQ_PARAMETER_ID_TOP || p->magic != ADQ_PARAMETERS_MAGIC) return ADQ_EINVAL;
 	pthread_mutex_lock(&b->mu);
@@ -204,18 +208,22 @@ EXPORT int ADQ_SetParameters(void* h, int num, void* in) {
 	if (!(clk->sampling_frequency > 0) || !(clk->reference_frequency > 0)) return ADQ_EINVAL;
 	if (clk->clock_generator != ADQ_CLOCK_GENERATOR_INTERNAL_PLL && clk->clock_generator != ADQ_CLOCK_GENERATOR_EXTERNAL_CLOCK) return ADQ_EINVAL;
 	if (clk->reference_source < ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL || clk->reference_source > ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M) return ADQ_EINVAL;
-	if (p->transfer_common.record_buffer_memory_owner != ADQ_MEMORY_OWNER_API) return ADQ_EUNSUPPORTED;
-	if (!p->transfer_common.packed_buffers_enabled) return ADQ_EUNSUPPORTED;
+#if ADQAPI_VERSION_MAJOR < 10
+	if (p->transfer.common.transfer_records_to_host_enabled != 1) return ADQ_EUNSUPPORTED;
+#else
+	if (p->transfer.common.record_buffer_memory_owner != ADQ_MEMORY_OWNER_API) return ADQ_EUNSUPPORTED;
+#endif
+	if (!p->transfer.common.packed_buffers_enabled) return ADQ_EUNSUPPORTED;
 	int nactive = 0, active[NCH];
 	int64_t samples = 0, rbs = 0, nbuf = 0, periodic = 0;
 	for (int c = 0; c < ADQ_MAX_NOF_CHANNELS; c++) {
-		if (p->acquisition[c].nof_records == 0) continue;
+		if (p->acquisition.channel[c].nof_records == 0) continue;
 		if (c >= NCH) return ADQ_EINVAL;
-		const typeof(p->acquisition[0])* a = &p->acquisition[c];
-		const typeof(p->transfer[0])* t = &p->transfer[c];
+		const typeof(p->acquisition.channel[0])* a = &p->acquisition.channel[c];
+		const typeof(p->transfer.channel[0])* t = &p->transfer.channel[c];
 		if (a->record_length <= 0 || a->nof_records < -1) return ADQ_EINVAL;
 		if (!valid_source(a->trigger_source)) return ADQ_EINVAL;
-		if (p->skip_factor[c] < 1) return ADQ_EINVAL;
+		if (p->signal_processing.sample_skip.channel[c].skip_factor < 1) return ADQ_EINVAL;
 		if (a->horizontal_offset < 0) return ADQ_EINVAL;
 		if (t->record_size != 2 * a->record_length || t->record_buffer_size <= 0 || t->record_buffer_size % t->record_size != 0) return ADQ_EINVAL;
 		if (t->nof_buffers < 1 || t->nof_buffers > ADQ_MAX_NOF_BUFFERS) return ADQ_EINVAL;
@@ -227,7 +235,7 @@ EXPORT int ADQ_SetParameters(void* h, int num, void* in) {
 		active[nactive++] = c;
 	}
 	if (nactive == 0) return ADQ_EINVAL;
-	if (periodic && !(p->periodic_frequency > 0)) return ADQ_EINVAL;
+	if (periodic && !(p->event_source.periodic.frequency > 0)) return ADQ_EINVAL;
 	size_t bytes = (size_t)rbs * (size_t)nactive;
 	uint8_t* mem = calloc((size_t)nbuf, bytes);
 	if (!mem) return ADQ_EEXTERNAL;
@@ -248,15 +256,15 @@ EXPORT int ADQ_SetParameters(void* h, int num, void* in) {
 	/* the API owns the buffers and reports where they are (packed by index) */
 	for (int k = 0; k < nactive; k++) {
 		for (int i = 0; i < nbuf; i++) {
-			p->transfer[active[k]].record_buffer[i] = mem + (size_t)i * bytes + (size_t)k * (size_t)rbs;
+			p->transfer.channel[active[k]].record_buffer[i] = mem + (size_t)i * bytes + (size_t)k * (size_t)rbs;
 		}
 	}
 	vgv_config c;
 	vgv_config_get(&c);
 	c.samples_per_aline = (int32_t)samples;
-	if (periodic) c.aline_rate_hz = p->periodic_frequency;
+	if (periodic) c.aline_rate_hz = p->event_source.periodic.frequency;
 	vgv_configure(&c);
-	return (int)sizeof(vg_adq_parameters);
+	return (int)sizeof(struct ADQParameters);
 }
 
 EXPORT int ADQ_ReadUserRegister(void* h, int num, int ul, uint32_t reg, uint32_t* data) {
@@ -382,7 +390,7 @@ static void fill_range(void* ctx, int64_t lo, int64_t hi) {
 			memset(rec, 0, (size_t)b->samples * 2); /* out of host memory: a blank record, not a crash */
 		}
 		for (int k = 0; k < b->nactive; k++) {
-			uint16_t* dst = (uint16_t*)(j->base + (size_t)k * (size_t)b->p.transfer[b->active[k]].record_buffer_size);
+			uint16_t* dst = (uint16_t*)(j->base + (size_t)k * (size_t)b->p.transfer.channel[b->active[k]].record_buffer_size);
 			if (rec) memcpy(dst + (size_t)r * (size_t)b->samples, rec, (size_t)b->samples * 2);
 			else memset(dst + (size_t)r * (size_t)b->samples, 0, (size_t)b->samples * 2);
 		}

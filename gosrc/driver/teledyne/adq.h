@@ -15,24 +15,19 @@
  * (src/vortex/driver/teledyne.cpp) shows which fields it sets. Nothing is
  * copied: the declarations are written here.
  *
- * THE PARAMETER STRUCTURE IS A SUBSET. ADQParameters of a real libadq holds
- * many more sections; vg_adq_parameters below holds the fields vortex's
- * driver sets, in this file's own order. It is therefore NOT binary
- * compatible with Teledyne's structure, and two guards keep the driver from
- * handing it to a library that expects another layout: the driver declares
- * the API revision VG_ADQAPI_VERSION_MAJOR.MINOR below, which a real libadq
- * refuses through ADQAPI_ValidateVersion unless it is that revision, and the
- * driver refuses a library whose ADQ_InitializeParameters reports a size
- * other than sizeof(vg_adq_parameters). Running on a real board needs the
- * structure generated from the installed ADQAPI_definitions.h (docs/hardware.md).
+ * NO PARAMETER STRUCTURE. ADQAPI's struct ADQParameters changes between
+ * ADQAPI releases and its header ships only with Teledyne's SDK, so the
+ * driver declares none: it keeps the structure as an opaque buffer and
+ * reads and writes its fields through a layout table generated from the
+ * installed ADQAPI_definitions.h (layout.go, scripts/adq_layout.py), whose
+ * API revision is also the one the driver passes to ADQAPI_ValidateVersion.
+ * What stays here are constants and the small fixed structures the driver
+ * passes by pointer (ADQInfoListEntry, the P2P and overflow status).
  */
 #ifndef VG_ADQ_H
 #define VG_ADQ_H
 
 #include <stdint.h>
-
-#define VG_ADQAPI_VERSION_MAJOR 0x7667 /* "vg": the revision of this declaration, no Teledyne release's */
-#define VG_ADQAPI_VERSION_MINOR 1
 
 #define ADQ_EOK (0)
 #define ADQ_EINVAL (-1)
@@ -47,8 +42,6 @@
 
 #define ADQ_MAX_NOF_CHANNELS 8
 #define ADQ_MAX_NOF_BUFFERS 16
-#define ADQ_MAX_NOF_PATTERN_GENERATORS 2
-#define ADQ_MAX_NOF_PATTERN_INSTRUCTIONS 16
 #define ADQ_INFINITE_NOF_RECORDS (-1)
 #define ADQ_PARAMETERS_MAGIC (0xAA559977AA559977ull)
 
@@ -111,48 +104,5 @@ typedef struct {
 	uint32_t flags;
 	int32_t reserved;
 } vg_adq_p2p_status;
-
-typedef struct {
-	int64_t count;
-	int32_t op, source, output_value, output_value_transition;
-} vg_adq_pattern_instruction;
-
-/* The subset of ADQParameters (ADQ_PARAMETER_ID_TOP) vortex's driver sets. */
-typedef struct {
-	int32_t id; /* ADQ_PARAMETER_ID_TOP */
-	int32_t reserved;
-	struct { /* constant (read-only) */
-		int32_t nof_channels, nof_pattern_generators;
-		char serial_number[16], product_name[32], product_options[32], firmware_name[32];
-		struct {
-			int32_t clock_generator, reference_source;
-			double sampling_frequency, reference_frequency, delay_adjustment;
-			int32_t low_jitter_mode_enabled, delay_adjustment_enabled;
-		} clock_system;
-	} constant;
-	double periodic_frequency; /* event_source.periodic.frequency */
-	struct {
-		int64_t horizontal_offset, record_length, nof_records;
-		int32_t trigger_source, trigger_blocking_source;
-	} acquisition[ADQ_MAX_NOF_CHANNELS];
-	double dc_offset[ADQ_MAX_NOF_CHANNELS];      /* afe.channel[].dc_offset */
-	int64_t skip_factor[ADQ_MAX_NOF_CHANNELS];   /* signal_processing.sample_skip */
-	int32_t test_pattern[ADQ_MAX_NOF_CHANNELS];  /* test_pattern.channel[].source */
-	struct {
-		int32_t nof_instructions, reserved;
-		vg_adq_pattern_instruction instruction[ADQ_MAX_NOF_PATTERN_INSTRUCTIONS];
-	} pattern_generator[ADQ_MAX_NOF_PATTERN_GENERATORS];
-	struct { int32_t source, arm, resynchronization_enabled, position; } daisy_chain;
-	struct { int32_t direction, function, invert_output, input_impedance; } sync_pin0; /* port[ADQ_PORT_SYNC].pin[0] */
-	struct {
-		int32_t record_buffer_memory_owner, packed_buffers_enabled, write_lock_enabled, marker_mode;
-	} transfer_common;
-	struct {
-		int64_t record_size, record_buffer_size, nof_buffers;
-		int32_t infinite_record_length_enabled, metadata_enabled;
-		void* record_buffer[ADQ_MAX_NOF_BUFFERS];
-	} transfer[ADQ_MAX_NOF_CHANNELS];
-	uint64_t magic;
-} vg_adq_parameters;
 
 #endif

@@ -5,16 +5,6 @@ package teledyne
 #include <stdlib.h>
 #include <string.h>
 #include "shim.h"
-static void vg_set_clock(vg_adq_parameters* p, double f, double ref, int gen, int src, double delay, int lowjit) {
-	p->constant.clock_system.sampling_frequency = f;
-	p->constant.clock_system.reference_frequency = ref;
-	p->constant.clock_system.clock_generator = gen;
-	p->constant.clock_system.reference_source = src;
-	p->constant.clock_system.delay_adjustment = delay;
-	p->constant.clock_system.delay_adjustment_enabled = delay != 0;
-	p->constant.clock_system.low_jitter_mode_enabled = lowjit;
-}
-static void* vg_record_buffer(vg_adq_parameters* p, int ch, int i) { return (void*)p->transfer[ch].record_buffer[i]; }
 */
 import "C"
 
@@ -154,7 +144,7 @@ type DeviceInfo struct {
 type Board struct {
 	mu       sync.Mutex
 	cu       uintptr
-	p        *C.vg_adq_parameters // C memory: libadq writes the buffer addresses into it
+	p        *params // ADQParameters in C memory (libadq writes the buffer addresses into it), through the layout table
 	info     Info
 	channels []int
 	started  bool
@@ -192,24 +182,37 @@ func Open(boardIndex int) (*Board, error) {
 	if C.vg_setup_device(C.uintptr_t(cu), C.int(boardIndex)) == 0 {
 		return nil, driverErr("unable to set up device %d", boardIndex)
 	}
-	b.p = (*C.vg_adq_parameters)(C.calloc(1, C.size_t(C.vg_parameters_size())))
-	b.info = Info{BoardIndex: boardIndex, DeviceNumber: boardIndex + 1, BufferCount: int(C.ADQ_MAX_NOF_BUFFERS), HugepageBytes: 1 << 30}
-	if got := int(C.vg_initialize_parameters(C.uintptr_t(cu), C.int(b.info.DeviceNumber), b.p)); got != int(C.vg_parameters_size()) {
-		return nil, fmt.Errorf("%w: unable to allocate device parameters (the library's structure is %d bytes, the driver's %d: another ADQAPI revision)",
-			ErrIncompatible, got, int(C.vg_parameters_size()))
+	lay := currentLayout()
+	b.p = &params{base: C.calloc(1, C.size_t(lay.Size)), lay: lay}
+	if b.p.base == nil {
+		return nil, driverErr("unable to allocate device parameters (%d bytes)", lay.Size)
 	}
-	c := &b.p.constant
-	b.info.ProductName = C.GoString(&c.product_name[0])
-	b.info.ProductOptions = C.GoString(&c.product_options[0])
-	b.info.SerialNumber = C.GoString(&c.serial_number[0])
-	b.info.FirmwareName = C.GoString(&c.firmware_name[0])
-	b.info.ChannelCount = int(c.nof_channels)
-	b.info.PatternGeneratorCount = int(c.nof_pattern_generators)
-	t := &b.p.transfer_common
-	t.record_buffer_memory_owner = C.ADQ_MEMORY_OWNER_API
-	t.packed_buffers_enabled = 1 // every channel of a buffer index back to back (vortex's layout)
-	t.write_lock_enabled = 1     // the board never writes a buffer the host holds
-	t.marker_mode = C.ADQ_MARKER_MODE_HOST_MANUAL
+	// the transfer buffers: as many as the structure holds, and the P2P status reports
+	b.info = Info{BoardIndex: boardIndex, DeviceNumber: boardIndex + 1,
+		BufferCount: min(lay.Count(fRecordBuffer, 1), int(C.ADQ_MAX_NOF_BUFFERS)), HugepageBytes: 1 << 30}
+	got := int(C.vg_initialize_parameters(C.uintptr_t(cu), C.int(b.info.DeviceNumber), b.p.base))
+	if got < 0 {
+		return nil, driverErr("unable to allocate device parameters: %d", got)
+	}
+	if got != lay.Size {
+		return nil, fmt.Errorf("%w: ADQ_InitializeParameters reports a %d-byte struct ADQParameters, the layout table %s "+
+			"(from %s, ADQAPI %d.%d) a %d-byte one: the table was made from another ADQAPI's header than the library's; %s",
+			ErrIncompatible, got, lay.Path, lay.Header, lay.APIVersion.Major, lay.APIVersion.Minor, lay.Size, layoutHowTo)
+	}
+	if err := b.readInfo(); err != nil {
+		return nil, err
+	}
+	if b.p.has(fMemoryOwner) {
+		_ = b.p.setInt(fMemoryOwner, C.ADQ_MEMORY_OWNER_API)
+	} else {
+		_ = b.p.setInt(fRecordsToHost, 1) // ADQAPI < 10: the API allocates the buffers in host RAM
+	}
+	_ = b.p.setInt(fPacked, 1)    // every channel of a buffer index back to back (vortex's layout)
+	_ = b.p.setInt(fWriteLock, 1) // the board never writes a buffer the host holds
+	_ = b.p.setInt(fMarkerMode, C.ADQ_MARKER_MODE_HOST_MANUAL)
+	if b.p.err != nil {
+		return nil, b.p.err
+	}
 	data, err := b.readRegister(regModuleID)
 	if err != nil {
 		return nil, err
@@ -234,9 +237,34 @@ func (b *Board) release() {
 		b.cu = 0
 	}
 	if b.p != nil {
-		C.free(unsafe.Pointer(b.p))
+		C.free(b.p.base)
 		b.p = nil
 	}
+}
+
+// readInfo reads the constant section into b.info.
+func (b *Board) readInfo() error {
+	var err error
+	str := func(name string) string {
+		v, e := b.p.getString(name)
+		err = errors.Join(err, e)
+		return v
+	}
+	num := func(name string) int {
+		v, e := b.p.getInt(name)
+		err = errors.Join(err, e)
+		return int(v)
+	}
+	b.info.ProductName = str(fProductName)
+	b.info.ProductOptions = str(fProductOptions)
+	b.info.SerialNumber = str(fSerialNumber)
+	b.info.FirmwareName = str(fFirmwareName)
+	b.info.ChannelCount = num(fNofChannels)
+	b.info.PatternGeneratorCount = num(fNofPatternGens)
+	if n := b.p.lay.Count(fRecordLength, 0); err == nil && (b.info.ChannelCount < 0 || b.info.ChannelCount > n) {
+		err = fmt.Errorf("%w: the board reports %d channels, the structure holds %d", ErrLayout, b.info.ChannelCount, n)
+	}
+	return err
 }
 
 // Close stops a capture and deletes the control unit.
@@ -292,88 +320,92 @@ func (b *Board) writeRegister(reg, data uint32) error {
 
 // ConfigureSamplingClock sets the clock system (vortex's configure_sampling_clock).
 func (b *Board) ConfigureSamplingClock(samplingHz, referenceHz float64, gen ClockGenerator, ref ClockReferenceSource, delay float64, lowJitter bool) {
-	lj := 0
-	if lowJitter {
-		lj = 1
-	}
-	C.vg_set_clock(b.p, C.double(samplingHz), C.double(referenceHz), C.int(gen), C.int(ref), C.double(delay), C.int(lj))
+	p := b.p
+	_ = p.setFloat(fSamplingFrequency, samplingHz)
+	_ = p.setFloat(fReferenceFrequency, referenceHz)
+	_ = p.setInt(fClockGenerator, int64(gen))
+	_ = p.setInt(fReferenceSource, int64(ref))
+	_ = p.setFloat(fDelayAdjustment, delay)
+	_ = p.setInt(fDelayAdjustmentOn, int64(b2u(delay != 0)))
+	_ = p.setInt(fLowJitter, int64(b2u(lowJitter)))
 }
 
 // ConfigureTriggerSource sets every channel's trigger, the periodic
 // source's frequency and trigger skipping through pattern generator 0
 // (vortex's configure_trigger_source).
 func (b *Board) ConfigureTriggerSource(src TriggerSource, periodicHz float64, offsetSamples int64, skip int32) error {
-	b.p.periodic_frequency = C.double(periodicHz)
-	for ch := 0; ch < b.info.ChannelCount; ch++ {
-		a := &b.p.acquisition[ch]
-		a.horizontal_offset = C.int64_t(offsetSamples)
-		a.trigger_source = C.int32_t(src)
-		a.trigger_blocking_source = C.ADQ_FUNCTION_INVALID
-		if skip > 1 {
-			a.trigger_blocking_source = C.ADQ_FUNCTION_PATTERN_GENERATOR0
-		}
+	p := b.p
+	defer p.keepErr()() // this method returns its own refusals
+	errs := []error{p.setFloat(fPeriodicFrequency, periodicHz)}
+	blocking := int64(C.ADQ_FUNCTION_INVALID)
+	if skip > 1 {
+		blocking = C.ADQ_FUNCTION_PATTERN_GENERATOR0
 	}
-	pg := &b.p.pattern_generator[0]
+	for ch := 0; ch < b.info.ChannelCount; ch++ {
+		errs = append(errs, p.setInt(fHorizontalOffset, offsetSamples, ch), p.setInt(fTriggerSource, int64(src), ch),
+			p.setInt(fTriggerBlocking, blocking, ch))
+	}
 	if skip <= 1 {
-		pg.nof_instructions = 0
-		return nil
+		errs = append(errs, p.setInt(fPGNofInstructions, 0, 0))
+		return errors.Join(errs...)
 	}
 	if b.info.PatternGeneratorCount < 1 {
 		return driverErr("triggering skipping requires a pattern generator but there are none: %d", b.info.PatternGeneratorCount)
 	}
-	pg.nof_instructions = 2
-	for i, ins := range []struct{ count, out int }{{1, 0}, {int(skip) - 1, 1}} {
-		pi := &pg.instruction[i]
-		pi.op, pi.source, pi.count = C.ADQ_PATTERN_GENERATOR_OPERATION_EVENT, C.int32_t(src), C.int64_t(ins.count)
-		pi.output_value, pi.output_value_transition = C.int32_t(ins.out), C.int32_t(ins.out)
+	errs = append(errs, p.setInt(fPGNofInstructions, 2, 0))
+	for i, ins := range []struct{ count, out int64 }{{1, 0}, {int64(skip) - 1, 1}} {
+		errs = append(errs, p.setInt(fPGOp, C.ADQ_PATTERN_GENERATOR_OPERATION_EVENT, 0, i), p.setInt(fPGSource, int64(src), 0, i),
+			p.setInt(fPGCount, ins.count, 0, i), p.setInt(fPGOutput, ins.out, 0, i), p.setInt(fPGOutputTransition, ins.out, 0, i))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ConfigureTriggerSync passes the first channel's trigger to the SYNC port
 // (vortex's configure_trigger_sync); call after ConfigureCapture.
 func (b *Board) ConfigureTriggerSync(enable bool) error {
+	p := b.p
+	defer p.keepErr()() // this method returns its own refusals
 	if !enable {
-		b.p.daisy_chain.source = C.ADQ_EVENT_SOURCE_INVALID
-		b.p.sync_pin0.function = C.ADQ_FUNCTION_INVALID
-		return nil
+		return errors.Join(p.setInt(fDaisySource, C.ADQ_EVENT_SOURCE_INVALID), p.setInt(fSyncFunction, C.ADQ_FUNCTION_INVALID))
 	}
 	if len(b.channels) == 0 {
 		return driverErr("no channels are active")
 	}
-	d := &b.p.daisy_chain
-	d.source = b.p.acquisition[b.channels[0]].trigger_source
-	d.arm, d.resynchronization_enabled, d.position = C.ADQ_ARM_AT_ACQUISITION_START, 1, 0
-	s := &b.p.sync_pin0
-	s.direction, s.function, s.invert_output, s.input_impedance = C.ADQ_DIRECTION_OUT, C.ADQ_FUNCTION_DAISY_CHAIN, 0, C.ADQ_IMPEDANCE_50_OHM
-	return nil
+	src, err := p.getInt(fTriggerSource, b.channels[0])
+	if err != nil {
+		return err
+	}
+	return errors.Join(p.setInt(fDaisySource, src), p.setInt(fDaisyArm, C.ADQ_ARM_AT_ACQUISITION_START),
+		p.setInt(fDaisyResync, 1), p.setInt(fDaisyPosition, 0),
+		p.setInt(fSyncDirection, C.ADQ_DIRECTION_OUT), p.setInt(fSyncFunction, C.ADQ_FUNCTION_DAISY_CHAIN),
+		p.setInt(fSyncInvert, 0), p.setInt(fSyncImpedance, C.ADQ_IMPEDANCE_50_OHM))
 }
 
 // ConfigureCapture sets the active channels, record shape and transfer
 // buffers (vortex's configure_capture).
 func (b *Board) ConfigureCapture(mask uint32, samples int64, recordsPerBuffer int32, recordsPerAcquisition int64, testPattern bool, sampleSkip int64) {
+	p := b.p
 	b.channels = b.channels[:0]
 	for ch := 0; ch < b.info.ChannelCount; ch++ {
-		a := &b.p.acquisition[ch]
 		if mask&(1<<ch) == 0 {
-			a.nof_records = 0
+			_ = p.setInt(fNofRecords, 0, ch)
 			continue
 		}
 		b.channels = append(b.channels, ch)
-		a.nof_records = C.int64_t(recordsPerAcquisition)
-		a.record_length = C.int64_t(samples)
-		b.p.dc_offset[ch] = 0
-		b.p.skip_factor[ch] = C.int64_t(sampleSkip)
-		t := &b.p.transfer[ch]
-		t.record_size = C.int64_t(BytesPerSample * samples)
-		t.infinite_record_length_enabled = 0
-		t.record_buffer_size = C.int64_t(BytesPerSample * int64(recordsPerBuffer) * samples)
-		t.metadata_enabled = 0
-		t.nof_buffers = C.int64_t(b.info.BufferCount)
-		b.p.test_pattern[ch] = C.ADQ_TEST_PATTERN_SOURCE_DISABLE
+		_ = p.setInt(fNofRecords, recordsPerAcquisition, ch)
+		_ = p.setInt(fRecordLength, samples, ch)
+		_ = p.setFloat(fDCOffset, 0, ch)
+		_ = p.setInt(fSkipFactor, sampleSkip, ch)
+		_ = p.setInt(fRecordSize, BytesPerSample*samples, ch)
+		_ = p.setInt(fInfiniteLength, 0, ch)
+		_ = p.setInt(fRecordBufferSize, BytesPerSample*int64(recordsPerBuffer)*samples, ch)
+		_ = p.setInt(fMetadata, 0, ch)
+		_ = p.setInt(fNofBuffers, int64(b.info.BufferCount), ch)
+		pattern := int64(C.ADQ_TEST_PATTERN_SOURCE_DISABLE)
 		if testPattern {
-			b.p.test_pattern[ch] = C.ADQ_TEST_PATTERN_SOURCE_TRIANGLE
+			pattern = C.ADQ_TEST_PATTERN_SOURCE_TRIANGLE
 		}
+		_ = p.setInt(fTestPattern, pattern, ch)
 	}
 }
 
@@ -381,7 +413,12 @@ func (b *Board) ConfigureCapture(mask uint32, samples int64, recordsPerBuffer in
 func (b *Board) CommitConfiguration() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if rc := int(C.vg_set_parameters(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), b.p)); rc != int(C.vg_parameters_size()) {
+	if b.p.err != nil { // a setting the installed ADQAPI lacks a field for
+		err := b.p.err
+		b.p.err = nil
+		return err
+	}
+	if rc := int(C.vg_set_parameters(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), b.p.base)); rc != b.p.lay.Size {
 		return driverErr("ADQ SetParameters() failed: %d", rc)
 	}
 	return nil
@@ -518,8 +555,12 @@ func (b *Board) RecordsPerBuffer() int {
 	if len(b.channels) == 0 {
 		return 0
 	}
-	t := &b.p.transfer[b.channels[0]]
-	return int(t.record_buffer_size / t.record_size)
+	size, err1 := b.p.getInt(fRecordBufferSize, b.channels[0])
+	rec, err2 := b.p.getInt(fRecordSize, b.channels[0])
+	if err1 != nil || err2 != nil || rec <= 0 {
+		return 0
+	}
+	return int(size / rec)
 }
 
 // WaitAndLockBuffer waits up to timeout for transfer buffer index to be
@@ -561,7 +602,11 @@ func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (unsafe.Poin
 			ready = ready && found
 		}
 		if ready {
-			return unsafe.Pointer(C.vg_record_buffer(b.p, C.int(b.channels[0]), C.int(index))), b.RecordsPerBuffer(), nil
+			buf, err := b.p.getPointer(fRecordBuffer, b.channels[0], index)
+			if err != nil {
+				return nil, 0, err
+			}
+			return buf, b.RecordsPerBuffer(), nil
 		}
 		if time.Now().After(deadline) {
 			return nil, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)

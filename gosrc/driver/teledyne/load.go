@@ -12,11 +12,15 @@
 // instrument's build/virtual/libadq.so with VORTEXGO_INSTRUMENTS=virtual,
 // else libadq.so and libadq.so.0 on the loader's path.
 //
-// As ADQAPI asks of every program, Load checks the library's API revision
-// (ADQAPI_ValidateVersion with the revision adq.h declares): a library of
-// another revision is refused (ErrIncompatible), and Open refuses a library
-// whose parameter structure has another size. adq.h says why the declared
-// structure is a subset that only the virtual digitizer speaks.
+// ADQAPI's parameter structure (struct ADQParameters) is read and written
+// through a layout table generated from the installed ADQAPI_definitions.h
+// (layout.go; $VORTEXGO_ADQ_LAYOUT, or adq_layout.json beside a library
+// loaded by path, as the virtual digitizer's): the driver compiles in no
+// structure. Load finds the table (none: an error wrapping ErrLayout that
+// says how to make one) and checks the library's API revision as ADQAPI
+// asks of every program (ADQAPI_ValidateVersion with the table's revision):
+// another revision is refused (ErrIncompatible). Open refuses a library
+// whose ADQ_InitializeParameters reports another size than the table's.
 //
 // # Sources
 //
@@ -35,6 +39,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
@@ -44,12 +49,25 @@ import (
 // libadq (a path, or a name on the loader's path).
 const EnvLibrary = "VORTEXGO_ADQ_LIBRARY"
 
-// The API revision the driver's declarations (adq.h) are for: what it
-// passes to ADQAPI_ValidateVersion.
-const (
-	APIVersionMajor = int(C.VG_ADQAPI_VERSION_MAJOR)
-	APIVersionMinor = int(C.VG_ADQAPI_VERSION_MINOR)
-)
+// The layout table of the loaded library (Load): the parameter structure's
+// layout and the API revision passed to ADQAPI_ValidateVersion.
+var layout atomic.Pointer[Layout]
+
+func currentLayout() *Layout { return layout.Load() }
+
+// APIVersion is the ADQAPI revision the driver was checked against: the
+// one the layout table's header declares, passed to ADQAPI_ValidateVersion
+// (as vortex passes the revision it was compiled with); 0, 0 before Load
+// succeeds.
+func APIVersion() (major, minor int) {
+	if l := currentLayout(); l != nil {
+		return l.APIVersion.Major, l.APIVersion.Minor
+	}
+	return 0, 0
+}
+
+// LoadedLayout is the layout table Load found (nil before Load succeeds).
+func LoadedLayout() *Layout { return currentLayout() }
 
 // ErrNoLibrary is wrapped by every error that comes from libadq not being
 // loadable.
@@ -73,7 +91,17 @@ var loader = &dl.Loader{
 	Virtual: "libadq.so",
 	Names:   libraryNames,
 	Err:     ErrNoLibrary,
-	Check:   func(lib *dl.Library) error { return validateVersion(lib.Name()) },
+	Check: func(lib *dl.Library) error {
+		lay, err := findLayout(lib.Name())
+		if err != nil {
+			return err
+		}
+		if err := validateVersion(lib.Name(), lay.APIVersion); err != nil {
+			return err
+		}
+		layout.Store(lay)
+		return nil
+	},
 	Symbols: []dl.Symbol{
 		{Name: "ADQAPI_ValidateVersion", Dst: dl.Func(&tab.validate_version)},
 		{Name: "CreateADQControlUnit", Dst: dl.Func(&tab.create)},
@@ -102,13 +130,14 @@ func Load() error {
 
 // validateVersion is vortex's validate_ADQAPI_version: 0 compatible, -2
 // backward compatible, -1 incompatible.
-func validateVersion(name string) error {
-	switch r := int(C.vg_validate_version(C.int(APIVersionMajor), C.int(APIVersionMinor))); r {
+func validateVersion(name string, v Version) error {
+	switch r := int(C.vg_validate_version(C.int(v.Major), C.int(v.Minor))); r {
 	case 0, -2:
 		return nil
 	case -1:
-		return fmt.Errorf("%w: system ADQAPI version is incompatible with compiled version %d.%d (%s)", ErrIncompatible,
-			APIVersionMajor, APIVersionMinor, name)
+		return fmt.Errorf("%w: system ADQAPI version is incompatible with compiled version %d.%d (%s; the revision of "+
+			"the layout table's header, regenerate the table from the library's own SDK headers: %s)", ErrIncompatible,
+			v.Major, v.Minor, name, layoutHowTo)
 	default:
 		return fmt.Errorf("%w: unexpected value in ADQAPI version check: %d (%s)", ErrIncompatible, r, name)
 	}

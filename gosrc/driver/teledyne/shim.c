@@ -14,10 +14,10 @@ void vg_destroy(uintptr_t h) { adq.destroy(H(h)); }
 int vg_enable_error_trace(uintptr_t h) { return adq.enable_error_trace(H(h), LOG_LEVEL_INFO, "."); }
 int vg_list_devices(uintptr_t h, vg_adq_info_entry** l, unsigned int* n) { return adq.list_devices(H(h), l, n); }
 int vg_setup_device(uintptr_t h, int i) { return adq.setup_device(H(h), i); }
-int vg_initialize_parameters(uintptr_t h, int n, vg_adq_parameters* p) {
+int vg_initialize_parameters(uintptr_t h, int n, void* p) {
 	return adq.initialize_parameters(H(h), n, ADQ_PARAMETER_ID_TOP, p);
 }
-int vg_set_parameters(uintptr_t h, int n, vg_adq_parameters* p) { return adq.set_parameters(H(h), n, p); }
+int vg_set_parameters(uintptr_t h, int n, void* p) { return adq.set_parameters(H(h), n, p); }
 int vg_read_register(uintptr_t h, int n, uint32_t r, uint32_t* v) { return adq.read_user_register(H(h), n, ADQ_USER_LOGIC2, r, v); }
 int vg_write_register(uintptr_t h, int n, uint32_t r, uint32_t m, uint32_t v) {
 	return adq.write_user_register(H(h), n, ADQ_USER_LOGIC2, r, m, v, NULL);
@@ -32,4 +32,3 @@ int vg_overflow(uintptr_t h, int n, int32_t* o) {
 	*o = s.overflow;
 	return rc == (int)sizeof s ? 0 : (rc < 0 ? rc : ADQ_EINTERNAL);
 }
-int vg_parameters_size(void) { return (int)sizeof(vg_adq_parameters); }

@@ -27,8 +27,8 @@ void vg_destroy(uintptr_t h);
 int vg_enable_error_trace(uintptr_t h);
 int vg_list_devices(uintptr_t h, vg_adq_info_entry** l, unsigned int* n);
 int vg_setup_device(uintptr_t h, int i);
-int vg_initialize_parameters(uintptr_t h, int n, vg_adq_parameters* p);
-int vg_set_parameters(uintptr_t h, int n, vg_adq_parameters* p);
+int vg_initialize_parameters(uintptr_t h, int n, void* p);
+int vg_set_parameters(uintptr_t h, int n, void* p);
 int vg_read_register(uintptr_t h, int n, uint32_t r, uint32_t* v);
 int vg_write_register(uintptr_t h, int n, uint32_t r, uint32_t m, uint32_t v);
 int vg_start(uintptr_t h, int n);
@@ -36,5 +36,4 @@ int vg_stop(uintptr_t h, int n);
 int vg_wait_p2p(uintptr_t h, int n, vg_adq_p2p_status* s, int ms);
 int vg_unlock_p2p(uintptr_t h, int n, int ch, uint64_t mask);
 int vg_overflow(uintptr_t h, int n, int32_t* o);
-int vg_parameters_size(void);
 #endif
