@@ -37,7 +37,7 @@
 /* The parameter structure: ADQAPI_definitions.h on the include path (this
  * folder's, or adqapi9/'s for the second layout the driver's tests use);
  * constants and the small fixed structures: the driver's adq.h. */
-#include "ADQAPI_definitions.h"
+#include <ADQAPI_definitions.h> /* angle brackets: the -I folder decides, not this file's */
 #include "../../gosrc/driver/teledyne/adq.h"
 #include "vgvirtual.h"
 

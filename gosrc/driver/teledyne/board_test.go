@@ -1,7 +1,9 @@
 package teledyne_test
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"testing"
 	"time"
@@ -222,4 +224,133 @@ func TestMissingLibraryChild(t *testing.T) {
 	_, err := teledyne.Open(0)
 	require.ErrorIs(t, err, teledyne.ErrNoLibrary)
 	require.ErrorContains(t, err, "VORTEXGO_ADQ_LIBRARY")
+}
+
+// The layout cases: each in a child process, as the library and its layout
+// table are loaded once per process.
+
+func TestLayoutCases(t *testing.T) {
+	if os.Getenv(child) != "" {
+		return
+	}
+	lib := virtualtest.Library(t, "libadq.so")
+	lib9 := virtualtest.Library(t, "adqapi9/libadq.so")
+	table := filepath.Join(filepath.Dir(lib), teledyne.LayoutFile)
+	// a table one word larger than the library's structure
+	wrong := filepath.Join(t.TempDir(), "wrong.json")
+	var m map[string]any
+	data, err := os.ReadFile(table)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &m))
+	m["size"] = m["size"].(float64) + 8
+	data, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(wrong, data, 0o644))
+	// a real-looking library: no table beside it, no variable
+	bare := t.TempDir()
+	for _, f := range []string{"libadq.so", "libvgvirtual.so"} {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(lib), f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(bare, f), data, 0o755))
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"Layout9", []string{teledyne.EnvLibrary + "=" + lib9}},
+		{"WrongSize", []string{teledyne.EnvLibrary + "=" + lib, teledyne.EnvLayout + "=" + wrong}},
+		{"OtherRevisionTable", []string{teledyne.EnvLibrary + "=" + lib9, teledyne.EnvLayout + "=" + table}},
+		{"NoTable", []string{teledyne.EnvLibrary + "=" + filepath.Join(bare, "libadq.so")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestChild"+tc.name+"$", "-test.v")
+			cmd.Env = append(os.Environ(), append(tc.env, child+"="+tc.name)...)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), "--- PASS: TestChild"+tc.name)
+		})
+	}
+}
+
+func childOnly(t *testing.T, name string) {
+	if os.Getenv(child) != name {
+		t.Skip("run by TestLayoutCases")
+	}
+}
+
+// TestChildLayout9: the board over the second structure (another order and
+// types, ADQAPI < 10 names, no daisy chain) works through its table, and
+// trigger sync, which needs the daisy chain, is refused.
+func TestChildLayout9(t *testing.T) {
+	childOnly(t, "Layout9")
+	b, err := teledyne.Open(0)
+	require.NoError(t, err)
+	defer b.Close()
+	major, minor := teledyne.APIVersion()
+	require.Equal(t, [2]int{9, 2}, [2]int{major, minor})
+	lay := teledyne.LoadedLayout()
+	require.Nil(t, lay.Fields["function.daisy_chain.source"])
+	require.Equal(t, "transfer.channel[].record_length_infinite_enabled", lay.Fields["transfer.channel[].infinite_record_length_enabled"].Name)
+	in := b.Info()
+	require.Equal(t, "ADQ32", in.ProductName)
+	require.Equal(t, "VG00001", in.SerialNumber)
+	require.Equal(t, 2, in.ChannelCount)
+	require.Equal(t, 16, in.BufferCount)
+
+	b.ConfigureSamplingClock(2.5e9, 10e6, teledyne.ClockInternalPLL, teledyne.ReferenceInternal, 0, true)
+	require.NoError(t, b.ConfigureTriggerSource(teledyne.TriggerPeriodic, 50e3, 0, 1))
+	b.ConfigureCapture(1, 256, 8, teledyne.InfiniteAcquisition, false, 1)
+	err = b.ConfigureTriggerSync(true)
+	require.ErrorIs(t, err, teledyne.ErrLayout)
+	require.ErrorContains(t, err, "has no ADQParameters field function.daisy_chain.source")
+	require.ErrorContains(t, err, "trigger sync")
+	require.NoError(t, b.ConfigureTriggerSync(false))
+	require.NoError(t, b.CommitConfiguration())
+	require.Equal(t, 8, b.RecordsPerBuffer())
+	require.NoError(t, b.StartCapture())
+	for i := 0; i < 20; i++ {
+		idx := i % b.Info().BufferCount
+		p, n, err := b.WaitAndLockBuffer(idx, time.Second)
+		require.NoError(t, err, "buffer %d", i)
+		require.Equal(t, 8, n)
+		nonzero := 0
+		for _, v := range unsafe.Slice((*uint16)(p), 8*256) {
+			if v != 0 {
+				nonzero++
+			}
+		}
+		require.Greater(t, nonzero, 1000)
+		require.NoError(t, b.UnlockBuffer(idx))
+	}
+	require.NoError(t, b.StopCapture())
+	// sample skipping through the 4-byte skip factor: a bad one reaches the board
+	b.ConfigureCapture(1, 256, 8, teledyne.InfiniteAcquisition, false, 0)
+	require.ErrorIs(t, b.CommitConfiguration(), teledyne.ErrDriver)
+}
+
+func TestChildWrongSize(t *testing.T) {
+	childOnly(t, "WrongSize")
+	_, err := teledyne.Open(0)
+	require.ErrorIs(t, err, teledyne.ErrIncompatible)
+	require.ErrorContains(t, err, "ADQ_InitializeParameters reports a 4928-byte struct ADQParameters")
+	require.ErrorContains(t, err, "wrong.json")
+	require.ErrorContains(t, err, "a 4936-byte one")
+}
+
+func TestChildOtherRevisionTable(t *testing.T) {
+	childOnly(t, "OtherRevisionTable")
+	err := teledyne.Load()
+	require.ErrorIs(t, err, teledyne.ErrIncompatible)
+	require.ErrorContains(t, err, "system ADQAPI version is incompatible with compiled version 30311.1")
+}
+
+func TestChildNoTable(t *testing.T) {
+	childOnly(t, "NoTable")
+	_, err := teledyne.Open(0)
+	require.ErrorIs(t, err, teledyne.ErrLayout)
+	for _, want := range []string{"python -m vortexgo adq-layout", "make adq-layout ADQAPI_INCLUDE=", teledyne.EnvLayout, "ADQAPI_definitions.h"} {
+		require.ErrorContains(t, err, want)
+	}
+	_, err = teledyne.Enumerate()
+	require.ErrorIs(t, err, teledyne.ErrLayout)
 }
