@@ -19,6 +19,14 @@ import (
 // what removes it; the list only shrinks.
 var bindingLeftovers = map[string]string{}
 
+// jsonFiles are the files allowed encoding/json because they read a file
+// on disk in a JSON format, which is no binding: nothing they decode
+// crosses to Python. Each with its reason.
+var jsonFiles = map[string]string{
+	"gosrc/driver/teledyne/layout.go": "reads the ADQParameters layout table (adq_layout.json) that " +
+		"python/vortexgo/adq_layout.py generates from the installed ADQAPI header",
+}
+
 // TestOnlyPyapiBinds: outside gosrc/pyapi no method dispatches on an op
 // string (Do(op string, ...)), no state record is a positional []float64
 // (Record() []float64), no constructor picks its type by a kind string
@@ -30,7 +38,7 @@ func TestOnlyPyapiBinds(t *testing.T) {
 			continue
 		}
 		for _, imp := range f.file.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); p == "encoding/json" {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == "encoding/json" && jsonFiles[f.path] == "" {
 				assert.Failf(t, "JSON in a core package", "%s imports encoding/json: records cross to Python "+
 					"through gosrc/pyapi, which encodes and decodes them", f.path)
 			}

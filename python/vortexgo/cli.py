@@ -7,6 +7,7 @@
     python -m vortexgo bench [--device D]         a short benchmark on this machine's device, as a table
     python -m vortexgo hardware-check             the AlazarTech board and NI-DAQmx card: PASS/FAIL per step
     python -m vortexgo hardware-check --instrument imaq|teledyne|genicam|machdsp   the other instruments
+    python -m vortexgo adq-layout INCLUDE -o FILE  the Teledyne driver's layout table from ADQAPI's header
 
 The demo and the benchmark run on a GPU when there is one and on the CPU
 backend otherwise. Outputs go to ``--out``, by default a folder in the user's
@@ -549,9 +550,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                                               "NI-DAQmx card, or --instrument imaq, teledyne, genicam, machdsp "
                                               "(docs/hardware.md)")
     hardware_check.add_arguments(h)
+    a = sub.add_parser("adq-layout", add_help=False,
+                       help="the layout table of ADQAPI's parameter structure, from Teledyne's installed header "
+                            "(VORTEXGO_ADQ_LAYOUT; `adq-layout --help`)")
+    a.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.command == "hardware-check":
         return hardware_check.run(args)
+    if args.command == "adq-layout":
+        from . import adq_layout
+
+        return adq_layout.main(args.rest)
     if args.command is None:  # a bare `python -m vortexgo`: what it can do, not an error
         p.print_help()
         return 0

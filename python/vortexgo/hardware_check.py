@@ -320,7 +320,9 @@ def _check_teledyne(s: _Steps, o: argparse.Namespace, out: TextIO) -> None:
     if not s.step("ADQAPI loaded, boards listed", load, hint=_library_hint(
             "VORTEXGO_ADQ_LIBRARY", "install Teledyne SP Devices' ADQAPI (libadq.so) or set VORTEXGO_ADQ_LIBRARY to "
             "the library's path (VORTEXGO_INSTRUMENTS=virtual: the virtual board)",
-            "an incompatible revision needs the ADQAPI vortexgo was written for; no board listed: check the "
+            "no layout table or an incompatible revision: make the table from the SDK headers installed with "
+            "the library (`python -m vortexgo adq-layout /path/to/ADQAPI/include -o adq_layout.json`, then "
+            "VORTEXGO_ADQ_LAYOUT=adq_layout.json); no board listed: check the "
             "board's driver (Teledyne's digitizer tools list it) and its power")):
         return
 
