@@ -147,7 +147,7 @@ def test_teledyne_check_passes_on_the_virtual_digitizer(virtual):
     assert "PASS  6 blocks acquired, no scanner driven" in out, out
 
 
-@pytest.mark.parametrize("case", ["no library", "another API revision", "no such board"])
+@pytest.mark.parametrize("case", ["no library", "another API revision", "no layout table", "no such board"])
 def test_teledyne_check_fails_clearly(virtual, tmp_path, case):
     if case == "no library":
         r = _check(_env(VORTEXGO_ADQ_LIBRARY=str(tmp_path / "absent.so")), "--instrument", "teledyne")
@@ -158,7 +158,12 @@ def test_teledyne_check_fails_clearly(virtual, tmp_path, case):
         r = _check(_virtual_env(virtual, VGV_ADQAPI_VERSION="1.0"), "--instrument", "teledyne")
         out = _failed(r, 0, 1)
         assert "FAIL  ADQAPI loaded" in out and "system ADQAPI version is incompatible" in out, out
-        assert "what to do: an incompatible revision" in out, out
+        assert "what to do: no layout table or an incompatible revision" in out, out
+    elif case == "no layout table":
+        r = _check(_virtual_env(virtual, VORTEXGO_ADQ_LAYOUT=str(tmp_path / "absent.json")), "--instrument", "teledyne")
+        out = _failed(r, 0, 1)
+        assert "FAIL  ADQAPI loaded" in out and "ADQParameters layout table" in out and "absent.json" in out, out
+        assert "python -m vortexgo adq-layout" in out, out
     else:
         r = _check(_virtual_env(virtual), "--instrument", "teledyne", "--board", "3")
         out = _failed(r, 1, 2)

@@ -96,7 +96,7 @@ var loader = &dl.Loader{
 		if err != nil {
 			return err
 		}
-		if err := validateVersion(lib.Name(), lay.APIVersion); err != nil {
+		if err := validateVersion(lib.Name(), lay.Path, lay.APIVersion); err != nil {
 			return err
 		}
 		layout.Store(lay)
@@ -130,14 +130,14 @@ func Load() error {
 
 // validateVersion is vortex's validate_ADQAPI_version: 0 compatible, -2
 // backward compatible, -1 incompatible.
-func validateVersion(name string, v Version) error {
+func validateVersion(name, path string, v Version) error {
 	switch r := int(C.vg_validate_version(C.int(v.Major), C.int(v.Minor))); r {
 	case 0, -2:
 		return nil
 	case -1:
 		return fmt.Errorf("%w: system ADQAPI version is incompatible with compiled version %d.%d (%s; the revision of "+
-			"the layout table's header, regenerate the table from the library's own SDK headers: %s)", ErrIncompatible,
-			v.Major, v.Minor, name, layoutHowTo)
+			"the layout table %s, made from another ADQAPI's header than this library's: %s)", ErrIncompatible,
+			v.Major, v.Minor, name, path, layoutHowTo)
 	default:
 		return fmt.Errorf("%w: unexpected value in ADQAPI version check: %d (%s)", ErrIncompatible, r, name)
 	}
