@@ -3,8 +3,8 @@ package teledyne_test
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 	"unsafe"
