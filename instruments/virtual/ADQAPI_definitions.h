@@ -16,6 +16,15 @@
  * transfer.common, transfer.channel[]); the member order, the sections left
  * out and the types are this file's own, and its revision (below) is no
  * Teledyne release's. Nothing is copied from Teledyne's header.
+ *
+ * Below the structure's constants: the enumerations the driver writes into
+ * the parameters (ADQEventSource, ADQClockGenerator, ...: Teledyne's names;
+ * the values of those the public headers show are theirs, those of
+ * ADQ_FUNCTION_DAISY_CHAIN and ADQ_ARM_AT_ACQUISITION_START are this
+ * board's own) and the small fixed structures passed by pointer
+ * (ADQInfoListEntry, struct ADQP2pStatus, struct ADQOverflowStatus). The
+ * driver compiles in none of them: the generator writes their values and
+ * layouts into the table (its "constants" and "structures").
  */
 #ifndef VG_VIRTUAL_ADQAPI_DEFINITIONS_H
 #define VG_VIRTUAL_ADQAPI_DEFINITIONS_H
@@ -36,6 +45,52 @@
 #define ADQ_PORT_SYNC 3
 #define ADQ_PARAMETER_ID_TOP 19
 #define ADQ_PARAMETERS_MAGIC (0xAA559977AA559977ull)
+#define ADQ_INFINITE_NOF_RECORDS (-1)
+#define LOG_LEVEL_INFO 3
+
+enum ADQStatusId { ADQ_STATUS_ID_OVERFLOW = 1 };
+enum ADQUserLogic { ADQ_USER_LOGIC1 = 1, ADQ_USER_LOGIC2 = 2 };
+enum ADQEventSource {
+	ADQ_EVENT_SOURCE_INVALID = 0, ADQ_EVENT_SOURCE_SOFTWARE = 1, ADQ_EVENT_SOURCE_TRIG = 2,
+	ADQ_EVENT_SOURCE_PERIODIC = 4, ADQ_EVENT_SOURCE_SYNC = 9, ADQ_EVENT_SOURCE_GPIOA0 = 25
+};
+enum ADQClockGenerator { ADQ_CLOCK_GENERATOR_INTERNAL_PLL = 1, ADQ_CLOCK_GENERATOR_EXTERNAL_CLOCK = 2 };
+enum ADQReferenceClockSource {
+	ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL = 1, ADQ_REFERENCE_CLOCK_SOURCE_PORT_CLK = 2, ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M = 3
+};
+enum ADQFunction { ADQ_FUNCTION_INVALID = 0, ADQ_FUNCTION_PATTERN_GENERATOR0 = 1, ADQ_FUNCTION_DAISY_CHAIN = 9 };
+enum ADQPatternGeneratorOperation { ADQ_PATTERN_GENERATOR_OPERATION_TIMER = 0, ADQ_PATTERN_GENERATOR_OPERATION_EVENT = 1 };
+enum ADQTestPatternSource { ADQ_TEST_PATTERN_SOURCE_DISABLE = 0, ADQ_TEST_PATTERN_SOURCE_TRIANGLE = 3 };
+enum ADQMarkerMode { ADQ_MARKER_MODE_HOST_AUTO = 0, ADQ_MARKER_MODE_HOST_MANUAL = 1 };
+enum ADQMemoryOwner { ADQ_MEMORY_OWNER_API = 0, ADQ_MEMORY_OWNER_USER = 1 };
+enum ADQDirection { ADQ_DIRECTION_IN = 0, ADQ_DIRECTION_OUT = 1 };
+enum ADQImpedance { ADQ_IMPEDANCE_50_OHM = 0, ADQ_IMPEDANCE_HIGH = 1 };
+enum ADQArm { ADQ_ARM_IMMEDIATELY = 0, ADQ_ARM_AT_ACQUISITION_START = 1 };
+
+/* ADQInfoListEntry: the member names are ADQAPI.h's, as vortex reads them. */
+typedef struct ADQInfoListEntry {
+	int32_t HWIFType;
+	int32_t ProductID;
+	uint32_t VendorID;
+	uint32_t AddressField1;
+	uint32_t AddressField2;
+	char DevFile[64];
+	uint32_t DeviceInterfaceOpened;
+	uint32_t DeviceSetupCompleted;
+} ADQInfoListEntry;
+
+struct ADQOverflowStatus { int32_t overflow, reserved; };
+
+struct ADQP2pStatusChannel {
+	uint32_t flags;
+	int32_t nof_completed_buffers;
+	int16_t completed_buffers[ADQ_MAX_NOF_BUFFERS];
+};
+struct ADQP2pStatus {
+	struct ADQP2pStatusChannel channel[ADQ_MAX_NOF_CHANNELS];
+	uint32_t flags;
+	int32_t reserved;
+};
 
 struct ADQClockSystemParameters {
 	int32_t clock_generator, reference_source;

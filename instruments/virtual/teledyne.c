@@ -34,11 +34,18 @@
 #include <string.h>
 #include <time.h>
 
-/* The parameter structure: ADQAPI_definitions.h on the include path (this
- * folder's, or adqapi9/'s for the second layout the driver's tests use);
- * constants and the small fixed structures: the driver's adq.h. */
+/* The parameter structure, the enumerations and the small fixed structures:
+ * ADQAPI_definitions.h on the include path (this folder's, or adqapi9/'s
+ * for the second layout and values the driver's tests use); the return
+ * codes: the driver's adq.h. */
 #include <ADQAPI_definitions.h> /* angle brackets: the -I folder decides, not this file's */
 #include "../../gosrc/driver/teledyne/adq.h"
+
+#if ADQAPI_VERSION_MAJOR < 10 /* adqapi9's spellings */
+#define ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL ADQ_CLOCK_REFERENCE_SOURCE_INTERNAL
+#define ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M ADQ_CLOCK_REFERENCE_SOURCE_PXIE_10M
+#define ADQ_USER_LOGIC2 USER_LOGIC_2
+#endif
 #include "vgvirtual.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -71,7 +78,7 @@ typedef struct {
 typedef struct {
 	int nboards;
 	board* boards;
-	vg_adq_info_entry* list;
+	ADQInfoListEntry* list;
 } control_unit;
 
 static int lib_major = ADQAPI_VERSION_MAJOR, lib_minor = ADQAPI_VERSION_MINOR;
@@ -101,7 +108,7 @@ EXPORT void* CreateADQControlUnit(void) {
 	cu->nboards = s ? atoi(s) : 1;
 	if (cu->nboards < 0) cu->nboards = 0;
 	cu->boards = calloc((size_t)(cu->nboards > 0 ? cu->nboards : 1), sizeof(board));
-	cu->list = calloc((size_t)(cu->nboards > 0 ? cu->nboards : 1), sizeof(vg_adq_info_entry));
+	cu->list = calloc((size_t)(cu->nboards > 0 ? cu->nboards : 1), sizeof(ADQInfoListEntry));
 	for (int i = 0; i < cu->nboards; i++) {
 		pthread_mutex_init(&cu->boards[i].mu, NULL);
 		pthread_cond_init(&cu->boards[i].cv, NULL);
@@ -147,7 +154,7 @@ EXPORT void DeleteADQControlUnit(void* h) {
 
 EXPORT int ADQControlUnit_EnableErrorTrace(void* h, unsigned int level, const char* dir) { return h != NULL; }
 
-EXPORT int ADQControlUnit_ListDevices(void* h, vg_adq_info_entry** list, unsigned int* n) {
+EXPORT int ADQControlUnit_ListDevices(void* h, ADQInfoListEntry** list, unsigned int* n) {
 	control_unit* cu = h;
 	if (!cu || !list || !n) return 0;
 	*list = cu->list;
@@ -487,7 +494,7 @@ EXPORT int ADQ_StopDataAcquisition(void* h, int num) {
 	return was ? ADQ_EOK : ADQ_ENOTREADY;
 }
 
-EXPORT int ADQ_WaitForP2pBuffers(void* h, int num, vg_adq_p2p_status* st, int timeout_ms) {
+EXPORT int ADQ_WaitForP2pBuffers(void* h, int num, struct ADQP2pStatus* st, int timeout_ms) {
 	board* b = lookup(h, num);
 	if (!b || !st) return ADQ_EINVAL;
 	memset(st, 0, sizeof *st);
@@ -508,7 +515,7 @@ EXPORT int ADQ_WaitForP2pBuffers(void* h, int num, vg_adq_p2p_status* st, int ti
 		}
 	}
 	for (int k = 0; k < b->nactive; k++) {
-		vg_adq_p2p_channel* ch = &st->channel[b->active[k]];
+		struct ADQP2pStatusChannel* ch = &st->channel[b->active[k]];
 		for (int64_t j = 0; j < b->nbuf; j++) {
 			int i = (int)((b->next_fill + j) % b->nbuf); /* oldest first */
 			if (b->done[i]) ch->completed_buffers[ch->nof_completed_buffers++] = (int16_t)i;
@@ -536,10 +543,10 @@ EXPORT int ADQ_GetStatus(void* h, int num, int id, void* out) {
 	board* b = lookup(h, num);
 	if (!b || !out) return ADQ_EINVAL;
 	if (id != ADQ_STATUS_ID_OVERFLOW) return ADQ_EUNSUPPORTED;
-	vg_adq_overflow_status* s = out;
+	struct ADQOverflowStatus* s = out;
+	memset(s, 0, sizeof *s);
 	pthread_mutex_lock(&b->mu);
 	s->overflow = b->overflow;
-	s->reserved = 0;
 	pthread_mutex_unlock(&b->mu);
 	return (int)sizeof *s;
 }

@@ -36,7 +36,7 @@ import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["FIELDS", "generate", "main"]
+__all__ = ["CONSTANTS", "FIELDS", "STRUCTURES", "generate", "main"]
 
 #: The fields the driver uses: its name for each (the key of the table) and
 #: the names tried in the header, in order. ``[]`` marks an array whose
@@ -98,6 +98,66 @@ FIELDS: Tuple[Tuple[str, Tuple[str, ...]], ...] = tuple(
         ("transfer.channel[].record_buffer[]",),
     ])
 
+#: The enumeration values and macros the driver writes into the parameters
+#: or passes to ADQAPI: its name for each (the key of the table's
+#: ``constants``) and the names tried in the header, in order (ADQAPI
+#: releases before the ADQ3 series' current headers spell the reference
+#: clock sources ``ADQ_CLOCK_REFERENCE_SOURCE_*``). Each is probed by
+#: compiling ``(long long)(NAME)``, so an ``enum`` member and a ``#define``
+#: both count; one the header lacks is written as ``null`` and the driver
+#: refuses the settings that need it. ADQAPI's return codes (``ADQ_EOK``,
+#: ``ADQ_EAGAIN`` ...) are documented stable values and stay compiled into
+#: the driver.
+CONSTANTS: Tuple[Tuple[str, Tuple[str, ...]], ...] = tuple(
+    (c[0], tuple(c[1:]) or (c[0],)) for c in [
+        ("ADQ_PARAMETER_ID_TOP",),
+        ("ADQ_STATUS_ID_OVERFLOW",),
+        ("ADQ_USER_LOGIC2", "ADQ_USER_LOGIC2", "USER_LOGIC_2"),
+        ("LOG_LEVEL_INFO",),
+        ("ADQ_MAX_NOF_BUFFERS",),
+        ("ADQ_INFINITE_NOF_RECORDS",),
+        ("ADQ_EVENT_SOURCE_INVALID",),
+        ("ADQ_EVENT_SOURCE_TRIG",),
+        ("ADQ_EVENT_SOURCE_SYNC",),
+        ("ADQ_EVENT_SOURCE_GPIOA0",),
+        ("ADQ_EVENT_SOURCE_PERIODIC",),
+        ("ADQ_CLOCK_GENERATOR_INTERNAL_PLL",),
+        ("ADQ_CLOCK_GENERATOR_EXTERNAL_CLOCK",),
+        ("ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL", "ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL",
+         "ADQ_CLOCK_REFERENCE_SOURCE_INTERNAL"),
+        ("ADQ_REFERENCE_CLOCK_SOURCE_PORT_CLK", "ADQ_REFERENCE_CLOCK_SOURCE_PORT_CLK",
+         "ADQ_CLOCK_REFERENCE_SOURCE_PORT_CLK"),
+        ("ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M", "ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M",
+         "ADQ_CLOCK_REFERENCE_SOURCE_PXIE_10M"),
+        ("ADQ_FUNCTION_INVALID",),
+        ("ADQ_FUNCTION_PATTERN_GENERATOR0",),
+        ("ADQ_FUNCTION_DAISY_CHAIN",),
+        ("ADQ_PATTERN_GENERATOR_OPERATION_EVENT",),
+        ("ADQ_TEST_PATTERN_SOURCE_DISABLE",),
+        ("ADQ_TEST_PATTERN_SOURCE_TRIANGLE",),
+        ("ADQ_MARKER_MODE_HOST_MANUAL",),
+        ("ADQ_MEMORY_OWNER_API",),
+        ("ADQ_MEMORY_OWNER_USER",),
+        ("ADQ_DIRECTION_OUT",),
+        ("ADQ_IMPEDANCE_50_OHM",),
+        ("ADQ_ARM_AT_ACQUISITION_START",),
+    ])
+
+#: The small fixed structures the driver passes to ADQAPI by pointer: the
+#: table's key for each, the C type names tried (``ADQInfoListEntry`` is a
+#: typedef in ADQAPI.h), and the members the driver reads (keys and names as
+#: in FIELDS). Each is written as its size and those members' offsets, or
+#: ``null`` when the header declares no such type.
+STRUCTURES: Tuple[Tuple[str, Tuple[str, ...], Tuple[Tuple[str, Tuple[str, ...]], ...]], ...] = (
+    ("ADQInfoListEntry", ("ADQInfoListEntry", "struct ADQInfoListEntry"),
+     (("ProductID", ("ProductID",)), ("DevFile", ("DevFile",)))),
+    ("ADQP2pStatus", ("struct ADQP2pStatus",),
+     (("channel[].nof_completed_buffers", ("channel[].nof_completed_buffers",)),
+      ("channel[].completed_buffers[]", ("channel[].completed_buffers[]",)))),
+    ("ADQOverflowStatus", ("struct ADQOverflowStatus",),
+     (("overflow", ("overflow",)),)),
+)
+
 #: What _Generic names each member's type (arrays of char decay to char*).
 _KIND = ("_Generic((X), float: \"float\", double: \"float\", "
          "_Bool: \"uint\", unsigned char: \"uint\", unsigned short: \"uint\", unsigned int: \"uint\", "
@@ -106,7 +166,11 @@ _KIND = ("_Generic((X), float: \"float\", double: \"float\", "
          "char*: \"string\", const char*: \"string\", void*: \"pointer\", const void*: \"pointer\", "
          "default: \"other\")")
 
-_P = "((struct ADQParameters*)0)->"
+_TOP = "struct ADQParameters"
+
+
+def _p(ctype: str) -> str:
+    return f"(({ctype}*)0)->"
 
 
 def _split(path: str) -> List[str]:
@@ -129,31 +193,34 @@ def _at(path: str, dim: int, index: int) -> str:
     return s
 
 
-def _field_c(key: str, name: str) -> str:
-    """C statements printing one field's JSON entry."""
+def _field_c(key: str, name: str, ctype: str = _TOP, indent: str = "    ") -> str:
+    """C statements printing one field's JSON entry (a member of ctype)."""
     z = _at(name, -1, 0)
     dims = _split(name)
-    lines = [f'\tprintf("    \\"{key}\\": {{\\"name\\": \\"{name}\\", \\"offset\\": %zu, \\"size\\": %zu, '
-             f'\\"kind\\": \\"%s\\", \\"dims\\": [", (size_t)offsetof(struct ADQParameters, {z}), '
-             f'sizeof({_P}{z}), {_KIND.replace("X", _P + z)});']
+    P = _p(ctype)
+    lines = [f'\tprintf("{indent}\\"{key}\\": {{\\"name\\": \\"{name}\\", \\"offset\\": %zu, \\"size\\": %zu, '
+             f'\\"kind\\": \\"%s\\", \\"dims\\": [", (size_t)offsetof({ctype}, {z}), '
+             f'sizeof({P}{z}), {_KIND.replace("X", P + z)});']
     for d, prefix in enumerate(dims):
         pz = _at(prefix, -1, 0)
-        stride = (f"(size_t)(offsetof(struct ADQParameters, {_at(name, d, 1)}) - "
-                  f"offsetof(struct ADQParameters, {z}))")
-        count = f"(sizeof({_P}{pz}) / sizeof({_P}{pz}[0]))"
+        stride = (f"(size_t)(offsetof({ctype}, {_at(name, d, 1)}) - "
+                  f"offsetof({ctype}, {z}))")
+        count = f"(sizeof({P}{pz}) / sizeof({P}{pz}[0]))"
         sep = ", " if d else ""
         lines.append(f'\tprintf("{sep}{{\\"count\\": %zu, \\"stride\\": %zu}}", (size_t){count}, {stride});')
     lines.append('\tprintf("]}");')
     return "\n".join(lines)
 
 
-def _probe_expr(name: str) -> str:
+def _probe_expr(name: str, ctype: str = _TOP) -> str:
     z = _at(name, -1, 0)
-    return f"(void)sizeof({_P}{z});"
+    return f"(void)sizeof({_p(ctype)}{z});"
 
 
-def _program(include: str, body: str) -> str:
-    return (f"#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n#include \"{include}\"\n"
+def _program(include: "str | Sequence[str]", body: str) -> str:
+    heads = [include] if isinstance(include, str) else list(include)
+    inc = "".join(f"#include \"{h}\"\n" for h in heads)
+    return (f"#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n{inc}"
             f"int main(void) {{\n{body}\n\treturn 0;\n}}\n")
 
 
@@ -181,6 +248,10 @@ def _header(include_dir: str, header: Optional[str]) -> str:
                      "(the include folder of Teledyne's ADQAPI SDK)")
 
 
+def _first(names: Sequence[str], ok) -> Optional[str]:
+    return next((n for n in names if ok(n)), None)
+
+
 def generate(include_dir: str, header: Optional[str] = None) -> Dict[str, object]:
     """The layout table of ``struct ADQParameters`` in include_dir's header, as a dict.
 
@@ -190,42 +261,81 @@ def generate(include_dir: str, header: Optional[str] = None) -> Dict[str, object
     include_dir = os.path.abspath(include_dir)
     h = _header(include_dir, header)
     with tempfile.TemporaryDirectory(prefix="vg-adq-layout-") as work:
+        def compiles(heads: Sequence[str], body: str) -> bool:
+            return _compile(_program(heads, body), include_dir, work, None)[0]
+
         base = ("\t(void)sizeof(struct ADQParameters); int major = ADQAPI_VERSION_MAJOR, minor = ADQAPI_VERSION_MINOR;"
                 " (void)major; (void)minor;")
         ok, err = _compile(_program(h, base), include_dir, work, None)
         if not ok:
             raise SystemExit(f"adq-layout: {h} in {include_dir} does not declare struct ADQParameters and "
                              f"ADQAPI_VERSION_MAJOR/MINOR, or does not compile:\n{err}")
-        # every field under its first name at once; when that fails, each name alone
-        chosen: Dict[str, Optional[str]] = {}
-        firsts = "\n".join("\t" + _probe_expr(names[0]) for _, names in FIELDS)
-        if _compile(_program(h, firsts), include_dir, work, None)[0]:
-            chosen = {key: names[0] for key, names in FIELDS}
-        else:
-            for key, names in FIELDS:
-                chosen[key] = next((n for n in names
-                                    if _compile(_program(h, "\t" + _probe_expr(n)), include_dir, work, None)[0]), None)
+        # ADQAPI.h declares ADQInfoListEntry (and includes the definitions):
+        # with it too when it is there and compiles
+        heads: List[str] = [h]
+        if h != "ADQAPI.h" and os.path.exists(os.path.join(include_dir, "ADQAPI.h")) and \
+                compiles([h, "ADQAPI.h"], base):
+            heads.append("ADQAPI.h")
+
+        def pick(items: Sequence[Tuple[str, Tuple[str, ...]]], probe) -> Dict[str, Optional[str]]:
+            """Each item's first name that compiles: all first names at once, else one by one."""
+            if compiles(heads, "\n".join("\t" + probe(names[0]) for _, names in items)):
+                return {key: names[0] for key, names in items}
+            return {key: _first(names, lambda n: compiles(heads, "\t" + probe(n))) for key, names in items}
+
+        chosen = pick(FIELDS, _probe_expr)
+        consts = pick(CONSTANTS, lambda n: f"(void)(long long)({n});")
+        structs: Dict[str, Optional[Tuple[str, Dict[str, Optional[str]]]]] = {}
+        for key, types, members in STRUCTURES:
+            ctype = _first(types, lambda t: compiles(heads, f"\t(void)sizeof({t});"))
+            structs[key] = None if ctype is None else (ctype, pick(members, lambda n, c=ctype: _probe_expr(n, c)))
+
         body = ['\tprintf("{\\n  \\"generator\\": \\"vortexgo adq-layout\\",\\n");',
                 f'\tprintf("  \\"api_version\\": {{\\"major\\": %d, \\"minor\\": %d}},\\n", '
                 f'(int)ADQAPI_VERSION_MAJOR, (int)ADQAPI_VERSION_MINOR);',
                 '\tprintf("  \\"size\\": %zu,\\n", sizeof(struct ADQParameters));',
                 '\tprintf("  \\"fields\\": {\\n");']
-        for i, (key, _) in enumerate(FIELDS):
-            name = chosen[key]
-            sep = ",\\n" if i < len(FIELDS) - 1 else "\\n"
+
+        def members_c(items: Dict[str, Optional[str]], ctype: str, indent: str) -> None:
+            for i, (key, name) in enumerate(items.items()):
+                sep = ",\\n" if i < len(items) - 1 else "\\n"
+                if name is None:
+                    body.append(f'\tprintf("{indent}\\"{key}\\": null{sep}");')
+                else:
+                    body.append(_field_c(key, name, ctype, indent))
+                    body.append(f'\tprintf("{sep}");')
+
+        members_c(chosen, _TOP, "    ")
+        body.append('\tprintf("  },\\n  \\"constants\\": {\\n");')
+        for i, (key, name) in enumerate(consts.items()):
+            sep = ",\\n" if i < len(consts) - 1 else "\\n"
             if name is None:
                 body.append(f'\tprintf("    \\"{key}\\": null{sep}");')
             else:
-                body.append(_field_c(key, name))
-                body.append(f'\tprintf("{sep}");')
+                body.append(f'\tprintf("    \\"{key}\\": %lld{sep}", (long long)({name}));')
+        body.append('\tprintf("  },\\n  \\"structures\\": {\\n");')
+        for i, (key, st) in enumerate(structs.items()):
+            sep = ",\\n" if i < len(structs) - 1 else "\\n"
+            if st is None:
+                body.append(f'\tprintf("    \\"{key}\\": null{sep}");')
+                continue
+            ctype, members = st
+            body.append(f'\tprintf("    \\"{key}\\": {{\\"type\\": \\"{ctype}\\", \\"size\\": %zu, '
+                        f'\\"fields\\": {{\\n", sizeof({ctype}));')
+            members_c(members, ctype, "      ")
+            body.append(f'\tprintf("    }}}}{sep}");')
         body.append('\tprintf("  }\\n}\\n");')
         exe = os.path.join(work, "layout")
-        ok, err = _compile(_program(h, "\n".join(body)), include_dir, work, exe)
+        ok, err = _compile(_program(heads, "\n".join(body)), include_dir, work, exe)
         if not ok:
             raise SystemExit(f"adq-layout: the layout program over {h} does not compile:\n{err}")
         r = subprocess.run([exe], capture_output=True, text=True, check=True)
     table = json.loads(r.stdout)
     table["header"] = os.path.join(include_dir, h)
+    # the header names the constants were found under, where not the driver's
+    aliases = {k: n for k, n in consts.items() if n is not None and n != k}
+    if aliases:
+        table["constant_names"] = aliases
     return table
 
 

@@ -35,35 +35,67 @@ func driverErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrDriver, fmt.Sprintf(format, a...))
 }
 
-// TriggerSource is vortex's teledyne.TriggerSource (ADQEventSource values).
+// The enumerations below are the driver's own, with vortex's values (those
+// of vortex's teledyne.TriggerSource etc., which are the ADQAPI releases'
+// it was built against): Python and the acquisition see these. The board
+// is given the installed header's value of the ADQAPI name each stands for
+// (the maps below, through the layout table's constants); a value whose
+// name the header lacks is refused (ErrLayout), one without a name
+// (ErrInvalid).
+
+// TriggerSource is vortex's teledyne.TriggerSource (ADQEventSource).
 type TriggerSource int32
 
 // The trigger sources.
 const (
-	TriggerPortTrig TriggerSource = C.ADQ_EVENT_SOURCE_TRIG
-	TriggerPortSync TriggerSource = C.ADQ_EVENT_SOURCE_SYNC
-	TriggerPortGPIO TriggerSource = C.ADQ_EVENT_SOURCE_GPIOA0
-	TriggerPeriodic TriggerSource = C.ADQ_EVENT_SOURCE_PERIODIC
+	TriggerPortTrig TriggerSource = 2  // ADQ_EVENT_SOURCE_TRIG
+	TriggerPortSync TriggerSource = 9  // ADQ_EVENT_SOURCE_SYNC
+	TriggerPortGPIO TriggerSource = 25 // ADQ_EVENT_SOURCE_GPIOA0
+	TriggerPeriodic TriggerSource = 4  // ADQ_EVENT_SOURCE_PERIODIC
 )
 
-// ClockGenerator is vortex's teledyne.ClockGenerator.
+var triggerNames = map[TriggerSource]string{
+	TriggerPortTrig: cEventTrig, TriggerPortSync: cEventSync, TriggerPortGPIO: cEventGPIOA0, TriggerPeriodic: cEventPeriodic,
+}
+
+// ClockGenerator is vortex's teledyne.ClockGenerator (ADQClockGenerator).
 type ClockGenerator int32
 
 // The clock generators.
 const (
-	ClockInternalPLL   ClockGenerator = C.ADQ_CLOCK_GENERATOR_INTERNAL_PLL
-	ClockExternalClock ClockGenerator = C.ADQ_CLOCK_GENERATOR_EXTERNAL_CLOCK
+	ClockInternalPLL   ClockGenerator = 1 // ADQ_CLOCK_GENERATOR_INTERNAL_PLL
+	ClockExternalClock ClockGenerator = 2 // ADQ_CLOCK_GENERATOR_EXTERNAL_CLOCK
 )
 
-// ClockReferenceSource is vortex's teledyne.ClockReferenceSource.
+var clockNames = map[ClockGenerator]string{ClockInternalPLL: cClockInternalPLL, ClockExternalClock: cClockExternal}
+
+// ClockReferenceSource is vortex's teledyne.ClockReferenceSource (ADQReferenceClockSource).
 type ClockReferenceSource int32
 
 // The reference sources.
 const (
-	ReferenceInternal ClockReferenceSource = C.ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL
-	ReferencePortCLK  ClockReferenceSource = C.ADQ_REFERENCE_CLOCK_SOURCE_PORT_CLK
-	ReferencePXIE10M  ClockReferenceSource = C.ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M
+	ReferenceInternal ClockReferenceSource = 1 // ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL
+	ReferencePortCLK  ClockReferenceSource = 2 // ADQ_REFERENCE_CLOCK_SOURCE_PORT_CLK
+	ReferencePXIE10M  ClockReferenceSource = 3 // ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M
 )
+
+var referenceNames = map[ClockReferenceSource]string{
+	ReferenceInternal: cRefInternal, ReferencePortCLK: cRefPortCLK, ReferencePXIE10M: cRefPXIE10M,
+}
+
+// HeaderName is the ADQAPI name trigger source, clock generator or
+// reference source v stands for ("" for a value without one).
+func HeaderName[T TriggerSource | ClockGenerator | ClockReferenceSource](v T) string {
+	switch x := any(v).(type) {
+	case TriggerSource:
+		return triggerNames[x]
+	case ClockGenerator:
+		return clockNames[x]
+	case ClockReferenceSource:
+		return referenceNames[x]
+	}
+	return ""
+}
 
 // ClockEdges is vortex's teledyne.ClockEdges (FWOCT k-clock edges).
 type ClockEdges int32
@@ -86,8 +118,9 @@ const (
 	FFTLogMagnitude
 )
 
-// InfiniteAcquisition is ADQ_INFINITE_NOF_RECORDS.
-const InfiniteAcquisition = int64(C.ADQ_INFINITE_NOF_RECORDS)
+// InfiniteAcquisition is the records per acquisition that means "no end"
+// (vortex's value); the board is given the header's ADQ_INFINITE_NOF_RECORDS.
+const InfiniteAcquisition = int64(-1)
 
 // BytesPerSample is the size of one sample in a transfer buffer.
 const BytesPerSample = 2
@@ -145,6 +178,7 @@ type Board struct {
 	mu       sync.Mutex
 	cu       uintptr
 	p        *params // ADQParameters in C memory (libadq writes the buffer addresses into it), through the layout table
+	ul       int     // the header's ADQ_USER_LOGIC2: the FWOCT registers' user logic
 	info     Info
 	channels []int
 	started  bool
@@ -170,8 +204,11 @@ func Open(boardIndex int) (*Board, error) {
 			b.release()
 		}
 	}()
-	C.vg_enable_error_trace(C.uintptr_t(cu))
-	var list *C.vg_adq_info_entry
+	lay := currentLayout()
+	if level, err := lay.Constant(cLogLevelInfo); err == nil { // the trace is a help, not a need: none without the level
+		C.vg_enable_error_trace(C.uintptr_t(cu), C.uint(level))
+	}
+	var list unsafe.Pointer
 	var n C.uint
 	if C.vg_list_devices(C.uintptr_t(cu), &list, &n) == 0 {
 		return nil, driverErr("unable to list devices")
@@ -182,15 +219,26 @@ func Open(boardIndex int) (*Board, error) {
 	if C.vg_setup_device(C.uintptr_t(cu), C.int(boardIndex)) == 0 {
 		return nil, driverErr("unable to set up device %d", boardIndex)
 	}
-	lay := currentLayout()
+	top, err := lay.Constant(cParameterIDTop)
+	if err != nil {
+		return nil, err
+	}
+	ul, err := lay.Constant(cUserLogic2)
+	if err != nil {
+		return nil, err
+	}
+	b.ul = int(ul)
 	b.p = &params{base: C.calloc(1, C.size_t(lay.Size)), lay: lay}
 	if b.p.base == nil {
 		return nil, driverErr("unable to allocate device parameters (%d bytes)", lay.Size)
 	}
-	// the transfer buffers: as many as the structure holds, and the P2P status reports
-	b.info = Info{BoardIndex: boardIndex, DeviceNumber: boardIndex + 1,
-		BufferCount: min(lay.Count(fRecordBuffer, 1), int(C.ADQ_MAX_NOF_BUFFERS)), HugepageBytes: 1 << 30}
-	got := int(C.vg_initialize_parameters(C.uintptr_t(cu), C.int(b.info.DeviceNumber), b.p.base))
+	// the transfer buffers: as many as the structure holds and the P2P status reports
+	count := min(lay.Count(fRecordBuffer, 1), lay.Structures[sP2pStatus].Fields[mCompleted].Dims[1].Count)
+	if m, err := lay.Constant(cMaxNofBuffers); err == nil && m > 0 {
+		count = min(count, int(m))
+	}
+	b.info = Info{BoardIndex: boardIndex, DeviceNumber: boardIndex + 1, BufferCount: count, HugepageBytes: 1 << 30}
+	got := int(C.vg_initialize_parameters(C.uintptr_t(cu), C.int(b.info.DeviceNumber), C.int(top), b.p.base))
 	if got < 0 {
 		return nil, driverErr("unable to allocate device parameters: %d", got)
 	}
@@ -203,13 +251,13 @@ func Open(boardIndex int) (*Board, error) {
 		return nil, err
 	}
 	if b.p.has(fMemoryOwner) {
-		_ = b.p.setInt(fMemoryOwner, C.ADQ_MEMORY_OWNER_API)
+		_ = b.p.setEnum(fMemoryOwner, cMemoryOwnerAPI)
 	} else {
 		_ = b.p.setInt(fRecordsToHost, 1) // ADQAPI < 10: the API allocates the buffers in host RAM
 	}
 	_ = b.p.setInt(fPacked, 1)    // every channel of a buffer index back to back (vortex's layout)
 	_ = b.p.setInt(fWriteLock, 1) // the board never writes a buffer the host holds
-	_ = b.p.setInt(fMarkerMode, C.ADQ_MARKER_MODE_HOST_MANUAL)
+	_ = b.p.setEnum(fMarkerMode, cMarkerHostManual)
 	if b.p.err != nil {
 		return nil, b.p.err
 	}
@@ -305,14 +353,14 @@ func (b *Board) Running() bool {
 
 func (b *Board) readRegister(reg uint32) (uint32, error) {
 	var v C.uint32_t
-	if rc := C.vg_read_register(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), C.uint32_t(reg), &v); rc != C.ADQ_EOK {
+	if rc := C.vg_read_register(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), C.int(b.ul), C.uint32_t(reg), &v); rc != C.ADQ_EOK {
 		return 0, driverErr("failed to read register %d: %d", reg, int(rc))
 	}
 	return uint32(v), nil
 }
 
 func (b *Board) writeRegister(reg, data uint32) error {
-	if rc := C.vg_write_register(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), C.uint32_t(reg), 0, C.uint32_t(data)); rc != C.ADQ_EOK {
+	if rc := C.vg_write_register(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), C.int(b.ul), C.uint32_t(reg), 0, C.uint32_t(data)); rc != C.ADQ_EOK {
 		return driverErr("failed to write to value %d to register %d with mask %d: %d", data, reg, 0, int(rc))
 	}
 	return nil
@@ -323,8 +371,8 @@ func (b *Board) ConfigureSamplingClock(samplingHz, referenceHz float64, gen Cloc
 	p := b.p
 	_ = p.setFloat(fSamplingFrequency, samplingHz)
 	_ = p.setFloat(fReferenceFrequency, referenceHz)
-	_ = p.setInt(fClockGenerator, int64(gen))
-	_ = p.setInt(fReferenceSource, int64(ref))
+	_ = p.setEnum(fClockGenerator, p.enumName(clockNames[gen], "clock generator", int64(gen)))
+	_ = p.setEnum(fReferenceSource, p.enumName(referenceNames[ref], "clock reference source", int64(ref)))
 	_ = p.setFloat(fDelayAdjustment, delay)
 	_ = p.setInt(fDelayAdjustmentOn, int64(b2u(delay != 0)))
 	_ = p.setInt(fLowJitter, int64(b2u(lowJitter)))
@@ -336,14 +384,22 @@ func (b *Board) ConfigureSamplingClock(samplingHz, referenceHz float64, gen Cloc
 func (b *Board) ConfigureTriggerSource(src TriggerSource, periodicHz float64, offsetSamples int64, skip int32) error {
 	p := b.p
 	defer p.keepErr()() // this method returns its own refusals
+	name, ok := triggerNames[src]
+	if !ok {
+		return fmt.Errorf("%w: trigger source %d is none of TriggerPortTrig, TriggerPortSync, TriggerPortGPIO, TriggerPeriodic", ErrInvalid, src)
+	}
+	value, err := p.lay.Constant(name)
+	if err != nil {
+		return err
+	}
 	errs := []error{p.setFloat(fPeriodicFrequency, periodicHz)}
-	blocking := int64(C.ADQ_FUNCTION_INVALID)
+	blocking := cFunctionInvalid
 	if skip > 1 {
-		blocking = C.ADQ_FUNCTION_PATTERN_GENERATOR0
+		blocking = cFunctionPG0
 	}
 	for ch := 0; ch < b.info.ChannelCount; ch++ {
-		errs = append(errs, p.setInt(fHorizontalOffset, offsetSamples, ch), p.setInt(fTriggerSource, int64(src), ch),
-			p.setInt(fTriggerBlocking, blocking, ch))
+		errs = append(errs, p.setInt(fHorizontalOffset, offsetSamples, ch), p.setInt(fTriggerSource, value, ch),
+			p.setEnum(fTriggerBlocking, blocking, ch))
 	}
 	if skip <= 1 {
 		errs = append(errs, p.setInt(fPGNofInstructions, 0, 0))
@@ -354,7 +410,7 @@ func (b *Board) ConfigureTriggerSource(src TriggerSource, periodicHz float64, of
 	}
 	errs = append(errs, p.setInt(fPGNofInstructions, 2, 0))
 	for i, ins := range []struct{ count, out int64 }{{1, 0}, {int64(skip) - 1, 1}} {
-		errs = append(errs, p.setInt(fPGOp, C.ADQ_PATTERN_GENERATOR_OPERATION_EVENT, 0, i), p.setInt(fPGSource, int64(src), 0, i),
+		errs = append(errs, p.setEnum(fPGOp, cPGOperationEvent, 0, i), p.setInt(fPGSource, value, 0, i),
 			p.setInt(fPGCount, ins.count, 0, i), p.setInt(fPGOutput, ins.out, 0, i), p.setInt(fPGOutputTransition, ins.out, 0, i))
 	}
 	return errors.Join(errs...)
@@ -366,7 +422,7 @@ func (b *Board) ConfigureTriggerSync(enable bool) error {
 	p := b.p
 	defer p.keepErr()() // this method returns its own refusals
 	if !enable {
-		return errors.Join(p.setInt(fDaisySource, C.ADQ_EVENT_SOURCE_INVALID), p.setInt(fSyncFunction, C.ADQ_FUNCTION_INVALID))
+		return errors.Join(p.setEnum(fDaisySource, cEventInvalid), p.setEnum(fSyncFunction, cFunctionInvalid))
 	}
 	if len(b.channels) == 0 {
 		return driverErr("no channels are active")
@@ -375,10 +431,10 @@ func (b *Board) ConfigureTriggerSync(enable bool) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(p.setInt(fDaisySource, src), p.setInt(fDaisyArm, C.ADQ_ARM_AT_ACQUISITION_START),
+	return errors.Join(p.setInt(fDaisySource, src), p.setEnum(fDaisyArm, cArmAtStart),
 		p.setInt(fDaisyResync, 1), p.setInt(fDaisyPosition, 0),
-		p.setInt(fSyncDirection, C.ADQ_DIRECTION_OUT), p.setInt(fSyncFunction, C.ADQ_FUNCTION_DAISY_CHAIN),
-		p.setInt(fSyncInvert, 0), p.setInt(fSyncImpedance, C.ADQ_IMPEDANCE_50_OHM))
+		p.setEnum(fSyncDirection, cDirectionOut), p.setEnum(fSyncFunction, cFunctionDaisyChain),
+		p.setInt(fSyncInvert, 0), p.setEnum(fSyncImpedance, cImpedance50))
 }
 
 // ConfigureCapture sets the active channels, record shape and transfer
@@ -386,13 +442,19 @@ func (b *Board) ConfigureTriggerSync(enable bool) error {
 func (b *Board) ConfigureCapture(mask uint32, samples int64, recordsPerBuffer int32, recordsPerAcquisition int64, testPattern bool, sampleSkip int64) {
 	p := b.p
 	b.channels = b.channels[:0]
+	records := recordsPerAcquisition
+	if records == InfiniteAcquisition {
+		v, err := p.lay.Constant(cInfiniteNofRecords)
+		records = v
+		_ = p.note(err)
+	}
 	for ch := 0; ch < b.info.ChannelCount; ch++ {
 		if mask&(1<<ch) == 0 {
 			_ = p.setInt(fNofRecords, 0, ch)
 			continue
 		}
 		b.channels = append(b.channels, ch)
-		_ = p.setInt(fNofRecords, recordsPerAcquisition, ch)
+		_ = p.setInt(fNofRecords, records, ch)
 		_ = p.setInt(fRecordLength, samples, ch)
 		_ = p.setFloat(fDCOffset, 0, ch)
 		_ = p.setInt(fSkipFactor, sampleSkip, ch)
@@ -401,11 +463,11 @@ func (b *Board) ConfigureCapture(mask uint32, samples int64, recordsPerBuffer in
 		_ = p.setInt(fRecordBufferSize, BytesPerSample*int64(recordsPerBuffer)*samples, ch)
 		_ = p.setInt(fMetadata, 0, ch)
 		_ = p.setInt(fNofBuffers, int64(b.info.BufferCount), ch)
-		pattern := int64(C.ADQ_TEST_PATTERN_SOURCE_DISABLE)
+		pattern := cTestPatternOff
 		if testPattern {
-			pattern = C.ADQ_TEST_PATTERN_SOURCE_TRIANGLE
+			pattern = cTestPatternTri
 		}
-		_ = p.setInt(fTestPattern, pattern, ch)
+		_ = p.setEnum(fTestPattern, pattern, ch)
 	}
 }
 
@@ -575,16 +637,22 @@ func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (unsafe.Poin
 		return nil, 0, driverErr("no channels are active")
 	}
 	deadline := time.Now().Add(timeout)
-	var st C.vg_adq_p2p_status
+	// struct ADQP2pStatus in C memory of the table's size, read through its offsets
+	lay := b.p.lay
+	st := view{C.calloc(1, C.size_t(lay.Structures[sP2pStatus].Size)), lay.Structures[sP2pStatus], sP2pStatus}
+	if st.base == nil {
+		return nil, 0, driverErr("unable to allocate the P2P status")
+	}
+	defer C.free(st.base)
 	for {
 		ms := max(time.Until(deadline).Milliseconds(), 0)
-		rc := C.vg_wait_p2p(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), &st, C.int(ms))
+		rc := C.vg_wait_p2p(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), st.base, C.int(ms))
 		if rc == C.ADQ_EAGAIN {
-			var o C.int32_t
-			if C.vg_overflow(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), &o) != 0 {
-				return nil, 0, driverErr("unable to query device overflow status after a timeout for buffer %d", index)
+			over, err := b.overflow()
+			if err != nil {
+				return nil, 0, driverErr("unable to query device overflow status after a timeout for buffer %d: %v", index, err)
 			}
-			if o != 0 {
+			if over {
 				return nil, 0, fmt.Errorf("%w: hardware buffer overflow at buffer %d", ErrOverflow, index)
 			}
 			return nil, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)
@@ -594,10 +662,17 @@ func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (unsafe.Poin
 		}
 		ready := true
 		for _, ch := range b.channels {
-			c := &st.channel[ch]
+			n, err := st.getInt(mNofCompleted, ch)
+			if err != nil {
+				return nil, 0, err
+			}
 			found := false
-			for k := 0; k < int(c.nof_completed_buffers); k++ {
-				found = found || int(c.completed_buffers[k]) == index
+			for k := 0; k < int(n) && !found; k++ {
+				v, err := st.getInt(mCompleted, ch, k)
+				if err != nil {
+					return nil, 0, err
+				}
+				found = int(v) == index
 			}
 			ready = ready && found
 		}
@@ -612,6 +687,31 @@ func (b *Board) WaitAndLockBuffer(index int, timeout time.Duration) (unsafe.Poin
 			return nil, 0, fmt.Errorf("%w: acquisition timeout for buffer %d", ErrWaitTimeout, index)
 		}
 	}
+}
+
+// overflow reads ADQ_GetStatus(ADQ_STATUS_ID_OVERFLOW) into struct
+// ADQOverflowStatus (C memory of the table's size, through its offsets).
+func (b *Board) overflow() (bool, error) {
+	lay := b.p.lay
+	st := lay.Structures[sOverflow]
+	if st == nil {
+		return false, fmt.Errorf("%w: the installed ADQAPI %d.%d's header declares no struct ADQOverflowStatus (layout table %s)",
+			ErrLayout, lay.APIVersion.Major, lay.APIVersion.Minor, lay.Path)
+	}
+	id, err := lay.Constant(cStatusIDOverflow)
+	if err != nil {
+		return false, err
+	}
+	v := view{C.calloc(1, C.size_t(st.Size)), st, sOverflow}
+	if v.base == nil {
+		return false, errors.New("unable to allocate the overflow status")
+	}
+	defer C.free(v.base)
+	if rc := int(C.vg_get_status(C.uintptr_t(b.cu), C.int(b.info.DeviceNumber), C.int(id), v.base)); rc != st.Size {
+		return false, fmt.Errorf("ADQ_GetStatus returned %d, expected the structure's %d bytes", rc, st.Size)
+	}
+	o, err := v.getInt(mOverflow)
+	return o != 0, err
 }
 
 // UnlockBuffer hands transfer buffer index back to the board (vortex's unlock_buffer).
@@ -637,15 +737,25 @@ func Enumerate() ([]DeviceInfo, error) {
 		return nil, driverErr("failed to create ADQ API handle")
 	}
 	defer C.vg_destroy(cu)
-	var list *C.vg_adq_info_entry
+	var list unsafe.Pointer
 	var n C.uint
 	if C.vg_list_devices(cu, &list, &n) == 0 {
 		return nil, driverErr("ADQ ListDevices() failed.")
 	}
+	// ADQInfoListEntry[n], each entry the table's size, read through its offsets
+	st := currentLayout().Structures[sInfoList]
 	out := make([]DeviceInfo, int(n))
-	entries := unsafe.Slice(list, int(n))
 	for i := range out {
-		out[i] = DeviceInfo{ProductID: int(entries[i].ProductID), DevFile: C.GoString(&entries[i].DevFile[0])}
+		e := view{unsafe.Add(list, i*st.Size), st, sInfoList}
+		pid, err := e.getInt(mProductID)
+		if err != nil {
+			return nil, err
+		}
+		dev, err := e.getString(mDevFile)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = DeviceInfo{ProductID: int(pid), DevFile: dev}
 	}
 	return out, nil
 }

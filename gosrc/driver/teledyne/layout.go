@@ -70,13 +70,99 @@ type Version struct {
 
 // Layout is the layout table of struct ADQParameters: its size, the ADQAPI
 // revision the header declares, and the fields the driver uses, under the
-// driver's names (nil: the header has no such field).
+// driver's names (nil: the header has no such field); the values of the
+// enumeration constants and macros the driver writes or passes (Constants,
+// nil: the header defines no such name; ConstantNames: the header's
+// spelling where it is not the key's) and the layouts of the small fixed
+// structures passed by pointer (Structures: ADQInfoListEntry, ADQP2pStatus,
+// ADQOverflowStatus; nil: the header declares none).
 type Layout struct {
-	Path       string            `json:"-"`
-	Header     string            `json:"header"`
-	APIVersion Version           `json:"api_version"`
-	Size       int               `json:"size"`
-	Fields     map[string]*Field `json:"fields"`
+	Path          string             `json:"-"`
+	Header        string             `json:"header"`
+	APIVersion    Version            `json:"api_version"`
+	Size          int                `json:"size"`
+	Fields        map[string]*Field  `json:"fields"`
+	Constants     map[string]*int64  `json:"constants"`
+	ConstantNames map[string]string  `json:"constant_names"`
+	Structures    map[string]*Struct `json:"structures"`
+}
+
+// Struct is the layout of one small fixed structure: the C type the header
+// names, its size and the members the driver reads.
+type Struct struct {
+	Type   string            `json:"type"`
+	Size   int               `json:"size"`
+	Fields map[string]*Field `json:"fields"`
+}
+
+// The fixed structures and their members the driver reads (the
+// generator's STRUCTURES), with the kind each must be.
+const (
+	sInfoList     = "ADQInfoListEntry"
+	sP2pStatus    = "ADQP2pStatus"
+	sOverflow     = "ADQOverflowStatus"
+	mProductID    = "ProductID"
+	mDevFile      = "DevFile"
+	mNofCompleted = "channel[].nof_completed_buffers"
+	mCompleted    = "channel[].completed_buffers[]"
+	mOverflow     = "overflow"
+)
+
+var structSpecs = map[string]map[string]string{
+	sInfoList:  {mProductID: "int", mDevFile: "string"},
+	sP2pStatus: {mNofCompleted: "int", mCompleted: "int"},
+	sOverflow:  {mOverflow: "int"},
+}
+
+// The constants the driver takes from the table (the generator's
+// CONSTANTS), each with what needs it (for the refusal when the header
+// lacks it). ADQAPI's return codes (ADQ_EOK, ADQ_EAGAIN, ADQ_EINTERRUPTED,
+// ADQ_ENOTREADY) are not among them: ADQAPI documents them as stable return
+// values, and the driver compiles them in (adq.h).
+const (
+	cParameterIDTop     = "ADQ_PARAMETER_ID_TOP"
+	cStatusIDOverflow   = "ADQ_STATUS_ID_OVERFLOW"
+	cUserLogic2         = "ADQ_USER_LOGIC2"
+	cLogLevelInfo       = "LOG_LEVEL_INFO"
+	cMaxNofBuffers      = "ADQ_MAX_NOF_BUFFERS"
+	cInfiniteNofRecords = "ADQ_INFINITE_NOF_RECORDS"
+	cEventInvalid       = "ADQ_EVENT_SOURCE_INVALID"
+	cEventTrig          = "ADQ_EVENT_SOURCE_TRIG"
+	cEventSync          = "ADQ_EVENT_SOURCE_SYNC"
+	cEventGPIOA0        = "ADQ_EVENT_SOURCE_GPIOA0"
+	cEventPeriodic      = "ADQ_EVENT_SOURCE_PERIODIC"
+	cClockInternalPLL   = "ADQ_CLOCK_GENERATOR_INTERNAL_PLL"
+	cClockExternal      = "ADQ_CLOCK_GENERATOR_EXTERNAL_CLOCK"
+	cRefInternal        = "ADQ_REFERENCE_CLOCK_SOURCE_INTERNAL"
+	cRefPortCLK         = "ADQ_REFERENCE_CLOCK_SOURCE_PORT_CLK"
+	cRefPXIE10M         = "ADQ_REFERENCE_CLOCK_SOURCE_PXIE_10M"
+	cFunctionInvalid    = "ADQ_FUNCTION_INVALID"
+	cFunctionPG0        = "ADQ_FUNCTION_PATTERN_GENERATOR0"
+	cFunctionDaisyChain = "ADQ_FUNCTION_DAISY_CHAIN"
+	cPGOperationEvent   = "ADQ_PATTERN_GENERATOR_OPERATION_EVENT"
+	cTestPatternOff     = "ADQ_TEST_PATTERN_SOURCE_DISABLE"
+	cTestPatternTri     = "ADQ_TEST_PATTERN_SOURCE_TRIANGLE"
+	cMarkerHostManual   = "ADQ_MARKER_MODE_HOST_MANUAL"
+	cMemoryOwnerAPI     = "ADQ_MEMORY_OWNER_API"
+	cMemoryOwnerUser    = "ADQ_MEMORY_OWNER_USER"
+	cDirectionOut       = "ADQ_DIRECTION_OUT"
+	cImpedance50        = "ADQ_IMPEDANCE_50_OHM"
+	cArmAtStart         = "ADQ_ARM_AT_ACQUISITION_START"
+)
+
+var constantNeeds = map[string]string{
+	cParameterIDTop: "opening a board (ADQ_InitializeParameters)", cStatusIDOverflow: "reading the overflow status",
+	cUserLogic2: "the FWOCT registers (user logic 2)", cLogLevelInfo: "the error trace",
+	cMaxNofBuffers: "", cInfiniteNofRecords: "an infinite acquisition",
+	cEventInvalid: "disabling trigger sync", cEventTrig: "the TRIG port trigger", cEventSync: "the SYNC port trigger",
+	cEventGPIOA0: "the GPIO trigger", cEventPeriodic: "the periodic trigger",
+	cClockInternalPLL: "the internal PLL clock", cClockExternal: "the external clock",
+	cRefInternal: "the internal reference clock", cRefPortCLK: "the CLK port reference clock",
+	cRefPXIE10M: "the PXIe 10 MHz reference clock",
+	cFunctionInvalid: "trigger skipping and trigger sync settings", cFunctionPG0: trigSkip, cFunctionDaisyChain: trigSync,
+	cPGOperationEvent: trigSkip, cTestPatternOff: nTestPt, cTestPatternTri: nTestPt,
+	cMarkerHostManual: "opening a board (the transfer's marker mode)", cMemoryOwnerAPI: "ADQAPI-owned transfer buffers",
+	cMemoryOwnerUser: "", cDirectionOut: trigSync, cImpedance50: trigSync, cArmAtStart: trigSync,
 }
 
 // fieldSpec is what the driver expects of a field: its kind, whether every
@@ -87,11 +173,17 @@ type fieldSpec struct {
 	required bool
 	neutral  float64
 	needs    string
+	// neutralConst: for a field holding an enumeration, the constant that
+	// means "not used" (writing it to a missing field is no change)
+	neutralConst string
 }
 
 func req(kind string) fieldSpec { return fieldSpec{kind: kind, required: true} }
 func opt(kind string, neutral float64, needs string) fieldSpec {
 	return fieldSpec{kind: kind, neutral: neutral, needs: needs}
+}
+func optEnum(neutral, needs string) fieldSpec {
+	return fieldSpec{kind: "int", neutral: math.NaN(), neutralConst: neutral, needs: needs}
 }
 
 // The fields the driver reads and writes (board.go), under the generator's
@@ -155,12 +247,12 @@ var specs = map[string]fieldSpec{
 	fReferenceFrequency: req("float"), fDelayAdjustment: req("float"), fDelayAdjustmentOn: req("int"), fLowJitter: req("int"),
 	fPeriodicFrequency: req("float"),
 	fHorizontalOffset:  req("int"), fRecordLength: req("int"), fNofRecords: req("int"), fTriggerSource: req("int"),
-	fTriggerBlocking: opt("int", 0, trigSkip),
-	fDCOffset:        opt("float", 0, "a DC offset"), fSkipFactor: opt("int", 1, nSampleSkip), fTestPattern: opt("int", 0, nTestPt),
+	fTriggerBlocking: optEnum(cFunctionInvalid, trigSkip),
+	fDCOffset:        opt("float", 0, "a DC offset"), fSkipFactor: opt("int", 1, nSampleSkip), fTestPattern: optEnum(cTestPatternOff, nTestPt),
 	fPGNofInstructions: opt("int", 0, trigSkip), fPGCount: opt("int", 0, trigSkip), fPGOp: opt("int", 0, trigSkip),
 	fPGSource: opt("int", 0, trigSkip), fPGOutput: opt("int", 0, trigSkip), fPGOutputTransition: opt("int", 0, trigSkip),
-	fDaisySource: opt("int", 0, trigSync), fDaisyArm: opt("int", 0, trigSync), fDaisyResync: opt("int", 0, trigSync),
-	fDaisyPosition: opt("int", 0, trigSync), fSyncDirection: opt("int", 0, trigSync), fSyncFunction: opt("int", 0, trigSync),
+	fDaisySource: optEnum(cEventInvalid, trigSync), fDaisyArm: opt("int", 0, trigSync), fDaisyResync: opt("int", 0, trigSync),
+	fDaisyPosition: opt("int", 0, trigSync), fSyncDirection: opt("int", 0, trigSync), fSyncFunction: optEnum(cFunctionInvalid, trigSync),
 	fSyncInvert: opt("int", 0, trigSync), fSyncImpedance: opt("int", 0, trigSync),
 	fMemoryOwner: opt("int", 0, "ADQAPI-owned transfer buffers"), fRecordsToHost: opt("int", 0, "ADQAPI-owned transfer buffers"),
 	fPacked: req("int"), fWriteLock: req("int"), fMarkerMode: req("int"),
@@ -194,20 +286,47 @@ func (l *Layout) check() error {
 	if l.Size <= 0 || l.Fields == nil {
 		return bad("no structure size or no fields: not a table of the generator's (%s)", layoutHowTo)
 	}
-	for name, f := range l.Fields {
-		if f == nil {
-			continue
+	if l.Constants == nil || l.Structures == nil {
+		return bad("no constants or no structures: a table of an older generator; make it again (%s)", layoutHowTo)
+	}
+	if err := checkExtents(l.Fields, l.Size, ""); err != nil {
+		return bad("%v", err)
+	}
+	for name := range constantNeeds {
+		if _, ok := l.Constants[name]; !ok {
+			return bad("the table lists no constant %s: not a table of this generator's (%s)", name, layoutHowTo)
 		}
-		end := f.Offset + f.Size
-		for _, d := range f.Dims {
-			if d.Count <= 0 || d.Stride < f.Size {
-				return bad("field %s: array of %d elements %d bytes apart", name, d.Count, d.Stride)
+	}
+	for sname, members := range structSpecs {
+		st := l.Structures[sname]
+		if st == nil {
+			if sname == sOverflow {
+				continue // only the overflow report needs it
 			}
-			end += (d.Count - 1) * d.Stride
+			return bad("the header declares no %s, which the driver needs", sname)
 		}
-		if f.Offset < 0 || f.Size <= 0 || end > l.Size {
-			return bad("field %s (bytes %d..%d) lies outside the %d-byte structure", name, f.Offset, end, l.Size)
+		if st.Size <= 0 {
+			return bad("structure %s has no size", sname)
 		}
+		if err := checkExtents(st.Fields, st.Size, sname+"."); err != nil {
+			return bad("%v", err)
+		}
+		for m, kind := range members {
+			f := st.Fields[m]
+			if f == nil {
+				return bad("the header's %s has no member %s, which the driver needs", sname, m)
+			}
+			ok := f.Kind == kind || (kind == "int" && f.Kind == "uint")
+			if kind == "int" {
+				ok = ok && (f.Size == 1 || f.Size == 2 || f.Size == 4 || f.Size == 8)
+			}
+			if !ok {
+				return bad("member %s.%s is a %d-byte %s, the driver expects a %s", sname, m, f.Size, f.Kind, kind)
+			}
+		}
+	}
+	if p := l.Structures[sP2pStatus]; p != nil && len(p.Fields[mCompleted].Dims) != 2 {
+		return bad("member %s.%s is not an array of arrays", sP2pStatus, mCompleted)
 	}
 	for name, s := range specs {
 		f := l.Fields[name]
@@ -236,6 +355,40 @@ func (l *Layout) check() error {
 		return bad("the header has neither %s (ADQAPI >= 10) nor %s (< 10)", fMemoryOwner, fRecordsToHost)
 	}
 	return nil
+}
+
+// checkExtents checks that every field lies within a size-byte structure.
+func checkExtents(fields map[string]*Field, size int, prefix string) error {
+	for name, f := range fields {
+		if f == nil {
+			continue
+		}
+		end := f.Offset + f.Size
+		for _, d := range f.Dims {
+			if d.Count <= 0 || d.Stride < f.Size {
+				return fmt.Errorf("field %s%s: array of %d elements %d bytes apart", prefix, name, d.Count, d.Stride)
+			}
+			end += (d.Count - 1) * d.Stride
+		}
+		if f.Offset < 0 || f.Size <= 0 || end > size {
+			return fmt.Errorf("field %s%s (bytes %d..%d) lies outside the %d-byte structure", prefix, name, f.Offset, end, size)
+		}
+	}
+	return nil
+}
+
+// Constant is the value the header gives name (one of the generator's
+// CONSTANTS); an error wrapping ErrLayout when the header defines none.
+func (l *Layout) Constant(name string) (int64, error) {
+	if v := l.Constants[name]; v != nil {
+		return *v, nil
+	}
+	needs := constantNeeds[name]
+	if needs == "" {
+		needs = "this setting"
+	}
+	return 0, fmt.Errorf("%w: the installed ADQAPI %d.%d's header defines no %s (layout table %s): %s is not available",
+		ErrLayout, l.APIVersion.Major, l.APIVersion.Minor, name, l.Path, needs)
 }
 
 // Count is the element count of the dim-th array on field name's path (0
@@ -370,7 +523,11 @@ func (p *params) getInt(name string, idx ...int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	b := p.bytes()[off : off+f.Size]
+	return decodeInt(p.bytes()[off:off+f.Size], f, name)
+}
+
+// decodeInt reads an integer member of f's size and kind from b.
+func decodeInt(b []byte, f *Field, name string) (int64, error) {
 	var u uint64
 	switch f.Size {
 	case 1:
@@ -389,6 +546,77 @@ func (p *params) getInt(name string, idx ...int) (int64, error) {
 		return int64(u<<shift) >> shift, nil
 	}
 	return int64(u), nil
+}
+
+// setEnum writes the header's value of constant cname to an enumeration
+// field. Writing the field's "not used" constant to a field the ADQAPI
+// lacks is no change; a constant the header lacks is refused (ErrLayout).
+func (p *params) setEnum(name, cname string, idx ...int) error {
+	if !p.has(name) {
+		if s, ok := specs[name]; ok && !s.required && s.neutralConst == cname {
+			return nil
+		}
+		return p.note(p.missing(name))
+	}
+	v, err := p.lay.Constant(cname)
+	if err != nil {
+		return p.note(err)
+	}
+	return p.setInt(name, v, idx...)
+}
+
+// enumName is cname, or, when v has no ADQAPI name (""), a refusal kept
+// for CommitConfiguration and a name no table holds.
+func (p *params) enumName(cname, what string, v int64) string {
+	if cname == "" {
+		_ = p.note(fmt.Errorf("%w: %s %d has no ADQAPI name", ErrInvalid, what, v))
+		return "(none)"
+	}
+	return cname
+}
+
+// view is one of the small fixed structures (Layout.Structures) in C
+// memory, read through its table offsets.
+type view struct {
+	base unsafe.Pointer
+	st   *Struct
+	name string
+}
+
+// at is the offset of member m's element idx, bounds-checked.
+func (v view) at(m string, idx ...int) (*Field, int, error) {
+	f := v.st.Fields[m]
+	if f == nil || len(idx) != len(f.Dims) {
+		return nil, 0, fmt.Errorf("%w: %s has no member %s of %d indices", ErrLayout, v.name, m, len(idx))
+	}
+	off := f.Offset
+	for i, d := range f.Dims {
+		if idx[i] < 0 || idx[i] >= d.Count {
+			return nil, 0, fmt.Errorf("%w: index %d of %s.%s out of range [0, %d)", ErrInvalid, idx[i], v.name, m, d.Count)
+		}
+		off += idx[i] * d.Stride
+	}
+	return f, off, nil
+}
+
+func (v view) getInt(m string, idx ...int) (int64, error) {
+	f, off, err := v.at(m, idx...)
+	if err != nil {
+		return 0, err
+	}
+	return decodeInt(unsafe.Slice((*byte)(unsafe.Add(v.base, off)), f.Size), f, v.name+"."+m)
+}
+
+func (v view) getString(m string) (string, error) {
+	f, off, err := v.at(m)
+	if err != nil {
+		return "", err
+	}
+	b := unsafe.Slice((*byte)(unsafe.Add(v.base, off)), f.Size)
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b), nil
 }
 
 // setFloat writes a float or double field.

@@ -24,6 +24,7 @@ func testLayout() *Layout {
 		"a.name":      {Name: "a.name", Offset: 64, Size: 8, Kind: "string"},
 		"a.buf[][]":   {Name: "a.buf[][]", Offset: 72, Size: 8, Kind: "pointer", Dims: []Dim{{Count: 2, Stride: 24}, {Count: 3, Stride: 8}}},
 		fDaisySource:  nil,
+		fMetadata:     nil,
 		fSkipFactor:   nil,
 		fProductName:  nil,
 		"a.offlimits": {Name: "a.offlimits", Offset: 124, Size: 8, Kind: "int"},
@@ -49,8 +50,8 @@ func TestParamsAccessors(t *testing.T) {
 		{"a.ch[].i64", []int{2}, -1 << 40, ""},
 		{"a.ch[].i64", []int{3}, 1, "index 3 of field a.ch[].i64 out of range [0, 3)"},
 		{"a.ch[].i64", nil, 1, "takes 1 indices, given 0"},
-		{fDaisySource, nil, 0, ""}, // missing, the "not used" value: no change
-		{fDaisySource, nil, 9, "has no ADQParameters field function.daisy_chain.source (layout table test.json): trigger sync"},
+		{fMetadata, nil, 0, ""}, // missing, the "not used" value: no change
+		{fDaisySource, nil, 0, "has no ADQParameters field function.daisy_chain.source (layout table test.json): trigger sync"},
 		{fSkipFactor, []int{0}, 1, ""},
 		{fSkipFactor, []int{0}, 2, "sample skipping is not available"},
 		{"a.offlimits", nil, 1, "outside the 128-byte structure"},

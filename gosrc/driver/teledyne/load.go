@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/driver/instrument"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
@@ -84,6 +85,10 @@ var libraryNames = []string{"libadq.so", "libadq.so.0"}
 // tab is the shim's function table (shim.c).
 var tab = C.vg_adq_table()
 
+// slot is a field of tab as dl's destination (the fields are adq.h's typed
+// function pointers, each a pointer in C).
+func slot(field unsafe.Pointer) *unsafe.Pointer { return (*unsafe.Pointer)(field) }
+
 // loader declares libadq: its candidates, the functions the shim calls and
 // ADQAPI's revision check.
 var loader = &dl.Loader{
@@ -103,21 +108,21 @@ var loader = &dl.Loader{
 		return nil
 	},
 	Symbols: []dl.Symbol{
-		{Name: "ADQAPI_ValidateVersion", Dst: dl.Func(&tab.validate_version)},
-		{Name: "CreateADQControlUnit", Dst: dl.Func(&tab.create)},
-		{Name: "DeleteADQControlUnit", Dst: dl.Func(&tab.destroy)},
-		{Name: "ADQControlUnit_EnableErrorTrace", Dst: dl.Func(&tab.enable_error_trace)},
-		{Name: "ADQControlUnit_ListDevices", Dst: dl.Func(&tab.list_devices)},
-		{Name: "ADQControlUnit_SetupDevice", Dst: dl.Func(&tab.setup_device)},
-		{Name: "ADQ_InitializeParameters", Dst: dl.Func(&tab.initialize_parameters)},
-		{Name: "ADQ_SetParameters", Dst: dl.Func(&tab.set_parameters)},
-		{Name: "ADQ_ReadUserRegister", Dst: dl.Func(&tab.read_user_register)},
-		{Name: "ADQ_WriteUserRegister", Dst: dl.Func(&tab.write_user_register)},
-		{Name: "ADQ_StartDataAcquisition", Dst: dl.Func(&tab.start)},
-		{Name: "ADQ_StopDataAcquisition", Dst: dl.Func(&tab.stop)},
-		{Name: "ADQ_WaitForP2pBuffers", Dst: dl.Func(&tab.wait_p2p)},
-		{Name: "ADQ_UnlockP2pBuffers", Dst: dl.Func(&tab.unlock_p2p)},
-		{Name: "ADQ_GetStatus", Dst: dl.Func(&tab.get_status)},
+		{Name: "ADQAPI_ValidateVersion", Dst: slot(unsafe.Pointer(&tab.validate_version))},
+		{Name: "CreateADQControlUnit", Dst: slot(unsafe.Pointer(&tab.create))},
+		{Name: "DeleteADQControlUnit", Dst: slot(unsafe.Pointer(&tab.destroy))},
+		{Name: "ADQControlUnit_EnableErrorTrace", Dst: slot(unsafe.Pointer(&tab.enable_error_trace))},
+		{Name: "ADQControlUnit_ListDevices", Dst: slot(unsafe.Pointer(&tab.list_devices))},
+		{Name: "ADQControlUnit_SetupDevice", Dst: slot(unsafe.Pointer(&tab.setup_device))},
+		{Name: "ADQ_InitializeParameters", Dst: slot(unsafe.Pointer(&tab.initialize_parameters))},
+		{Name: "ADQ_SetParameters", Dst: slot(unsafe.Pointer(&tab.set_parameters))},
+		{Name: "ADQ_ReadUserRegister", Dst: slot(unsafe.Pointer(&tab.read_user_register))},
+		{Name: "ADQ_WriteUserRegister", Dst: slot(unsafe.Pointer(&tab.write_user_register))},
+		{Name: "ADQ_StartDataAcquisition", Dst: slot(unsafe.Pointer(&tab.start))},
+		{Name: "ADQ_StopDataAcquisition", Dst: slot(unsafe.Pointer(&tab.stop))},
+		{Name: "ADQ_WaitForP2pBuffers", Dst: slot(unsafe.Pointer(&tab.wait_p2p))},
+		{Name: "ADQ_UnlockP2pBuffers", Dst: slot(unsafe.Pointer(&tab.unlock_p2p))},
+		{Name: "ADQ_GetStatus", Dst: slot(unsafe.Pointer(&tab.get_status))},
 	},
 }
 
