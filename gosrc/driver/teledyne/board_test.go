@@ -157,6 +157,15 @@ func TestTimeoutAndOverflow(t *testing.T) {
 	_, _, err = b.WaitAndLockBuffer(0, 20*time.Millisecond)
 	require.ErrorIs(t, err, teledyne.ErrWaitTimeout)
 	require.ErrorContains(t, err, "acquisition timeout for buffer 0")
+	src, err := b.RawInt(teledyne.FieldTriggerSource, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(teledyne.TriggerPeriodic), src, "this header's value is vortex's")
+	fn, err := b.RawInt(teledyne.FieldSyncFunction)
+	require.NoError(t, err)
+	require.Equal(t, int64(9), fn, "this header's ADQ_FUNCTION_DAISY_CHAIN")
+	nr, err := b.RawInt(teledyne.FieldNofRecords, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), nr)
 	// started, never unlocked: the board's 16 buffers fill, then its FIFO
 	// (64 MiB = 131072 records at 1 MHz: 0.13 s) overflows
 	require.NoError(t, b.StartCapture())
@@ -246,6 +255,19 @@ func TestLayoutCases(t *testing.T) {
 	data, err = json.Marshal(m)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(wrong, data, 0o644))
+	// the library's own table with its constants edited: one absent, one
+	// another value than the board's
+	edited := filepath.Join(t.TempDir(), "edited.json")
+	data, err = os.ReadFile(table)
+	require.NoError(t, err)
+	m = nil
+	require.NoError(t, json.Unmarshal(data, &m))
+	consts := m["constants"].(map[string]any)
+	consts["ADQ_FUNCTION_DAISY_CHAIN"] = nil
+	consts["ADQ_EVENT_SOURCE_PERIODIC"] = 5.0
+	data, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(edited, data, 0o644))
 	// a real-looking library: no table beside it, no variable
 	bare := t.TempDir()
 	for _, f := range []string{"libadq.so", "libvgvirtual.so"} {
@@ -259,6 +281,7 @@ func TestLayoutCases(t *testing.T) {
 	}{
 		{"Layout9", []string{teledyne.EnvLibrary + "=" + lib9}},
 		{"WrongSize", []string{teledyne.EnvLibrary + "=" + lib, teledyne.EnvLayout + "=" + wrong}},
+		{"EditedConstants", []string{teledyne.EnvLibrary + "=" + lib, teledyne.EnvLayout + "=" + edited}},
 		{"OtherRevisionTable", []string{teledyne.EnvLibrary + "=" + lib9, teledyne.EnvLayout + "=" + table}},
 		{"NoTable", []string{teledyne.EnvLibrary + "=" + filepath.Join(bare, "libadq.so")}},
 	} {
@@ -297,9 +320,22 @@ func TestChildLayout9(t *testing.T) {
 	require.Equal(t, 2, in.ChannelCount)
 	require.Equal(t, 16, in.BufferCount)
 
-	b.ConfigureSamplingClock(2.5e9, 10e6, teledyne.ClockInternalPLL, teledyne.ReferenceInternal, 0, true)
+	devs, err := teledyne.Enumerate()
+	require.NoError(t, err)
+	require.Equal(t, []teledyne.DeviceInfo{{ProductID: 0x31, DevFile: "/dev/vgadq0"}}, devs)
+
+	b.ConfigureSamplingClock(2.5e9, 10e6, teledyne.ClockInternalPLL, teledyne.ReferencePXIE10M, 0, true)
 	require.NoError(t, b.ConfigureTriggerSource(teledyne.TriggerPeriodic, 50e3, 0, 1))
 	b.ConfigureCapture(1, 256, 8, teledyne.InfiniteAcquisition, false, 1)
+	// the header's values, not the driver's: ADQ_EVENT_SOURCE_PERIODIC is 14
+	// in this header (vortex's TriggerPeriodic is 4, no event source here)
+	src, err := b.RawInt(teledyne.FieldTriggerSource, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(14), src)
+	require.Equal(t, teledyne.TriggerSource(4), teledyne.TriggerPeriodic)
+	ref, err := b.RawInt(teledyne.FieldReference)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), ref, "ADQ_CLOCK_REFERENCE_SOURCE_PXIE_10M, this header's spelling")
 	err = b.ConfigureTriggerSync(true)
 	require.ErrorIs(t, err, teledyne.ErrLayout)
 	require.ErrorContains(t, err, "has no ADQParameters field function.daisy_chain.source")
@@ -323,9 +359,60 @@ func TestChildLayout9(t *testing.T) {
 		require.NoError(t, b.UnlockBuffer(idx))
 	}
 	require.NoError(t, b.StopCapture())
+	// the overflow status through this header's struct ADQOverflowStatus
+	// (overflow at byte 12) and the P2P status (another member order)
+	configure9 := func(hz float64) {
+		require.NoError(t, b.ConfigureTriggerSource(teledyne.TriggerPeriodic, hz, 0, 1))
+		b.ConfigureCapture(1, 256, 8, teledyne.InfiniteAcquisition, false, 1)
+		require.NoError(t, b.CommitConfiguration())
+	}
+	configure9(1e6)
+	require.NoError(t, b.StartCapture())
+	for i := 0; i < 16; i++ {
+		_, _, err := b.WaitAndLockBuffer(i, time.Second)
+		require.NoError(t, err)
+	}
+	time.Sleep(300 * time.Millisecond) // the host falls behind
+	for i := 0; i < 16; i++ {
+		require.NoError(t, b.UnlockBuffer(i))
+	}
+	_, _, err = b.WaitAndLockBuffer(0, 200*time.Millisecond)
+	require.ErrorIs(t, err, teledyne.ErrOverflow)
+	require.NoError(t, b.StopCapture())
 	// sample skipping through the 4-byte skip factor: a bad one reaches the board
 	b.ConfigureCapture(1, 256, 8, teledyne.InfiniteAcquisition, false, 0)
 	require.ErrorIs(t, b.CommitConfiguration(), teledyne.ErrDriver)
+}
+
+// TestChildEditedConstants: the virtual board (its header's
+// ADQ_EVENT_SOURCE_PERIODIC is 4) with a table saying 5 and lacking
+// ADQ_FUNCTION_DAISY_CHAIN: the driver writes the table's value, which the
+// board refuses, and refuses trigger sync itself, naming the constant.
+func TestChildEditedConstants(t *testing.T) {
+	childOnly(t, "EditedConstants")
+	b, err := teledyne.Open(0)
+	require.NoError(t, err)
+	defer b.Close()
+	b.ConfigureSamplingClock(2.5e9, 10e6, teledyne.ClockInternalPLL, teledyne.ReferenceInternal, 0, true)
+	require.NoError(t, b.ConfigureTriggerSource(teledyne.TriggerPeriodic, 50e3, 0, 1))
+	b.ConfigureCapture(1, 256, 8, teledyne.InfiniteAcquisition, false, 1)
+	src, err := b.RawInt(teledyne.FieldTriggerSource, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), src)
+	err = b.ConfigureTriggerSync(true)
+	require.ErrorIs(t, err, teledyne.ErrLayout)
+	require.ErrorContains(t, err, "header defines no ADQ_FUNCTION_DAISY_CHAIN")
+	require.ErrorContains(t, err, "trigger sync")
+	require.NoError(t, b.ConfigureTriggerSync(false))
+	require.ErrorIs(t, b.CommitConfiguration(), teledyne.ErrDriver, "5 is no event source of the board's")
+	// the board's own value, through the TRIG port constant the table keeps
+	require.NoError(t, b.ConfigureTriggerSource(teledyne.TriggerPortTrig, 50e3, 0, 1))
+	require.NoError(t, b.CommitConfiguration())
+	// a value without an ADQAPI name
+	err = b.ConfigureTriggerSource(teledyne.TriggerSource(77), 50e3, 0, 1)
+	require.ErrorIs(t, err, teledyne.ErrInvalid)
+	b.ConfigureSamplingClock(2.5e9, 10e6, teledyne.ClockGenerator(7), teledyne.ReferenceInternal, 0, true)
+	require.ErrorContains(t, b.CommitConfiguration(), "clock generator 7 has no ADQAPI name")
 }
 
 func TestChildWrongSize(t *testing.T) {

@@ -158,7 +158,7 @@ var constantNeeds = map[string]string{
 	cEventGPIOA0: "the GPIO trigger", cEventPeriodic: "the periodic trigger",
 	cClockInternalPLL: "the internal PLL clock", cClockExternal: "the external clock",
 	cRefInternal: "the internal reference clock", cRefPortCLK: "the CLK port reference clock",
-	cRefPXIE10M: "the PXIe 10 MHz reference clock",
+	cRefPXIE10M:      "the PXIe 10 MHz reference clock",
 	cFunctionInvalid: "trigger skipping and trigger sync settings", cFunctionPG0: trigSkip, cFunctionDaisyChain: trigSync,
 	cPGOperationEvent: trigSkip, cTestPatternOff: nTestPt, cTestPatternTri: nTestPt,
 	cMarkerHostManual: "opening a board (the transfer's marker mode)", cMemoryOwnerAPI: "ADQAPI-owned transfer buffers",

@@ -195,3 +195,173 @@ func TestGeneratedLayouts(t *testing.T) {
 		})
 	}
 }
+
+func i64(v int64) *int64 { return &v }
+
+// TestSetEnum: an enumeration field gets the header's value of the
+// constant; a constant the header lacks and a field it lacks are refused,
+// except the field's "not used" constant to a missing field.
+func TestSetEnum(t *testing.T) {
+	buf := make([]byte, 128)
+	l := testLayout()
+	l.Fields[fTriggerSource] = &Field{Name: fTriggerSource, Offset: 4, Size: 4, Kind: "int", Dims: []Dim{{Count: 2, Stride: 16}}}
+	l.Constants = map[string]*int64{cEventPeriodic: i64(14), cEventTrig: i64(2), cEventSync: nil, cEventInvalid: nil}
+	for _, tc := range []struct {
+		name, field, constant string
+		want                  int64
+		err                   string
+	}{
+		{"present", fTriggerSource, cEventTrig, 2, ""},
+		{"different from vortex's", fTriggerSource, cEventPeriodic, 14, ""},
+		{"absent constant", fTriggerSource, cEventSync, 0,
+			"the installed ADQAPI 9.1's header defines no ADQ_EVENT_SOURCE_SYNC (layout table test.json): the SYNC port trigger is not available"},
+		{"missing field, its not-used constant", fDaisySource, cEventInvalid, 0, ""},
+		{"missing field, another constant", fDaisySource, cEventTrig, 0, "has no ADQParameters field function.daisy_chain.source"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &params{base: unsafe.Pointer(&buf[0]), lay: l}
+			idx := []int{}
+			if p.has(tc.field) {
+				idx = []int{1}
+			}
+			err := p.setEnum(tc.field, tc.constant, idx...)
+			if tc.err != "" {
+				require.ErrorIs(t, err, ErrLayout)
+				require.ErrorContains(t, err, tc.err)
+				require.Equal(t, err, p.err, "kept for CommitConfiguration")
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, p.err)
+			if p.has(tc.field) {
+				got, err := p.getInt(tc.field, 1)
+				require.NoError(t, err)
+				require.Equal(t, tc.want, got)
+			}
+		})
+	}
+}
+
+// TestEnumerationNames: each of the driver's exported values names an
+// ADQAPI constant the generator probes, and keeps vortex's value (the one
+// the public headers give that name, as the virtual board's header does).
+func TestEnumerationNames(t *testing.T) {
+	lib := virtualtest.Library(t, "libadq.so")
+	l, err := LoadLayout(filepath.Join(filepath.Dir(lib), LayoutFile))
+	require.NoError(t, err)
+	check := func(v int64, name string) {
+		require.Contains(t, constantNeeds, name)
+		got, err := l.Constant(name)
+		require.NoError(t, err, name)
+		require.Equal(t, got, v, name)
+	}
+	for v, name := range triggerNames {
+		require.Equal(t, name, HeaderName(v))
+		check(int64(v), name)
+	}
+	for v, name := range clockNames {
+		check(int64(v), name)
+	}
+	for v, name := range referenceNames {
+		check(int64(v), name)
+	}
+	check(InfiniteAcquisition, cInfiniteNofRecords)
+	require.Equal(t, "", HeaderName(TriggerSource(77)))
+}
+
+// TestLoadLayoutRefusesTables: constants and structures the table must hold.
+func TestLoadLayoutRefusesTables(t *testing.T) {
+	lib := virtualtest.Library(t, "libadq.so")
+	good, err := os.ReadFile(filepath.Join(filepath.Dir(lib), LayoutFile))
+	require.NoError(t, err)
+	st := func(m map[string]any, name string) map[string]any {
+		return m["structures"].(map[string]any)[name].(map[string]any)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(m map[string]any)
+		want string
+	}{
+		{"absent constants are fine", func(m map[string]any) { m["constants"].(map[string]any)[cEventPeriodic] = nil }, ""},
+		{"no overflow status is fine", func(m map[string]any) { m["structures"].(map[string]any)[sOverflow] = nil }, ""},
+		{"an older generator's table", func(m map[string]any) { delete(m, "constants") }, "a table of an older generator"},
+		{"a constant unlisted", func(m map[string]any) { delete(m["constants"].(map[string]any), cArmAtStart) },
+			"lists no constant ADQ_ARM_AT_ACQUISITION_START"},
+		{"no P2P status", func(m map[string]any) { m["structures"].(map[string]any)[sP2pStatus] = nil },
+			"declares no ADQP2pStatus, which the driver needs"},
+		{"a member missing", func(m map[string]any) { st(m, sInfoList)["fields"].(map[string]any)[mDevFile] = nil },
+			"ADQInfoListEntry has no member DevFile"},
+		{"a member outside", func(m map[string]any) { st(m, sOverflow)["size"] = 2.0 },
+			"field ADQOverflowStatus.overflow (bytes 0..4) lies outside the 2-byte structure"},
+		{"a member of another kind", func(m map[string]any) {
+			st(m, sP2pStatus)["fields"].(map[string]any)[mNofCompleted].(map[string]any)["kind"] = "float"
+		}, "member ADQP2pStatus.channel[].nof_completed_buffers is a 4-byte float, the driver expects a int"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(good, &m))
+			tc.edit(m)
+			data, err := json.Marshal(m)
+			require.NoError(t, err)
+			path := filepath.Join(t.TempDir(), "l.json")
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+			_, err = LoadLayout(path)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrLayout)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestGeneratedConstants checks the generator's constants and fixed
+// structures of the two virtual headers: present, absent, different.
+func TestGeneratedConstants(t *testing.T) {
+	lib := virtualtest.Library(t, "libadq.so")
+	for _, tc := range []struct {
+		dir        string
+		values     map[string]int64
+		absent     []string
+		aliases    map[string]string
+		p2pSize    int
+		nofKind    Field
+		overflowAt int
+	}{
+		{".", map[string]int64{cEventPeriodic: 4, cFunctionDaisyChain: 9, cArmAtStart: 1, cMemoryOwnerAPI: 0, cUserLogic2: 2,
+			cInfiniteNofRecords: -1, cMaxNofBuffers: 16, cParameterIDTop: 19, cRefPXIE10M: 3},
+			nil, nil, 8*40 + 8, Field{Name: mNofCompleted, Offset: 4, Size: 4, Kind: "int", Dims: []Dim{{8, 40}}}, 0},
+		{"adqapi9", map[string]int64{cEventPeriodic: 14, cUserLogic2: 2, cRefPXIE10M: 3, cMarkerHostManual: 1},
+			[]string{cFunctionDaisyChain, cArmAtStart, cMemoryOwnerAPI, cMemoryOwnerUser},
+			map[string]string{cUserLogic2: "USER_LOGIC_2", cRefInternal: "ADQ_CLOCK_REFERENCE_SOURCE_INTERNAL"},
+			8 + 8*48, Field{Name: mNofCompleted, Offset: 40, Size: 8, Kind: "int", Dims: []Dim{{8, 48}}}, 12},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			l, err := LoadLayout(filepath.Join(filepath.Dir(lib), tc.dir, LayoutFile))
+			require.NoError(t, err)
+			for name := range constantNeeds {
+				require.Contains(t, l.Constants, name, "the generator lists every constant the driver uses")
+			}
+			for name, v := range tc.values {
+				got, err := l.Constant(name)
+				require.NoError(t, err, name)
+				require.Equal(t, v, got, name)
+			}
+			for _, name := range tc.absent {
+				_, err := l.Constant(name)
+				require.ErrorIs(t, err, ErrLayout, name)
+				require.ErrorContains(t, err, "defines no "+name)
+			}
+			for k, v := range tc.aliases {
+				require.Equal(t, v, l.ConstantNames[k])
+			}
+			require.Equal(t, tc.p2pSize, l.Structures[sP2pStatus].Size)
+			require.Equal(t, tc.nofKind, *l.Structures[sP2pStatus].Fields[mNofCompleted])
+			require.Equal(t, 16, l.Structures[sP2pStatus].Fields[mCompleted].Dims[1].Count)
+			require.Equal(t, tc.overflowAt, l.Structures[sOverflow].Fields[mOverflow].Offset)
+			require.Equal(t, "ADQInfoListEntry", l.Structures[sInfoList].Type)
+			require.Equal(t, Field{Name: mDevFile, Offset: 20, Size: 64, Kind: "string", Dims: []Dim{}}, *l.Structures[sInfoList].Fields[mDevFile])
+		})
+	}
+}
