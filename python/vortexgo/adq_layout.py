@@ -9,7 +9,13 @@ structure's size and the ADQAPI revision the header declares. Teledyne's
 releases, so the table is generated on the user's machine from the user's
 header: this module writes a small C program of ``offsetof``/``sizeof``
 over the header, compiles and runs it with the system C compiler, and prints
-the table as JSON.
+the table as JSON. The same table holds the header's values of the
+enumeration constants and macros the driver writes or passes (``constants``,
+CONSTANTS) and the layouts of the small fixed structures it passes by
+pointer (``structures``, STRUCTURES: ``ADQInfoListEntry``, ``struct
+ADQP2pStatus``, ``struct ADQOverflowStatus``; ``ADQAPI.h`` is included too
+when it sits beside ``ADQAPI_definitions.h``), so the driver compiles in
+none of them.
 
 .. code-block:: text
 

@@ -16,7 +16,11 @@
 // through a layout table generated from the installed ADQAPI_definitions.h
 // (layout.go; $VORTEXGO_ADQ_LAYOUT, or adq_layout.json beside a library
 // loaded by path, as the virtual digitizer's): the driver compiles in no
-// structure. Load finds the table (none: an error wrapping ErrLayout that
+// structure. The same table gives the header's enumeration values (the
+// driver's TriggerSource etc. keep vortex's values and are translated when
+// written) and the layouts of ADQInfoListEntry, struct ADQP2pStatus and
+// struct ADQOverflowStatus; only ADQAPI's return codes are compiled in
+// (adq.h). Load finds the table (none: an error wrapping ErrLayout that
 // says how to make one) and checks the library's API revision as ADQAPI
 // asks of every program (ADQAPI_ValidateVersion with the table's revision):
 // another revision is refused (ErrIncompatible). Open refuses a library
@@ -24,7 +28,7 @@
 //
 // # Sources
 //
-// Function names and signatures, return codes and constants: ADQAPI's
+// Function names and signatures, return codes and constant names: ADQAPI's
 // public headers (ADQAPI.h, ADQAPI_definitions.h, as published with the SDK
 // and mirrored in public repositories) and the ADQ3 series user guide.
 // Behaviour, names and messages: vortex's driver
