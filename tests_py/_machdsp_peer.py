@@ -15,7 +15,8 @@ Faults (``fault``, from block write number ``at`` on): ``"framing"`` (a stray by
 the reply), ``"servo_error"`` (MsgError: UART Rx, invalid message), ``"silent"`` (no
 reply), ``"hangup"`` (the master closed: a cable pulled). ``mute = True`` makes the servo
 drop every request from then on (a servo that stopped answering), ``mute = False`` answers
-again; ``unknown`` counts requests of a type the servo does not know (bytes that were not a
+again; ``mute_after = n`` mutes it once it has received n requests (a servo that goes
+quiet part way through a configuration); ``unknown`` counts requests of a type the servo does not know (bytes that were not a
 request of this host: a stream another process corrupted).
 """
 
@@ -54,6 +55,7 @@ class Peer:
         self.streaming = False
         self.latched = (0, 0)
         self.mute = False
+        self.mute_after: Optional[int] = None
         self.unknown = 0
         self._reset_settings()
         self._closed = False
@@ -103,6 +105,8 @@ class Peer:
                 h = HEADER.unpack(self._read(HEADER.size))
                 payload = self._read(h[1]) if h[1] else b""
                 self.commands.append(h[0])
+                if self.mute_after is not None and len(self.commands) > self.mute_after:
+                    self.mute = True
                 if self.mute:
                     continue
                 if not self._handle(h, payload):

@@ -132,6 +132,35 @@ def test_ctrl_c_in_a_standalone_call_on_a_silent_servo():
     _no_go_crash(o)
 
 
+def test_ctrl_c_while_initialize_configures_a_servo_gone_quiet():
+    """The servo greets and reports its limits, then stops answering part way through
+    initialize's settings, each of which waits up to readwrite_timeout (30 s): Ctrl-C
+    raises KeyboardInterrupt within 2 s, the half-configured port is closed (a new
+    MachDSPIO opens it), and with the servo answering again initialize completes."""
+    o = _standalone("""
+        peer = Peer()
+        peer.mute_after = 3  # hello, read settings, one setting: then silence
+        interrupt_after(0.5)
+        t0 = time.monotonic()
+        try:
+            io_on(peer.path, timeout=30)
+        except KeyboardInterrupt:
+            took = time.monotonic() - t0
+        else:
+            raise AssertionError("Ctrl-C was swallowed by initialize")
+        assert took < 2.0, took
+        assert len(peer.commands) > 3, peer.commands  # it was configuring when interrupted
+        peer.mute_after, peer.mute = None, False
+        io = io_on(peer.path)  # the port was released by the interrupted initialize
+        io.prepare()
+        assert io.next(100, streams()) == 100
+        io.close(); peer.close()
+        print("ok")
+    """)
+    _no_go_crash(o)
+    assert o.returncode == 0 and "ok" in o.stdout, o.output()
+
+
 def test_ctrl_c_in_engine_wait_stops_the_engine_and_frees_the_port(virtual):
     """Ctrl-C while the main thread waits in engine.wait() of an endless raster with a
     MachDSPIO: KeyboardInterrupt within 2 s, the engine stopped (the servo no longer

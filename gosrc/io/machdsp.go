@@ -119,8 +119,24 @@ var _ engine.IO = (*MachDSPIO)(nil)
 
 // NewMachDSPIO validates cfg, opens the servo and configures it (vortex's
 // initialize): this is where a missing or busy port, a silent servo or
-// a refused setting is reported.
+// a refused setting is reported. It is OpenMachDSPIO then Configure.
 func NewMachDSPIO(cfg MachDSPConfig, log *slog.Logger) (*MachDSPIO, error) {
+	m, err := OpenMachDSPIO(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Configure(); err != nil {
+		_ = m.dev.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// OpenMachDSPIO validates cfg and opens the servo (its greeting and
+// limits, at most machdsp.DefaultTimeout per reply), without configuring
+// it: Configure, whose calls wait up to cfg's ReadWriteTimeout each, then
+// runs as a call Cancel can end (Ctrl-C during vortex's initialize).
+func OpenMachDSPIO(cfg MachDSPConfig, log *slog.Logger) (*MachDSPIO, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -136,12 +152,13 @@ func NewMachDSPIO(cfg MachDSPConfig, log *slog.Logger) (*MachDSPIO, error) {
 	for i, ch := range cfg.OutputChannels {
 		m.outs[i] = streamRef{stream: ch.Stream, channel: ch.Channel, name: fmt.Sprintf("output channel %d", i)}
 	}
-	if err := m.configure(); err != nil {
-		_ = dev.Close()
-		return nil, m.named(err)
-	}
 	return m, nil
 }
+
+// Configure is the rest of vortex's initialize after OpenMachDSPIO: the
+// stream stopped and reset, the default settings, the trigger, divisors,
+// blocks and error behaviours. On an error the caller closes the IO.
+func (m *MachDSPIO) Configure() error { return m.named(m.configure()) }
 
 // named is err, the driver's, with the IO's port named before vortex's
 // text (`MachDSPIO "/dev/ttyACM0": serial read: End of file`): an engine

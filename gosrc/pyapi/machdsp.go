@@ -73,18 +73,23 @@ type MachDSPIO struct {
 	m *gio.MachDSPIO
 }
 
-// NewMachDSPIO opens and configures the servo of a MachDSPIOConfig record.
-func NewMachDSPIO(config string) (*MachDSPIO, error) {
+// OpenMachDSPIO opens the servo of a MachDSPIOConfig record (its greeting,
+// each reply within a second); Configure then configures it, a call
+// Cancel ends (Python runs it interruptibly by Ctrl-C).
+func OpenMachDSPIO(config string) (*MachDSPIO, error) {
 	c, err := machdspConfig(config)
 	if err != nil {
 		return nil, tag(err)
 	}
-	m, err := gio.NewMachDSPIO(c, nil)
+	m, err := gio.OpenMachDSPIO(c, nil)
 	if err != nil {
 		return nil, tag(err)
 	}
 	return &MachDSPIO{Object{obj: m}, m}, nil
 }
+
+// Configure is vortex's initialize after the open (MachDSPIO.Configure).
+func (m *MachDSPIO) Configure() error { return tag(m.m.Configure()) }
 
 // Prepare is vortex's standalone MachDSPIO.prepare (the stream reset).
 func (m *MachDSPIO) Prepare() error { return tag(m.m.PrepareStandalone()) }

@@ -899,7 +899,13 @@ class MachDSPIO(_DeviceIO):
         if not isinstance(config, MachDSPIOConfig):
             raise TypeError(f"config={config!r}, expected a MachDSPIOConfig")
         config = config.copy()
-        h = native(api.NewMachDSPIO)(config._record())
+        h = native(api.OpenMachDSPIO)(config._record())
+        try:
+            # the settings wait up to readwrite_timeout each: interruptible by Ctrl-C
+            machdsp._interruptible(h.Cancel, native(h.Configure))
+        except BaseException:
+            native(h.Close)()
+            raise
         self._adopt(h, config, "a MachDSP port", f"vortexgo-MachDSPIO-{config.port}", h.Close)
 
     # The calls that wait on the servo's port are interruptible by Ctrl-C (the call in
