@@ -62,6 +62,18 @@ def streams(value=1.0):
 
 def interrupt_after(seconds):
     threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+
+def interrupted_within(name, call, after=0.3, limit=2.0):
+    # Ctrl-C `after` seconds into call(): KeyboardInterrupt must end it within `limit` s
+    interrupt_after(after)
+    t0 = time.monotonic()
+    try:
+        call()
+    except KeyboardInterrupt:
+        took = time.monotonic() - t0
+    else:
+        raise AssertionError(f"{{name}}: Ctrl-C was swallowed")
+    assert took < limit, (name, took)
 """
 
 
@@ -87,15 +99,7 @@ def test_ctrl_c_in_a_standalone_call_on_a_silent_servo():
         peer.mute = True
         for name, call in [("next", lambda: io.next(100, streams())), ("running", lambda: io.running),
                            ("prepare", io.prepare)]:
-            interrupt_after(0.3)
-            t0 = time.monotonic()
-            try:
-                call()
-            except KeyboardInterrupt:
-                took = time.monotonic() - t0
-            else:
-                raise AssertionError(f"{name}: Ctrl-C was swallowed")
-            assert took < 2.0, (name, took)
+            interrupted_within(name, call)
             time.sleep(0.1)
         io.close()
         peer.mute = False
@@ -111,15 +115,7 @@ def test_ctrl_c_in_a_standalone_call_on_a_silent_servo():
         peer2.mute = True
         for name, call in [("ping", lambda: m.ping(3)), ("stream_status", m.stream_status),
                            ("read_settings", m.read_settings), ("set_blocks", lambda: m.set_blocks(2, 100))]:
-            interrupt_after(0.3)
-            t0 = time.monotonic()
-            try:
-                call()
-            except KeyboardInterrupt:
-                took = time.monotonic() - t0
-            else:
-                raise AssertionError(f"{name}: Ctrl-C was swallowed")
-            assert took < 2.0, (name, took)
+            interrupted_within(name, call)
             time.sleep(0.1)
         peer2.mute = False
         assert m.ping(5) == 5  # the cut-off calls left the line usable
@@ -140,15 +136,7 @@ def test_ctrl_c_while_initialize_configures_a_servo_gone_quiet():
     o = _standalone("""
         peer = Peer()
         peer.mute_after = 3  # hello, read settings, one setting: then silence
-        interrupt_after(0.5)
-        t0 = time.monotonic()
-        try:
-            io_on(peer.path, timeout=30)
-        except KeyboardInterrupt:
-            took = time.monotonic() - t0
-        else:
-            raise AssertionError("Ctrl-C was swallowed by initialize")
-        assert took < 2.0, took
+        interrupted_within("initialize", lambda: io_on(peer.path, timeout=30), after=0.5)
         assert len(peer.commands) > 3, peer.commands  # it was configuring when interrupted
         peer.mute_after, peer.mute = None, False
         io = io_on(peer.path)  # the port was released by the interrupted initialize
