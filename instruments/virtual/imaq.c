@@ -140,7 +140,6 @@ typedef struct {
 	int64_t examined;  /* the frame examined and not released yet, or -1 */
 	uInt32 lost;
 	double debt;       /* lines the model spent synthesizing: not the host's lateness */
-	uint16_t* line;    /* one synthesized line */
 } iface;
 
 #define MAX_HANDLES 64
@@ -265,7 +264,6 @@ EXPORT IMG_ERR imgClose(uInt32 id, uInt32 free_resources) {
 		int used = 0;
 		for (int h = 0; h < MAX_HANDLES; h++) used |= handles[h] == (int)(f - ifs) + 1;
 		if (!used) {
-			free(f->line);
 			memset(f, 0, sizeof *f);
 		}
 	} else {
@@ -477,17 +475,11 @@ EXPORT IMG_ERR imgSessionStartAcquisition(uInt32 sid) {
 	} else if (f->ring_n == 0) {
 		e = ERR_NO_BUFFERS_CONFIGURED;
 	} else {
-		uint16_t* line = realloc(f->line, (size_t)f->roi_width * sizeof *line);
-		if (!line) {
-			e = ERR_NOT_SUPPORTED;
-		} else {
-			f->line = line;
-			f->running = 1;
-			f->lost = 0;
-			f->debt = 0;
-			f->examined = -1;
-			vgv_clock_start();
-		}
+		f->running = 1;
+		f->lost = 0;
+		f->debt = 0;
+		f->examined = -1;
+		vgv_clock_start();
 	}
 	pthread_mutex_unlock(&mu);
 	return e;
@@ -504,8 +496,9 @@ EXPORT IMG_ERR imgSessionStopAcquisition(uInt32 sid) {
 	return e;
 }
 
-/* synth_rows makes rows lo..hi-1 of a frame (vgv_parallel: a frame's lines
- * on several host threads, so the virtual camera keeps up at vortex's sizes). */
+/* synth_rows makes rows lo..hi-1 of a frame of 1, 3 or 4-byte pixels,
+ * widening each line from uint16 (vgv_parallel: a frame's lines on several
+ * host threads, so the virtual camera keeps up at vortex's sizes). */
 typedef struct {
 	iface* f;
 	char* buf;
@@ -517,12 +510,10 @@ static void synth_rows(void* ctx, int64_t lo, int64_t hi) {
 	frame_job* j = ctx;
 	iface* f = j->f;
 	uInt32 bpp = j->bpp;
-	uint16_t* line = bpp == 2 ? NULL : malloc((size_t)f->roi_width * 2);
+	uint16_t* line = malloc((size_t)f->roi_width * 2);
 	for (int64_t i = lo; i < hi; i++) {
 		char* row = j->buf + (size_t)i * f->rowpixels * bpp;
-		if (bpp == 2) {
-			vgv_spectrum(j->first + i, (uint16_t*)(void*)row, (int32_t)f->roi_width);
-		} else if (!line) {
+		if (!line) {
 			memset(row, 0, (size_t)f->roi_width * bpp); /* out of host memory: a blank line, not a crash */
 		} else {
 			vgv_spectrum(j->first + i, line, (int32_t)f->roi_width);
@@ -539,6 +530,10 @@ static void synth_rows(void* ctx, int64_t lo, int64_t hi) {
 static void synthesize(iface* f, int64_t k) {
 	uInt32 bpp = bytes_per_pixel(f);
 	frame_job job = {f, f->ring[k % f->ring_n], k * (int64_t)(f->top + f->height) + f->top, bpp};
+	if (bpp == 2) { /* the rows are the spectra themselves */
+		vgv_spectra(job.first, (int64_t)f->height, (uint16_t*)(void*)job.buf, f->rowpixels, (int32_t)f->roi_width);
+		return;
+	}
 	vgv_parallel((int64_t)f->height, vgv_min_per_worker((int32_t)f->roi_width), synth_rows, &job);
 }
 
