@@ -144,7 +144,8 @@ gpu-build:
 	# The pure-Python test dependencies the GPU machine lacks (it has no network):
 	# vortex's demos and vortex-oct-tools run there at full size with them
 	# (run_gpu_tests.sh puts the folder on PYTHONPATH; the Qt demos need `make gpu-qt` carried too).
-	$(VPY) -m pip install -q --no-deps --target gpu-build/extra-site vortex-oct-tools rainbow-logging-handler colorama qtpy
+	$(VPY) -m pip install -q --no-deps --target gpu-build/extra-site vortex-oct-tools rainbow-logging-handler colorama qtpy \
+	  pytest-xdist execnet
 	# vortex's demo scripts, which tests_py/test_vortex_demos.py runs unchanged (read, never copied into the repo).
 	if [ -d ../shared/vortex-reference/demo ]; then mkdir -p gpu-build/vortex-reference && \
 	  cp -r ../shared/vortex-reference/demo gpu-build/vortex-reference/; fi

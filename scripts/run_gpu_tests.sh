@@ -36,11 +36,19 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
 go_pass=0; go_fail=0; failed_bins=()
+# SKIP_GO=1 runs only pytest (a second call of a session that has run the Go binaries already);
+# PYTEST_WORKERS=N spreads pytest over N processes (pytest-xdist, carried in extra-site): the
+# machine has 16 cores and one GPU test rarely keeps the GPU busy, and a call has 600 s. Not for
+# tests_py/robustness, test_genicam.py or the soak: their cases run in subprocesses under per-case
+# time limits that 8 workers' concurrent CUDA context creation exceeds (seen: 106 such timeouts with
+# -n 8, all passing when run alone).
+skip_go=${SKIP_GO:-0}
 for gz in "$gb"/bin/*.test.gz; do
   [ -e "$gz" ] || continue
   gunzip -c "$gz" >"${gz%.gz}" && chmod +x "${gz%.gz}"
 done
 for bin in "$gb"/bin/*.test; do
+  [ $skip_go = 1 ] && break
   name=$(basename "$bin" .test)
   pkgdir="$root/gosrc/${name//_//}"
   [ -d "$pkgdir" ] || pkgdir="$root/$name"
@@ -62,7 +70,9 @@ cd "$root"
 # Test files or folders among the arguments replace the default, the whole tests_py.
 targets=(tests_py)
 for a in "$@"; do case $a in tests_py/*) targets=(); break ;; esac; done
-python3 -m pytest -q -p no:cacheprovider -rs "${targets[@]}" "$@" 2>&1 | tee "$out/pytest.log"
+workers=()
+[ -n "${PYTEST_WORKERS:-}" ] && workers=(-n "$PYTEST_WORKERS")
+python3 -m pytest -q -p no:cacheprovider -rs "${workers[@]}" "${targets[@]}" "$@" 2>&1 | tee "$out/pytest.log"
 py_rc=${PIPESTATUS[0]}
 summary=$(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$out/pytest.log" | tail -1)
 echo "================ GPU test summary ================"
