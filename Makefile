@@ -33,7 +33,7 @@ CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driv
 GPU_PY ?= $(PYTHON)
 
 # gpu-qt.tar.xz: the offscreen Qt the GPU machine lacks (scripts/gpu_qt.sh), carried in a call of its own.
-.PHONY: gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -75,8 +75,14 @@ go-test:
 	go vet ./... && go vet -tags gpu ./...
 	go test -race -count=1 ./...
 
-py-test: build
+py-test: build vortex-oracle
 	PYTHONPATH=python $(VPY) -m pytest -q tests_py
+
+# Real vortex 0.5.1 (../shared/vortex-build's wheel) in a Python 3.12 venv under build/vortex-oracle:
+# the oracle of the differential tests and of vortex's offline suite (scripts/vortex_oracle.sh;
+# says why and does nothing where that build or Python 3.12 is missing).
+vortex-oracle:
+	bash scripts/vortex_oracle.sh
 
 test: go-test py-test
 

@@ -32,6 +32,17 @@ if [ -d "$root/gpu-aravis/lib" ]; then
   export PATH="$PATH:$root/gpu-aravis/bin"
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/gpu-aravis/lib"
 fi
+# vortex 0.5.1 itself (gpu-build/vortex-build, carried by make gpu-build): the oracle of the
+# differential tests and of vortex's offline suite (tests_py/_vortex.py), in its own processes.
+if [ -z "${VORTEX_PYTHON:-}" ] && [ -f "$gb/vortex-build/setup.sh" ]; then
+  if vx=$(VORTEX_SITE=/tmp/vortex_site VORTEX_SKIP_SMOKE=1 PYTHON=$(command -v python3) bash "$gb/vortex-build/setup.sh" 2>/dev/null); then
+    export VORTEX_PYTHON=$(command -v python3) VORTEX_SITE_DIR=/tmp/vortex_site/vortex
+    VORTEX_LD_LIBRARY_PATH=$(printf '%s\n' "$vx" | sed -n 's/^export LD_LIBRARY_PATH="\([^"]*\)"$/\1/p')
+    export VORTEX_LD_LIBRARY_PATH
+  else
+    echo "run_gpu_tests.sh: vortex 0.5.1 did not import here: the comparisons with it skip"
+  fi
+fi
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 

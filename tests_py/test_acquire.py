@@ -288,10 +288,10 @@ def test_a_file_changed_under_its_pin_stops_the_engine(tmp_path):
     acq.close()
 
 
-from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
+from _vortex import VORTEX_PY, WHY_NOT, have_vortex, vortex_env  # noqa: E402
 
 
-@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason=WHY_NOT)
 def test_same_as_vortex(tmp_path):
     """The same calls on vortex's FileAcquisition and ours: counts, data and
     which calls fail (vortex's partial record fails at the end; ours at prepare)."""

@@ -155,10 +155,10 @@ def test_views_outlive_clear_and_resize():
     """)
 
 
-from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
+from _vortex import VORTEX_PY, WHY_NOT, have_vortex, vortex_env  # noqa: E402
 
 
-@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason=WHY_NOT)
 def test_same_as_vortex():
     script = r"""
 import json, vortex.memory as vm

@@ -299,11 +299,11 @@ def test_cuda_matches_cpu(kw):
 
 # --- vortex itself (needs vortex 0.5.1 with a GPU) --------------------------------
 
-from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
+from _vortex import VORTEX_PY, WHY_NOT, have_vortex, vortex_env  # noqa: E402
 
 
 @needs_cuda
-@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason=WHY_NOT)
 def test_same_as_vortex_cuda_processor(tmp_path):
     """vortex's CUDAProcessor with clock_channel on the same records (levels
     set, so its int8 output spans the decibels): our CPU and CUDA outputs

@@ -262,10 +262,10 @@ def test_cuda_one_pass_fft_lengths_match_the_cpu(samples):
         assert worst < 1e-5, f"block {block}: worst error {worst:.3g} of the record's peak"
 
 
-from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
+from _vortex import VORTEX_PY, WHY_NOT, have_vortex, vortex_env  # noqa: E402
 
 
-@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason=WHY_NOT)
 def test_same_as_vortex_cpu_processor(tmp_path):
     """vortex's CPUProcessor.next and ours on the same blocks: int8 outputs
     equal within 1 (float rounding at a level boundary), for several option
@@ -314,7 +314,7 @@ print(json.dumps(out))
 
 
 @needs_cuda
-@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason=WHY_NOT)
 def test_same_as_vortex_cuda_processor(tmp_path):
     """vortex's CUDAProcessor (its cuFFT path) and our CUDA and CPU processors on the
     same blocks, for every option combination the processors share, levels with
@@ -457,7 +457,7 @@ def test_copy_and_null_processors_in_an_engine():
         path.unlink()
 
 
-@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason=WHY_NOT)
 def test_copy_same_as_vortex(tmp_path):
     raw = np.random.default_rng(8).integers(0, 65536, (R, N, 1), dtype=np.uint16)
     np.save(tmp_path / "raw.npy", raw)

@@ -227,24 +227,10 @@ def test_config_reprs_and_enums():
 
 
 def _vortex_python():
-    """An interpreter that imports vortex 0.5.1, with its environment, or None:
-    $VORTEX_PYTHON (+ $VORTEX_PYTHONPATH, $VORTEX_LD_LIBRARY_PATH), else this
-    project's build machine's copy (see /work/notes/common.md)."""
-    import os
-    import subprocess
+    """vortex 0.5.1's interpreter and environment (tests_py/_vortex.py), or (None, None)."""
+    from _vortex import VORTEX_PY, vortex_env, vortex_imports
 
-    py = os.environ.get("VORTEX_PYTHON", "/work/vx312/bin/python")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.environ.get("VORTEX_PYTHONPATH", "/tmp/vortex_site/vortex")
-    env["LD_LIBRARY_PATH"] = os.environ.get("VORTEX_LD_LIBRARY_PATH",
-                                            "/work/vx312/lib/python3.12/site-packages/nvidia/cu13/lib")
-    if not os.path.exists(py):
-        return None, None
-    try:
-        ok = subprocess.run([py, "-c", "import vortex.storage"], env=env, capture_output=True, timeout=120).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return None, None
-    return (py, env) if ok else (None, None)
+    return (str(VORTEX_PY), vortex_env()) if vortex_imports("vortex.storage") else (None, None)
 
 
 @pytest.mark.timeout(300)
@@ -255,7 +241,8 @@ def test_golden_files_are_vortex_s_live(tmp_path):
 
     py, env = _vortex_python()
     if py is None:
-        pytest.skip("vortex is not importable here (set VORTEX_PYTHON)")
+        from _vortex import WHY_NOT
+        pytest.skip(WHY_NOT)
     scripts = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "golden"
     for script, sub in (("storage_more_golden.py", "vortex_more"), ("storage_golden.py", "vortex")):
         subprocess.run([py, str(scripts / script), str(tmp_path)], env=env, check=True, timeout=240)

@@ -421,7 +421,7 @@ def test_stream_stacks_across_sessions(tmp_path):
     eng.close()
 
 
-from _vortex import VORTEX_PY, have_vortex, vortex_env  # noqa: E402
+from _vortex import VORTEX_PY, WHY_NOT, have_vortex, vortex_env  # noqa: E402
 
 # The storage operations the stack endpoints run for gosrc/endpoint's three-block plan
 # (streams_test.go's strategyOps): (op, index, ascan, values).
@@ -454,7 +454,7 @@ s.close()
 """
 
 
-@pytest.mark.skipif(not have_vortex(), reason="vortex 0.5.1 is not installed here")
+@pytest.mark.skipif(not have_vortex(), reason=WHY_NOT)
 @pytest.mark.parametrize("header", ["NumPy", "Empty", "NRRD"])
 @pytest.mark.parametrize("strategy", list(STRATEGY_OPS))
 def test_strategy_operations_write_vortexs_file(tmp_path, strategy, header):
