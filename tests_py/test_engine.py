@@ -626,6 +626,10 @@ def test_status_timings_and_reprs():
     assert r.startswith("EngineStatus(done)") and "volumes" in r and "callback_errors" in r
     assert "frames_" not in r and "frames_" not in s._repr_html_()  # no camera source: no frame counters
     assert "<table>" in s._repr_html_()
+    # vortex's values after a finished run, each with the note that makes it read right (issue 31).
+    assert s.active and s.dispatch_completion == 0.0 and s.block_utilization == 0.0
+    assert "active              True  (the session stays until stop()" in r
+    assert "(unbounded session: blocks_to_acquire is 0)" in r and "(no block in flight)" in r
     assert "done" in repr(eng) and "StageTiming" in repr(eng.timings["format"])
     assert "StackHostTensorEndpointUInt16 prepared" in repr(ep) and "uint16" in repr(ep)
     for obj in (rig.acq, rig.proc, rig.fmt, vg.RasterScan(), vg.SimpleStackFloat32(), NullEndpoint()):

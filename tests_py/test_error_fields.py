@@ -47,3 +47,29 @@ def test_translate_sets_the_fields_and_keeps_the_message(text, cls, attrs):
         assert getattr(e, k) == v, k
     if cls is vg.InternalError:
         assert any("goroutine 1" in n for n in e.__notes__)
+
+
+def test_messages_drop_go_call_prefixes_and_classes_show_as_vortexgo():
+    """A user reads the message, not the Go call chain (issue 31): the core's
+    "pkg.Func: " prefixes are dropped wherever they stand in the chain; the
+    classes print as vortexgo.X, the name users catch them by."""
+    e = translate(RuntimeError("ValueError: engine.Prepare: endpoint 1: memory.Op: size 0, expected > 0"))
+    assert type(e) is ValueError and str(e) == "endpoint 1: size 0, expected > 0"
+    e = translate(RuntimeError('devices.Get: spec="cuda:7": no device'))
+    assert type(e) is vg.VortexError and str(e) == 'spec="cuda:7": no device'
+    # A Python name inside the text stays ("np.Array: " is not a Go package's).
+    assert str(translate(RuntimeError("ValueError: got np.Array: bad"))) == "got np.Array: bad"
+    for cls in (vg.VortexError, vg.CudaError, vg.ClosedError, vg.InUseError, vg.ForkError):
+        assert f"{cls.__module__}.{cls.__qualname__}" == f"vortexgo.{cls.__name__}"
+    import pickle
+    assert type(pickle.loads(pickle.dumps(vg.ClosedError("x")))) is vg.ClosedError
+
+
+def test_from_numpy_takes_python_ints_and_explains_int64():
+    import numpy as np
+
+    a = vg.from_numpy([1, 2, 3])
+    assert a.dtype == np.int32 and a.numpy().tolist() == [1, 2, 3]
+    for bad in (np.arange(3), [2**40]):
+        with pytest.raises(TypeError, match=r"int64.*astype\(np.int32\)"):
+            vg.from_numpy(bad)

@@ -555,8 +555,20 @@ def from_numpy(array: Any, device: DeviceLike = None, *, pinned: bool = False,
     order (the values are kept; the new array is native). The copy is queued
     on ``stream``; from pageable NumPy memory the driver completes it before
     returning (CUDA's rule), so ``array`` may be reused at once.
+
+    A Python list or scalar of integers (NumPy makes them int64, which device
+    arrays do not hold) becomes int32 when its values fit; a NumPy int64 array
+    is refused, saying to convert it (a silent narrowing could lose values).
     """
     src = np.asarray(array)
+    if src.dtype.kind in "iu" and src.dtype.itemsize == 8:
+        fits = src.size == 0 or (int(src.min()) >= -2**31 and int(src.max()) < 2**31)
+        if not isinstance(array, np.ndarray) and fits:
+            src = src.astype(np.int32)
+        else:
+            raise TypeError(f"array.dtype={str(src.dtype)!r}: device arrays hold up to 32-bit integers; "
+                            "convert first, e.g. array.astype(np.int32) when the values fit, or "
+                            "array.astype(np.float64)")
     dt = _norm_dtype(src.dtype.newbyteorder("="), "array.dtype")
     src = np.asarray(src, dtype=dt, order="C")  # ascontiguousarray would make 0-d arrays 1-d
     out = empty(src.shape, dt, device, pinned=pinned, stream=stream)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Callable, TypeVar
 
 __all__ = [
@@ -93,6 +94,21 @@ class ForkError(VortexError):
     vortexgo is not affected."""
 
 
+# Shown as vortexgo.VortexError (how users catch them), not vortexgo._errors.VortexError.
+for _cls in (VortexError, CudaError, ClosedError, MemoryBudgetError, LockError, InUseError, InternalError, ForkError):
+    _cls.__module__ = "vortexgo"
+
+#: The Go core's call prefixes ("engine.Prepare: ", "devices.Get: "): context for Go's own
+#: logs, noise in a Python message (the traceback already says which call failed).
+_GO_CALL = re.compile(r"(?:(?<=^)|(?<=: ))(?:backend|cuda|devices|endpoint|engine|format|memory|motion|ops|pipeline|storage)"
+                      r"\.[A-Z][A-Za-z0-9]*: ")
+
+
+def _plain(msg: str) -> str:
+    """`msg` without the Go call prefixes."""
+    return _GO_CALL.sub("", msg)
+
+
 _TAGS: dict[str, type[BaseException]] = {
     "InUseError": InUseError,
     "MemoryError": MemoryError,
@@ -132,9 +148,9 @@ def translate(exc: BaseException) -> BaseException:
     head, sep, rest = text.partition(": ")
     cls = _TAGS.get(head) if sep else None
     if cls is None:
-        return VortexError(text)
+        return VortexError(_plain(text))
     msg, sep, fields = rest.partition(_FIELD_SEP)
-    out = cls(msg)
+    out = cls(_plain(msg))
     if sep and cls in _FIELDS:
         values = json.loads(fields)
         for name in _FIELDS[cls]:

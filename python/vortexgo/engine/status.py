@@ -162,8 +162,19 @@ class EngineStatus:
             v = getattr(self, f.name)
             if f.name == "error" and not v:
                 continue
-            lines.append(f"  {f.name:<19} {v}")
+            lines.append(f"  {f.name:<19} {v}{self._why(f.name)}")
         return "\n".join(lines)
+
+    def _why(self, name: str) -> str:
+        """A note after a value that reads as wrong without vortex's definition (issue 31:
+        a finished run printed "done" beside ``active True`` and two zero ratios)."""
+        if name == "active" and self.active and not self.running:
+            return "  (the session stays until stop(), as in vortex)"
+        if name == "dispatch_completion" and self.dispatched_blocks and not self.dispatch_completion:
+            return "  (unbounded session: blocks_to_acquire is 0)"
+        if name == "block_utilization" and not self.running and not self.inflight_blocks:
+            return "  (no block in flight)"
+        return ""
 
     def _repr_html_(self) -> str:
         rows = "".join(f"<tr><td>{f.name}</td><td>{getattr(self, f.name)}</td></tr>" for f in fields(self)
