@@ -22,12 +22,14 @@ aravis-tools``; docs/hardware.md, "GenICam").
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 import vortexgo as vg
 from vortexgo import genicam
 from vortexgo.acquire import record_raster
+from vortexgo.cli import default_out_dir
 from vortexgo.display import LiveView
 from vortexgo.engine import Engine, EngineConfig, SpectraStackHostTensorEndpointUInt16
 from vortexgo.format import FormatPlanner, FormatPlannerConfig
@@ -47,7 +49,8 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=10.0, help="stop after this long (0: no limit)")
     p.add_argument("--tolerate-dropped-frames", action="store_true")
     p.add_argument("--headless", action="store_true", help="no window: write the last view to --out")
-    p.add_argument("--out", default="genicam_live.png")
+    p.add_argument("--out", default=os.path.join(default_out_dir("genicam_live"), "genicam_live.png"),
+                   help="the PNG --headless writes (default: %(default)s)")
     args = p.parse_args(argv)
 
     config = genicam.GenICamConfig(camera=args.camera, samples_per_record=args.pixels, records_per_block=args.lines,
@@ -105,6 +108,7 @@ def main(argv=None) -> int:
             error = e
         status = engine.status()
         if view.wait_frame(5) is not None and args.headless:
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
             view.save_png(args.out)
             print(f"wrote {args.out}")
         view.close()

@@ -5,8 +5,8 @@ scan part way, the queue planning the path from one to the other.
 
     python examples/scan_patterns.py --out figures/
 
-writes one PNG per pattern (and scan_patterns.png, all of them in one grid) into --out (default: a
-new temporary folder, printed).
+writes one PNG per pattern (and scan_patterns.png, all of them in one grid) into --out (default: the
+user's data folder, as the demo's: ~/.local/share/vortexgo/scan_patterns on Linux; printed).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import tempfile
 
 import matplotlib
 
@@ -156,9 +155,11 @@ def queue_demo(inactive):
 
 def main(argv=None) -> list[str]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None, help="folder for the PNGs (default: a new temporary folder)")
+    from vortexgo.cli import default_out_dir
+
+    ap.add_argument("--out", default=default_out_dir("scan_patterns"), help="folder for the PNGs (default: %(default)s)")
     args = ap.parse_args(argv)
-    out = args.out or tempfile.mkdtemp(prefix="scan_patterns_")
+    out = args.out
     os.makedirs(out, exist_ok=True)
     inactive = policy()
     rows = []

@@ -7,7 +7,7 @@ volumes are saved with :func:`numpy.save` and with
 
 On the CPU backend the copy is ``numpy.copy`` (the volume is a NumPy array).
 
-    python examples/user_buffering.py [--device cpu] [--volumes 4] [--out out]
+    python examples/user_buffering.py [--device cpu] [--volumes 4] [--out DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy
 
 import vortexgo as vg
 from vortexgo.acquire import SimulatedAcquisition
+from vortexgo.cli import default_out_dir
 from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8
 from vortexgo.format import FormatPlanner, FormatPlannerConfig, StackFormatExecutor, StackFormatExecutorConfig
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig
@@ -40,7 +41,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="vortex's user-managed buffering example on vortexgo")
     p.add_argument("--device", default="auto")
     p.add_argument("--volumes", type=int, default=4)
-    p.add_argument("--out", default="out")
+    p.add_argument("--out", default=default_out_dir("user_buffering"), help="output folder (default: %(default)s)")
     args = p.parse_args(argv)
     device = vg.get_device(args.device)
     samples, ascans, bscans = (1024, 256, 128) if device.is_cuda else (256, 64, 32)

@@ -3,9 +3,14 @@ backend (CI has no GPU) and, where a GPU exists, on CUDA too."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
+
+# The tests' caches (the private copy of h5py's HDF5 library, python/vortexgo/storage.py) go under
+# build/, not into the user's ~/.cache: `make test` leaves nothing outside the checkout (issue 31).
+os.environ.setdefault("XDG_CACHE_HOME", str(Path(__file__).resolve().parent.parent / "build" / "test-cache"))
 
 import pytest
 

@@ -167,17 +167,39 @@ def test_ctrl_c_stops_the_demo_cleanly_and_keeps_a_readable_file(tmp_path):
                           "--no-progress", "--out", str(tmp_path)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
     try:
-        assert "writing to" in p.stdout.readline() + p.stdout.readline()
+        head = p.stdout.readline() + p.stdout.readline()
+        assert "writing to" in head
         time.sleep(3)  # prepared (or nearly) and acquiring
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=120)
+        out = head + out
     finally:
         if p.poll() is None:
             p.kill()
     assert p.returncode == 130, out + err
     assert "interrupted" in err and "Traceback" not in err, err
+    assert "4.19 GB in volumes.npy)  -- a large file" in out, out  # said before writing it
     vols = np.load(tmp_path / "volumes.npy")
     assert vols.ndim == 5 and vols.shape[1:] == (128, 128, 256, 1)
+    # It says how many volumes are complete, and those are in the file; the next is the padded one.
+    m = re.search(r"interrupted  after (\d+) complete volumes? of 1000", out)
+    assert m, out
+    done = int(m.group(1))
+    assert vols.shape[0] in (done, done + 1) and all(vols[i].any() for i in range(done))
+    if vols.shape[0] == done + 1:
+        assert "partial, zero-padded" in out
+    # ... and the pictures of the last complete one, as a finished run writes them.
+    assert (tmp_path / "mip.png").exists() == (done > 0) == (tmp_path / "bscan.png").exists()
+
+
+def test_demo_refuses_a_file_larger_than_the_disk(tmp_path):
+    """--volumes is bounded by the free space before anything is written."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(vg.__file__)))
+    p = subprocess.run([sys.executable, "-m", "vortexgo", "demo", "--device", "cpu", "--volumes", str(1 << 20),
+                        "--no-progress", "--out", str(tmp_path)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 1 and "GB free: ask for fewer volumes" in p.stderr, p.stdout + p.stderr
+    assert not (tmp_path / "volumes.npy").exists()
 
 
 def test_run_a_vortex_script(tmp_path):

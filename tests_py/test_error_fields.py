@@ -55,6 +55,8 @@ def test_messages_drop_go_call_prefixes_and_classes_show_as_vortexgo():
     classes print as vortexgo.X, the name users catch them by."""
     e = translate(RuntimeError("ValueError: engine.Prepare: endpoint 1: memory.Op: size 0, expected > 0"))
     assert type(e) is ValueError and str(e) == "endpoint 1: size 0, expected > 0"
+    e = translate(RuntimeError('ValueError: devices.Get: device="tpu", expected "cpu": invalid argument'))
+    assert str(e) == 'device="tpu", expected "cpu"'
     e = translate(RuntimeError('devices.Get: spec="cuda:7": no device'))
     assert type(e) is vg.VortexError and str(e) == 'spec="cuda:7": no device'
     # A Python name inside the text stays ("np.Array: " is not a Go package's).

@@ -74,23 +74,23 @@ func Get(spec string) (backend.Device, error) {
 	}
 	rest, ok := strings.CutPrefix(s, "cuda")
 	if !ok {
-		return nil, fmt.Errorf("devices.Get: spec=%q, expected %s: %w", spec, acceptedForms, backend.ErrInvalid)
+		return nil, fmt.Errorf("devices.Get: device=%q, expected %s: %w", spec, acceptedForms, backend.ErrInvalid)
 	}
 	ordinal := 0
 	if rest != "" {
 		num, ok := strings.CutPrefix(rest, ":")
 		n, err := strconv.Atoi(num)
 		if !ok || err != nil || n < 0 || num != strconv.Itoa(n) {
-			return nil, fmt.Errorf("devices.Get: spec=%q, expected %s: %w", spec, acceptedForms, backend.ErrInvalid)
+			return nil, fmt.Errorf("devices.Get: device=%q, expected %s: %w", spec, acceptedForms, backend.ErrInvalid)
 		}
 		ordinal = n
 	}
 	if err := provider.Init(); err != nil {
-		return nil, fmt.Errorf("devices.Get: spec=%q: %w (use \"cpu\" or \"auto\" to run without a GPU)", spec, err)
+		return nil, fmt.Errorf("devices.Get: device=%q: %w (use \"cpu\" or \"auto\" to run without a GPU)", spec, err)
 	}
 	d, err := provider.Device(ordinal)
 	if err != nil {
-		return nil, fmt.Errorf("devices.Get: spec=%q: %w", spec, err)
+		return nil, fmt.Errorf("devices.Get: device=%q: %w", spec, err)
 	}
 	return d, nil
 }

@@ -76,14 +76,14 @@ func TestGet(t *testing.T) {
 		{name: "cpu:0", cuda: twoGPUs, spec: "CPU:0", wantKind: backend.CPU},
 		{name: "cuda", cuda: twoGPUs, spec: "cuda", wantKind: backend.CUDA},
 		{name: "cuda:1", cuda: twoGPUs, spec: "cuda:1", wantKind: backend.CUDA, wantOrd: 1},
-		{name: "cuda out of range", cuda: twoGPUs, spec: "cuda:2", wantErr: `devices.Get: spec="cuda:2": cuda.GetDevice: ordinal=2, expected 0 <= ordinal < 2`},
-		{name: "cuda without driver", cuda: fakeCUDA{initErr: noDriver}, spec: "cuda", wantErr: `devices.Get: spec="cuda": no CUDA driver: libcuda.so.1: cannot open shared object file (use "cpu" or "auto" to run without a GPU)`},
-		{name: "gpu", cuda: twoGPUs, spec: "gpu", wantErr: `devices.Get: spec="gpu", expected "auto", "", "cpu", "cuda" or "cuda:N" (N >= 0)`},
-		{name: "cuda:", cuda: twoGPUs, spec: "cuda:", wantErr: `spec="cuda:", expected`},
-		{name: "cuda:-1", cuda: twoGPUs, spec: "cuda:-1", wantErr: `spec="cuda:-1", expected`},
-		{name: "cuda:+1", cuda: twoGPUs, spec: "cuda:+1", wantErr: `spec="cuda:+1", expected`},
-		{name: "cuda1", cuda: twoGPUs, spec: "cuda1", wantErr: `spec="cuda1", expected`},
-		{name: "cuda:x", cuda: twoGPUs, spec: "cuda:x", wantErr: `spec="cuda:x", expected`},
+		{name: "cuda out of range", cuda: twoGPUs, spec: "cuda:2", wantErr: `devices.Get: device="cuda:2": cuda.GetDevice: ordinal=2, expected 0 <= ordinal < 2`},
+		{name: "cuda without driver", cuda: fakeCUDA{initErr: noDriver}, spec: "cuda", wantErr: `devices.Get: device="cuda": no CUDA driver: libcuda.so.1: cannot open shared object file (use "cpu" or "auto" to run without a GPU)`},
+		{name: "gpu", cuda: twoGPUs, spec: "gpu", wantErr: `devices.Get: device="gpu", expected "auto", "", "cpu", "cuda" or "cuda:N" (N >= 0)`},
+		{name: "cuda:", cuda: twoGPUs, spec: "cuda:", wantErr: `device="cuda:", expected`},
+		{name: "cuda:-1", cuda: twoGPUs, spec: "cuda:-1", wantErr: `device="cuda:-1", expected`},
+		{name: "cuda:+1", cuda: twoGPUs, spec: "cuda:+1", wantErr: `device="cuda:+1", expected`},
+		{name: "cuda1", cuda: twoGPUs, spec: "cuda1", wantErr: `device="cuda1", expected`},
+		{name: "cuda:x", cuda: twoGPUs, spec: "cuda:x", wantErr: `device="cuda:x", expected`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -105,8 +105,9 @@ _GO_CALL = re.compile(r"(?:(?<=^)|(?<=: ))(?:backend|cuda|devices|endpoint|engin
 
 
 def _plain(msg: str) -> str:
-    """`msg` without the Go call prefixes."""
-    return _GO_CALL.sub("", msg)
+    """`msg` without the Go call prefixes, and without the "invalid argument" sentinel's text
+    at its end (backend.ErrInvalid: the ValueError's class says it)."""
+    return _GO_CALL.sub("", msg).removesuffix(": invalid argument")
 
 
 _TAGS: dict[str, type[BaseException]] = {

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -323,9 +324,18 @@ def demo(device: str = "auto", out: Optional[str] = None, *, volumes: Optional[i
         print(s, file=file)
 
     say(f"vortexgo demo on {dev.name} ({dev.alias}): {n} volumes of {bscans} x {ascans} A-scans x {samples} samples")
-    say(f"writing to   {out}")
+    # Bound the file before writing it: --volumes 1000 is 4 GB on a GPU's demo size.
+    file_bytes = n * bscans * ascans * (samples // 2) + 128
+    free = shutil.disk_usage(out).free
+    if file_bytes > 0.9 * free:
+        raise OSError(f"volumes={n} writes {file_bytes / 1e9:.1f} GB to {out}, which has {free / 1e9:.1f} GB free: "
+                      "ask for fewer volumes or pass --out on a larger disk")
+    say(f"writing to   {out} ({file_bytes / 1e9:.2f} GB in volumes.npy)"
+        + ("  -- a large file: --volumes sets how many" if file_bytes > 1e9 else ""))
     rig = _Rig(dev, samples, ascans, bscans, n, npy)
     bar: Any = None
+    interrupted = False
+    t_prepare = t0 = 0.0
     try:
         t_prepare = rig.prepare()
         if progress:
@@ -339,14 +349,32 @@ def demo(device: str = "auto", out: Optional[str] = None, *, volumes: Optional[i
             # Called on the endpoint's dispatcher thread once a volume's
             # formatting is dispatched: cheap, so the engine never waits on it.
             rig.endpoint.volume_callback = lambda sample, scan_idx, volume_idx: bar.update(1)
+        t0 = time.perf_counter()
         elapsed = rig.acquire()
-        status = rig.engine.status()
-        timings = rig.engine.timings
-        processor = repr(rig.processor)  # before rig.close(), which closes it
+    except KeyboardInterrupt:
+        # Ctrl-C (while preparing or acquiring): keep what is complete. rig.close() below
+        # stops the engine and pads the file's last volume; the PNGs come from the last
+        # complete volume.
+        interrupted, elapsed = True, time.perf_counter() - t0
     finally:
-        if bar is not None:
-            bar.close()
-        rig.close()
+        try:
+            status = rig.engine.status()
+            timings = rig.engine.timings
+            processor = repr(rig.processor)  # before rig.close(), which closes it
+        finally:
+            if bar is not None:
+                bar.close()
+            rig.close()
+    if interrupted:
+        done = status.volumes
+        say(f"interrupted  after {done} complete volume{'s' * (done != 1)} of {n}, kept in {npy}"
+            + (f" (its volume {done + 1} is partial, zero-padded)" if done < n else ""))
+        if done:
+            mip, bscan = enface_images(np.load(npy, mmap_mode="r")[done - 1], size)
+            mip.save(os.path.join(out, "mip.png"))
+            bscan.save(os.path.join(out, "bscan.png"))
+            say(f"wrote        mip.png and bscan.png of volume {done} to {out}")
+        raise KeyboardInterrupt
     if status.error or status.volumes != n:
         raise RuntimeError(f"the engine stopped after {status.volumes} of {n} volumes: {status.error or 'no error given'}")
 
@@ -362,6 +390,8 @@ def demo(device: str = "auto", out: Optional[str] = None, *, volumes: Optional[i
     say(f"processor    {processor}")
     say(f"acquired     {status.volumes} volumes in {elapsed:.2f} s (prepare {t_prepare:.2f} s): "
         f"{result.ascans_per_second / 1e6:.3f} M A-scans/s, {result.raw_bytes_per_second / 1e9:.3f} GB/s raw input")
+    say("             (with every volume written to disk and the progress bar; `python -m vortexgo bench` "
+        "times the pipeline alone, without the file)")
     say(f"blocks       {status.blocks_formatted} formatted, {status.blocks_dropped} dropped, "
         f"{status.callback_errors} callback errors; per block: process {timings['process'].mean:.3f} ms, "
         f"format {timings['format'].mean:.3f} ms (mean)")
