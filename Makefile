@@ -19,13 +19,18 @@ PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3))
 PYTHON ?= $(if $(PY312),$(PY312),python3)
 VENV := .venv
 VPY := $(VENV)/bin/python
-# The [test] and [docs] extras of pyproject.toml plus the build tools. nbclient,
-# nbformat and ipykernel run examples/acquire.ipynb headless (tests_py/test_notebook.py);
-# vortex-oct-tools, qtpy, PyQt5 and rainbow-logging-handler run vortex's companion package and
-# demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's offscreen platform.
-PYDEPS := numpy pytest pytest-timeout hypothesis tqdm pillow matplotlib ipywidgets pybindgen setuptools wheel scipy \
+# What building the extension and running the demo need (gopy's pybindgen, the demo's PNGs and
+# progress bar): `make build` and `make demo` install only these.
+BASEDEPS := numpy pybindgen setuptools wheel tqdm pillow
+# The [test] and [docs] extras of pyproject.toml: `make test`, `make docs` and the GPU build add
+# them. nbclient, nbformat and ipykernel run examples/acquire.ipynb headless
+# (tests_py/test_notebook.py); vortex-oct-tools, qtpy, PyQt5 and rainbow-logging-handler run
+# vortex's companion package and demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's
+# offscreen platform.
+PYDEPS := pytest pytest-timeout hypothesis matplotlib ipywidgets scipy \
 	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx vortex-oct-tools qtpy PyQt5 rainbow-logging-handler
-# A venv made before PYDEPS grew gets the new packages: the stamp's name changes with the list.
+# A venv made before a list grew gets the new packages: a stamp's name changes with its list.
+BASE_STAMP := $(VENV)/.basedeps-$(shell echo '$(BASEDEPS)' | cksum | cut -d' ' -f1)
 DEPS_STAMP := $(VENV)/.pydeps-$(shell echo '$(PYDEPS)' | cksum | cut -d' ' -f1)
 NATIVE := python/vortexgo/_native
 GOFILES := $(shell find gosrc kernels -name '*.go' -o -name '*.ptx' 2>/dev/null)
@@ -33,24 +38,30 @@ CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driv
 GPU_PY ?= $(PYTHON)
 
 # gpu-qt.tar.xz: the offscreen Qt the GPU machine lacks (scripts/gpu_qt.sh), carried in a call of its own.
-.PHONY: vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: test-deps vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q $(PYDEPS)
 
-$(DEPS_STAMP): | $(VPY)
+$(BASE_STAMP): | $(VPY)
+	$(VPY) -m pip install -q $(BASEDEPS)
+	touch $@
+
+$(DEPS_STAMP): | $(BASE_STAMP)
 	$(VPY) -m pip install -q $(PYDEPS)
 	touch $@
 
-$(NATIVE)/.stamp: $(GOFILES) $(CFILES) setup.py go.mod | $(VPY)
+# Everything the tests, the docs and the GPU build need, on top of the build.
+test-deps: build $(DEPS_STAMP)
+
+$(NATIVE)/.stamp: $(GOFILES) $(CFILES) setup.py go.mod | $(BASE_STAMP)
 	$(VPY) setup.py native $(NATIVE)
 	touch $@
 
-build: $(VPY) $(DEPS_STAMP) $(NATIVE)/.stamp
+build: $(VPY) $(BASE_STAMP) $(NATIVE)/.stamp
 
 # --- The virtual OCT instrument (instruments/virtual/README.md): fake vendor
 # libraries with the vendors' symbol names over one shared model, C only (the
@@ -75,7 +86,7 @@ go-test:
 	go vet ./... && go vet -tags gpu ./...
 	go test -race -count=1 ./...
 
-py-test: build vortex-oracle
+py-test: test-deps vortex-oracle
 	PYTHONPATH=python $(VPY) -m pytest -q tests_py
 
 # Real vortex 0.5.1 (../shared/vortex-build's wheel) in a Python 3.12 venv under build/vortex-oracle:
@@ -92,7 +103,7 @@ test: go-test py-test
 # (tests_py/conftest.py). INV_TESTS narrows the tests.
 INV_DIR := build/invariants/python
 INV_TESTS ?= tests_py --ignore=tests_py/robustness
-py-test-invariants: build
+py-test-invariants: test-deps
 	rm -rf $(INV_DIR) && mkdir -p $(INV_DIR)
 	cp -r python/vortexgo $(INV_DIR)/ && rm -rf $(INV_DIR)/vortexgo/_native
 	VORTEXGO_GO_TAGS=invariants $(VPY) setup.py native $(INV_DIR)/vortexgo/_native
@@ -104,7 +115,7 @@ demo: build
 
 # The API reference from the docstrings (Sphinx autodoc + napoleon, docs/api/):
 # every warning, an unresolved cross-reference included, is an error.
-docs: build
+docs: test-deps
 	rm -rf build/docs
 	$(VPY) -m sphinx -W --keep-going -n -q -b html docs/api build/docs/html
 	@echo "API reference: build/docs/html/index.html"
@@ -121,7 +132,7 @@ wheel-test:
 	bash scripts/test_wheels.sh
 
 # --- GPU machine (no Go, no network there): build here, carry gpu-build/, run there ---
-gpu-qt: build
+gpu-qt: test-deps
 	bash scripts/gpu_qt.sh $(VENV)/lib/python3.12/site-packages gpu-qt.tar.xz
 
 # gpu-aravis.tar.xz: Aravis and its GigE Vision simulator for the GPU machine (scripts/gpu_aravis.sh).
