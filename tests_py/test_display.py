@@ -4,6 +4,7 @@ headless: frames are rendered to PNG and read back."""
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 PIL = pytest.importorskip("PIL")
+import PIL.Image  # noqa: E402
 
 import vortexgo as vg
 from vortexgo.display import Frame, LiveView, frame_image, to_uint8
@@ -88,12 +90,65 @@ def test_widget_updates_in_place():
     rig = make_rig([ep], volumes=2)
     view = LiveView(ep, size=32)
     box = view.widget()
+    image, status = box.children
+    # Before the first volume: a real image (an empty one shows a broken-image icon), same size.
+    assert image.value[:8] == b"\x89PNG\r\n\x1a\n" and PIL.Image.open(io.BytesIO(image.value)).size == (72, 32)
+    assert status.value == "waiting for the first volume"
     run(rig)
     view.wait_frame(10)
     view.close()
-    mip, bscan = box.children[0].children
-    assert mip.value[:8] == b"\x89PNG\r\n\x1a\n" and bscan.value[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "volume" in box.children[1].value
+    # One image holds both panels, so they always show the same volume.
+    got = np.asarray(PIL.Image.open(io.BytesIO(image.value)))
+    want = np.asarray(frame_image(view.frame, 32))
+    assert got.shape == (32, 72) and np.array_equal(got, want)
+    assert status.value.startswith(f"volume {view.frame.volume_index}, B-scan ")
+
+
+def test_output_keeps_the_last_frame_for_viewers_without_widgets(monkeypatch):
+    """Displayed in a notebook, the view's output carries a PNG and a text beside the widget; on
+    close both become the last frame's, which is what GitHub or nbviewer show (not "waiting")."""
+    pytest.importorskip("ipywidgets")
+    import base64
+    import IPython.display as ipd
+
+    shown: list = []
+
+    class Handle:
+        def update(self, obj, raw=False):
+            shown.append(("update", obj, raw))
+
+    def fake_display(obj, raw=False, display_id=False):
+        shown.append(("display", obj, raw))
+        return Handle()
+
+    monkeypatch.setattr(ipd, "display", fake_display)
+    ep = StackDeviceTensorEndpointInt8()
+    rig = make_rig([ep], volumes=2)
+    view = LiveView(ep, size=32)
+    view._ipython_display_()
+    (kind, first, raw), = shown
+    assert kind == "display" and raw and "application/vnd.jupyter.widget-view+json" in first
+    assert first["text/plain"] == "LiveView: waiting for the first volume"
+    run(rig)
+    view.wait_frame(10)
+    view.close()
+    kind, last, raw = shown[-1]
+    assert kind == "update" and raw and last["text/plain"].startswith("LiveView: volume ")
+    png = base64.b64decode(last["image/png"])
+    assert np.array_equal(np.asarray(PIL.Image.open(io.BytesIO(png))), np.asarray(frame_image(view.frame, 32)))
+
+
+def test_sweep_moves_the_bscan_with_each_frame():
+    ep = StackDeviceTensorEndpointInt8()
+    rig = make_rig([ep], volumes=8)
+    seen: list = []
+    view = LiveView(ep, bscan_index="sweep", size=16, on_frame=lambda f: seen.append(f.bscan_index))
+    run(rig)
+    view.wait_frame(10)
+    view.close()
+    assert len(set(seen)) == len(seen) > 1, seen  # a new B-scan each frame
+    with pytest.raises(ValueError, match="'sweep'"):
+        LiveView(ep, bscan_index="middle")
 
 
 def test_frame_image_layout():

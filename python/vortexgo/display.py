@@ -10,8 +10,11 @@ wins: while a frame is still being rendered, later volumes are counted in
 
 Where the frames go:
 
-- in Jupyter with ``ipywidgets``: two image widgets updated in place
-  (display the view, or call :meth:`LiveView.widget`);
+- in Jupyter with ``ipywidgets``: one image widget (MIP | B-scan, always of one
+  volume) and a status line, updated in place (display the view, or call
+  :meth:`LiveView.widget`); when the view closes, its output also gets the
+  last frame as a plain PNG, which viewers without widgets (GitHub, nbviewer,
+  a notebook opened later) show instead of the widget;
 - in Jupyter without it: a display handle updated with a PNG;
 - anywhere: :attr:`LiveView.frame` (NumPy arrays), :meth:`LiveView.save_png`
   and :meth:`LiveView.figure` (matplotlib), which is also the fallback for
@@ -28,7 +31,7 @@ import io
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -101,7 +104,8 @@ class LiveView:
     Args:
         endpoint: a stack tensor endpoint (device or host) whose tensor holds
             (bscans, ascans, depth[, channels]) volumes.
-        bscan_index: which B-scan to show; None shows the middle one.
+        bscan_index: which B-scan to show; None shows the middle one, ``"sweep"``
+            the next one with each frame (a still phantom then visibly moves).
         levels: (lo, hi) of the displayed range in the endpoint's units;
             None picks each frame's 1st-99.9th percentiles.
         depth: (start, stop) samples of depth the MIP projects over; None
@@ -117,7 +121,7 @@ class LiveView:
     Close it (or use it as a context manager) to detach.
     """
 
-    def __init__(self, endpoint: Any, *, bscan_index: Optional[int] = None,
+    def __init__(self, endpoint: Any, *, bscan_index: Union[int, str, None] = None,
                  levels: Optional[Sequence[float]] = None, depth: Optional[Sequence[int]] = None,
                  projection: str = "max", size: int = 512,
                  on_frame: Optional[Callable[[Frame], Any]] = None) -> None:
@@ -125,7 +129,10 @@ class LiveView:
         if not hasattr(type(endpoint), "tensor") or not hasattr(endpoint, "volume_callback"):
             raise TypeError(f"endpoint={endpoint!r}, expected a tensor endpoint (e.g. StackDeviceTensorEndpointInt8)")
         self._ep = endpoint
-        self._bscan = None if bscan_index is None else check_int("bscan_index", bscan_index, 0)
+        self._sweep = bscan_index == "sweep"
+        if isinstance(bscan_index, str) and not self._sweep:
+            raise ValueError(f"bscan_index={bscan_index!r}, expected an index >= 0, None (the middle) or 'sweep'")
+        self._bscan = None if bscan_index is None or self._sweep else check_int("bscan_index", bscan_index, 0)
         if levels is not None:
             lo, hi = (float(v) for v in levels)
             if not hi > lo:
@@ -161,6 +168,7 @@ class LiveView:
         self._error: Optional[BaseException] = None
         self._widgets: Optional[tuple] = None
         self._handle: Any = None
+        self._bundle_handle: Any = None
         self._previous = endpoint.volume_callback
         endpoint.volume_callback = self._on_volume
         self._thread = threading.Thread(target=self._render_loop, name="vortexgo-liveview", daemon=True)
@@ -198,7 +206,10 @@ class LiveView:
                 vol = vol[..., 0]  # the first channel
             if vol.ndim != 3:
                 raise ValueError(f"LiveView: endpoint tensor shape {tuple(vol.shape)}, expected (bscans, ascans, depth)")
-            b = (vol.shape[0] // 2) if self._bscan is None else min(self._bscan, vol.shape[0] - 1)
+            if self._sweep:
+                b = self.frames_shown % vol.shape[0]
+            else:
+                b = (vol.shape[0] // 2) if self._bscan is None else min(self._bscan, vol.shape[0] - 1)
             sub = vol if self._depth is None else vol[:, :, self._depth]
             if sub.shape[2] == 0:
                 raise ValueError(f"LiveView depth={self._depth} selects nothing of depth {vol.shape[2]}")
@@ -239,9 +250,10 @@ class LiveView:
         self.frame = frame
         self.frames_shown += 1
         if self._widgets is not None:
-            self._widgets[0].value = _png_panel(frame.mip, self._size)
-            self._widgets[1].value = _png_panel(frame.bscan, self._size)
-            self._widgets[2].value = f"volume {volume_idx}: shown {self.frames_shown}, dropped {self.frames_dropped}"
+            # One image for both panels: two widgets updated one after the other were seen
+            # showing two different volumes in a browser.
+            self._widgets[0].value = _png(frame, self._size)
+            self._widgets[1].value = self._status()
         elif self._handle is not None:
             from IPython.display import Image as IPImage
 
@@ -271,25 +283,43 @@ class LiveView:
         return path
 
     def widget(self) -> Any:
-        """Jupyter widgets (MIP, B-scan, a status line) updated with each frame."""
+        """A Jupyter widget (MIP | B-scan as one image, a status line) updated with each frame."""
         import ipywidgets as w
 
         if self._widgets is None:
-            mip, bscan = w.Image(format="png"), w.Image(format="png")
-            status = w.Label("waiting for the first volume")
-            box = w.VBox([w.HBox([mip, bscan]), status])
-            self._widgets = (mip, bscan, status, box)
-            if self.frame is not None:
-                mip.value, bscan.value = _png_panel(self.frame.mip, self._size), _png_panel(self.frame.bscan, self._size)
-        return self._widgets[3]
+            first = _png(self.frame, self._size) if self.frame is not None else _waiting_png(self._size)
+            image = w.Image(value=first, format="png")  # never empty: an empty image shows a broken icon
+            status = w.Label(self._status())
+            self._widgets = (image, status, w.VBox([image, status]))
+        return self._widgets[2]
+
+    def _status(self) -> str:
+        if self.frame is None:
+            return "waiting for the first volume"
+        return (f"volume {self.frame.volume_index}, B-scan {self.frame.bscan_index}: "
+                f"{self.frames_shown} shown, {self.frames_dropped} dropped")
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         try:
-            display(self.widget())
+            box = self.widget()
         except ImportError:  # no ipywidgets: a PNG display handle instead
             self._handle = display(_Placeholder(), display_id=True)
+            return
+        # The widget with a PNG and a text beside it in one output: front-ends with the widget
+        # manager show the widget; the others (GitHub, nbviewer, a notebook reopened without
+        # widget state) show the PNG, replaced by the last frame when the view closes.
+        self._bundle_handle = display(self._bundle(box), raw=True, display_id=True)
+
+    def _bundle(self, box: Any) -> dict:
+        import base64
+
+        bundle = dict(box._repr_mimebundle_() or {})
+        png = _png(self.frame, self._size) if self.frame is not None else _waiting_png(self._size)
+        bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        bundle["text/plain"] = f"LiveView: {self._status()}"
+        return bundle
 
     def figure(self) -> Any:
         """A matplotlib figure of the latest frame (for scripts and reports)."""
@@ -339,6 +369,8 @@ class LiveView:
         if self._ep.volume_callback == self._on_volume:
             self._ep.volume_callback = self._previous
         self._thread.join()
+        if self._bundle_handle is not None and self._widgets is not None:
+            self._bundle_handle.update(self._bundle(self._widgets[2]), raw=True)
         if self._error is not None:
             err, self._error = self._error, None
             raise err
@@ -354,9 +386,12 @@ class LiveView:
         return f"<LiveView {state}: {self.frames_shown} shown, {self.frames_dropped} dropped>"
 
 
-def _png_panel(img: np.ndarray, size: int) -> bytes:
+def _waiting_png(size: int) -> bytes:
+    """The frame's place before the first volume: two dark panels of the frame's size."""
+    from PIL import Image
+
     buf = io.BytesIO()
-    _panel(img, size).save(buf, format="PNG")
+    Image.new("L", (2 * size + 8, size), 24).save(buf, format="PNG")
     return buf.getvalue()
 
 

@@ -388,7 +388,9 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
             self._join_dispatcher(None)
         except KeyboardInterrupt:
             self._stop_quietly()
-            raise
+            # A fresh one: the caught one's traceback ends in the generated binding
+            # (_native/pyapi.py), which says nothing to the user who pressed Ctrl-C.
+            raise KeyboardInterrupt from None
         self._raise_run_error()
 
     def _check_no_lock_held(self, op: str) -> None:
@@ -421,12 +423,15 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         if not self._in_dispatcher():
             self._check_no_lock_held("wait_for")
         deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if h.WaitFor(int(max(0.0, min(left, 0.05)) * 1000)):
-                break
-            if left <= 0:
-                return False
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if h.WaitFor(int(max(0.0, min(left, 0.05)) * 1000)):
+                    break
+                if left <= 0:
+                    return False
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt from None  # as in wait(): no frame of the generated binding
         if self._in_dispatcher():
             return True
         if not self._join_dispatcher(max(0.0, deadline - time.monotonic())):
