@@ -829,7 +829,7 @@ def _format(x: "_Executor", volume_buffer: Any, segment_buffer: Any, segment_ind
             raise ValueError(f"format: sample_target {t.shape} and sample_actual {a.shape}, expected the same shape")
         keep += [t, a]
         pos, (pr, pc) = [t.ctypes.data, a.ctypes.data], t.shape
-    x._handle().FormatHost(work.dtype.name, seg.dtype.name, work.ctypes.data, *v4, seg.ctypes.data, *s3,
+    native(x._handle().FormatHost)(work.dtype.name, seg.dtype.name, work.ctypes.data, *v4, seg.ctypes.data, *s3,
                            pos[0], pos[1], pr, pc, check_int("segment_index", segment_index, 0),
                            check_int("record_index", record_index, 0), check_bool("reverse", reverse))
     del keep
