@@ -293,6 +293,9 @@ func (f *volumeFormatter) configure(info engine.EndpointInfo, src source, dtype 
 		if sl := se.Config().SampleSlice; sl.Simple {
 			kept = sl.Count()
 		}
+		if info.SegmentsPerVolume == format.Unbounded || info.RecordsPerSegment == format.Unbounded {
+			return engine.Invalid("endpoint: shape=None with a FormatPlannerConfig.shape left unset (vortex's unbounded), expected the endpoint's shape or the planner's")
+		}
 		shape = []int{info.SegmentsPerVolume, info.RecordsPerSegment, kept}
 	}
 	if len(shape) != 3 {

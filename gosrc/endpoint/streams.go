@@ -544,7 +544,9 @@ func (e *StackStorageEndpoint) prepareHost(info engine.EndpointInfo) (err error)
 		return engine.Invalid("%s.Prepare: the storage is not open, expected open(config) before Engine.prepare()", e.name)
 	}
 	h.vol = h.sw.VolumeShape()
-	if h.vol[0] != info.SegmentsPerVolume || h.vol[1] != info.RecordsPerSegment || h.vol[3] != 1 {
+	// A planner size left unset (vortex's unbounded) takes the storage's.
+	if (h.vol[0] != info.SegmentsPerVolume && info.SegmentsPerVolume != format.Unbounded) ||
+		(h.vol[1] != info.RecordsPerSegment && info.RecordsPerSegment != format.Unbounded) || h.vol[3] != 1 {
 		return engine.Invalid("%s.Prepare: SimpleStackConfig.shape (HDF5StackConfig.shape) %v, expected (%d, %d, columns, 1): the formatter's segments x records, "+
 			"the stream's columns (after the executor's sample_slice) and one channel",
 			e.name, h.vol, info.SegmentsPerVolume, info.RecordsPerSegment)

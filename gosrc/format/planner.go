@@ -50,6 +50,12 @@ func (c FormatPlannerConfig) RecordsPerSegment() int { return c.Shape[1] }
 // sample arithmetic stay far from int64 overflow.
 const maxShape = 1 << 31
 
+// Unbounded is the shape dimension of vortex's "unset" planner size
+// (2**64-1 in vortex's FormatPlannerConfig): a volume that never wraps
+// (segments) or a segment that is never cut (records), as vortex's planner
+// treats the largest size_t. It is the largest dimension Validate accepts.
+const Unbounded = maxShape
+
 // Validate checks the config, naming vortex's field.
 func (c FormatPlannerConfig) Validate() error {
 	if c.Shape[0] <= 0 || c.Shape[0] > maxShape {

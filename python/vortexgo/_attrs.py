@@ -180,3 +180,7 @@ class ValueList(StrictAttributes, list):
     def copy(self):  # type: ignore[no-untyped-def, override] - returns the list's own class
         """A shallow copy of the same class (vortex's ``MarkerList(other)``)."""
         return self._like(self)
+
+    def __bool__(self) -> bool:
+        """True when the list holds anything (pybind11's ``bind_vector`` defines it; listed by ``dir()``)."""
+        return len(self) > 0

@@ -229,12 +229,33 @@ def _root_module() -> types.ModuleType:
     root.__version__ = getattr(vortexgo, "__version__", "0")
 
     def __getattr__(name: str):  # vortex.engine etc. after `import vortex`
+        if name == "__feature__":
+            root.__feature__ = _features()
+            return root.__feature__
         if name in SUBMODULES:
             return importlib.import_module(f"vortex.{name}")
         raise AttributeError(f"module 'vortex' (vortexgo) has no attribute {name!r}")
 
     root.__getattr__ = __getattr__
     return root
+
+
+def _features() -> list:
+    """vortex's ``__feature__`` for vortexgo: the vortex features vortexgo provides. 'cuda' (and
+    vortex's 'cuda_dynamic_resampling') when a CUDA driver and device are present; 'fftw' (the CPU
+    processor); 'hdf5' when h5py imports; the drivers vortexgo binds; 'exception_guards' (a
+    callback's exception never ends the process)."""
+    feats = ["machdsp", "fftw"]
+    try:
+        from . import _device
+
+        if _device.get_device().is_cuda:
+            feats += ["cuda", "cuda_dynamic_resampling"]
+    except Exception:  # noqa: BLE001 - no driver or device: the CPU backend
+        pass
+    if importlib.util.find_spec("h5py") is not None:
+        feats.append("hdf5")
+    return feats + ["alazar", "alazar_dac", "daqmx", "imaq", "teledyne", "simple", "exception_guards"]
 
 
 def installed() -> bool:

@@ -181,6 +181,16 @@ class _Endpoint(NoCopy, StrictAttributes):
 
     _dtype: Optional[str] = None
 
+    # vortex's notification callbacks, declared on the class as vortex's are (dir() lists them);
+    # each endpoint sets its own in __init__.
+    update_callback: Optional[Callable[[], Any]] = None
+    segment_callback: Optional[Callable[[int, int, int, int], Any]] = None
+    volume_callback: Optional[Callable[[int, int, int], Any]] = None
+    scan_callback: Optional[Callable[[int, int], Any]] = None
+    event_callback: Optional[Callable[[int, int], Any]] = None
+    aggregate_segment_callback: Optional[Callable[[list[int]], Any]] = None
+    block_segment_callback: Optional[Callable[[list[int]], Any]] = None
+
     def __init__(self) -> None:
         self.update_callback: Optional[Callable[[], Any]] = None
         self.segment_callback: Optional[Callable[[int, int, int, int], Any]] = None
@@ -299,6 +309,7 @@ class _TensorEndpoint(_Endpoint):
                 raise TypeError(f"{type(self).__name__}: executor=None, expected a {self._executors[0].__name__}")
             # vortexgo's shorthand: a stack endpoint without an executor keeps every sample.
             executor = StackFormatExecutor(StackFormatExecutorConfig())
+            self._executor = executor
         shape = self._shape or (0, 0, 0)
         if self._geometry:
             self._h = native(api.NewGeometryTensorEndpoint)(self._dtype, self._spectra, executor._handle(), *shape)
@@ -307,6 +318,11 @@ class _TensorEndpoint(_Endpoint):
             self._h = native(api.NewStackTensorEndpoint)(self._dtype, self._memory == "host", self._spectra,
                                                          executor._handle(), *shape)
             self._fin = release_on_collect(self, self._h.Close, "an endpoint")
+
+    @property
+    def executor(self) -> Any:
+        """The format executor this endpoint places its volume with (vortex's read-only ``executor``)."""
+        return self._executor
 
     @property
     def tensor(self) -> DeviceTensor:
@@ -408,12 +424,23 @@ class _StorageEndpoint(_Endpoint):
                              "(raw spectra are uint16)")
         self._set_executor_shape(executor, None)
         self.logger = logger
-        self.storage = storage
+        self._store = storage
         # Without an executor the Go endpoint takes the storage in its place and
         # keeps every sample.
         x = executor._handle() if executor is not None else storage._h
         self._h = native(api.NewStackStorageEndpoint)(self._spectra, self.buffer_strategy.name, storage._h, x)
         self._fin = release_on_collect(self, self._h.Close, "an endpoint")
+
+    @property
+    def storage(self) -> Any:
+        """The storage this endpoint writes to (vortex's read-only ``storage``)."""
+        return self._store
+
+    @property
+    def executor(self) -> Any:
+        """Its stack executor (vortex's read-only ``executor``); None when built as ``(storage)``:
+        every sample is kept."""
+        return self._executor
 
     @property
     def volumes_written(self) -> int:
@@ -426,9 +453,9 @@ class NullEndpoint(_Endpoint):
     """Receives blocks and discards them; its callbacks still fire (and work chained on
     its stream runs after the block's processing)."""
 
-    def __init__(self, logger: Optional[logging.Logger] = None) -> None:
+    def __init__(self, logger: Optional[logging.Logger] = None, *, log: Optional[logging.Logger] = None) -> None:
         super().__init__()
-        self.logger = logger
+        self.logger = logger if logger is not None else log  # vortex's keyword is ``log``
         self._h = api.NewNullEndpoint()
         self._fin = release_on_collect(self, self._h.Close, "an endpoint")
 
@@ -451,9 +478,14 @@ class _BlockEndpoint(_Endpoint):
             raise ValueError(f"storage is a {type(storage).__name__}, expected a SimpleStream of "
                              f"{' or '.join(self._dtypes)} for {type(self).__name__}")
         self.logger = log
-        self.storage = storage
+        self._store = storage
         self._h = native(api.NewBlockEndpoint)(self._source, storage._h, check_int("lead_samples", lead_samples, 0))
         self._fin = release_on_collect(self, self._h.Close, "an endpoint")
+
+    @property
+    def storage(self) -> Any:
+        """The storage this endpoint writes to (vortex's read-only ``storage``)."""
+        return self._store
 
     def _state(self) -> Any:
         return _layouts.BLOCK_ENDPOINT.read(self._h.BlockState)
@@ -531,17 +563,13 @@ class _StreamStackEndpoint(_StorageEndpoint):
         self._set_executor_shape(executor, None)
         self.buffer_strategy = strategy
         self.logger = logger if logger is not None else log
-        self.storage = storage
+        self._store = storage
         # Without an executor the Go endpoint takes the storage in its place
         # and keeps every column of the stream.
         x = executor._handle() if executor is not None else storage._h
         self._h = native(api.NewStreamStackEndpoint)(self._source, strategy.name, storage._h, x)
         self._fin = release_on_collect(self, self._h.Close, "an endpoint")
 
-    @property
-    def executor(self) -> Optional[StackFormatExecutor]:
-        """Its stack executor; None keeps every column of the stream."""
-        return self._executor
 
 
 class _UInt64EndpointTensor(_EndpointTensor):

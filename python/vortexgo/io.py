@@ -57,7 +57,7 @@ from . import machdsp
 
 # The channel classes and the daqmx module are attributes too (vortex.io's names), documented
 # in vortexgo.daqmx.
-__all__ = ["NullIO", "SimulatedIO", "DAQmxIO", "DAQmxConfig", "DAQmxConfigClock", "AlazarIO", "AlazarIOConfig",
+__all__ = ["NullConfig", "NullIO", "SimulatedIO", "DAQmxIO", "DAQmxConfig", "DAQmxConfigClock", "AlazarIO", "AlazarIOConfig",
            "MachDSPIO", "MachDSPIOConfig"]
 
 
@@ -70,11 +70,50 @@ class _IO(NoCopy, StrictAttributes):
         native(self._h.Close)()
 
 
+class NullConfig(Config):
+    """vortex's ``NullConfig``: the configuration of a :class:`NullIO`, which has nothing to set."""
+
+    def validate(self) -> None:
+        """Nothing to check (vortex's)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NullConfig)
+
+    __hash__ = None  # type: ignore[assignment] - a mutable config, as vortex's
+
+    def __repr__(self) -> str:
+        return "NullConfig()"
+
+
 class NullIO(_IO):
-    """vortex's ``NullIO``: accepts every block, outputs nothing."""
+    """vortex's ``NullIO``: accepts every block, outputs nothing. Its lifecycle is vortex's:
+    ``initialize(NullConfig())``, ``prepare()``, ``start()``, ``stop()`` (each a no-op here, as
+    there); the engine drives it through ``EngineConfig.add_io``."""
 
     def __init__(self) -> None:
         self._h = native(api.NewNullIO)()
+        self._config = NullConfig()
+
+    @property
+    def config(self) -> NullConfig:
+        """A copy of the adopted :class:`NullConfig` (vortex's read-only ``config``)."""
+        return self._config.copy()
+
+    def initialize(self, config: NullConfig) -> None:
+        """Adopt ``config`` (TypeError unless a :class:`NullConfig`)."""
+        if not isinstance(config, NullConfig):
+            raise TypeError(f"NullIO.initialize: config={config!r:.60}, expected a NullConfig")
+        config.validate()
+        self._config = config.copy()
+
+    def prepare(self) -> None:
+        """Nothing to prepare (vortex's)."""
+
+    def start(self) -> None:
+        """Nothing to start (vortex's)."""
+
+    def stop(self) -> None:
+        """Nothing to stop (vortex's)."""
 
     def __repr__(self) -> str:
         return "<NullIO>"

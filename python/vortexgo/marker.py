@@ -102,6 +102,10 @@ class Flags:
     def __copy__(self) -> "Flags":
         return Flags(self._value)
 
+    def copy(self) -> "Flags":
+        """An independent copy (vortex's ``copy()``)."""
+        return self.__copy__()
+
     def __deepcopy__(self, memo: Any) -> "Flags":
         return Flags(self._value)
 

@@ -528,12 +528,14 @@ class Segment(StrictAttributes):
     def markers(self, v: Iterable) -> None:
         self._markers = MarkerList(v)
 
+    @property
     def entry_position(self) -> np.ndarray:
-        """The first sample's position."""
+        """The first sample's position (vortex's read-only property)."""
         return self._position[0].copy()
 
+    @property
     def exit_position(self) -> np.ndarray:
-        """The last sample's position."""
+        """The last sample's position (vortex's read-only property)."""
         return self._position[-1].copy()
 
     def _delta(self, d: Optional[np.ndarray], a: int, b: int) -> np.ndarray:

@@ -93,6 +93,21 @@ class EngineConfig(StrictAttributes):
         self._processors: list[tuple[_Processor, list[FormatPlanner]]] = []
         self._formatters: list[tuple[FormatPlanner, list[_Endpoint]]] = []
 
+    def copy(self) -> "EngineConfig":
+        """A copy of the configuration (vortex's ``copy()``): its own values and its own wiring lists,
+        sharing the components (acquisitions, processors, formatters, endpoints, IOs) it wires, as
+        vortex's shallow copy shares its component pointers. Adding to the copy leaves this one as is."""
+        import copy as _copy
+
+        out = _copy.copy(self)
+        for k, v in vars(self).items():
+            if isinstance(v, list):
+                object.__setattr__(out, k, [(t[0], _copy.copy(t[1])) + tuple(t[2:]) if isinstance(t, tuple) and
+                                            len(t) > 1 and isinstance(t[1], (list, dict)) else t for t in v])
+            elif hasattr(v, "copy") and k in ("lead_marker", "strobes", "scanner_warp"):
+                object.__setattr__(out, k, v.copy())
+        return out
+
     def add_acquisition(self, acquisition: _Acquisition, processors: Sequence[Any],
                         preload: bool = True, master: bool = True) -> None:
         """Feed ``acquisition``'s blocks to ``processors`` (vortex's): a list of processors,

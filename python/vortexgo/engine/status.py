@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import datetime
 import enum
-from dataclasses import dataclass, fields
+import dataclasses
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .. import _layouts
@@ -85,28 +86,35 @@ class SessionStatus:
         return self.dispatched / self.limit if self.limit > 0 else 0.0
 
 
-@dataclass(frozen=True)
+def _epoch() -> datetime.datetime:
+    """vortex's default time point (the clock's epoch), as a local datetime."""
+    return datetime.datetime.fromtimestamp(0)
+
+
+@dataclass
 class JobTiming:
     """vortex's ``JobTiming``, the third argument of :attr:`Engine.job_callback`:
     when the block's stages happened (``datetime.datetime``, local time, as
     vortex's binding gives them). vortexgo's stages are asynchronous, so
     ``process`` and ``format`` are when they were *dispatched* to the device;
     ``recycle`` is when the device had finished with the block.
-    Device times per stage are in :attr:`Engine.timings`."""
+    Device times per stage are in :attr:`Engine.timings`. ``JobTiming()`` (vortex's) holds the
+    epoch in every field."""
 
-    create: datetime.datetime    #: the Generate stage began the job
-    service: datetime.datetime   #: a free block was taken for it
-    scan: datetime.datetime      #: its waveforms and markers were generated
-    acquire: datetime.datetime   #: the acquisition filled it
-    process: datetime.datetime   #: its upload and processing were dispatched
-    format: datetime.datetime    #: its formatting was dispatched to every endpoint
-    recycle: datetime.datetime   #: the device finished it; it went back to the pool
+    create: datetime.datetime = field(default_factory=_epoch)    #: the Generate stage began the job
+    service: datetime.datetime = field(default_factory=_epoch)   #: a free block was taken for it
+    scan: datetime.datetime = field(default_factory=_epoch)      #: its waveforms and markers were generated
+    acquire: datetime.datetime = field(default_factory=_epoch)   #: the acquisition filled it
+    process: datetime.datetime = field(default_factory=_epoch)   #: its upload and processing were dispatched
+    format: datetime.datetime = field(default_factory=_epoch)    #: its formatting was dispatched to every endpoint
+    recycle: datetime.datetime = field(default_factory=_epoch)   #: the device finished it; it went back to the pool
 
 
 
-@dataclass(frozen=True)
+@dataclass
 class EngineStatus:
-    """A snapshot of the engine's counters (:meth:`Engine.status`)."""
+    """A snapshot of the engine's counters (:meth:`Engine.status`): a value of its own, whose
+    fields may be set (vortex's read-write fields) without touching the engine."""
 
     blocks_acquired: int = 0
     blocks_processed: int = 0
@@ -137,6 +145,10 @@ class EngineStatus:
     frames_dropped: int = 0
     #: frames that arrived with data missing (never delivered as blocks)
     frames_incomplete: int = 0
+
+    def copy(self) -> "EngineStatus":
+        """An independent copy (vortex's ``copy()``)."""
+        return dataclasses.replace(self)
 
     @property
     def state(self) -> str:
