@@ -187,6 +187,7 @@ class Source:
     size: int              #: bytes of the file when planned
     mtime_ns: int          #: its modification time when planned
     first: int = 0         #: its first volume in the output array
+    spans: tuple = ()      #: HDF5: per volume, the bytes [lo, hi) its chunks lie in
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,8 @@ def _plan_npy(path: str, cfg: ReprocessConfig) -> tuple[int, int]:
     with open(path, "rb") as f:
         try:
             major, minor = np.lib.format.read_magic(f)
-            shape, fortran, dtype = np.lib.format._read_array_header(f, (major, minor))
+            read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(f, max_header_size=1 << 20)
         except Exception as e:  # noqa: BLE001 - any parse failure is the header's
             raise SourceError(path, 0, min(os.path.getsize(path), 4096), f"unreadable .npy header ({e})") from None
         offset = f.tell()
@@ -348,7 +350,8 @@ def plan_sources(files: Iterable[Union[str, os.PathLike]], config: ReprocessConf
         else:
             offset, volumes = {"npy": _plan_npy, "matlab": _plan_matlab, "nrrd": _plan_nrrd,
                                "nifti": _plan_nifti, "hdf5": _plan_hdf5}[kind](path, config)
-        out.append(Source(path, kind, offset, volumes, st.st_size, st.st_mtime_ns, first))
+        spans = _hdf5_spans(path, volumes) if kind == "hdf5" else ()
+        out.append(Source(path, kind, offset, volumes, st.st_size, st.st_mtime_ns, first, spans))
         first += volumes
     return out
 
@@ -364,7 +367,12 @@ def plan_tasks(sources: Sequence[Source], config: ReprocessConfig) -> list[Task]
             count = min(n, s.volumes - v)
             start_record = v * config.records_per_volume
             warm = min(start_record, -(-w // grid) * grid) if w else 0
-            tasks.append(Task(s, v, count, s.first + v, s.data_offset + v * vb, s.data_offset + (v + count) * vb, warm))
+            if s.spans:  # HDF5: where the volumes' chunks are
+                used = [sp for sp in s.spans[v:v + count] if sp[1]]
+                lo, hi = (min(a for a, _ in used), max(b for _, b in used)) if used else (0, 0)
+            else:
+                lo, hi = s.data_offset + v * vb, s.data_offset + (v + count) * vb
+            tasks.append(Task(s, v, count, s.first + v, lo, hi, warm))
     return tasks
 
 
@@ -461,26 +469,27 @@ def _stage_hdf5(task: Task, cfg: ReprocessConfig, directory: str) -> tuple[str, 
     return path, 0, block.nbytes, digest
 
 
-def _hdf5_range(path: str, volume: int, count: int) -> tuple[int, int]:
-    """The byte span of the chunks of volumes [volume, volume+count) of an HDF5 stack (0, size if unknown)."""
-    try:
-        import h5py
+def _hdf5_spans(path: str, volumes: int) -> tuple:
+    """Per volume of an HDF5 stack, the bytes ``[lo, hi)`` its stored chunks lie in (from the
+    chunk index: no data read); ``(0, 0)`` for a volume with no chunk stored."""
+    import h5py
 
-        with h5py.File(path, "r") as f:
-            ds = f["data"]
-            lo, hi = None, 0
-            for v in (volume, volume + count - 1):
-                for idx in ((v,) + (0,) * (ds.ndim - 1), (v,) + tuple(s - 1 for s in ds.shape[1:])):
-                    info = ds.id.get_chunk_info_by_coord(tuple(i - i % c for i, c in zip(idx, ds.chunks)))
-                    if info.byte_offset is None:
-                        continue
-                    lo = info.byte_offset if lo is None else min(lo, info.byte_offset)
-                    hi = max(hi, info.byte_offset + info.size)
-            if lo is not None:
-                return int(lo), int(hi)
-    except Exception:  # noqa: BLE001 - only the message's range
-        pass
-    return 0, os.path.getsize(path)
+    lo, hi = [None] * volumes, [0] * volumes
+    with h5py.File(path, "r") as f:
+        ds = f["data"]
+
+        def visit(info: Any) -> None:
+            v = info.chunk_offset[0]
+            if v < volumes and info.byte_offset is not None:
+                lo[v] = info.byte_offset if lo[v] is None else min(lo[v], info.byte_offset)
+                hi[v] = max(hi[v], info.byte_offset + info.size)
+
+        if hasattr(ds.id, "chunk_iter"):
+            ds.id.chunk_iter(visit)
+        else:  # older HDF5: one lookup per chunk
+            for i in range(ds.id.get_num_chunks()):
+                visit(ds.id.get_chunk_info(i))
+    return tuple((int(a or 0), int(b)) for a, b in zip(lo, hi))
 
 
 def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = False,
