@@ -22,9 +22,11 @@ VPY := $(VENV)/bin/python
 # The [test] and [docs] extras of pyproject.toml plus the build tools. nbclient,
 # nbformat and ipykernel run examples/acquire.ipynb headless (tests_py/test_notebook.py);
 # vortex-oct-tools, qtpy, PyQt5 and rainbow-logging-handler run vortex's companion package and
-# demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's offscreen platform.
+# demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's offscreen platform; dask,
+# distributed and zarr run vortexgo.distributed (tests_py/test_distributed.py).
 PYDEPS := numpy pytest pytest-timeout hypothesis tqdm pillow matplotlib ipywidgets pybindgen setuptools wheel scipy \
-	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx vortex-oct-tools qtpy PyQt5 rainbow-logging-handler
+	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx vortex-oct-tools qtpy PyQt5 rainbow-logging-handler \
+	dask distributed "zarr>=3"
 # A venv made before PYDEPS grew gets the new packages: the stamp's name changes with the list.
 DEPS_STAMP := $(VENV)/.pydeps-$(shell echo '$(PYDEPS)' | cksum | cut -d' ' -f1)
 NATIVE := python/vortexgo/_native

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 
 import numpy as np
@@ -203,38 +204,38 @@ def test_corrupt_hdf5_chunk_names_the_file_and_range(client, tmp_path):
     assert spans[1][0] <= info.byte_offset < spans[1][1]
 
 
-def test_killed_worker_is_retried_and_every_chunk_written_once(tmp_path):
+def test_killed_worker_is_retried_and_every_chunk_written_once(client, tmp_path):
     """A worker killed (SIGKILL) mid-task: the scheduler reruns its task elsewhere and the array
-    holds every volume, equal to the single-machine engine's."""
+    holds every volume, equal to the single-machine engine's. (Its nanny starts a new worker.)"""
     cfg = config(volumes_per_task=1)
     data = spectra(volumes=12, seed=3)
     f = write(tmp_path / "a.npy", data, "npy")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=50) as cluster, distributed.Client(cluster) as c:
-        # Slow the tasks down so that one is surely running when its worker dies.
-        c.run(lambda: os.environ.__setitem__("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0.3"))
-        import threading
+    c = client
+    # Slow the tasks down so that one is surely running when its worker dies.
+    c.run(lambda: os.environ.__setitem__("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0.3"))
 
-        pids = c.run(os.getpid)
-        victim = next(iter(pids.values()))
+    pids = c.run(os.getpid)
+    victim = next(iter(pids.values()))
 
-        def kill():
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                busy = c.processing()
-                addr = next((a for a, p in pids.items() if p == victim), None)
-                if addr and busy.get(addr):
-                    time.sleep(0.1)
-                    os.kill(victim, signal.SIGKILL)
-                    return
-                time.sleep(0.02)
+    def kill():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            busy = c.processing()
+            addr = next((a for a, p in pids.items() if p == victim), None)
+            if addr and busy.get(addr):
+                time.sleep(0.1)
+                os.kill(victim, signal.SIGKILL)
+                return
+            time.sleep(0.02)
 
-        killer = threading.Thread(target=kill)
-        killer.start()
-        out = vd.reprocess(c, [f], cfg, tmp_path / "out.zarr")
-        killer.join()
-        with pytest.raises(ProcessLookupError):
-            os.kill(victim, 0)
+    killer = threading.Thread(target=kill)
+    killer.start()
+    out = vd.reprocess(c, [f], cfg, tmp_path / "out.zarr")
+    killer.join()
+    with pytest.raises(ProcessLookupError):
+        os.kill(victim, 0)
+    c.run(lambda: os.environ.pop("VORTEXGO_DISTRIBUTED_TEST_DELAY", None))
+    c.wait_for_workers(2, timeout=30)
     arr = zarr.open_array(str(tmp_path / "out.zarr"))
     root = tmp_path / "out.zarr"
     chunks = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()

@@ -187,7 +187,7 @@ class Source:
     size: int              #: bytes of the file when planned
     mtime_ns: int          #: its modification time when planned
     first: int = 0         #: its first volume in the output array
-    spans: tuple = ()      #: HDF5: per volume, the bytes [lo, hi) its chunks lie in
+    spans: tuple = ()      #: for HDF5, per volume the bytes [lo, hi) its chunks lie in
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ class Task:
     volume: int    #: first volume in the source
     count: int     #: volumes
     first: int     #: first volume in the output array
-    offset: int    #: the range's first byte (HDF5: of its first chunk, if known)
+    offset: int    #: the range's first byte (for HDF5, that of its first chunk)
     end: int       #: one past its last byte
     warmup: int    #: records replayed before the range to warm the rolling average up (not written)
 
@@ -454,11 +454,9 @@ def _stage_hdf5(task: Task, cfg: ReprocessConfig, directory: str) -> tuple[str, 
     try:
         with h5py.File(src.path, "r") as f:
             ds = f["data"]
-            flat = ds.shape[1:-2]
             v0, v1 = lo // rpv, -(-hi // rpv)
             block = np.ascontiguousarray(ds[v0:v1], dtype="<u2").reshape(-1, *ds.shape[-2:])
             block = block[lo - v0 * rpv: hi - v0 * rpv]
-            del flat
     except Exception as e:  # noqa: BLE001 - h5py's errors name no range
         raise SourceError(src.path, task.offset, task.end, f"volumes {task.volume}..{task.volume + task.count - 1} "
                           f"of the HDF5 stack unreadable ({type(e).__name__}: {e})") from None
@@ -605,7 +603,7 @@ class Reprocessed:
     store: str
     sources: list
     tasks: list
-    results: list = field(default_factory=list)   #: per task: run_task's dict, or None where it failed
+    results: list = field(default_factory=list)   #: per task, run_task's dict (None where it failed)
     seconds: float = 0.0
 
     @property
