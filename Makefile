@@ -26,9 +26,10 @@ BASEDEPS := numpy pybindgen setuptools wheel tqdm pillow
 # them. nbclient, nbformat and ipykernel run examples/acquire.ipynb headless
 # (tests_py/test_notebook.py); vortex-oct-tools, qtpy, PyQt5 and rainbow-logging-handler run
 # vortex's companion package and demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's
-# offscreen platform.
+# offscreen platform; dask, distributed and zarr run vortexgo.distributed (tests_py/test_distributed.py).
 PYDEPS := pytest pytest-timeout hypothesis matplotlib ipywidgets scipy \
-	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx vortex-oct-tools qtpy PyQt5 rainbow-logging-handler
+	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx vortex-oct-tools qtpy PyQt5 rainbow-logging-handler \
+	dask distributed "zarr>=3"
 # A venv made before a list grew gets the new packages: a stamp's name changes with its list.
 BASE_STAMP := $(VENV)/.basedeps-$(shell echo '$(BASEDEPS)' | cksum | cut -d' ' -f1)
 DEPS_STAMP := $(VENV)/.pydeps-$(shell echo '$(PYDEPS)' | cksum | cut -d' ' -f1)

@@ -42,6 +42,19 @@ type FileConfig struct {
 	// Pin says whether an engine on a GPU uploads straight from the file's
 	// pages, pinned in place (see PinMode); the zero value is PinAuto.
 	Pin PinMode
+	// Offset and Length select the records to replay: bytes [Offset,
+	// Offset+Length) of the file, whole records (ours; vortex replays the
+	// whole file). Both 0 replay all the data; Length 0 with Offset > 0
+	// replays from Offset to the end. In a .npy file the range must lie in
+	// the data after the header (which still gives the spectrum length and
+	// byte order); any other file is read as raw records from Offset, so the
+	// data of a file with another header (MATLAB v5, NRRD, NIfTI) replays
+	// too. Only the range is read: the rest of the file may be shorter than
+	// a header says or end in a partial record (vortexgo.distributed gives
+	// each task one range). A range past the file's end is refused by
+	// Prepare naming the file, the range and where the file ends.
+	Offset int64
+	Length int64
 }
 
 // FileAcquisition replays spectra from a file, as vortex's does: Prepare
@@ -97,6 +110,9 @@ func NewFileAcquisition(cfg FileConfig) (*FileAcquisition, error) {
 	}
 	if err := checkRate(cfg.Rate); err != nil {
 		return nil, err
+	}
+	if cfg.Offset < 0 || cfg.Length < 0 {
+		return nil, engine.Invalid("acquire: FileConfig.Offset=%d, Length=%d, expected >= 0", cfg.Offset, cfg.Length)
 	}
 	if cfg.Pin < PinAuto || cfg.Pin > PinAlways {
 		return nil, engine.Invalid("acquire: FileConfig.Pin=%d, expected PinAuto, PinNever or PinAlways", int(cfg.Pin))
@@ -191,6 +207,9 @@ func (a *FileAcquisition) Prepare() error {
 	a.values = a.samples * chans
 	data := st.Size() - a.offset
 	rec := int64(a.values) * 2
+	if a.cfg.Offset != 0 || a.cfg.Length != 0 {
+		return a.prepareRange(st.Size(), rec)
+	}
 	if data == 0 {
 		return engine.Invalid("acquire: %s: no data, expected at least one record of %d bytes", a.cfg.Path, rec)
 	}
@@ -200,6 +219,35 @@ func (a *FileAcquisition) Prepare() error {
 			a.cfg.Path, data, data%rec, rec, a.samples, chans)
 	}
 	a.records = data / rec
+	return nil
+}
+
+// prepareRange is Prepare's check of FileConfig.Offset and Length against
+// a file of size bytes (under a.mu): the range must lie in the file's data
+// and hold whole records of rec bytes; the replay is then that range.
+func (a *FileAcquisition) prepareRange(size, rec int64) error {
+	off, length := a.cfg.Offset, a.cfg.Length
+	if off == 0 {
+		off = a.offset
+	}
+	if off < a.offset {
+		return engine.Invalid("acquire: %s: FileConfig.Offset=%d, expected >= %d (the .npy data start after the header)",
+			a.cfg.Path, off, a.offset)
+	}
+	if length == 0 {
+		length = size - off
+	}
+	end := off + length
+	if end > size || length <= 0 {
+		return engine.Invalid("acquire: %s: bytes [%d, %d): the file ends at byte %d (truncated?), expected the range inside it",
+			a.cfg.Path, off, end, size)
+	}
+	if length%rec != 0 {
+		return engine.Invalid("acquire: %s: bytes [%d, %d): %d bytes end in a partial record, expected a multiple of the record, "+
+			"%d bytes (SamplesPerRecord=%d x ChannelsPerSample=%d uint16 values)",
+			a.cfg.Path, off, end, length, rec, a.samples, a.cfg.ChannelsPerSample)
+	}
+	a.offset, a.records = off, length/rec
 	return nil
 }
 

@@ -9,7 +9,7 @@ import (
 
 var errNoMap = errors.New("mapping files is not supported on this system")
 
-func mapFile(*os.File, int64) ([]byte, error) { return nil, errNoMap }
+func mapFile(*os.File, int64, int64) ([]byte, error) { return nil, errNoMap }
 
 func unmapFile([]byte) error { return nil }
 

@@ -9,13 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapFile maps the first length bytes of f read-only and shared: the page
+// mapFile maps length bytes of f from off (a page boundary) read-only and shared: the page
 // cache's own pages, no copy.
-func mapFile(f *os.File, length int64) ([]byte, error) {
-	if length <= 0 || int64(int(length)) != length {
-		return nil, fmt.Errorf("mapping %d bytes, expected 1..%d", length, int64(^uint(0)>>1))
+func mapFile(f *os.File, off, length int64) ([]byte, error) {
+	if length <= 0 || int64(int(length)) != length || off < 0 || off%int64(os.Getpagesize()) != 0 {
+		return nil, fmt.Errorf("mapping %d bytes at %d, expected 1..%d at a page boundary", length, off, int64(^uint(0)>>1))
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(length), unix.PROT_READ, unix.MAP_SHARED)
+	b, err := unix.Mmap(int(f.Fd()), off, int(length), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mmap: %w", err)
 	}

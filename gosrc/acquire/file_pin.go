@@ -59,7 +59,7 @@ var pinLimit = maxPinnedFileBytes
 // the kernel keeps until they are unpinned. What Go needs of the data (the
 // seam) it reads with pread.
 type filePin struct {
-	mapping []byte         // the read-only mapping of the file's first offset+records*rec bytes
+	mapping []byte         // the read-only mapping of the file up to offset+records*rec bytes, from offset's page
 	pinned  backend.Buffer // its registration with the device
 	base    uintptr        // address of record 0
 	offset  int64          // the data's offset in the file, as mapped
@@ -150,7 +150,7 @@ func bytesText(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-// mapAndPin maps the file's first offset+size bytes read-only, pins them
+// mapAndPin maps the file's bytes up to offset+size read-only (from offset's page), pins them
 // and builds the seam of a looped replay.
 func (a *FileAcquisition) mapAndPin(reg backend.HostRegistrar, dev backend.Device, size int64, maxRecords int) (_ *filePin, err error) {
 	f, err := os.Open(a.cfg.Path)
@@ -166,7 +166,10 @@ func (a *FileAcquisition) mapAndPin(reg backend.HostRegistrar, dev backend.Devic
 	if v.size < length {
 		return nil, fmt.Errorf("the file is shorter than when prepared (%d bytes, expected %d): %w", v.size, length, io.ErrUnexpectedEOF)
 	}
-	mapping, err := mapFile(f, length)
+	// From the page holding the first record: a range late in a large file
+	// (FileConfig.Offset) maps and pins only its own pages.
+	start := a.offset - a.offset%int64(os.Getpagesize())
+	mapping, err := mapFile(f, start, length-start)
 	if err != nil {
 		return nil, err
 	}
@@ -179,10 +182,10 @@ func (a *FileAcquisition) mapAndPin(reg backend.HostRegistrar, dev backend.Devic
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(mapping)))
 	// Read-only: the mapping is PROT_READ, whose pages the kernel pins for
 	// reading only (a writable pin of it fails).
-	if p.pinned, err = reg.RegisterHost(addr, int(length), true); err != nil {
+	if p.pinned, err = reg.RegisterHost(addr, int(length-start), true); err != nil {
 		return nil, err
 	}
-	p.base = addr + uintptr(a.offset)
+	p.base = addr + uintptr(a.offset-start)
 	if !a.cfg.Loop {
 		return p, nil
 	}

@@ -318,12 +318,25 @@ class FileAcquisitionConfig(_BlockShape):
             a file changed while pinned stops the engine with an error (prepare
             it again). :attr:`FileAcquisition.pinned` tells which path an engine
             took.
+        offset: with ``length``, the records replayed: bytes ``[offset,
+            offset + length)`` of the file, whole records (ours). 0 and 0
+            replay all the data; ``length`` 0 replays from ``offset`` to the
+            end. In a ``.npy`` file the range lies in the data after the header
+            (which still gives the spectrum length and byte order); any other
+            file is read as raw records from ``offset`` (so the data of a
+            MATLAB, NRRD or NIfTI stack replay too). Only the range is read;
+            :meth:`FileAcquisition.prepare` refuses one past the file's end,
+            naming the file, the range and where the file ends.
+            :mod:`vortexgo.distributed` gives each task one such range.
+        length: the range's length in bytes (see ``offset``).
     """
 
     path: str = ""
     loop: bool = True
     rate: float = 0.0
     pin: Optional[bool] = None
+    offset: int = 0
+    length: int = 0
 
     _min_samples = 0
 
@@ -455,7 +468,9 @@ class FileAcquisition(_Standalone):
                                         "SamplesPerRecord": _int(o, "samples_per_record", c.samples_per_record, 0),
                                         "ChannelsPerSample": _int(o, "channels_per_sample", c.channels_per_sample, 1),
                                         "Loop": bool(c.loop), "Rate": _float(o, "rate", c.rate),
-                                        "Pin": _pin_mode(c.pin)})
+                                        "Pin": _pin_mode(c.pin),
+                                        "Offset": _int(o, "offset", c.offset, 0),
+                                        "Length": _int(o, "length", c.length, 0)})
 
     @property
     def pinned(self) -> bool:

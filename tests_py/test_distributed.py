@@ -1,0 +1,272 @@
+"""vortexgo.distributed on a real LocalCluster of worker processes (spawned, as Dask does by
+default): the same volumes as the single-machine engine over each whole file (several
+formats), a worker killed mid-task, truncated and corrupt files, resume and overwrite; and
+the same on a LocalCUDACluster where a GPU and dask-cuda exist."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+zarr = pytest.importorskip("zarr")
+
+import vortexgo as vg  # noqa: E402
+from vortexgo import distributed as vd  # noqa: E402
+from vortexgo import storage as vs  # noqa: E402
+from vortexgo.engine import Engine, EngineConfig  # noqa: E402
+from vortexgo.format import FormatPlanner, FormatPlannerConfig, StackFormatExecutor, StackFormatExecutorConfig  # noqa: E402,E501
+from vortexgo.marker import ScanBoundary  # noqa: E402
+from vortexgo.acquire import record_raster  # noqa: E402
+
+S, A, B = 64, 16, 8          # samples, A-scans per B-scan, B-scans per volume: 16 KiB of spectra a volume
+VOLUMES = 4
+pytestmark = pytest.mark.timeout(120)
+
+
+def config(average_window: int = 0, dtype: str = "int8", **kw) -> vd.ReprocessConfig:
+    pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=32, average_window=average_window,
+                            levels=(-10.0, 60.0))
+    return vd.ReprocessConfig(pc, ascans_per_bscan=A, bscans_per_volume=B, dtype=dtype, **kw)
+
+
+def spectra(volumes: int = VOLUMES, seed: int = 0) -> np.ndarray:
+    """Interferogram-like spectra: a few reflectors over a background, noise."""
+    rng = np.random.default_rng(seed)
+    k = np.arange(S)
+    depth = rng.integers(3, S // 2, (volumes, B, A, 1))
+    x = 2000 + 800 * np.cos(2 * np.pi * depth * k / S) + rng.normal(0, 30, (volumes, B, A, S))
+    return x.astype(np.uint16)[..., None]  # (volumes, bscans, ascans, samples, channels)
+
+
+def write(path, data: np.ndarray, kind: str) -> str:
+    """``data`` as vortexgo's storages write it (or np.save / tofile for vortex's formats)."""
+    path = str(path)
+    if kind == "raw":
+        data.tofile(path)
+    elif kind == "hdf5":
+        st = vs.HDF5StackUInt16()
+        st.open(vs.HDF5StackConfig(path, data.shape[1:], compression_level=1))
+        for v in data:
+            st.write_volume(v)
+            st.advance_volume(False)
+        st.close()
+    else:
+        st = vs.SimpleStackUInt16()
+        cfg = vs.SimpleStackConfig(path, data.shape[1:])
+        cfg.header = {"npy": vs.SimpleStackHeader.NumPy, "matlab": vs.SimpleStackHeader.MATLAB,
+                      "nrrd": vs.SimpleStackHeader.NRRD, "nifti": vs.SimpleStackHeader.NifTI,
+                      "empty": vs.SimpleStackHeader.Empty}[kind]
+        st.open(cfg)
+        for v in data:
+            st.write_volume(v)
+            st.advance_volume(False)
+        st.close()
+    return path
+
+
+def single_machine(data: np.ndarray, cfg: vd.ReprocessConfig, tmp_path) -> np.ndarray:
+    """The reference: vortexgo's engine over the whole file on this process, no ranges."""
+    path = str(tmp_path / "reference.raw")
+    data.tofile(path)
+    acq = vg.FileAcquisition(path=path, samples_per_record=S, loop=False)
+    proc = vg.CPUProcessor(cfg.processor)
+    planner = FormatPlanner(FormatPlannerConfig(B, A))
+    ep = vd._endpoint_class(cfg.dtype)(StackFormatExecutor(cfg.format or StackFormatExecutorConfig()))
+    ec = EngineConfig(records_per_block=cfg.block(), blocks_to_allocate=4, preload_count=2)
+    ec.add_acquisition(acq, [proc])
+    ec.add_processor(proc, [planner])
+    ec.add_formatter(planner, [ep])
+    out = {}
+
+    def on_volume(sample, scan_idx, volume_idx):
+        with ep.tensor as v:
+            out[scan_idx] = np.array(v)
+
+    ep.volume_callback = on_volume
+    eng = Engine(ec)
+    for i in range(len(data)):
+        eng.scan_queue.append(record_raster(A, B), marker=ScanBoundary(0, i))
+    with eng:
+        eng.prepare()
+        eng.start()
+        eng.wait()
+    return np.stack([out[i] for i in range(len(data))])
+
+
+@pytest.fixture(scope="module")
+def client():
+    # Processes (spawned: Dask's default start method), one thread each.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.mark.parametrize("average_window", [0, 40])
+def test_equals_single_machine_across_formats(client, tmp_path, average_window):
+    """Five formats, one array: each file's volumes equal the single-machine engine's over that
+    whole file, the rolling background average included (tasks warm it up on the block grid)."""
+    cfg = config(average_window)
+    kinds = ["npy", "raw", "hdf5", "nrrd", "matlab", "nifti"] if average_window else ["npy", "empty", "hdf5"]
+    data = {k: spectra(seed=i) for i, k in enumerate(kinds)}
+    files = [write(tmp_path / f"{k}.{k}", data[k], k) for k in kinds]
+    out = vd.reprocess(client, files, cfg, tmp_path / "out.zarr")
+    got = out.to_dask().compute()
+    assert got.shape == (len(kinds) * VOLUMES, B, A, S) and got.dtype == np.int8
+    for i, k in enumerate(kinds):
+        want = single_machine(data[k], cfg, tmp_path)
+        np.testing.assert_array_equal(got[i * VOLUMES:(i + 1) * VOLUMES], want, err_msg=k)
+    assert out.written == len(kinds) * VOLUMES
+    meta = zarr.open_array(str(tmp_path / "out.zarr")).attrs["vortexgo"]
+    assert [s["format"] for s in meta["sources"]] == ["raw" if k == "empty" else k for k in kinds]
+    assert meta["config"]["processor"]["average_window"] == average_window
+    src = meta["sources"][0]
+    assert len(src["ranges"]) == VOLUMES and src["sha256_of_ranges"]
+    import hashlib
+    r = src["ranges"][1]
+    with open(files[0], "rb") as f:
+        f.seek(r["offset"])
+        assert hashlib.sha256(f.read(r["end"] - r["offset"])).hexdigest() == r["sha256"]
+
+
+def test_resume_and_overwrite(client, tmp_path):
+    """A rerun writes nothing and reads no spectra through the engine; removed chunks are redone;
+    overwrite=True redoes every one; another job's array is refused without it."""
+    cfg = config()
+    f = write(tmp_path / "a.npy", spectra(), "npy")
+    store = tmp_path / "out.zarr"
+    first = vd.reprocess(client, [f], cfg, store)
+    want = first.to_dask().compute()
+    again = vd.reprocess(client, [f], cfg, store)
+    assert again.written == 0
+    key = zarr.open_array(str(store)).metadata.encode_chunk_key((2, 0, 0, 0))
+    os.remove(store / key)
+    third = vd.reprocess(client, [f], cfg, store)
+    assert third.written == 1
+    np.testing.assert_array_equal(third.to_dask().compute(), want)
+    assert vd.reprocess(client, [f], cfg, store, overwrite=True).written == VOLUMES
+    with pytest.raises(ValueError, match="overwrite=True"):
+        vd.reprocess(client, [f], config(dtype="float32"), store)
+
+
+def test_truncated_and_corrupt_files(client, tmp_path):
+    """A truncated file fails the tasks of its missing volumes, naming the file and byte range;
+    the other volumes (and files) are written. A corrupt header is refused before any work."""
+    cfg = config()
+    good = write(tmp_path / "good.npy", spectra(seed=1), "npy")
+    cut = write(tmp_path / "cut.npy", spectra(seed=2), "npy")
+    size = os.path.getsize(cut)
+    with open(cut, "r+b") as fh:
+        fh.truncate(size - cfg.volume_bytes - 100)  # volume 2 is partial, volume 3 missing
+    store = tmp_path / "out.zarr"
+    with pytest.raises(vd.ReprocessError) as e:
+        vd.reprocess(client, [good, cut], cfg, store)
+    failed = e.value.failures
+    assert [t.volume for t, _ in failed] == [2, 3]
+    for t, exc in failed:
+        assert isinstance(exc, vd.SourceError) and exc.path == cut
+        assert f"{cut}: bytes [{t.offset}, {t.end})" in str(exc) and "ends at byte" in str(exc)
+    arr = zarr.open_array(str(store))
+    assert arr.attrs["vortexgo"]["failed"][0]["path"] == cut
+    got = arr[:]
+    np.testing.assert_array_equal(got[:VOLUMES], single_machine(spectra(seed=1), cfg, tmp_path))
+    np.testing.assert_array_equal(got[VOLUMES:VOLUMES + 2], single_machine(spectra(seed=2)[:2], cfg, tmp_path))
+
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': garbage" + b"\0" * 4096)
+    with pytest.raises(vd.SourceError, match=r"bad\.npy: bytes \[0, \d+\): unreadable \.npy header"):
+        vd.reprocess(client, [good, bad], cfg, tmp_path / "out2.zarr")
+
+
+def test_corrupt_hdf5_chunk_names_the_file_and_range(client, tmp_path):
+    """Bytes overwritten inside one deflated chunk of an HDF5 stack fail that volume's task,
+    naming the file and the bytes its volume's chunks lie in; the other volumes are written."""
+    import h5py
+
+    cfg = config()
+    f = write(tmp_path / "a.h5", spectra(), "hdf5")
+    spans = vd._hdf5_spans(f, VOLUMES)
+    with h5py.File(f, "r") as h:
+        info = h["data"].id.get_chunk_info_by_coord((1, 3, 5, 0, 0))
+    with open(f, "r+b") as fh:
+        fh.seek(info.byte_offset + 2)
+        fh.write(b"\xa5" * (info.size - 4))
+    with pytest.raises(vd.ReprocessError) as e:
+        vd.reprocess(client, [f], cfg, tmp_path / "out.zarr")
+    (t, exc), = e.value.failures
+    assert t.volume == 1 and f"{f}: bytes [{spans[1][0]}, {spans[1][1]})" in str(exc)
+    assert spans[1][0] <= info.byte_offset < spans[1][1]
+
+
+def test_killed_worker_is_retried_and_every_chunk_written_once(client, tmp_path):
+    """A worker killed (SIGKILL) mid-task: the scheduler reruns its task elsewhere and the array
+    holds every volume, equal to the single-machine engine's. (Its nanny starts a new worker.)"""
+    cfg = config(volumes_per_task=1)
+    data = spectra(volumes=12, seed=3)
+    f = write(tmp_path / "a.npy", data, "npy")
+    c = client
+    # Slow the tasks down so that one is surely running when its worker dies.
+    c.run(lambda: os.environ.__setitem__("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0.3"))
+
+    pids = c.run(os.getpid)
+    victim = next(iter(pids.values()))
+
+    def kill():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            busy = c.processing()
+            addr = next((a for a, p in pids.items() if p == victim), None)
+            if addr and busy.get(addr):
+                time.sleep(0.1)
+                os.kill(victim, signal.SIGKILL)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    out = vd.reprocess(c, [f], cfg, tmp_path / "out.zarr")
+    killer.join()
+    with pytest.raises(ProcessLookupError):
+        os.kill(victim, 0)
+    c.run(lambda: os.environ.pop("VORTEXGO_DISTRIBUTED_TEST_DELAY", None))
+    c.wait_for_workers(2, timeout=30)
+    arr = zarr.open_array(str(tmp_path / "out.zarr"))
+    root = tmp_path / "out.zarr"
+    chunks = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
+                    and p.name != "zarr.json" and not p.name.endswith(".partial"))  # a killed write's temporary
+    assert chunks == sorted(arr.metadata.encode_chunk_key((i, 0, 0, 0)) for i in range(12))
+    np.testing.assert_array_equal(arr[:], single_machine(data, cfg, tmp_path))
+    assert sum(r["count"] for r in out.results) == 12
+
+
+def test_bscan_chunks_and_float32(client, tmp_path):
+    cfg = config(dtype="float32", chunk="bscan", volumes_per_task=3)
+    data = spectra(volumes=5)
+    f = write(tmp_path / "a.raw", data, "raw")
+    out = vd.reprocess(client, [f], cfg, tmp_path / "out.zarr")
+    arr = out.array
+    assert arr.chunks == (1, 1, A, S) and arr.dtype == np.float32 and len(out.tasks) == 2
+    np.testing.assert_allclose(arr[:], single_machine(data, cfg, tmp_path), rtol=0, atol=0)
+    assert json.loads(json.dumps(dict(arr.attrs)))["vortexgo"]["config"]["chunk"] == "bscan"
+
+
+def test_cuda_cluster_matches_cpu(tmp_path):
+    """The same job on a LocalCUDACluster (one worker per GPU) gives the CPU cluster's volumes
+    within float tolerance (float32 output; int8 levels may round one step apart)."""
+    if not vg.is_cuda_available():
+        pytest.skip("no CUDA device")
+    dask_cuda = pytest.importorskip("dask_cuda")
+    cfg = config(average_window=40, dtype="float32")
+    data = spectra(volumes=6)
+    f = write(tmp_path / "a.npy", data, "npy")
+    with dask_cuda.LocalCUDACluster(dashboard_address=None, silence_logs=40) as cluster, \
+            distributed.Client(cluster) as c:
+        gpu = vd.reprocess(c, [f], cfg, tmp_path / "gpu.zarr", device="cuda").array[:]
+    want = single_machine(data, cfg, tmp_path)
+    np.testing.assert_allclose(gpu, want, rtol=1e-3, atol=1e-2 * float(np.abs(want).max()))
