@@ -80,8 +80,12 @@ func TestImaqConfigIsValidatedAsVortexDoes(t *testing.T) {
 // interface is refused while the first is open (one session an interface).
 func TestImaqFillDeliversThePhantom(t *testing.T) {
 	imaqEnv(t)
-	const samples, records = 256, 256 // 1.28 ms a frame at 200 kHz: a ring of 10 outlasts the race detector's pauses
-	a, err := NewImaqAcquisition(imaqConfig(samples, records))
+	// 1.28 ms a frame at 200 kHz: a ring of 64 (82 ms) outlasts the race detector's pauses
+	// on a loaded 2-core machine (a ring of 10 was overrun there: "frame 3 has been overwritten").
+	const samples, records = 256, 256
+	cfg := imaqConfig(samples, records)
+	cfg.RingSize = 64
+	a, err := NewImaqAcquisition(cfg)
 	require.NoError(t, err)
 	defer a.Close()
 	require.NoError(t, a.Prepare())
