@@ -26,10 +26,11 @@ BASEDEPS := numpy pybindgen setuptools wheel tqdm pillow
 # them. nbclient, nbformat and ipykernel run examples/acquire.ipynb headless
 # (tests_py/test_notebook.py); vortex-oct-tools, qtpy, PyQt5 and rainbow-logging-handler run
 # vortex's companion package and demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's
-# offscreen platform; dask, distributed and zarr run vortexgo.distributed (tests_py/test_distributed.py).
+# offscreen platform; dask, distributed and zarr run vortexgo.distributed (tests_py/test_distributed.py);
+# imageio is what vortex's own offline suite imports (tests_py/test_vortex_offline.py).
 PYDEPS := pytest pytest-timeout hypothesis matplotlib ipywidgets scipy \
 	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx vortex-oct-tools qtpy PyQt5 rainbow-logging-handler \
-	dask distributed "zarr>=3"
+	dask distributed "zarr>=3" imageio
 # A venv made before a list grew gets the new packages: a stamp's name changes with its list.
 BASE_STAMP := $(VENV)/.basedeps-$(shell echo '$(BASEDEPS)' | cksum | cut -d' ' -f1)
 DEPS_STAMP := $(VENV)/.pydeps-$(shell echo '$(PYDEPS)' | cksum | cut -d' ' -f1)
@@ -163,10 +164,13 @@ gpu-build:
 	# vortex's demos and vortex-oct-tools run there at full size with them
 	# (run_gpu_tests.sh puts the folder on PYTHONPATH; the Qt demos need `make gpu-qt` carried too).
 	$(VPY) -m pip install -q --no-deps --target gpu-build/extra-site vortex-oct-tools rainbow-logging-handler colorama qtpy \
-	  pytest-xdist execnet
+	  pytest-xdist execnet imageio
 	# vortex's demo scripts, which tests_py/test_vortex_demos.py runs unchanged (read, never copied into the repo).
 	if [ -d ../shared/vortex-reference/demo ]; then mkdir -p gpu-build/vortex-reference && \
 	  cp -r ../shared/vortex-reference/demo gpu-build/vortex-reference/; fi
+	# vortex's offline test suite, which tests_py/test_vortex_offline.py runs on vortexgo and on vortex.
+	if [ -d ../shared/vortex-reference/test/offline ]; then mkdir -p gpu-build/vortex-reference/test && \
+	  cp -r ../shared/vortex-reference/test/offline gpu-build/vortex-reference/test/; fi
 	# vortex 0.5.1's build (when this checkout sits beside it): bench/bench_peers.py
 	# runs vortex itself next to vortexgo on the GPU machine.
 	if [ -f ../shared/vortex-build/setup.sh ]; then mkdir -p gpu-build/vortex-build && \

@@ -119,3 +119,29 @@ def test_vortex_benchmark_script_runs_under_vortex_names():
     """)
     assert r.returncode == 0, r.stderr[-2000:]
     assert '"impl": "vortex"' in r.stdout
+
+
+def test_namespace_submodules_import_as_modules():
+    """`import vortex.scan.warp` (and .limits, .inactive_policy, vortex.engine.source) works as vortex's
+    does, giving the same names as `from vortex.scan import warp`; a name vortexgo lacks still fails."""
+    r = _py("""
+        import vortexgo.compat as c, vortexgo.scan, vortexgo.source
+        c.install()
+        import vortex.scan.warp, vortex.scan.limits, vortex.scan.inactive_policy, vortex.engine.source
+        from vortex.scan import warp
+        assert vortex.scan.warp.Angular is vortexgo.scan.Angular is warp.Angular
+        assert vortex.scan.limits.ScannerMax_Saturn_5B is vortexgo.scan.limits.ScannerMax_Saturn_5B
+        assert vortex.scan.inactive_policy.FixedLinear is vortexgo.scan.inactive_policy.FixedLinear
+        assert repr(vortex.engine.source.Axsun100k) == repr(vortexgo.source.source.Axsun100k)  # made anew per access
+        names = lambda m: sorted(n for n in dir(m) if not n.startswith("_"))
+        assert names(vortex.scan.warp) == ["Angular", "NoWarp", "Telecentric"], names(vortex.scan.warp)
+        assert names(vortex.engine.source) == ["Axsun100k", "Axsun200k", "ThorlabsVCSEL400k"]
+        try:
+            import vortex.scan.nowhere
+        except ImportError:
+            pass
+        else:
+            raise SystemExit("vortex.scan.nowhere imported")
+        print("ok")
+    """)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr

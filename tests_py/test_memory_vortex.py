@@ -195,3 +195,13 @@ print(json.dumps(out))
         t.clear()
         snap()
         assert rows == theirs[name], name
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_only_device_tensors_have_a_device(dtype):
+    """As in vortex, only CudaDeviceTensor* has ``device``: vortex's own tests tell device tensors
+    apart by ``hasattr(tensor, 'device')`` and read the others as NumPy arrays."""
+    assert not hasattr(getattr(vm, f"CpuTensor{dtype}")(), "device")
+    assert not hasattr(getattr(vm, f"CudaHostTensor{dtype}"), "device")
+    assert "device" not in dir(getattr(vm, f"CpuTensor{dtype}"))
+    assert isinstance(getattr(vm, f"CudaDeviceTensor{dtype}").device, property)

@@ -142,13 +142,81 @@ def test_vortexgo_host_arrays():
     (np.zeros((R, N, 2), np.uint16), np.zeros((R, N, 1), np.int8), ValueError, r"input_buffer: shape \(6, 48, 2\), expected \(records, 48, 1\)"),
     (np.zeros((R + 1, N, 1), np.uint16), np.zeros((R + 1, N, 1), np.int8), ValueError, "expected 1 to ascans_per_block=6 records"),
     (np.zeros((R, N, 1), np.uint16), np.zeros((R - 1, N, 1), np.int8), ValueError, r"output_buffer: shape \(5, 48, 1\), expected \(6, 48, 1\)"),
-    (np.zeros((R, 2 * N, 1), np.uint16)[:, ::2], np.zeros((R, N, 1), np.int8), ValueError, "input_buffer: strides"),
     ([[0] * N] * R, np.zeros((R, N, 1), np.int8), TypeError, "input_buffer=list, expected a NumPy"),
 ])
 def test_bad_buffers_are_refused(inp, out, exc, text):
     p = CPUProcessor(samples_per_record=N, ascans_per_block=R)
     with pytest.raises(exc, match=text):
         p.next(inp, out)
+
+
+@pytest.mark.parametrize("window", [0, 3])
+@pytest.mark.parametrize("channel", [0, 1])
+def test_one_channel_of_an_interleaved_block(channel, window):
+    """vortex's pre-indexed channel: spectra[..., c] (a strided (records, samples) view) with channel=0
+    processes as channel c of the whole block, block after block (the rolling average carried);
+    the other channel's bytes past its last sample are never needed."""
+    raw = spectra(3, seed=5, channels=2)
+    whole = CPUProcessor(samples_per_record=N, ascans_per_block=R, channels_per_sample=2, channel=channel,
+                         average_window=window)
+    one = CPUProcessor(samples_per_record=N, ascans_per_block=R, channels_per_sample=2, channel=0,
+                       average_window=window)
+    for k in range(3):
+        blk = raw[k * R:(k + 1) * R]
+        want, got = np.zeros((R, N, 1), np.float32), np.zeros((R, N, 1), np.float32)
+        whole.next(blk, want)
+        view = blk[..., channel]
+        assert not view.flags.c_contiguous
+        one.next(view, got)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("make", [
+    lambda b: b[::-1][::-1],                                   # a view, C order after all
+    lambda b: np.asfortranarray(b),                            # Fortran order
+    lambda b: np.repeat(b, 2, axis=1)[:, ::2],                 # every other sample of a wider block
+    lambda b: np.ascontiguousarray(b[..., 1]),                 # one channel alone, C order (R, N)
+], ids=["view", "fortran", "samples-strided", "one-channel-contiguous"])
+def test_other_strided_host_inputs_are_gathered(make):
+    """Any other strided host input is read as its values say (gathered into C order first)."""
+    raw = spectra(1, seed=6, channels=2)
+    cfg = dict(samples_per_record=N, ascans_per_block=R, channels_per_sample=2, average_window=2)
+    inp = make(raw)
+    ref_in = raw if inp.ndim == 3 else raw
+    want, got = np.zeros((R, N, 1), np.float32), np.zeros((R, N, 1), np.float32)
+    CPUProcessor(channel=1 if inp.ndim == 2 else 0, **cfg).next(ref_in, want)
+    CPUProcessor(channel=0, **cfg).next(inp, got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_one_channel_input_refusals():
+    """A (records, samples) input for several channels is the processed channel alone: channel must be 0
+    and there is no clock channel to read."""
+    raw = spectra(1, channels=2)
+    out = np.zeros((R, N, 1), np.float32)
+    with pytest.raises(ValueError, match=r"one channel for channels_per_sample=2: expected channel=0"):
+        CPUProcessor(samples_per_record=N, ascans_per_block=R, channels_per_sample=2, channel=1).next(raw[..., 0], out)
+    with pytest.raises(ValueError, match=r"no clock_channel \(got channel=0, clock_channel=1\)"):
+        CPUProcessor(samples_per_record=N, ascans_per_block=R, channels_per_sample=2, clock_channel=1,
+                     enable_ifft=False).next(raw[..., 0], out)
+
+
+def test_levels_take_vortexs_range():
+    """ProcessorConfig.levels is vortex's Range (a (lo, hi) pair is the same); the int8 rendering maps it."""
+    raw = spectra(1, seed=7)
+    outs = []
+    for levels in (vg.Range(-21, 99), (-21, 99)):
+        out = np.zeros((R, N, 1), np.int8)
+        p = CPUProcessor(samples_per_record=N, ascans_per_block=R, levels=levels, enable_ifft=False,
+                         enable_log10=False, enable_square=False, enable_magnitude=False)
+        assert p.config.levels == levels
+        p.next(raw, out)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    ref = np.clip(np.round(raw * (255 / 120) + 21 * 255 / 120 - 128), -128, 127).astype(np.int8)
+    np.testing.assert_allclose(outs[0].astype(int), ref.astype(int), atol=1)
+    with pytest.raises(TypeError, match="expected None, a Range or"):
+        ProcessorConfig(levels="loud").validate()
 
 
 def test_bad_calls_and_lifecycle():

@@ -176,6 +176,11 @@ func (a *FileAcquisition) Prepare() error {
 	if err := a.closeFile(); err != nil {
 		return fmt.Errorf("acquire: %s: closing the previous replay: %w", a.cfg.Path, err)
 	}
+	return a.prepare()
+}
+
+// prepare is Prepare under a.mu, the file closed.
+func (a *FileAcquisition) prepare() error {
 	f, err := openRegular(a.cfg.Path)
 	if err != nil {
 		return err
@@ -275,12 +280,20 @@ func npySamples(shape []int, samples, chans int) (int, error) {
 }
 
 // Start opens the file and arms the source; after a Stop (or a Prepare)
-// the replay starts again from the first record.
+// the replay starts again from the first record. Before any Prepare it
+// prepares first, as vortex's start opens the file itself (Prepare's
+// errors, then, are Start's).
 func (a *FileAcquisition) Start() error {
+	closed := a.claim.Err("acquire: FileAcquisition.Start") // before a.mu: Close holds the claim, then a.mu
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.records == 0 {
-		return errors.New("acquire: FileAcquisition.Start before Prepare, expected prepare() first")
+		if closed != nil {
+			return closed
+		}
+		if err := a.prepare(); err != nil {
+			return err
+		}
 	}
 	if a.f == nil {
 		f, err := openRegular(a.cfg.Path)

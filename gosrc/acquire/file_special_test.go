@@ -62,3 +62,39 @@ func TestFileAcquisitionRefusesSpecialFiles(t *testing.T) {
 		require.Contains(t, err.Error(), kind)
 	}
 }
+
+// TestFileStartPreparesFirst: vortex's start opens the file itself, so a
+// Start with no Prepare before it prepares (the data from the first
+// record), refuses what Prepare refuses, and is refused once closed.
+func TestFileStartPreparesFirst(t *testing.T) {
+	dir := t.TempDir()
+	data := make([]uint16, 6*4)
+	for i := range data {
+		data[i] = uint16(i * 7)
+	}
+	buf := make([]byte, 2*len(data))
+	for i, v := range data {
+		buf[2*i], buf[2*i+1] = byte(v), byte(v>>8)
+	}
+	good := filepath.Join(dir, "good.raw")
+	require.NoError(t, os.WriteFile(good, buf, 0o644))
+	a, err := NewFileAcquisition(FileConfig{Path: good, SamplesPerRecord: 4})
+	require.NoError(t, err)
+	require.NoError(t, a.Start())
+	require.EqualValues(t, 6, a.Records())
+	dst := make([]uint16, 2*4)
+	n, err := a.Next(dst, 2)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, data[:8], dst)
+	require.NoError(t, a.Stop())
+	require.NoError(t, a.Close())
+
+	partial := filepath.Join(dir, "partial.raw")
+	require.NoError(t, os.WriteFile(partial, buf[:10], 0o644))
+	b, err := NewFileAcquisition(FileConfig{Path: partial, SamplesPerRecord: 4})
+	require.NoError(t, err)
+	require.ErrorContains(t, b.Start(), "end in a partial record", "Start reports Prepare's refusal")
+	require.NoError(t, b.Close())
+	require.ErrorIs(t, b.Start(), backend.ErrClosed)
+}

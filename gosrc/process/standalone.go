@@ -29,6 +29,13 @@ type standalone struct {
 type StandaloneBlock struct {
 	In, Out, Out8 uintptr // raw uint16 input; float32 and int8 outputs (0: not wanted)
 	Records       int
+	// InBytes, when not 0, is how many bytes at In may be read, fewer than
+	// the block's records x samples x channels x 2: In is one channel of a
+	// larger interleaved block (vortex's pre-indexed spectra[..., c], whose
+	// last sample ends before the block's last channel). The processor
+	// reads its channel 0 there, so the input is first copied into scratch
+	// (InBytes of it; the other channels' slots there are never read).
+	InBytes       int
 	AppendHistory bool // vortex's append_history: the block enters the rolling average
 	Host          bool
 }
@@ -74,6 +81,15 @@ func (al *standalone) next(kind string, p standaloneProcessor, dev backend.Devic
 	if a.In == 0 || a.Out == 0 && a.Out8 == 0 {
 		return backend.Invalidf("%s: input=%#x float32 output=%#x int8 output=%#x, expected an input and an output", op, a.In, a.Out, a.Out8)
 	}
+	rawBytes := a.Records * cfg.SamplesPerRecord * cfg.Channels() * 2
+	if a.InBytes < 0 || a.InBytes > rawBytes {
+		return backend.Invalidf("%s: %d input bytes, expected 0 (the whole block) up to the block's %d", op, a.InBytes, rawBytes)
+	}
+	if a.InBytes > 0 && a.InBytes < rawBytes && (cfg.Channel != 0 || cfg.ClockChannel != nil) {
+		return backend.Invalidf("%s: a single channel of an interleaved block with channel=%d and clock_channel=%v, "+
+			"expected channel=0 and no clock channel (the input holds the processed channel alone)",
+			op, cfg.Channel, cfg.ClockChannel != nil)
+	}
 	onHost := dev.Kind() == backend.CPU
 	if !a.Host && onHost {
 		return backend.Invalidf("%s: device arrays, expected host (NumPy) arrays on the CPU backend", op)
@@ -89,15 +105,33 @@ func (al *standalone) next(kind string, p standaloneProcessor, dev backend.Devic
 	}
 	s := al.stream
 	m := p.OutputSamples()
-	rawBytes := a.Records * cfg.SamplesPerRecord * cfg.Channels() * 2
 	in, out, out8 := a.In, a.Out, a.Out8
 	var err error
-	stage := a.Host && !onHost // host arrays on a device: copy through scratch
-	if stage {
+	stage := a.Host && !onHost                       // host arrays on a device: copy through scratch
+	partial := a.InBytes > 0 && a.InBytes < rawBytes // one channel of a larger block: read from scratch
+	if !stage && partial {
+		if !a.Host {
+			// Another library's device work wrote the input: wait for it before the copy.
+			if err := dev.Synchronize(); err != nil {
+				return fmt.Errorf("process: %s: waiting for the input: %w", op, err)
+			}
+		}
 		if in, err = al.scratch(dev, 0, rawBytes); err != nil {
 			return err
 		}
-		if err := s.Copy(in, a.In, rawBytes); err != nil {
+		if err := s.Copy(in, a.In, a.InBytes); err != nil {
+			return fmt.Errorf("process: %s: staging the input channel: %w", op, err)
+		}
+	}
+	if stage {
+		n := rawBytes
+		if partial {
+			n = a.InBytes
+		}
+		if in, err = al.scratch(dev, 0, rawBytes); err != nil {
+			return err
+		}
+		if err := s.Copy(in, a.In, n); err != nil {
 			return fmt.Errorf("process: %s: upload: %w", op, err)
 		}
 		if out8 != 0 {
@@ -105,7 +139,7 @@ func (al *standalone) next(kind string, p standaloneProcessor, dev backend.Devic
 				return err
 			}
 		}
-	} else if !a.Host {
+	} else if !a.Host && !partial {
 		// The caller's arrays were written by work we cannot order after
 		// (another library's stream): wait for the device. Standalone
 		// calls are not the engine's path; this is their one host wait

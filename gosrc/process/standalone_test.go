@@ -102,3 +102,68 @@ func TestStandaloneChangeAndErrors(t *testing.T) {
 	require.ErrorIs(t, next(ok), backend.ErrClosed)
 	require.NoError(t, with.Close())
 }
+
+// TestStandaloneOneChannelOfABlock: a single channel of an interleaved
+// block (vortex's pre-indexed spectra[..., c]: its address at channel c,
+// only the bytes up to its last sample readable) processes as that channel
+// of the whole block does; the other channels' bytes past its end are
+// never read. Refused with another channel or a clock channel configured.
+func TestStandaloneOneChannelOfABlock(t *testing.T) {
+	const n, R, cps = 40, 5, 2
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, window := range []int{0, 3} {
+		whole := smallConfig(n, R)
+		whole.ChannelsPerSample, whole.Channel, whole.AverageWindow = cps, 1, window
+		one := whole
+		one.Channel = 0
+		pw, err := NewCPUProcessor(whole)
+		require.NoError(t, err)
+		po, err := NewCPUProcessor(one)
+		require.NoError(t, err)
+		h := newHostBuffers(t, n*cps, n, R)
+		got := newHostBuffers(t, n*cps, n, R)
+		span := ((R*n-1)*cps + 1) * 2 // channel 1's bytes, from its first sample to its last
+		for block := 0; block < 3; block++ {
+			for i := range h.raw {
+				h.raw[i] = uint16(rng.IntN(4000))
+			}
+			require.NoError(t, pw.Next(StandaloneBlock{In: h.in.Ptr(), Out: h.out.Ptr(), Out8: h.out8.Ptr(),
+				Records: R, AppendHistory: true, Host: true}))
+			require.NoError(t, po.Next(StandaloneBlock{In: h.in.Ptr() + 2, InBytes: span, Out: got.out.Ptr(),
+				Out8: got.out8.Ptr(), Records: R, AppendHistory: true, Host: true}))
+			require.Equal(t, h.result, got.result, "window %d block %d", window, block)
+			require.Equal(t, h.result8, got.result8, "window %d block %d", window, block)
+		}
+		require.NoError(t, pw.Close())
+		require.NoError(t, po.Close())
+	}
+
+	h := newHostBuffers(t, n*cps, n, R)
+	for _, tc := range []struct {
+		name    string
+		channel int
+		clock   bool
+		bytes   int
+		want    string
+	}{
+		{"too-many-bytes", 0, false, R*n*cps*2 + 2, "expected 0 (the whole block) up to the block's 800"},
+		{"negative-bytes", 0, false, -1, "-1 input bytes"},
+		{"other-channel", 1, false, 10, "with channel=1"},
+		{"clock", 0, true, 10, "clock_channel=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := smallConfig(n, R)
+			c.ChannelsPerSample, c.Channel = cps, tc.channel
+			if tc.clock {
+				k := 1
+				c.ClockChannel = &k
+			}
+			p, err := NewCPUProcessor(c)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, p.Close()) }()
+			err = p.Next(StandaloneBlock{In: h.in.Ptr(), InBytes: tc.bytes, Out: h.out.Ptr(), Records: R, Host: true})
+			require.ErrorIs(t, err, backend.ErrInvalid)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

@@ -93,13 +93,15 @@ func (p *Processor) Change(to *Processor) error {
 // next): the raw uint16 input at in, the float32 output at out and the int8
 // output at out8 (0: not wanted), host memory when host is set, else
 // device memory of the processor's device (process.StandaloneBlock).
-func (p *Processor) Next(in, out, out8, records int, appendHistory, host bool) error {
+// inBytes is 0, or the bytes readable at in when the input is one channel
+// of a larger interleaved block (StandaloneBlock.InBytes).
+func (p *Processor) Next(in, inBytes, out, out8, records int, appendHistory, host bool) error {
 	s, ok := p.p.(interface {
 		Next(process.StandaloneBlock) error
 	})
 	if !ok {
 		return tag(badArg("%T has no next, expected a CPUProcessor, CUDAProcessor or CopyProcessor", p.p))
 	}
-	return tag(s.Next(process.StandaloneBlock{In: uintptr(in), Out: uintptr(out), Out8: uintptr(out8),
+	return tag(s.Next(process.StandaloneBlock{In: uintptr(in), InBytes: inBytes, Out: uintptr(out), Out8: uintptr(out8),
 		Records: records, AppendHistory: appendHistory, Host: host}))
 }

@@ -29,8 +29,8 @@ func TestProcessors(t *testing.T) {
 
 	raw := make([]uint16, R*n)
 	out := make([]float32, R*n)
-	require.NoError(t, p.Next(addr(raw), addr(out), 0, R, true, true))
-	require.ErrorContains(t, p.Next(addr(raw), 0, 0, R, true, true), "expected an input and an output")
+	require.NoError(t, p.Next(addr(raw), 0, addr(out), 0, R, true, true))
+	require.ErrorContains(t, p.Next(addr(raw), 0, 0, 0, R, true, true), "expected an input and an output")
 	require.NoError(t, p.Close())
 
 	c, err := NewCopyProcessor(dev, config)
@@ -38,7 +38,7 @@ func TestProcessors(t *testing.T) {
 	require.NoError(t, c.Close())
 	null, err := NewNullProcessor(dev, config)
 	require.NoError(t, err)
-	require.ErrorContains(t, null.Next(addr(raw), addr(out), 0, R, true, true), "has no next")
+	require.ErrorContains(t, null.Next(addr(raw), 0, addr(out), 0, R, true, true), "has no next")
 	require.ErrorContains(t, null.Change(null), "has no change")
 	require.NoError(t, null.Close())
 }

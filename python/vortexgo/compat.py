@@ -76,6 +76,12 @@ NESTED = {
     "acquire.imaq": "vortexgo.imaq",
     "driver.imaq": "vortexgo.imaq",
     "acquire.teledyne": "vortexgo.teledyne",
+    # vortex's submodules that vortexgo keeps as namespaces in a module ("module:name"):
+    # `import vortex.scan.warp` as well as `from vortex.scan import warp`
+    "scan.warp": "vortexgo.scan:warp",
+    "scan.limits": "vortexgo.scan:limits",
+    "scan.inactive_policy": "vortexgo.scan:inactive_policy",
+    "engine.source": "vortexgo.source:source",
 }
 
 _ROOT_NAMES = ("Range", "get_console_logger", "get_file_logger", "get_python_logger")
@@ -103,7 +109,9 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return _root_module()
         sub = spec.name.split(".", 1)[1]
         if sub in NESTED:
-            return _Forward(spec.name, importlib.import_module(NESTED[sub]), {})
+            module, _, name = NESTED[sub].partition(":")
+            target = importlib.import_module(module)
+            return _Forward(spec.name, getattr(target, name) if name else target, {})
         if sub not in SUBMODULES and any(k.split(".")[0] == sub for k in NESTED):
             pkg = types.ModuleType(spec.name, f"vortexgo standing in for {spec.name} (vortexgo.compat.install())")
             pkg.__path__ = []

@@ -128,11 +128,6 @@ class _Tensor(NoCopy, StrictAttributes):
         return self._t.ptr if self.valid else None
 
     @property
-    def device(self) -> int:
-        """The CUDA device's ordinal (``CudaDeviceTensor``; 0 for the others)."""
-        return 0 if self._device.is_cpu else self._device.ordinal
-
-    @property
     def tensor(self) -> Optional[DeviceTensor]:
         """The :class:`~vortexgo.DeviceTensor` holding the memory (None when empty)."""
         return self._t
@@ -230,6 +225,16 @@ class _Tensor(NoCopy, StrictAttributes):
         return f"{self._kind}(shape=[{', '.join(map(str, self.shape))}], dtype={self._dtype.name})"
 
 
+class _CudaDeviceTensor(_Tensor):
+    """The CUDA device tensors: vortex gives only these a ``device`` (the others have
+    none, and vortex's own tests tell device tensors apart by it)."""
+
+    @property
+    def device(self) -> int:
+        """The CUDA device's ordinal."""
+        return self._device.ordinal
+
+
 # Where each kind keeps its memory, for the docstrings.
 _MEMORY = {"CpuTensor": "host memory on the CPU backend",
            "CudaHostTensor": "pinned host memory of a CUDA device (``device`` defaults to ``\"cuda\"``)",
@@ -262,7 +267,7 @@ def _define(classes: tuple) -> dict:
     made = {}
     for name, kind, dtype in classes:
         dt = np.dtype(dtype)
-        made[name] = type(name, (_Tensor,), {
+        made[name] = type(name, (_CudaDeviceTensor if kind == "CudaDeviceTensor" else _Tensor,), {
             "_kind": kind, "_dtype": dt, "__module__": __name__, "__qualname__": name,
             "_storage": np.dtype(np.float64) if dt == np.uint64 else dt,
             "__doc__": f"vortex's ``{name}``: a lockable {dt.name} tensor in {_MEMORY[kind]}.",

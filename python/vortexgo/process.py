@@ -49,6 +49,7 @@ from ._core import api
 from ._device import Device, DeviceLike, get_device
 from ._validate import check_callable, check_int
 from .log import is_logger
+from .scan import Range
 from ._errors import ClosedError, native, release_on_collect
 
 __all__ = [
@@ -81,8 +82,9 @@ class ProcessorConfig(StrictAttributes):
         enable_magnitude: \\|y\\| instead of the real part.
         enable_square: square the output.
         enable_log10: 10 log10 of the value (decibels of power when squared).
-        levels: (lo, hi) mapped onto int8 -128..127 for the int8 output;
-            None (vortex's unset) casts the values directly.
+        levels: a :class:`~vortexgo.Range` (vortex's type) or a (lo, hi) pair
+            mapped onto int8 -128..127 for the int8 output; None (vortex's
+            unset) casts the values directly.
         slots: concurrent processing streams (each with its own scratch).
         clock_channel: vortex's dynamic resampling: the channel holding a
             k-clock (in ``[0, channels_per_sample)``). Each record is
@@ -111,7 +113,7 @@ class ProcessorConfig(StrictAttributes):
     enable_magnitude: bool = True
     enable_square: bool = True
     enable_log10: bool = True
-    levels: Optional[tuple[float, float]] = None
+    levels: Union[Range, tuple[float, float], None] = None
     slots: int = 2
     clock_channel: Optional[int] = None
     device: int = 0
@@ -192,10 +194,12 @@ class ProcessorConfig(StrictAttributes):
         """(lo, hi), or (0, 0): the Go core's "unset" (a direct cast)."""
         if self.levels is None:
             return 0.0, 0.0
+        v = self.levels
         try:
-            lo, hi = (float(x) for x in self.levels)
+            # vortex's Range (min, max), or a (lo, hi) pair
+            lo, hi = (float(v.min), float(v.max)) if isinstance(v, Range) else (float(x) for x in v)
         except (TypeError, ValueError):
-            raise TypeError(f"ProcessorConfig.levels={self.levels!r}, expected None or (lo, hi)") from None
+            raise TypeError(f"ProcessorConfig.levels={v!r}, expected None, a Range or (lo, hi)") from None
         # vortex accepts inverted levels (a negative image); equal ones
         # would divide by zero.
         if not (math.isfinite(lo) and math.isfinite(hi) and hi != lo):
@@ -248,16 +252,18 @@ def spectral_filter(window: ArrayLike = None, phasor: ArrayLike = None) -> Optio
 
 
 class _Block:
-    """An array's address, shape and dtype as :meth:`_Processor.next` reads them."""
+    """An array's address, shape, byte strides and dtype as :meth:`_Processor.next` reads them."""
 
-    __slots__ = ("ptr", "shape", "dtype", "keep")
+    __slots__ = ("ptr", "shape", "strides", "dtype", "keep")
 
-    def __init__(self, ptr: int, shape: tuple, dtype: np.dtype, keep: Any) -> None:
-        self.ptr, self.shape, self.dtype, self.keep = ptr, shape, dtype, keep
+    def __init__(self, ptr: int, shape: tuple, strides: tuple, dtype: np.dtype, keep: Any) -> None:
+        self.ptr, self.shape, self.strides, self.dtype, self.keep = ptr, shape, strides, dtype, keep
 
 
-def _block_array(name: str, v: Any, dtypes: tuple) -> tuple[_Block, bool]:
-    """``v``'s memory as (block, on the host), refusing copies, strides and other dtypes."""
+def _block_array(name: str, v: Any, dtypes: tuple, strided: bool = False) -> tuple[_Block, bool]:
+    """``v``'s memory as (block, on the host), refusing copies and other dtypes; strides
+    other than C order are refused unless ``strided`` (the input: :meth:`_Processor.next`
+    decides)."""
     want = " or ".join(np.dtype(d).name for d in dtypes)
     cai = None
     try:
@@ -269,18 +275,20 @@ def _block_array(name: str, v: Any, dtypes: tuple) -> tuple[_Block, bool]:
     if cai is not None:
         dt = np.dtype(cai["typestr"])
         shape = tuple(cai["shape"])
-        if cai.get("strides") is not None and tuple(cai["strides"]) != _c_strides(shape, dt.itemsize):
-            raise ValueError(f"{name}: strides {tuple(cai['strides'])}, expected a C-contiguous array")
+        c = _c_strides(shape, dt.itemsize)
+        strides = c if cai.get("strides") is None else tuple(cai["strides"])
+        if not strided and strides != c:
+            raise ValueError(f"{name}: strides {strides}, expected a C-contiguous array")
         if cai["data"][1] and name == "output_buffer":
             raise ValueError(f"{name}: read-only, expected a writable array")
-        block, host = _Block(int(cai["data"][0]), shape, dt, v), False
+        block, host = _Block(int(cai["data"][0]), shape, strides, dt, v), False
     elif isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
         a = np.asarray(v)  # zero-copy: the caller's memory
-        if not a.flags.c_contiguous:
+        if not strided and not a.flags.c_contiguous:
             raise ValueError(f"{name}: strides {a.strides}, expected a C-contiguous array")
         if not a.flags.writeable and name == "output_buffer":
             raise ValueError(f"{name}: read-only, expected a writable array")
-        block, host = _Block(a.ctypes.data, a.shape, a.dtype, a), True
+        block, host = _Block(a.ctypes.data, a.shape, a.strides, a.dtype, a), True
     else:
         raise TypeError(f"{name}={type(v).__name__}, expected a NumPy, CuPy or vortexgo array of {want}")
     if block.dtype not in [np.dtype(d) for d in dtypes] or not block.dtype.isnative:
@@ -288,6 +296,43 @@ def _block_array(name: str, v: Any, dtypes: tuple) -> tuple[_Block, bool]:
     if len(block.shape) == 0:
         raise ValueError(f"{name}: a 0-d array, expected (records, samples, channels)")
     return block, host
+
+
+def _strides_match(block: _Block, shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether ``block`` (of a shape compatible with ``shape``) steps through memory as
+    ``strides`` (bytes) would on every axis longer than 1 (an axis of 1 is never stepped)."""
+    got = [st for n, st in zip(block.shape, block.strides) if n != 1]
+    return got == [st for n, st in zip(shape, strides) if n != 1]
+
+
+def _input_layout(c: "ProcessorConfig", inp: _Block, host: bool, records: int) -> tuple[int, int, Any]:
+    """Where the processor reads ``inp``: (address, readable bytes or 0 for the whole
+    block, what to keep alive). The block is (records, samples_per_record,
+    channels_per_sample) uint16, C order, read in place; other layouts as
+    :meth:`_Processor.next` describes."""
+    S, C = c.samples_per_record, c.channels_per_sample
+    if _compatible(inp.shape[1:], (S, C)):  # the whole block
+        if _strides_match(inp, (records, S, C), (S * C * 2, C * 2, 2)):
+            return inp.ptr, 0, inp.keep
+        if host:  # strided: gathered into C order (a documented copy)
+            a = np.ascontiguousarray(np.asarray(inp.keep)).reshape(records, S, C)
+            return a.ctypes.data, 0, a
+        raise ValueError(f"input_buffer: strides {inp.strides} of a device array, expected C order "
+                         f"(cupy.ascontiguousarray(x)) or one channel of an interleaved block")
+    # vortex's pre-indexed channel: (records, samples) holding the processed channel alone
+    # (spectra[..., c] with channel=0), as vortex's shape check lets through.
+    if c.channel != 0 or c.clock_channel is not None:
+        raise ValueError(f"input_buffer: shape {inp.shape}, one channel for channels_per_sample={C}: expected "
+                         f"channel=0 and no clock_channel (got channel={c.channel}, clock_channel={c.clock_channel})")
+    if _strides_match(inp, (records, S), (S * C * 2, C * 2)):
+        # One channel of a C-order interleaved block: read where it lies, its bytes staged up to its last sample.
+        return inp.ptr, ((records * S - 1) * C + 1) * 2, inp.keep
+    if host:
+        a = np.zeros((records, S, C), np.uint16)  # gathered into channel 0 (a documented copy)
+        a[..., 0] = np.asarray(inp.keep).reshape(records, S)
+        return a.ctypes.data, 0, a
+    raise ValueError(f"input_buffer: strides {inp.strides} of a one-channel device array, expected one channel "
+                     f"of a C-order (records, {S}, {C}) block, or C order (cupy.ascontiguousarray(x))")
 
 
 def _c_strides(shape: tuple, itemsize: int) -> tuple:
@@ -426,7 +471,15 @@ class _Processor(NoCopy, StrictAttributes):
 
         ``input_buffer``: uint16 of shape ``(records, samples_per_record,
         channels_per_sample)`` (axes of 1 may be left out, as in vortex),
-        1 <= records <= ascans_per_block. ``output_buffer``: int8 (vortex's
+        1 <= records <= ascans_per_block, read in place when in C order. As
+        in vortex it may also be strided: one channel of an interleaved block
+        (``spectra[..., c]``, shape ``(records, samples_per_record)``, with
+        ``channel=0``: vortex's pre-indexed channel) is read where it lies,
+        its bytes up to its last sample staged once into the processor's
+        scratch (the upload a host array on a CUDAProcessor has anyway; a
+        copy of that size otherwise); any other strided host array is first
+        gathered into C order (a NumPy copy); other strided device arrays
+        are refused (``cupy.ascontiguousarray``). ``output_buffer``: int8 (vortex's
         output) or float32 (the A-scans before the int8 rendering) of shape
         ``(records, samples_per_ascan, 1)``. Host arrays (NumPy, vortexgo
         host arrays); a CUDAProcessor also takes CUDA arrays (CuPy, vortexgo),
@@ -439,14 +492,15 @@ class _Processor(NoCopy, StrictAttributes):
             raise TypeError(f"append_history={append_history!r}, expected a bool")
         h = self._handle()
         c = self.config
-        inp, in_host = _block_array("input_buffer", input_buffer, (np.uint16,))
+        inp, in_host = _block_array("input_buffer", input_buffer, (np.uint16,), strided=True)
         out, out_host = _block_array("output_buffer", output_buffer, (np.int8, np.float32))
         if in_host != out_host:
             raise TypeError("input_buffer and output_buffer: one in host and one in device memory, expected both in the same")
         records = inp.shape[0] if inp.shape else 0
         if not 1 <= records <= c.ascans_per_block:
             raise ValueError(f"input_buffer: shape {inp.shape}, expected 1 to ascans_per_block={c.ascans_per_block} records")
-        if not _compatible(inp.shape[1:], (c.samples_per_record, c.channels_per_sample)):
+        if not (_compatible(inp.shape[1:], (c.samples_per_record, c.channels_per_sample))
+                or _compatible(inp.shape[1:], (c.samples_per_record,))):
             raise ValueError(f"input_buffer: shape {inp.shape}, expected (records, {c.samples_per_record}, "
                              f"{c.channels_per_sample}) (records, samples_per_record, channels_per_sample)")
         if not out.shape or out.shape[0] != records or not _compatible(out.shape[1:], (c.samples_per_ascan, 1)):
@@ -455,7 +509,10 @@ class _Processor(NoCopy, StrictAttributes):
         out8 = out.dtype == np.int8
         if self.logger is not None:
             self.logger.debug("processing block %d", id)
-        native(h.Next)(inp.ptr, 0 if out8 else out.ptr, out.ptr if out8 else 0, records, bool(append_history), in_host)
+        ptr, readable, keep = _input_layout(c, inp, in_host, records)
+        native(h.Next)(ptr, readable, 0 if out8 else out.ptr, out.ptr if out8 else 0, records, bool(append_history),
+                       in_host)
+        del keep  # alive until here: a gathered copy is the memory read
 
     def next_async(self, input_buffer: Any, output_buffer: Any, callback: Any, id: int = 0,
                    append_history: bool = True) -> None:
