@@ -44,11 +44,6 @@ NOT_PROVIDED = {
                                                  "_EndpointAdapter", "_IOAdapter", "_Divide", "_Cycle")},
 }
 
-# TODO(i28-suite): the helper making vortex's offline suite pass adds Block's fields (engine Block);
-# the lead removes these entries when merging it.
-NOT_PROVIDED.update({f"vortex.engine.Block.{n}": "pending: the other issue-28 branch (engine Block fields)"
-                     for n in ("id", "timestamp", "sample", "length", "markers", "counter", "galvo_target",
-                               "sample_target", "galvo_actual", "sample_actual", "strobes")})
 
 #: Where vortexgo's behaviour still differs from vortex's rules checked by
 #: test_copy_and_attributes_behave_as_vortexs, with the reason (each one a gap to close).

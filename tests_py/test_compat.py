@@ -145,3 +145,29 @@ def test_namespace_submodules_import_as_modules():
         print("ok")
     """)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr
+
+
+def test_block_has_vortexs_fields():
+    """vortex.engine.Block(): the identity fields read-write with vortex's defaults, the streams
+    read-only and empty, StreamIndex's values (issue 28)."""
+    import datetime
+
+    from vortexgo.compat import Block
+    from vortexgo.marker import MarkerList
+
+    b = Block()
+    assert (b.id, b.sample, b.length) == (0, 0, 0) and b.timestamp == datetime.datetime(1970, 1, 1)
+    assert isinstance(b.markers, MarkerList) and len(b.markers) == 0
+    b.id, b.sample, b.length = 3, 1024, 256
+    assert (b.id, b.sample, b.length) == (3, 1024, 256)
+    assert b.counter.shape == [] and b.counter.dtype == "uint64"
+    for name in ("sample_target", "galvo_actual", "sample_actual"):
+        t = getattr(b, name)
+        assert t.shape == [] and t.dtype == "float64" and getattr(b, name) is t
+    assert b.galvo_target == {} and b.strobes == {}
+    for name in ("counter", "galvo_target", "sample_target", "galvo_actual", "sample_actual", "strobes"):
+        with pytest.raises(AttributeError):
+            setattr(b, name, None)
+    with pytest.raises(AttributeError):
+        b.not_a_field = 1
+    assert int(Block.StreamIndex.Strobes) == 5

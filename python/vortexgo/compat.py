@@ -187,10 +187,90 @@ class StreamIndex(StrictAttributes, enum.IntEnum):
 
 
 class Block:
-    """vortex's ``vortex.engine.Block``, for its ``StreamIndex`` values (DAQmx channel setup)."""
+    """vortex's ``vortex.engine.Block``: one block's identity (``id``, ``timestamp``,
+    ``sample``, ``length``, ``markers``, read-write) and its per-sample streams (``counter``,
+    ``galvo_target``, ``sample_target``, ``galvo_actual``, ``sample_actual``, ``strobes``,
+    read-only), with the ``StreamIndex`` values that name those streams (DAQmx channel
+    setup). vortexgo's engine keeps its blocks in Go and hands endpoints tensors, not Block
+    objects; a Block made here is vortex's empty one (scripts and tests construct it)."""
 
-    __slots__ = ()  # a namespace: an instance takes no attributes (vortex's Block is a pybind11 class)
+    __slots__ = ("id", "timestamp", "sample", "length", "_markers", "_streams")
     StreamIndex = StreamIndex
+
+    def __init__(self) -> None:
+        import datetime
+
+        self.id = 0
+        self.timestamp = datetime.datetime(1970, 1, 1)  # vortex's default: the epoch
+        self.sample = 0
+        self.length = 0
+        self._markers = None
+        self._streams: dict = {}
+
+    @property
+    def markers(self):
+        """The block's markers (a ``MarkerList``)."""
+        if self._markers is None:
+            from .marker import MarkerList
+
+            self._markers = MarkerList()
+        return self._markers
+
+    @markers.setter
+    def markers(self, value) -> None:
+        from .marker import MarkerList
+
+        self._markers = value if isinstance(value, MarkerList) else MarkerList(value)
+
+    def _stream(self, name: str, make):
+        if name not in self._streams:
+            self._streams[name] = make()
+        return self._streams[name]
+
+    @staticmethod
+    def _host_float64():
+        # vortex's are pinned (CudaHostTensor); without a CUDA driver the host one stands in.
+        from . import memory
+
+        try:
+            return memory.CudaHostTensorFloat64()
+        except Exception:
+            return memory.CpuTensorFloat64()
+
+    @property
+    def counter(self):
+        """The A-scan counter stream (``CpuTensorUInt64``), read-only."""
+        from . import memory
+
+        return self._stream("counter", memory.CpuTensorUInt64)
+
+    @property
+    def galvo_target(self) -> dict:
+        """vortex binds this stream as an empty ``dict``; so does vortexgo (read-only)."""
+        return self._stream("galvo_target", dict)
+
+    @property
+    def sample_target(self):
+        """The sample-axis target stream (host float64 tensor), read-only."""
+        return self._stream("sample_target", self._host_float64)
+
+    @property
+    def galvo_actual(self):
+        """The galvo position feedback stream (host float64 tensor), read-only."""
+        return self._stream("galvo_actual", self._host_float64)
+
+    @property
+    def sample_actual(self):
+        """The sample-axis feedback stream (host float64 tensor), read-only."""
+        return self._stream("sample_actual", self._host_float64)
+
+    @property
+    def strobes(self) -> dict:
+        """vortex binds the strobe stream as an empty ``dict``; so does vortexgo (read-only)."""
+        return self._stream("strobes", dict)
+
+    def __repr__(self) -> str:
+        return f"<Block id={self.id} sample={self.sample} length={self.length}>"
 
 
 class BufferStrategy(StrictAttributes, enum.IntEnum):
