@@ -89,7 +89,7 @@ func (a *FileAcquisition) PinTo(dev backend.Device, maxRecords int) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.records == 0 {
+	if a.values == 0 {
 		return errors.New("acquire: FileAcquisition.PinTo before Prepare")
 	}
 	always := a.cfg.Pin == PinAlways
@@ -110,6 +110,8 @@ func (a *FileAcquisition) PinTo(dev backend.Device, maxRecords int) error {
 		return decline("FileConfig.Pin=never")
 	case !ok:
 		return decline("the %s device cannot pin a file in place (its upload is a copy anyway)", dev.Kind())
+	case a.tail != 0:
+		return decline("%s ends in a partial record: replayed as a stream of values, read block by block", a.cfg.Path)
 	case a.bigEndian != nativeBigEndian:
 		return decline("%s holds big-endian values, which are swapped as they are read", a.cfg.Path)
 	}

@@ -94,7 +94,66 @@ func TestFileStartPreparesFirst(t *testing.T) {
 	require.NoError(t, os.WriteFile(partial, buf[:10], 0o644))
 	b, err := NewFileAcquisition(FileConfig{Path: partial, SamplesPerRecord: 4})
 	require.NoError(t, err)
-	require.ErrorContains(t, b.Start(), "end in a partial record", "Start reports Prepare's refusal")
+	require.NoError(t, b.Start(), "a file ending mid-record replays as vortex's: a stream of values")
+	_, err = b.Next(dst, 2)
+	require.ErrorContains(t, err, "ends in a partial record", "the block that reaches it fails")
+	require.NoError(t, b.Stop())
 	require.NoError(t, b.Close())
-	require.ErrorIs(t, b.Start(), backend.ErrClosed)
+	odd := filepath.Join(dir, "odd.raw")
+	require.NoError(t, os.WriteFile(odd, buf[:9], 0o644))
+	c, err := NewFileAcquisition(FileConfig{Path: odd, SamplesPerRecord: 4})
+	require.NoError(t, err)
+	require.ErrorContains(t, c.Start(), "expected uint16 values (an even number of bytes)", "Start reports Prepare's refusal")
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, b.Start(), backend.ErrClosed, "a closed source never reopens its file")
+	require.ErrorIs(t, c.Start(), backend.ErrClosed)
+}
+
+// TestFileEndingMidRecordIsAStreamOfValues: vortex reads a file as a stream of
+// uint16 values (its offline test_file_acquire): a looped replay wraps mid-record,
+// delivering the file's values repeated; one that does not loop delivers the
+// whole blocks before the partial record and fails at the block that reaches it.
+func TestFileEndingMidRecordIsAStreamOfValues(t *testing.T) {
+	dir := t.TempDir()
+	const values, samples, chans, records = 23, 2, 2, 2 // 5 whole records of 4 values, 3 values past them
+	data := make([]uint16, values)
+	for i := range data {
+		data[i] = uint16(1000 + 7*i)
+	}
+	path := filepath.Join(dir, "stream.raw")
+	require.NoError(t, os.WriteFile(path, u16bytes(data), 0o644))
+	cases := []struct {
+		name   string
+		loop   bool
+		blocks int // blocks of `records` records delivered before the end
+	}{
+		{"loop", true, 9}, // 9 blocks x 8 values = 72: the file three times and a bit
+		{"once", false, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := NewFileAcquisition(FileConfig{Path: path, SamplesPerRecord: samples, ChannelsPerSample: chans, Loop: tc.loop})
+			require.NoError(t, err)
+			defer a.Close()
+			for session := range 2 { // Stop then Start replays from the first value
+				require.NoError(t, a.Start())
+				var got []uint16
+				for range tc.blocks {
+					dst := make([]uint16, records*samples*chans)
+					n, err := a.Next(dst, records)
+					require.NoError(t, err, "session %d", session)
+					require.Equal(t, records, n)
+					got = append(got, dst...)
+				}
+				for i, v := range got {
+					require.Equal(t, data[i%values], v, "session %d value %d", session, i)
+				}
+				if !tc.loop {
+					_, err := a.Next(make([]uint16, records*samples*chans), records)
+					require.ErrorContains(t, err, "ends in a partial record (6 bytes past record 5)")
+				}
+				require.NoError(t, a.Stop())
+			}
+		})
+	}
 }
