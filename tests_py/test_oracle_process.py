@@ -180,16 +180,17 @@ def test_levels_log10_after_ifft(oracle):
     assert np.abs(ours.astype(int) - theirs.astype(int)).max() <= 1
 
 
-@pytest.mark.xfail(strict=True, reason="vortex 0.5.1's CPUProcessor.next refuses a block of fewer records than "
-                   "ascans_per_block (its input shape must be compatible with (ascans_per_block, samples, channels)); "
-                   "vortexgo's processes 1 to ascans_per_block records")
 def test_partial_block(oracle):
+    """A difference kept on purpose: vortex 0.5.1's CPUProcessor.next refuses a block of fewer
+    records than ascans_per_block (its input shape must be compatible with (ascans_per_block,
+    samples, channels)); vortexgo's processes 1 to ascans_per_block records (the last, short
+    block of a recording), which makes a script that vortex runs run the same here."""
     c = {"samples_per_record": 64, "ascans_per_block": 4, "enable_log10": False, "levels": [0.0, 4000.0]}
     raw = spectra(np.random.default_rng(5), 3, 64, 1)
     with pytest.raises(VortexRaised, match="input stream shape is not compatible"):
         compare(oracle, c, {}, raw, [3])
-    with pytest.raises(ValueError):
-        run_ours(c, {}, raw, [3])
+    ours = run_ours(c, {}, raw, [3])
+    assert ours.shape[0] == 3 and np.isfinite(ours.astype(float)).all()
 
 
 @pytest.mark.xfail(strict=True, reason="vortex 0.5.1's CPUProcessor maps squared values onto levels as "
