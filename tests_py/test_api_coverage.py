@@ -48,15 +48,6 @@ NOT_PROVIDED = {
 #: Where vortexgo's behaviour still differs from vortex's rules checked by
 #: test_copy_and_attributes_behave_as_vortexs, with the reason (each one a gap to close).
 KNOWN_DIFFERENCES = {
-    **{f"vortex.{n}.config": "pending: config is a settable attribute here, read-only in vortex (the processors and "
-                            "acquisitions are the other issue-28 branch's files)"
-       for n in ("acquire.NullAcquisition", "acquire.FileAcquisition", "process.NullProcessor", "process.CopyProcessor",
-                 "process.CPUProcessor", "process.CUDAProcessor", "engine.Engine")},
-    **{f"vortex.engine.SessionStatus.{n}": "pending: a frozen snapshot here, vortex's fields are read-write"
-       for n in ("allocated", "inflight", "dispatched", "limit")},
-    **{f"vortex.format.SimpleSlice.{n}": "pending: immutable here (validated once, hashable), mutable in vortex"
-       for n in ("start", "stop", "step")},
-    **{f"vortex.format.LinearTransform.{n}": "pending: immutable here, mutable in vortex" for n in ("scale", "offset")},
     "vortex.scan.Segment.position": "a default Segment's position is empty (0, 2), which vortexgo refuses to take "
                                     "back (a segment has >= 1 sample); vortex stores it",
 }

@@ -189,8 +189,11 @@ def test_engine_refuses_a_huge_event_queue_in_go():
     out = run_case('''
         ep = NullEndpoint()
         eng, acq, proc = rig([ep], total_volumes=1, rate=0.0)
-        eng.config.event_queue_size = 2**40
-        expect(ValueError, eng.prepare, match="EngineConfig.event_queue_size=1099511627776")
+        cfg = eng.config  # a copy (vortex's): changing it leaves eng as it is
+        cfg.event_queue_size = 2**40
+        assert eng.config.event_queue_size != 2**40
+        eng2 = Engine(cfg)
+        expect(ValueError, eng2.prepare, match="EngineConfig.event_queue_size=1099511627776")
         print("OK")
     ''')
     assert "OK" in out

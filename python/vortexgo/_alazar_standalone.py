@@ -87,7 +87,7 @@ class _AlazarStandalone(_Standalone):
         ``records_per_block`` records (ValueError), a shape compatible with
         ``config.shape`` (RuntimeError)."""
         a = _host_uint16(buffer)
-        c = self.config
+        c = self._config
         if a.shape[0] != c.records_per_block:
             raise ValueError(f"block is not exactly equal to the configured size: {a.shape[0]} != {c.records_per_block}")
         if not _shape_is_compatible(a.shape, c.shape):
@@ -111,7 +111,7 @@ class _AlazarStandalone(_Standalone):
         try:
             n = int(native(h.AlazarWait)(a.ctypes.data))
         except VortexError:
-            _release(self._posted, a, self.config.stop_on_error)
+            _release(self._posted, a, self._config.stop_on_error)
             raise
         _release(self._posted, a, True)
         return n
@@ -139,7 +139,7 @@ class _AlazarStandalone(_Standalone):
         id = check_int("id", id, 0)
         a = self._block(buffer)
         h = self._handle()
-        posted, logger, stop_on_error = self._posted, self.logger or _log, self.config.stop_on_error
+        posted, logger, stop_on_error = self._posted, self.logger or _log, self._config.stop_on_error
         if self.logger is not None:
             self.logger.debug("posting block %d", id)
         try:

@@ -90,9 +90,15 @@ class _Acquisition(NoCopy, StrictAttributes):
         if is_logger(config):
             config, logger = None, config
         self.logger = logger
-        self.config = self._config_type()
+        self._config = self._config_type()
         if config is not None or fields:
             self.initialize(config, **fields)
+
+    @property
+    def config(self) -> Any:
+        """A copy of the configuration (vortex's: read-only, each read a copy); change it with
+        :meth:`initialize`, e.g. ``c = acq.config; c.loop = False; acq.initialize(c)``."""
+        return self._config.copy()
 
     def initialize(self, config: Any = None, **fields: Any) -> None:
         """Validate and adopt ``config`` (copied); ``fields`` override its attributes."""
@@ -114,7 +120,7 @@ class _Acquisition(NoCopy, StrictAttributes):
         self._h = h
         # Frees the pinned replay ring an engine may have asked for.
         self._fin = release_on_collect(self, self._h.Close, "an acquisition")
-        self.config = cfg
+        self._config = cfg
         self._closed = False  # initialize() after close() makes a new source
 
     def _create(self, cfg: Any):  # pragma: no cover - abstract
@@ -238,13 +244,13 @@ class SimulatedAcquisition(_Acquisition):
     def resampling_positions(self) -> np.ndarray:
         """Fractional raw-pixel positions of samples even in wavenumber (float32):
         ``resampling_samples`` of :class:`~vortexgo.process.ProcessorConfig` for this spectrometer."""
-        return self._phantom(self._handle().ResamplingPositions, size=self.config.samples_per_record).astype(np.float32)
+        return self._phantom(self._handle().ResamplingPositions, size=self._config.samples_per_record).astype(np.float32)
 
     @native
     def dispersion_compensation(self) -> np.ndarray:
         """The complex64 phasor that undoes the simulated dispersion; multiply a
         window into it for ``spectral_filter`` of :class:`~vortexgo.process.ProcessorConfig`."""
-        v = self._phantom(self._handle().DispersionCompensation, size=2 * self.config.samples_per_record)
+        v = self._phantom(self._handle().DispersionCompensation, size=2 * self._config.samples_per_record)
         return v.view(np.complex128).astype(np.complex64)
 
     @native
@@ -255,7 +261,7 @@ class SimulatedAcquisition(_Acquisition):
         return list(zip(v[0::2], v[1::2]))
 
     def __repr__(self) -> str:
-        c = self.config
+        c = self._config
         if self._h is None or self._closed:
             return f"<SimulatedAcquisition {'closed' if self._closed else '(not initialized)'}>"
         rate = f"{c.rate:.3g} A-scans/s" if c.rate else "unthrottled"
@@ -389,7 +395,7 @@ class _Standalone(_Acquisition):
     def samples_per_record(self) -> int:
         """The samples of one record (for a ``.npy`` FileAcquisition with
         ``samples_per_record=0``: known after :meth:`prepare`)."""
-        return self._handle().SamplesPerRecord() // self.config.channels_per_sample
+        return self._handle().SamplesPerRecord() // self._config.channels_per_sample
 
     @native
     def start(self) -> None:
@@ -418,7 +424,7 @@ class _Standalone(_Acquisition):
         a = _host_uint16(buffer)
         samples = a.shape[1] if a.ndim >= 2 else 1
         channels = int(np.prod(a.shape[2:])) if a.ndim >= 3 else 1
-        want_s, want_c = self.samples_per_record, self.config.channels_per_sample
+        want_s, want_c = self.samples_per_record, self._config.channels_per_sample
         if samples != want_s or channels != want_c:
             raise ValueError(f"buffer: shape {a.shape}, expected (records, {want_s}, {want_c}) "
                              f"(records, samples_per_record, channels_per_sample)")
@@ -482,7 +488,7 @@ class FileAcquisition(_Standalone):
     def __repr__(self) -> str:
         if self._h is None or self._closed:
             return f"<FileAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        return f"<FileAcquisition {self.config.path!r}{' loop' if self.config.loop else ''}>"
+        return f"<FileAcquisition {self._config.path!r}{' loop' if self._config.loop else ''}>"
 
 
 def _pin_mode(pin: Any) -> int:
@@ -512,4 +518,4 @@ class NullAcquisition(_Standalone):
     def __repr__(self) -> str:
         if self._h is None or self._closed:
             return f"<NullAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        return f"<NullAcquisition {self.config.samples_per_record} samples>"
+        return f"<NullAcquisition {self._config.samples_per_record} samples>"

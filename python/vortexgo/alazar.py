@@ -37,7 +37,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the default VORTEXGO_VIRTUAL_DIR
-from ._attrs import Config, StrictAttributes, ValueList, _inside_package
+from ._attrs import Config, StrictAttributes, ValueList
 from ._core import api
 from ._errors import native
 from ._alazar_dac import AnalogChannel  # vortex.io.alazar.AnalogChannel (io.AlazarIOConfig's outputs)
@@ -656,16 +656,6 @@ class AlazarAcquisition(_AlazarStandalone):
     def _create(self, c: AlazarConfig):
         return api.NewAlazarAcquisition(json.dumps(c._record()))
 
-    @property
-    def config(self) -> AlazarConfig:
-        """The configuration :meth:`initialize` adopted (read-only, as vortex's)."""
-        return self._config
-
-    @config.setter
-    def config(self, v: AlazarConfig) -> None:
-        if not _inside_package(2):  # the caller of StrictAttributes.__setattr__
-            raise AttributeError(f"{type(self).__name__}.config is read-only: initialize(config) adopts a configuration")
-        self._config = v
 
     @property
     def running(self) -> bool:
@@ -684,7 +674,7 @@ class AlazarAcquisition(_AlazarStandalone):
     def __repr__(self) -> str:
         if self._h is None or self._closed:
             return f"<AlazarAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        c = self.config
+        c = self._config
         return (f"<AlazarAcquisition board {c.device.system_index}-{c.device.board_index}, "
                 f"{c.records_per_block} x {c.samples_per_record} x {c.channels_per_sample} uint16>")
 
@@ -804,7 +794,7 @@ class AlazarFFTAcquisition(AlazarAcquisition):
     def __repr__(self) -> str:
         if self._h is None or self._closed:
             return f"<AlazarFFTAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        c = self.config
+        c = self._config
         return (f"<AlazarFFTAcquisition board {c.device.system_index}-{c.device.board_index}, FFT {c.fft_length}, "
                 f"{c.records_per_block} x {c.samples_per_ascan} x {c.channels_per_sample} uint16>")
 

@@ -41,21 +41,40 @@ def _reinit(h: Any, new: Any, record: dict) -> Any:
     return h
 
 
-@dataclass(frozen=True)
+@dataclass
 class SampleSlice:
     """Keep samples ``start, start+step, ...`` below ``stop`` of each A-scan (vortex's
-    ``SimpleSlice(start, stop, step)``); ``stop=None`` keeps through the end."""
+    ``SimpleSlice(start, stop, step)``); ``stop=None`` keeps through the end. Its fields
+    are read-write as vortex's; each change is checked as the constructor checks them
+    (a refused change leaves the slice as it was)."""
 
     start: int = 0
     stop: Optional[int] = None
     step: int = 1
 
     def __post_init__(self) -> None:
-        # A frozen dataclass: normalise through object.__setattr__.
-        object.__setattr__(self, "start", check_int("SampleSlice.start", self.start, 0))
-        object.__setattr__(self, "step", check_int("SampleSlice.step", self.step, 1))
+        self._check()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name not in ("start", "stop", "step"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r} (it has start, stop, step)")
+        if "step" not in self.__dict__:  # the dataclass __init__ filling the fields in
+            object.__setattr__(self, name, value)
+            return
+        old = self.__dict__[name]
+        object.__setattr__(self, name, value)
+        try:
+            self._check()
+        except BaseException:
+            object.__setattr__(self, name, old)
+            raise
+
+    def _check(self) -> None:
+        d = self.__dict__
+        d["start"] = check_int("SampleSlice.start", self.start, 0)
+        d["step"] = check_int("SampleSlice.step", self.step, 1)
         if self.stop is not None:
-            object.__setattr__(self, "stop", check_int("SampleSlice.stop", self.stop))
+            d["stop"] = check_int("SampleSlice.stop", self.stop)
         if self.stop is not None and self.stop <= self.start:
             raise ValueError(f"SampleSlice.stop={self.stop}, expected None or > start ({self.start})")
 
@@ -73,7 +92,7 @@ class SampleSlice:
         return {"Simple": True, "Start": self.start, "Stop": self.stop, "Step": self.step}
 
     def copy(self) -> "SampleSlice":
-        """An equal slice (vortex's ``copy()``; slices are immutable here, so it is a new equal object)."""
+        """An equal, independent slice (vortex's ``copy()``)."""
         return _copy.copy(self)
 
     def resolve(self, samples: int) -> tuple[int, int]:
@@ -82,13 +101,13 @@ class SampleSlice:
         return min(self.start, stop), stop
 
 
-@dataclass(frozen=True, init=False)  # frozen like its base: no stray attributes either
+@dataclass(init=False)
 class SimpleSlice(SampleSlice):
     """vortex's ``SimpleSlice``, with its constructor: ``SimpleSlice(stop)`` keeps
     samples ``[0, stop)``, ``SimpleSlice(start, stop)`` and
     ``SimpleSlice(start, stop, step)`` as Python's ``slice``; ``SimpleSlice()``
     keeps every sample (vortex's is an empty slice there, which its ``count()``
-    divides by zero on). Immutable, unlike vortex's."""
+    divides by zero on). Read-write as vortex's."""
 
     def __init__(self, *args: int) -> None:
         if len(args) > 3:
@@ -98,12 +117,18 @@ class SimpleSlice(SampleSlice):
         super().__init__(*args)
 
 
-@dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class NullSlice(SampleSlice):
-    """vortex's ``NullSlice()``: every sample (the default ``sample_slice``)."""
+    """vortex's ``NullSlice()``: every sample (the default ``sample_slice``); it has no fields to set."""
 
     def __init__(self) -> None:
         super().__init__()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if "step" in self.__dict__:
+            raise AttributeError(f"NullSlice has no field {name!r} to set: every sample is kept "
+                                 "(SimpleSlice(start, stop, step) keeps a range)")
+        object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
         return "NullSlice"
@@ -130,7 +155,7 @@ class NullTransform:
         return {"Linear": False}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # read-write as vortex's, no stray attributes
 class LinearTransform:
     """vortex's ``LinearTransform(scale, offset)``: ``scale * x + offset``."""
 

@@ -221,7 +221,7 @@ class GenICamAcquisition(_Acquisition):
     def __repr__(self) -> str:
         if self._h is None or self._closed:
             return f"<GenICamAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        c = self.config
+        c = self._config
         return (f"<GenICamAcquisition {c.camera or 'first camera'}, {c.records_per_block} lines x "
                 f"{c.samples_per_record} pixels {PixelFormat(c.pixel_format).name}>")
 

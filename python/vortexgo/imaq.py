@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the default VORTEXGO_VIRTUAL_DIR
-from ._attrs import Config, NoCopy, StrictAttributes, ValueList, _inside_package
+from ._attrs import Config, NoCopy, StrictAttributes, ValueList
 from ._core import api
 from ._errors import native, release_on_collect
 from ._validate import check_float, check_int
@@ -452,16 +452,6 @@ class ImaqAcquisition(_Standalone):
     def _create(self, c: ImaqAcquisitionConfig):
         return api.NewImaqAcquisition(json.dumps(c._record()))
 
-    @property
-    def config(self) -> ImaqAcquisitionConfig:
-        """The configuration :meth:`initialize` adopted (read-only, as vortex's)."""
-        return self._config
-
-    @config.setter
-    def config(self, v: ImaqAcquisitionConfig) -> None:
-        if not _inside_package(2):
-            raise AttributeError(f"{type(self).__name__}.config is read-only: initialize(config) adopts a configuration")
-        self._config = v
 
     @property
     def running(self) -> bool:
@@ -483,5 +473,5 @@ class ImaqAcquisition(_Standalone):
     def __repr__(self) -> str:
         if self._h is None or self._closed:
             return f"<ImaqAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        c = self.config
+        c = self._config
         return f"<ImaqAcquisition {c.device_name}, {c.records_per_block} x {c.samples_per_record} uint16>"

@@ -360,7 +360,7 @@ class _Processor(NoCopy, StrictAttributes):
         if is_logger(config):
             config, logger = None, config
         self.logger = logger
-        self.config = self._config_type()
+        self._config = self._config_type()
         self._device_spec = device
         self.device: Optional[Device] = None
         if device is not None:
@@ -382,9 +382,15 @@ class _Processor(NoCopy, StrictAttributes):
         spec = self._device_spec
         self._device_spec = dev.alias
         try:
-            self.initialize(self.config)
+            self.initialize(self._config)
         finally:
             self._device_spec = spec
+
+    @property
+    def config(self) -> Any:
+        """A copy of the configuration (vortex's: read-only, each read a copy); change it with
+        :meth:`initialize` (or :meth:`change` while an engine runs)."""
+        return self._config.copy()
 
     @native
     def initialize(self, config: Optional[ProcessorConfig] = None, **fields: Any) -> None:
@@ -412,7 +418,7 @@ class _Processor(NoCopy, StrictAttributes):
         # A processor dropped without close() (a notebook cell re-run) releases its
         # device resources when collected.
         self._fin = release_on_collect(self, h.Close, "a processor")
-        self.config, self.device = cfg, dev
+        self._config, self.device = cfg, dev
         self._closed = False  # initialize() after close() makes a new processor
 
     def _new_handle(self, cfg: Any, dev: Device):
@@ -453,7 +459,7 @@ class _Processor(NoCopy, StrictAttributes):
         h = self._handle()
         if config is not None and not isinstance(config, self._config_type):
             raise TypeError(f"config={config!r}, expected a {self._config_type.__name__}")
-        cfg = config.copy() if config is not None else self.config.copy()
+        cfg = config.copy() if config is not None else self._config.copy()
         for k, v in fields.items():
             if not hasattr(cfg, k) or k in ("samples_per_ascan", "input_shape", "output_shape"):
                 raise TypeError(f"{type(self).__name__}: unknown field {k!r}")
@@ -464,7 +470,7 @@ class _Processor(NoCopy, StrictAttributes):
             h.Change(tmp)
         finally:
             tmp.Close()
-        self.config = cfg
+        self._config = cfg
 
     def next(self, input_buffer: Any, output_buffer: Any, id: int = 0, append_history: bool = True) -> None:
         """Process one block outside an engine and wait for it (vortex's ``next``).
@@ -491,7 +497,7 @@ class _Processor(NoCopy, StrictAttributes):
         if not isinstance(append_history, (bool, np.bool_)):
             raise TypeError(f"append_history={append_history!r}, expected a bool")
         h = self._handle()
-        c = self.config
+        c = self._config
         inp, in_host = _block_array("input_buffer", input_buffer, (np.uint16,), strided=True)
         out, out_host = _block_array("output_buffer", output_buffer, (np.int8, np.float32))
         if in_host != out_host:
@@ -574,7 +580,7 @@ class _Processor(NoCopy, StrictAttributes):
     def __repr__(self) -> str:
         if self._h is None:
             return f"<{type(self).__name__} {'closed' if self._closed else '(not initialized)'}>"
-        c = self.config
+        c = self._config
         steps = []
         if c.average_window:
             steps.append(f"dc[{c.average_window}]")
@@ -692,7 +698,7 @@ class NullProcessor(_Processor):
     next_async = next
 
     def __repr__(self) -> str:
-        return f"<NullProcessor {self.config.input_shape}>"
+        return f"<NullProcessor {self._config.input_shape}>"
 
 
 @dataclass
@@ -775,5 +781,5 @@ class CopyProcessor(_Processor):
     def __repr__(self) -> str:
         if self._h is None:
             return f"<CopyProcessor {'closed' if self._closed else '(not initialized)'}>"
-        c = self.config
+        c = self._config
         return f"<CopyProcessor {c.input_shape} -> {c.output_shape}, {c.sample_slice!r}, {c.sample_transform!r}>"

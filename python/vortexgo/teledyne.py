@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import _instruments  # noqa: F401 - VORTEXGO_INSTRUMENTS=virtual: the default VORTEXGO_VIRTUAL_DIR
-from ._attrs import Config, NoCopy, StrictAttributes, ValueList, _inside_package
+from ._attrs import Config, NoCopy, StrictAttributes, ValueList
 from ._core import api
 from ._errors import native, release_on_collect
 from ._validate import check_float, check_int
@@ -547,16 +547,6 @@ class TeledyneAcquisition(_Standalone):
     def _create(self, c: TeledyneConfig):
         return api.NewTeledyneAcquisition(json.dumps(c._record()))
 
-    @property
-    def config(self) -> TeledyneConfig:
-        """The configuration :meth:`initialize` adopted (read-only, as vortex's)."""
-        return self._config
-
-    @config.setter
-    def config(self, v: TeledyneConfig) -> None:
-        if not _inside_package(2):  # the caller of StrictAttributes.__setattr__
-            raise AttributeError(f"{type(self).__name__}.config is read-only: initialize(config) adopts a configuration")
-        self._config = v
 
     @native
     def prepare(self) -> None:
@@ -585,7 +575,7 @@ class TeledyneAcquisition(_Standalone):
     def __repr__(self) -> str:
         if self._h is None or self._closed:
             return f"<TeledyneAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        c = self.config
+        c = self._config
         return (f"<TeledyneAcquisition board {c.device}, "
                 f"{c.records_per_block} x {c.samples_per_record} x {c.channels_per_sample} uint16>")
 

@@ -118,7 +118,7 @@ class _Dispatch:
         cb = self.job_callback
         if cb is None:
             return
-        cfg = self.config
+        cfg = self._config
         status = SessionStatus(allocated=cfg.blocks_to_allocate, inflight=row[2], dispatched=row[4],
                                limit=cfg.blocks_to_acquire)
         at = datetime.datetime.fromtimestamp

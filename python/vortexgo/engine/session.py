@@ -120,7 +120,7 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         self._wall0 = 0  # the session's start on time.time_ns's clock (JobTiming)
         self._device_spec = device
         self.device: Optional[Device] = None
-        self.config: Optional[EngineConfig] = None
+        self._config: Optional[EngineConfig] = None
         self._endpoints: list[_Endpoint] = []
         self._dispatcher: Optional[threading.Thread] = None
         self._last_callback_error: Optional[BaseException] = None
@@ -161,9 +161,16 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         """Adopt ``config``. It is checked, and its wiring fixed, by :meth:`prepare`."""
         if not isinstance(config, EngineConfig):
             raise TypeError(f"config={config!r}, expected an EngineConfig")
-        if self.config is not None:
+        if self._config is not None:
             raise VortexError("the engine is already initialized, expected a new Engine")
-        self.config = config
+        # A copy, as vortex's: changing the caller's config afterwards does not rewire this engine.
+        self._config = config.copy()
+
+    @property
+    def config(self) -> Optional[EngineConfig]:
+        """A copy of the configuration :meth:`initialize` adopted (vortex's: read-only, each read
+        a copy sharing the components it wires); None before :meth:`initialize`."""
+        return None if self._config is None else self._config.copy()
 
     def _pick_device(self, config: EngineConfig) -> Device:
         """The engine's device: ``device``, else the first processor's. Processors on other
@@ -215,7 +222,7 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         """
         if self._closed:
             raise ClosedError("the engine is closed")
-        cfg = self.config
+        cfg = self._config
         if cfg is None:
             raise ValueError("the engine has no configuration, expected Engine(config) or initialize(config)")
         if self._h is not None:
@@ -255,7 +262,7 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
             ep._bind(dev)
 
     def _check_storage_open(self) -> None:
-        cfg = self.config
+        cfg = self._config
         assert cfg is not None
         routed = {id(f) for _, fs in cfg._processors for f in fs}
         for f, eps in cfg._formatters:
@@ -475,7 +482,7 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         if self._h is None:
             return EngineStatus()
         v = read_status(self._h)
-        cfg = self.config
+        cfg = self._config
         limit = cfg.blocks_to_acquire if cfg is not None else 0
         return EngineStatus(
             blocks_acquired=v.blocks_acquired, blocks_processed=v.blocks_processed,
@@ -551,12 +558,12 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         self.close()
 
     def __repr__(self) -> str:
-        if self.config is None:
+        if self._config is None:
             return "<Engine (not initialized)>"
         if self._closed:
             return "<Engine closed>"
         if self._h is None:
-            return f"<Engine {self.config!r} not prepared>"
+            return f"<Engine {self._config!r} not prepared>"
         st = self.status()
         phase = st.state if read_status(self._h).started else "prepared"
         return (f"<Engine on {self.device.alias} {phase}: {st.blocks_acquired} blocks acquired, "

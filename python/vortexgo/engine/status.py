@@ -61,7 +61,7 @@ class EngineEvent(StrictAttributes, enum.IntEnum):
     Abort = 8
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # read-write as vortex's, no stray attributes
 class SessionStatus:
     """vortex's ``SessionStatus``, the second argument of :attr:`Engine.job_callback`."""
 
