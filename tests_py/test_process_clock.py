@@ -77,7 +77,7 @@ def reference(raw: np.ndarray, c: ProcessorConfig, blocks: list[int]) -> np.ndar
         for r in range(b):
             bi, ai, ratio = clock_tables(clk[start + r])
             y = (1 - ratio) * blk[r, bi] + ratio * blk[r, ai]
-            if c.spectral_filter is not None:
+            if c.spectral_filter is not None and np.size(c.spectral_filter):
                 y = y * np.asarray(c.spectral_filter, np.complex128)
             if c.enable_ifft:
                 y = np.fft.ifft(y)

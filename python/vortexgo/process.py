@@ -39,7 +39,7 @@ import json
 import logging
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -75,9 +75,10 @@ class ProcessorConfig(StrictAttributes):
         average_window: records in the rolling background (DC) average,
             carried across blocks; 0 disables it.
         resampling_samples: fractional raw positions (float32, each in
-            [0, samples_per_record - 1]), one per output sample; None: no resampling.
+            [0, samples_per_record - 1]), one per output sample; empty (vortex's
+            default) or None: no resampling.
         spectral_filter: complex64, one per output sample (window x dispersion
-            phasor); None: no filter.
+            phasor); empty (vortex's default) or None: no filter.
         enable_ifft: inverse FFT to depth (any length).
         enable_magnitude: \\|y\\| instead of the real part.
         enable_square: square the output.
@@ -107,8 +108,8 @@ class ProcessorConfig(StrictAttributes):
     channel: int = 0
     interpret_as_signed: bool = False
     average_window: int = 0
-    resampling_samples: ArrayLike = None
-    spectral_filter: ArrayLike = None
+    resampling_samples: ArrayLike = field(default_factory=lambda: np.empty(0, np.float32))
+    spectral_filter: ArrayLike = field(default_factory=lambda: np.empty(0, np.complex64))
     enable_ifft: bool = True
     enable_magnitude: bool = True
     enable_square: bool = True
@@ -584,11 +585,11 @@ class _Processor(NoCopy, StrictAttributes):
         steps = []
         if c.average_window:
             steps.append(f"dc[{c.average_window}]")
-        if c.resampling_samples is not None:
+        if c.resampling_samples is not None and np.size(c.resampling_samples):
             steps.append("resample")
         if c.clock_channel is not None:
             steps.append(f"clock[{c.clock_channel}]")
-        if c.spectral_filter is not None:
+        if c.spectral_filter is not None and np.size(c.spectral_filter):
             steps.append("filter")
         if c.enable_ifft:
             steps.append("ifft")
