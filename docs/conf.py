@@ -79,8 +79,11 @@ exclude_patterns = ["_build"]
 html_theme_options = {
     "description": "Streaming OCT acquisition on the GPU, from Python",
     "fixed_sidebar": True,
-    "page_width": "1100px",
-    "sidebar_width": "240px",
+    # Wide enough for the guides' code (up to about 100 columns) without a scroll bar.
+    "page_width": "1240px",
+    "sidebar_width": "250px",
+    "body_max_width": "960px",
+    "code_font_size": "0.85em",
 }
 html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
 html_show_sourcelink = False
