@@ -11,6 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+if not README.is_file():
+    pytest.skip("not a source tree (the tests run against an installed wheel): no README.md", allow_module_level=True)
 
 
 def _shell_lines() -> list[str]:
