@@ -3,7 +3,7 @@
 #   make demo       the main job: simulated OCT acquisition (GPU if present, else CPU)
 #   make test       every test: go vet, go test -race, pytest (GPU tests skip without a GPU)
 #   make py-test-invariants  pytest against an extension built with Go's invariants: no leak at exit
-#   make docs       the API reference from the docstrings into build/docs/html (warnings are errors)
+#   make docs       the documentation site (guides + API reference) into build/docs/html (warnings are errors)
 #   make wheel      manylinux wheels for CPython 3.10-3.13 into dist/, checked by auditwheel
 #   make wheel-test install each wheel in a fresh venv without Go and run the CPU test subset
 #   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
@@ -27,9 +27,10 @@ BASEDEPS := numpy pybindgen setuptools wheel tqdm pillow
 # (tests_py/test_notebook.py); vortex-oct-tools, qtpy, PyQt5 and rainbow-logging-handler run
 # vortex's companion package and demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's
 # offscreen platform; dask, distributed and zarr run vortexgo.distributed (tests_py/test_distributed.py);
-# imageio is what vortex's own offline suite imports (tests_py/test_vortex_offline.py).
+# imageio is what vortex's own offline suite imports (tests_py/test_vortex_offline.py); myst-parser
+# reads the Markdown guides into the documentation site.
 PYDEPS := pytest pytest-timeout hypothesis matplotlib ipywidgets scipy \
-	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx vortex-oct-tools qtpy PyQt5 rainbow-logging-handler \
+	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx myst-parser vortex-oct-tools qtpy PyQt5 rainbow-logging-handler \
 	dask distributed "zarr>=3" imageio
 # A venv made before a list grew gets the new packages: a stamp's name changes with its list.
 BASE_STAMP := $(VENV)/.basedeps-$(shell echo '$(BASEDEPS)' | cksum | cut -d' ' -f1)
@@ -115,12 +116,14 @@ py-test-invariants: test-deps
 demo: build
 	PYTHONPATH=python $(VPY) -m vortexgo demo $(DEMO_ARGS)
 
-# The API reference from the docstrings (Sphinx autodoc + napoleon, docs/api/):
-# every warning, an unresolved cross-reference included, is an error.
+# The documentation site (docs/conf.py): the Markdown guides in docs/ (MyST) and the API
+# reference from the docstrings (autodoc + napoleon, docs/api/). Every warning, an unresolved
+# cross-reference or a broken link between pages included, is an error. Open
+# build/docs/html/index.html; tests_py/test_docs_site.py checks the pages in headless Chromium.
 docs: test-deps
 	rm -rf build/docs
-	$(VPY) -m sphinx -W --keep-going -n -q -b html docs/api build/docs/html
-	@echo "API reference: build/docs/html/index.html"
+	$(VPY) -m sphinx -W --keep-going -n -q -b html docs build/docs/html
+	@echo "documentation site: build/docs/html/index.html"
 
 ptx:
 	bash kernels/build_ptx.sh

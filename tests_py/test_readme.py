@@ -1,5 +1,6 @@
-"""The README's examples run as written: the ten-line example on every
-backend, the engine example on a GPU with CuPy."""
+"""The README is a short front page that works as written: its commands exist and run, its
+links resolve, and it stays short (one picture, one table). Its code blocks, like every
+guide's, are also checked by test_docs_code.py."""
 
 from __future__ import annotations
 
@@ -8,47 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAS_CUPY
-
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def _blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-
-
-def test_readme_has_three_python_examples():
-    assert len(_blocks()) == 3
-
-
-def test_compat_example_runs():
-    # In a subprocess: it installs vortex's module names for the process.
-    import subprocess
-    import sys
-
-    code = _blocks()[2] + "\nprint(Engine.__module__)\n"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "vortexgo.engine"
-
-
-def test_ten_line_example_runs(capsys):
-    code = _blocks()[0]
-    assert len(code.strip().splitlines()) <= 10
-    exec(compile(code, "README.md", "exec"), {})
-    assert "ms" in capsys.readouterr().out
-
-
-@pytest.mark.timeout(600)
-def test_engine_example_runs():
-    """Unchanged on the CPU backend (numpy, CPUProcessor) and on a GPU with CuPy."""
-    import vortexgo as vg
-    if vg.is_cuda_available() and not HAS_CUPY:
-        pytest.skip("a GPU without CuPy: the example uses CuPy there")
-    ns: dict = {}
-    exec(compile(_blocks()[1], "README.md", "exec"), ns)
-    st = ns["engine"].status()
-    assert st.volumes == 3 and st.blocks_dropped == 0 and st.error == "" and st.callback_errors == 0
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+if not README.is_file():
+    pytest.skip("not a source tree (the tests run against an installed wheel): no README.md", allow_module_level=True)
 
 
 def _shell_lines() -> list[str]:
@@ -61,9 +25,26 @@ def _shell_lines() -> list[str]:
     return lines
 
 
+def test_readme_is_a_short_front_page():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 90
+    assert len(re.findall(r"!\[[^\]]+\]\(([^)]+)\)", text)) == 1, "one picture"
+    assert len(re.findall(r"^\| --- \|", text, flags=re.M)) == 1, "one table"
+    assert "```python" not in text, "code examples live in the guides (docs/first-acquisition.md)"
+
+
+def test_readme_links_resolve():
+    """Every relative link and the picture name a file of the repository."""
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text())
+    local = [u for u in links if not re.match(r"^[a-z]+:", u)]
+    assert len(local) >= 8
+    for u in local:
+        assert (ROOT / u).is_file(), u
+
+
 def test_readme_make_targets_exist():
     """Every `make X` the README shows is a target of the Makefile (make demo, test, docs)."""
-    makefile = (README.parent / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
     targets = {line.split()[1] for line in _shell_lines() if line.startswith("make ")}
     assert {"demo", "test"} <= targets
     for t in targets:
