@@ -57,6 +57,7 @@ def test_messages_drop_go_call_prefixes_and_classes_show_as_vortexgo():
     assert type(e) is ValueError and str(e) == "endpoint 1: size 0, expected > 0"
     e = translate(RuntimeError('ValueError: devices.Get: device="tpu", expected "cpu": invalid argument'))
     assert str(e) == 'device="tpu", expected "cpu"'
+    assert str(translate(RuntimeError("memory.Allocator.Alloc: over budget"))) == "over budget"
     e = translate(RuntimeError('devices.Get: spec="cuda:7": no device'))
     assert type(e) is vg.VortexError and str(e) == 'spec="cuda:7": no device'
     # A Python name inside the text stays ("np.Array: " is not a Go package's).
@@ -75,3 +76,16 @@ def test_from_numpy_takes_python_ints_and_explains_int64():
     for bad in (np.arange(3), [2**40]):
         with pytest.raises(TypeError, match=r"int64.*astype\(np.int32\)"):
             vg.from_numpy(bad)
+
+
+def test_a_budget_refusal_keeps_its_fields_through_zeros():
+    before = vg.memory_usage().device.limit
+    vg.set_memory_budget(device_bytes=1 << 20)
+    try:
+        with pytest.raises(vg.MemoryBudgetError) as ei:
+            vg.zeros(1 << 20, "float32", "cpu")
+    finally:
+        vg.set_memory_budget(device_bytes=before)  # 0: no limit, as before
+    e = ei.value
+    assert (e.kind, e.requested, e.limit) == ("device", 4 << 20, 1 << 20), vars(e)
+    assert str(e).startswith("shape=(1048576,) of float32 (4194304 bytes) on cpu: memory budget exceeded")

@@ -493,7 +493,10 @@ def empty(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None, *
     try:
         buf = native(dev._h.Alloc)(nbytes, pinned)
     except MemoryError as exc:
-        raise type(exc)(f"shape={shape} of {dt.name} ({nbytes} bytes) on {dev.alias}: {exc}") from None
+        # The same exception, its message prefixed: a MemoryBudgetError keeps its fields
+        # (requested, current, limit), which a new exception would lose.
+        exc.args = (f"shape={shape} of {dt.name} ({nbytes} bytes) on {dev.alias}: {exc}",) + exc.args[1:]
+        raise exc from None
     return Array._new(buf, buf.Ptr(), shape, dt, dev, pinned, s)
 
 

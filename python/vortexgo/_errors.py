@@ -101,7 +101,7 @@ for _cls in (VortexError, CudaError, ClosedError, MemoryBudgetError, LockError, 
 #: The Go core's call prefixes ("engine.Prepare: ", "devices.Get: "): context for Go's own
 #: logs, noise in a Python message (the traceback already says which call failed).
 _GO_CALL = re.compile(r"(?:(?<=^)|(?<=: ))(?:backend|cuda|devices|endpoint|engine|format|memory|motion|ops|pipeline|storage)"
-                      r"\.[A-Z][A-Za-z0-9]*: ")
+                      r"\.[A-Z][A-Za-z0-9]*(?:\.[A-Z][A-Za-z0-9]*)?: ")
 
 
 def _plain(msg: str) -> str:
