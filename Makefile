@@ -41,7 +41,7 @@ CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driv
 GPU_PY ?= $(PYTHON)
 
 # gpu-qt.tar.xz: the offscreen Qt the GPU machine lacks (scripts/gpu_qt.sh), carried in a call of its own.
-.PHONY: test-deps vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: gpu-dask test-deps vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -139,6 +139,10 @@ wheel-test:
 # --- GPU machine (no Go, no network there): build here, carry gpu-build/, run there ---
 gpu-qt: test-deps
 	bash scripts/gpu_qt.sh $(VENV)/lib/python3.12/site-packages gpu-qt.tar.xz
+
+# gpu-dask.tar.xz: dask, distributed, zarr and dask-cuda for the GPU machine (scripts/gpu_dask.sh).
+gpu-dask: | $(BASE_STAMP)
+	PY=$(VPY) bash scripts/gpu_dask.sh gpu-dask.tar.xz
 
 # gpu-aravis.tar.xz: Aravis and its GigE Vision simulator for the GPU machine (scripts/gpu_aravis.sh).
 gpu-aravis:

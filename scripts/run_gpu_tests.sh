@@ -43,6 +43,12 @@ if [ -z "${VORTEX_PYTHON:-}" ] && [ -f "$gb/vortex-build/setup.sh" ]; then
     echo "run_gpu_tests.sh: vortex 0.5.1 did not import here: the comparisons with it skip"
   fi
 fi
+# dask, distributed, zarr 3 and dask-cuda of `make gpu-dask` (scripts/gpu_dask.sh), when carried:
+# appended to PYTHONPATH, so the machine's own NumPy and Numba stay first.
+if [ -f "$root/gpu-dask.tar.xz" ] && [ ! -d "$root/gpu-dask/dasksite" ]; then
+  mkdir -p "$root/gpu-dask" && tar -C "$root/gpu-dask" -xJf "$root/gpu-dask.tar.xz"
+fi
+[ -d "$root/gpu-dask/dasksite" ] && export PYTHONPATH="$PYTHONPATH:$root/gpu-dask/dasksite"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
