@@ -220,6 +220,9 @@ def build_fastcall(dest: Path, python: str = sys.executable) -> None:
     skipped: vortexgo then uses the Go fast path, which is slower, not wrong.
     """
     include, suffix, cc = _target_config(python)
+    # $CC wins, as in setuptools' own extension builds: scripts/build_wheels.sh
+    # points it at zig's cc for an old glibc, for this library as for Go's.
+    cc = os.environ.get("CC") or cc
     cmd = [*shlex.split(cc), "-O2", "-shared", "-fPIC", "-std=c11", "-Wall", f"-I{include}",
            f"-I{ROOT / 'gosrc' / 'cuda'}", f"-I{ROOT / 'gosrc' / 'engine'}", str(ROOT / "python" / "vortexgo" / "_fastcall.c"),
            "-o", str(dest / f"_fastcall{suffix}")]
