@@ -35,6 +35,10 @@ def build_native(dest: Path, python: str = sys.executable) -> None:
     env = dict(os.environ)
     env["PATH"] = f"{tools}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("CGO_ENABLED", "1")
+    # gopy copies the Python's LDSHARED into #cgo LDFLAGS; Debian's and
+    # Ubuntu's Pythons put compiler flags there (-g -fwrapv -O2), and Go
+    # refuses -fwrapv as a linker flag unless allowed (a regexp).
+    env.setdefault("CGO_LDFLAGS_ALLOW", "-fwrapv")
     # The tool versions come from go.mod's tool directives: one pin for all.
     subprocess.run(
         ["go", "build", "-o", str(tools) + os.sep,

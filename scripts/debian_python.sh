@@ -19,6 +19,7 @@
 # older glibc. The wheels built with it target an old glibc, so running them
 # on a newer one is the ordinary case. Debian's ensurepip takes pip from
 # WHEEL_PKG_DIR: pointed at the unpacked python3-pip-whl, not the host's.
+# Debian's multiarch pyconfig.h is put where Python.h looks for it.
 #
 # Debian ships no free-threaded (3.14t) build, so this gives none.
 set -euo pipefail
@@ -64,5 +65,8 @@ LIB=$DEST/usr/lib/x86_64-linux-gnu
   "$PY"
 sed -i "s|'WHEEL_PKG_DIR': '/usr/share/python-wheels/'|'WHEEL_PKG_DIR': '$DEST/usr/share/python-wheels/'|" \
   "$DEST"/usr/lib/python$V/_sysconfigdata_*.py
+# Debian's pyconfig.h includes <x86_64-linux-gnu/pythonX.Y/pyconfig.h> from
+# the system include path; the private tree's copy takes its place.
+cp "$DEST/usr/include/x86_64-linux-gnu/python$V/pyconfig.h" "$DEST/usr/include/python$V/pyconfig.h"
 "$PY" -c 'import sys, ssl, ctypes, sysconfig; print(sys.version, "|", sysconfig.get_path("include"), file=sys.stderr)'
 echo "$PY"
