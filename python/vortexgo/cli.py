@@ -73,7 +73,8 @@ def _cufft_line() -> str:
         pc = vg.ProcessorConfig(samples_per_record=64, ascans_per_block=1)
         vg.CUDAProcessor(pc).close()
     except Exception as e:  # the Go side lists every library name it tried
-        return f"NOT loadable: {e}. Install it with `pip install vortexgo[cuda]` (nvidia-cufft) or a CUDA toolkit"
+        # The message names the extra that suits this driver ([cuda] or [cuda12]).
+        return f"NOT loadable: {e}"
     return f"ok ({os.environ.get('VORTEXGO_CUFFT_PATH') or 'system library'})"
 
 
@@ -110,7 +111,8 @@ def info(file: Optional[TextIO] = None) -> int:
 
         say(f"CuPy         {cupy.__version__}")
     except ImportError:
-        say("CuPy         not installed (optional: `pip install vortexgo[cuda]` for zero-copy views on the GPU)")
+        say("CuPy         not installed (optional: `pip install vortexgo[cuda]` with a CUDA 13 driver, "
+            "`vortexgo[cuda12]` with CUDA 12, for zero-copy views on the GPU)")
     return 0 if any(d.is_cpu for d in devs) else 1
 
 
