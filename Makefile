@@ -113,7 +113,9 @@ ptx:
 	bash kernels/build_ptx.sh
 
 # --- Wheels (docs/install.md): the release workflow runs these same scripts ---
-# WHEEL_PYTHONS="path/to/python3.12 ..." narrows the build to some interpreters.
+# WHEEL_PYTHONS="path/to/python3.12 ..." narrows the build to some interpreters (default:
+# pyenv's 3.10-3.13 and a 3.14, Debian's if pyenv has none); ZIG_GLIBC=host links with the
+# host's compiler instead of zig against glibc 2.28 (manylinux_2_17 wheels).
 wheel:
 	bash scripts/build_wheels.sh $(WHEEL_PYTHONS)
 
