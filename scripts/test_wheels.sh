@@ -75,6 +75,14 @@ assert where.startswith(sys.prefix), f"vortexgo imported from {where}, not from 
 print("vortexgo imported from", where)
 EOF
     python -m vortexgo info
+    # The GPU extras must resolve to wheels for this Python (pip reads their
+    # metadata only; nothing is installed: CUDA itself is tested on a GPU).
+    if [ "${CHECK_EXTRAS:-1}" = 1 ]; then
+      for extra in cuda cuda12; do
+        python -m pip install -q --dry-run --only-binary :all: --report "$dir/extra-$extra.json" "$whl[$extra]"
+        python -c "import json, sys; r = json.load(open(sys.argv[1])); print('[' + sys.argv[2] + '] resolves:', ', '.join(i['metadata']['name'] + ' ' + i['metadata']['version'] for i in r['install'] if i['metadata']['name'] != 'vortexgo'))" "$dir/extra-$extra.json" "$extra"
+      done
+    fi
     cd tests_py
     # -p no:cacheprovider: the copy is thrown away; rootdir is the copy.
     python -m pytest -q -p no:cacheprovider --timeout=300 $TESTS 2>&1 | tee "$dir/pytest.log"
