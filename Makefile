@@ -4,7 +4,7 @@
 #   make test       every test: go vet, go test -race, pytest (GPU tests skip without a GPU)
 #   make py-test-invariants  pytest against an extension built with Go's invariants: no leak at exit
 #   make docs       the API reference from the docstrings into build/docs/html (warnings are errors)
-#   make wheel      manylinux wheels for CPython 3.10-3.13 into dist/, checked by auditwheel
+#   make wheel      manylinux_2_17 wheels for CPython 3.10-3.14 into dist/, checked by auditwheel
 #   make wheel-test install each wheel in a fresh venv without Go and run the CPU test subset
 #   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
 #                   `bash gpu-build/run_gpu_tests.sh` there; `make bench` and `make soak` there too)
