@@ -4,7 +4,7 @@
 #   make test       every test: go vet, go test -race, pytest (GPU tests skip without a GPU)
 #   make py-test-invariants  pytest against an extension built with Go's invariants: no leak at exit
 #   make docs       the documentation site (guides + API reference) into build/docs/html (warnings are errors)
-#   make wheel      manylinux wheels for CPython 3.10-3.13 into dist/, checked by auditwheel
+#   make wheel      manylinux_2_17 wheels for CPython 3.10-3.14 into dist/, checked by auditwheel
 #   make wheel-test install each wheel in a fresh venv without Go and run the CPU test subset
 #   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
 #                   `bash gpu-build/run_gpu_tests.sh` there; `make bench` and `make soak` there too)
@@ -129,7 +129,9 @@ ptx:
 	bash kernels/build_ptx.sh
 
 # --- Wheels (docs/install.md): the release workflow runs these same scripts ---
-# WHEEL_PYTHONS="path/to/python3.12 ..." narrows the build to some interpreters.
+# WHEEL_PYTHONS="path/to/python3.12 ..." narrows the build to some interpreters (default:
+# pyenv's 3.10-3.13 and a 3.14, Debian's if pyenv has none); ZIG_GLIBC=host links with the
+# host's compiler instead of zig against glibc 2.28 (manylinux_2_17 wheels).
 wheel:
 	bash scripts/build_wheels.sh $(WHEEL_PYTHONS)
 

@@ -35,6 +35,10 @@ def build_native(dest: Path, python: str = sys.executable) -> None:
     env = dict(os.environ)
     env["PATH"] = f"{tools}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("CGO_ENABLED", "1")
+    # gopy copies the Python's LDSHARED into #cgo LDFLAGS; Debian's and
+    # Ubuntu's Pythons put compiler flags there (-g -fwrapv -O2), and Go
+    # refuses -fwrapv as a linker flag unless allowed (a regexp).
+    env.setdefault("CGO_LDFLAGS_ALLOW", "-fwrapv")
     # The tool versions come from go.mod's tool directives: one pin for all.
     subprocess.run(
         ["go", "build", "-o", str(tools) + os.sep,
@@ -220,6 +224,9 @@ def build_fastcall(dest: Path, python: str = sys.executable) -> None:
     skipped: vortexgo then uses the Go fast path, which is slower, not wrong.
     """
     include, suffix, cc = _target_config(python)
+    # $CC wins, as in setuptools' own extension builds: scripts/build_wheels.sh
+    # points it at zig's cc for an old glibc, for this library as for Go's.
+    cc = os.environ.get("CC") or cc
     cmd = [*shlex.split(cc), "-O2", "-shared", "-fPIC", "-std=c11", "-Wall", f"-I{include}",
            f"-I{ROOT / 'gosrc' / 'cuda'}", f"-I{ROOT / 'gosrc' / 'engine'}", str(ROOT / "python" / "vortexgo" / "_fastcall.c"),
            "-o", str(dest / f"_fastcall{suffix}")]

@@ -115,6 +115,29 @@ def test_bad_arguments_exit_1_naming_them(args, words, tmp_path):
     assert words in r.stderr and "Traceback" not in r.stderr
 
 
+def _run_without_pillow(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """The CLI in a process where `import PIL` fails, as in a venv with the
+    bare wheel (no [demo])."""
+    hide = tmp_path / "hide"
+    (hide / "PIL").mkdir(parents=True, exist_ok=True)
+    (hide / "PIL" / "__init__.py").write_text("raise ImportError('No module named PIL (hidden by the test)')\n")
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hide), os.path.dirname(os.path.dirname(vg.__file__))]))
+    return subprocess.run([sys.executable, "-m", "vortexgo", *args], capture_output=True, text=True,
+                          env=e, timeout=240)
+
+
+def test_demo_without_pillow_names_the_demo_extra_after_the_device_check(tmp_path):
+    """A bad device is reported as such even without Pillow; with a good device
+    the missing Pillow is named with the extra that brings it, before any work."""
+    out = tmp_path / "out"
+    r = _run_without_pillow(tmp_path, "demo", "--device", "tpu:0", "--out", str(out))
+    assert r.returncode == 1 and "device" in r.stderr and "Pillow" not in r.stderr, r.stderr
+    r = _run_without_pillow(tmp_path, "demo", "--device", "cpu", "--volumes", "1", "--out", str(out))
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert "Pillow" in r.stderr and "pip install 'vortexgo[demo]'" in r.stderr, r.stderr
+    assert not out.exists(), "nothing is written before the check"
+
+
 def test_an_output_folder_that_is_a_file_is_named(tmp_path):
     f = tmp_path / "taken"
     f.write_text("mine")

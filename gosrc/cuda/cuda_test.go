@@ -80,19 +80,66 @@ func TestDriverSymbolsComplete(t *testing.T) {
 }
 
 func TestCUFFTMissing(t *testing.T) {
-	names := []string{"/nonexistent/libcufft.so.12", "libvg_nocufft.so.12"}
-	err := loadFFTLib(names, func(int, unsafe.Pointer) {})
+	names := []string{"/nonexistent/libcufft.so.11", "libvg_nocufft.so.11"}
+	err := loadFFTLib(names, []string{"libcufft.so.12"}, 12080, func(int, unsafe.Pointer) {})
 	require.ErrorIs(t, err, ErrNoCUFFT)
-	for _, w := range []string{"/nonexistent/libcufft.so.12", "libvg_nocufft.so.12", CUFFTPathEnv, "nvidia-cufft"} {
+	for _, w := range []string{"/nonexistent/libcufft.so.11", "libvg_nocufft.so.11", CUFFTPathEnv,
+		"left out libcufft.so.12", "driver's 12.8", "pip install 'vortexgo[cuda12]'"} {
 		require.ErrorContains(t, err, w)
+	}
+	err = loadFFTLib(names, nil, 13000, func(int, unsafe.Pointer) {})
+	require.ErrorContains(t, err, "pip install 'vortexgo[cuda]'")
+	require.NotContains(t, err.Error(), "left out")
+}
+
+// TestCUFFTCandidates: which cuFFT libraries are tried under which driver.
+// CUDA 13's cuFFT (libcufft.so.12, nvidia-cufft) needs a CUDA 13 driver;
+// CUDA 12's (libcufft.so.11, nvidia-cufft-cu12) runs on 12 and 13.
+func TestCUFFTCandidates(t *testing.T) {
+	const pip13 = "/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcufft.so.12"
+	const pip12 = "/venv/lib/python3.12/site-packages/nvidia/cufft/lib/libcufft.so.11"
+	tests := []struct {
+		name           string
+		env            string
+		driver         int
+		names, skipped []string
+	}{
+		{"CUDA 13 driver, nothing set", "", 13000,
+			[]string{"libcufft.so.12", "libcufft.so.11", "libcufft.so"}, nil},
+		{"CUDA 13.1 driver, pip's CUDA 13 cuFFT", pip13, 13010,
+			[]string{pip13, "libcufft.so.12", "libcufft.so.11", "libcufft.so"}, nil},
+		{"CUDA 13 driver, pip's CUDA 12 cuFFT", pip12, 13000,
+			[]string{pip12, "libcufft.so.12", "libcufft.so.11", "libcufft.so"}, nil},
+		{"CUDA 12 driver, nothing set", "", 12080,
+			[]string{"libcufft.so.11", "libcufft.so"}, []string{"libcufft.so.12"}},
+		{"CUDA 12 driver, pip's CUDA 12 cuFFT", pip12, 12040,
+			[]string{pip12, "libcufft.so.11", "libcufft.so"}, []string{"libcufft.so.12"}},
+		{"CUDA 12 driver, pip's CUDA 13 cuFFT (the wrong extra)", pip13, 12080,
+			[]string{"libcufft.so.11", "libcufft.so"}, []string{pip13, "libcufft.so.12"}},
+		{"CUDA 12 driver, a toolkit's full file name", "/usr/local/cuda/lib64/libcufft.so.12.0.0.61", 12080,
+			[]string{"libcufft.so.11", "libcufft.so"}, []string{"/usr/local/cuda/lib64/libcufft.so.12.0.0.61", "libcufft.so.12"}},
+		{"CUDA 12 driver, a name that does not say", "/opt/x/cufft.so", 12080,
+			[]string{"/opt/x/cufft.so", "libcufft.so.11", "libcufft.so"}, []string{"libcufft.so.12"}},
+		{"driver version unknown", pip13, 0,
+			[]string{pip13, "libcufft.so.12", "libcufft.so.11", "libcufft.so"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(CUFFTPathEnv, tc.env)
+			names, skipped := cufftCandidates(tc.driver)
+			require.Equal(t, tc.names, names)
+			require.Equal(t, tc.skipped, skipped)
+		})
 	}
 }
 
-func TestCUFFTCandidates(t *testing.T) {
-	t.Setenv(CUFFTPathEnv, "/opt/x/libcufft.so.12")
-	require.Equal(t, []string{"/opt/x/libcufft.so.12", "libcufft.so.12", "libcufft.so.11", "libcufft.so"}, cufftCandidates())
-	t.Setenv(CUFFTPathEnv, "")
-	require.Equal(t, cufftLibs, cufftCandidates())
+func TestCUFFTCUDA(t *testing.T) {
+	for path, want := range map[string]int{
+		"libcufft.so.12": 13, "/a/b/libcufft.so.12.0.0.61": 13, "libcufft.so.11": 12,
+		"libcufft.so.11.4.1.4": 12, "libcufft.so": 0, "libcufft.so.10": 0, "libcufft.so.120": 0, "": 0,
+	} {
+		require.Equal(t, want, cufftCUDA(path), path)
+	}
 }
 
 func TestErrorFormat(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,22 @@ import (
 // library, found through cuda-pathfinder, before the first plan is made.
 const CUFFTPathEnv = "VORTEXGO_CUFFT_PATH"
 
-// cufftLibs are the sonames tried after $VORTEXGO_CUFFT_PATH: CUDA 12 and 13
-// toolkits ship .so.12 (cuFFT 11.x/12.x), CUDA 11 shipped .so.11.
-var cufftLibs = []string{"libcufft.so.12", "libcufft.so.11", "libcufft.so"}
+// cufftSonames are the cuFFT libraries tried after $VORTEXGO_CUFFT_PATH,
+// newest first, each with the CUDA major version it is built for: CUDA 13's
+// cuFFT 12.x is libcufft.so.12 (pip: nvidia-cufft 12.x, vortexgo[cuda]),
+// CUDA 12's cuFFT 11.x is libcufft.so.11 (nvidia-cufft-cu12,
+// vortexgo[cuda12]). A cuFFT runs on a driver of its CUDA major or newer,
+// not on an older one, so a CUDA 12 driver is never handed CUDA 13's.
+var cufftSonames = []struct {
+	name string
+	cuda int
+}{
+	{"libcufft.so.12", 13},
+	{"libcufft.so.11", 12},
+}
+
+// cufftAnyName is tried last: a toolkit's development symlink, of any version.
+const cufftAnyName = "libcufft.so"
 
 var cufftSymbols = []symbol{
 	{C.VG_cufftPlanMany, []string{"cufftPlanMany"}},
@@ -42,31 +56,79 @@ var (
 	cufftErr  error
 )
 
-// cufftCandidates lists the names to try, the environment's path first.
-func cufftCandidates() []string {
-	names := make([]string, 0, len(cufftLibs)+1)
-	if p := os.Getenv(CUFFTPathEnv); p != "" {
-		names = append(names, p)
+// cufftCUDA returns the CUDA major version a cuFFT library is built for,
+// read from its file name (libcufft.so.12, libcufft.so.12.0.0.61, a path
+// to either); 0 when the name does not say.
+func cufftCUDA(path string) int {
+	base := filepath.Base(path)
+	for _, s := range cufftSonames {
+		if base == s.name || strings.HasPrefix(base, s.name+".") {
+			return s.cuda
+		}
 	}
-	return append(names, cufftLibs...)
+	return 0
 }
 
-// loadCUFFT loads cuFFT once per process.
+// cufftCandidates lists the libraries to try under a driver of version
+// driver (DriverVersion's value; 0 when unknown, which filters nothing):
+// $VORTEXGO_CUFFT_PATH first, then the sonames, newest cuFFT first. skipped
+// lists those left out because the driver is older than their CUDA.
+func cufftCandidates(driver int) (names, skipped []string) {
+	fits := func(name string) bool {
+		c := cufftCUDA(name)
+		return driver == 0 || c == 0 || c <= driver/1000
+	}
+	add := func(name string) {
+		if fits(name) {
+			names = append(names, name)
+		} else {
+			skipped = append(skipped, name)
+		}
+	}
+	if p := os.Getenv(CUFFTPathEnv); p != "" {
+		add(p)
+	}
+	for _, s := range cufftSonames {
+		add(s.name)
+	}
+	return append(names, cufftAnyName), skipped
+}
+
+// cufftAdvice says what to install for a driver of version driver.
+func cufftAdvice(driver int) string {
+	switch major := driver / 1000; {
+	case major >= 13:
+		return "pip install 'vortexgo[cuda]' (CUDA 13's cuFFT, nvidia-cufft)"
+	case major == 12:
+		return "pip install 'vortexgo[cuda12]' (CUDA 12's cuFFT, nvidia-cufft-cu12)"
+	}
+	return "pip install 'vortexgo[cuda]' for a CUDA 13 driver, 'vortexgo[cuda12]' for CUDA 12"
+}
+
+// loadCUFFT loads cuFFT once per process, the one that suits the driver.
 func loadCUFFT() error {
 	cufftOnce.Do(func() {
-		cufftErr = loadFFTLib(cufftCandidates(), func(idx int, p unsafe.Pointer) { C.vg_set_fft_fn(C.int(idx), p) })
+		driver, _ := DriverVersion() // a plan has a device, so the driver is loaded; 0 if not
+		names, skipped := cufftCandidates(driver)
+		cufftErr = loadFFTLib(names, skipped, driver, func(idx int, p unsafe.Pointer) { C.vg_set_fft_fn(C.int(idx), p) })
 	})
 	return cufftErr
 }
 
 // loadFFTLib opens the first loadable name and resolves the cuFFT symbols.
-// The error names every library tried, so a user can see whether
-// $VORTEXGO_CUFFT_PATH was set and what each attempt said.
-func loadFFTLib(names []string, set func(int, unsafe.Pointer)) error {
+// The error names every library tried and left out, so a user can see
+// whether $VORTEXGO_CUFFT_PATH was set and what each attempt said, and
+// what to install for this driver.
+func loadFFTLib(names, skipped []string, driver int, set func(int, unsafe.Pointer)) error {
 	lib, err := dl.Open(names...)
 	if err != nil {
-		return fmt.Errorf("%w (tried %s; set $%s to the library's path or install nvidia-cufft): %v",
-			ErrNoCUFFT, strings.Join(names, ", "), CUFFTPathEnv, err)
+		left := ""
+		if len(skipped) > 0 {
+			left = fmt.Sprintf("; left out %s: built for a newer CUDA than this driver's %d.%d",
+				strings.Join(skipped, ", "), driver/1000, driver%1000/10)
+		}
+		return fmt.Errorf("%w (tried %s%s): %s, or set $%s to the library's path: %v",
+			ErrNoCUFFT, strings.Join(names, ", "), left, cufftAdvice(driver), CUFFTPathEnv, err)
 	}
 	if err := resolve(lib, cufftSymbols, set); err != nil {
 		return fmt.Errorf("%w: %v", ErrNoCUFFT, err)

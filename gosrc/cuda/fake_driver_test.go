@@ -77,6 +77,9 @@ func TestFakeDriverChild(t *testing.T) {
 	}
 	require.NoError(t, cuda.Init())
 	require.True(t, cuda.Available())
+	v, err := cuda.DriverVersion() // the fake is a CUDA 13.0 driver
+	require.NoError(t, err)
+	require.Equal(t, 13000, v)
 	lib, err := dl.Open(os.Getenv(cuda.DriverPathEnv)) // the same instance the shim loaded
 	require.NoError(t, err)
 	ctxSets := fakeSym[int32](t, lib, "fake_ctx_sets")

@@ -94,6 +94,7 @@ var driverSymbols = []symbol{
 	{C.VG_cuGraphGetNodes, []string{"cuGraphGetNodes"}},
 	{C.VG_cuGraphDestroy, []string{"cuGraphDestroy"}},
 	{C.VG_cuGraphExecDestroy, []string{"cuGraphExecDestroy"}},
+	{C.VG_cuDriverGetVersion, []string{"cuDriverGetVersion"}},
 }
 
 // Sizes of the C function tables; a test checks the symbol lists fill them.
@@ -118,6 +119,20 @@ var (
 func Init() error {
 	initOnce.Do(func() { initErr = load(driverLibs(), driverSymbols, setDriverFn) })
 	return initErr
+}
+
+// DriverVersion returns the CUDA version the driver supports, as
+// cuDriverGetVersion gives it: 1000*major + 10*minor (13000 for CUDA 13.0,
+// 12080 for 12.8), the "CUDA Version" nvidia-smi prints.
+func DriverVersion() (int, error) {
+	if err := Init(); err != nil {
+		return 0, err
+	}
+	r := C.vg_driver_version()
+	if err := errOf(r); err != nil {
+		return 0, err
+	}
+	return int(r.i), nil
 }
 
 // Available reports whether a CUDA driver was loaded and initialised.

@@ -110,6 +110,16 @@ vg_ret vg_init(void) {
 	return ok();
 }
 
+// vg_driver_version returns cuDriverGetVersion's value (1000*major +
+// 10*minor: 12080 for CUDA 12.8) in i.
+vg_ret vg_driver_version(void) {
+	int v = 0;
+	CHECK(F(cuDriverGetVersion, CUresult (*)(int*))(&v), "cuDriverGetVersion");
+	vg_ret r = ok();
+	r.i = v;
+	return r;
+}
+
 const char* vg_error_name(int code) {
 	const char* s = 0;
 	if (fns[VG_cuGetErrorName] == 0) return 0;

@@ -80,6 +80,7 @@ enum {
 	VG_cuGraphGetNodes,
 	VG_cuGraphDestroy,
 	VG_cuGraphExecDestroy,
+	VG_cuDriverGetVersion,
 	VG_FN_COUNT
 };
 
@@ -100,6 +101,7 @@ void vg_set_fn(int idx, void* p);
 void vg_set_fft_fn(int idx, void* p);
 
 vg_ret vg_init(void);
+vg_ret vg_driver_version(void);
 const char* vg_error_name(int code);
 const char* vg_error_string(int code);
 

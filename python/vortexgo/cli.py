@@ -74,7 +74,8 @@ def _cufft_line() -> str:
         pc = vg.ProcessorConfig(samples_per_record=64, ascans_per_block=1)
         vg.CUDAProcessor(pc).close()
     except Exception as e:  # the Go side lists every library name it tried
-        return f"NOT loadable: {e}. Install it with `pip install vortexgo[cuda]` (nvidia-cufft) or a CUDA toolkit"
+        # The message names the extra that suits this driver ([cuda] or [cuda12]).
+        return f"NOT loadable: {e}"
     return f"ok ({os.environ.get('VORTEXGO_CUFFT_PATH') or 'system library'})"
 
 
@@ -111,7 +112,8 @@ def info(file: Optional[TextIO] = None) -> int:
 
         say(f"CuPy         {cupy.__version__}")
     except ImportError:
-        say("CuPy         not installed (optional: `pip install vortexgo[cuda]` for zero-copy views on the GPU)")
+        say("CuPy         not installed (optional: `pip install vortexgo[cuda]` with a CUDA 13 driver, "
+            "`vortexgo[cuda12]` with CUDA 12, for zero-copy views on the GPU)")
     return 0 if any(d.is_cpu for d in devs) else 1
 
 
@@ -280,11 +282,14 @@ def enface_images(volume: np.ndarray, size: int = 512) -> Tuple[Any, Any]:
 
 
 def _require_demo_packages() -> None:
-    """Fail before any work when a package the demo writes with is missing."""
+    """Fail before any work when a package the demo writes with is missing
+    (after the device and arguments are checked: those errors come first)."""
     try:
         import PIL  # noqa: F401
     except ImportError:
-        raise SystemExit("python -m vortexgo demo writes PNGs with Pillow: pip install 'vortexgo[demo]'") from None
+        raise SystemExit("python -m vortexgo demo needs Pillow to write its PNGs, and the vortexgo wheel "
+                         "does not install it: pip install 'vortexgo[demo]' (Pillow, tqdm for the progress "
+                         "bar, matplotlib and ipywidgets for the examples and the notebook)") from None
 
 
 def demo(device: str = "auto", out: Optional[str] = None, *, volumes: Optional[int] = None,
@@ -311,11 +316,11 @@ def demo(device: str = "auto", out: Optional[str] = None, *, volumes: Optional[i
     import vortexgo as vg
     from ._validate import check_int
 
-    _require_demo_packages()
     dev = vg.get_device(device)
     samples, ascans, bscans, n = DEMO_GPU if dev.is_cuda else DEMO_CPU
     n = n if volumes is None else check_int("volumes", volumes, 1, 1 << 20)
     size = check_int("size", size, 16, 8192)
+    _require_demo_packages()
     out = os.path.abspath(out if out is not None else default_out_dir("demo"))
     os.makedirs(out, exist_ok=True)
     npy = os.path.join(out, "volumes.npy")

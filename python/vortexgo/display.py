@@ -22,7 +22,7 @@ Where the frames go:
   until the engine finishes.
 
 Needs Pillow for PNGs (``pip install vortexgo[demo]``) and CuPy for device
-endpoints (``vortexgo[cuda]``).
+endpoints (``vortexgo[cuda]``, or ``vortexgo[cuda12]`` with a CUDA 12 driver).
 """
 
 from __future__ import annotations

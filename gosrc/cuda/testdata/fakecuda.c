@@ -48,6 +48,12 @@ struct fake_probe fake_probe_rec;
 #define NEED_CTX() do { if (current != CTX) return 201; } while (0)
 
 CUresult cuInit(unsigned f) { (void)f; return 0; }
+// A CUDA 13.0 driver, or $FAKECUDA_DRIVER_VERSION.
+CUresult cuDriverGetVersion(int* v) {
+	const char* e = getenv("FAKECUDA_DRIVER_VERSION");
+	*v = e ? atoi(e) : 13000;
+	return 0;
+}
 CUresult cuGetErrorName(CUresult c, const char** s) {
 	switch (c) {
 	case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
