@@ -71,6 +71,12 @@ def write(path, data: np.ndarray, kind: str) -> str:
     return path
 
 
+def cpu_reprocess(*args, **kw):
+    """vd.reprocess on the workers' CPU: bit-equal to the CPUProcessor reference (on a GPU machine
+    "auto" picks CUDA, whose int8 levels may round one step apart: test_cuda_cluster_matches_cpu)."""
+    return vd.reprocess(*args, device="cpu", **kw)
+
+
 def single_machine(data: np.ndarray, cfg: vd.ReprocessConfig, tmp_path) -> np.ndarray:
     """The reference: vortexgo's engine over the whole file on this process, no ranges."""
     path = str(tmp_path / "reference.raw")
@@ -116,7 +122,7 @@ def test_equals_single_machine_across_formats(client, tmp_path, average_window):
     kinds = ["npy", "raw", "hdf5", "nrrd", "matlab", "nifti"] if average_window else ["npy", "empty", "hdf5"]
     data = {k: spectra(seed=i) for i, k in enumerate(kinds)}
     files = [write(tmp_path / f"{k}.{k}", data[k], k) for k in kinds]
-    out = vd.reprocess(client, files, cfg, tmp_path / "out.zarr")
+    out = cpu_reprocess(client, files, cfg, tmp_path / "out.zarr")
     got = out.to_dask().compute()
     assert got.shape == (len(kinds) * VOLUMES, B, A, S) and got.dtype == np.int8
     for i, k in enumerate(kinds):
@@ -141,18 +147,18 @@ def test_resume_and_overwrite(client, tmp_path):
     cfg = config()
     f = write(tmp_path / "a.npy", spectra(), "npy")
     store = tmp_path / "out.zarr"
-    first = vd.reprocess(client, [f], cfg, store)
+    first = cpu_reprocess(client, [f], cfg, store)
     want = first.to_dask().compute()
-    again = vd.reprocess(client, [f], cfg, store)
+    again = cpu_reprocess(client, [f], cfg, store)
     assert again.written == 0
     key = zarr.open_array(str(store)).metadata.encode_chunk_key((2, 0, 0, 0))
     os.remove(store / key)
-    third = vd.reprocess(client, [f], cfg, store)
+    third = cpu_reprocess(client, [f], cfg, store)
     assert third.written == 1
     np.testing.assert_array_equal(third.to_dask().compute(), want)
-    assert vd.reprocess(client, [f], cfg, store, overwrite=True).written == VOLUMES
+    assert cpu_reprocess(client, [f], cfg, store, overwrite=True).written == VOLUMES
     with pytest.raises(ValueError, match="overwrite=True"):
-        vd.reprocess(client, [f], config(dtype="float32"), store)
+        cpu_reprocess(client, [f], config(dtype="float32"), store)
 
 
 def test_truncated_and_corrupt_files(client, tmp_path):
@@ -166,7 +172,7 @@ def test_truncated_and_corrupt_files(client, tmp_path):
         fh.truncate(size - cfg.volume_bytes - 100)  # volume 2 is partial, volume 3 missing
     store = tmp_path / "out.zarr"
     with pytest.raises(vd.ReprocessError) as e:
-        vd.reprocess(client, [good, cut], cfg, store)
+        cpu_reprocess(client, [good, cut], cfg, store)
     failed = e.value.failures
     assert [t.volume for t, _ in failed] == [2, 3]
     for t, exc in failed:
@@ -181,7 +187,7 @@ def test_truncated_and_corrupt_files(client, tmp_path):
     bad = tmp_path / "bad.npy"
     bad.write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': garbage" + b"\0" * 4096)
     with pytest.raises(vd.SourceError, match=r"bad\.npy: bytes \[0, \d+\): unreadable \.npy header"):
-        vd.reprocess(client, [good, bad], cfg, tmp_path / "out2.zarr")
+        cpu_reprocess(client, [good, bad], cfg, tmp_path / "out2.zarr")
 
 
 def test_corrupt_hdf5_chunk_names_the_file_and_range(client, tmp_path):
@@ -198,7 +204,7 @@ def test_corrupt_hdf5_chunk_names_the_file_and_range(client, tmp_path):
         fh.seek(info.byte_offset + 2)
         fh.write(b"\xa5" * (info.size - 4))
     with pytest.raises(vd.ReprocessError) as e:
-        vd.reprocess(client, [f], cfg, tmp_path / "out.zarr")
+        cpu_reprocess(client, [f], cfg, tmp_path / "out.zarr")
     (t, exc), = e.value.failures
     assert t.volume == 1 and f"{f}: bytes [{spans[1][0]}, {spans[1][1]})" in str(exc)
     assert spans[1][0] <= info.byte_offset < spans[1][1]
@@ -230,7 +236,7 @@ def test_killed_worker_is_retried_and_every_chunk_written_once(client, tmp_path)
 
     killer = threading.Thread(target=kill)
     killer.start()
-    out = vd.reprocess(c, [f], cfg, tmp_path / "out.zarr")
+    out = cpu_reprocess(c, [f], cfg, tmp_path / "out.zarr")
     killer.join()
     with pytest.raises(ProcessLookupError):
         os.kill(victim, 0)
@@ -249,7 +255,7 @@ def test_bscan_chunks_and_float32(client, tmp_path):
     cfg = config(dtype="float32", chunk="bscan", volumes_per_task=3)
     data = spectra(volumes=5)
     f = write(tmp_path / "a.raw", data, "raw")
-    out = vd.reprocess(client, [f], cfg, tmp_path / "out.zarr")
+    out = cpu_reprocess(client, [f], cfg, tmp_path / "out.zarr")
     arr = out.array
     assert arr.chunks == (1, 1, A, S) and arr.dtype == np.float32 and len(out.tasks) == 2
     np.testing.assert_allclose(arr[:], single_machine(data, cfg, tmp_path), rtol=0, atol=0)

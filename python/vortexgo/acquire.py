@@ -100,6 +100,11 @@ class _Acquisition(NoCopy, StrictAttributes):
         :meth:`initialize`, e.g. ``c = acq.config; c.loop = False; acq.initialize(c)``."""
         return self._config.copy()
 
+    @config.setter
+    def config(self, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__}.config is read-only: "
+                             "initialize(config) adopts a configuration")
+
     def initialize(self, config: Any = None, **fields: Any) -> None:
         """Validate and adopt ``config`` (copied); ``fields`` override its attributes."""
         if config is not None and not isinstance(config, self._config_type):

@@ -77,7 +77,7 @@ class ReprocessError(RuntimeError):
         return (ReprocessError, (self.failures,))
 
 
-@dataclass
+@dataclass(slots=True)  # no stray attributes: a typo fails instead of being ignored
 class ReprocessConfig:
     """What every task runs: one processing and formatting configuration.
 
@@ -596,7 +596,7 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
 
 # --- the job, from the client -------------------------------------------------------------------
 
-@dataclass
+@dataclass(slots=True)
 class Reprocessed:
     """What :func:`reprocess` did: the array, and per task what happened."""
 

@@ -119,6 +119,22 @@ class ProcessorConfig(StrictAttributes):
     clock_channel: Optional[int] = None
     device: int = 0
 
+    def __eq__(self, other: object) -> bool:
+        # Field by field, the arrays by value: the dataclass's tuple comparison asks an array
+        # for its truth value (an error for vortex's empty default arrays).
+        if type(other) is not type(self):
+            return NotImplemented
+        for f in dataclasses.fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                if a is None or b is None or not np.array_equal(np.asarray(a), np.asarray(b)):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    __hash__ = None  # mutable, as vortex's
+
     @property
     def samples_per_ascan(self) -> int:
         """The processed A-scan length, ``len(resampling_samples)`` or else ``samples_per_record``."""
@@ -392,6 +408,11 @@ class _Processor(NoCopy, StrictAttributes):
         """A copy of the configuration (vortex's: read-only, each read a copy); change it with
         :meth:`initialize` (or :meth:`change` while an engine runs)."""
         return self._config.copy()
+
+    @config.setter
+    def config(self, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__}.config is read-only: "
+                             "initialize(config) adopts a configuration")
 
     @native
     def initialize(self, config: Optional[ProcessorConfig] = None, **fields: Any) -> None:

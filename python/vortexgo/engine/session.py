@@ -167,10 +167,15 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
         self._config = config.copy()
 
     @property
-    def config(self) -> Optional[EngineConfig]:
+    def config(self) -> EngineConfig:
         """A copy of the configuration :meth:`initialize` adopted (vortex's: read-only, each read
-        a copy sharing the components it wires); None before :meth:`initialize`."""
-        return None if self._config is None else self._config.copy()
+        a copy sharing the components it wires); before :meth:`initialize`, a default
+        EngineConfig to fill in and pass to it (vortex's ``ec = engine.config``)."""
+        return EngineConfig() if self._config is None else self._config.copy()
+
+    @config.setter
+    def config(self, value: Any) -> None:
+        raise AttributeError("Engine.config is read-only: initialize(config) adopts a configuration")
 
     def _pick_device(self, config: EngineConfig) -> Device:
         """The engine's device: ``device``, else the first processor's. Processors on other

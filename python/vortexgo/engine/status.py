@@ -91,7 +91,7 @@ def _epoch() -> datetime.datetime:
     return datetime.datetime.fromtimestamp(0)
 
 
-@dataclass
+@dataclass(slots=True)  # read-write as vortex's, no stray attributes
 class JobTiming:
     """vortex's ``JobTiming``, the third argument of :attr:`Engine.job_callback`:
     when the block's stages happened (``datetime.datetime``, local time, as
@@ -111,7 +111,7 @@ class JobTiming:
 
 
 
-@dataclass
+@dataclass(slots=True)  # read-write as vortex's, no stray attributes
 class EngineStatus:
     """A snapshot of the engine's counters (:meth:`Engine.status`): a value of its own, whose
     fields may be set (vortex's read-write fields) without touching the engine."""
