@@ -11,8 +11,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$py" -m pip install -q --target "$tmp/dasksite" --python-version 3.12 --only-binary=:all: \
     --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-    "dask[array]" distributed "zarr>=3" dask-cuda
+    "dask[array]" distributed "zarr>=3" "dask-cuda>=25"
 (cd "$tmp/dasksite" && rm -rf numpy numpy.libs numpy-* numba numba-* llvmlite llvmlite-* packaging packaging-* \
-    typing_extensions* site-packages __pycache__ bin example.py)
+    typing_extensions* site-packages __pycache__ bin example.py nvidia \
+    bokeh bokeh-* contourpy contourpy-* xyzservices xyzservices-* narwhals narwhals-* PIL pillow*)  # PIL: the machine has its own; bokeh & co: no dashboard there
 tar -C "$tmp" -cJf "$out" dasksite
 echo "wrote $out ($(du -h "$out" | cut -f1))"

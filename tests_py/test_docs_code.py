@@ -49,6 +49,8 @@ _FENCE = re.compile(r"^(?P<fence>```+)(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence
 _COMMENT = re.compile(r"<!--\s*(?P<kind>skip|setup):(?P<text>(?:(?!<!--).)*?)-->\s*$", re.S)
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 GPU_REASON = "needs a GPU"
+# A block of a page about an optional extra runs where the extra is installed (CI installs it).
+EXTRA_REASONS = {"needs the [distributed] extra": ("dask", "distributed", "zarr")}
 
 
 @dataclass
@@ -91,7 +93,12 @@ def _gpu_with_cupy() -> bool:
 
 
 def _runs_here(b: Block, gpu: bool) -> bool:
-    return b.skip is None or (gpu and b.skip.startswith(GPU_REASON))
+    import importlib.util
+
+    if b.skip is None or (gpu and b.skip.startswith(GPU_REASON)):
+        return True
+    return any(b.skip.startswith(r) and all(importlib.util.find_spec(m) for m in mods)
+               for r, mods in EXTRA_REASONS.items())
 
 
 def _python_pages() -> List[Path]:
