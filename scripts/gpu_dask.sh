@@ -14,6 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
     "dask[array]" distributed "zarr>=3" "dask-cuda>=25"
 (cd "$tmp/dasksite" && rm -rf numpy numpy.libs numpy-* numba numba-* llvmlite llvmlite-* packaging packaging-* \
     typing_extensions* site-packages __pycache__ bin example.py nvidia \
-    bokeh bokeh-* contourpy contourpy-* xyzservices xyzservices-* narwhals narwhals-* PIL pillow*)  # PIL: the machine has its own; bokeh & co: no dashboard there
+    bokeh bokeh-* contourpy contourpy-* xyzservices xyzservices-* narwhals narwhals-* PIL pillow* &&
+    find . -type d -name tests -prune -exec rm -rf {} +)  # PIL: the machine has its own; bokeh & co: no dashboard there; no packaged tests (the carry limit)
 tar -C "$tmp" -cJf "$out" dasksite
 echo "wrote $out ($(du -h "$out" | cut -f1))"

@@ -54,6 +54,14 @@ def on_vortex() -> dict:
     return vortex_offline.run("vortex", SUITE, [], timeout=1500)
 
 
+def test_counts(on_vortexgo, on_vortex, capsys):
+    """Both runs' counts, side by side (printed for closing notes: pytest -s, or -rA's captured output)."""
+    with capsys.disabled():
+        for res in (on_vortexgo, on_vortex):
+            print(f"\nvortex offline suite on {res['against']}: {res['counts']} ({res['pytest_summary']})")
+    assert on_vortexgo["counts"] and on_vortex["counts"]
+
+
 def _summary(res: dict) -> str:
     return f"{res['against']}: {res['counts']} (pytest: {res['pytest_summary']!r})\n{res['output_tail'][-3000:]}"
 
