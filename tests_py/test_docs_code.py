@@ -145,7 +145,9 @@ def test_python_blocks_run(page: Path, tmp_path: Path) -> None:
     (tmp_path / "runner.py").write_text(_RUNNER)
     work = tmp_path / "cwd"
     work.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(Path(vg.__file__).resolve().parents[1]), MPLBACKEND="Agg",
+    # The package under test first, then what the caller's path adds (the GPU machine's carried extras).
+    path = os.pathsep.join(filter(None, [str(Path(vg.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg",
                XDG_DATA_HOME=str(tmp_path / "data"), HOME=os.environ.get("HOME", str(tmp_path)))
     r = subprocess.run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")],
                        cwd=work, env=env, capture_output=True, text=True, timeout=850)
