@@ -241,6 +241,14 @@ class BuildPyWithGo(build_py):
     def run(self) -> None:
         super().run()
         build_native(Path(self.build_lib) / "vortexgo" / "_native")
+        # The examples and the notebook travel in the wheel (data, not modules), so a wheel user
+        # gets them with `python -m vortexgo examples DIR` instead of hunting for the repository.
+        src, dst = Path(__file__).resolve().parent / "examples", Path(self.build_lib) / "vortexgo" / "examples"
+        if src.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)
+            for f in sorted(src.iterdir()):
+                if f.suffix in (".py", ".ipynb"):
+                    shutil.copy2(f, dst / f.name)
 
 
 if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "native":

@@ -75,6 +75,9 @@ assert where.startswith(sys.prefix), f"vortexgo imported from {where}, not from 
 print("vortexgo imported from", where)
 EOF
     python -m vortexgo info
+    # The wheel carries the examples and the notebook (setup.py): copied out, they are all there.
+    (cd "$dir" && python -m vortexgo examples ex >/dev/null && test -f ex/acquire.py && test -f ex/acquire.ipynb) ||
+      { echo "test_wheels: python -m vortexgo examples did not give acquire.py and acquire.ipynb" >&2; exit 1; }
     # The GPU extras must resolve to wheels for this Python (pip reads their
     # metadata only; nothing is installed: CUDA itself is tested on a GPU).
     if [ "${CHECK_EXTRAS:-1}" = 1 ]; then

@@ -245,3 +245,31 @@ def test_run_a_vortex_script(tmp_path):
     p = subprocess.run([sys.executable, "-m", "vortexgo", "run", str(tmp_path / "missing.py")], env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "is not a file" in p.stderr
+
+
+def test_examples_are_copied_out_and_never_overwrite(tmp_path):
+    """`python -m vortexgo examples DIR`: a wheel user gets the examples and the notebook without the
+    repository (setup.py puts them in the wheel; a source tree serves its examples/)."""
+    if cli.examples_dir() is None:
+        pytest.skip("this installation carries no examples")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(vg.__file__)))
+    dest = tmp_path / "ex"
+    dest.mkdir()
+    (dest / "acquire.py").write_text("# mine\n")
+    p = subprocess.run([sys.executable, "-m", "vortexgo", "examples", str(dest)], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "kept your acquire.py" in p.stdout and "jupyter lab acquire.ipynb" in p.stdout
+    assert (dest / "acquire.py").read_text() == "# mine\n"  # never overwritten
+    names = {f.name for f in dest.iterdir()}
+    assert {"acquire.ipynb", "scan_patterns.py", "user_buffering.py"} <= names
+    assert not (dest / "__pycache__").exists()
+
+
+def test_the_wheel_build_carries_the_examples():
+    """setup.py's build_py copies examples/*.py and *.ipynb into the package (what the wheel holds)."""
+    text = (ROOT / "setup.py").read_text() if (ROOT / "setup.py").is_file() else ""
+    if not text:
+        pytest.skip("not a source tree")
+    assert '"vortexgo" / "examples"' in text and 'f.suffix in (".py", ".ipynb")' in text
+    assert "include examples/*.py examples/*.ipynb" in (ROOT / "MANIFEST.in").read_text()  # the sdist too

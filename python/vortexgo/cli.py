@@ -558,6 +558,42 @@ def _version() -> str:
     return getattr(vg, "__version__", "dev")
 
 
+def examples_dir() -> Optional[str]:
+    """Where this installation's examples are: the wheel's ``vortexgo/examples`` or, run from a
+    source tree, its ``examples`` folder; None when neither is there."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.path.join(here, "examples"), os.path.join(os.path.dirname(os.path.dirname(here)), "examples")):
+        if os.path.isfile(os.path.join(d, "acquire.py")):
+            return d
+    return None
+
+
+def copy_examples(dest: str, file: Optional[TextIO] = None) -> List[str]:
+    """Copy the examples and the notebook into ``dest`` (created; files already there are kept,
+    never overwritten); returns the paths written."""
+    src = examples_dir()
+    if src is None:
+        raise OSError("this installation has no examples (a wheel carries them in vortexgo/examples; "
+                      "a source tree in examples/): reinstall vortexgo from a wheel")
+    os.makedirs(dest, exist_ok=True)
+    written, kept = [], []
+    for name in sorted(os.listdir(src)):
+        if not name.endswith((".py", ".ipynb")):
+            continue
+        to = os.path.join(dest, name)
+        if os.path.exists(to):
+            kept.append(name)
+            continue
+        shutil.copy2(os.path.join(src, name), to)
+        written.append(to)
+    out = file or sys.stdout
+    print(f"copied {len(written)} examples to {os.path.abspath(dest)}"
+          + (f" (kept your {', '.join(kept)})" if kept else ""), file=out)
+    print("run one: python acquire.py --device cpu; the notebook: jupyter lab acquire.ipynb "
+          "(pip install 'vortexgo[demo]' jupyterlab)", file=out)
+    return written
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return the exit status."""
     p = argparse.ArgumentParser(prog="python -m vortexgo",
@@ -575,6 +611,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     b = sub.add_parser("bench", help="a short benchmark of this machine's device, printed as a table")
     b.add_argument("--device", default="auto", help="auto (a GPU if present), cpu, cuda or cuda:N")
     b.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run")
+    e = sub.add_parser("examples", help="copy the examples and the notebook into a folder (default ./vortexgo-examples)")
+    e.add_argument("dest", nargs="?", default="vortexgo-examples", help="the folder (created; existing files kept)")
     r = sub.add_parser("run", help="run a vortex script on vortexgo: `import vortex` imports vortexgo (compat)")
     r.add_argument("--shadow", action="store_true", help="also when a real vortex is installed (vortexgo wins here)")
     r.add_argument("script", help="the script's path")
@@ -601,6 +639,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if args.command == "info":
         return info()
+    if args.command == "examples":
+        try:
+            copy_examples(args.dest)
+        except OSError as e:
+            print(f"python -m vortexgo examples: {e}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "run":
         return run_script(args.script, args.args, shadow=args.shadow)
     import vortexgo as vg
