@@ -64,7 +64,7 @@ def test_readme_cli_commands_run_as_written(tmp_path):
     import vortexgo as vg
 
     cmds = [line for line in _shell_lines() if line.startswith("python -m vortexgo ")]
-    assert {shlex.split(c)[3] for c in cmds} == {"info", "demo", "bench"}
+    assert {shlex.split(c)[3] for c in cmds} == {"info", "demo", "bench", "examples"}
     env = dict(os.environ, XDG_DATA_HOME=str(tmp_path),
                PYTHONPATH=str(Path(vg.__file__).resolve().parents[1]))
     for cmd in cmds:
@@ -72,3 +72,4 @@ def test_readme_cli_commands_run_as_written(tmp_path):
         r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=500)
         assert r.returncode == 0, f"{cmd}\n{r.stdout}\n{r.stderr}"
     assert (tmp_path / "vortexgo" / "demo" / "mip.png").is_file(), "the demo wrote where the README says"
+    assert (tmp_path / "vortexgo-examples" / "acquire.ipynb").is_file(), "examples copied where the README says"
