@@ -68,6 +68,8 @@ nitpick_ignore_regex = [
     # Sphinx 9 splits a dataclass signature's postponed ``dict[str, X]``
     # annotation at the comma and looks up "dict[str" as a class.
     (r"py:class", r"dict\[str"),
+    # The same split of ProcessorConfig.levels' ``Union[Range, tuple[float, float], None]``.
+    (r"py:class", r".*\| tuple\[float"),
     # RasterScanConfig.volumes, the legacy index formatter's field, whose
     # docstring napoleon misreads; the field is being removed (drop this then).
     (r"py:class", r"vortexgo's index formatter only|scan="),

@@ -96,8 +96,10 @@ class _Acquisition(NoCopy, StrictAttributes):
 
     @property
     def config(self) -> Any:
-        """A copy of the configuration (vortex's: read-only, each read a copy); change it with
-        :meth:`initialize`, e.g. ``c = acq.config; c.loop = False; acq.initialize(c)``."""
+        """The configuration, as a copy (read-only as vortex's, each read a new copy).
+
+        Change it with :meth:`initialize`, e.g. ``c = acq.config; c.loop = False; acq.initialize(c)``.
+        """
         return self._config.copy()
 
     @config.setter

@@ -83,7 +83,7 @@ class ProcessorConfig(StrictAttributes):
         enable_magnitude: \\|y\\| instead of the real part.
         enable_square: square the output.
         enable_log10: 10 log10 of the value (decibels of power when squared).
-        levels: a :class:`~vortexgo.Range` (vortex's type) or a (lo, hi) pair
+        levels: a :class:`~vortexgo.scan.Range` (vortex's type) or a (lo, hi) pair
             mapped onto int8 -128..127 for the int8 output; None (vortex's
             unset) casts the values directly.
         slots: concurrent processing streams (each with its own scratch).
@@ -405,8 +405,10 @@ class _Processor(NoCopy, StrictAttributes):
 
     @property
     def config(self) -> Any:
-        """A copy of the configuration (vortex's: read-only, each read a copy); change it with
-        :meth:`initialize` (or :meth:`change` while an engine runs)."""
+        """The configuration, as a copy (read-only as vortex's, each read a new copy).
+
+        Change it with :meth:`initialize` (or :meth:`change` while an engine runs).
+        """
         return self._config.copy()
 
     @config.setter

@@ -168,9 +168,11 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
 
     @property
     def config(self) -> EngineConfig:
-        """A copy of the configuration :meth:`initialize` adopted (vortex's: read-only, each read
-        a copy sharing the components it wires); before :meth:`initialize`, a default
-        EngineConfig to fill in and pass to it (vortex's ``ec = engine.config``)."""
+        """The configuration :meth:`initialize` adopted, as a copy (read-only as vortex's).
+
+        Each read is a new copy sharing the components it wires. Before :meth:`initialize` it is
+        a default EngineConfig to fill in and pass to it (vortex's ``ec = engine.config``).
+        """
         return EngineConfig() if self._config is None else self._config.copy()
 
     @config.setter
