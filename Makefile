@@ -28,10 +28,11 @@ BASEDEPS := numpy pybindgen setuptools wheel tqdm pillow
 # vortex's companion package and demos (tests_py/test_vortex_tools.py, test_vortex_demos.py) on Qt's
 # offscreen platform; dask, distributed and zarr run vortexgo.distributed (tests_py/test_distributed.py);
 # imageio is what vortex's own offline suite imports (tests_py/test_vortex_offline.py); myst-parser
-# reads the Markdown guides into the documentation site.
+# reads the Markdown guides into the documentation site; jupyterlab and selenium drive the LiveView
+# in a real browser (tests_py/test_liveview_browser.py).
 PYDEPS := pytest pytest-timeout hypothesis matplotlib ipywidgets scipy \
 	pynrrd nibabel h5py nbclient nbformat ipykernel sphinx myst-parser vortex-oct-tools qtpy PyQt5 rainbow-logging-handler \
-	dask distributed "zarr>=3" imageio
+	dask distributed "zarr>=3" imageio jupyterlab selenium
 # A venv made before a list grew gets the new packages: a stamp's name changes with its list.
 BASE_STAMP := $(VENV)/.basedeps-$(shell echo '$(BASEDEPS)' | cksum | cut -d' ' -f1)
 DEPS_STAMP := $(VENV)/.pydeps-$(shell echo '$(PYDEPS)' | cksum | cut -d' ' -f1)
