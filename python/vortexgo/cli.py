@@ -562,8 +562,13 @@ def examples_dir() -> Optional[str]:
     """Where this installation's examples are: the wheel's ``vortexgo/examples`` or, run from a
     source tree, its ``examples`` folder; None when neither is there."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for d in (os.path.join(here, "examples"), os.path.join(os.path.dirname(os.path.dirname(here)), "examples")):
-        if os.path.isfile(os.path.join(d, "acquire.py")):
+    cands = [os.path.join(here, "examples")]
+    up = here
+    for _ in range(4):  # python/vortexgo in a checkout; build/invariants/python/vortexgo in a test build
+        up = os.path.dirname(up)
+        cands.append(os.path.join(up, "examples"))
+    for d in cands:
+        if os.path.isfile(os.path.join(d, "acquire.py")) and os.path.isfile(os.path.join(d, "acquire.ipynb")):
             return d
     return None
 
