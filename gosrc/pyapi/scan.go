@@ -730,11 +730,29 @@ func known(dst, n int, vals []float64) int {
 
 // Events moves the oldest recorded callback events, (token, sample, event)
 // each, into the caller's n int64s at dst, and returns how many int64s it
-// moved: fewer than n when none are left.
-func (q *ScanQueue) Events(dst, n int) int {
+// moved: fewer than n when none (of those asked for) are left.
+//
+// all false is a caller's take after its own call (Append, Interrupt,
+// Clear, Reset, State): it moves the events up to the last Interrupt or
+// Abort, which only callers' calls record, and leaves the Start and Finish
+// that an engine's Generate recorded after them to the engine's
+// dispatcher, which polls with all true when Generate's count moves. So
+// the scans' callbacks fire on the threads vortex fires them on: Interrupt
+// and Abort on the caller's, Start and Finish on the engine's, whichever
+// takes the lock first.
+func (q *ScanQueue) Events(dst, n int, all bool) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	k := min(len(q.events), n/3)
+	pending := len(q.events)
+	if !all {
+		pending = 0
+		for i, e := range q.events {
+			if ev := scan.QueueEvent(e[2]); ev == scan.QueueInterrupt || ev == scan.QueueAbort {
+				pending = i + 1
+			}
+		}
+	}
+	k := min(pending, n/3)
 	out, _ := hostmem.Span[[3]int64](dst, k) // dst 0 with events moves nothing
 	k = copy(out, q.events[:k])
 	q.events = q.events[k:]

@@ -185,11 +185,11 @@ func TestQueueCollectsCallbackEvents(t *testing.T) {
 	require.NotEmpty(t, fetch[int64](t, noErr(q.Markers)))
 
 	events, eaddr := testmem.Slice[int64](t, 3*4)
-	k := q.Events(int(eaddr), len(events))
+	k := q.Events(int(eaddr), len(events), true)
 	require.Equal(t, 6, k, "start and finish")
 	require.Equal(t, []int64{7, 0, int64(scan.QueueStart)}, events[:3])
 	require.EqualValues(t, scan.QueueFinish, events[5])
-	require.Zero(t, q.Events(int(eaddr), len(events)), "events are handed over once")
+	require.Zero(t, q.Events(int(eaddr), len(events), true), "events are handed over once")
 
 	require.Positive(t, q.Sample())
 	pos := fetch[float64](t, noErr(q.Position))
@@ -208,7 +208,7 @@ func TestQueueEventsInBatches(t *testing.T) {
 	events, addr := testmem.Slice[int64](t, 3*2)
 	var tokens []int64
 	for {
-		k := q.Events(int(addr), len(events))
+		k := q.Events(int(addr), len(events), true)
 		for j := 0; j < k; j += 3 {
 			tokens = append(tokens, events[j])
 		}
@@ -217,6 +217,40 @@ func TestQueueEventsInBatches(t *testing.T) {
 		}
 	}
 	require.Equal(t, []int64{1, 2, 3, 4, 5}, tokens, "in order, across batches")
+}
+
+func TestQueueCallerTakesThroughItsOwnEvents(t *testing.T) {
+	S, F, I, A := scan.QueueStart, scan.QueueFinish, scan.QueueInterrupt, scan.QueueAbort
+	cases := []struct {
+		name     string
+		recorded []scan.QueueEvent
+		caller   int // events a caller's take moves
+	}{
+		{"nothing recorded", nil, 0},
+		{"only the engine's", []scan.QueueEvent{S, F, S}, 0},
+		{"an interrupt then the engine's start", []scan.QueueEvent{S, I, A, S}, 3},
+		{"a clear after a finish", []scan.QueueEvent{S, F, A}, 3},
+		{"two clears, a start between", []scan.QueueEvent{A, S, A, S, F}, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := NewScanQueue()
+			for i, e := range tc.recorded {
+				q.callback(i+1)(int64(i), e)
+			}
+			events, addr := testmem.Slice[int64](t, 3*8)
+			k := q.Events(int(addr), len(events), false)
+			require.Equal(t, 3*tc.caller, k)
+			for j := range tc.caller {
+				require.EqualValues(t, j+1, events[3*j], "in order")
+			}
+			rest := q.Events(int(addr), len(events), true)
+			require.Equal(t, 3*(len(tc.recorded)-tc.caller), rest, "the engine's dispatcher takes the rest")
+			if rest > 0 {
+				require.EqualValues(t, tc.caller+1, events[0])
+			}
+		})
+	}
 }
 
 func TestWarpAndPatternMethods(t *testing.T) {

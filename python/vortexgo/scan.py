@@ -1112,7 +1112,9 @@ class ScanQueue(NoCopy, StrictAttributes):
 
     Callbacks ``callback(sample, event)`` and ``empty_callback(online_queue)`` are Python: the Go queue
     never calls them (DESIGN.md 1). It records each event as (token, sample, event); after every call
-    this class takes them (``Events``) and runs the callbacks, on the calling thread.
+    this class takes them (``Events``) and runs the callbacks, on the calling thread, as vortex does:
+    Interrupt and Abort on the thread that interrupts or clears; Start and Finish on the thread that
+    generates (an engine's dispatcher while an engine plays the queue).
     ``generate`` runs ``empty_callback`` between Go calls whenever the queue ran dry part way.
     """
 
@@ -1156,17 +1158,20 @@ class ScanQueue(NoCopy, StrictAttributes):
         self._run(self._h.SetEmptyWanted, f is not None)
 
     def _run(self, f: Callable, *args: Any) -> Any:
-        """The Go call ``f(*args)``, then the callbacks of the events recorded so far."""
+        """The Go call ``f(*args)``, then the callbacks of the events it recorded (and any before them)."""
         with self._lock:
             res = _call(f, *args)
-            self._dispatch()
+            self._dispatch(engine=False)
             return res
 
-    def _dispatch(self) -> None:
-        """Take the recorded events from Go and run their callbacks, in order (under ``_lock``)."""
+    def _dispatch(self, engine: bool = True) -> None:
+        """Take the recorded events from Go and run their callbacks, in order (under ``_lock``).
+        ``engine`` False (after a caller's own call) takes them only through the last Interrupt or
+        Abort, leaving the Start and Finish an engine's Generate recorded after them to the engine's
+        dispatcher thread: vortex fires those on its Generate thread, never on the interrupting one."""
         buf = self._events
         while True:
-            k = self._h.Events(buf.ctypes.data, buf.size)
+            k = self._h.Events(buf.ctypes.data, buf.size, engine)
             # a list first: a callback that calls the queue reuses the buffer
             for token, sample, event in buf[:k].reshape(-1, 3).tolist():
                 cb = self._callbacks.get(token)
@@ -1231,7 +1236,7 @@ class ScanQueue(NoCopy, StrictAttributes):
         with self._lock:
             h = self._h
             state = (_call(h.Sample), _fetch(h.Position), _fetch(h.Velocity))
-            self._dispatch()
+            self._dispatch(engine=False)
         return state
 
     def generate(self, markers: Any, buffer: np.ndarray, zero_order_hold: bool = True) -> tuple[int, int]:
