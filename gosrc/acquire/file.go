@@ -91,9 +91,9 @@ type FileAcquisition struct {
 	// that reaches the partial record.
 	tail int64
 	spos int64
-	eof bool  // a short Fill reached the end; the next Fill returns io.EOF
-	run runState
-	pin *filePin // the file pinned in place for an engine (PinTo), or nil
+	eof  bool // a short Fill reached the end; the next Fill returns io.EOF
+	run  runState
+	pin  *filePin // the file pinned in place for an engine (PinTo), or nil
 
 	claim engine.Claim // refuses Close while an engine reads the file
 }
