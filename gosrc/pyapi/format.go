@@ -170,8 +170,8 @@ func formatHost[D, S format.Element](x any, vol uintptr, volShape [4]int, seg ui
 }
 
 // FormatHost is the radial, spiral and position executors' format (vortex's
-// ``format(volume_buffer, segment_buffer, segment_index, record_index,
-// reverse)``; the position executor's also takes the target and actual
+// format(volume_buffer, segment_buffer, segment_index, record_index,
+// reverse); the position executor's also takes the target and actual
 // positions) on host buffers: the volume at vol, shape (x, y, samples, 1),
 // of dtype dst; the segment at seg, (records, samples, channels), of dtype
 // src. The positions (float64, posRecords x posChannels) are read by the
