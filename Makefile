@@ -42,7 +42,7 @@ CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driv
 GPU_PY ?= $(PYTHON)
 
 # gpu-qt.tar.xz: the offscreen Qt the GPU machine lacks (scripts/gpu_qt.sh), carried in a call of its own.
-.PHONY: gpu-dask test-deps vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: bench-host gpu-dask test-deps vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -189,6 +189,11 @@ gpu-build:
 
 bench:
 	bash scripts/run_bench.sh
+
+# Any machine, no GPU: the engine's host cost per block and its CUDA driver calls per
+# block, with the CUDA path run against the fake driver (bench/host_cost.py).
+bench-host: build
+	PYTHONPATH=python $(VPY) bench/host_cost.py --out build/bench-host
 
 # On the GPU machine: 1,000 volumes, checks memory/goroutines/threads flat and the file exact.
 soak:

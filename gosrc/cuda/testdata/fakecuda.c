@@ -13,6 +13,24 @@ typedef int CUresult;
 #define CTX ((void*)0x1000)
 
 static __thread void* current;
+
+// Call counts of the entry points a pipeline calls per block, for a
+// benchmark of the host's cost per block (bench/host_cost.py): indexed as
+// fake_call_names; and $FAKECUDA_NOCOPY set makes copies and memsets
+// return without moving bytes (the device's DMA, not the host's work).
+const char* fake_call_names[] = {"cuLaunchKernel", "cuMemcpyAsync", "cuMemcpy2DAsync", "cuMemsetD8Async",
+                                 "cuEventRecord", "cuEventQuery", "cuEventSynchronize", "cuStreamWaitEvent",
+                                 "cuStreamQuery", "cuStreamSynchronize", "cuEventElapsedTime", "cuGraphLaunch",
+                                 "cuCtxSetCurrent", 0};
+long fake_calls[13];
+enum { N_LAUNCH, N_COPY, N_COPY2D, N_MEMSET, N_RECORD, N_QUERY, N_EVSYNC, N_WAIT, N_SQUERY, N_SSYNC, N_ELAPSED,
+       N_GRAPH, N_CTXSET };
+#define TALLY(i) __atomic_add_fetch(&fake_calls[i], 1, __ATOMIC_RELAXED)
+static int nocopy = -1;
+static int no_copy(void) {
+	if (nocopy < 0) nocopy = getenv("FAKECUDA_NOCOPY") != 0;
+	return nocopy;
+}
 // Test hooks, read and written by the test through dlsym'd addresses.
 int fake_ctx_sets;
 int fake_stream_busy;
@@ -83,7 +101,7 @@ CUresult cuDeviceGetAttribute(int* v, int a, int d) { (void)d; *v = a == 75 ? 9 
 CUresult cuDeviceTotalMem_v2(size_t* b, int d) { (void)d; *b = 1ull << 30; return 0; }
 CUresult cuDevicePrimaryCtxRetain(void** c, int d) { (void)d; *c = CTX; return 0; }
 CUresult cuCtxGetCurrent(void** c) { *c = current; return 0; }
-CUresult cuCtxSetCurrent(void* c) { current = c; __sync_fetch_and_add(&fake_ctx_sets, 1); return 0; }
+CUresult cuCtxSetCurrent(void* c) { TALLY(N_CTXSET); current = c; __sync_fetch_and_add(&fake_ctx_sets, 1); return 0; }
 CUresult cuCtxSynchronize(void) { NEED_CTX(); return 0; }
 CUresult cuCtxGetStreamPriorityRange(int* l, int* g) { NEED_CTX(); *l = 0; *g = -5; return 0; }
 CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { NEED_CTX(); *f = 1ull << 29; *t = 1ull << 30; return 0; }
@@ -107,6 +125,7 @@ CUresult cuStreamDestroy_v2(void* s) {
 }
 CUresult cuStreamGetPriority(void* s, int* p) { NEED_CTX(); *p = s ? ((struct fake_stream*)s)->prio : 0; return 0; }
 CUresult cuStreamSynchronize(void* s) {
+	TALLY(N_SSYNC);
 	NEED_CTX();
 	int r = refuse_in_capture(s, 900);
 	if (r) return r;
@@ -117,11 +136,13 @@ CUresult cuStreamSynchronize(void* s) {
 	return 0;
 }
 CUresult cuStreamQuery(void* s) {
+	TALLY(N_SQUERY);
 	NEED_CTX();
 	int r = refuse_in_capture(s, 900);
 	return r ? r : fake_stream_busy ? 600 : 0;
 }
 CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) {
+	TALLY(N_WAIT);
 	NEED_CTX();
 	if (f != 0) return 1;
 	if (capturing == 2 && s == capture_stream) return 901;
@@ -130,14 +151,15 @@ CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) {
 CUresult cuEventCreate(void** e, unsigned f) { NEED_CTX(); *e = calloc(2, sizeof(int)); *(unsigned*)*e = f; return 0; }
 CUresult cuEventDestroy_v2(void* e) { NEED_CTX(); free(e); return 0; }
 CUresult cuEventRecord(void* e, void* s) {
+	TALLY(N_RECORD);
 	NEED_CTX();
 	if (capturing == 2 && s == capture_stream) return 901;
 	CAPTURED(e) = capturing && s == capture_stream;
 	return 0;
 }
-CUresult cuEventQuery(void* e) { (void)e; NEED_CTX(); return fake_stream_busy ? 600 : 0; }
-CUresult cuEventSynchronize(void* e) { (void)e; NEED_CTX(); fake_stream_busy = 0; return 0; }
-CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { (void)a; (void)b; NEED_CTX(); *ms = 1.5f; return 0; }
+CUresult cuEventQuery(void* e) { (void)e; TALLY(N_QUERY); NEED_CTX(); return fake_stream_busy ? 600 : 0; }
+CUresult cuEventSynchronize(void* e) { (void)e; TALLY(N_EVSYNC); NEED_CTX(); fake_stream_busy = 0; return 0; }
+CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { (void)a; (void)b; TALLY(N_ELAPSED); NEED_CTX(); *ms = 1.5f; return 0; }
 CUresult cuMemAlloc_v2(uint64_t* p, size_t n) {
 	NEED_CTX();
 	if (n > (1ull << 40)) return 2;
@@ -176,7 +198,7 @@ CUresult cuMemHostUnregister(void* p) {
 	fake_registered--;
 	return 0;
 }
-CUresult cuMemcpyAsync(uint64_t d, uint64_t s, size_t n, void* st) { (void)st; NEED_CTX(); memmove((void*)(uintptr_t)d, (void*)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyAsync(uint64_t d, uint64_t s, size_t n, void* st) { (void)st; TALLY(N_COPY); NEED_CTX(); if (!no_copy()) memmove((void*)(uintptr_t)d, (void*)(uintptr_t)s, n); return 0; }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void* s, size_t n, void* st) { return cuMemcpyAsync(d, (uint64_t)(uintptr_t)s, n, st); }
 CUresult cuMemcpyDtoHAsync_v2(void* d, uint64_t s, size_t n, void* st) { return cuMemcpyAsync((uint64_t)(uintptr_t)d, s, n, st); }
 CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void* st) { return cuMemcpyAsync(d, s, n, st); }
@@ -187,14 +209,16 @@ typedef struct {
 } M2D;
 CUresult cuMemcpy2DAsync_v2(const M2D* p, void* st) {
 	(void)st;
+	TALLY(N_COPY2D);
 	NEED_CTX();
 	if (p->srcMemoryType != 4 || p->dstMemoryType != 4) return 1;
+	if (!no_copy())
 	for (size_t y = 0; y < p->Height; y++)
 		memmove((char*)(uintptr_t)p->dstDevice + y * p->dstPitch, (const char*)(uintptr_t)p->srcDevice + y * p->srcPitch,
 		        p->WidthInBytes);
 	return 0;
 }
-CUresult cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void* st) { (void)st; NEED_CTX(); memset((void*)(uintptr_t)d, v, n); return 0; }
+CUresult cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void* st) { (void)st; TALLY(N_MEMSET); NEED_CTX(); if (!no_copy()) memset((void*)(uintptr_t)d, v, n); return 0; }
 CUresult cuModuleLoadDataEx(void** m, const void* img, unsigned n, int* opts, void** vals) {
 	NEED_CTX();
 	if (strstr((const char*)img, "bogus")) {
@@ -215,6 +239,7 @@ CUresult cuModuleGetFunction(void** f, void* m, const char* name) {
 }
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned sh, void* s, void** params, void** extra) {
+	TALLY(N_LAUNCH);
 	NEED_CTX();
 	if (extra) return 1;
 	if (f == (void*)0x2) {
@@ -248,7 +273,7 @@ CUresult cuStreamEndCapture(void* s, void** g) {
 }
 CUresult cuStreamIsCapturing(void* s, int* st) { (void)s; NEED_CTX(); *st = capturing; return 0; }
 CUresult cuGraphInstantiateWithFlags(void** e, void* g, unsigned long long f) { (void)g; (void)f; NEED_CTX(); *e = malloc(1); return 0; }
-CUresult cuGraphLaunch(void* e, void* s) { (void)e; (void)s; NEED_CTX(); return 0; }
+CUresult cuGraphLaunch(void* e, void* s) { (void)e; (void)s; TALLY(N_GRAPH); NEED_CTX(); return 0; }
 CUresult cuGraphGetNodes(void* g, void** nodes, size_t* n) { (void)g; NEED_CTX(); if (nodes) return 1; *n = 3; return 0; }
 CUresult cuGraphDestroy(void* g) { NEED_CTX(); free(g); return 0; }
 CUresult cuGraphExecDestroy(void* e) { NEED_CTX(); free(e); return 0; }

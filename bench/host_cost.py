@@ -1,0 +1,212 @@
+"""The engine's host cost per block, and the CUDA driver calls it makes per block.
+
+Issue 29: at 256-record blocks the engine on an H200 spends about 35 us of host work per
+block, more than the block's copy takes. This benchmark separates the two parts of that cost:
+
+- **with the fake driver** (``--driver fake``, any machine, no GPU): vortexgo's real CUDA
+  path (the engine, ``CUDAProcessor``, the formatter, ``StackDeviceTensorEndpointInt8``) runs
+  against ``gosrc/cuda/testdata/fakecuda.c`` and ``fakecufft.c``, stand-ins whose calls cost
+  nothing and move no bytes (``FAKECUDA_NOCOPY``). What is left is vortexgo's own host work:
+  Go's bookkeeping, the goroutines' hand-offs, the launches' argument packing, the Python
+  dispatcher. The fakes count every call, so the table also says how many driver calls each
+  block makes, by entry point: the other part of the cost, paid at the real driver's price;
+- **with the real driver** (``--driver real``, the GPU machine): the same pipeline's CPU time per
+  block (all threads of the process), beside the block's own duration on the device.
+
+CPU time per block is the process's user + system time over the blocks formatted in a steady
+window: it does not depend on how fast the device is, only on what the host does per block.
+
+Run::
+
+    make bench-host                                  # CPU machine: the fake driver, JSON + markdown
+    python bench/host_cost.py --driver real --quick  # GPU machine
+
+Writes ``host_cost.json`` and ``host_cost.md`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKES = ROOT / "gosrc" / "cuda" / "testdata"
+#: the fakes' sources, and the file names vortexgo loads them under (the cuFFT's name tells
+#: vortexgo which CUDA it belongs to: .so.12 under a CUDA 13 driver, which the fake is)
+FAKE_LIBS = {"fakecuda.c": "libfakecuda.so", "fakecufft.c": "libcufft.so.12"}
+CHILD = "VORTEXGO_HOST_COST_CHILD"
+
+#: (records_per_block, blocks_to_allocate, preload_count, slots); vortex's defaults first
+FULL = [(rpb, b, p, s) for rpb in (256, 512, 1024, 2048, 8192) for (b, p) in ((4, 2), (32, 16)) for s in (1, 2, 4)]
+QUICK = [(256, 4, 2, 2), (256, 32, 16, 2), (1024, 4, 2, 2), (8192, 4, 2, 2)]
+
+
+def build_fakes(out: Path) -> dict[str, Path]:
+    """Compile the fake libcuda and libcufft into ``out`` (once per source change)."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        raise RuntimeError("the fake driver needs a C compiler (gcc or cc) on PATH")
+    out.mkdir(parents=True, exist_ok=True)
+    libs = {}
+    for src, name in FAKE_LIBS.items():
+        lib = out / name
+        if not lib.exists() or lib.stat().st_mtime < (FAKES / src).stat().st_mtime:
+            subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(FAKES / src)], check=True)
+        libs[src] = lib
+    return libs
+
+
+def fake_env(libs: dict[str, Path]) -> dict[str, str]:
+    """The environment that makes vortexgo load the fakes (read once, at its CUDA's first use)."""
+    return {"VORTEXGO_CUDA_DRIVER": str(libs["fakecuda.c"]), "VORTEXGO_CUFFT_PATH": str(libs["fakecufft.c"]),
+            "FAKECUDA_NOCOPY": "1"}
+
+
+class Counters:
+    """The fakes' call counters, read through ctypes (the same loaded libraries Go uses:
+    dlopen of one path returns one instance)."""
+
+    def __init__(self) -> None:
+        drv = ctypes.CDLL(os.environ["VORTEXGO_CUDA_DRIVER"])
+        fft = ctypes.CDLL(os.environ["VORTEXGO_CUFFT_PATH"])
+        names = []
+        arr = ctypes.cast(ctypes.addressof(ctypes.c_void_p.in_dll(drv, "fake_call_names")),
+                          ctypes.POINTER(ctypes.c_char_p))
+        while arr[len(names)] is not None:
+            names.append(arr[len(names)].decode())
+        self.names = names
+        self._calls = (ctypes.c_long * len(names)).in_dll(drv, "fake_calls")
+        self._fft = ctypes.c_long.in_dll(fft, "fake_cufft_execs")
+
+    def read(self) -> dict[str, int]:
+        out = dict(zip(self.names, self._calls))
+        out["cufftExec"] = self._fft.value
+        return out
+
+
+def _cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slots: int, seconds: float,
+            counters: Optional[Counters]) -> dict:
+    """One configuration in steady state: blocks per second, CPU and wall time per block, and
+    (fake driver) driver calls per block."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_engine as be
+
+    ascans = max(rpb, 512)
+    g = be.Geometry(samples, ascans, max(1, 8192 // ascans), rpb, blocks=blocks, preload=preload, slots=slots)
+    ep = be.StackDeviceTensorEndpointInt8()
+    engine, _, _, proc = be._pipeline(g, device, total_volumes=0, endpoints=[ep])
+    try:
+        engine.prepare()
+        engine.start()
+        time.sleep(min(1.0, seconds))  # warm: the pool fills, first-use costs pass
+        c0 = counters.read() if counters else None
+        s0, cpu0, t0 = engine.status(), _cpu_seconds(), time.perf_counter()
+        time.sleep(seconds)
+        s1, cpu1, t1 = engine.status(), _cpu_seconds(), time.perf_counter()
+        c1 = counters.read() if counters else None
+        engine.stop()
+        status = engine.status()
+    finally:
+        engine.close()
+        ep.close()
+        proc.close()
+    if status.error:
+        raise RuntimeError(f"the engine failed: {status.error}")
+    n = s1.blocks_formatted - s0.blocks_formatted
+    if n <= 0:
+        raise RuntimeError(f"no block formatted in {seconds} s ({g.describe()})")
+    row = {**g.describe(), "blocks": n, "blocks_per_s": n / (t1 - t0), "ascans_per_s": n * rpb / (t1 - t0),
+           "wall_us_per_block": 1e6 * (t1 - t0) / n, "cpu_us_per_block": 1e6 * (cpu1 - cpu0) / n}
+    if counters:
+        calls = {k: (c1[k] - c0[k]) / n for k in c1 if c1[k] != c0[k]}
+        row["calls_per_block"] = calls
+        row["driver_calls_per_block"] = sum(v for k, v in calls.items() if k != "cuCtxSetCurrent")
+    return row
+
+
+def markdown(result: dict) -> str:
+    fake = result["driver"] == "fake"
+    lines = [f"### Host cost per block ({result['device']}, {result['driver']} driver, {result['host']})", ""]
+    if fake:
+        lines += ["The CUDA path against the fake driver (calls cost nothing, no bytes move): vortexgo's own "
+                  "host work per block, and the driver calls each block makes.", ""]
+    head = "| samples | records/block | blocks / preload | slots | blocks/s | CPU us/block | wall us/block |"
+    sep = "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    if fake:
+        head += " driver calls/block |"
+        sep += " ---: |"
+    lines += [head, sep]
+    for r in result["rows"]:
+        line = (f"| {r['samples']} | {r['records_per_block']} | {r['blocks_to_allocate']} / {r['preload_count']} | "
+                f"{r['slots']} | {r['blocks_per_s']:,.0f} | {r['cpu_us_per_block']:.1f} | {r['wall_us_per_block']:.1f} |")
+        if fake:
+            line += f" {r['driver_calls_per_block']:.1f} |"
+        lines.append(line)
+    if fake and result["rows"]:
+        r = result["rows"][0]
+        lines += ["", f"Calls per block at {r['samples']} samples x {r['records_per_block']} records "
+                  f"({r['blocks_to_allocate']} / {r['preload_count']}, {r['slots']} slots):", ""]
+        lines += [f"- `{k}`: {v:.2f}" for k, v in sorted(r["calls_per_block"].items(), key=lambda kv: -kv[1])]
+    return "\n".join(lines) + "\n"
+
+
+def run(driver: str, quick: bool, seconds: float, samples_list: list[int]) -> dict:
+    """Measure every configuration on ``cuda:0`` (the fake or the real driver, already chosen by
+    the environment)."""
+    import vortexgo as vg
+
+    device = vg.get_device("cuda:0")
+    counters = Counters() if driver == "fake" else None
+    rows = []
+    configs = QUICK if quick else FULL
+    for samples in samples_list:
+        for rpb, blocks, preload, slots in configs:
+            rows.append(measure(device, samples, rpb, blocks, preload, slots, seconds, counters))
+            r = rows[-1]
+            print(f"  {samples} x {rpb} ({blocks}/{preload}, {slots} slots): {r['blocks_per_s']:,.0f} blocks/s, "
+                  f"{r['cpu_us_per_block']:.1f} us CPU per block", file=sys.stderr, flush=True)
+    return {"benchmark": "host_cost", "driver": driver, "device": device.name, "host": platform.node(),
+            "cpus": os.cpu_count(), "python": platform.python_version(), "rows": rows}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--driver", choices=["fake", "real"], default="fake")
+    ap.add_argument("--quick", action="store_true", help="four configurations instead of the sweep")
+    ap.add_argument("--seconds", type=float, default=1.0, help="steady window per configuration")
+    ap.add_argument("--samples", type=int, nargs="+", default=[1024, 2048])
+    ap.add_argument("--out", type=Path, default=ROOT / "build" / "bench-host")
+    args = ap.parse_args(argv)
+    if args.seconds <= 0:
+        ap.error(f"--seconds={args.seconds}, expected > 0")
+    if args.driver == "fake" and os.environ.get(CHILD) is None:
+        # The driver is chosen at vortexgo's first CUDA use, once per process: a child
+        # process with the fakes in its environment.
+        env = {**os.environ, **fake_env(build_fakes(ROOT / "build" / "fakecuda")), CHILD: "1"}
+        return subprocess.call([sys.executable, __file__, *(argv if argv is not None else sys.argv[1:])], env=env)
+    result = run(args.driver, args.quick, args.seconds, args.samples)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "host_cost.json").write_text(json.dumps(result, indent=1))
+    md = markdown(result)
+    (args.out / "host_cost.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

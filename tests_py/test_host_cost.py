@@ -1,0 +1,62 @@
+"""bench/host_cost.py: vortexgo's CUDA path run against the fake driver (no GPU), its host cost
+and driver calls per block measured. The calls per block are a budget (issue 29): a change that
+adds driver calls to every block shows here, on any machine."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: driver calls per block at vortex's defaults (4 blocks, preload 2), 1024 x 256, 2 slots:
+#: the upload (copy, record, wait), CUDAProcessor (4 launches, 1 cuFFT, history wait and
+#: record), the ready event, the tensor endpoint (chained record and wait, the previous
+#: formatting's wait, formatted record and wait, the tensor's event), the engine's done event,
+#: and the recycle stage's 3 synchronizes. Lower it when a change saves a call.
+CALLS_BUDGET = 21
+
+
+@pytest.fixture(scope="module")
+def host_cost(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("the fake driver needs a C compiler")
+    out = tmp_path_factory.mktemp("host-cost")
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--quick", "--seconds", "0.3",
+                           "--samples", "1024", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "python")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((out / "host_cost.json").read_text())
+    result["markdown"] = (out / "host_cost.md").read_text()
+    return result
+
+
+def test_cuda_path_runs_on_the_fake_driver(host_cost: dict) -> None:
+    assert host_cost["driver"] == "fake" and host_cost["device"] == "Fake GPU"
+    assert [(r["records_per_block"], r["blocks_to_allocate"], r["preload_count"]) for r in host_cost["rows"]] == \
+        [(256, 4, 2), (256, 32, 16), (1024, 4, 2), (8192, 4, 2)]
+    for r in host_cost["rows"]:
+        assert r["blocks"] > 0 and r["blocks_per_s"] > 0
+        assert 0 < r["cpu_us_per_block"] < 1e5 and r["wall_us_per_block"] > 0
+
+
+def test_driver_calls_per_block_within_budget(host_cost: dict) -> None:
+    for r in host_cost["rows"]:
+        calls = r["calls_per_block"]
+        # every block: one upload, the processor's kernels and its inverse FFT
+        assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.05), calls
+        assert calls["cuLaunchKernel"] == pytest.approx(4, abs=0.05), calls
+        assert calls["cufftExec"] == pytest.approx(1, abs=0.05), calls
+        assert r["driver_calls_per_block"] <= CALLS_BUDGET + 0.2, calls
+    assert "driver calls/block" in host_cost["markdown"] and "`cuEventRecord`" in host_cost["markdown"]
+
+
+def test_bad_arguments_are_named() -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--seconds", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--seconds=0.0, expected > 0" in proc.stderr
