@@ -1,0 +1,257 @@
+"""The block-size section of `make bench` (issue 29): every configuration a user would pick.
+
+For 1024- and 2048-sample A-scans and 256 to 8192 records per block, in one run on one device:
+
+- **the ceiling**: back-to-back pinned host-to-device copies of that block size;
+- **the expert**: the same processing in plain CuPy, two streams, double-buffered (bench_engine's
+  ``baseline_two_stream``) at that block size;
+- **the engine** at every configuration of the sweep: blocks to allocate / preload (vortex's 4 / 2
+  up to 32 / 16), processor slots (1, 2, 4), with and without ``dispatch_spin``; reported with
+  vortex's defaults (4 / 2, 2 slots, no spin) as the headline, the median and the worst of the
+  sweep, each as a fraction of the ceiling and of the expert;
+- **latency**: the acquisition paced like a scanner (100,000 A-scans/s), one B-scan per block, from
+  a block's last sample (the acquisition's fill returning: the ``acquire`` time of vortex's
+  JobTiming) to its segment callback starting, p50 / p99 at 256 and 512 records, beside the
+  block's own duration.
+
+``bench/bench.py`` runs it as the ``blocks`` section (``make bench`` or ``--only blocks``).
+Standalone::
+
+    python bench/bench_blocks.py --quick               # GPU: prints the markdown
+    python bench/bench_blocks.py --device cpu --quick  # the CPU-capable parts (a smoke run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_engine as be  # noqa: E402
+from bench_engine import vg  # noqa: E402
+
+#: records per block of the sweep, and the subset of a quick run
+RECORDS = (256, 512, 1024, 2048, 8192)
+QUICK_RECORDS = (256, 512, 8192)
+#: (blocks_to_allocate, preload_count); vortex's defaults first
+POOLS = ((4, 2), (8, 4), (32, 16))
+SLOTS = (1, 2, 4)
+SPINS: tuple[Optional[float], ...] = (None, 200e-6)
+#: vortex's defaults: 4 blocks, preload 2; the processor's default 2 slots; no spin
+HEADLINE = (4, 2, 2, None)
+QUICK_CONFIGS = [HEADLINE, (32, 16, 2, None), (4, 2, 1, None), (32, 16, 4, 200e-6)]
+#: the paced acquisition of the latency measurement (a 100 kHz swept source)
+LATENCY_RATE = 100_000.0
+LATENCY_RECORDS = (256, 512)
+
+
+def configs(quick: bool) -> list[tuple[int, int, int, Optional[float]]]:
+    """(blocks, preload, slots, dispatch_spin) of the sweep, the headline first."""
+    if quick:
+        return list(QUICK_CONFIGS)
+    rest = [(b, p, s, spin) for (b, p) in POOLS for s in SLOTS for spin in SPINS if (b, p, s, spin) != HEADLINE]
+    return [HEADLINE] + rest
+
+
+def _geometry(samples: int, rpb: int, blocks: int = 4, preload: int = 2, slots: int = 2,
+              ascans: Optional[int] = None) -> be.Geometry:
+    """8,192-record volumes of 512-record B-scans (or ``ascans``), whole blocks of ``rpb``."""
+    a = ascans or 512
+    return be.Geometry(samples, a, max(1, 8192 // a), rpb, blocks=blocks, preload=preload, slots=slots)
+
+
+def _label(c: tuple[int, int, int, Optional[float]]) -> str:
+    b, p, s, spin = c
+    return f"{b}/{p}, {s} slot{'s' if s > 1 else ''}" + (f", spin {spin * 1e6:.0f} us" if spin else "")
+
+
+def sweep_one(device: Any, samples: int, rpb: int, cfgs: list, seconds: float, warm: float) -> dict:
+    """One (samples, records per block) row: the ceiling, the expert, the engine at every config."""
+    gpu = device.is_cuda
+    g = _geometry(samples, rpb)
+    raw, _, pc = be.reference_volume(g, device)
+    row: dict[str, Any] = {"samples": samples, "records_per_block": rpb}
+    if gpu:
+        import cupy as cp
+
+        chain = be.Chain(cp, samples, rpb, be.AVERAGE_WINDOW, pc.resampling_samples, pc.spectral_filter, be.LEVELS)
+        host = be._pinned_blocks(raw, g, True)
+        row["ceiling"] = be.h2d_ceiling(g, seconds * 0.5)
+        row["expert"] = be.baseline_two_stream(chain, host, g, seconds)
+        del host, chain
+        cp.get_default_memory_pool().free_all_blocks()
+    else:
+        chain = be.Chain(np, samples, rpb, be.AVERAGE_WINDOW, pc.resampling_samples, pc.spectral_filter, be.LEVELS)
+        row["expert"] = be.baseline_sync(chain, be._pinned_blocks(raw, g, False), g, False, seconds)
+    engine = []
+    for c in cfgs:
+        b, p, s, spin = c
+        gc = _geometry(samples, rpb, b, p, s)
+
+        def pipeline(gg: be.Geometry, dev: Any, eps: list, spin: Optional[float] = spin) -> tuple:
+            return be._pipeline(gg, dev, total_volumes=0, endpoints=eps, dispatch_spin=spin)
+
+        r = be.engine_counters(gc, device, seconds, warm, pipeline=pipeline)
+        e = {"blocks_to_allocate": b, "preload_count": p, "slots": s, "dispatch_spin": spin,
+             "ascans_per_s": r["ascans_per_s"], "vs_expert": r["ascans_per_s"] / row["expert"]["ascans_per_s"]}
+        if gpu:
+            e["vs_ceiling"] = r["gbs"] / row["ceiling"]["gbs"]
+        engine.append(e)
+        print(f"  {samples} x {rpb} [{_label(c)}]: {r['ascans_per_s'] / 1e6:.2f} M A-scans/s"
+              + (f" ({e['vs_ceiling']:.2f} of the ceiling)" if gpu else ""), file=sys.stderr, flush=True)
+    key = "vs_ceiling" if gpu else "vs_expert"
+    ranked = sorted(engine, key=lambda e: e[key])
+    row["engine"] = engine
+    row["headline"] = engine[0]
+    row["worst"] = ranked[0]
+    row["median_vs"] = statistics.median(e[key] for e in engine)
+    row["median_vs_expert"] = statistics.median(e["vs_expert"] for e in engine)
+    return row
+
+
+def latency_one(device: Any, samples: int, rpb: int, seconds: float, rate: float) -> dict:
+    """From a block's last sample to its segment callback: one B-scan per block, the acquisition
+    paced at ``rate`` A-scans/s; each callback is paired with its block's JobTiming."""
+    g = _geometry(samples, rpb, ascans=rpb)
+    ep = be.StackDeviceTensorEndpointInt8()
+    seen: list[tuple[int, int]] = []  # (segment's end sample, callback start on time.time_ns)
+    acquired: dict[int, float] = {}  # block (job) id -> its acquire time, seconds since the epoch
+    lock = threading.Lock()
+
+    def on_segment(sample: int, *a: Any) -> None:
+        t = time.time_ns()
+        seen.append((sample, t))
+
+    def on_job(job: int, status: Any, timing: Any) -> None:
+        with lock:
+            acquired[job] = timing.acquire.timestamp()
+
+    ep.segment_callback = on_segment
+    engine, _, _, proc = be._pipeline(g, device, total_volumes=0, endpoints=[ep], rate=rate)
+    engine.job_callback = on_job
+    try:
+        engine.prepare()
+        engine.start()
+        engine.wait_for(seconds)
+        engine.stop()
+    finally:
+        engine.close()
+        ep.close()
+        proc.close()
+    lat = []
+    for sample, t in seen[len(seen) // 10:]:  # skip the start-up
+        block = (sample - 1) // rpb
+        a = acquired.get(block)
+        if a is not None:
+            lat.append(t / 1e3 - a * 1e6)
+    if not lat:
+        raise RuntimeError(f"no segment callback could be paired with its block ({len(seen)} callbacks, "
+                           f"{len(acquired)} jobs)")
+    us = np.array(lat)
+    return {"samples": samples, "records_per_block": rpb, "rate": rate, "block_us": rpb / rate * 1e6,
+            "callbacks": len(lat), "p50_us": float(np.percentile(us, 50)), "p99_us": float(np.percentile(us, 99)),
+            "max_us": float(us.max())}
+
+
+def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[list[int]] = None,
+          records: Optional[list[int]] = None, seconds: Optional[float] = None) -> dict:
+    """Measure the sweep and the latency into results["blocks"] and results["blocks_md"]."""
+    gpu = device.is_cuda
+    sizes = sizes or ([1024, 2048] if gpu else [256])
+    records = records or list(QUICK_RECORDS if quick or not gpu else RECORDS)
+    seconds = seconds if seconds is not None else ((0.6 if quick else 0.8) if gpu else 0.3)
+    warm = 0.3 if gpu else 0.2
+    cfgs = configs(quick or not gpu)
+    rows = [sweep_one(device, s, r, cfgs, seconds, warm) for s in sizes for r in records]
+    rate = LATENCY_RATE if gpu else 20_000.0
+    lat = [latency_one(device, s, r, 2.0 if gpu else 1.0, rate) for s in sizes for r in LATENCY_RECORDS]
+    out = {"device": device.name, "backend": "cuda" if gpu else "cpu", "configs": [_label(c) for c in cfgs],
+           "rows": rows, "latency": lat}
+    results["blocks"] = be._jsonable(out)
+    results["blocks_md"] = markdown(results["blocks"])
+    return results["blocks"]
+
+
+def markdown(r: dict) -> str:
+    gpu = r["backend"] == "cuda"
+    lines = [f"## Block sizes users pick ({r['device']})", "",
+             f"Engine configurations swept ({len(r['configs'])}): " + "; ".join(r["configs"]) + ". "
+             "Headline: vortex's defaults (4 blocks, preload 2), 2 slots, no spin. Fractions of "
+             + ("the pinned host-to-device ceiling measured at the same block size in the same run; "
+                "expert: plain CuPy, two streams, double-buffered." if gpu else
+                "the plain NumPy loop (CPU backend: a smoke run, no ceiling)."), ""]
+    if gpu:
+        lines += ["| samples | records/block | ceiling M/s | expert | engine, vortex defaults | median | worst (config) |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for row in r["rows"]:
+            ce = row["ceiling"]["gbs"] * 1e9 / (row["samples"] * 2) / 1e6
+            ex = row["expert"]["gbs"] / row["ceiling"]["gbs"]
+            h, w = row["headline"], row["worst"]
+            wl = _label((w["blocks_to_allocate"], w["preload_count"], w["slots"], w["dispatch_spin"]))
+            lines.append(f"| {row['samples']} | {row['records_per_block']} | {ce:.1f} | {ex:.2f} | "
+                         f"{h['vs_ceiling']:.2f} ({h['vs_expert']:.2f} of the expert) | {row['median_vs']:.2f} | "
+                         f"{w['vs_ceiling']:.2f} ({wl}) |")
+    else:
+        lines += ["| samples | records/block | NumPy loop M/s | engine, vortex defaults | median | worst |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for row in r["rows"]:
+            lines.append(f"| {row['samples']} | {row['records_per_block']} | "
+                         f"{row['expert']['ascans_per_s'] / 1e6:.3f} | {row['headline']['vs_expert']:.2f} | "
+                         f"{row['median_vs']:.2f} | {row['worst']['vs_expert']:.2f} |")
+    lines += ["", "Latency from a block's last sample to its segment callback (one B-scan per block, "
+              "the acquisition paced):", "",
+              "| samples | records/block | A-scans/s | block | p50 | p99 | max |", "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for x in r["latency"]:
+        lines.append(f"| {x['samples']} | {x['records_per_block']} | {x['rate']:,.0f} | {x['block_us']:.0f} us | "
+                     f"{x['p50_us']:.0f} us | {x['p99_us']:.0f} us | {x['max_us']:.0f} us |")
+    return "\n".join(lines) + "\n"
+
+
+def run(results: dict, quick: bool = False) -> None:
+    """`make bench`'s blocks section."""
+    bench(results, be._require_gpu(), quick=quick)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description="vortexgo block-size sweep (the blocks section of make bench)")
+    ap.add_argument("--quick", action="store_true", help="four configurations, three block sizes")
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--sizes", default="", help="comma-separated samples per A-scan (default 1024,2048; cpu: 256)")
+    ap.add_argument("--records", default="", help="comma-separated records per block (default the sweep's)")
+    ap.add_argument("--seconds", type=float, default=None, help="seconds per measurement")
+    ap.add_argument("--json", default="", help="also write the results to this JSON file")
+    args = ap.parse_args(argv)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        records = [int(s) for s in args.records.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--sizes={args.sizes!r} / --records={args.records!r}, expected comma-separated integers")
+    for r in records:
+        if r < 1 or 8192 % r:
+            ap.error(f"--records: {r}, expected a divisor of 8192 (the volume's records)")
+    if args.seconds is not None and args.seconds <= 0:
+        ap.error(f"--seconds={args.seconds}, expected > 0")
+    try:
+        device = be._require_gpu() if args.device == "cuda" else vg.get_device("cpu")
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    results: dict = {}
+    bench(results, device, quick=args.quick, sizes=sizes or None, records=records or None, seconds=args.seconds)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results["blocks"], indent=2))
+    print(results["blocks_md"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Keeps the block-size sweep (bench/bench_blocks.py, issue 29) from rotting: its CPU-capable
+parts run here at tiny sizes, its GPU path on the GPU machine (quick settings)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vortexgo as vg
+
+from conftest import needs_cupy
+
+pytestmark = pytest.mark.timeout(180)
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench" / "bench_blocks.py"
+
+
+@pytest.fixture(scope="module")
+def bb():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_blocks_under_test", BENCH)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return mod
+
+
+def test_sweep_covers_what_users_pick(bb):
+    full = bb.configs(False)
+    assert full[0] == bb.HEADLINE == (4, 2, 2, None), "vortex's defaults are the headline row"
+    assert len(full) == len(set(full)) == len(bb.POOLS) * len(bb.SLOTS) * len(bb.SPINS)
+    assert {(b, p) for b, p, _, _ in full} == {(4, 2), (8, 4), (32, 16)}
+    assert {s for _, _, s, _ in full} == {1, 2, 4} and {x for *_, x in full} == {None, 200e-6}
+    assert bb.configs(True)[0] == bb.HEADLINE and bb.RECORDS == (256, 512, 1024, 2048, 8192)
+
+
+def test_cpu_smoke(bb):
+    results: dict = {}
+    r = bb.bench(results, vg.get_device("cpu"), quick=True, sizes=[64], records=[256], seconds=0.2)
+    json.dumps(results)
+    (row,) = r["rows"]
+    assert row["records_per_block"] == 256 and len(row["engine"]) == len(bb.QUICK_CONFIGS)
+    assert all(e["ascans_per_s"] > 0 for e in row["engine"]) and row["expert"]["ascans_per_s"] > 0
+    assert row["worst"]["vs_expert"] <= row["median_vs"] <= max(e["vs_expert"] for e in row["engine"])
+    assert [x["records_per_block"] for x in r["latency"]] == [256, 512]
+    for x in r["latency"]:
+        assert x["callbacks"] > 0 and 0 < x["p50_us"] <= x["p99_us"] <= x["max_us"], x
+    md = results["blocks_md"]
+    assert "## Block sizes users pick (cpu)" in md and "| 64 | 256 |" in md and "Latency from a block's last sample" in md
+
+
+def test_arguments_are_checked():
+    p = subprocess.run([sys.executable, str(BENCH), "--device", "cpu", "--records", "300"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--records: 300, expected a divisor of 8192" in p.stderr
+
+
+@needs_cupy
+def test_gpu_quick(bb):
+    results: dict = {}
+    r = bb.bench(results, vg.get_device("cuda:0"), quick=True, sizes=[1024], records=[256], seconds=0.3)
+    (row,) = r["rows"]
+    assert row["ceiling"]["gbs"] > 0 and row["expert"]["ascans_per_s"] > 0
+    assert all(0 < e["vs_ceiling"] for e in row["engine"])
+    assert "ceiling M/s" in results["blocks_md"]
+    print(results["blocks_md"])
