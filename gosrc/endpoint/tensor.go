@@ -315,11 +315,19 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 	}
 	// Blocks processed on different slots must still write the volume in
 	// block order (a later block's A-scans overwrite an earlier one's
-	// where both reach a cell): wait for the previous block's formatting.
-	// It is long done when the slots alternate; this keeps the order when
-	// they do not. A never-recorded event is complete.
-	if err := s.WaitEvent(e.formatted); err != nil {
-		return fmt.Errorf("%s.Format: %w", e.name, err)
+	// where both reach a cell): the previous block's formatting comes
+	// first. On the endpoint's own stream that is stream order. On a slot
+	// stream, the chained event below, recorded on the endpoint's stream
+	// after the previous Format's wait on (or record of) that formatting,
+	// completes only after it: its wait orders this block too, so a second
+	// wait would be a driver call per block for nothing (issue 29).
+	// Without a chained event (s is the endpoint's stream), wait here: the
+	// previous block may have been formatted on a slot stream. A
+	// never-recorded event is complete.
+	if s == e.stream {
+		if err := s.WaitEvent(e.formatted); err != nil {
+			return fmt.Errorf("%s.Format: %w", e.name, err)
+		}
 	}
 	// Waiting here while a user holds the lock is the backpressure the
 	// contract asks for; a stop cancels the wait so Stop cannot hang.
@@ -336,8 +344,8 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 		// volume): the formatting follows it, as it did when it ran on that
 		// stream. Recorded under the lock, so that work queued by a user
 		// who held the lock until now is included. Without such work the
-		// event completes with the previous block's formatting, which s
-		// waits for anyway.
+		// event completes with the previous block's formatting (the
+		// endpoint's stream waited for it), which s thereby follows.
 		if err = e.stream.Record(e.chained); err == nil {
 			err = s.WaitEvent(e.chained)
 		}
