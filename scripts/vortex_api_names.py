@@ -27,6 +27,10 @@ It reads the C++ the way a reader does, without compiling it:
 - the file's own function-like ``#define`` macros (``BIND_CPU_ENDPOINT``...) are expanded first;
 - each name records the preprocessor conditions it is bound under (``VORTEX_ENABLE_CUDA``...).
 
+The reading this script shares with scripts/vortex_driver_names.py (comments, ``#if`` conditions,
+brackets, bind/common.hpp's macros, ``py::init``'s keyword arguments) is
+scripts/vortex_bind_reader.py's.
+
 Run from anywhere::
 
     python scripts/vortex_api_names.py [--reference DIR] [--out FILE]
@@ -37,20 +41,17 @@ Without ``--out`` the JSON goes to stdout. The test data is
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import sys
 from typing import Any, Optional
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import vortex_driver_names as vdn  # noqa: E402 - its C++ reading helpers
-
-default_reference = vdn.default_reference
-strip_comments, conditions, condition_at = vdn.strip_comments, vdn.conditions, vdn.condition_at
-match_close, split_args, init_params, MACRO_KIND = vdn.match_close, vdn.split_args, vdn.init_params, vdn.MACRO_KIND
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # run as a script or imported from the tests
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vortex_bind_reader as vbr  # noqa: E402 - the C++ reading both listings share
+from vortex_bind_reader import (  # noqa: E402
+    MACRO_KIND, add_function, common_members, condition_at, conditions, init_at, literal_default, match_close,
+    new_module, read, split_args, split_top, version)
 
 BIND = "src/vortex-python/bind"
 ENTRY = "src/vortex-python/bindings.cpp"
@@ -66,13 +67,9 @@ DISPLAY = {"int8_t": "Int8", "int16_t": "Int16", "int32_t": "Int32", "int64_t": 
            "vortex::counter_t": "UInt64", "counter_t": "UInt64"}
 
 #: What pybind11's bind_vector gives a vector of comparable values.
-VECTOR_METHODS = [m for m in vdn.VECTOR_METHODS if m != "__repr__"] + ["__bool__"]
+VECTOR_METHODS = [m for m in vbr.VECTOR_METHODS if m != "__repr__"] + ["__bool__"]
 
 FUNC_RE = re.compile(r"(?:template\s*<([^{};]*?)>\s*)?(?:static\s+)?(?:void|auto|bool)\s+(\w+)\s*\(([^)]*)\)\s*\{")
-
-
-def read(root: str, rel: str) -> str:
-    return strip_comments(open(os.path.join(root, rel)).read())
 
 
 def macros(text: str) -> dict:
@@ -172,7 +169,7 @@ class Extractor:
         return {n.split()[-1]: a.strip() for n, a in zip(names.split(","), args.split(","))}
 
     def module(self, path: str) -> dict:
-        return self.modules.setdefault(path, {"functions": {}, "attributes": {}, "classes": {}, "enums": {}})
+        return self.modules.setdefault(path, new_module())
 
     # -- evaluation of the small expressions names are written with
 
@@ -209,7 +206,7 @@ class Extractor:
         if re.match(r"^\w+$", e):
             v = env.get(e)
             return v[1] if v and v[0] == "str" else None
-        pieces = split_plus(e)
+        pieces = split_top(e, "+", "(<[", ")>]")
         if len(pieces) > 1:
             vals = [self.string(p, env) for p in pieces]
             return None if None in vals else "".join(vals)
@@ -355,17 +352,7 @@ class Extractor:
         m = re.match(r"(\w+)\.def\((\"\w+\"|\w+\.c_str\(\))", s_stripped)
         if m and env.get(m.group(1), ("",))[0] == "module":
             name = self.string(m.group(2), env)
-            funcs = self.module(env[m.group(1)][1])["functions"]
-            w = self.where(f, pos, extra)
-            if name in funcs:
-                funcs[name]["overloads"] = funcs[name].get("overloads", 1) + 1
-                common = sorted(set(funcs[name].get("conditions", [])) & set(w.get("conditions", [])))
-                if common:
-                    funcs[name]["conditions"] = common
-                else:
-                    funcs[name].pop("conditions", None)
-            else:
-                funcs[name] = w
+            add_function(self.module(env[m.group(1)][1])["functions"], name, self.where(f, pos, extra))
             return
         m = re.match(r"(\w+)\.attr\(\"(\w+)\"\)\s*=", s_stripped)
         if m and env.get(m.group(1), ("",))[0] == "module":
@@ -422,12 +409,8 @@ class Extractor:
             mem.setdefault(name, d)
 
         v = re.escape(var)
-        for m in re.finditer(r"\b(" + "|".join(MACRO_KIND) + r")\((\w+)", s):
-            add(m.group(2), MACRO_KIND[m.group(1)], m.start())
-        if "SHALLOW_COPY()" in s:
-            add("copy", "method", s.index("SHALLOW_COPY()"))
-        for m in re.finditer(v + r"\.def\(py::self\s*==\s*py::self\)", s):
-            add("__eq__", "operator", m.start())
+        for name, kind, at in common_members(s, var):
+            add(name, kind, at)
         for m in re.finditer(v + r"\.def\((\"\w+\"|\w+\.c_str\(\))", s):
             name = self.string(m.group(1), env)
             if name:
@@ -441,9 +424,7 @@ class Extractor:
         for m in re.finditer(v + r"\.def_(property_readonly|readonly)\(\"(\w+)\"", s):
             add(m.group(2), "readonly", m.start())
         for m in re.finditer(v + r"\.def\(py::init", s):
-            call = s[m.start():match_close(s, m.start() + len(var) + len(".def"))]
-            call = call[len(var) + 1:]
-            init = init_params(call)
+            init = init_at(s, m.start(), var)
             cond = sorted((set(condition_at(f.marks, f.start + pos + m.start())) | set(extra)) - base)
             if cond:
                 init["conditions"] = cond
@@ -490,25 +471,6 @@ def angle_end(s: str, i: int) -> int:
     raise ValueError("unbalanced <")
 
 
-def split_plus(e: str) -> list:
-    out, depth, cur, instr = [], 0, [], False
-    for ch in e:
-        if ch == '"':
-            instr = not instr
-        if not instr:
-            if ch in "(<[":
-                depth += 1
-            elif ch in ")>]":
-                depth -= 1
-            elif ch == "+" and depth == 0:
-                out.append("".join(cur).strip())
-                cur = []
-                continue
-        cur.append(ch)
-    out.append("".join(cur).strip())
-    return out
-
-
 def inherit(modules: dict) -> None:
     """A class bound with a base (``py::class_<C, holder, Base>``) lists the base's members it
     inherits (``"via": the base``), as ``dir()`` shows them."""
@@ -543,20 +505,13 @@ def resolve_defaults(modules: dict) -> None:
                     d = p["default"]
                     if d is None:
                         continue
-                    num = d.replace("'", "").rstrip("f")
-                    for conv in (int, float):
-                        try:
-                            p["python_default"] = {"value": conv(num)}
-                            break
-                        except ValueError:
-                            pass
-                    else:
-                        if d in ("true", "false"):
-                            p["python_default"] = {"value": d == "true"}
-                        elif d == "nullptr":
-                            p["python_default"] = {"value": None}
-                        elif re.match(r'^"[^"]*"$', d):
-                            p["python_default"] = {"value": d[1:-1]}
+                    lit = literal_default(d)
+                    if lit is not None:
+                        p["python_default"] = lit
+                    elif d == "nullptr":
+                        p["python_default"] = {"value": None}
+                    elif re.match(r'^"[^"]*"$', d):
+                        p["python_default"] = {"value": d[1:-1]}
 
 
 def extract(root: str) -> dict:
@@ -565,9 +520,8 @@ def extract(root: str) -> dict:
     inherit(ex.modules)
     comparable(ex.modules)
     resolve_defaults(ex.modules)
-    version = open(os.path.join(root, "VERSION")).read().strip() if os.path.exists(os.path.join(root, "VERSION")) else None
     return {
-        "vortex_version": version,
+        "vortex_version": version(root),
         "generated_by": "scripts/vortex_api_names.py",
         "sources": [ENTRY] + sorted(ex.files) + ["src/vortex-python/bind/common.hpp", "src/vortex/engine.hpp"],
         "engine_types": ex.engine,
@@ -576,20 +530,8 @@ def extract(root: str) -> dict:
 
 
 def main(argv: Optional[list] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reference", default=default_reference(),
-                    help="vortex's source tree (default: $VORTEX_REFERENCE, else ../shared/vortex-reference)")
-    ap.add_argument("--out", help="write the JSON here (default: stdout)")
-    a = ap.parse_args(argv)
-    if not a.reference:
-        ap.error("vortex's source tree was not found: pass --reference or set VORTEX_REFERENCE")
-    text = json.dumps(extract(a.reference), indent=1) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    """``[--reference DIR] [--out FILE]``: the listing as JSON, to FILE or stdout."""
+    return vbr.main(__doc__, extract, argv)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ binding sources instead:
   the bindings of this version do not bind (recorded with ``"documented"``).
 
 Each name carries the preprocessor conditions it is bound under
-(``VORTEX_ENABLE_ALAZAR_GPU`` ...). Run from anywhere::
+(``VORTEX_ENABLE_ALAZAR_GPU`` ...). The reading this script shares with
+scripts/vortex_api_names.py is scripts/vortex_bind_reader.py's. Run from anywhere::
 
     python scripts/vortex_driver_names.py [--reference DIR] [--out FILE]
 
@@ -32,24 +33,16 @@ Without ``--out`` the JSON goes to stdout. The test data is
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import sys
 from typing import Optional
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-#: Where vortex's source tree usually is: ../shared next to the checkout (or next to its worktrees' folder).
-REFERENCE_CANDIDATES = [os.path.normpath(os.path.join(HERE, *[".."] * k, "shared", "vortex-reference")) for k in (2, 3)]
-
-
-def default_reference() -> Optional[str]:
-    """$VORTEX_REFERENCE, else the first candidate that exists, else None."""
-    env = os.environ.get("VORTEX_REFERENCE")
-    if env:
-        return env
-    return next((c for c in REFERENCE_CANDIDATES if os.path.isdir(c)), None)
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # run as a script or imported from the tests
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vortex_bind_reader import (  # noqa: E402 - the C++ reading both listings share
+    VECTOR_METHODS, add_function, common_members, condition_at, conditions, init_at, literal_default, main as _main,
+    match_close, new_module, read, version)
 
 #: The binding files read, relative to the reference root, and the modules their VORTEX_BIND(x) serve.
 MODULE_FILES = ["src/vortex-python/module/alazar.cpp", "src/vortex-python/module/daqmx.cpp",
@@ -59,110 +52,6 @@ HELPER_FILES = ["src/vortex-python/bind/acquire.hpp", "src/vortex-python/bind/io
 #: py::module argument is). bind/io.cpp's bind_machdsp: vortex.io.MachDSPIO and vortex.io.machdsp.
 ENTRY_FILES = [("src/vortex-python/bind/io.cpp", "bind_machdsp", "vortex.io")]
 DOC_FILES = ["doc/module/acquire.rst", "doc/module/engine.rst"]
-
-#: bind/common.hpp's member macros and what each binds.
-MACRO_KIND = {
-    "RW_VAR": "attribute", "RW_VAR_XT": "attribute", "RW_VAR_XT_FIXED": "attribute", "RW_MUT": "attribute",
-    "RW_MUT_GIL": "attribute", "RW_ACC": "attribute", "RW_ACC_GIL": "attribute", "RW_ACC_XT": "attribute",
-    "RO_VAR": "readonly", "RO_ACC": "readonly", "RO_ACC_GIL": "readonly",
-    "FXN": "method", "FXN_GIL": "method", "SFXN": "staticmethod", "SRO_VAR": "class_attribute",
-}
-
-#: What pybind11's bind_vector gives a vector of values with operator== (vortex's are).
-VECTOR_METHODS = ["__init__", "__len__", "__getitem__", "__setitem__", "__delitem__", "__iter__", "__contains__",
-                  "__eq__", "__repr__", "append", "extend", "insert", "pop", "clear", "count", "remove"]
-
-
-def strip_comments(text: str) -> str:
-    """C++ comments blanked (same length, newlines kept), strings untouched."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("".join(c if c == "\n" else " " for c in text[i:j]))
-            i = j
-        elif text[i] == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def conditions(text: str) -> list[tuple[int, tuple[str, ...]]]:
-    """(offset, active #if conditions) at each line start."""
-    stack: list[str] = []
-    marks, off = [], 0
-    for line in text.splitlines(keepends=True):
-        s = line.strip()
-        if s.startswith("#ifdef"):
-            stack.append(s[6:].strip())
-        elif s.startswith("#ifndef"):
-            stack.append(f"!{s[7:].strip()}")
-        elif s.startswith("#if"):
-            stack.append(re.sub(r"\s+", " ", s[3:].strip()))
-        elif s.startswith("#else"):
-            if stack:
-                stack[-1] = f"!({stack[-1]})"
-        elif s.startswith("#endif"):
-            if stack:
-                stack.pop()
-        marks.append((off, tuple(stack)))
-        off += len(line)
-    return marks
-
-
-def condition_at(marks: list, pos: int) -> list[str]:
-    cur: tuple[str, ...] = ()
-    for off, st in marks:
-        if off > pos:
-            break
-        cur = st
-    return [re.sub(r"defined\((\w+)\)", r"\1", c) for c in cur]
-
-
-def match_close(text: str, i: int, open_: str = "(", close: str = ")") -> int:
-    """Index just past the bracket closing the one at text[i]."""
-    depth = 0
-    for j in range(i, len(text)):
-        if text[j] == open_:
-            depth += 1
-        elif text[j] == close:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    raise ValueError(f"unbalanced {open_} at {i}")
-
-
-def split_args(s: str) -> list[str]:
-    """Top-level comma split (respecting (), <>, {}, [] and strings)."""
-    out, depth, cur, instr = [], 0, [], False
-    for ch in s:
-        if ch == '"':
-            instr = not instr
-        if not instr:
-            if ch in "(<{[":
-                depth += 1
-            elif ch in ")>}]":
-                depth -= 1
-            elif ch == "," and depth == 0:
-                out.append("".join(cur).strip())
-                cur = []
-                continue
-        cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
 
 
 def functions(text: str) -> dict[str, str]:
@@ -178,32 +67,12 @@ def functions(text: str) -> dict[str, str]:
     return out
 
 
-def init_params(call: str) -> dict:
-    """A ``c.def(py::init...)`` call: its positional C++ types and keyword arguments with defaults."""
-    args = split_args(call[call.index("(") + 1:call.rindex(")")])
-    first = args[0]
-    types_ = []
-    tm = re.match(r"py::init<(.*)>\(\)$", first, re.S)
-    if tm:
-        types_ = split_args(tm.group(1))
-    elif first.startswith("py::init(["):
-        lm = re.match(r"py::init\(\[\]\((.*?)\)", first, re.S)
-        types_ = [a.rsplit(" ", 1)[0].strip() for a in split_args(lm.group(1))] if lm and lm.group(1).strip() else []
-    params = []
-    for a in args[1:]:
-        km = re.match(r'"(\w+)"_a(?:\s*=\s*(.*))?$', a, re.S)
-        if km:
-            params.append({"name": km.group(1), "default": None if km.group(2) is None
-                           else re.sub(r"\s+", " ", km.group(2).strip())})
-    return {"arity": len(types_), "params": params}
-
-
 class Extractor:
     def __init__(self, root: str) -> None:
         self.root = root
         self.helpers: dict[str, tuple[str, str, list]] = {}
         for rel in HELPER_FILES:
-            text = strip_comments(open(os.path.join(root, rel)).read())
+            text = read(root, rel)
             marks = conditions(text)
             for name, (params, body, start) in functions(text).items():
                 self.helpers[name] = (body, rel, condition_at(marks, start))
@@ -211,7 +80,7 @@ class Extractor:
         self.enum_types: dict[str, dict] = {}
 
     def module(self, path: str) -> dict:
-        return self.modules.setdefault(path, {"functions": {}, "attributes": {}, "classes": {}, "enums": {}})
+        return self.modules.setdefault(path, new_module())
 
     def run(self) -> dict:
         for rel in MODULE_FILES:
@@ -222,14 +91,14 @@ class Extractor:
 
     def entry(self, rel: str, fname: str, module: str) -> None:
         """The names ``fname`` of ``rel`` binds into ``module`` (and its submodules)."""
-        text = strip_comments(open(os.path.join(self.root, rel)).read())
+        text = read(self.root, rel)
         self.marks, self.rel = conditions(text), rel
         self.funcs = functions(text)
         _p, _body, start = self.funcs[fname]
         self.bind(fname, {"m": module}, start)
 
     def file(self, rel: str) -> None:
-        text = strip_comments(open(os.path.join(self.root, rel)).read())
+        text = read(self.root, rel)
         self.marks, self.rel = conditions(text), rel
         self.funcs = functions(text)
         for name, (_params, body, start) in self.funcs.items():
@@ -268,19 +137,7 @@ class Extractor:
                 self.module(vars_[m.group(1)])["attributes"][m.group(2)] = self.where(start + m.start(), extra)
         for m in re.finditer(r"\b(\w+)\.def\(\"(\w+)\"", body):
             if m.group(1) in vars_:
-                f = self.module(vars_[m.group(1)])["functions"]
-                w = self.where(start + m.start(), extra)
-                if m.group(2) in f:  # an overload: bound when any of its overloads is
-                    prev = set(f[m.group(2)].get("conditions", []))
-                    cur = set(w.get("conditions", []))
-                    common = sorted(prev & cur)
-                    f[m.group(2)]["overloads"] = f[m.group(2)].get("overloads", 1) + 1
-                    if common:
-                        f[m.group(2)]["conditions"] = common
-                    else:
-                        f[m.group(2)].pop("conditions", None)
-                else:
-                    f[m.group(2)] = w
+                add_function(self.module(vars_[m.group(1)])["functions"], m.group(2), self.where(start + m.start(), extra))
         # enums
         for m in re.finditer(r"py::enum_<([\w:]+)>\((\w+),\s*\"(\w+)\"\)", body):
             ctype = m.group(1)
@@ -345,19 +202,14 @@ class Extractor:
                 d["via"] = via
             mem.setdefault(name, d)
 
-        for m in re.finditer(r"\b(" + "|".join(MACRO_KIND) + r")\((\w+)", blk):
-            add(m.group(2), MACRO_KIND[m.group(1)], m.start())
-        if "SHALLOW_COPY()" in blk:
-            add("copy", "method", blk.index("SHALLOW_COPY()"))
-        for m in re.finditer(r"\bc\.def\(py::self\s*==\s*py::self\)", blk):
-            add("__eq__", "operator", m.start())
+        for name, kind, at in common_members(blk, "c"):
+            add(name, kind, at)
         for m in re.finditer(r"\bc\.def\(\"(\w+)\"", blk):
             add(m.group(1), "method", m.start())
         for m in re.finditer(r"\bc\.def_property(_readonly)?\(\"(\w+)\"", blk):
             add(m.group(2), "readonly" if m.group(1) else "attribute", m.start())
         for m in re.finditer(r"\bc\.def\(py::init", blk):
-            call = blk[m.start():match_close(blk, m.start() + len("c.def"))]
-            init = init_params(call)
+            init = init_at(blk, m.start(), "c")
             cond = condition_at(self.marks, pos + m.start()) if via is None else []
             cond = sorted(set(cond) - set(cls.get("conditions", [])) - set(extra))
             if cond:
@@ -414,19 +266,10 @@ class Extractor:
                             if py:
                                 p["python_default"] = {"enum": f"{e['module']}.{e['name']}", "member": py[0]}
                                 continue
-                        num = d.replace("'", "").rstrip("f")
-                        try:
-                            p["python_default"] = {"value": int(num)}
+                        lit = literal_default(d)
+                        if lit is not None:
+                            p["python_default"] = lit
                             continue
-                        except ValueError:
-                            pass
-                        try:
-                            p["python_default"] = {"value": float(num)}
-                            continue
-                        except ValueError:
-                            pass
-                        if d in ("true", "false"):
-                            p["python_default"] = {"value": d == "true"}
                         am = re.match(r"std::array<float, \d+>\{(.*)\}$", d)
                         if am:
                             p["python_default"] = {"value": [float(x.strip().rstrip("f")) for x in am.group(1).split(",")]}
@@ -442,9 +285,8 @@ def extract(root: str) -> dict:
     if os.path.exists(gs):  # the feature list vortex's released wheels print (``OK 0.5.1 ['machdsp', ...]``)
         fm = re.search(r"OK [\d.]+ \[([^\]]*)\]", open(gs).read())
         features = re.findall(r"'(\w+)'", fm.group(1)) if fm else None
-    version = open(os.path.join(root, "VERSION")).read().strip() if os.path.exists(os.path.join(root, "VERSION")) else None
     return {
-        "vortex_version": version,
+        "vortex_version": version(root),
         "generated_by": "scripts/vortex_driver_names.py",
         "released_features": features,
         "sources": ["doc/getting-started.rst"] + MODULE_FILES + [e[0] for e in ENTRY_FILES] + HELPER_FILES + ["src/vortex-python/bind/common.hpp"] + DOC_FILES,
@@ -453,21 +295,8 @@ def extract(root: str) -> dict:
 
 
 def main(argv: Optional[list] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reference", default=default_reference(),
-                    help="vortex's source tree (default: $VORTEX_REFERENCE, else ../shared/vortex-reference)")
-    ap.add_argument("--out", help="write the JSON here (default: stdout)")
-    a = ap.parse_args(argv)
-    if not a.reference:
-        ap.error("vortex's source tree was not found: pass --reference or set VORTEX_REFERENCE")
-    data = extract(a.reference)
-    text = json.dumps(data, indent=1, sort_keys=False) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    """``[--reference DIR] [--out FILE]``: the listing as JSON, to FILE or stdout."""
+    return _main(__doc__, extract, argv)
 
 
 if __name__ == "__main__":

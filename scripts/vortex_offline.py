@@ -40,6 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests_py"))
 import _vortex  # noqa: E402 - where real vortex is: one definition for the tests and this runner
 
+if str(ROOT / "scripts") not in sys.path:
+    sys.path.insert(0, str(ROOT / "scripts"))
+from vortex_bind_reader import find_reference  # noqa: E402 - where vortex's sources are: one definition
+
 OUTCOMES = ("passed", "failed", "error", "skipped")
 
 CONFTEST = {
@@ -51,10 +55,8 @@ CONFTEST = {
 
 def find_suite() -> Path | None:
     """vortex's ``test/offline`` folder: ``$VORTEX_REFERENCE/test/offline`` or ../shared beside the checkout."""
-    env = os.environ.get("VORTEX_REFERENCE")
-    cands = ([Path(env) / "test" / "offline"] if env else []) + [
-        p / "shared" / "vortex-reference" / "test" / "offline" for p in (ROOT.parent, ROOT.parent.parent)]
-    return next((c for c in cands if (c / "test_engine.py").is_file()), None)
+    ref = find_reference("test/offline/test_engine.py")
+    return Path(ref) / "test" / "offline" if ref else None
 
 
 def _pythonpath(*first: str) -> str:

@@ -21,17 +21,12 @@ the stored list. ``python tests_py/test_api_coverage.py`` prints the coverage fi
 
 from __future__ import annotations
 
-import importlib
-import json
-import sys
-from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Any, Iterator, Optional
 
-import pytest
+import _names_coverage as nc
+from _names_coverage import Name, compat  # noqa: F401 - compat: the fixture
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data" / "vortex_api_names.json"
-NAMES = json.loads(DATA.read_text())
+NAMES = nc.load("vortex_api_names.json")
 
 _ADAPTER = ("private: vortex's shallow binding of an engine adapter type (bind/engine.cpp: 'hidden from the "
             "user'); vortexgo's engine adapts components itself and no script names it")
@@ -56,48 +51,9 @@ KNOWN_DIFFERENCES = {
 _PREFIXES = tuple(k + "." for k in NOT_PROVIDED)
 
 
-class Name(NamedTuple):
-    """One listed name: its module, and for a member the owning class path (``owner``)."""
-
-    qualname: str
-    module: str
-    owner: Optional[tuple]
-    member: Optional[str]
-    kind: str
-    conditions: tuple
-
-
-def _class_names(mod: str, path: tuple, c: dict, cond: tuple) -> Iterator[Name]:
-    q = ".".join((mod,) + path)
-    yield Name(q, mod, path[:-1] or None, path[-1], "class", cond)
-    for k, v in c["members"].items():
-        sub = cond + tuple(v.get("conditions", ()))
-        if v.get("kind") in ("class", "vector"):
-            yield from _class_names(mod, path + (k,), v, sub)
-        elif v.get("kind") == "enum":
-            yield Name(f"{q}.{k}", mod, path, k, "enum", sub)
-            for e in v["members"]:
-                yield Name(f"{q}.{k}.{e}", mod, path + (k,), e, "enum_member", sub)
-        else:
-            yield Name(f"{q}.{k}", mod, path, k, v["kind"], sub)
-
-
 def listed(data: dict = NAMES) -> Iterator[Name]:
     """Every name of the list, modules first."""
-    for mod, m in data["modules"].items():
-        yield Name(mod, mod, None, None, "module", ())
-        for kind in ("functions", "attributes"):
-            for n, v in m[kind].items():
-                yield Name(f"{mod}.{n}", mod, None, n, kind[:-1], tuple(v.get("conditions", ())))
-        for n, e in m["enums"].items():
-            cond = tuple(e.get("conditions", ()))
-            yield Name(f"{mod}.{n}", mod, None, n, "enum", cond)
-            for v in e["members"]:
-                yield Name(f"{mod}.{n}.{v}", mod, (n,), v, "enum_member", cond)
-                if e["export_values"]:
-                    yield Name(f"{mod}.{v}", mod, None, v, "exported_enum_member", cond)
-        for n, c in m["classes"].items():
-            yield from _class_names(mod, (n,), c, tuple(c.get("conditions", ())))
+    return nc.listed(data)
 
 
 def expected_missing(name: Name) -> Optional[str]:
@@ -130,10 +86,9 @@ def _executor_for(cls_name: str) -> Any:
 
 def _instance(cls: Any, spec: Optional[dict] = None) -> Any:
     """An instance of ``cls`` built the way vortex builds one (None when that fails)."""
-    try:
-        return cls()
-    except Exception:  # noqa: BLE001 - a class vortex constructs with arguments only
-        pass
+    obj = nc.default_instance(cls)
+    if obj is not None:
+        return obj
     for init in (spec or {}).get("inits", []):
         names = [p["name"] for p in init["params"] if p["default"] is None]
         if names and set(names) <= {"executor", "shape"}:
@@ -144,101 +99,15 @@ def _instance(cls: Any, spec: Optional[dict] = None) -> Any:
     return None
 
 
-_OBJECT_DEFAULTS = {"__eq__": object.__eq__, "__repr__": object.__repr__, "__init__": object.__init__}
-
-
-def _spec(name: Name) -> Optional[dict]:
-    """The list's entry of ``name``'s owning class."""
-    if not name.owner:
-        return None
-    c = NAMES["modules"][name.module]["classes"].get(name.owner[0])
-    for p in name.owner[1:]:
-        c = c["members"].get(p) if c else None
-    return c
-
-
-def _module(path: str) -> Any:
-    """The module ``path``: imported, or (``vortex.scan.warp``) an attribute of its parent."""
-    try:
-        return importlib.import_module(path)
-    except ImportError:
-        parent, _, leaf = path.rpartition(".")
-        if not parent:
-            raise
-        got = getattr(_module(parent), leaf, None)
-        if got is None:
-            raise
-        return got
-
-
-def _owner(name: Name) -> Any:
-    obj = _module(name.module)
-    for p in name.owner:
-        obj = getattr(obj, p)
-    return obj
-
-
-def resolve(name: Name) -> Optional[str]:
-    """None when ``name`` resolves through vortexgo.compat; else why not."""
-    try:
-        mod = _module(name.module)
-    except ImportError as e:
-        return f"module: {e}"
-    if name.kind == "module":
-        return None
-    if name.owner is None:
-        return None if hasattr(mod, name.member) else f"no {name.member!r} in {name.module}"
-    try:
-        owner = _owner(name)
-    except AttributeError:
-        return f"no {'.'.join(name.owner)!r} in {name.module}"
-    if name.kind == "enum_member":
-        ok = name.member in getattr(owner, "__members__", {}) or hasattr(owner, name.member)
-        return None if ok else f"no member {name.member}"
-    if name.member == "__init__":  # every class has one; what it takes is test_constructors_...'s
-        return None if isinstance(owner, type) else f"{'.'.join(name.owner)} is not a class"
-    if name.member in _OBJECT_DEFAULTS:
-        own = getattr(owner, name.member, None)
-        return None if own is not None and own is not _OBJECT_DEFAULTS[name.member] else f"{name.member} is object's"
-    if hasattr(owner, name.member):
-        return None
-    obj = _instance(owner, _spec(name))
-    if obj is not None and hasattr(obj, name.member):
-        return None
-    return f"{'.'.join(name.owner)} has no {name.member!r}"
-
-
-@pytest.fixture(scope="module")
-def compat():
-    """vortexgo.compat installed for this module's tests (uninstalled after)."""
-    import vortexgo.compat as c
-
-    if c._real_vortex() is not None:
-        pytest.skip(f"a real vortex is importable ({c._real_vortex()}): install() would refuse")
-    c.install()
-    yield c
-    c.uninstall()
-
-
-def coverage() -> tuple[list[Name], dict, list]:
+def coverage() -> nc.Coverage:
     """(every name, the missing ones with why, the expected-missing ones that resolve)."""
-    names = list(listed())
-    missing, present = {}, []
-    for n in names:
-        why = resolve(n)
-        if why is not None:
-            missing[n] = why
-        elif expected_missing(n) is not None:
-            present.append(n)
-    return names, missing, present
+    # A class vortex binds with no constructor of its own (NoWarp, NullConfig) constructs with
+    # object's here too: its __init__ need not be the class's.
+    return nc.coverage(NAMES, expected_missing, _instance, own_init=False)
 
 
 def test_every_vortex_api_name_resolves(compat):
-    names, missing, present = coverage()
-    unexpected = {n.qualname: why for n, why in missing.items() if expected_missing(n) is None}
-    assert not unexpected, f"{len(unexpected)} of vortex's {len(names)} non-driver names do not resolve:\n" + "\n".join(
-        f"  {k}: {v}" for k, v in sorted(unexpected.items()))
-    assert not present, "these now resolve; remove them from NOT_PROVIDED: " + ", ".join(n.qualname for n in present)
+    nc.assert_resolves(coverage(), expected_missing, "non-driver names")
 
 
 def test_the_list_covers_vortexs_modules():
@@ -260,38 +129,12 @@ def test_the_list_covers_vortexs_modules():
     assert NAMES["vortex_version"] and NAMES["sources"]
 
 
-def _classes() -> Iterator[tuple[str, tuple, dict]]:
-    def walk(mod: str, path: tuple, c: dict) -> Iterator[tuple[str, tuple, dict]]:
-        yield mod, path, c
-        for k, v in c["members"].items():
-            if v.get("kind") == "class":
-                yield from walk(mod, path + (k,), v)
-
-    for mod, m in NAMES["modules"].items():
-        for n, c in m["classes"].items():
-            if c["kind"] == "class" and expected_missing(Name(f"{mod}.{n}", mod, None, n, "class", ())) is None:
-                yield from walk(mod, (n,), c)
-
-
-def _get(mod: str, path: tuple) -> Any:
-    obj = _module(mod)
-    for p in path:
-        obj = getattr(obj, p, None)
-    return obj
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(b, float) or isinstance(a, float):
-        return abs(float(a) - float(b)) <= 1e-6 * max(1.0, abs(float(b)))
-    return a == b
-
-
 def test_constructors_take_vortexs_arguments_and_defaults(compat):
     """Each class vortex constructs with no arguments constructs so; each keyword argument of
     vortex's constructors whose default the bindings spell out is accepted with that default."""
     problems = []
-    for mod, path, c in _classes():
-        cls = _get(mod, path)
+    for mod, path, c in nc.classes(NAMES, expected_missing):
+        cls = nc.get(mod, path)
         if cls is None:
             continue  # test_every_vortex_api_name_resolves names it
         q = ".".join((mod,) + path)
@@ -311,7 +154,7 @@ def test_constructors_take_vortexs_arguments_and_defaults(compat):
                     problems.append(f"{q}(**{kwargs}): {type(e).__name__}: {e}")
                     continue
                 for k, want in kwargs.items():
-                    if want is not None and k in c["members"] and not _same(getattr(obj, k), want):
+                    if want is not None and k in c["members"] and not nc.same(getattr(obj, k), want):
                         problems.append(f"{q}(...).{k} = {getattr(obj, k)!r}, vortex's {want!r}")
     assert not problems, "\n".join(problems)
 
@@ -320,66 +163,18 @@ def test_copy_and_attributes_behave_as_vortexs(compat):
     """``copy()`` gives a distinct object of the same class; each read-write attribute takes its own
     value back; each read-only one refuses to be set (AttributeError)."""
     problems = []
-    for mod, path, c in _classes():
-        cls = _get(mod, path)
+    for mod, path, c in nc.classes(NAMES, expected_missing):
+        cls = nc.get(mod, path)
         obj = _instance(cls, c) if cls is not None else None
         if obj is None:
             continue
-        q = ".".join((mod,) + path)
-        problems_before = len(problems)
-        if "copy" in c["members"]:
-            cp = obj.copy()
-            if type(cp) is not cls or cp is obj:
-                problems.append(f"{q}.copy() gave {cp!r}")
-        for k, v in c["members"].items():
-            if v["kind"] == "attribute":
-                try:
-                    val = getattr(obj, k)
-                except Exception:  # noqa: BLE001 - an unset attribute may refuse reading (vortex's too)
-                    continue
-                try:
-                    setattr(obj, k, val)
-                except Exception as e:  # noqa: BLE001
-                    problems.append(f"{q}.{k} = {q}.{k}: {type(e).__name__}: {e}")
-            elif v["kind"] == "readonly":
-                try:
-                    val = getattr(obj, k)
-                except Exception:  # noqa: BLE001
-                    continue
-                try:
-                    setattr(obj, k, val)
-                except AttributeError:
-                    pass
-                else:
-                    problems.append(f"{q}.{k} is read-only in vortex, set here")
-        problems[problems_before:] = [p for p in problems[problems_before:]
-                                      if p.split(" ")[0] not in KNOWN_DIFFERENCES]
+        problems += nc.attribute_problems(obj, cls, c, ".".join((mod,) + path), lambda q: q in KNOWN_DIFFERENCES)
     assert not problems, "\n".join(problems)
-
-
-def _reference() -> Optional[Path]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import vortex_api_names as van
-    finally:
-        sys.path.pop(0)
-    ref = van.default_reference()
-    return Path(ref) if ref and (Path(ref) / "src" / "vortex-python" / "bind" / "format.cpp").is_file() else None
 
 
 def test_names_match_vortex_sources():
     """The stored list is what scripts/vortex_api_names.py extracts from vortex's sources today."""
-    ref = _reference()
-    if ref is None:
-        pytest.skip("vortex's sources are not here (../shared/vortex-reference or $VORTEX_REFERENCE)")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import vortex_api_names as van
-    finally:
-        sys.path.pop(0)
-    fresh = json.loads(json.dumps(van.extract(str(ref))))
-    assert fresh == NAMES, "tests_py/data/vortex_api_names.json is stale: python scripts/vortex_api_names.py " \
-                           "--out tests_py/data/vortex_api_names.json"
+    nc.assert_current(NAMES, "vortex_api_names", "src/vortex-python/bind/format.cpp")
 
 
 if __name__ == "__main__":  # the coverage figure

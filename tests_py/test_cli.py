@@ -91,6 +91,25 @@ def test_demo_default_output_is_named_and_outside_the_current_folder(tmp_path):
     assert (where / "mip.png").is_file() and list(cwd.iterdir()) == []
 
 
+@pytest.mark.parametrize("progress", [False, True], ids=["no-progress", "progress"])
+def test_demo_counts_the_progress_bar_only_when_it_drew_one(progress, tmp_path):
+    """The throughput line says what it includes: the progress bar only where one was drawn
+    (not with --no-progress, nor without tqdm, where the demo says so)."""
+    r = _run("demo", "--device", "cpu", "--volumes", "1", "--out", str(tmp_path),
+             *([] if progress else ["--no-progress"]))
+    assert r.returncode == 0, r.stdout + r.stderr
+    drawn = progress and "(no progress bar: pip install tqdm)" not in r.stdout
+    if progress:
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            assert not drawn
+        else:
+            assert drawn, r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if "with every volume written to disk" in ln)
+    assert ("progress bar" in line) == drawn, line
+
+
 def test_default_out_dir_per_platform(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))

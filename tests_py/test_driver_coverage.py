@@ -20,18 +20,13 @@ and compares; CI without them uses the stored list.
 
 from __future__ import annotations
 
-import enum
 import importlib
-import json
-import sys
-from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Any, Iterator, Optional
 
-import pytest
+import _names_coverage as nc
+from _names_coverage import Name, compat  # noqa: F401 - compat: the fixture
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data" / "vortex_driver_names.json"
-NAMES = json.loads(DATA.read_text())
+NAMES = nc.load("vortex_driver_names.json")
 
 _GPU = ("vortex's ATS-GPU acquisition (VORTEX_ENABLE_ALAZAR_GPU) is not in vortex 0.5.1's released builds "
         "(doc/getting-started.rst lists their features: alazar, alazar_dac, no alazar_gpu) and its binding does "
@@ -47,36 +42,13 @@ NOT_PROVIDED = {
 }
 
 
-class Name(NamedTuple):
-    """One listed name: ``module`` and, for a class's or enum's name, ``owner``."""
-
-    qualname: str
-    module: str
-    owner: Optional[str]
-    member: Optional[str]
-    kind: str
-    conditions: tuple
-
-
 def listed(data: dict = NAMES) -> Iterator[Name]:
     """Every name of the list, modules first."""
-    for mod, m in data["modules"].items():
-        yield Name(mod, mod, None, None, "module", ())
-        for kind in ("functions", "attributes"):
-            for n, v in m[kind].items():
-                yield Name(f"{mod}.{n}", mod, None, n, kind[:-1], tuple(v.get("conditions", ())))
-        for n, e in m["enums"].items():
-            cond = tuple(e.get("conditions", ()))
-            yield Name(f"{mod}.{n}", mod, None, n, "enum", cond)
-            for v in e["members"]:
-                yield Name(f"{mod}.{n}.{v}", mod, n, v, "enum_member", cond)
-                if e["export_values"]:
-                    yield Name(f"{mod}.{v}", mod, None, v, "exported_enum_member", cond)
-        for n, c in m["classes"].items():
-            cond = tuple(c.get("conditions", ()))
-            yield Name(f"{mod}.{n}", mod, None, n, "class", cond)
-            for k, v in c["members"].items():
-                yield Name(f"{mod}.{n}.{k}", mod, n, k, v["kind"], cond + tuple(v.get("conditions", ())))
+    return nc.listed(data)
+
+
+def _gpu_only(name: Name) -> bool:
+    return any("ALAZAR_GPU" in c for c in name.conditions)
 
 
 def expected_missing(name: Name) -> Optional[str]:
@@ -88,76 +60,14 @@ def expected_missing(name: Name) -> Optional[str]:
     return None
 
 
-def _instance(cls: Any) -> Any:
-    """A default instance of ``cls`` (None when it needs arguments)."""
-    try:
-        return cls()
-    except Exception:  # noqa: BLE001 - a class vortex constructs with arguments only
-        return None
-
-
-_OBJECT_DEFAULTS = {"__eq__": object.__eq__, "__repr__": object.__repr__, "__init__": object.__init__}
-
-
-def resolve(name: Name) -> Optional[str]:
-    """None when ``name`` resolves through vortexgo.compat; else why not."""
-    try:
-        mod = importlib.import_module(name.module)
-    except ImportError as e:
-        return f"module: {e}"
-    if name.kind == "module":
-        return None
-    if name.owner is None:
-        return None if hasattr(mod, name.member) else f"no {name.member!r} in {name.module}"
-    owner = getattr(mod, name.owner, None)
-    if owner is None:
-        return f"no {name.owner!r} in {name.module}"
-    if name.kind == "enum_member":
-        return None if name.member in getattr(owner, "__members__", {}) else f"no member {name.member}"
-    if name.member in _OBJECT_DEFAULTS:
-        own = getattr(owner, name.member, None)
-        return None if own is not None and own is not _OBJECT_DEFAULTS[name.member] else f"{name.member} is object's"
-    if hasattr(owner, name.member):
-        return None
-    obj = _instance(owner)
-    if obj is not None and hasattr(obj, name.member):
-        return None
-    return f"{name.owner} has no {name.member!r}"
-
-
-@pytest.fixture(scope="module")
-def compat():
-    """vortexgo.compat installed for this module's tests (uninstalled after)."""
-    import vortexgo.compat as c
-
-    if c._real_vortex() is not None:
-        pytest.skip(f"a real vortex is importable ({c._real_vortex()}): install() would refuse")
-    c.install()
-    yield c
-    c.uninstall()
-
-
-def coverage() -> tuple[list[Name], dict, dict]:
-    """(every name, the missing ones with why, the unexpectedly present expected-missing ones)."""
-    names = list(listed())
-    missing, present = {}, {}
-    for n in names:
-        why = resolve(n)
-        if why is not None:
-            missing[n] = why
-        elif expected_missing(n) is not None and not any("ALAZAR_GPU" in c for c in n.conditions):
-            present[n] = expected_missing(n)
-    return names, missing, present
+def coverage() -> nc.Coverage:
+    """(every name, the missing ones with why, the expected-missing ones that resolve but
+    ALAZAR_GPU's: those vortexgo may share)."""
+    return nc.coverage(NAMES, expected_missing, may_resolve=_gpu_only)
 
 
 def test_every_vortex_driver_name_resolves(compat):
-    names, missing, present = coverage()
-    unexpected = {n.qualname: why for n, why in missing.items() if expected_missing(n) is None}
-    assert not unexpected, f"{len(unexpected)} of vortex's driver names do not resolve:\n" + "\n".join(
-        f"  {k}: {v}" for k, v in sorted(unexpected.items()))
-    # An expected-missing name that now resolves: remove it from the lists above.
-    assert not present, "these now resolve; remove them from the expected-missing lists: " + ", ".join(
-        sorted(n.qualname for n in present))
+    nc.assert_resolves(coverage(), expected_missing, "driver names")
 
 
 def test_the_list_covers_the_driver_modules():
@@ -187,21 +97,8 @@ def _default(spec: dict) -> Any:
 
 
 def _classes() -> Iterator[tuple[str, str, dict]]:
-    for mod, m in NAMES["modules"].items():
-        for n, c in m["classes"].items():
-            if c["kind"] == "class" and expected_missing(Name(f"{mod}.{n}", mod, None, n, "class",
-                                                               tuple(c.get("conditions", ())))) is None:
-                yield mod, n, c
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(b, float) or isinstance(a, float):
-        return abs(float(a) - float(b)) <= 1e-6 * max(1.0, abs(float(b)))
-    if isinstance(b, list):
-        return len(list(a)) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(b, enum.Enum):
-        return a == b and type(a).__name__ == type(b).__name__
-    return a == b
+    for mod, path, c in nc.classes(NAMES, expected_missing):
+        yield mod, path[0], c
 
 
 def test_constructors_take_vortexs_arguments_and_defaults(compat):
@@ -223,7 +120,7 @@ def test_constructors_take_vortexs_arguments_and_defaults(compat):
                 for p in init["params"]:
                     if "python_default" in p and hasattr(obj, p["name"]):
                         want = _default(p["python_default"])
-                        if not _same(getattr(obj, p["name"]), want):
+                        if not nc.same(getattr(obj, p["name"]), want):
                             problems.append(f"{mod}.{n}().{p['name']} = {getattr(obj, p['name'])!r}, vortex's {want!r}")
             if init["params"] and all("python_default" in p or p["default"] is None for p in init["params"]):
                 kwargs = {p["name"]: (_default(p["python_default"]) if "python_default" in p else "Dev1/ao0")
@@ -243,57 +140,16 @@ def test_copy_and_attributes_behave_as_vortexs(compat):
     problems = []
     for mod, n, c in _classes():
         cls = getattr(importlib.import_module(mod), n, None)
-        obj = _instance(cls) if cls is not None else None
-        if obj is None:
-            continue
-        if "copy" in c["members"]:
-            cp = obj.copy()
-            if type(cp) is not cls or cp is obj:
-                problems.append(f"{mod}.{n}.copy() gave {cp!r}")
-        for k, v in c["members"].items():
-            if expected_missing(Name(f"{mod}.{n}.{k}", mod, n, k, v["kind"], ())) is not None:
-                continue
-            if v["kind"] == "attribute":
-                try:
-                    setattr(obj, k, getattr(obj, k))
-                except Exception as e:  # noqa: BLE001 - an unset attribute may refuse reading (vortex's too)
-                    if not isinstance(e, RuntimeError):
-                        problems.append(f"{mod}.{n}.{k} = {mod}.{n}.{k}: {type(e).__name__}: {e}")
-            elif v["kind"] == "readonly":
-                try:
-                    val = getattr(obj, k)
-                except Exception:  # noqa: BLE001
-                    continue
-                try:
-                    setattr(obj, k, val)
-                except AttributeError:
-                    pass
-                else:
-                    problems.append(f"{mod}.{n}.{k} is read-only in vortex, set here")
+        obj = nc.default_instance(cls) if cls is not None else None
+        if obj is not None:
+            problems += nc.attribute_problems(obj, cls, c, f"{mod}.{n}", lambda q: q in NOT_PROVIDED)
     assert not problems, "\n".join(problems)
-
-
-def _reference() -> Optional[Path]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import vortex_driver_names as vdn
-    finally:
-        sys.path.pop(0)
-    ref = vdn.default_reference()
-    # The bindings, not only the folder: the GPU machine's carried reference holds the demos only.
-    return Path(ref) if ref and (Path(ref) / "src" / "vortex-python" / "module" / "alazar.cpp").is_file() else None
 
 
 def test_names_match_vortex_sources():
     """The stored list is what scripts/vortex_driver_names.py extracts from vortex's sources today."""
-    ref = _reference()
-    if ref is None:
-        pytest.skip("vortex's sources are not here (../shared/vortex-reference or $VORTEX_REFERENCE)")
-    import vortex_driver_names as vdn
-
-    fresh = json.loads(json.dumps(vdn.extract(str(ref))))
-    assert fresh == NAMES, "tests_py/data/vortex_driver_names.json is stale: python scripts/vortex_driver_names.py " \
-                           "--out tests_py/data/vortex_driver_names.json"
+    # The bindings, not only the folder: the GPU machine's carried reference holds the demos only.
+    nc.assert_current(NAMES, "vortex_driver_names", "src/vortex-python/module/alazar.cpp")
 
 
 if __name__ == "__main__":  # the coverage figure, by module
@@ -301,7 +157,7 @@ if __name__ == "__main__":  # the coverage figure, by module
 
     _c.install()
     all_names, miss, _ = coverage()
-    counted = [n for n in all_names if not any("ALAZAR_GPU" in c for c in n.conditions)]
+    counted = [n for n in all_names if not _gpu_only(n)]
     print(f"vortex {NAMES['vortex_version']}: {len(counted) - sum(1 for n in miss if n in counted)} of {len(counted)} "
           f"names resolve (ALAZAR_GPU-only names, {len(all_names) - len(counted)}, not counted)")
     for n, why in sorted(miss.items()):

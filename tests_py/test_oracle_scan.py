@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -28,75 +29,16 @@ SETTINGS = settings(max_examples=int(os.environ.get("ORACLE_EXAMPLES", 25)), dea
 ALL = (1 << 64) - 1
 FAST = [[-12.5, 12.5, 8e3, 5e7]] * 2
 
-# vortex's side: the config builder of scripts/golden/scan_golden.py (the same JSON spelling
-# as test_scan_golden.make_config) and one handler per comparison.
-VORTEX = r'''
+# vortex's side: the config builder and marker spelling of scripts/golden/scan_golden.py (the same
+# JSON spelling as test_scan_golden.make_config), imported there, and one handler per comparison.
+GOLDEN = Path(__file__).resolve().parents[1] / "scripts" / "golden"
+VORTEX = f"import sys\nsys.path.insert(0, {str(GOLDEN)!r})\n" + r'''
 import numpy as np
-import vortex
-from vortex import Range
 import vortex.engine as ve
 import vortex.marker as vm
 import vortex.scan as vs
 
-
-def flags(v):
-    f = vm.Flags()
-    f.value = v
-    return f
-
-
-def make_config(scan, fields):
-    c = getattr(vs, scan + "Config")()
-    for k, v in fields.items():
-        if k in ("volume_extent", "bscan_extent", "segment_extent"):
-            setattr(c, k, Range(*v))
-        elif k == "offset":
-            c.offset = tuple(v)
-        elif k == "limits":
-            c.limits = [vs.Limits(Range(l[0], l[1]), l[2], l[3]) for l in v]
-        elif k == "inactive_policy":
-            if v[0] == "MinimumDynamicLimited":
-                c.inactive_policy = vs.inactive_policy.MinimumDynamicLimited()
-            else:
-                c.inactive_policy = getattr(vs.inactive_policy, v[0])(v[1], v[2])
-        elif k == "warp":
-            c.warp = {"Angular": lambda: vs.warp.Angular(v[1]), "Telecentric": lambda: vs.warp.Telecentric(v[1], v[2]),
-                      "NoWarp": vs.warp.NoWarp}[v[0]]()
-        elif k == "flags":
-            c.flags = flags(v)
-        elif k == "repeat_strategy":
-            if v[0] == "Flags":
-                c.repeat_strategy = vs.RepeatFlags(vm.FlagsList([flags(x) for x in v[1]]))
-            else:
-                c.repeat_strategy = (vs.RepeatOrder if v[0] == "Order" else vs.RepeatPack)(flags(v[1]))
-        elif k in ("set_isotropic", "set_hybrid", "set_half_evenly_spaced", "set_evenly_spaced"):
-            getattr(c, k)(v)
-        elif k == "set_aiming":
-            c.set_aiming()
-        elif k == "freeform":
-            p = vs.SequentialPattern()
-            p.bidirectional_segments = v.get("bidirectional_segments", False)
-            p.bidirectional_volumes = v.get("bidirectional_volumes", False)
-            c.pattern = p.to_pattern([np.array(w, dtype=np.float64) for w in v["waypoints"]])
-        else:
-            setattr(c, k, v)
-    return c
-
-
-def marker_json(m):
-    name = type(m).__name__
-    d = {"kind": name, "sample": int(m.sample)}
-    if name == "ScanBoundary":
-        d.update(sequence=m.sequence, count_hint=m.volume_count_hint, flags=str(m.flags.value))
-    elif name == "VolumeBoundary":
-        d.update(sequence=m.sequence, index=m.index_in_scan, reversed=m.reversed, count_hint=m.segment_count_hint,
-                 flags=str(m.flags.value))
-    elif name == "SegmentBoundary":
-        d.update(sequence=m.sequence, index=m.index_in_volume, reversed=m.reversed, count_hint=m.record_count_hint,
-                 flags=str(m.flags.value))
-    elif name == "Event":
-        d.update(id=m.id, flags=str(m.flags.value))
-    return d
+from scan_golden import ALL, flags, make_config, marker_json
 
 
 def make_scan(scan, fields):
@@ -133,9 +75,6 @@ def queue(scans, blocks, zero_order_hold):
         rows.append(buf[:total])
         markers.extend(marker_json(m) for m in ml)
     return {"returns": returns, "stream": save(np.concatenate(rows)), "markers": markers}
-
-
-ALL = (1 << 64) - 1
 '''
 
 oracle = oracle_fixture(VORTEX)

@@ -30,12 +30,15 @@ U64 = (1 << 64) - 1
 NAMES = {"int8": "Int8", "uint16": "UInt16"}
 HEADERS = ["Empty", "NumPy", "MATLAB", "NRRD", "NifTI"]
 
-VORTEX = r'''
-import numpy as np
+# vortex's side: the marker and BroctStorage set-ups of scripts/golden/storage_more_golden.py, imported
+# there, and one handler per storage.
+GOLDEN = Path(__file__).resolve().parents[1] / "scripts" / "golden"
+VORTEX = f"import sys\nsys.path.insert(0, {str(GOLDEN)!r})\n" + r'''
 import vortex.marker as vm
 import vortex.storage as vs
 
-U64 = (1 << 64) - 1
+from storage_more_golden import broct_config, vortex_markers
+
 NAMES = {"int8": "Int8", "uint16": "UInt16"}
 
 
@@ -64,7 +67,7 @@ def stack(path, shape, header, dtype, ops):
 
 def broct(path, shape, dimensions, scan_type, notes, ops):
     st = vs.BroctStorage()
-    st.open(vs.BroctStorageConfig(path, tuple(shape), tuple(dimensions), vs.BroctScan(scan_type), notes))
+    st.open(broct_config(vs, path, shape, dimensions, scan_type, notes))
     failed = replay(st, ops)
     st.close()
     return failed
@@ -74,26 +77,7 @@ def markers(path, binary, batches):
     log = vs.MarkerLog()
     log.open(vs.MarkerLogConfig(path, binary))
     for batch in batches:
-        out = []
-        for kind, sample, seq, index, hint, id_, flags, rev in batch:
-            if kind == 1:
-                m = vm.ScanBoundary(sample, seq, hint)
-            elif kind == 2:
-                m = vm.VolumeBoundary(sample, seq, index, bool(rev), hint)
-            elif kind == 3:
-                m = vm.SegmentBoundary(sample, seq, index, bool(rev), hint)
-            elif kind == 4:
-                m = vm.ActiveLines()
-            elif kind == 5:
-                m = vm.InactiveLines()
-            else:
-                m = vm.Event()
-                m.id = id_
-            m.sample = sample
-            if kind in (1, 2, 3, 6):
-                m.flags = vm.Flags(flags & U64)
-            out.append(m)
-        log.write(out)
+        log.write(vortex_markers(vm, batch))
     log.close()
 '''
 

@@ -90,23 +90,35 @@ func TestFileStartPreparesFirst(t *testing.T) {
 	require.NoError(t, a.Stop())
 	require.NoError(t, a.Close())
 
-	partial := filepath.Join(dir, "partial.raw")
-	require.NoError(t, os.WriteFile(partial, buf[:10], 0o644))
-	b, err := NewFileAcquisition(FileConfig{Path: partial, SamplesPerRecord: 4})
-	require.NoError(t, err)
-	require.NoError(t, b.Start(), "a file ending mid-record replays as vortex's: a stream of values")
-	_, err = b.Next(dst, 2)
-	require.ErrorContains(t, err, "ends in a partial record", "the block that reaches it fails")
-	require.NoError(t, b.Stop())
-	require.NoError(t, b.Close())
-	odd := filepath.Join(dir, "odd.raw")
-	require.NoError(t, os.WriteFile(odd, buf[:9], 0o644))
-	c, err := NewFileAcquisition(FileConfig{Path: odd, SamplesPerRecord: 4})
-	require.NoError(t, err)
-	require.ErrorContains(t, c.Start(), "expected uint16 values (an even number of bytes)", "Start reports Prepare's refusal")
-	require.NoError(t, c.Close())
-	require.ErrorIs(t, b.Start(), backend.ErrClosed, "a closed source never reopens its file")
-	require.ErrorIs(t, c.Start(), backend.ErrClosed)
+	// A file cut short: Start prepares it or refuses what Prepare refuses; closed, it never
+	// reopens its file.
+	cases := []struct {
+		name     string
+		bytes    int
+		startErr string // Start's refusal; "" where Start succeeds
+		nextErr  string // the first block's failure after a Start that succeeded
+	}{
+		{name: "partial", bytes: 10, nextErr: "ends in a partial record"},
+		{name: "odd", bytes: 9, startErr: "expected uint16 values (an even number of bytes)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".raw")
+			require.NoError(t, os.WriteFile(path, buf[:tc.bytes], 0o644))
+			a, err := NewFileAcquisition(FileConfig{Path: path, SamplesPerRecord: 4})
+			require.NoError(t, err)
+			if tc.startErr != "" {
+				require.ErrorContains(t, a.Start(), tc.startErr, "Start reports Prepare's refusal")
+			} else {
+				require.NoError(t, a.Start(), "a file ending mid-record replays as vortex's: a stream of values")
+				_, err = a.Next(make([]uint16, 2*4), 2)
+				require.ErrorContains(t, err, tc.nextErr, "the block that reaches it fails")
+				require.NoError(t, a.Stop())
+			}
+			require.NoError(t, a.Close())
+			require.ErrorIs(t, a.Start(), backend.ErrClosed, "a closed source never reopens its file")
+		})
+	}
 }
 
 // TestFileEndingMidRecordIsAStreamOfValues: vortex reads a file as a stream of

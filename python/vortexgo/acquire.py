@@ -79,9 +79,15 @@ def _new(new: Any, config: dict) -> Any:
 
 
 class _Acquisition(NoCopy, StrictAttributes):
-    """Common base: a native handle made by :meth:`initialize`."""
+    """Common base: a native handle made by :meth:`initialize`.
+
+    A subclass names its config type (``_config_type``) and either pyapi's constructor that takes
+    the config's JSON record (``_constructor``: the drivers') or a ``_create`` of its own; its
+    ``__repr__`` is ``<Name ...>`` with :meth:`_describe`'s words once initialized."""
 
     _config_type: type = object
+    #: The name of pyapi's constructor taking ``json.dumps(config._record())``.
+    _constructor: str = ""
 
     def __init__(self, config: Any = None, logger: Optional[logging.Logger] = None, **fields: Any) -> None:
         self._h = None
@@ -130,8 +136,21 @@ class _Acquisition(NoCopy, StrictAttributes):
         self._config = cfg
         self._closed = False  # initialize() after close() makes a new source
 
-    def _create(self, cfg: Any):  # pragma: no cover - abstract
+    def _create(self, cfg: Any):
+        """The native acquisition of ``cfg``: ``_constructor``'s, unless a subclass builds it."""
+        if not self._constructor:  # pragma: no cover - abstract
+            raise NotImplementedError
+        return getattr(api, self._constructor)(json.dumps(cfg._record()))
+
+    def _describe(self) -> str:  # pragma: no cover - abstract
+        """What ``repr`` says of an initialized acquisition after its class's name."""
         raise NotImplementedError
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        if self._h is None or self._closed:
+            return f"<{name} {'closed' if self._closed else '(not initialized)'}>"
+        return f"<{name} {self._describe()}>"
 
     def _handle(self):
         if self._closed:
@@ -267,14 +286,11 @@ class SimulatedAcquisition(_Acquisition):
         v = self._phantom(self._handle().Reflectors, *args, size=16).tolist()  # most A-scans see fewer than 8
         return list(zip(v[0::2], v[1::2]))
 
-    def __repr__(self) -> str:
+    def _describe(self) -> str:
         c = self._config
-        if self._h is None or self._closed:
-            return f"<SimulatedAcquisition {'closed' if self._closed else '(not initialized)'}>"
         rate = f"{c.rate:.3g} A-scans/s" if c.rate else "unthrottled"
         total = "forever" if c.total_volumes == 0 else f"{c.total_volumes} volumes"
-        return (f"<SimulatedAcquisition {c.bscans_per_volume} x {c.ascans_per_bscan} x {c.samples_per_record} "
-                f"uint16, {total}, {rate}>")
+        return f"{c.bscans_per_volume} x {c.ascans_per_bscan} x {c.samples_per_record} uint16, {total}, {rate}"
 
 
 @dataclass
@@ -492,10 +508,8 @@ class FileAcquisition(_Standalone):
         :meth:`close`; false where blocks are read into the engine's buffers."""
         return bool(native(self._handle().Pinned)())
 
-    def __repr__(self) -> str:
-        if self._h is None or self._closed:
-            return f"<FileAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        return f"<FileAcquisition {self._config.path!r}{' loop' if self._config.loop else ''}>"
+    def _describe(self) -> str:
+        return f"{self._config.path!r}{' loop' if self._config.loop else ''}"
 
 
 def _pin_mode(pin: Any) -> int:
@@ -522,7 +536,5 @@ class NullAcquisition(_Standalone):
                                         "ChannelsPerSample": _int(o, "channels_per_sample", c.channels_per_sample, 1),
                                         "Records": _int(o, "records", c.records, 0), "Rate": _float(o, "rate", c.rate)})
 
-    def __repr__(self) -> str:
-        if self._h is None or self._closed:
-            return f"<NullAcquisition {'closed' if self._closed else '(not initialized)'}>"
-        return f"<NullAcquisition {self._config.samples_per_record} samples>"
+    def _describe(self) -> str:
+        return f"{self._config.samples_per_record} samples"

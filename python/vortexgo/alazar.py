@@ -652,10 +652,7 @@ class AlazarAcquisition(_AlazarStandalone):
     """
 
     _config_type = AlazarConfig
-
-    def _create(self, c: AlazarConfig):
-        return api.NewAlazarAcquisition(json.dumps(c._record()))
-
+    _constructor = "NewAlazarAcquisition"
 
     @property
     def running(self) -> bool:
@@ -671,12 +668,10 @@ class AlazarAcquisition(_AlazarStandalone):
         b._adopt(native(self._handle().AlazarBoard)())
         return b
 
-    def __repr__(self) -> str:
-        if self._h is None or self._closed:
-            return f"<AlazarAcquisition {'closed' if self._closed else '(not initialized)'}>"
+    def _describe(self) -> str:
         c = self._config
-        return (f"<AlazarAcquisition board {c.device.system_index}-{c.device.board_index}, "
-                f"{c.records_per_block} x {c.samples_per_record} x {c.channels_per_sample} uint16>")
+        return (f"board {c.device.system_index}-{c.device.board_index}, "
+                f"{c.records_per_block} x {c.samples_per_record} x {c.channels_per_sample} uint16")
 
 
 def _complex_array(owner: str, v: Any) -> "np.ndarray":
@@ -787,16 +782,12 @@ class AlazarFFTAcquisition(AlazarAcquisition):
     """
 
     _config_type = AlazarFFTConfig
+    _constructor = "NewAlazarFFTAcquisition"
 
-    def _create(self, c: AlazarFFTConfig):
-        return api.NewAlazarFFTAcquisition(json.dumps(c._record()))
-
-    def __repr__(self) -> str:
-        if self._h is None or self._closed:
-            return f"<AlazarFFTAcquisition {'closed' if self._closed else '(not initialized)'}>"
+    def _describe(self) -> str:
         c = self._config
-        return (f"<AlazarFFTAcquisition board {c.device.system_index}-{c.device.board_index}, FFT {c.fft_length}, "
-                f"{c.records_per_block} x {c.samples_per_ascan} x {c.channels_per_sample} uint16>")
+        return (f"board {c.device.system_index}-{c.device.board_index}, FFT {c.fft_length}, "
+                f"{c.records_per_block} x {c.samples_per_ascan} x {c.channels_per_sample} uint16")
 
 
 def acquire_alazar_clock(source: Any, acquire_config: AlazarConfig, clock_channel: Channel,

@@ -395,8 +395,8 @@ def demo(device: str = "auto", out: Optional[str] = None, *, volumes: Optional[i
     say(f"processor    {processor}")
     say(f"acquired     {status.volumes} volumes in {elapsed:.2f} s (prepare {t_prepare:.2f} s): "
         f"{result.ascans_per_second / 1e6:.3f} M A-scans/s, {result.raw_bytes_per_second / 1e9:.3f} GB/s raw input")
-    say("             (with every volume written to disk and the progress bar; `python -m vortexgo bench` "
-        "times the pipeline alone, without the file)")
+    say("             (with every volume written to disk" + (" and the progress bar" if bar is not None else "")
+        + "; `python -m vortexgo bench` times the pipeline alone, without the file)")
     say(f"blocks       {status.blocks_formatted} formatted, {status.blocks_dropped} dropped, "
         f"{status.callback_errors} callback errors; per block: process {timings['process'].mean:.3f} ms, "
         f"format {timings['format'].mean:.3f} ms (mean)")

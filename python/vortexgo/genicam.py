@@ -206,9 +206,7 @@ class GenICamAcquisition(_Acquisition):
     """
 
     _config_type = GenICamConfig
-
-    def _create(self, c: GenICamConfig):
-        return api.NewGenICamAcquisition(json.dumps(c._record()))
+    _constructor = "NewGenICamAcquisition"
 
     @property
     def camera(self) -> CameraInfo:
@@ -218,12 +216,10 @@ class GenICamAcquisition(_Acquisition):
                           line_rate_feature=r["LineRateFeature"], lost=r["Lost"], received=r["Received"],
                           dropped=r["Dropped"], incomplete=r["Incomplete"])
 
-    def __repr__(self) -> str:
-        if self._h is None or self._closed:
-            return f"<GenICamAcquisition {'closed' if self._closed else '(not initialized)'}>"
+    def _describe(self) -> str:
         c = self._config
-        return (f"<GenICamAcquisition {c.camera or 'first camera'}, {c.records_per_block} lines x "
-                f"{c.samples_per_record} pixels {PixelFormat(c.pixel_format).name}>")
+        return (f"{c.camera or 'first camera'}, {c.records_per_block} lines x "
+                f"{c.samples_per_record} pixels {PixelFormat(c.pixel_format).name}")
 
 
 @native

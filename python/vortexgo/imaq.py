@@ -448,10 +448,7 @@ class ImaqAcquisition(_Standalone):
     """
 
     _config_type = ImaqAcquisitionConfig
-
-    def _create(self, c: ImaqAcquisitionConfig):
-        return api.NewImaqAcquisition(json.dumps(c._record()))
-
+    _constructor = "NewImaqAcquisition"
 
     @property
     def running(self) -> bool:
@@ -470,8 +467,6 @@ class ImaqAcquisition(_Standalone):
         """The region NI-IMAQ acquires (fitted to the board's alignment)."""
         return _roi(json.loads(native(self._handle().ImaqRegion)()))
 
-    def __repr__(self) -> str:
-        if self._h is None or self._closed:
-            return f"<ImaqAcquisition {'closed' if self._closed else '(not initialized)'}>"
+    def _describe(self) -> str:
         c = self._config
-        return f"<ImaqAcquisition {c.device_name}, {c.records_per_block} x {c.samples_per_record} uint16>"
+        return f"{c.device_name}, {c.records_per_block} x {c.samples_per_record} uint16"

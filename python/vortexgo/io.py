@@ -340,10 +340,13 @@ class DAQmxConfig(Config):
 class _DeviceIO(_IO):
     """An IO over a driver, with vortex's standalone calls: the native IO that
     :meth:`initialize` makes (closing the one before), released by :meth:`close` or when the
-    IO is dropped, and the worker thread of ``next_async``."""
+    IO is dropped, the calls of its ``prepare``, ``start`` and ``stop``, and the worker thread
+    of ``next_async``."""
 
     #: what initialize does again after close (the ClosedError's hint)
     _REOPEN = "initialize(config) makes a new one"
+    #: the configuration class initialize takes
+    _config_type: type = Config
 
     def __init__(self, logger: Optional[logging.Logger], config: Config) -> None:
         self._h = None
@@ -379,6 +382,30 @@ class _DeviceIO(_IO):
             raise ValueError(f"{name} is not initialized, expected initialize(config) first")
         return self._h
 
+    def _checked(self, config: Any) -> Any:
+        """A copy of ``config``, which initialize takes (TypeError for another type)."""
+        t = self._config_type.__name__
+        if not isinstance(config, self._config_type):
+            raise TypeError(f"config={config!r}, expected {'an' if t[0] in 'AEIOU' else 'a'} {t}")
+        return config.copy()
+
+    def _native_call(self, method: str) -> Any:
+        """The native IO's ``method`` (``Prepare``, ``Start``, ``Stop``), called: what the
+        IOs' ``prepare``, ``start`` and ``stop`` do."""
+        return native(getattr(self._handle(), method))()
+
+    def _queue(self, call: _BlockCall, callback: Any) -> None:
+        """``call`` on the IO's worker thread, then ``callback(count, exception)`` there: what
+        ``next_async`` does for an IO whose block waits on the device."""
+        logger, worker = self.logger, self._worker
+        assert worker is not None
+
+        def job() -> None:  # the call holds the caller's arrays until it returns
+            n, exc = call.outcome(logger)
+            _call_back(logger, callback, n, exc, call.id)
+
+        worker.push(job)
+
     def _release(self) -> None:
         if self._h is not None:
             native(self._h.Close)()
@@ -409,6 +436,7 @@ class DAQmxIO(_DeviceIO):
     """
 
     _REOPEN = "initialize(config) makes a new task"
+    _config_type = DAQmxConfig
 
     def __init__(self, logger: Optional[logging.Logger] = None) -> None:
         super().__init__(logger, DAQmxConfig())
@@ -421,9 +449,7 @@ class DAQmxIO(_DeviceIO):
     def initialize(self, config: DAQmxConfig) -> None:
         """Validate ``config`` and create its task (loading NI-DAQmx): bad channels and
         clock settings are refused here, with NI-DAQmx's codes."""
-        if not isinstance(config, DAQmxConfig):
-            raise TypeError(f"config={config!r}, expected a DAQmxConfig")
-        config = config.copy()
+        config = self._checked(config)
         h = native(api.NewDAQmxIO)(config._record())
         # The finaliser clears the task: NI-DAQmx task names are unique. At exit with calls
         # pending the task is cleared: a stop does not end a write into a task not started.
@@ -433,17 +459,17 @@ class DAQmxIO(_DeviceIO):
         """vortex's ``prepare``: with ``persistent_task`` false, create and configure the task
         (:meth:`stop` clears it); a persistent task exists since :meth:`initialize`. The engine
         calls it for the IOs it runs."""
-        native(self._handle().Prepare)()
+        self._native_call("Prepare")
 
     def start(self) -> None:
         """Start the task (the engine does it). An output task starts from the samples
         written before: write at least one block first."""
-        native(self._handle().Start)()
+        self._native_call("Start")
 
     def stop(self) -> None:
         """Stop the task (the engine does it); a non-persistent task is cleared. A
         :meth:`next` waiting in NI-DAQmx returns NI's abort error."""
-        native(self._handle().Stop)()
+        self._native_call("Stop")
 
     def _call(self, count: Any, streams: Any, id: Any) -> _BlockCall:
         filled = frozenset(ch.stream for ch in self._config.channels
@@ -491,14 +517,7 @@ class DAQmxIO(_DeviceIO):
         in NI-DAQmx, and each reports ClosedError. An exception from ``callback`` is
         logged, as vortex's."""
         check_callable("callback", callback, allow_none=False)
-        call, logger, worker = self._call(count, streams, id), self.logger, self._worker
-        assert worker is not None
-
-        def job() -> None:  # the call holds the caller's arrays until it returns
-            n, exc = call.outcome(logger)
-            _call_back(logger, callback, n, exc, call.id)
-
-        worker.push(job)
+        self._queue(self._call(count, streams, id), callback)
 
     @property
     def running(self) -> bool:
@@ -641,6 +660,8 @@ class AlazarIO(_DeviceIO):
         logger: a :class:`logging.Logger` (vortex's first argument), kept as ``logger``.
     """
 
+    _config_type = AlazarIOConfig
+
     def __init__(self, logger: Optional[logging.Logger] = None) -> None:
         super().__init__(logger, AlazarIOConfig())
 
@@ -653,9 +674,7 @@ class AlazarIO(_DeviceIO):
         """Validate ``config``, open its board (loading the ATS-SDK) and configure the DAC:
         a ring no pattern slot holds is refused here (``could not find DAC slot with
         capacity for N samples``)."""
-        if not isinstance(config, AlazarIOConfig):
-            raise TypeError(f"config={config!r}, expected an AlazarIOConfig")
-        config = config.copy()
+        config = self._checked(config)
         h = native(api.NewAlazarIO)(config._record())
         # The finaliser stops the DAC; at exit with callbacks pending the DAC is stopped
         # (vortex's destructor) and they are let run.
@@ -665,17 +684,17 @@ class AlazarIO(_DeviceIO):
     def prepare(self) -> None:
         """vortex's ``prepare``: the next block is written at the ring's start, where the DAC
         starts playing. :meth:`next` needs it once (the engine's prepare does it too)."""
-        native(self._handle().Prepare)()
+        self._native_call("Prepare")
 
     def start(self) -> None:
         """Start playback (the engine does it): the DAC plays the ring from its start, one
         word per A-line trigger of the board's capture."""
-        native(self._handle().Start)()
+        self._native_call("Start")
 
     def stop(self, force: bool = False) -> None:
         """Stop playback; the outputs park (the engine does it). ``force`` is vortex's
         argument and changes nothing: the IO never stops the board's capture."""
-        native(self._handle().Stop)()
+        self._native_call("Stop")
 
     def next(self, count: int, streams: Any, id: int = 0) -> int:
         """Write one block of ``count`` samples into the DAC's ring (vortex's ``next``):
@@ -920,6 +939,7 @@ class MachDSPIO(_DeviceIO):
     """
 
     _REOPEN = "initialize(config) opens the port again"
+    _config_type = MachDSPIOConfig
 
     def __init__(self, logger: Optional[logging.Logger] = None) -> None:
         super().__init__(logger, MachDSPIOConfig())
@@ -935,9 +955,7 @@ class MachDSPIO(_DeviceIO):
         underflow and overflow). A missing port raises :class:`~vortexgo.VortexError`
         (``open /dev/ttyACM0: No such file or directory``), a busy one
         :class:`~vortexgo.InUseError`, a silent servo ``serial read: timeout``."""
-        if not isinstance(config, MachDSPIOConfig):
-            raise TypeError(f"config={config!r}, expected a MachDSPIOConfig")
-        config = config.copy()
+        config = self._checked(config)
         h = native(api.OpenMachDSPIO)(config._record())
         try:
             # the settings wait up to readwrite_timeout each: interruptible by Ctrl-C
@@ -950,21 +968,22 @@ class MachDSPIO(_DeviceIO):
     # The calls that wait on the servo's port are interruptible by Ctrl-C (the call in
     # progress canceled: machdsp._interruptible).
 
+    def _native_call(self, method: str) -> Any:
+        h = self._handle()
+        return machdsp._interruptible(h.Cancel, native(getattr(h, method)))
+
     def prepare(self) -> None:
         """vortex's ``prepare``: reset the stream (the engine does it)."""
-        h = self._handle()
-        machdsp._interruptible(h.Cancel, native(h.Prepare))
+        self._native_call("Prepare")
 
     def start(self) -> None:
         """Start the stream (the engine does it)."""
-        h = self._handle()
-        machdsp._interruptible(h.Cancel, native(h.Start))
+        self._native_call("Start")
 
     def stop(self) -> None:
         """Stop the stream (the engine does it); the servo's errors while stopping are logged
         by vortex, ignored here."""
-        h = self._handle()
-        machdsp._interruptible(h.Cancel, native(h.Stop))
+        self._native_call("Stop")
 
     def next(self, count: int, streams: Any, id: int = 0) -> int:
         """Send one block of exactly ``samples_per_block`` samples (vortex's ``next``):
@@ -983,14 +1002,7 @@ class MachDSPIO(_DeviceIO):
         """:meth:`next` on the IO's worker thread, then ``callback(count, exception)`` there
         (vortex's ``next_async``); calls run in order, the arrays held until the callback."""
         check_callable("callback", callback, allow_none=False)
-        call, logger, worker = _BlockCall(self._handle(), count, streams, id), self.logger, self._worker
-        assert worker is not None
-
-        def job() -> None:
-            n, exc = call.outcome(logger)
-            _call_back(logger, callback, n, exc, call.id)
-
-        worker.push(job)
+        self._queue(_BlockCall(self._handle(), count, streams, id), callback)
 
     @property
     def running(self) -> bool:

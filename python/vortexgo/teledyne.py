@@ -543,10 +543,7 @@ class TeledyneAcquisition(_Standalone):
     """
 
     _config_type = TeledyneConfig
-
-    def _create(self, c: TeledyneConfig):
-        return api.NewTeledyneAcquisition(json.dumps(c._record()))
-
+    _constructor = "NewTeledyneAcquisition"
 
     @native
     def prepare(self) -> None:
@@ -572,11 +569,8 @@ class TeledyneAcquisition(_Standalone):
         """The acquisition's board (vortexgo's; vortex gives :attr:`board_handle`)."""
         return Teledyne._borrow(native(self._handle().TeledyneBoard)())
 
-    def __repr__(self) -> str:
-        if self._h is None or self._closed:
-            return f"<TeledyneAcquisition {'closed' if self._closed else '(not initialized)'}>"
+    def _describe(self) -> str:
         c = self._config
-        return (f"<TeledyneAcquisition board {c.device}, "
-                f"{c.records_per_block} x {c.samples_per_record} x {c.channels_per_sample} uint16>")
+        return f"board {c.device}, {c.records_per_block} x {c.samples_per_record} x {c.channels_per_sample} uint16"
 
 

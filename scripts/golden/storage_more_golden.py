@@ -61,28 +61,36 @@ def data(seed, shape):
     return ((np.arange(n) * 3 + 7 * seed) % 100 + 1).astype(np.int8).reshape(shape)
 
 
-def vortex_markers(vm):
-    out = []
-    for kind, sample, seq, index, hint, id_, flags, rev in MARKERS:
-        flags = flags & U64
-        if kind == 1:
-            m = vm.ScanBoundary(sample, seq, hint)
-        elif kind == 2:
-            m = vm.VolumeBoundary(sample, seq, index, bool(rev), hint)
-        elif kind == 3:
-            m = vm.SegmentBoundary(sample, seq, index, bool(rev), hint)
-        elif kind == 4:
-            m = vm.ActiveLines()
-        elif kind == 5:
-            m = vm.InactiveLines()
-        else:
-            m = vm.Event()
-            m.id = id_
-        m.sample = sample
-        if kind in (1, 2, 3, 6):
-            m.flags = vm.Flags(flags)
-        out.append(m)
-    return out
+def vortex_marker(vm, record):
+    """vortex's marker for one marker record (the layout of MARKERS; flags as int64 or uint64)."""
+    kind, sample, seq, index, hint, id_, flags, rev = record
+    if kind == 1:
+        m = vm.ScanBoundary(sample, seq, hint)
+    elif kind == 2:
+        m = vm.VolumeBoundary(sample, seq, index, bool(rev), hint)
+    elif kind == 3:
+        m = vm.SegmentBoundary(sample, seq, index, bool(rev), hint)
+    elif kind == 4:
+        m = vm.ActiveLines()
+    elif kind == 5:
+        m = vm.InactiveLines()
+    else:
+        m = vm.Event()
+        m.id = id_
+    m.sample = sample
+    if kind in (1, 2, 3, 6):
+        m.flags = vm.Flags(flags & U64)
+    return m
+
+
+def vortex_markers(vm, records=MARKERS):
+    """vortex's markers for the marker records (MARKERS unless given)."""
+    return [vortex_marker(vm, r) for r in records]
+
+
+def broct_config(vs, path, shape, dimensions, scan_type, notes):
+    """vortex's BroctStorageConfig: (B-scans, A-scans, samples), their dimensions, a BroctScan value."""
+    return vs.BroctStorageConfig(path, tuple(shape), tuple(dimensions), vs.BroctScan(scan_type), notes)
 
 
 def main(out):
@@ -96,8 +104,8 @@ def main(out):
 
     b, a, s = BROCT["shape"]
     for name, ops in BROCT["scenarios"].items():
-        cfg = vs.BroctStorageConfig(os.path.join(d, f"broct_{name}.broct"), BROCT["shape"], BROCT["dimensions"],
-                                    vs.BroctScan(BROCT["scan_type"]), BROCT["notes"])
+        cfg = broct_config(vs, os.path.join(d, f"broct_{name}.broct"), BROCT["shape"], BROCT["dimensions"],
+                           BROCT["scan_type"], BROCT["notes"])
         st = vs.BroctStorage()
         st.open(cfg)
         for op in ops:
