@@ -30,6 +30,10 @@ from vortexgo.imaq import ImaqAcquisition, ImaqAcquisitionConfig
 def imaq_config(**kw):
     c = ImaqAcquisitionConfig()
     c.samples_per_record, c.records_per_block = S, RPB
+    # 64 frames (0.4 s of lines at the tests' 20 kHz) rather than vortex's 10 (64 ms): a
+    # loaded CI machine may fall that far behind a camera that never waits; the overrun
+    # test sets its own small ring.
+    c.ring_size = 64
     for k, v in kw.items():
         setattr(c, k, v)
     return c
@@ -139,10 +143,12 @@ def test_validation_uses_vortexs_messages(virtual):
 
 
 def test_overrun_stops_the_engine_loudly_keeping_completed_volumes(virtual):
-    """A slow endpoint starves the engine of blocks: the camera's ring (2 frames) laps the host."""
+    """A slow endpoint starves the engine of blocks: the camera's ring laps the host. The ring
+    (24 frames, 154 ms of lines) outlasts a loaded machine's lag before the first volume, and
+    the callback's 0.5 s per volume laps it."""
     o = run(virtual, """
         from vortexgo.endpoint import SpectraStackHostTensorEndpointUInt16
-        acq = ImaqAcquisition(imaq_config(ring_size=2))
+        acq = ImaqAcquisition(imaq_config(ring_size=24))
         done = []
         ep = StackHostTensorEndpointFloat32()
         def slow(*a):
