@@ -42,10 +42,7 @@ NOT_PROVIDED = {
 
 #: Where vortexgo's behaviour still differs from vortex's rules checked by
 #: test_copy_and_attributes_behave_as_vortexs, with the reason (each one a gap to close).
-KNOWN_DIFFERENCES = {
-    "vortex.scan.Segment.position": "a default Segment's position is empty (0, 2), which vortexgo refuses to take "
-                                    "back (a segment has >= 1 sample); vortex stores it",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 #: Classes whose every member may be missing with them (a name under one of these).
 _PREFIXES = tuple(k + "." for k in NOT_PROVIDED)

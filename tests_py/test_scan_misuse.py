@@ -156,6 +156,43 @@ def test_change_keeps_the_old_pattern_on_error():
     assert any(isinstance(m, vm.Event) and m.id == 5 for m in ms)
 
 
+def test_segment_without_samples_is_held_and_refused_by_the_scan():
+    """As vortex's: a new Segment holds an empty (0, 2) position and takes an empty (0, channels)
+    one back; a freeform config holds it; the scan that would play it refuses it, naming it, at
+    initialize and at change (which keeps the old pattern)."""
+    seg = vs.Segment()
+    assert seg.position.shape == (0, 2) and seg.position.dtype == np.float64
+    seg.position = seg.position
+    seg.position = np.zeros((0, 3))
+    assert seg.position.shape == (0, 3)
+    with pytest.raises(ValueError, match=r"Segment.position: shape \(0,\)"):
+        seg.position = np.zeros(0)
+    with pytest.raises(vg.VortexError, match="no samples, cannot take the entry position"):
+        seg.entry_position
+    with pytest.raises(vg.VortexError, match="no samples, cannot take the exit position"):
+        seg.exit_position
+    good = vs.Segment()
+    good.position = np.array([[0.0, 0.0], [0.1, 0.1], [0.2, 0.2]])
+    c = vs.FreeformScanConfig()
+    c.pattern = [good, vs.Segment()]
+    c.bypass_limits_check = True
+    c.inactive_policy = vs.inactive_policy.FixedLinear(5, 7)
+    c.validate()
+    held = c.to_segments()
+    assert [s.position.shape for s in held] == [(3, 2), (0, 2)]
+    assert c.copy() == c
+    s = vs.FreeformScan()
+    with pytest.raises(ValueError, match=r"segment 1: no samples \(an empty position\), expected at least one"):
+        s.initialize(c)
+    ok = c.copy()
+    ok.pattern = [good]
+    s.initialize(ok)
+    with pytest.raises(ValueError, match="segment 1: no samples"):
+        s.change(c)
+    assert s.config == ok
+    assert s.next(vm.MarkerList(), np.zeros((10, 2))) == 10
+
+
 def test_queue_callbacks_run_in_python_after_the_call():
     import threading
 

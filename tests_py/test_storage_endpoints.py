@@ -107,6 +107,64 @@ def test_stream_endpoints_with_the_scan_queue(tmp_path):
     assert [line[13] for line in lines] == [t.decode() for t in rec["type"]]
 
 
+@pytest.mark.parametrize("blocks", [0.5, 1.5])
+def test_stream_dump_at_each_io_lead(tmp_path, blocks):
+    """vortex's galvo delay: IOs added with leads 0, d/3 and d (d half a block, or a block and a
+    half), one StreamDumpStorage per lead for the galvo target, the sample target and the strobes.
+    Read back, each lead's galvo target is lead 0's shifted ``lead`` rows earlier, the largest
+    lead's is the scan queue's own waveform, and the sample target is the same for every lead."""
+    d = int(blocks * tg.RPB)
+    leads = [0, d // 3, d]
+    streams = {"galvo": (1, np.float64), "sample": (2, np.float64), "strobes": (5, np.uint32)}
+    dumps = {}
+    for lead in leads:
+        for name, (index, _) in streams.items():
+            sd = vs.StreamDump()
+            sd.open(vs.StreamDumpConfig(str(tmp_path / f"{name}-{lead}.bin"), stream=index))
+            dumps[lead, name] = sd
+    eps = [StreamDumpStorage(sd, lead) for (lead, _), sd in dumps.items()]
+    _, ec, _ = tg.rig(tmp_path, lambda p: eps, ios=[(tg.NullIO(), {"lead_samples": lead}) for lead in leads],
+                      blocks_to_acquire=8)
+    eng = Engine(ec)
+    eng.scan_queue.append(tg.raster(loop=True))
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    assert eng.status().error == ""
+    for sd in dumps.values():
+        sd.close()
+    read = {(lead, name): np.fromfile(tmp_path / f"{name}-{lead}.bin", dtype=streams[name][1])
+            for lead, name in dumps}
+    n = 8 * tg.RPB
+    ref, ref_strobes = read[0, "galvo"].reshape(-1, 2), read[0, "strobes"]
+    assert ref.shape == (n, 2) and ref_strobes.shape == (n,)
+    q = vg.scan.ScanQueue()
+    q.append(tg.raster(loop=True))
+    wave = np.zeros((n, 2))
+    q.generate(vg.marker.MarkerList(), wave)
+    for lead in leads:
+        galvo, sample = read[lead, "galvo"].reshape(-1, 2), read[lead, "sample"].reshape(-1, 2)
+        np.testing.assert_array_equal(sample, ref, err_msg=f"lead {lead}: the sample target is lead 0's")
+        np.testing.assert_array_equal(galvo[:n - lead], ref[lead:], err_msg=f"lead {lead}")
+        np.testing.assert_array_equal(read[lead, "strobes"][:n - lead], ref_strobes[lead:], err_msg=f"lead {lead}")
+        # before the scan reaches a smaller lead, it holds the queue's start (the origin)
+        np.testing.assert_array_equal(galvo[:d - lead], 0.0)
+    np.testing.assert_array_equal(read[d, "galvo"].reshape(-1, 2), wave, err_msg="the largest lead plays the queue")
+    assert not np.array_equal(read[d, "galvo"], read[0, "galvo"])
+
+
+def test_stream_dump_lead_no_io_has_is_refused(tmp_path):
+    """A StreamDumpStorage lead that no IO of the engine has is refused by prepare, naming the
+    argument and the engine's leads (vortex fails at the first block)."""
+    sd = vs.StreamDump()
+    sd.open(vs.StreamDumpConfig(str(tmp_path / "d.bin"), stream=1))
+    _, ec, _ = tg.rig(tmp_path, lambda p: [StreamDumpStorage(sd, lead_samples=5)],
+                      ios=[(tg.NullIO(), {"lead_samples": 4})])
+    with pytest.raises(ValueError, match=r"StreamDumpStorage.*lead_samples=5, expected one of the engine's IO leads \[0 4\]"):
+        Engine(ec).prepare()
+    sd.close()
+
+
 def new_engine(rig):
     """test_engine's engine for the rig (its scan queue filled where the rig has one)."""
     return te.new_engine(rig) if hasattr(te, "new_engine") else Engine(rig.config)
@@ -222,8 +280,10 @@ def test_bad_wiring_names_the_argument(tmp_path):
         GalvoActualStreamEndpoint(vs.SimpleStreamFloat32())
     with pytest.raises(TypeError, match="expected a StreamDump"):
         StreamDumpStorage(vs.MarkerLog())
-    with pytest.raises(ValueError, match="lead_samples=3"):
-        StreamDumpStorage(vs.StreamDump(), lead_samples=3)
+    with pytest.raises(ValueError, match="lead_samples=-1"):
+        StreamDumpStorage(vs.StreamDump(), lead_samples=-1)
+    with pytest.raises(TypeError):
+        AscanStreamEndpoint(vs.SimpleStreamInt8(), lead_samples=3)  # vortex's takes no lead
     with pytest.raises(TypeError, match="expected a MarkerLog"):
         MarkerLogStorage(vs.StreamDump())
     with pytest.raises(TypeError, match="expected a HDF5Stack"):

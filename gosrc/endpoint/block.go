@@ -88,7 +88,8 @@ type BlockEndpoint struct {
 	name   string
 	what   BlockSource
 	stream Stream // BlockStream's; a dump's is resolved at Prepare
-	lead   int    // vortex's lead_samples (0 supported)
+	lead   int    // vortex's lead_samples (a dump's; 0 for the others)
+	leadAt int    // lead's index in the engine's leads (EndpointInfo.Leads), found at Prepare
 
 	simple *storage.SimpleStream
 	dump   *storage.StreamDump
@@ -115,7 +116,9 @@ type BlockEndpoint struct {
 var _ engine.Endpoint = (*BlockEndpoint)(nil)
 
 // NewBlockEndpoint returns vortex's endpoint writing what (of stream s,
-// for BlockStream) into store, with vortex's lead_samples (0 supported):
+// for BlockStream) into store, with vortex's lead_samples (a dump's: the
+// galvo target and strobes of the IOs that lead the acquisition by that
+// many samples; the other endpoints take 0, as vortex's take none):
 // AscanStreamEndpoint (BlockAscans: an int8 or float32 SimpleStream),
 // SpectraStreamEndpoint (BlockSpectra: uint16), the <Stream>StreamEndpoints
 // (BlockStream: a SimpleStream of the stream's type), StreamDumpStorage
@@ -141,8 +144,8 @@ func NewBlockEndpoint(what BlockSource, s Stream, store any, leadSamples int) (*
 	default:
 		return nil, engine.Invalid("NewBlockEndpoint: source %d, expected BlockAscans ... BlockMarkers", int(what))
 	}
-	if leadSamples != 0 {
-		return nil, engine.Invalid("%s: lead_samples=%d, expected 0 (vortexgo's blocks carry the waveform of the acquisition's timing only)", e.name, leadSamples)
+	if leadSamples < 0 || (leadSamples != 0 && what != BlockDump) {
+		return nil, engine.Invalid("%s: lead_samples=%d, expected 0 (only StreamDumpStorage takes a lead, >= 0, as in vortex)", e.name, leadSamples)
 	}
 	switch what {
 	case BlockDump:
@@ -205,6 +208,16 @@ func (e *BlockEndpoint) Prepare(info engine.EndpointInfo) (err error) {
 		if err := e.release(); err != nil {
 			return fmt.Errorf("%s.Prepare: releasing the previous engine's staging: %w", e.name, err)
 		}
+	}
+	// vortex's block.streams(lead) fails on a lead no IO of the engine
+	// has, at the first block; here the engine's Prepare refuses it.
+	leads := info.Leads
+	if leads == nil {
+		leads = []int{0}
+	}
+	if e.leadAt = slices.Index(leads, e.lead); e.leadAt < 0 {
+		return engine.Invalid("%s.Prepare: lead_samples=%d, expected one of the engine's IO leads %v "+
+			"(EngineConfig.add_io(io, lead_samples=...); 0 is always there)", e.name, e.lead, leads)
 	}
 	e.owner = info.Owner
 	e.source = e.what
@@ -321,10 +334,11 @@ func (e *BlockEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) err
 	case e.source == BlockSpectra:
 		src, rowBytes = b.Raw, e.rowBytes
 	case e.stream != StreamCounter: // the counter is computed by the writer
-		// The block's streams are host memory (vortex's block.streams()
-		// at lead 0): copied into the staging buffer now, while the block
-		// cannot be recycled, so the writer never reads a reused block.
-		h := b.HostStreams()
+		// The block's streams are host memory (vortex's
+		// block.streams(lead_samples)): copied into the staging buffer
+		// now, while the block cannot be recycled, so the writer never
+		// reads a reused block.
+		h := b.HostStreamsLead(e.leadAt)
 		if e.stream == StreamStrobes {
 			if len(h.Strobes) != b.Records {
 				e.free <- j

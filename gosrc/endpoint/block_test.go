@@ -193,6 +193,87 @@ func TestBlockEndpointWrites(t *testing.T) {
 	}
 }
 
+// TestStreamDumpAtLead: a StreamDumpStorage with lead_samples dumps the
+// galvo target and strobes of that IO lead (vortex's
+// block.streams(lead_samples)) and the other streams as at lead 0; a lead
+// the engine does not generate is refused at Prepare, naming the argument
+// and the leads there are.
+func TestStreamDumpAtLead(t *testing.T) {
+	const records = 3
+	r := newBlockRig(t, records, 1, 1)
+	le := binary.LittleEndian
+	f64s := func(v ...float64) []byte {
+		var b []byte
+		for _, x := range v {
+			b = le.AppendUint64(b, math.Float64bits(x))
+		}
+		return b
+	}
+	// lead 0: target (i, -i), sample target (2i, -2i), strobes 3i+1
+	// (blockRig.data); lead 2: target (10+i, 20+i), strobes 100+i;
+	// lead 7: target (30+i, 40+i), strobes 200+i.
+	data := func() *engine.BlockData {
+		d := r.data(0, 0, nil)
+		h := d.HostStreams()
+		at := func(a, b float64, s uint32) engine.HostStreams {
+			var l engine.HostStreams
+			for i := range records {
+				l.GalvoTarget = append(l.GalvoTarget, a+float64(i), b+float64(i))
+				l.Strobes = append(l.Strobes, s+uint32(i))
+			}
+			return l
+		}
+		d.Block = engine.NewStreamsBlock(0, h, at(10, 20, 100), at(30, 40, 200))
+		return d
+	}
+	leads := []int{0, 2, 7}
+	negZero := math.Copysign(0, -1) // blockRig's -float64(0)
+	tests := []struct {
+		name   string
+		stream int
+		lead   int
+		leads  []int
+		want   []byte
+		err    string
+	}{
+		{"galvo target, lead 2", 1, 2, leads, f64s(10, 20, 11, 21, 12, 22), ""},
+		{"galvo target, lead 7", 1, 7, leads, f64s(30, 40, 31, 41, 32, 42), ""},
+		{"galvo target, lead 0", 1, 0, leads, f64s(0, negZero, 1, -1, 2, -2), ""},
+		{"sample target, lead 7: as at lead 0", 2, 7, leads, f64s(0, negZero, 2, -2, 4, -4), ""},
+		{"strobes, lead 2", 5, 2, leads, le.AppendUint32(le.AppendUint32(le.AppendUint32(nil, 100), 101), 102), ""},
+		{"a lead no IO has", 1, 3, leads, nil, "StreamDumpStorage.Prepare: lead_samples=3, expected one of the engine's IO leads [0 2 7]"},
+		{"no engine's leads: 0 only", 1, 2, nil, nil, "lead_samples=2, expected one of the engine's IO leads [0]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.bin")
+			dump := storage.NewStreamDump()
+			require.NoError(t, dump.Open(storage.StreamDumpConfig{Path: path, Stream: tc.stream, Divisor: 1}))
+			e, err := NewBlockEndpoint(BlockDump, 0, dump, tc.lead)
+			require.NoError(t, err)
+			info := r.info(nil)
+			info.Leads = tc.leads
+			err = e.Prepare(info)
+			if tc.err != "" {
+				require.ErrorIs(t, err, backend.ErrInvalid)
+				require.ErrorContains(t, err, tc.err)
+				require.False(t, e.Prepared())
+				require.NoError(t, e.Close())
+				require.NoError(t, dump.Close())
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, e.Format(data(), &engine.FormatPlan{}))
+			require.NoError(t, e.Flush())
+			require.NoError(t, e.Close())
+			require.NoError(t, dump.Close())
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
 // TestBlockEndpointFailedWrite: a write the disk refuses stops the engine
 // through Fail, once, and every later Format returns the error.
 func TestBlockEndpointFailedWrite(t *testing.T) {
@@ -239,7 +320,8 @@ func TestBlockEndpointSkipsClosedStorage(t *testing.T) {
 }
 
 // TestBlockEndpointBadWiring: a storage of another kind or type, or a
-// lead_samples other than 0, is refused when the endpoint is built.
+// lead_samples other than 0 on another endpoint than StreamDumpStorage
+// (or a negative one), is refused when the endpoint is built.
 func TestBlockEndpointBadWiring(t *testing.T) {
 	_, _, err := ParseBlockSource("Nope")
 	require.ErrorIs(t, err, backend.ErrInvalid)
@@ -253,6 +335,11 @@ func TestBlockEndpointBadWiring(t *testing.T) {
 	require.NoError(t, err)
 	_, err = NewBlockEndpoint(BlockAscans, 0, i8, 1)
 	require.ErrorIs(t, err, backend.ErrInvalid, "lead_samples")
+	require.ErrorContains(t, err, "AscanStreamEndpoint: lead_samples=1, expected 0 (only StreamDumpStorage takes a lead")
+	_, err = NewBlockEndpoint(BlockDump, 0, storage.NewStreamDump(), -1)
+	require.ErrorContains(t, err, "StreamDumpStorage: lead_samples=-1, expected 0")
+	_, err = NewBlockEndpoint(BlockDump, 0, storage.NewStreamDump(), 5)
+	require.NoError(t, err, "a dump takes a lead; Prepare checks it against the engine's")
 	_, err = NewBlockEndpoint(BlockStream, Stream(6), i8, 0)
 	require.ErrorIs(t, err, backend.ErrInvalid, "no stream 6")
 	dump := storage.NewStreamDump()

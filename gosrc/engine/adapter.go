@@ -276,6 +276,12 @@ type EndpointInfo struct {
 	OutputSamples int
 	// SegmentsPerVolume and RecordsPerSegment are the formatter's shape.
 	SegmentsPerVolume, RecordsPerSegment int
+	// Leads are the distinct IO leads the engine generates waveforms for
+	// (EngineConfig.add_io's lead_samples), sorted, 0 first (vortex's
+	// io_lead_samples). An endpoint that stores the streams of a lead
+	// finds its index here for BlockData.HostStreamsLead; nil (an
+	// endpoint driven without an engine) means lead 0 only.
+	Leads []int
 	// Stopping is closed when the engine is asked to stop: an endpoint
 	// waiting on a user's lock gives up then instead of hanging Stop. The
 	// engine passes nil (never closed) and gives each session's channel

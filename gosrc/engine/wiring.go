@@ -140,6 +140,12 @@ func (e *Engine) prepareRoutes(outSamples []int, markers int) error {
 			fmtOut[f], fmtFeeder[f] = outSamples[pi], pi
 		}
 	}
+	// prepareIOs sorted the leads out before; the endpoints share one
+	// slice of their values, read only.
+	leads := make([]int, len(e.leads))
+	for i, l := range e.leads {
+		leads[i] = l.lead
+	}
 	fmtEps := map[Formatter][]*epRoute{}
 	fmtTask := map[Formatter]int{}
 	for task, fn := range cfg.fmts {
@@ -151,6 +157,7 @@ func (e *Engine) prepareRoutes(outSamples []int, markers int) error {
 				Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 				RawSamples: e.acqs[e.procAcq[fmtFeeder[fn.fmt]]].raw, OutputSamples: fmtOut[fn.fmt],
 				SegmentsPerVolume: fn.fmt.SegmentsPerVolume(), RecordsPerSegment: fn.fmt.RecordsPerSegment(),
+				Leads:    leads,
 				Stopping: nil, // each session's, through SessionEndpoint.BeginSession
 				Fail: func(err error) {
 					e.failAsync(fmt.Errorf("engine: endpoint #%d: %w", id, err))

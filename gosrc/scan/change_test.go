@@ -236,6 +236,31 @@ func TestBadScanTypeConfigs(t *testing.T) {
 			var s FreeformScan
 			return s.Initialize(c)
 		}(), "segment 0: one sample and no entry_delta/exit_delta"},
+		{"freeform segment without samples", func() error {
+			c := NewFreeformScanConfig()
+			c.BypassLimitsCheck = true
+			empty, err := NewSegment("pattern[1]", nil, 2, nil, nil, nil)
+			if err != nil {
+				return err
+			}
+			c.Pattern = []Segment{{Position: []float64{0, 0, 1, 1}, Channels: 2}, empty}
+			if _, err := c.ToSegments(); err != nil {
+				return fmt.Errorf("the config holds it (vortex's does): %w", err)
+			}
+			var s FreeformScan
+			return s.Initialize(c)
+		}(), "segment 1: no samples (an empty position), expected at least one"},
+		{"freeform change to a segment without samples", func() error {
+			c := NewFreeformScanConfig()
+			c.BypassLimitsCheck = true
+			c.Pattern = []Segment{{Position: []float64{0, 0, 1, 1}, Channels: 2}}
+			var s FreeformScan
+			if err := s.Initialize(c); err != nil {
+				return err
+			}
+			c.Pattern = append(c.Pattern, Segment{Channels: 2})
+			return s.Change(c, false, 0)
+		}(), "segment 1: no samples"},
 		{"freeform nan", func() error {
 			c := NewFreeformScanConfig()
 			c.Pattern = []Segment{{Position: []float64{0, 0, math.NaN(), 0}, Channels: 2}}

@@ -31,7 +31,12 @@ func TestTypedAPIsCheckTheirArguments(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrInvalid)
 
 	_, err = NewSegment("pattern[1]", []float64{1, 2, 3}, 2, nil, nil, nil)
-	require.EqualError(t, err, "pattern[1]: 3 positions of 2 channels, expected a non-empty (samples, channels) array with 1..64 channels")
+	require.EqualError(t, err, "pattern[1]: 3 positions of 2 channels, expected a (samples, channels) array with 1..64 channels")
+	empty, err := NewSegment("pattern[2]", nil, 2, nil, nil, nil)
+	require.NoError(t, err, "a segment may hold no samples (vortex's default Segment); a scan refuses it")
+	require.Zero(t, empty.Len())
+	_, err = empty.EntryPosition()
+	require.EqualError(t, err, "Segment.position: no samples, cannot take the entry position")
 	_, err = NewSegment("pattern[0]", []float64{1, 2, 3, 4}, 2, []float64{1}, nil, nil)
 	require.EqualError(t, err, "pattern[0]: entry/exit delta of 1 values, expected 2 (channels)")
 	seg, err := NewSegment("pattern[0]", []float64{1, 2, 3, 4}, 2, nil, []float64{1, 1}, nil)

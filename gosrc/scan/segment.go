@@ -23,12 +23,14 @@ type Segment struct {
 }
 
 // NewSegment is a Segment of the given (samples, channels) positions,
-// checked: a non-empty row-major array of 1..64 channels, and deltas of one
-// value per channel when set. name is the segment's place in a config
-// (FreeformScanConfig.pattern[3]), for messages.
+// checked: a row-major array of 1..64 channels, and deltas of one value per
+// channel when set. name is the segment's place in a config
+// (FreeformScanConfig.pattern[3]), for messages. It may hold no samples,
+// as vortex's default Segment does: a scan refuses such a segment where it
+// plays it (Initialize, Change), naming it.
 func NewSegment(name string, position []float64, channels int, entryDelta, exitDelta []float64, markers []marker.Marker) (Segment, error) {
-	if channels < 1 || channels > maxChannels || len(position)%channels != 0 || len(position) == 0 {
-		return Segment{}, backend.Invalidf("%s: %d positions of %d channels, expected a non-empty (samples, channels) array with 1..%d channels", name, len(position), channels, maxChannels)
+	if channels < 1 || channels > maxChannels || len(position)%channels != 0 {
+		return Segment{}, backend.Invalidf("%s: %d positions of %d channels, expected a (samples, channels) array with 1..%d channels", name, len(position), channels, maxChannels)
 	}
 	for _, d := range [][]float64{entryDelta, exitDelta} {
 		if d != nil && len(d) != channels {

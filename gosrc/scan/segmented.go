@@ -610,7 +610,7 @@ func validateSegments(cfg *SegmentedConfig, segments []Segment) error {
 		}
 		n := s.Len()
 		if n == 0 {
-			return backend.Invalidf("segment %d: no samples, expected at least one", i)
+			return backend.Invalidf("segment %d: no samples (an empty position), expected at least one", i)
 		}
 		total += int64(len(s.Position))
 		if total > maxScanElements {

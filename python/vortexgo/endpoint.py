@@ -37,7 +37,8 @@ dump and marker-log endpoints; ``vortexgo.storage_endpoint`` names them too):
   the latest volume of the counter (uint64) / measured galvo positions
   (float64) in a host tensor of shape ``(segments, records, columns)``.
 - ``StreamDumpStorage(storage, lead_samples=0)``: one stream of every block,
-  whole, every ``divisor``-th row, into a ``StreamDump``.
+  whole, every ``divisor``-th row, into a ``StreamDump``; ``lead_samples``
+  picks the IO lead whose galvo target and strobes it dumps.
 - ``MarkerLogStorage(storage)``: every block's markers into a ``MarkerLog``.
 - ``AscanHDF5StackEndpoint`` / ``SpectraHDF5StackEndpoint``: the plan's
   copies into an ``HDF5Stack``; ``BroctStorageEndpoint``: int8 volumes into a
@@ -469,8 +470,12 @@ class _BlockEndpoint(_Endpoint):
     _storage: tuple = (_SimpleStream,)
     _dtypes: tuple = ()
 
-    def __init__(self, storage: Any, log: Optional[logging.Logger] = None, *, lead_samples: int = 0) -> None:
+    def __init__(self, storage: Any, log: Optional[logging.Logger] = None) -> None:
         super().__init__()
+        self._open(storage, log, 0)
+
+    def _open(self, storage: Any, log: Optional[logging.Logger], lead_samples: int) -> None:
+        """Checks the storage and builds the Go endpoint (``lead_samples``: a dump's lead)."""
         if not isinstance(storage, self._storage):
             names = " or ".join(c.__name__.lstrip("_") for c in self._storage)
             raise TypeError(f"storage={storage!r}, expected a {names}")
@@ -510,15 +515,23 @@ class _BlockEndpoint(_Endpoint):
 
 class StreamDumpStorage(_BlockEndpoint):
     """Dumps one stream of every block (``StreamDumpConfig.stream``) to a ``StreamDump``:
-    ``StreamDumpStorage(storage, lead_samples=0)``. vortexgo's blocks carry the
-    acquisition's timing only, so ``lead_samples`` must be 0. Stream 5 (strobes)
-    dumps uint32 words."""
+    ``StreamDumpStorage(storage, lead_samples=0)``, as vortex's.
+
+    ``lead_samples`` picks the IO lead whose streams are dumped (vortex's
+    ``block.streams(lead_samples)``): the galvo target (stream 1) and the strobes (stream 5)
+    the IOs added with ``EngineConfig.add_io(io, lead_samples=...)`` output, row ``r``
+    holding what lead 0 holds ``lead_samples`` rows later; the other streams are the same
+    at every lead. The engine keeps those streams for every lead of its IOs (and 0), so
+    this costs no copy; a lead none of its IOs has is refused by
+    :meth:`~vortexgo.engine.Engine.prepare` with an error naming the leads there are
+    (vortex fails at the first block). Stream 5 dumps uint32 words."""
 
     _source = "dump"
     _storage = (StreamDump,)
 
     def __init__(self, storage: StreamDump, lead_samples: int = 0) -> None:
-        super().__init__(storage, lead_samples=lead_samples)
+        _Endpoint.__init__(self)
+        self._open(storage, None, lead_samples)
 
 
 class MarkerLogStorage(_BlockEndpoint):

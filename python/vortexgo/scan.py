@@ -31,7 +31,7 @@ import numpy as np
 
 from ._attrs import NoCopy, StrictAttributes, ValueList, unknown_attribute
 from ._core import api
-from ._errors import native
+from ._errors import VortexError, native
 from ._validate import INT64_MAX, check_bool, check_callable, check_float, check_int
 from .marker import Flags, FlagsList, MarkerList, ScanBoundary, _check_marker, _from_records, _signed, _to_records
 
@@ -492,17 +492,24 @@ def _repeat_from(r: dict) -> _Repeat:
 # ---------------------------------------------------------------- segments
 
 
-def _positions(name: str, v: Any, channels: Optional[int] = None) -> np.ndarray:
+def _positions(name: str, v: Any, channels: Optional[int] = None, empty: bool = False) -> np.ndarray:
+    """``v`` as a (samples, channels) float64 copy; ``empty`` allows zero samples (a Segment holds
+    them, as vortex's; the scan that plays it refuses them)."""
     a = np.array(v, dtype=np.float64, copy=True)
-    if a.ndim != 2 or a.shape[0] < 1 or not 1 <= a.shape[1] <= 64 or (channels and a.shape[1] != channels):
-        raise ValueError(f"{name}: shape {a.shape}, expected (samples >= 1, channels in 1..64)")
+    least = 0 if empty else 1
+    if a.ndim != 2 or a.shape[0] < least or not 1 <= a.shape[1] <= 64 or (channels and a.shape[1] != channels):
+        raise ValueError(f"{name}: shape {a.shape}, expected (samples >= {least}, channels in 1..64)")
     if a.size > 1 << 27 or not np.all(np.isfinite(a)):
         raise ValueError(f"{name}: expected at most 2**27 finite values")
     return a
 
 
 class Segment(StrictAttributes):
-    """One active segment (vortex's ``scan.Segment``): sample positions and the markers starting it."""
+    """One active segment (vortex's ``scan.Segment``): sample positions and the markers starting it.
+
+    A new segment holds no samples (``position`` is an empty ``(0, 2)`` array), as vortex's; a
+    ``(0, channels)`` array may be assigned too. A scan refuses a segment without samples where it
+    is used (``initialize``, or a change of its segments), naming the segment."""
 
     def __init__(self) -> None:
         self._position = np.zeros((0, 2))
@@ -512,12 +519,12 @@ class Segment(StrictAttributes):
 
     @property
     def position(self) -> np.ndarray:
-        """The (samples, channels) float64 positions."""
+        """The (samples, channels) float64 positions (``(0, 2)`` in a new segment)."""
         return self._position
 
     @position.setter
     def position(self, v: Any) -> None:
-        self._position = _positions("Segment.position", v)
+        self._position = _positions("Segment.position", v, empty=True)
 
     @property
     def markers(self) -> MarkerList:
@@ -530,13 +537,18 @@ class Segment(StrictAttributes):
 
     @property
     def entry_position(self) -> np.ndarray:
-        """The first sample's position (vortex's read-only property)."""
-        return self._position[0].copy()
+        """The first sample's position (vortex's read-only property); VortexError without samples."""
+        return self._end(0, "entry")
 
     @property
     def exit_position(self) -> np.ndarray:
-        """The last sample's position (vortex's read-only property)."""
-        return self._position[-1].copy()
+        """The last sample's position (vortex's read-only property); VortexError without samples."""
+        return self._end(-1, "exit")
+
+    def _end(self, i: int, which: str) -> np.ndarray:
+        if len(self._position) == 0:
+            raise VortexError(f"Segment.position: no samples, cannot take the {which} position")
+        return self._position[i].copy()
 
     def _delta(self, d: Optional[np.ndarray], a: int, b: int) -> np.ndarray:
         if d is not None:
@@ -562,7 +574,8 @@ class Segment(StrictAttributes):
         return f"Segment({n} samples x {ch} channels, {len(self._markers)} markers)"
 
     def _go(self, name: str) -> dict:
-        p = _positions(f"{name}.position", self._position)
+        # an empty position goes to Go, whose scan refuses it naming the segment (vortex's check)
+        p = _positions(f"{name}.position", self._position, empty=True)
         deltas = []
         for k in ("entry_delta", "exit_delta"):
             d = getattr(self, k)
@@ -574,7 +587,7 @@ class Segment(StrictAttributes):
     def _from(w: dict) -> "Segment":
         s = Segment()
         ch = w["Channels"]
-        s._position = np.asarray(w["Position"], dtype=np.float64).reshape(-1, ch)
+        s._position = np.asarray(w["Position"] or [], dtype=np.float64).reshape(-1, ch)  # null: no samples
         s.entry_delta = None if w["EntryDelta"] is None else np.asarray(w["EntryDelta"], dtype=np.float64)
         s.exit_delta = None if w["ExitDelta"] is None else np.asarray(w["ExitDelta"], dtype=np.float64)
         s._markers = _from_records(np.asarray(w["Markers"] or [], dtype=np.int64).reshape(-1, 8))
