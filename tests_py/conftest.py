@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,15 @@ os.environ.setdefault("XDG_CACHE_HOME", str(Path(__file__).resolve().parent.pare
 import pytest
 
 import vortexgo as vg
+
+# The Ctrl-C tests (interrupt_main here, SIGINT to the children they spawn) need SIGINT to
+# reach Python. A test run started in the background of a shell without job control
+# (`cmd &` in a script, nohup) inherits SIGINT ignored, and children inherit SIG_IGN across
+# exec, where Python then leaves it ignored: every Ctrl-C case would hang until its timeout.
+# A handler (unlike SIG_IGN) is reset to the default by exec, so the children start as from
+# a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 HAS_CUDA = vg.is_cuda_available()
 try:  # CuPy is optional; GPU interop tests need it
