@@ -14,10 +14,11 @@ its worker died writes the same bytes again; a rerun skips the chunks already
 written (``overwrite=True`` redoes them). One job at a time writes a store: a
 second is refused with :class:`StoreBusyError` while the first runs.
 
-Each worker thread keeps its processor, format planner and endpoint across tasks
-(one per thread, for one configuration and device: FFT plans and tables are made
-once, not per task); a task builds only a new engine around them and its file
-range. They are closed when the configuration changes or the worker closes.
+Workers keep their processors, format planners and endpoints across tasks (one
+set per task running at once, for one configuration and device: FFT plans and
+tables are made once, not per task); a task builds only a new engine around one
+and its file range. They are closed when the configuration changes or the
+worker closes.
 
 Inputs (every file vortexgo writes raw spectra to, and vortex's): ``SimpleStack``
 files of ``uint16`` with the NumPy, MATLAB v5, NRRD or NIfTI-2 header or none,
@@ -453,14 +454,14 @@ def _use_cuda(device: str) -> bool:
 
 def _engine(cfg: ReprocessConfig, acquisition: Any, device: str) -> tuple[Any, Any]:
     """The single-machine pipeline of one range: acquisition -> processor -> formatter -> host tensor
-    (new stages; run_task takes its processor, planner and endpoint from the thread's cache)."""
+    (new stages; run_task takes its processor, planner and endpoint from the worker's pool)."""
     pipe = _Pipeline(None, cfg, device)
     return pipe.engine(acquisition, False), pipe.endpoint
 
 
 class _Pipeline:
-    """One thread's processor, format planner and endpoint for one configuration and device,
-    kept across tasks: each task wraps them in a new engine with its own file range (the
+    """A processor, format planner and endpoint for one configuration and device, kept by a
+    worker across tasks (one task at a time): each task wraps them in a new engine with its own file range (the
     acquisition is the one stage that changes). The processor's FFT plans, resampling table,
     filter and (on a GPU) its module stay prepared between tasks."""
 
@@ -473,8 +474,7 @@ class _Pipeline:
         self.planner = FormatPlanner(FormatPlannerConfig(cfg.bscans_per_volume, cfg.ascans_per_bscan))
         self.endpoint = _endpoint_class(cfg.dtype)(StackFormatExecutor(cfg.format or StackFormatExecutorConfig()))
         self.used = False      # whether an engine ran the processor since made (its history may hold records)
-        self.busy = False      # a task of this thread runs it (guarded by _pipelines_lock)
-        self.closing = False   # close when that task ends (the worker closes, or close_pipelines)
+        self.closing = False   # close when its task ends (the worker closes, or close_pipelines)
 
     def engine(self, acquisition: Any, empty_history: bool) -> Any:
         """A new engine over ``acquisition`` and the kept stages. ``empty_history``: the
@@ -500,8 +500,11 @@ class _Pipeline:
                 pass
 
 
-# (the Dask worker's id or None in-process, thread ident) -> that thread's _Pipeline
-_pipelines: dict = {}
+# Per owner (the Dask worker's id, or None in-process): the pipelines no task uses now (the
+# pool), the ones tasks use, and the configuration asked for last.
+_idle: dict = {}
+_in_use: dict = {}
+_latest: dict = {}
 _pipelines_lock = threading.Lock()
 
 
@@ -517,36 +520,37 @@ def _owner() -> Optional[str]:
 
 @contextlib.contextmanager
 def _pipeline(cfg: ReprocessConfig, device: str) -> Iterator[_Pipeline]:
-    """This thread's pipeline for ``cfg`` on ``device``: the kept one, or a new one (closing
-    the thread's previous one, of another configuration). One per thread rather than one per
-    worker behind a lock: a worker's threads then run their tasks' engines in parallel, as the
-    user's ``threads_per_worker`` asks. Dropped (closed) after a task that raised."""
+    """A pipeline for ``cfg`` on ``device`` for one task: an idle one of this worker's, or a new
+    one. So a worker keeps as many as it runs tasks at once (its threads, at most) and no more,
+    whichever threads run them (Dask replaces a thread that secedes). One per running task
+    rather than one per worker behind a lock: a worker's threads then run their engines in
+    parallel, as the user's ``threads_per_worker`` asks. Idle pipelines of another configuration
+    are closed when a task asks for a new one; one that a failed task used is closed too."""
     key = (json.dumps(cfg.identity(), sort_keys=True), _use_cuda(device))
-    slot = (_owner(), threading.get_ident())
+    owner = _owner()
     with _pipelines_lock:
-        pipe = _pipelines.get(slot)
-        stale = pipe if pipe is not None and pipe.key != key else None
-        if stale is not None:
-            del _pipelines[slot]
-            pipe = None
-    if stale is not None:
-        stale.close()
+        idle = _idle.setdefault(owner, [])
+        stale = [p for p in idle if p.key != key]
+        idle[:] = [p for p in idle if p.key == key]
+        pipe = idle.pop() if idle else None
+        _latest[owner] = key
+    for p in stale:
+        p.close()
     if pipe is None:
         pipe = _Pipeline(key, cfg, device)
-        with _pipelines_lock:
-            _pipelines[slot] = pipe
-    pipe.busy = True
+    with _pipelines_lock:
+        _in_use.setdefault(owner, set()).add(pipe)
     ok = False
     try:
         yield pipe
         ok = True
     finally:
         with _pipelines_lock:
-            pipe.busy = False
-            drop = pipe.closing or not ok
-            if drop and _pipelines.get(slot) is pipe:
-                del _pipelines[slot]
-        if drop:
+            _in_use[owner].discard(pipe)
+            keep = ok and not pipe.closing and _latest.get(owner) == pipe.key
+            if keep:
+                _idle.setdefault(owner, []).append(pipe)
+        if not keep:
             pipe.close()
 
 
@@ -556,23 +560,22 @@ def close_pipelines(owner: Any = "all") -> int:
     in use by a running task is closed when that task ends. Returns how many were kept.
     Dask workers call it when they close (a worker plugin that :func:`reprocess` registers)."""
     with _pipelines_lock:
-        mine = [k for k in _pipelines if owner == "all" or k[0] == owner]
-        idle = []
-        for k in mine:
-            p = _pipelines[k]
-            if p.busy:
+        owners = [o for o in set(_idle) | set(_in_use) if owner == "all" or o == owner]
+        idle, n = [], 0
+        for o in owners:
+            idle += _idle.pop(o, [])
+            for p in _in_use.get(o, ()):
                 p.closing = True
-            else:
-                idle.append(_pipelines.pop(k))
+                n += 1
     for p in idle:
         p.close()
-    return len(mine)
+    return n + len(idle)
 
 
 def _pipeline_count() -> int:
-    """How many pipelines this process keeps (tests read it through ``client.run``)."""
+    """How many pipelines this process keeps, idle or in use (tests read it through ``client.run``)."""
     with _pipelines_lock:
-        return len(_pipelines)
+        return sum(map(len, _idle.values())) + sum(map(len, _in_use.values()))
 
 
 class _PipelinePlugin(_WorkerPlugin):  # type: ignore[misc, valid-type]
@@ -607,9 +610,8 @@ def _fork_hint(e: BaseException) -> BaseException:
     from ._errors import ForkError
 
     if isinstance(e, ForkError) or type(e).__name__ == "ForkError":
-        return ForkError(f"{e} -- this Dask worker was forked (the Dask setting distributed.worker."
-                         "multiprocessing-method is 'fork') from a process that had started vortexgo's Go runtime: "
-                         "start the workers with 'spawn' (Dask's default) or 'forkserver'")
+        return ForkError(f"{e} (Dask: this worker was forked because the setting distributed.worker."
+                         "multiprocessing-method is 'fork'; its default, 'spawn', or 'forkserver' works)")
     return e
 
 
@@ -620,7 +622,7 @@ def output_shape(config: ReprocessConfig, device: str = "auto") -> tuple[int, in
 
     acq = NullAcquisition(samples_per_record=config.processor.samples_per_record,
                           channels_per_sample=config.processor.channels_per_sample, records=config.block())
-    # The thread's kept pipeline: on a worker, the thread's first task finds it prepared.
+    # A kept pipeline: on a worker, the first task finds it prepared.
     with _pipeline(config, device) as pipe:
         try:
             with pipe.engine(acq, False) as engine:
@@ -742,7 +744,7 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
     """Run one task where it is called (a Dask worker, or in-process): an engine over the
     task's byte range, each formatted volume written as whole chunks of the array at ``store``.
 
-    The processor, planner and endpoint are this thread's, kept across tasks (see the
+    The processor, planner and endpoint are the worker's, kept across tasks (see the
     module). Skips the task when all its chunks exist and ``overwrite`` is false. With
     ``job``, each chunk is written only while the store's attributes still name that job:
     a task left running by a job whose client died stops with :class:`StoreBusyError` once
