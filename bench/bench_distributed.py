@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import platform
@@ -228,6 +229,44 @@ def measure(workers: list[int], device: str = "cpu", directory: str = "build/ben
             "engine_ascans_per_s": ref, "rows": rows}
 
 
+def task_overhead(workers: list[int], directory: str = "build/bench-distributed", tasks: int = 64,
+                  repeat: int = 3, log: Any = print) -> dict:
+    """The fixed cost of a task: a job of ``tasks`` tiny tasks (one volume of 8 B-scans of
+    16 A-scans of 64 samples, 16 KiB: its processing takes well under a millisecond) on n CPU
+    workers; wall time x n / tasks is what one task costs a worker beyond its processing
+    (Dask's scheduling, the task's set-up, its chunk write, the checksum)."""
+    import distributed
+    import numpy as np
+
+    import vortexgo as vg
+    from vortexgo import distributed as vd
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    f = d / f"tiny-{tasks}.npy"
+    if not f.exists():
+        np.save(f, np.random.default_rng(0).integers(1000, 3000, (tasks, 8, 16, 64, 1)).astype(np.uint16))
+    cfg = vd.ReprocessConfig(vg.ProcessorConfig(samples_per_record=64, ascans_per_block=128, levels=(0.0, 60.0)),
+                             ascans_per_bscan=16, bscans_per_volume=8, volumes_per_task=1)
+    rows = []
+    for n in workers:
+        with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      silence_logs=40) as cluster, distributed.Client(cluster) as client:
+            store = d / f"tiny-{n}.zarr"
+            vd.reprocess(client, [f], cfg, store, overwrite=True, device="cpu")  # warm-up
+            best = math.inf
+            for _ in range(repeat):
+                t = time.perf_counter()
+                r = vd.reprocess(client, [f], cfg, store, overwrite=True, device="cpu")
+                best = min(best, time.perf_counter() - t)
+        row = {"workers": n, "tasks": tasks, "seconds": best, "ms_per_task": 1e3 * best * n / tasks,
+               "median_in_task_ms": 1e3 * statistics.median(x["seconds"] for x in r.results)}
+        rows.append(row)
+        log(f"{n} worker(s), {tasks} tiny tasks: {row['ms_per_task']:.1f} ms per task per worker "
+            f"({row['median_in_task_ms']:.1f} ms inside the task, median)", flush=True)
+    return {"rows": rows, "load_average": os.getloadavg(), "host": platform.node(), "cpus": os.cpu_count()}
+
+
 def markdown(result: dict) -> str:
     """One result of :func:`measure` as a markdown table."""
     def ms(v: Optional[float]) -> str:
@@ -247,6 +286,11 @@ def markdown(result: dict) -> str:
         lines.append(f"| {r['workers']} | {r['tasks']} x {r['volumes_per_task']} | {r['gb_per_s']:.3f} | "
                      f"{r['ascans_per_s'] / 1e3:.0f} | {r['efficiency']:.2f} | {r['overhead_ms_per_task']:.0f} | "
                      f"{ms(r['median_outside_run_ms'])} / {ms(r['median_write_ms'])} | {ceil} |")
+    if "overhead" in result:
+        lines += ["", "Per-task cost, tiny tasks (16 KiB, one volume each): "
+                  + "; ".join(f"{r['workers']} worker(s): {r['ms_per_task']:.1f} ms per task per worker, "
+                              f"{r['median_in_task_ms']:.1f} ms inside the task"
+                              for r in result["overhead"]["rows"]) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -265,6 +309,7 @@ def run(results: dict, quick: bool = False) -> None:
     out, md = {}, []
     cpus = [n for n in (1, 2, 4, 8) if n <= (os.cpu_count() or 1)]
     out["cpu"] = measure(cpus, "cpu", repeat=1 if quick else 2)
+    out["cpu"]["overhead"] = task_overhead(cpus[:2])
     md.append(markdown(out["cpu"]))
     if vg.is_cuda_available():
         try:
@@ -295,11 +340,15 @@ def main() -> None:
     ap.add_argument("--dtype", default="int8", choices=["int8", "uint16", "float32"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-ceiling", action="store_true", help="skip the read ceiling")
+    ap.add_argument("--overhead-tasks", type=int, default=64, help="tiny tasks of the per-task cost (0: skip it)")
     ap.add_argument("--json", default=None, help="write the results there")
     ap.add_argument("--markdown", default=None, help="write the table there")
     a = ap.parse_args()
     result = measure([int(x) for x in a.workers.split(",")], a.device, a.dir, a.files, a.volumes, a.samples,
                      a.ascans, a.bscans, a.volumes_per_task, a.task_bytes, a.dtype, a.repeat, not a.no_ceiling)
+    if a.overhead_tasks and a.device == "cpu":
+        result["overhead"] = task_overhead([int(x) for x in a.workers.split(",")][:2], a.dir, a.overhead_tasks,
+                                           a.repeat)
     md = markdown(result)
     print(md)
     if a.json:

@@ -39,6 +39,7 @@ measured scaling.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
@@ -68,6 +69,7 @@ __all__ = ["ReprocessConfig", "Source", "Task", "SourceError", "ReprocessError",
 _DTYPES = ("int8", "uint16", "float32")
 _FORMAT_VERSION = 2  # 2: one SHA-256 per file (1: per task's range); the job's token
 _TASK_SIZING = ("volumes_per_task", "task_bytes")  # how the work is split: not part of a job's identity
+_WRITERS = 2  # chunk writes (compression, file) of one task at once, beside its engine
 _WARMUP = (1 << 31) - 1  # the ScanBoundary sequence of warm-up scans
 
 
@@ -474,6 +476,8 @@ class _Pipeline:
         self.planner = FormatPlanner(FormatPlannerConfig(cfg.bscans_per_volume, cfg.ascans_per_bscan))
         self.endpoint = _endpoint_class(cfg.dtype)(StackFormatExecutor(cfg.format or StackFormatExecutorConfig()))
         self.used = False      # whether an engine ran the processor since made (its history may hold records)
+        self._writer: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._rasters: dict = {}
         self.closing = False   # close when its task ends (the worker closes, or close_pipelines)
 
     def engine(self, acquisition: Any, empty_history: bool) -> Any:
@@ -492,7 +496,23 @@ class _Pipeline:
         ec.add_formatter(self.planner, [self.endpoint])
         return Engine(ec)
 
+    def raster(self, bscans: int) -> Any:
+        """The record raster of ``bscans`` B-scans (made once: a raster costs milliseconds)."""
+        from .acquire import record_raster
+
+        if bscans not in self._rasters:
+            self._rasters[bscans] = record_raster(self.cfg.ascans_per_bscan, bscans)
+        return self._rasters[bscans]
+
+    def writer(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The threads that write its tasks' chunks (made at the first write)."""
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(_WRITERS, thread_name_prefix="vortexgo-chunk-write")
+        return self._writer
+
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
         for stage in (self.endpoint, self.planner, self.processor):
             try:
                 stage.close()
@@ -684,6 +704,28 @@ def file_sha256(path: str, size: int, mtime_ns: int) -> str:
     return h.hexdigest()
 
 
+_arrays: dict = {}  # (store, job) -> the array a job's tasks write, opened once per process
+_arrays_lock = threading.Lock()
+
+
+def _open_array(store: str, job: Optional[str]) -> Any:
+    """The array at ``store`` opened for writing; for a job, opened once per process (a job's
+    array does not change while it runs; the next job has another token)."""
+    import zarr
+
+    if job is None:
+        return zarr.open_array(store, mode="r+", config={"write_empty_chunks": True})
+    with _arrays_lock:
+        a = _arrays.get((store, job))
+    if a is None:
+        a = zarr.open_array(store, mode="r+", config={"write_empty_chunks": True})
+        with _arrays_lock:
+            if len(_arrays) >= 8:
+                _arrays.pop(next(iter(_arrays)))
+            _arrays[(store, job)] = a
+    return a
+
+
 def _store_job(store: str) -> Optional[str]:
     """The token of the job that last took ``store`` (its attributes, read from zarr.json)."""
     try:
@@ -754,9 +796,7 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
     its prepare), ``run`` (the engine's run, writes included), ``write`` (the chunk writes)
     and ``outside_run`` (the task's time but the run).
     """
-    import zarr
-
-    from .acquire import FileAcquisition, record_raster
+    from .acquire import FileAcquisition
     from .marker import ScanBoundary
 
     t0 = time.perf_counter()
@@ -766,7 +806,7 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
               "seconds": 0.0, "timings": timings}
     if job is not None and _store_job(store) != job:
         raise StoreBusyError(store, f"a newer job took it over from job {job}, whose task this is")
-    array = zarr.open_array(store, mode="r+", config={"write_empty_chunks": True})
+    array = _open_array(store, job)
     done = [not overwrite and _chunk_done(array, store, task.first + i, config) for i in range(task.count)]
     _stat_matches(src.path, src.size, src.mtime_ns, task.offset, task.end)
     if all(done):
@@ -804,26 +844,42 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
                 endpoint = pipe.endpoint
                 writes: list = []
                 errors: list = []
+                pending: list = []
+                spent: list = []
+                # Volumes copied out and not yet written: the engine waits (in the callback)
+                # when the writers fall this far behind, so memory stays bounded.
+                room = threading.BoundedSemaphore(_WRITERS)
                 # Tests make tasks last long enough to kill their worker in the middle of one.
                 delay = float(os.environ.get("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0") or 0)
 
+                def write(scan_idx: int, vol: np.ndarray) -> None:
+                    try:
+                        tw = time.perf_counter()
+                        if job is not None and _store_job(store) != job:
+                            raise StoreBusyError(store, f"a newer job took it over from job {job}, whose task this is")
+                        array[task.first + scan_idx] = vol  # whole chunks: atomic, idempotent
+                        spent.append(time.perf_counter() - tw)
+                        writes.append(scan_idx)
+                    except BaseException as e:  # noqa: BLE001 - the task raises it after the run
+                        errors.append(e)
+                        engine.request_stop()
+                    finally:
+                        room.release()
+
                 def on_volume(sample: int, scan_idx: int, volume_idx: int) -> None:
-                    if scan_idx >= task.count or errors:  # a warm-up scan: not an output volume
+                    if scan_idx >= task.count or errors or done[scan_idx]:  # warm-up, failed, or written
                         return
                     try:
+                        room.acquire()
                         with endpoint.tensor as v:
                             vol = np.array(v.get() if hasattr(v, "get") else v)  # CuPy on a device tensor
-                        if not done[scan_idx]:
-                            tw = time.perf_counter()
-                            if job is not None and _store_job(store) != job:
-                                raise StoreBusyError(store, f"a newer job took it over from job {job}, "
-                                                     "whose task this is")
-                            array[task.first + scan_idx] = vol  # whole chunks: atomic, idempotent
-                            timings["write"] += time.perf_counter() - tw
-                            writes.append(scan_idx)
+                        # Compressed and written on the pipeline's writer threads while the engine
+                        # formats the next volume (the engine waits for this callback to return).
+                        pending.append(pipe.writer().submit(write, scan_idx, vol))
                         if delay:
                             time.sleep(delay)
                     except BaseException as e:  # noqa: BLE001 - the task raises it after the run
+                        room.release()
                         errors.append(e)
                         engine.request_stop()
 
@@ -831,10 +887,9 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
                 warm_bscans = task.warmup // config.ascans_per_bscan
                 while warm_bscans:  # whole B-scans, at most a volume per scan
                     n = min(warm_bscans, config.bscans_per_volume)
-                    engine.scan_queue.append(record_raster(config.ascans_per_bscan, n),
-                                             marker=ScanBoundary(0, _WARMUP))
+                    engine.scan_queue.append(pipe.raster(n), marker=ScanBoundary(0, _WARMUP))
                     warm_bscans -= n
-                scan = record_raster(config.ascans_per_bscan, config.bscans_per_volume)
+                scan = pipe.raster(config.bscans_per_volume)
                 for i in range(task.count):
                     engine.scan_queue.append(scan, marker=ScanBoundary(0, i))
                 with engine:
@@ -846,8 +901,12 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
                     timings["setup"] = tr - t0
                     pipe.used = True
                     engine.start()
-                    engine.wait()
+                    try:
+                        engine.wait()
+                    finally:
+                        concurrent.futures.wait(pending)  # every chunk of this task written (or failed)
                     timings["run"] = time.perf_counter() - tr
+                    timings["write"] = sum(spent)
                 endpoint.volume_callback = None
             finally:
                 acq.close()
