@@ -1045,7 +1045,7 @@ def reprocess(client: Any, files: Iterable[Union[str, os.PathLike]], config: Rep
     Args:
         client: a ``distributed.Client``. Its workers are processes (Dask's
             default start method, spawn: never fork a process that holds the Go
-            runtime; workers forked from one fail with :class:`~vortexgo.ForkError`
+            runtime; workers forked from one fail with ``vortexgo.ForkError``
             before any task runs); with dask-cuda's ``LocalCUDACluster`` each
             worker sees its own GPU as device 0.
         files: recorded spectra (see the module's formats), in output order.
