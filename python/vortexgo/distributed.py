@@ -619,7 +619,8 @@ def _register_plugin(client: Any) -> None:
         _plugin_clients.add(client)
     except TypeError:  # not weak-referenceable: register every time
         pass
-    client.register_plugin(_PipelinePlugin(), name=_PipelinePlugin.name)
+    register = getattr(client, "register_plugin", None) or client.register_worker_plugin  # distributed < 2023.9
+    register(_PipelinePlugin(), name=_PipelinePlugin.name)
 
 
 _plugin_clients: "weakref.WeakSet" = weakref.WeakSet()
