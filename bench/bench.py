@@ -6,7 +6,8 @@ to <out>/bench.json and <out>/bench.md (the device is named in both).
 Sections: foundation (this file), engine (bench_engine.py), blocks (bench_blocks.py:
 the block-size sweep and latency), peers
 (bench_peers.py: expert CuPy and PyTorch pipelines, vortex itself), toolkit
-(bench_toolkit.py) when present.
+(bench_toolkit.py), distributed (bench_distributed.py: Dask workers, CPU and
+GPU) when present.
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ def markdown(results: dict) -> str:
                   f"| H2D | pageable | {bw['h2d_pageable_vortexgo']} | {bw['h2d_pageable_cupy']} | "
                   f"{round(bw['h2d_pageable_vortexgo'] / bw['h2d_pageable_cupy'], 3)} |",
                   f"| D2H | pageable | {bw['d2h_pageable_vortexgo']} | — | — |"]
-    for key in ("engine_md", "blocks_md", "peers_md", "processor_md", "toolkit_md"):
+    for key in ("engine_md", "blocks_md", "peers_md", "processor_md", "toolkit_md", "distributed_md"):
         if key in results:
             lines += ["", results[key]]
     return "\n".join(lines) + "\n"
@@ -201,7 +202,7 @@ def markdown(results: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="bench-out")
-    ap.add_argument("--only", default="", help="comma-separated sections: foundation,engine,blocks,peers,processor,toolkit")
+    ap.add_argument("--only", default="", help="comma-separated sections: foundation,engine,blocks,peers,processor,toolkit,distributed")
     args = ap.parse_args()
     if not vg.is_cuda_available():
         print(f"make bench needs a GPU: {vg.cuda_unavailable_reason()}")
@@ -218,7 +219,7 @@ def main() -> int:
     only = set(filter(None, args.only.split(",")))
     if not only or "foundation" in only:
         foundation(results)
-    for name in ("engine", "blocks", "peers", "processor", "toolkit"):
+    for name in ("engine", "blocks", "peers", "processor", "toolkit", "distributed"):
         if only and name not in only:
             continue
         try:

@@ -17,6 +17,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 zarr = pytest.importorskip("zarr")
 
+import _subproc  # noqa: E402
 import vortexgo as vg  # noqa: E402
 from vortexgo import distributed as vd  # noqa: E402
 from vortexgo import storage as vs  # noqa: E402
@@ -132,13 +133,14 @@ def test_equals_single_machine_across_formats(client, tmp_path, average_window):
     meta = zarr.open_array(str(tmp_path / "out.zarr")).attrs["vortexgo"]
     assert [s["format"] for s in meta["sources"]] == ["raw" if k == "empty" else k for k in kinds]
     assert meta["config"]["processor"]["average_window"] == average_window
-    src = meta["sources"][0]
-    assert len(src["ranges"]) == VOLUMES and src["sha256_of_ranges"]
     import hashlib
-    r = src["ranges"][1]
-    with open(files[0], "rb") as f:
-        f.seek(r["offset"])
-        assert hashlib.sha256(f.read(r["end"] - r["offset"])).hexdigest() == r["sha256"]
+    for f, src in zip(files, meta["sources"]):  # each file hashed once, whole: what sha256sum prints
+        with open(f, "rb") as fh:
+            assert src["sha256"] == hashlib.sha256(fh.read()).hexdigest()
+        assert sum(r["count"] for r in src["ranges"]) == VOLUMES and all(r["written"] for r in src["ranges"])
+    # Tasks sized by task_bytes (all of a file's 4 volumes fit), at most volumes // (2 x 2 threads):
+    # several volumes a task, two tasks or more per thread.
+    assert out.tasks[0].count == min(VOLUMES, len(kinds) * VOLUMES // 4) > 1 and meta["job"]
 
 
 def test_resume_and_overwrite(client, tmp_path):
@@ -174,7 +176,7 @@ def test_truncated_and_corrupt_files(client, tmp_path):
     with pytest.raises(vd.ReprocessError) as e:
         cpu_reprocess(client, [good, cut], cfg, store)
     failed = e.value.failures
-    assert [t.volume for t, _ in failed] == [2, 3]
+    assert sorted(v for t, _ in failed for v in range(t.volume, t.volume + t.count)) == [2, 3]
     for t, exc in failed:
         assert isinstance(exc, vd.SourceError) and exc.path == cut
         assert f"{cut}: bytes [{t.offset}, {t.end})" in str(exc) and "ends at byte" in str(exc)
@@ -260,6 +262,143 @@ def test_bscan_chunks_and_float32(client, tmp_path):
     assert arr.chunks == (1, 1, A, S) and arr.dtype == np.float32 and len(out.tasks) == 2
     np.testing.assert_allclose(arr[:], single_machine(data, cfg, tmp_path), rtol=0, atol=0)
     assert json.loads(json.dumps(dict(arr.attrs)))["vortexgo"]["config"]["chunk"] == "bscan"
+
+
+def test_pipelines_kept_across_tasks_and_closed(client, tmp_path):
+    """Each worker keeps one processor/planner/endpoint per task it runs at once (one thread:
+    one) across tasks: with the rolling average (W = 40) and one volume a task, tasks at a
+    file's start (empty history) and after it (warm-up) on reused processors still equal the
+    single-machine engine. Another configuration replaces them; the worker plugin's teardown
+    closes them."""
+    cfg = config(average_window=40, volumes_per_task=1)
+    data = [spectra(seed=7), spectra(seed=8)]
+    files = [write(tmp_path / f"{i}.npy", d, "npy") for i, d in enumerate(data)]
+    got = cpu_reprocess(client, files, cfg, tmp_path / "out.zarr").array[:]
+    for i, d in enumerate(data):
+        np.testing.assert_array_equal(got[i * VOLUMES:(i + 1) * VOLUMES], single_machine(d, cfg, tmp_path))
+    kept = client.run(vd._pipeline_count)
+    assert all(n <= 1 for n in kept.values()) and sum(kept.values()) >= 1, kept  # one thread per worker
+    cpu_reprocess(client, files, config(dtype="float32"), tmp_path / "other.zarr")
+    kept = client.run(vd._pipeline_count)
+    assert all(n <= 1 for n in kept.values()), kept  # the other configuration's replaced it
+    client.unregister_worker_plugin(vd._PipelinePlugin.name)  # what a closing worker runs: teardown
+    vd._plugin_clients.discard(client)  # the next job registers it again
+    assert set(client.run(vd._pipeline_count).values()) == {0}
+
+
+def test_threads_of_one_process_run_tasks_at_once(tmp_path):
+    """Two threads of one process (a worker with two threads) run two tasks at once, each on
+    its own pipeline (two kept after), and write what the single-machine engine gives."""
+    cfg = config(average_window=40, volumes_per_task=2)
+    data = spectra(seed=9)
+    f = write(tmp_path / "a.npy", data, "npy")
+    tasks = vd.plan_tasks(vd.plan_sources([f], cfg), cfg)
+    store = str(tmp_path / "out.zarr")
+    vd._open_or_create(store, (VOLUMES, B, A, S), (1, B, A, S), "int8", True, {"config": cfg.to_json(), "sources": []})
+    vd.close_pipelines()
+    start, out, errors = threading.Barrier(len(tasks)), {}, []
+
+    def work(t):
+        try:
+            start.wait(30)
+            out[t.volume] = (vd.run_task(t, cfg, store, device="cpu"), threading.get_ident())
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in tasks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len(tasks) == 2 and vd._pipeline_count() == 2  # one per task running at once
+    assert [out[t.volume][0]["written"] for t in tasks] == [2, 2]
+    np.testing.assert_array_equal(zarr.open_array(store)[:], single_machine(data, cfg, tmp_path))
+    assert vd.close_pipelines() == 2 and vd._pipeline_count() == 0
+
+
+def test_second_job_on_a_store_is_refused_while_the_first_runs(client, tmp_path):
+    """Two jobs writing one store: the second is refused at once (StoreBusyError naming the
+    store and the first job's process) and writes nothing; the first finishes unharmed. A task
+    of a job that no longer owns the store (its client died, another job took over) writes
+    nothing either."""
+    cfg = config(volumes_per_task=1)
+    data = spectra(volumes=6, seed=4)
+    f = write(tmp_path / "a.npy", data, "npy")
+    store = tmp_path / "out.zarr"
+    c = client
+    c.run(lambda: os.environ.__setitem__("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0.3"))
+    first: dict = {}
+
+    def job():
+        try:
+            first["out"] = cpu_reprocess(c, [f], cfg, store)
+        except BaseException as e:  # noqa: BLE001 - asserted below
+            first["error"] = e
+
+    t = threading.Thread(target=job)
+    t.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any(c.processing().values()) and time.monotonic() < deadline and t.is_alive():
+            time.sleep(0.02)
+        assert any(c.processing().values()), "the first job's tasks never ran"
+        with pytest.raises(vd.StoreBusyError, match=f"{store}: another reprocess job .*process {os.getpid()}"):
+            cpu_reprocess(c, [f], config(dtype="float32"), store, overwrite=True)
+    finally:
+        t.join(120)
+        c.run(lambda: os.environ.pop("VORTEXGO_DISTRIBUTED_TEST_DELAY", None))
+    assert "error" not in first, first.get("error")
+    arr = zarr.open_array(str(store))
+    assert arr.dtype == np.int8 and first["out"].written == 6
+    np.testing.assert_array_equal(arr[:], single_machine(data, cfg, tmp_path))
+
+    # A task left over from another job (a token the store does not hold) writes nothing.
+    key = store / arr.metadata.encode_chunk_key((0, 0, 0, 0))
+    before = key.stat().st_mtime_ns
+    task = first["out"].tasks[0]
+    with pytest.raises(vd.StoreBusyError, match="a newer job took it over"):
+        vd.run_task(task, cfg, str(store), overwrite=True, device="cpu", job="an-earlier-job")
+    assert key.stat().st_mtime_ns == before
+    # The lock went with the first job: the next one runs (and resumes: nothing to write).
+    assert cpu_reprocess(c, [f], cfg, store).written == 0
+
+
+def test_fork_start_method(tmp_path):
+    """Workers forked from the client (Dask's multiprocessing-method 'fork', not its default):
+    from a client that only imported vortexgo they work (no Go runtime was forked); from one
+    that had started the Go runtime every job fails at once with a ForkError naming the setting
+    and 'spawn', before anything is written: never a hang."""
+    _subproc.run(f"""
+        import os, warnings
+        warnings.simplefilter("ignore", DeprecationWarning)  # forking a threaded process
+        import dask, distributed, numpy as np, zarr
+        import vortexgo as vg
+        from vortexgo import distributed as vd
+        pc = vg.ProcessorConfig(samples_per_record=64, ascans_per_block=32, levels=(-10.0, 60.0))
+        cfg = vd.ReprocessConfig(pc, ascans_per_bscan=16, bscans_per_volume=8)
+        data = np.random.default_rng(0).integers(1000, 3000, (2, 8, 16, 64, 1)).astype(np.uint16)
+        np.save({str(tmp_path / "a.npy")!r}, data)
+
+        def job(store):
+            with dask.config.set({{"distributed.worker.multiprocessing-method": "fork"}}), \
+                    distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None,
+                                             silence_logs=50) as cluster, distributed.Client(cluster) as c:
+                return vd.reprocess(c, [{str(tmp_path / "a.npy")!r}], cfg, store, device="cpu")
+
+        out = job({str(tmp_path / "one.zarr")!r})
+        assert out.written == 2 and not vg._core.loaded()
+        ref = vd.output_shape(cfg, "cpu")  # the Go runtime starts here: forked workers cannot use it
+        assert vg._core.loaded() and out.array.shape == (2,) + ref
+        try:
+            job({str(tmp_path / "two.zarr")!r})
+        except vg.ForkError as e:
+            assert "multiprocessing-method is 'fork'" in str(e) and "'spawn'" in str(e), e
+        else:
+            raise AssertionError("no ForkError")
+        assert not os.path.exists({str(tmp_path / "two.zarr")!r})
+        print("ok")
+    """, timeout=110)
 
 
 def test_cuda_cluster_matches_cpu(tmp_path):

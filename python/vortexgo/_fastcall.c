@@ -58,8 +58,14 @@ static const vg_fast_api* api;
  * covers a fork made from C. */
 static volatile int forked;
 
+/* Set once init ran: this process loaded the Go core. Only such a parent
+ * leaves a dead runtime to its forked children; the child of a process that
+ * only imported vortexgo loads its own Go core, and must run it, engine
+ * dispatcher included (docs/resources.md: "forks like any other"). */
+static volatile int adopted;
+
 static void forget_in_child(void) {
-	forked = 1;
+	if (adopted) forked = 1;
 	api = NULL;
 }
 
@@ -690,6 +696,7 @@ static PyObject* init(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 	const vg_fast_api* t;
 	ARGS(1);
 	if (forked) Py_RETURN_FALSE;
+	adopted = 1;
 	t = (const vg_fast_api*)PyLong_AsVoidPtr(args[0]);
 	if (t == NULL) {
 		if (PyErr_Occurred()) return NULL;

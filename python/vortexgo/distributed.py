@@ -3,14 +3,22 @@
 :func:`reprocess` takes recorded files of raw spectra, one processing and
 formatting configuration (:class:`ReprocessConfig`) and a
 ``distributed.Client``, and writes the formatted volumes of every file, in
-order, into one Zarr v3 array. The work is split into tasks of whole volumes:
-each task replays only its byte range of one file (a
+order, into one Zarr v3 array. The work is split into tasks of whole volumes,
+about ``ReprocessConfig.task_bytes`` of spectra each: each task replays only its
+byte range of one file (a
 :class:`~vortexgo.acquire.FileAcquisition` with ``offset`` and ``length``)
 through vortexgo's own engine -- processor (CUDA on a GPU worker, CPU
 otherwise), formatter, an in-memory endpoint -- and writes its volumes as
 whole chunks. Chunk writes are atomic and idempotent, so a task retried after
 its worker died writes the same bytes again; a rerun skips the chunks already
-written (``overwrite=True`` redoes them).
+written (``overwrite=True`` redoes them). One job at a time writes a store: a
+second is refused with :class:`StoreBusyError` while the first runs.
+
+Workers keep their processors, format planners and endpoints across tasks (one
+set per task running at once, for one configuration and device: FFT plans and
+tables are made once, not per task); a task builds only a new engine around one
+and its file range. They are closed when the configuration changes or the
+worker closes.
 
 Inputs (every file vortexgo writes raw spectra to, and vortex's): ``SimpleStack``
 files of ``uint16`` with the NumPy, MATLAB v5, NRRD or NIfTI-2 header or none,
@@ -20,9 +28,10 @@ a task reads its volumes' chunks only and replays them from a local copy).
 
 What the array's attributes hold (``array.attrs["vortexgo"]``): the
 configuration, and per source its path, size, modification time, format,
-first volume in the array, and the SHA-256 of each task's byte range with a
-digest over them (SHA-256 of the concatenated range digests): a file's
-checksum that no single task needs the whole file for.
+first volume in the array, the byte ranges of its tasks and the SHA-256 of the
+whole file (what ``sha256sum`` prints). Each file is hashed once, by a task of
+its own that leaves its worker's thread pool (``distributed.secede``), so the
+hash runs beside the processing instead of in front of it.
 
 docs/distributed.md has a runnable example, the fault semantics and the
 measured scaling.
@@ -30,24 +39,37 @@ measured scaling.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
+import datetime
 import hashlib
 import json
 import math
 import os
+import platform
 import struct
 import tempfile
+import threading
 import time
+import weakref
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
-__all__ = ["ReprocessConfig", "Source", "Task", "SourceError", "ReprocessError", "Reprocessed",
-           "plan_sources", "plan_tasks", "reprocess", "run_task", "open_result"]
+try:  # the [distributed] extra; planning and run_task work without it
+    from distributed.diagnostics.plugin import WorkerPlugin as _WorkerPlugin
+except ImportError:  # pragma: no cover - without the extra
+    _WorkerPlugin = object
+
+__all__ = ["ReprocessConfig", "Source", "Task", "SourceError", "ReprocessError", "StoreBusyError", "Reprocessed",
+           "plan_sources", "plan_tasks", "reprocess", "run_task", "file_sha256", "open_result", "close_pipelines"]
 
 _DTYPES = ("int8", "uint16", "float32")
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: one SHA-256 per file (1: per task's range); the job's token
+_TASK_SIZING = ("volumes_per_task", "task_bytes")  # how the work is split: not part of a job's identity
+_WRITERS = 2  # chunk writes (compression, file) of one task at once, beside its engine
 _WARMUP = (1 << 31) - 1  # the ScanBoundary sequence of warm-up scans
 
 
@@ -62,6 +84,20 @@ class SourceError(ValueError):
 
     def __reduce__(self):  # crosses process boundaries (Dask pickles task errors)
         return (SourceError, (self.path, self.offset, self.end, self.reason))
+
+
+class StoreBusyError(RuntimeError):
+    """Another job writes the store: ``store`` names it, ``holder`` says which job
+    (its host, process and start, as that job recorded them) or that a newer job
+    took the store over from this one."""
+
+    def __init__(self, store: str, holder: str) -> None:
+        self.store, self.holder = store, holder
+        super().__init__(f"{store}: another reprocess job is writing this store ({holder}); "
+                         "wait for it to finish, or write another store")
+
+    def __reduce__(self):
+        return (StoreBusyError, (self.store, self.holder))
 
 
 class ReprocessError(RuntimeError):
@@ -96,7 +132,13 @@ class ReprocessConfig:
             (the rolling background average needs blocks that tile the volume,
             so that a task starts on the single-machine engine's block grid).
         chunk: ``"volume"`` (one Zarr chunk per volume) or ``"bscan"``.
-        volumes_per_task: volumes of one task (one byte range).
+        volumes_per_task: volumes of one task (one byte range); 0 (the
+            default) sizes tasks by ``task_bytes``.
+        task_bytes: with ``volumes_per_task=0``, the raw bytes a task aims
+            at: as many whole volumes as fit (at least one), fewer where the
+            job would otherwise give the cluster's threads under two tasks
+            each. Neither field changes the result: a job split differently
+            resumes the same array.
     """
 
     processor: Any
@@ -106,7 +148,8 @@ class ReprocessConfig:
     format: Any = None
     records_per_block: int = 0
     chunk: str = "volume"
-    volumes_per_task: int = 1
+    volumes_per_task: int = 0
+    task_bytes: int = 256 << 20
 
     @property
     def records_per_volume(self) -> int:
@@ -137,10 +180,11 @@ class ReprocessConfig:
 
         if not isinstance(self.processor, ProcessorConfig):
             raise TypeError(f"ReprocessConfig.processor={self.processor!r}, expected a ProcessorConfig")
-        for name in ("ascans_per_bscan", "bscans_per_volume", "volumes_per_task"):
+        for name, low in (("ascans_per_bscan", 1), ("bscans_per_volume", 1), ("volumes_per_task", 0),
+                          ("task_bytes", 1)):
             v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"ReprocessConfig.{name}={v!r}, expected an int >= 1")
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
+                raise ValueError(f"ReprocessConfig.{name}={v!r}, expected an int >= {low}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"ReprocessConfig.dtype={self.dtype!r}, expected one of {_DTYPES}")
         if self.chunk not in ("volume", "bscan"):
@@ -173,7 +217,22 @@ class ReprocessConfig:
         return {"processor": proc, "format": fmt, "ascans_per_bscan": int(self.ascans_per_bscan),
                 "bscans_per_volume": int(self.bscans_per_volume), "dtype": self.dtype,
                 "records_per_block": self.block(), "chunk": self.chunk,
-                "volumes_per_task": int(self.volumes_per_task)}
+                "volumes_per_task": int(self.volumes_per_task), "task_bytes": int(self.task_bytes)}
+
+    def identity(self) -> dict:
+        """:meth:`to_json` without how the work is split: what a resumed job must share."""
+        return {k: v for k, v in self.to_json().items() if k not in _TASK_SIZING}
+
+    def volumes_for_task(self, total_volumes: int = 0, slots: int = 0) -> int:
+        """Volumes of one task: ``volumes_per_task``, or with 0 as many as fit in ``task_bytes``
+        (at least one), at most ``total_volumes // (2 * slots)`` when both are given (every
+        thread of the cluster gets two tasks or more, so that none idles while one finishes)."""
+        if self.volumes_per_task:
+            return int(self.volumes_per_task)
+        n = max(1, int(self.task_bytes) // self.volume_bytes)
+        if total_volumes and slots:
+            n = min(n, max(1, total_volumes // (2 * slots)))
+        return n
 
 
 @dataclass(frozen=True)
@@ -356,9 +415,11 @@ def plan_sources(files: Iterable[Union[str, os.PathLike]], config: ReprocessConf
     return out
 
 
-def plan_tasks(sources: Sequence[Source], config: ReprocessConfig) -> list[Task]:
-    """Split every source into tasks of ``config.volumes_per_task`` whole volumes (byte ranges)."""
-    vb, rec, n = config.volume_bytes, config.record_bytes, config.volumes_per_task
+def plan_tasks(sources: Sequence[Source], config: ReprocessConfig, slots: int = 0) -> list[Task]:
+    """Split every source into tasks of whole volumes (byte ranges): ``config.volumes_for_task``
+    over all the sources' volumes, for a cluster of ``slots`` threads (0: unknown)."""
+    vb, rec = config.volume_bytes, config.record_bytes
+    n = config.volumes_for_task(sum(s.volumes for s in sources), slots)
     w = config.processor.average_window
     grid = math.lcm(config.block(), config.ascans_per_bscan)
     tasks = []
@@ -394,19 +455,185 @@ def _use_cuda(device: str) -> bool:
 
 
 def _engine(cfg: ReprocessConfig, acquisition: Any, device: str) -> tuple[Any, Any]:
-    """The single-machine pipeline of one range: acquisition -> processor -> formatter -> host tensor."""
-    from .engine import Engine, EngineConfig
-    from .format import FormatPlanner, FormatPlannerConfig, StackFormatExecutor, StackFormatExecutorConfig
-    from .process import CPUProcessor, CUDAProcessor
+    """The single-machine pipeline of one range: acquisition -> processor -> formatter -> host tensor
+    (new stages; run_task takes its processor, planner and endpoint from the worker's pool)."""
+    pipe = _Pipeline(None, cfg, device)
+    return pipe.engine(acquisition, False), pipe.endpoint
 
-    proc = (CUDAProcessor if _use_cuda(device) else CPUProcessor)(cfg.processor)
-    planner = FormatPlanner(FormatPlannerConfig(cfg.bscans_per_volume, cfg.ascans_per_bscan))
-    endpoint = _endpoint_class(cfg.dtype)(StackFormatExecutor(cfg.format or StackFormatExecutorConfig()))
-    ec = EngineConfig(records_per_block=cfg.block(), blocks_to_allocate=4, preload_count=2)
-    ec.add_acquisition(acquisition, [proc])
-    ec.add_processor(proc, [planner])
-    ec.add_formatter(planner, [endpoint])
-    return Engine(ec), endpoint
+
+class _Pipeline:
+    """A processor, format planner and endpoint for one configuration and device, kept by a
+    worker across tasks (one task at a time): each task wraps them in a new engine with its own file range (the
+    acquisition is the one stage that changes). The processor's FFT plans, resampling table,
+    filter and (on a GPU) its module stay prepared between tasks."""
+
+    def __init__(self, key: Any, cfg: ReprocessConfig, device: str) -> None:
+        from .format import FormatPlanner, FormatPlannerConfig, StackFormatExecutor, StackFormatExecutorConfig
+        from .process import CPUProcessor, CUDAProcessor
+
+        self.key, self.cfg = key, cfg
+        self.processor = (CUDAProcessor if _use_cuda(device) else CPUProcessor)(cfg.processor)
+        self.planner = FormatPlanner(FormatPlannerConfig(cfg.bscans_per_volume, cfg.ascans_per_bscan))
+        self.endpoint = _endpoint_class(cfg.dtype)(StackFormatExecutor(cfg.format or StackFormatExecutorConfig()))
+        self.used = False      # whether an engine ran the processor since made (its history may hold records)
+        self._writer: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._rasters: dict = {}
+        self.closing = False   # close when its task ends (the worker closes, or close_pipelines)
+
+    def engine(self, acquisition: Any, empty_history: bool) -> Any:
+        """A new engine over ``acquisition`` and the kept stages. ``empty_history``: the
+        processor starts with no rolling-average history, as the single-machine engine at
+        a file's start (the processor is remade: its history cannot be emptied otherwise)."""
+        from .engine import Engine, EngineConfig
+
+        if empty_history and self.used and self.cfg.processor.average_window:
+            self.processor.initialize(self.cfg.processor)
+            self.used = False
+        self.planner.reset()  # a new scan: no segment or volume in progress
+        ec = EngineConfig(records_per_block=self.cfg.block(), blocks_to_allocate=4, preload_count=2)
+        ec.add_acquisition(acquisition, [self.processor])
+        ec.add_processor(self.processor, [self.planner])
+        ec.add_formatter(self.planner, [self.endpoint])
+        return Engine(ec)
+
+    def raster(self, bscans: int) -> Any:
+        """The record raster of ``bscans`` B-scans (made once: a raster costs milliseconds)."""
+        from .acquire import record_raster
+
+        if bscans not in self._rasters:
+            self._rasters[bscans] = record_raster(self.cfg.ascans_per_bscan, bscans)
+        return self._rasters[bscans]
+
+    def writer(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The threads that write its tasks' chunks (made at the first write)."""
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(_WRITERS, thread_name_prefix="vortexgo-chunk-write")
+        return self._writer
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+        for stage in (self.endpoint, self.planner, self.processor):
+            try:
+                stage.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; a worker closing must not fail on it
+                pass
+
+
+# Per owner (the Dask worker's id, or None in-process): the pipelines no task uses now (the
+# pool), the ones tasks use, and the configuration asked for last.
+_idle: dict = {}
+_in_use: dict = {}
+_latest: dict = {}
+_pipelines_lock = threading.Lock()
+
+
+def _owner() -> Optional[str]:
+    """The id of the Dask worker running this task (None outside one)."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().id
+    except (ImportError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _pipeline(cfg: ReprocessConfig, device: str) -> Iterator[_Pipeline]:
+    """A pipeline for ``cfg`` on ``device`` for one task: an idle one of this worker's, or a new
+    one. So a worker keeps as many as it runs tasks at once (its threads, at most) and no more,
+    whichever threads run them (Dask replaces a thread that secedes). One per running task
+    rather than one per worker behind a lock: a worker's threads then run their engines in
+    parallel, as the user's ``threads_per_worker`` asks. Idle pipelines of another configuration
+    are closed when a task asks for a new one; one that a failed task used is closed too."""
+    key = (json.dumps(cfg.identity(), sort_keys=True), _use_cuda(device))
+    owner = _owner()
+    with _pipelines_lock:
+        idle = _idle.setdefault(owner, [])
+        stale = [p for p in idle if p.key != key]
+        idle[:] = [p for p in idle if p.key == key]
+        pipe = idle.pop() if idle else None
+        _latest[owner] = key
+    for p in stale:
+        p.close()
+    if pipe is None:
+        pipe = _Pipeline(key, cfg, device)
+    with _pipelines_lock:
+        _in_use.setdefault(owner, set()).add(pipe)
+    ok = False
+    try:
+        yield pipe
+        ok = True
+    finally:
+        with _pipelines_lock:
+            _in_use[owner].discard(pipe)
+            keep = ok and not pipe.closing and _latest.get(owner) == pipe.key
+            if keep:
+                _idle.setdefault(owner, []).append(pipe)
+        if not keep:
+            pipe.close()
+
+
+def close_pipelines(owner: Any = "all") -> int:
+    """Close the processors, planners and endpoints that tasks keep across tasks in this
+    process: every one (``"all"``), or those of the Dask worker whose id is ``owner``. One
+    in use by a running task is closed when that task ends. Returns how many were kept.
+    Dask workers call it when they close (a worker plugin that :func:`reprocess` registers)."""
+    with _pipelines_lock:
+        owners = [o for o in set(_idle) | set(_in_use) if owner == "all" or o == owner]
+        idle, n = [], 0
+        for o in owners:
+            idle += _idle.pop(o, [])
+            for p in _in_use.get(o, ()):
+                p.closing = True
+                n += 1
+    for p in idle:
+        p.close()
+    return n + len(idle)
+
+
+def _pipeline_count() -> int:
+    """How many pipelines this process keeps, idle or in use (tests read it through ``client.run``)."""
+    with _pipelines_lock:
+        return sum(map(len, _idle.values())) + sum(map(len, _in_use.values()))
+
+
+class _PipelinePlugin(_WorkerPlugin):  # type: ignore[misc, valid-type]
+    """Closes a worker's kept pipelines when the worker closes."""
+
+    name = "vortexgo-distributed-pipelines"
+
+    def teardown(self, worker: Any) -> None:
+        close_pipelines(worker.id)
+
+
+def _register_plugin(client: Any) -> None:
+    """Register :class:`_PipelinePlugin` once per client (registering again would tear the
+    previous one down, closing the pipelines that the next job would reuse). The scheduler
+    hands it to workers that join later (a restarted worker) too."""
+    if _WorkerPlugin is object:
+        return
+    try:
+        if client in _plugin_clients:
+            return
+        _plugin_clients.add(client)
+    except TypeError:  # not weak-referenceable: register every time
+        pass
+    register = getattr(client, "register_plugin", None) or client.register_worker_plugin  # distributed < 2023.9
+    register(_PipelinePlugin(), name=_PipelinePlugin.name)
+
+
+_plugin_clients: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def _fork_hint(e: BaseException) -> BaseException:
+    """A :class:`~vortexgo.ForkError` from a worker, with what to change in Dask."""
+    from ._errors import ForkError
+
+    if isinstance(e, ForkError) or type(e).__name__ == "ForkError":
+        return ForkError(f"{e} (Dask: this worker was forked because the setting distributed.worker."
+                         "multiprocessing-method is 'fork'; its default, 'spawn', or 'forkserver' works)")
+    return e
 
 
 def output_shape(config: ReprocessConfig, device: str = "auto") -> tuple[int, int, int]:
@@ -416,10 +643,14 @@ def output_shape(config: ReprocessConfig, device: str = "auto") -> tuple[int, in
 
     acq = NullAcquisition(samples_per_record=config.processor.samples_per_record,
                           channels_per_sample=config.processor.channels_per_sample, records=config.block())
-    engine, endpoint = _engine(config, acq, device)
-    with engine:
-        engine.prepare()
-        return tuple(int(s) for s in endpoint.tensor.shape)
+    # A kept pipeline: on a worker, the first task finds it prepared.
+    with _pipeline(config, device) as pipe:
+        try:
+            with pipe.engine(acq, False) as engine:
+                engine.prepare()
+                return tuple(int(s) for s in pipe.endpoint.tensor.shape)
+        finally:
+            acq.close()
 
 
 def _chunk_done(array: Any, root: str, volume: int, cfg: ReprocessConfig) -> bool:
@@ -427,25 +658,87 @@ def _chunk_done(array: Any, root: str, volume: int, cfg: ReprocessConfig) -> boo
     return all(os.path.exists(os.path.join(root, array.metadata.encode_chunk_key(c))) for c in coords)
 
 
-def _hash_range(path: str, offset: int, end: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        f.seek(offset)
-        left = end - offset
-        buf = bytearray(min(left, 8 << 20) or 1)
+_HASH_READ = 8 << 20
+# Hashes that read at once in one process: each reads its file from start to end (one stream
+# per file is what disks and the page cache read fastest); the rest wait their turn.
+_hash_slots = threading.BoundedSemaphore(2)
+
+
+def _stat_matches(path: str, size: int, mtime_ns: int, offset: int, end: int) -> None:
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise SourceError(path, offset, end, f"cannot open ({e.strerror})") from None
+    if st.st_size != size or st.st_mtime_ns != mtime_ns:
+        raise SourceError(path, offset, end, f"the file changed since it was planned "
+                          f"({size} -> {st.st_size} bytes): plan the job again")
+
+
+def file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """The SHA-256 of a whole source file (what ``sha256sum`` prints): one Dask task per file.
+
+    On a worker it first leaves the worker's thread pool (``distributed.secede``): the hash
+    reads the file beside the processing tasks, which keep every thread, instead of in front
+    of them. Raises :class:`SourceError` when the file is not the one planned (size,
+    modification time) before or after the read, or cannot be read."""
+    try:
+        from distributed import secede
+
+        secede()
+    except (ImportError, ValueError):  # not on a worker: hash here
+        pass
+    with _hash_slots:
+        _stat_matches(path, size, mtime_ns, 0, size)
+        h = hashlib.sha256()
+        buf = bytearray(_HASH_READ)
         view = memoryview(buf)
-        while left:
-            n = f.readinto(view[:min(left, len(buf))])
-            if not n:
-                break
-            h.update(view[:n])
-            left -= n
+        try:
+            with open(path, "rb", buffering=0) as f:
+                while True:
+                    n = f.readinto(view)
+                    if not n:
+                        break
+                    h.update(view[:n])  # releases the GIL: the worker's tasks run meanwhile
+        except OSError as e:
+            raise SourceError(path, 0, size, f"read failed ({e})") from None
+        _stat_matches(path, size, mtime_ns, 0, size)
     return h.hexdigest()
 
 
-def _stage_hdf5(task: Task, cfg: ReprocessConfig, directory: str) -> tuple[str, int, int, str]:
+_arrays: dict = {}  # (store, job) -> the array a job's tasks write, opened once per process
+_arrays_lock = threading.Lock()
+
+
+def _open_array(store: str, job: Optional[str]) -> Any:
+    """The array at ``store`` opened for writing; for a job, opened once per process (a job's
+    array does not change while it runs; the next job has another token)."""
+    import zarr
+
+    if job is None:
+        return zarr.open_array(store, mode="r+", config={"write_empty_chunks": True})
+    with _arrays_lock:
+        a = _arrays.get((store, job))
+    if a is None:
+        a = zarr.open_array(store, mode="r+", config={"write_empty_chunks": True})
+        with _arrays_lock:
+            if len(_arrays) >= 8:
+                _arrays.pop(next(iter(_arrays)))
+            _arrays[(store, job)] = a
+    return a
+
+
+def _store_job(store: str) -> Optional[str]:
+    """The token of the job that last took ``store`` (its attributes, read from zarr.json)."""
+    try:
+        with open(os.path.join(store, "zarr.json"), "rb") as f:
+            return json.load(f).get("attributes", {}).get("vortexgo", {}).get("job")
+    except (OSError, ValueError):
+        return None
+
+
+def _stage_hdf5(task: Task, cfg: ReprocessConfig, directory: str) -> tuple[str, int, int]:
     """Copy the task's volumes (and its warm-up records) of an HDF5 stack into a raw
-    file: (path, offset, length, sha256 of the raw bytes). Reads those chunks only."""
+    file: (path, offset, length). Reads those chunks only."""
     import h5py
 
     src, rpv = task.source, cfg.records_per_volume
@@ -462,9 +755,8 @@ def _stage_hdf5(task: Task, cfg: ReprocessConfig, directory: str) -> tuple[str, 
                           f"of the HDF5 stack unreadable ({type(e).__name__}: {e})") from None
     fd, path = tempfile.mkstemp(suffix=".raw", dir=directory)
     with os.fdopen(fd, "wb") as out:
-        out.write(block.tobytes())
-    digest = hashlib.sha256(block[task.warmup:].tobytes()).hexdigest()
-    return path, 0, block.nbytes, digest
+        out.write(block.data)
+    return path, 0, block.nbytes
 
 
 def _hdf5_spans(path: str, volumes: int) -> tuple:
@@ -491,40 +783,35 @@ def _hdf5_spans(path: str, volumes: int) -> tuple:
 
 
 def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = False,
-             device: str = "auto", known_sha256: Optional[str] = None) -> dict:
-    """Run one task where it is called (a Dask worker, or in-process): the engine over the
+             device: str = "auto", job: Optional[str] = None) -> dict:
+    """Run one task where it is called (a Dask worker, or in-process): an engine over the
     task's byte range, each formatted volume written as whole chunks of the array at ``store``.
 
-    Skips the task when all its chunks exist and ``overwrite`` is false (hashing the range
-    only when ``known_sha256`` is None). Raises :class:`SourceError` naming the file and the
-    range when the range cannot be replayed. Returns ``{"first", "count", "written",
-    "sha256", "seconds", "bytes"}``.
+    The processor, planner and endpoint are the worker's, kept across tasks (see the
+    module). Skips the task when all its chunks exist and ``overwrite`` is false. With
+    ``job``, each chunk is written only while the store's attributes still name that job:
+    a task left running by a job whose client died stops with :class:`StoreBusyError` once
+    another job took the store. Raises :class:`SourceError` naming the file and the range
+    when the range cannot be replayed. Returns ``{"first", "count", "written", "seconds",
+    "bytes", "timings"}``; ``timings`` holds seconds: ``setup`` (the pipeline, the engine and
+    its prepare), ``run`` (the engine's run, writes included), ``write`` (the chunk writes)
+    and ``outside_run`` (the task's time but the run).
     """
-    import zarr
-
     from .acquire import FileAcquisition
     from .marker import ScanBoundary
-    from .acquire import record_raster
 
     t0 = time.perf_counter()
     src = task.source
-    array = zarr.open_array(store, mode="r+", config={"write_empty_chunks": True})
+    timings = {"setup": 0.0, "run": 0.0, "write": 0.0, "outside_run": 0.0}
+    result = {"first": task.first, "count": task.count, "written": 0, "bytes": task.end - task.offset,
+              "seconds": 0.0, "timings": timings}
+    if job is not None and _store_job(store) != job:
+        raise StoreBusyError(store, f"a newer job took it over from job {job}, whose task this is")
+    array = _open_array(store, job)
     done = [not overwrite and _chunk_done(array, store, task.first + i, config) for i in range(task.count)]
-    result = {"first": task.first, "count": task.count, "written": 0, "sha256": known_sha256,
-              "bytes": task.end - task.offset, "seconds": 0.0}
-    try:
-        st = os.stat(src.path)
-    except OSError as e:
-        raise SourceError(src.path, task.offset, task.end, f"cannot open ({e.strerror})") from None
-    if st.st_size != src.size or st.st_mtime_ns != src.mtime_ns:
-        raise SourceError(src.path, task.offset, task.end, f"the file changed since it was planned "
-                          f"({src.size} -> {st.st_size} bytes): plan the job again")
+    _stat_matches(src.path, src.size, src.mtime_ns, task.offset, task.end)
     if all(done):
-        if result["sha256"] is None and src.format != "hdf5":
-            if st.st_size < task.end:
-                raise SourceError(src.path, task.offset, task.end, f"the file ends at byte {st.st_size} (truncated?)")
-            result["sha256"] = _hash_range(src.path, task.offset, task.end)
-        result["seconds"] = time.perf_counter() - t0
+        result["seconds"] = timings["outside_run"] = time.perf_counter() - t0
         return result
 
     staged = None
@@ -536,61 +823,112 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
             directory = get_worker().local_directory
         except (ImportError, ValueError):
             directory = tempfile.gettempdir()
-        staged, off, length, digest = _stage_hdf5(task, config, directory)
+        staged, off, length = _stage_hdf5(task, config, directory)
         path = staged
     else:
         path, off, length = src.path, task.offset - task.warmup * rec, task.end - task.offset + task.warmup * rec
-        if st.st_size < task.end:
-            raise SourceError(src.path, task.offset, task.end, f"the file ends at byte {st.st_size} (truncated?)")
-        digest = None
+        if src.size < task.end:
+            raise SourceError(src.path, task.offset, task.end, f"the file ends at byte {src.size} (truncated?)")
+    w, grid = config.processor.average_window, math.lcm(config.block(), config.ascans_per_bscan)
+    full_warmup = -(-w // grid) * grid  # plan_tasks's warm-up of a task far enough from its file's start
+    # A task that starts within the first warm-up of its file replays all its file's records
+    # before it: the single-machine engine's history there is not full, so start empty.
+    empty_history = bool(w) and task.volume * config.records_per_volume < full_warmup
     try:
-        p = config.processor
-        acq = FileAcquisition(path=path, samples_per_record=p.samples_per_record,
-                              channels_per_sample=p.channels_per_sample, loop=False, pin=False,
-                              offset=off, length=length)
-        engine, endpoint = _engine(config, acq, device)
-        writes: list = []
-        # Tests make tasks last long enough to kill their worker in the middle of one.
-        delay = float(os.environ.get("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0") or 0)
-
-        def on_volume(sample: int, scan_idx: int, volume_idx: int) -> None:
-            if scan_idx >= task.count:  # a warm-up scan: not an output volume
-                return
-            with endpoint.tensor as v:
-                vol = np.array(v.get() if hasattr(v, "get") else v)  # CuPy on a device tensor
-            if not done[scan_idx]:
-                array[task.first + scan_idx] = vol  # whole chunks: atomic, idempotent
-                writes.append(scan_idx)
-            if delay:
-                time.sleep(delay)
-
-        endpoint.volume_callback = on_volume
-        warm_bscans = task.warmup // config.ascans_per_bscan
-        while warm_bscans:  # whole B-scans, at most a volume per scan
-            n = min(warm_bscans, config.bscans_per_volume)
-            engine.scan_queue.append(record_raster(config.ascans_per_bscan, n), marker=ScanBoundary(0, _WARMUP))
-            warm_bscans -= n
-        scan = record_raster(config.ascans_per_bscan, config.bscans_per_volume)
-        for i in range(task.count):
-            engine.scan_queue.append(scan, marker=ScanBoundary(0, i))
-        with engine:
+        with _pipeline(config, device) as pipe:
+            p = config.processor
+            acq = FileAcquisition(path=path, samples_per_record=p.samples_per_record,
+                                  channels_per_sample=p.channels_per_sample, loop=False, pin=False,
+                                  offset=off, length=length)
             try:
-                engine.prepare()
-            except ValueError as e:  # FileAcquisition.prepare names the range
-                raise SourceError(src.path, task.offset, task.end, str(e)) from None
-            engine.start()
-            engine.wait()
-        if len(writes) != task.count - sum(done):
-            raise SourceError(src.path, task.offset, task.end, f"{len(writes)} of {task.count - sum(done)} volumes "
-                              "came out of the engine (the file ended early?)")
+                engine = pipe.engine(acq, empty_history)
+                endpoint = pipe.endpoint
+                writes: list = []
+                errors: list = []
+                pending: list = []
+                spent: list = []
+                # Volumes copied out and not yet written: the engine waits (in the callback)
+                # when the writers fall this far behind, so memory stays bounded.
+                room = threading.BoundedSemaphore(_WRITERS)
+                # Tests make tasks last long enough to kill their worker in the middle of one.
+                delay = float(os.environ.get("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0") or 0)
+
+                def write(scan_idx: int, vol: np.ndarray) -> None:
+                    try:
+                        tw = time.perf_counter()
+                        if job is not None and _store_job(store) != job:
+                            raise StoreBusyError(store, f"a newer job took it over from job {job}, whose task this is")
+                        array[task.first + scan_idx] = vol  # whole chunks: atomic, idempotent
+                        spent.append(time.perf_counter() - tw)
+                        writes.append(scan_idx)
+                    except BaseException as e:  # noqa: BLE001 - the task raises it after the run
+                        errors.append(e)
+                        engine.request_stop()
+                    finally:
+                        room.release()
+
+                def on_volume(sample: int, scan_idx: int, volume_idx: int) -> None:
+                    if scan_idx >= task.count or errors or done[scan_idx]:  # warm-up, failed, or written
+                        return
+                    try:
+                        room.acquire()
+                        with endpoint.tensor as v:
+                            vol = np.array(v.get() if hasattr(v, "get") else v)  # CuPy on a device tensor
+                        # Compressed and written on the pipeline's writer threads while the engine
+                        # formats the next volume (the engine waits for this callback to return).
+                        pending.append(pipe.writer().submit(write, scan_idx, vol))
+                        if delay:
+                            time.sleep(delay)
+                    except BaseException as e:  # noqa: BLE001 - the task raises it after the run
+                        room.release()
+                        errors.append(e)
+                        engine.request_stop()
+
+                endpoint.volume_callback = on_volume
+                warm_bscans = task.warmup // config.ascans_per_bscan
+                while warm_bscans:  # whole B-scans, at most a volume per scan
+                    n = min(warm_bscans, config.bscans_per_volume)
+                    engine.scan_queue.append(pipe.raster(n), marker=ScanBoundary(0, _WARMUP))
+                    warm_bscans -= n
+                scan = pipe.raster(config.bscans_per_volume)
+                for i in range(task.count):
+                    engine.scan_queue.append(scan, marker=ScanBoundary(0, i))
+                with engine:
+                    try:
+                        engine.prepare()
+                    except ValueError as e:  # FileAcquisition.prepare names the range
+                        raise SourceError(src.path, task.offset, task.end, str(e)) from None
+                    tr = time.perf_counter()
+                    timings["setup"] = tr - t0
+                    pipe.used = True
+                    engine.start()
+                    try:
+                        engine.wait()
+                    finally:
+                        concurrent.futures.wait(pending)  # every chunk of this task written (or failed)
+                    timings["run"] = time.perf_counter() - tr
+                    timings["write"] = sum(spent)
+                endpoint.volume_callback = None
+            finally:
+                acq.close()
+            if errors:
+                raise errors[0]
+            if len(writes) != task.count - sum(done):
+                raise SourceError(src.path, task.offset, task.end, f"{len(writes)} of {task.count - sum(done)} "
+                                  "volumes came out of the engine (the file ended early?)")
         result["written"] = len(writes)
     except OSError as e:
         raise SourceError(src.path, task.offset, task.end, f"read failed ({e})") from None
+    except Exception as e:
+        hinted = _fork_hint(e)
+        if hinted is e:
+            raise
+        raise hinted from None
     finally:
         if staged:
             os.unlink(staged)
-    result["sha256"] = digest or _hash_range(src.path, task.offset, task.end)
     result["seconds"] = time.perf_counter() - t0
+    timings["outside_run"] = result["seconds"] - timings["run"]
     return result
 
 
@@ -637,6 +975,45 @@ def open_result(store: Union[str, os.PathLike]) -> Any:
     return da.from_zarr(os.fspath(store))
 
 
+def _identity(config_json: Any) -> Any:
+    """A configuration's attributes without how its work was split (ReprocessConfig.identity)."""
+    if not isinstance(config_json, dict):
+        return config_json
+    return {k: v for k, v in config_json.items() if k not in _TASK_SIZING}
+
+
+class _StoreLock:
+    """One job at a time per store: an exclusive ``flock`` on ``<store>.lock`` beside the
+    store (not inside: ``overwrite=True`` recreates the store's directory), held by the
+    client for the whole job. The kernel drops it when the client's process dies, so a
+    crashed job never leaves the store locked. The file is left in place (removing it
+    would let a third job lock a new file while the second still waits on the old one);
+    it holds the holder's host, process and start, for the second job's error."""
+
+    def __init__(self, store: str) -> None:
+        self.fd = -1
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - no flock (Windows): no check
+            return
+        fd = os.open(store + ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            raise StoreBusyError(store, holder or "it has not recorded itself yet") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (f"job of process {os.getpid()} on host {platform.node()}, started "
+                       f"{datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n").encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # drops the lock
+            self.fd = -1
+
+
 def _open_or_create(store: str, shape: tuple, chunks: tuple, dtype: str, overwrite: bool, meta: dict) -> Any:
     import zarr
 
@@ -650,7 +1027,7 @@ def _open_or_create(store: str, shape: tuple, chunks: tuple, dtype: str, overwri
     if a is not None and not overwrite:
         old = dict(a.attrs).get("vortexgo", {})
         same = (a.shape == shape and a.chunks == chunks and str(a.dtype) == dtype and
-                old.get("config") == meta["config"] and
+                _identity(old.get("config")) == _identity(meta["config"]) and
                 [(s["path"], s["size"], s["mtime_ns"]) for s in old.get("sources", [])] ==
                 [(s["path"], s["size"], s["mtime_ns"]) for s in meta["sources"]])
         if not same:
@@ -669,8 +1046,9 @@ def reprocess(client: Any, files: Iterable[Union[str, os.PathLike]], config: Rep
     Args:
         client: a ``distributed.Client``. Its workers are processes (Dask's
             default start method, spawn: never fork a process that holds the Go
-            runtime); with dask-cuda's ``LocalCUDACluster`` each worker sees its
-            own GPU as device 0.
+            runtime; workers forked from one fail with ``vortexgo.ForkError``
+            before any task runs); with dask-cuda's ``LocalCUDACluster`` each
+            worker sees its own GPU as device 0.
         files: recorded spectra (see the module's formats), in output order.
         config: the :class:`ReprocessConfig` every task runs.
         store: a directory all workers can reach (a shared filesystem).
@@ -684,6 +1062,10 @@ def reprocess(client: Any, files: Iterable[Union[str, os.PathLike]], config: Rep
 
     Returns:
         a :class:`Reprocessed` (``.array``, ``.to_dask()``).
+
+    Raises:
+        StoreBusyError: another job is writing ``store`` (one job at a time per store,
+            checked before anything is written).
     """
     import distributed
 
@@ -692,41 +1074,69 @@ def reprocess(client: Any, files: Iterable[Union[str, os.PathLike]], config: Rep
     t0 = time.perf_counter()
     store = os.path.abspath(os.fspath(store))
     sources = plan_sources(files, config)
-    tasks = plan_tasks(sources, config)
+    tasks = plan_tasks(sources, config, sum(client.nthreads().values()))
     total = sum(s.volumes for s in sources)
-    shape = client.submit(output_shape, config, device, pure=False, key=f"vortexgo-shape-{time.time_ns()}").result()
-    chunks = (1,) + shape if config.chunk == "volume" else (1, 1) + shape[1:]
-    meta = {"version": _FORMAT_VERSION, "config": config.to_json(),
-            "sources": [{"path": s.path, "format": s.format, "size": s.size, "mtime_ns": s.mtime_ns,
-                         "data_offset": s.data_offset, "volumes": s.volumes, "first": s.first} for s in sources]}
-    array, old = _open_or_create(store, (total,) + shape, chunks, config.dtype, overwrite, meta)
-    known = {}
-    for s in old.get("sources", []):
-        for r in s.get("ranges", []):
-            known[(s["path"], r["offset"], r["end"])] = r["sha256"]
-    token = hashlib.sha1(f"{store}{time.time_ns()}".encode()).hexdigest()[:10]
-    futures = [client.submit(run_task, t, config, store, overwrite, device,
-                             known.get((t.source.path, t.offset, t.end)),
-                             key=f"vortexgo-reprocess-{token}-{i}", pure=False, retries=0)
-               for i, t in enumerate(tasks)]
-    if progress:
-        distributed.progress(futures)
-    distributed.wait(futures)
-    results, failures = [], []
-    for t, f in zip(tasks, futures):
-        if f.status == "finished":
-            results.append(f.result())
-        else:
-            results.append(None)
-            failures.append((t, f.exception()))
-    for s, m in zip(sources, meta["sources"]):
-        ranges = [{"volume": t.volume, "count": t.count, "offset": t.offset, "end": t.end, "sha256": r["sha256"]}
-                  for t, r in zip(tasks, results) if t.source is s and r]
-        m["ranges"] = ranges
-        m["sha256_of_ranges"] = (hashlib.sha256("".join(r["sha256"] for r in ranges).encode()).hexdigest()
-                                 if len(ranges) == sum(1 for t in tasks if t.source is s) else None)
-    meta["failed"] = [{"path": t.source.path, "offset": t.offset, "end": t.end, "error": str(e)} for t, e in failures]
-    array.attrs["vortexgo"] = json.loads(json.dumps(meta))
+    lock = _StoreLock(store)
+    try:
+        _register_plugin(client)
+        try:
+            shape = client.submit(output_shape, config, device, pure=False,
+                                  key=f"vortexgo-shape-{time.time_ns()}").result()
+        except Exception as e:
+            hinted = _fork_hint(e)
+            if hinted is e:
+                raise
+            raise hinted from None
+        chunks = (1,) + shape if config.chunk == "volume" else (1, 1) + shape[1:]
+        token = hashlib.sha1(f"{store}{os.getpid()}{time.time_ns()}".encode()).hexdigest()[:12]
+        meta = {"version": _FORMAT_VERSION, "job": token, "config": config.to_json(),
+                "sources": [{"path": s.path, "format": s.format, "size": s.size, "mtime_ns": s.mtime_ns,
+                             "data_offset": s.data_offset, "volumes": s.volumes, "first": s.first} for s in sources]}
+        array, old = _open_or_create(store, (total,) + shape, chunks, config.dtype, overwrite, meta)
+        known = {(s["path"], s["size"], s["mtime_ns"]): s["sha256"]
+                 for s in old.get("sources", []) if s.get("sha256")}
+        for m in meta["sources"]:
+            m["sha256"] = known.get((m["path"], m["size"], m["mtime_ns"]))
+        # The job's token before any task runs: a task of an earlier job still running (its
+        # client died) sees another token and writes nothing more.
+        array.attrs["vortexgo"] = json.loads(json.dumps(meta))
+        futures, hashes = [], {}
+        index = {id(s): i for i, s in enumerate(sources)}
+        for j, t in enumerate(tasks):  # a file's tasks follow each other, from its volume 0
+            i = index[id(t.source)]
+            if t.volume == 0 and meta["sources"][i]["sha256"] is None:
+                # Each file's hash just before its tasks: it leaves its thread and reads the file
+                # while they process it (one stream, warm in the page cache for them).
+                hashes[i] = client.submit(file_sha256, t.source.path, t.source.size, t.source.mtime_ns,
+                                          key=f"vortexgo-sha256-{token}-{i}", pure=False)
+            futures.append(client.submit(run_task, t, config, store, overwrite, device, token,
+                                         key=f"vortexgo-reprocess-{token}-{j}", pure=False, retries=0))
+        everything = futures + list(hashes.values())
+        if progress:
+            distributed.progress(everything)
+        distributed.wait(everything)
+        results, failures = [], []
+        for t, f in zip(tasks, futures):
+            if f.status == "finished":
+                results.append(f.result())
+            else:
+                results.append(None)
+                failures.append((t, _fork_hint(f.exception())))
+        for i, f in hashes.items():
+            s = sources[i]
+            if f.status == "finished":
+                meta["sources"][i]["sha256"] = f.result()
+            else:
+                failures.append((Task(s, 0, s.volumes, s.first, 0, s.size, 0), f.exception()))
+        for s, m in zip(sources, meta["sources"]):
+            m["ranges"] = [{"volume": t.volume, "count": t.count, "offset": t.offset, "end": t.end,
+                            "written": bool(r)} for t, r in zip(tasks, results) if t.source is s]
+        meta["failed"] = [{"path": t.source.path, "offset": t.offset, "end": t.end, "error": str(e)}
+                          for t, e in failures]
+        if _store_job(store) == token:  # else a newer job took the store over: its attributes stay
+            array.attrs["vortexgo"] = json.loads(json.dumps(meta))
+    finally:
+        lock.release()
     out = Reprocessed(store, sources, tasks, results, time.perf_counter() - t0)
     if failures and raise_on_error:
         raise ReprocessError(failures)
