@@ -49,6 +49,8 @@ CHILD = "VORTEXGO_HOST_COST_CHILD"
 #: (records_per_block, blocks_to_allocate, preload_count, slots); vortex's defaults first
 FULL = [(rpb, b, p, s) for rpb in (256, 512, 1024, 2048, 8192) for (b, p) in ((4, 2), (32, 16)) for s in (1, 2, 4)]
 QUICK = [(256, 4, 2, 2), (256, 32, 16, 2), (1024, 4, 2, 2), (8192, 4, 2, 2)]
+#: the fewest blocks a measurement window holds
+MIN_BLOCKS = 2000
 
 
 def build_fakes(out: Path) -> dict[str, Path]:
@@ -114,9 +116,17 @@ def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slot
         engine.prepare()
         engine.start()
         time.sleep(min(1.0, seconds))  # warm: the pool fills, first-use costs pass
-        c0 = counters.read() if counters else None
+        # Each end reads the engine's counter, then the driver's: in the same order at both
+        # ends, so the calls made between the two reads (status() takes a while) cancel.
         s0, cpu0, t0 = engine.status(), _cpu_seconds(), time.perf_counter()
+        c0 = counters.read() if counters else None
         time.sleep(seconds)
+        # At least MIN_BLOCKS in the window (a stalled host may have let few through): the
+        # blocks in flight at either end, counted on one side only, then skew the ratios
+        # by less than blocks_to_allocate / MIN_BLOCKS.
+        deadline = t0 + 10 * seconds + 5
+        while engine.status().blocks_formatted - s0.blocks_formatted < MIN_BLOCKS and time.perf_counter() < deadline:
+            time.sleep(0.05)
         s1, cpu1, t1 = engine.status(), _cpu_seconds(), time.perf_counter()
         c1 = counters.read() if counters else None
         engine.stop()

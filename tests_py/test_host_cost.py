@@ -49,11 +49,15 @@ def test_cuda_path_runs_on_the_fake_driver(host_cost: dict) -> None:
 def test_driver_calls_per_block_within_budget(host_cost: dict) -> None:
     for r in host_cost["rows"]:
         calls = r["calls_per_block"]
+        # The blocks in flight at the window's ends are counted on one side only: a skew of
+        # up to blocks_to_allocate (+2 in the stages' hands) blocks' calls over the window's.
+        skew = (r["blocks_to_allocate"] + 2) / r["blocks"]
+        assert r["blocks"] >= 2000, r
         # every block: one upload, the processor's kernels and its inverse FFT
-        assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.05), calls
-        assert calls["cuLaunchKernel"] == pytest.approx(4, abs=0.05), calls
-        assert calls["cufftExec"] == pytest.approx(1, abs=0.05), calls
-        assert r["driver_calls_per_block"] <= CALLS_BUDGET + 0.2, calls
+        assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.01 + skew), calls
+        assert calls["cuLaunchKernel"] == pytest.approx(4, abs=0.01 + 4 * skew), calls
+        assert calls["cufftExec"] == pytest.approx(1, abs=0.01 + skew), calls
+        assert r["driver_calls_per_block"] <= CALLS_BUDGET * (1 + skew) + 0.05, calls
     assert "driver calls/block" in host_cost["markdown"] and "`cuEventRecord`" in host_cost["markdown"]
 
 
