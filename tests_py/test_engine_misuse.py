@@ -489,3 +489,38 @@ def test_storage_bad_arguments_are_value_errors(tmp_path, call, name):
     st.write_volume(np.zeros((2, 2, 2), np.int8))  # the stack is still usable
     st.close()
     assert np.load(tmp_path / "v.npy").shape == (1, 2, 2, 2, 1)
+
+
+# --- the event dispatcher losing its queue --------------------------------------------
+
+
+def test_event_queue_failing_stops_the_engine_and_wait_raises_it():
+    """If the dispatcher thread's event queue fails (Go's NextEvents raising), no handler will
+    ever run: the engine is stopped and wait() raises that error, instead of an endless run
+    waiting in wait() forever. (Both of the dispatcher's paths fail here: the fast call, then
+    the generated binding's.)"""
+    out = run_case('''
+        import vortexgo.engine.dispatch as dispatch
+        def gone(*a):
+            raise RuntimeError("event queue gone (test)")
+        ep = StackHostTensorEndpointInt8()
+        ep.volume_callback = lambda *a: None  # the engine waits at each volume for its handler
+        eng, acq, proc = rig([ep], total_volumes=0)  # endless
+        eng.prepare()
+        dispatch._core.fast_next_events = gone
+        type(eng._h).NextEvents = gone
+        eng.start()
+        t0 = time.monotonic()
+        try:
+            while not eng.wait_for(0.5):
+                assert time.monotonic() - t0 < 30, "wait() never learned that the dispatcher stopped"
+        except RuntimeError as e:
+            assert "event queue gone (test)" in str(e), e
+            print("RAISED", e)
+        else:
+            raise AssertionError("wait() returned without the dispatcher's error")
+        assert eng.done
+        eng.stop(); eng.close(); ep.close(); proc.close(); acq.close()
+        print("ok")
+    ''')
+    assert "RAISED event queue gone (test)" in out and "ok" in out, out

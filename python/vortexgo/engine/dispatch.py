@@ -98,6 +98,20 @@ class _Dispatch:
         except RuntimeError:  # pragma: no cover - the engine was closed under us
             pass
 
+    def _dispatcher_failed(self, exc: BaseException) -> None:
+        """The event queue failed under the dispatcher: no event will be taken again. Stop the
+        engine as vortex's ``shutdown(interrupt=True)`` does, so that its format stage stops
+        waiting for handlers that will never run (a plain stop keeps that backpressure, which
+        only a draining dispatcher releases), and re-raise ``exc`` from wait()."""
+        if self._fatal is None:
+            self._fatal = exc
+        self.logger.error("vortexgo: the engine's event queue failed (%s); stopping the engine, "
+                          "wait() re-raises it", exc)
+        try:
+            self._h.Shutdown(True)
+        except RuntimeError:  # pragma: no cover - the engine was closed under us
+            pass
+
     def _engine_event(self, event: EngineEvent, exc: Optional[BaseException]) -> None:
         cb = self.event_callback
         if cb is None:
@@ -336,10 +350,15 @@ def _dispatch_loop(ref: "weakref.ref[Any]", ring: Any = None) -> None:
             if eid:
                 eid = 0
                 continue
-            eng = ref()  # pragma: no cover
-            (eng.logger if eng is not None else logging.getLogger("vortexgo.engine")).error(  # pragma: no cover
-                "vortexgo: the event queue failed: %s", exc)
-            return  # pragma: no cover
+            # The queue itself failed: no event will come. Stop the engine and make wait()
+            # raise this (a silent exit would leave wait() to an endless run, and the format
+            # stage to wait for handlers that never run).
+            eng = ref()
+            if eng is None:
+                logging.getLogger("vortexgo.engine").error("vortexgo: the event queue failed: %s", exc)
+            else:
+                eng._dispatcher_failed(exc)
+            return
         if n <= 0:
             continue
         eng = ref()
