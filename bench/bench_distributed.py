@@ -147,16 +147,22 @@ def engine_rate(files: list[str], cfg: Any, device: str, repeat: int) -> float:
             src, = vd.plan_sources([f], cfg)
             acq = FileAcquisition(path=f, samples_per_record=cfg.processor.samples_per_record, loop=False,
                                   pin=False, offset=src.data_offset, length=src.volumes * cfg.volume_bytes)
-            engine, _ = vd._engine(cfg, acq, device)
-            for v in range(src.volumes):
-                engine.scan_queue.append(record_raster(cfg.ascans_per_bscan, cfg.bscans_per_volume),
-                                         marker=ScanBoundary(0, v))
-            with engine:
-                engine.prepare()
-                t = time.perf_counter()
-                engine.start()
-                engine.wait()
-                seconds += time.perf_counter() - t
+            # New stages per file (the single-machine engine's set-up), closed with it.
+            pipe = vd._Pipeline(None, cfg, device)
+            try:
+                engine = pipe.engine(acq, False)
+                for v in range(src.volumes):
+                    engine.scan_queue.append(record_raster(cfg.ascans_per_bscan, cfg.bscans_per_volume),
+                                             marker=ScanBoundary(0, v))
+                with engine:
+                    engine.prepare()
+                    t = time.perf_counter()
+                    engine.start()
+                    engine.wait()
+                    seconds += time.perf_counter() - t
+            finally:
+                pipe.close()
+                acq.close()
             ascans += src.volumes * cfg.records_per_volume
         best = max(best, ascans / seconds)
     return best

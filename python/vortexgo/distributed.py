@@ -454,13 +454,6 @@ def _use_cuda(device: str) -> bool:
     return device == "auto" and is_cuda_available()
 
 
-def _engine(cfg: ReprocessConfig, acquisition: Any, device: str) -> tuple[Any, Any]:
-    """The single-machine pipeline of one range: acquisition -> processor -> formatter -> host tensor
-    (new stages; run_task takes its processor, planner and endpoint from the worker's pool)."""
-    pipe = _Pipeline(None, cfg, device)
-    return pipe.engine(acquisition, False), pipe.endpoint
-
-
 class _Pipeline:
     """A processor, format planner and endpoint for one configuration and device, kept by a
     worker across tasks (one task at a time): each task wraps them in a new engine with its own file range (the
