@@ -729,6 +729,12 @@ def _store_job(store: str) -> Optional[str]:
         return None
 
 
+def _check_job(store: str, job: Optional[str]) -> None:
+    """Raise :class:`StoreBusyError` when ``job`` is set and another job took ``store`` since."""
+    if job is not None and _store_job(store) != job:
+        raise StoreBusyError(store, f"a newer job took it over from job {job}, whose task this is")
+
+
 def _stage_hdf5(task: Task, cfg: ReprocessConfig, directory: str) -> tuple[str, int, int]:
     """Copy the task's volumes (and its warm-up records) of an HDF5 stack into a raw
     file: (path, offset, length). Reads those chunks only."""
@@ -798,8 +804,7 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
     timings = {"setup": 0.0, "run": 0.0, "write": 0.0, "outside_run": 0.0}
     result = {"first": task.first, "count": task.count, "written": 0, "bytes": task.end - task.offset,
               "seconds": 0.0, "timings": timings}
-    if job is not None and _store_job(store) != job:
-        raise StoreBusyError(store, f"a newer job took it over from job {job}, whose task this is")
+    _check_job(store, job)
     array = _open_array(store, job)
     done = [not overwrite and _chunk_done(array, store, task.first + i, config) for i in range(task.count)]
     _stat_matches(src.path, src.size, src.mtime_ns, task.offset, task.end)
@@ -849,8 +854,7 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
                 def write(scan_idx: int, vol: np.ndarray) -> None:
                     try:
                         tw = time.perf_counter()
-                        if job is not None and _store_job(store) != job:
-                            raise StoreBusyError(store, f"a newer job took it over from job {job}, whose task this is")
+                        _check_job(store, job)
                         array[task.first + scan_idx] = vol  # whole chunks: atomic, idempotent
                         spent.append(time.perf_counter() - tw)
                         writes.append(scan_idx)
