@@ -56,7 +56,8 @@ go_pass=0; go_fail=0; failed_bins=()
 # SKIP_GO=1 runs only pytest (a second call of a session that has run the Go binaries already);
 # PYTEST_WORKERS=N spreads pytest over N processes (pytest-xdist, carried in extra-site): the
 # machine has 16 cores and one GPU test rarely keeps the GPU busy, and a call has 600 s. Not for
-# tests_py/robustness, test_genicam.py or the soak: their cases run in subprocesses under per-case
+# tests_py/robustness, test_genicam.py or the soak (test_engine_bench.py::test_soak_gpu_small skips
+# under xdist: it reads the whole device's free memory): their cases run in subprocesses under per-case
 # time limits that 8 workers' concurrent CUDA context creation exceeds (seen: 106 such timeouts with
 # -n 8, all passing when run alone).
 skip_go=${SKIP_GO:-0}

@@ -192,7 +192,11 @@ def _soak(tmp_path, *args):
 
 
 def test_soak_cpu(tmp_path):
-    p, r = _soak(tmp_path, "--device", "cpu", "--volumes", "200", "--sessions", "20")
+    # Sessions of 4 tiny volumes last a few ms each, mostly start and stop: on a machine
+    # shared with other test processes (pytest -n 8 on the GPU machine) their speed halved
+    # between the halves with nothing leaking; a leak that slows every session still
+    # fails a bound of a quarter.
+    p, r = _soak(tmp_path, "--device", "cpu", "--volumes", "200", "--sessions", "20", "--session-bound", "0.25")
     assert p.returncode == 0, p.stdout + p.stderr
     assert r["ok"] and r["volumes"] == 200 and r["backend"] == "cpu"
     ss = r["session_soak"]
@@ -237,6 +241,11 @@ def test_soak_usage_errors(tmp_path):
 
 @needs_cuda
 def test_soak_gpu_small(tmp_path):
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        # Its leak check reads the device's free memory, which the other test processes on
+        # the same GPU move by hundreds of MB (seen: 549 MB between the halves with 8
+        # workers); gpu-build/run_gpu_tests.sh runs it in the serial pass.
+        pytest.skip("reads the whole device's free memory: run it without pytest-xdist")
     # Sessions of 4 small volumes into a file: the 10% throughput bound is make soak's, over
     # long sessions; here a collapse (a leak slowing every session) fails, as on the CPU. One
     # run on a shared H100 VM measured 0.85x between the halves, its rerun passed at 0.9.

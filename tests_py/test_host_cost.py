@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import vortexgo
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: driver calls per block at vortex's defaults (4 blocks, preload 2), 1024 x 256, 2 slots:
@@ -30,7 +32,8 @@ def host_cost(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("host-cost")
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--quick", "--seconds", "0.3",
                            "--samples", "1024", "--out", str(out)], capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "python")})
+                          # the package under test (python/ here, gpu-build/python on the GPU machine)
+                          env={**__import__("os").environ, "PYTHONPATH": str(Path(vortexgo.__file__).resolve().parents[1])})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((out / "host_cost.json").read_text())
     result["markdown"] = (out / "host_cost.md").read_text()

@@ -15,6 +15,7 @@ behave as listed on both, vortex included, so the list cannot outlive its reason
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -59,6 +60,12 @@ def test_counts(on_vortexgo, on_vortex, capsys):
     with capsys.disabled():
         for res in (on_vortexgo, on_vortex):
             print(f"\nvortex offline suite on {res['against']}: {res['counts']} ({res['pytest_summary']})")
+    # Under pytest-xdist (the GPU machine's run_gpu_tests.sh) a worker's printout is lost: the
+    # counts also go to $OUT, the folder the device tool brings back.
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], "vortex_offline_counts.json").write_text(json.dumps(
+            {r["against"]: {"counts": r["counts"], "summary": r["pytest_summary"]} for r in (on_vortexgo, on_vortex)},
+            indent=1))
     assert on_vortexgo["counts"] and on_vortex["counts"]
 
 

@@ -4,6 +4,7 @@ package cuda_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/cmplx"
 	"os"
@@ -694,4 +695,67 @@ func BenchmarkCopyPinned64MiB(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLaunchParallel launches from g goroutines at once, each on its
+// own stream (ns/op per launch, all goroutines together): whether
+// submitting a block's kernels from one goroutine per slot would scale
+// with the slots, or the driver serialises launches (issue 29).
+func BenchmarkLaunchParallel(b *testing.B) {
+	d := device(b)
+	f := fn(b, d, "spin_ns")
+	for _, g := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			streams := make([]*cuda.Stream, g)
+			for i := range streams {
+				streams[i] = stream(b, d)
+			}
+			per := b.N/g + 1
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for i := range g {
+				wg.Add(1)
+				go func(s *cuda.Stream) {
+					defer wg.Done()
+					for range per {
+						if err := s.Launch(f, one, one, 0, uint64(0)); err != nil {
+							panic(err)
+						}
+					}
+				}(streams[i])
+			}
+			wg.Wait()
+			b.StopTimer()
+			for _, s := range streams {
+				_ = s.Synchronize()
+			}
+		})
+	}
+}
+
+// BenchmarkGraphLaunch4 replays a captured graph of 4 kernel launches:
+// the cost of one block's processor as a graph against 4 launches.
+func BenchmarkGraphLaunch4(b *testing.B) {
+	d := device(b)
+	s := stream(b, d)
+	f := fn(b, d, "spin_ns")
+	if err := s.BeginCapture(); err != nil {
+		b.Fatal(err)
+	}
+	for range 4 {
+		if err := s.Launch(f, one, one, 0, uint64(0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	g, err := s.EndCaptureGraph()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	for b.Loop() {
+		if err := g.Launch(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = s.Synchronize()
 }

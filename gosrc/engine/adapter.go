@@ -129,6 +129,26 @@ type Processor interface {
 	Close() error
 }
 
+// OrderedProcessor is a Processor whose blocks must reach the device in
+// the order the engine acquired them, whichever goroutine submits them:
+// it carries state from block to block (CUDAProcessor's rolling average).
+// With several slot streams the engine submits each slot's blocks from a
+// goroutine of its own (at small blocks one goroutine's driver calls, not
+// the device, were the limit): it takes each block's Ticket in block
+// order, then hands the ticket to ProcessTicket, which waits for the
+// earlier tickets' ordered part before its own. Every ticket taken must
+// reach ProcessTicket or SkipTicket exactly once, or the later ones wait
+// forever.
+type OrderedProcessor interface {
+	Processor
+	// Ticket reserves the next place in the processor's block order.
+	Ticket() uint64
+	// ProcessTicket is Process in the place of ticket.
+	ProcessTicket(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error
+	// SkipTicket gives the place of ticket up (its block is not processed).
+	SkipTicket(ticket uint64)
+}
+
 // Formatter is vortex's format planner: fed each block's markers in order,
 // it plans where the block's records go and which segments, volumes and
 // scans finish. *format.FormatPlanner is the formatter; its plan is what

@@ -56,6 +56,13 @@ type Block struct {
 	// active marks the processors that process this block (index as
 	// Engine.procs): each acquisition's rotation set for the block's ID.
 	active []bool
+	// tickets[i] is the block's place in OrderedProcessor i's order while
+	// ticketed[i] (taken by the process loop, used by the slot's
+	// submitter); submitted carries the submitter's result to the format
+	// stage (nil when the process loop submitted the block itself).
+	tickets   []uint64
+	ticketed  []bool
+	submitted chan error
 	// Outputs holds one entry per processor (index as Engine.procs).
 	Outputs []BlockData
 	// rem holds the remote processors' buffers on their devices (index as
@@ -209,6 +216,8 @@ func newBlock(dev backend.Device, sh blockShape, timed bool) (b *Block, err erro
 		}
 	}
 	b.active = make([]bool, len(sh.outSamples))
+	b.tickets = make([]uint64, len(sh.outSamples))
+	b.ticketed = make([]bool, len(sh.outSamples))
 	for _, out := range sh.outSamples {
 		n := sh.records * out
 		p, err := dev.Alloc(n * 4)

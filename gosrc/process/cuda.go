@@ -62,8 +62,13 @@ type CUDAProcessor struct {
 	// (microseconds, never waiting on the device; uncontended but for a
 	// Change), Change exclusively while it swaps the state, so no block is
 	// enqueued on a state being freed.
-	swap     sync.RWMutex
-	st       *cudaState
+	swap sync.RWMutex
+	st   *cudaState
+	// order keeps the blocks' history updates in ticket order when the
+	// engine submits them from several goroutines (OrderedProcessor); a
+	// caller waits for its turn before it takes swap, so a Change waiting
+	// for swap never waits for a caller that waits for its turn.
+	order    *blockOrder
 	mu       sync.Mutex // serialises Prepare, Change and Close
 	prepared bool
 	closed   atomic.Bool
@@ -110,6 +115,8 @@ type cudaSlot struct {
 	averaged *cuda.Event   // recorded after this slot's last history update
 }
 
+var _ engine.OrderedProcessor = (*CUDAProcessor)(nil)
+
 // NewCUDAProcessor validates cfg and returns a processor for dev; Prepare
 // loads the kernels and allocates.
 func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
@@ -120,7 +127,7 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CUDAProcessor{dev: dev, st: st}, nil
+	return &CUDAProcessor{dev: dev, st: st, order: newBlockOrder()}, nil
 }
 
 func newCUDAState(cfg Config) (*cudaState, error) {
@@ -403,14 +410,43 @@ func bytesOf[T any](v []T) []byte {
 // device. The block's records enter the rolling average's history
 // (vortex's append_history=True).
 func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
-	return p.ProcessHistory(slot, s, in, records, out, outInt8, true)
+	return p.process(p.order.take(), slot, s, in, records, out, outInt8, true)
 }
 
 // ProcessHistory is Process with vortex's append_history: false leaves the
 // history as it is and subtracts its current mean (none while it is
 // empty).
 func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
+	return p.process(p.order.take(), slot, s, in, records, out, outInt8, appendHistory)
+}
+
+// Ticket reserves the next place in the processor's block order
+// (engine.OrderedProcessor).
+func (p *CUDAProcessor) Ticket() uint64 { return p.order.take() }
+
+// ProcessTicket is Process in the place of ticket: its history update
+// waits for those of the earlier tickets; the rest of its work does not.
+func (p *CUDAProcessor) ProcessTicket(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
+	return p.process(ticket, slot, s, in, records, out, outInt8, true)
+}
+
+// SkipTicket gives up the place of ticket (its block is not processed).
+func (p *CUDAProcessor) SkipTicket(ticket uint64) {
+	p.order.wait(ticket)
+	p.order.done(ticket)
+}
+
+func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CUDAProcessor.Process"
+	p.order.wait(ticket)
+	inTurn := true
+	passTurn := func() { // once the history update is enqueued (or there is none)
+		if inTurn {
+			inTurn = false
+			p.order.done(ticket)
+		}
+	}
+	defer passTurn()
 	p.swap.RLock()
 	defer p.swap.RUnlock()
 	st := p.st
@@ -451,6 +487,7 @@ func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, r
 			avg = sl.avg
 		}
 	}
+	passTurn()
 
 	// Step 2's clock phase, into the slot's phase tables.
 	var phase, phaseMax uintptr

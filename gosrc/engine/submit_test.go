@@ -1,0 +1,212 @@
+package engine_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/cpu"
+	"github.com/vortexgo/vortexgo/gosrc/endpoint"
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/format"
+)
+
+// orderedProc is fakeProc as an engine.OrderedProcessor: its ordered part
+// notes each block's first record, in turn; failAt and panicAt (block
+// numbers, -1 for none) fail or panic there, in turn.
+type orderedProc struct {
+	samples         int
+	failAt, panicAt int
+
+	mu         sync.Mutex
+	cond       *sync.Cond
+	next, turn uint64
+	seen       []int64 // first record of each block, in the order of the ordered parts
+	skipped    int
+	goroutines sync.Map // slot -> true: the slots that submitted
+
+	// The first block of slot 0 waits (after its ordered part) for slot
+	// 1's first block to start: it does only when another goroutine
+	// submits slot 1's blocks.
+	rendezvous     chan struct{}
+	rendezvousOnce sync.Once
+	concurrent     bool
+}
+
+func newOrderedProc(samples int) *orderedProc {
+	p := &orderedProc{samples: samples, failAt: -1, panicAt: -1, rendezvous: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *orderedProc) Prepare() error     { return nil }
+func (p *orderedProc) OutputSamples() int { return p.samples }
+func (p *orderedProc) Close() error       { return nil }
+
+func (p *orderedProc) Ticket() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	return p.next - 1
+}
+
+func (p *orderedProc) waitTurn(t uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.turn != t {
+		p.cond.Wait()
+	}
+}
+
+func (p *orderedProc) pass() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.turn++
+	p.cond.Broadcast()
+}
+
+func (p *orderedProc) SkipTicket(t uint64) {
+	p.waitTurn(t)
+	p.mu.Lock()
+	p.skipped++
+	p.mu.Unlock()
+	p.pass()
+}
+
+func (p *orderedProc) Process(slot int, s backend.Stream, in uintptr, records int, out, out8 uintptr) error {
+	return p.ProcessTicket(p.Ticket(), slot, s, in, records, out, out8)
+}
+
+func (p *orderedProc) ProcessTicket(t uint64, slot int, s backend.Stream, in uintptr, records int, out, out8 uintptr) error {
+	p.waitTurn(t)
+	p.goroutines.Store(slot, true)
+	first := int64(hostSlice[uint16](in, 1)[0]) / 16 // rawValue(record, 0) = record*16
+	p.mu.Lock()
+	block := len(p.seen)
+	p.seen = append(p.seen, first)
+	p.mu.Unlock()
+	if block == p.panicAt {
+		defer p.pass() // a panicking processor still gives its turn up
+		panic(fmt.Sprintf("orderedProc: panic at block %d", block))
+	}
+	p.pass()
+	switch {
+	case slot == 1:
+		p.rendezvousOnce.Do(func() { close(p.rendezvous) })
+	case slot == 0 && block == 0:
+		select {
+		case <-p.rendezvous:
+			p.concurrent = true
+		case <-time.After(2 * time.Second):
+		}
+	}
+	if block == p.failAt {
+		return fmt.Errorf("orderedProc: failing block %d", block)
+	}
+	hs := s.(backend.HostStream)
+	n := records * p.samples
+	return hs.Enqueue(func() { // the CPU backend runs it at once, on this goroutine
+		src, dst, dst8 := hostSlice[uint16](in, n), hostSlice[float32](out, n), hostSlice[int8](out8, n)
+		for i, v := range src {
+			dst[i] = float32(v)
+			dst8[i] = int8(v % 128)
+		}
+	})
+}
+
+var _ engine.OrderedProcessor = (*orderedProc)(nil)
+
+// TestSlotSubmitters: with several slots and an OrderedProcessor, each
+// slot's blocks are submitted from a goroutine of its own; the processor's
+// ordered parts still see the blocks in acquisition order, the formatted
+// volume is the same, and a failing or panicking block fails the run
+// without a hang (every later ticket is given up).
+func TestSlotSubmitters(t *testing.T) {
+	tests := []struct {
+		name            string
+		slots           int
+		failAt, panicAt int
+		wantErr         string
+	}{
+		{"one slot: the process loop submits", 1, -1, -1, ""},
+		{"two slots", 2, -1, -1, ""},
+		{"three slots", 3, -1, -1, ""},
+		{"four slots", 4, -1, -1, ""},
+		{"a failing block", 3, 7, -1, "orderedProc: failing block 7"},
+		{"a panicking block", 2, -1, 5, "orderedProc: panic at block 5"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 5, Volumes: 6}
+			const samples, rpb = 8, 3
+			proc := newOrderedProc(samples)
+			proc.failAt, proc.panicAt = tc.failAt, tc.panicAt
+			ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
+			require.NoError(t, err)
+			require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
+			closeEndpoint(t, ep)
+			planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+			require.NoError(t, err)
+			cfg := engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 6, PreloadCount: 3, Slots: tc.slots}
+			cfg.AddAcquisition(newFakeAcq(samples), proc)
+			cfg.AddProcessor(proc, planner)
+			cfg.AddFormatter(planner, ep)
+			e, err := engine.New(cfg, cpu.Default())
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, e.Close()) })
+			queueRaster(t, e, scan)
+			require.NoError(t, e.Prepare())
+			d := startDrain(e)
+			require.NoError(t, e.Start())
+			waited := make(chan error, 1)
+			go func() { waited <- e.Wait() }()
+			select {
+			case err = <-waited:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the run hung")
+			}
+			d.wait(t)
+			blocks := int((scan.RecordsPerVolume()*int64(scan.Volumes) + rpb - 1) / rpb)
+			proc.mu.Lock()
+			seen, skipped := slices.Clone(proc.seen), proc.skipped
+			proc.mu.Unlock()
+			for i := 1; i < len(seen); i++ {
+				require.Equal(t, seen[i-1]+rpb, seen[i], "ordered parts out of block order at %d: %v", i, seen)
+			}
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				require.ErrorContains(t, err, tc.wantErr)
+				require.Positive(t, e.Status().BlocksDropped)
+				require.LessOrEqual(t, len(seen)+skipped, blocks)
+				return
+			}
+			require.NoError(t, err)
+			st := e.Status()
+			require.GreaterOrEqual(t, len(seen), blocks)
+			require.Equal(t, st.BlocksAcquired, int64(len(seen)), "every block processed once")
+			require.Zero(t, skipped)
+			require.Equal(t, st.BlocksAcquired, st.BlocksFormatted)
+			require.Zero(t, st.BlocksDropped)
+			n := scan.BscansPerVolume * scan.AscansPerBscan * samples
+			got := hostSlice[float32](ep.Tensor().Ptr(), n)
+			for b := range scan.BscansPerVolume {
+				for a := range scan.AscansPerBscan {
+					for s := range samples {
+						want := expected(scan, scan.Volumes-1, b, a, s)
+						assert.Equal(t, float32(want), got[(b*scan.AscansPerBscan+a)*samples+s], "bscan %d ascan %d sample %d", b, a, s)
+					}
+				}
+			}
+			used := 0
+			proc.goroutines.Range(func(any, any) bool { used++; return true })
+			require.Equal(t, tc.slots, used, "every slot's stream processed blocks")
+			require.Equal(t, tc.slots > 1, proc.concurrent, "slot 1's blocks submitted while slot 0's first waited")
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package process
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBlockOrder: callers that took tickets in order and run on their own
+// goroutines, started in any order, enter their ordered parts in ticket
+// order; a skipped ticket passes its turn on.
+func TestBlockOrder(t *testing.T) {
+	tests := []struct {
+		name    string
+		callers int
+		skip    map[uint64]bool
+	}{
+		{"one", 1, nil},
+		{"many", 64, nil},
+		{"skips", 32, map[uint64]bool{0: true, 5: true, 6: true, 31: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newBlockOrder()
+			tickets := make([]uint64, tc.callers)
+			for i := range tickets {
+				tickets[i] = o.take()
+			}
+			var mu sync.Mutex
+			var got []uint64
+			var wg sync.WaitGroup
+			for _, i := range rand.Perm(tc.callers) {
+				wg.Add(1)
+				go func(tk uint64) {
+					defer wg.Done()
+					time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+					o.wait(tk)
+					if !tc.skip[tk] {
+						mu.Lock()
+						got = append(got, tk)
+						mu.Unlock()
+					}
+					o.done(tk)
+				}(tickets[i])
+			}
+			wg.Wait()
+			var want []uint64
+			for _, tk := range tickets {
+				if !tc.skip[tk] {
+					want = append(want, tk)
+				}
+			}
+			require.Equal(t, want, got)
+			require.Equal(t, uint64(tc.callers), o.take(), "the next ticket follows")
+		})
+	}
+}
+
+// TestBlockOrderDoneOutOfTurnPanics: passing a turn one does not hold is a
+// bug of the caller, caught at once rather than left to hang a later one.
+func TestBlockOrderDoneOutOfTurnPanics(t *testing.T) {
+	o := newBlockOrder()
+	o.take()
+	second := o.take()
+	require.PanicsWithValue(t, "process: blockOrder.done out of turn", func() { o.done(second) })
+}
