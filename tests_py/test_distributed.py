@@ -370,8 +370,9 @@ def test_fork_start_method(tmp_path):
     that had started the Go runtime every job fails at once with a ForkError naming the setting
     and 'spawn', before anything is written: never a hang."""
     o = _subproc.run(f"""
-        import faulthandler, os, sys, warnings
+        import faulthandler, os, signal, sys, warnings
         faulthandler.dump_traceback_later(100, exit=True)  # a hang shows where, before the limit
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         warnings.simplefilter("ignore", DeprecationWarning)  # forking a threaded process
         import dask, distributed, numpy as np, zarr
         import vortexgo as vg
@@ -387,9 +388,8 @@ def test_fork_start_method(tmp_path):
                                              silence_logs=50) as cluster, distributed.Client(cluster) as c:
                 return vd.reprocess(c, [{str(tmp_path / "a.npy")!r}], cfg, store, device="cpu")
 
-        # Dask's fork mode on its own: on the GPU machine (16 cores, CUDA libraries imported by
-        # distributed) its forked worker never came up, the client waiting in LocalCluster's
-        # start with vortexgo's Go runtime not loaded anywhere: not ours to test then.
+        # Dask's fork mode on its own, vortexgo's Go runtime not loaded anywhere: should its
+        # forked worker never come up, there is nothing of vortexgo's to test.
         import threading
         first = {{}}
         t = threading.Thread(target=lambda: first.update(out=job({str(tmp_path / "one.zarr")!r})), daemon=True)
@@ -416,6 +416,15 @@ def test_fork_start_method(tmp_path):
         t.start()
         t.join(60)
         if t.is_alive() and vg.is_cuda_available():
+            # Where the forked processes wait: each dumps its Python threads to the shared
+            # stderr (the handler registered above, inherited by fork).
+            import psutil, signal, time
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    os.kill(child.pid, signal.SIGUSR1)
+                except OSError:
+                    pass
+            time.sleep(2)
             print("FORK-HANG-CUDA", flush=True)
             os._exit(0)
         assert not t.is_alive(), "the second job hung"
@@ -426,9 +435,11 @@ def test_fork_start_method(tmp_path):
         print("ok")
     """, timeout=110)
     if "FORK-HANG-CUDA" in o.stdout:
-        pytest.xfail("on the H200 machine Dask's worker forked from a client whose Go core had loaded the CUDA "
-                     "driver never started (LocalCluster waits; seen 2026-11-29): the ForkError path is checked "
-                     "on machines without CUDA; with CUDA use Dask's default, spawn (docs/distributed.md)")
+        print(o.stderr[-20000:])  # the forked processes' stacks, for whoever looks into it
+        pytest.xfail("on the H200 machine Dask's worker forked from a client that had started vortexgo's Go "
+                     "runtime never came up (LocalCluster waits; seen 2026-11-29, cause not found: the client had "
+                     "not loaded the CUDA driver); the ForkError path is checked on machines without CUDA; with "
+                     "a GPU use Dask's default, spawn (docs/distributed.md)")
     if "DASK-FORK-HANG: go loaded: False" in o.stdout:
         pytest.skip("Dask's fork start method hung on this machine before vortexgo's Go runtime was loaded "
                     "(its forked worker never started): nothing of vortexgo's to test")
