@@ -58,11 +58,12 @@ type Block struct {
 	active []bool
 	// tickets[i] is the block's place in OrderedProcessor i's order while
 	// ticketed[i] (taken by the process loop, used by the slot's
-	// submitter); submitted carries the submitter's result to the format
-	// stage (nil when the process loop submitted the block itself).
+	// submitter); the submitter closes submitted once it has made the
+	// block's driver calls and counted it (nil when the process loop
+	// submitted the block itself).
 	tickets   []uint64
 	ticketed  []bool
-	submitted chan error
+	submitted chan struct{}
 	// Outputs holds one entry per processor (index as Engine.procs).
 	Outputs []BlockData
 	// rem holds the remote processors' buffers on their devices (index as

@@ -452,25 +452,37 @@ func (e *Engine) processLoop(s *session) {
 					b.tickets[i], b.ticketed[i] = p.(OrderedProcessor).Ticket(), true
 				}
 			}
-			b.submitted = make(chan error, 1)
+			b.submitted = make(chan struct{})
 			work[b.Slot] <- b
 			s.toFmt <- b
 			continue
 		}
-		s.prof.job(ProfJobProcessDispatchBegin, b.ID)
-		err := e.dispatchProcess(st, b)
-		s.prof.job(ProfJobProcessDispatchEnd, b.ID)
-		e.stamp(s, b, markProcess)
-		if err != nil {
-			e.failPipeline(s, err)
-			e.dropped.Add(1)
-			b.Records = 0
-		} else {
-			b.setStream(st)
-			e.processed.Add(1)
-		}
+		e.submitted(s, st, b, e.dispatchTimed(s, st, b))
 		s.toFmt <- b
 	}
+}
+
+// dispatchTimed is dispatchProcess between the profiler's marks, stamped.
+func (e *Engine) dispatchTimed(s *session, st backend.Stream, b *Block) error {
+	s.prof.job(ProfJobProcessDispatchBegin, b.ID)
+	err := e.dispatchProcess(st, b)
+	s.prof.job(ProfJobProcessDispatchEnd, b.ID)
+	e.stamp(s, b, markProcess)
+	return err
+}
+
+// submitted counts block b as processed on slot stream st, or, when its
+// submission failed with err, fails the session and passes b through
+// empty.
+func (e *Engine) submitted(s *session, st backend.Stream, b *Block, err error) {
+	if err != nil {
+		e.failPipeline(s, err)
+		e.dropped.Add(1)
+		b.Records = 0
+		return
+	}
+	b.setStream(st)
+	e.processed.Add(1)
 }
 
 // slotSubmitters reports whether the session submits each slot's blocks
@@ -506,15 +518,8 @@ func (e *Engine) submitLoop(s *session, slot int, work <-chan *Block) {
 	defer s.wg.Done()
 	st := e.slots[slot]
 	for b := range work {
-		if err := e.submit(s, st, b); err != nil {
-			e.failPipeline(s, err)
-			e.dropped.Add(1)
-			b.Records = 0
-		} else {
-			b.setStream(st)
-			e.processed.Add(1)
-		}
-		b.submitted <- nil // buffered: never waits
+		e.submitted(s, st, b, e.submit(s, st, b))
+		close(b.submitted)
 	}
 }
 
@@ -534,11 +539,7 @@ func (e *Engine) submit(s *session, st backend.Stream, b *Block) (err error) {
 			}
 		}
 	}()
-	s.prof.job(ProfJobProcessDispatchBegin, b.ID)
-	err = e.dispatchProcess(st, b)
-	s.prof.job(ProfJobProcessDispatchEnd, b.ID)
-	e.stamp(s, b, markProcess)
-	return err
+	return e.dispatchTimed(s, st, b)
 }
 
 // dispatchProcess enqueues the upload and every processor on slot stream
@@ -624,7 +625,7 @@ func (e *Engine) formatLoop(s *session) {
 	defer close(s.toRecycle)
 	defer e.recoverStage(s, "format", s.toFmt)
 	for b := range s.toFmt {
-		if b.submitted != nil { // its slot's submitter is making its driver calls
+		if b.submitted != nil { // its slot's submitter is making its driver calls (closed when done)
 			<-b.submitted
 			b.submitted = nil
 		}
