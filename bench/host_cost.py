@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "gosrc" / "cuda" / "testdata"
 #: the fakes' sources, and the file names vortexgo loads them under (the cuFFT's name tells
@@ -101,8 +103,54 @@ def _cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
+#: (name, from mark, to mark) of the per-block intervals --stages reports, from the engine's
+#: profiler log (vortex's marks; codes in vortexgo.profiler.ProfileCode)
+STAGE_INTERVALS = (
+    ("acquire (dispatch)", "JOB_ACQUIRE_DISPATCH_BEGIN", "JOB_ACQUIRE_DISPATCH_END"),
+    ("acquired -> submitter starts", "JOB_ACQUIRE_JOIN", "JOB_PROCESS_DISPATCH_BEGIN"),
+    ("submit (upload, processors)", "JOB_PROCESS_DISPATCH_BEGIN", "JOB_PROCESS_DISPATCH_END"),
+    ("submitted -> format starts", "JOB_PROCESS_DISPATCH_END", "TASK_FORMAT_BEGIN"),
+    ("format (plan, endpoints)", "TASK_FORMAT_BEGIN", "TASK_FORMAT_END"),
+    ("format ends -> device done", "TASK_FORMAT_END", "JOB_FORMAT_JOIN"),
+    ("device done -> recycled", "JOB_FORMAT_JOIN", "JOB_RECYCLE"),
+)
+
+
+def stage_times(path: Path) -> dict:
+    """Per-block intervals between the engine's marks (median and p90, us) over the second half
+    of the run, and how busy the single-goroutine stages were (the fraction of the window inside
+    a block's acquire dispatch, or its format): a stage near 1.0 is the one that limits the rate."""
+    from vortexgo.profiler import ProfileCode, read_profiler_log
+
+    recs = read_profiler_log(path)
+    jobs = np.unique(recs["job"][(recs["code"] >= 0x100) & (recs["code"] < 0x10000)])
+    jobs = jobs[jobs.size // 2:]
+    index = {int(j): i for i, j in enumerate(jobs)}
+    marks = {}
+    for name in {m for _, a, b in STAGE_INTERVALS for m in (a, b)}:
+        t = np.full(jobs.size, np.nan)
+        sel = recs[recs["code"] == int(ProfileCode[name])]
+        for job, ts in zip(sel["job"].tolist(), sel["timestamp"].tolist()):
+            i = index.get(job)
+            if i is not None and np.isnan(t[i]):
+                t[i] = ts
+        marks[name] = t
+    out: dict[str, Any] = {"blocks": int(jobs.size), "intervals_us": {}}
+    for name, a, b in STAGE_INTERVALS:
+        d = (marks[b] - marks[a]) / 1e3
+        d = d[np.isfinite(d)]
+        if d.size:
+            out["intervals_us"][name] = {"p50": float(np.median(d)), "p90": float(np.percentile(d, 90))}
+    t0, t1 = np.nanmin(marks["JOB_ACQUIRE_DISPATCH_BEGIN"]), np.nanmax(marks["TASK_FORMAT_END"])
+    for stage, a, b in (("acquire", "JOB_ACQUIRE_DISPATCH_BEGIN", "JOB_ACQUIRE_DISPATCH_END"),
+                        ("format", "TASK_FORMAT_BEGIN", "TASK_FORMAT_END")):
+        out[f"{stage}_busy"] = float(np.nansum(marks[b] - marks[a]) / (t1 - t0))
+    out["period_us"] = float((t1 - t0) / 1e3 / jobs.size)
+    return out
+
+
 def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slots: int, seconds: float,
-            counters: Optional[Counters]) -> dict:
+            counters: Optional[Counters], stages: Optional[Path] = None) -> dict:
     """One configuration in steady state: blocks per second, CPU and wall time per block, and
     (fake driver) driver calls per block."""
     sys.path.insert(0, str(ROOT / "bench"))
@@ -112,6 +160,9 @@ def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slot
     g = be.Geometry(samples, ascans, max(1, 8192 // ascans), rpb, blocks=blocks, preload=preload, slots=slots)
     ep = be.StackDeviceTensorEndpointInt8()
     engine, _, _, proc = be._pipeline(g, device, total_volumes=0, endpoints=[ep])
+    if stages is not None:
+        stages.unlink(missing_ok=True)
+        engine.profiler_log = str(stages)
     try:
         engine.prepare()
         engine.start()
@@ -146,6 +197,8 @@ def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slot
         calls = {k: (c1[k] - c0[k]) / n for k in c1 if c1[k] != c0[k]}
         row["calls_per_block"] = calls
         row["driver_calls_per_block"] = sum(v for k, v in calls.items() if k != "cuCtxSetCurrent")
+    if stages is not None:
+        row["stages"] = stage_times(stages)
     return row
 
 
@@ -161,6 +214,7 @@ def markdown(result: dict) -> str:
         head += " driver calls/block |"
         sep += " ---: |"
     lines += [head, sep]
+    staged = [r for r in result["rows"] if "stages" in r]
     for r in result["rows"]:
         line = (f"| {r['samples']} | {r['records_per_block']} | {r['blocks_to_allocate']} / {r['preload_count']} | "
                 f"{r['slots']} | {r['blocks_per_s']:,.0f} | {r['cpu_us_per_block']:.1f} | {r['wall_us_per_block']:.1f} |")
@@ -172,10 +226,24 @@ def markdown(result: dict) -> str:
         lines += ["", f"Calls per block at {r['samples']} samples x {r['records_per_block']} records "
                   f"({r['blocks_to_allocate']} / {r['preload_count']}, {r['slots']} slots):", ""]
         lines += [f"- `{k}`: {v:.2f}" for k, v in sorted(r["calls_per_block"].items(), key=lambda kv: -kv[1])]
+    if staged:
+        names = list(staged[0]["stages"]["intervals_us"])
+        lines += ["", "Per block, from the engine's profiler marks (median / p90 us), and the fraction of the "
+                  "time the single-goroutine stages were busy:", "",
+                  "| records/block | blocks / preload | slots | period | " + " | ".join(names) +
+                  " | acquire busy | format busy |",
+                  "| ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in names) + " | ---: | ---: |"]
+        for r in staged:
+            st = r["stages"]
+            cells = [f"{st['intervals_us'][n]['p50']:.1f} / {st['intervals_us'][n]['p90']:.1f}"
+                     if n in st["intervals_us"] else "-" for n in names]
+            lines.append(f"| {r['records_per_block']} | {r['blocks_to_allocate']} / {r['preload_count']} | "
+                         f"{r['slots']} | {st['period_us']:.1f} | " + " | ".join(cells) +
+                         f" | {st['acquire_busy']:.2f} | {st['format_busy']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
-def run(driver: str, quick: bool, seconds: float, samples_list: list[int]) -> dict:
+def run(driver: str, quick: bool, seconds: float, samples_list: list[int], stages: Optional[Path] = None) -> dict:
     """Measure every configuration on ``cuda:0`` (the fake or the real driver, already chosen by
     the environment)."""
     import vortexgo as vg
@@ -186,7 +254,7 @@ def run(driver: str, quick: bool, seconds: float, samples_list: list[int]) -> di
     configs = QUICK if quick else FULL
     for samples in samples_list:
         for rpb, blocks, preload, slots in configs:
-            rows.append(measure(device, samples, rpb, blocks, preload, slots, seconds, counters))
+            rows.append(measure(device, samples, rpb, blocks, preload, slots, seconds, counters, stages))
             r = rows[-1]
             print(f"  {samples} x {rpb} ({blocks}/{preload}, {slots} slots): {r['blocks_per_s']:,.0f} blocks/s, "
                   f"{r['cpu_us_per_block']:.1f} us CPU per block", file=sys.stderr, flush=True)
@@ -201,6 +269,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--seconds", type=float, default=1.0, help="steady window per configuration")
     ap.add_argument("--samples", type=int, nargs="+", default=[1024, 2048])
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "bench-host")
+    ap.add_argument("--stages", action="store_true",
+                    help="also write the engine's profiler log and report where each block's time goes, per stage")
     args = ap.parse_args(argv)
     if args.seconds <= 0:
         ap.error(f"--seconds={args.seconds}, expected > 0")
@@ -209,8 +279,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         # process with the fakes in its environment.
         env = {**os.environ, **fake_env(build_fakes(ROOT / "build" / "fakecuda")), CHILD: "1"}
         return subprocess.call([sys.executable, __file__, *(argv if argv is not None else sys.argv[1:])], env=env)
-    result = run(args.driver, args.quick, args.seconds, args.samples)
     args.out.mkdir(parents=True, exist_ok=True)
+    result = run(args.driver, args.quick, args.seconds, args.samples, args.out / "profile.bin" if args.stages else None)
     (args.out / "host_cost.json").write_text(json.dumps(result, indent=1))
     md = markdown(result)
     (args.out / "host_cost.md").write_text(md)

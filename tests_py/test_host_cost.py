@@ -5,6 +5,7 @@ adds driver calls to every block shows here, on any machine."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,27 +18,34 @@ import vortexgo
 ROOT = Path(__file__).resolve().parents[1]
 
 #: driver calls per block at vortex's defaults (4 blocks, preload 2), 1024 x 256, 2 slots:
-#: the upload (copy, record, wait), CUDAProcessor (4 launches, 1 cuFFT, history wait and
-#: record), the ready event, the tensor endpoint (chained record and wait, which also order
+#: the upload (copy, record, wait), CUDAProcessor (the rolling average's launch, history wait
+#: and record, and one graph launch for the spectrum, cuFFT and output kernels, which the slot
+#: captured on the second block of each ring position), the format launch, the ready event, the tensor endpoint (chained record and wait, which also order
 #: it after the previous block's formatting; formatted record and wait; the tensor's event),
 #: the engine's done event, and the recycle stage's 3 synchronizes. Lower it when a change
 #: saves a call.
-CALLS_BUDGET = 20
+CALLS_BUDGET = 18
+#: the largest block (records x samples) whose processing CUDAProcessor replays as a graph
+#: (gosrc/process/graphs.go's maxGraphBlockSamples)
+GRAPH_BLOCK_SAMPLES = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def host_cost(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def _run_host_cost(out: Path, **env: str) -> dict:
     if shutil.which("gcc") is None and shutil.which("cc") is None:
         pytest.skip("the fake driver needs a C compiler")
-    out = tmp_path_factory.mktemp("host-cost")
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--quick", "--seconds", "0.3",
                            "--samples", "1024", "--out", str(out)], capture_output=True, text=True, timeout=300,
                           # the package under test (python/ here, gpu-build/python on the GPU machine)
-                          env={**__import__("os").environ, "PYTHONPATH": str(Path(vortexgo.__file__).resolve().parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(vortexgo.__file__).resolve().parents[1]), **env})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((out / "host_cost.json").read_text())
     result["markdown"] = (out / "host_cost.md").read_text()
     return result
+
+
+@pytest.fixture(scope="module")
+def host_cost(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _run_host_cost(tmp_path_factory.mktemp("host-cost"))
 
 
 def test_cuda_path_runs_on_the_fake_driver(host_cost: dict) -> None:
@@ -56,12 +64,31 @@ def test_driver_calls_per_block_within_budget(host_cost: dict) -> None:
         # up to blocks_to_allocate (+2 in the stages' hands) blocks' calls over the window's.
         skew = (r["blocks_to_allocate"] + 2) / r["blocks"]
         assert r["blocks"] >= 2000, r
-        # every block: one upload, the processor's kernels and its inverse FFT
         assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.01 + skew), calls
+        if r["records_per_block"] * r["samples"] <= GRAPH_BLOCK_SAMPLES:
+            # every block: one upload, the rolling average's and the format's launches, and the
+            # processor's graph (its kernels and inverse FFT are launched only while capturing)
+            assert calls["cuLaunchKernel"] == pytest.approx(2, abs=0.01 + 2 * skew), calls
+            assert calls["cuGraphLaunch"] == pytest.approx(1, abs=0.01 + skew), calls
+            assert calls.get("cufftExec", 0) == pytest.approx(0, abs=0.01), calls
+            assert r["driver_calls_per_block"] <= CALLS_BUDGET * (1 + skew) + 0.05, calls
+        else:  # larger blocks launch directly (gosrc/process/graphs.go says why)
+            assert calls["cuLaunchKernel"] == pytest.approx(4, abs=0.01 + 4 * skew), calls
+            assert calls["cufftExec"] == pytest.approx(1, abs=0.01 + skew), calls
+            assert calls.get("cuGraphLaunch", 0) == 0, calls
+            assert r["driver_calls_per_block"] <= CALLS_BUDGET + 2 * (1 + skew) + 0.05, calls
+    assert "driver calls/block" in host_cost["markdown"] and "`cuEventRecord`" in host_cost["markdown"]
+
+
+def test_graphs_can_be_turned_off(tmp_path: Path) -> None:
+    """VORTEXGO_CUDA_GRAPHS=0 (the escape hatch docs/performance.md names) launches the
+    processor's kernels and cuFFT one by one again: two more launches and one cuFFT execution
+    per block, no graph."""
+    for r in _run_host_cost(tmp_path, VORTEXGO_CUDA_GRAPHS="0")["rows"]:
+        calls, skew = r["calls_per_block"], (r["blocks_to_allocate"] + 2) / r["blocks"]
         assert calls["cuLaunchKernel"] == pytest.approx(4, abs=0.01 + 4 * skew), calls
         assert calls["cufftExec"] == pytest.approx(1, abs=0.01 + skew), calls
-        assert r["driver_calls_per_block"] <= CALLS_BUDGET * (1 + skew) + 0.05, calls
-    assert "driver calls/block" in host_cost["markdown"] and "`cuEventRecord`" in host_cost["markdown"]
+        assert calls.get("cuGraphLaunch", 0) == 0, calls
 
 
 def test_bad_arguments_are_named() -> None:

@@ -262,7 +262,7 @@ def test_close_while_running_and_one_io_in_two_engines(virtual):
             assert f'MachDSPIO "{peer.path}" belongs to another engine' in str(e), e
         else:
             raise AssertionError("one servo ran in two engines")
-        assert io.running
+        assert io.running, ("the first engine's servo stopped", first.status())
         first.stop()
         assert first.status().error == "", first.status()
         assert not io.running

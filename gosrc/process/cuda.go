@@ -3,6 +3,7 @@ package process
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -77,6 +78,10 @@ type CUDAProcessor struct {
 	// cuFFTOnly makes every length use cuFFT, for tests and benchmarks
 	// that compare the one-pass kernels with it; set before Prepare.
 	cuFFTOnly bool
+	// noGraphs launches every block's kernels directly instead of
+	// replaying the slots' graphs (graphs.go), for tests and benchmarks
+	// that compare the two; set before Prepare.
+	noGraphs bool
 }
 
 // cudaState is one configuration's device resources.
@@ -113,6 +118,8 @@ type cudaSlot struct {
 	phaseMax uintptr       // float32 maximum phase per record, AscansPerBlock (ClockChannel)
 	plan     *cuda.FFTPlan // length M, AscansPerBlock records: the clock's transforms and the inverse FFT without a one-pass kernel
 	averaged *cuda.Event   // recorded after this slot's last history update
+	graphs   slotGraphs    // the block work's graphs by address set (graphs.go)
+	capture  *cuda.Stream  // where the graphs are captured, nil with noGraphs
 }
 
 var _ engine.OrderedProcessor = (*CUDAProcessor)(nil)
@@ -127,7 +134,11 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CUDAProcessor{dev: dev, st: st, order: newBlockOrder()}, nil
+	// VORTEXGO_CUDA_GRAPHS=0 launches every block's kernels one by one, as
+	// before the slots' graphs: an escape hatch should a driver replay a
+	// graph wrongly, and the baseline a benchmark compares the graphs with.
+	noGraphs := os.Getenv("VORTEXGO_CUDA_GRAPHS") == "0"
+	return &CUDAProcessor{dev: dev, st: st, order: newBlockOrder(), noGraphs: noGraphs}, nil
 }
 
 func newCUDAState(cfg Config) (*cudaState, error) {
@@ -306,6 +317,11 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 				return fmt.Errorf("slot %d: %w", i, err)
 			}
 		}
+		if !p.noGraphs && R*n <= maxGraphBlockSamples { // graphs.go: small blocks only
+			if sl.capture, err = p.dev.CreateStream(0); err != nil {
+				return fmt.Errorf("slot %d: graph capture stream: %w", i, err)
+			}
+		}
 		if sl.spectrum, err = alloc(R * m * 8); err != nil {
 			return fmt.Errorf("slot %d: %w", i, err)
 		}
@@ -461,13 +477,11 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 		return nil
 	}
 	sl := st.slots[slot]
-	n, m := st.cfg.SamplesPerRecord, st.m
 	ch, channel := int32(st.cfg.Channels()), int32(st.cfg.Channel)
 	var signed int32
 	if st.cfg.InterpretAsSigned {
 		signed = 1
 	}
-	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
 
 	// Step 1a: the rolling average.
 	var avg uintptr
@@ -488,12 +502,31 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 		}
 	}
 	passTurn()
+	k := graphKey{in: in, avg: avg, out: out, outInt8: outInt8, records: records}
+	if err := sl.graphs.run(cs, sl.capture, k, func(s *cuda.Stream) error { return p.enqueue(st, s, sl, k) }); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// enqueue launches a block's device work after the rolling average on cs
+// (steps 2-5), directly or into a capture (graphs.go): its arguments are
+// k's and the state's, nothing else.
+func (p *CUDAProcessor) enqueue(st *cudaState, cs *cuda.Stream, sl *cudaSlot, k graphKey) error {
+	n, m := st.cfg.SamplesPerRecord, st.m
+	ch, channel := int32(st.cfg.Channels()), int32(st.cfg.Channel)
+	var signed int32
+	if st.cfg.InterpretAsSigned {
+		signed = 1
+	}
+	block := cuda.Dim3{X: threads, Y: 1, Z: 1}
+	in, records := k.in, k.records
 
 	// Step 2's clock phase, into the slot's phase tables.
 	var phase, phaseMax uintptr
 	if st.cfg.ClockChannel != nil {
 		if err := p.clockPhase(st, cs, sl, in, records, ch, signed); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+			return err
 		}
 		phase, phaseMax = sl.phase, sl.phaseMax
 	}
@@ -503,23 +536,23 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 	// per-sample tables once per thread and loops over records).
 	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads)), Y: uint32(min(ceilDiv(records, spectrumRecordsPerThread), maxGridY)), Z: 1}
 	if err := cs.Launch(p.fnSpectrum, grid, block, 0,
-		in, avg, st.before, st.after, st.wBefore, st.wAfter, phase, phaseMax, st.filt, sl.spectrum,
+		in, k.avg, st.before, st.after, st.wBefore, st.wAfter, phase, phaseMax, st.filt, sl.spectrum,
 		int32(n), int32(m), ch, channel, signed, int32(records)); err != nil {
-		return fmt.Errorf("%s: oct_spectrum: %w", op, err)
+		return fmt.Errorf("oct_spectrum: %w", err)
 	}
 
 	// Step 4: inverse FFT in place, on the caller's stream: the one-pass
 	// kernel transforms the block's records, cuFFT its plan's batch.
 	if st.cfg.EnableIFFT && st.fft != nil {
 		if err := st.fft.exec(cs, sl.spectrum, records); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+			return err
 		}
 	} else if st.cfg.EnableIFFT {
 		if err := sl.plan.SetStream(cs); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+			return err
 		}
 		if err := sl.plan.ExecC2C(sl.spectrum, sl.spectrum, false); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+			return err
 		}
 	}
 
@@ -538,11 +571,11 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 	if st.post.levels {
 		flags |= flagLevels
 	}
-	k := st.post.kernel()
+	kp := st.post.kernel()
 	grid = cuda.Dim3{X: uint32(min(ceilDiv(total, threads), postBlocks)), Y: 1, Z: 1}
 	if err := cs.Launch(p.fnPost, grid, block, 0,
-		sl.spectrum, out, outInt8, int32(total), flags, k.outMul, k.outAdd, k.lvlMul, k.lvlAdd); err != nil {
-		return fmt.Errorf("%s: oct_post: %w", op, err)
+		sl.spectrum, k.out, k.outInt8, int32(total), flags, kp.outMul, kp.outAdd, kp.lvlMul, kp.lvlAdd); err != nil {
+		return fmt.Errorf("oct_post: %w", err)
 	}
 	return nil
 }
@@ -658,6 +691,12 @@ func (st *cudaState) release(keep *cudaState) error {
 		}
 	}
 	for _, sl := range st.slots {
+		if sl != nil {
+			note(sl.graphs.close()) // before the plans and scratch they name
+		}
+		if sl != nil && sl.capture != nil {
+			note(sl.capture.Close())
+		}
 		if sl != nil && sl.plan != nil {
 			note(sl.plan.Close())
 		}

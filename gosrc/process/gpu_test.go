@@ -494,3 +494,166 @@ func TestCUDAInt8Only(t *testing.T) {
 	copy(got, hostSlice[int8](hostOut.Ptr(), 64*m))
 	require.Equal(t, want, got)
 }
+
+// ringBlocks processes blocks of raw through a ring of 2 x Slots device
+// input and output buffers, as an engine does (block k on slot k%Slots, its
+// stream, ring position k%ring), uploading each block's spectra into its
+// ring position first and downloading its outputs after, all on the slot's
+// stream, with the processor's graphs on or off. It returns the outputs and
+// the slots' capture and replay counts.
+func ringBlocks(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks []int, noGraphs bool) ([]float32, []int8, int, int) {
+	t.Helper()
+	p, err := NewCUDAProcessor(dev, c)
+	require.NoError(t, err)
+	p.noGraphs = noGraphs
+	require.NoError(t, p.Prepare())
+	defer func() { require.NoError(t, p.Close()) }()
+	nraw, m, R := c.SamplesPerRecord*c.Channels(), p.OutputSamples(), c.AscansPerBlock
+	streams := make([]*cuda.Stream, c.Slots)
+	for i := range streams {
+		streams[i], err = dev.CreateStream(0)
+		require.NoError(t, err)
+		defer streams[i].Close()
+	}
+	total := 0
+	for _, b := range blocks {
+		total += b
+	}
+	ring := 2 * c.Slots
+	hIn, hOut, hOut8 := gpuBuffer(t, dev, total*nraw*2, true), gpuBuffer(t, dev, total*m*4, true), gpuBuffer(t, dev, total*m, true)
+	dIn, dOut, dOut8 := gpuBuffer(t, dev, ring*R*nraw*2, false), gpuBuffer(t, dev, ring*R*m*4, false), gpuBuffer(t, dev, ring*R*m, false)
+	copy(hostSlice[uint16](hIn.Ptr(), total*nraw), raw)
+	start := 0
+	for k, b := range blocks {
+		s, at := streams[k%c.Slots], uintptr(k%ring*R)
+		in, out, out8 := dIn.Ptr()+at*uintptr(nraw*2), dOut.Ptr()+at*uintptr(m*4), dOut8.Ptr()+at*uintptr(m)
+		require.NoError(t, s.CopyHtoD(in, hIn.Ptr()+uintptr(start*nraw*2), b*nraw*2))
+		require.NoError(t, p.Process(k%c.Slots, s, in, b, out, out8))
+		require.NoError(t, s.CopyDtoH(hOut.Ptr()+uintptr(start*m*4), out, b*m*4))
+		require.NoError(t, s.CopyDtoH(hOut8.Ptr()+uintptr(start*m), out8, b*m))
+		start += b
+	}
+	require.NoError(t, dev.Synchronize())
+	captures, replays := 0, 0
+	for _, sl := range p.st.slots {
+		captures += sl.graphs.captures
+		replays += sl.graphs.replays
+		require.NoError(t, sl.graphs.failed)
+	}
+	return slices.Clone(hostSlice[float32](hOut.Ptr(), total*m)), slices.Clone(hostSlice[int8](hOut8.Ptr(), total*m)), captures, replays
+}
+
+// TestCUDAGraphsReplayDirectLaunches runs the same blocks through an
+// engine-like ring of buffers with the slots' graphs and without: the
+// outputs are bit-identical (a graph replays the same kernels with the same
+// arguments), the address sets seen twice were captured and the rest
+// replayed, with the rolling average (outside the graphs), a clock
+// channel, the one-pass FFT (1376) and cuFFT (1024, 2000) lengths, one to
+// three slots and a short block among full ones.
+func TestCUDAGraphsReplayDirectLaunches(t *testing.T) {
+	dev := gpuDevice(t)
+	clock := 1
+	for _, tc := range []struct {
+		name string
+		n    int
+		mod  func(*Config)
+	}{
+		{"default/1024", 1024, func(c *Config) {}},
+		{"average3/1376", 1376, func(c *Config) { c.AverageWindow = 3 }},
+		{"filter-levels/2000", 2000, func(c *Config) {
+			c.SpectralFilter = make([]complex64, 2000)
+			for i := range c.SpectralFilter {
+				c.SpectralFilter[i] = complex(float32(i%7)/7, 0)
+			}
+			c.Levels = [2]float32{0, 80}
+		}},
+		{"clock/512/3 slots", 512, func(c *Config) { c.ChannelsPerSample, c.ClockChannel, c.Slots = 2, &clock, 3 }},
+		{"no-ifft/256", 256, func(c *Config) { c.EnableIFFT = false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := smallConfig(tc.n, 16)
+			tc.mod(&c)
+			blocks := []int{16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 9, 16, 16, 16, 16, 16, 16}
+			total := 0
+			for _, b := range blocks {
+				total += b
+			}
+			raw := randomRaw(rand.New(rand.NewPCG(3, uint64(tc.n))), total*tc.n*c.Channels(), false)
+			want, want8, c0, r0 := ringBlocks(t, dev, c, raw, blocks, true)
+			got, got8, captures, replays := ringBlocks(t, dev, c, raw, blocks, false)
+			require.Zero(t, c0+r0, "no graphs with noGraphs")
+			require.Equal(t, want, got, "float outputs")
+			require.Equal(t, want8, got8, "int8 outputs")
+			require.Positive(t, captures)
+			require.Positive(t, replays)
+			// Each of the ring's 2 x Slots address sets (and, with averaging, the
+			// first block's without a mean) is captured on its second sighting and
+			// replayed after: of 17 blocks, at most ring + ring captures.
+			require.LessOrEqual(t, captures, 2*2*c.Slots, "captures")
+			t.Logf("%d captures, %d replays of %d blocks", captures, replays, len(blocks))
+		})
+	}
+}
+
+// TestCUDAGraphsLeaveTheCallersStreamAlone: while a slot captures a
+// graph, another goroutine's work on the caller's stream (the engine's
+// format stage enqueues an earlier block's formatting on the same slot
+// stream) runs as usual: an event recorded there during the capture can be
+// waited on from another stream and synchronized. Were the capture on the
+// caller's stream, the record would be taken into the graph and both
+// calls would fail (seen on the H200 as a segfault in cuEventRecord).
+func TestCUDAGraphsLeaveTheCallersStreamAlone(t *testing.T) {
+	dev := gpuDevice(t)
+	c := smallConfig(256, 8)
+	p, err := NewCUDAProcessor(dev, c)
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	defer func() { require.NoError(t, p.Close()) }()
+	cs, err := dev.CreateStream(0)
+	require.NoError(t, err)
+	defer cs.Close()
+	other, err := dev.CreateStream(0)
+	require.NoError(t, err)
+	defer other.Close()
+	ev, err := dev.CreateEvent(false)
+	require.NoError(t, err)
+	defer ev.Close()
+	in, out := gpuBuffer(t, dev, 8*256*2, false), gpuBuffer(t, dev, 8*256*4, false)
+	var hookErrs []error
+	hooked := 0
+	captureHook = func(caller *cuda.Stream) {
+		hooked++
+		hookErrs = append(hookErrs, caller.Record(ev), other.WaitEvent(ev), ev.Synchronize())
+	}
+	defer func() { captureHook = nil }()
+	for range 3 { // the address set's second sighting is captured, the third replayed
+		require.NoError(t, p.Process(0, cs, in.Ptr(), 8, out.Ptr(), 0))
+	}
+	require.NoError(t, cs.Synchronize())
+	require.Equal(t, 1, hooked, "one capture")
+	for _, e := range hookErrs {
+		require.NoError(t, e)
+	}
+	require.Equal(t, 1, p.st.slots[0].graphs.replays)
+}
+
+// TestCUDAGraphsOnlyForSmallBlocks: a slot captures graphs for blocks of
+// up to maxGraphBlockSamples samples, and not with VORTEXGO_CUDA_GRAPHS=0
+// (noGraphs); larger blocks launch directly (graphs.go says why).
+func TestCUDAGraphsOnlyForSmallBlocks(t *testing.T) {
+	dev := gpuDevice(t)
+	for _, tc := range []struct {
+		records  int
+		noGraphs bool
+		want     bool
+	}{{1024, false, true}, {1025, false, false}, {256, true, false}} {
+		p, err := NewCUDAProcessor(dev, smallConfig(1024, tc.records))
+		require.NoError(t, err)
+		p.noGraphs = tc.noGraphs
+		require.NoError(t, p.Prepare())
+		for _, sl := range p.st.slots {
+			require.Equal(t, tc.want, sl.capture != nil, "%d records x 1024, noGraphs %v", tc.records, tc.noGraphs)
+		}
+		require.NoError(t, p.Close())
+	}
+}

@@ -4,6 +4,7 @@
 // real driver does: CUDA_ERROR_INVALID_CONTEXT otherwise), and launches
 // of the kernel "probe" record their parameters for the test to read.
 // Build: gcc -shared -fPIC -o libfakecuda.so fakecuda.c
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,18 +40,70 @@ int fake_stream_busy;
 // so is a wait on an event not recorded in the capture
 // (CUDA_ERROR_STREAM_CAPTURE_ISOLATION); either invalidates the capture, and
 // every later call on the stream, EndCapture included, then fails with
-// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. capturing: 0 none, 1 active, 2
-// invalidated (cuStreamIsCapturing's statuses).
-static int capturing;
-static void* capture_stream;
+// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. As in the driver, each stream
+// captures on its own (an engine's slots capture concurrently), and a
+// stream that waits on an event recorded in a capture joins that capture
+// (the driver's fork): its work is captured, not run, until the capture's
+// origin stream waits on an event recorded on it after the fork (the join);
+// ending a capture with a fork not joined fails with
+// CUDA_ERROR_STREAM_CAPTURE_UNJOINED and ends the forks too. A stream's
+// state is 0 none, 1 active, 2 invalidated (cuStreamIsCapturing's
+// statuses), kept for up to MAX_CAPTURES streams at once.
+#define MAX_CAPTURES 16
+static struct {
+	void *s, *origin;   // the stream, and the stream whose capture it is in (itself for the origin)
+	int state, joined;  // joined: a fork whose origin has waited on it
+} captures[MAX_CAPTURES];
+static pthread_mutex_t capture_mu = PTHREAD_MUTEX_INITIALIZER;
+static int find_capture(void* s) { // under capture_mu
+	for (int i = 0; i < MAX_CAPTURES; i++)
+		if (captures[i].state && captures[i].s == s) return i;
+	return -1;
+}
+static int capture_state(void* s) {
+	pthread_mutex_lock(&capture_mu);
+	int i = find_capture(s), st = i < 0 ? 0 : captures[i].state;
+	pthread_mutex_unlock(&capture_mu);
+	return st;
+}
+static void* capture_origin(void* s) {
+	pthread_mutex_lock(&capture_mu);
+	int i = find_capture(s);
+	void* o = i < 0 ? NULL : captures[i].origin;
+	pthread_mutex_unlock(&capture_mu);
+	return o;
+}
+// begin_capture puts s in origin's capture (origin == s: a new capture)
+// and reports whether there was room.
+static int begin_capture(void* s, void* origin) {
+	int done = 0;
+	pthread_mutex_lock(&capture_mu);
+	for (int i = 0; i < MAX_CAPTURES && !done; i++) {
+		if (!captures[i].state) {
+			captures[i].s = s, captures[i].origin = origin, captures[i].state = 1, captures[i].joined = 0;
+			done = 1;
+		}
+	}
+	pthread_mutex_unlock(&capture_mu);
+	return done;
+}
+static void invalidate_capture(void* s) {
+	pthread_mutex_lock(&capture_mu);
+	int i = find_capture(s);
+	if (i >= 0) captures[i].state = 2;
+	pthread_mutex_unlock(&capture_mu);
+}
 static int refuse_in_capture(void* s, int code) {
-	if (!capturing || s != capture_stream) return 0;
-	if (capturing == 2) return 901;
-	capturing = 2;
+	int st = capture_state(s);
+	if (!st) return 0;
+	if (st == 2) return 901;
+	invalidate_capture(s);
 	return code;
 }
-// An event is two ints: its flags, and whether its last record was captured.
-#define CAPTURED(e) (((int*)(e))[1])
+// An event: its flags, whether its last record was captured, and then the
+// stream it was recorded on and that stream's capture origin.
+struct fake_event { int flags, captured; void *stream, *origin; };
+#define CAPTURED(e) (((struct fake_event*)(e))->captured)
 
 struct fake_stream { int prio; };
 
@@ -145,16 +198,35 @@ CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) {
 	TALLY(N_WAIT);
 	NEED_CTX();
 	if (f != 0) return 1;
-	if (capturing == 2 && s == capture_stream) return 901;
-	return CAPTURED(e) ? 0 : refuse_in_capture(s, 905);
+	if (capture_state(s) == 2) return 901;
+	struct fake_event* ev = e;
+	if (!ev->captured) return refuse_in_capture(s, 905);
+	void* origin = capture_origin(s);
+	if (!origin) return begin_capture(s, ev->origin) ? 0 : 1; // a fork: s joins the capture
+	if (origin != ev->origin) return refuse_in_capture(s, 905); // another capture's event
+	if (origin == s && ev->stream != s) { // the origin joins a fork back
+		pthread_mutex_lock(&capture_mu);
+		int i = find_capture(ev->stream);
+		if (i >= 0) captures[i].joined = 1;
+		pthread_mutex_unlock(&capture_mu);
+	}
+	return 0;
 }
-CUresult cuEventCreate(void** e, unsigned f) { NEED_CTX(); *e = calloc(2, sizeof(int)); *(unsigned*)*e = f; return 0; }
+CUresult cuEventCreate(void** e, unsigned f) {
+	NEED_CTX();
+	struct fake_event* ev = calloc(1, sizeof *ev);
+	ev->flags = (int)f;
+	*e = ev;
+	return 0;
+}
 CUresult cuEventDestroy_v2(void* e) { NEED_CTX(); free(e); return 0; }
 CUresult cuEventRecord(void* e, void* s) {
 	TALLY(N_RECORD);
 	NEED_CTX();
-	if (capturing == 2 && s == capture_stream) return 901;
-	CAPTURED(e) = capturing && s == capture_stream;
+	int st = capture_state(s);
+	if (st == 2) return 901;
+	struct fake_event* ev = e;
+	ev->captured = st != 0, ev->stream = s, ev->origin = st ? capture_origin(s) : NULL;
 	return 0;
 }
 CUresult cuEventQuery(void* e) { (void)e; TALLY(N_QUERY); NEED_CTX(); return fake_stream_busy ? 600 : 0; }
@@ -257,21 +329,29 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
 }
 CUresult cuStreamBeginCapture_v2(void* s, int mode) {
 	NEED_CTX();
-	if (mode != 2 || capturing) return 1;
-	capturing = 1;
-	capture_stream = s;
-	return 0;
+	if (mode != 2 || !s || capture_state(s)) return 1;
+	return begin_capture(s, s) ? 0 : 1;
 }
 CUresult cuStreamEndCapture(void* s, void** g) {
 	NEED_CTX();
-	if (!capturing || s != capture_stream) return 1;
-	int invalid = capturing == 2;
-	capturing = 0;
-	capture_stream = NULL;
-	*g = invalid ? NULL : malloc(1);
-	return invalid ? 901 : 0;
+	int r = 0;
+	pthread_mutex_lock(&capture_mu);
+	int o = find_capture(s);
+	if (o < 0) r = 1;
+	else if (captures[o].origin != s) r = 903; // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: a fork's stream
+	else {
+		if (captures[o].state == 2) r = 901;
+		for (int i = 0; i < MAX_CAPTURES; i++) {
+			if (!captures[i].state || captures[i].origin != s) continue;
+			if (i != o && !captures[i].joined && !r) r = 904; // CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+			captures[i].state = 0;
+		}
+	}
+	pthread_mutex_unlock(&capture_mu);
+	*g = r ? NULL : malloc(1);
+	return r;
 }
-CUresult cuStreamIsCapturing(void* s, int* st) { (void)s; NEED_CTX(); *st = capturing; return 0; }
+CUresult cuStreamIsCapturing(void* s, int* st) { NEED_CTX(); *st = capture_state(s); return 0; }
 CUresult cuGraphInstantiateWithFlags(void** e, void* g, unsigned long long f) { (void)g; (void)f; NEED_CTX(); *e = malloc(1); return 0; }
 CUresult cuGraphLaunch(void* e, void* s) { (void)e; (void)s; TALLY(N_GRAPH); NEED_CTX(); return 0; }
 CUresult cuGraphGetNodes(void* g, void** nodes, size_t* n) { (void)g; NEED_CTX(); if (nodes) return 1; *n = 3; return 0; }
