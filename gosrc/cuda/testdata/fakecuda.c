@@ -35,6 +35,9 @@ static int no_copy(void) {
 // Test hooks, read and written by the test through dlsym'd addresses.
 int fake_ctx_sets;
 int fake_stream_busy;
+// fake_refuse_capture makes cuStreamBeginCapture fail (a driver or library
+// that cannot capture), for the fallback of gosrc/process's graphs.
+int fake_refuse_capture;
 // Stream capture, with the driver's rules for the capturing stream: a
 // synchronize or query is refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
 // so is a wait on an event not recorded in the capture
@@ -330,6 +333,7 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
 CUresult cuStreamBeginCapture_v2(void* s, int mode) {
 	NEED_CTX();
 	if (mode != 2 || !s || capture_state(s)) return 1;
+	if (__atomic_load_n(&fake_refuse_capture, __ATOMIC_SEQ_CST)) return 801; // CUDA_ERROR_NOT_SUPPORTED
 	return begin_capture(s, s) ? 0 : 1;
 }
 CUresult cuStreamEndCapture(void* s, void** g) {

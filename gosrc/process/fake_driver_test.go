@@ -1,0 +1,260 @@
+//go:build !gpu
+
+package process
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+)
+
+// The slots' graphs (graphs.go) are host logic around driver calls: which
+// block captures, which replays, the bounds, the fallbacks. They run here
+// without a GPU against gosrc/cuda's fake driver and fake cuFFT, which
+// count their calls and keep the driver's capture rules (per stream, a
+// stream that waits on a captured event joins the capture). The driver is
+// chosen once per process, so the checks run in a child of the test binary
+// with the fakes in its environment; the outputs themselves are compared
+// on the GPU (TestCUDAGraphsReplayDirectLaunches).
+
+const fakeChildEnv = "VORTEXGO_PROCESS_FAKE_CHILD"
+
+func TestGraphsOnTheFakeDriver(t *testing.T) {
+	if os.Getenv(fakeChildEnv) != "" {
+		t.Skip("running as the child")
+	}
+	src := filepath.Join("..", "cuda", "testdata")
+	if _, err := os.Stat(filepath.Join(src, "fakecuda.c")); err != nil {
+		t.Skip("gosrc/cuda/testdata not here (test binary run outside its package directory)")
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		cc, err = exec.LookPath("cc")
+	}
+	if err != nil {
+		t.Skip("no C compiler to build the fake driver")
+	}
+	dir := t.TempDir()
+	driver, fft := filepath.Join(dir, "libfakecuda.so"), filepath.Join(dir, "libcufft.so.12")
+	for lib, c := range map[string]string{driver: "fakecuda.c", fft: "fakecufft.c"} {
+		out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, filepath.Join(src, c)).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGraphsOnTheFakeDriverChild$", "-test.v")
+	cmd.Env = append(os.Environ(), fakeChildEnv+"=1", cuda.DriverPathEnv+"="+driver, cuda.CUFFTPathEnv+"="+fft)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child failed:\n%s", out)
+	require.Contains(t, string(out), "--- PASS: TestGraphsOnTheFakeDriverChild")
+}
+
+// fakeCounts reads the fake driver's and fake cuFFT's call counters.
+type fakeCounts struct {
+	calls *[13]int64 // fake_calls, indexed as fake_call_names
+	execs *int64     // fake_cufft_execs
+}
+
+const (
+	fakeLaunch      = 0  // cuLaunchKernel
+	fakeGraphLaunch = 11 // cuGraphLaunch
+)
+
+func (f fakeCounts) read() (launches, graphLaunches, ffts int64) {
+	return f.calls[fakeLaunch], f.calls[fakeGraphLaunch], *f.execs
+}
+
+func TestGraphsOnTheFakeDriverChild(t *testing.T) {
+	if os.Getenv(fakeChildEnv) == "" {
+		t.Skip("only runs as the child of TestGraphsOnTheFakeDriver")
+	}
+	require.NoError(t, cuda.Init())
+	lib, err := dl.Open(os.Getenv(cuda.DriverPathEnv)) // the instance the shim loaded
+	require.NoError(t, err)
+	fftLib, err := dl.Open(os.Getenv(cuda.CUFFTPathEnv))
+	require.NoError(t, err)
+	sym := func(l *dl.Library, name string) unsafe.Pointer {
+		p, err := l.Sym(name)
+		require.NoError(t, err, name)
+		return p
+	}
+	counts := fakeCounts{calls: (*[13]int64)(sym(lib, "fake_calls")), execs: (*int64)(sym(fftLib, "fake_cufft_execs"))}
+	refuseCapture := (*int32)(sym(lib, "fake_refuse_capture"))
+	dev, err := cuda.GetDevice(0)
+	require.NoError(t, err)
+
+	const n, r = 1024, 64 // 1024 samples: cuFFT, not a one-pass kernel
+	newProc := func(t *testing.T, mod func(*Config)) (*CUDAProcessor, *cuda.Stream) {
+		c := smallConfig(n, r)
+		c.Slots = 1
+		if mod != nil {
+			mod(&c)
+		}
+		p, err := NewCUDAProcessor(dev, c)
+		require.NoError(t, err)
+		require.NoError(t, p.Prepare())
+		s, err := dev.CreateStream(0)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			require.NoError(t, s.Close())
+			require.NoError(t, p.Close())
+		})
+		return p, s
+	}
+	buf := func(t *testing.T, size int) uintptr {
+		b, err := dev.Malloc(size)
+		require.NoError(t, err)
+		t.Cleanup(func() { b.Free() })
+		return b.Ptr()
+	}
+	process := func(t *testing.T, p *CUDAProcessor, s *cuda.Stream, in, out uintptr) {
+		require.NoError(t, p.Process(0, s, in, r, out, 0))
+	}
+
+	t.Run("seen once launches, twice captures, then replays", func(t *testing.T) {
+		p, s := newProc(t, nil)
+		in, out := buf(t, r*n*2), buf(t, r*n*4)
+		for i, want := range []struct{ launches, graphs, ffts int64 }{
+			{2, 0, 1}, // first sighting: the spectrum and output kernels and cuFFT, directly
+			{0, 1, 0}, // second: captured on the slot's stream (no launch reaches the caller's), replayed
+			{0, 1, 0}, // then replayed
+			{0, 1, 0},
+		} {
+			l0, g0, f0 := counts.read()
+			process(t, p, s, in, out)
+			l1, g1, f1 := counts.read()
+			if i == 1 { // the capture's own calls are counted too: two launches and cuFFT, captured
+				l1, f1 = l1-2, f1-1
+			}
+			require.Equal(t, want, struct{ launches, graphs, ffts int64 }{l1 - l0, g1 - g0, f1 - f0}, "call %d", i)
+		}
+		g := &p.st.slots[0].graphs
+		require.Equal(t, 1, g.captures)
+		require.Equal(t, 2, g.replays)
+		require.NoError(t, g.failed)
+		require.False(t, s.Capturing())
+	})
+
+	t.Run("a record and a wait on the caller's stream mid-capture run, not captured", func(t *testing.T) {
+		// The engine's format stage enqueues an earlier block's formatting on
+		// the slot stream from another goroutine: were the capture on that
+		// stream, the fake (like the driver) would take the record into it,
+		// the other stream's wait would join it, and the capture would fail
+		// unjoined.
+		p, s := newProc(t, nil)
+		other, err := dev.CreateStream(0)
+		require.NoError(t, err)
+		defer other.Close()
+		ev, err := dev.CreateEvent(false)
+		require.NoError(t, err)
+		defer ev.Close()
+		var errs []error
+		captureHook = func(caller *cuda.Stream) {
+			errs = append(errs, caller.Record(ev), other.WaitEvent(ev), ev.Synchronize(), other.Synchronize())
+		}
+		defer func() { captureHook = nil }()
+		in, out := buf(t, r*n*2), buf(t, r*n*4)
+		for range 3 {
+			process(t, p, s, in, out)
+		}
+		require.Len(t, errs, 4, "one capture")
+		for _, e := range errs {
+			require.NoError(t, e)
+		}
+		require.NoError(t, p.st.slots[0].graphs.failed)
+		require.Equal(t, 1, p.st.slots[0].graphs.replays)
+		require.False(t, other.Capturing())
+	})
+
+	t.Run("bounded: 64 graphs, then direct launches", func(t *testing.T) {
+		p, s := newProc(t, nil)
+		in := buf(t, r*n*2)
+		out := buf(t, (maxSlotGraphs+8)*r*n*4)
+		at := func(i int) uintptr { return out + uintptr(i*r*n*4) }
+		for i := range maxSlotGraphs + 8 { // each address set twice
+			process(t, p, s, in, at(i))
+			process(t, p, s, in, at(i))
+		}
+		g := &p.st.slots[0].graphs
+		require.Equal(t, maxSlotGraphs, len(g.graphs))
+		require.Equal(t, maxSlotGraphs, g.captures)
+		l0, g0, _ := counts.read()
+		process(t, p, s, in, at(maxSlotGraphs+3)) // never captured: direct
+		process(t, p, s, in, at(5))               // captured: replayed
+		l1, g1, _ := counts.read()
+		require.Equal(t, [2]int64{2, 1}, [2]int64{l1 - l0, g1 - g0})
+	})
+
+	t.Run("sets seen once are forgotten past 256", func(t *testing.T) {
+		p, s := newProc(t, nil)
+		in := buf(t, r*n*2)
+		out := buf(t, (maxSlotSeen+10)*r*n*4)
+		for i := range maxSlotSeen + 10 {
+			process(t, p, s, in, out+uintptr(i*r*n*4))
+		}
+		g := &p.st.slots[0].graphs
+		require.LessOrEqual(t, len(g.seen), maxSlotSeen)
+		require.Zero(t, g.captures, "no set came twice")
+	})
+
+	t.Run("a caller's own capture gets direct launches", func(t *testing.T) {
+		p, s := newProc(t, nil)
+		in, out := buf(t, r*n*2), buf(t, r*n*4)
+		process(t, p, s, in, out) // seen
+		require.NoError(t, s.BeginCapture())
+		process(t, p, s, in, out) // second sighting, but s captures: into the caller's graph
+		gr, err := s.EndCaptureGraph()
+		require.NoError(t, err)
+		require.NoError(t, gr.Close())
+		require.Zero(t, p.st.slots[0].graphs.captures)
+		process(t, p, s, in, out) // outside the capture: captured now
+		require.Equal(t, 1, p.st.slots[0].graphs.captures)
+	})
+
+	t.Run("a capture the driver refuses falls back to direct launches", func(t *testing.T) {
+		p, s := newProc(t, nil)
+		in, out := buf(t, r*n*2), buf(t, r*n*4)
+		*refuseCapture = 1
+		defer func() { *refuseCapture = 0 }()
+		for range 3 {
+			l0, _, f0 := counts.read()
+			process(t, p, s, in, out) // no error: the work runs directly
+			l1, _, f1 := counts.read()
+			require.Equal(t, [2]int64{2, 1}, [2]int64{l1 - l0, f1 - f0})
+		}
+		g := &p.st.slots[0].graphs
+		require.Error(t, g.failed)
+		require.Zero(t, g.captures)
+		require.False(t, s.Capturing())
+	})
+
+	t.Run("no graphs for large blocks or with noGraphs", func(t *testing.T) {
+		big, _ := newProc(t, func(c *Config) { c.AscansPerBlock = maxGraphBlockSamples/n + 1 })
+		require.Nil(t, big.st.slots[0].capture)
+		t.Setenv("VORTEXGO_CUDA_GRAPHS", "0")
+		off, _ := newProc(t, nil)
+		require.True(t, off.noGraphs)
+		require.Nil(t, off.st.slots[0].capture)
+	})
+
+	t.Run("a Change starts the graphs over", func(t *testing.T) {
+		p, s := newProc(t, nil)
+		in, out := buf(t, r*n*2), buf(t, r*n*4)
+		process(t, p, s, in, out)
+		process(t, p, s, in, out)
+		require.Len(t, p.st.slots[0].graphs.graphs, 1)
+		c := p.Config()
+		c.Levels = [2]float32{0, 50}
+		require.NoError(t, p.Change(c))
+		require.Empty(t, p.st.slots[0].graphs.graphs, "the new state's slot has no graph of the old arguments")
+		l0, g0, _ := counts.read()
+		process(t, p, s, in, out)
+		l1, g1, _ := counts.read()
+		require.Equal(t, [2]int64{2, 0}, [2]int64{l1 - l0, g1 - g0}, "seen afresh: direct")
+	})
+}
