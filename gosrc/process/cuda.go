@@ -137,7 +137,16 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	// VORTEXGO_CUDA_GRAPHS=0 launches every block's kernels one by one, as
 	// before the slots' graphs: an escape hatch should a driver replay a
 	// graph wrongly, and the baseline a benchmark compares the graphs with.
-	noGraphs := os.Getenv("VORTEXGO_CUDA_GRAPHS") == "0"
+	// Any other value than 0, 1 or none is refused: a misspelt "off" must
+	// not leave graphs on unnoticed.
+	var noGraphs bool
+	switch v := os.Getenv("VORTEXGO_CUDA_GRAPHS"); v {
+	case "0":
+		noGraphs = true
+	case "", "1":
+	default:
+		return nil, backend.Invalidf("process: NewCUDAProcessor: VORTEXGO_CUDA_GRAPHS=%q in the environment, expected 0 (launch the kernels directly) or 1 (replay graphs, the default)", v)
+	}
 	return &CUDAProcessor{dev: dev, st: st, order: newBlockOrder(), noGraphs: noGraphs}, nil
 }
 

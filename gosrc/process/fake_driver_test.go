@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
@@ -240,6 +241,13 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		off, _ := newProc(t, nil)
 		require.True(t, off.noGraphs)
 		require.Nil(t, off.st.slots[0].capture)
+		for _, v := range []string{"off", "false", " 0"} { // a misspelt switch is refused, not ignored
+			t.Setenv("VORTEXGO_CUDA_GRAPHS", v)
+			_, err := NewCUDAProcessor(dev, smallConfig(n, r))
+			require.ErrorIs(t, err, backend.ErrInvalid)
+			require.ErrorContains(t, err, "VORTEXGO_CUDA_GRAPHS=")
+			require.ErrorContains(t, err, "expected 0")
+		}
 	})
 
 	t.Run("a Change starts the graphs over", func(t *testing.T) {
