@@ -95,3 +95,12 @@ def test_bad_arguments_are_named() -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--seconds", "0"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--seconds=0.0, expected > 0" in proc.stderr
+
+
+def test_the_cuda_path_with_polling_stages(tmp_path: Path) -> None:
+    """VORTEXGO_STAGE_SPIN on the CUDA path (the slot submitters and the rolling average's turn
+    poll too): every configuration streams its blocks with the same driver calls per block."""
+    for r in _run_host_cost(tmp_path, VORTEXGO_STAGE_SPIN="50")["rows"]:
+        assert r["blocks"] >= 2000 and r["blocks_per_s"] > 0, r
+        calls, skew = r["calls_per_block"], (r["blocks_to_allocate"] + 2) / r["blocks"]
+        assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.01 + skew), calls

@@ -759,3 +759,141 @@ func BenchmarkGraphLaunch4(b *testing.B) {
 	}
 	_ = s.Synchronize()
 }
+
+// BenchmarkBlockFloor measures the least host work a streaming pipeline can
+// do per block on this machine, outside the engine (issue 29): per block one
+// pinned upload on a copy stream, an event, the compute stream's wait on it,
+// one graph launch (4 kernels: a block's processing as one graph) and a done
+// event, over a ring of `ring` buffers whose slot is reused only after its
+// done event (one cuEventSynchronize per block, as a pipeline recycling its
+// buffers must). "copy" is the bus alone: the same uploads back to back, no
+// other call. Blocks of 256 records at 1024 and 2048 samples (uint16).
+// ns/op is one block, MB/s the raw bytes; submitters > 1 split the blocks
+// between goroutines with streams of their own (one slot each).
+func BenchmarkBlockFloor(b *testing.B) {
+	d := device(b)
+	f := fn(b, d, "spin_ns")
+	for _, samples := range []int{1024, 2048} {
+		n := 256 * samples * 2
+		for _, ring := range []int{4, 32} {
+			host := make([]*cuda.Buffer, ring)
+			dev := make([]*cuda.Buffer, ring)
+			for i := range ring {
+				host[i], dev[i] = pinned(b, d, n), devBuf(b, d, n)
+			}
+			b.Run(fmt.Sprintf("samples=%d/ring=%d/copy", samples, ring), func(b *testing.B) {
+				s := stream(b, d)
+				b.SetBytes(int64(n))
+				// b.N rather than b.Loop: the timer must run through the final
+				// Synchronize, or it times the enqueueing and not the bus
+				for i := range b.N {
+					if err := s.CopyHtoD(dev[i%ring].Ptr(), host[i%ring].Ptr(), n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			})
+			for _, subs := range []int{1, 2} {
+				b.Run(fmt.Sprintf("samples=%d/ring=%d/pipeline/submitters=%d", samples, ring, subs), func(b *testing.B) {
+					blockFloor(b, d, f, host, dev, n, subs)
+				})
+			}
+		}
+	}
+}
+
+// blockFloor runs BenchmarkBlockFloor's pipeline with subs submitters, each
+// owning every subs-th buffer of the ring.
+func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cuda.Buffer, n, subs int) {
+	type lane struct {
+		copyS, comp *cuda.Stream
+		g           *cuda.Graph
+		copied      *cuda.Event
+		done        []*cuda.Event
+		slots       []int
+	}
+	lanes := make([]*lane, subs)
+	for k := range subs {
+		l := &lane{copyS: stream(b, d), comp: stream(b, d)}
+		if err := l.comp.BeginCapture(); err != nil {
+			b.Fatal(err)
+		}
+		for range 4 {
+			if err := l.comp.Launch(f, one, one, 0, uint64(0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		g, err := l.comp.EndCaptureGraph()
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.g = g
+		b.Cleanup(func() { _ = g.Close() })
+		ev := func() *cuda.Event {
+			e, err := d.CreateEvent(false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = e.Close() })
+			return e
+		}
+		l.copied = ev()
+		for i := k; i < len(host); i += subs {
+			l.slots = append(l.slots, i)
+			l.done = append(l.done, ev())
+		}
+		lanes[k] = l
+	}
+	b.SetBytes(int64(n))
+	per := b.N/subs + 1
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make(chan error, subs)
+	for _, l := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			step := func(j int) error {
+				i := l.slots[j%len(l.slots)]
+				done := l.done[j%len(l.slots)]
+				if j >= len(l.slots) {
+					// the slot's previous block must be done before its buffers are reused
+					if err := done.Synchronize(); err != nil {
+						return err
+					}
+				}
+				if err := l.copyS.CopyHtoD(dev[i].Ptr(), host[i].Ptr(), n); err != nil {
+					return err
+				}
+				if err := l.copyS.Record(l.copied); err != nil {
+					return err
+				}
+				if err := l.comp.WaitEvent(l.copied); err != nil {
+					return err
+				}
+				if err := l.g.Launch(l.comp); err != nil {
+					return err
+				}
+				return l.comp.Record(done)
+			}
+			for j := range per {
+				if err := step(j); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, l := range lanes {
+		_ = l.comp.Synchronize()
+		_ = l.copyS.Synchronize()
+	}
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}

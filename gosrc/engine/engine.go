@@ -12,6 +12,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
+	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
@@ -425,7 +426,12 @@ func (e *Engine) processLoop(s *session) {
 	}
 	defer e.recoverStage(s, "process", s.toProc)
 	slot := 0
-	for b := range s.toProc {
+	in := spin.NewWaiter(s.spin)
+	for {
+		b, ok := spin.Recv(in, s.toProc)
+		if !ok {
+			break
+		}
 		b.setStream(nil) // set below once the block's processing is queued
 		if b.finishOnly {
 			s.toFmt <- b // nothing to upload or process
@@ -517,7 +523,12 @@ func (e *Engine) slotSubmitters() bool {
 func (e *Engine) submitLoop(s *session, slot int, work <-chan *Block) {
 	defer s.wg.Done()
 	st := e.slots[slot]
-	for b := range work {
+	in := spin.NewWaiter(s.spin)
+	for {
+		b, ok := spin.Recv(in, work)
+		if !ok {
+			return
+		}
 		e.submitted(s, st, b, e.submit(s, st, b))
 		close(b.submitted)
 	}
@@ -624,9 +635,14 @@ func (e *Engine) formatLoop(s *session) {
 	defer s.wg.Done()
 	defer close(s.toRecycle)
 	defer e.recoverStage(s, "format", s.toFmt)
-	for b := range s.toFmt {
+	in, sub := spin.NewWaiter(s.spin), spin.NewWaiter(s.spin)
+	for {
+		b, ok := spin.Recv(in, s.toFmt)
+		if !ok {
+			break
+		}
 		if b.submitted != nil { // its slot's submitter is making its driver calls (closed when done)
-			<-b.submitted
+			spin.Recv(sub, b.submitted)
 			b.submitted = nil
 		}
 		if (b.Records == 0 && !b.finishOnly) || s.broken.Load() {
@@ -878,7 +894,12 @@ func (e *Engine) SetCallbackSync(id int, on bool) error {
 func (e *Engine) recycleLoop(s *session) {
 	defer s.wg.Done()
 	defer e.recoverStage(s, "recycle", s.toRecycle)
-	for b := range s.toRecycle {
+	in := spin.NewWaiter(s.spin)
+	for {
+		b, ok := spin.Recv(in, s.toRecycle)
+		if !ok {
+			break
+		}
 		formatted := b.Records != 0
 		// The host waits here on purpose: this goroutine exists only to
 		// learn when the device has finished with a block so that its

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/scan"
 )
@@ -229,12 +230,11 @@ func (e *Engine) stopIOs() error {
 
 // takeFree takes a block from the pool; false when the engine stops first.
 func (e *Engine) takeFree(s *session) (*Block, bool) {
-	select {
-	case b := <-e.free:
-		return b, true
-	case <-s.stopping:
+	b, stopped := spin.RecvOr(s.freeWait, e.free, s.stopping)
+	if stopped {
 		return nil, false
 	}
+	return b, true
 }
 
 // posting reports whether an acquisition DMAs into posted blocks.

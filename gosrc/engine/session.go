@@ -9,6 +9,7 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
+	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 )
 
 // session is the state of one Start ... Stop run (vortex's session_t): the
@@ -53,6 +54,12 @@ type session struct {
 	toProc, toFmt, toRecycle chan *Block
 	jobs                     bool // post an EventJob per recycled block (Python's job_callback)
 	prof                     *profiler
+	// spin is how long a hot stage polls its input before it parks
+	// (internal/spin: VORTEXGO_STAGE_SPIN; 0, parking at once, unless set);
+	// each stage goroutine makes its own Waiter from it.
+	spin time.Duration
+	// freeWait is the acquire loop's Waiter on the pool (takeFree).
+	freeWait *spin.Waiter
 }
 
 // EngineEvent is vortex's Engine.Event: the session's lifecycle, posted as
@@ -92,6 +99,10 @@ func (e *Engine) sess() *session { return e.cur.Load() }
 // a closed channel cannot be reopened.
 func (e *Engine) newSession() (*session, error) {
 	cfg := &e.cfg
+	window, err := spin.Configured()
+	if err != nil {
+		return nil, err
+	}
 	events, err := newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin)
 	if err != nil {
 		return nil, err
@@ -103,6 +114,8 @@ func (e *Engine) newSession() (*session, error) {
 		toFmt:     make(chan *Block, cfg.BlocksToAllocate),
 		toRecycle: make(chan *Block, cfg.BlocksToAllocate),
 		jobs:      e.jobEvents.Load(),
+		spin:      window,
+		freeWait:  spin.NewWaiter(window),
 	}
 	return s, nil
 }

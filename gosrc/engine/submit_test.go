@@ -15,6 +15,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
+	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 )
 
 // orderedProc is fakeProc as an engine.OrderedProcessor: its ordered part
@@ -141,72 +142,119 @@ func TestSlotSubmitters(t *testing.T) {
 		{"a failing block", 3, 7, -1, "orderedProc: failing block 7"},
 		{"a panicking block", 2, -1, 5, "orderedProc: panic at block 5"},
 	}
+	// Each case with the stages parking at once and polling first
+	// (internal/spin): the same blocks, order and values either way.
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			scan := raster{AscansPerBscan: 4, BscansPerVolume: 5, Volumes: 6}
-			const samples, rpb = 8, 3
-			proc := newOrderedProc(samples)
-			proc.failAt, proc.panicAt = tc.failAt, tc.panicAt
-			ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
-			require.NoError(t, err)
-			require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
-			closeEndpoint(t, ep)
-			planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
-			require.NoError(t, err)
-			cfg := engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 6, PreloadCount: 3, Slots: tc.slots}
-			cfg.AddAcquisition(newFakeAcq(samples), proc)
-			cfg.AddProcessor(proc, planner)
-			cfg.AddFormatter(planner, ep)
-			e, err := engine.New(cfg, cpu.Default())
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, e.Close()) })
-			queueRaster(t, e, scan)
-			require.NoError(t, e.Prepare())
-			d := startDrain(e)
-			require.NoError(t, e.Start())
-			waited := make(chan error, 1)
-			go func() { waited <- e.Wait() }()
-			select {
-			case err = <-waited:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the run hung")
-			}
-			d.wait(t)
-			blocks := int((scan.RecordsPerVolume()*int64(scan.Volumes) + rpb - 1) / rpb)
-			proc.mu.Lock()
-			seen, skipped := slices.Clone(proc.seen), proc.skipped
-			proc.mu.Unlock()
-			for i := 1; i < len(seen); i++ {
-				require.Equal(t, seen[i-1]+rpb, seen[i], "ordered parts out of block order at %d: %v", i, seen)
-			}
-			if tc.wantErr != "" {
-				require.Error(t, err)
-				require.ErrorContains(t, err, tc.wantErr)
-				require.Positive(t, e.Status().BlocksDropped)
-				require.LessOrEqual(t, len(seen)+skipped, blocks)
-				return
-			}
-			require.NoError(t, err)
-			st := e.Status()
-			require.GreaterOrEqual(t, len(seen), blocks)
-			require.Equal(t, st.BlocksAcquired, int64(len(seen)), "every block processed once")
-			require.Zero(t, skipped)
-			require.Equal(t, st.BlocksAcquired, st.BlocksFormatted)
-			require.Zero(t, st.BlocksDropped)
-			n := scan.BscansPerVolume * scan.AscansPerBscan * samples
-			got := hostSlice[float32](ep.Tensor().Ptr(), n)
-			for b := range scan.BscansPerVolume {
-				for a := range scan.AscansPerBscan {
-					for s := range samples {
-						want := expected(scan, scan.Volumes-1, b, a, s)
-						assert.Equal(t, float32(want), got[(b*scan.AscansPerBscan+a)*samples+s], "bscan %d ascan %d sample %d", b, a, s)
-					}
-				}
-			}
-			used := 0
-			proc.goroutines.Range(func(any, any) bool { used++; return true })
-			require.Equal(t, tc.slots, used, "every slot's stream processed blocks")
-			require.Equal(t, tc.slots > 1, proc.concurrent, "slot 1's blocks submitted while slot 0's first waited")
-		})
+		for _, window := range []string{"0", "50"} {
+			t.Run(tc.name+"/"+spin.Env+"="+window, func(t *testing.T) {
+				t.Setenv(spin.Env, window)
+				slotSubmittersCase(t, tc.slots, tc.failAt, tc.panicAt, tc.wantErr)
+			})
+		}
 	}
+}
+
+// slotSubmittersCase is one case of TestSlotSubmitters.
+func slotSubmittersCase(t *testing.T, slots, failAt, panicAt int, wantErr string) {
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 5, Volumes: 6}
+	const samples, rpb = 8, 3
+	proc := newOrderedProc(samples)
+	proc.failAt, proc.panicAt = failAt, panicAt
+	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
+	require.NoError(t, err)
+	require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
+	closeEndpoint(t, ep)
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+	require.NoError(t, err)
+	cfg := engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 6, PreloadCount: 3, Slots: slots}
+	cfg.AddAcquisition(newFakeAcq(samples), proc)
+	cfg.AddProcessor(proc, planner)
+	cfg.AddFormatter(planner, ep)
+	e, err := engine.New(cfg, cpu.Default())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	queueRaster(t, e, scan)
+	require.NoError(t, e.Prepare())
+	d := startDrain(e)
+	require.NoError(t, e.Start())
+	waited := make(chan error, 1)
+	go func() { waited <- e.Wait() }()
+	select {
+	case err = <-waited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run hung")
+	}
+	d.wait(t)
+	blocks := int((scan.RecordsPerVolume()*int64(scan.Volumes) + rpb - 1) / rpb)
+	proc.mu.Lock()
+	seen, skipped := slices.Clone(proc.seen), proc.skipped
+	proc.mu.Unlock()
+	for i := 1; i < len(seen); i++ {
+		require.Equal(t, seen[i-1]+rpb, seen[i], "ordered parts out of block order at %d: %v", i, seen)
+	}
+	if wantErr != "" {
+		require.Error(t, err)
+		require.ErrorContains(t, err, wantErr)
+		require.Positive(t, e.Status().BlocksDropped)
+		require.LessOrEqual(t, len(seen)+skipped, blocks)
+		return
+	}
+	require.NoError(t, err)
+	st := e.Status()
+	require.GreaterOrEqual(t, len(seen), blocks)
+	require.Equal(t, st.BlocksAcquired, int64(len(seen)), "every block processed once")
+	require.Zero(t, skipped)
+	require.Equal(t, st.BlocksAcquired, st.BlocksFormatted)
+	require.Zero(t, st.BlocksDropped)
+	n := scan.BscansPerVolume * scan.AscansPerBscan * samples
+	got := hostSlice[float32](ep.Tensor().Ptr(), n)
+	for b := range scan.BscansPerVolume {
+		for a := range scan.AscansPerBscan {
+			for s := range samples {
+				want := expected(scan, scan.Volumes-1, b, a, s)
+				assert.Equal(t, float32(want), got[(b*scan.AscansPerBscan+a)*samples+s], "bscan %d ascan %d sample %d", b, a, s)
+			}
+		}
+	}
+	used := 0
+	proc.goroutines.Range(func(any, any) bool { used++; return true })
+	require.Equal(t, slots, used, "every slot's stream processed blocks")
+	require.Equal(t, slots > 1, proc.concurrent, "slot 1's blocks submitted while slot 0's first waited")
+}
+
+// TestStageSpinRefused: a misspelt VORTEXGO_STAGE_SPIN fails Start with an
+// error naming it, before any stage runs; the next Start with a good
+// value runs.
+func TestStageSpinRefused(t *testing.T) {
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
+	const samples = 8
+	proc := newOrderedProc(samples)
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+	require.NoError(t, err)
+	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
+	require.NoError(t, err)
+	require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
+	closeEndpoint(t, ep)
+	cfg := engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2}
+	cfg.AddAcquisition(newFakeAcq(samples), proc)
+	cfg.AddProcessor(proc, planner)
+	cfg.AddFormatter(planner, ep)
+	e, err := engine.New(cfg, cpu.Default())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	queueRaster(t, e, scan)
+	require.NoError(t, e.Prepare())
+	t.Setenv(spin.Env, "off")
+	err = e.Start()
+	require.Error(t, err)
+	require.ErrorContains(t, err, spin.Env)
+	t.Setenv(spin.Env, "20")
+	d := startDrain(e)
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	d.wait(t)
+	st := e.Status()
+	require.Positive(t, st.BlocksFormatted)
+	require.Equal(t, st.BlocksAcquired, st.BlocksFormatted)
+	require.Zero(t, st.BlocksDropped)
 }

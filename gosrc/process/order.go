@@ -1,6 +1,12 @@
 package process
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
+)
 
 // blockOrder hands out places in a processor's block order (tickets) and
 // lets each caller run its ordered part in turn, whatever goroutine it
@@ -8,14 +14,21 @@ import "sync"
 // blocks concurrently, while the rolling average's history must see them
 // in the order they were acquired.
 type blockOrder struct {
-	mu         sync.Mutex
-	cond       sync.Cond
-	next, turn uint64
+	mu   sync.Mutex
+	cond sync.Cond
+	next uint64
+	// turn is written under mu and read without it by wait's polling: an
+	// atomic, so that what the previous holder did happens before.
+	turn atomic.Uint64
+	// window is how long wait polls the turn before parking on cond
+	// (internal/spin): the turn passes a few microseconds after a block's
+	// history launch, less than a parked goroutine's wake-up on the GPU VMs.
+	window time.Duration
 }
 
 // newBlockOrder returns an order whose first ticket has the turn.
 func newBlockOrder() *blockOrder {
-	o := &blockOrder{}
+	o := &blockOrder{window: spin.Window()}
 	o.cond.L = &o.mu
 	return o
 }
@@ -31,9 +44,12 @@ func (o *blockOrder) take() uint64 {
 
 // wait returns when every earlier ticket is done.
 func (o *blockOrder) wait(t uint64) {
+	if o.window > 0 {
+		spin.Until(o.window, func() bool { return o.turn.Load() == t })
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for o.turn != t {
+	for o.turn.Load() != t {
 		o.cond.Wait()
 	}
 }
@@ -42,9 +58,9 @@ func (o *blockOrder) wait(t uint64) {
 func (o *blockOrder) done(t uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.turn != t {
+	if o.turn.Load() != t {
 		panic("process: blockOrder.done out of turn") // a bug of the caller, not a user's
 	}
-	o.turn++
+	o.turn.Add(1)
 	o.cond.Broadcast()
 }

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -23,40 +24,49 @@ func TestBlockOrder(t *testing.T) {
 		{"skips", 32, map[uint64]bool{0: true, 5: true, 6: true, 31: true}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			o := newBlockOrder()
-			tickets := make([]uint64, tc.callers)
-			for i := range tickets {
-				tickets[i] = o.take()
-			}
-			var mu sync.Mutex
-			var got []uint64
-			var wg sync.WaitGroup
-			for _, i := range rand.Perm(tc.callers) {
-				wg.Add(1)
-				go func(tk uint64) {
-					defer wg.Done()
-					time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
-					o.wait(tk)
-					if !tc.skip[tk] {
-						mu.Lock()
-						got = append(got, tk)
-						mu.Unlock()
-					}
-					o.done(tk)
-				}(tickets[i])
-			}
-			wg.Wait()
-			var want []uint64
-			for _, tk := range tickets {
-				if !tc.skip[tk] {
-					want = append(want, tk)
-				}
-			}
-			require.Equal(t, want, got)
-			require.Equal(t, uint64(tc.callers), o.take(), "the next ticket follows")
-		})
+		for _, window := range []time.Duration{0, 50 * time.Microsecond} {
+			t.Run(fmt.Sprintf("%s/window=%v", tc.name, window), func(t *testing.T) {
+				blockOrderCase(t, window, tc.callers, tc.skip)
+			})
+		}
 	}
+}
+
+// blockOrderCase is one case of TestBlockOrder: callers goroutines wait for
+// their turns, parking at once (window 0) or polling first.
+func blockOrderCase(t *testing.T, window time.Duration, callers int, skip map[uint64]bool) {
+	o := newBlockOrder()
+	o.window = window
+	tickets := make([]uint64, callers)
+	for i := range tickets {
+		tickets[i] = o.take()
+	}
+	var mu sync.Mutex
+	var got []uint64
+	var wg sync.WaitGroup
+	for _, i := range rand.Perm(callers) {
+		wg.Add(1)
+		go func(tk uint64) {
+			defer wg.Done()
+			time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+			o.wait(tk)
+			if !skip[tk] {
+				mu.Lock()
+				got = append(got, tk)
+				mu.Unlock()
+			}
+			o.done(tk)
+		}(tickets[i])
+	}
+	wg.Wait()
+	var want []uint64
+	for _, tk := range tickets {
+		if !skip[tk] {
+			want = append(want, tk)
+		}
+	}
+	require.Equal(t, want, got)
+	require.Equal(t, uint64(callers), o.take(), "the next ticket follows")
 }
 
 // TestBlockOrderDoneOutOfTurnPanics: passing a turn one does not hold is a

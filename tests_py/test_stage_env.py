@@ -1,0 +1,71 @@
+"""The environment variables that tune or diagnose the engine's stages, read by the Go core in
+a fresh interpreter (Go copies the environment when it starts, so each case is a child):
+``VORTEXGO_STAGE_SPIN`` (the stages poll before they park: docs/performance.md "Small blocks")
+and ``VORTEXGO_TRACE`` / ``VORTEXGO_CPUPROFILE`` (docs/bench.md "The floor")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import _subproc
+
+TESTS = str(Path(__file__).resolve().parent)
+
+RUN = f"""
+import sys
+sys.path.insert(0, {TESTS!r})
+from test_engine import make_rig, new_engine
+from vortexgo.engine import NullEndpoint
+rig = make_rig([NullEndpoint()], volumes=3)
+eng = new_engine(rig)
+eng.prepare()
+try:
+    eng.start()
+except Exception as e:
+    print("REFUSED", type(e).__name__, str(e).replace(chr(10), " "))
+    raise SystemExit(0)
+eng.wait()
+st = eng.status()
+print("RAN", st.volumes, st.blocks_acquired, st.blocks_processed, st.blocks_formatted, st.blocks_dropped)
+"""
+
+
+def _run(**env: str) -> str:
+    return _subproc.run(RUN, env=env, timeout=120).stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("window", ["0", "50", "2000"])
+def test_every_block_runs_with_the_stages_polling_or_parking(window: str) -> None:
+    ran = _run(VORTEXGO_STAGE_SPIN=window).split()
+    assert ran[0] == "RAN", ran
+    volumes, acquired, processed, formatted, dropped = map(int, ran[1:])
+    assert volumes == 3 and acquired == processed == formatted and dropped == 0, ran
+
+
+@pytest.mark.parametrize("value", ["off", "-5", "1.5", "50us", "10001"])
+def test_a_bad_window_is_refused_by_start_naming_the_variable(value: str) -> None:
+    out = _run(VORTEXGO_STAGE_SPIN=value)
+    assert out.startswith("REFUSED"), out
+    assert "VORTEXGO_STAGE_SPIN" in out and "[0, 10000]" in out, out
+
+
+@pytest.mark.parametrize("var", ["VORTEXGO_TRACE", "VORTEXGO_CPUPROFILE"])
+def test_a_diagnostic_profile_is_written(var: str, tmp_path: Path) -> None:
+    path = tmp_path / "profile.out"
+    out = _subproc.run(RUN + "import time; time.sleep(0.6)\n", env={var: f"{path},0.3"}, timeout=120)
+    assert out.stdout.split()[0] == "RAN", out.output()
+    data = path.read_bytes()
+    if var == "VORTEXGO_TRACE":
+        assert data.startswith(b"go 1."), data[:16]  # the execution trace's header
+    else:
+        assert data[:2] == b"\x1f\x8b", data[:16]  # pprof's gzipped protobuf
+
+
+@pytest.mark.parametrize("var", ["VORTEXGO_TRACE", "VORTEXGO_CPUPROFILE"])
+def test_a_bad_profile_setting_is_reported_and_ignored(var: str, tmp_path: Path) -> None:
+    out = _subproc.run(RUN, env={var: f"{tmp_path / 'p.out'},soon"}, timeout=120)
+    assert out.stdout.split()[0] == "RAN", out.output()
+    assert f"vortexgo: {var}=" in out.stderr and "expected a number in (0, 3600]" in out.stderr, out.stderr
+    assert not (tmp_path / "p.out").exists()
