@@ -27,6 +27,7 @@ import math
 import multiprocessing
 import os
 import platform
+import importlib.util
 import statistics
 import sys
 import time
@@ -36,7 +37,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+if importlib.util.find_spec("vortexgo") is None:
+    # the source tree's package, unless PYTHONPATH names another (the GPU machine's carried
+    # build, gpu-build/python: the tree's python/ has no extension there)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 
 def make_files(directory: Path, files: int, volumes: int, samples: int, ascans: int, bscans: int) -> list[str]:

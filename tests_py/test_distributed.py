@@ -364,85 +364,90 @@ def test_second_job_on_a_store_is_refused_while_the_first_runs(client, tmp_path)
     assert cpu_reprocess(c, [f], cfg, store).written == 0
 
 
-def test_fork_start_method(tmp_path):
-    """Workers forked from the client (Dask's multiprocessing-method 'fork', not its default):
-    from a client that only imported vortexgo they work (no Go runtime was forked); from one
-    that had started the Go runtime every job fails at once with a ForkError naming the setting
-    and 'spawn', before anything is written: never a hang."""
-    o = _subproc.run(f"""
-        import faulthandler, os, signal, sys, warnings
-        faulthandler.dump_traceback_later(100, exit=True)  # a hang shows where, before the limit
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
-        warnings.simplefilter("ignore", DeprecationWarning)  # forking a threaded process
-        import dask, distributed, numpy as np, zarr
-        import vortexgo as vg
-        from vortexgo import distributed as vd
-        pc = vg.ProcessorConfig(samples_per_record=64, ascans_per_block=32, levels=(-10.0, 60.0))
-        cfg = vd.ReprocessConfig(pc, ascans_per_bscan=16, bscans_per_volume=8)
-        data = np.random.default_rng(0).integers(1000, 3000, (2, 8, 16, 64, 1)).astype(np.uint16)
-        np.save({str(tmp_path / "a.npy")!r}, data)
+_FORK_PRELUDE = """
+import faulthandler, os, signal, sys, threading, warnings
+faulthandler.dump_traceback_later(100, exit=True)  # a hang shows where, before the limit
+faulthandler.register(signal.SIGUSR1, all_threads=True)
+warnings.simplefilter("ignore", DeprecationWarning)  # forking a threaded process
+import dask, distributed, numpy as np, zarr
+import vortexgo as vg
+from vortexgo import distributed as vd
+tmp = os.environ["FORK_TMP"]
+pc = vg.ProcessorConfig(samples_per_record=64, ascans_per_block=32, levels=(-10.0, 60.0))
+cfg = vd.ReprocessConfig(pc, ascans_per_bscan=16, bscans_per_volume=8)
+np.save(f"{tmp}/a.npy", np.random.default_rng(0).integers(1000, 3000, (2, 8, 16, 64, 1)).astype(np.uint16))
 
-        def job(store):
-            with dask.config.set({{"distributed.worker.multiprocessing-method": "fork"}}), \
-                    distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None,
-                                             silence_logs=50) as cluster, distributed.Client(cluster) as c:
-                return vd.reprocess(c, [{str(tmp_path / "a.npy")!r}], cfg, store, device="cpu")
+def job(store):
+    with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}), \\
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None,
+                                     silence_logs=50) as cluster, distributed.Client(cluster) as c:
+        return vd.reprocess(c, [f"{tmp}/a.npy"], cfg, f"{tmp}/{store}", device="cpu")
 
-        # Dask's fork mode on its own, vortexgo's Go runtime not loaded anywhere: should its
-        # forked worker never come up, there is nothing of vortexgo's to test.
-        import threading
-        first = {{}}
-        t = threading.Thread(target=lambda: first.update(out=job({str(tmp_path / "one.zarr")!r})), daemon=True)
-        t.start()
-        t.join(60)
-        if t.is_alive():
+def in_thread(store):
+    # the job on a thread, so that a hang is reported, not waited out: "hang", or the
+    # job's result or exception
+    out = {}
+    def run():
+        try:
+            out["r"] = job(store)
+        except BaseException as e:
+            out["r"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    return "hang" if t.is_alive() else out["r"]
+"""
+
+
+def _fork_case(tmp_path, code: str) -> _subproc.Outcome:
+    return _subproc.run(code, prelude=_FORK_PRELUDE, env={"FORK_TMP": str(tmp_path)}, timeout=110)
+
+
+def test_fork_start_method_from_a_client_without_the_go_runtime(tmp_path):
+    """Workers forked from the client (Dask's multiprocessing-method 'fork', not its default)
+    from a client that only imported vortexgo work: no Go runtime was forked."""
+    o = _fork_case(tmp_path, """
+        out = in_thread("one.zarr")
+        if out == "hang":
             print("DASK-FORK-HANG: go loaded:", vg._core.loaded(), flush=True)
             os._exit(0)
-        out = first["out"]
-        print("the job from a client without the Go runtime ran", flush=True)
+        if isinstance(out, BaseException):
+            raise out
         assert out.written == 2 and not vg._core.loaded()
-        ref = vd.output_shape(cfg, "cpu")  # the Go runtime starts here: forked workers cannot use it
-        assert vg._core.loaded() and out.array.shape == (2,) + ref
-        print("the client started the Go runtime", flush=True)
-        second = {{}}
-
-        def run_second():
-            try:
-                job({str(tmp_path / "two.zarr")!r})
-            except BaseException as e:
-                second["error"] = e
-
-        t = threading.Thread(target=run_second, daemon=True)
-        t.start()
-        t.join(60)
-        if t.is_alive() and vg.is_cuda_available():
-            # Where the forked processes wait: each dumps its Python threads to the shared
-            # stderr (the handler registered above, inherited by fork).
-            import psutil, signal, time
-            for child in psutil.Process().children(recursive=True):
-                try:
-                    os.kill(child.pid, signal.SIGUSR1)
-                except OSError:
-                    pass
-            time.sleep(2)
-            print("FORK-HANG-CUDA", flush=True)
-            os._exit(0)
-        assert not t.is_alive(), "the second job hung"
-        e = second.get("error")
-        assert isinstance(e, vg.ForkError), f"expected a ForkError, got {{e!r}}"
-        assert "multiprocessing-method is 'fork'" in str(e) and "'spawn'" in str(e), e
-        assert not os.path.exists({str(tmp_path / "two.zarr")!r})
+        assert out.array.shape == (2,) + vd.output_shape(cfg, "cpu")
         print("ok")
-    """, timeout=110)
-    if "FORK-HANG-CUDA" in o.stdout:
-        print(o.stderr[-20000:])  # the forked processes' stacks, for whoever looks into it
-        pytest.xfail("on the H200 machine Dask's worker forked from a client that had started vortexgo's Go "
-                     "runtime never came up (LocalCluster waits; seen 2026-11-29, cause not found: the client had "
-                     "not loaded the CUDA driver); the ForkError path is checked on machines without CUDA; with "
-                     "a GPU use Dask's default, spawn (docs/distributed.md)")
+    """)
     if "DASK-FORK-HANG: go loaded: False" in o.stdout:
         pytest.skip("Dask's fork start method hung on this machine before vortexgo's Go runtime was loaded "
                     "(its forked worker never started): nothing of vortexgo's to test")
+    assert o.stdout.strip().endswith("ok"), o.output()
+
+
+def test_fork_start_method_from_a_client_that_started_the_go_runtime(tmp_path):
+    """From a client that had started the Go runtime every job fails at once with a ForkError
+    naming the setting and 'spawn', before anything is written: never a hang. The job is the
+    process's first fork-mode cluster: on the H200 machine a *second* fork-mode LocalCluster in
+    one process hung with or without vortexgo's Go runtime loaded (scripts/fork_hang_probe.py,
+    2026-11-29: 'fork-twice-no-go: first=ok second=hang go_loaded=False'), Dask's, not ours."""
+    o = _fork_case(tmp_path, """
+        vd.output_shape(cfg, "cpu")  # the Go runtime starts here: forked workers cannot use it
+        assert vg._core.loaded()
+        out = in_thread("two.zarr")
+        if out == "hang":
+            import psutil, signal, time
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    os.kill(child.pid, signal.SIGUSR1)  # each forked process dumps its threads
+                except OSError:
+                    pass
+            time.sleep(2)
+        assert out != "hang", "the job from a client with the Go runtime hung"
+        assert isinstance(out, vg.ForkError), f"expected a ForkError, got {out!r}"
+        assert "multiprocessing-method is 'fork'" in str(out) and "'spawn'" in str(out), out
+        assert not os.path.exists(f"{tmp}/two.zarr")
+        print("ok")
+    """)
+    assert o.stdout.strip().endswith("ok"), o.output()
 
 
 def test_cuda_cluster_matches_cpu(tmp_path):
@@ -459,3 +464,18 @@ def test_cuda_cluster_matches_cpu(tmp_path):
         gpu = vd.reprocess(c, [f], cfg, tmp_path / "gpu.zarr", device="cuda").array[:]
     want = single_machine(data, cfg, tmp_path)
     np.testing.assert_allclose(gpu, want, rtol=1e-3, atol=1e-2 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("cuda, cpus, volume_bytes, want", [
+    (False, 16, 4 << 20, 2),        # a CPU worker's processor has the cores
+    (True, 16, 4 << 20, 8),         # a GPU worker: up to 8 writers
+    (True, 4, 4 << 20, 3),          # one core left to the rest
+    (True, 1, 4 << 20, 1),
+    (True, 16, 400 << 20, 2),       # as many volume copies as fit in 1 GiB
+    (True, 16, 2 << 30, 1),         # never none
+])
+def test_chunk_writers_at_once(monkeypatch, cuda, cpus, volume_bytes, want):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(vd.os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    assert vd._Pipeline.writers(SimpleNamespace(cuda=cuda), volume_bytes) == want

@@ -69,7 +69,14 @@ __all__ = ["ReprocessConfig", "Source", "Task", "SourceError", "ReprocessError",
 _DTYPES = ("int8", "uint16", "float32")
 _FORMAT_VERSION = 2  # 2: one SHA-256 per file (1: per task's range); the job's token
 _TASK_SIZING = ("volumes_per_task", "task_bytes")  # how the work is split: not part of a job's identity
-_WRITERS = 2  # chunk writes (compression, file) of one task at once, beside its engine
+#: chunk writes (compression, file) of one task at once, beside its engine: on a CPU worker,
+#: whose processor spreads each block over every core, 2; on a GPU worker, whose CPU is idle
+#: but for them, up to _MAX_WRITERS, one per core but one, and as many volumes as fit in
+#: _WRITE_MEMORY (each write holds a copy of its volume). Measured on the H200 host (docs/
+#: distributed.md): one GPU worker with 2 writers spent its tasks waiting on the writes.
+_WRITERS = 2
+_MAX_WRITERS = 8
+_WRITE_MEMORY = 1 << 30
 _WARMUP = (1 << 31) - 1  # the ScanBoundary sequence of warm-up scans
 
 
@@ -468,6 +475,7 @@ class _Pipeline:
         self.processor = (CUDAProcessor if _use_cuda(device) else CPUProcessor)(cfg.processor)
         self.planner = FormatPlanner(FormatPlannerConfig(cfg.bscans_per_volume, cfg.ascans_per_bscan))
         self.endpoint = _endpoint_class(cfg.dtype)(StackFormatExecutor(cfg.format or StackFormatExecutorConfig()))
+        self.cuda = _use_cuda(device)
         self.used = False      # whether an engine ran the processor since made (its history may hold records)
         self._writer: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._rasters: dict = {}
@@ -498,10 +506,18 @@ class _Pipeline:
         return self._rasters[bscans]
 
     def writer(self) -> concurrent.futures.ThreadPoolExecutor:
-        """The threads that write its tasks' chunks (made at the first write)."""
+        """The threads that write its tasks' chunks (made at the first write; a task's
+        semaphore, sized by :meth:`writers`, bounds how many write at once)."""
         if self._writer is None:
-            self._writer = concurrent.futures.ThreadPoolExecutor(_WRITERS, thread_name_prefix="vortexgo-chunk-write")
+            self._writer = concurrent.futures.ThreadPoolExecutor(_MAX_WRITERS, thread_name_prefix="vortexgo-chunk-write")
         return self._writer
+
+    def writers(self, volume_bytes: int) -> int:
+        """How many of a task's volumes are written at once (see ``_WRITERS``)."""
+        if not self.cuda:
+            return _WRITERS
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, min(_MAX_WRITERS, cpus - 1, _WRITE_MEMORY // max(1, volume_bytes)))
 
     def close(self) -> None:
         if self._writer is not None:
@@ -847,7 +863,7 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
                 spent: list = []
                 # Volumes copied out and not yet written: the engine waits (in the callback)
                 # when the writers fall this far behind, so memory stays bounded.
-                room = threading.BoundedSemaphore(_WRITERS)
+                room = threading.BoundedSemaphore(_WRITERS)  # sized again once prepared (below)
                 # Tests make tasks last long enough to kill their worker in the middle of one.
                 delay = float(os.environ.get("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0") or 0)
 
@@ -895,6 +911,8 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
                         engine.prepare()
                     except ValueError as e:  # FileAcquisition.prepare names the range
                         raise SourceError(src.path, task.offset, task.end, str(e)) from None
+                    tensor = endpoint.tensor
+                    room = threading.BoundedSemaphore(pipe.writers(math.prod(tensor.shape) * np.dtype(config.dtype).itemsize))
                     tr = time.perf_counter()
                     timings["setup"] = tr - t0
                     pipe.used = True
