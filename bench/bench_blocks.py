@@ -27,7 +27,13 @@ Standalone::
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
 import statistics
 import sys
 import threading
@@ -55,6 +61,10 @@ QUICK_CONFIGS = [HEADLINE, (32, 16, 2, None), (4, 2, 1, None), (32, 16, 4, 200e-
 #: the paced acquisition of the latency measurement (a 100 kHz swept source)
 LATENCY_RATE = 100_000.0
 LATENCY_RECORDS = (256, 512)
+#: gosrc/cuda's BenchmarkBlockFloor, built by `make gpu-build` (gpu-build/bin/cuda.test.gz): the
+#: least a pipeline must do per 256-record block, from one thread (the floor section)
+CUDA_TEST = Path(__file__).resolve().parents[1] / "gpu-build" / "bin" / "cuda.test.gz"
+_FLOOR_LINE = re.compile(r"BenchmarkBlockFloor/samples=(\d+)/ring=(\d+)/(copy|pipeline/submitters=(\d+))\S*\s+\d+\s+([\d.]+) ns/op")
 
 
 def configs(quick: bool) -> list[tuple[int, int, int, Optional[float]]]:
@@ -175,6 +185,64 @@ def latency_one(device: Any, samples: int, rpb: int, seconds: float, rate: float
             "max_us": float(us.max())}
 
 
+def parse_floor(text: str) -> list[dict]:
+    """BenchmarkBlockFloor's lines: one dict per sub-benchmark (samples, ring, what, submitters, us)."""
+    rows = []
+    for m in _FLOOR_LINE.finditer(text):
+        rows.append({"samples": int(m[1]), "ring": int(m[2]), "what": "copy" if m[3] == "copy" else "pipeline",
+                     "submitters": int(m[4] or 0), "us": float(m[5]) / 1e3})
+    return rows
+
+
+def floor(binary: Optional[Path] = None, blocks: int = 4000) -> dict:
+    """Run BenchmarkBlockFloor (the Go test binary of gosrc/cuda, gzipped as `make gpu-build` leaves
+    it); {"rows": [...]} or {"skipped": why}."""
+    binary = Path(os.environ.get("VORTEXGO_CUDA_TEST_BIN", binary or CUDA_TEST))
+    if not binary.exists():
+        return {"skipped": f"{binary} not found (make gpu-build builds it)"}
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "cuda.test"
+        if binary.suffix == ".gz":
+            with gzip.open(binary) as src, open(exe, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        else:
+            shutil.copyfile(binary, exe)
+        exe.chmod(0o755)
+        p = subprocess.run([str(exe), "-test.run", "^$", "-test.bench", "BlockFloor",
+                            "-test.benchtime", f"{blocks}x"], capture_output=True, text=True, timeout=300)
+    rows = parse_floor(p.stdout)
+    if p.returncode != 0 or not rows:
+        return {"skipped": f"BenchmarkBlockFloor failed (exit {p.returncode}): {(p.stdout + p.stderr)[-500:]}"}
+    return {"rows": rows}
+
+
+def floor_markdown(r: dict) -> list[str]:
+    """The floor beside the engine at 256 records: fractions of the copy alone, in one run."""
+    fl = r.get("floor") or {}
+    if "rows" not in fl:
+        return ["", f"The floor (BenchmarkBlockFloor): not run: {fl.get('skipped', 'not measured')}."]
+    head = {(x["samples"], x["records_per_block"]): x["headline"]["vs_ceiling"] for x in r["rows"]}
+    lines = ["", "The floor: one thread making only a block's necessary driver calls (gosrc/cuda "
+             "BenchmarkBlockFloor: upload, event, wait, one graph launch, done event, the ring buffer's "
+             "recycle), 256-record blocks, as a fraction of the uploads alone; the engine at vortex's "
+             "defaults beside it (its fraction of the bench's ceiling):", "",
+             "| samples | ring | copy alone us | floor us | floor | engine, vortex defaults | engine / floor |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for x in fl["rows"]:
+        if x["what"] != "pipeline" or x["submitters"] != 1:
+            continue
+        copy = next((c["us"] for c in fl["rows"] if c["what"] == "copy" and
+                     (c["samples"], c["ring"]) == (x["samples"], x["ring"])), None)
+        if copy is None:
+            continue
+        frac = copy / x["us"]
+        eng = head.get((x["samples"], 256))
+        ratio = f"{eng / frac:.2f}" if eng is not None else "-"
+        eng_s = f"{eng:.2f}" if eng is not None else "-"
+        lines.append(f"| {x['samples']} | {x['ring']} | {copy:.2f} | {x['us']:.2f} | {frac:.2f} | {eng_s} | {ratio} |")
+    return lines
+
+
 def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[list[int]] = None,
           records: Optional[list[int]] = None, seconds: Optional[float] = None) -> dict:
     """Measure the sweep and the latency into results["blocks"] and results["blocks_md"]."""
@@ -189,6 +257,8 @@ def bench(results: dict, device: Any, *, quick: bool = False, sizes: Optional[li
     lat = [latency_one(device, s, r, 2.0 if gpu else 1.0, rate) for s in sizes for r in LATENCY_RECORDS]
     out = {"device": device.name, "backend": "cuda" if gpu else "cpu", "configs": [_label(c) for c in cfgs],
            "rows": rows, "latency": lat}
+    if gpu:
+        out["floor"] = floor()
     results["blocks"] = be._jsonable(out)
     results["blocks_md"] = markdown(results["blocks"])
     return results["blocks"]
@@ -213,6 +283,7 @@ def markdown(r: dict) -> str:
             lines.append(f"| {row['samples']} | {row['records_per_block']} | {ce:.1f} | {ex:.2f} | "
                          f"{h['vs_ceiling']:.2f} ({h['vs_expert']:.2f} of the expert) | {row['median_vs']:.2f} | "
                          f"{w['vs_ceiling']:.2f} ({wl}) |")
+        lines += floor_markdown(r)
     else:
         lines += ["| samples | records/block | NumPy loop M/s | engine, vortex defaults | median | worst |",
                   "| ---: | ---: | ---: | ---: | ---: | ---: |"]

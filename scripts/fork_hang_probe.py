@@ -13,6 +13,11 @@ and NVML, which Dask's diagnostics initialise in the client's scheduler where a 
 - ``go-then-fork``: the case the test xfails on CUDA machines (the control).
 
 Usage (the GPU machine, Dask carried): ``python scripts/fork_hang_probe.py --out /tmp/fork``.
+
+Result on the H200 machine (2026-11-29): ``fork-twice-no-go: first=ok second=hang go_loaded=False``,
+``go-then-fork-nvml-off: ForkError``, ``go-then-fork: ForkError``: the hang is a second fork-mode
+``LocalCluster`` in one process, with no Go runtime anywhere (Dask's), not vortexgo's; a first
+fork-mode cluster from a client with the Go runtime gets vortexgo's ForkError, NVML on or off.
 """
 
 from __future__ import annotations

@@ -59,7 +59,13 @@ go_pass=0; go_fail=0; failed_bins=()
 # tests_py/robustness, test_genicam.py or the soak (test_engine_bench.py::test_soak_gpu_small skips
 # under xdist: it reads the whole device's free memory): their cases run in subprocesses under per-case
 # time limits that 8 workers' concurrent CUDA context creation exceeds (seen: 106 such timeouts with
-# -n 8, all passing when run alone).
+# -n 8, all passing when run alone). Nor for test_machdsp.py: its servo is a Python peer paced in
+# real time over a pty, and under 8 workers' load the first engine's servo underflowed ("SAI Tx
+# underflow", the engine stopping loudly as it should) in 2 of 4 parallel runs, never serially.
+# The session's commands: PYTEST_WORKERS=8 ... --ignore=tests_py/robustness --ignore=tests_py/test_genicam.py
+# --ignore=tests_py/test_distributed.py --ignore=tests_py/test_machdsp.py, then SKIP_GO=1 ...
+# tests_py/robustness tests_py/test_genicam.py tests_py/test_machdsp.py tests_py/test_engine_bench.py
+# -k 'soak or robust or genicam or machdsp'.
 skip_go=${SKIP_GO:-0}
 for gz in "$gb"/bin/*.test.gz; do
   [ -e "$gz" ] || continue

@@ -79,3 +79,21 @@ def test_gpu_quick(bb):
     for x in r["latency"]:
         assert 0 < x["p50_us"] < x["block_us"], x  # within one more block of the one completing it
     print(results["blocks_md"])
+
+
+def test_the_floor_is_read_and_set_beside_the_engine(bb, tmp_path, monkeypatch):
+    """BenchmarkBlockFloor's output (the H200 run kept in docs/) is parsed into its 12 cells and
+    tabled beside the engine's headline at 256 records; a missing test binary says so."""
+    rows = bb.parse_floor((ROOT / "docs" / "bench-floor-h200.txt").read_text())
+    assert len(rows) == 12
+    assert {(r["samples"], r["ring"], r["what"], r["submitters"]) for r in rows} == {
+        (s, ring, w, n) for s in (1024, 2048) for ring in (4, 32) for w, n in (("copy", 0), ("pipeline", 1), ("pipeline", 2))}
+    assert rows[0] == {"samples": 1024, "ring": 4, "what": "copy", "submitters": 0, "us": 12.121}
+    r = {"floor": {"rows": rows}, "rows": [{"samples": 1024, "records_per_block": 256, "headline": {"vs_ceiling": 0.49}}]}
+    table = "\n".join(bb.floor_markdown(r))
+    assert "| 1024 | 4 | 12.12 | 12.36 | 0.98 | 0.49 | 0.50 |" in table, table
+    assert "| 2048 | 4 | 21.93 | 21.80 | 1.01 | - | - |" in table, table
+    monkeypatch.setenv("VORTEXGO_CUDA_TEST_BIN", str(tmp_path / "absent.test.gz"))
+    missing = bb.floor()
+    assert "absent.test.gz not found" in missing["skipped"]
+    assert "not run" in "\n".join(bb.floor_markdown({"floor": missing, "rows": []}))
