@@ -466,6 +466,65 @@ def test_cuda_cluster_matches_cpu(tmp_path):
     np.testing.assert_allclose(gpu, want, rtol=1e-3, atol=1e-2 * float(np.abs(want).max()))
 
 
+def test_cuda_cluster_faults_resume_and_a_killed_worker(tmp_path):
+    """Issue 30's faults on a LocalCUDACluster (one worker per GPU, each task on its worker's
+    GPU): a rerun writes nothing; a truncated file fails its own volumes' tasks naming the file
+    and bytes while the rest are written; a worker killed mid-task (SIGKILL) has its task rerun
+    once its nanny restarts it, every chunk written once. The reference is the same job on the
+    same cluster without the faults (the GPU's int8 levels may round one step from the CPU's)."""
+    if not vg.is_cuda_available():
+        pytest.skip("no CUDA device")
+    dask_cuda = pytest.importorskip("dask_cuda")
+    cfg = config(average_window=40, volumes_per_task=1)
+    data = spectra(volumes=8, seed=5)
+    f = write(tmp_path / "a.npy", data, "npy")
+    with dask_cuda.LocalCUDACluster(dashboard_address=None, silence_logs=40) as cluster, \
+            distributed.Client(cluster) as c:
+        ref = vd.reprocess(c, [f], cfg, tmp_path / "ref.zarr", device="cuda")
+        want = ref.array[:]
+        assert ref.written == 8 and want.shape[0] == 8
+        assert vd.reprocess(c, [f], cfg, tmp_path / "ref.zarr", device="cuda").written == 0  # resume
+
+        cut = write(tmp_path / "cut.npy", data, "npy")
+        with open(cut, "r+b") as fh:
+            fh.truncate(os.path.getsize(cut) - cfg.volume_bytes - 100)  # volume 6 partial, 7 missing
+        with pytest.raises(vd.ReprocessError) as e:
+            vd.reprocess(c, [cut], cfg, tmp_path / "cut.zarr", device="cuda")
+        assert sorted(t.volume for t, _ in e.value.failures) == [6, 7]
+        for t, exc in e.value.failures:
+            assert isinstance(exc, vd.SourceError) and f"{cut}: bytes [{t.offset}, {t.end})" in str(exc)
+        np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "cut.zarr"))[:6], want[:6])
+
+        c.run(lambda: os.environ.__setitem__("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0.3"))
+        pids = c.run(os.getpid)
+        victim = next(iter(pids.values()))
+
+        def kill():
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                addr = next((a for a, p in pids.items() if p == victim), None)
+                if addr and c.processing().get(addr):
+                    time.sleep(0.1)
+                    os.kill(victim, signal.SIGKILL)
+                    return
+                time.sleep(0.02)
+
+        killer = threading.Thread(target=kill)
+        killer.start()
+        out = vd.reprocess(c, [f], cfg, tmp_path / "killed.zarr", device="cuda")
+        killer.join()
+        with pytest.raises(ProcessLookupError):
+            os.kill(victim, 0)
+        c.run(lambda: os.environ.pop("VORTEXGO_DISTRIBUTED_TEST_DELAY", None))
+    root = tmp_path / "killed.zarr"
+    arr = zarr.open_array(str(root))
+    chunks = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
+                    and p.name != "zarr.json" and not p.name.endswith(".partial"))
+    assert chunks == sorted(arr.metadata.encode_chunk_key((i, 0, 0, 0)) for i in range(8))
+    assert sum(r["count"] for r in out.results) == 8
+    np.testing.assert_array_equal(arr[:], want)
+
+
 @pytest.mark.parametrize("cuda, cpus, volume_bytes, want", [
     (False, 16, 4 << 20, 2),        # a CPU worker's processor has the cores
     (True, 16, 4 << 20, 8),         # a GPU worker: up to 8 writers
