@@ -212,6 +212,27 @@ def test_corrupt_hdf5_chunk_names_the_file_and_range(client, tmp_path):
     assert spans[1][0] <= info.byte_offset < spans[1][1]
 
 
+def kill_mid_task(c, within: float = 30.0) -> tuple[int, threading.Thread]:
+    """Start a thread that SIGKILLs one of the client's workers 0.1 s into the first task it
+    runs (within `within` seconds); returns the worker's pid and the thread, to join."""
+    pids = c.run(os.getpid)
+    victim = next(iter(pids.values()))
+
+    def kill():
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            addr = next((a for a, p in pids.items() if p == victim), None)
+            if addr and c.processing().get(addr):
+                time.sleep(0.1)
+                os.kill(victim, signal.SIGKILL)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    return victim, killer
+
+
 def test_killed_worker_is_retried_and_every_chunk_written_once(client, tmp_path):
     """A worker killed (SIGKILL) mid-task: the scheduler reruns its task elsewhere and the array
     holds every volume, equal to the single-machine engine's. (Its nanny starts a new worker.)"""
@@ -222,22 +243,7 @@ def test_killed_worker_is_retried_and_every_chunk_written_once(client, tmp_path)
     # Slow the tasks down so that one is surely running when its worker dies.
     c.run(lambda: os.environ.__setitem__("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0.3"))
 
-    pids = c.run(os.getpid)
-    victim = next(iter(pids.values()))
-
-    def kill():
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            busy = c.processing()
-            addr = next((a for a, p in pids.items() if p == victim), None)
-            if addr and busy.get(addr):
-                time.sleep(0.1)
-                os.kill(victim, signal.SIGKILL)
-                return
-            time.sleep(0.02)
-
-    killer = threading.Thread(target=kill)
-    killer.start()
+    victim, killer = kill_mid_task(c)
     out = cpu_reprocess(c, [f], cfg, tmp_path / "out.zarr")
     killer.join()
     with pytest.raises(ProcessLookupError):
@@ -496,21 +502,7 @@ def test_cuda_cluster_faults_resume_and_a_killed_worker(tmp_path):
         np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "cut.zarr"))[:6], want[:6])
 
         c.run(lambda: os.environ.__setitem__("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0.3"))
-        pids = c.run(os.getpid)
-        victim = next(iter(pids.values()))
-
-        def kill():
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                addr = next((a for a, p in pids.items() if p == victim), None)
-                if addr and c.processing().get(addr):
-                    time.sleep(0.1)
-                    os.kill(victim, signal.SIGKILL)
-                    return
-                time.sleep(0.02)
-
-        killer = threading.Thread(target=kill)
-        killer.start()
+        victim, killer = kill_mid_task(c)
         out = vd.reprocess(c, [f], cfg, tmp_path / "killed.zarr", device="cuda")
         killer.join()
         with pytest.raises(ProcessLookupError):

@@ -160,25 +160,12 @@ func slotSubmittersCase(t *testing.T, slots, failAt, panicAt int, wantErr string
 	const samples, rpb = 8, 3
 	proc := newOrderedProc(samples)
 	proc.failAt, proc.panicAt = failAt, panicAt
-	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
-	require.NoError(t, err)
-	require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
-	closeEndpoint(t, ep)
-	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
-	require.NoError(t, err)
-	cfg := engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 6, PreloadCount: 3, Slots: slots}
-	cfg.AddAcquisition(newFakeAcq(samples), proc)
-	cfg.AddProcessor(proc, planner)
-	cfg.AddFormatter(planner, ep)
-	e, err := engine.New(cfg, cpu.Default())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
-	queueRaster(t, e, scan)
-	require.NoError(t, e.Prepare())
+	e, ep := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 6, PreloadCount: 3, Slots: slots})
 	d := startDrain(e)
 	require.NoError(t, e.Start())
 	waited := make(chan error, 1)
 	go func() { waited <- e.Wait() }()
+	var err error
 	select {
 	case err = <-waited:
 	case <-time.After(30 * time.Second):
@@ -227,25 +214,9 @@ func slotSubmittersCase(t *testing.T, slots, failAt, panicAt int, wantErr string
 // value runs.
 func TestStageSpinRefused(t *testing.T) {
 	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
-	const samples = 8
-	proc := newOrderedProc(samples)
-	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
-	require.NoError(t, err)
-	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
-	require.NoError(t, err)
-	require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
-	closeEndpoint(t, ep)
-	cfg := engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2}
-	cfg.AddAcquisition(newFakeAcq(samples), proc)
-	cfg.AddProcessor(proc, planner)
-	cfg.AddFormatter(planner, ep)
-	e, err := engine.New(cfg, cpu.Default())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
-	queueRaster(t, e, scan)
-	require.NoError(t, e.Prepare())
+	e, _ := orderedEngine(t, newOrderedProc(8), scan, engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2})
 	t.Setenv(spin.Env, "off")
-	err = e.Start()
+	err := e.Start()
 	require.Error(t, err)
 	require.ErrorContains(t, err, spin.Env)
 	t.Setenv(spin.Env, "20")
@@ -257,4 +228,26 @@ func TestStageSpinRefused(t *testing.T) {
 	require.Positive(t, st.BlocksFormatted)
 	require.Equal(t, st.BlocksAcquired, st.BlocksFormatted)
 	require.Zero(t, st.BlocksDropped)
+}
+
+// orderedEngine is a prepared engine of cfg's sizes over proc: a fake
+// acquisition, proc, a format planner of scan's raster and a host stack
+// endpoint of proc's samples (returned), scan queued. Closed by the test.
+func orderedEngine(t *testing.T, proc *orderedProc, scan raster, cfg engine.Config) (*engine.Engine, *endpoint.StackTensorEndpoint) {
+	t.Helper()
+	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
+	require.NoError(t, err)
+	require.NoError(t, ep.SetExecutor(sliced(t, 0, proc.samples), nil))
+	closeEndpoint(t, ep)
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+	require.NoError(t, err)
+	cfg.AddAcquisition(newFakeAcq(proc.samples), proc)
+	cfg.AddProcessor(proc, planner)
+	cfg.AddFormatter(planner, ep)
+	e, err := engine.New(cfg, cpu.Default())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	queueRaster(t, e, scan)
+	require.NoError(t, e.Prepare())
+	return e, ep
 }
