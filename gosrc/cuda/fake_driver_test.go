@@ -2,8 +2,6 @@ package cuda_test
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+	"github.com/vortexgo/vortexgo/gosrc/internal/fakecudatest"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
 )
@@ -28,28 +27,7 @@ import (
 const fakeChildEnv = "VORTEXGO_FAKE_DRIVER_CHILD"
 
 func TestFakeDriver(t *testing.T) {
-	if os.Getenv(fakeChildEnv) != "" {
-		t.Skip("running as the child")
-	}
-	if _, err := os.Stat("testdata/fakecuda.c"); err != nil {
-		t.Skip("testdata/fakecuda.c not here (test binary run outside its package directory)")
-	}
-	cc, err := exec.LookPath("gcc")
-	if err != nil {
-		cc, err = exec.LookPath("cc")
-	}
-	if err != nil {
-		t.Skip("no C compiler to build the fake driver")
-	}
-	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
-	out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "testdata/fakecuda.c").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFakeDriverChild$", "-test.v")
-	cmd.Env = append(os.Environ(), fakeChildEnv+"=1", cuda.DriverPathEnv+"="+lib)
-	out, err = cmd.CombinedOutput()
-	require.NoError(t, err, "child failed:\n%s", out)
-	require.Contains(t, string(out), "--- PASS: TestFakeDriverChild")
+	fakecudatest.Run(t, "testdata", "TestFakeDriverChild", fakeChildEnv)
 }
 
 // fakeProbe mirrors struct fake_probe in fakecuda.c.

@@ -4,7 +4,6 @@ package process
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"unsafe"
@@ -14,6 +13,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+	"github.com/vortexgo/vortexgo/gosrc/internal/fakecudatest"
 )
 
 // The slots' graphs (graphs.go) are host logic around driver calls: which
@@ -28,31 +28,7 @@ import (
 const fakeChildEnv = "VORTEXGO_PROCESS_FAKE_CHILD"
 
 func TestGraphsOnTheFakeDriver(t *testing.T) {
-	if os.Getenv(fakeChildEnv) != "" {
-		t.Skip("running as the child")
-	}
-	src := filepath.Join("..", "cuda", "testdata")
-	if _, err := os.Stat(filepath.Join(src, "fakecuda.c")); err != nil {
-		t.Skip("gosrc/cuda/testdata not here (test binary run outside its package directory)")
-	}
-	cc, err := exec.LookPath("gcc")
-	if err != nil {
-		cc, err = exec.LookPath("cc")
-	}
-	if err != nil {
-		t.Skip("no C compiler to build the fake driver")
-	}
-	dir := t.TempDir()
-	driver, fft := filepath.Join(dir, "libfakecuda.so"), filepath.Join(dir, "libcufft.so.12")
-	for lib, c := range map[string]string{driver: "fakecuda.c", fft: "fakecufft.c"} {
-		out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, filepath.Join(src, c)).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestGraphsOnTheFakeDriverChild$", "-test.v")
-	cmd.Env = append(os.Environ(), fakeChildEnv+"=1", cuda.DriverPathEnv+"="+driver, cuda.CUFFTPathEnv+"="+fft)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child failed:\n%s", out)
-	require.Contains(t, string(out), "--- PASS: TestGraphsOnTheFakeDriverChild")
+	fakecudatest.Run(t, filepath.Join("..", "cuda", "testdata"), "TestGraphsOnTheFakeDriverChild", fakeChildEnv)
 }
 
 // fakeCounts reads the fake driver's and fake cuFFT's call counters.
