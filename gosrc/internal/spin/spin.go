@@ -78,7 +78,11 @@ func NewWaiter(window time.Duration) *Waiter { return &Waiter{window: window} }
 // Recv is `v, ok := <-ch`, polling ch first for up to the window when the
 // stage is hot. The stage is hot after a wait no longer than the window.
 func Recv[T any](w *Waiter, ch <-chan T) (T, bool) {
-	if w.window > 0 && w.hot {
+	if w.window <= 0 { // off: a plain receive, no clock read
+		v, ok := <-ch
+		return v, ok
+	}
+	if w.hot {
 		deadline := time.Now().Add(w.window)
 		for i := 1; ; i++ {
 			select {
@@ -95,14 +99,22 @@ func Recv[T any](w *Waiter, ch <-chan T) (T, bool) {
 	}
 	start := time.Now()
 	v, ok := <-ch
-	w.hot = w.window > 0 && time.Since(start) <= w.window
+	w.hot = time.Since(start) <= w.window
 	return v, ok
 }
 
 // RecvOr is Recv on ch that also returns, with stopped true, once stop is
 // closed; ch wins when both are ready, as a select would choose either.
 func RecvOr[T any](w *Waiter, ch <-chan T, stop <-chan struct{}) (v T, stopped bool) {
-	if w.window > 0 && w.hot {
+	if w.window <= 0 { // off: a plain select, no clock read
+		select {
+		case v = <-ch:
+			return v, false
+		case <-stop:
+			return v, true
+		}
+	}
+	if w.hot {
 		deadline := time.Now().Add(w.window)
 		for i := 1; ; i++ {
 			// One channel per select: a single case with a default is
@@ -130,7 +142,7 @@ func RecvOr[T any](w *Waiter, ch <-chan T, stop <-chan struct{}) (v T, stopped b
 	case <-stop:
 		stopped = true
 	}
-	w.hot = w.window > 0 && time.Since(start) <= w.window
+	w.hot = time.Since(start) <= w.window
 	return v, stopped
 }
 
