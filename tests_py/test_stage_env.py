@@ -69,3 +69,11 @@ def test_a_bad_profile_setting_is_reported_and_ignored(var: str, tmp_path: Path)
     assert out.stdout.split()[0] == "RAN", out.output()
     assert f"vortexgo: {var}=" in out.stderr and "expected a number in (0, 3600]" in out.stderr, out.stderr
     assert not (tmp_path / "p.out").exists()
+
+
+def test_a_window_set_from_python_after_import_counts() -> None:
+    """The Go core reads the live environment at start(): a notebook's os.environ[...] set after
+    the engine was prepared (the Go runtime long started) is seen, not a copy from import time."""
+    code = RUN.replace("eng.prepare()\n", "eng.prepare()\nimport os; os.environ['VORTEXGO_STAGE_SPIN'] = 'off'\n")
+    out = _subproc.run(code, timeout=120).stdout.strip().splitlines()[-1]
+    assert out.startswith("REFUSED") and "VORTEXGO_STAGE_SPIN" in out, out

@@ -22,9 +22,10 @@ package spin
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
 
 // Env is the environment variable that sets the window in microseconds:
@@ -40,9 +41,10 @@ const maxWindow = 10 * time.Millisecond
 
 // Configured returns the window set by Env, 0 when it is unset or empty.
 // A value that is not an integer number of microseconds in [0, 10000] is
-// an error naming the variable.
+// an error naming the variable. It reads the live environment (dl.Getenv),
+// so a value a notebook sets with os.environ before start() counts.
 func Configured() (time.Duration, error) {
-	v := os.Getenv(Env)
+	v, _ := dl.Getenv(Env)
 	if v == "" {
 		return 0, nil
 	}
