@@ -167,10 +167,14 @@ def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slot
         engine.prepare()
         engine.start()
         time.sleep(min(1.0, seconds))  # warm: the pool fills, first-use costs pass
-        # Each end reads the engine's counter, then the driver's: in the same order at both
-        # ends, so the calls made between the two reads (status() takes a while) cancel.
-        s0, cpu0, t0 = engine.status(), _cpu_seconds(), time.perf_counter()
+        # Each end reads the engine's counter, then the driver's, back to back and in the same
+        # order at both ends, so the calls made between the two reads (status() takes a while)
+        # cancel. They cancel only as far as the reading thread is not preempted between them at
+        # one end: the per-block call ratios are therefore also given per upload (one a block,
+        # read in the same instant as the others: "calls_per_upload").
+        s0 = engine.status()
         c0 = counters.read() if counters else None
+        cpu0, t0 = _cpu_seconds(), time.perf_counter()
         time.sleep(seconds)
         # At least MIN_BLOCKS in the window (a stalled host may have let few through): the
         # blocks in flight at either end, counted on one side only, then skew the ratios
@@ -178,8 +182,9 @@ def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slot
         deadline = t0 + 10 * seconds + 5
         while engine.status().blocks_formatted - s0.blocks_formatted < MIN_BLOCKS and time.perf_counter() < deadline:
             time.sleep(0.05)
-        s1, cpu1, t1 = engine.status(), _cpu_seconds(), time.perf_counter()
+        s1 = engine.status()
         c1 = counters.read() if counters else None
+        cpu1, t1 = _cpu_seconds(), time.perf_counter()
         engine.stop()
         status = engine.status()
     finally:
@@ -196,6 +201,9 @@ def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slot
     if counters:
         calls = {k: (c1[k] - c0[k]) / n for k in c1 if c1[k] != c0[k]}
         row["calls_per_block"] = calls
+        uploads = c1.get("cuMemcpyAsync", 0) - c0.get("cuMemcpyAsync", 0)
+        if uploads:
+            row["calls_per_upload"] = {k: (c1[k] - c0[k]) / uploads for k in c1 if c1[k] != c0[k]}
         row["driver_calls_per_block"] = sum(v for k, v in calls.items() if k != "cuCtxSetCurrent")
     if stages is not None:
         row["stages"] = stage_times(stages)

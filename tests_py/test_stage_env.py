@@ -77,3 +77,14 @@ def test_a_window_set_from_python_after_import_counts() -> None:
     code = RUN.replace("eng.prepare()\n", "eng.prepare()\nimport os; os.environ['VORTEXGO_STAGE_SPIN'] = 'off'\n")
     out = _subproc.run(code, timeout=120).stdout.strip().splitlines()[-1]
     assert out.startswith("REFUSED") and "VORTEXGO_STAGE_SPIN" in out, out
+
+
+def test_vortex_profiler_log_set_from_python_after_import(tmp_path: Path) -> None:
+    """VORTEX_PROFILER_LOG (vortex's variable) set with os.environ once the engine is prepared
+    is the log the next start() writes: vortexgo reads the live environment, not its copy from
+    the Go runtime's start."""
+    log = tmp_path / "profile.bin"
+    code = RUN.replace("eng.prepare()\n", f"eng.prepare()\nimport os; os.environ['VORTEX_PROFILER_LOG'] = {str(log)!r}\n")
+    out = _subproc.run(code, timeout=120).stdout.strip().splitlines()[-1]
+    assert out.startswith("RAN"), out
+    assert log.stat().st_size > 0

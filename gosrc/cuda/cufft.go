@@ -8,7 +8,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,7 +84,7 @@ func cufftCandidates(driver int) (names, skipped []string) {
 			skipped = append(skipped, name)
 		}
 	}
-	if p := os.Getenv(CUFFTPathEnv); p != "" {
+	if p, _ := dl.Getenv(CUFFTPathEnv); p != "" { // the live environment (see dl.Getenv)
 		add(p)
 	}
 	for _, s := range cufftSonames {

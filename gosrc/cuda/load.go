@@ -8,7 +8,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"unsafe"
 
@@ -24,7 +23,7 @@ const DriverPathEnv = "VORTEXGO_CUDA_DRIVER"
 // soname every driver install provides; the unversioned name exists only
 // with a toolkit's development stubs.
 func driverLibs() []string {
-	if p := os.Getenv(DriverPathEnv); p != "" {
+	if p, _ := dl.Getenv(DriverPathEnv); p != "" { // the live environment: set from Python after import counts
 		return []string{p}
 	}
 	return []string{"libcuda.so.1"}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
 
 // The profiler log is vortex's (vortex/engine/common.hpp, read by
@@ -85,7 +87,7 @@ func (e *Engine) profilePath() string {
 	p := e.profLog
 	e.profMu.Unlock()
 	if p == "" {
-		p = os.Getenv(ProfilerEnv)
+		p, _ = dl.Getenv(ProfilerEnv) // live: a notebook may set it after import
 	}
 	return p
 }

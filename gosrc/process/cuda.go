@@ -3,7 +3,6 @@ package process
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -12,6 +11,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
 
 // Launch geometry. 256 threads keep 8 warps per block, enough to hide
@@ -140,7 +140,8 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	// Any other value than 0, 1 or none is refused: a misspelt "off" must
 	// not leave graphs on unnoticed.
 	var noGraphs bool
-	switch v := os.Getenv("VORTEXGO_CUDA_GRAPHS"); v {
+	v, _ := dl.Getenv("VORTEXGO_CUDA_GRAPHS") // live (see dl.Getenv)
+	switch v {
 	case "0":
 		noGraphs = true
 	case "", "1":
