@@ -79,28 +79,23 @@ func NewWaiter(window time.Duration) *Waiter { return &Waiter{window: window} }
 
 // Recv is `v, ok := <-ch`, polling ch first for up to the window when the
 // stage is hot. The stage is hot after a wait no longer than the window.
-func Recv[T any](w *Waiter, ch <-chan T) (T, bool) {
+func Recv[T any](w *Waiter, ch <-chan T) (v T, ok bool) {
 	if w.window <= 0 { // off: a plain receive, no clock read
-		v, ok := <-ch
+		v, ok = <-ch
 		return v, ok
 	}
-	if w.hot {
-		deadline := time.Now().Add(w.window)
-		for i := 1; ; i++ {
-			select {
-			case v, ok := <-ch:
-				return v, ok
-			default:
-			}
-			pause(hints)
-			// time.Now costs more than a poll: read it every 16th
-			if i&15 == 0 && time.Now().After(deadline) {
-				break
-			}
+	if w.hot && Until(w.window, func() bool {
+		select {
+		case v, ok = <-ch:
+			return true
+		default:
+			return false
 		}
+	}) {
+		return v, ok
 	}
 	start := time.Now()
-	v, ok := <-ch
+	v, ok = <-ch
 	w.hot = time.Since(start) <= w.window
 	return v, ok
 }
@@ -116,27 +111,24 @@ func RecvOr[T any](w *Waiter, ch <-chan T, stop <-chan struct{}) (v T, stopped b
 			return v, true
 		}
 	}
-	if w.hot {
-		deadline := time.Now().Add(w.window)
-		for i := 1; ; i++ {
-			// One channel per select: a single case with a default is
-			// the runtime's lock-free empty check, where a select of two
-			// locks both channels on every poll (and the pool's sender with them).
-			select {
-			case v = <-ch:
-				return v, false
-			default:
-			}
-			select {
-			case <-stop:
-				return v, true
-			default:
-			}
-			pause(hints)
-			if i&15 == 0 && time.Now().After(deadline) {
-				break
-			}
+	// One channel per select: a single case with a default is the
+	// runtime's lock-free empty check, where a select of two locks both
+	// channels on every poll (and the pool's sender with them).
+	if w.hot && Until(w.window, func() bool {
+		select {
+		case v = <-ch:
+			return true
+		default:
 		}
+		select {
+		case <-stop:
+			stopped = true
+			return true
+		default:
+			return false
+		}
+	}) {
+		return v, stopped
 	}
 	start := time.Now()
 	select {
@@ -149,7 +141,8 @@ func RecvOr[T any](w *Waiter, ch <-chan T, stop <-chan struct{}) (v T, stopped b
 }
 
 // Until polls done for up to window and reports whether it became true:
-// the caller parks on its own condition when it did not.
+// the caller parks on its own condition when it did not. The one polling
+// loop of the package (Recv, RecvOr and the rolling average's turn use it).
 func Until(window time.Duration, done func() bool) bool {
 	if window <= 0 {
 		return done()
@@ -160,6 +153,7 @@ func Until(window time.Duration, done func() bool) bool {
 			return true
 		}
 		pause(hints)
+		// time.Now costs more than a poll: read it every 16th
 		if i&15 == 0 && time.Now().After(deadline) {
 			return done()
 		}
