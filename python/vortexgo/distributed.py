@@ -861,9 +861,6 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
                 errors: list = []
                 pending: list = []
                 spent: list = []
-                # Volumes copied out and not yet written: the engine waits (in the callback)
-                # when the writers fall this far behind, so memory stays bounded.
-                room = threading.BoundedSemaphore(_WRITERS)  # sized again once prepared (below)
                 # Tests make tasks last long enough to kill their worker in the middle of one.
                 delay = float(os.environ.get("VORTEXGO_DISTRIBUTED_TEST_DELAY", "0") or 0)
 
@@ -911,6 +908,9 @@ def run_task(task: Task, config: ReprocessConfig, store: str, overwrite: bool = 
                         engine.prepare()
                     except ValueError as e:  # FileAcquisition.prepare names the range
                         raise SourceError(src.path, task.offset, task.end, str(e)) from None
+                    # Volumes copied out and not yet written (_Pipeline.writers, sized by the
+                    # volume): the engine waits in the callback when the writers fall this far
+                    # behind, so memory stays bounded.
                     tensor = endpoint.tensor
                     room = threading.BoundedSemaphore(pipe.writers(math.prod(tensor.shape) * np.dtype(config.dtype).itemsize))
                     tr = time.perf_counter()

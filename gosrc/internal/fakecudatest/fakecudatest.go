@@ -16,9 +16,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 )
 
-// Child reports whether this process is the child that env marks.
-func Child(env string) bool { return os.Getenv(env) != "" }
-
 // Run builds the fakes from testdata (the folder holding fakecuda.c, relative
 // to the calling package's directory) and runs the test binary's test named
 // child in a child process with env=1 and the fakes as its driver and cuFFT,
@@ -27,7 +24,7 @@ func Child(env string) bool { return os.Getenv(env) != "" }
 // machine).
 func Run(t *testing.T, testdata, child, env string) {
 	t.Helper()
-	if Child(env) {
+	if os.Getenv(env) != "" {
 		t.Skip("running as the child")
 	}
 	if _, err := os.Stat(filepath.Join(testdata, "fakecuda.c")); err != nil {
