@@ -7,7 +7,8 @@
 
 Writes recorded spectra (a SimulatedAcquisition's phantom: raw uint16 .npy stacks, one per
 file) into --dir, then for each worker count starts a cluster (a LocalCluster of processes,
-one thread each, or a LocalCUDACluster of that many GPUs), runs one warm-up job and --repeat
+--threads threads each (default 1: each worker's core work on that many: its share of the
+cores), or a LocalCUDACluster of that many GPUs), runs one warm-up job and --repeat
 timed jobs (overwrite=True: every volume processed and written), and reports raw GB/s,
 A-scans/s, the efficiency T(n) / (n T(1)) and the cost of a task beyond its processing: the
 per-task overhead ``(n * wall - A / R) / tasks`` where A is the job's A-scans and R the rate of
@@ -124,6 +125,44 @@ def read_ceiling(files: list[str], workers: int, cold: bool) -> float:
         return n / (time.perf_counter() - t) / 1e9
 
 
+def _write_volumes(args: tuple) -> int:
+    """Write ``volume`` (a job's output volume) into chunks ``indices`` of the Zarr array at
+    ``store`` on ``threads`` threads, as a worker's chunk writers do; returns how many."""
+    import concurrent.futures
+
+    import zarr
+
+    store, indices, volume, threads = args
+    a = zarr.open_array(store, mode="r+")
+
+    def one(i: int) -> None:
+        a[i] = volume
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, indices))
+    return len(indices)
+
+
+def write_ceiling(store: str, workers: int, threads: int, scratch: Path) -> float:
+    """Volumes a second that ``workers`` processes of ``threads`` writer threads each write to a
+    Zarr array like the job's (one of the job's own output volumes, its chunks, codecs and
+    store kind): the storage side's ceiling, as the read ceiling is the input's."""
+    import zarr
+
+    src = zarr.open_array(store, mode="r")
+    volume = np.asarray(src[0])
+    n = src.shape[0]
+    dst = zarr.create_array(str(scratch), shape=src.shape, chunks=src.chunks, dtype=src.dtype, fill_value=0,
+                            overwrite=True, config={"write_empty_chunks": True})
+    del dst
+    shares = [list(range(w, n, workers)) for w in range(workers)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_write_volumes, [(str(scratch), [], volume, 1)] * workers))  # start the processes
+        t = time.perf_counter()
+        done = sum(pool.map(_write_volumes, [(str(scratch), sh, volume, threads) for sh in shares]))
+        return done / (time.perf_counter() - t)
+
+
 def processor_config(samples: int, ascans: int, bscans: int) -> Any:
     """The benchmark's processing: the phantom's resampling and dispersion, a Hann window,
     a rolling background average of 64 records, int8 levels."""
@@ -175,8 +214,10 @@ def engine_rate(files: list[str], cfg: Any, device: str, repeat: int) -> float:
 def measure(workers: list[int], device: str = "cpu", directory: str = "build/bench-distributed", files: int = 2,
             volumes: int = 16, samples: int = 1024, ascans: int = 256, bscans: int = 32,
             volumes_per_task: int = 0, task_bytes: Optional[int] = None, dtype: str = "int8", repeat: int = 3,
-            ceiling: bool = True, log: Any = print) -> dict:
-    """Run the benchmark (see the module's docstring) and return its results as JSON values."""
+            ceiling: bool = True, log: Any = print, threads: int = 1) -> dict:
+    """Run the benchmark (see the module's docstring) and return its results as JSON values.
+    ``threads``: each CPU worker's threads, its share of the cores (the reference engine in
+    this process runs on as many: vortexgo.set_cpu_threads)."""
     import distributed
 
     from vortexgo import distributed as vd
@@ -188,7 +229,14 @@ def measure(workers: list[int], device: str = "cpu", directory: str = "build/ben
     cfg = vd.ReprocessConfig(processor_config(samples, ascans, bscans), ascans_per_bscan=ascans,
                              bscans_per_volume=bscans, dtype=dtype, volumes_per_task=volumes_per_task, **extra)
     ascans_total = files * volumes * ascans * bscans
-    ref = engine_rate(paths, cfg, device, repeat)
+    import vortexgo as vg
+
+    was = vg.set_cpu_threads(threads) if device == "cpu" else None
+    try:
+        ref = engine_rate(paths, cfg, device, repeat)
+    finally:
+        if was is not None:
+            vg.set_cpu_threads(was)
     log(f"one engine per whole file, this process, {device}: {ref / 1e3:.0f} k A-scans/s", flush=True)
     rows = []
     for n in workers:
@@ -198,7 +246,7 @@ def measure(workers: list[int], device: str = "cpu", directory: str = "build/ben
             cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, range(n))), dashboard_address=None,
                                        silence_logs=40)
         else:
-            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=threads, processes=True,
                                                dashboard_address=None, silence_logs=40)
         with cluster, distributed.Client(cluster) as client:
             store = d / f"out-{device}-{n}.zarr"
@@ -224,6 +272,10 @@ def measure(workers: list[int], device: str = "cpu", directory: str = "build/ben
                "median_outside_run_ms": med("outside_run"), "median_write_ms": med("write"),
                "median_setup_ms": med("setup")}
         if ceiling:
+            writers = vd._MAX_WRITERS if device == "cuda" else vd._WRITERS
+            volume_raw = total / (files * volumes)
+            row["write_ceiling_gb_per_s"] = volume_raw * write_ceiling(str(store), n, writers,
+                                                                       d / f"ceiling-{device}-{n}.zarr") / 1e9
             row["read_ceiling_cached_gb_per_s"] = read_ceiling(paths, n, cold=False)
             row["read_ceiling_cold_gb_per_s"] = read_ceiling(paths, n, cold=True)
         rows.append(row)
@@ -234,6 +286,7 @@ def measure(workers: list[int], device: str = "cpu", directory: str = "build/ben
     for r in rows:
         r["efficiency"] = r["gb_per_s"] / (one * r["workers"])
     return {"device": device, "host": platform.node(), "cpus": os.cpu_count(), "load_average": os.getloadavg(),
+            "threads_per_worker": threads if device == "cpu" else None,
             "files": files, "volumes": volumes, "shape": [bscans, ascans, samples], "bytes": total,
             "volumes_per_task": volumes_per_task, "task_bytes": getattr(cfg, "task_bytes", None), "dtype": dtype,
             "engine_ascans_per_s": ref, "rows": rows}
@@ -285,17 +338,20 @@ def markdown(result: dict) -> str:
     lines = [f"### vortexgo.distributed, {result['device']} workers ({result['host']}, {result['cpus']} CPUs, "
              f"load {result['load_average'][0]:.1f})", "",
              f"{result['files']} files of {result['volumes']} volumes of {' x '.join(map(str, result['shape']))} "
-             f"({result['bytes'] / 1e6:.0f} MB); one engine per file in one process: "
+             f"({result['bytes'] / 1e6:.0f} MB)"
+             + (f", {result['threads_per_worker']} thread(s) per worker" if result.get("threads_per_worker") else "")
+             + "; one engine per file in one process: "
              f"{result['engine_ascans_per_s'] / 1e3:.0f} k A-scans/s.", "",
              "| workers | tasks x volumes | raw GB/s | k A-scans/s | efficiency | overhead ms/task | "
-             "outside run / writes ms (median task) | read ceiling cached / cold GB/s |",
-             "|---|---|---|---|---|---|---|---|"]
+             "outside run / writes ms (median task) | write ceiling, raw GB/s | read ceiling cached / cold GB/s |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         ceil = (f"{r['read_ceiling_cached_gb_per_s']:.2f} / {r['read_ceiling_cold_gb_per_s']:.2f}"
                 if "read_ceiling_cached_gb_per_s" in r else "—")
+        wc = f"{r['write_ceiling_gb_per_s']:.2f}" if "write_ceiling_gb_per_s" in r else "—"
         lines.append(f"| {r['workers']} | {r['tasks']} x {r['volumes_per_task']} | {r['gb_per_s']:.3f} | "
                      f"{r['ascans_per_s'] / 1e3:.0f} | {r['efficiency']:.2f} | {r['overhead_ms_per_task']:.0f} | "
-                     f"{ms(r['median_outside_run_ms'])} / {ms(r['median_write_ms'])} | {ceil} |")
+                     f"{ms(r['median_outside_run_ms'])} / {ms(r['median_write_ms'])} | {wc} | {ceil} |")
     if "overhead" in result:
         lines += ["", "Per-task cost, tiny tasks (16 KiB, one volume each): "
                   + "; ".join(f"{r['workers']} worker(s): {r['ms_per_task']:.1f} ms per task per worker, "
@@ -349,13 +405,15 @@ def main() -> None:
     ap.add_argument("--task-bytes", type=int, default=None, help="raw bytes per task (default: ReprocessConfig's)")
     ap.add_argument("--dtype", default="int8", choices=["int8", "uint16", "float32"])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="threads per CPU worker (its share of the cores)")
     ap.add_argument("--no-ceiling", action="store_true", help="skip the read ceiling")
     ap.add_argument("--overhead-tasks", type=int, default=64, help="tiny tasks of the per-task cost (0: skip it)")
     ap.add_argument("--json", default=None, help="write the results there")
     ap.add_argument("--markdown", default=None, help="write the table there")
     a = ap.parse_args()
     result = measure([int(x) for x in a.workers.split(",")], a.device, a.dir, a.files, a.volumes, a.samples,
-                     a.ascans, a.bscans, a.volumes_per_task, a.task_bytes, a.dtype, a.repeat, not a.no_ceiling)
+                     a.ascans, a.bscans, a.volumes_per_task, a.task_bytes, a.dtype, a.repeat, not a.no_ceiling,
+                     threads=a.threads)
     if a.overhead_tasks and a.device == "cpu":
         result["overhead"] = task_overhead([int(x) for x in a.workers.split(",")][:2], a.dir, a.overhead_tasks,
                                            a.repeat)

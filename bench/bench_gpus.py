@@ -1,17 +1,18 @@
 #!/usr/bin/env python
-"""Two GPUs: one acquisition feeding processors on both (vortex's ``cycle([a, b])``, blocks
-alternating between the GPUs), formatted into one endpoint on the first GPU (the second's
-outputs come back by peer copy), against the same engine on one GPU, in one run.
+"""N GPUs: one acquisition feeding processors on each (vortex's ``cycle([a, b, ...])``, blocks
+taking turns over the GPUs), formatted into one endpoint on the first GPU (the others' outputs come
+back by peer copy), against the same engine on one GPU, in one run.
 
 Each GPU has its own host link and copy engine, so the raw data's upload, which bounds one
-GPU's engine (bench_engine: 0.92 of the pinned host-to-device ceiling), splits in two.
-Reported: A-scans/s and GB/s raw for one and two GPUs, their ratio (target 1.9x), each GPU's
-pinned upload ceiling measured in the same run (one at a time, and both at once), and a check
-that the two-GPU volumes equal the one-GPU volume of the same spectra.
+GPU's engine, splits N ways. Reported: A-scans/s and GB/s raw for one and N GPUs, their ratio
+(target 0.95 x N), each GPU's pinned upload ceiling measured in the same run (one at a time, and
+all at once: where the host's memory caps N links, the fraction of that), and a check that the
+N-GPU volumes equal the one-GPU volume of the same spectra.
 
-    python bench/bench_gpus.py --out bench-out          # needs two CUDA GPUs (nvidia-h200-x2)
-    python bench/bench_gpus.py --blocks 16,32 --repeats 3   # pool sizes side by side, one and two
+    python bench/bench_gpus.py --out bench-out          # every GPU (nvidia-h200-x2, -x4)
+    python bench/bench_gpus.py --blocks 16,32 --repeats 3   # pool sizes side by side, one and N
                                                            # GPUs interleaved, the median ratio
+    python bench/bench_gpus.py --records 256,512 --blocks 4   # small blocks at vortex's defaults
 """
 
 from __future__ import annotations
@@ -38,9 +39,6 @@ from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
 from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8, cycle
 from vortexgo.format import FormatPlanner, FormatPlannerConfig
 from vortexgo.process import CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
-
-TARGET_RATIO = 1.9
-
 
 def pipeline(g: be.Geometry, devices: list, *, total_volumes: int, endpoint: Any, timings: bool = False):
     """The bench_engine pipeline with one CUDAProcessor per device in vortex's cycle: block i
@@ -155,8 +153,10 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--sizes", default="1024,2048")
+    ap.add_argument("--records", default="8192", help="records per block, comma-separated (256-8192)")
     ap.add_argument("--blocks", default="16", help="blocks to allocate, comma-separated (preload: half)")
-    ap.add_argument("--repeats", type=int, default=1, help="runs of one and two GPUs, interleaved")
+    ap.add_argument("--gpus", type=int, default=0, help="GPUs to cycle over (default: every one, at least 2)")
+    ap.add_argument("--repeats", type=int, default=1, help="runs of one and N GPUs, interleaved")
     ap.add_argument("--timings", action="store_true",
                     help="one more run of each with device timings: per-stage upload / process / format times")
     args = ap.parse_args(argv)
@@ -164,55 +164,61 @@ def main(argv: Any = None) -> int:
         ap.error(f"--repeats={args.repeats}, expected >= 1")
     if not all(x.strip().isdigit() and int(x) >= 2 for x in args.blocks.split(",")):
         ap.error(f"--blocks={args.blocks!r}, expected comma-separated counts >= 2")
+    if not all(x.strip().isdigit() and 1 <= int(x) and 65536 % int(x) == 0 for x in args.records.split(",")):
+        ap.error(f"--records={args.records!r}, expected comma-separated divisors of the 65536-record volume")
     from vortexgo._device import cuda_device_count
 
-    n = cuda_device_count()
-    if n < 2:
-        print(f"bench_gpus: {n} CUDA device(s), expected 2", file=sys.stderr)
+    have = cuda_device_count()
+    n = args.gpus or have
+    if n < 2 or n > have:
+        print(f"bench_gpus: {have} CUDA device(s), asked for {n}: expected at least 2", file=sys.stderr)
         return 2
-    devs = [vg.get_device("cuda:0"), vg.get_device("cuda:1")]
+    devs = [vg.get_device(f"cuda:{i}") for i in range(n)]
+    target = 0.95 * n
     rows = []
     for s in (int(x) for x in args.sizes.split(",")):
-        for nb in (int(x) for x in args.blocks.split(",")):
-            g = be.Geometry(s, 512, 128, 8192, blocks=nb, preload=nb // 2, slots=2)
-            one_vol, two_vol = volumes(g, devs[:1], 3), volumes(g, devs, 3)
-            same = bool(np.array_equal(one_vol, two_vol))
-            ones, twos = [], []
-            for _ in range(args.repeats):  # interleaved: a drift of the host hits both alike
-                ones.append(throughput(g, devs[:1], args.seconds, 1.0))
-                twos.append(throughput(g, devs, args.seconds, 1.0))
-            ratios = [t["ascans_per_s"] / o["ascans_per_s"] for o, t in zip(ones, twos)]
-            k = int(np.argsort(ratios)[len(ratios) // 2])  # the run of the median ratio
-            one, two = ones[k], twos[k]
-            ceil = ceilings(g, 2, 1.0)
-            stage_times = None
-            if args.timings:
-                stage_times = {"one_gpu": throughput(g, devs[:1], args.seconds, 1.0, timings=True)["timings"],
-                               "two_gpus": throughput(g, devs, args.seconds, 1.0, timings=True)["timings"]}
-                for which, v in stage_times.items():
-                    print(f"  {which}: " + ", ".join(f"{st} p50 {t['p50_ms']:.3f} / p99 {t['p99_ms']:.3f} ms"
-                                                 for st, t in v.items() if t["count"]), flush=True)
-            rows.append({"samples": s, "blocks": nb, "one_gpu": one, "two_gpus": two, "ratio": ratios[k],
-                         "ratios": ratios, "ceilings": ceil, "two_over_ceiling": two["gbs"] / ceil["together_total_gbs"],
-                         "one_over_ceiling": one["gbs"] / ceil["alone_gbs"][0], "volumes_equal": same,
-                         "stage_times": stage_times, "geometry": g.describe()})
-            print(f"{s} samples, {nb} blocks: one GPU {one['ascans_per_s'] / 1e6:.2f} M A-scans/s, two "
-                  f"{two['ascans_per_s'] / 1e6:.2f} ({ratios[k]:.2f}x; runs {', '.join(f'{r:.2f}' for r in ratios)}), "
-                  f"volumes equal: {same}", flush=True)
+        for rpb in (int(x) for x in args.records.split(",")):
+            for nb in (int(x) for x in args.blocks.split(",")):
+                g = be.Geometry(s, 512, 128, rpb, blocks=nb, preload=nb // 2, slots=2)
+                same = bool(np.array_equal(volumes(g, devs[:1], 3), volumes(g, devs, 3)))
+                ones, manys = [], []
+                for _ in range(args.repeats):  # interleaved: a drift of the host hits both alike
+                    ones.append(throughput(g, devs[:1], args.seconds, 1.0))
+                    manys.append(throughput(g, devs, args.seconds, 1.0))
+                ratios = [t["ascans_per_s"] / o["ascans_per_s"] for o, t in zip(ones, manys)]
+                k = int(np.argsort(ratios)[len(ratios) // 2])  # the run of the median ratio
+                one, many = ones[k], manys[k]
+                ceil = ceilings(g, n, 1.0)
+                stage_times = None
+                if args.timings:
+                    stage_times = {"one_gpu": throughput(g, devs[:1], args.seconds, 1.0, timings=True)["timings"],
+                                   "n_gpus": throughput(g, devs, args.seconds, 1.0, timings=True)["timings"]}
+                    for which, v in stage_times.items():
+                        print(f"  {which}: " + ", ".join(f"{st} p50 {t['p50_ms']:.3f} / p99 {t['p99_ms']:.3f} ms"
+                                                     for st, t in v.items() if t["count"]), flush=True)
+                rows.append({"samples": s, "records_per_block": rpb, "blocks": nb, "gpus": n, "one_gpu": one,
+                             "n_gpus": many, "ratio": ratios[k], "ratios": ratios, "ceilings": ceil,
+                             "n_over_ceiling": many["gbs"] / ceil["together_total_gbs"],
+                             "one_over_ceiling": one["gbs"] / ceil["alone_gbs"][0], "volumes_equal": same,
+                             "stage_times": stage_times, "geometry": g.describe()})
+                print(f"{s} samples, {rpb} records, {nb} blocks: one GPU {one['ascans_per_s'] / 1e6:.2f} M A-scans/s, "
+                      f"{n} {many['ascans_per_s'] / 1e6:.2f} ({ratios[k]:.2f}x; runs "
+                      f"{', '.join(f'{r:.2f}' for r in ratios)}), volumes equal: {same}", flush=True)
     names = [d.name for d in devs]
-    md = [f"### Two GPUs ({names[0]} + {names[1]})", "",
-          "One SimulatedAcquisition (pinned, lent), `cycle([CUDAProcessor(cuda:0), CUDAProcessor(cuda:1)])`, one "
-          "planner and one int8 endpoint on cuda:0 (cuda:1's outputs copied back by peer copy); 512 x 128 A-scan "
-          "volumes, 8192-record blocks, preload half the blocks; with several runs (interleaved), the run of the median "
-          "ratio.", "",
-          "| A-scan | blocks | one GPU (M A-scans/s) | two GPUs (M A-scans/s) | two / one | two GPUs (GB/s raw) | both links' "
-          "ceiling (GB/s) | two / ceiling | volumes equal | target |",
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    md = [f"### {n} GPUs ({' + '.join(names)})", "",
+          f"One SimulatedAcquisition (pinned, lent), `cycle([CUDAProcessor(cuda:0), ..., CUDAProcessor(cuda:{n - 1})])`, "
+          "one planner and one int8 endpoint on cuda:0 (the others' outputs copied back by peer copy); 512 x 128 "
+          "A-scan volumes, preload half the blocks; with several runs (interleaved), the run of the median ratio; "
+          f"the target is 0.95 x {n} = {target:.2f}x.", "",
+          f"| A-scan | records / block | blocks | one GPU (M A-scans/s) | {n} GPUs (M A-scans/s) | {n} / one | "
+          f"{n} GPUs (GB/s raw) | all links' ceiling (GB/s) | {n} / ceiling | volumes equal | target |",
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
-        md.append(f"| {r['samples']} x uint16 | {r['blocks']} | {r['one_gpu']['ascans_per_s'] / 1e6:.2f} | "
-                  f"{r['two_gpus']['ascans_per_s'] / 1e6:.2f} | {_ratio_cell(r)} | {r['two_gpus']['gbs']:.1f} | "
-                  f"{r['ceilings']['together_total_gbs']:.1f} | {r['two_over_ceiling']:.2f} | {r['volumes_equal']} | "
-                  f">= {TARGET_RATIO}x ({'met' if r['ratio'] >= TARGET_RATIO else '**missed**'}) |")
+        md.append(f"| {r['samples']} x uint16 | {r['records_per_block']} | {r['blocks']} | "
+                  f"{r['one_gpu']['ascans_per_s'] / 1e6:.2f} | {r['n_gpus']['ascans_per_s'] / 1e6:.2f} | "
+                  f"{_ratio_cell(r)} | {r['n_gpus']['gbs']:.1f} | {r['ceilings']['together_total_gbs']:.1f} | "
+                  f"{r['n_over_ceiling']:.2f} | {r['volumes_equal']} | "
+                  f">= {target:.2f}x ({'met' if r['ratio'] >= target else '**missed**'}) |")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_gpus.json").write_text(json.dumps({"devices": names, "rows": rows}, indent=2, default=float))

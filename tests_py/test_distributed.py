@@ -292,6 +292,20 @@ def test_pipelines_kept_across_tasks_and_closed(client, tmp_path):
     assert set(client.run(vd._pipeline_count).values()) == {0}
 
 
+def test_cpu_workers_take_their_share_of_the_cores(client, tmp_path):
+    """A CPU worker runs the core's CPU work on its own threads (the module's workers have one
+    each), not on every core of the host; a GOMAXPROCS in a worker's environment wins."""
+    cfg = config()
+    f = write(tmp_path / "a.npy", spectra(seed=3), "npy")
+    cpu_reprocess(client, [f], cfg, tmp_path / "out.zarr")
+    assert set(client.run(vg.cpu_threads).values()) == {1}
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
+                                  silence_logs=40, env={"GOMAXPROCS": "3"}) as cluster, \
+            distributed.Client(cluster) as c:
+        cpu_reprocess(c, [f], cfg, tmp_path / "env.zarr")
+        assert list(c.run(vg.cpu_threads).values()) == [3]
+
+
 def test_threads_of_one_process_run_tasks_at_once(tmp_path):
     """Two threads of one process (a worker with two threads) run two tasks at once, each on
     its own pipeline (two kept after), and write what the single-machine engine gives."""
@@ -302,6 +316,7 @@ def test_threads_of_one_process_run_tasks_at_once(tmp_path):
     store = str(tmp_path / "out.zarr")
     vd._open_or_create(store, (VOLUMES, B, A, S), (1, B, A, S), "int8", True, {"config": cfg.to_json(), "sources": []})
     vd.close_pipelines()
+    threads_before = vg.cpu_threads()
     start, out, errors = threading.Barrier(len(tasks)), {}, []
 
     def work(t):
@@ -321,6 +336,7 @@ def test_threads_of_one_process_run_tasks_at_once(tmp_path):
     assert [out[t.volume][0]["written"] for t in tasks] == [2, 2]
     np.testing.assert_array_equal(zarr.open_array(store)[:], single_machine(data, cfg, tmp_path))
     assert vd.close_pipelines() == 2 and vd._pipeline_count() == 0
+    assert vg.cpu_threads() == threads_before  # outside a Dask worker the process keeps its count
 
 
 def test_second_job_on_a_store_is_refused_while_the_first_runs(client, tmp_path):

@@ -88,3 +88,49 @@ def test_vortex_profiler_log_set_from_python_after_import(tmp_path: Path) -> Non
     out = _subproc.run(code, timeout=120).stdout.strip().splitlines()[-1]
     assert out.startswith("RAN"), out
     assert log.stat().st_size > 0
+
+
+CPU_THREADS = f"""
+import sys
+sys.path.insert(0, {TESTS!r})
+import numpy as np
+import vortexgo as vg
+from test_engine import make_rig, new_engine
+from vortexgo.engine import StackHostTensorEndpointInt8
+
+def volume():
+    ep = StackHostTensorEndpointInt8()
+    eng = new_engine(make_rig([ep], volumes=1))
+    with eng:
+        eng.prepare(); eng.start(); eng.wait()
+    with ep.tensor as view:
+        return view.copy()
+
+print("START", vg.cpu_threads())
+wide = volume()
+for bad in (0, -1, 4097, 2.0, True, "2"):
+    try:
+        vg.set_cpu_threads(bad)
+        print("ACCEPTED", repr(bad))
+    except ValueError as e:
+        assert "threads=" in str(e), e
+print("PREV", vg.set_cpu_threads(1), vg.cpu_threads())
+narrow = volume()
+print("EQUAL", bool(np.array_equal(wide, narrow)), wide.any())
+"""
+
+
+def test_cpu_threads_follow_gomaxprocs_and_set_cpu_threads() -> None:
+    """``GOMAXPROCS`` sets the start count; ``set_cpu_threads`` changes it (returning the old
+    count), refuses what is not 1 to 4096 naming ``threads``, and a processor made on one
+    thread writes what one made on several wrote."""
+    out = _subproc.run(CPU_THREADS, env={"GOMAXPROCS": "3"}, timeout=120).stdout.split("\n")
+    assert "START 3" in out and "PREV 3 1" in out and "EQUAL True True" in out, out
+    assert not [line for line in out if line.startswith("ACCEPTED")], out
+
+
+def test_gomaxprocs_set_in_python_before_the_first_use_counts() -> None:
+    """The Go runtime takes GOMAXPROCS from the environment the process started with; one set in
+    ``os.environ`` before the core's first use (a notebook, a Dask nanny's ``env=``) counts too."""
+    code = "import os, vortexgo as vg\nos.environ['GOMAXPROCS'] = '3'\nprint('THREADS', vg.cpu_threads())\n"
+    assert "THREADS 3" in _subproc.run(code, timeout=60).stdout

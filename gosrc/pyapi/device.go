@@ -61,6 +61,23 @@ func (d *Device) Alloc(nbytes int, pinned bool) (*Buffer, error) {
 // environment (Python's os.environ does not reach it once Go has started).
 func SetEnv(key, value string) error { return tag(os.Setenv(key, value)) }
 
+// maxCPUThreads bounds SetCPUThreads: far above any host's cores, and a
+// typo (a million) is refused rather than handed to the scheduler.
+const maxCPUThreads = 4096
+
+// SetCPUThreads sets how many threads run Go code at once (GOMAXPROCS):
+// the CPU processor spreads a block over that many goroutines, and a file
+// acquisition reads with up to four of them. It returns the previous
+// value; n = 0 only reads it. Several processes sharing one host (Dask
+// workers) each take their share of the cores this way, not all of them.
+// Processors and acquisitions made before the call keep their width.
+func SetCPUThreads(n int) (int, error) {
+	if n < 0 || n > maxCPUThreads {
+		return 0, tag(badArg("SetCPUThreads: threads=%d, expected 1 to %d (0 reads the current value)", n, maxCPUThreads))
+	}
+	return runtime.GOMAXPROCS(n), nil
+}
+
 // Noop does nothing: the benchmark measures one Python->Go call with it.
 func Noop() {}
 

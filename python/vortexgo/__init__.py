@@ -21,10 +21,12 @@ from ._errors import (
 )
 from ._device import (
     Device,
+    cpu_threads,
     cuda_unavailable_reason,
     devices,
     get_device,
     is_cuda_available,
+    set_cpu_threads,
     synchronize_device,
 )
 from ._stream import (
@@ -47,6 +49,7 @@ __all__ = [
     "VortexError", "CudaError", "ClosedError", "LockError", "InUseError", "InternalError", "MemoryBudgetError",
     "ForkError",
     "Device", "devices", "get_device", "is_cuda_available", "cuda_unavailable_reason", "synchronize_device",
+    "cpu_threads", "set_cpu_threads",
     "Stream", "Event", "current_stream", "default_stream",
     "synchronize", "synchronize_stream", "synchronize_event",
     "Array", "empty", "zeros", "full", "from_numpy", "copy", "SUPPORTED_DTYPES",

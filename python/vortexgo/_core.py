@@ -215,6 +215,7 @@ def _adopt(pyapi: Any, ext: Any) -> None:
         fast_next_events=ext.pyapi_FastNextEvents,
     )
     _configure_cufft(pyapi)
+    threads_from_environ(pyapi)
     if _c is not None:
         HAVE_C_FAST_PATH = bool(_c.init(pyapi.FastAPI()))
         if HAVE_C_METHODS:
@@ -274,6 +275,21 @@ def _configure_cufft(pyapi: Any) -> None:
             pyapi.SetEnv("VORTEXGO_CUFFT_PATH", path)
     except Exception:
         pass
+
+
+def threads_from_environ(pyapi: Any) -> bool:
+    """Apply ``GOMAXPROCS`` as it is now in ``os.environ``; True when it was set and applied.
+
+    The Go runtime reads it once, from the environment the process started with (a shared
+    library's runtime is handed the start-up environment, not today's): a notebook's
+    ``os.environ["GOMAXPROCS"] = "4"`` before the first use, or a Dask nanny's ``env=``
+    (applied inside the worker after it started), would be missed. A value Go would not take
+    is left to Go's own reading, as it would be at start-up."""
+    v = os.environ.get("GOMAXPROCS", "").strip()
+    if not v.isdigit() or not 1 <= int(v) <= 4096:
+        return False
+    pyapi.SetCPUThreads(int(v))
+    return True
 
 
 # --- fork --------------------------------------------------------------------

@@ -10,7 +10,8 @@ from typing import Any, Union
 from ._errors import native
 from ._core import api
 
-__all__ = ["Device", "DeviceLike", "devices", "get_device", "is_cuda_available", "synchronize_device"]
+__all__ = ["Device", "DeviceLike", "cpu_threads", "devices", "get_device", "is_cuda_available", "set_cpu_threads",
+           "synchronize_device"]
 
 
 class Device:
@@ -186,3 +187,23 @@ def devices() -> list[Device]:
 def synchronize_device(device: DeviceLike = None) -> None:
     """Block until all work on ``device`` (default: the default device) is done."""
     get_device(device).synchronize()
+
+
+def cpu_threads() -> int:
+    """How many threads run the core's CPU work at once (the Go runtime's ``GOMAXPROCS``:
+    by default every core this process may use, or the ``GOMAXPROCS`` environment variable)."""
+    return int(api.SetCPUThreads(0))
+
+
+@native
+def set_cpu_threads(threads: int) -> int:
+    """Let the core's CPU work (the CPU processor spreading a block, a file acquisition's
+    readers) run on at most ``threads`` threads at once; returns the previous count.
+
+    For several processes sharing one host, Dask workers for example, each taking its share
+    of the cores rather than every process all of them. Processors and acquisitions made
+    before the call keep their width: call it first. ``threads`` is 1 to 4096.
+    """
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads={threads!r}, expected an int from 1 to 4096 (cpu_threads() reads the count)")
+    return int(api.SetCPUThreads(threads))

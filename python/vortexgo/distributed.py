@@ -472,6 +472,8 @@ class _Pipeline:
         from .process import CPUProcessor, CUDAProcessor
 
         self.key, self.cfg = key, cfg
+        if not _use_cuda(device):
+            _share_cores()  # before the processor: it takes its width when made
         self.processor = (CUDAProcessor if _use_cuda(device) else CPUProcessor)(cfg.processor)
         self.planner = FormatPlanner(FormatPlannerConfig(cfg.bscans_per_volume, cfg.ascans_per_bscan))
         self.endpoint = _endpoint_class(cfg.dtype)(StackFormatExecutor(cfg.format or StackFormatExecutorConfig()))
@@ -535,6 +537,29 @@ _idle: dict = {}
 _in_use: dict = {}
 _latest: dict = {}
 _pipelines_lock = threading.Lock()
+
+
+def _share_cores() -> None:
+    """In a Dask worker, run the core's CPU work on as many threads as the worker has (its
+    ``nthreads``: a LocalCluster gives each worker its share of the cores), not on every core
+    of the host: n CPU workers on one host would otherwise each spread their blocks over every
+    core, n times too many threads (docs/distributed.md measures it). A ``GOMAXPROCS`` in the
+    worker's environment (a nanny's ``env=``) is the user's choice and wins; outside a worker
+    nothing changes."""
+    from ._core import api, threads_from_environ
+
+    if threads_from_environ(api):
+        return
+    try:
+        from distributed import get_worker
+
+        threads = int(get_worker().state.nthreads)
+    except (ImportError, ValueError, AttributeError):
+        return
+    from ._device import cpu_threads, set_cpu_threads
+
+    if threads >= 1 and cpu_threads() != threads:
+        set_cpu_threads(threads)
 
 
 def _owner() -> Optional[str]:
