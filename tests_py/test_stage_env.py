@@ -134,3 +134,17 @@ def test_gomaxprocs_set_in_python_before_the_first_use_counts() -> None:
     ``os.environ`` before the core's first use (a notebook, a Dask nanny's ``env=``) counts too."""
     code = "import os, vortexgo as vg\nos.environ['GOMAXPROCS'] = '3'\nprint('THREADS', vg.cpu_threads())\n"
     assert "THREADS 3" in _subproc.run(code, timeout=60).stdout
+
+
+def test_hang_stacks_show_where_go_waits() -> None:
+    """``VORTEXGO_HANG_STACKS=seconds``: a process still running then prints every goroutine's
+    stack to stderr (the harnesses' hang diagnostic); one that ended before prints nothing, and
+    a bad value is reported and ignored."""
+    slow = _subproc.run(RUN + "import time; time.sleep(1.5)\n", env={"VORTEXGO_HANG_STACKS": "0.5"}, timeout=120)
+    assert "vortexgo: goroutine stacks" in slow.stderr and "goroutine " in slow.stderr, slow.stderr[-2000:]
+    assert "vortexgo: end of goroutine stacks" in slow.stderr
+    quick = _subproc.run(RUN, env={"VORTEXGO_HANG_STACKS": "600"}, timeout=120)
+    assert "goroutine stacks" not in quick.stderr
+    bad = _subproc.run(RUN, env={"VORTEXGO_HANG_STACKS": "nan"}, timeout=120)
+    assert bad.stdout.split()[0] == "RAN"
+    assert 'VORTEXGO_HANG_STACKS="nan"' in bad.stderr and "ignored" in bad.stderr, bad.stderr

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
@@ -22,9 +23,45 @@ import (
 // for `go tool trace` (its -pprof=sched and -pprof=sync profiles): where a
 // block waits between the engine's goroutines rather than what they compute,
 // the part of issue 29's per-block time a CPU profile cannot see.
+//
+// VORTEXGO_HANG_STACKS=seconds writes every goroutine's stack to stderr once
+// that long after the Go core started: the test harnesses set it just below
+// a case's hang timeout, so a case that hangs inside a Go call shows where
+// Go is waiting (Python's faulthandler shows only the Python frames, ending
+// at the call into Go), while a case that ends in time prints nothing.
 func init() {
 	profileFromEnv("VORTEXGO_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile)
 	profileFromEnv("VORTEXGO_TRACE", trace.Start, trace.Stop)
+	stacksFromEnv("VORTEXGO_HANG_STACKS")
+}
+
+// stacksFromEnv arms the one-time goroutine dump of VORTEXGO_HANG_STACKS. A
+// bad value is reported on stderr and ignored, as profileFromEnv does.
+func stacksFromEnv(name string) {
+	spec := os.Getenv(name)
+	if spec == "" {
+		return
+	}
+	d, ok := seconds(name, spec, spec)
+	if !ok {
+		return
+	}
+	time.AfterFunc(d, func() {
+		buf := make([]byte, 4<<20) // bounded: a dump past it is cut, never a growing allocation
+		n := runtime.Stack(buf, true)
+		fmt.Fprintf(os.Stderr, "vortexgo: goroutine stacks %s after start (%s)\n%s\nvortexgo: end of goroutine stacks\n", d, name, buf[:n])
+	})
+}
+
+// seconds parses a diagnostic's duration in seconds, (0, 3600]; a bad one is
+// reported on stderr naming the variable and its value.
+func seconds(name, spec, secs string) (time.Duration, bool) {
+	v, err := strconv.ParseFloat(secs, 64)
+	if err != nil || !(v > 0 && v <= 3600) {
+		fmt.Fprintf(os.Stderr, "vortexgo: %s=%q: seconds %q, expected a number in (0, 3600]; ignored\n", name, spec, secs)
+		return 0, false
+	}
+	return time.Duration(v * float64(time.Second)), true
 }
 
 // profileFromEnv starts a profile named by the variable's path[,seconds]
@@ -38,12 +75,10 @@ func profileFromEnv(name string, start func(w io.Writer) error, stop func()) {
 	path, secs, _ := strings.Cut(spec, ",")
 	d := 10 * time.Second
 	if secs != "" {
-		v, err := strconv.ParseFloat(secs, 64)
-		if err != nil || v <= 0 || v > 3600 {
-			fmt.Fprintf(os.Stderr, "vortexgo: %s=%q: seconds %q, expected a number in (0, 3600]; not profiling\n", name, spec, secs)
+		var ok bool
+		if d, ok = seconds(name, spec, secs); !ok {
 			return
 		}
-		d = time.Duration(v * float64(time.Second))
 	}
 	f, err := os.Create(path)
 	if err != nil {

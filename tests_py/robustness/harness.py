@@ -180,8 +180,13 @@ def _run(case: Case) -> Outcome:
         timeout = max(timeout, FRAMEWORK_FLOOR_S)
     timeout *= TIMEOUT_SCALE
     code = COMMON + textwrap.dedent(case.code)
-    script = _PRELUDE.format(hang_after=max(1.0, timeout - 1.5), code=code, cid=case.id, mark=_MARK)
-    env = _subproc.child_env({"PYTHONUNBUFFERED": "1", **case.env})
+    hang_after = max(1.0, timeout - 1.5)
+    script = _PRELUDE.format(hang_after=hang_after, code=code, cid=case.id, mark=_MARK)
+    # Go's stacks a second (counted from the Go core's start) before faulthandler's Python
+    # ones: a hang inside a Go call then shows where Go waits, not only the Python line that
+    # called in (a case that ends in time prints nothing).
+    env = _subproc.child_env({"PYTHONUNBUFFERED": "1", "VORTEXGO_HANG_STACKS": f"{max(0.5, hang_after - 1.0):.2f}",
+                              **case.env})
     with tempfile.TemporaryDirectory(prefix="robust-") as tmp:
         env["ROBUST_TMP"] = tmp
         return _spawn(script, env, timeout)
@@ -327,8 +332,13 @@ def check(case: Case) -> None:
         detail = [f"{case.id}: {reason}",
                   f"exit status {o.rc}{' (killed at timeout)' if o.timed_out else ''}, {o.seconds:.1f} s",
                   "--- case ---", textwrap.dedent(case.code.replace(RIG, "# harness.RIG: raster/config/new_engine/rig/started/stack\n")).strip()]
-        if o.stderr.strip():
-            detail += ["--- stderr (tail) ---", _tail(o.stderr)]
+        err = o.stderr
+        go_start, go_end = err.find("vortexgo: goroutine stacks"), err.find("vortexgo: end of goroutine stacks")
+        if go_start >= 0:  # Go's stacks apart, so the tail below keeps Python's
+            detail += ["--- Go goroutine stacks ---", err[go_start:go_end if go_end > go_start else None][:12000]]
+            err = err[:go_start] + err[go_end:] if go_end > go_start else err[:go_start]
+        if err.strip():
+            detail += ["--- stderr (tail) ---", _tail(err)]
         pytest.fail("\n".join(detail), pytrace=False)
 
 

@@ -205,7 +205,7 @@ V(variants(f"{F}/close_inside_with", RIG + textwrap.dedent("""
     inside("Readback", lambda: vg.Readback(64, DEV))
     inside("SimpleStackInt8", lambda: stack(os.path.join(TMP, "s.npy"), shape=(2, 2, 2)))
     inside("Engine", lambda: rig([vg.NullEndpoint()], volumes=1, device=DEV)[0])
-    print(problems or "ok")"""), prints="ok", timeout=10))
+    print(problems or "ok")"""), prints="ok"))  # 20 s: eight objects and an engine (8.5 s under 33 cases at once on a 32-core host)
 
 # --- engine objects ------------------------------------------------------------------------------
 V([Case(f"{F}/engine_start", rig("""

@@ -49,3 +49,14 @@ def test_judgement(case: Case, want: str) -> None:
         assert got.startswith(want), f"{case.id}: judged {got!r}, expected {want!r}"
     else:
         assert got == "", f"{case.id}: judged {got!r}, expected a pass\n{o.stderr[-1500:]}"
+
+
+def test_a_hang_shows_go_stacks() -> None:
+    """A case that hangs with the Go core running shows Go's goroutines (VORTEXGO_HANG_STACKS,
+    set by the harness a second before faulthandler fires), apart from Python's tail."""
+    case = Case("h/go_hang", harness.RIG + "eng, acq, proc = started([vg.NullEndpoint()])\neng.wait()\n",
+                prints="ok", timeout=12)
+    o = harness._run(case)
+    assert harness.judge(case, o).startswith("hang")
+    assert "vortexgo: goroutine stacks" in o.stderr, o.stderr[-1500:]
+    assert "engine.(*Engine)." in o.stderr, o.stderr[-3000:]  # the running engine's stages
