@@ -386,15 +386,19 @@ def soak_sessions(args: argparse.Namespace) -> dict:
     check("sessions: released", goroutines_after <= goroutines_before + GOROUTINE_JITTER
           and threads_after <= threads_before,
           f"goroutines {goroutines_before} -> {goroutines_after}, threads {threads_before} -> {threads_after}")
-    r_early = float(np.median([s["ascans_per_s"] for s in early]))
-    r_late = float(np.median([s["ascans_per_s"] for s in late]))
+    # The halves' 90th percentiles, not their medians: a leak slows every later session, the
+    # fast ones too, while other processes' load (pytest -n 8 beside it on the GPU machine)
+    # slows a run of them: a median of 10 sessions of a few ms each fell to 0.21x that way
+    # with nothing leaking.
+    r_early = float(np.percentile([s["ascans_per_s"] for s in early], 90))
+    r_late = float(np.percentile([s["ascans_per_s"] for s in late], 90))
     # The 10% bound is the GPU's; on the CPU backend a short session is mostly start and
     # stop on a shared machine, so only a collapse (a leak slowing every session) fails.
     # --session-bound sets it (the test suite's short GPU soak: its sessions are a few
     # blocks long and written to a disk whose flushes a shared VM makes uneven).
     bound = args.session_bound or (0.9 if gpu else 0.5)
     check("sessions: throughput within 10%" if gpu else "sessions: throughput steady", r_late >= bound * r_early,
-          f"median {r_early / 1e6:.3f} M A-scans/s in the first half, {r_late / 1e6:.3f} in the second "
+          f"90th percentile {r_early / 1e6:.3f} M A-scans/s in the first half, {r_late / 1e6:.3f} in the second "
           f"({r_late / r_early:.2f}x, bound {bound})")
     check("sessions: every volume stored", loaded == [n * per, *shape, 1] and not errors,
           f"file {loaded}, expected {[n * per, *shape, 1]}; {errors[:3] or 'no session error'}")
@@ -435,7 +439,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         ss = r["session_soak"]
         print(f"{ss['sessions']} sessions of {ss['volumes_per_session']} volumes, one prepared engine: "
               f"{ss['ascans_per_s_first_half'] / 1e6:.2f} then {ss['ascans_per_s_second_half'] / 1e6:.2f} "
-              "M A-scans/s (medians of the halves)\n")
+              "M A-scans/s (90th percentiles of the halves)\n")
     for name, c in r["checks"].items():
         print(f"{'ok  ' if c['ok'] else 'FAIL'} {name}: {c['detail']}")
     if args.out:

@@ -148,3 +148,22 @@ def test_hang_stacks_show_where_go_waits() -> None:
     bad = _subproc.run(RUN, env={"VORTEXGO_HANG_STACKS": "nan"}, timeout=120)
     assert bad.stdout.split()[0] == "RAN"
     assert 'VORTEXGO_HANG_STACKS="nan"' in bad.stderr and "ignored" in bad.stderr, bad.stderr
+
+
+def test_a_bad_format_stream_is_refused_by_prepare_naming_the_variable() -> None:
+    """``VORTEXGO_FORMAT_STREAM`` (where a device tensor endpoint formats: auto, endpoint or
+    slot; read live at prepare) refuses anything else, naming the variable."""
+    code = RUN.replace("eng.prepare()\n", "import os; os.environ['VORTEXGO_FORMAT_STREAM'] = 'fast'\n"
+                       "try:\n    eng.prepare()\nexcept ValueError as e:\n    print('REFUSED', e)\n"
+                       "    raise SystemExit(0)\n")
+    code = code.replace("from vortexgo.engine import NullEndpoint", "from vortexgo.engine import StackDeviceTensorEndpointInt8 as NullEndpoint")
+    out = _subproc.run(code, timeout=120).stdout.strip().splitlines()[-1]
+    assert out.startswith("REFUSED") and "VORTEXGO_FORMAT_STREAM" in out, out
+
+
+@pytest.mark.parametrize("where", ["endpoint", "slot", "auto"])
+def test_every_block_is_formatted_wherever_the_format_stream_is(where: str) -> None:
+    code = RUN.replace("from vortexgo.engine import NullEndpoint",
+                       "from vortexgo.engine import StackDeviceTensorEndpointInt8 as NullEndpoint")
+    ran = _subproc.run(code, env={"VORTEXGO_FORMAT_STREAM": where}, timeout=120).stdout.strip().splitlines()[-1]
+    assert ran.split()[0] == "RAN" and ran.split()[-1] == "0", ran  # no block dropped

@@ -10,6 +10,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/memory"
 )
 
@@ -47,8 +48,8 @@ type StackTensorEndpoint struct {
 	shape3 []int // the volume's shape (nil: from the planner, stack only)
 	f      volumeFormatter
 	stream backend.Stream
-	// formatted is recorded after each block's formatting, on whichever
-	// stream ran it: the next block's formatting waits on it (see Format).
+	// formatted is recorded after a block's formatting on a processing
+	// stream; the endpoint's stream waits on it (see Format).
 	formatted backend.Event
 	// chained is recorded on the endpoint's stream before a block is
 	// formatted on its processing stream, which waits on it: the work users
@@ -63,6 +64,10 @@ type StackTensorEndpoint struct {
 	claim   engine.Claim // refuses Close while an engine formats into it
 
 	hostSrc *streamSource // a stream endpoint's source (NewStreamHostTensorEndpoint)
+
+	// ownStream formats every block on the endpoint's stream (small blocks,
+	// see formatOnOwnStream).
+	ownStream bool
 }
 
 var _ engine.Endpoint = (*StackTensorEndpoint)(nil)
@@ -205,6 +210,11 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 			return fmt.Errorf("%s.Prepare: %w", e.name, err)
 		}
 	}
+	own, err := formatOnOwnStream(info.RecordsPerBlock, info.RawSamples)
+	if err != nil {
+		return fmt.Errorf("%s.Prepare: %w", e.name, err)
+	}
+	e.ownStream = own
 	if e.tensor != nil {
 		shape := e.shape3
 		if e.hostSrc == nil {
@@ -284,8 +294,9 @@ func (e *StackTensorEndpoint) DType() backend.DType { return e.dtype }
 // Format writes block b into the tensor under its exclusive lock, after
 // the block's ready event, the previous block's formatting and the work
 // users chained on the endpoint's stream; on a GPU on the stream the block
-// was processed on, on the CPU backend on the endpoint's stream. The
-// endpoint's stream follows the formatting either way.
+// was processed on (raw blocks of ownStreamBelow samples or more), on the
+// CPU backend and for smaller blocks on the endpoint's stream. The endpoint's
+// stream follows the formatting either way.
 func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) error {
 	if e.hostSrc != nil {
 		return e.formatHost(b, plan)
@@ -298,8 +309,14 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 	// kernels on its compute streams, none: bench/probe_format.py). The
 	// endpoint's stream waits on the formatting instead, so work users
 	// chain there, and the tensor's ready event, still follow it.
+	//
+	// Small blocks are the exception (ownStream): there the host's driver
+	// calls per block, not the GPU, set the pace (issue 29), and the
+	// endpoint's own stream needs four (wait for the block, the kernel, the
+	// tensor's ready event, the engine's done event) where a slot stream
+	// needs seven (the chained and formatted events' records and waits).
 	s := b.Stream
-	if _, host := s.(backend.HostStream); host {
+	if _, host := s.(backend.HostStream); host || e.ownStream {
 		// The CPU backend runs a stream's work under its lock as it is
 		// queued: on the slot stream, this block's formatting would wait
 		// for the processing of a later block on the same slot, where the
@@ -308,7 +325,7 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 		s = nil
 	}
 	if s == nil {
-		s = e.stream // no processing queued (a block that only finishes the planner), or a CPU stream
+		s = e.stream // small blocks, no processing queued (a block that only finishes the planner), or a CPU stream
 		if err := s.WaitEvent(b.Ready); err != nil {
 			return fmt.Errorf("%s.Format: %w", e.name, err)
 		}
@@ -320,15 +337,11 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 	// stream, the chained event below, recorded on the endpoint's stream
 	// after the previous Format's wait on (or record of) that formatting,
 	// completes only after it: its wait orders this block too, so a second
-	// wait would be a driver call per block for nothing (issue 29).
-	// Without a chained event (s is the endpoint's stream), wait here: the
-	// previous block may have been formatted on a slot stream. A
-	// never-recorded event is complete.
-	if s == e.stream {
-		if err := s.WaitEvent(e.formatted); err != nil {
-			return fmt.Errorf("%s.Format: %w", e.name, err)
-		}
-	}
+	// wait would be a driver call per block for nothing (issue 29). A
+	// block formatted on a slot stream is followed on the endpoint's
+	// stream by a wait on its formatted event (below), so stream order
+	// covers a block on the endpoint's stream after one on a slot stream.
+	//
 	// Waiting here while a user holds the lock is the backpressure the
 	// contract asks for; a stop cancels the wait so Stop cannot hang.
 	if err := e.tensor.LockContext(e.ctx, e.owner, true); err != nil {
@@ -356,12 +369,45 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 	// Recorded and waited for even when formatting failed part way: the
 	// endpoint's stream must follow whatever kernels were queued, since
 	// Close synchronizes that stream before it frees the tensor they write.
-	if rerr := s.Record(e.formatted); rerr != nil {
-		err = errors.Join(err, rerr)
-	} else if s != e.stream {
-		err = errors.Join(err, e.stream.WaitEvent(e.formatted))
+	// On the endpoint's stream itself, stream order does both.
+	if s != e.stream {
+		if rerr := s.Record(e.formatted); rerr != nil {
+			err = errors.Join(err, rerr)
+		} else {
+			err = errors.Join(err, e.stream.WaitEvent(e.formatted))
+		}
 	}
 	return publish(e.name, e.tensor, e.stream, e.owner, err)
+}
+
+// ownStreamBelow is the raw block size, in samples (records x samples per
+// record), under which formatting runs on the endpoint's stream
+// (formatOnOwnStream's "auto"): 2^19 samples, a 1 MiB block of uint16.
+// Measured on an H200 (docs/bench.md, "Formatting on the endpoint's
+// stream"), interleaved: 1024 x 256 blocks (512 KiB, 11 us of copy) ran
+// 8% faster at vortex's 4 blocks / preload 2 and 12% at 32 / 16 with three
+// driver calls fewer a block, where the host's calls set the pace; 2048 x
+// 256 blocks (1 MiB, 22 us of copy) ran 4% faster at 4 / 2 but 5% slower at
+// 32 / 16, which reached 0.99 of the copy ceiling with formatting on the
+// slot streams: there a fourth stream of kernels beside the copy stream
+// costs the uploads (4-8% on an H100, bench/probe_format.py).
+const ownStreamBelow = 1 << 19
+
+// formatOnOwnStream reports whether blocks of recordsPerBlock raw spectra of
+// rawSamples are formatted on the endpoint's stream: VORTEXGO_FORMAT_STREAM
+// (read live, see dl.Getenv) is "auto" (or unset: below ownStreamBelow),
+// "endpoint" or "slot"; the last two are for measurements.
+func formatOnOwnStream(recordsPerBlock, rawSamples int) (bool, error) {
+	v, _ := dl.Getenv("VORTEXGO_FORMAT_STREAM")
+	switch v {
+	case "", "auto":
+		return recordsPerBlock*rawSamples < ownStreamBelow, nil
+	case "endpoint":
+		return true, nil
+	case "slot":
+		return false, nil
+	}
+	return false, backend.Invalidf("VORTEXGO_FORMAT_STREAM=%q in the environment, expected auto (the default), endpoint or slot", v)
 }
 
 // format runs the executor on s under the engine's lock. A panic is its

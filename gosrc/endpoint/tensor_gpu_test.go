@@ -29,12 +29,16 @@ type formatRig struct {
 const rigSamples, rigRecords = 1024, 64
 const rigValues = rigSamples * rigRecords
 
-func newFormatRig(t *testing.T) *formatRig {
+// newFormatRig prepares the endpoint for blocks of up to recordsPerBlock
+// records of rigSamples (the rig's blocks hold rigRecords): below
+// ownStreamBelow samples it formats on its own stream, from it on the
+// blocks' processing streams.
+func newFormatRig(t *testing.T, recordsPerBlock int) *formatRig {
 	dev, err := cuda.GetDevice(0)
 	require.NoError(t, err)
 	e, err := NewSpectraStackDeviceTensorEndpoint()
 	require.NoError(t, err)
-	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: rigRecords, RawSamples: rigSamples,
+	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: recordsPerBlock, RawSamples: rigSamples,
 		OutputSamples: rigSamples, SegmentsPerVolume: 1, RecordsPerSegment: rigRecords}))
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
 	r := &formatRig{dev: dev, e: e, plan: &engine.FormatPlan{Actions: []format.Action{copyAction(0, rigRecords, 0, 0, false)}}}
@@ -90,56 +94,80 @@ func (r *formatRig) requireAll(t *testing.T, src uintptr, want uint16, what stri
 	}
 }
 
-// TestDeviceTensorFormatsInBlockOrderAcrossStreams: a device tensor
-// endpoint formats each block on the stream it was processed on
-// (BlockData.Stream). Two blocks writing the same cells from two streams
-// still land in block order, the second block's values winning while the
-// first block's stream is busy, and work queued on the endpoint's own
-// stream afterwards (a user's readback) sees both.
+// formatPlaces are the two places a device tensor endpoint formats a
+// block: its own stream (small blocks) and the block's processing stream.
+var formatPlaces = []struct {
+	name            string
+	recordsPerBlock int
+	own             bool
+}{
+	{"small blocks, the endpoint's stream", rigRecords, true},
+	{"large blocks, the processing streams", ownStreamBelow / rigSamples, false},
+}
+
+// TestDeviceTensorFormatsInBlockOrderAcrossStreams: two blocks writing the
+// same cells, processed on two streams, land in block order, the second
+// block's values winning while the first block's stream is busy, and work
+// queued on the endpoint's own stream afterwards (a user's readback) sees
+// both; whether the endpoint formats on its own stream (small blocks) or on
+// each block's processing stream (BlockData.Stream).
 func TestDeviceTensorFormatsInBlockOrderAcrossStreams(t *testing.T) {
-	r := newFormatRig(t)
-	blocks := []*engine.BlockData{r.block(t, 0, 1), r.block(t, 1, 2)}
-	// Milliseconds of work ahead of the first block on its stream: without
-	// the order between the endpoint's blocks, the second block (on an idle
-	// stream) would be formatted first and then overwritten.
-	r.delay(t, blocks[0].Stream)
-	for _, b := range blocks {
-		require.NoError(t, b.Stream.Record(b.Ready))
-		require.NoError(t, r.e.Format(b, r.plan))
+	for _, tc := range formatPlaces {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFormatRig(t, tc.recordsPerBlock)
+			require.Equal(t, tc.own, r.e.ownStream)
+			blocks := []*engine.BlockData{r.block(t, 0, 1), r.block(t, 1, 2)}
+			// Milliseconds of work ahead of the first block on its stream:
+			// without the order between the endpoint's blocks, the second
+			// block (on an idle stream) would be formatted first and then
+			// overwritten.
+			r.delay(t, blocks[0].Stream)
+			for _, b := range blocks {
+				require.NoError(t, b.Stream.Record(b.Ready))
+				require.NoError(t, r.e.Format(b, r.plan))
+			}
+			// Where the second block is formatted: after the first block's
+			// formatting, so that stream is still busy; the second block's
+			// own processing stream is idle when formatting is not there.
+			done, err := blocks[1].Stream.Query()
+			require.NoError(t, err)
+			require.Equal(t, tc.own, done, "the second block's processing stream runs its formatting only for large blocks")
+			done, err = r.e.Stream().Query()
+			require.NoError(t, err)
+			require.False(t, done, "the endpoint's stream follows the formatting")
+			// Only the endpoint's stream is synchronized: it must follow both.
+			r.requireAll(t, r.e.Tensor().Ptr(), 2, "the tensor (the second block's value)")
+		})
 	}
-	// The second block's formatting runs on its own processing stream,
-	// after the first block's: that stream is still busy (the first block's
-	// stream has milliseconds of memsets ahead of its formatting).
-	done, err := blocks[1].Stream.Query()
-	require.NoError(t, err)
-	require.False(t, done, "the second block is formatted on its stream, after the first block's formatting")
-	// Only the endpoint's stream is synchronized: it must follow both.
-	r.requireAll(t, r.e.Tensor().Ptr(), 2, "the tensor (the second block's value)")
 }
 
 // TestDeviceTensorFormatFollowsChainedWork: work a user chained on the
 // endpoint's stream (a volume_callback's reduction of the volume, delayed
 // here behind milliseconds of memsets) reads the tensor before the next
-// block, formatted on its own processing stream, overwrites it.
+// block overwrites it, wherever that block is formatted.
 func TestDeviceTensorFormatFollowsChainedWork(t *testing.T) {
-	r := newFormatRig(t)
-	snap, err := r.dev.Alloc(2 * rigValues)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, snap.Free()) })
-	for i := range 2 {
-		b := r.block(t, int64(i), uint16(i+1))
-		require.NoError(t, b.Stream.Record(b.Ready))
-		require.NoError(t, r.e.Format(b, r.plan))
-		if i == 0 {
-			// The user's handler: a slow reduction of the first volume,
-			// chained on the endpoint's stream.
-			us := r.e.Stream()
-			r.delay(t, us)
-			require.NoError(t, us.Copy(snap.Ptr(), r.e.Tensor().Ptr(), 2*rigValues))
-		}
+	for _, tc := range formatPlaces {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFormatRig(t, tc.recordsPerBlock)
+			snap, err := r.dev.Alloc(2 * rigValues)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, snap.Free()) })
+			for i := range 2 {
+				b := r.block(t, int64(i), uint16(i+1))
+				require.NoError(t, b.Stream.Record(b.Ready))
+				require.NoError(t, r.e.Format(b, r.plan))
+				if i == 0 {
+					// The user's handler: a slow reduction of the first
+					// volume, chained on the endpoint's stream.
+					us := r.e.Stream()
+					r.delay(t, us)
+					require.NoError(t, us.Copy(snap.Ptr(), r.e.Tensor().Ptr(), 2*rigValues))
+				}
+			}
+			r.requireAll(t, snap.Ptr(), 1, "the chained read (the first block's value)")
+			r.requireAll(t, r.e.Tensor().Ptr(), 2, "the tensor after both blocks")
+		})
 	}
-	r.requireAll(t, snap.Ptr(), 1, "the chained read (the first block's value)")
-	r.requireAll(t, r.e.Tensor().Ptr(), 2, "the tensor after both blocks")
 }
 
 // TestGPUPrepareCompilesTheFormatKernel: an endpoint's format kernel is

@@ -191,6 +191,8 @@ class PipelineStageManager(Closeable):
             sizes = {n for _, n in ranges}
             if len(sizes) != 1:
                 raise ValueError(f"arrays have sizes {sorted(sizes)} bytes, expected one size")
+            for a in arrays:
+                _settle(a, self.device)
             self._keep.append(arrays)
             w = words(p for p, _ in ranges)
             i = self._h.AddBuffer(*w.buffer_info(), sizes.pop())
@@ -355,3 +357,20 @@ class _Pointer:
 
     def Release(self) -> None:  # noqa: N802
         pass
+
+
+def _settle(array: Any, device: Device) -> None:
+    """Wait for the work queued on ``array``'s stream (a vortexgo Array's, or the producer
+    stream of its ``__cuda_array_interface__``): the manager's stages run on streams of its
+    own, which would not otherwise follow it, so ``vg.zeros(...)``'s memset could land after
+    the first stage's write (seen on an H200 under load). A host wait, once, when the array
+    is registered: set-up, not an iteration."""
+    if isinstance(array, Array):
+        array.stream.synchronize()
+        return
+    cai = getattr(array, "__cuda_array_interface__", None)
+    ptr = cai.get("stream") if isinstance(cai, dict) else None
+    if ptr is not None:  # None: no work pending by the protocol's contract
+        from .._stream import Stream
+
+        Stream.from_external(int(ptr), device).synchronize()

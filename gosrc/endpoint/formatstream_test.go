@@ -1,0 +1,42 @@
+package endpoint
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
+
+func TestFormatOnOwnStream(t *testing.T) {
+	for _, tc := range []struct {
+		env              string
+		records, samples int
+		own              bool
+		bad              bool
+	}{
+		{"", 256, 1024, true, false},
+		{"", 256, 2048, false, false}, // 1 MiB of uint16: the copy, not the host, sets the pace
+		{"", 511, 1024, true, false},
+		{"", 512, 1024, false, false},
+		{"auto", 8192, 1024, false, false},
+		{"endpoint", 8192, 2048, true, false},
+		{"slot", 256, 1024, false, false},
+		{"Slot", 256, 1024, false, true},
+		{"1", 256, 1024, false, true},
+	} {
+		t.Run(fmt.Sprintf("%q/%dx%d", tc.env, tc.records, tc.samples), func(t *testing.T) {
+			t.Setenv("VORTEXGO_FORMAT_STREAM", tc.env) // read live: the C environment, as Python's os.environ writes it
+			own, err := formatOnOwnStream(tc.records, tc.samples)
+			if tc.bad {
+				require.ErrorIs(t, err, backend.ErrInvalid)
+				assert.Contains(t, err.Error(), "VORTEXGO_FORMAT_STREAM=")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.own, own)
+		})
+	}
+}
