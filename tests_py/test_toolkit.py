@@ -346,10 +346,10 @@ def test_pipeline_iterations_and_stats(device):
 
 
 def test_pipeline_user_buffers_follow_their_pending_work(gpu, cp):
-    """Arrays registered with add_buffer(arrays=...) still have work queued on their own
-    stream (vg.zeros' memset, here held 200 ms behind a spinning kernel): the manager's
-    stages, on streams of their own, come after it, so the upload is not overwritten by the
-    late memset (an H200 under load once read zeros back)."""
+    """Arrays registered with add_buffer(arrays=...) or given to a stage's op still have work
+    queued on their own stream (vg.zeros' memset, here held 200 ms behind a spinning kernel):
+    the manager's stages, on streams of their own, come after it, so neither the upload nor
+    the download is overwritten by the late memset (an H200 under load once read zeros back)."""
     from test_gpu_interop import SPIN_SRC
 
     n = 32
@@ -357,7 +357,7 @@ def test_pipeline_user_buffers_follow_their_pending_work(gpu, cp):
     with slow:
         cp.RawKernel(SPIN_SRC, "spin")((1,), (1,), (np.uint64(200_000_000),))
     xs = [vg.zeros(n, "float32", gpu, stream=slow) for _ in range(2)]
-    out = np.zeros(n, np.float32)
+    out = vg.zeros(n, "float32", gpu, pinned=True, stream=slow)  # a download's destination (add_stage)
     with vg.AsyncCoordinator(gpu) as c, vg.PipelineStageManager(c) as m:
         a = m.add_buffer(arrays=xs)
         m.add_stage(GpuPipelineStage("up", output_buffers=[a], op=UploadOp(np.full(n, 5, np.float32))))
@@ -366,7 +366,7 @@ def test_pipeline_user_buffers_follow_their_pending_work(gpu, cp):
         m.execute_iteration()
         c.synchronize_all()
         slow.synchronize()
-        np.testing.assert_allclose(out, 5)
+        np.testing.assert_allclose(out.numpy(), 5)
         for x in xs:
             np.testing.assert_allclose(x.numpy(), 5)
 

@@ -254,6 +254,10 @@ class PipelineStageManager(Closeable):
             raise ValueError(f"stage {stage.name!r}: stream={stream!r}, expected 'compute', 'upload' or 'download'")
         ins = words(check_int("input buffer", b, 0) for b in stage.input_buffers)
         outs = words(check_int("output buffer", b, 0) for b in stage.output_buffers)
+        # The op's own arrays (a copy's host array, a kernel's array arguments) as add_buffer's.
+        for a in (op.host,) if isinstance(op, (UploadOp, DownloadOp)) else getattr(op, "args", ()):
+            if isinstance(a, Array) or hasattr(a, "__cuda_array_interface__"):
+                _settle(a, self.device)
         i = self._h.AddStage(stage.name, *ins.buffer_info(), *outs.buffer_info(), _STREAMS[stream], op._handle())
         self._stages.append(stage)
         self._keep.append(op)
@@ -364,7 +368,7 @@ def _settle(array: Any, device: Device) -> None:
     stream of its ``__cuda_array_interface__``): the manager's stages run on streams of its
     own, which would not otherwise follow it, so ``vg.zeros(...)``'s memset could land after
     the first stage's write (seen on an H200 under load). A host wait, once, when the array
-    is registered: set-up, not an iteration."""
+    is registered (add_buffer, add_stage): set-up, not an iteration."""
     if isinstance(array, Array):
         array.stream.synchronize()
         return
