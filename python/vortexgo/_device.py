@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import os
 import threading
 from typing import Any, Union
@@ -204,6 +205,10 @@ def set_cpu_threads(threads: int) -> int:
     of the cores rather than every process all of them. Processors and acquisitions made
     before the call keep their width: call it first. ``threads`` is 1 to 4096.
     """
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    try:
+        n = operator.index(threads)  # an int or a NumPy integer; not a float, a str or a bool
+    except TypeError:
+        n = 0
+    if isinstance(threads, bool) or not 1 <= n <= 4096:
         raise ValueError(f"threads={threads!r}, expected an int from 1 to 4096 (cpu_threads() reads the count)")
-    return int(api.SetCPUThreads(threads))
+    return int(api.SetCPUThreads(n))
