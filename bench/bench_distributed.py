@@ -214,7 +214,7 @@ def engine_rate(files: list[str], cfg: Any, device: str, repeat: int) -> float:
 def measure(workers: list[int], device: str = "cpu", directory: str = "build/bench-distributed", files: int = 2,
             volumes: int = 16, samples: int = 1024, ascans: int = 256, bscans: int = 32,
             volumes_per_task: int = 0, task_bytes: Optional[int] = None, dtype: str = "int8", repeat: int = 3,
-            ceiling: bool = True, log: Any = print, threads: int = 1) -> dict:
+            ceiling: bool = True, log: Any = print, threads: int = 1, compression: str = "zstd") -> dict:
     """Run the benchmark (see the module's docstring) and return its results as JSON values.
     ``threads``: each CPU worker's threads, its share of the cores (the reference engine in
     this process runs on as many: vortexgo.set_cpu_threads)."""
@@ -227,7 +227,8 @@ def measure(workers: list[int], device: str = "cpu", directory: str = "build/ben
     total = sum(os.path.getsize(f) for f in paths)
     extra = {} if task_bytes is None else {"task_bytes": task_bytes}
     cfg = vd.ReprocessConfig(processor_config(samples, ascans, bscans), ascans_per_bscan=ascans,
-                             bscans_per_volume=bscans, dtype=dtype, volumes_per_task=volumes_per_task, **extra)
+                             bscans_per_volume=bscans, dtype=dtype, volumes_per_task=volumes_per_task,
+                             compression=compression, **extra)
     ascans_total = files * volumes * ascans * bscans
     import vortexgo as vg
 
@@ -286,7 +287,7 @@ def measure(workers: list[int], device: str = "cpu", directory: str = "build/ben
     for r in rows:
         r["efficiency"] = r["gb_per_s"] / (one * r["workers"])
     return {"device": device, "host": platform.node(), "cpus": os.cpu_count(), "load_average": os.getloadavg(),
-            "threads_per_worker": threads if device == "cpu" else None,
+            "threads_per_worker": threads if device == "cpu" else None, "compression": compression,
             "files": files, "volumes": volumes, "shape": [bscans, ascans, samples], "bytes": total,
             "volumes_per_task": volumes_per_task, "task_bytes": getattr(cfg, "task_bytes", None), "dtype": dtype,
             "engine_ascans_per_s": ref, "rows": rows}
@@ -340,6 +341,7 @@ def markdown(result: dict) -> str:
              f"{result['files']} files of {result['volumes']} volumes of {' x '.join(map(str, result['shape']))} "
              f"({result['bytes'] / 1e6:.0f} MB)"
              + (f", {result['threads_per_worker']} thread(s) per worker" if result.get("threads_per_worker") else "")
+             + (f", chunks {result.get('compression', 'zstd')}")
              + "; one engine per file in one process: "
              f"{result['engine_ascans_per_s'] / 1e3:.0f} k A-scans/s.", "",
              "| workers | tasks x volumes | raw GB/s | k A-scans/s | efficiency | overhead ms/task | "
@@ -406,6 +408,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="int8", choices=["int8", "uint16", "float32"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1, help="threads per CPU worker (its share of the cores)")
+    ap.add_argument("--compression", default="zstd", choices=["zstd", "none"], help="the chunks' codec")
     ap.add_argument("--no-ceiling", action="store_true", help="skip the read ceiling")
     ap.add_argument("--overhead-tasks", type=int, default=64, help="tiny tasks of the per-task cost (0: skip it)")
     ap.add_argument("--json", default=None, help="write the results there")
@@ -413,7 +416,7 @@ def main() -> None:
     a = ap.parse_args()
     result = measure([int(x) for x in a.workers.split(",")], a.device, a.dir, a.files, a.volumes, a.samples,
                      a.ascans, a.bscans, a.volumes_per_task, a.task_bytes, a.dtype, a.repeat, not a.no_ceiling,
-                     threads=a.threads)
+                     threads=a.threads, compression=a.compression)
     if a.overhead_tasks and a.device == "cpu":
         result["overhead"] = task_overhead([int(x) for x in a.workers.split(",")][:2], a.dir, a.overhead_tasks,
                                            a.repeat)

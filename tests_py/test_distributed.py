@@ -163,6 +163,24 @@ def test_resume_and_overwrite(client, tmp_path):
         cpu_reprocess(client, [f], config(dtype="float32"), store)
 
 
+def test_uncompressed_chunks_hold_the_same_values(client, tmp_path):
+    """compression="none" stores each chunk's bytes as they are (a chunk file is the volume's
+    size) and reads back what zstd's array holds; resuming across the two is the same job (the
+    array keeps its codec); anything else is refused naming the field."""
+    f = write(tmp_path / "a.npy", spectra(seed=5), "npy")
+    packed = cpu_reprocess(client, [f], config(), tmp_path / "zstd.zarr")
+    plain = cpu_reprocess(client, [f], config(compression="none"), tmp_path / "none.zarr")
+    np.testing.assert_array_equal(plain.to_dask().compute(), packed.to_dask().compute())
+    a = zarr.open_array(str(tmp_path / "none.zarr"))
+    assert not a.compressors
+    chunk = tmp_path / "none.zarr" / a.metadata.encode_chunk_key((0, 0, 0, 0))
+    assert chunk.stat().st_size == B * A * S  # int8, uncompressed
+    assert zarr.open_array(str(tmp_path / "zstd.zarr")).compressors  # zarr's default: zstd
+    assert cpu_reprocess(client, [f], config(compression="none"), tmp_path / "zstd.zarr").written == 0
+    with pytest.raises(ValueError, match="compression="):
+        config(compression="lz4").validate()
+
+
 def test_truncated_and_corrupt_files(client, tmp_path):
     """A truncated file fails the tasks of its missing volumes, naming the file and byte range;
     the other volumes (and files) are written. A corrupt header is refused before any work."""
