@@ -152,9 +152,8 @@ def write_ceiling(store: str, workers: int, threads: int, scratch: Path) -> floa
     src = zarr.open_array(store, mode="r")
     volume = np.asarray(src[0])
     n = src.shape[0]
-    dst = zarr.create_array(str(scratch), shape=src.shape, chunks=src.chunks, dtype=src.dtype, fill_value=0,
-                            overwrite=True, config={"write_empty_chunks": True})
-    del dst
+    zarr.create_array(str(scratch), shape=src.shape, chunks=src.chunks, dtype=src.dtype, fill_value=0,
+                      overwrite=True, config={"write_empty_chunks": True})
     shares = [list(range(w, n, workers)) for w in range(workers)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_write_volumes, [(str(scratch), [], volume, 1)] * workers))  # start the processes

@@ -485,12 +485,12 @@ class _Pipeline:
         from .process import CPUProcessor, CUDAProcessor
 
         self.key, self.cfg = key, cfg
-        if not _use_cuda(device):
+        self.cuda = _use_cuda(device)
+        if not self.cuda:
             _share_cores()  # before the processor: it takes its width when made
-        self.processor = (CUDAProcessor if _use_cuda(device) else CPUProcessor)(cfg.processor)
+        self.processor = (CUDAProcessor if self.cuda else CPUProcessor)(cfg.processor)
         self.planner = FormatPlanner(FormatPlannerConfig(cfg.bscans_per_volume, cfg.ascans_per_bscan))
         self.endpoint = _endpoint_class(cfg.dtype)(StackFormatExecutor(cfg.format or StackFormatExecutorConfig()))
-        self.cuda = _use_cuda(device)
         self.used = False      # whether an engine ran the processor since made (its history may hold records)
         self._writer: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._rasters: dict = {}
