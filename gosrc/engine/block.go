@@ -57,10 +57,11 @@ type Block struct {
 	// Engine.procs): each acquisition's rotation set for the block's ID.
 	active []bool
 	// tickets[i] is the block's place in OrderedProcessor i's order while
-	// ticketed[i] (taken by the process loop, used by the slot's
-	// submitter); the submitter closes submitted once it has made the
-	// block's driver calls and counted it (nil when the process loop
-	// submitted the block itself).
+	// ticketed[i] (taken in block order by the process loop, or by the
+	// acquire loop on the direct path; used by the slot's submitter); the
+	// submitter closes submitted once it has made the block's driver calls
+	// and counted it (nil when the process loop submitted the block
+	// itself, or nothing was to be submitted).
 	tickets   []uint64
 	ticketed  []bool
 	submitted chan struct{}

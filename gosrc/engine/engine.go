@@ -12,6 +12,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
@@ -452,12 +453,7 @@ func (e *Engine) processLoop(s *session) {
 			// The block's places in its processors' orders are taken
 			// here, in block order; its slot's submitter makes the driver
 			// calls, and the format stage waits for them (b.submitted).
-			e.activeSet(b)
-			for i, p := range e.procs {
-				if b.active[i] {
-					b.tickets[i], b.ticketed[i] = p.(OrderedProcessor).Ticket(), true
-				}
-			}
+			e.takeTickets(b)
 			b.submitted = make(chan struct{})
 			work[b.Slot] <- b
 			s.toFmt <- b
@@ -466,6 +462,84 @@ func (e *Engine) processLoop(s *session) {
 		e.submitted(s, st, b, e.dispatchTimed(s, st, b))
 		s.toFmt <- b
 	}
+}
+
+// takeTickets takes block b's places in the orders of the processors
+// that process it (b.active); called in block order.
+func (e *Engine) takeTickets(b *Block) {
+	e.activeSet(b)
+	for i, p := range e.procs {
+		if b.active[i] {
+			b.tickets[i], b.ticketed[i] = p.(OrderedProcessor).Ticket(), true
+		}
+	}
+}
+
+// skipTickets gives up every place block b still holds in its
+// processors' orders, so that the later blocks' turns come.
+func (e *Engine) skipTickets(b *Block) {
+	for i, held := range b.ticketed {
+		if held {
+			b.ticketed[i] = false
+			e.procs[i].(OrderedProcessor).SkipTicket(b.tickets[i])
+		}
+	}
+}
+
+// toProcess hands acquired block b on, in block order: on the direct path
+// the acquire loop routes it to its slot's submitter itself (route), else
+// it goes to the process loop.
+func (e *Engine) toProcess(s *session, b *Block) {
+	if s.direct {
+		e.route(s, b)
+		return
+	}
+	s.toProc <- b
+}
+
+// endAcquire closes what the acquire loop feeds: the slots' submitters on
+// the direct path, the process loop otherwise.
+func (e *Engine) endAcquire(s *session) {
+	if !s.direct {
+		close(s.toProc)
+		return
+	}
+	for _, w := range s.work {
+		close(w)
+	}
+	close(s.toFmt)
+}
+
+// route is the process loop's part of a block on the direct path, run by
+// the acquire loop: block b takes its places in its processors' orders, in
+// block order, and goes to the next slot's submitter, and to the format
+// loop, which waits for the submitter (b.submitted). A block with nothing
+// to submit (the run's finishing block, or one dropped by a failure or an
+// interrupt) goes to the format loop alone.
+//
+// Why (issue 29): on the GPU VMs each hand-over to a parked goroutine costs
+// several microseconds of scheduler delay, and the process loop's was one
+// more on every block's way from the pool and back, for a few atomic
+// operations of work. The format loop stays a goroutine of its own: its
+// driver calls then run beside the submitters' (measured: formatting on
+// the submitters, in block order, made 256-record blocks 12-25% slower).
+func (e *Engine) route(s *session, b *Block) {
+	b.setStream(nil) // set by the submitter once the block's processing is queued
+	switch {
+	case b.finishOnly: // nothing to upload or process
+	case s.broken.Load() || s.interrupt.Load():
+		// As the process loop: vortex drops the blocks acquired but not
+		// yet processed after a failed device stage or an interrupt.
+		e.dropped.Add(1)
+		b.Records = 0
+	default:
+		b.Slot = s.nextSlot
+		s.nextSlot = (s.nextSlot + 1) % len(s.work)
+		e.takeTickets(b)
+		b.submitted = make(chan struct{})
+		s.work[b.Slot] <- b // never blocks: a slot has room for every block
+	}
+	s.toFmt <- b
 }
 
 // dispatchTimed is dispatchProcess between the profiler's marks, stamped.
@@ -518,8 +592,29 @@ func (e *Engine) slotSubmitters() bool {
 	return true
 }
 
-// submitLoop submits the blocks of one slot stream, in the order the
-// process loop handed them over, and reports each to the format stage.
+// SlotPathEnv is the environment variable that chooses how a block goes
+// from the acquire loop to its slot's submitter when slots have submitters
+// of their own (slotSubmitters): "direct" (the default) routes it there
+// from the acquire loop (route); "stages" keeps the process loop in
+// between, the path before issue 29, for measurements. Read at each Start
+// from the live environment.
+const SlotPathEnv = "VORTEXGO_SLOT_PATH"
+
+// directPath reports whether SlotPathEnv asks for the direct path; any
+// other value than the two is an error naming the variable.
+func directPath() (bool, error) {
+	v, _ := dl.Getenv(SlotPathEnv)
+	switch v {
+	case "", "direct":
+		return true, nil
+	case "stages":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s=%q in the environment, expected direct (the default) or stages", SlotPathEnv, v)
+}
+
+// submitLoop submits the blocks of one slot stream, in the order they
+// were handed over, and reports each to the format loop.
 func (e *Engine) submitLoop(s *session, slot int, work <-chan *Block) {
 	defer s.wg.Done()
 	st := e.slots[slot]
@@ -529,6 +624,11 @@ func (e *Engine) submitLoop(s *session, slot int, work <-chan *Block) {
 		if !ok {
 			return
 		}
+		// Not checked here for a failure or an interrupt since the block
+		// was handed over: the decision to drop is the router's, made in
+		// block order, so that a processor's ordered parts see a run of
+		// blocks without gaps (TestSlotSubmitters). The format stage drops
+		// what a failure leaves behind.
 		e.submitted(s, st, b, e.submit(s, st, b))
 		close(b.submitted)
 	}
@@ -543,12 +643,7 @@ func (e *Engine) submit(s *session, st backend.Stream, b *Block) (err error) {
 		if r := recover(); r != nil {
 			err = guard.Error("engine: process stage", r)
 		}
-		for i, held := range b.ticketed {
-			if held {
-				b.ticketed[i] = false
-				e.procs[i].(OrderedProcessor).SkipTicket(b.tickets[i])
-			}
-		}
+		e.skipTickets(b)
 	}()
 	return e.dispatchTimed(s, st, b)
 }
@@ -645,26 +740,31 @@ func (e *Engine) formatLoop(s *session) {
 			spin.Recv(sub, b.submitted)
 			b.submitted = nil
 		}
-		if (b.Records == 0 && !b.finishOnly) || s.broken.Load() {
-			if b.Records != 0 {
-				e.dropped.Add(1)
-				b.Records = 0
-			}
-			s.toRecycle <- b
-			continue
-		}
-		complete, err := e.dispatchFormat(s, b)
-		e.stamp(s, b, markFormat)
-		switch {
-		case err != nil:
-			e.failPipeline(s, err)
-		case b.finishOnly:
-		case complete:
-			e.formatted.Add(1)
-		default:
-			e.dropped.Add(1)
-		}
+		e.formatBlock(s, b)
 		s.toRecycle <- b
+	}
+}
+
+// formatBlock formats block b into every endpoint and counts it, or drops
+// it when it has no records to format or the pipeline broke.
+func (e *Engine) formatBlock(s *session, b *Block) {
+	if (b.Records == 0 && !b.finishOnly) || s.broken.Load() {
+		if b.Records != 0 {
+			e.dropped.Add(1)
+			b.Records = 0
+		}
+		return
+	}
+	complete, err := e.dispatchFormat(s, b)
+	e.stamp(s, b, markFormat)
+	switch {
+	case err != nil:
+		e.failPipeline(s, err)
+	case b.finishOnly:
+	case complete:
+		e.formatted.Add(1)
+	default:
+		e.dropped.Add(1)
 	}
 }
 

@@ -17,3 +17,7 @@ func (e *Engine) HostBufferBlocks(a int) int {
 // SlotStreams returns the engine's processing streams (BlockData.Stream
 // is one of them).
 func (e *Engine) SlotStreams() []backend.Stream { return e.slots }
+
+// DirectPath reports whether the current session routes blocks on the
+// direct path (session.direct).
+func (e *Engine) DirectPath() bool { return e.sess().direct }

@@ -273,7 +273,7 @@ func (e *Engine) dropPending() {
 // with the acquisition.
 func (e *Engine) acquireLoop(s *session) {
 	defer s.wg.Done()
-	defer close(s.toProc)
+	defer e.endAcquire(s)
 	defer e.endDispatch(s)
 	defer e.sendFinish(s)
 	defer e.dropPending()
@@ -383,7 +383,7 @@ func (e *Engine) sendFinish(s *session) {
 	b := <-e.free
 	b.ID, b.Start, b.Records, b.Last, b.finishOnly = e.nextID, e.nextStart, 0, true, true
 	b.Markers = b.Markers[:0]
-	s.toProc <- b
+	e.toProcess(s, b)
 }
 
 // ioFailed reports an IO error, unless it is an IO interrupted by a stop.
@@ -479,6 +479,6 @@ func (e *Engine) acquire(s *session, b *Block) bool {
 	b.Last = b.Last || eof || s.stopRequested()
 	e.sentLast = b.Last
 	e.acquired.Add(1)
-	s.toProc <- b
+	e.toProcess(s, b)
 	return !b.Last && !s.stopRequested()
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -57,6 +58,18 @@ func (p panicProc) Process(slot int, s backend.Stream, in uintptr, records int, 
 	return p.fakeProc.Process(slot, s, in, records, out, out8)
 }
 
+// orderedPanicProc is orderedProc (submit_test.go) with the trigger: the
+// engine gives an OrderedProcessor's blocks to its slots' submitters.
+type orderedPanicProc struct {
+	*orderedProc
+	tr *trigger
+}
+
+func (p orderedPanicProc) ProcessTicket(t uint64, slot int, s backend.Stream, in uintptr, records int, out, out8 uintptr) error {
+	defer p.tr.hit("Process") // after its turn passed: the panic must not hold up the order
+	return p.orderedProc.ProcessTicket(t, slot, s, in, records, out, out8)
+}
+
 type panicEndpoint struct {
 	*endpoint.NullEndpoint
 	tr *trigger
@@ -98,15 +111,26 @@ func TestStagePanicEndsTheSession(t *testing.T) {
 		stage   string // the goroutine or call named in the error
 		endless bool   // the scan loops: only the panic ends the session
 		abort   bool   // EngineAbort posted (a pipeline stage failed)
+		// path: "" for a plain processor (the process and format loops),
+		// or VORTEXGO_SLOT_PATH's value with an OrderedProcessor on two
+		// slots (their submitters process; on the direct path they also
+		// format).
+		path string
 	}{
-		{"Fill", 3, "engine: acquire stage", true, true},
-		{"Process", 3, "engine: process stage", true, true},
-		{"Format", 3, "engine: format stage", true, true},
-		{"Flush", 1, "engine: endpoint #0: flush", false, false},
-		{"Stop", 1, "acquisition.Stop", false, false},
+		{"Fill", 3, "engine: acquire stage", true, true, ""},
+		{"Process", 3, "engine: process stage", true, true, ""},
+		{"Format", 3, "engine: format stage", true, true, ""},
+		{"Flush", 1, "engine: endpoint #0: flush", false, false, ""},
+		{"Stop", 1, "acquisition.Stop", false, false, ""},
+		{"Fill", 3, "engine: acquire stage", true, true, "direct"},
+		{"Process", 3, "engine: process stage", true, true, "direct"},
+		{"Format", 3, "engine: format stage", true, true, "direct"},
+		{"Format", 1, "engine: format stage", true, true, "direct"},
+		{"Process", 3, "engine: process stage", true, true, "stages"},
+		{"Format", 3, "engine: format stage", true, true, "stages"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.at, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s#%d/%s", tc.at, tc.nth, tc.path), func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			tr := &trigger{at: tc.at, nth: tc.nth}
 			scan := raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 1}
@@ -114,11 +138,16 @@ func TestStagePanicEndsTheSession(t *testing.T) {
 				scan.Volumes = 0
 			}
 			acq := panicAcq{newFakeAcq(4), tr}
-			proc := panicProc{newFakeProc(4), tr}
+			var proc engine.Processor = panicProc{newFakeProc(4), tr}
+			cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
+			if tc.path != "" {
+				t.Setenv(engine.SlotPathEnv, tc.path)
+				proc = orderedPanicProc{newOrderedProc(4), tr}
+				cfg.Slots = 2
+			}
 			ep := panicEndpoint{endpoint.NewNullEndpoint(), tr}
 			planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 			require.NoError(t, err)
-			cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
 			cfg.AddAcquisition(acq, proc)
 			cfg.AddProcessor(proc, planner)
 			cfg.AddFormatter(planner, ep)

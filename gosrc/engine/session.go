@@ -60,6 +60,13 @@ type session struct {
 	spin time.Duration
 	// freeWait is the acquire loop's Waiter on the pool (takeFree).
 	freeWait *spin.Waiter
+
+	// The direct path (directPath): the acquire loop routes each block to
+	// its slot's submitter (work) and to the format loop itself; no process
+	// loop between. nextSlot is the acquire loop's.
+	direct   bool
+	work     []chan *Block
+	nextSlot int
 }
 
 // EngineEvent is vortex's Engine.Event: the session's lifecycle, posted as
@@ -103,6 +110,10 @@ func (e *Engine) newSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	direct, err := directPath()
+	if err != nil {
+		return nil, err
+	}
 	events, err := newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin)
 	if err != nil {
 		return nil, err
@@ -116,6 +127,14 @@ func (e *Engine) newSession() (*session, error) {
 		jobs:      e.jobEvents.Load(),
 		spin:      window,
 		freeWait:  spin.NewWaiter(window),
+		direct:    direct && e.slotSubmitters(),
+	}
+	if s.direct {
+		s.work = make([]chan *Block, len(e.slots))
+		for i := range s.work {
+			// Never full: a slot cannot hold more blocks than there are.
+			s.work[i] = make(chan *Block, len(e.blocks))
+		}
 	}
 	return s, nil
 }
@@ -206,9 +225,17 @@ func (e *Engine) Start() error {
 	// Posted before the goroutines start, so that it precedes the
 	// acquire loop's EngineStart (vortex's order: Launch, Run, Start).
 	e.lifecycle(s, EngineRun, nil)
-	s.wg.Add(4)
+	s.wg.Add(3)
 	go e.acquireLoop(s)
-	go e.processLoop(s)
+	if s.direct {
+		s.wg.Add(len(s.work))
+		for i, w := range s.work {
+			go e.submitLoop(s, i, w)
+		}
+	} else {
+		s.wg.Add(1)
+		go e.processLoop(s)
+	}
 	go e.formatLoop(s)
 	go e.recycleLoop(s)
 	go e.finish(s)

@@ -142,20 +142,25 @@ func TestSlotSubmitters(t *testing.T) {
 		{"a failing block", 3, 7, -1, "orderedProc: failing block 7"},
 		{"a panicking block", 2, -1, 5, "orderedProc: panic at block 5"},
 	}
-	// Each case with the stages parking at once and polling first
-	// (internal/spin): the same blocks, order and values either way.
+	// Each case on both paths (the submitters format on the direct path,
+	// a format loop does with the stages between), with the stages
+	// parking at once and polling first (internal/spin): the same blocks,
+	// order and values every way.
 	for _, tc := range tests {
-		for _, window := range []string{"0", "50"} {
-			t.Run(tc.name+"/"+spin.Env+"="+window, func(t *testing.T) {
-				t.Setenv(spin.Env, window)
-				slotSubmittersCase(t, tc.slots, tc.failAt, tc.panicAt, tc.wantErr)
-			})
+		for _, path := range []string{"direct", "stages"} {
+			for _, window := range []string{"0", "50"} {
+				t.Run(tc.name+"/"+path+"/"+spin.Env+"="+window, func(t *testing.T) {
+					t.Setenv(engine.SlotPathEnv, path)
+					t.Setenv(spin.Env, window)
+					slotSubmittersCase(t, path, tc.slots, tc.failAt, tc.panicAt, tc.wantErr)
+				})
+			}
 		}
 	}
 }
 
 // slotSubmittersCase is one case of TestSlotSubmitters.
-func slotSubmittersCase(t *testing.T, slots, failAt, panicAt int, wantErr string) {
+func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, wantErr string) {
 	scan := raster{AscansPerBscan: 4, BscansPerVolume: 5, Volumes: 6}
 	const samples, rpb = 8, 3
 	proc := newOrderedProc(samples)
@@ -172,6 +177,7 @@ func slotSubmittersCase(t *testing.T, slots, failAt, panicAt int, wantErr string
 		t.Fatal("the run hung")
 	}
 	d.wait(t)
+	require.Equal(t, slots > 1 && path == "direct", e.DirectPath(), "the path the session took")
 	blocks := int((scan.RecordsPerVolume()*int64(scan.Volumes) + rpb - 1) / rpb)
 	proc.mu.Lock()
 	seen, skipped := slices.Clone(proc.seen), proc.skipped
@@ -209,25 +215,35 @@ func slotSubmittersCase(t *testing.T, slots, failAt, panicAt int, wantErr string
 	require.Equal(t, slots > 1, proc.concurrent, "slot 1's blocks submitted while slot 0's first waited")
 }
 
-// TestStageSpinRefused: a misspelt VORTEXGO_STAGE_SPIN fails Start with an
-// error naming it, before any stage runs; the next Start with a good
-// value runs.
-func TestStageSpinRefused(t *testing.T) {
-	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
-	e, _ := orderedEngine(t, newOrderedProc(8), scan, engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2})
-	t.Setenv(spin.Env, "off")
-	err := e.Start()
-	require.Error(t, err)
-	require.ErrorContains(t, err, spin.Env)
-	t.Setenv(spin.Env, "20")
-	d := startDrain(e)
-	require.NoError(t, e.Start())
-	require.NoError(t, e.Wait())
-	d.wait(t)
-	st := e.Status()
-	require.Positive(t, st.BlocksFormatted)
-	require.Equal(t, st.BlocksAcquired, st.BlocksFormatted)
-	require.Zero(t, st.BlocksDropped)
+// TestStageEnvRefused: a misspelt VORTEXGO_STAGE_SPIN or VORTEXGO_SLOT_PATH
+// fails Start with an error naming it, before any stage runs; the next
+// Start with a good value runs.
+func TestStageEnvRefused(t *testing.T) {
+	tests := []struct{ env, bad, good string }{
+		{spin.Env, "off", "20"},
+		{engine.SlotPathEnv, "fast", "stages"},
+		{engine.SlotPathEnv, "Direct", "direct"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.env+"="+tc.bad, func(t *testing.T) {
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
+			e, _ := orderedEngine(t, newOrderedProc(8), scan, engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2})
+			t.Setenv(tc.env, tc.bad)
+			err := e.Start()
+			require.Error(t, err)
+			require.ErrorContains(t, err, tc.env)
+			require.ErrorContains(t, err, fmt.Sprintf("%q", tc.bad))
+			t.Setenv(tc.env, tc.good)
+			d := startDrain(e)
+			require.NoError(t, e.Start())
+			require.NoError(t, e.Wait())
+			d.wait(t)
+			st := e.Status()
+			require.Positive(t, st.BlocksFormatted)
+			require.Equal(t, st.BlocksAcquired, st.BlocksFormatted)
+			require.Zero(t, st.BlocksDropped)
+		})
+	}
 }
 
 // orderedEngine is a prepared engine of cfg's sizes over proc: a fake

@@ -12,6 +12,8 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
+	"github.com/vortexgo/vortexgo/gosrc/internal/turn"
 )
 
 // Launch geometry. 256 threads keep 8 warps per block, enough to hide
@@ -69,7 +71,7 @@ type CUDAProcessor struct {
 	// engine submits them from several goroutines (OrderedProcessor); a
 	// caller waits for its turn before it takes swap, so a Change waiting
 	// for swap never waits for a caller that waits for its turn.
-	order    *blockOrder
+	order    *turn.Order
 	mu       sync.Mutex // serialises Prepare, Change and Close
 	prepared bool
 	closed   atomic.Bool
@@ -148,7 +150,7 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	default:
 		return nil, backend.Invalidf("process: NewCUDAProcessor: VORTEXGO_CUDA_GRAPHS=%q in the environment, expected 0 (launch the kernels directly) or 1 (replay graphs, the default)", v)
 	}
-	return &CUDAProcessor{dev: dev, st: st, order: newBlockOrder(), noGraphs: noGraphs}, nil
+	return &CUDAProcessor{dev: dev, st: st, order: turn.New(spin.Window()), noGraphs: noGraphs}, nil
 }
 
 func newCUDAState(cfg Config) (*cudaState, error) {
@@ -436,19 +438,19 @@ func bytesOf[T any](v []T) []byte {
 // device. The block's records enter the rolling average's history
 // (vortex's append_history=True).
 func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
-	return p.process(p.order.take(), slot, s, in, records, out, outInt8, true)
+	return p.process(p.order.Take(), slot, s, in, records, out, outInt8, true)
 }
 
 // ProcessHistory is Process with vortex's append_history: false leaves the
 // history as it is and subtracts its current mean (none while it is
 // empty).
 func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
-	return p.process(p.order.take(), slot, s, in, records, out, outInt8, appendHistory)
+	return p.process(p.order.Take(), slot, s, in, records, out, outInt8, appendHistory)
 }
 
 // Ticket reserves the next place in the processor's block order
 // (engine.OrderedProcessor).
-func (p *CUDAProcessor) Ticket() uint64 { return p.order.take() }
+func (p *CUDAProcessor) Ticket() uint64 { return p.order.Take() }
 
 // ProcessTicket is Process in the place of ticket: its history update
 // waits for those of the earlier tickets; the rest of its work does not.
@@ -458,18 +460,18 @@ func (p *CUDAProcessor) ProcessTicket(ticket uint64, slot int, s backend.Stream,
 
 // SkipTicket gives up the place of ticket (its block is not processed).
 func (p *CUDAProcessor) SkipTicket(ticket uint64) {
-	p.order.wait(ticket)
-	p.order.done(ticket)
+	p.order.Wait(ticket)
+	p.order.Done(ticket)
 }
 
 func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CUDAProcessor.Process"
-	p.order.wait(ticket)
+	p.order.Wait(ticket)
 	inTurn := true
 	passTurn := func() { // once the history update is enqueued (or there is none)
 		if inTurn {
 			inTurn = false
-			p.order.done(ticket)
+			p.order.Done(ticket)
 		}
 	}
 	defer passTurn()

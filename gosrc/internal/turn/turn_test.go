@@ -1,4 +1,4 @@
-package process
+package turn
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBlockOrder: callers that took tickets in order and run on their own
+// TestOrder: callers that took tickets in order and run on their own
 // goroutines, started in any order, enter their ordered parts in ticket
 // order; a skipped ticket passes its turn on.
-func TestBlockOrder(t *testing.T) {
+func TestOrder(t *testing.T) {
 	tests := []struct {
 		name    string
 		callers int
@@ -26,20 +26,19 @@ func TestBlockOrder(t *testing.T) {
 	for _, tc := range tests {
 		for _, window := range []time.Duration{0, 50 * time.Microsecond} {
 			t.Run(fmt.Sprintf("%s/window=%v", tc.name, window), func(t *testing.T) {
-				blockOrderCase(t, window, tc.callers, tc.skip)
+				orderCase(t, window, tc.callers, tc.skip)
 			})
 		}
 	}
 }
 
-// blockOrderCase is one case of TestBlockOrder: callers goroutines wait for
+// orderCase is one case of TestOrder: callers goroutines wait for
 // their turns, parking at once (window 0) or polling first.
-func blockOrderCase(t *testing.T, window time.Duration, callers int, skip map[uint64]bool) {
-	o := newBlockOrder()
-	o.window = window
+func orderCase(t *testing.T, window time.Duration, callers int, skip map[uint64]bool) {
+	o := New(window)
 	tickets := make([]uint64, callers)
 	for i := range tickets {
-		tickets[i] = o.take()
+		tickets[i] = o.Take()
 	}
 	var mu sync.Mutex
 	var got []uint64
@@ -49,13 +48,13 @@ func blockOrderCase(t *testing.T, window time.Duration, callers int, skip map[ui
 		go func(tk uint64) {
 			defer wg.Done()
 			time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
-			o.wait(tk)
+			o.Wait(tk)
 			if !skip[tk] {
 				mu.Lock()
 				got = append(got, tk)
 				mu.Unlock()
 			}
-			o.done(tk)
+			o.Done(tk)
 		}(tickets[i])
 	}
 	wg.Wait()
@@ -66,14 +65,14 @@ func blockOrderCase(t *testing.T, window time.Duration, callers int, skip map[ui
 		}
 	}
 	require.Equal(t, want, got)
-	require.Equal(t, uint64(callers), o.take(), "the next ticket follows")
+	require.Equal(t, uint64(callers), o.Take(), "the next ticket follows")
 }
 
-// TestBlockOrderDoneOutOfTurnPanics: passing a turn one does not hold is a
+// TestOrderDoneOutOfTurnPanics: passing a turn one does not hold is a
 // bug of the caller, caught at once rather than left to hang a later one.
-func TestBlockOrderDoneOutOfTurnPanics(t *testing.T) {
-	o := newBlockOrder()
-	o.take()
-	second := o.take()
-	require.PanicsWithValue(t, "process: blockOrder.done out of turn", func() { o.done(second) })
+func TestOrderDoneOutOfTurnPanics(t *testing.T) {
+	o := New(0)
+	o.Take()
+	second := o.Take()
+	require.PanicsWithValue(t, "turn: Done out of turn", func() { o.Done(second) })
 }
