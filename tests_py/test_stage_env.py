@@ -167,3 +167,25 @@ def test_every_block_is_formatted_wherever_the_format_stream_is(where: str) -> N
                        "from vortexgo.engine import StackDeviceTensorEndpointInt8 as NullEndpoint")
     ran = _subproc.run(code, env={"VORTEXGO_FORMAT_STREAM": where}, timeout=120).stdout.strip().splitlines()[-1]
     assert ran.split()[0] == "RAN" and ran.split()[-1] == "0", ran  # no block dropped
+
+
+@pytest.mark.parametrize("env", [{"VORTEXGO_SLOT_PATH": "direct"}, {"VORTEXGO_SLOT_PATH": "stages"},
+                                 {"VORTEXGO_TURN_SPIN": "0"}, {"VORTEXGO_TURN_SPIN": "30"},
+                                 {"VORTEXGO_SLOT_PATH": "stages", "VORTEXGO_TURN_SPIN": "200"}])
+def test_every_block_runs_on_either_slot_path_and_turn_window(env: dict[str, str]) -> None:
+    """``VORTEXGO_SLOT_PATH`` (how blocks reach the slots' submitters) and ``VORTEXGO_TURN_SPIN``
+    (how long a submitter polls for the rolling average's turn): read at each start, the same
+    blocks either way."""
+    ran = _run(**env).split()
+    assert ran[0] == "RAN", ran
+    volumes, acquired, processed, formatted, dropped = map(int, ran[1:])
+    assert volumes == 3 and acquired == processed == formatted and dropped == 0, ran
+
+
+@pytest.mark.parametrize("var,value,expected", [("VORTEXGO_SLOT_PATH", "fast", "direct (the default) or stages"),
+                                                ("VORTEXGO_TURN_SPIN", "on", "[0, 10000]"),
+                                                ("VORTEXGO_TURN_SPIN", "-3", "[0, 10000]")])
+def test_a_bad_slot_setting_is_refused_by_start_naming_the_variable(var: str, value: str, expected: str) -> None:
+    out = _run(**{var: value})
+    assert out.startswith("REFUSED"), out
+    assert var in out and expected in out, out

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"time"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format"
@@ -147,6 +148,9 @@ type OrderedProcessor interface {
 	ProcessTicket(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error
 	// SkipTicket gives the place of ticket up (its block is not processed).
 	SkipTicket(ticket uint64)
+	// SetTurnWindow sets how long a ProcessTicket polls for its turn
+	// before it parks (0: at once); the engine sets it at each Start.
+	SetTurnWindow(window time.Duration)
 }
 
 // Formatter is vortex's format planner: fed each block's markers in order,

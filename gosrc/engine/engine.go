@@ -592,6 +592,30 @@ func (e *Engine) slotSubmitters() bool {
 	return true
 }
 
+// turnSpin is how long a slot submitter polls for its processor's turn
+// (the rolling average's, OrderedProcessor) before it parks, when the pool
+// holds at least turnSpinBlocks blocks per slot. Measured on an H200 VM
+// (issue 29, interleaved with parking at once, two runs each): with 32
+// blocks and 2 slots, 256 x 1024 blocks took 14.8-15.6 us each against
+// 21.1-22.4 and 256 x 2048 22.6-24.5 against 26.0-29.1; with vortex's 4
+// blocks the same window made them 2-15% slower: with few blocks in
+// flight the turn's holder is often itself waking up, and a virtual CPU
+// that polls takes time from the ones that work. VORTEXGO_TURN_SPIN
+// (internal/turn) sets the window instead.
+const (
+	turnSpin       = 30 * time.Microsecond
+	turnSpinBlocks = 8
+)
+
+// turnWindow is the window of the processors' turns without
+// VORTEXGO_TURN_SPIN (turnSpin).
+func (e *Engine) turnWindow() time.Duration {
+	if e.cfg.BlocksToAllocate >= turnSpinBlocks*len(e.slots) {
+		return turnSpin
+	}
+	return 0
+}
+
 // SlotPathEnv is the environment variable that chooses how a block goes
 // from the acquire loop to its slot's submitter when slots have submitters
 // of their own (slotSubmitters): "direct" (the default) routes it there

@@ -10,6 +10,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
 	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
+	"github.com/vortexgo/vortexgo/gosrc/internal/turn"
 )
 
 // session is the state of one Start ... Stop run (vortex's session_t): the
@@ -113,6 +114,18 @@ func (e *Engine) newSession() (*session, error) {
 	direct, err := directPath()
 	if err != nil {
 		return nil, err
+	}
+	turnWindow, set, err := turn.Configured()
+	if err != nil {
+		return nil, err
+	}
+	if !set {
+		turnWindow = e.turnWindow()
+	}
+	for _, p := range e.procs {
+		if op, ok := p.(OrderedProcessor); ok {
+			op.SetTurnWindow(turnWindow)
+		}
 	}
 	events, err := newEventQueue(cfg.queueSize(), cfg.EventPolicy, cfg.DispatchSpin)
 	if err != nil {

@@ -38,6 +38,7 @@ type orderedProc struct {
 	rendezvous     chan struct{}
 	rendezvousOnce sync.Once
 	concurrent     bool
+	window         time.Duration // the engine's SetTurnWindow
 }
 
 func newOrderedProc(samples int) *orderedProc {
@@ -70,6 +71,12 @@ func (p *orderedProc) pass() {
 	defer p.mu.Unlock()
 	p.turn++
 	p.cond.Broadcast()
+}
+
+func (p *orderedProc) SetTurnWindow(window time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.window = window
 }
 
 func (p *orderedProc) SkipTicket(t uint64) {
@@ -266,4 +273,47 @@ func orderedEngine(t *testing.T, proc *orderedProc, scan raster, cfg engine.Conf
 	queueRaster(t, e, scan)
 	require.NoError(t, e.Prepare())
 	return e, ep
+}
+
+// TestTurnWindow: each Start sets the ordered processors' turn window:
+// polling with many blocks per slot, parking at once with vortex's few,
+// and VORTEXGO_TURN_SPIN's value in place of either; a misspelt value
+// fails Start naming the variable.
+func TestTurnWindow(t *testing.T) {
+	tests := []struct {
+		name          string
+		blocks, slots int
+		env           string
+		want          time.Duration
+		wantErr       bool
+	}{
+		{"vortex's 4 blocks on 2 slots park", 4, 2, "", 0, false},
+		{"32 blocks on 2 slots poll", 32, 2, "", 30 * time.Microsecond, false},
+		{"16 blocks on 2 slots poll", 16, 2, "", 30 * time.Microsecond, false},
+		{"16 blocks on 4 slots park", 16, 4, "", 0, false},
+		{"the environment's window", 4, 2, "75", 75 * time.Microsecond, false},
+		{"the environment's 0", 32, 2, "0", 0, false},
+		{"misspelt", 32, 2, "fast", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("VORTEXGO_TURN_SPIN", tc.env)
+			proc := newOrderedProc(8)
+			proc.window = -1 // not set yet
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
+			e, _ := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: 4, BlocksToAllocate: tc.blocks, PreloadCount: 2, Slots: tc.slots})
+			if tc.wantErr {
+				err := e.Start()
+				require.ErrorContains(t, err, "VORTEXGO_TURN_SPIN")
+				return
+			}
+			d := startDrain(e)
+			require.NoError(t, e.Start())
+			require.NoError(t, e.Wait())
+			d.wait(t)
+			proc.mu.Lock()
+			defer proc.mu.Unlock()
+			require.Equal(t, tc.want, proc.window)
+		})
+	}
 }

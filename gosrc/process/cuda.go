@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
@@ -12,7 +13,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
-	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 	"github.com/vortexgo/vortexgo/gosrc/internal/turn"
 )
 
@@ -150,7 +150,14 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	default:
 		return nil, backend.Invalidf("process: NewCUDAProcessor: VORTEXGO_CUDA_GRAPHS=%q in the environment, expected 0 (launch the kernels directly) or 1 (replay graphs, the default)", v)
 	}
-	return &CUDAProcessor{dev: dev, st: st, order: turn.New(spin.Window()), noGraphs: noGraphs}, nil
+	// How long a slot's submitter polls for the rolling average's turn
+	// before it parks (internal/turn): the environment's window, else none
+	// until an engine chooses (SetTurnWindow).
+	window, _, err := turn.Configured()
+	if err != nil {
+		return nil, backend.Invalidf("process: NewCUDAProcessor: %v", err)
+	}
+	return &CUDAProcessor{dev: dev, st: st, order: turn.New(window), noGraphs: noGraphs}, nil
 }
 
 func newCUDAState(cfg Config) (*cudaState, error) {
@@ -457,6 +464,10 @@ func (p *CUDAProcessor) Ticket() uint64 { return p.order.Take() }
 func (p *CUDAProcessor) ProcessTicket(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
 	return p.process(ticket, slot, s, in, records, out, outInt8, true)
 }
+
+// SetTurnWindow sets how long a ProcessTicket polls for its turn before
+// it parks (engine.OrderedProcessor).
+func (p *CUDAProcessor) SetTurnWindow(window time.Duration) { p.order.SetWindow(window) }
 
 // SkipTicket gives up the place of ticket (its block is not processed).
 func (p *CUDAProcessor) SkipTicket(ticket uint64) {

@@ -5,10 +5,13 @@
 package turn
 
 import (
+	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 )
 
@@ -17,22 +20,34 @@ type Order struct {
 	mu   sync.Mutex
 	cond sync.Cond
 	next uint64
-	// turn is written under mu and read without it by wait's polling: an
+	// turn is written under mu and read without it by Wait's polling: an
 	// atomic, so that what the previous holder did happens before.
 	turn atomic.Uint64
-	// window is how long Wait polls the turn before parking on cond
-	// (internal/spin): a turn passes a few microseconds after the holder's
-	// ordered part, less than a parked goroutine's wake-up on the GPU VMs.
-	window time.Duration
+	// window is how long Wait polls the turn before parking on cond while
+	// the order is hot: the last wait that parked (or polled) ended within
+	// the window. A turn passes a few microseconds after the holder's
+	// ordered part, less than a parked goroutine's wake-up on the GPU VMs
+	// (issue 29); when the holder itself is slow to come (few blocks in
+	// flight), polling would only burn a CPU the holder may need, so a
+	// wait that outlasted the window makes the next ones park at once
+	// until a parked one is short again (internal/spin's Waiter does the
+	// same for the stages' channels).
+	window atomic.Int64 // time.Duration
+	hot    atomic.Bool
 }
 
 // New returns an order whose first ticket has the turn; Wait polls for
-// window before it parks (0: parks at once).
+// up to window before it parks (0: parks at once).
 func New(window time.Duration) *Order {
-	o := &Order{window: window}
+	o := &Order{}
 	o.cond.L = &o.mu
+	o.window.Store(int64(window))
 	return o
 }
+
+// SetWindow changes how long Wait polls (0: parks at once); safe while
+// others wait.
+func (o *Order) SetWindow(window time.Duration) { o.window.Store(int64(window)) }
 
 // Take reserves the next place.
 func (o *Order) Take() uint64 {
@@ -45,13 +60,24 @@ func (o *Order) Take() uint64 {
 
 // Wait returns when every earlier ticket is done.
 func (o *Order) Wait(t uint64) {
-	if o.window > 0 {
-		spin.Until(o.window, func() bool { return o.turn.Load() == t })
+	if o.turn.Load() == t {
+		return // its turn already: no wait to learn from
+	}
+	window := time.Duration(o.window.Load())
+	if window > 0 && o.hot.Load() && spin.Until(window, func() bool { return o.turn.Load() == t }) {
+		return
+	}
+	var start time.Time
+	if window > 0 {
+		start = time.Now()
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	for o.turn.Load() != t {
 		o.cond.Wait()
+	}
+	o.mu.Unlock()
+	if window > 0 {
+		o.hot.Store(time.Since(start) <= window)
 	}
 }
 
@@ -64,4 +90,32 @@ func (o *Order) Done(t uint64) {
 	}
 	o.turn.Add(1)
 	o.cond.Broadcast()
+}
+
+// Hot reports whether the next Wait would poll first (tests).
+func (o *Order) Hot() bool { return o.hot.Load() }
+
+// WindowEnv is the environment variable that sets the window of the
+// processors' orders in microseconds, in place of the engine's choice
+// (engine.OrderedProcessor's SetTurnWindow).
+const WindowEnv = "VORTEXGO_TURN_SPIN"
+
+// maxWindow bounds WindowEnv: a window that long is a typo, not a tuning.
+const maxWindow = 10 * time.Millisecond
+
+// Configured returns WindowEnv's window and whether it is set (not empty;
+// 0: park at once). A value that is not an integer number of microseconds
+// in [0, 10000] is an error naming the variable. It reads the live
+// environment (dl.Getenv).
+func Configured() (window time.Duration, set bool, err error) {
+	v, _ := dl.Getenv(WindowEnv)
+	if v == "" {
+		return 0, false, nil
+	}
+	us, err := strconv.Atoi(v)
+	if err != nil || us < 0 || time.Duration(us)*time.Microsecond > maxWindow {
+		return 0, false, fmt.Errorf("%s=%q: expected an integer number of microseconds in [0, %d] (0: a turn's waiter parks at once; unset: the engine chooses)",
+			WindowEnv, v, maxWindow.Microseconds())
+	}
+	return time.Duration(us) * time.Microsecond, true, nil
 }

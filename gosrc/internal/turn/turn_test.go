@@ -76,3 +76,72 @@ func TestOrderDoneOutOfTurnPanics(t *testing.T) {
 	second := o.Take()
 	require.PanicsWithValue(t, "turn: Done out of turn", func() { o.Done(second) })
 }
+
+// TestConfigured: unset or empty is not set, 0 parks at once, anything but
+// whole microseconds in [0, 10000] is refused naming the variable.
+func TestConfigured(t *testing.T) {
+	tests := []struct {
+		value   string
+		want    time.Duration
+		set     bool
+		wantErr bool
+	}{
+		{"", 0, false, false},
+		{"0", 0, true, false},
+		{"50", 50 * time.Microsecond, true, false},
+		{"10000", 10 * time.Millisecond, true, false},
+		{"10001", 0, false, true},
+		{"-1", 0, false, true},
+		{"30us", 0, false, true},
+		{"off", 0, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.value, func(t *testing.T) {
+			t.Setenv(WindowEnv, tc.value)
+			got, set, err := Configured()
+			if tc.wantErr {
+				require.ErrorContains(t, err, WindowEnv)
+				require.ErrorContains(t, err, fmt.Sprintf("%q", tc.value))
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.set, set)
+		})
+	}
+}
+
+// TestHotFollowsTheLastWait: an order polls only while its waits end
+// within the window: a wait that outlasts it (the holder was slow to come)
+// makes the next park at once, a short parked wait makes it poll again,
+// and an order without a window never polls.
+func TestHotFollowsTheLastWait(t *testing.T) {
+	tests := []struct {
+		name    string
+		window  time.Duration
+		hold    time.Duration // how long the holder keeps the turn
+		wantHot bool
+	}{
+		{"short waits poll", 200 * time.Millisecond, time.Millisecond, true},
+		{"long waits park", 100 * time.Microsecond, 50 * time.Millisecond, false},
+		{"no window", 0, time.Millisecond, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := New(tc.window)
+			first, second := o.Take(), o.Take()
+			o.Wait(first) // its turn: returns at once, learns nothing
+			require.False(t, o.Hot(), "an order starts cold")
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				o.Wait(second)
+				o.Done(second)
+			}()
+			time.Sleep(tc.hold)
+			o.Done(first)
+			<-done
+			require.Equal(t, tc.wantHot, o.Hot())
+		})
+	}
+}
