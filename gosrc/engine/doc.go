@@ -11,7 +11,11 @@
 //	          markers, hand the waveform to the IOs (each shifted by its
 //	          lead_samples), then Acquisition.Fill its pinned host buffer
 //	process:  on a slot stream, record a timing event, upload (H2D), run
-//	          every Processor, record the block's ready event
+//	          every Processor, record the block's ready event; with two or
+//	          more slots and OrderedProcessors each slot's blocks are
+//	          submitted by a goroutine of their own (submitLoop), and the
+//	          acquire loop hands them over itself (route, the direct path)
+//	          instead of a process goroutine
 //	format:   for each Formatter (the format planner), plan the block from
 //	          its markers; each Endpoint makes its own stream wait on the
 //	          ready event (device side) and executes the plan with its
