@@ -22,6 +22,15 @@ Run::
     python bench/host_cost.py --driver real --quick  # GPU machine
 
 Writes ``host_cost.json`` and ``host_cost.md`` into ``--out``.
+
+A/B runs (how every engine change of issue 29 was judged on the VM, whose speed drifts between
+leases and within one): ``--variant NAME:VAR=VALUE,...`` two or more times measures each variant in
+a process of its own with those environment variables set, the variants interleaved, ``--rounds``
+times, and writes ``ab.json`` and ``ab.md``: wall us per block per variant and round, the
+medians, and each variant's change against the first::
+
+    python bench/host_cost.py --driver real --quick --samples 1024 2048 --rounds 3 \
+        --variant park:VORTEXGO_TURN_SPIN=0 --variant poll:VORTEXGO_TURN_SPIN=30
 """
 
 from __future__ import annotations
@@ -270,6 +279,64 @@ def run(driver: str, quick: bool, seconds: float, samples_list: list[int], stage
             "cpus": os.cpu_count(), "python": platform.python_version(), "rows": rows}
 
 
+def parse_variant(text: str) -> tuple[str, dict[str, str]]:
+    """``NAME`` or ``NAME:VAR=VALUE,VAR=VALUE``; ValueError saying what is expected."""
+    name, _, spec = text.partition(":")
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"--variant {text!r}: expected NAME[:VAR=VALUE,...] with a NAME of letters, digits, - and _")
+    env: dict[str, str] = {}
+    for item in filter(None, spec.split(",")):
+        var, eq, value = item.partition("=")
+        if not eq or not var or not (var[0].isalpha() or var[0] == "_") or not var.replace("_", "").isalnum():
+            raise ValueError(f"--variant {text!r}: {item!r} is not VAR=VALUE (an environment variable's name, '=', its value)")
+        env[var] = value
+    return name, env
+
+
+def ab(variants: list[tuple[str, dict[str, str]]], rounds: int, child_args: list[str], out: Path) -> dict:
+    """Each variant in a child process of its own, interleaved round by round; the rows of every
+    configuration side by side."""
+    runs: dict[str, list[dict]] = {name: [] for name, _ in variants}
+    for r in range(1, rounds + 1):
+        for name, env in variants:
+            dest = out / f"{name}_{r}"
+            print(f"round {r}/{rounds}: {name} {env or ''}", file=sys.stderr, flush=True)
+            code = subprocess.call([sys.executable, __file__, *child_args, "--out", str(dest)],
+                                   env={**os.environ, **env}, stdout=subprocess.DEVNULL)
+            if code != 0:
+                raise RuntimeError(f"variant {name} (round {r}) exited with status {code}")
+            runs[name].append(json.loads((dest / "host_cost.json").read_text()))
+    first = runs[variants[0][0]][0]
+    rows = []
+    for i, row in enumerate(first["rows"]):
+        config = {k: row[k] for k in ("samples", "records_per_block", "blocks_to_allocate", "preload_count", "slots")}
+        wall = {name: [run["rows"][i]["wall_us_per_block"] for run in runs[name]] for name, _ in variants}
+        median = {name: float(np.median(v)) for name, v in wall.items()}
+        base = median[variants[0][0]]
+        rows.append({**config, "wall_us_per_block": wall, "median": median,
+                     "change": {name: m / base - 1 for name, m in median.items()}})
+    return {"benchmark": "host_cost A/B", "driver": first["driver"], "device": first["device"], "host": first["host"],
+            "rounds": rounds, "variants": {name: env for name, env in variants}, "rows": rows}
+
+
+def ab_markdown(result: dict) -> str:
+    names = list(result["variants"])
+    lines = [f"### Host cost per block, A/B ({result['device']}, {result['driver']} driver, {result['rounds']} "
+             "interleaved rounds)", "", "Wall us per block (lower is better), every round, the median in bold; "
+             f"changes against `{names[0]}`. Variants: " +
+             "; ".join(f"`{n}`: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "the environment as it is")
+                       for n, env in result["variants"].items()), "",
+             "| samples x records | blocks / preload | slots | " + " | ".join(names) + " | " +
+             " | ".join(f"{n} vs {names[0]}" for n in names[1:]) + " |",
+             "| --- | --- | ---: | " + " | ".join("---:" for _ in names) + " | " + " | ".join("---:" for _ in names[1:]) + " |"]
+    for r in result["rows"]:
+        cells = [", ".join(f"{v:.1f}" for v in r["wall_us_per_block"][n]) + f" (**{r['median'][n]:.1f}**)" for n in names]
+        changes = [f"{100 * r['change'][n]:+.0f}%" for n in names[1:]]
+        lines.append(f"| {r['samples']} x {r['records_per_block']} | {r['blocks_to_allocate']} / {r['preload_count']} | "
+                     f"{r['slots']} | " + " | ".join(cells) + " | " + " | ".join(changes) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--driver", choices=["fake", "real"], default="fake")
@@ -279,9 +346,33 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "bench-host")
     ap.add_argument("--stages", action="store_true",
                     help="also write the engine's profiler log and report where each block's time goes, per stage")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME[:VAR=VALUE,...]",
+                    help="an A/B variant: these environment variables set (give two or more; see --rounds)")
+    ap.add_argument("--rounds", type=int, default=2, help="A/B: how many times each variant runs, interleaved")
     args = ap.parse_args(argv)
     if args.seconds <= 0:
         ap.error(f"--seconds={args.seconds}, expected > 0")
+    if args.variant:
+        if len(args.variant) < 2:
+            ap.error(f"--variant given {len(args.variant)} time, expected two or more (the first is the baseline)")
+        if not 1 <= args.rounds <= 100:
+            ap.error(f"--rounds={args.rounds}, expected 1 to 100")
+        try:
+            variants = [parse_variant(v) for v in args.variant]
+        except ValueError as e:
+            ap.error(str(e))
+        names = [n for n, _ in variants]
+        if len(set(names)) != len(names):
+            ap.error(f"--variant names {names}: expected each once")
+        child = ["--driver", args.driver, "--seconds", str(args.seconds), "--samples", *map(str, args.samples)]
+        child += ["--quick"] * args.quick + ["--stages"] * args.stages
+        args.out.mkdir(parents=True, exist_ok=True)
+        result = ab(variants, args.rounds, child, args.out)
+        (args.out / "ab.json").write_text(json.dumps(result, indent=1))
+        md = ab_markdown(result)
+        (args.out / "ab.md").write_text(md)
+        print(md)
+        return 0
     if args.driver == "fake" and os.environ.get(CHILD) is None:
         # The driver is chosen at vortexgo's first CUDA use, once per process: a child
         # process with the fakes in its environment.

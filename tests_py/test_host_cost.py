@@ -107,3 +107,42 @@ def test_the_cuda_path_with_polling_stages(tmp_path: Path) -> None:
         assert r["blocks"] >= 2000 and r["blocks_per_s"] > 0, r
         calls, skew = r["calls_per_block"], (r["blocks_to_allocate"] + 2) / r["blocks"]
         assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.02 + skew), calls  # see the budget test
+
+
+def test_ab_runs_each_variant_in_its_own_process(tmp_path: Path) -> None:
+    """``--variant`` A/B: each variant measured with its environment, interleaved; the table
+    says every round's wall time per block, the medians and the change against the first."""
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("the fake driver needs a C compiler")
+    out = tmp_path / "ab"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--quick", "--seconds", "0.2",
+                           "--samples", "1024", "--rounds", "1", "--out", str(out),
+                           "--variant", "stages:VORTEXGO_SLOT_PATH=stages,VORTEXGO_TURN_SPIN=0", "--variant", "direct"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(vortexgo.__file__).resolve().parents[1])})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((out / "ab.json").read_text())
+    assert result["variants"] == {"stages": {"VORTEXGO_SLOT_PATH": "stages", "VORTEXGO_TURN_SPIN": "0"}, "direct": {}}
+    assert result["rounds"] == 1 and result["driver"] == "fake"
+    assert [(r["records_per_block"], r["blocks_to_allocate"]) for r in result["rows"]] == [(256, 4), (256, 32), (1024, 4), (8192, 4)]
+    for r in result["rows"]:
+        assert set(r["wall_us_per_block"]) == {"stages", "direct"}
+        assert all(len(v) == 1 and v[0] > 0 for v in r["wall_us_per_block"].values())
+        assert r["change"]["stages"] == 0 and r["change"]["direct"] == pytest.approx(r["median"]["direct"] / r["median"]["stages"] - 1)
+    md = (out / "ab.md").read_text()
+    assert "| stages | direct | direct vs stages |" in md and md.count("\n| 1024 x ") == 4, md
+    for name in ("stages_1", "direct_1"):
+        assert (out / name / "host_cost.json").is_file()
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--variant", "only"], "two or more"),
+    (["--variant", "a:FOO", "--variant", "b"], "'FOO' is not VAR=VALUE"),
+    (["--variant", "a b", "--variant", "c"], "expected NAME[:VAR=VALUE,...]"),
+    (["--variant", "a", "--variant", "a:X=1"], "expected each once"),
+    (["--variant", "a", "--variant", "b", "--rounds", "0"], "--rounds=0, expected 1 to 100"),
+])
+def test_ab_refuses_bad_variants_naming_the_argument(args: list[str], expected: str, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--out", str(tmp_path), *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
