@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
@@ -223,6 +224,23 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 			require.ErrorIs(t, err, backend.ErrInvalid)
 			require.ErrorContains(t, err, "VORTEXGO_CUDA_GRAPHS=")
 			require.ErrorContains(t, err, "expected 0")
+		}
+	})
+
+	t.Run("the turn's window: the environment's, else none until an engine sets it", func(t *testing.T) {
+		t.Setenv("VORTEXGO_TURN_SPIN", "")
+		p, _ := newProc(t, nil)
+		require.Zero(t, p.order.Window())
+		p.SetTurnWindow(30 * time.Microsecond)
+		require.Equal(t, 30*time.Microsecond, p.order.Window())
+		t.Setenv("VORTEXGO_TURN_SPIN", "45")
+		q, _ := newProc(t, nil)
+		require.Equal(t, 45*time.Microsecond, q.order.Window())
+		for _, v := range []string{"on", "-1", "10001"} { // a misspelt window is refused, not ignored
+			t.Setenv("VORTEXGO_TURN_SPIN", v)
+			_, err := NewCUDAProcessor(dev, smallConfig(n, r))
+			require.ErrorIs(t, err, backend.ErrInvalid)
+			require.ErrorContains(t, err, "VORTEXGO_TURN_SPIN=")
 		}
 	})
 

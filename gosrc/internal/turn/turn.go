@@ -92,6 +92,9 @@ func (o *Order) Done(t uint64) {
 	o.cond.Broadcast()
 }
 
+// Window is how long Wait polls (tests).
+func (o *Order) Window() time.Duration { return time.Duration(o.window.Load()) }
+
 // Hot reports whether the next Wait would poll first (tests).
 func (o *Order) Hot() bool { return o.hot.Load() }
 
