@@ -407,61 +407,56 @@ func (e *Engine) stateName() string {
 	return [...]string{"new", "prepared", "running", "finished", "closed"}[e.state]
 }
 
+// processLoop is the Process stage between the acquire and format loops
+// (all but the direct path): it submits each block on the next slot
+// stream itself, or routes it to the slots' submitters.
 func (e *Engine) processLoop(s *session) {
 	defer s.wg.Done()
 	defer close(s.toFmt)
-	var work []chan *Block
-	if e.slotSubmitters() {
-		work = make([]chan *Block, len(e.slots))
-		for i := range work {
-			// Never full: a slot cannot hold more blocks than there are.
-			work[i] = make(chan *Block, len(e.blocks))
-			s.wg.Add(1) // the counter is positive: this loop has not returned
-			go e.submitLoop(s, i, work[i])
-		}
+	if s.work != nil {
 		defer func() { // after recoverStage: the submitters finish what they hold
-			for _, w := range work {
+			for _, w := range s.work {
 				close(w)
 			}
 		}()
 	}
 	defer e.recoverStage(s, "process", s.toProc)
-	slot := 0
 	in := spin.NewWaiter(s.spin)
 	for {
 		b, ok := spin.Recv(in, s.toProc)
 		if !ok {
 			break
 		}
-		b.setStream(nil) // set below once the block's processing is queued
-		if b.finishOnly {
-			s.toFmt <- b // nothing to upload or process
+		if s.work != nil {
+			e.route(s, b) // its slot's submitter makes the driver calls
 			continue
 		}
-		if s.broken.Load() || s.interrupt.Load() {
-			// A failed device stage, or shutdown(interrupt=true): vortex
-			// drops the blocks acquired but not yet processed.
-			e.dropped.Add(1)
-			b.Records = 0 // tells later stages to pass it through
-			s.toFmt <- b
-			continue
+		if !e.passThrough(s, b) {
+			st := e.slots[s.nextSlot]
+			b.Slot = s.nextSlot
+			s.nextSlot = (s.nextSlot + 1) % len(e.slots)
+			e.submitted(s, st, b, e.dispatchTimed(s, st, b))
 		}
-		st := e.slots[slot]
-		b.Slot = slot
-		slot = (slot + 1) % len(e.slots)
-		if work != nil {
-			// The block's places in its processors' orders are taken
-			// here, in block order; its slot's submitter makes the driver
-			// calls, and the format stage waits for them (b.submitted).
-			e.takeTickets(b)
-			b.submitted = make(chan struct{})
-			work[b.Slot] <- b
-			s.toFmt <- b
-			continue
-		}
-		e.submitted(s, st, b, e.dispatchTimed(s, st, b))
 		s.toFmt <- b
 	}
+}
+
+// passThrough readies block b for processing (no stream yet) and reports
+// whether it goes to the format stage unprocessed: the block that only
+// finishes the formatters, or one acquired after a failed device stage or
+// shutdown(interrupt=true), which vortex drops (counted, its records set
+// to 0 so that the later stages pass it through).
+func (e *Engine) passThrough(s *session, b *Block) bool {
+	b.setStream(nil) // set once the block's processing is queued
+	switch {
+	case b.finishOnly:
+		return true
+	case s.broken.Load() || s.interrupt.Load():
+		e.dropped.Add(1)
+		b.Records = 0
+		return true
+	}
+	return false
 }
 
 // takeTickets takes block b's places in the orders of the processors
@@ -510,29 +505,21 @@ func (e *Engine) endAcquire(s *session) {
 	close(s.toFmt)
 }
 
-// route is the process loop's part of a block on the direct path, run by
-// the acquire loop: block b takes its places in its processors' orders, in
-// block order, and goes to the next slot's submitter, and to the format
-// loop, which waits for the submitter (b.submitted). A block with nothing
-// to submit (the run's finishing block, or one dropped by a failure or an
-// interrupt) goes to the format loop alone.
+// route hands block b, in block order, to the next slot's submitter and
+// to the format loop, which waits for the submitter (b.submitted), after
+// taking its places in its processors' orders; a block that passes
+// through unprocessed goes to the format loop alone. The acquire loop
+// routes on the direct path, the process loop otherwise.
 //
-// Why (issue 29): on the GPU VMs each hand-over to a parked goroutine costs
-// several microseconds of scheduler delay, and the process loop's was one
-// more on every block's way from the pool and back, for a few atomic
-// operations of work. The format loop stays a goroutine of its own: its
-// driver calls then run beside the submitters' (measured: formatting on
-// the submitters, in block order, made 256-record blocks 12-25% slower).
+// Why the direct path (issue 29): on the GPU VMs each hand-over to a
+// parked goroutine costs several microseconds of scheduler delay, and the
+// process loop's was one more on every block's way from the pool and back,
+// for a few atomic operations of work. The format loop stays a goroutine of
+// its own: its driver calls then run beside the submitters' (measured:
+// formatting on the submitters, in block order, made 256-record blocks
+// 12-25% slower).
 func (e *Engine) route(s *session, b *Block) {
-	b.setStream(nil) // set by the submitter once the block's processing is queued
-	switch {
-	case b.finishOnly: // nothing to upload or process
-	case s.broken.Load() || s.interrupt.Load():
-		// As the process loop: vortex drops the blocks acquired but not
-		// yet processed after a failed device stage or an interrupt.
-		e.dropped.Add(1)
-		b.Records = 0
-	default:
+	if !e.passThrough(s, b) {
 		b.Slot = s.nextSlot
 		s.nextSlot = (s.nextSlot + 1) % len(s.work)
 		e.takeTickets(b)

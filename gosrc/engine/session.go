@@ -62,9 +62,11 @@ type session struct {
 	// freeWait is the acquire loop's Waiter on the pool (takeFree).
 	freeWait *spin.Waiter
 
-	// The direct path (directPath): the acquire loop routes each block to
-	// its slot's submitter (work) and to the format loop itself; no process
-	// loop between. nextSlot is the acquire loop's.
+	// work holds each slot's submitter's input when slots have submitters
+	// of their own (slotSubmitters), else nil. On the direct path
+	// (directPath) the acquire loop routes each block to them and to the
+	// format loop itself; no process loop between. nextSlot is the slot of
+	// the next block processed, the router's (or the process loop's).
 	direct   bool
 	work     []chan *Block
 	nextSlot int
@@ -140,14 +142,14 @@ func (e *Engine) newSession() (*session, error) {
 		jobs:      e.jobEvents.Load(),
 		spin:      window,
 		freeWait:  spin.NewWaiter(window),
-		direct:    direct && e.slotSubmitters(),
 	}
-	if s.direct {
+	if e.slotSubmitters() {
 		s.work = make([]chan *Block, len(e.slots))
 		for i := range s.work {
 			// Never full: a slot cannot hold more blocks than there are.
 			s.work[i] = make(chan *Block, len(e.blocks))
 		}
+		s.direct = direct
 	}
 	return s, nil
 }
@@ -238,14 +240,12 @@ func (e *Engine) Start() error {
 	// Posted before the goroutines start, so that it precedes the
 	// acquire loop's EngineStart (vortex's order: Launch, Run, Start).
 	e.lifecycle(s, EngineRun, nil)
-	s.wg.Add(3)
+	s.wg.Add(3 + len(s.work))
 	go e.acquireLoop(s)
-	if s.direct {
-		s.wg.Add(len(s.work))
-		for i, w := range s.work {
-			go e.submitLoop(s, i, w)
-		}
-	} else {
+	for i, w := range s.work {
+		go e.submitLoop(s, i, w)
+	}
+	if !s.direct {
 		s.wg.Add(1)
 		go e.processLoop(s)
 	}
