@@ -31,6 +31,13 @@ medians, and each variant's change against the first::
 
     python bench/host_cost.py --driver real --quick --samples 1024 2048 --rounds 3 \
         --variant park:VORTEXGO_TURN_SPIN=0 --variant poll:VORTEXGO_TURN_SPIN=30
+
+A variable may be ``PYTHONPATH``: two builds of vortexgo side by side (session 43 compared the
+committed engine with a branch's that way). ``--configs RECORDS/BLOCKS/PRELOAD/SLOTS,...`` measures
+those configurations instead of the quick list or the sweep::
+
+    python bench/host_cost.py --driver real --samples 1024 --configs 256/4/2/2,256/8/4/2,256/16/8/2 \
+        --variant before:PYTHONPATH=old/python --variant after:PYTHONPATH=gpu-build/python
 """
 
 from __future__ import annotations
@@ -260,7 +267,25 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(driver: str, quick: bool, seconds: float, samples_list: list[int], stages: Optional[Path] = None) -> dict:
+def parse_configs(text: str) -> list[tuple[int, int, int, int]]:
+    """``RECORDS/BLOCKS/PRELOAD/SLOTS,...`` (e.g. ``256/8/4/2,8192/32/16/2``); ValueError saying
+    what is expected."""
+    configs = []
+    for item in filter(None, text.split(",")):
+        parts = item.split("/")
+        if len(parts) != 4 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(f"--configs {text!r}: {item!r} is not RECORDS/BLOCKS/PRELOAD/SLOTS (four positive integers)")
+        rpb, blocks, preload, slots = map(int, parts)
+        if preload > blocks:
+            raise ValueError(f"--configs {text!r}: {item!r} preloads {preload} of {blocks} blocks, expected PRELOAD <= BLOCKS")
+        configs.append((rpb, blocks, preload, slots))
+    if not configs:
+        raise ValueError(f"--configs {text!r}: expected at least one RECORDS/BLOCKS/PRELOAD/SLOTS")
+    return configs
+
+
+def run(driver: str, quick: bool, seconds: float, samples_list: list[int], stages: Optional[Path] = None,
+        configs: Optional[list[tuple[int, int, int, int]]] = None) -> dict:
     """Measure every configuration on ``cuda:0`` (the fake or the real driver, already chosen by
     the environment)."""
     import vortexgo as vg
@@ -268,7 +293,7 @@ def run(driver: str, quick: bool, seconds: float, samples_list: list[int], stage
     device = vg.get_device("cuda:0")
     counters = Counters() if driver == "fake" else None
     rows = []
-    configs = QUICK if quick else FULL
+    configs = configs or (QUICK if quick else FULL)
     for samples in samples_list:
         for rpb, blocks, preload, slots in configs:
             rows.append(measure(device, samples, rpb, blocks, preload, slots, seconds, counters, stages))
@@ -341,6 +366,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--driver", choices=["fake", "real"], default="fake")
     ap.add_argument("--quick", action="store_true", help="four configurations instead of the sweep")
+    ap.add_argument("--configs", default="", metavar="RECORDS/BLOCKS/PRELOAD/SLOTS,...",
+                    help="these configurations instead of the sweep (e.g. 256/8/4/2,256/16/8/2)")
     ap.add_argument("--seconds", type=float, default=1.0, help="steady window per configuration")
     ap.add_argument("--samples", type=int, nargs="+", default=[1024, 2048])
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "bench-host")
@@ -352,6 +379,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = ap.parse_args(argv)
     if args.seconds <= 0:
         ap.error(f"--seconds={args.seconds}, expected > 0")
+    configs = None
+    if args.configs:
+        try:
+            configs = parse_configs(args.configs)
+        except ValueError as e:
+            ap.error(str(e))
     if args.variant:
         if len(args.variant) < 2:
             ap.error(f"--variant given {len(args.variant)} time, expected two or more (the first is the baseline)")
@@ -365,7 +398,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if len(set(names)) != len(names):
             ap.error(f"--variant names {names}: expected each once")
         child = ["--driver", args.driver, "--seconds", str(args.seconds), "--samples", *map(str, args.samples)]
-        child += ["--quick"] * args.quick + ["--stages"] * args.stages
+        child += ["--quick"] * args.quick + ["--stages"] * args.stages + ["--configs", args.configs] * bool(args.configs)
         args.out.mkdir(parents=True, exist_ok=True)
         result = ab(variants, args.rounds, child, args.out)
         (args.out / "ab.json").write_text(json.dumps(result, indent=1))
@@ -379,7 +412,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         env = {**os.environ, **fake_env(build_fakes(ROOT / "build" / "fakecuda")), CHILD: "1"}
         return subprocess.call([sys.executable, __file__, *(argv if argv is not None else sys.argv[1:])], env=env)
     args.out.mkdir(parents=True, exist_ok=True)
-    result = run(args.driver, args.quick, args.seconds, args.samples, args.out / "profile.bin" if args.stages else None)
+    result = run(args.driver, args.quick, args.seconds, args.samples, args.out / "profile.bin" if args.stages else None,
+                 configs)
     (args.out / "host_cost.json").write_text(json.dumps(result, indent=1))
     md = markdown(result)
     (args.out / "host_cost.md").write_text(md)

@@ -73,8 +73,18 @@ class Outcome:
         return ""
 
     def output(self, n: int = 4000) -> str:
-        """The tails of stdout and stderr, for a failure message."""
-        return f"--- stdout\n{_tail(self.stdout, n // 2)}\n--- stderr\n{_tail(self.stderr, n)}"
+        """The tails of stdout and stderr, for a failure message; for a crash, also the head of
+        stderr from its first crash line (Go's "fatal error:", "panic:" or signal line and the
+        goroutine that crashed), which a long goroutine dump would push out of the tail."""
+        head = ""
+        err = self.stderr
+        if len(err) > n:
+            marks = [i for i in (err.find("fatal error:"), err.find("panic:"), err.find("SIGSEGV"),
+                                 err.find("unexpected signal"), err.find("Fatal Python error")) if i >= 0]
+            if marks:
+                at = min(marks)
+                head = f"--- stderr from its first crash line\n{err[at:at + n]}\n"
+        return f"--- stdout\n{_tail(self.stdout, n // 2)}\n{head}--- stderr\n{_tail(err, n)}"
 
 
 def _tail(s: str, n: int) -> str:

@@ -30,11 +30,11 @@ CALLS_BUDGET = 18
 GRAPH_BLOCK_SAMPLES = 1 << 20
 
 
-def _run_host_cost(out: Path, **env: str) -> dict:
+def _run_host_cost(out: Path, *args: str, **env: str) -> dict:
     if shutil.which("gcc") is None and shutil.which("cc") is None:
         pytest.skip("the fake driver needs a C compiler")
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--quick", "--seconds", "0.3",
-                           "--samples", "1024", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                           "--samples", "1024", "--out", str(out), *args], capture_output=True, text=True, timeout=300,
                           # the package under test (python/ here, gpu-build/python on the GPU machine)
                           env={**os.environ, "PYTHONPATH": str(Path(vortexgo.__file__).resolve().parents[1]), **env})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -109,6 +109,15 @@ def test_the_cuda_path_with_polling_stages(tmp_path: Path) -> None:
         assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.02 + skew), calls  # see the budget test
 
 
+def test_configs_measures_the_configurations_named(tmp_path: Path) -> None:
+    """``--configs RECORDS/BLOCKS/PRELOAD/SLOTS,...`` measures those, in that order, instead of the
+    quick list."""
+    rows = _run_host_cost(tmp_path, "--configs", "256/8/4/2,512/16/8/3")["rows"]
+    assert [(r["records_per_block"], r["blocks_to_allocate"], r["preload_count"], r["slots"]) for r in rows] == \
+        [(256, 8, 4, 2), (512, 16, 8, 3)]
+    assert all(r["blocks"] > 0 for r in rows)
+
+
 def test_ab_runs_each_variant_in_its_own_process(tmp_path: Path) -> None:
     """``--variant`` A/B: each variant measured with its environment, interleaved; the table
     says every round's wall time per block, the medians and the change against the first."""
@@ -117,12 +126,12 @@ def test_ab_runs_each_variant_in_its_own_process(tmp_path: Path) -> None:
     out = tmp_path / "ab"
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--quick", "--seconds", "0.2",
                            "--samples", "1024", "--rounds", "1", "--out", str(out),
-                           "--variant", "stages:VORTEXGO_SLOT_PATH=stages,VORTEXGO_TURN_SPIN=0", "--variant", "direct"],
+                           "--variant", "stages:VORTEXGO_SLOT_PATH=stages,VORTEXGO_STAGE_SPIN=0", "--variant", "direct"],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(Path(vortexgo.__file__).resolve().parents[1])})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((out / "ab.json").read_text())
-    assert result["variants"] == {"stages": {"VORTEXGO_SLOT_PATH": "stages", "VORTEXGO_TURN_SPIN": "0"}, "direct": {}}
+    assert result["variants"] == {"stages": {"VORTEXGO_SLOT_PATH": "stages", "VORTEXGO_STAGE_SPIN": "0"}, "direct": {}}
     assert result["rounds"] == 1 and result["driver"] == "fake"
     assert [(r["records_per_block"], r["blocks_to_allocate"]) for r in result["rows"]] == [(256, 4), (256, 32), (1024, 4), (8192, 4)]
     for r in result["rows"]:
@@ -141,6 +150,10 @@ def test_ab_runs_each_variant_in_its_own_process(tmp_path: Path) -> None:
     (["--variant", "a b", "--variant", "c"], "expected NAME[:VAR=VALUE,...]"),
     (["--variant", "a", "--variant", "a:X=1"], "expected each once"),
     (["--variant", "a", "--variant", "b", "--rounds", "0"], "--rounds=0, expected 1 to 100"),
+    (["--configs", "256/4/2"], "'256/4/2' is not RECORDS/BLOCKS/PRELOAD/SLOTS"),
+    (["--configs", "256/4/0/2"], "four positive integers"),
+    (["--configs", "256/4/8/2"], "expected PRELOAD <= BLOCKS"),
+    (["--configs", ","], "expected at least one"),
 ])
 def test_ab_refuses_bad_variants_naming_the_argument(args: list[str], expected: str, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--out", str(tmp_path), *args],
