@@ -64,6 +64,7 @@ var driverSymbols = []symbol{
 	{C.VG_cuEventCreate, []string{"cuEventCreate"}},
 	{C.VG_cuEventDestroy, []string{"cuEventDestroy_v2"}},
 	{C.VG_cuEventRecord, []string{"cuEventRecord"}},
+	{C.VG_cuEventRecordWithFlags, []string{"cuEventRecordWithFlags"}},
 	{C.VG_cuEventQuery, []string{"cuEventQuery"}},
 	{C.VG_cuEventSynchronize, []string{"cuEventSynchronize"}},
 	{C.VG_cuEventElapsedTime, []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}},

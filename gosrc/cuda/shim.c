@@ -364,6 +364,13 @@ vg_ret vg_event_record(uintptr_t ctx, uintptr_t ev, uintptr_t s) {
 	return ok();
 }
 
+vg_ret vg_event_record_external(uintptr_t ctx, uintptr_t ev, uintptr_t s) {
+	CURRENT(ctx);
+	CHECK(F(cuEventRecordWithFlags, CUresult (*)(CUevent, CUstream, unsigned))((CUevent)ev, (CUstream)s, 0x1 /* CU_EVENT_RECORD_EXTERNAL */),
+	      "cuEventRecordWithFlags");
+	return ok();
+}
+
 vg_ret vg_event_query(uintptr_t ctx, uintptr_t ev) {
 	CURRENT(ctx);
 	CHECK(F(cuEventQuery, CUresult (*)(CUevent))((CUevent)ev), "cuEventQuery");

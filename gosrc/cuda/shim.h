@@ -51,6 +51,7 @@ enum {
 	VG_cuEventCreate,
 	VG_cuEventDestroy,
 	VG_cuEventRecord,
+	VG_cuEventRecordWithFlags,
 	VG_cuEventQuery,
 	VG_cuEventSynchronize,
 	VG_cuEventElapsedTime,
@@ -142,6 +143,9 @@ vg_ret vg_graph_destroy(uintptr_t ctx, uintptr_t graph, uintptr_t exec);
 vg_ret vg_event_create(uintptr_t ctx, unsigned int flags);
 vg_ret vg_event_destroy(uintptr_t ctx, uintptr_t ev);
 vg_ret vg_event_record(uintptr_t ctx, uintptr_t ev, uintptr_t s);
+// vg_event_record_external records ev on a capturing stream as an external
+// event node (CU_EVENT_RECORD_EXTERNAL): each launch of the graph records ev.
+vg_ret vg_event_record_external(uintptr_t ctx, uintptr_t ev, uintptr_t s);
 vg_ret vg_event_query(uintptr_t ctx, uintptr_t ev);
 vg_ret vg_event_sync(uintptr_t ctx, uintptr_t ev);
 vg_ret vg_event_elapsed(uintptr_t ctx, uintptr_t start, uintptr_t end);

@@ -106,6 +106,25 @@ func (s *Stream) Record(ev backend.Event) error {
 	return errOf(C.vg_event_record(s.ctx, e.h, s.h))
 }
 
+// RecordExternal records ev at the current tail of a stream that is
+// capturing a graph as an external event node (CU_EVENT_RECORD_EXTERNAL):
+// nothing is recorded now; each launch of the graph records ev when the
+// node's dependencies are done, so a stream that waits on ev after the
+// launch waits for that point of the graph, not for the whole graph. The
+// driver refuses it on a stream that is not capturing.
+func (s *Stream) RecordExternal(ev *Event) error {
+	if !s.g.enter() {
+		return s.inv.Misuse(errClosed("cuda.Stream.RecordExternal"))
+	}
+	defer s.g.exit()
+	e, err := asEvent("cuda.Stream.RecordExternal", ev)
+	if err != nil {
+		return err
+	}
+	defer e.g.exit()
+	return errOf(C.vg_event_record_external(s.ctx, e.h, s.h))
+}
+
 // WaitEvent makes later work on the stream wait for ev; the host does not
 // block.
 func (s *Stream) WaitEvent(ev backend.Event) error {

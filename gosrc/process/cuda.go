@@ -500,11 +500,6 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 		return nil
 	}
 	sl := st.slots[slot]
-	ch, channel := int32(st.cfg.Channels()), int32(st.cfg.Channel)
-	var signed int32
-	if st.cfg.InterpretAsSigned {
-		signed = 1
-	}
 
 	// Step 1a: the rolling average.
 	var avg uintptr
@@ -516,7 +511,15 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 			return fmt.Errorf("%s: AverageWindow=%d cannot be captured into a graph (the rolling average's position advances with every call), expected a stream that is not capturing: %w",
 				op, st.cfg.AverageWindow, backend.ErrInvalid)
 		}
-		subtract, err := p.average(st, cs, sl, in, records, ch, channel, signed, appendHistory)
+		if sl.capture != nil {
+			// The slot replays graphs: the averaging kernel goes into the
+			// block's graph, in the turn (averagedGraph).
+			if err := p.averagedGraph(st, cs, sl, in, records, out, outInt8, appendHistory); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			return nil
+		}
+		subtract, err := p.average(st, cs, sl, in, records, appendHistory)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -528,6 +531,70 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 	k := graphKey{in: in, avg: avg, out: out, outInt8: outInt8, records: records}
 	if err := sl.graphs.run(cs, sl.capture, k, func(s *cuda.Stream) error { return p.enqueue(st, s, sl, k) }); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// averagedGraph enqueues a block's whole device work on cs, the rolling
+// average included, as one graph of the slot's where it has one (graphs.go),
+// with the history's mutex held: the block's history update and mean after
+// the previous update (whatever stream it ran on), the slot's averaged
+// event recorded right after them, then the rest. The history's ring
+// position and counts are part of the graph's key: a slot cycling through
+// an engine's buffers sees a few of them again and again (one with a
+// window no longer than a block, three with vortex's demos' window of two
+// blocks).
+//
+// Why: a launch costs the submitting thread about 4 us on the GPU VMs, and
+// the averaging kernel was one of two per block outside the graph, on the
+// slot submitter's turn (issue 29). In the graph the averaged event is an
+// external event node: each launch records it when the averaging is done,
+// so the next block's update, on another slot's stream, waits for that and
+// not for the whole of this block's graph.
+func (p *CUDAProcessor) averagedGraph(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, out, outInt8 uintptr, appendHistory bool) error {
+	h := st.hist
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := graphKey{in: in, out: out, outInt8: outInt8, records: records}
+	if err := h.begin(cs, sl, &k, st.cfg.AverageWindow, appendHistory); err != nil {
+		return err
+	}
+	err := sl.graphs.run(cs, sl.capture, k, func(s *cuda.Stream) error {
+		if k.avg != 0 {
+			if err := p.launchAverage(st, s, sl, k); err != nil {
+				return err
+			}
+			if s == sl.capture { // recorded by each launch of the graph
+				if err := s.RecordExternal(sl.averaged); err != nil {
+					return fmt.Errorf("averaged event: %w", err)
+				}
+			} else if err := s.Record(sl.averaged); err != nil {
+				return fmt.Errorf("averaged event: %w", err)
+			}
+		}
+		return p.enqueue(st, s, sl, k)
+	})
+	if err != nil || k.avg == 0 {
+		return err
+	}
+	h.advance(k, st.cfg.AverageWindow, sl)
+	return nil
+}
+
+// launchAverage launches on s the history update and mean of k's block
+// (k.histIndex, k.histCnt, k.histCount) into the slot's average record.
+func (p *CUDAProcessor) launchAverage(st *cudaState, s *cuda.Stream, sl *cudaSlot, k graphKey) error {
+	n := st.cfg.SamplesPerRecord
+	ch, channel := int32(st.cfg.Channels()), int32(st.cfg.Channel)
+	var signed int32
+	if st.cfg.InterpretAsSigned {
+		signed = 1
+	}
+	// 32 samples x 8 row strides per block (kernels/oct.cu oct_history_mean).
+	if err := s.Launch(p.fnAverage, cuda.Dim3{X: uint32(ceilDiv(n, 32)), Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 8, Z: 1}, 0,
+		k.in, st.hist.buf.Ptr(), sl.avg, int32(k.records), int32(n), ch, channel, signed, int32(k.histCnt), int32(k.histIndex),
+		int32(st.cfg.AverageWindow), int32(k.histCount)); err != nil {
+		return fmt.Errorf("oct_history_mean: %w", err)
 	}
 	return nil
 }
@@ -646,35 +713,49 @@ func (p *CUDAProcessor) clockPhase(st *cudaState, cs *cuda.Stream, sl *cudaSlot,
 // call's update (on whichever stream it ran), then records the slot's
 // event for the next. It reports whether there is a mean to subtract (not
 // while the history is empty).
-func (p *CUDAProcessor) average(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, ch, channel, signed int32, appendHistory bool) (bool, error) {
+func (p *CUDAProcessor) average(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, appendHistory bool) (bool, error) {
 	h := st.hist
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n, w := st.cfg.SamplesPerRecord, st.cfg.AverageWindow
-	if h.prev != nil {
-		if err := cs.WaitEvent(h.prev); err != nil {
-			return false, err
-		}
+	k := graphKey{in: in, records: records}
+	if err := h.begin(cs, sl, &k, st.cfg.AverageWindow, appendHistory); err != nil || k.avg == 0 {
+		return false, err
 	}
-	cnt := 0
-	if appendHistory {
-		cnt = min(records, w)
-	}
-	count := min(h.count+cnt, w)
-	if count == 0 {
-		return false, nil
-	}
-	// 32 samples x 8 row strides per block (kernels/oct.cu oct_history_mean).
-	if err := cs.Launch(p.fnAverage, cuda.Dim3{X: uint32(ceilDiv(n, 32)), Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 8, Z: 1}, 0,
-		in, h.buf.Ptr(), sl.avg, int32(records), int32(n), ch, channel, signed, int32(cnt), int32(h.index), int32(w),
-		int32(count)); err != nil {
-		return false, fmt.Errorf("oct_history_mean: %w", err)
+	if err := p.launchAverage(st, cs, sl, k); err != nil {
+		return false, err
 	}
 	if err := cs.Record(sl.averaged); err != nil {
 		return false, err
 	}
-	h.index, h.count, h.prev = (h.index+cnt)%w, count, sl.averaged
+	h.advance(k, st.cfg.AverageWindow, sl)
 	return true, nil
+}
+
+// begin makes cs wait for the history's previous update and sets k's
+// history fields for a block of k.records records on slot sl: its ring
+// position, the records it appends and the valid rows after it, and k.avg
+// to the slot's average record; k.avg stays 0 when the history stays
+// empty (nothing to update or subtract). h.mu is held.
+func (h *cudaHistory) begin(cs *cuda.Stream, sl *cudaSlot, k *graphKey, w int, appendHistory bool) error {
+	if h.prev != nil {
+		if err := cs.WaitEvent(h.prev); err != nil {
+			return err
+		}
+	}
+	cnt := 0
+	if appendHistory {
+		cnt = min(k.records, w)
+	}
+	if count := min(h.count+cnt, w); count > 0 {
+		k.avg, k.histIndex, k.histCnt, k.histCount = sl.avg, h.index, cnt, count
+	}
+	return nil
+}
+
+// advance moves the history past k's block, whose update was enqueued
+// with sl's averaged event after it. h.mu is held.
+func (h *cudaHistory) advance(k graphKey, w int, sl *cudaSlot) {
+	h.index, h.count, h.prev = (k.histIndex+k.histCnt)%w, k.histCount, sl.averaged
 }
 
 // Close frees the scratch, tables and plans. cuMemFree waits for queued

@@ -244,6 +244,58 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		}
 	})
 
+	t.Run("the rolling average goes into the graph, its position in the key", func(t *testing.T) {
+		p, s := newProc(t, func(c *Config) { c.AverageWindow = 2 * r }) // vortex's demos: two blocks
+		in, out := buf(t, r*n*2), buf(t, r*n*4)
+		sl, h := p.st.slots[0], p.st.hist
+		// Ring position, appended and valid rows cycle (0, r, r), (r, r, 2r),
+		// (0, r, 2r), then the last two: each key is captured on its second
+		// sighting and replayed after, the averaging kernel inside.
+		for i, want := range []struct{ launches, graphs, ffts int64 }{
+			{3, 0, 1}, {3, 0, 1}, {3, 0, 1}, // first sightings: averaging, spectrum, output kernels
+			{0, 1, 0}, {0, 1, 0}, // second: captured (its own calls not on the caller's stream), replayed
+			{0, 1, 0}, {0, 1, 0}, {0, 1, 0},
+		} {
+			l0, g0, f0 := counts.read()
+			process(t, p, s, in, out)
+			l1, g1, f1 := counts.read()
+			if i == 3 || i == 4 {
+				l1, f1 = l1-3, f1-1
+			}
+			require.Equal(t, want, struct{ launches, graphs, ffts int64 }{l1 - l0, g1 - g0, f1 - f0}, "call %d", i)
+			require.Equal(t, [2]int{(i + 1) * r % (2 * r), min((i+1)*r, 2*r)}, [2]int{h.index, h.count}, "call %d", i)
+			require.Same(t, sl.averaged, h.prev)
+			// Captured as an external event node: a plain record in the
+			// capture would have made the caller's stream, waiting on the
+			// event for the next block, join the capture.
+			require.False(t, s.Capturing(), "call %d", i)
+		}
+		require.Equal(t, 2, sl.graphs.captures)
+		require.Equal(t, 3, sl.graphs.replays)
+		require.NoError(t, sl.graphs.failed)
+		// Without appending (vortex's append_history=False) the position
+		// stays: a key of its own.
+		require.NoError(t, p.ProcessHistory(0, s, in, r, out, 0, false))
+		require.Equal(t, [2]int{0, 2 * r}, [2]int{h.index, h.count})
+	})
+
+	t.Run("an external record is refused outside a capture", func(t *testing.T) {
+		s, err := dev.CreateStream(0)
+		require.NoError(t, err)
+		defer s.Close()
+		ev, err := dev.CreateEvent(false)
+		require.NoError(t, err)
+		defer ev.Close()
+		err = s.RecordExternal(ev)
+		require.ErrorContains(t, err, "cuEventRecordWithFlags")
+		require.NoError(t, s.BeginCapture())
+		require.NoError(t, s.RecordExternal(ev))
+		g, err := s.EndCaptureGraph()
+		require.NoError(t, err)
+		require.NoError(t, g.Close())
+		require.ErrorContains(t, s.RecordExternal(nil), "expected a non-nil *cuda.Event")
+	})
+
 	t.Run("a Change starts the graphs over", func(t *testing.T) {
 		p, s := newProc(t, nil)
 		in, out := buf(t, r*n*2), buf(t, r*n*4)

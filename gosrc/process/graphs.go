@@ -6,11 +6,11 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 )
 
-// A block's device work after the rolling average (the clock phase, the
-// spectrum kernel, the inverse FFT and the output kernel) is 3-7 driver
+// A block's device work (the rolling average, the clock phase, the
+// spectrum kernel, the inverse FFT and the output kernel) is 3-8 driver
 // launches whose arguments are the same from block to block but for the
-// input and output addresses, and an engine cycles through a fixed ring of
-// those. Each launch costs the submitting thread about 4 us on the H200
+// input and output addresses and the average's ring position, and an
+// engine cycles through a fixed ring of those. Each launch costs the submitting thread about 4 us on the H200
 // host (docs/bench.md), a graph launch of the same kernels about one
 // launch's price; so each slot keeps the graphs of the address sets it has
 // seen repeat, captured on its stream, and replays them instead of
@@ -26,9 +26,10 @@ import (
 //
 // A graph is captured with exactly the arguments a direct launch would
 // pass, so replaying it is the same work: nothing in it can go stale while
-// its state lives (the tables, scratch and plans it names are the state's,
-// freed with it, after the graphs). The rolling average stays outside: its
-// ring position advances with every block.
+// its state lives (the tables, scratch, plans and events it names are the
+// state's, freed with it, after the graphs). The rolling average is in the
+// graph with its ring position in the key (CUDAProcessor.averagedGraph):
+// that position advances with every block, but through a short cycle.
 //
 // Sizes are bounded: an address set is captured the second time it is seen
 // (a caller that passes new arrays every call, as a standalone next on
@@ -52,9 +53,13 @@ const (
 )
 
 // graphKey is what differs between two blocks' device work in one state.
+// With the rolling average in the graph (CUDAProcessor.averagedGraph),
+// avg is the slot's average record and the hist fields are the history's
+// ring position, records appended and valid rows for the block.
 type graphKey struct {
-	in, avg, out, outInt8 uintptr
-	records               int
+	in, avg, out, outInt8         uintptr
+	records                       int
+	histIndex, histCnt, histCount int
 }
 
 // slotGraphs is one slot's graphs.

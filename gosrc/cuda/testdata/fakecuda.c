@@ -232,6 +232,19 @@ CUresult cuEventRecord(void* e, void* s) {
 	ev->captured = st != 0, ev->stream = s, ev->origin = st ? capture_origin(s) : NULL;
 	return 0;
 }
+// cuEventRecordWithFlags with CU_EVENT_RECORD_EXTERNAL, as the driver: only
+// on a capturing stream, where the record becomes an external event node of
+// the graph (the event itself is not the capture's: a wait on it neither
+// forks nor isolates), recorded again at each launch.
+CUresult cuEventRecordWithFlags(void* e, void* s, unsigned f) {
+	if (f == 0) return cuEventRecord(e, s);
+	TALLY(N_RECORD);
+	NEED_CTX();
+	int st = capture_state(s);
+	if (f != 1 || st == 0) return 1; // CUDA_ERROR_INVALID_VALUE: external outside a capture
+	if (st == 2) return 901;
+	return 0;
+}
 CUresult cuEventQuery(void* e) { (void)e; TALLY(N_QUERY); NEED_CTX(); return fake_stream_busy ? 600 : 0; }
 CUresult cuEventSynchronize(void* e) { (void)e; TALLY(N_EVSYNC); NEED_CTX(); fake_stream_busy = 0; return 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { (void)a; (void)b; TALLY(N_ELAPSED); NEED_CTX(); *ms = 1.5f; return 0; }
