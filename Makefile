@@ -8,6 +8,8 @@
 #   make wheel-test install each wheel in a fresh venv without Go and run the CPU test subset
 #   make gpu-build  build for the lent GPU machine into gpu-build/ (carry it, then run
 #                   `bash gpu-build/run_gpu_tests.sh` there; `make bench` and `make soak` there too)
+#   make gpu-build-base BASE=<rev>   another revision's extension into gpu-build/base-python,
+#                   for A/B runs of two builds there (bench/host_cost.py --variant ...:PYTHONPATH=...)
 #   make gpu-qt, make gpu-aravis   offscreen Qt and Aravis (+ its GigE Vision simulator) packed
 #                   for the GPU machine, which lacks both; carried beside gpu-build/
 #
@@ -42,7 +44,7 @@ CFILES := $(wildcard gosrc/cuda/*.c gosrc/cuda/*.h gosrc/driver/*/*.c gosrc/driv
 GPU_PY ?= $(PYTHON)
 
 # gpu-qt.tar.xz: the offscreen Qt the GPU machine lacks (scripts/gpu_qt.sh), carried in a call of its own.
-.PHONY: bench-host gpu-dask test-deps vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
+.PHONY: gpu-build-base bench-host gpu-dask test-deps vortex-oracle gpu-qt gpu-aravis virtual all build test go-test py-test py-test-invariants demo docs ptx gpu-build bench soak clean lint wheel wheel-test
 
 all: build
 
@@ -186,6 +188,13 @@ gpu-build:
 	if [ -f ../shared/vortex-build/setup.sh ]; then mkdir -p gpu-build/vortex-build && \
 	  cp ../shared/vortex-build/setup.sh ../shared/vortex-build/*.whl gpu-build/vortex-build/; fi
 	@du -sh gpu-build
+
+# gpu-build/base-python: the extension of revision BASE (default HEAD~1), for A/B runs of two
+# builds in one GPU call (scripts/gpu_build_base.sh says how); after `make gpu-build`, which
+# starts gpu-build/ afresh.
+BASE ?= HEAD~1
+gpu-build-base:
+	bash scripts/gpu_build_base.sh '$(BASE)' $(GPU_PY)
 
 bench:
 	bash scripts/run_bench.sh

@@ -32,12 +32,13 @@ medians, and each variant's change against the first::
     python bench/host_cost.py --driver real --quick --samples 1024 2048 --rounds 3 \
         --variant park:VORTEXGO_TURN_SPIN=0 --variant poll:VORTEXGO_TURN_SPIN=30
 
-A variable may be ``PYTHONPATH``: two builds of vortexgo side by side (session 43 compared the
-committed engine with a branch's that way). ``--configs RECORDS/BLOCKS/PRELOAD/SLOTS,...`` measures
-those configurations instead of the quick list or the sweep::
+A variable may be ``PYTHONPATH``: two builds of vortexgo side by side (``make gpu-build-base
+BASE=<rev>`` builds another revision's extension into ``gpu-build/base-python``).
+``--configs RECORDS/BLOCKS/PRELOAD/SLOTS,...`` measures those configurations instead of the quick
+list or the sweep::
 
     python bench/host_cost.py --driver real --samples 1024 --configs 256/4/2/2,256/8/4/2,256/16/8/2 \
-        --variant before:PYTHONPATH=old/python --variant after:PYTHONPATH=gpu-build/python
+        --variant base:PYTHONPATH=gpu-build/base-python --variant head:PYTHONPATH=gpu-build/python
 """
 
 from __future__ import annotations

@@ -163,3 +163,17 @@ def test_ab_refuses_bad_variants_naming_the_argument(args: list[str], expected: 
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "host_cost.py"), "--out", str(tmp_path), *args],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
+
+
+def test_base_build_refuses_a_revision_that_is_not_one(tmp_path: Path) -> None:
+    """``make gpu-build-base BASE=<rev>`` (scripts/gpu_build_base.sh) names a bad revision and
+    leaves no worktree behind."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs a git checkout")
+    before = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_build_base.sh"), "no-such-revision", sys.executable],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "BASE=no-such-revision is not a commit of this repository" in proc.stderr
+    after = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+    assert after == before
