@@ -358,6 +358,50 @@ func TestGraphCaptureReplay(t *testing.T) {
 	require.ErrorIs(t, g.Launch(s), backend.ErrClosed)
 }
 
+// TestGraphExternalEventRecord: an event recorded as an external event
+// node of a captured graph (RecordExternal) is recorded by each launch when
+// the node's dependencies are done; another stream that waits on it after
+// the launch waits for that point of the graph, not for the whole graph.
+// CUDAProcessor orders the rolling average's updates across slots this way
+// (gosrc/process/graphs.go).
+func TestGraphExternalEventRecord(t *testing.T) {
+	d := device(t)
+	s, other := stream(t, d), stream(t, d)
+	flag, out := devBuf(t, d, 4), devBuf(t, d, 4)
+	host := pinned(t, d, 4)
+	ev, err := d.CreateEvent(false)
+	require.NoError(t, err)
+	defer ev.Close()
+	done, err := d.CreateEvent(false)
+	require.NoError(t, err)
+	defer done.Close()
+	require.ErrorContains(t, s.RecordExternal(ev), "cuEventRecordWithFlags", "refused outside a capture")
+
+	require.NoError(t, s.BeginCapture())
+	spin(t, s, 30*time.Millisecond)
+	require.NoError(t, s.Launch(fn(t, d, "fill_float32"), one, one, 0, flag.Ptr(), uint64(1), 1.0))
+	require.NoError(t, s.RecordExternal(ev))
+	spin(t, s, 400*time.Millisecond) // the graph goes on long after the node
+	g, err := s.EndCaptureGraph()
+	require.NoError(t, err)
+	defer g.Close()
+
+	for round := range 2 {
+		require.NoError(t, s.Memset(flag.Ptr(), 0, 4))
+		require.NoError(t, g.Launch(s))
+		require.NoError(t, other.WaitEvent(ev))
+		require.NoError(t, other.Launch(fn(t, d, "scale_offset_float32"), one, one, 0, out.Ptr(), flag.Ptr(), uint64(1), 1.0, float64(round)))
+		require.NoError(t, other.CopyDtoH(host.Ptr(), out.Ptr(), 4))
+		require.NoError(t, other.Record(done))
+		require.NoError(t, done.Synchronize())
+		require.Equal(t, float32(1+round), hostF32(host.Ptr(), 1)[0], "round %d: the flag the graph wrote before the node", round)
+		finished, err := s.Query()
+		require.NoError(t, err)
+		require.False(t, finished, "round %d: the wait ended with the graph still running (its last 400 ms kernel)", round)
+		require.NoError(t, s.Synchronize())
+	}
+}
+
 func TestDoubleCloseAndFree(t *testing.T) {
 	invariants.AllowMisuse(t) // checks the ErrClosed a user sees after misuse
 	d := device(t)
