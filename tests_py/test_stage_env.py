@@ -170,6 +170,7 @@ def test_every_block_is_formatted_wherever_the_format_stream_is(where: str) -> N
 
 
 @pytest.mark.parametrize("env", [{"VORTEXGO_SLOT_PATH": "direct"}, {"VORTEXGO_SLOT_PATH": "stages"},
+                                 {"VORTEXGO_SLOT_PATH": "inline"}, {"VORTEXGO_SLOT_PATH": "inline", "VORTEXGO_STAGE_SPIN": "30"},
                                  {"VORTEXGO_TURN_SPIN": "0"}, {"VORTEXGO_TURN_SPIN": "30"},
                                  {"VORTEXGO_SLOT_PATH": "stages", "VORTEXGO_TURN_SPIN": "200"}])
 def test_every_block_runs_on_either_slot_path_and_turn_window(env: dict[str, str]) -> None:
@@ -182,7 +183,7 @@ def test_every_block_runs_on_either_slot_path_and_turn_window(env: dict[str, str
     assert volumes == 3 and acquired == processed == formatted and dropped == 0, ran
 
 
-@pytest.mark.parametrize("var,value,expected", [("VORTEXGO_SLOT_PATH", "fast", "direct (the default) or stages"),
+@pytest.mark.parametrize("var,value,expected", [("VORTEXGO_SLOT_PATH", "fast", "direct (the default), stages or inline"),
                                                 ("VORTEXGO_TURN_SPIN", "on", "[0, 10000]"),
                                                 ("VORTEXGO_TURN_SPIN", "-3", "[0, 10000]")])
 def test_a_bad_slot_setting_is_refused_by_start_naming_the_variable(var: str, value: str, expected: str) -> None:

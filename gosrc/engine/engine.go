@@ -482,19 +482,50 @@ func (e *Engine) skipTickets(b *Block) {
 }
 
 // toProcess hands acquired block b on, in block order: on the direct path
-// the acquire loop routes it to its slot's submitter itself (route), else
-// it goes to the process loop.
+// the acquire loop routes it to its slot's submitter itself (route), on the
+// inline path it submits it itself (submitInline), else it goes to the
+// process loop.
 func (e *Engine) toProcess(s *session, b *Block) {
-	if s.direct {
+	switch {
+	case s.direct:
 		e.route(s, b)
-		return
+	case s.inline:
+		e.submitInline(s, b)
+	default:
+		s.toProc <- b
 	}
-	s.toProc <- b
+}
+
+// submitInline submits block b on the next slot stream from the acquire
+// loop and hands it to the format loop (SlotPathEnv=inline): no goroutine
+// between acquisition and formatting. The rolling average's order is the
+// call order. A panic in a processor becomes the block's error (submit).
+//
+// Why it exists: with the rolling average in the slots' graphs a block
+// makes about 8 driver calls before formatting (one of them a graph launch
+// of about 4 us on the GPU VMs), which one goroutine can make within a
+// 256-record block's 12 us of bus time, and every goroutine a block passes
+// costs its round trip a wake-up: at vortex's 4 blocks the round trip, not
+// any goroutine's work, sets the rate (docs/bench.md). Measured against
+// the direct path before it becomes a default.
+func (e *Engine) submitInline(s *session, b *Block) {
+	if !e.passThrough(s, b) {
+		st := e.slots[s.nextSlot]
+		b.Slot = s.nextSlot
+		s.nextSlot = (s.nextSlot + 1) % len(e.slots)
+		e.submitted(s, st, b, e.submit(s, st, b))
+	}
+	s.toFmt <- b
 }
 
 // endAcquire closes what the acquire loop feeds: the slots' submitters on
-// the direct path, the process loop otherwise.
+// the direct path, the format loop on the inline path, the process loop
+// otherwise.
 func (e *Engine) endAcquire(s *session) {
+	if s.inline {
+		close(s.toFmt)
+		return
+	}
 	if !s.direct {
 		close(s.toProc)
 		return
@@ -604,24 +635,33 @@ func (e *Engine) turnWindow() time.Duration {
 }
 
 // SlotPathEnv is the environment variable that chooses how a block goes
-// from the acquire loop to its slot's submitter when slots have submitters
-// of their own (slotSubmitters): "direct" (the default) routes it there
-// from the acquire loop (route); "stages" keeps the process loop in
-// between, the path before issue 29, for measurements. Read at each Start
-// from the live environment.
+// from the acquire loop to its slot's stream when slots could have
+// submitters of their own (slotSubmitters): "direct" (the default) routes
+// it to its slot's submitter from the acquire loop (route); "stages" keeps
+// the process loop in between, the path before issue 29; "inline" has the
+// acquire loop submit every block itself, on the slots' streams in turn,
+// with no submitter goroutines (submitInline). Read at each Start from the
+// live environment.
 const SlotPathEnv = "VORTEXGO_SLOT_PATH"
 
-// directPath reports whether SlotPathEnv asks for the direct path; any
-// other value than the two is an error naming the variable.
-func directPath() (bool, error) {
+// The values of SlotPathEnv.
+const (
+	slotPathDirect = "direct"
+	slotPathStages = "stages"
+	slotPathInline = "inline"
+)
+
+// slotPath reads SlotPathEnv ("" reads as direct); any other value than
+// the three is an error naming the variable.
+func slotPath() (string, error) {
 	v, _ := dl.Getenv(SlotPathEnv)
 	switch v {
-	case "", "direct":
-		return true, nil
-	case "stages":
-		return false, nil
+	case "":
+		return slotPathDirect, nil
+	case slotPathDirect, slotPathStages, slotPathInline:
+		return v, nil
 	}
-	return false, fmt.Errorf("%s=%q in the environment, expected direct (the default) or stages", SlotPathEnv, v)
+	return "", fmt.Errorf("%s=%q in the environment, expected direct (the default), stages or inline", SlotPathEnv, v)
 }
 
 // submitLoop submits the blocks of one slot stream, in the order they

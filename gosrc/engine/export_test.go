@@ -21,3 +21,7 @@ func (e *Engine) SlotStreams() []backend.Stream { return e.slots }
 // DirectPath reports whether the current session routes blocks on the
 // direct path (session.direct).
 func (e *Engine) DirectPath() bool { return e.sess().direct }
+
+// InlinePath reports whether the current session's acquire loop submits
+// the blocks itself (SlotPathEnv=inline).
+func (e *Engine) InlinePath() bool { return e.sess().inline }

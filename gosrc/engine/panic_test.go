@@ -65,6 +65,12 @@ type orderedPanicProc struct {
 	tr *trigger
 }
 
+// Process is the inline path's call (one goroutine submits every slot).
+func (p orderedPanicProc) Process(slot int, s backend.Stream, in uintptr, records int, out, out8 uintptr) error {
+	defer p.tr.hit("Process") // after its turn passed, as ProcessTicket's
+	return p.orderedProc.Process(slot, s, in, records, out, out8)
+}
+
 func (p orderedPanicProc) ProcessTicket(t uint64, slot int, s backend.Stream, in uintptr, records int, out, out8 uintptr) error {
 	defer p.tr.hit("Process") // after its turn passed: the panic must not hold up the order
 	return p.orderedProc.ProcessTicket(t, slot, s, in, records, out, out8)
@@ -128,6 +134,9 @@ func TestStagePanicEndsTheSession(t *testing.T) {
 		{"Format", 1, "engine: format stage", true, true, "direct"},
 		{"Process", 3, "engine: process stage", true, true, "stages"},
 		{"Format", 3, "engine: format stage", true, true, "stages"},
+		{"Process", 3, "engine: process stage", true, true, "inline"},
+		{"Process", 1, "engine: process stage", true, true, "inline"},
+		{"Format", 3, "engine: format stage", true, true, "inline"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s#%d/%s", tc.at, tc.nth, tc.path), func(t *testing.T) {
@@ -142,7 +151,9 @@ func TestStagePanicEndsTheSession(t *testing.T) {
 			cfg := engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
 			if tc.path != "" {
 				t.Setenv(engine.SlotPathEnv, tc.path)
-				proc = orderedPanicProc{newOrderedProc(4), tr}
+				op := newOrderedProc(4)
+				op.alone = tc.path == "inline"
+				proc = orderedPanicProc{op, tr}
 				cfg.Slots = 2
 			}
 			ep := panicEndpoint{endpoint.NewNullEndpoint(), tr}

@@ -67,9 +67,11 @@ type session struct {
 	// (directPath) the acquire loop routes each block to them and to the
 	// format loop itself; no process loop between. nextSlot is the slot of
 	// the next block processed, the router's (or the process loop's).
-	direct   bool
-	work     []chan *Block
-	nextSlot int
+	// On the inline path (SlotPathEnv=inline) the acquire loop submits
+	// every block itself: no submitters, no process loop.
+	direct, inline bool
+	work           []chan *Block
+	nextSlot       int
 }
 
 // EngineEvent is vortex's Engine.Event: the session's lifecycle, posted as
@@ -113,7 +115,7 @@ func (e *Engine) newSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	direct, err := directPath()
+	path, err := slotPath()
 	if err != nil {
 		return nil, err
 	}
@@ -144,12 +146,16 @@ func (e *Engine) newSession() (*session, error) {
 		freeWait:  spin.NewWaiter(window),
 	}
 	if e.slotSubmitters() {
+		if path == slotPathInline {
+			s.inline = true
+			return s, nil
+		}
 		s.work = make([]chan *Block, len(e.slots))
 		for i := range s.work {
 			// Never full: a slot cannot hold more blocks than there are.
 			s.work[i] = make(chan *Block, len(e.blocks))
 		}
-		s.direct = direct
+		s.direct = path == slotPathDirect
 	}
 	return s, nil
 }
@@ -245,7 +251,7 @@ func (e *Engine) Start() error {
 	for i, w := range s.work {
 		go e.submitLoop(s, i, w)
 	}
-	if !s.direct {
+	if !s.direct && !s.inline {
 		s.wg.Add(1)
 		go e.processLoop(s)
 	}

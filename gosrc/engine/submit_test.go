@@ -38,6 +38,7 @@ type orderedProc struct {
 	rendezvous     chan struct{}
 	rendezvousOnce sync.Once
 	concurrent     bool
+	alone          bool          // one goroutine submits every slot (the inline path): no rendezvous
 	window         time.Duration // the engine's SetTurnWindow
 }
 
@@ -107,7 +108,7 @@ func (p *orderedProc) ProcessTicket(t uint64, slot int, s backend.Stream, in uin
 	switch {
 	case slot == 1:
 		p.rendezvousOnce.Do(func() { close(p.rendezvous) })
-	case slot == 0 && block == 0:
+	case slot == 0 && block == 0 && !p.alone:
 		select {
 		case <-p.rendezvous:
 			p.concurrent = true
@@ -154,7 +155,7 @@ func TestSlotSubmitters(t *testing.T) {
 	// parking at once and polling first (internal/spin): the same blocks,
 	// order and values every way.
 	for _, tc := range tests {
-		for _, path := range []string{"direct", "stages"} {
+		for _, path := range []string{"direct", "stages", "inline"} {
 			for _, window := range []string{"0", "50"} {
 				t.Run(tc.name+"/"+path+"/"+spin.Env+"="+window, func(t *testing.T) {
 					t.Setenv(engine.SlotPathEnv, path)
@@ -171,7 +172,7 @@ func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, w
 	scan := raster{AscansPerBscan: 4, BscansPerVolume: 5, Volumes: 6}
 	const samples, rpb = 8, 3
 	proc := newOrderedProc(samples)
-	proc.failAt, proc.panicAt = failAt, panicAt
+	proc.failAt, proc.panicAt, proc.alone = failAt, panicAt, path == "inline" || slots == 1
 	e, ep := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 6, PreloadCount: 3, Slots: slots})
 	d := startDrain(e)
 	require.NoError(t, e.Start())
@@ -185,6 +186,7 @@ func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, w
 	}
 	d.wait(t)
 	require.Equal(t, slots > 1 && path == "direct", e.DirectPath(), "the path the session took")
+	require.Equal(t, slots > 1 && path == "inline", e.InlinePath(), "the path the session took")
 	blocks := int((scan.RecordsPerVolume()*int64(scan.Volumes) + rpb - 1) / rpb)
 	proc.mu.Lock()
 	seen, skipped := slices.Clone(proc.seen), proc.skipped
@@ -219,7 +221,7 @@ func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, w
 	used := 0
 	proc.goroutines.Range(func(any, any) bool { used++; return true })
 	require.Equal(t, slots, used, "every slot's stream processed blocks")
-	require.Equal(t, slots > 1, proc.concurrent, "slot 1's blocks submitted while slot 0's first waited")
+	require.Equal(t, slots > 1 && path != "inline", proc.concurrent, "slot 1's blocks submitted while slot 0's first waited")
 }
 
 // TestStageEnvRefused: a misspelt VORTEXGO_STAGE_SPIN or VORTEXGO_SLOT_PATH
@@ -230,11 +232,14 @@ func TestStageEnvRefused(t *testing.T) {
 		{spin.Env, "off", "20"},
 		{engine.SlotPathEnv, "fast", "stages"},
 		{engine.SlotPathEnv, "Direct", "direct"},
+		{engine.SlotPathEnv, "inlined", "inline"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.env+"="+tc.bad, func(t *testing.T) {
 			scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
-			e, _ := orderedEngine(t, newOrderedProc(8), scan, engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2})
+			proc := newOrderedProc(8)
+			proc.alone = tc.good == "inline"
+			e, _ := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2})
 			t.Setenv(tc.env, tc.bad)
 			err := e.Start()
 			require.Error(t, err)
@@ -323,12 +328,13 @@ func TestTurnWindow(t *testing.T) {
 // block is formatted or dropped, never lost; the processor's ordered parts
 // saw a run of blocks without gaps; and the next session runs clean.
 func TestSlotPathsStopAndInterrupt(t *testing.T) {
-	for _, path := range []string{"direct", "stages"} {
+	for _, path := range []string{"direct", "stages", "inline"} {
 		for _, interrupt := range []bool{false, true} {
 			for _, slots := range []int{2, 3} {
 				t.Run(fmt.Sprintf("%s/interrupt=%v/slots=%d", path, interrupt, slots), func(t *testing.T) {
 					t.Setenv(engine.SlotPathEnv, path)
 					proc := newOrderedProc(8)
+					proc.alone = path == "inline"
 					scan := raster{AscansPerBscan: 4, BscansPerVolume: 3} // endless
 					e, _ := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 8, PreloadCount: 4, Slots: slots})
 					var ends []int // len(proc.seen) at each session's end
@@ -345,6 +351,7 @@ func TestSlotPathsStopAndInterrupt(t *testing.T) {
 						require.Equal(t, st.BlocksAcquired, st.BlocksFormatted+st.BlocksDropped, "session %d: %+v", session, st)
 						require.Zero(t, st.InFlight, "every block back in the pool")
 						require.Equal(t, slots > 1 && path == "direct", e.DirectPath())
+						require.Equal(t, slots > 1 && path == "inline", e.InlinePath())
 						proc.mu.Lock()
 						ends = append(ends, len(proc.seen))
 						proc.mu.Unlock()
