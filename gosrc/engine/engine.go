@@ -431,13 +431,7 @@ func (e *Engine) processLoop(s *session) {
 			e.route(s, b) // its slot's submitter makes the driver calls
 			continue
 		}
-		if !e.passThrough(s, b) {
-			st := e.slots[s.nextSlot]
-			b.Slot = s.nextSlot
-			s.nextSlot = (s.nextSlot + 1) % len(e.slots)
-			e.submitted(s, st, b, e.dispatchTimed(s, st, b))
-		}
-		s.toFmt <- b
+		e.submitInline(s, b)
 	}
 }
 
@@ -496,10 +490,12 @@ func (e *Engine) toProcess(s *session, b *Block) {
 	}
 }
 
-// submitInline submits block b on the next slot stream from the acquire
-// loop and hands it to the format loop (SlotPathEnv=inline): no goroutine
-// between acquisition and formatting. The rolling average's order is the
-// call order. A panic in a processor becomes the block's error (submit).
+// submitInline submits block b on the next slot stream from the calling
+// goroutine and hands it to the format loop: the acquire loop's on the
+// inline path (SlotPathEnv=inline: no goroutine between acquisition and
+// formatting), the process loop's without slot submitters. The rolling
+// average's order is the call order. A panic in a processor becomes the
+// block's error (submit).
 //
 // Why it exists: with the rolling average in the slots' graphs a block
 // makes about 8 driver calls before formatting (one of them a graph launch
