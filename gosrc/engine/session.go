@@ -64,7 +64,7 @@ type session struct {
 
 	// work holds each slot's submitter's input when slots have submitters
 	// of their own (slotSubmitters), else nil. On the direct path
-	// (directPath) the acquire loop routes each block to them and to the
+	// (slotPath) the acquire loop routes each block to them and to the
 	// format loop itself; no process loop between. nextSlot is the slot of
 	// the next block processed, the router's (or the process loop's).
 	// On the inline path (SlotPathEnv=inline) the acquire loop submits

@@ -561,15 +561,9 @@ func (p *CUDAProcessor) averagedGraph(st *cudaState, cs *cuda.Stream, sl *cudaSl
 	}
 	err := sl.graphs.run(cs, sl.capture, k, func(s *cuda.Stream) error {
 		if k.avg != 0 {
-			if err := p.launchAverage(st, s, sl, k); err != nil {
+			// Into a capture, the averaged event is recorded by each launch.
+			if err := p.launchAverage(st, s, sl, k, s == sl.capture); err != nil {
 				return err
-			}
-			if s == sl.capture { // recorded by each launch of the graph
-				if err := s.RecordExternal(sl.averaged); err != nil {
-					return fmt.Errorf("averaged event: %w", err)
-				}
-			} else if err := s.Record(sl.averaged); err != nil {
-				return fmt.Errorf("averaged event: %w", err)
 			}
 		}
 		return p.enqueue(st, s, sl, k)
@@ -582,8 +576,10 @@ func (p *CUDAProcessor) averagedGraph(st *cudaState, cs *cuda.Stream, sl *cudaSl
 }
 
 // launchAverage launches on s the history update and mean of k's block
-// (k.histIndex, k.histCnt, k.histCount) into the slot's average record.
-func (p *CUDAProcessor) launchAverage(st *cudaState, s *cuda.Stream, sl *cudaSlot, k graphKey) error {
+// (k.histIndex, k.histCnt, k.histCount) into the slot's average record,
+// then records the slot's averaged event after them: as an external event
+// node when s is capturing a graph (external), else at once.
+func (p *CUDAProcessor) launchAverage(st *cudaState, s *cuda.Stream, sl *cudaSlot, k graphKey, external bool) error {
 	n := st.cfg.SamplesPerRecord
 	ch, channel := int32(st.cfg.Channels()), int32(st.cfg.Channel)
 	var signed int32
@@ -595,6 +591,15 @@ func (p *CUDAProcessor) launchAverage(st *cudaState, s *cuda.Stream, sl *cudaSlo
 		k.in, st.hist.buf.Ptr(), sl.avg, int32(k.records), int32(n), ch, channel, signed, int32(k.histCnt), int32(k.histIndex),
 		int32(st.cfg.AverageWindow), int32(k.histCount)); err != nil {
 		return fmt.Errorf("oct_history_mean: %w", err)
+	}
+	var err error
+	if external {
+		err = s.RecordExternal(sl.averaged)
+	} else {
+		err = s.Record(sl.averaged)
+	}
+	if err != nil {
+		return fmt.Errorf("averaged event: %w", err)
 	}
 	return nil
 }
@@ -721,10 +726,7 @@ func (p *CUDAProcessor) average(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in
 	if err := h.begin(cs, sl, &k, st.cfg.AverageWindow, appendHistory); err != nil || k.avg == 0 {
 		return false, err
 	}
-	if err := p.launchAverage(st, cs, sl, k); err != nil {
-		return false, err
-	}
-	if err := cs.Record(sl.averaged); err != nil {
+	if err := p.launchAverage(st, cs, sl, k, false); err != nil {
 		return false, err
 	}
 	h.advance(k, st.cfg.AverageWindow, sl)

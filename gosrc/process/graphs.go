@@ -10,9 +10,9 @@ import (
 // spectrum kernel, the inverse FFT and the output kernel) is 3-8 driver
 // launches whose arguments are the same from block to block but for the
 // input and output addresses and the average's ring position, and an
-// engine cycles through a fixed ring of those. Each launch costs the submitting thread about 4 us on the H200
-// host (docs/bench.md), a graph launch of the same kernels about one
-// launch's price; so each slot keeps the graphs of the address sets it has
+// engine cycles through a fixed ring of those. Each launch costs the
+// submitting thread about 4 us on the H200 host (docs/bench.md), a graph
+// launch of the same kernels about one launch's price; so each slot keeps the graphs of the address sets it has
 // seen repeat, captured on its stream, and replays them instead of
 // launching the kernels one by one (issue 29: the host cost per block
 // limits small blocks).
