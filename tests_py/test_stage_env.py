@@ -183,7 +183,7 @@ def test_every_block_runs_on_either_slot_path_and_turn_window(env: dict[str, str
     assert volumes == 3 and acquired == processed == formatted and dropped == 0, ran
 
 
-@pytest.mark.parametrize("var,value,expected", [("VORTEXGO_SLOT_PATH", "fast", "direct (the default), stages or inline"),
+@pytest.mark.parametrize("var,value,expected", [("VORTEXGO_SLOT_PATH", "fast", "direct, stages or inline (unset: the engine picks)"),
                                                 ("VORTEXGO_TURN_SPIN", "on", "[0, 10000]"),
                                                 ("VORTEXGO_TURN_SPIN", "-3", "[0, 10000]")])
 def test_a_bad_slot_setting_is_refused_by_start_naming_the_variable(var: str, value: str, expected: str) -> None:

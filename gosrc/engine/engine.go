@@ -502,8 +502,8 @@ func (e *Engine) toProcess(s *session, b *Block) {
 // of about 4 us on the GPU VMs), which one goroutine can make within a
 // 256-record block's 12 us of bus time, and every goroutine a block passes
 // costs its round trip a wake-up: at vortex's 4 blocks the round trip, not
-// any goroutine's work, sets the rate (docs/bench.md). Measured against
-// the direct path before it becomes a default.
+// any goroutine's work, sets the rate (docs/bench.md): the default with few
+// blocks a slot (defaultSlotPath).
 func (e *Engine) submitInline(s *session, b *Block) {
 	if !e.passThrough(s, b) {
 		st := e.slots[s.nextSlot]
@@ -621,10 +621,17 @@ const (
 	turnSpinBlocks = 8
 )
 
+// manyBlocks reports whether the pool holds at least turnSpinBlocks
+// blocks per slot: enough in flight that the slots' submissions, not a
+// block's round trip through the stages, set the rate.
+func (e *Engine) manyBlocks() bool {
+	return e.cfg.BlocksToAllocate >= turnSpinBlocks*len(e.slots)
+}
+
 // turnWindow is the window of the processors' turns without
 // VORTEXGO_TURN_SPIN (turnSpin).
 func (e *Engine) turnWindow() time.Duration {
-	if e.cfg.BlocksToAllocate >= turnSpinBlocks*len(e.slots) {
+	if e.manyBlocks() {
 		return turnSpin
 	}
 	return 0
@@ -632,12 +639,12 @@ func (e *Engine) turnWindow() time.Duration {
 
 // SlotPathEnv is the environment variable that chooses how a block goes
 // from the acquire loop to its slot's stream when slots could have
-// submitters of their own (slotSubmitters): "direct" (the default) routes
-// it to its slot's submitter from the acquire loop (route); "stages" keeps
-// the process loop in between, the path before issue 29; "inline" has the
+// submitters of their own (slotSubmitters): "direct" routes it to its
+// slot's submitter from the acquire loop (route); "stages" keeps the
+// process loop in between, the path before issue 29; "inline" has the
 // acquire loop submit every block itself, on the slots' streams in turn,
-// with no submitter goroutines (submitInline). Read at each Start from the
-// live environment.
+// with no submitter goroutines (submitInline). Unset, the engine picks
+// (defaultSlotPath). Read at each Start from the live environment.
 const SlotPathEnv = "VORTEXGO_SLOT_PATH"
 
 // The values of SlotPathEnv.
@@ -647,17 +654,33 @@ const (
 	slotPathInline = "inline"
 )
 
-// slotPath reads SlotPathEnv ("" reads as direct); any other value than
-// the three is an error naming the variable.
+// slotPath reads SlotPathEnv ("" when unset: the engine's choice); any
+// other value than the three is an error naming the variable.
 func slotPath() (string, error) {
 	v, _ := dl.Getenv(SlotPathEnv)
 	switch v {
-	case "":
-		return slotPathDirect, nil
-	case slotPathDirect, slotPathStages, slotPathInline:
+	case "", slotPathDirect, slotPathStages, slotPathInline:
 		return v, nil
 	}
-	return "", fmt.Errorf("%s=%q in the environment, expected direct (the default), stages or inline", SlotPathEnv, v)
+	return "", fmt.Errorf("%s=%q in the environment, expected direct, stages or inline (unset: the engine picks)", SlotPathEnv, v)
+}
+
+// defaultSlotPath is the path without SlotPathEnv: inline with fewer than
+// turnSpinBlocks blocks per slot, direct with more. Measured on an H200 VM
+// (issue 29, two runs of two interleaved rounds, docs/bench.md "The
+// acquisition thread submitting"): with vortex's 4 blocks and preload 2 the
+// inline path took 2-14% less time a block at 256 and 512 records and 1024
+// and 2048 samples, 9-13% with 4 slots, 6-19% with 8 blocks at 256 x 1024,
+// and was level from 1024 records up: few blocks in flight make a block's
+// round trip the bound, and the submitter's wake-up is one hand-over of it.
+// With 32 blocks on 2 slots the direct path's submissions beside the
+// acquire loop were 9-19% faster at 256 x 1024 (the acquire loop's own
+// work the bound there) and level at 256 x 2048.
+func (e *Engine) defaultSlotPath() string {
+	if e.manyBlocks() {
+		return slotPathDirect
+	}
+	return slotPathInline
 }
 
 // submitLoop submits the blocks of one slot stream, in the order they

@@ -119,6 +119,9 @@ func (e *Engine) newSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if path == "" {
+		path = e.defaultSlotPath()
+	}
 	turnWindow, set, err := turn.Configured()
 	if err != nil {
 		return nil, err

@@ -224,6 +224,53 @@ func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, w
 	require.Equal(t, slots > 1 && path != "inline", proc.concurrent, "slot 1's blocks submitted while slot 0's first waited")
 }
 
+// TestSlotPathDefault: without VORTEXGO_SLOT_PATH the engine picks the
+// path by the blocks it has per slot: the acquire loop submits every block
+// itself (inline) with fewer than 8 a slot, where a block's round trip sets
+// the rate; the slots' submitters take them (direct) from 8 a slot, where
+// the submissions do. Either way every volume arrives whole.
+func TestSlotPathDefault(t *testing.T) {
+	tests := []struct {
+		blocks, preload, slots int
+		want                   string
+	}{
+		{4, 2, 2, "inline"}, // vortex's defaults
+		{8, 4, 2, "inline"},
+		{15, 4, 2, "inline"},
+		{16, 8, 2, "direct"},
+		{32, 16, 2, "direct"},
+		{16, 8, 3, "inline"},
+		{24, 8, 3, "direct"},
+		{4, 2, 4, "inline"},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%d/%d/%d slots", tc.blocks, tc.preload, tc.slots), func(t *testing.T) {
+			t.Setenv(engine.SlotPathEnv, "")
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
+			proc := newOrderedProc(8)
+			proc.alone = tc.want == "inline"
+			e, ep := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: 2, BlocksToAllocate: tc.blocks, PreloadCount: tc.preload, Slots: tc.slots})
+			d := startDrain(e)
+			require.NoError(t, e.Start())
+			require.True(t, e.WaitFor(30*time.Second), "the run ends")
+			require.NoError(t, e.Wait())
+			d.wait(t)
+			require.Equal(t, tc.want == "inline", e.InlinePath(), "inline path")
+			require.Equal(t, tc.want == "direct", e.DirectPath(), "direct path")
+			st := e.Status()
+			require.Positive(t, st.BlocksFormatted)
+			require.Equal(t, st.BlocksAcquired, st.BlocksFormatted, "every block formatted: %+v", st)
+			require.Equal(t, int64(scan.Volumes), st.Volumes)
+			got := hostSlice[float32](ep.Tensor().Ptr(), 4*3*8)
+			for b := range 3 {
+				for a := range 4 {
+					assert.Equal(t, float32(expected(scan, 1, b, a, 0)), got[(b*4+a)*8], "bscan %d ascan %d", b, a)
+				}
+			}
+		})
+	}
+}
+
 // TestStageEnvRefused: a misspelt VORTEXGO_STAGE_SPIN or VORTEXGO_SLOT_PATH
 // fails Start with an error naming it, before any stage runs; the next
 // Start with a good value runs.
