@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/vortexgo/vortexgo/gosrc/backend"
+import (
+	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+)
 
 // HostBufferBlocks counts the blocks of the pool that hold a pinned host
 // buffer for acquisition a (tests of what the pool allocates).
@@ -25,3 +29,9 @@ func (e *Engine) DirectPath() bool { return e.sess().direct }
 // InlinePath reports whether the current session's acquire loop submits
 // the blocks itself (SlotPathEnv=inline).
 func (e *Engine) InlinePath() bool { return e.sess().inline }
+
+// RecycleSpin returns the current session's recycle loop window.
+func (e *Engine) RecycleSpin() time.Duration { return e.sess().recycleSpin }
+
+// RecycleWindow is recycleWindow.
+var RecycleWindow = recycleWindow

@@ -61,6 +61,9 @@ type session struct {
 	spin time.Duration
 	// freeWait is the acquire loop's Waiter on the pool (takeFree).
 	freeWait *spin.Waiter
+	// recycleSpin is the recycle loop's window (recycleWindow, or
+	// VORTEXGO_RECYCLE_SPIN).
+	recycleSpin time.Duration
 
 	// work holds each slot's submitter's input when slots have submitters
 	// of their own (slotSubmitters), else nil. On the direct path
@@ -115,6 +118,13 @@ func (e *Engine) newSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	recycle, set, err := spin.RecycleConfigured()
+	if err != nil {
+		return nil, err
+	}
+	if !set {
+		recycle = recycleWindow(e.dev.Kind(), window)
+	}
 	path, err := slotPath()
 	if err != nil {
 		return nil, err
@@ -140,13 +150,14 @@ func (e *Engine) newSession() (*session, error) {
 	}
 	s := &session{
 		stopping: make(chan struct{}), done: make(chan struct{}), abandon: make(chan struct{}),
-		events:    events,
-		toProc:    make(chan *Block, cfg.preload()),
-		toFmt:     make(chan *Block, cfg.BlocksToAllocate),
-		toRecycle: make(chan *Block, cfg.BlocksToAllocate),
-		jobs:      e.jobEvents.Load(),
-		spin:      window,
-		freeWait:  spin.NewWaiter(window),
+		events:      events,
+		toProc:      make(chan *Block, cfg.preload()),
+		toFmt:       make(chan *Block, cfg.BlocksToAllocate),
+		toRecycle:   make(chan *Block, cfg.BlocksToAllocate),
+		jobs:        e.jobEvents.Load(),
+		spin:        window,
+		recycleSpin: recycle,
+		freeWait:    spin.NewWaiter(window),
 	}
 	if e.slotSubmitters() {
 		if path == slotPathInline {

@@ -271,6 +271,60 @@ func TestSlotPathDefault(t *testing.T) {
 	}
 }
 
+// TestRecycleWindow: the recycle loop polls for its next block for
+// recycleSpin on CUDA, where its event waits spin anyway, and parks at once
+// on the CPU backend; VORTEXGO_STAGE_SPIN's window, when set, is the
+// recycle loop's too.
+func TestRecycleWindow(t *testing.T) {
+	tests := []struct {
+		kind   backend.Kind
+		stages time.Duration
+		want   time.Duration
+	}{
+		{backend.CUDA, 0, 100 * time.Microsecond},
+		{backend.CPU, 0, 0},
+		{backend.CUDA, 30 * time.Microsecond, 30 * time.Microsecond},
+		{backend.CPU, 30 * time.Microsecond, 30 * time.Microsecond},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s/%v", tc.kind, tc.stages), func(t *testing.T) {
+			assert.Equal(t, tc.want, engine.RecycleWindow(tc.kind, tc.stages))
+		})
+	}
+}
+
+// TestRecycleSpinEnv: VORTEXGO_RECYCLE_SPIN sets the recycle loop's window
+// over the default, read at each Start; every block still arrives; a bad
+// value fails Start naming the variable.
+func TestRecycleSpinEnv(t *testing.T) {
+	tests := []struct {
+		value string
+		want  time.Duration
+	}{
+		{"", 0}, // the CPU backend's default
+		{"0", 0},
+		{"250", 250 * time.Microsecond},
+	}
+	for _, tc := range tests {
+		t.Run("value="+tc.value, func(t *testing.T) {
+			t.Setenv(spin.RecycleEnv, tc.value)
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
+			proc := newOrderedProc(8)
+			proc.alone = true
+			e, _ := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: 2, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2})
+			d := startDrain(e)
+			require.NoError(t, e.Start())
+			require.True(t, e.WaitFor(30*time.Second), "the run ends")
+			require.NoError(t, e.Wait())
+			d.wait(t)
+			assert.Equal(t, tc.want, e.RecycleSpin())
+			st := e.Status()
+			require.Equal(t, int64(scan.Volumes), st.Volumes)
+			require.Zero(t, st.InFlight)
+		})
+	}
+}
+
 // TestStageEnvRefused: a misspelt VORTEXGO_STAGE_SPIN or VORTEXGO_SLOT_PATH
 // fails Start with an error naming it, before any stage runs; the next
 // Start with a good value runs.
@@ -280,12 +334,14 @@ func TestStageEnvRefused(t *testing.T) {
 		{engine.SlotPathEnv, "fast", "stages"},
 		{engine.SlotPathEnv, "Direct", "direct"},
 		{engine.SlotPathEnv, "inlined", "inline"},
+		{spin.RecycleEnv, "fast", "40"},
+		{spin.RecycleEnv, "-1", "0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.env+"="+tc.bad, func(t *testing.T) {
 			scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
 			proc := newOrderedProc(8)
-			proc.alone = tc.good == "inline"
+			proc.alone = tc.env != engine.SlotPathEnv || tc.good == "inline" // unset: 4 blocks on 2 slots go inline
 			e, _ := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: 4, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2})
 			t.Setenv(tc.env, tc.bad)
 			err := e.Start()

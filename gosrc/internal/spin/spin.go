@@ -44,16 +44,34 @@ const maxWindow = 10 * time.Millisecond
 // an error naming the variable. It reads the live environment (dl.Getenv),
 // so a value a notebook sets with os.environ before start() counts.
 func Configured() (time.Duration, error) {
-	v, _ := dl.Getenv(Env)
+	w, _, err := configured(Env, "the stages park at once")
+	return w, err
+}
+
+// RecycleEnv is the environment variable that sets the recycle stage's
+// window in microseconds, over Env and the engine's default for it (see
+// engine.recycleWindow): 0 parks at once.
+const RecycleEnv = "VORTEXGO_RECYCLE_SPIN"
+
+// RecycleConfigured returns the window set by RecycleEnv and whether it is
+// set (an empty value is unset); errors as Configured's.
+func RecycleConfigured() (time.Duration, bool, error) {
+	return configured(RecycleEnv, "the recycle stage parks at once")
+}
+
+// configured reads variable name as a window in microseconds; zero says
+// what 0 means, for the error.
+func configured(name, zero string) (time.Duration, bool, error) {
+	v, _ := dl.Getenv(name)
 	if v == "" {
-		return 0, nil
+		return 0, false, nil
 	}
 	us, err := strconv.Atoi(v)
 	if err != nil || us < 0 || time.Duration(us)*time.Microsecond > maxWindow {
-		return 0, fmt.Errorf("%s=%q: expected an integer number of microseconds in [0, %d] (0 or unset: the stages park at once)",
-			Env, v, maxWindow.Microseconds())
+		return 0, true, fmt.Errorf("%s=%q: expected an integer number of microseconds in [0, %d] (0: %s)",
+			name, v, maxWindow.Microseconds(), zero)
 	}
-	return time.Duration(us) * time.Microsecond, nil
+	return time.Duration(us) * time.Microsecond, true, nil
 }
 
 // Window returns Configured's window, or 0 when Env is invalid (the
