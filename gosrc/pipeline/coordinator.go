@@ -498,6 +498,9 @@ func (c *AsyncCoordinator) LastOp(t OpType) (OpID, bool) {
 func (c *AsyncCoordinator) Done(id OpID) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return false, fmt.Errorf("Done: op %d: coordinator: %w", id, backend.ErrClosed)
+	}
 	if id == 0 || id >= c.nextID {
 		return false, fmt.Errorf("Done: op %d: %w (latest is %d)", id, ErrUnknownOp, c.nextID-1)
 	}
@@ -517,6 +520,10 @@ func (c *AsyncCoordinator) Done(id OpID) (bool, error) {
 // of the API; the lock is not held while waiting.
 func (c *AsyncCoordinator) Wait(id OpID, timeout time.Duration) error {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("Wait: op %d: coordinator: %w", id, backend.ErrClosed)
+	}
 	if id == 0 || id >= c.nextID {
 		c.mu.Unlock()
 		return fmt.Errorf("Wait: op %d: %w (latest is %d)", id, ErrUnknownOp, c.nextID-1)
@@ -539,6 +546,18 @@ func (c *AsyncCoordinator) Wait(id OpID, timeout time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o.pins--
+	if c.closed {
+		// Closed while we waited: Close left o's events to the last of
+		// its waiters, since the pool that took the others is gone.
+		if o.pins == 0 && o.end != nil {
+			err = errors.Join(err, o.end.Close())
+			if o.start != nil {
+				err = errors.Join(err, o.start.Close())
+			}
+			o.start, o.end = nil, nil
+		}
+		return fmt.Errorf("Wait: op %d: coordinator closed while waiting: %w", id, errors.Join(backend.ErrClosed, err))
+	}
 	if err == nil {
 		c.reapLaneLocked(o.lane)
 	}
@@ -592,6 +611,11 @@ func (c *AsyncCoordinator) reapIfLongLocked(l int) {
 }
 
 func (c *AsyncCoordinator) reapLaneLocked(l int) {
+	if c.closed {
+		// Close synchronised the streams and took the ops' events back:
+		// an op queued while it did has no end event left to query.
+		return
+	}
 	q := c.fifo[l]
 	// A lane is one stream, so its ops complete in queue order: once the
 	// newest op's end event is done, every older one is. One query then

@@ -333,3 +333,86 @@ func BenchmarkCoordinatorQueuePoll(b *testing.B) {
 		}
 	}
 }
+
+// TestCoordinatorCloseWhileQueueing: threads queueing, polling and asking
+// Done or Wait while another closes the coordinator (the robustness
+// suite's coordinator_close_while_queueing, which once got a nil event
+// dereference from a poll after Close, on the H200): every call either works or fails
+// with backend.ErrClosed, none panics, and Close returns.
+func TestCoordinatorCloseWhileQueueing(t *testing.T) {
+	for round := range 200 {
+		dev := newFakeDevice(backend.CUDA)
+		c, err := NewAsyncCoordinator(dev, CoordinatorOptions{})
+		require.NoError(t, err)
+		noop := ComputeOp{Func: func(backend.Stream) error { return nil }}
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					if r := recover(); r != nil {
+						errs <- fmt.Errorf("worker %d panicked: %v", w, r)
+					}
+				}()
+				for {
+					id, err := c.QueueCompute(noop)
+					if err != nil {
+						errs <- err
+						return
+					}
+					c.Poll()
+					if _, err := c.Done(id); err != nil {
+						errs <- err
+						return
+					}
+					if err := c.Wait(id, time.Second); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(200 * time.Microsecond)
+		require.NoError(t, c.Close(), "round %d", round)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.ErrorIs(t, err, backend.ErrClosed, "round %d", round)
+		}
+		require.NotPanics(t, func() { c.Poll() }, "a poll after Close")
+		_, err = c.Done(1)
+		require.ErrorIs(t, err, backend.ErrClosed, "Done after Close")
+		require.ErrorIs(t, c.Wait(1, 0), backend.ErrClosed, "Wait after Close")
+	}
+}
+
+// TestCoordinatorOpQueuedDuringClose: an op queued while Close waits for
+// the streams is accepted; after Close a Poll does not touch the events
+// Close took back, and Done and Wait report the coordinator closed (Done
+// used to answer "not done" for ever, a caller's poll loop hanging).
+func TestCoordinatorOpQueuedDuringClose(t *testing.T) {
+	dev := newFakeDevice(backend.CUDA)
+	dev.copyDelay = 50 * time.Millisecond
+	c, err := NewAsyncCoordinator(dev, CoordinatorOptions{})
+	require.NoError(t, err)
+	in := pinned(t, dev, make([]byte, 8))
+	buf, err := dev.Alloc(8)
+	require.NoError(t, err)
+	_, err = c.QueueUpload(HostOf(in), buf, 8) // Close's SynchronizeAll waits 50 ms for it
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	time.Sleep(10 * time.Millisecond)
+	late, err := c.QueueCompute(ComputeOp{Func: func(backend.Stream) error { return nil }})
+	if err != nil { // Close was quicker on this machine: nothing to check
+		require.ErrorIs(t, err, backend.ErrClosed)
+		t.Skip("Close finished before the late op was queued")
+	}
+	require.NoError(t, <-closed)
+	require.NotPanics(t, func() { c.Poll() })
+	_, err = c.Done(late)
+	require.ErrorIs(t, err, backend.ErrClosed)
+	require.ErrorIs(t, c.Wait(late, 0), backend.ErrClosed)
+}
