@@ -1068,10 +1068,13 @@ func (e *Engine) SetCallbackSync(id int, on bool) error {
 // primary context's automatic scheduling spins where the process has fewer
 // contexts than cores), so polling the channel first only moves where the
 // thread spins, and the format loop's send no longer wakes a parked
-// goroutine. Measured on an H200 VM (issue 29, docs/bench.md "The recycle
-// stage polling"): 4-21% less time a 256-record block at 4 / 2, 8 / 4 and
-// 32 / 16, level at 1024 records. A stage that waits longer than the window
-// for its blocks (a scanner's milliseconds) parks at once (spin.Waiter).
+// goroutine. Measured on an H200 VM (issue 29, docs/bench.md "Where a
+// block's round trip goes now", two device calls): at vortex's 4 / 2 a
+// 256-record block took 7-12% less time, 512 records 4%, and none of the
+// configurations slowed by
+// more than 2% (1024-8192 records level). A stage that waits longer than
+// the window for its blocks (a scanner's milliseconds) parks at once
+// (spin.Waiter).
 const recycleSpin = 100 * time.Microsecond
 
 // recycleWindow is the recycle loop's window on a device of kind without
