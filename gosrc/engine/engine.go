@@ -622,16 +622,32 @@ const (
 )
 
 // manyBlocks reports whether the pool holds at least turnSpinBlocks
-// blocks per slot: enough in flight that the slots' submissions, not a
-// block's round trip through the stages, set the rate.
-func (e *Engine) manyBlocks() bool {
-	return e.cfg.BlocksToAllocate >= turnSpinBlocks*len(e.slots)
+// blocks per slot (enough in flight that the slots' submissions, not a
+// block's round trip through the stages, set the rate) and Go has the Ps
+// for a submitter per slot beside the other stages (roomFor): the slots'
+// submitters and their polling for the turn pay only where both hold.
+func (e *Engine) manyBlocks(procs int) bool {
+	return e.cfg.BlocksToAllocate >= turnSpinBlocks*len(e.slots) && roomFor(procs, 3+len(e.slots))
 }
 
+// roomFor reports whether procs Ps (GOMAXPROCS) leave two to each of
+// goroutines stage goroutines, the most that may poll at once: a goroutine
+// that polls holds its P, and one its send readies (the next stage) waits
+// in that P's run queue until the poll ends or another P steals it. With
+// Ps to spare the others run elsewhere; with fewer, polling and extra
+// goroutines cost more than the wake-ups they save. Measured with the fake
+// driver on this repository's 2-CPU machine (docs/bench.md "Where a
+// block's round trip goes now"): vortex's 4 / 2 at 256 x 1024 took 17-19
+// us a block with the recycle loop polling against 2.6-2.8 parking, 32 / 16
+// 5.4 us with the submitters' turn polled against 3.0, 2.7 inline; on the
+// H200 VM's 16 vCPUs polling and the direct path won where turnSpin,
+// defaultSlotPath and recycleSpin say.
+func roomFor(procs, goroutines int) bool { return procs >= 2*goroutines }
+
 // turnWindow is the window of the processors' turns without
-// VORTEXGO_TURN_SPIN (turnSpin).
-func (e *Engine) turnWindow() time.Duration {
-	if e.manyBlocks() {
+// VORTEXGO_TURN_SPIN (turnSpin), with procs Ps (GOMAXPROCS).
+func (e *Engine) turnWindow(procs int) time.Duration {
+	if e.manyBlocks(procs) {
 		return turnSpin
 	}
 	return 0
@@ -675,9 +691,10 @@ func slotPath() (string, error) {
 // round trip the bound, and the submitter's wake-up is one hand-over of it.
 // With 32 blocks on 2 slots the direct path's submissions beside the
 // acquire loop were 9-19% faster at 256 x 1024 (the acquire loop's own
-// work the bound there) and level at 256 x 2048.
-func (e *Engine) defaultSlotPath() string {
-	if e.manyBlocks() {
+// work the bound there) and level at 256 x 2048. With too few Ps for a
+// submitter per slot beside the other stages (manyBlocks), inline.
+func (e *Engine) defaultSlotPath(procs int) string {
+	if e.manyBlocks(procs) {
 		return slotPathDirect
 	}
 	return slotPathInline
@@ -1063,29 +1080,32 @@ func (e *Engine) SetCallbackSync(id int, on bool) error {
 
 // recycleSpin is how long the recycle loop polls for its next block
 // before it parks, on a CUDA device without VORTEXGO_RECYCLE_SPIN or
-// VORTEXGO_STAGE_SPIN. Why it costs nothing: once it has the block the
-// loop waits for the device in cuEventSynchronize, which spins (the
-// primary context's automatic scheduling spins where the process has fewer
-// contexts than cores), so polling the channel first only moves where the
-// thread spins, and the format loop's send no longer wakes a parked
-// goroutine. Measured on an H200 VM (issue 29, docs/bench.md "Where a
-// block's round trip goes now", two device calls): at vortex's 4 / 2 a
-// 256-record block took 7-12% less time, 512 records 4%, and none of the
-// configurations slowed by
-// more than 2% (1024-8192 records level). A stage that waits longer than
-// the window for its blocks (a scanner's milliseconds) parks at once
-// (spin.Waiter).
+// VORTEXGO_STAGE_SPIN, where Go has Ps to spare (recycleWindow). Why it
+// costs no CPU: once it has the block the loop waits for the device in
+// cuEventSynchronize, which spins (the primary context's automatic
+// scheduling spins where the process has fewer contexts than cores), so
+// polling the channel first only moves where the thread spins, and the
+// format loop's send no longer wakes a parked goroutine. Measured on an
+// H200 VM with 16 vCPUs (issue 29, docs/bench.md "Where a block's round
+// trip goes now", two device calls): at vortex's 4 / 2 a 256-record block
+// took 7-12% less time, 512 records 4%, and none of the configurations
+// slowed by more than 2% (1024-8192 records level). A stage that waits
+// longer than the window for its blocks (a scanner's milliseconds) parks
+// at once (spin.Waiter).
 const recycleSpin = 100 * time.Microsecond
 
 // recycleWindow is the recycle loop's window on a device of kind without
 // VORTEXGO_RECYCLE_SPIN: the stages' window when VORTEXGO_STAGE_SPIN sets
-// one, else recycleSpin on CUDA and none on the CPU backend, whose event
-// waits park.
-func recycleWindow(kind backend.Kind, stages time.Duration) time.Duration {
+// one; else recycleSpin on CUDA when procs Ps leave room for the session's
+// goroutines stage goroutines (roomFor: with fewer, the acquire loop that
+// the recycle loop's return of a block readies would wait behind its
+// polling), and none otherwise. The CPU backend's event waits park, so
+// there polling would be CPU spent.
+func recycleWindow(kind backend.Kind, stages time.Duration, procs, goroutines int) time.Duration {
 	switch {
 	case stages > 0:
 		return stages
-	case kind == backend.CUDA:
+	case kind == backend.CUDA && roomFor(procs, goroutines):
 		return recycleSpin
 	}
 	return 0

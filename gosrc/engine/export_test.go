@@ -35,3 +35,6 @@ func (e *Engine) RecycleSpin() time.Duration { return e.sess().recycleSpin }
 
 // RecycleWindow is recycleWindow.
 var RecycleWindow = recycleWindow
+
+// StageGoroutines is the current session's stageGoroutines.
+func (e *Engine) StageGoroutines() int { return e.sess().stageGoroutines() }

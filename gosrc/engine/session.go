@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,26 +119,24 @@ func (e *Engine) newSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	recycle, set, err := spin.RecycleConfigured()
+	recycle, recycleSet, err := spin.RecycleConfigured()
 	if err != nil {
 		return nil, err
-	}
-	if !set {
-		recycle = recycleWindow(e.dev.Kind(), window)
 	}
 	path, err := slotPath()
 	if err != nil {
 		return nil, err
 	}
+	procs := runtime.GOMAXPROCS(0)
 	if path == "" {
-		path = e.defaultSlotPath()
+		path = e.defaultSlotPath(procs)
 	}
 	turnWindow, set, err := turn.Configured()
 	if err != nil {
 		return nil, err
 	}
 	if !set {
-		turnWindow = e.turnWindow()
+		turnWindow = e.turnWindow(procs)
 	}
 	for _, p := range e.procs {
 		if op, ok := p.(OrderedProcessor); ok {
@@ -162,16 +161,31 @@ func (e *Engine) newSession() (*session, error) {
 	if e.slotSubmitters() {
 		if path == slotPathInline {
 			s.inline = true
-			return s, nil
+		} else {
+			s.work = make([]chan *Block, len(e.slots))
+			for i := range s.work {
+				// Never full: a slot cannot hold more blocks than there are.
+				s.work[i] = make(chan *Block, len(e.blocks))
+			}
+			s.direct = path == slotPathDirect
 		}
-		s.work = make([]chan *Block, len(e.slots))
-		for i := range s.work {
-			// Never full: a slot cannot hold more blocks than there are.
-			s.work[i] = make(chan *Block, len(e.blocks))
-		}
-		s.direct = path == slotPathDirect
+	}
+	if !recycleSet {
+		s.recycleSpin = recycleWindow(e.dev.Kind(), window, procs, s.stageGoroutines())
 	}
 	return s, nil
+}
+
+// stageGoroutines is the number of goroutines that move the session's
+// blocks (Start starts them): acquire, format, recycle, a submitter per
+// slot on the direct and stages paths, and the process loop unless blocks
+// go to the slots from the acquire loop.
+func (s *session) stageGoroutines() int {
+	n := 3 + len(s.work)
+	if !s.direct && !s.inline {
+		n++
+	}
+	return n
 }
 
 // Start starts a session: the acquisition, the IOs and the stage

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -228,24 +229,29 @@ func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, w
 // path by the blocks it has per slot: the acquire loop submits every block
 // itself (inline) with fewer than 8 a slot, where a block's round trip sets
 // the rate; the slots' submitters take them (direct) from 8 a slot, where
-// the submissions do. Either way every volume arrives whole.
+// the submissions do, if Go has two Ps for each stage goroutine (procs:
+// GOMAXPROCS). Either way every volume arrives whole.
 func TestSlotPathDefault(t *testing.T) {
 	tests := []struct {
-		blocks, preload, slots int
-		want                   string
+		blocks, preload, slots, procs int
+		want                          string
 	}{
-		{4, 2, 2, "inline"}, // vortex's defaults
-		{8, 4, 2, "inline"},
-		{15, 4, 2, "inline"},
-		{16, 8, 2, "direct"},
-		{32, 16, 2, "direct"},
-		{16, 8, 3, "inline"},
-		{24, 8, 3, "direct"},
-		{4, 2, 4, "inline"},
+		{4, 2, 2, 16, "inline"}, // vortex's defaults
+		{8, 4, 2, 16, "inline"},
+		{15, 4, 2, 16, "inline"},
+		{16, 8, 2, 16, "direct"},
+		{32, 16, 2, 16, "direct"},
+		{16, 8, 3, 16, "inline"},
+		{24, 8, 3, 16, "direct"},
+		{4, 2, 4, 16, "inline"},
+		{32, 16, 2, 10, "direct"}, // two Ps for each of 5 goroutines
+		{32, 16, 2, 9, "inline"},
+		{32, 16, 2, 2, "inline"}, // the CI machine
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprintf("%d/%d/%d slots", tc.blocks, tc.preload, tc.slots), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d/%d/%d slots/%d Ps", tc.blocks, tc.preload, tc.slots, tc.procs), func(t *testing.T) {
 			t.Setenv(engine.SlotPathEnv, "")
+			withProcs(t, tc.procs)
 			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
 			proc := newOrderedProc(8)
 			proc.alone = tc.want == "inline"
@@ -257,6 +263,11 @@ func TestSlotPathDefault(t *testing.T) {
 			d.wait(t)
 			require.Equal(t, tc.want == "inline", e.InlinePath(), "inline path")
 			require.Equal(t, tc.want == "direct", e.DirectPath(), "direct path")
+			if tc.want == "inline" {
+				require.Equal(t, 3, e.StageGoroutines(), "acquire, format, recycle")
+			} else {
+				require.Equal(t, 3+tc.slots, e.StageGoroutines(), "and a submitter per slot")
+			}
 			st := e.Status()
 			require.Positive(t, st.BlocksFormatted)
 			require.Equal(t, st.BlocksAcquired, st.BlocksFormatted, "every block formatted: %+v", st)
@@ -271,24 +282,40 @@ func TestSlotPathDefault(t *testing.T) {
 	}
 }
 
+// withProcs sets GOMAXPROCS to n for the test (no test of the package runs
+// in parallel with one that sets the environment).
+func withProcs(t *testing.T, n int) {
+	t.Helper()
+	old := runtime.GOMAXPROCS(n)
+	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+}
+
 // TestRecycleWindow: the recycle loop polls for its next block for
-// recycleSpin on CUDA, where its event waits spin anyway, and parks at once
-// on the CPU backend; VORTEXGO_STAGE_SPIN's window, when set, is the
-// recycle loop's too.
+// recycleSpin on CUDA, where its event waits spin anyway, when Go has two
+// Ps per stage goroutine (16 vCPUs and the inline path's 3 or 2 slots'
+// submitters' 5 do); it parks at once with fewer, and on the CPU backend;
+// VORTEXGO_STAGE_SPIN's window, when set, is the recycle loop's too.
 func TestRecycleWindow(t *testing.T) {
 	tests := []struct {
-		kind   backend.Kind
-		stages time.Duration
-		want   time.Duration
+		kind              backend.Kind
+		stages            time.Duration
+		procs, goroutines int
+		want              time.Duration
 	}{
-		{backend.CUDA, 0, 100 * time.Microsecond},
-		{backend.CPU, 0, 0},
-		{backend.CUDA, 30 * time.Microsecond, 30 * time.Microsecond},
-		{backend.CPU, 30 * time.Microsecond, 30 * time.Microsecond},
+		{backend.CUDA, 0, 16, 3, 100 * time.Microsecond},
+		{backend.CUDA, 0, 16, 5, 100 * time.Microsecond},
+		{backend.CUDA, 0, 16, 8, 100 * time.Microsecond},
+		{backend.CUDA, 0, 16, 9, 0},
+		{backend.CUDA, 0, 6, 3, 100 * time.Microsecond},
+		{backend.CUDA, 0, 5, 3, 0},
+		{backend.CUDA, 0, 2, 3, 0}, // the CI machine
+		{backend.CPU, 0, 16, 3, 0},
+		{backend.CUDA, 30 * time.Microsecond, 2, 3, 30 * time.Microsecond},
+		{backend.CPU, 30 * time.Microsecond, 16, 3, 30 * time.Microsecond},
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprintf("%s/%v", tc.kind, tc.stages), func(t *testing.T) {
-			assert.Equal(t, tc.want, engine.RecycleWindow(tc.kind, tc.stages))
+		t.Run(fmt.Sprintf("%s/%v/%d procs/%d goroutines", tc.kind, tc.stages, tc.procs, tc.goroutines), func(t *testing.T) {
+			assert.Equal(t, tc.want, engine.RecycleWindow(tc.kind, tc.stages, tc.procs, tc.goroutines))
 		})
 	}
 }
@@ -384,30 +411,37 @@ func orderedEngine(t *testing.T, proc *orderedProc, scan raster, cfg engine.Conf
 }
 
 // TestTurnWindow: each Start sets the ordered processors' turn window:
-// polling with many blocks per slot, parking at once with vortex's few,
+// polling with many blocks per slot where Go has two Ps per stage
+// goroutine (procs: GOMAXPROCS), parking at once with vortex's few or
+// fewer Ps,
 // and VORTEXGO_TURN_SPIN's value in place of either; a misspelt value
 // fails Start naming the variable.
 func TestTurnWindow(t *testing.T) {
 	tests := []struct {
-		name          string
-		blocks, slots int
-		env           string
-		want          time.Duration
-		wantErr       bool
+		name                 string
+		blocks, slots, procs int
+		env                  string
+		want                 time.Duration
+		wantErr              bool
 	}{
-		{"vortex's 4 blocks on 2 slots park", 4, 2, "", 0, false},
-		{"32 blocks on 2 slots poll", 32, 2, "", 30 * time.Microsecond, false},
-		{"16 blocks on 2 slots poll", 16, 2, "", 30 * time.Microsecond, false},
-		{"16 blocks on 4 slots park", 16, 4, "", 0, false},
-		{"the environment's window", 4, 2, "75", 75 * time.Microsecond, false},
-		{"the environment's 0", 32, 2, "0", 0, false},
-		{"misspelt", 32, 2, "fast", 0, true},
+		{"vortex's 4 blocks on 2 slots park", 4, 2, 16, "", 0, false},
+		{"32 blocks on 2 slots poll", 32, 2, 16, "", 30 * time.Microsecond, false},
+		{"16 blocks on 2 slots poll", 16, 2, 16, "", 30 * time.Microsecond, false},
+		{"16 blocks on 4 slots park", 16, 4, 16, "", 0, false},
+		{"32 blocks on 2 slots with 10 Ps poll", 32, 2, 10, "", 30 * time.Microsecond, false},
+		{"32 blocks on 2 slots with 9 Ps park", 32, 2, 9, "", 0, false},
+		{"32 blocks on 2 slots with 2 Ps park", 32, 2, 2, "", 0, false},
+		{"the environment's window", 4, 2, 2, "75", 75 * time.Microsecond, false},
+		{"the environment's 0", 32, 2, 16, "0", 0, false},
+		{"misspelt", 32, 2, 16, "fast", 0, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("VORTEXGO_TURN_SPIN", tc.env)
+			withProcs(t, tc.procs)
 			proc := newOrderedProc(8)
-			proc.window = -1 // not set yet
+			proc.window = -1  // not set yet
+			proc.alone = true // no test of concurrency here: either path
 			scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 1}
 			e, _ := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: 4, BlocksToAllocate: tc.blocks, PreloadCount: 2, Slots: tc.slots})
 			if tc.wantErr {
