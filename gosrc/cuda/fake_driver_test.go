@@ -349,6 +349,16 @@ func TestFakeDriverChild(t *testing.T) {
 		})
 		require.Zero(t, allocs)
 	})
+	t.Run("event record and wait do not allocate", func(t *testing.T) {
+		ev, err := d.CreateEvent(false)
+		require.NoError(t, err)
+		defer ev.Close()
+		allocs := testing.AllocsPerRun(100, func() {
+			_ = s.Record(ev)
+			_ = s.WaitEvent(ev)
+		})
+		require.Zero(t, allocs)
+	})
 	t.Run("C fast path", func(t *testing.T) { testFastPath(t, d, lib) })
 
 	// Misuse returns ErrClosed to users; invariant builds (-race, -tags

@@ -94,16 +94,7 @@ func asEvent(op string, ev backend.Event) (*Event, error) {
 
 // Record records ev at the current tail of the stream.
 func (s *Stream) Record(ev backend.Event) error {
-	if !s.g.enter() {
-		return s.inv.Misuse(errClosed("cuda.Stream.Record"))
-	}
-	defer s.g.exit()
-	e, err := asEvent("cuda.Stream.Record", ev)
-	if err != nil {
-		return err
-	}
-	defer e.g.exit()
-	return errOf(C.vg_event_record(s.ctx, e.h, s.h))
+	return s.withEvent("cuda.Stream.Record", ev, recordEvent)
 }
 
 // RecordExternal records ev at the current tail of a stream that is
@@ -113,32 +104,38 @@ func (s *Stream) Record(ev backend.Event) error {
 // launch waits for that point of the graph, not for the whole graph. The
 // driver refuses it on a stream that is not capturing.
 func (s *Stream) RecordExternal(ev *Event) error {
-	if !s.g.enter() {
-		return s.inv.Misuse(errClosed("cuda.Stream.RecordExternal"))
-	}
-	defer s.g.exit()
-	e, err := asEvent("cuda.Stream.RecordExternal", ev)
-	if err != nil {
-		return err
-	}
-	defer e.g.exit()
-	return errOf(C.vg_event_record_external(s.ctx, e.h, s.h))
+	return s.withEvent("cuda.Stream.RecordExternal", ev, recordEventExternal)
 }
 
 // WaitEvent makes later work on the stream wait for ev; the host does not
 // block.
 func (s *Stream) WaitEvent(ev backend.Event) error {
+	return s.withEvent("cuda.Stream.WaitEvent", ev, waitEvent)
+}
+
+// withEvent makes driver call between stream s and event ev (op names
+// it in errors) with both held open (Close waits for it); call is one of
+// the plain functions below, so nothing is allocated per call.
+func (s *Stream) withEvent(op string, ev backend.Event, call func(ctx, st, ev C.uintptr_t) C.vg_ret) error {
 	if !s.g.enter() {
-		return s.inv.Misuse(errClosed("cuda.Stream.WaitEvent"))
+		return s.inv.Misuse(errClosed(op))
 	}
 	defer s.g.exit()
-	e, err := asEvent("cuda.Stream.WaitEvent", ev)
+	e, err := asEvent(op, ev)
 	if err != nil {
 		return err
 	}
 	defer e.g.exit()
-	return errOf(C.vg_stream_wait(s.ctx, s.h, e.h))
+	return errOf(call(s.ctx, s.h, e.h))
 }
+
+func recordEvent(ctx, st, ev C.uintptr_t) C.vg_ret { return C.vg_event_record(ctx, ev, st) }
+
+func recordEventExternal(ctx, st, ev C.uintptr_t) C.vg_ret {
+	return C.vg_event_record_external(ctx, ev, st)
+}
+
+func waitEvent(ctx, st, ev C.uintptr_t) C.vg_ret { return C.vg_stream_wait(ctx, st, ev) }
 
 // Synchronize blocks the host until all work queued on the stream is done.
 func (s *Stream) Synchronize() error {

@@ -627,7 +627,7 @@ const (
 // for a submitter per slot beside the other stages (roomFor): the slots'
 // submitters and their polling for the turn pay only where both hold.
 func (e *Engine) manyBlocks(procs int) bool {
-	return e.cfg.BlocksToAllocate >= turnSpinBlocks*len(e.slots) && roomFor(procs, 3+len(e.slots))
+	return e.cfg.BlocksToAllocate >= turnSpinBlocks*len(e.slots) && roomFor(procs, stageGoroutines(len(e.slots), false))
 }
 
 // roomFor reports whether procs Ps (GOMAXPROCS) leave two to each of

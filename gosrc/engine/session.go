@@ -177,12 +177,17 @@ func (e *Engine) newSession() (*session, error) {
 }
 
 // stageGoroutines is the number of goroutines that move the session's
-// blocks (Start starts them): acquire, format, recycle, a submitter per
-// slot on the direct and stages paths, and the process loop unless blocks
-// go to the slots from the acquire loop.
+// blocks (Start starts them).
 func (s *session) stageGoroutines() int {
-	n := 3 + len(s.work)
-	if !s.direct && !s.inline {
+	return stageGoroutines(len(s.work), !s.direct && !s.inline)
+}
+
+// stageGoroutines counts a session's block-moving goroutines: acquire,
+// format and recycle, the slots' submitters, and the process loop when
+// blocks do not go to the slots from the acquire loop.
+func stageGoroutines(submitters int, processLoop bool) int {
+	n := 3 + submitters
+	if processLoop {
 		n++
 	}
 	return n
