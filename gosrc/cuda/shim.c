@@ -371,6 +371,13 @@ vg_ret vg_event_record_external(uintptr_t ctx, uintptr_t ev, uintptr_t s) {
 	return ok();
 }
 
+vg_ret vg_stream_wait_external(uintptr_t ctx, uintptr_t s, uintptr_t ev) {
+	CURRENT(ctx);
+	CHECK(F(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned int))((CUstream)s, (CUevent)ev, 0x1 /* CU_EVENT_WAIT_EXTERNAL */),
+	      "cuStreamWaitEvent");
+	return ok();
+}
+
 vg_ret vg_event_query(uintptr_t ctx, uintptr_t ev) {
 	CURRENT(ctx);
 	CHECK(F(cuEventQuery, CUresult (*)(CUevent))((CUevent)ev), "cuEventQuery");

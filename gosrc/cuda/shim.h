@@ -146,6 +146,10 @@ vg_ret vg_event_record(uintptr_t ctx, uintptr_t ev, uintptr_t s);
 // vg_event_record_external records ev on a capturing stream as an external
 // event node (CU_EVENT_RECORD_EXTERNAL): each launch of the graph records ev.
 vg_ret vg_event_record_external(uintptr_t ctx, uintptr_t ev, uintptr_t s);
+// vg_stream_wait_external makes a capturing stream wait on ev as an external
+// event wait node (CU_EVENT_WAIT_EXTERNAL): each launch of the graph waits
+// for ev's latest record as of that launch.
+vg_ret vg_stream_wait_external(uintptr_t ctx, uintptr_t s, uintptr_t ev);
 vg_ret vg_event_query(uintptr_t ctx, uintptr_t ev);
 vg_ret vg_event_sync(uintptr_t ctx, uintptr_t ev);
 vg_ret vg_event_elapsed(uintptr_t ctx, uintptr_t start, uintptr_t end);

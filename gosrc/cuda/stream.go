@@ -107,6 +107,15 @@ func (s *Stream) RecordExternal(ev *Event) error {
 	return s.withEvent("cuda.Stream.RecordExternal", ev, recordEventExternal)
 }
 
+// WaitExternal makes later work on a stream that is capturing a graph
+// wait for ev as an external event wait node (CU_EVENT_WAIT_EXTERNAL):
+// nothing waits now; each launch of the graph waits at that node for ev's
+// latest record as of the launch, whichever stream recorded it outside the
+// capture (a plain WaitEvent there is refused: the capture's isolation).
+func (s *Stream) WaitExternal(ev *Event) error {
+	return s.withEvent("cuda.Stream.WaitExternal", ev, waitEventExternal)
+}
+
 // WaitEvent makes later work on the stream wait for ev; the host does not
 // block.
 func (s *Stream) WaitEvent(ev backend.Event) error {
@@ -136,6 +145,10 @@ func recordEventExternal(ctx, st, ev C.uintptr_t) C.vg_ret {
 }
 
 func waitEvent(ctx, st, ev C.uintptr_t) C.vg_ret { return C.vg_stream_wait(ctx, st, ev) }
+
+func waitEventExternal(ctx, st, ev C.uintptr_t) C.vg_ret {
+	return C.vg_stream_wait_external(ctx, st, ev)
+}
 
 // Synchronize blocks the host until all work queued on the stream is done.
 func (s *Stream) Synchronize() error {

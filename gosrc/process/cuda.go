@@ -12,8 +12,8 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/turn"
+	"github.com/vortexgo/vortexgo/gosrc/replay"
 )
 
 // Launch geometry. 256 threads keep 8 warps per block, enough to hide
@@ -114,14 +114,14 @@ type cudaHistory struct {
 
 // cudaSlot is one slot's scratch.
 type cudaSlot struct {
-	avg      uintptr       // float32 average record, N (AverageWindow > 0)
-	spectrum uintptr       // complex64 spectra / A-scans, AscansPerBlock x M; first the clock's analytic signal
-	phase    uintptr       // float32 clock phase, AscansPerBlock x N (ClockChannel)
-	phaseMax uintptr       // float32 maximum phase per record, AscansPerBlock (ClockChannel)
-	plan     *cuda.FFTPlan // length M, AscansPerBlock records: the clock's transforms and the inverse FFT without a one-pass kernel
-	averaged *cuda.Event   // recorded after this slot's last history update
-	graphs   slotGraphs    // the block work's graphs by address set (graphs.go)
-	capture  *cuda.Stream  // where the graphs are captured, nil with noGraphs
+	avg      uintptr                 // float32 average record, N (AverageWindow > 0)
+	spectrum uintptr                 // complex64 spectra / A-scans, AscansPerBlock x M; first the clock's analytic signal
+	phase    uintptr                 // float32 clock phase, AscansPerBlock x N (ClockChannel)
+	phaseMax uintptr                 // float32 maximum phase per record, AscansPerBlock (ClockChannel)
+	plan     *cuda.FFTPlan           // length M, AscansPerBlock records: the clock's transforms and the inverse FFT without a one-pass kernel
+	averaged *cuda.Event             // recorded after this slot's last history update
+	graphs   *replay.Cache[graphKey] // the block work's graphs by address set (graphs.go)
+	capture  *cuda.Stream            // where the graphs are captured, nil with noGraphs
 }
 
 var _ engine.OrderedProcessor = (*CUDAProcessor)(nil)
@@ -141,15 +141,11 @@ func NewCUDAProcessor(dev *cuda.Device, cfg Config) (*CUDAProcessor, error) {
 	// graph wrongly, and the baseline a benchmark compares the graphs with.
 	// Any other value than 0, 1 or none is refused: a misspelt "off" must
 	// not leave graphs on unnoticed.
-	var noGraphs bool
-	v, _ := dl.Getenv("VORTEXGO_CUDA_GRAPHS") // live (see dl.Getenv)
-	switch v {
-	case "0":
-		noGraphs = true
-	case "", "1":
-	default:
-		return nil, backend.Invalidf("process: NewCUDAProcessor: VORTEXGO_CUDA_GRAPHS=%q in the environment, expected 0 (launch the kernels directly) or 1 (replay graphs, the default)", v)
+	graphs, err := replay.Enabled()
+	if err != nil {
+		return nil, backend.Invalidf("process: NewCUDAProcessor: %v", err)
 	}
+	noGraphs := !graphs
 	// How long a slot's submitter polls for the rolling average's turn
 	// before it parks (internal/turn): the environment's window, else none
 	// until an engine chooses (SetTurnWindow).
@@ -326,7 +322,7 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 	}
 	st.slots = make([]*cudaSlot, st.cfg.Slots)
 	for i := range st.slots {
-		sl := &cudaSlot{}
+		sl := &cudaSlot{graphs: replay.New[graphKey](maxSlotGraphs, maxSlotSeen)}
 		st.slots[i] = sl
 		if st.cfg.AverageWindow > 0 {
 			if sl.avg, err = alloc(n * 4); err != nil {
@@ -529,7 +525,7 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 	}
 	passTurn()
 	k := graphKey{in: in, avg: avg, out: out, outInt8: outInt8, records: records}
-	if err := sl.graphs.run(cs, sl.capture, k, func(s *cuda.Stream) error { return p.enqueue(st, s, sl, k) }); err != nil {
+	if err := sl.graphs.Run(cs, sl.capture, k, func(s *cuda.Stream) error { return p.enqueue(st, s, sl, k) }); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
@@ -556,10 +552,26 @@ func (p *CUDAProcessor) averagedGraph(st *cudaState, cs *cuda.Stream, sl *cudaSl
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	k := graphKey{in: in, out: out, outInt8: outInt8, records: records}
-	if err := h.begin(cs, sl, &k, st.cfg.AverageWindow, appendHistory); err != nil {
-		return err
+	// The wait for the previous update is in the graph too, an external
+	// event wait node (the other slot's averaged event, in the key): one
+	// driver call a block fewer on the submitting thread (issue 29: -2..-6%
+	// a block at 256 and 512 records on the H200, docs/bench.md).
+	h.position(sl, &k, st.cfg.AverageWindow, appendHistory)
+	if k.avg != 0 {
+		k.prev = h.prev
 	}
-	err := sl.graphs.run(cs, sl.capture, k, func(s *cuda.Stream) error {
+	err := sl.graphs.Run(cs, sl.capture, k, func(s *cuda.Stream) error {
+		if k.prev != nil {
+			var err error
+			if s == sl.capture {
+				err = s.WaitExternal(k.prev)
+			} else {
+				err = s.WaitEvent(k.prev)
+			}
+			if err != nil {
+				return fmt.Errorf("waiting for the history's previous update: %w", err)
+			}
+		}
 		if k.avg != 0 {
 			// Into a capture, the averaged event is recorded by each launch.
 			if err := p.launchAverage(st, s, sl, k, s == sl.capture); err != nil {
@@ -744,6 +756,12 @@ func (h *cudaHistory) begin(cs *cuda.Stream, sl *cudaSlot, k *graphKey, w int, a
 			return err
 		}
 	}
+	h.position(sl, k, w, appendHistory)
+	return nil
+}
+
+// position sets k's history fields as begin does, without the wait.
+func (h *cudaHistory) position(sl *cudaSlot, k *graphKey, w int, appendHistory bool) {
 	cnt := 0
 	if appendHistory {
 		cnt = min(k.records, w)
@@ -751,7 +769,6 @@ func (h *cudaHistory) begin(cs *cuda.Stream, sl *cudaSlot, k *graphKey, w int, a
 	if count := min(h.count+cnt, w); count > 0 {
 		k.avg, k.histIndex, k.histCnt, k.histCount = sl.avg, h.index, cnt, count
 	}
-	return nil
 }
 
 // advance moves the history past k's block, whose update was enqueued
@@ -798,7 +815,7 @@ func (st *cudaState) release(keep *cudaState) error {
 	}
 	for _, sl := range st.slots {
 		if sl != nil {
-			note(sl.graphs.close()) // before the plans and scratch they name
+			note(sl.graphs.Close()) // before the plans and scratch they name
 		}
 		if sl != nil && sl.capture != nil {
 			note(sl.capture.Close())

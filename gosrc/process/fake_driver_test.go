@@ -111,10 +111,10 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 			}
 			require.Equal(t, want, struct{ launches, graphs, ffts int64 }{l1 - l0, g1 - g0, f1 - f0}, "call %d", i)
 		}
-		g := &p.st.slots[0].graphs
-		require.Equal(t, 1, g.captures)
-		require.Equal(t, 2, g.replays)
-		require.NoError(t, g.failed)
+		g := p.st.slots[0].graphs
+		require.Equal(t, 1, g.Stats().Captures)
+		require.Equal(t, 2, g.Stats().Replays)
+		require.NoError(t, g.Stats().Failed)
 		require.False(t, s.Capturing())
 	})
 
@@ -132,10 +132,9 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		require.NoError(t, err)
 		defer ev.Close()
 		var errs []error
-		captureHook = func(caller *cuda.Stream) {
-			errs = append(errs, caller.Record(ev), other.WaitEvent(ev), ev.Synchronize(), other.Synchronize())
-		}
-		defer func() { captureHook = nil }()
+		p.st.slots[0].graphs.SetCaptureHook(func() { // s is the caller's stream
+			errs = append(errs, s.Record(ev), other.WaitEvent(ev), ev.Synchronize(), other.Synchronize())
+		})
 		in, out := buf(t, r*n*2), buf(t, r*n*4)
 		for range 3 {
 			process(t, p, s, in, out)
@@ -144,8 +143,8 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		for _, e := range errs {
 			require.NoError(t, e)
 		}
-		require.NoError(t, p.st.slots[0].graphs.failed)
-		require.Equal(t, 1, p.st.slots[0].graphs.replays)
+		require.NoError(t, p.st.slots[0].graphs.Stats().Failed)
+		require.Equal(t, 1, p.st.slots[0].graphs.Stats().Replays)
 		require.False(t, other.Capturing())
 	})
 
@@ -158,9 +157,9 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 			process(t, p, s, in, at(i))
 			process(t, p, s, in, at(i))
 		}
-		g := &p.st.slots[0].graphs
-		require.Equal(t, maxSlotGraphs, len(g.graphs))
-		require.Equal(t, maxSlotGraphs, g.captures)
+		g := p.st.slots[0].graphs
+		require.Equal(t, maxSlotGraphs, g.Stats().Graphs)
+		require.Equal(t, maxSlotGraphs, g.Stats().Captures)
 		l0, g0, _ := counts.read()
 		process(t, p, s, in, at(maxSlotGraphs+3)) // never captured: direct
 		process(t, p, s, in, at(5))               // captured: replayed
@@ -175,9 +174,9 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		for i := range maxSlotSeen + 10 {
 			process(t, p, s, in, out+uintptr(i*r*n*4))
 		}
-		g := &p.st.slots[0].graphs
-		require.LessOrEqual(t, len(g.seen), maxSlotSeen)
-		require.Zero(t, g.captures, "no set came twice")
+		g := p.st.slots[0].graphs
+		require.LessOrEqual(t, g.Stats().Seen, maxSlotSeen)
+		require.Zero(t, g.Stats().Captures, "no set came twice")
 	})
 
 	t.Run("a caller's own capture gets direct launches", func(t *testing.T) {
@@ -189,9 +188,9 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		gr, err := s.EndCaptureGraph()
 		require.NoError(t, err)
 		require.NoError(t, gr.Close())
-		require.Zero(t, p.st.slots[0].graphs.captures)
+		require.Zero(t, p.st.slots[0].graphs.Stats().Captures)
 		process(t, p, s, in, out) // outside the capture: captured now
-		require.Equal(t, 1, p.st.slots[0].graphs.captures)
+		require.Equal(t, 1, p.st.slots[0].graphs.Stats().Captures)
 	})
 
 	t.Run("a capture the driver refuses falls back to direct launches", func(t *testing.T) {
@@ -205,9 +204,9 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 			l1, _, f1 := counts.read()
 			require.Equal(t, [2]int64{2, 1}, [2]int64{l1 - l0, f1 - f0})
 		}
-		g := &p.st.slots[0].graphs
-		require.Error(t, g.failed)
-		require.Zero(t, g.captures)
+		g := p.st.slots[0].graphs
+		require.Error(t, g.Stats().Failed)
+		require.Zero(t, g.Stats().Captures)
 		require.False(t, s.Capturing())
 	})
 
@@ -270,9 +269,9 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 			// event for the next block, join the capture.
 			require.False(t, s.Capturing(), "call %d", i)
 		}
-		require.Equal(t, 2, sl.graphs.captures)
-		require.Equal(t, 3, sl.graphs.replays)
-		require.NoError(t, sl.graphs.failed)
+		require.Equal(t, 2, sl.graphs.Stats().Captures)
+		require.Equal(t, 3, sl.graphs.Stats().Replays)
+		require.NoError(t, sl.graphs.Stats().Failed)
 		// Without appending (vortex's append_history=False) the position
 		// stays: a key of its own.
 		require.NoError(t, p.ProcessHistory(0, s, in, r, out, 0, false))
@@ -301,11 +300,11 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		in, out := buf(t, r*n*2), buf(t, r*n*4)
 		process(t, p, s, in, out)
 		process(t, p, s, in, out)
-		require.Len(t, p.st.slots[0].graphs.graphs, 1)
+		require.Equal(t, 1, p.st.slots[0].graphs.Stats().Graphs)
 		c := p.Config()
 		c.Levels = [2]float32{0, 50}
 		require.NoError(t, p.Change(c))
-		require.Empty(t, p.st.slots[0].graphs.graphs, "the new state's slot has no graph of the old arguments")
+		require.Zero(t, p.st.slots[0].graphs.Stats().Graphs, "the new state's slot has no graph of the old arguments")
 		l0, g0, _ := counts.read()
 		process(t, p, s, in, out)
 		l1, g1, _ := counts.read()

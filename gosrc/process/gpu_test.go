@@ -536,9 +536,9 @@ func ringBlocks(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks [
 	require.NoError(t, dev.Synchronize())
 	captures, replays := 0, 0
 	for _, sl := range p.st.slots {
-		captures += sl.graphs.captures
-		replays += sl.graphs.replays
-		require.NoError(t, sl.graphs.failed)
+		captures += sl.graphs.Stats().Captures
+		replays += sl.graphs.Stats().Replays
+		require.NoError(t, sl.graphs.Stats().Failed)
 	}
 	return slices.Clone(hostSlice[float32](hOut.Ptr(), total*m)), slices.Clone(hostSlice[int8](hOut8.Ptr(), total*m)), captures, replays
 }
@@ -632,11 +632,10 @@ func TestCUDAGraphsLeaveTheCallersStreamAlone(t *testing.T) {
 	in, out := gpuBuffer(t, dev, 8*256*2, false), gpuBuffer(t, dev, 8*256*4, false)
 	var hookErrs []error
 	hooked := 0
-	captureHook = func(caller *cuda.Stream) {
+	p.st.slots[0].graphs.SetCaptureHook(func() { // cs is the caller's stream
 		hooked++
-		hookErrs = append(hookErrs, caller.Record(ev), other.WaitEvent(ev), ev.Synchronize())
-	}
-	defer func() { captureHook = nil }()
+		hookErrs = append(hookErrs, cs.Record(ev), other.WaitEvent(ev), ev.Synchronize())
+	})
 	for range 3 { // the address set's second sighting is captured, the third replayed
 		require.NoError(t, p.Process(0, cs, in.Ptr(), 8, out.Ptr(), 0))
 	}
@@ -645,7 +644,7 @@ func TestCUDAGraphsLeaveTheCallersStreamAlone(t *testing.T) {
 	for _, e := range hookErrs {
 		require.NoError(t, e)
 	}
-	require.Equal(t, 1, p.st.slots[0].graphs.replays)
+	require.Equal(t, 1, p.st.slots[0].graphs.Stats().Replays)
 }
 
 // TestCUDAGraphsOnlyForSmallBlocks: a slot captures graphs for blocks of

@@ -200,8 +200,11 @@ CUresult cuStreamQuery(void* s) {
 CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) {
 	TALLY(N_WAIT);
 	NEED_CTX();
-	if (f != 0) return 1;
+	if (f > 1) return 1;
 	if (capture_state(s) == 2) return 901;
+	// CU_EVENT_WAIT_EXTERNAL: in a capture, an external event wait node (the
+	// event is not the capture's: no fork, no isolation); outside, a wait.
+	if (f == 1) return 0;
 	struct fake_event* ev = e;
 	if (!ev->captured) return refuse_in_capture(s, 905);
 	void* origin = capture_origin(s);
