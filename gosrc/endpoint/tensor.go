@@ -68,6 +68,10 @@ type StackTensorEndpoint struct {
 	// ownStream formats every block on the endpoint's stream (small blocks,
 	// see formatOnOwnStream).
 	ownStream bool
+	// graphs replays small blocks' formatting (replay.go); nil without.
+	// fewBlocks: the engine cycles few blocks per slot (fewBlocksPerSlot).
+	graphs    *formatGraphs
+	fewBlocks bool
 }
 
 var _ engine.Endpoint = (*StackTensorEndpoint)(nil)
@@ -210,7 +214,8 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 			return fmt.Errorf("%s.Prepare: %w", e.name, err)
 		}
 	}
-	own, err := formatOnOwnStream(info.RecordsPerBlock, info.RawSamples)
+	e.fewBlocks = fewBlocksPerSlot(info.BlocksPerSlot)
+	own, err := formatOnOwnStream(info.RecordsPerBlock, info.RawSamples, e.fewBlocks)
 	if err != nil {
 		return fmt.Errorf("%s.Prepare: %w", e.name, err)
 	}
@@ -223,7 +228,7 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 		if e.dev == info.Device && slices.Equal(e.tensor.Info().Shape, shape) {
 			e.owner = info.Owner
 			e.ctx, e.cancel = stopContext(info.Stopping)
-			return nil
+			return e.resetGraphs() // the new engine's events and buffers
 		}
 		if err := e.free(); err != nil {
 			return fmt.Errorf("%s.Prepare: freeing the previous engine's volume: %w", e.name, err)
@@ -269,7 +274,7 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 	}
 	e.stream, e.tensor, e.owner, e.formatted, e.chained, e.dev = s, t, info.Owner, ev, chained, info.Device
 	e.ctx, e.cancel = stopContext(info.Stopping)
-	return nil
+	return e.resetGraphs()
 }
 
 // BeginSession takes a new engine session's stop signal
@@ -391,17 +396,33 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 // 32 / 16, which reached 0.99 of the copy ceiling with formatting on the
 // slot streams: there a fourth stream of kernels beside the copy stream
 // costs the uploads (4-8% on an H100, bench/probe_format.py).
+//
+// With few blocks per slot (fewBlocksPerSlot) the bound is twice that,
+// 2^20 samples: where a block's round trip sets the pace, 1024 x 512 and
+// 2048 x 256 blocks took 9% and 7% less time at 4 / 2 on the endpoint's
+// stream, 10% and 9% with its graphs (interleaved on the H200, docs/bench.md
+// "Formatting as a graph"); 2048 x 512 was level.
 const ownStreamBelow = 1 << 19
+
+// fewBlocksPerSlot reports whether an engine cycling blocksPerSlot blocks
+// on each processing stream has few: at most 2, vortex's defaults (4
+// blocks on 2 slots). 0, not known, is not few.
+func fewBlocksPerSlot(blocksPerSlot int) bool { return blocksPerSlot > 0 && blocksPerSlot <= 2 }
 
 // formatOnOwnStream reports whether blocks of recordsPerBlock raw spectra of
 // rawSamples are formatted on the endpoint's stream: VORTEXGO_FORMAT_STREAM
-// (read live, see dl.Getenv) is "auto" (or unset: below ownStreamBelow),
-// "endpoint" or "slot"; the last two are for measurements.
-func formatOnOwnStream(recordsPerBlock, rawSamples int) (bool, error) {
+// (read live, see dl.Getenv) is "auto" (or unset: below ownStreamBelow, or
+// twice that with few blocks per slot), "endpoint" or "slot"; the last two
+// are for measurements.
+func formatOnOwnStream(recordsPerBlock, rawSamples int, fewBlocks bool) (bool, error) {
 	v, _ := dl.Getenv("VORTEXGO_FORMAT_STREAM")
 	switch v {
 	case "", "auto":
-		return recordsPerBlock*rawSamples < ownStreamBelow, nil
+		below := ownStreamBelow
+		if fewBlocks {
+			below *= 2
+		}
+		return recordsPerBlock*rawSamples < below, nil
 	case "endpoint":
 		return true, nil
 	case "slot":
@@ -454,7 +475,7 @@ func (e *StackTensorEndpoint) free() error {
 	// A host wait at teardown: the stream's queued copies write into the
 	// tensor about to be freed.
 	err := e.stream.Synchronize()
-	err = errors.Join(err, e.tensor.Close(), e.stream.Close())
+	err = errors.Join(err, e.closeGraphs(), e.tensor.Close(), e.stream.Close())
 	for _, ev := range []backend.Event{e.formatted, e.chained} {
 		if ev != nil {
 			err = errors.Join(err, ev.Close())

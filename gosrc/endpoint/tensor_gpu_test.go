@@ -34,12 +34,18 @@ const rigValues = rigSamples * rigRecords
 // ownStreamBelow samples it formats on its own stream, from it on the
 // blocks' processing streams.
 func newFormatRig(t *testing.T, recordsPerBlock int) *formatRig {
+	return newFormatRigPerSlot(t, recordsPerBlock, 0)
+}
+
+// newFormatRigPerSlot is newFormatRig for an engine cycling blocksPerSlot
+// blocks on each slot (EndpointInfo.BlocksPerSlot).
+func newFormatRigPerSlot(t *testing.T, recordsPerBlock, blocksPerSlot int) *formatRig {
 	dev, err := cuda.GetDevice(0)
 	require.NoError(t, err)
 	e, err := NewSpectraStackDeviceTensorEndpoint()
 	require.NoError(t, err)
 	require.NoError(t, e.Prepare(engine.EndpointInfo{Device: dev, Owner: 1, RecordsPerBlock: recordsPerBlock, RawSamples: rigSamples,
-		OutputSamples: rigSamples, SegmentsPerVolume: 1, RecordsPerSegment: rigRecords}))
+		OutputSamples: rigSamples, SegmentsPerVolume: 1, RecordsPerSegment: rigRecords, BlocksPerSlot: blocksPerSlot}))
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
 	r := &formatRig{dev: dev, e: e, plan: &engine.FormatPlan{Actions: []format.Action{copyAction(0, rigRecords, 0, 0, false)}}}
 	r.host, err = dev.AllocPinned(2 * rigValues)
@@ -193,4 +199,58 @@ func TestGPUPrepareCompilesTheFormatKernel(t *testing.T) {
 		OutputSamples: rigSamples, SegmentsPerVolume: 1, RecordsPerSegment: rigRecords}))
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
 	require.True(t, dev.Loaded("kernels/format"), "Prepare compiled the format kernels")
+}
+
+// TestDeviceTensorFormatGraphs: small blocks' formatting replayed as
+// graphs (replay.go) waits for each block's ready event at each launch
+// (the block's values are written behind milliseconds of work on its
+// stream), and the done event it records covers the kernel (the tensor is
+// read on a third stream after done alone); two blocks alternating are
+// each captured once and replayed after.
+func TestDeviceTensorFormatGraphs(t *testing.T) {
+	r := newFormatRigPerSlot(t, rigRecords, 2)
+	require.True(t, r.e.ownStream)
+	require.NotNil(t, r.e.graphs, "graphs on the endpoint's own CUDA stream, with few blocks per slot")
+	blocks := []*engine.BlockData{r.block(t, 0, 0), r.block(t, 1, 0)}
+	var dones []backend.Event
+	for range blocks {
+		ev, err := r.dev.NewEvent(false)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, ev.Close()) })
+		dones = append(dones, ev)
+	}
+	reader, err := r.dev.NewStream(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reader.Close()) })
+	for round := range 6 {
+		b, done := blocks[round%2], dones[round%2]
+		val := byte(round + 1)
+		r.delay(t, b.Stream)
+		require.NoError(t, b.Stream.Memset(b.Raw, val, 2*rigValues))
+		require.NoError(t, b.Stream.Record(b.Ready))
+		recorded, err := r.e.FormatDone(b, r.plan, done)
+		require.NoError(t, err)
+		require.True(t, recorded, "round %d: the endpoint records done", round)
+		require.NoError(t, done.Synchronize())
+		require.NoError(t, reader.Copy(r.host.Ptr(), r.e.Tensor().Ptr(), 2*rigValues))
+		require.NoError(t, reader.Synchronize())
+		want := uint16(val)<<8 | uint16(val)
+		for j, v := range hostView[uint16](r.host.Ptr(), rigValues) {
+			if v != want {
+				t.Fatalf("round %d: cell %d = %d, expected %d (the block's values, after done)", round, j, v, want)
+			}
+		}
+	}
+	st := r.e.graphs.cache.Stats()
+	require.NoError(t, st.Failed)
+	require.Equal(t, 2, st.Captures, "each block's key captured on its second sighting")
+	require.Equal(t, 2, st.Replays)
+	// Without a done event (a sync endpoint's earlier parts) the endpoint
+	// records none and says so.
+	b := blocks[0]
+	require.NoError(t, b.Stream.Record(b.Ready))
+	recorded, err := r.e.FormatDone(b, r.plan, nil)
+	require.NoError(t, err)
+	require.False(t, recorded)
+	require.NoError(t, r.e.Stream().Synchronize())
 }

@@ -153,6 +153,20 @@ type OrderedProcessor interface {
 	SetTurnWindow(window time.Duration)
 }
 
+// DoneFormatter is an Endpoint that can record the engine's done event of
+// a block itself, as the last step of its formatting on its stream: a
+// tensor endpoint replaying a graph of the block's formatting records it
+// there, one driver call where the engine's record would be a second
+// (issue 29).
+type DoneFormatter interface {
+	// FormatDone is Format with done, the event the engine records on the
+	// endpoint's stream after the block's last part (nil for the other
+	// parts); recorded reports whether the endpoint did record it. It is
+	// false on an error: the engine then records done after whatever was
+	// queued.
+	FormatDone(b *BlockData, plan *FormatPlan, done backend.Event) (recorded bool, err error)
+}
+
 // Formatter is vortex's format planner: fed each block's markers in order,
 // it plans where the block's records go and which segments, volumes and
 // scans finish. *format.FormatPlanner is the formatter; its plan is what
@@ -300,6 +314,13 @@ type EndpointInfo struct {
 	OutputSamples int
 	// SegmentsPerVolume and RecordsPerSegment are the formatter's shape.
 	SegmentsPerVolume, RecordsPerSegment int
+	// BlocksPerSlot is how many of the engine's blocks each processing
+	// stream cycles (BlocksToAllocate / Slots): with few, a block's round
+	// trip through the stages sets the pace, and an endpoint may trade
+	// device time for driver calls (StackTensorEndpoint's formatting
+	// graphs). 0: not known (an endpoint driven without an engine), the
+	// choices for many blocks.
+	BlocksPerSlot int
 	// Leads are the distinct IO leads the engine generates waveforms for
 	// (EngineConfig.add_io's lead_samples), sorted, 0 first (vortex's
 	// io_lead_samples). An endpoint that stores the streams of a lead

@@ -91,6 +91,7 @@ type Status struct {
 
 type epRoute struct {
 	ep     Endpoint
+	done   DoneFormatter // ep, when it records the done event itself
 	id     int
 	stream backend.Stream
 	// sync: the endpoint's callbacks must run before the engine writes the
@@ -950,15 +951,25 @@ func (e *Engine) formatInto(s *session, ep *epRoute, b *Block, data *BlockData, 
 				ep.pendingAck = 0
 			}
 		}
-		err := ep.ep.Format(data, part)
+		last := end == len(plan.Actions)
+		var err error
+		recorded := false
+		if ep.done != nil {
+			var done backend.Event
+			if last {
+				done = b.epDone[ep.id]
+			}
+			recorded, err = ep.done.FormatDone(data, part, done)
+		} else {
+			err = ep.ep.Format(data, part)
+		}
 		if errors.Is(err, ErrStopped) {
 			return false, nil
 		}
 		if err != nil {
 			return false, fmt.Errorf("engine: block %d: endpoint #%d: %w", b.ID, ep.id, err)
 		}
-		last := end == len(plan.Actions)
-		if last {
+		if last && !recorded {
 			if err := ep.stream.Record(b.epDone[ep.id]); err != nil {
 				return false, fmt.Errorf("engine: block %d: endpoint #%d: recording done event: %w", b.ID, ep.id, err)
 			}

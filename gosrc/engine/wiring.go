@@ -157,8 +157,9 @@ func (e *Engine) prepareRoutes(outSamples []int, markers int) error {
 				Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 				RawSamples: e.acqs[e.procAcq[fmtFeeder[fn.fmt]]].raw, OutputSamples: fmtOut[fn.fmt],
 				SegmentsPerVolume: fn.fmt.SegmentsPerVolume(), RecordsPerSegment: fn.fmt.RecordsPerSegment(),
-				Leads:    leads,
-				Stopping: nil, // each session's, through SessionEndpoint.BeginSession
+				BlocksPerSlot: cfg.BlocksToAllocate / cfg.slots(),
+				Leads:         leads,
+				Stopping:      nil, // each session's, through SessionEndpoint.BeginSession
 				Fail: func(err error) {
 					e.failAsync(fmt.Errorf("engine: endpoint #%d: %w", id, err))
 				},
@@ -167,6 +168,7 @@ func (e *Engine) prepareRoutes(outSamples []int, markers int) error {
 				return fmt.Errorf("engine.Prepare: endpoint #%d: %w", id, err)
 			}
 			r := &epRoute{ep: ep, id: id, stream: ep.Stream()}
+			r.done, _ = ep.(DoneFormatter)
 			e.eps = append(e.eps, r)
 			fmtEps[fn.fmt] = append(fmtEps[fn.fmt], r)
 		}

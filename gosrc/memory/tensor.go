@@ -468,6 +468,24 @@ func (t *DeviceTensor) SetReady(s backend.Stream) error {
 	return nil
 }
 
+// ReadyEvent is the tensor's ready event, for work that records it itself
+// (a graph whose external event node records it at each launch: issue
+// 29's formatting graphs), to owner, who must hold the tensor's exclusive
+// lock: Close frees the event only once no lock is held, so it stays valid
+// until owner unlocks.
+func (t *DeviceTensor) ReadyEvent(owner int64) (backend.Event, error) {
+	const op = "memory.DeviceTensor.ReadyEvent"
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.freed:
+		return nil, fmt.Errorf("%s: tensor: %w", op, backend.ErrClosed)
+	case t.exclCount == 0 || t.exclOwner != owner:
+		return nil, fmt.Errorf("%s: owner %d does not hold the exclusive lock (%s), expected it to: %w", op, owner, t.holdersLocked(), backend.ErrInvalid)
+	}
+	return t.ready, nil
+}
+
 // WaitReady makes s wait for the ready event (no host wait). The wait is
 // queued under t.mu so that Close cannot destroy the event underneath it.
 func (t *DeviceTensor) WaitReady(s backend.Stream) error {
