@@ -105,6 +105,47 @@ def test_user_buffering_example_on_cuda(gpu, cp, tmp_path):
     my_endpoint.close()
 
 
+@pytest.mark.parametrize("blocks,preload", [(4, 2), (16, 8)])
+def test_graphs_on_and_off_format_the_same_volumes(gpu, cp, monkeypatch, blocks, preload):
+    """The CUDA graphs replay exactly the launches they captured: every volume, int8 and float32,
+    is the same bit for bit with ``VORTEXGO_CUDA_GRAPHS=0``. With vortex's 4 blocks / preload 2
+    (two a slot) both the processor's work and the tensor endpoints' formatting are graphs, the
+    blocks' and the engine's events external nodes; with 16 / 8 only the processor's. The rolling
+    average is on: its wait for the previous update is a node of the processor's graphs."""
+    got = {}
+    for graphs in ("0", "1"):
+        monkeypatch.setenv("VORTEXGO_CUDA_GRAPHS", graphs)  # read at the processor's creation and at prepare
+        i8, f32 = StackDeviceTensorEndpointInt8(), StackDeviceTensorEndpointFloat32()
+        copies = []
+
+        def handler(*_args, i8=i8, f32=f32, copies=copies):
+            with i8.tensor as a, f32.tensor as b:
+                with i8.stream:
+                    ca = cp.copy(a)
+                with f32.stream:
+                    cb = cp.copy(b)
+                copies.append((ca, cb))
+
+        i8.volume_callback = handler
+        rig = make_rig([i8, f32], volumes=4, device="cuda", blocks=blocks, preload=preload, average_window=2 * RPB)
+        eng = new_engine(rig)
+        eng.prepare()
+        eng.start()
+        eng.wait()
+        s = eng.status()
+        assert s.volumes == 4 and s.blocks_dropped == 0 and s.error == "", s
+        i8.stream.synchronize()
+        f32.stream.synchronize()
+        assert len(copies) == 4
+        got[graphs] = [(a.get(), b.get()) for a, b in copies]
+        for ep in (i8, f32):
+            ep.close()
+    for n, ((a0, b0), (a1, b1)) in enumerate(zip(got["0"], got["1"])):
+        np.testing.assert_array_equal(a1, a0, err_msg=f"volume {n}, int8")
+        np.testing.assert_array_equal(b1, b0, err_msg=f"volume {n}, float32")
+    assert np.count_nonzero(got["1"][0][0]) > 0, "the volumes hold A-scans"
+
+
 def _float_volume(device: str, proc_cls):
     spectra = SpectraStackDeviceTensorEndpointUInt16()
     out = StackHostTensorEndpointFloat32()
