@@ -73,10 +73,12 @@ def test_driver_calls_per_block_within_budget(host_cost: dict) -> None:
         # up to blocks_to_allocate (+2 in the stages' hands) blocks' calls over the window's.
         skew = (r["blocks_to_allocate"] + 2) / r["blocks"]
         assert r["blocks"] >= 2000, r
-        # One upload a block; the engine's block count and the driver's counters are read one
-        # after the other, and a reader preempted between them at one end (a loaded CI host:
-        # 0.6% seen) skews calls per block, not calls per upload, which are read together.
-        assert r["calls_per_block"]["cuMemcpyAsync"] == pytest.approx(1, abs=0.02 + skew), r["calls_per_block"]
+        # One upload a block (not none, not two); the engine's block count and the driver's
+        # counters are read one after the other, and a reader preempted between them at one end
+        # skews calls per block (a loaded CI host: 0.6%, then 2.3% seen, the invariants build
+        # with other jobs beside it), not calls per upload, which are read together and carry
+        # the exact budgets below.
+        assert r["calls_per_block"]["cuMemcpyAsync"] == pytest.approx(1, abs=0.1 + skew), r["calls_per_block"]
         calls = r["calls_per_upload"]
         size = r["records_per_block"] * r["samples"]
         few = r["blocks_to_allocate"] // r["slots"] <= 2
@@ -124,7 +126,7 @@ def test_the_cuda_path_with_polling_stages(tmp_path: Path) -> None:
     for r in _run_host_cost(tmp_path, VORTEXGO_STAGE_SPIN="50")["rows"]:
         assert r["blocks"] >= 2000 and r["blocks_per_s"] > 0, r
         calls, skew = r["calls_per_block"], (r["blocks_to_allocate"] + 2) / r["blocks"]
-        assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.02 + skew), calls  # see the budget test
+        assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.1 + skew), calls  # see the budget test
 
 
 def test_configs_measures_the_configurations_named(tmp_path: Path) -> None:
