@@ -138,25 +138,19 @@ func (e *StackTensorEndpoint) FormatDone(b *engine.BlockData, plan *engine.Forma
 	if !ok {
 		return false, e.Format(b, plan)
 	}
-	cs := e.stream.(*cuda.Stream) // resetGraphs made graphs for a CUDA stream only
-	// As Format: the lock is the backpressure the contract asks for.
-	if err := e.tensor.LockContext(e.ctx, e.owner, true); err != nil {
-		if e.ctx.Err() != nil {
-			return false, errStopped(err)
-		}
-		return false, fmt.Errorf("%s.Format: %w", e.name, err)
+	cs := e.stream.(*cuda.Stream)                                        // resetGraphs made graphs for a CUDA stream only
+	if err := lockFormat(e.ctx, e.name, e.tensor, e.owner); err != nil { // as Format
+		return false, err
 	}
+	// The graph records the tensor's ready event itself (publish's SetReady).
 	ready, err := e.tensor.ReadyEvent(e.owner)
 	if err == nil {
 		err = e.graphs.cache.Run(cs, e.graphs.capture, k, func(s *cuda.Stream) error {
 			return e.formatWork(s, s == e.graphs.capture, b, plan, ready, k.done)
 		})
 	}
-	if uerr := e.tensor.Unlock(e.owner, true); uerr != nil {
-		err = errors.Join(err, uerr)
-	}
-	if err != nil {
-		return false, fmt.Errorf("%s.Format: %w", e.name, err)
+	if err := unlockFormat(e.name, e.tensor, e.owner, err); err != nil {
+		return false, err
 	}
 	return k.done != nil, nil
 }
@@ -166,34 +160,21 @@ func (e *StackTensorEndpoint) FormatDone(b *engine.BlockData, plan *engine.Forma
 // and done (when not nil); into a capture (external) the events are
 // external event nodes, recorded and waited for at each launch.
 func (e *StackTensorEndpoint) formatWork(s *cuda.Stream, external bool, b *engine.BlockData, plan *engine.FormatPlan, ready backend.Event, done *cuda.Event) error {
-	blockReady := b.Ready.(*cuda.Event) // graphKey checked
-	var err error
-	if external {
-		err = s.WaitExternal(blockReady)
-	} else {
-		err = s.WaitEvent(blockReady)
+	tensorReady, ok := ready.(*cuda.Event)
+	if !ok {
+		return fmt.Errorf("tensor ready event is a %T, expected a *cuda.Event", ready)
 	}
-	if err != nil {
+	if err := replay.Wait(s, b.Ready.(*cuda.Event), external); err != nil { // graphKey checked the type
 		return err
 	}
 	if err := e.format(s, b, plan); err != nil {
 		return err
 	}
-	record := func(ev *cuda.Event) error {
-		if external {
-			return s.RecordExternal(ev)
-		}
-		return s.Record(ev)
-	}
-	tensorReady, ok := ready.(*cuda.Event)
-	if !ok {
-		return fmt.Errorf("tensor ready event is a %T, expected a *cuda.Event", ready)
-	}
-	if err := record(tensorReady); err != nil {
+	if err := replay.Record(s, tensorReady, external); err != nil {
 		return err
 	}
 	if done != nil {
-		return record(done)
+		return replay.Record(s, done, external)
 	}
 	return nil
 }

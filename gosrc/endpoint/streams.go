@@ -692,11 +692,8 @@ func (e *StackTensorEndpoint) formatHost(b *engine.BlockData, plan *engine.Forma
 	if err := e.hostSrc.load(e.name, b, shape[2]); err != nil {
 		return err
 	}
-	if err := e.tensor.LockContext(e.ctx, e.owner, true); err != nil {
-		if e.ctx.Err() != nil {
-			return errStopped(err)
-		}
-		return fmt.Errorf("%s.Format: %w", e.name, err)
+	if err := lockFormat(e.ctx, e.name, e.tensor, e.owner); err != nil {
+		return err
 	}
 	return publish(e.name, e.tensor, e.stream, e.owner, e.placeHost(plan, shape))
 }

@@ -349,11 +349,8 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 	//
 	// Waiting here while a user holds the lock is the backpressure the
 	// contract asks for; a stop cancels the wait so Stop cannot hang.
-	if err := e.tensor.LockContext(e.ctx, e.owner, true); err != nil {
-		if e.ctx.Err() != nil {
-			return errStopped(err)
-		}
-		return fmt.Errorf("%s.Format: %w", e.name, err)
+	if err := lockFormat(e.ctx, e.name, e.tensor, e.owner); err != nil {
+		return err
 	}
 	var err error
 	if s != e.stream {
@@ -446,6 +443,26 @@ func publish(name string, t *memory.DeviceTensor, s backend.Stream, owner int64,
 	if err == nil {
 		err = t.SetReady(s)
 	}
+	return unlockFormat(name, t, owner, err)
+}
+
+// lockFormat begins a tensor endpoint's Format: it takes the engine's
+// exclusive lock on the tensor. Waiting here while a user holds the lock
+// is the backpressure the contract asks for; a stop (ctx) cancels the wait
+// so Stop cannot hang, and the error is then ErrStopped's.
+func lockFormat(ctx context.Context, name string, t *memory.DeviceTensor, owner int64) error {
+	if err := t.LockContext(ctx, owner, true); err != nil {
+		if ctx.Err() != nil {
+			return errStopped(err)
+		}
+		return fmt.Errorf("%s.Format: %w", name, err)
+	}
+	return nil
+}
+
+// unlockFormat releases the engine's lock taken by lockFormat and names
+// the endpoint in err, formatting's or the unlock's.
+func unlockFormat(name string, t *memory.DeviceTensor, owner int64, err error) error {
 	if uerr := t.Unlock(owner, true); uerr != nil {
 		err = errors.Join(err, uerr)
 	}

@@ -562,13 +562,7 @@ func (p *CUDAProcessor) averagedGraph(st *cudaState, cs *cuda.Stream, sl *cudaSl
 	}
 	err := sl.graphs.Run(cs, sl.capture, k, func(s *cuda.Stream) error {
 		if k.prev != nil {
-			var err error
-			if s == sl.capture {
-				err = s.WaitExternal(k.prev)
-			} else {
-				err = s.WaitEvent(k.prev)
-			}
-			if err != nil {
+			if err := replay.Wait(s, k.prev, s == sl.capture); err != nil {
 				return fmt.Errorf("waiting for the history's previous update: %w", err)
 			}
 		}
@@ -604,13 +598,7 @@ func (p *CUDAProcessor) launchAverage(st *cudaState, s *cuda.Stream, sl *cudaSlo
 		int32(st.cfg.AverageWindow), int32(k.histCount)); err != nil {
 		return fmt.Errorf("oct_history_mean: %w", err)
 	}
-	var err error
-	if external {
-		err = s.RecordExternal(sl.averaged)
-	} else {
-		err = s.Record(sl.averaged)
-	}
-	if err != nil {
+	if err := replay.Record(s, sl.averaged, external); err != nil {
 		return fmt.Errorf("averaged event: %w", err)
 	}
 	return nil

@@ -173,3 +173,27 @@ func Enabled() (bool, error) {
 	}
 	return false, fmt.Errorf("%s=%q in the environment, expected 0 (launch the kernels directly) or 1 (replay graphs, the default)", GraphsEnv, v)
 }
+
+// Record records ev on s: as an external event node when s is capturing a
+// cache's graph (external: each launch records ev when the node is
+// reached, and a stream that waits on ev after the launch waits for that
+// point), else at once. A plain record in a capture would take ev into the
+// graph, and a later wait on it from another stream would join the
+// capture.
+func Record(s *cuda.Stream, ev *cuda.Event, external bool) error {
+	if external {
+		return s.RecordExternal(ev)
+	}
+	return s.Record(ev)
+}
+
+// Wait makes s wait for ev: as an external event wait node when s is
+// capturing a cache's graph (external: each launch waits for ev's latest
+// record as of that launch), else at once. A plain wait in a capture on an
+// event recorded outside it is refused (the capture's isolation).
+func Wait(s *cuda.Stream, ev *cuda.Event, external bool) error {
+	if external {
+		return s.WaitExternal(ev)
+	}
+	return s.WaitEvent(ev)
+}
