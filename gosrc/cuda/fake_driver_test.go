@@ -12,7 +12,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
-	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/fakecudatest"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 	"github.com/vortexgo/vortexgo/gosrc/internal/testmem"
@@ -43,12 +42,6 @@ type fakeProbe struct {
 	Launches    int32
 }
 
-func fakeSym[T any](t *testing.T, lib *dl.Library, name string) *T {
-	p, err := lib.Sym(name)
-	require.NoError(t, err)
-	return (*T)(p)
-}
-
 func TestFakeDriverChild(t *testing.T) {
 	if os.Getenv(fakeChildEnv) == "" {
 		t.Skip("only runs as the child of TestFakeDriver")
@@ -58,11 +51,9 @@ func TestFakeDriverChild(t *testing.T) {
 	v, err := cuda.DriverVersion() // the fake is a CUDA 13.0 driver
 	require.NoError(t, err)
 	require.Equal(t, 13000, v)
-	lib, err := dl.Open(os.Getenv(cuda.DriverPathEnv)) // the same instance the shim loaded
-	require.NoError(t, err)
-	ctxSets := fakeSym[int32](t, lib, "fake_ctx_sets")
-	busy := fakeSym[int32](t, lib, "fake_stream_busy")
-	probe := fakeSym[fakeProbe](t, lib, "fake_probe_rec")
+	ctxSets := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_ctx_sets")
+	busy := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_stream_busy")
+	probe := fakecudatest.Sym[fakeProbe](t, cuda.DriverPathEnv, "fake_probe_rec")
 
 	d, err := cuda.GetDevice(0)
 	require.NoError(t, err)
@@ -164,8 +155,8 @@ func TestFakeDriverChild(t *testing.T) {
 	})
 
 	t.Run("host memory registered in place", func(t *testing.T) {
-		flags := fakeSym[int32](t, lib, "fake_register_flags")
-		live := fakeSym[int32](t, lib, "fake_registered")
+		flags := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_register_flags")
+		live := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_registered")
 		mem, addr := testmem.Slice[byte](t, 4096)
 		for _, tc := range []struct {
 			readOnly bool
@@ -192,8 +183,8 @@ func TestFakeDriverChild(t *testing.T) {
 	})
 
 	t.Run("peer access", func(t *testing.T) {
-		can := fakeSym[int32](t, lib, "fake_peer_can")
-		enabled := fakeSym[int32](t, lib, "fake_peer_enabled")
+		can := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_peer_can")
+		enabled := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_peer_enabled")
 		other := cuda.PeerTwin(d, 1)
 		ok, err := d.EnablePeerAccess(d)
 		require.NoError(t, err)
@@ -359,7 +350,7 @@ func TestFakeDriverChild(t *testing.T) {
 		})
 		require.Zero(t, allocs)
 	})
-	t.Run("C fast path", func(t *testing.T) { testFastPath(t, d, lib) })
+	t.Run("C fast path", func(t *testing.T) { testFastPath(t, d) })
 
 	// Misuse returns ErrClosed to users; invariant builds (-race, -tags
 	// invariants) panic naming the object and where it was made and closed.

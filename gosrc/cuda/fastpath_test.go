@@ -15,7 +15,7 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/handle"
-	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+	"github.com/vortexgo/vortexgo/gosrc/internal/fakecudatest"
 	"github.com/vortexgo/vortexgo/gosrc/internal/invariants"
 )
 
@@ -44,11 +44,11 @@ func closeFast(id int64, c interface{ Close() error }) error {
 // testFastPath drives the shim's C fast path (fastpath.h) against the fake
 // driver, reading a handle.Registry's table; it runs inside
 // TestFakeDriverChild, after cuda.Init.
-func testFastPath(t *testing.T, d *cuda.Device, lib *dl.Library) {
-	busy := fakeSym[int32](t, lib, "fake_stream_busy")
-	hold := fakeSym[int32](t, lib, "fake_sync_hold")
-	inSync := fakeSym[int32](t, lib, "fake_in_sync")
-	destroyedInUse := fakeSym[int32](t, lib, "fake_destroyed_in_use")
+func testFastPath(t *testing.T, d *cuda.Device) {
+	busy := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_stream_busy")
+	hold := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_sync_hold")
+	inSync := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_in_sync")
+	destroyedInUse := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_destroyed_in_use")
 
 	require.Equal(t, -1, cuda.FastStreamSync(1<<32|1), "no table yet: nothing is named")
 	require.NotZero(t, cuda.FastAPI(fastReg.Table()))

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/format"
-	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/fakecudatest"
 	"github.com/vortexgo/vortexgo/gosrc/replay"
 )
@@ -36,11 +34,7 @@ func TestFormatGraphsOnTheFakeDriverChild(t *testing.T) {
 		t.Skip("only runs as the child of TestFormatGraphsOnTheFakeDriver")
 	}
 	require.NoError(t, cuda.Init())
-	lib, err := dl.Open(os.Getenv(cuda.DriverPathEnv)) // the instance the shim loaded
-	require.NoError(t, err)
-	p, err := lib.Sym("fake_calls")
-	require.NoError(t, err)
-	calls := (*[13]int64)(unsafe.Pointer(p))
+	calls := fakecudatest.Sym[[13]int64](t, cuda.DriverPathEnv, "fake_calls")
 	const (
 		launch, record, wait, graph = 0, 4, 7, 11 // fake_call_names' indices
 	)

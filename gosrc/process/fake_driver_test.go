@@ -7,13 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
-	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/fakecudatest"
 )
 
@@ -52,17 +50,9 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		t.Skip("only runs as the child of TestGraphsOnTheFakeDriver")
 	}
 	require.NoError(t, cuda.Init())
-	lib, err := dl.Open(os.Getenv(cuda.DriverPathEnv)) // the instance the shim loaded
-	require.NoError(t, err)
-	fftLib, err := dl.Open(os.Getenv(cuda.CUFFTPathEnv))
-	require.NoError(t, err)
-	sym := func(l *dl.Library, name string) unsafe.Pointer {
-		p, err := l.Sym(name)
-		require.NoError(t, err, name)
-		return p
-	}
-	counts := fakeCounts{calls: (*[13]int64)(sym(lib, "fake_calls")), execs: (*int64)(sym(fftLib, "fake_cufft_execs"))}
-	refuseCapture := (*int32)(sym(lib, "fake_refuse_capture"))
+	counts := fakeCounts{calls: fakecudatest.Sym[[13]int64](t, cuda.DriverPathEnv, "fake_calls"),
+		execs: fakecudatest.Sym[int64](t, cuda.CUFFTPathEnv, "fake_cufft_execs")}
+	refuseCapture := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_refuse_capture")
 	dev, err := cuda.GetDevice(0)
 	require.NoError(t, err)
 

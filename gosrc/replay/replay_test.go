@@ -7,12 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
-	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/fakecudatest"
 	"github.com/vortexgo/vortexgo/gosrc/replay"
 )
@@ -34,15 +32,8 @@ func TestCacheOnTheFakeDriverChild(t *testing.T) {
 		t.Skip("only runs as the child of TestCacheOnTheFakeDriver")
 	}
 	require.NoError(t, cuda.Init())
-	lib, err := dl.Open(os.Getenv(cuda.DriverPathEnv)) // the instance the shim loaded
-	require.NoError(t, err)
-	sym := func(name string) unsafe.Pointer {
-		p, err := lib.Sym(name)
-		require.NoError(t, err, name)
-		return p
-	}
-	calls := (*[13]int64)(sym("fake_calls"))
-	refuseCapture := (*int32)(sym("fake_refuse_capture"))
+	calls := fakecudatest.Sym[[13]int64](t, cuda.DriverPathEnv, "fake_calls")
+	refuseCapture := fakecudatest.Sym[int32](t, cuda.DriverPathEnv, "fake_refuse_capture")
 	const memsets, graphs = 3, 11 // fake_call_names' indices
 	dev, err := cuda.GetDevice(0)
 	require.NoError(t, err)

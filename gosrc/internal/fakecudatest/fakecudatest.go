@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
 
 // Run builds the fakes from testdata (the folder holding fakecuda.c, relative
@@ -48,4 +49,17 @@ func Run(t *testing.T, testdata, child, env string) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child failed:\n%s", out)
 	require.Contains(t, string(out), "--- PASS: "+child)
+}
+
+// Sym is the symbol name, a T, of the fake library the child's vortexgo
+// loaded (pathEnv: cuda.DriverPathEnv or cuda.CUFFTPathEnv; call it after
+// cuda.Init): the same instance, so its counters and switches are the ones
+// the shim's calls move.
+func Sym[T any](t testing.TB, pathEnv, name string) *T {
+	t.Helper()
+	lib, err := dl.Open(os.Getenv(pathEnv))
+	require.NoError(t, err, "%s=%q", pathEnv, os.Getenv(pathEnv))
+	p, err := lib.Sym(name)
+	require.NoError(t, err, name)
+	return (*T)(p)
 }
