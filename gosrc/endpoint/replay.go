@@ -12,10 +12,11 @@ import (
 )
 
 // A small block's formatting on a tensor endpoint's own stream (ownStream)
-// is four driver calls: the wait for the block's ready event, the stack
-// kernel, the tensor's ready event and the engine's done event, about 10
-// us of the engine's format goroutine on the H200 host (host_cost.py
-// --stages). They are the same from block to block but for the block's
+// is three driver calls: the wait for the block's ready event, the stack
+// kernel and the engine's done event (the tensor's ready event is recorded
+// only when a reader asks: memory.DeviceTensor.Written), about 8 us of the
+// engine's format goroutine on the H200 host (four calls took 10 us,
+// host_cost.py --stages). They are the same from block to block but for the block's
 // events and buffers and where the block lands in the volume, which cycle
 // with the engine's ring and the volume's segments; so the endpoint can
 // replay them as one graph (package replay) with the events as external
@@ -131,7 +132,7 @@ func (e *StackTensorEndpoint) graphKey(b *engine.BlockData, plan *engine.FormatP
 
 // FormatDone is Format recording the engine's done event too
 // (engine.DoneFormatter): where the block can be replayed (graphKey), the
-// wait for the block, its kernels, the tensor's ready event and done go
+// wait for the block, its kernels and the record of done go
 // out as one graph launch on the endpoint's stream.
 func (e *StackTensorEndpoint) FormatDone(b *engine.BlockData, plan *engine.FormatPlan, done backend.Event) (bool, error) {
 	k, ok := e.graphKey(b, plan, done)
@@ -142,35 +143,25 @@ func (e *StackTensorEndpoint) FormatDone(b *engine.BlockData, plan *engine.Forma
 	if err := lockFormat(e.ctx, e.name, e.tensor, e.owner); err != nil { // as Format
 		return false, err
 	}
-	// The graph records the tensor's ready event itself (publish's SetReady).
-	ready, err := e.tensor.ReadyEvent(e.owner)
-	if err == nil {
-		err = e.graphs.cache.Run(cs, e.graphs.capture, k, func(s *cuda.Stream) error {
-			return e.formatWork(s, s == e.graphs.capture, b, plan, ready, k.done)
-		})
-	}
-	if err := unlockFormat(e.name, e.tensor, e.owner, err); err != nil {
+	err := e.graphs.cache.Run(cs, e.graphs.capture, k, func(s *cuda.Stream) error {
+		return e.formatWork(s, s == e.graphs.capture, b, plan, k.done)
+	})
+	if err := publish(e.name, e.tensor, e.stream, e.owner, err); err != nil {
 		return false, err
 	}
 	return k.done != nil, nil
 }
 
 // formatWork enqueues a block's formatting on s: the wait for the block's
-// ready event, the kernels, then the records of the tensor's ready event
-// and done (when not nil); into a capture (external) the events are
-// external event nodes, recorded and waited for at each launch.
-func (e *StackTensorEndpoint) formatWork(s *cuda.Stream, external bool, b *engine.BlockData, plan *engine.FormatPlan, ready backend.Event, done *cuda.Event) error {
-	tensorReady, ok := ready.(*cuda.Event)
-	if !ok {
-		return fmt.Errorf("tensor ready event is a %T, expected a *cuda.Event", ready)
-	}
+// ready event, the kernels, then the record of done (when not nil); into a
+// capture (external) the events are external event nodes, recorded and
+// waited for at each launch. The tensor's ready event is publish's, which
+// defers it (memory.DeviceTensor.Written).
+func (e *StackTensorEndpoint) formatWork(s *cuda.Stream, external bool, b *engine.BlockData, plan *engine.FormatPlan, done *cuda.Event) error {
 	if err := replay.Wait(s, b.Ready.(*cuda.Event), external); err != nil { // graphKey checked the type
 		return err
 	}
 	if err := e.format(s, b, plan); err != nil {
-		return err
-	}
-	if err := replay.Record(s, tensorReady, external); err != nil {
 		return err
 	}
 	if done != nil {

@@ -317,9 +317,10 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 	//
 	// Small blocks are the exception (ownStream): there the host's driver
 	// calls per block, not the GPU, set the pace (issue 29), and the
-	// endpoint's own stream needs four (wait for the block, the kernel, the
-	// tensor's ready event, the engine's done event) where a slot stream
-	// needs seven (the chained and formatted events' records and waits).
+	// endpoint's own stream needs three (wait for the block, the kernel,
+	// the engine's done event) where a slot stream needs six (the chained
+	// and formatted events' records and waits); the tensor's ready event is
+	// recorded only when a reader asks (publish).
 	s := b.Stream
 	if _, host := s.(backend.HostStream); host || e.ownStream {
 		// The CPU backend runs a stream's work under its lock as it is
@@ -437,11 +438,13 @@ func (e *StackTensorEndpoint) format(s backend.Stream, b *engine.BlockData, plan
 }
 
 // publish ends a tensor endpoint's Format: unless formatting failed (err),
-// the tensor's new content is marked ready on stream s; the engine's lock
+// the tensor's new content is marked written on stream s, its ready event
+// recorded there when a reader asks (memory.DeviceTensor.Written: one
+// driver call a block fewer where no one does, issue 29); the engine's lock
 // is released either way.
 func publish(name string, t *memory.DeviceTensor, s backend.Stream, owner int64, err error) error {
 	if err == nil {
-		err = t.SetReady(s)
+		err = t.Written(s)
 	}
 	return unlockFormat(name, t, owner, err)
 }

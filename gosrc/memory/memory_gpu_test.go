@@ -50,7 +50,7 @@ func TestGPUTensorHandOff(t *testing.T) {
 	require.NoError(t, tn.Lock(2, false, time.Second))
 	buf, err := pool.GetTimeout(0)
 	require.NoError(t, err)
-	require.NoError(t, reader.WaitEvent(tn.Ready()))
+	require.NoError(t, tn.WaitReady(reader))
 	require.NoError(t, reader.Copy(buf.Ptr(), tn.Ptr(), n))
 	require.NoError(t, tn.Unlock(2, false))
 	require.NoError(t, reader.Synchronize())

@@ -57,6 +57,10 @@ type DeviceTensor struct {
 	writers   int           // exclusive requests waiting
 	closed    bool
 	freed     bool
+	// written is the stream of the last write whose ready record Written
+	// deferred (nil: the ready event is up to date): WaitReady and Close
+	// record it there first.
+	written backend.Stream
 }
 
 // NewDeviceTensor allocates a tensor of the given shape and dtype in kind
@@ -107,10 +111,6 @@ func (t *DeviceTensor) Device() backend.Device { return t.alloc.Device() }
 
 // Kind reports device or pinned memory.
 func (t *DeviceTensor) Kind() backend.MemKind { return t.kind }
-
-// Ready returns the event the writer records after its last write. Readers
-// make their stream wait on it (stream.WaitEvent(t.Ready())).
-func (t *DeviceTensor) Ready() backend.Event { return t.ready }
 
 // Shape returns a copy of the shape.
 func (t *DeviceTensor) Shape() []int {
@@ -462,28 +462,53 @@ func (t *DeviceTensor) SetReady(s backend.Stream) error {
 	if t.freed {
 		return fmt.Errorf("%s: tensor: %w", op, backend.ErrClosed)
 	}
+	t.written = nil // as two records: the event marks the later one
 	if err := s.Record(t.ready); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
 }
 
-// ReadyEvent is the tensor's ready event, for work that records it itself
-// (a graph whose external event node records it at each launch: issue
-// 29's formatting graphs), to owner, who must hold the tensor's exclusive
-// lock: Close frees the event only once no lock is held, so it stays valid
-// until owner unlocks.
-func (t *DeviceTensor) ReadyEvent(owner int64) (backend.Event, error) {
-	const op = "memory.DeviceTensor.ReadyEvent"
+// Written is SetReady deferred: it notes that the last write was issued to
+// s and records the ready event there only when a reader asks for it
+// (WaitReady) or the tensor closes, so that a writer streaming blocks into
+// the tensor spends no driver call per block on an event no one waits for
+// (issue 29: an engine's tensor endpoint, formatting each small block,
+// recorded it every block). The record then lands after whatever was
+// queued on s since, later than the write: readers wait for at least the
+// write, never less. As with SetReady, the event marks the last SetReady or
+// Written only: a write on another stream before it must be followed by s.
+// s must stay open until the tensor is closed or a later SetReady or
+// Written: its owner closes the tensor first (a tensor endpoint frees its
+// tensor before its stream).
+func (t *DeviceTensor) Written(s backend.Stream) error {
+	const op = "memory.DeviceTensor.Written"
+	if s == nil {
+		return fmt.Errorf("%s: s=nil, expected the stream of the last write", op)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	switch {
-	case t.freed:
-		return nil, fmt.Errorf("%s: tensor: %w", op, backend.ErrClosed)
-	case t.exclCount == 0 || t.exclOwner != owner:
-		return nil, fmt.Errorf("%s: owner %d does not hold the exclusive lock (%s), expected it to: %w", op, owner, t.holdersLocked(), backend.ErrInvalid)
+	if t.freed {
+		return fmt.Errorf("%s: tensor: %w", op, backend.ErrClosed)
 	}
-	return t.ready, nil
+	t.written = s
+	return nil
+}
+
+// recordWrittenLocked records the ready event Written deferred, if any.
+func (t *DeviceTensor) recordWrittenLocked(op string) error {
+	s := t.written
+	if s == nil {
+		return nil
+	}
+	// Left pending when the record fails: a later reader retries it and
+	// gets the error too, rather than a wait on an event that misses the
+	// write.
+	if err := s.Record(t.ready); err != nil {
+		return fmt.Errorf("%s: recording the ready event deferred by Written: %w", op, err)
+	}
+	t.written = nil
+	return nil
 }
 
 // WaitReady makes s wait for the ready event (no host wait). The wait is
@@ -497,6 +522,9 @@ func (t *DeviceTensor) WaitReady(s backend.Stream) error {
 	defer t.mu.Unlock()
 	if t.freed {
 		return fmt.Errorf("%s: tensor: %w", op, backend.ErrClosed)
+	}
+	if err := t.recordWrittenLocked(op); err != nil {
+		return err
 	}
 	if err := s.WaitEvent(t.ready); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -585,10 +613,13 @@ func (t *DeviceTensor) Close() error {
 	}
 	t.closed = true
 	t.broadcastLocked()
+	// A holder may still ask for the ready event until it unlocks, when the
+	// writer's stream may be gone (Written's contract: open until now).
+	err := t.recordWrittenLocked("memory.DeviceTensor.Close")
 	if t.exclCount == 0 && len(t.shared) == 0 {
-		return t.freeLocked()
+		return errors.Join(err, t.freeLocked())
 	}
-	return nil
+	return err
 }
 
 func (t *DeviceTensor) freeLocked() error {

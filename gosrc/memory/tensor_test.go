@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -345,13 +346,116 @@ func TestTensorReadyEvent(t *testing.T) {
 	require.NoError(t, s.Memset(tn.Ptr(), 1, tn.Size()))
 	require.NoError(t, tn.SetReady(s))
 	require.NoError(t, tn.Unlock(1, true))
-	require.NoError(t, s.WaitEvent(tn.Ready()))
-	done, err := tn.Ready().Query()
-	require.NoError(t, err)
-	require.True(t, done)
+	require.NoError(t, tn.WaitReady(s))
 	require.ErrorContains(t, tn.SetReady(nil), "s=nil")
+	require.ErrorContains(t, tn.Written(nil), "s=nil")
+	require.ErrorContains(t, tn.WaitReady(nil), "s=nil")
 	require.NoError(t, tn.Close())
 	require.ErrorIs(t, tn.SetReady(s), backend.ErrClosed)
+	require.ErrorIs(t, tn.Written(s), backend.ErrClosed)
+	require.ErrorIs(t, tn.WaitReady(s), backend.ErrClosed)
+}
+
+// countingStream counts the ready-event records and waits queued on a CPU
+// stream, and can refuse records.
+type countingStream struct {
+	backend.Stream
+	records, waits int
+	refuse         error
+}
+
+func (s *countingStream) Record(ev backend.Event) error {
+	if s.refuse != nil {
+		return s.refuse
+	}
+	s.records++
+	return s.Stream.Record(ev)
+}
+
+func (s *countingStream) WaitEvent(ev backend.Event) error {
+	s.waits++
+	return s.Stream.WaitEvent(ev)
+}
+
+func newCountingStream(t *testing.T) *countingStream {
+	t.Helper()
+	s, err := cpu.Default().NewStream(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return &countingStream{Stream: s}
+}
+
+// Written defers the ready record to the first reader that asks for it,
+// or to Close, and records it once however many writes it covers.
+func TestTensorWrittenDefersTheReadyRecord(t *testing.T) {
+	errRefused := errors.New("refused")
+	tests := []struct {
+		name                  string
+		run                   func(t *testing.T, tn *memory.DeviceTensor, w, r *countingStream)
+		writerRecords, rWaits int
+	}{
+		{"no reader: no record", func(t *testing.T, tn *memory.DeviceTensor, w, r *countingStream) {
+			for range 100 {
+				require.NoError(t, tn.Written(w))
+			}
+		}, 0, 0},
+		{"a reader: one record, on the writer's stream", func(t *testing.T, tn *memory.DeviceTensor, w, r *countingStream) {
+			for range 3 {
+				require.NoError(t, tn.Written(w))
+			}
+			require.NoError(t, tn.WaitReady(r))
+			require.NoError(t, tn.WaitReady(r)) // nothing written since: a wait only
+		}, 1, 2},
+		{"a write after a read: a record again", func(t *testing.T, tn *memory.DeviceTensor, w, r *countingStream) {
+			require.NoError(t, tn.Written(w))
+			require.NoError(t, tn.WaitReady(r))
+			require.NoError(t, tn.Written(w))
+			require.NoError(t, tn.WaitReady(r))
+		}, 2, 2},
+		{"SetReady supersedes the deferred record", func(t *testing.T, tn *memory.DeviceTensor, w, r *countingStream) {
+			require.NoError(t, tn.Written(w))
+			require.NoError(t, tn.SetReady(r))
+			require.NoError(t, tn.WaitReady(r))
+		}, 0, 1},
+		{"a refused record is the reader's error, and retried by the next", func(t *testing.T, tn *memory.DeviceTensor, w, r *countingStream) {
+			require.NoError(t, tn.Written(w))
+			w.refuse = errRefused
+			require.ErrorIs(t, tn.WaitReady(r), errRefused)
+			require.ErrorIs(t, tn.WaitReady(r), errRefused, "never a wait that misses the write")
+			w.refuse = nil
+			require.NoError(t, tn.WaitReady(r))
+		}, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := newTensor(t, newAllocator(t, 0, 0), 4)
+			w, r := newCountingStream(t), newCountingStream(t)
+			tt.run(t, tn, w, r)
+			require.Equal(t, tt.writerRecords, w.records, "records on the writer's stream")
+			require.Equal(t, tt.rWaits, r.waits, "waits on the reader's stream")
+			require.NoError(t, tn.Close())
+		})
+	}
+}
+
+// Close records a deferred ready event while the writer's stream is still
+// open, so a holder that asks after Close waits for the last write.
+func TestTensorCloseRecordsTheDeferredReadyEvent(t *testing.T) {
+	tn := newTensor(t, newAllocator(t, 0, 0), 4)
+	w, r := newCountingStream(t), newCountingStream(t)
+	require.NoError(t, tn.Lock(7, false, -1))
+	require.NoError(t, tn.Written(w))
+	require.NoError(t, tn.Close())
+	require.Equal(t, 1, w.records, "Close records the deferred event")
+	require.NoError(t, tn.WaitReady(r), "the holder still reads until it unlocks")
+	require.Equal(t, 1, w.records)
+	require.NoError(t, tn.Unlock(7, false))
+
+	tn = newTensor(t, newAllocator(t, 0, 0), 4)
+	require.NoError(t, tn.Written(w))
+	w.refuse = errors.New("stream gone")
+	require.ErrorContains(t, tn.Close(), "stream gone", "a failed record is Close's error")
+	require.ErrorIs(t, tn.WaitReady(r), backend.ErrClosed, "and the tensor is still freed")
 }
 
 func TestTensorCloseWhileHeld(t *testing.T) {
