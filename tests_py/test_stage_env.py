@@ -192,3 +192,51 @@ def test_a_bad_slot_setting_is_refused_by_start_naming_the_variable(var: str, va
     out = _run(**{var: value})
     assert out.startswith("REFUSED"), out
     assert var in out and expected in out, out
+
+
+SLACK = f"""
+import os, sys, threading
+sys.path.insert(0, {TESTS!r})
+def slack():
+    return {{int(t): int(open(f"/proc/{{t}}/timerslack_ns").read()) for t in os.listdir("/proc/self/task")}}
+import numpy, vortexgo as vg  # no Go yet: its threads start with the core (NumPy's may start here)
+from vortexgo import _core
+before = slack()
+_core.load()
+loaded = slack()
+# an engine run: Go starts more threads for its stages, from its own
+from test_engine import make_rig, new_engine
+from vortexgo.engine import NullEndpoint
+eng = new_engine(make_rig([NullEndpoint()], volumes=2))
+eng.prepare(); eng.start(); eng.wait()
+after = slack()
+main = threading.get_native_id()
+go = sorted({{loaded[t] for t in loaded if t not in before}})
+run = sorted(after[t] for t in after if t not in loaded)
+print("SLACK", before[main], after[main], len(loaded) - len(before), "|", *go, "|", *run)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/timerslack_ns").exists(), reason="Linux's per-thread timer slack")
+@pytest.mark.parametrize(("value", "expected"), [(None, 1), ("0", None), ("2500", 2500), ("soon", 1)])
+def test_the_go_core_threads_timer_slack(value: "str | None", expected: "int | None") -> None:
+    """The Go core's threads start with a timer slack of 1 ns (VORTEXGO_TIMER_SLACK_NS sets
+    another, 0 leaves the system's; a bad value warns naming the variable): Go's scheduler sleeps
+    3 us before it steals a readied goroutine, which Linux's default 50 us slack stretches. The
+    loading thread gets its own back; the threads the core starts have the core's."""
+    env = {} if value is None else {"VORTEXGO_TIMER_SLACK_NS": value}
+    out = _subproc.run(SLACK, env=env, timeout=120)
+    line = out.stdout.strip().splitlines()[-1]
+    head, go, run = line.split("|")
+    words = head.split()
+    assert words[0] == "SLACK", out.output()
+    main_before, main_after, started = map(int, words[1:])
+    want = main_before if expected is None else expected
+    assert main_after == main_before, "the loading thread's slack is put back"
+    assert started >= 2, out.output()  # the Go runtime's threads at least
+    assert [int(v) for v in go.split()] == [want], out.output()
+    # Threads started during the run: Go's have the core's slack, Python's (the event
+    # dispatcher, started from the main thread) the main thread's.
+    assert set(int(v) for v in run.split()) <= {want, main_before}, out.output()
+    if value == "soon":
+        assert "VORTEXGO_TIMER_SLACK_NS='soon'" in out.stderr and "nanoseconds" in out.stderr, out.stderr

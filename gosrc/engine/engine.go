@@ -1091,7 +1091,7 @@ func (e *Engine) SetCallbackSync(id int, on bool) error {
 
 // recycleSpin is how long the recycle loop polls for its next block
 // before it parks, on a CUDA device without VORTEXGO_RECYCLE_SPIN or
-// VORTEXGO_STAGE_SPIN, where Go has Ps to spare (recycleWindow). Why it
+// VORTEXGO_STAGE_SPIN, where Go has Ps to spare (pollWindow). Why it
 // costs no CPU: once it has the block the loop waits for the device in
 // cuEventSynchronize, which spins (the primary context's automatic
 // scheduling spins where the process has fewer contexts than cores), so
@@ -1105,19 +1105,35 @@ func (e *Engine) SetCallbackSync(id int, on bool) error {
 // at once (spin.Waiter).
 const recycleSpin = 100 * time.Microsecond
 
-// recycleWindow is the recycle loop's window on a device of kind without
-// VORTEXGO_RECYCLE_SPIN: the stages' window when VORTEXGO_STAGE_SPIN sets
-// one; else recycleSpin on CUDA when procs Ps leave room for the session's
-// goroutines stage goroutines (roomFor: with fewer, the acquire loop that
-// the recycle loop's return of a block readies would wait behind its
-// polling), and none otherwise. The CPU backend's event waits park, so
-// there polling would be CPU spent.
-func recycleWindow(kind backend.Kind, stages time.Duration, procs, goroutines int) time.Duration {
+// poolSpin is how long the acquire loop polls the pool for a free block
+// before it parks, on a CUDA device without VORTEXGO_POOL_SPIN or
+// VORTEXGO_STAGE_SPIN, where Go has Ps to spare (pollWindow). The recycle
+// loop, which returns the blocks, polls its own input afterwards and so
+// keeps its P: the acquire loop its send readied waited in that P's run
+// queue until another P stole it, a wake-up of microseconds to tens of
+// them on the GPU VMs, once a block at vortex's 4 blocks, whose round
+// trip sets the rate. Measured on the H200 VM, interleaved with the pool
+// parking (issue 29, docs/bench.md "Polling the pool"): 1024 x 256 blocks
+// 5% less time at 4 / 2 and 8 / 4, 512 records 1%, 32 / 16 and 2048
+// samples level. It costs the acquire loop's thread the window's CPU at
+// most, only while the device is behind: with a scanner's blocks
+// milliseconds apart the pool is not empty, and a wait longer than the
+// window parks at once next time (spin.Waiter).
+const poolSpin = 30 * time.Microsecond
+
+// pollWindow is the window of a stage that polls for def on a device of
+// kind (recycleSpin, poolSpin) without its own variable: the stages'
+// window when VORTEXGO_STAGE_SPIN sets one; else def on CUDA when procs Ps
+// leave room for the session's goroutines stage goroutines (roomFor: with
+// fewer, a goroutine a poller readies waits behind its polling), and none
+// otherwise. The CPU backend's event waits park, so there polling would be
+// CPU spent.
+func pollWindow(def time.Duration, kind backend.Kind, stages time.Duration, procs, goroutines int) time.Duration {
 	switch {
 	case stages > 0:
 		return stages
 	case kind == backend.CUDA && roomFor(procs, goroutines):
-		return recycleSpin
+		return def
 	}
 	return 0
 }

@@ -33,8 +33,17 @@ func (e *Engine) InlinePath() bool { return e.sess().inline }
 // RecycleSpin returns the current session's recycle loop window.
 func (e *Engine) RecycleSpin() time.Duration { return e.sess().recycleSpin }
 
-// RecycleWindow is recycleWindow.
-var RecycleWindow = recycleWindow
+// PoolSpin returns the current session's pool window (the acquire loop's).
+func (e *Engine) PoolSpin() time.Duration { return e.sess().freeWait.Window() }
+
+// PollWindow is pollWindow; RecycleSpinDefault and PoolSpinDefault are its
+// defaults for the recycle loop and the pool.
+var PollWindow = pollWindow
+
+const (
+	RecycleSpinDefault = recycleSpin
+	PoolSpinDefault    = poolSpin
+)
 
 // StageGoroutines is the current session's stageGoroutines.
 func (e *Engine) StageGoroutines() int { return e.sess().stageGoroutines() }

@@ -60,9 +60,10 @@ type session struct {
 	// (internal/spin: VORTEXGO_STAGE_SPIN; 0, parking at once, unless set);
 	// each stage goroutine makes its own Waiter from it.
 	spin time.Duration
-	// freeWait is the acquire loop's Waiter on the pool (takeFree).
+	// freeWait is the acquire loop's Waiter on the pool (takeFree): its
+	// window is poolWindow's, or VORTEXGO_POOL_SPIN's.
 	freeWait *spin.Waiter
-	// recycleSpin is the recycle loop's window (recycleWindow, or
+	// recycleSpin is the recycle loop's window (pollWindow's, or
 	// VORTEXGO_RECYCLE_SPIN).
 	recycleSpin time.Duration
 
@@ -123,6 +124,10 @@ func (e *Engine) newSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	pool, poolSet, err := spin.PoolConfigured()
+	if err != nil {
+		return nil, err
+	}
 	path, err := slotPath()
 	if err != nil {
 		return nil, err
@@ -156,7 +161,7 @@ func (e *Engine) newSession() (*session, error) {
 		jobs:        e.jobEvents.Load(),
 		spin:        window,
 		recycleSpin: recycle,
-		freeWait:    spin.NewWaiter(window),
+		freeWait:    spin.NewWaiter(pool),
 	}
 	if e.slotSubmitters() {
 		if path == slotPathInline {
@@ -171,7 +176,10 @@ func (e *Engine) newSession() (*session, error) {
 		}
 	}
 	if !recycleSet {
-		s.recycleSpin = recycleWindow(e.dev.Kind(), window, procs, s.stageGoroutines())
+		s.recycleSpin = pollWindow(recycleSpin, e.dev.Kind(), window, procs, s.stageGoroutines())
+	}
+	if !poolSet {
+		s.freeWait = spin.NewWaiter(pollWindow(poolSpin, e.dev.Kind(), window, procs, s.stageGoroutines()))
 	}
 	return s, nil
 }

@@ -290,51 +290,65 @@ func withProcs(t *testing.T, n int) {
 	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
 }
 
-// TestRecycleWindow: the recycle loop polls for its next block for
-// recycleSpin on CUDA, where its event waits spin anyway, when Go has two
-// Ps per stage goroutine (16 vCPUs and the inline path's 3 or 2 slots'
-// submitters' 5 do); it parks at once with fewer, and on the CPU backend;
-// VORTEXGO_STAGE_SPIN's window, when set, is the recycle loop's too.
-func TestRecycleWindow(t *testing.T) {
+// TestPollWindow: the recycle loop polls for its next block for
+// recycleSpin, the acquire loop the pool for poolSpin, on CUDA when Go has
+// two Ps per stage goroutine (16 vCPUs and the inline path's 3 or 2 slots'
+// submitters' 5 do); they park at once with fewer, and on the CPU
+// backend; VORTEXGO_STAGE_SPIN's window, when set, is theirs too.
+func TestPollWindow(t *testing.T) {
+	require.Equal(t, 100*time.Microsecond, engine.RecycleSpinDefault)
+	require.Equal(t, 30*time.Microsecond, engine.PoolSpinDefault)
 	tests := []struct {
 		kind              backend.Kind
 		stages            time.Duration
 		procs, goroutines int
+		polls             bool // the default, else want
 		want              time.Duration
 	}{
-		{backend.CUDA, 0, 16, 3, 100 * time.Microsecond},
-		{backend.CUDA, 0, 16, 5, 100 * time.Microsecond},
-		{backend.CUDA, 0, 16, 8, 100 * time.Microsecond},
-		{backend.CUDA, 0, 16, 9, 0},
-		{backend.CUDA, 0, 6, 3, 100 * time.Microsecond},
-		{backend.CUDA, 0, 5, 3, 0},
-		{backend.CUDA, 0, 2, 3, 0}, // the CI machine
-		{backend.CPU, 0, 16, 3, 0},
-		{backend.CUDA, 30 * time.Microsecond, 2, 3, 30 * time.Microsecond},
-		{backend.CPU, 30 * time.Microsecond, 16, 3, 30 * time.Microsecond},
+		{backend.CUDA, 0, 16, 3, true, 0},
+		{backend.CUDA, 0, 16, 5, true, 0},
+		{backend.CUDA, 0, 16, 8, true, 0},
+		{backend.CUDA, 0, 16, 9, false, 0},
+		{backend.CUDA, 0, 6, 3, true, 0},
+		{backend.CUDA, 0, 5, 3, false, 0},
+		{backend.CUDA, 0, 2, 3, false, 0}, // the CI machine
+		{backend.CPU, 0, 16, 3, false, 0},
+		{backend.CUDA, 30 * time.Microsecond, 2, 3, false, 30 * time.Microsecond},
+		{backend.CPU, 45 * time.Microsecond, 16, 3, false, 45 * time.Microsecond},
 	}
-	for _, tc := range tests {
-		t.Run(fmt.Sprintf("%s/%v/%d procs/%d goroutines", tc.kind, tc.stages, tc.procs, tc.goroutines), func(t *testing.T) {
-			assert.Equal(t, tc.want, engine.RecycleWindow(tc.kind, tc.stages, tc.procs, tc.goroutines))
-		})
+	for _, def := range []time.Duration{engine.RecycleSpinDefault, engine.PoolSpinDefault} {
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%v/%s/%v/%d procs/%d goroutines", def, tc.kind, tc.stages, tc.procs, tc.goroutines), func(t *testing.T) {
+				want := tc.want
+				if tc.polls {
+					want = def
+				}
+				assert.Equal(t, want, engine.PollWindow(def, tc.kind, tc.stages, tc.procs, tc.goroutines))
+			})
+		}
 	}
 }
 
-// TestRecycleSpinEnv: VORTEXGO_RECYCLE_SPIN sets the recycle loop's window
-// over the default, read at each Start; every block still arrives; a bad
-// value fails Start naming the variable.
-func TestRecycleSpinEnv(t *testing.T) {
+// TestStageSpinEnvs: VORTEXGO_RECYCLE_SPIN sets the recycle loop's window,
+// VORTEXGO_POOL_SPIN the acquire loop's on the pool, over the default and
+// VORTEXGO_STAGE_SPIN, read at each Start; every block still arrives; a
+// bad value fails Start naming the variable (TestStageEnvRefused).
+func TestStageSpinEnvs(t *testing.T) {
 	tests := []struct {
-		value string
-		want  time.Duration
+		env, value, stages string
+		recycle, pool      time.Duration
 	}{
-		{"", 0}, // the CPU backend's default
-		{"0", 0},
-		{"250", 250 * time.Microsecond},
+		{spin.RecycleEnv, "", "", 0, 0}, // the CPU backend's defaults
+		{spin.RecycleEnv, "0", "", 0, 0},
+		{spin.RecycleEnv, "250", "", 250 * time.Microsecond, 0},
+		{spin.PoolEnv, "40", "", 0, 40 * time.Microsecond},
+		{spin.PoolEnv, "0", "20", 20 * time.Microsecond, 0},
+		{spin.PoolEnv, "", "20", 20 * time.Microsecond, 20 * time.Microsecond},
 	}
 	for _, tc := range tests {
-		t.Run("value="+tc.value, func(t *testing.T) {
-			t.Setenv(spin.RecycleEnv, tc.value)
+		t.Run(tc.env+"="+tc.value+",stages="+tc.stages, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			t.Setenv(spin.Env, tc.stages)
 			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
 			proc := newOrderedProc(8)
 			proc.alone = true
@@ -344,7 +358,8 @@ func TestRecycleSpinEnv(t *testing.T) {
 			require.True(t, e.WaitFor(30*time.Second), "the run ends")
 			require.NoError(t, e.Wait())
 			d.wait(t)
-			assert.Equal(t, tc.want, e.RecycleSpin())
+			assert.Equal(t, tc.recycle, e.RecycleSpin())
+			assert.Equal(t, tc.pool, e.PoolSpin())
 			st := e.Status()
 			require.Equal(t, int64(scan.Volumes), st.Volumes)
 			require.Zero(t, st.InFlight)
@@ -363,6 +378,8 @@ func TestStageEnvRefused(t *testing.T) {
 		{engine.SlotPathEnv, "inlined", "inline"},
 		{spin.RecycleEnv, "fast", "40"},
 		{spin.RecycleEnv, "-1", "0"},
+		{spin.PoolEnv, "30us", "30"},
+		{spin.PoolEnv, "20000", "0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.env+"="+tc.bad, func(t *testing.T) {

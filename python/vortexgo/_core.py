@@ -185,6 +185,7 @@ def load() -> dict[str, Any]:
             return _modules
         if _loaded_by and _loaded_by != os.getpid():
             raise _fork_error()
+        restore = _lower_timer_slack()
         try:
             from ._native import _gocore as ext  # type: ignore[attr-defined]
             from ._native import pyapi  # type: ignore[attr-defined]
@@ -193,9 +194,64 @@ def load() -> dict[str, Any]:
                 "vortexgo's Go core is not built: run `make build` (or `pip install .`) "
                 f"first ({exc})"
             ) from exc
+        finally:
+            restore()
         _adopt(pyapi, ext)
         _modules.update(pyapi=pyapi, _gocore=ext)
         return _modules
+
+
+#: The environment variable that sets the timer slack of the Go core's threads, in nanoseconds
+#: (read once, when the core loads): unset, TIMER_SLACK_NS; 0 leaves the system's default.
+TIMER_SLACK_ENV = "VORTEXGO_TIMER_SLACK_NS"
+#: The Go core's threads' timer slack unless TIMER_SLACK_ENV says otherwise. Why: a thread of
+#: Go's scheduler that steals a goroutine another thread just readied (the engine's stages handing
+#: blocks to one another while the sender keeps running: a poller, the acquire loop submitting
+#: the next block) first sleeps 3 us, and Linux stretches a normal thread's sleep by its timer
+#: slack, 50 us by default. With 1 ns the hand-over that waited for that steal took about 8 us
+#: instead of 26 at vortex's 4 blocks / preload 2 (the H200 VM, profiler marks), and 256- and
+#: 512-record blocks 2-10% less time, none slower (issue 29, docs/bench.md "Timer slack").
+TIMER_SLACK_NS = 1
+_PR_SET_TIMERSLACK, _PR_GET_TIMERSLACK = 29, 30
+_MAX_TIMER_SLACK_NS = 1_000_000_000
+
+
+def _timer_slack_ns() -> int:
+    """TIMER_SLACK_ENV's value; a bad one is a warning naming the variable, and the default."""
+    v = os.environ.get(TIMER_SLACK_ENV, "")
+    if v == "":
+        return TIMER_SLACK_NS
+    try:
+        ns = int(v)
+        if not 0 <= ns <= _MAX_TIMER_SLACK_NS:
+            raise ValueError(v)
+    except ValueError:
+        import warnings
+
+        warnings.warn(f"{TIMER_SLACK_ENV}={v!r}: expected an integer number of nanoseconds in "
+                      f"[0, {_MAX_TIMER_SLACK_NS}] (0: the system's default); using {TIMER_SLACK_NS}",
+                      RuntimeWarning, stacklevel=4)
+        return TIMER_SLACK_NS
+    return ns
+
+
+def _lower_timer_slack() -> Callable[[], None]:
+    """Set this thread's timer slack for the Go core's threads to inherit (Linux: a thread
+    starts with its creator's, and the core's runtime starts its threads from the loading one,
+    then from its own), and return what puts this thread's back. Elsewhere, or with 0, a no-op."""
+    ns = _timer_slack_ns() if sys.platform.startswith("linux") else 0
+    if ns == 0:
+        return lambda: None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        old = libc.prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0)
+        if old <= 0 or libc.prctl(_PR_SET_TIMERSLACK, ctypes.c_ulong(ns), 0, 0, 0) != 0:
+            return lambda: None  # a sandbox that refuses prctl: the default slack, as before
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return lambda: None
+    return lambda: libc.prctl(_PR_SET_TIMERSLACK, ctypes.c_ulong(old), 0, 0, 0)
 
 
 def _adopt(pyapi: Any, ext: Any) -> None:

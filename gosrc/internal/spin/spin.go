@@ -59,6 +59,18 @@ func RecycleConfigured() (time.Duration, bool, error) {
 	return configured(RecycleEnv, "the recycle stage parks at once")
 }
 
+// PoolEnv is the environment variable that sets the window, in
+// microseconds, for which the acquire loop polls the pool of free blocks
+// when it is empty, over Env and the engine's default for it (see
+// engine.poolWindow): 0 parks at once.
+const PoolEnv = "VORTEXGO_POOL_SPIN"
+
+// PoolConfigured returns the window set by PoolEnv and whether it is set
+// (an empty value is unset); errors as Configured's.
+func PoolConfigured() (time.Duration, bool, error) {
+	return configured(PoolEnv, "the acquire loop parks at once")
+}
+
 // configured reads variable name as a window in microseconds; zero says
 // what 0 means, for the error.
 func configured(name, zero string) (time.Duration, bool, error) {
@@ -94,6 +106,9 @@ type Waiter struct {
 
 // NewWaiter returns a waiter polling for up to window (0: never).
 func NewWaiter(window time.Duration) *Waiter { return &Waiter{window: window} }
+
+// Window is how long the waiter polls (0: never).
+func (w *Waiter) Window() time.Duration { return w.window }
 
 // Recv is `v, ok := <-ch`, polling ch first for up to the window when the
 // stage is hot. The stage is hot after a wait no longer than the window.
