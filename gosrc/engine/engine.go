@@ -1113,9 +1113,9 @@ const recycleSpin = 100 * time.Microsecond
 // queue until another P stole it, a wake-up of microseconds to tens of
 // them on the GPU VMs, once a block at vortex's 4 blocks, whose round
 // trip sets the rate. Measured on the H200 VM, interleaved with the pool
-// parking (issue 29, docs/bench.md "Polling the pool"): 1024 x 256 blocks
-// 5% less time at 4 / 2 and 8 / 4, 512 records 1%, 32 / 16 and 2048
-// samples level. It costs the acquire loop's thread the window's CPU at
+// parking (issue 29, docs/bench.md "Timer slack, the pool polled"): 1024
+// x 256 blocks 5-6% less time at 4 / 2 and 8 / 4, 1024 x 512 1%, 32 / 16
+// level, 2048 samples within 2%. It costs the acquire loop's thread the window's CPU at
 // most, only while the device is behind: with a scanner's blocks
 // milliseconds apart the pool is not empty, and a wait longer than the
 // window parks at once next time (spin.Waiter).

@@ -210,7 +210,8 @@ TIMER_SLACK_ENV = "VORTEXGO_TIMER_SLACK_NS"
 #: the next block) first sleeps 3 us, and Linux stretches a normal thread's sleep by its timer
 #: slack, 50 us by default. With 1 ns the hand-over that waited for that steal took about 8 us
 #: instead of 26 at vortex's 4 blocks / preload 2 (the H200 VM, profiler marks), and 256- and
-#: 512-record blocks 2-10% less time, none slower (issue 29, docs/bench.md "Timer slack").
+#: 512-record blocks 1-10% less time, 32 / 16 level (issue 29, docs/bench.md "Timer slack, the
+#: pool polled").
 TIMER_SLACK_NS = 1
 _PR_SET_TIMERSLACK, _PR_GET_TIMERSLACK = 29, 30
 _MAX_TIMER_SLACK_NS = 1_000_000_000
