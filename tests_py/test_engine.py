@@ -736,3 +736,25 @@ def test_a_tensor_read_outside_its_lock_is_refused_not_wrapped():
 
 def test_the_package_namespace_has_no_future_import():
     assert "annotations" not in dir(vg)
+
+
+def test_a_reader_waits_for_the_endpoint_tensor_after_a_run():
+    """The endpoint records its tensor's ready event only when a reader asks (issue 29): a
+    reader's wait_ready after the run works on every stream, again without new writes, and
+    after the endpoint closed it is refused as a closed tensor's."""
+    from vortexgo import ClosedError
+
+    ep = StackDeviceTensorEndpointInt8()
+    run(make_rig([ep], volumes=1))
+    t = ep.tensor
+    for s in (vg.Stream(t.device), vg.Stream(t.device), t.stream):
+        t.wait_ready(s)
+        t.wait_ready(s)
+        s.synchronize()
+    with t as vol:
+        assert vol.any()
+    with pytest.raises(TypeError, match="stream="):
+        t.wait_ready("not a stream")
+    ep.close()
+    with pytest.raises(ClosedError):
+        t.wait_ready(vg.Stream(t.device))

@@ -245,14 +245,23 @@ def _lower_timer_slack() -> Callable[[], None]:
         return lambda: None
     import ctypes
 
+    def prctl(option: int, arg: int) -> int:
+        # prctl is variadic: every argument as the kernel reads it, an unsigned long
+        zero = ctypes.c_ulong(0)
+        return int(libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), zero, zero, zero))
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        old = libc.prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0)
-        if old <= 0 or libc.prctl(_PR_SET_TIMERSLACK, ctypes.c_ulong(ns), 0, 0, 0) != 0:
+        old = prctl(_PR_GET_TIMERSLACK, 0)
+        if old <= 0 or prctl(_PR_SET_TIMERSLACK, ns) != 0:
             return lambda: None  # a sandbox that refuses prctl: the default slack, as before
     except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
         return lambda: None
-    return lambda: libc.prctl(_PR_SET_TIMERSLACK, ctypes.c_ulong(old), 0, 0, 0)
+
+    def restore() -> None:
+        prctl(_PR_SET_TIMERSLACK, old)
+
+    return restore
 
 
 def _adopt(pyapi: Any, ext: Any) -> None:
