@@ -591,9 +591,27 @@ func (e *Engine) submitted(s *session, st backend.Stream, b *Block, err error) {
 // ceiling; launches from 2, 4 and 8 threads on their own streams ran 1.8,
 // 2.4 and 3.4 times as many.
 func (e *Engine) slotSubmitters() bool {
-	if len(e.slots) < 2 {
-		return false
-	}
+	return len(e.slots) >= 2 && e.submitsOnEngine()
+}
+
+// oneSlotInline reports whether a session with one slot has the acquire
+// loop submit every block itself (the inline path) instead of the process
+// loop: only when SlotPathEnv asks for it (asked), on the conditions of
+// slotSubmitters but the slot count. With one slot the process loop makes
+// the same calls in the same order, one hand-over further from the
+// acquisition; whether the inline path is faster there is still to be
+// measured (issue 29: one slot was the slowest configuration at 256 and 512
+// records in session 46's sweep, 0.72-0.81 of the ceiling), so the default
+// stays the process loop until it is.
+func (e *Engine) oneSlotInline(asked string) bool {
+	return len(e.slots) == 1 && asked == slotPathInline && e.submitsOnEngine()
+}
+
+// submitsOnEngine reports whether blocks can be submitted from a goroutine
+// other than the process loop: every processor keeps its block order
+// across goroutines (OrderedProcessor) and runs on the engine's device, and
+// no source's blocks are widened from packed values.
+func (e *Engine) submitsOnEngine() bool {
 	for i, p := range e.procs {
 		if _, ok := p.(OrderedProcessor); !ok || e.procDev[i] >= 0 {
 			return false
@@ -661,7 +679,9 @@ func (e *Engine) turnWindow(procs int) time.Duration {
 // process loop in between, the path before issue 29; "inline" has the
 // acquire loop submit every block itself, on the slots' streams in turn,
 // with no submitter goroutines (submitInline). Unset, the engine picks
-// (defaultSlotPath). Read at each Start from the live environment.
+// (defaultSlotPath). With one slot only "inline" changes anything: the
+// acquire loop then submits in the process loop's place (oneSlotInline).
+// Read at each Start from the live environment.
 const SlotPathEnv = "VORTEXGO_SLOT_PATH"
 
 // The values of SlotPathEnv.

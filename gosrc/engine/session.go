@@ -133,6 +133,7 @@ func (e *Engine) newSession() (*session, error) {
 		return nil, err
 	}
 	procs := runtime.GOMAXPROCS(0)
+	asked := path
 	if path == "" {
 		path = e.defaultSlotPath(procs)
 	}
@@ -163,7 +164,10 @@ func (e *Engine) newSession() (*session, error) {
 		recycleSpin: recycle,
 		freeWait:    spin.NewWaiter(pool),
 	}
-	if e.slotSubmitters() {
+	switch {
+	case e.oneSlotInline(asked):
+		s.inline = true
+	case e.slotSubmitters():
 		if path == slotPathInline {
 			s.inline = true
 		} else {

@@ -144,7 +144,8 @@ func TestSlotSubmitters(t *testing.T) {
 		failAt, panicAt int
 		wantErr         string
 	}{
-		{"one slot: the process loop submits", 1, -1, -1, ""},
+		{"one slot: the process loop submits, or the acquire loop inline", 1, -1, -1, ""},
+		{"one slot, a failing block", 1, 4, -1, "orderedProc: failing block 4"},
 		{"two slots", 2, -1, -1, ""},
 		{"three slots", 3, -1, -1, ""},
 		{"four slots", 4, -1, -1, ""},
@@ -187,7 +188,7 @@ func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, w
 	}
 	d.wait(t)
 	require.Equal(t, slots > 1 && path == "direct", e.DirectPath(), "the path the session took")
-	require.Equal(t, slots > 1 && path == "inline", e.InlinePath(), "the path the session took")
+	require.Equal(t, path == "inline", e.InlinePath(), "the path the session took (one slot too)")
 	blocks := int((scan.RecordsPerVolume()*int64(scan.Volumes) + rpb - 1) / rpb)
 	proc.mu.Lock()
 	seen, skipped := slices.Clone(proc.seen), proc.skipped
@@ -244,6 +245,8 @@ func TestSlotPathDefault(t *testing.T) {
 		{16, 8, 3, 16, "inline"},
 		{24, 8, 3, 16, "direct"},
 		{4, 2, 4, 16, "inline"},
+		{4, 2, 1, 16, "stages"}, // one slot: the process loop, unless asked (oneSlotInline)
+		{32, 16, 1, 16, "stages"},
 		{32, 16, 2, 10, "direct"}, // two Ps for each of 5 goroutines
 		{32, 16, 2, 9, "inline"},
 		{32, 16, 2, 2, "inline"}, // the CI machine
@@ -254,7 +257,7 @@ func TestSlotPathDefault(t *testing.T) {
 			withProcs(t, tc.procs)
 			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
 			proc := newOrderedProc(8)
-			proc.alone = tc.want == "inline"
+			proc.alone = tc.want != "direct" // one goroutine submits every slot
 			e, ep := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: 2, BlocksToAllocate: tc.blocks, PreloadCount: tc.preload, Slots: tc.slots})
 			d := startDrain(e)
 			require.NoError(t, e.Start())
@@ -263,9 +266,12 @@ func TestSlotPathDefault(t *testing.T) {
 			d.wait(t)
 			require.Equal(t, tc.want == "inline", e.InlinePath(), "inline path")
 			require.Equal(t, tc.want == "direct", e.DirectPath(), "direct path")
-			if tc.want == "inline" {
+			switch tc.want {
+			case "inline":
 				require.Equal(t, 3, e.StageGoroutines(), "acquire, format, recycle")
-			} else {
+			case "stages":
+				require.Equal(t, 4, e.StageGoroutines(), "and the process loop")
+			default:
 				require.Equal(t, 3+tc.slots, e.StageGoroutines(), "and a submitter per slot")
 			}
 			st := e.Status()
