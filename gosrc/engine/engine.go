@@ -1135,10 +1135,10 @@ const recycleSpin = 100 * time.Microsecond
 // trip sets the rate. Measured on the H200 VM, interleaved with the pool
 // parking (issue 29, docs/bench.md "Timer slack, the pool polled"): 1024
 // x 256 blocks 5-6% less time at 4 / 2 and 8 / 4, 1024 x 512 1%, 32 / 16
-// level, 2048 samples within 2%. It costs the acquire loop's thread the window's CPU at
-// most, only while the device is behind: with a scanner's blocks
-// milliseconds apart the pool is not empty, and a wait longer than the
-// window parks at once next time (spin.Waiter).
+// level, 2048 samples within 2%. It costs the acquire loop's thread the
+// window's CPU at most, only while the device is behind: with a scanner's
+// blocks milliseconds apart the pool is not empty, and a wait longer than
+// the window parks at once next time (spin.Waiter).
 const poolSpin = 30 * time.Microsecond
 
 // pollWindow is the window of a stage that polls for def on a device of

@@ -61,7 +61,7 @@ type session struct {
 	// each stage goroutine makes its own Waiter from it.
 	spin time.Duration
 	// freeWait is the acquire loop's Waiter on the pool (takeFree): its
-	// window is poolWindow's, or VORTEXGO_POOL_SPIN's.
+	// window is pollWindow's, or VORTEXGO_POOL_SPIN's.
 	freeWait *spin.Waiter
 	// recycleSpin is the recycle loop's window (pollWindow's, or
 	// VORTEXGO_RECYCLE_SPIN).

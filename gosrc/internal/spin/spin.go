@@ -62,7 +62,7 @@ func RecycleConfigured() (time.Duration, bool, error) {
 // PoolEnv is the environment variable that sets the window, in
 // microseconds, for which the acquire loop polls the pool of free blocks
 // when it is empty, over Env and the engine's default for it (see
-// engine.poolWindow): 0 parks at once.
+// engine.pollWindow): 0 parks at once.
 const PoolEnv = "VORTEXGO_POOL_SPIN"
 
 // PoolConfigured returns the window set by PoolEnv and whether it is set
