@@ -438,6 +438,76 @@ func TestTensorWrittenDefersTheReadyRecord(t *testing.T) {
 	}
 }
 
+// Random sequences of Written, SetReady, WaitReady and Close on three
+// streams against a model of the deferral: the ready event is recorded on
+// the deferred stream exactly when a reader waits or the tensor closes,
+// once, and on SetReady's stream at once; every call after Close is
+// refused as closed and queues nothing.
+func TestTensorReadyRecordsMatchTheModel(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		tn := newTensor(t, newAllocator(t, 0, 0), 4)
+		streams := []*countingStream{newCountingStream(t), newCountingStream(t), newCountingStream(t)}
+		records, waits := make([]int, len(streams)), make([]int, len(streams))
+		pending, closed := -1, false
+		var ops []string
+		for range 1 + rng.IntN(30) {
+			i := rng.IntN(len(streams))
+			s := streams[i]
+			var err error
+			switch op := rng.IntN(7); {
+			case op < 3:
+				ops = append(ops, fmt.Sprintf("Written(%d)", i))
+				err = tn.Written(s)
+				if !closed {
+					pending = i
+				}
+			case op < 4:
+				ops = append(ops, fmt.Sprintf("SetReady(%d)", i))
+				err = tn.SetReady(s)
+				if !closed {
+					records[i]++
+					pending = -1
+				}
+			case op < 6:
+				ops = append(ops, fmt.Sprintf("WaitReady(%d)", i))
+				err = tn.WaitReady(s)
+				if !closed {
+					if pending >= 0 {
+						records[pending]++
+						pending = -1
+					}
+					waits[i]++
+				}
+			default:
+				ops = append(ops, "Close")
+				err = tn.Close()
+				if !closed && pending >= 0 {
+					records[pending]++
+					pending = -1
+				}
+				if closed {
+					require.ErrorIs(t, err, backend.ErrClosed, "seed %d: %v", seed, ops)
+					err = nil
+				}
+				closed = true
+			}
+			if closed && ops[len(ops)-1] != "Close" {
+				require.ErrorIs(t, err, backend.ErrClosed, "seed %d: %v", seed, ops)
+			} else {
+				require.NoError(t, err, "seed %d: %v", seed, ops)
+			}
+			for j, st := range streams {
+				require.Equal(t, records[j], st.records, "seed %d: records on stream %d after %v", seed, j, ops)
+				require.Equal(t, waits[j], st.waits, "seed %d: waits on stream %d after %v", seed, j, ops)
+			}
+		}
+		if !closed {
+			require.NoError(t, tn.Close())
+		}
+	}
+}
+
 // Close records a deferred ready event while the writer's stream is still
 // open, so a holder that asks after Close waits for the last write.
 func TestTensorCloseRecordsTheDeferredReadyEvent(t *testing.T) {
