@@ -184,10 +184,12 @@ def virtual(virtual_instrument: Path) -> Path:
 @pytest.mark.parametrize("fault, message", [
     # a stray byte before every reply from block 30 on: the first misaligned header passes (as in
     # vortex: a reply's type is not checked), the second announces a payload with no room
-    ("framing", "received header with payload but destination buffer is null"),
-    ("servo_error", "protocol error: UART Rx (2): invalid message (7)"),
-    ("silent", "serial read: timeout"),
-    ("hangup", "serial read: End of file"),  # the pty's master closed: asio's eof, as vortex reports it
+    ("framing", ("received header with payload but destination buffer is null",)),
+    ("servo_error", ("protocol error: UART Rx (2): invalid message (7)",)),
+    ("silent", ("serial read: timeout",)),
+    # the pty's master closed: asio's eof, as vortex reports it, or, read in the moment between
+    # the kernel marking the other side closed and hanging the pty up, its EIO (seen once in CI)
+    ("hangup", ("serial read: End of file", "serial read: Input/output error")),
 ])
 def test_servo_fault_stops_the_engine_and_keeps_the_volumes(virtual, tmp_path, fault, message):
     """The peer, paced on the A-line clock, answers block write 30 with a stray byte, the
@@ -207,12 +209,12 @@ def test_servo_fault_stops_the_engine_and_keeps_the_volumes(virtual, tmp_path, f
         try:
             eng.wait()
         except vg.VortexError as e:
-            assert {message!r} in str(e), e
+            assert any(m in str(e) for m in {message!r}), e
             err = str(e)
         else:
             raise AssertionError("the servo's fault went unnoticed")
         s = eng.status()
-        assert s.error == err or {message!r} in s.error, (s.error, err)
+        assert s.error == err or any(m in s.error for m in {message!r}), (s.error, err)
         assert peer.blocks >= 30, peer.blocks
         assert s.volumes >= 2 and store.volumes_written >= 2, (s, store.volumes_written)
         eng.stop(); eng.close()
