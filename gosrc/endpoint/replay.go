@@ -14,9 +14,10 @@ import (
 // A small block's formatting on a tensor endpoint's own stream (ownStream)
 // is three driver calls: the wait for the block's ready event, the stack
 // kernel and the engine's done event (the tensor's ready event is recorded
-// only when a reader asks: memory.DeviceTensor.Written), about 8 us of the
-// engine's format goroutine on the H200 host (four calls took 10 us,
-// host_cost.py --stages). They are the same from block to block but for the block's
+// only when a reader asks: memory.DeviceTensor.Written), 10.0 us a block
+// of the engine's format goroutine at 32 / 16 on the H200 host (11.5 with
+// the tensor's record as a fourth, in session 45; host_cost.py --stages,
+// profiler on). They are the same from block to block but for the block's
 // events and buffers and where the block lands in the volume, which cycle
 // with the engine's ring and the volume's segments; so the endpoint can
 // replay them as one graph (package replay) with the events as external
