@@ -61,7 +61,7 @@ class Rig:
 
 
 def make_rig(endpoints, *, volumes=3, scan_volumes=None, device="cpu", rpb=RPB, blocks=4, preload=2,
-             proc_cls=None, average_window=0, **engine_kw) -> Rig:
+             proc_cls=None, average_window=0, slots=None, **engine_kw) -> Rig:
     """A simulated acquisition -> processor -> format planner -> endpoints pipeline; the
     engine made by :func:`new_engine` plays ``scan_volumes`` (default ``volumes``; 0 forever)
     raster volumes from its scan queue. As in vortex the scan queue, not the source, ends
@@ -72,6 +72,8 @@ def make_rig(endpoints, *, volumes=3, scan_volumes=None, device="cpu", rpb=RPB, 
     pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=rpb, average_window=average_window,
                             resampling_samples=acq.resampling_positions(),
                             spectral_filter=spectral_filter(hann_window(S), acq.dispersion_compensation()))
+    if slots is not None:
+        pc.slots = slots
     if proc_cls is None:
         proc_cls = vg.CPUProcessor if device == "cpu" else vg.CUDAProcessor
     proc = proc_cls(pc)

@@ -146,6 +146,49 @@ def test_graphs_on_and_off_format_the_same_volumes(gpu, cp, monkeypatch, blocks,
     assert np.count_nonzero(got["1"][0][0]) > 0, "the volumes hold A-scans"
 
 
+def test_slots_sharing_streams_format_the_same_volumes(gpu, cp, monkeypatch):
+    """Four processor slots on fewer streams (``VORTEXGO_SLOT_STREAMS``, and the engine's own
+    choice for 2 MiB blocks on a GPU: two streams) format every volume bit for bit as four slots
+    on four streams do, the rolling average on (its turn crosses the slots' streams) and the
+    processor's graphs replayed."""
+    rpb = 4096  # 2 MiB of raw spectra a block at 256 samples: the engine shares streams unasked
+    got = {}
+    for streams in ("0", "", "2", "1"):
+        monkeypatch.setenv("VORTEXGO_SLOT_STREAMS", streams)  # read at prepare
+        i8, f32 = StackDeviceTensorEndpointInt8(), StackDeviceTensorEndpointFloat32()
+        copies = []
+
+        def handler(*_args, i8=i8, f32=f32, copies=copies):
+            with i8.tensor as a, f32.tensor as b:
+                with i8.stream:
+                    ca = cp.copy(a)
+                with f32.stream:
+                    cb = cp.copy(b)
+                copies.append((ca, cb))
+
+        i8.volume_callback = handler
+        rig = make_rig([i8, f32], volumes=40, device="cuda", rpb=rpb, blocks=8, preload=4, slots=4,
+                       average_window=2 * RPB)
+        eng = new_engine(rig)
+        eng.prepare()
+        eng.start()
+        eng.wait()
+        s = eng.status()
+        assert s.volumes == 40 and s.blocks_dropped == 0 and s.error == "", s
+        i8.stream.synchronize()
+        f32.stream.synchronize()
+        got[streams] = [(a.get(), b.get()) for a, b in copies]
+        for ep in (i8, f32):
+            ep.close()
+    assert len(got["0"]) == 40
+    for streams in ("", "2", "1"):
+        assert len(got[streams]) == 40, streams
+        for n, ((a0, b0), (a1, b1)) in enumerate(zip(got["0"], got[streams])):
+            np.testing.assert_array_equal(a1, a0, err_msg=f"VORTEXGO_SLOT_STREAMS={streams!r}: volume {n}, int8")
+            np.testing.assert_array_equal(b1, b0, err_msg=f"VORTEXGO_SLOT_STREAMS={streams!r}: volume {n}, float32")
+    assert np.count_nonzero(got["0"][-1][0]) > 0, "the volumes hold A-scans"
+
+
 def _float_volume(device: str, proc_cls):
     spectra = SpectraStackDeviceTensorEndpointUInt16()
     out = StackHostTensorEndpointFloat32()

@@ -110,8 +110,9 @@ type remoteBuf struct {
 }
 
 // prepareDevices finds the processors on other devices than the engine's
-// (DeviceProcessor), and makes each such device's streams.
-func (e *Engine) prepareDevices() error {
+// (DeviceProcessor), and makes each such device's streams: an upload
+// stream and the slots' on streams streams (newSlotStreams).
+func (e *Engine) prepareDevices(streams int) error {
 	e.procDev = make([]int, len(e.procs))
 	for pi, p := range e.procs {
 		e.procDev[pi] = -1
@@ -136,12 +137,8 @@ func (e *Engine) prepareDevices() error {
 				return fmt.Errorf("engine.Prepare: processor #%d's device: upload stream: %w", pi, err)
 			}
 			e.remote = append(e.remote, rd) // released with the engine from here on
-			for range e.cfg.slots() {
-				st, err := d.NewStream(0)
-				if err != nil {
-					return fmt.Errorf("engine.Prepare: processor #%d's device: slot stream: %w", pi, err)
-				}
-				e.remote[len(e.remote)-1].slots = append(e.remote[len(e.remote)-1].slots, st)
+			if e.remote[len(e.remote)-1].slots, err = newSlotStreams(d, e.cfg.slots(), streams); err != nil {
+				return fmt.Errorf("engine.Prepare: processor #%d's device: slot stream: %w", pi, err)
 			}
 			idx = len(e.remote) - 1
 		}
@@ -269,9 +266,7 @@ func (e *Engine) releaseRemote() error {
 		if rd.upload != nil {
 			errs = append(errs, rd.upload.Close())
 		}
-		for _, s := range rd.slots {
-			errs = append(errs, s.Close())
-		}
+		errs = append(errs, closeSlotStreams(rd.slots))
 	}
 	e.remote = nil
 	return errors.Join(errs...)

@@ -285,6 +285,12 @@ func (e *Engine) Prepare() (err error) {
 	if err := e.cfg.Validate(); err != nil {
 		return err
 	}
+	// The environment is read before any stage is touched: a bad value
+	// leaves nothing prepared.
+	askedStreams, err := slotStreamsAsked()
+	if err != nil {
+		return fmt.Errorf("engine.Prepare: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.release())
@@ -327,7 +333,8 @@ func (e *Engine) Prepare() (err error) {
 	if err := e.prepareRoutes(outSamples, markers); err != nil {
 		return err
 	}
-	if err := e.prepareDevices(); err != nil {
+	streams := slotStreams(askedStreams, e.dev.Kind(), cfg.slots(), e.blockRawBytes())
+	if err := e.prepareDevices(streams); err != nil {
 		return err
 	}
 	if err := e.preparePacking(); err != nil {
@@ -339,12 +346,8 @@ func (e *Engine) Prepare() (err error) {
 	e.future = make([]marker.Marker, 0, markers)
 	e.pending = make([]*Block, 0, cfg.preload()+1)
 
-	for range cfg.slots() {
-		s, err := e.dev.NewStream(0)
-		if err != nil {
-			return fmt.Errorf("engine.Prepare: slot stream: %w", err)
-		}
-		e.slots = append(e.slots, s)
+	if e.slots, err = newSlotStreams(e.dev, cfg.slots(), streams); err != nil {
+		return fmt.Errorf("engine.Prepare: slot stream: %w", err)
 	}
 	// One stream carries every upload, in block order: the copy engine then
 	// runs them back to back, never two at once. Uploads on the slot streams
@@ -1468,9 +1471,7 @@ func (e *Engine) release() error {
 	}
 	errs = append(errs, e.releaseRemote())
 	e.blocks = nil
-	for _, s := range e.slots {
-		errs = append(errs, s.Close())
-	}
+	errs = append(errs, closeSlotStreams(e.slots))
 	e.slots = nil
 	if e.upload != nil {
 		errs = append(errs, e.upload.Close())

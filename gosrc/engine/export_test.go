@@ -40,6 +40,9 @@ func (e *Engine) PoolSpin() time.Duration { return e.sess().freeWait.Window() }
 // defaults for the recycle loop and the pool.
 var PollWindow = pollWindow
 
+// DefaultSlotStreams is defaultSlotStreams.
+var DefaultSlotStreams = defaultSlotStreams
+
 const (
 	RecycleSpinDefault = recycleSpin
 	PoolSpinDefault    = poolSpin

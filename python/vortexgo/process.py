@@ -86,7 +86,9 @@ class ProcessorConfig(StrictAttributes):
         levels: a :class:`~vortexgo.scan.Range` (vortex's type) or a (lo, hi) pair
             mapped onto int8 -128..127 for the int8 output; None (vortex's
             unset) casts the values directly.
-        slots: concurrent processing streams (each with its own scratch).
+        slots: blocks processed at once, each with its own scratch. On a GPU each slot
+            runs on a stream of its own, except that more than two share two streams
+            from 2 MiB of raw spectra a block (``VORTEXGO_SLOT_STREAMS`` sets the count).
         clock_channel: vortex's dynamic resampling: the channel holding a
             k-clock (in ``[0, channels_per_sample)``). Each record is
             resampled where the clock's unwrapped phase (from its Hilbert

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/vortexgo/vortexgo/gosrc/backend"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+)
+
+// SlotStreamsEnv is the environment variable that sets how many streams
+// the processor slots run on, on each device: slot i runs on stream i mod
+// n. 0 gives each slot its own stream; unset, the engine picks
+// (defaultSlotStreams). Read at each Prepare from the live environment.
+const SlotStreamsEnv = "VORTEXGO_SLOT_STREAMS"
+
+// Slots share streams on a GPU from sharedSlotBytes of raw spectra a block
+// (1024 records of 1024 samples), sharedSlotStreams streams for all of
+// them. Measured on an H200 VM (issue 29, docs/bench.md "Four slots on
+// two streams", two calls of two interleaved rounds): with 4 slots on 2
+// streams a block took 1-7% less time at 1024 to 8192 records (4 / 2, 8 /
+// 4 and 32 / 16 blocks, 1024 and 2048 samples), where 4 slots had been the
+// slowest configurations at 0.92-0.95 of the copy ceiling; and 2-44% more
+// at 256 and 512 records. A stream of kernels beside the copy stream slows
+// the copies even when the GPU is mostly idle (docs/bench.md, "Where the
+// missing percent goes", item 10): with large blocks the copy is the
+// bound and two streams of processing keep up with it; with small ones a
+// block's round trip is, and a slot that waits behind another slot's
+// graph on a shared stream lengthens it.
+const (
+	sharedSlotBytes   = 2 << 20
+	sharedSlotStreams = 2
+)
+
+// defaultSlotStreams is how many streams slots slots run on without
+// SlotStreamsEnv, for blocks of blockBytes bytes of raw spectra on a
+// device of this kind: one a slot, but sharedSlotStreams on a GPU from
+// sharedSlotBytes a block. The CPU backend runs each stream's work on a
+// goroutine of its own: there a shared stream would halve the slots'
+// parallelism for nothing.
+func defaultSlotStreams(kind backend.Kind, slots, blockBytes int) int {
+	if kind == backend.CUDA && slots > sharedSlotStreams && blockBytes >= sharedSlotBytes {
+		return sharedSlotStreams
+	}
+	return slots
+}
+
+// slotStreamsAsked reads SlotStreamsEnv: the count it asks for, -1 when
+// unset. A value that is not a count is an error naming the variable.
+func slotStreamsAsked() (int, error) {
+	v, _ := dl.Getenv(SlotStreamsEnv)
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q in the environment, expected a count of streams >= 0 (0: one a slot; unset: the engine picks)", SlotStreamsEnv, v)
+	}
+	return n, nil
+}
+
+// slotStreams is how many streams slots slots run on: asked
+// (slotStreamsAsked) up to slots, 0 one a slot, -1 defaultSlotStreams.
+func slotStreams(asked int, kind backend.Kind, slots, blockBytes int) int {
+	switch {
+	case asked < 0:
+		return defaultSlotStreams(kind, slots, blockBytes)
+	case asked == 0 || asked > slots:
+		return slots
+	}
+	return asked
+}
+
+// newSlotStreams makes streams streams on d (0 < streams <= slots) and
+// returns one per slot, slot i's being stream i mod streams. On an error
+// the streams made are closed.
+func newSlotStreams(d backend.Device, slots, streams int) ([]backend.Stream, error) {
+	out := make([]backend.Stream, 0, slots)
+	for i := range slots {
+		if i >= streams {
+			out = append(out, out[i%streams])
+			continue
+		}
+		s, err := d.NewStream(0)
+		if err != nil {
+			return nil, errors.Join(err, closeSlotStreams(out))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// closeSlotStreams closes each distinct stream of slots once (slots may
+// share streams: newSlotStreams).
+func closeSlotStreams(slots []backend.Stream) error {
+	var errs []error
+	closed := make(map[backend.Stream]bool, len(slots))
+	for _, s := range slots {
+		if s != nil && !closed[s] {
+			closed[s] = true
+			errs = append(errs, s.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// blockRawBytes is the bytes of raw spectra a block holds, over every
+// acquisition.
+func (e *Engine) blockRawBytes() int {
+	n := 0
+	for i := range e.acqs {
+		n += e.cfg.RecordsPerBlock * e.acqs[i].raw * 2
+	}
+	return n
+}
