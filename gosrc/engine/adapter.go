@@ -153,26 +153,6 @@ type OrderedProcessor interface {
 	SetTurnWindow(window time.Duration)
 }
 
-// Fences are a block's two events around its processing on a slot
-// stream: After, recorded once its upload is enqueued, which the
-// processing waits for; Done, the block's ready event, recorded after it.
-type Fences struct{ After, Done backend.Event }
-
-// A FencedProcessor can make a block's fences itself, in its own work on
-// the slot stream: a processor that replays a graph of the block's work
-// makes them the graph's first and last nodes, two driver calls a block
-// fewer on the submitting thread (issue 29). The engine hands them over
-// when the processor is the block's only one, on the engine's device.
-type FencedProcessor interface {
-	Processor
-	// ProcessFenced is Process, or OrderedProcessor.ProcessTicket in the
-	// place of ticket when ticketed, with s waiting for f.After before the
-	// block's work and f.Done recorded on s after it. On an error f.Done
-	// need not be recorded (the engine drops the block, as after
-	// Process's), and a ticket is given up as ProcessTicket's is.
-	ProcessFenced(f Fences, ticket uint64, ticketed bool, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error
-}
-
 // DoneFormatter is an Endpoint that can record the engine's done event of
 // a block itself, as the last step of its formatting on its stream: a
 // tensor endpoint replaying a graph of the block's formatting records it

@@ -182,14 +182,11 @@ type Engine struct {
 	endpoints   []Endpoint   // by endpoint id
 	volumeFmt   Formatter    // the formatter whose volumes Status counts
 
-	limit  int64 // records to acquire; 0 = unbounded
-	blocks []*Block
-	slots  []backend.Stream
-	upload backend.Stream // every block's upload, in order (see Prepare)
-	// fenced is the processor that makes the blocks' upload wait and ready
-	// record itself (fencedProcessor), or -1.
-	fenced    int
-	positions bool // a PositionFormatExecutor reads positions on the device
+	limit     int64 // records to acquire; 0 = unbounded
+	blocks    []*Block
+	slots     []backend.Stream
+	upload    backend.Stream // every block's upload, in order (see Prepare)
+	positions bool           // a PositionFormatExecutor reads positions on the device
 
 	free chan *Block // the pool: every block not in a session's stages
 
@@ -340,7 +337,6 @@ func (e *Engine) Prepare() (err error) {
 	if err := e.prepareDevices(streams); err != nil {
 		return err
 	}
-	e.fenced = e.fencedProcessor()
 	if err := e.preparePacking(); err != nil {
 		return err
 	}
@@ -807,11 +803,8 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	if err := up.Record(b.uploaded); err != nil {
 		return fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
 	}
-	fenced := e.fenced >= 0 && b.active[e.fenced]
-	if !fenced {
-		if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
-			return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
-		}
+	if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
+		return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
 	}
 	for i, p := range e.procs {
 		if !b.active[i] {
@@ -828,42 +821,20 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 			out = 0 // no endpoint reads it: the processor skips writing it
 		}
 		var err error
-		switch {
-		case fenced:
-			ticketed := b.ticketed[i]
-			b.ticketed[i] = false
-			err = p.(FencedProcessor).ProcessFenced(Fences{After: b.uploaded, Done: b.ready}, b.tickets[i], ticketed, b.Slot, s, b.Outputs[i].Raw, b.Records, out, b.int8s[i].Ptr())
-		case b.ticketed[i]:
+		if b.ticketed[i] {
 			b.ticketed[i] = false
 			err = p.(OrderedProcessor).ProcessTicket(b.tickets[i], b.Slot, s, b.Outputs[i].Raw, b.Records, out, b.int8s[i].Ptr())
-		default:
+		} else {
 			err = p.Process(b.Slot, s, b.Outputs[i].Raw, b.Records, out, b.int8s[i].Ptr())
 		}
 		if err != nil {
 			return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, i, err)
 		}
 	}
-	if fenced {
-		return nil
-	}
 	if err := s.Record(b.ready); err != nil {
 		return fmt.Errorf("engine: block %d: recording ready event: %w", b.ID, err)
 	}
 	return nil
-}
-
-// fencedProcessor is the processor that makes every block's fences
-// itself (FencedProcessor), or -1: the engine's only processor, on its own
-// device, when it can. With two or more the engine makes them, around all
-// of them.
-func (e *Engine) fencedProcessor() int {
-	if len(e.procs) != 1 || e.procDev[0] >= 0 {
-		return -1
-	}
-	if _, ok := e.procs[0].(FencedProcessor); !ok {
-		return -1
-	}
-	return 0
 }
 
 func (e *Engine) formatLoop(s *session) {

@@ -132,34 +132,6 @@ func (p *orderedProc) ProcessTicket(t uint64, slot int, s backend.Stream, in uin
 
 var _ engine.OrderedProcessor = (*orderedProc)(nil)
 
-// fencedProc is an orderedProc that makes the blocks' fences itself
-// (engine.FencedProcessor): it waits for f.After on s, processes, and
-// records f.Done on s, and notes the fences it was handed.
-type fencedProc struct {
-	*orderedProc
-	fmu    sync.Mutex
-	fences []engine.Fences
-}
-
-func (p *fencedProc) ProcessFenced(f engine.Fences, t uint64, ticketed bool, slot int, s backend.Stream, in uintptr, records int, out, out8 uintptr) error {
-	if !ticketed {
-		t = p.Ticket()
-	}
-	p.fmu.Lock()
-	p.fences = append(p.fences, f)
-	p.fmu.Unlock()
-	if err := s.WaitEvent(f.After); err != nil {
-		p.SkipTicket(t)
-		return err
-	}
-	if err := p.ProcessTicket(t, slot, s, in, records, out, out8); err != nil {
-		return err
-	}
-	return s.Record(f.Done)
-}
-
-var _ engine.FencedProcessor = (*fencedProc)(nil)
-
 // TestSlotSubmitters: with several slots and an OrderedProcessor, each
 // slot's blocks are submitted from a goroutine of its own; the processor's
 // ordered parts still see the blocks in acquisition order, the formatted
@@ -187,59 +159,23 @@ func TestSlotSubmitters(t *testing.T) {
 	for _, tc := range tests {
 		for _, path := range []string{"direct", "stages", "inline"} {
 			for _, window := range []string{"0", "50"} {
-				for _, fenced := range []bool{false, true} {
-					name := tc.name + "/" + path + "/" + spin.Env + "=" + window
-					if fenced {
-						name += "/fenced"
-					}
-					t.Run(name, func(t *testing.T) {
-						t.Setenv(engine.SlotPathEnv, path)
-						t.Setenv(spin.Env, window)
-						slotSubmittersCase(t, path, tc.slots, tc.failAt, tc.panicAt, tc.wantErr, fenced)
-					})
-				}
+				t.Run(tc.name+"/"+path+"/"+spin.Env+"="+window, func(t *testing.T) {
+					t.Setenv(engine.SlotPathEnv, path)
+					t.Setenv(spin.Env, window)
+					slotSubmittersCase(t, path, tc.slots, tc.failAt, tc.panicAt, tc.wantErr)
+				})
 			}
 		}
 	}
 }
 
 // slotSubmittersCase is one case of TestSlotSubmitters.
-func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, wantErr string, fenced bool) {
+func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, wantErr string) {
 	scan := raster{AscansPerBscan: 4, BscansPerVolume: 5, Volumes: 6}
-	const samples, rpb, blocksToAllocate = 8, 3, 6
+	const samples, rpb = 8, 3
 	proc := newOrderedProc(samples)
 	proc.failAt, proc.panicAt, proc.alone = failAt, panicAt, path == "inline" || slots == 1
-	var asProc engine.Processor = proc
-	fp := &fencedProc{orderedProc: proc}
-	if fenced {
-		asProc = fp
-	}
-	e, ep := processorEngine(t, asProc, samples, scan, engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: blocksToAllocate, PreloadCount: 3, Slots: slots})
-	defer func() {
-		// The engine hands a fenced processor every block's fences, the
-		// block's own two events (one pair per block of the pool), and
-		// makes them itself for any other.
-		fp.fmu.Lock()
-		defer fp.fmu.Unlock()
-		if !fenced {
-			require.Empty(t, fp.fences)
-			return
-		}
-		proc.mu.Lock()
-		require.Len(t, fp.fences, len(proc.seen), "one ProcessFenced a processed block")
-		proc.mu.Unlock()
-		pairs := map[engine.Fences]bool{}
-		for _, f := range fp.fences {
-			require.NotNil(t, f.After)
-			require.NotNil(t, f.Done)
-			require.NotSame(t, f.After, f.Done)
-			pairs[f] = true
-		}
-		require.LessOrEqual(t, len(pairs), blocksToAllocate, "the pool's blocks' events")
-		if len(fp.fences) > blocksToAllocate {
-			require.Greater(t, len(pairs), 1)
-		}
-	}()
+	e, ep := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 6, PreloadCount: 3, Slots: slots})
 	d := startDrain(e)
 	require.NoError(t, e.Start())
 	waited := make(chan error, 1)
@@ -480,20 +416,13 @@ func TestStageEnvRefused(t *testing.T) {
 // endpoint of proc's samples (returned), scan queued. Closed by the test.
 func orderedEngine(t *testing.T, proc *orderedProc, scan raster, cfg engine.Config) (*engine.Engine, *endpoint.StackTensorEndpoint) {
 	t.Helper()
-	return processorEngine(t, proc, proc.samples, scan, cfg)
-}
-
-// processorEngine is orderedEngine with any processor of samples samples
-// a record (a fencedProc).
-func processorEngine(t *testing.T, proc engine.Processor, samples int, scan raster, cfg engine.Config) (*engine.Engine, *endpoint.StackTensorEndpoint) {
-	t.Helper()
 	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
 	require.NoError(t, err)
-	require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
+	require.NoError(t, ep.SetExecutor(sliced(t, 0, proc.samples), nil))
 	closeEndpoint(t, ep)
 	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
 	require.NoError(t, err)
-	cfg.AddAcquisition(newFakeAcq(samples), proc)
+	cfg.AddAcquisition(newFakeAcq(proc.samples), proc)
 	cfg.AddProcessor(proc, planner)
 	cfg.AddFormatter(planner, ep)
 	e, err := engine.New(cfg, cpu.Default())

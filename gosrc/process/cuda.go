@@ -441,14 +441,14 @@ func bytesOf[T any](v []T) []byte {
 // device. The block's records enter the rolling average's history
 // (vortex's append_history=True).
 func (p *CUDAProcessor) Process(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
-	return p.process(p.order.Take(), slot, s, in, records, out, outInt8, true, fences{})
+	return p.process(p.order.Take(), slot, s, in, records, out, outInt8, true)
 }
 
 // ProcessHistory is Process with vortex's append_history: false leaves the
 // history as it is and subtracts its current mean (none while it is
 // empty).
 func (p *CUDAProcessor) ProcessHistory(slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
-	return p.process(p.order.Take(), slot, s, in, records, out, outInt8, appendHistory, fences{})
+	return p.process(p.order.Take(), slot, s, in, records, out, outInt8, appendHistory)
 }
 
 // Ticket reserves the next place in the processor's block order
@@ -458,68 +458,7 @@ func (p *CUDAProcessor) Ticket() uint64 { return p.order.Take() }
 // ProcessTicket is Process in the place of ticket: its history update
 // waits for those of the earlier tickets; the rest of its work does not.
 func (p *CUDAProcessor) ProcessTicket(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
-	return p.process(ticket, slot, s, in, records, out, outInt8, true, fences{})
-}
-
-// ProcessFenced is Process, or ProcessTicket in the place of ticket when
-// ticketed, with the block's fences in the processor's own work on s
-// (engine.FencedProcessor): s waits for f.After before the block's work
-// and records f.Done after it. Where the slot replays graphs both are
-// nodes of the block's graph (an external event wait first, an external
-// event record last); elsewhere they are the stream calls the engine
-// would have made. On an error f.Done is not recorded.
-func (p *CUDAProcessor) ProcessFenced(f engine.Fences, ticket uint64, ticketed bool, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr) error {
-	if !ticketed {
-		ticket = p.order.Take()
-	}
-	fc, err := cudaFences(f)
-	if err != nil {
-		p.SkipTicket(ticket)
-		return fmt.Errorf("process: CUDAProcessor.ProcessFenced: %w", err)
-	}
-	return p.process(ticket, slot, s, in, records, out, outInt8, true, fc)
-}
-
-// fences are a block's upload event, which its work waits for, and its
-// ready event, recorded after it (ProcessFenced); nil when the caller
-// makes them.
-type fences struct{ after, done *cuda.Event }
-
-// cudaFences checks that f's events are CUDA events.
-func cudaFences(f engine.Fences) (fences, error) {
-	after, ok := f.After.(*cuda.Event)
-	if !ok || after == nil {
-		return fences{}, fmt.Errorf("f.After is a %T, expected a *cuda.Event: %w", f.After, backend.ErrInvalid)
-	}
-	done, ok := f.Done.(*cuda.Event)
-	if !ok || done == nil {
-		return fences{}, fmt.Errorf("f.Done is a %T, expected a *cuda.Event: %w", f.Done, backend.ErrInvalid)
-	}
-	return fences{after: after, done: done}, nil
-}
-
-// wait makes s wait for f.after (none without fences), as an external
-// event node when s is the slot's capture stream.
-func (f fences) wait(s *cuda.Stream, capturing bool) error {
-	if f.after == nil {
-		return nil
-	}
-	if err := replay.Wait(s, f.after, capturing); err != nil {
-		return fmt.Errorf("waiting for the block's upload: %w", err)
-	}
-	return nil
-}
-
-// record records f.done on s (none without fences), as an external event
-// node when s is the slot's capture stream.
-func (f fences) record(s *cuda.Stream, capturing bool) error {
-	if f.done == nil {
-		return nil
-	}
-	if err := replay.Record(s, f.done, capturing); err != nil {
-		return fmt.Errorf("recording the block's ready event: %w", err)
-	}
-	return nil
+	return p.process(ticket, slot, s, in, records, out, outInt8, true)
 }
 
 // SetTurnWindow sets how long a ProcessTicket polls for its turn before
@@ -532,7 +471,7 @@ func (p *CUDAProcessor) SkipTicket(ticket uint64) {
 	p.order.Done(ticket)
 }
 
-func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool, f fences) (err error) {
+func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in uintptr, records int, out uintptr, outInt8 uintptr, appendHistory bool) error {
 	const op = "process: CUDAProcessor.Process"
 	p.order.Wait(ticket)
 	inTurn := true
@@ -553,26 +492,10 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 	if !ok {
 		return fmt.Errorf("%s: s is a %T, expected a *cuda.Stream", op, s)
 	}
-	sl := st.slots[slot]
-	if records == 0 || sl.capture == nil {
-		// No graph to hold the fences: they are stream calls, as the
-		// engine's, around the direct launches.
-		direct := f
-		f = fences{} // not the graph's
-		if err := direct.wait(cs, false); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		defer func() {
-			if err == nil {
-				if err = direct.record(cs, false); err != nil {
-					err = fmt.Errorf("%s: %w", op, err)
-				}
-			}
-		}()
-	}
 	if records == 0 {
 		return nil
 	}
+	sl := st.slots[slot]
 
 	// Step 1a: the rolling average.
 	var avg uintptr
@@ -587,7 +510,7 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 		if sl.capture != nil {
 			// The slot replays graphs: the averaging kernel goes into the
 			// block's graph, in the turn (averagedGraph).
-			if err := p.averagedGraph(st, cs, sl, in, records, out, outInt8, appendHistory, f); err != nil {
+			if err := p.averagedGraph(st, cs, sl, in, records, out, outInt8, appendHistory); err != nil {
 				return fmt.Errorf("%s: %w", op, err)
 			}
 			return nil
@@ -601,17 +524,8 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 		}
 	}
 	passTurn()
-	k := graphKey{in: in, avg: avg, out: out, outInt8: outInt8, records: records, after: f.after, done: f.done}
-	if err := sl.graphs.Run(cs, sl.capture, k, func(s *cuda.Stream) error {
-		capturing := s == sl.capture
-		if err := f.wait(s, capturing); err != nil {
-			return err
-		}
-		if err := p.enqueue(st, s, sl, k); err != nil {
-			return err
-		}
-		return f.record(s, capturing)
-	}); err != nil {
+	k := graphKey{in: in, avg: avg, out: out, outInt8: outInt8, records: records}
+	if err := sl.graphs.Run(cs, sl.capture, k, func(s *cuda.Stream) error { return p.enqueue(st, s, sl, k) }); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
@@ -633,11 +547,11 @@ func (p *CUDAProcessor) process(ticket uint64, slot int, s backend.Stream, in ui
 // external event node: each launch records it when the averaging is done,
 // so the next block's update, on another slot's stream, waits for that and
 // not for the whole of this block's graph.
-func (p *CUDAProcessor) averagedGraph(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, out, outInt8 uintptr, appendHistory bool, f fences) error {
+func (p *CUDAProcessor) averagedGraph(st *cudaState, cs *cuda.Stream, sl *cudaSlot, in uintptr, records int, out, outInt8 uintptr, appendHistory bool) error {
 	h := st.hist
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	k := graphKey{in: in, out: out, outInt8: outInt8, records: records, after: f.after, done: f.done}
+	k := graphKey{in: in, out: out, outInt8: outInt8, records: records}
 	// The wait for the previous update is in the graph too, an external
 	// event wait node (the other slot's averaged event, in the key): one
 	// driver call a block fewer on the submitting thread (issue 29: -2..-6%
@@ -647,25 +561,18 @@ func (p *CUDAProcessor) averagedGraph(st *cudaState, cs *cuda.Stream, sl *cudaSl
 		k.prev = h.prev
 	}
 	err := sl.graphs.Run(cs, sl.capture, k, func(s *cuda.Stream) error {
-		capturing := s == sl.capture
-		if err := f.wait(s, capturing); err != nil {
-			return err
-		}
 		if k.prev != nil {
-			if err := replay.Wait(s, k.prev, capturing); err != nil {
+			if err := replay.Wait(s, k.prev, s == sl.capture); err != nil {
 				return fmt.Errorf("waiting for the history's previous update: %w", err)
 			}
 		}
 		if k.avg != 0 {
 			// Into a capture, the averaged event is recorded by each launch.
-			if err := p.launchAverage(st, s, sl, k, capturing); err != nil {
+			if err := p.launchAverage(st, s, sl, k, s == sl.capture); err != nil {
 				return err
 			}
 		}
-		if err := p.enqueue(st, s, sl, k); err != nil {
-			return err
-		}
-		return f.record(s, capturing)
+		return p.enqueue(st, s, sl, k)
 	})
 	if err != nil || k.avg == 0 {
 		return err

@@ -3,7 +3,6 @@
 package process
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
-	"github.com/vortexgo/vortexgo/gosrc/engine"
 	"github.com/vortexgo/vortexgo/gosrc/internal/fakecudatest"
 )
 
@@ -40,8 +38,6 @@ type fakeCounts struct {
 
 const (
 	fakeLaunch      = 0  // cuLaunchKernel
-	fakeRecord      = 4  // cuEventRecord
-	fakeWait        = 7  // cuStreamWaitEvent
 	fakeGraphLaunch = 11 // cuGraphLaunch
 )
 
@@ -303,88 +299,5 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		process(t, p, s, in, out)
 		l1, g1, _ := counts.read()
 		require.Equal(t, [2]int64{2, 0}, [2]int64{l1 - l0, g1 - g0}, "seen afresh: direct")
-	})
-
-	t.Run("the block's fences are the graph's first and last nodes", func(t *testing.T) {
-		// engine.FencedProcessor: the block's wait for its upload and the
-		// record of its ready event. Directly (the first sighting, a large
-		// block, graphs off) they are the stream calls the engine made;
-		// replayed they are external event nodes, no call of the caller's.
-		for _, avg := range []int{0, 2 * r} {
-			t.Run(fmt.Sprintf("average window %d", avg), func(t *testing.T) {
-				p, s := newProc(t, func(c *Config) { c.AverageWindow = avg })
-				in, out := buf(t, r*n*2), buf(t, r*n*4)
-				after, err := dev.CreateEvent(false)
-				require.NoError(t, err)
-				defer after.Close()
-				done, err := dev.CreateEvent(false)
-				require.NoError(t, err)
-				defer done.Close()
-				f := engine.Fences{After: after, Done: done}
-				direct := 2
-				if avg > 0 {
-					direct = 3 // the averaging kernel too, and its averaged record
-				}
-				for i := range 8 {
-					c0 := *counts.calls
-					var ticket uint64
-					ticketed := i%2 == 0 // else ProcessFenced takes its own
-					if ticketed {
-						ticket = p.Ticket()
-					}
-					require.NoError(t, p.ProcessFenced(f, ticket, ticketed, 0, s, in, r, out, 0), "call %d", i)
-					c1 := *counts.calls
-					launches, graphs := c1[fakeLaunch]-c0[fakeLaunch], c1[fakeGraphLaunch]-c0[fakeGraphLaunch]
-					waits, records := c1[fakeWait]-c0[fakeWait], c1[fakeRecord]-c0[fakeRecord]
-					if graphs == 0 { // direct: the fences, as stream calls, around the launches
-						require.Equal(t, int64(direct), launches, "call %d", i)
-						require.GreaterOrEqual(t, waits, int64(1), "call %d: the upload's wait (and the history's)", i)
-						require.Equal(t, int64(direct-1), records, "call %d: the ready record (and the averaged one)", i)
-						continue
-					}
-					if c1[fakeLaunch]-c0[fakeLaunch] > 0 { // the capture's own calls are counted too
-						continue
-					}
-					require.Equal(t, [3]int64{1, 0, 0}, [3]int64{graphs, waits, records}, "call %d: one graph launch, no wait, no record", i)
-				}
-				require.Positive(t, p.st.slots[0].graphs.Stats().Replays)
-				require.False(t, s.Capturing())
-			})
-		}
-		t.Run("large blocks: stream calls", func(t *testing.T) {
-			p, s := newProc(t, func(c *Config) { c.AscansPerBlock = maxGraphBlockSamples/n + 1 })
-			rr := maxGraphBlockSamples/n + 1
-			in, out := buf(t, rr*n*2), buf(t, rr*n*4)
-			after, err := dev.CreateEvent(false)
-			require.NoError(t, err)
-			defer after.Close()
-			done, err := dev.CreateEvent(false)
-			require.NoError(t, err)
-			defer done.Close()
-			c0 := *counts.calls
-			require.NoError(t, p.ProcessFenced(engine.Fences{After: after, Done: done}, 0, false, 0, s, in, rr, out, 0))
-			c1 := *counts.calls
-			require.Equal(t, [2]int64{1, 1}, [2]int64{c1[fakeWait] - c0[fakeWait], c1[fakeRecord] - c0[fakeRecord]})
-		})
-		t.Run("fences that are not CUDA events are refused, the ticket given up", func(t *testing.T) {
-			p, s := newProc(t, nil)
-			in, out := buf(t, r*n*2), buf(t, r*n*4)
-			ev, err := dev.CreateEvent(false)
-			require.NoError(t, err)
-			defer ev.Close()
-			for _, f := range []engine.Fences{{}, {After: ev}, {Done: ev}} {
-				err := p.ProcessFenced(f, p.Ticket(), true, 0, s, in, r, out, 0)
-				require.ErrorIs(t, err, backend.ErrInvalid)
-				require.ErrorContains(t, err, "expected a *cuda.Event")
-			}
-			finished := make(chan error, 1)
-			go func() { finished <- p.Process(0, s, in, r, out, 0) }()
-			select {
-			case err := <-finished:
-				require.NoError(t, err, "the refused calls' tickets were given up")
-			case <-time.After(10 * time.Second):
-				t.Fatal("Process waits for a refused call's ticket")
-			}
-		})
 	})
 }

@@ -52,7 +52,4 @@ type graphKey struct {
 	records                       int
 	histIndex, histCnt, histCount int
 	prev                          *cuda.Event
-	// after and done are the block's fences when the engine hands them
-	// over (CUDAProcessor.ProcessFenced): the graph's first and last nodes.
-	after, done *cuda.Event
 }
