@@ -105,6 +105,45 @@ def test_user_buffering_example_on_cuda(gpu, cp, tmp_path):
     my_endpoint.close()
 
 
+def _volume_copies(cp, volumes: int, **rig_kw) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Runs a CUDA rig of ``volumes`` volumes into int8 and float32 device tensor endpoints, the
+    rolling average on, and returns each volume of both as copied on the endpoints' streams in
+    the volume callback (the tensors are overwritten by the next volume), on the host."""
+    i8, f32 = StackDeviceTensorEndpointInt8(), StackDeviceTensorEndpointFloat32()
+    copies = []
+
+    def handler(*_args):
+        with i8.tensor as a, f32.tensor as b:
+            with i8.stream:
+                ca = cp.copy(a)
+            with f32.stream:
+                cb = cp.copy(b)
+            copies.append((ca, cb))
+
+    i8.volume_callback = handler
+    rig = make_rig([i8, f32], volumes=volumes, device="cuda", average_window=2 * RPB, **rig_kw)
+    eng = new_engine(rig)
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    s = eng.status()
+    assert s.volumes == volumes and s.blocks_dropped == 0 and s.error == "", s
+    i8.stream.synchronize()
+    f32.stream.synchronize()
+    assert len(copies) == volumes
+    got = [(a.get(), b.get()) for a, b in copies]
+    for ep in (i8, f32):
+        ep.close()
+    return got
+
+
+def _assert_same_volumes(got, want, what: str) -> None:
+    for n, ((a1, b1), (a0, b0)) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(a1, a0, err_msg=f"{what}: volume {n}, int8")
+        np.testing.assert_array_equal(b1, b0, err_msg=f"{what}: volume {n}, float32")
+    assert np.count_nonzero(want[-1][0]) > 0, "the volumes hold A-scans"
+
+
 @pytest.mark.parametrize("blocks,preload", [(4, 2), (16, 8)])
 def test_graphs_on_and_off_format_the_same_volumes(gpu, cp, monkeypatch, blocks, preload):
     """The CUDA graphs replay exactly the launches they captured: every volume, int8 and float32,
@@ -115,35 +154,8 @@ def test_graphs_on_and_off_format_the_same_volumes(gpu, cp, monkeypatch, blocks,
     got = {}
     for graphs in ("0", "1"):
         monkeypatch.setenv("VORTEXGO_CUDA_GRAPHS", graphs)  # read at the processor's creation and at prepare
-        i8, f32 = StackDeviceTensorEndpointInt8(), StackDeviceTensorEndpointFloat32()
-        copies = []
-
-        def handler(*_args, i8=i8, f32=f32, copies=copies):
-            with i8.tensor as a, f32.tensor as b:
-                with i8.stream:
-                    ca = cp.copy(a)
-                with f32.stream:
-                    cb = cp.copy(b)
-                copies.append((ca, cb))
-
-        i8.volume_callback = handler
-        rig = make_rig([i8, f32], volumes=4, device="cuda", blocks=blocks, preload=preload, average_window=2 * RPB)
-        eng = new_engine(rig)
-        eng.prepare()
-        eng.start()
-        eng.wait()
-        s = eng.status()
-        assert s.volumes == 4 and s.blocks_dropped == 0 and s.error == "", s
-        i8.stream.synchronize()
-        f32.stream.synchronize()
-        assert len(copies) == 4
-        got[graphs] = [(a.get(), b.get()) for a, b in copies]
-        for ep in (i8, f32):
-            ep.close()
-    for n, ((a0, b0), (a1, b1)) in enumerate(zip(got["0"], got["1"])):
-        np.testing.assert_array_equal(a1, a0, err_msg=f"volume {n}, int8")
-        np.testing.assert_array_equal(b1, b0, err_msg=f"volume {n}, float32")
-    assert np.count_nonzero(got["1"][0][0]) > 0, "the volumes hold A-scans"
+        got[graphs] = _volume_copies(cp, 4, blocks=blocks, preload=preload)
+    _assert_same_volumes(got["1"], got["0"], "graphs")
 
 
 def test_slots_sharing_streams_format_the_same_volumes(gpu, cp, monkeypatch):
@@ -151,42 +163,13 @@ def test_slots_sharing_streams_format_the_same_volumes(gpu, cp, monkeypatch):
     itself from 2 MiB blocks on a GPU: two) format every volume bit for bit as four slots on four
     streams do, the rolling average on (its turn crosses the slots' streams) and the processor's
     graphs replayed."""
-    rpb = 2048  # the simulated source lends at most two volumes a block
     got = {}
     for streams in ("0", "2", "1"):
         monkeypatch.setenv("VORTEXGO_SLOT_STREAMS", streams)  # read at prepare
-        i8, f32 = StackDeviceTensorEndpointInt8(), StackDeviceTensorEndpointFloat32()
-        copies = []
-
-        def handler(*_args, i8=i8, f32=f32, copies=copies):
-            with i8.tensor as a, f32.tensor as b:
-                with i8.stream:
-                    ca = cp.copy(a)
-                with f32.stream:
-                    cb = cp.copy(b)
-                copies.append((ca, cb))
-
-        i8.volume_callback = handler
-        rig = make_rig([i8, f32], volumes=40, device="cuda", rpb=rpb, blocks=8, preload=4, slots=4,
-                       average_window=2 * RPB)
-        eng = new_engine(rig)
-        eng.prepare()
-        eng.start()
-        eng.wait()
-        s = eng.status()
-        assert s.volumes == 40 and s.blocks_dropped == 0 and s.error == "", s
-        i8.stream.synchronize()
-        f32.stream.synchronize()
-        got[streams] = [(a.get(), b.get()) for a, b in copies]
-        for ep in (i8, f32):
-            ep.close()
-    assert len(got["0"]) == 40
+        # 2048 records: the simulated source lends at most two volumes a block
+        got[streams] = _volume_copies(cp, 40, rpb=2048, blocks=8, preload=4, slots=4)
     for streams in ("2", "1"):
-        assert len(got[streams]) == 40, streams
-        for n, ((a0, b0), (a1, b1)) in enumerate(zip(got["0"], got[streams])):
-            np.testing.assert_array_equal(a1, a0, err_msg=f"VORTEXGO_SLOT_STREAMS={streams!r}: volume {n}, int8")
-            np.testing.assert_array_equal(b1, b0, err_msg=f"VORTEXGO_SLOT_STREAMS={streams!r}: volume {n}, float32")
-    assert np.count_nonzero(got["0"][-1][0]) > 0, "the volumes hold A-scans"
+        _assert_same_volumes(got[streams], got["0"], f"VORTEXGO_SLOT_STREAMS={streams!r}")
 
 
 def _float_volume(device: str, proc_cls):

@@ -18,11 +18,11 @@ const SlotStreamsEnv = "VORTEXGO_SLOT_STREAMS"
 // Slots share streams on a GPU from sharedSlotBytes of raw spectra a block
 // (1024 records of 1024 samples), sharedSlotStreams streams for all of
 // them. Measured on an H200 VM (issue 29, docs/bench.md "Four slots on
-// two streams", two calls of two interleaved rounds): with 4 slots on 2
-// streams a block took 1-7% less time at 1024 to 8192 records (4 / 2, 8 /
-// 4 and 32 / 16 blocks, 1024 and 2048 samples), where 4 slots had been the
-// slowest configurations at 0.92-0.95 of the copy ceiling; and 2-44% more
-// at 256 and 512 records. A stream of kernels beside the copy stream slows
+// two streams", three calls of two interleaved rounds): with 4 slots on 2
+// streams a block took 3-9% less time at 1024 to 8192 records (8 / 4 and
+// 32 / 16 blocks, 1024 and 2048 samples), at the copy ceiling where 4 slots
+// had been the slowest configurations (0.92-0.95 of it); and 2-44% more at
+// 256 and 512 records. A stream of kernels beside the copy stream slows
 // the copies even when the GPU is mostly idle (docs/bench.md, "Where the
 // missing percent goes", item 10): with large blocks the copy is the
 // bound and two streams of processing keep up with it; with small ones a
