@@ -467,6 +467,30 @@ def test_invalid_wiring_and_stage_mismatches_name_the_field(tmp_path):
         new_engine(rig).prepare()
 
 
+def test_prepare_tried_again_once_the_storage_is_right(tmp_path):
+    """A notebook's usual slip: a storage opened with the wrong shape. ``prepare()`` says what to
+    do; once the storage is reopened, the same engine prepares (the endpoint prepared before the
+    failure starts over rather than refuse a second prepare) and runs into it."""
+    host_ep = StackHostTensorEndpointFloat32()
+    st = open_stack(tmp_path, shape=(B, A, S // 2))
+    rig = make_rig([host_ep, AscanStackEndpoint(st)], volumes=2)
+    eng = new_engine(rig)
+    with pytest.raises(ValueError, match="open the storage with that shape"):
+        eng.prepare()
+    st.close()
+    st.open(SimpleStackConfig(str(tmp_path / "vol.npy"), (B, A, S), header=SimpleStackHeader.NumPy))
+    eng.prepare()
+    eng.start()
+    eng.wait()
+    s = eng.status()
+    assert s.volumes == 2 and s.error == "" and s.blocks_dropped == 0, s
+    st.close()
+    stored = np.load(tmp_path / "vol.npy")[..., 0]
+    assert stored.shape == (2, B, A, S)
+    with host_ep.tensor as hv:
+        np.testing.assert_array_equal(stored[1], np.clip(np.rint(hv), -128, 127).astype(np.int8))
+
+
 def test_unwritable_storage_path_fails_before_start(tmp_path):
     st = SimpleStackInt8()
     with pytest.raises(OSError, match="cannot be written"):

@@ -298,6 +298,12 @@ func (e *Engine) Prepare() (err error) {
 			// A failed Prepare keeps nothing: the stages may go to
 			// another engine (or to this one's next try).
 			e.disown()
+			// The endpoints prepared before the failure hold this
+			// engine's token and would refuse its next try as a second
+			// Prepare of theirs (a notebook's storage opened after the
+			// first try failed on it): the next try comes with a new
+			// token, and they start over for it as for a rebuilt engine.
+			e.owner = -ownerSeq.Add(1)
 		}
 	}()
 	cfg := &e.cfg

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,44 @@ func TestFailedPrepareReleasesTheStages(t *testing.T) {
 	bad.proc.samples = 8
 	r := rigOf(t, scan, bad.acq, bad.proc, bad.fmt)
 	require.NoError(t, r.engine(t).Prepare(), "the failed engine, never closed, holds nothing")
+}
+
+// failingEndpoint is a NullEndpoint whose Prepare fails while fail is set.
+type failingEndpoint struct {
+	*endpoint.NullEndpoint
+	fail bool
+}
+
+func (e *failingEndpoint) Prepare(info engine.EndpointInfo) error {
+	if e.fail {
+		return errors.New("failingEndpoint: not ready")
+	}
+	return e.NullEndpoint.Prepare(info)
+}
+
+// TestFailedPrepareCanBeTriedAgain: a Prepare that fails at a later
+// endpoint, after an earlier one was prepared, leaves the engine new; once
+// the cause is gone the same engine's next Prepare runs (the earlier
+// endpoint starts over instead of refusing a second Prepare), and so does
+// the run.
+func TestFailedPrepareCanBeTriedAgain(t *testing.T) {
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 2, Volumes: 2}
+	first := nullEP(t)
+	late := &failingEndpoint{NullEndpoint: endpoint.NewNullEndpoint(), fail: true}
+	closeEndpoint(t, late)
+	r := newRig(t, 8, scan, first, late)
+	e := r.engine(t)
+	err := e.Prepare()
+	require.ErrorContains(t, err, "endpoint #1")
+	require.ErrorContains(t, err, "not ready")
+	require.NotNil(t, first.Stream(), "the first endpoint was prepared before the failure")
+	late.fail = false
+	require.NoError(t, e.Prepare(), "the same engine, tried again")
+	d := startDrain(e)
+	require.NoError(t, e.Start())
+	require.NoError(t, e.Wait())
+	d.wait(t)
+	require.Equal(t, int64(2), e.Status().Volumes)
 }
 
 func TestOwnIsIdempotentAndClosedEnginesOwnNothing(t *testing.T) {
