@@ -215,7 +215,7 @@ func (e *StackTensorEndpoint) Prepare(info engine.EndpointInfo) error {
 		}
 	}
 	e.fewBlocks = fewBlocksPerSlot(info.BlocksPerSlot)
-	own, err := formatOnOwnStream(info.RecordsPerBlock, info.RawSamples, e.fewBlocks)
+	own, err := formatOnOwnStream(info.RecordsPerBlock, info.RawSamples, e.fewBlocks, info.Slots == 1)
 	if err != nil {
 		return fmt.Errorf("%s.Prepare: %w", e.name, err)
 	}
@@ -402,6 +402,18 @@ func (e *StackTensorEndpoint) Format(b *engine.BlockData, plan *engine.FormatPla
 // "Formatting as a graph"); 2048 x 512 was level.
 const ownStreamBelow = 1 << 19
 
+// oneSlotOwnStreamUpTo is the largest raw block, in samples, formatted on
+// the endpoint's stream when the engine has one processor slot: 2^21, 4
+// MiB of uint16. With one slot every block is processed on the one slot
+// stream, and its formatting there holds the next block's processing
+// behind it. Measured on an H200 (docs/bench.md "One slot: formatting on
+// the endpoint's stream", 4 / 2, two interleaved rounds): 1024 x 512
+// blocks took 23% less time a block on the endpoint's stream (22.0 against
+// 28.6 us, at the copy ceiling), 1024 x 1024 3%, 2048 x 512 2%, 2048 x 1024
+// 1%. Larger blocks were at the ceiling on the slot stream already (1.00 at
+// 8192 records in the sweeps) and keep it.
+const oneSlotOwnStreamUpTo = 1 << 21
+
 // fewBlocksPerSlot reports whether an engine cycling blocksPerSlot blocks
 // on each processing stream has few: at most 2, vortex's defaults (4
 // blocks on 2 slots). 0, not known, is not few.
@@ -410,17 +422,21 @@ func fewBlocksPerSlot(blocksPerSlot int) bool { return blocksPerSlot > 0 && bloc
 // formatOnOwnStream reports whether blocks of recordsPerBlock raw spectra of
 // rawSamples are formatted on the endpoint's stream: VORTEXGO_FORMAT_STREAM
 // (read live, see dl.Getenv) is "auto" (or unset: below ownStreamBelow, or
-// twice that with few blocks per slot), "endpoint" or "slot"; the last two
-// are for measurements.
-func formatOnOwnStream(recordsPerBlock, rawSamples int, fewBlocks bool) (bool, error) {
+// twice that with few blocks per slot, up to oneSlotOwnStreamUpTo with one
+// slot), "endpoint" or "slot"; the last two are for measurements.
+func formatOnOwnStream(recordsPerBlock, rawSamples int, fewBlocks, oneSlot bool) (bool, error) {
 	v, _ := dl.Getenv("VORTEXGO_FORMAT_STREAM")
 	switch v {
 	case "", "auto":
+		size := recordsPerBlock * rawSamples
+		if oneSlot && size <= oneSlotOwnStreamUpTo {
+			return true, nil
+		}
 		below := ownStreamBelow
 		if fewBlocks {
 			below *= 2
 		}
-		return recordsPerBlock*rawSamples < below, nil
+		return size < below, nil
 	case "endpoint":
 		return true, nil
 	case "slot":

@@ -321,6 +321,10 @@ type EndpointInfo struct {
 	// graphs). 0: not known (an endpoint driven without an engine), the
 	// choices for many blocks.
 	BlocksPerSlot int
+	// Slots is how many processor slots the engine runs (0: not known):
+	// with one, a block's formatting on the slot stream would hold the
+	// next block's processing behind it.
+	Slots int
 	// Leads are the distinct IO leads the engine generates waveforms for
 	// (EngineConfig.add_io's lead_samples), sorted, 0 first (vortex's
 	// io_lead_samples). An endpoint that stores the streams of a lead

@@ -158,6 +158,7 @@ func (e *Engine) prepareRoutes(outSamples []int, markers int) error {
 				RawSamples: e.acqs[e.procAcq[fmtFeeder[fn.fmt]]].raw, OutputSamples: fmtOut[fn.fmt],
 				SegmentsPerVolume: fn.fmt.SegmentsPerVolume(), RecordsPerSegment: fn.fmt.RecordsPerSegment(),
 				BlocksPerSlot: cfg.BlocksToAllocate / cfg.slots(),
+				Slots:         cfg.slots(),
 				Leads:         leads,
 				Stopping:      nil, // each session's, through SessionEndpoint.BeginSession
 				Fail: func(err error) {
