@@ -882,7 +882,40 @@ func BenchmarkBlockFloor(b *testing.B) {
 			})
 			for _, subs := range []int{1, 2} {
 				b.Run(fmt.Sprintf("samples=%d/ring=%d/pipeline/submitters=%d", samples, ring, subs), func(b *testing.B) {
-					blockFloor(b, d, f, host, dev, n, subs)
+					blockFloor(b, d, f, host, dev, n, subs, false)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkGraphFences: BenchmarkBlockFloor's pipeline (one submitter, 256
+// records at 1024 and 2048 samples, rings of 4 and 32) with the compute
+// stream's wait for the upload and the done record as stream calls
+// ("stream", what the engine makes) against the same two as the first and
+// last nodes of each slot's graph ("fenced": external event nodes, two
+// driver calls a block fewer). Issue 29: the engine with its processor's
+// graph fenced so (branch tried/fenced-graph) was 2-8% slower at some 256-
+// record configurations; this says whether the nodes themselves cost the
+// graph's launch on the device, outside the engine.
+func BenchmarkGraphFences(b *testing.B) {
+	d := device(b)
+	f := fn(b, d, "spin_ns")
+	for _, samples := range []int{1024, 2048} {
+		n := 256 * samples * 2
+		for _, ring := range []int{4, 32} {
+			host := make([]*cuda.Buffer, ring)
+			dev := make([]*cuda.Buffer, ring)
+			for i := range ring {
+				host[i], dev[i] = pinned(b, d, n), devBuf(b, d, n)
+			}
+			for _, fenced := range []bool{false, true} {
+				name := "stream"
+				if fenced {
+					name = "fenced"
+				}
+				b.Run(fmt.Sprintf("samples=%d/ring=%d/%s", samples, ring, name), func(b *testing.B) {
+					blockFloor(b, d, f, host, dev, n, 1, fenced)
 				})
 			}
 		}
@@ -890,13 +923,16 @@ func BenchmarkBlockFloor(b *testing.B) {
 }
 
 // blockFloor runs BenchmarkBlockFloor's pipeline with subs submitters, each
-// owning every subs-th buffer of the ring.
-func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cuda.Buffer, n, subs int) {
+// owning every subs-th buffer of the ring; fenced puts the compute stream's
+// wait for the upload and the block's done record into the slot's graph
+// (BenchmarkGraphFences).
+func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cuda.Buffer, n, subs int, fenced bool) {
 	type lane struct {
 		copyS, comp *cuda.Stream
 		g           *cuda.Graph
 		copied      *cuda.Event
 		done        []*cuda.Event
+		fencedG     []*cuda.Graph // fenced: one a slot, its done event the last node
 		slots       []int
 	}
 	lanes := make([]*lane, subs)
@@ -929,6 +965,30 @@ func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cud
 			l.slots = append(l.slots, i)
 			l.done = append(l.done, ev())
 		}
+		if fenced {
+			for _, done := range l.done {
+				if err := l.comp.BeginCapture(); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.comp.WaitExternal(l.copied); err != nil {
+					b.Fatal(err)
+				}
+				for range 4 {
+					if err := l.comp.Launch(f, one, one, 0, uint64(0)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := l.comp.RecordExternal(done); err != nil {
+					b.Fatal(err)
+				}
+				g, err := l.comp.EndCaptureGraph()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = g.Close() })
+				l.fencedG = append(l.fencedG, g)
+			}
+		}
 		lanes[k] = l
 	}
 	b.SetBytes(int64(n))
@@ -954,6 +1014,9 @@ func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cud
 				}
 				if err := l.copyS.Record(l.copied); err != nil {
 					return err
+				}
+				if fenced {
+					return l.fencedG[j%len(l.slots)].Launch(l.comp)
 				}
 				if err := l.comp.WaitEvent(l.copied); err != nil {
 					return err
