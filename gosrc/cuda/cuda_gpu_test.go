@@ -856,6 +856,33 @@ func BenchmarkGraphLaunch4(b *testing.B) {
 // ns/op is one block, MB/s the raw bytes; submitters > 1 split the blocks
 // between goroutines with streams of their own (one slot each).
 func BenchmarkBlockFloor(b *testing.B) {
+	floorRings(b, func(d *cuda.Device, f *cuda.Function, samples, ring, n int, host, dev []*cuda.Buffer) {
+		b.Run(fmt.Sprintf("samples=%d/ring=%d/copy", samples, ring), func(b *testing.B) {
+			s := stream(b, d)
+			b.SetBytes(int64(n))
+			// b.N rather than b.Loop: the timer must run through the final
+			// Synchronize, or it times the enqueueing and not the bus
+			for i := range b.N {
+				if err := s.CopyHtoD(dev[i%ring].Ptr(), host[i%ring].Ptr(), n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		})
+		for _, subs := range []int{1, 2} {
+			b.Run(fmt.Sprintf("samples=%d/ring=%d/pipeline/submitters=%d", samples, ring, subs), func(b *testing.B) {
+				blockFloor(b, d, f, host, dev, n, subs, false)
+			})
+		}
+	})
+}
+
+// floorRings calls run for each of the floor benchmarks' shapes: 256-record
+// blocks (n bytes of uint16) at 1024 and 2048 samples, in rings of 4 and 32
+// pinned host and device buffers, with the device and its spin kernel.
+func floorRings(b *testing.B, run func(d *cuda.Device, f *cuda.Function, samples, ring, n int, host, dev []*cuda.Buffer)) {
 	d := device(b)
 	f := fn(b, d, "spin_ns")
 	for _, samples := range []int{1024, 2048} {
@@ -866,25 +893,7 @@ func BenchmarkBlockFloor(b *testing.B) {
 			for i := range ring {
 				host[i], dev[i] = pinned(b, d, n), devBuf(b, d, n)
 			}
-			b.Run(fmt.Sprintf("samples=%d/ring=%d/copy", samples, ring), func(b *testing.B) {
-				s := stream(b, d)
-				b.SetBytes(int64(n))
-				// b.N rather than b.Loop: the timer must run through the final
-				// Synchronize, or it times the enqueueing and not the bus
-				for i := range b.N {
-					if err := s.CopyHtoD(dev[i%ring].Ptr(), host[i%ring].Ptr(), n); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := s.Synchronize(); err != nil {
-					b.Fatal(err)
-				}
-			})
-			for _, subs := range []int{1, 2} {
-				b.Run(fmt.Sprintf("samples=%d/ring=%d/pipeline/submitters=%d", samples, ring, subs), func(b *testing.B) {
-					blockFloor(b, d, f, host, dev, n, subs, false)
-				})
-			}
+			run(d, f, samples, ring, n, host, dev)
 		}
 	}
 }
@@ -899,27 +908,17 @@ func BenchmarkBlockFloor(b *testing.B) {
 // record configurations; this says whether the nodes themselves cost the
 // graph's launch on the device, outside the engine.
 func BenchmarkGraphFences(b *testing.B) {
-	d := device(b)
-	f := fn(b, d, "spin_ns")
-	for _, samples := range []int{1024, 2048} {
-		n := 256 * samples * 2
-		for _, ring := range []int{4, 32} {
-			host := make([]*cuda.Buffer, ring)
-			dev := make([]*cuda.Buffer, ring)
-			for i := range ring {
-				host[i], dev[i] = pinned(b, d, n), devBuf(b, d, n)
+	floorRings(b, func(d *cuda.Device, f *cuda.Function, samples, ring, n int, host, dev []*cuda.Buffer) {
+		for _, fenced := range []bool{false, true} {
+			name := "stream"
+			if fenced {
+				name = "fenced"
 			}
-			for _, fenced := range []bool{false, true} {
-				name := "stream"
-				if fenced {
-					name = "fenced"
-				}
-				b.Run(fmt.Sprintf("samples=%d/ring=%d/%s", samples, ring, name), func(b *testing.B) {
-					blockFloor(b, d, f, host, dev, n, 1, fenced)
-				})
-			}
+			b.Run(fmt.Sprintf("samples=%d/ring=%d/%s", samples, ring, name), func(b *testing.B) {
+				blockFloor(b, d, f, host, dev, n, 1, fenced)
+			})
 		}
-	}
+	})
 }
 
 // blockFloor runs BenchmarkBlockFloor's pipeline with subs submitters, each
