@@ -314,8 +314,9 @@ type EndpointInfo struct {
 	OutputSamples int
 	// SegmentsPerVolume and RecordsPerSegment are the formatter's shape.
 	SegmentsPerVolume, RecordsPerSegment int
-	// BlocksPerSlot is how many of the engine's blocks each processing
-	// stream cycles (BlocksToAllocate / Slots): with few, a block's round
+	// BlocksPerSlot is how many of the engine's blocks each processor
+	// slot cycles (BlocksToAllocate / Slots; slots sharing a stream from
+	// 2 MiB blocks, that stream cycles a multiple): with few, a block's round
 	// trip through the stages sets the pace, and an endpoint may trade
 	// device time for driver calls (StackTensorEndpoint's formatting
 	// graphs). 0: not known (an endpoint driven without an engine), the
