@@ -845,6 +845,73 @@ func BenchmarkGraphLaunch4(b *testing.B) {
 	_ = s.Synchronize()
 }
 
+// BenchmarkGraphLaunchNodes is the host's price of one graph launch by
+// what the graph holds, from one thread, the device kept ahead (kernels of
+// no work): 1, 4 and 8 kernel nodes, and 4 kernels between an external
+// event wait node and an external event record node ("4+events": the
+// processor's slot graph with the rolling average holds both). Issue 29:
+// at vortex's 4 / 2 the acquisition thread is busy nearly all the time at
+// 256 records, 41% of it in the processor graph's launch (a CPU profile
+// on the H200 VM); this says what of that the graph's node count and its
+// event nodes cost.
+func BenchmarkGraphLaunchNodes(b *testing.B) {
+	d := device(b)
+	f := fn(b, d, "spin_ns")
+	wait, err := d.CreateEvent(false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wait.Close()
+	done, err := d.CreateEvent(false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer done.Close()
+	for _, tc := range []struct {
+		name    string
+		kernels int
+		events  bool
+	}{{"1", 1, false}, {"4", 4, false}, {"8", 8, false}, {"4+events", 4, true}} {
+		b.Run("nodes="+tc.name, func(b *testing.B) {
+			s := stream(b, d)
+			if err := s.BeginCapture(); err != nil {
+				b.Fatal(err)
+			}
+			if tc.events {
+				if err := s.WaitExternal(wait); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range tc.kernels {
+				if err := s.Launch(f, one, one, 0, uint64(0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if tc.events {
+				if err := s.RecordExternal(done); err != nil {
+					b.Fatal(err)
+				}
+			}
+			g, err := s.EndCaptureGraph()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			if err := s.Record(wait); err != nil { // the wait node's event has a record to wait for
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if err := g.Launch(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
 // BenchmarkBlockFloor measures the least host work a streaming pipeline can
 // do per block on this machine, outside the engine (issue 29): per block one
 // pinned upload on a copy stream, an event, the compute stream's wait on it,
