@@ -912,6 +912,98 @@ func BenchmarkGraphLaunchNodes(b *testing.B) {
 	}
 }
 
+// BenchmarkUploadGraph is a block's upload as the engine makes it, a
+// cuMemcpyAsync and the upload's event record on the upload stream
+// ("calls"), against the same two captured as a graph of a memcpy node and
+// an external event record node, one graph a ring buffer ("graph"): 256
+// records at 1024 and 2048 samples, a ring of 4 pinned buffers. "host" is
+// the submitting thread's time a block, the device drained every 32 blocks
+// outside the timer; "bus" is the wall time a block through the final
+// synchronize, whether the graph's copies stream as fast. Issue 29: the
+// upload's call is 19% of the acquisition thread's time at vortex's 4 / 2
+// and 1024 x 256 on the H200 VM, and a graph's launch costs 1.4 us plus
+// 0.6 us a kernel node there (BenchmarkGraphLaunchNodes). Measured there
+// (session 48): the graph 2.3-3.1 us a block against 1.9-2.7 for the two
+// calls, the bus the same: no saving (the engine with its uploads so
+// replayed, branch tried/upload-graph, -3% to +3%).
+func BenchmarkUploadGraph(b *testing.B) {
+	d := device(b)
+	const ring = 4
+	for _, samples := range []int{1024, 2048} {
+		n := 256 * samples * 2
+		host := make([]*cuda.Buffer, ring)
+		dev := make([]*cuda.Buffer, ring)
+		for i := range ring {
+			host[i], dev[i] = pinned(b, d, n), devBuf(b, d, n)
+		}
+		s := stream(b, d)
+		ev, err := d.CreateEvent(false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = ev.Close() })
+		graphs := make([]*cuda.Graph, ring)
+		for i := range ring {
+			if err := s.BeginCapture(); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Copy(dev[i].Ptr(), host[i].Ptr(), n); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.RecordExternal(ev); err != nil {
+				b.Fatal(err)
+			}
+			g, err := s.EndCaptureGraph()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = g.Close() })
+			graphs[i] = g
+		}
+		upload := map[string]func(i int) error{
+			"calls": func(i int) error {
+				if err := s.Copy(dev[i%ring].Ptr(), host[i%ring].Ptr(), n); err != nil {
+					return err
+				}
+				return s.Record(ev)
+			},
+			"graph": func(i int) error { return graphs[i%ring].Launch(s) },
+		}
+		for _, name := range []string{"calls", "graph"} {
+			up := upload[name]
+			b.Run(fmt.Sprintf("samples=%d/%s/host", samples, name), func(b *testing.B) {
+				for i := range b.N {
+					if err := up(i); err != nil {
+						b.Fatal(err)
+					}
+					if i%32 == 31 {
+						b.StopTimer()
+						if err := s.Synchronize(); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+				}
+				b.StopTimer()
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			})
+			b.Run(fmt.Sprintf("samples=%d/%s/bus", samples, name), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				for i := range b.N {
+					if err := up(i); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkBlockFloor measures the least host work a streaming pipeline can
 // do per block on this machine, outside the engine (issue 29): per block one
 // pinned upload on a copy stream, an event, the compute stream's wait on it,
