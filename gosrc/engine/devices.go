@@ -137,7 +137,7 @@ func (e *Engine) prepareDevices(streams int) error {
 				return fmt.Errorf("engine.Prepare: processor #%d's device: upload stream: %w", pi, err)
 			}
 			e.remote = append(e.remote, rd) // released with the engine from here on
-			if e.remote[len(e.remote)-1].slots, err = newSlotStreams(d, e.cfg.slots(), streams); err != nil {
+			if e.remote[len(e.remote)-1].slots, err = newSlotStreams(d, e.slotsUsed, streams); err != nil {
 				return fmt.Errorf("engine.Prepare: processor #%d's device: slot stream: %w", pi, err)
 			}
 			idx = len(e.remote) - 1

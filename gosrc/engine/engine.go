@@ -182,11 +182,14 @@ type Engine struct {
 	endpoints   []Endpoint   // by endpoint id
 	volumeFmt   Formatter    // the formatter whose volumes Status counts
 
-	limit     int64 // records to acquire; 0 = unbounded
-	blocks    []*Block
-	slots     []backend.Stream
-	upload    backend.Stream // every block's upload, in order (see Prepare)
-	positions bool           // a PositionFormatExecutor reads positions on the device
+	limit  int64 // records to acquire; 0 = unbounded
+	blocks []*Block
+	slots  []backend.Stream
+	upload backend.Stream // every block's upload, in order (see Prepare)
+	// slotsUsed is how many of Config.Slots the blocks cycle through
+	// (activeSlots; Prepare): the length of slots.
+	slotsUsed int
+	positions bool // a PositionFormatExecutor reads positions on the device
 
 	free chan *Block // the pool: every block not in a session's stages
 
@@ -291,6 +294,10 @@ func (e *Engine) Prepare() (err error) {
 	if err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
 	}
+	askedSlots, err := activeSlotsAsked()
+	if err != nil {
+		return fmt.Errorf("engine.Prepare: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.release())
@@ -335,11 +342,12 @@ func (e *Engine) Prepare() (err error) {
 	if err != nil {
 		return err
 	}
+	e.slotsUsed = activeSlots(askedSlots, e.dev.Kind(), cfg.slots(), e.blockRawBytes())
 	markers := blockMarkers(cfg.RecordsPerBlock)
 	if err := e.prepareRoutes(outSamples, markers); err != nil {
 		return err
 	}
-	streams := slotStreams(askedStreams, e.dev.Kind(), cfg.slots(), e.blockRawBytes())
+	streams := slotStreams(askedStreams, e.dev.Kind(), e.slotsUsed, e.blockRawBytes())
 	if err := e.prepareDevices(streams); err != nil {
 		return err
 	}
@@ -352,7 +360,7 @@ func (e *Engine) Prepare() (err error) {
 	e.future = make([]marker.Marker, 0, markers)
 	e.pending = make([]*Block, 0, cfg.preload()+1)
 
-	if e.slots, err = newSlotStreams(e.dev, cfg.slots(), streams); err != nil {
+	if e.slots, err = newSlotStreams(e.dev, e.slotsUsed, streams); err != nil {
 		return fmt.Errorf("engine.Prepare: slot stream: %w", err)
 	}
 	// One stream carries every upload, in block order: the copy engine then

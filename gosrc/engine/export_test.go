@@ -43,6 +43,9 @@ var PollWindow = pollWindow
 // DefaultSlotStreams is defaultSlotStreams.
 var DefaultSlotStreams = defaultSlotStreams
 
+// DefaultActiveSlots is defaultActiveSlots.
+var DefaultActiveSlots = defaultActiveSlots
+
 const (
 	RecycleSpinDefault = recycleSpin
 	PoolSpinDefault    = poolSpin

@@ -157,8 +157,8 @@ func (e *Engine) prepareRoutes(outSamples []int, markers int) error {
 				Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 				RawSamples: e.acqs[e.procAcq[fmtFeeder[fn.fmt]]].raw, OutputSamples: fmtOut[fn.fmt],
 				SegmentsPerVolume: fn.fmt.SegmentsPerVolume(), RecordsPerSegment: fn.fmt.RecordsPerSegment(),
-				BlocksPerSlot: cfg.BlocksToAllocate / cfg.slots(),
-				Slots:         cfg.slots(),
+				BlocksPerSlot: cfg.BlocksToAllocate / e.slotsUsed,
+				Slots:         e.slotsUsed,
 				Leads:         leads,
 				Stopping:      nil, // each session's, through SessionEndpoint.BeginSession
 				Fail: func(err error) {

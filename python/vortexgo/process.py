@@ -88,7 +88,9 @@ class ProcessorConfig(StrictAttributes):
             unset) casts the values directly.
         slots: blocks processed at once, each with its own scratch. On a GPU each slot
             runs on a stream of its own, except that more than two share two streams
-            from 2 MiB of raw spectra a block (``VORTEXGO_SLOT_STREAMS`` sets the count).
+            from 2 MiB of raw spectra a block (``VORTEXGO_SLOT_STREAMS`` sets the count),
+            and below 2 MiB an engine uses two of them: there more slots cost the host
+            and overlap nothing on the device (``VORTEXGO_ACTIVE_SLOTS`` sets the count).
         clock_channel: vortex's dynamic resampling: the channel holding a
             k-clock (in ``[0, channels_per_sample)``). Each record is
             resampled where the clock's unwrapped phase (from its Hilbert
