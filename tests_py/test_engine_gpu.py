@@ -172,6 +172,18 @@ def test_slots_sharing_streams_format_the_same_volumes(gpu, cp, monkeypatch):
         _assert_same_volumes(got[streams], got["0"], f"VORTEXGO_SLOT_STREAMS={streams!r}")
 
 
+def test_slots_used_format_the_same_volumes(gpu, cp, monkeypatch):
+    """Four processor slots of which the engine uses fewer (``VORTEXGO_ACTIVE_SLOTS``; unset,
+    what it picks itself below 2 MiB blocks on a GPU: two) format every volume bit for bit as all
+    four do, the rolling average on and the processor's graphs replayed."""
+    got = {}
+    for used in ("0", "", "1"):
+        monkeypatch.setenv("VORTEXGO_ACTIVE_SLOTS", used)  # read at prepare
+        got[used] = _volume_copies(cp, 12, blocks=16, preload=8, slots=4)  # 256 x 256 blocks
+    for used in ("", "1"):
+        _assert_same_volumes(got[used], got["0"], f"VORTEXGO_ACTIVE_SLOTS={used!r}")
+
+
 def _float_volume(device: str, proc_cls):
     spectra = SpectraStackDeviceTensorEndpointUInt16()
     out = StackHostTensorEndpointFloat32()
