@@ -111,8 +111,8 @@ type remoteBuf struct {
 
 // prepareDevices finds the processors on other devices than the engine's
 // (DeviceProcessor), and makes each such device's streams: an upload
-// stream and the slots' on streams streams (newSlotStreams).
-func (e *Engine) prepareDevices(streams int) error {
+// stream and the slots slots' on streams streams (newSlotStreams).
+func (e *Engine) prepareDevices(slots, streams int) error {
 	e.procDev = make([]int, len(e.procs))
 	for pi, p := range e.procs {
 		e.procDev[pi] = -1
@@ -137,7 +137,7 @@ func (e *Engine) prepareDevices(streams int) error {
 				return fmt.Errorf("engine.Prepare: processor #%d's device: upload stream: %w", pi, err)
 			}
 			e.remote = append(e.remote, rd) // released with the engine from here on
-			if e.remote[len(e.remote)-1].slots, err = newSlotStreams(d, e.slotsUsed, streams); err != nil {
+			if e.remote[len(e.remote)-1].slots, err = newSlotStreams(d, slots, streams); err != nil {
 				return fmt.Errorf("engine.Prepare: processor #%d's device: slot stream: %w", pi, err)
 			}
 			idx = len(e.remote) - 1

@@ -182,14 +182,11 @@ type Engine struct {
 	endpoints   []Endpoint   // by endpoint id
 	volumeFmt   Formatter    // the formatter whose volumes Status counts
 
-	limit  int64 // records to acquire; 0 = unbounded
-	blocks []*Block
-	slots  []backend.Stream
-	upload backend.Stream // every block's upload, in order (see Prepare)
-	// slotsUsed is how many of Config.Slots the blocks cycle through
-	// (activeSlots; Prepare): the length of slots.
-	slotsUsed int
-	positions bool // a PositionFormatExecutor reads positions on the device
+	limit     int64 // records to acquire; 0 = unbounded
+	blocks    []*Block
+	slots     []backend.Stream
+	upload    backend.Stream // every block's upload, in order (see Prepare)
+	positions bool           // a PositionFormatExecutor reads positions on the device
 
 	free chan *Block // the pool: every block not in a session's stages
 
@@ -342,13 +339,16 @@ func (e *Engine) Prepare() (err error) {
 	if err != nil {
 		return err
 	}
-	e.slotsUsed = activeSlots(askedSlots, e.dev.Kind(), cfg.slots(), e.blockRawBytes())
+	// The slots the blocks cycle through (the length of e.slots), and the
+	// streams they run on.
+	blockBytes := e.blockRawBytes()
+	used := activeSlots(askedSlots, e.dev.Kind(), cfg.slots(), blockBytes)
+	streams := slotStreams(askedStreams, e.dev.Kind(), used, blockBytes)
 	markers := blockMarkers(cfg.RecordsPerBlock)
-	if err := e.prepareRoutes(outSamples, markers); err != nil {
+	if err := e.prepareRoutes(outSamples, markers, used); err != nil {
 		return err
 	}
-	streams := slotStreams(askedStreams, e.dev.Kind(), e.slotsUsed, e.blockRawBytes())
-	if err := e.prepareDevices(streams); err != nil {
+	if err := e.prepareDevices(used, streams); err != nil {
 		return err
 	}
 	if err := e.preparePacking(); err != nil {
@@ -360,7 +360,7 @@ func (e *Engine) Prepare() (err error) {
 	e.future = make([]marker.Marker, 0, markers)
 	e.pending = make([]*Block, 0, cfg.preload()+1)
 
-	if e.slots, err = newSlotStreams(e.dev, e.slotsUsed, streams); err != nil {
+	if e.slots, err = newSlotStreams(e.dev, used, streams); err != nil {
 		return fmt.Errorf("engine.Prepare: slot stream: %w", err)
 	}
 	// One stream carries every upload, in block order: the copy engine then

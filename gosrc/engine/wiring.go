@@ -121,8 +121,9 @@ func (e *Engine) prepareProcessors() ([]int, error) {
 // prepareRoutes wires processor -> formatters -> endpoints (endpoint ids in
 // AddFormatter order) and prepares each endpoint once, with the output
 // length of the processors feeding its formatter (which must agree: a
-// cycle's processors take turns filling the same volume).
-func (e *Engine) prepareRoutes(outSamples []int, markers int) error {
+// cycle's processors take turns filling the same volume), telling them the
+// engine cycles its blocks through slots slots.
+func (e *Engine) prepareRoutes(outSamples []int, markers, slots int) error {
 	cfg := &e.cfg
 	procIndex := map[Processor]int{}
 	for i, p := range e.procs {
@@ -157,8 +158,8 @@ func (e *Engine) prepareRoutes(outSamples []int, markers int) error {
 				Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 				RawSamples: e.acqs[e.procAcq[fmtFeeder[fn.fmt]]].raw, OutputSamples: fmtOut[fn.fmt],
 				SegmentsPerVolume: fn.fmt.SegmentsPerVolume(), RecordsPerSegment: fn.fmt.RecordsPerSegment(),
-				BlocksPerSlot: cfg.BlocksToAllocate / e.slotsUsed,
-				Slots:         e.slotsUsed,
+				BlocksPerSlot: cfg.BlocksToAllocate / slots,
+				Slots:         slots,
 				Leads:         leads,
 				Stopping:      nil, // each session's, through SessionEndpoint.BeginSession
 				Fail: func(err error) {
