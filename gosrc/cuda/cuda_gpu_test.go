@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -1201,5 +1202,375 @@ func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cud
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkLaunchBeside is the price of a 4-kernel graph's launch (the
+// processor's graph at 1024 samples) on one thread while another thread
+// of the process uses the same context as the engine's other stages do:
+// nothing ("alone"); launching a 1-kernel graph on its own stream back to
+// back ("launching", the format thread's formatting graph at its most) or
+// every 15 us ("launching-paced"); waiting for its stream's 20 us of work
+// in cuEventSynchronize, which spins under the primary context's automatic
+// scheduling ("syncing", the recycle thread); or asking cuEventQuery in a
+// loop ("querying"). Issue 29: a graph of four kernels costs 3.7-4.2 us
+// alone on the H200 host in session 48 (BenchmarkGraphLaunchNodes) and 6-7
+// us inside the engine at 1024 x 256 (docs/bench.md session 48): whether the other
+// stages' driver calls are what makes the difference. The device is drained
+// every 32 launches outside the timer, so the launching thread never
+// waits for queue room. Measured there (session 49, three runs): alone
+// 2.0-2.4 us, launching 3.8-4.4, launching-paced 2.2-2.9, syncing 2.6-3.1,
+// querying 2.4-2.7: a busy neighbour's launches cost most, a spinning
+// wait a quarter more.
+func BenchmarkLaunchBeside(b *testing.B) {
+	d := device(b)
+	f := fn(b, d, "spin_ns")
+	capture := func(s *cuda.Stream, kernels int) *cuda.Graph {
+		if err := s.BeginCapture(); err != nil {
+			b.Fatal(err)
+		}
+		for range kernels {
+			if err := s.Launch(f, one, one, 0, uint64(0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		g, err := s.EndCaptureGraph()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = g.Close() })
+		return g
+	}
+	s, other := stream(b, d), stream(b, d)
+	proc, side := capture(s, 4), capture(other, 1)
+	ev, err := d.CreateEvent(false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ev.Close() })
+	// Each neighbour runs until stop is closed and returns its first error.
+	neighbours := map[string]func(stop <-chan struct{}) error{
+		"alone": nil,
+		"launching": func(stop <-chan struct{}) error {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return other.Synchronize()
+				default:
+				}
+				if err := side.Launch(other); err != nil {
+					return err
+				}
+				if i%32 == 31 {
+					if err := other.Synchronize(); err != nil {
+						return err
+					}
+				}
+			}
+		},
+		"launching-paced": func(stop <-chan struct{}) error {
+			for {
+				select {
+				case <-stop:
+					return other.Synchronize()
+				default:
+				}
+				if err := side.Launch(other); err != nil {
+					return err
+				}
+				for t := time.Now(); time.Since(t) < 15*time.Microsecond; {
+				}
+				if err := other.Synchronize(); err != nil {
+					return err
+				}
+			}
+		},
+		"syncing": func(stop <-chan struct{}) error {
+			for {
+				select {
+				case <-stop:
+					return nil
+				default:
+				}
+				if err := other.Launch(f, one, one, 0, uint64(20_000)); err != nil {
+					return err
+				}
+				if err := other.Record(ev); err != nil {
+					return err
+				}
+				if err := ev.Synchronize(); err != nil {
+					return err
+				}
+			}
+		},
+		"querying": func(stop <-chan struct{}) error {
+			for {
+				if err := other.Launch(f, one, one, 0, uint64(200_000)); err != nil {
+					return err
+				}
+				if err := other.Record(ev); err != nil {
+					return err
+				}
+				for {
+					select {
+					case <-stop:
+						return ev.Synchronize()
+					default:
+					}
+					done, err := ev.Query()
+					if err != nil {
+						return err
+					}
+					if done {
+						break
+					}
+				}
+			}
+		},
+	}
+	for _, name := range []string{"alone", "launching", "launching-paced", "syncing", "querying"} {
+		b.Run(name, func(b *testing.B) {
+			stop, errc := make(chan struct{}), make(chan error, 1)
+			if nb := neighbours[name]; nb != nil {
+				go func() {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					errc <- nb(stop)
+				}()
+				time.Sleep(5 * time.Millisecond) // the neighbour under way
+			} else {
+				errc <- nil
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if err := proc.Launch(s); err != nil {
+					b.Fatal(err)
+				}
+				if i%32 == 31 {
+					b.StopTimer()
+					if err := s.Synchronize(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+			}
+			b.StopTimer()
+			close(stop)
+			if err := errors.Join(s.Synchronize(), <-errc); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkFormatBeside is BenchmarkBlockFloor's pipeline (one submitter,
+// 256 records at 1024 and 2048 samples, a ring of 4) with each block's
+// formatting after its processing: a 1-kernel graph on a format stream
+// that waits for the block's done event and records its own, whose
+// completion frees the block's buffers. "none" has no formatting (the
+// floor); "same-thread" has the submitter launch it right after the block;
+// "format-thread" hands each block to another thread that does, through a
+// channel, as the engine's format stage does. "recycle-sync" adds the
+// engine's recycle thread: the format thread hands each block on, and a
+// third thread waits for its formatted event in cuEventSynchronize (which
+// spins in the driver) before the submitter may reuse its buffers;
+// "recycle-flag" has that thread poll a counter in pinned host memory that
+// the formatting graph's second kernel increments, no driver call. Both
+// formatting graphs end with that kernel. Issue 29: the format thread's
+// launches make the submitting thread's own calls dearer (a neighbour
+// launching back to back: a 4-kernel graph's launch +60-90%,
+// BenchmarkLaunchBeside); this says what that costs a block, against the
+// same calls made from one thread. Measured on the H200 host (session 49,
+// two calls, three runs each, us a block at 1024 samples): none
+// 12.2-12.9, same-thread 12.3-13.3, format-thread 14.0-18.2, recycle-sync
+// 19.0-21.4, recycle-flag 18.5-21.0; at 2048 samples 21.6-24.8 for all.
+// So at a ring of 4 each thread a block passes costs its round trip 2-5
+// us, and how the last one waits (spinning in the driver or on memory)
+// does not matter.
+func BenchmarkFormatBeside(b *testing.B) {
+	d := device(b)
+	f := fn(b, d, "spin_ns")
+	const ring = 4
+	capture := func(s *cuda.Stream, kernels int) *cuda.Graph {
+		if err := s.BeginCapture(); err != nil {
+			b.Fatal(err)
+		}
+		for range kernels {
+			if err := s.Launch(f, one, one, 0, uint64(0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		g, err := s.EndCaptureGraph()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = g.Close() })
+		return g
+	}
+	events := func(k int) []*cuda.Event {
+		evs := make([]*cuda.Event, k)
+		for i := range evs {
+			e, err := d.CreateEvent(false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = e.Close() })
+			evs[i] = e
+		}
+		return evs
+	}
+	for _, samples := range []int{1024, 2048} {
+		n := 256 * samples * 2
+		host, dev := make([]*cuda.Buffer, ring), make([]*cuda.Buffer, ring)
+		for i := range ring {
+			host[i], dev[i] = pinned(b, d, n), devBuf(b, d, n)
+		}
+		copyS, comp, fmtS := stream(b, d), stream(b, d), stream(b, d)
+		proc := capture(comp, 4)
+		// The formatting: one kernel, then the counter's increment.
+		counter := pinned(b, d, 4)
+		count := (*atomic.Uint32)(unsafe.Pointer(&hostBytes(counter.Ptr(), 4)[0]))
+		inc := fn(b, d, "scale_offset_uint32")
+		if err := fmtS.BeginCapture(); err != nil {
+			b.Fatal(err)
+		}
+		if err := fmtS.Launch(f, one, one, 0, uint64(0)); err != nil {
+			b.Fatal(err)
+		}
+		if err := fmtS.Launch(inc, one, one, 0, counter.Ptr(), counter.Ptr(), uint64(1), 1.0, 1.0); err != nil {
+			b.Fatal(err)
+		}
+		form, err := fmtS.EndCaptureGraph()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = form.Close() })
+		// A driver that runs no kernels (the fake one) never counts.
+		if err := errors.Join(form.Launch(fmtS), fmtS.Synchronize()); err != nil {
+			b.Fatal(err)
+		}
+		counts := count.Load() == 1
+		copied := events(1)[0]
+		done, formatted := events(ring), events(ring)
+		for _, mode := range []string{"none", "same-thread", "format-thread", "recycle-sync", "recycle-flag"} {
+			b.Run(fmt.Sprintf("samples=%d/%s", samples, mode), func(b *testing.B) {
+				if err := fmtS.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+				count.Store(0)
+				recycling := mode == "recycle-sync" || mode == "recycle-flag"
+				if mode == "recycle-flag" && !counts {
+					b.Skip("the driver ran no kernel: the counter stays 0")
+				}
+				format := func(j int) error {
+					if err := fmtS.WaitEvent(done[j%ring]); err != nil {
+						return err
+					}
+					if err := form.Launch(fmtS); err != nil {
+						return err
+					}
+					return fmtS.Record(formatted[j%ring])
+				}
+				// handed counts the blocks whose formatting the format thread
+				// has enqueued: the submitter may wait for a block's
+				// formatted event only once it has been recorded.
+				// recycled counts the blocks the recycle thread has seen done.
+				var handed, recycled atomic.Int64
+				jobs, toRecycle := make(chan int, ring), make(chan int, ring)
+				errc, recErr := make(chan error, 1), make(chan error, 1)
+				if mode == "format-thread" || recycling {
+					go func() {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						var err error
+						for j := range jobs {
+							if err == nil {
+								err = format(j)
+							}
+							handed.Add(1)
+							if recycling {
+								toRecycle <- j
+							}
+						}
+						close(toRecycle)
+						errc <- err
+					}()
+				} else {
+					close(errc)
+					close(toRecycle)
+				}
+				if recycling {
+					go func() {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						var err error
+						for j := range toRecycle {
+							if mode == "recycle-sync" {
+								if err == nil {
+									err = formatted[j%ring].Synchronize()
+								}
+							} else {
+								for count.Load() < uint32(j+1) {
+								}
+							}
+							recycled.Store(int64(j + 1))
+						}
+						recErr <- err
+					}()
+				} else {
+					close(recErr)
+				}
+				b.SetBytes(int64(n))
+				b.ResetTimer()
+				for j := range b.N {
+					i := j % ring
+					if j >= ring && recycling {
+						for recycled.Load() < int64(j-ring+1) {
+						}
+					} else if j >= ring {
+						last := done[i]
+						if mode != "none" {
+							last = formatted[i]
+							for handed.Load() < int64(j-ring+1) && mode == "format-thread" {
+							}
+						}
+						if err := last.Synchronize(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := copyS.CopyHtoD(dev[i].Ptr(), host[i].Ptr(), n); err != nil {
+						b.Fatal(err)
+					}
+					if err := copyS.Record(copied); err != nil {
+						b.Fatal(err)
+					}
+					if err := comp.WaitEvent(copied); err != nil {
+						b.Fatal(err)
+					}
+					if err := proc.Launch(comp); err != nil {
+						b.Fatal(err)
+					}
+					if err := comp.Record(done[i]); err != nil {
+						b.Fatal(err)
+					}
+					switch mode {
+					case "same-thread":
+						if err := format(j); err != nil {
+							b.Fatal(err)
+						}
+					case "format-thread", "recycle-sync", "recycle-flag":
+						jobs <- j
+					}
+				}
+				if mode != "none" && mode != "same-thread" {
+					close(jobs)
+				}
+				err := errors.Join(<-errc, <-recErr, comp.Synchronize(), fmtS.Synchronize(), copyS.Synchronize())
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
 	}
 }
