@@ -1205,6 +1205,25 @@ func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cud
 	}
 }
 
+// spinGraph captures kernels launches of f (spin_ns for 0 ns: the
+// smallest kernel) on s as a graph, closed when b ends.
+func spinGraph(b *testing.B, s *cuda.Stream, f *cuda.Function, kernels int) *cuda.Graph {
+	if err := s.BeginCapture(); err != nil {
+		b.Fatal(err)
+	}
+	for range kernels {
+		if err := s.Launch(f, one, one, 0, uint64(0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	g, err := s.EndCaptureGraph()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
 // BenchmarkLaunchBeside is the price of a 4-kernel graph's launch (the
 // processor's graph at 1024 samples) on one thread while another thread
 // of the process uses the same context as the engine's other stages do:
@@ -1225,24 +1244,8 @@ func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cud
 func BenchmarkLaunchBeside(b *testing.B) {
 	d := device(b)
 	f := fn(b, d, "spin_ns")
-	capture := func(s *cuda.Stream, kernels int) *cuda.Graph {
-		if err := s.BeginCapture(); err != nil {
-			b.Fatal(err)
-		}
-		for range kernels {
-			if err := s.Launch(f, one, one, 0, uint64(0)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		g, err := s.EndCaptureGraph()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = g.Close() })
-		return g
-	}
 	s, other := stream(b, d), stream(b, d)
-	proc, side := capture(s, 4), capture(other, 1)
+	proc, side := spinGraph(b, s, f, 4), spinGraph(b, other, f, 1)
 	ev, err := d.CreateEvent(false)
 	if err != nil {
 		b.Fatal(err)
@@ -1392,22 +1395,6 @@ func BenchmarkLaunchBeside(b *testing.B) {
 func BenchmarkFormatBeside(b *testing.B) {
 	d := device(b)
 	f := fn(b, d, "spin_ns")
-	capture := func(s *cuda.Stream, kernels int) *cuda.Graph {
-		if err := s.BeginCapture(); err != nil {
-			b.Fatal(err)
-		}
-		for range kernels {
-			if err := s.Launch(f, one, one, 0, uint64(0)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		g, err := s.EndCaptureGraph()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = g.Close() })
-		return g
-	}
 	events := func(k int) []*cuda.Event {
 		evs := make([]*cuda.Event, k)
 		for i := range evs {
@@ -1428,7 +1415,7 @@ func BenchmarkFormatBeside(b *testing.B) {
 			host[i], dev[i] = pinned(b, d, n), devBuf(b, d, n)
 		}
 		copyS, comp, fmtS := stream(b, d), stream(b, d), stream(b, d)
-		proc := capture(comp, 4)
+		proc := spinGraph(b, comp, f, 4)
 		// The formatting: one kernel, then the counter's increment.
 		counter := pinned(b, d, 4)
 		count := (*atomic.Uint32)(unsafe.Pointer(&hostBytes(counter.Ptr(), 4)[0]))
