@@ -111,7 +111,8 @@ type remoteBuf struct {
 
 // prepareDevices finds the processors on other devices than the engine's
 // (DeviceProcessor), and makes each such device's streams: an upload
-// stream and the slots slots' on streams streams (newSlotStreams).
+// stream and, for the blocks' slots (how many: slots), their streams
+// (how many: streams; newSlotStreams).
 func (e *Engine) prepareDevices(slots, streams int) error {
 	e.procDev = make([]int, len(e.procs))
 	for pi, p := range e.procs {

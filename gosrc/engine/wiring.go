@@ -121,8 +121,8 @@ func (e *Engine) prepareProcessors() ([]int, error) {
 // prepareRoutes wires processor -> formatters -> endpoints (endpoint ids in
 // AddFormatter order) and prepares each endpoint once, with the output
 // length of the processors feeding its formatter (which must agree: a
-// cycle's processors take turns filling the same volume), telling them the
-// engine cycles its blocks through slots slots.
+// cycle's processors take turns filling the same volume), telling them how
+// many slots the engine cycles its blocks through (slots).
 func (e *Engine) prepareRoutes(outSamples []int, markers, slots int) error {
 	cfg := &e.cfg
 	procIndex := map[Processor]int{}
