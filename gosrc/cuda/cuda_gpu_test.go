@@ -973,19 +973,7 @@ func BenchmarkUploadGraph(b *testing.B) {
 		for _, name := range []string{"calls", "graph"} {
 			up := upload[name]
 			b.Run(fmt.Sprintf("samples=%d/%s/host", samples, name), func(b *testing.B) {
-				for i := range b.N {
-					if err := up(i); err != nil {
-						b.Fatal(err)
-					}
-					if i%32 == 31 {
-						b.StopTimer()
-						if err := s.Synchronize(); err != nil {
-							b.Fatal(err)
-						}
-						b.StartTimer()
-					}
-				}
-				b.StopTimer()
+				drained(b, s, up)
 				if err := s.Synchronize(); err != nil {
 					b.Fatal(err)
 				}
@@ -1205,6 +1193,25 @@ func blockFloor(b *testing.B, d *cuda.Device, f *cuda.Function, host, dev []*cud
 	}
 }
 
+// drained times b.N calls of step on the submitting thread, draining s
+// every 32 calls outside the timer so that no call waits for queue room;
+// the timer is stopped when it returns.
+func drained(b *testing.B, s *cuda.Stream, step func(i int) error) {
+	for i := range b.N {
+		if err := step(i); err != nil {
+			b.Fatal(err)
+		}
+		if i%32 == 31 {
+			b.StopTimer()
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+}
+
 // spinGraph captures kernels launches of f (spin_ns for 0 ns: the
 // smallest kernel) on s as a graph, closed when b ends.
 func spinGraph(b *testing.B, s *cuda.Stream, f *cuda.Function, kernels int) *cuda.Graph {
@@ -1345,19 +1352,7 @@ func BenchmarkLaunchBeside(b *testing.B) {
 				errc <- nil
 			}
 			b.ResetTimer()
-			for i := range b.N {
-				if err := proc.Launch(s); err != nil {
-					b.Fatal(err)
-				}
-				if i%32 == 31 {
-					b.StopTimer()
-					if err := s.Synchronize(); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-				}
-			}
-			b.StopTimer()
+			drained(b, s, func(int) error { return proc.Launch(s) })
 			close(stop)
 			if err := errors.Join(s.Synchronize(), <-errc); err != nil {
 				b.Fatal(err)
