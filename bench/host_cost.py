@@ -214,7 +214,9 @@ def measure(device: Any, samples: int, rpb: int, blocks: int, preload: int, slot
     if n <= 0:
         raise RuntimeError(f"no block formatted in {seconds} s ({g.describe()})")
     row = {**g.describe(), "blocks": n, "blocks_per_s": n / (t1 - t0), "ascans_per_s": n * rpb / (t1 - t0),
-           "wall_us_per_block": 1e6 * (t1 - t0) / n, "cpu_us_per_block": 1e6 * (cpu1 - cpu0) / n}
+           "wall_us_per_block": 1e6 * (t1 - t0) / n, "cpu_us_per_block": 1e6 * (cpu1 - cpu0) / n,
+           # the blocks the engine cycled: blocks_to_allocate, or its deeper device ring
+           "blocks_allocated": status.blocks_allocated}
     if counters:
         calls = {k: (c1[k] - c0[k]) / n for k in c1 if c1[k] != c0[k]}
         row["calls_per_block"] = calls

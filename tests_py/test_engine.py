@@ -178,6 +178,56 @@ def test_processed_volume_matches_numpy_and_reflectors_at_expected_depth():
     assert abs(peak - depth) <= 1.5
 
 
+def device_ring_run(tmp_path, monkeypatch, device: str, pin: Optional[bool], rings) -> None:
+    """Runs 8 volumes of random spectra from a file through an engine of vortex's 4 blocks /
+    preload 2 on ``device`` once per ``(VORTEXGO_DEVICE_BLOCKS, blocks the engine cycles)`` of
+    ``rings`` and checks that every spectrum is stored as read (SimpleStack, read back by numpy)."""
+    vols = 8
+    raw = np.random.default_rng(1).integers(0, 4000, (vols * B, A, S), dtype=np.uint16)
+    np.save(tmp_path / "raw.npy", raw)
+    for ring, cycled in rings:
+        monkeypatch.setenv("VORTEXGO_DEVICE_BLOCKS", ring)  # read at prepare
+        acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=S, loop=False, pin=pin)
+        proc_cls = vg.CPUProcessor if device == "cpu" else vg.CUDAProcessor
+        proc = proc_cls(samples_per_record=S, ascans_per_block=RPB)
+        npy = SimpleStackUInt16()
+        out = tmp_path / f"out{ring}.npy"
+        npy.open(SimpleStackConfig(str(out), (B, A, S)))
+        fmt = planner(A, B)
+        ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=2)
+        ec.add_acquisition(acq, [proc])
+        ec.add_processor(proc, [fmt])
+        ec.add_formatter(fmt, [SpectraStackEndpoint(npy)])
+        with Engine(ec) as eng:
+            queue_volumes(eng, A, B, vols)
+            eng.prepare()
+            assert eng.status().blocks_allocated == cycled, ring
+            eng.start()
+            eng.wait()
+            st = eng.status()
+            assert st.error == "" and st.volumes == vols and st.blocks_dropped == 0, (ring, st)
+            assert st.blocks_allocated == cycled and st.inflight_blocks == 0, (ring, st)
+            assert acq.pinned == (pin is None and device != "cpu"), "the path asked for"
+        npy.close()
+        got = np.load(out).reshape(vols * B, A, S)
+        np.testing.assert_array_equal(got, raw, err_msg=f"VORTEXGO_DEVICE_BLOCKS={ring!r}, pin={pin}")
+
+
+def test_device_ring_on_the_cpu(tmp_path, monkeypatch):
+    """The CPU backend cycles the blocks to allocate unless ``VORTEXGO_DEVICE_BLOCKS`` asks for
+    more (the GPU's deeper ring, its code path tested here): every spectrum is stored as read
+    either way, the acquisition's memory still 4 blocks refilled as the uploads complete."""
+    device_ring_run(tmp_path, monkeypatch, "cpu", None, (("", 4), ("12", 12), ("2", 4)))
+
+
+def test_device_ring_env_is_checked(monkeypatch):
+    """A ``VORTEXGO_DEVICE_BLOCKS`` that is not a count makes prepare() raise naming it."""
+    monkeypatch.setenv("VORTEXGO_DEVICE_BLOCKS", "lots")
+    rig = make_rig([NullEndpoint()], volumes=1)
+    with new_engine(rig) as eng, pytest.raises(Exception, match="VORTEXGO_DEVICE_BLOCKS"):
+        eng.prepare()
+
+
 def test_file_and_null_acquisitions(tmp_path):
     raw = np.random.default_rng(0).integers(0, 4000, (2 * B, A, S), dtype=np.uint16)
     np.save(tmp_path / "raw.npy", raw)

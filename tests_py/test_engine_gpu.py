@@ -144,13 +144,15 @@ def _assert_same_volumes(got, want, what: str) -> None:
     assert np.count_nonzero(want[-1][0]) > 0, "the volumes hold A-scans"
 
 
-@pytest.mark.parametrize("blocks,preload", [(4, 2), (16, 8)])
-def test_graphs_on_and_off_format_the_same_volumes(gpu, cp, monkeypatch, blocks, preload):
+@pytest.mark.parametrize("blocks,preload,ring", [(4, 2, "0"), (4, 2, ""), (16, 8, "")])
+def test_graphs_on_and_off_format_the_same_volumes(gpu, cp, monkeypatch, blocks, preload, ring):
     """The CUDA graphs replay exactly the launches they captured: every volume, int8 and float32,
     is the same bit for bit with ``VORTEXGO_CUDA_GRAPHS=0``. With vortex's 4 blocks / preload 2
-    (two a slot) both the processor's work and the tensor endpoints' formatting are graphs, the
-    blocks' and the engine's events external nodes; with 16 / 8 only the processor's. The rolling
-    average is on: its wait for the previous update is a node of the processor's graphs."""
+    cycled as they are (``VORTEXGO_DEVICE_BLOCKS=0``: two a slot) both the processor's work and
+    the tensor endpoints' formatting are graphs, the blocks' and the engine's events external
+    nodes; with the engine's 32 device blocks (unset) and with 16 / 8 only the processor's. The
+    rolling average is on: its wait for the previous update is a node of the processor's graphs."""
+    monkeypatch.setenv("VORTEXGO_DEVICE_BLOCKS", ring)  # read at prepare
     got = {}
     for graphs in ("0", "1"):
         monkeypatch.setenv("VORTEXGO_CUDA_GRAPHS", graphs)  # read at the processor's creation and at prepare
@@ -182,6 +184,18 @@ def test_slots_used_format_the_same_volumes(gpu, cp, monkeypatch):
         got[used] = _volume_copies(cp, 12, blocks=16, preload=8, slots=4)  # 256 x 256 blocks
     for used in ("", "1"):
         _assert_same_volumes(got[used], got["0"], f"VORTEXGO_ACTIVE_SLOTS={used!r}")
+
+
+@pytest.mark.parametrize("pin", [False, None], ids=["filled", "lent"])
+def test_device_ring_stores_every_record(gpu, tmp_path, monkeypatch, pin):
+    """vortex's 4 blocks / preload 2 with 256-record blocks: on a GPU the engine cycles 32 blocks
+    on the device (``VORTEXGO_DEVICE_BLOCKS`` unset) while the acquisition's pinned memory stays 4
+    blocks, each filled again once its upload is done. Every spectrum of 8 volumes from a file is
+    stored as read, filled into the engine's pinned blocks (``pin=False``) or uploaded from the
+    pinned file (``pin=None``), with the ring unset, off (``0``) and deeper (``64``)."""
+    from test_engine import device_ring_run
+
+    device_ring_run(tmp_path, monkeypatch, "cuda", pin, (("", 32), ("0", 4), ("64", 64)))
 
 
 def _float_volume(device: str, proc_cls):

@@ -22,16 +22,18 @@ ROOT = Path(__file__).resolve().parents[1]
 #: for the previous update and its averaged event as external event nodes, the spectrum, cuFFT
 #: and output kernels; captured on the second sighting of each ring position), the ready event,
 #: the tensor endpoint's formatting and the recycle stage's 3 synchronizes. The formatting is
-#: one graph launch with few blocks per slot (FEW_BLOCKS_CALLS: 9 at vortex's 4 / 2), its wait,
+#: one graph launch with few blocks per slot (FEW_BLOCKS_CALLS: 9 at 4 / 2 with the device ring off), its wait,
 #: kernel and the engine's done record one by one with many (11 on the endpoint's stream, 14 on
 #: the slot streams at 2^19 samples and more); the tensor's ready event is recorded only when a
 #: reader asks (memory.DeviceTensor.Written). Lower it when a change saves a call.
 CALLS_BUDGET = 14
 #: the calls of a block with few blocks per slot (<= 2) and the formatting and processing both
-#: replayed as graphs (gosrc/endpoint/replay.go): vortex's defaults at 256 x 1024
+#: replayed as graphs (gosrc/endpoint/replay.go): vortex's defaults at 256 x 1024 with the device
+#: ring off (VORTEXGO_DEVICE_BLOCKS=0; unset, a GPU engine cycles 32 blocks there)
 FEW_BLOCKS_CALLS = 9
 #: ... and with many blocks per slot, the formatting on the endpoint's own stream launched
-#: directly: its wait, kernel and the engine's done record (vortex's 32 / 16 at 256 x 1024)
+#: directly: its wait, kernel and the engine's done record (vortex's 4 / 2 and 32 / 16 at 256 x
+#: 1024, the engine's 32 device blocks)
 OWN_STREAM_CALLS = 11
 #: what larger blocks add, launched directly (gosrc/process/graphs.go): the rolling average's,
 #: spectrum and output launches and cuFFT in place of the graph launch, and the averaged record
@@ -72,10 +74,29 @@ def test_cuda_path_runs_on_the_fake_driver(host_cost: dict) -> None:
 
 
 def test_driver_calls_per_block_within_budget(host_cost: dict) -> None:
+    _check_budget(host_cost, deep_ring=True)
+
+
+def test_driver_calls_with_the_device_ring_off(tmp_path: Path) -> None:
+    """``VORTEXGO_DEVICE_BLOCKS=0``: the engine cycles vortex's 4 blocks at 256 x 1024, two a
+    slot, and the tensor endpoint replays each block's formatting as a graph (FEW_BLOCKS_CALLS)."""
+    result = _run_host_cost(tmp_path, VORTEXGO_DEVICE_BLOCKS="0")
+    assert [r["blocks_allocated"] for r in result["rows"]] == [4, 32, 4, 4]
+    _check_budget(result, deep_ring=False)
+
+
+def _check_budget(host_cost: dict, deep_ring: bool) -> None:
+    """The driver calls of every row within the budgets above; ``deep_ring``: the engine cycles
+    32 device blocks below 2 MiB of raw spectra a block (VORTEXGO_DEVICE_BLOCKS unset)."""
     for r in host_cost["rows"]:
         # The blocks in flight at the window's ends are counted on one side only: a skew of
         # up to blocks_to_allocate (+2 in the stages' hands) blocks' calls over the window's.
-        skew = (r["blocks_to_allocate"] + 2) / r["blocks"]
+        # The engine cycles a deeper ring than blocks_to_allocate on a GPU with small blocks (the
+        # fake driver's device is one): blocks_allocated is what it cycled.
+        pool = r["blocks_allocated"]
+        small = r["records_per_block"] * r["samples"] * 2 < 2 << 20
+        assert pool == (max(32, r["blocks_to_allocate"]) if deep_ring and small else r["blocks_to_allocate"]), r
+        skew = (pool + 2) / r["blocks"]
         assert r["blocks"] >= 2000, r
         # One upload a block (not none, not two); the engine's block count and the driver's
         # counters are read one after the other, and a reader preempted between them at one end
@@ -85,7 +106,7 @@ def test_driver_calls_per_block_within_budget(host_cost: dict) -> None:
         assert r["calls_per_block"]["cuMemcpyAsync"] == pytest.approx(1, abs=0.1 + skew), r["calls_per_block"]
         calls = r["calls_per_upload"]
         size = r["records_per_block"] * r["samples"]
-        few = r["blocks_to_allocate"] // r["slots"] <= 2
+        few = pool // r["slots"] <= 2
         format_graph = few and size < 2 * OWN_STREAM_BELOW
         total = sum(v for k, v in calls.items() if k != "cuCtxSetCurrent")
         # the format's kernel, unless it is a graph launch
@@ -114,7 +135,7 @@ def test_graphs_can_be_turned_off(tmp_path: Path) -> None:
     processor's kernels, cuFFT and the formatting one by one again: three launches and one cuFFT
     execution per block besides the format's kernel, no graph."""
     for r in _run_host_cost(tmp_path, VORTEXGO_CUDA_GRAPHS="0")["rows"]:
-        calls, skew = r["calls_per_upload"], (r["blocks_to_allocate"] + 2) / r["blocks"]
+        calls, skew = r["calls_per_upload"], (r["blocks_allocated"] + 2) / r["blocks"]
         assert calls["cuLaunchKernel"] == pytest.approx(4, abs=0.01 + 4 * skew), calls
         assert calls["cufftExec"] == pytest.approx(1, abs=0.01 + skew), calls
         assert calls.get("cuGraphLaunch", 0) == 0, calls
@@ -131,7 +152,7 @@ def test_the_cuda_path_with_polling_stages(tmp_path: Path) -> None:
     poll too): every configuration streams its blocks with the same driver calls per block."""
     for r in _run_host_cost(tmp_path, VORTEXGO_STAGE_SPIN="50")["rows"]:
         assert r["blocks"] >= 2000 and r["blocks_per_s"] > 0, r
-        calls, skew = r["calls_per_block"], (r["blocks_to_allocate"] + 2) / r["blocks"]
+        calls, skew = r["calls_per_block"], (r["blocks_allocated"] + 2) / r["blocks"]
         assert calls["cuMemcpyAsync"] == pytest.approx(1, abs=0.1 + skew), calls  # see the budget test
 
 

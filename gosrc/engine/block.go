@@ -11,9 +11,10 @@ import (
 )
 
 // Block is one preallocated unit of work travelling through the pipeline:
-// acquired into pinned host memory, uploaded and processed on a slot
-// stream, formatted into the endpoints, then recycled. Every buffer and
-// event is allocated once by Engine.Prepare.
+// acquired into pinned host memory (a host set it holds until its upload is
+// queued, pool.go), uploaded and processed on a slot stream, formatted into
+// the endpoints, then recycled. Every buffer and event is allocated once by
+// Engine.Prepare.
 type Block struct {
 	// ID counts blocks since the engine started (0, 1, 2, ...).
 	ID int64
@@ -53,6 +54,10 @@ type Block struct {
 
 	// raws holds each acquisition's raw spectra (index as Engine.acqs).
 	raws []rawBuf
+	// host is the pinned host memory the block's raw spectra are acquired
+	// into, from the acquire loop's takeHost until the upload is queued
+	// (pool.go); nil outside, and when every acquisition lends.
+	host *hostSet
 	// active marks the processors that process this block (index as
 	// Engine.procs): each acquisition's rotation set for the block's ID.
 	active []bool
@@ -90,8 +95,8 @@ type Block struct {
 
 // rawBuf is one acquisition's raw spectra in a block.
 type rawBuf struct {
-	host    []uint16       // pinned, RecordsPerBlock x raw values per record
-	hostBuf backend.Buffer // owns host's memory
+	host    []uint16       // pinned, RecordsPerBlock x raw values per record, while the block holds a host set
+	hostBuf backend.Buffer // host's memory, the block's host set's (nil without one)
 	dev     backend.Buffer // the device copy
 	src     uintptr        // the upload's source: hostBuf, or memory lent by a Lender
 	stage   backend.Buffer // device staging of a packed frame (DeviceUnpacker), or nil
@@ -193,19 +198,7 @@ func newBlock(dev backend.Device, sh blockShape, timed bool) (b *Block, err erro
 	}()
 	for a, rs := range sh.rawSamples {
 		rawBytes := sh.records * rs * 2
-		r := rawBuf{values: rs}
-		// A lending source uploads from its own pinned memory: a host
-		// buffer per block would only hold pinned memory (scarce, and
-		// blocks x block bytes of it) that nothing ever writes.
-		if a >= len(sh.lent) || !sh.lent[a] {
-			if r.hostBuf, err = dev.AllocPinned(rawBytes); err != nil {
-				return b, fmt.Errorf("engine: block host buffer of %d bytes (acquisition #%d): %w", rawBytes, a, err)
-			}
-		}
-		b.raws = append(b.raws, r) // freed with the block from here on
-		if r.hostBuf != nil {
-			b.raws[a].host = hostUint16(r.hostBuf.Ptr(), sh.records*rs)
-		}
+		b.raws = append(b.raws, rawBuf{values: rs}) // freed with the block from here on
 		if b.raws[a].dev, err = dev.Alloc(rawBytes); err != nil {
 			return b, fmt.Errorf("engine: block raw device buffer of %d bytes (acquisition #%d): %w", rawBytes, a, err)
 		}
@@ -305,7 +298,7 @@ func (b *Block) free() error {
 	var errs []error
 	bufs := []backend.Buffer{b.targetHost, b.targetDev, b.actualHost, b.actualDev}
 	for _, r := range b.raws {
-		bufs = append(bufs, r.hostBuf, r.dev, r.stage)
+		bufs = append(bufs, r.dev, r.stage) // hostBuf is its host set's
 	}
 	for _, buf := range append(append(bufs, b.processed...), b.int8s...) {
 		if buf != nil {

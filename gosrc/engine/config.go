@@ -26,7 +26,9 @@ type Config struct {
 	// RecordsPerBlock is the number of A-scans per block.
 	RecordsPerBlock int
 	// BlocksToAllocate is the size of the block pool: how many blocks can
-	// be in flight at once.
+	// be in flight at once, and how many blocks of pinned host memory the
+	// acquisitions fill. On a GPU with small blocks the engine cycles more
+	// blocks on the device behind them (poolBlocks, pool.go).
 	BlocksToAllocate int
 	// PreloadCount is how many acquired blocks may wait for processing:
 	// how far the acquisition may run ahead of the GPU. 0 means 1.

@@ -25,10 +25,14 @@
 //	recycle:  wait for the block's events, read its timings, return it to
 //	          the pool
 //
-// Only the recycle stage waits on the device. The pool's size
-// (Config.BlocksToAllocate) bounds the blocks in flight, so a slow stage
-// throttles the acquisition instead of growing a queue, and nothing is
-// allocated after Prepare.
+// Only the recycle stage waits on the device for a block, and the acquire
+// stage for the upload of the pinned memory it is about to fill again. The
+// pool's size bounds the blocks in flight, so a slow stage throttles the
+// acquisition instead of growing a queue, and nothing is allocated after
+// Prepare. The pool (pool.go) is Config.BlocksToAllocate blocks of pinned
+// host memory, which go back to the acquisition once uploaded, and the
+// blocks cycled on the device: as many, or on a GPU with small blocks a
+// deeper ring (poolBlocks).
 //
 // # Generate (generate.go)
 //

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +68,9 @@ type Status struct {
 	// Dispatched counts the session's jobs (blocks) the Generate stage
 	// began (vortex's SessionStatus.dispatched).
 	Dispatched int64
-	// Allocated is the pool's size (Config.BlocksToAllocate).
+	// Allocated is the pool's size: Config.BlocksToAllocate, or more on a
+	// GPU with small blocks (poolBlocks; the acquisitions' host memory
+	// stays BlocksToAllocate blocks).
 	Allocated int
 	// ProfilerDropped counts profiler marks not written (see profiler.go).
 	ProfilerDropped int64
@@ -189,6 +192,18 @@ type Engine struct {
 	positions bool           // a PositionFormatExecutor reads positions on the device
 
 	free chan *Block // the pool: every block not in a session's stages
+	// poolSize is the blocks the pool holds (poolBlocks: blocks_to_allocate,
+	// or more on a GPU with small blocks); set before the endpoints are
+	// prepared (EndpointInfo.BlocksPerSlot).
+	poolSize int
+	// hosts holds the host sets not held by a block (pool.go), hostSets
+	// all of them; nil when every acquisition lends its memory.
+	hosts    chan *hostSet
+	hostSets []*hostSet
+	// loanAtUpload: a block's host set goes back once its upload is
+	// queued (dispatchProcess), not with the block (no remote processor
+	// reads the raw spectra from the host later).
+	loanAtUpload bool
 
 	stateMu sync.Mutex
 	state   state
@@ -295,6 +310,10 @@ func (e *Engine) Prepare() (err error) {
 	if err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
 	}
+	askedBlocks, err := deviceBlocksAsked()
+	if err != nil {
+		return fmt.Errorf("engine.Prepare: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.release())
@@ -345,6 +364,8 @@ func (e *Engine) Prepare() (err error) {
 	used := activeSlots(askedSlots, e.dev.Kind(), cfg.slots(), blockBytes)
 	streams := slotStreams(askedStreams, e.dev.Kind(), used, blockBytes)
 	markers := blockMarkers(cfg.RecordsPerBlock)
+	remote := slices.ContainsFunc(e.procDev, func(d int) bool { return d >= 0 })
+	e.poolSize = poolBlocks(askedBlocks, e.dev.Kind(), cfg.BlocksToAllocate, blockBytes, remote)
 	if err := e.prepareRoutes(outSamples, markers, used); err != nil {
 		return err
 	}
@@ -384,21 +405,8 @@ func (e *Engine) Prepare() (err error) {
 	}
 	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: raws, lent: lent, packed: packed, procAcq: procRaw, outSamples: outSamples, endpoints: len(e.endpoints),
 		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers, warped: e.warped}
-	if err := sh.check(cfg.BlocksToAllocate); err != nil {
+	if err := e.preparePool(sh, e.poolSize, remote); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
-	}
-	e.free = make(chan *Block, cfg.BlocksToAllocate)
-	for i := range cfg.BlocksToAllocate {
-		timed := e.dev.Kind() != backend.CUDA || (cfg.DeviceTimings && i%timingEvery == 0)
-		b, err := newBlock(e.dev, sh, timed)
-		if err != nil {
-			return fmt.Errorf("engine.Prepare: %w", err)
-		}
-		e.blocks = append(e.blocks, b)
-		if err := e.newRemoteBufs(b, cfg.RecordsPerBlock, outSamples); err != nil {
-			return fmt.Errorf("engine.Prepare: %w", err)
-		}
-		e.free <- b
 	}
 	e.state = statePrepared
 	return nil
@@ -663,7 +671,7 @@ const (
 // for a submitter per slot beside the other stages (roomFor): the slots'
 // submitters and their polling for the turn pay only where both hold.
 func (e *Engine) manyBlocks(procs int) bool {
-	return e.cfg.BlocksToAllocate >= turnSpinBlocks*len(e.slots) && roomFor(procs, stageGoroutines(len(e.slots), false))
+	return e.poolSize >= turnSpinBlocks*len(e.slots) && roomFor(procs, stageGoroutines(len(e.slots), false))
 }
 
 // roomFor reports whether procs Ps (GOMAXPROCS) leave two to each of
@@ -816,6 +824,12 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	}
 	if err := up.Record(b.uploaded); err != nil {
 		return fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
+	}
+	if e.loanAtUpload {
+		// Nothing on the host reads the acquisition's memory after the
+		// upload: the acquire loop may fill it again once the upload is
+		// done, while this block is processed and formatted.
+		e.giveHost(b, b.uploaded)
 	}
 	if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
 		return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
@@ -1219,7 +1233,7 @@ func (e *Engine) recycleLoop(s *session) {
 		e.stamp(s, b, markRecycle)
 		// Read before the block goes back: the acquire loop reuses it.
 		id, times, job := b.ID, b.times, s.jobs && formatted && !b.finishOnly
-		e.free <- b
+		e.toPool(b)
 		s.prof.job(ProfJobRecycle, id)
 		if job {
 			e.jobEvent(s, id, times)
@@ -1401,7 +1415,7 @@ func (e *Engine) Status() Status {
 		BlocksFormatted: e.formatted.Load(), BlocksDropped: e.dropped.Load(),
 		Volumes: e.volumes.Load(), CallbackErrors: e.callbackErrs.Load(), InFlight: inFlight,
 		Running: st == stateRunning, Done: e.Done(), Dispatched: e.dispatched.Load(),
-		Allocated: e.cfg.BlocksToAllocate,
+		Allocated: max(e.poolSize, e.cfg.BlocksToAllocate),
 		Prepared:  st == statePrepared || st == stateRunning || st == stateFinished,
 		Started:   e.startMono.Load() != 0, Active: e.active.Load(), Closed: st == stateClosed,
 		Frames: frames,
@@ -1483,7 +1497,7 @@ func (e *Engine) release() error {
 	for _, b := range e.blocks {
 		errs = append(errs, b.free(), b.freeRemote())
 	}
-	errs = append(errs, e.releaseRemote())
+	errs = append(errs, e.releaseRemote(), e.releaseHosts())
 	e.blocks = nil
 	errs = append(errs, closeSlotStreams(e.slots))
 	e.slots = nil

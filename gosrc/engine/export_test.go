@@ -6,17 +6,23 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 )
 
-// HostBufferBlocks counts the blocks of the pool that hold a pinned host
-// buffer for acquisition a (tests of what the pool allocates).
+// HostBufferBlocks counts the host sets of the pool (pool.go) that hold a
+// pinned buffer for acquisition a (tests of what the pool allocates).
 func (e *Engine) HostBufferBlocks(a int) int {
 	n := 0
-	for _, b := range e.blocks {
-		if a < len(b.raws) && b.raws[a].hostBuf != nil {
+	for _, h := range e.hostSets {
+		if a < len(h.bufs) && h.bufs[a] != nil {
 			n++
 		}
 	}
 	return n
 }
+
+// PoolBlocks is poolBlocks.
+var PoolBlocks = poolBlocks
+
+// DeepBlocks is deepBlocks.
+const DeepBlocks = deepBlocks
 
 // SlotStreams returns the engine's processing streams (BlockData.Stream
 // is one of them).

@@ -228,10 +228,16 @@ func (e *Engine) stopIOs() error {
 	return errors.Join(errs...)
 }
 
-// takeFree takes a block from the pool; false when the engine stops first.
+// takeFree takes a block from the pool, with a host set to acquire into
+// (takeHost); false when the engine stops (or the wait for the set fails)
+// first.
 func (e *Engine) takeFree(s *session) (*Block, bool) {
 	b, stopped := spin.RecvOr(s.freeWait, e.free, s.stopping)
 	if stopped {
+		return nil, false
+	}
+	if !e.takeHost(s, b) {
+		e.toPool(b)
 		return nil, false
 	}
 	return b, true
@@ -263,7 +269,7 @@ func (e *Engine) post(b *Block) error {
 // dropPending returns the generated blocks that will not be acquired.
 func (e *Engine) dropPending() {
 	for _, b := range e.pending {
-		e.free <- b // cannot block: the pool has room for every block
+		e.toPool(b)
 	}
 	e.pending = e.pending[:0]
 }
@@ -317,13 +323,13 @@ func (e *Engine) acquireLoop(s *session) {
 			b.ID, b.Start, b.Records, b.Last, b.finishOnly = id, start, want, false, false
 			last, err := e.generate(s, b)
 			if err != nil {
-				e.free <- b
+				e.toPool(b)
 				e.fail(s, err)
 				return
 			}
 			b.Last = last || (e.limit > 0 && start+int64(want) >= e.limit)
 			if err := e.post(b); err != nil {
-				e.free <- b
+				e.toPool(b)
 				e.ioFailed(s, err)
 				return
 			}
@@ -441,7 +447,7 @@ func (e *Engine) acquire(s *session, b *Block) bool {
 	e.stamp(s, b, markAcquire)
 	eof := errors.Is(err, io.EOF)
 	if err != nil && !eof {
-		e.free <- b // cannot block: the pool has room for every block
+		e.toPool(b)
 		if !s.stopRequested() {
 			// An error after Stop is the acquisition being
 			// interrupted, not a failure.
@@ -455,7 +461,7 @@ func (e *Engine) acquire(s *session, b *Block) bool {
 		e.shutdownEvent(s, nil)
 	}
 	if n == 0 {
-		e.free <- b
+		e.toPool(b)
 		return !eof && !s.stopRequested()
 	}
 	if n < want {

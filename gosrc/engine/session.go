@@ -63,6 +63,9 @@ type session struct {
 	// freeWait is the acquire loop's Waiter on the pool (takeFree): its
 	// window is pollWindow's, or VORTEXGO_POOL_SPIN's.
 	freeWait *spin.Waiter
+	// hostWait is the acquire loop's Waiter on the host sets (takeHost),
+	// with freeWait's window.
+	hostWait *spin.Waiter
 	// recycleSpin is the recycle loop's window (pollWindow's, or
 	// VORTEXGO_RECYCLE_SPIN).
 	recycleSpin time.Duration
@@ -157,12 +160,13 @@ func (e *Engine) newSession() (*session, error) {
 		stopping: make(chan struct{}), done: make(chan struct{}), abandon: make(chan struct{}),
 		events:      events,
 		toProc:      make(chan *Block, cfg.preload()),
-		toFmt:       make(chan *Block, cfg.BlocksToAllocate),
-		toRecycle:   make(chan *Block, cfg.BlocksToAllocate),
+		toFmt:       make(chan *Block, e.poolSize),
+		toRecycle:   make(chan *Block, e.poolSize),
 		jobs:        e.jobEvents.Load(),
 		spin:        window,
 		recycleSpin: recycle,
 		freeWait:    spin.NewWaiter(pool),
+		hostWait:    spin.NewWaiter(pool),
 	}
 	switch {
 	case e.oneSlotInline(asked):
@@ -184,6 +188,7 @@ func (e *Engine) newSession() (*session, error) {
 	}
 	if !poolSet {
 		s.freeWait = spin.NewWaiter(pollWindow(poolSpin, e.dev.Kind(), window, procs, s.stageGoroutines()))
+		s.hostWait = spin.NewWaiter(s.freeWait.Window())
 	}
 	return s, nil
 }
@@ -515,6 +520,7 @@ func (e *Engine) reclaimBlocks() {
 		}
 		e.free <- b // cannot block: the pool has room for every block
 	}
+	e.reclaimHosts()
 }
 
 // finish waits for the session's stages to drain, flushes the endpoints

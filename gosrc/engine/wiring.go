@@ -158,7 +158,7 @@ func (e *Engine) prepareRoutes(outSamples []int, markers, slots int) error {
 				Device: e.dev, Owner: e.owner, RecordsPerBlock: cfg.RecordsPerBlock,
 				RawSamples: e.acqs[e.procAcq[fmtFeeder[fn.fmt]]].raw, OutputSamples: fmtOut[fn.fmt],
 				SegmentsPerVolume: fn.fmt.SegmentsPerVolume(), RecordsPerSegment: fn.fmt.RecordsPerSegment(),
-				BlocksPerSlot: cfg.BlocksToAllocate / slots,
+				BlocksPerSlot: e.poolSize / slots,
 				Slots:         slots,
 				Leads:         leads,
 				Stopping:      nil, // each session's, through SessionEndpoint.BeginSession

@@ -30,7 +30,9 @@ class EngineConfig(StrictAttributes):
     Attributes:
         records_per_block: A-scans per block.
         blocks_to_allocate: blocks in the preallocated pool (how many can be in flight;
-            vortex's default, 4).
+            vortex's default, 4): the acquisition's pinned memory. On a GPU with blocks under
+            2 MiB of raw spectra the engine cycles a deeper ring of 32 device blocks behind them
+            (``status().blocks_allocated``; ``VORTEXGO_DEVICE_BLOCKS``).
         preload_count: blocks generated ahead for the IOs, and acquired blocks that may
             wait for processing (<= blocks_to_allocate; vortex's default, 2).
         blocks_to_acquire: stop after that many blocks; 0 runs until the scan ends.

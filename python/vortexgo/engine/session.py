@@ -499,7 +499,7 @@ class Engine(_Dispatch, NoCopy, StrictAttributes):
             active=bool(v.active), dispatched_blocks=v.dispatched, inflight_blocks=v.in_flight,
             dispatch_completion=v.dispatched / limit if limit > 0 else 0.0,
             block_utilization=v.in_flight / v.allocated if v.allocated > 0 else 0.0,
-            profiler_dropped=v.profiler_dropped, frames_received=v.frames_received,
+            blocks_allocated=v.allocated, profiler_dropped=v.profiler_dropped, frames_received=v.frames_received,
             frames_dropped=v.frames_dropped, frames_incomplete=v.frames_incomplete)
 
     @property

@@ -135,8 +135,12 @@ class EngineStatus:
     inflight_blocks: int = 0
     #: ``dispatched_blocks / blocks_to_acquire`` (0 for an unbounded session)
     dispatch_completion: float = 0.0
-    #: ``inflight_blocks / blocks_to_allocate``
+    #: ``inflight_blocks / blocks_allocated``
     block_utilization: float = 0.0
+    #: blocks the engine cycles: ``blocks_to_allocate``, or on a GPU with blocks under 2 MiB of raw
+    #: spectra a deeper ring of device blocks (32; the acquisition's pinned memory stays
+    #: ``blocks_to_allocate`` blocks; ``VORTEXGO_DEVICE_BLOCKS`` sets it, docs/environment.md)
+    blocks_allocated: int = 0
     #: profiler marks not written because the writer fell behind
     profiler_dropped: int = 0
     #: frames a camera source received (:class:`~vortexgo.genicam.GenICamAcquisition`), incomplete ones too
