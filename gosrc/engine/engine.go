@@ -512,7 +512,12 @@ func (e *Engine) toProcess(s *session, b *Block) {
 	case s.inline:
 		e.submitInline(s, b)
 	default:
-		s.toProc <- b
+		// Polled while full, for the pool's window: the process loop is
+		// the bound here (it makes every block's driver calls), and a
+		// parked acquire loop would cost it a wake-up on every block it
+		// takes once the acquisition is ahead (a device ring deeper than
+		// the channel keeps it ahead).
+		spin.Send(s.procWait, s.toProc, b)
 	}
 }
 

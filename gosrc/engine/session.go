@@ -66,6 +66,9 @@ type session struct {
 	// hostWait is the acquire loop's Waiter on the host sets (takeHost),
 	// with freeWait's window.
 	hostWait *spin.Waiter
+	// procWait is the acquire loop's Waiter on a full toProc (toProcess),
+	// with freeWait's window.
+	procWait *spin.Waiter
 	// recycleSpin is the recycle loop's window (pollWindow's, or
 	// VORTEXGO_RECYCLE_SPIN).
 	recycleSpin time.Duration
@@ -167,6 +170,7 @@ func (e *Engine) newSession() (*session, error) {
 		recycleSpin: recycle,
 		freeWait:    spin.NewWaiter(pool),
 		hostWait:    spin.NewWaiter(pool),
+		procWait:    spin.NewWaiter(pool),
 	}
 	switch {
 	case e.oneSlotInline(asked):
@@ -189,6 +193,7 @@ func (e *Engine) newSession() (*session, error) {
 	if !poolSet {
 		s.freeWait = spin.NewWaiter(pollWindow(poolSpin, e.dev.Kind(), window, procs, s.stageGoroutines()))
 		s.hostWait = spin.NewWaiter(s.freeWait.Window())
+		s.procWait = spin.NewWaiter(s.freeWait.Window())
 	}
 	return s, nil
 }

@@ -133,6 +133,37 @@ func Recv[T any](w *Waiter, ch <-chan T) (v T, ok bool) {
 	return v, ok
 }
 
+// Send is `ch <- v`, polling a full ch first for up to the window when
+// the stage is hot, as Recv does on the receiving side: the receiver that
+// makes room then finds no parked sender to wake, a wake-up it would pay
+// on its own thread. The stage is hot after a wait no longer than the
+// window.
+func Send[T any](w *Waiter, ch chan<- T, v T) {
+	if w.window <= 0 { // off: a plain send, no clock read
+		ch <- v
+		return
+	}
+	select { // room at once: no clock read either
+	case ch <- v:
+		w.hot = true
+		return
+	default:
+	}
+	if w.hot && Until(w.window, func() bool {
+		select {
+		case ch <- v:
+			return true
+		default:
+			return false
+		}
+	}) {
+		return
+	}
+	start := time.Now()
+	ch <- v
+	w.hot = time.Since(start) <= w.window
+}
+
 // RecvOr is Recv on ch that also returns, with stopped true, once stop is
 // closed; ch wins when both are ready, as a select would choose either.
 func RecvOr[T any](w *Waiter, ch <-chan T, stop <-chan struct{}) (v T, stopped bool) {

@@ -108,6 +108,66 @@ func TestHot(t *testing.T) {
 	require.False(t, w.hot, "a 20 ms wait against a 1 ms window: cold")
 }
 
+// TestSend: every value arrives in order, whether the waiter polls or
+// parks, and whether the receiver keeps up (room at once) or lags (a full
+// channel, waited for within the window or beyond it).
+func TestSend(t *testing.T) {
+	tests := []struct {
+		name   string
+		window time.Duration
+		gap    time.Duration // between receives
+	}{
+		{"parks, receiver ahead", 0, 0},
+		{"parks, receiver behind", 0, 200 * time.Microsecond},
+		{"polls, receiver ahead", 50 * time.Microsecond, 0},
+		{"polls, receiver within the window", time.Millisecond, 20 * time.Microsecond},
+		{"polls, receiver beyond the window", 20 * time.Microsecond, time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 300
+			ch := make(chan int, 2)
+			got := make(chan []int, 1)
+			go func() {
+				var vs []int
+				for v := range ch {
+					if tc.gap > 0 && len(vs)%10 == 0 {
+						time.Sleep(tc.gap)
+					}
+					vs = append(vs, v)
+				}
+				got <- vs
+			}()
+			w := NewWaiter(tc.window)
+			for i := range n {
+				Send(w, ch, i)
+			}
+			close(ch)
+			vs := <-got
+			require.Len(t, vs, n)
+			for i, v := range vs {
+				require.Equal(t, i, v)
+			}
+			if tc.window == 0 {
+				assert.False(t, w.hot, "a waiter without a window never polls")
+			}
+		})
+	}
+}
+
+// TestSendHot: room at once, or a wait within the window, makes the waiter
+// poll next time; a longer wait makes it park at once.
+func TestSendHot(t *testing.T) {
+	w := NewWaiter(time.Millisecond)
+	ch := make(chan int, 1)
+	Send(w, ch, 1)
+	require.True(t, w.hot, "room at once: hot")
+	go func() { time.Sleep(20 * time.Millisecond); <-ch }()
+	Send(w, ch, 2) // full until the receiver takes 1
+	require.False(t, w.hot, "a 20 ms wait against a 1 ms window: cold")
+	require.Equal(t, 2, <-ch)
+}
+
 func TestRecvOr(t *testing.T) {
 	for _, window := range []time.Duration{0, 50 * time.Microsecond} {
 		t.Run(window.String(), func(t *testing.T) {
