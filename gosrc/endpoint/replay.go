@@ -24,7 +24,8 @@ import (
 // event nodes: one driver call a block.
 //
 // It does only with few blocks per slot (EndpointInfo.BlocksPerSlot <= 2,
-// vortex's 4 blocks on 2 slots), where a block's round trip through the
+// vortex's 4 blocks on 2 slots as allocated: a GPU engine cycles 32 below
+// 2 MiB a block unless engine.DeviceBlocksEnv says otherwise), where a block's round trip through the
 // stages sets the pace: there 1024 x 256 blocks took 18% less time
 // (interleaved on the H200, docs/bench.md "Formatting as a graph"). With 8
 // blocks on 2 slots they took 3% more, with 32 6%: the graphs' launches

@@ -416,7 +416,9 @@ const oneSlotOwnStreamUpTo = 1 << 21
 
 // fewBlocksPerSlot reports whether an engine cycling blocksPerSlot blocks
 // on each processing stream has few: at most 2, vortex's defaults (4
-// blocks on 2 slots). 0, not known, is not few.
+// blocks on 2 slots) as the user allocated them (on a GPU below 2 MiB a
+// block the engine cycles 32, engine.DeviceBlocksEnv). 0, not known, is
+// not few.
 func fewBlocksPerSlot(blocksPerSlot int) bool { return blocksPerSlot > 0 && blocksPerSlot <= 2 }
 
 // formatOnOwnStream reports whether blocks of recordsPerBlock raw spectra of

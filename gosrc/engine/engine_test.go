@@ -279,6 +279,23 @@ func TestEngineFormatsVolumesIntoTensor(t *testing.T) {
 	}
 }
 
+// forEachStored calls fn for every value of vols volumes of scan stored
+// depth deep, in the file's order: i is its index, (v, b, a, s) its volume,
+// B-scan, A-scan and sample.
+func forEachStored(scan raster, vols, depth int, fn func(i, v, b, a, s int)) {
+	i := 0
+	for v := range vols {
+		for b := range scan.BscansPerVolume {
+			for a := range scan.AscansPerBscan {
+				for s := range depth {
+					fn(i, v, b, a, s)
+					i++
+				}
+			}
+		}
+	}
+}
+
 // SimpleStack writes vortex's 5-D shape; the channels axis here is 1.
 var npyShape = regexp.MustCompile(`'shape': \((\d+), (\d+), (\d+), (\d+)(?:, 1)?\)`)
 
@@ -343,21 +360,13 @@ func TestEngineStoresVolumes(t *testing.T) {
 
 			shape, data := readNPY(t, path)
 			require.Equal(t, []int{3, 2, 4, tc.depth}, shape)
-			i := 0
-			for v := range 3 {
-				for b := range 2 {
-					for a := range 4 {
-						for s := range tc.depth {
-							if tc.spectra {
-								require.Equal(t, expected(scan, v, b, a, s), binary.LittleEndian.Uint16(data[2*i:]))
-							} else {
-								require.Equal(t, int8(expected(scan, v, b, a, s+1)%128), int8(data[i]))
-							}
-							i++
-						}
-					}
+			forEachStored(scan, 3, tc.depth, func(i, v, b, a, s int) {
+				if tc.spectra {
+					require.Equal(t, expected(scan, v, b, a, s), binary.LittleEndian.Uint16(data[2*i:]))
+				} else {
+					require.Equal(t, int8(expected(scan, v, b, a, s+1)%128), int8(data[i]))
 				}
-			}
+			})
 		})
 	}
 }

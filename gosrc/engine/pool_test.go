@@ -59,29 +59,30 @@ func TestDeviceBlocksEnvRejectsBadValues(t *testing.T) {
 	}
 }
 
-// lateUploads is the CPU device whose streams run every copy behind a
-// pause: the copy is then queued, as a GPU's is, and runs after the call
-// that enqueued it returns (the CPU stream otherwise copies at once when
-// idle).
-type lateUploads struct {
+// slowCopies is the CPU device whose streams pause before every copy: the
+// thread that uploads (the process loop here) falls behind the acquisition,
+// which then waits for host sets. The CPU stream runs work on the calling
+// goroutine, so a set's upload is done when it comes back: the wait for an
+// upload still running is TestTakeHostWaitsForTheUpload's.
+type slowCopies struct {
 	*cpu.Device
 	pause time.Duration
 }
 
-type lateStream struct {
+type slowCopyStream struct {
 	backend.HostStream
 	pause time.Duration
 }
 
-func (d *lateUploads) NewStream(priority int) (backend.Stream, error) {
+func (d *slowCopies) NewStream(priority int) (backend.Stream, error) {
 	s, err := d.Device.NewStream(priority)
 	if err != nil {
 		return nil, err
 	}
-	return &lateStream{HostStream: s.(backend.HostStream), pause: d.pause}, nil
+	return &slowCopyStream{HostStream: s.(backend.HostStream), pause: d.pause}, nil
 }
 
-func (s *lateStream) Copy(dst, src uintptr, n int) error {
+func (s *slowCopyStream) Copy(dst, src uintptr, n int) error {
 	if err := s.Enqueue(func() { time.Sleep(s.pause) }); err != nil {
 		return err
 	}
@@ -89,9 +90,8 @@ func (s *lateStream) Copy(dst, src uintptr, n int) error {
 }
 
 // TestDeviceRingKeepsHostMemory runs blocks through a device ring deeper
-// than the blocks to allocate, with uploads that run late: every record
-// is stored as acquired (a host set is written again only once its upload
-// is done), and the pinned host memory stays blocks_to_allocate blocks.
+// than the blocks to allocate, with slow copies: every record is stored as
+// acquired, and the pinned host memory stays blocks_to_allocate blocks.
 func TestDeviceRingKeepsHostMemory(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -101,8 +101,8 @@ func TestDeviceRingKeepsHostMemory(t *testing.T) {
 		pause         time.Duration
 		hostSetsEqual int
 	}{
-		{"2 host, 12 device, late uploads", 2, 12, 12, 1, 300 * time.Microsecond, 2},
-		{"2 host, 12 device, 2 slots, late uploads", 2, 12, 12, 2, 300 * time.Microsecond, 2},
+		{"2 host, 12 device, slow copies", 2, 12, 12, 1, 300 * time.Microsecond, 2},
+		{"2 host, 12 device, 2 slots, slow copies", 2, 12, 12, 2, 300 * time.Microsecond, 2},
 		{"3 host, ring off", 3, 0, 3, 1, 100 * time.Microsecond, 3},
 		{"1 host, 8 device", 1, 8, 8, 1, 200 * time.Microsecond, 1},
 	}
@@ -122,7 +122,7 @@ func TestDeviceRingKeepsHostMemory(t *testing.T) {
 			if tc.slots > 1 {
 				r.cfg.Slots = tc.slots
 			}
-			dev := &lateUploads{Device: cpu.Default().(*cpu.Device), pause: tc.pause}
+			dev := &slowCopies{Device: cpu.Default().(*cpu.Device), pause: tc.pause}
 			e, err := engine.New(r.cfg, dev)
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, e.Close()) })
@@ -142,18 +142,10 @@ func TestDeviceRingKeepsHostMemory(t *testing.T) {
 
 			shape, data := readNPY(t, path)
 			require.Equal(t, []int{12, 2, 4, 8}, shape)
-			i := 0
-			for v := range 12 {
-				for b := range 2 {
-					for a := range 4 {
-						for s := range 8 {
-							require.Equal(t, expected(scan, v, b, a, s), binary.LittleEndian.Uint16(data[2*i:]),
-								"volume %d bscan %d ascan %d sample %d", v, b, a, s)
-							i++
-						}
-					}
-				}
-			}
+			forEachStored(scan, 12, 8, func(i, v, b, a, s int) {
+				require.Equal(t, expected(scan, v, b, a, s), binary.LittleEndian.Uint16(data[2*i:]),
+					"volume %d bscan %d ascan %d sample %d", v, b, a, s)
+			})
 		})
 	}
 }
