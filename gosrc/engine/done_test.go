@@ -51,6 +51,7 @@ func (r *doneRecorder) Close() error { return r.s.Close() }
 // the engine; and it learns how many blocks each slot cycles
 // (EndpointInfo.BlocksPerSlot).
 func TestDoneFormatter(t *testing.T) {
+	t.Setenv(engine.DeviceBlocksEnv, "") // the pool as allocated: this test asserts its size
 	for _, tc := range []struct {
 		blocks, slots, perSlot int
 		records                bool

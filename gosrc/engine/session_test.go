@@ -220,6 +220,7 @@ func TestClosedStageBetweenSessions(t *testing.T) {
 // TestJobEvents: with SetJobEvents, one EventJob per formatted block, its
 // stage times in order (vortex's JobTiming fields) and the session status.
 func TestJobEvents(t *testing.T) {
+	t.Setenv(engine.DeviceBlocksEnv, "") // the pool as allocated: this test asserts its size
 	ep := endpoint.NewNullEndpoint()
 	closeEndpoint(t, ep)
 	r := newRig(t, 4, raster{AscansPerBscan: 5, BscansPerVolume: 2, Volumes: 3}, ep)

@@ -42,6 +42,7 @@ func (e *streamEndpoint) Format(b *engine.BlockData, plan *engine.FormatPlan) er
 // slots run on n streams, slot i on stream i mod n (the CPU backend's
 // default: one a slot).
 func TestBlockDataStreamIsTheProcessingSlot(t *testing.T) {
+	t.Setenv(engine.DeviceBlocksEnv, "") // the pool as allocated: this test asserts its size
 	tests := []struct {
 		name          string
 		slots         int

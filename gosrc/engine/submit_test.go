@@ -233,6 +233,7 @@ func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, w
 // the submissions do, if Go has two Ps for each stage goroutine (procs:
 // GOMAXPROCS). Either way every volume arrives whole.
 func TestSlotPathDefault(t *testing.T) {
+	t.Setenv(engine.DeviceBlocksEnv, "") // the pool as allocated: this test asserts its size
 	tests := []struct {
 		blocks, preload, slots, procs int
 		want                          string
@@ -440,6 +441,7 @@ func orderedEngine(t *testing.T, proc *orderedProc, scan raster, cfg engine.Conf
 // and VORTEXGO_TURN_SPIN's value in place of either; a misspelt value
 // fails Start naming the variable.
 func TestTurnWindow(t *testing.T) {
+	t.Setenv(engine.DeviceBlocksEnv, "") // the pool as allocated: this test asserts its size
 	tests := []struct {
 		name                 string
 		blocks, slots, procs int

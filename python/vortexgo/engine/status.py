@@ -137,9 +137,9 @@ class EngineStatus:
     dispatch_completion: float = 0.0
     #: ``inflight_blocks / blocks_allocated``
     block_utilization: float = 0.0
-    #: blocks the engine cycles: ``blocks_to_allocate``, or on a GPU with blocks under 2 MiB of raw
-    #: spectra a deeper ring of device blocks (32; the acquisition's pinned memory stays
-    #: ``blocks_to_allocate`` blocks; ``VORTEXGO_DEVICE_BLOCKS`` sets it, docs/environment.md)
+    #: how many blocks the engine cycles, ``blocks_to_allocate`` or, on a GPU with blocks under
+    #: 2 MiB of raw spectra, a deeper ring of 32 device blocks (the acquisition's pinned memory
+    #: stays ``blocks_to_allocate`` blocks; ``VORTEXGO_DEVICE_BLOCKS`` sets the count)
     blocks_allocated: int = 0
     #: profiler marks not written because the writer fell behind
     profiler_dropped: int = 0
