@@ -405,7 +405,11 @@ func (e *Engine) Prepare() (err error) {
 	}
 	sh := blockShape{records: cfg.RecordsPerBlock, rawSamples: raws, lent: lent, packed: packed, procAcq: procRaw, outSamples: outSamples, endpoints: len(e.endpoints),
 		galvoOut: cfg.outChannels(), galvoIn: cfg.inChannels(), leads: len(e.leads), markers: markers, warped: e.warped}
-	if err := e.preparePool(sh, e.poolSize, remote); err != nil {
+	least := e.poolSize // asked for: all of it, or prepare() fails
+	if askedBlocks < 0 {
+		least = cfg.BlocksToAllocate // the engine's own choice: what the user allocated
+	}
+	if err := e.preparePool(sh, e.poolSize, least, remote); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
 	}
 	e.state = statePrepared

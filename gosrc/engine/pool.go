@@ -131,10 +131,15 @@ func (sh blockShape) needsHost() bool {
 }
 
 // preparePool allocates the pool for shape sh: n blocks, and the host sets
-// of Config.BlocksToAllocate when an acquisition fills host memory. loanAtUpload
-// says whether a block's host set goes back once its upload is queued (no
-// processor reads the raw spectra from the host later: remote).
-func (e *Engine) preparePool(sh blockShape, n int, remote bool) error {
+// of Config.BlocksToAllocate when an acquisition fills host memory. A block
+// past the first least that cannot be allocated ends the pool there, without
+// an error (Engine.poolSize then says how many it holds): the deeper ring
+// the engine picks itself is a speed-up nobody asked for, and a device with
+// room for the blocks the user allocated must not fail prepare() for it.
+// remote: some processor reads the raw spectra from the host after the
+// engine's upload, so a block keeps its host set until it is recycled
+// (loanAtUpload).
+func (e *Engine) preparePool(sh blockShape, n, least int, remote bool) error {
 	cfg := &e.cfg
 	if err := sh.check(n); err != nil {
 		return err
@@ -156,6 +161,9 @@ func (e *Engine) preparePool(sh blockShape, n int, remote bool) error {
 		timed := e.dev.Kind() != backend.CUDA || (cfg.DeviceTimings && i%timingEvery == 0)
 		b, err := newBlock(e.dev, sh, timed)
 		if err != nil {
+			if i >= least {
+				break // newBlock freed what it had allocated
+			}
 			return err
 		}
 		e.blocks = append(e.blocks, b)
@@ -164,6 +172,7 @@ func (e *Engine) preparePool(sh blockShape, n int, remote bool) error {
 		}
 		e.free <- b
 	}
+	e.poolSize = len(e.blocks)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,4 +121,60 @@ func TestTakeHostWithoutHostSets(t *testing.T) {
 	require.True(t, e.takeHost(&session{}, b), "every acquisition lends: nothing to take")
 	require.Nil(t, b.host)
 	e.giveHost(b, nil) // nothing to give back
+}
+
+// scarceDevice is the CPU whose device memory runs out after left
+// allocations (pinned memory does not).
+type scarceDevice struct {
+	backend.Device
+	left int
+}
+
+func (d *scarceDevice) Alloc(n int) (backend.Buffer, error) {
+	if d.left <= 0 {
+		return nil, errors.New("out of device memory")
+	}
+	d.left--
+	return d.Device.Alloc(n)
+}
+
+// TestPoolShrinksToWhatFits: a deeper ring the engine picked itself ends
+// where the device runs out, at no fewer blocks than the user allocated; a
+// count asked for (least = n) or the user's own blocks that do not fit fail.
+func TestPoolShrinksToWhatFits(t *testing.T) {
+	// one acquisition, one processor: 5 device buffers a block (raw, float32
+	// and int8 outputs, target and actual positions)
+	const perBlock = 5
+	sh := blockShape{records: 4, rawSamples: []int{8}, procAcq: []int{0}, outSamples: []int{8}, endpoints: 1,
+		galvoOut: 2, galvoIn: 2, leads: 1, markers: 8}
+	tests := []struct {
+		name        string
+		fits        int // whole blocks the device holds
+		n, least    int
+		wantBlocks  int
+		wantFailure bool
+	}{
+		{"the ring fits", 12, 8, 2, 8, false},
+		{"the ring shrinks to what fits", 3, 8, 2, 3, false},
+		{"down to the blocks allocated", 2, 8, 2, 2, false},
+		{"the blocks allocated do not fit", 1, 8, 2, 0, true},
+		{"a count asked for does not fit", 3, 8, 8, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := &scarceDevice{Device: cpu.Default(), left: tc.fits*perBlock + 2} // a partial block past them
+			e := &Engine{cfg: Config{RecordsPerBlock: 4, BlocksToAllocate: 2}, dev: dev, poolSize: tc.n}
+			t.Cleanup(func() { require.NoError(t, e.release()) })
+			err := e.preparePool(sh, tc.n, tc.least, false)
+			if tc.wantFailure {
+				require.ErrorContains(t, err, "out of device memory")
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, e.blocks, tc.wantBlocks)
+			require.Equal(t, tc.wantBlocks, e.poolSize)
+			require.Len(t, e.free, tc.wantBlocks)
+			require.Len(t, e.hostSets, 2, "the acquisition's pinned memory: the blocks allocated")
+		})
+	}
 }
