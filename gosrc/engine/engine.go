@@ -1405,7 +1405,8 @@ func (e *Engine) RecordCallbackErrors(n int) { e.callbackErrs.Add(int64(n)) }
 func (e *Engine) Status() Status {
 	e.stateMu.Lock()
 	st := e.state
-	inFlight := 0
+	// Read under stateMu, which Prepare holds while it sets poolSize.
+	inFlight, allocated := 0, max(e.poolSize, e.cfg.BlocksToAllocate)
 	if e.free != nil && st != stateClosed { // Close frees the blocks
 		inFlight = len(e.blocks) - len(e.free)
 	}
@@ -1424,7 +1425,7 @@ func (e *Engine) Status() Status {
 		BlocksFormatted: e.formatted.Load(), BlocksDropped: e.dropped.Load(),
 		Volumes: e.volumes.Load(), CallbackErrors: e.callbackErrs.Load(), InFlight: inFlight,
 		Running: st == stateRunning, Done: e.Done(), Dispatched: e.dispatched.Load(),
-		Allocated: max(e.poolSize, e.cfg.BlocksToAllocate),
+		Allocated: allocated,
 		Prepared:  st == statePrepared || st == stateRunning || st == stateFinished,
 		Started:   e.startMono.Load() != 0, Active: e.active.Load(), Closed: st == stateClosed,
 		Frames: frames,
