@@ -150,6 +150,23 @@ def test_hang_stacks_show_where_go_waits() -> None:
     assert 'VORTEXGO_HANG_STACKS="nan"' in bad.stderr and "ignored" in bad.stderr, bad.stderr
 
 
+def test_hang_stacks_at_a_moment_of_the_monotonic_clock() -> None:
+    """``VORTEXGO_HANG_STACKS_AT=seconds`` (the harnesses' form): the dump comes at that moment
+    of ``time.monotonic()``'s clock however late the Go core started (here 1 s after the moment
+    was fixed, which a delay from the core's start would have missed), wins over
+    ``VORTEXGO_HANG_STACKS``, and a bad value is reported and ignored."""
+    late = ("import os, time\nos.environ['VORTEXGO_HANG_STACKS_AT'] = repr(time.monotonic() + 1.2)\n"
+            "os.environ['VORTEXGO_HANG_STACKS'] = '600'\ntime.sleep(1.0)\n" + RUN + "time.sleep(1.5)\n")
+    o = _subproc.run(late, timeout=120)
+    assert "vortexgo: goroutine stacks" in o.stderr and "(VORTEXGO_HANG_STACKS_AT)" in o.stderr, o.stderr[-2000:]
+    passed = _subproc.run("import time\n" + RUN + "time.sleep(1.0)\n", env={"VORTEXGO_HANG_STACKS_AT": "1"},
+                          timeout=120)
+    assert "vortexgo: goroutine stacks" in passed.stderr, "a moment already past: at once"
+    bad = _subproc.run(RUN, env={"VORTEXGO_HANG_STACKS_AT": "soon"}, timeout=120)
+    assert bad.stdout.split()[0] == "RAN"
+    assert 'VORTEXGO_HANG_STACKS_AT="soon"' in bad.stderr and "ignored" in bad.stderr, bad.stderr
+
+
 def test_a_bad_format_stream_is_refused_by_prepare_naming_the_variable() -> None:
     """``VORTEXGO_FORMAT_STREAM`` (where a device tensor endpoint formats: auto, endpoint or
     slot; read live at prepare) refuses anything else, naming the variable."""

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vortexgo/vortexgo/gosrc/engine"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 )
 
 // With VORTEXGO_CPUPROFILE=path[,seconds] in the environment the Go core
@@ -25,27 +28,56 @@ import (
 // the part of issue 29's per-block time a CPU profile cannot see.
 //
 // VORTEXGO_HANG_STACKS=seconds writes every goroutine's stack to stderr once
-// that long after the Go core started: the test harnesses set it just below
-// a case's hang timeout, so a case that hangs inside a Go call shows where
-// Go is waiting (Python's faulthandler shows only the Python frames, ending
-// at the call into Go), while a case that ends in time prints nothing.
+// that long after the Go core started: a case that hangs inside a Go call
+// then shows where Go is waiting (Python's faulthandler shows only the
+// Python frames, ending at the call into Go), while a case that ends in time
+// prints nothing. VORTEXGO_HANG_STACKS_AT=seconds does the same at that
+// moment of CLOCK_MONOTONIC (Python's time.monotonic()), and wins over the
+// other: the test harnesses set it just below a case's hang timeout on
+// faulthandler's clock, because the Go core starts at vortexgo's first use,
+// not at its import, and on a loaded machine that came late enough for a
+// relative delay to miss faulthandler's dump.
 func init() {
 	profileFromEnv("VORTEXGO_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile)
 	profileFromEnv("VORTEXGO_TRACE", trace.Start, trace.Stop)
-	stacksFromEnv("VORTEXGO_HANG_STACKS")
+	if !stacksAtFromEnv("VORTEXGO_HANG_STACKS_AT") {
+		stacksFromEnv("VORTEXGO_HANG_STACKS")
+	}
 }
 
 // stacksFromEnv arms the one-time goroutine dump of VORTEXGO_HANG_STACKS. A
 // bad value is reported on stderr and ignored, as profileFromEnv does.
 func stacksFromEnv(name string) {
-	spec := os.Getenv(name)
+	spec, _ := dl.Getenv(name) // the live environment: a notebook's os.environ[...] counts
 	if spec == "" {
 		return
 	}
-	d, ok := seconds(name, spec, spec)
-	if !ok {
-		return
+	if d, ok := seconds(name, spec, spec); ok {
+		dumpStacksAfter(d, name)
 	}
+}
+
+// stacksAtFromEnv arms the dump at the CLOCK_MONOTONIC moment (seconds) of
+// VORTEXGO_HANG_STACKS_AT, at once if it has passed; it reports whether the
+// variable armed it (a bad value is reported on stderr and ignored).
+func stacksAtFromEnv(name string) bool {
+	spec, _ := dl.Getenv(name) // the live environment: a notebook's os.environ[...] counts
+	if spec == "" {
+		return false
+	}
+	at, err := strconv.ParseFloat(spec, 64)
+	if err != nil || !(at > 0 && at < 1e9) {
+		fmt.Fprintf(os.Stderr, "vortexgo: %s=%q: expected a moment of CLOCK_MONOTONIC in seconds (Python's time.monotonic()); ignored\n", name, spec)
+		return false
+	}
+	d := time.Duration(at*float64(time.Second)) - time.Duration(engine.MonotonicNs())
+	dumpStacksAfter(max(d, 0), name)
+	return true
+}
+
+// dumpStacksAfter writes every goroutine's stack to stderr once, d from
+// now; name is the variable that asked for it.
+func dumpStacksAfter(d time.Duration, name string) {
 	time.AfterFunc(d, func() {
 		buf := make([]byte, 4<<20) // bounded: a dump past it is cut, never a growing allocation
 		n := runtime.Stack(buf, true)
@@ -68,7 +100,7 @@ func seconds(name, spec, secs string) (time.Duration, bool) {
 // and stops it after the seconds (10 by default). A bad value is reported
 // on stderr and ignored: a diagnostic must never stop the import.
 func profileFromEnv(name string, start func(w io.Writer) error, stop func()) {
-	spec := os.Getenv(name)
+	spec, _ := dl.Getenv(name) // the live environment: a notebook's os.environ[...] counts
 	if spec == "" {
 		return
 	}

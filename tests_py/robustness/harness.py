@@ -51,9 +51,9 @@ import faulthandler, json, sys
 faulthandler.enable()
 faulthandler.dump_traceback_later({hang_after}, exit=True)
 import os as _os, time as _time
-# When Go's stacks are due, on the clock faulthandler counts from (COMMON turns it into
-# VORTEXGO_HANG_STACKS just before the import that starts the Go core).
-_os.environ["ROBUST_GO_STACKS_AT"] = repr(_time.monotonic() + {hang_after} - 1.0)
+# Go's stacks a second before faulthandler's dump, on the clock faulthandler counts on
+# (CLOCK_MONOTONIC): the Go core starts at vortexgo's first use, whenever that comes.
+_os.environ["VORTEXGO_HANG_STACKS_AT"] = repr(_time.monotonic() + {hang_after} - 1.0)
 _code = {code!r}
 _res = {{"ok": True}}
 try:
@@ -72,8 +72,6 @@ faulthandler.dump_traceback_later({hang_after}, exit=True)
 COMMON = """\
 import gc, os, sys, threading, time, math
 import numpy as np
-if "ROBUST_GO_STACKS_AT" in os.environ:  # Go counts VORTEXGO_HANG_STACKS from this import
-    os.environ["VORTEXGO_HANG_STACKS"] = f"{max(0.1, float(os.environ['ROBUST_GO_STACKS_AT']) - time.monotonic()):.2f}"
 import vortexgo as vg
 TMP = os.environ["ROBUST_TMP"]  # a fresh directory per case, removed afterwards
 BIG = "ValueError|MemoryError"
@@ -188,15 +186,12 @@ def _run(case: Case) -> Outcome:
     code = COMMON + textwrap.dedent(case.code)
     hang_after = max(1.0, timeout - 1.5)
     script = _PRELUDE.format(hang_after=hang_after, code=code, cid=case.id, mark=_MARK)
-    # Go's stacks a second before faulthandler's Python ones: a hang inside a Go call then
-    # shows where Go waits, not only the Python line that called in (a case that ends in time
-    # prints nothing). Go counts from its core's start, the import of vortexgo, which on a
-    # loaded machine came more than a second after faulthandler's start (the Go stacks then
-    # never printed): the prelude fixes the moment on faulthandler's clock and COMMON gives Go
-    # what is left of it at the import. The variable here serves a case that starts the Go
-    # core some other way.
-    env = _subproc.child_env({"PYTHONUNBUFFERED": "1", "VORTEXGO_HANG_STACKS": f"{max(0.5, hang_after - 1.0):.2f}",
-                              **case.env})
+    # Go's stacks a second before faulthandler's Python ones (the prelude's
+    # VORTEXGO_HANG_STACKS_AT): a hang inside a Go call then shows where Go waits, not only the
+    # Python line that called in (a case that ends in time prints nothing). A delay counted
+    # from the Go core's start (VORTEXGO_HANG_STACKS) missed faulthandler's dump on a loaded
+    # machine: the core starts at vortexgo's first use, which came late.
+    env = _subproc.child_env({"PYTHONUNBUFFERED": "1", **case.env})
     with tempfile.TemporaryDirectory(prefix="robust-") as tmp:
         env["ROBUST_TMP"] = tmp
         return _spawn(script, env, timeout)
