@@ -149,7 +149,10 @@ func Load(extra ...string) (string, error) {
 	if loaded != nil {
 		return version, nil
 	}
-	names := append([]string{os.Getenv("VORTEXGO_HDF5_LIBRARY")}, systemNames...)
+	// The live environment: a path a notebook put in os.environ counts
+	// (Go's os.Getenv would not see it).
+	asked, _ := dl.Getenv("VORTEXGO_HDF5_LIBRARY")
+	names := append([]string{asked}, systemNames...)
 	names = append(names, extra...)
 	lib, err := dl.Open(names...)
 	if err != nil {
