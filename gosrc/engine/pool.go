@@ -96,7 +96,7 @@ func newHostSet(dev backend.Device, sh blockShape) (h *hostSet, err error) {
 		// A lending source uploads from its own pinned memory: a host
 		// buffer would only hold pinned memory (scarce, and blocks x
 		// block bytes of it) that nothing ever writes.
-		if a < len(sh.lent) && sh.lent[a] {
+		if sh.lends(a) {
 			continue
 		}
 		n := sh.records * rs * 2
@@ -119,11 +119,15 @@ func (h *hostSet) free() error {
 	return errors.Join(errs...)
 }
 
+// lends reports whether acquisition a of sh lends its own pinned memory
+// (Lender): it needs no host buffer.
+func (sh blockShape) lends(a int) bool { return a < len(sh.lent) && sh.lent[a] }
+
 // needsHost reports whether some acquisition of sh fills host memory (does
 // not lend): only then does the engine keep host sets.
 func (sh blockShape) needsHost() bool {
 	for a := range sh.rawSamples {
-		if a >= len(sh.lent) || !sh.lent[a] {
+		if !sh.lends(a) {
 			return true
 		}
 	}
