@@ -20,10 +20,10 @@ pytestmark = [pytest.mark.timeout(120),
               pytest.mark.skipif(cuda_device_count() < 2, reason="needs two CUDA devices")]
 
 
-def _run(devices, graph):
+def _run(devices, graph, average_window=0):
     acq = vg.SimulatedAcquisition(samples_per_record=S, ascans_per_bscan=A, bscans_per_volume=B, volumes=2,
                                   total_volumes=0)
-    pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=RPB, average_window=0,
+    pc = vg.ProcessorConfig(samples_per_record=S, ascans_per_block=RPB, average_window=average_window,
                             resampling_samples=acq.resampling_positions())
     procs = [vg.CUDAProcessor(pc, device=d) for d in devices]
     fmt = planner(A, B)
@@ -61,3 +61,24 @@ def test_engine_on_the_second_gpu():
     acq_dev_swapped, s = _run(["cuda:1", "cuda:0"], cycle)
     assert s.error == ""
     np.testing.assert_array_equal(acq_dev_swapped, one)
+
+
+@pytest.mark.parametrize("env", [
+    {},  # the engine's choice: the device ring, a lane for the second GPU
+    {"VORTEXGO_DEVICE_BLOCKS": "0"},  # the pool as allocated
+    {"VORTEXGO_SLOT_PATH": "stages"},  # the process loop hands the lanes their blocks
+    {"VORTEXGO_SLOT_PATH": "inline"},  # the acquire loop submits every block: no lanes
+], ids=["default", "ring-off", "stages", "inline"])
+def test_cycle_across_two_gpus_keeps_each_processors_order(monkeypatch, env):
+    # With a rolling average each processor's history depends on the order of its blocks: the
+    # second GPU's blocks, submitted from its own lane, must reach its processor in block
+    # order. The same cycle with both processors on one GPU is the reference.
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    window = 2 * RPB
+    one, s1 = _run(["cuda:0", "cuda:0"], cycle, average_window=window)
+    two, s2 = _run(["cuda:0", "cuda:1"], cycle, average_window=window)
+    assert s2.error == "" and s2.volumes == 3 and s2.blocks_dropped == 0
+    assert s2.blocks_formatted == s1.blocks_formatted
+    np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-3)
+    assert np.abs(two).sum() > 0

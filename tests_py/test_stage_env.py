@@ -215,7 +215,14 @@ SLACK = f"""
 import os, sys, threading
 sys.path.insert(0, {TESTS!r})
 def slack():
-    return {{int(t): int(open(f"/proc/{{t}}/timerslack_ns").read()) for t in os.listdir("/proc/self/task")}}
+    # A thread may end between the listing and the read (an engine's stage threads after a run).
+    out = {{}}
+    for t in os.listdir("/proc/self/task"):
+        try:
+            out[int(t)] = int(open(f"/proc/{{t}}/timerslack_ns").read())
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return out
 import numpy, vortexgo as vg  # no Go yet: its threads start with the core (NumPy's may start here)
 from vortexgo import _core
 before = slack()

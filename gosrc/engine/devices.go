@@ -90,12 +90,17 @@ func (e *Engine) float32Wanted() []bool {
 }
 
 // remoteDevice is a device of remote processors: its upload stream and
-// slot streams.
+// slot streams, and the stream on the engine's device of its lane.
 type remoteDevice struct {
 	dev    backend.Device
 	upload backend.Stream
 	slots  []backend.Stream
 	next   int // the slot of its next block
+	// lane is the engine-device stream of the blocks this device's
+	// submitter takes (Engine.laneStream): it waits for their outputs to
+	// come back, and their formatting follows it. A stream of its own, so
+	// that the engine's slots' blocks never wait behind another device's.
+	lane backend.Stream
 }
 
 // remoteBuf is a remote processor's part of a block, on its device.
@@ -140,6 +145,9 @@ func (e *Engine) prepareDevices(slots, streams int) error {
 			e.remote = append(e.remote, rd) // released with the engine from here on
 			if e.remote[len(e.remote)-1].slots, err = newSlotStreams(d, slots, streams); err != nil {
 				return fmt.Errorf("engine.Prepare: processor #%d's device: slot stream: %w", pi, err)
+			}
+			if e.remote[len(e.remote)-1].lane, err = e.dev.NewStream(0); err != nil {
+				return fmt.Errorf("engine.Prepare: processor #%d's device: its lane's stream: %w", pi, err)
 			}
 			idx = len(e.remote) - 1
 		}
@@ -212,8 +220,12 @@ func (b *Block) freeRemote() error {
 // upload on that device's upload stream, the processing on one of its
 // slot streams, the outputs copied back to the block's buffers on the
 // engine's device on the same stream, and its ready event, on which
-// local (a slot stream of the engine's device) then waits on the device.
-// Nothing here waits on the host.
+// local (a stream of the engine's device: a slot's, or the remote device's
+// lane) then waits on the device. Nothing here waits on the host. One
+// goroutine at a time calls it for a device (the process loop, the acquire
+// loop inline, or the device's lane submitter, which route hands every
+// block of that device's processors): the device's slot rotation (next)
+// and its processors' slots are that goroutine's.
 func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
 	rd := &e.remote[e.procDev[pi]]
 	r := &b.rem[pi]
@@ -240,7 +252,14 @@ func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
 	if !e.wantFloat[pi] {
 		out = 0
 	}
-	if err := e.procs[pi].Process(slot, st, r.raw.Ptr(), b.Records, out, r.out8.Ptr()); err != nil {
+	var err error
+	if b.ticketed[pi] { // its place in the processor's order, taken in block order (route)
+		b.ticketed[pi] = false
+		err = e.procs[pi].(OrderedProcessor).ProcessTicket(b.tickets[pi], slot, st, r.raw.Ptr(), b.Records, out, r.out8.Ptr())
+	} else {
+		err = e.procs[pi].Process(slot, st, r.raw.Ptr(), b.Records, out, r.out8.Ptr())
+	}
+	if err != nil {
 		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
 	}
 	m := b.Records * r.outSize
@@ -264,8 +283,10 @@ func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
 func (e *Engine) releaseRemote() error {
 	var errs []error
 	for _, rd := range e.remote {
-		if rd.upload != nil {
-			errs = append(errs, rd.upload.Close())
+		for _, st := range []backend.Stream{rd.upload, rd.lane} {
+			if st != nil {
+				errs = append(errs, st.Close())
+			}
 		}
 		errs = append(errs, closeSlotStreams(rd.slots))
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,14 +195,13 @@ type Engine struct {
 	// or more on a GPU with small blocks); set before the endpoints are
 	// prepared (EndpointInfo.BlocksPerSlot).
 	poolSize int
+	// smallBlocks: a block holds less than sharedSlotBytes of raw spectra
+	// (set at Prepare; slotSubmitters).
+	smallBlocks bool
 	// hosts holds the host sets not held by a block (pool.go), hostSets
 	// all of them; nil when every acquisition lends its memory.
 	hosts    chan *hostSet
 	hostSets []*hostSet
-	// loanAtUpload: a block's host set goes back once its upload is
-	// queued (dispatchProcess), not with the block (no remote processor
-	// reads the raw spectra from the host later).
-	loanAtUpload bool
 
 	stateMu sync.Mutex
 	state   state
@@ -361,11 +359,11 @@ func (e *Engine) Prepare() (err error) {
 	// The slots the blocks cycle through (the length of e.slots), and the
 	// streams they run on.
 	blockBytes := e.blockRawBytes()
+	e.smallBlocks = blockBytes < sharedSlotBytes
 	used := activeSlots(askedSlots, e.dev.Kind(), cfg.slots(), blockBytes)
 	streams := slotStreams(askedStreams, e.dev.Kind(), used, blockBytes)
 	markers := blockMarkers(cfg.RecordsPerBlock)
-	remote := slices.ContainsFunc(e.procDev, func(d int) bool { return d >= 0 })
-	e.poolSize = poolBlocks(askedBlocks, e.dev.Kind(), cfg.BlocksToAllocate, blockBytes, remote)
+	e.poolSize = poolBlocks(askedBlocks, e.dev.Kind(), cfg.BlocksToAllocate, blockBytes)
 	if err := e.prepareRoutes(outSamples, markers, used); err != nil {
 		return err
 	}
@@ -409,7 +407,7 @@ func (e *Engine) Prepare() (err error) {
 	if askedBlocks < 0 {
 		least = cfg.BlocksToAllocate // the engine's own choice: what the user allocated
 	}
-	if err := e.preparePool(sh, e.poolSize, least, remote); err != nil {
+	if err := e.preparePool(sh, e.poolSize, least); err != nil {
 		return fmt.Errorf("engine.Prepare: %w", err)
 	}
 	e.state = statePrepared
@@ -488,8 +486,8 @@ func (e *Engine) passThrough(s *session, b *Block) bool {
 func (e *Engine) takeTickets(b *Block) {
 	e.activeSet(b)
 	for i, p := range e.procs {
-		if b.active[i] {
-			b.tickets[i], b.ticketed[i] = p.(OrderedProcessor).Ticket(), true
+		if op, ok := p.(OrderedProcessor); ok && b.active[i] {
+			b.tickets[i], b.ticketed[i] = op.Ticket(), true
 		}
 	}
 }
@@ -580,15 +578,52 @@ func (e *Engine) endAcquire(s *session) {
 // its own: its driver calls then run beside the submitters' (measured:
 // formatting on the submitters, in block order, made 256-record blocks
 // 12-25% slower).
+//
+// A block that only processors on another device process goes to that
+// device's lane (remoteLane): its submitter makes the device's driver calls
+// beside the engine's slots' (issue 29: through one goroutine, two GPUs at
+// 256-record blocks ran no faster than one).
 func (e *Engine) route(s *session, b *Block) {
 	if !e.passThrough(s, b) {
-		b.Slot = s.nextSlot
-		s.nextSlot = (s.nextSlot + 1) % len(s.work)
 		e.takeTickets(b)
+		lane := e.remoteLane(b)
+		b.Slot = 0 // no processor of the engine's device processes a lane's block
+		if lane < 0 {
+			b.Slot = s.nextSlot
+			s.nextSlot = (s.nextSlot + 1) % len(e.slots)
+			lane = b.Slot
+		}
 		b.submitted = make(chan struct{})
-		s.work[b.Slot] <- b // never blocks: a slot has room for every block
+		s.work[lane] <- b // never blocks: a lane has room for every block
 	}
 	s.toFmt <- b
+}
+
+// remoteLane is the lane of block b (b.active set) in a session's
+// submitters: len(e.slots)+d when only processors on remote device d
+// process it, else -1 (the engine's slots).
+func (e *Engine) remoteLane(b *Block) int {
+	lane := -1
+	for pi, on := range b.active {
+		if !on {
+			continue
+		}
+		d := e.procDev[pi]
+		if d < 0 || (lane >= 0 && lane != len(e.slots)+d) {
+			return -1 // not one remote device's (singleDeviceBlocks rules it out with lanes)
+		}
+		lane = len(e.slots) + d
+	}
+	return lane
+}
+
+// laneStream is the stream of lane i of a session's submitters: the
+// engine's slot i, or past them a remote device's lane.
+func (e *Engine) laneStream(i int) backend.Stream {
+	if i < len(e.slots) {
+		return e.slots[i]
+	}
+	return e.remote[i-len(e.slots)].lane
 }
 
 // dispatchTimed is dispatchProcess between the profiler's marks, stamped.
@@ -624,7 +659,21 @@ func (e *Engine) submitted(s *session, st backend.Stream, b *Block, err error) {
 // launches, events: about 35 us) kept the engine at a third of the copy
 // ceiling; launches from 2, 4 and 8 threads on their own streams ran 1.8,
 // 2.4 and 3.4 times as many.
+//
+// With processors on other devices: below sharedSlotBytes of raw spectra a
+// block, each such device has a submitter of its own too (a lane, route),
+// whatever the slots, where every block is processed on one device
+// (singleDeviceBlocks); from sharedSlotBytes the process loop submits every
+// block, as it does where blocks span devices. Measured on two H200s
+// (issue 29, docs/bench.md "Session 51"): at 8192-record blocks with 32
+// blocks, two GPUs ran 1.84-1.90x one with the lanes against 1.93-1.99x
+// submitted from one thread (three interleaved runs each); at 256 and 512
+// records the lanes (and the device ring) took them from 0.95-1.27x to
+// 1.40-1.82x.
 func (e *Engine) slotSubmitters() bool {
+	if len(e.remote) > 0 {
+		return e.smallBlocks && e.submitsOnEngine()
+	}
 	return len(e.slots) >= 2 && e.submitsOnEngine()
 }
 
@@ -642,14 +691,19 @@ func (e *Engine) oneSlotInline(asked string) bool {
 }
 
 // submitsOnEngine reports whether blocks can be submitted from a goroutine
-// other than the process loop: every processor keeps its block order
-// across goroutines (OrderedProcessor) and runs on the engine's device, and
-// no source's blocks are widened from packed values.
+// other than the process loop: every processor of the engine's device keeps
+// its block order across goroutines (OrderedProcessor; one on another
+// device is only ever called from its device's lane), every block is
+// processed on one device (singleDeviceBlocks: a device's lane alone calls
+// its processors), and no source's blocks are widened from packed values.
 func (e *Engine) submitsOnEngine() bool {
 	for i, p := range e.procs {
-		if _, ok := p.(OrderedProcessor); !ok || e.procDev[i] >= 0 {
+		if _, ok := p.(OrderedProcessor); !ok && e.procDev[i] < 0 {
 			return false
 		}
+	}
+	if len(e.remote) > 0 && !e.singleDeviceBlocks() {
+		return false
 	}
 	for _, a := range e.acqs {
 		if a.packed.bytes > 0 {
@@ -759,7 +813,7 @@ func (e *Engine) defaultSlotPath(procs int) string {
 // were handed over, and reports each to the format loop.
 func (e *Engine) submitLoop(s *session, slot int, work <-chan *Block) {
 	defer s.wg.Done()
-	st := e.slots[slot]
+	st := e.laneStream(slot)
 	in := spin.NewWaiter(s.spin)
 	for {
 		b, ok := spin.Recv(in, work)
@@ -794,17 +848,28 @@ func (e *Engine) submit(s *session, st backend.Stream, b *Block) (err error) {
 // s; nothing here waits for the device.
 func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	up := e.upload
+	e.activeSet(b)
+	// remote: a processor on another device uploads the raw spectra from
+	// the host set too (processRemote): the set goes back once those
+	// uploads are queued as well, on every return (an error leaves none in
+	// flight that a later upload of b's would not wait for: giveHost).
+	remote := e.remoteActive(b)
+	var after backend.Event // b.uploaded once recorded: a copy on the upload stream reads the set
+	if remote {
+		defer func() { e.giveHost(b, after, true) }()
+	}
 	if b.timed {
 		if err := up.Record(b.start); err != nil {
 			return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
 		}
 	}
-	e.activeSet(b)
+	copied := false // whether the upload stream carries a copy of b's
 	for a := range b.raws {
 		if !e.rawOnEngine && !e.localReader(b, a) {
 			continue // only remote processors read it, on their devices
 		}
 		r := &b.raws[a]
+		copied = true
 		if pk := e.acqs[a].packed; pk.bytes > 0 {
 			// The packed frame as it landed, then widened on the device:
 			// the whole frame, whatever b.Records (a frame is whole).
@@ -824,6 +889,7 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	// reads them on the device; otherwise the copies would only cost the
 	// copy engine time (two 128 KiB copies per 16 MiB block: 2-3%).
 	if e.positions {
+		copied = true
 		if err := up.Copy(b.targetDev.Ptr(), b.targetHost.Ptr(), b.Records*e.cfg.outChannels()*8); err != nil {
 			return fmt.Errorf("engine: block %d: target positions upload: %w", b.ID, err)
 		}
@@ -831,17 +897,25 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 			return fmt.Errorf("engine: block %d: actual positions upload: %w", b.ID, err)
 		}
 	}
-	if err := up.Record(b.uploaded); err != nil {
-		return fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
+	// A block that only processors on other devices process has nothing
+	// on the upload stream (a cycle over GPUs: every other block): no
+	// event to record or wait for, two driver calls fewer on its lane.
+	if copied {
+		if err := up.Record(b.uploaded); err != nil {
+			return fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
+		}
+		after = b.uploaded
 	}
-	if e.loanAtUpload {
+	if !remote {
 		// Nothing on the host reads the acquisition's memory after the
 		// upload: the acquire loop may fill it again once the upload is
 		// done, while this block is processed and formatted.
-		e.giveHost(b, b.uploaded)
+		e.giveHost(b, after, false)
 	}
-	if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
-		return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
+	if copied {
+		if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
+			return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
+		}
 	}
 	for i, p := range e.procs {
 		if !b.active[i] {

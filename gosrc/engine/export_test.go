@@ -32,6 +32,10 @@ func (e *Engine) SlotStreams() []backend.Stream { return e.slots }
 // direct path (session.direct).
 func (e *Engine) DirectPath() bool { return e.sess().direct }
 
+// SessionLanes is how many submitters the current session runs: the
+// slots', then each remote device's lane (0 without submitters).
+func (e *Engine) SessionLanes() int { return len(e.sess().work) }
+
 // InlinePath reports whether the current session's acquire loop submits
 // the blocks itself (SlotPathEnv=inline).
 func (e *Engine) InlinePath() bool { return e.sess().inline }

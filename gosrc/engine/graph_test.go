@@ -180,30 +180,51 @@ func (p remoteProc) Device() backend.Device { return p.dev }
 
 // TestCycleAcrossDevices: vortex's cycle over processors on two devices;
 // the remote processor's blocks are uploaded to its device, processed on
-// its streams and copied back, and the volumes come out as on one device.
+// its streams and copied back, and the volumes come out as on one device,
+// with the pool as allocated and with a device ring deeper than the host
+// sets (the remote uploads read a set that then goes back before the
+// block's processing is done).
 func TestCycleAcrossDevices(t *testing.T) {
-	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Uint16)
-	require.NoError(t, err)
-	closeEndpoint(t, ep)
-	scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 2}
-	r := newRig(t, 8, scan, ep)
-	var peers []backend.Device
-	far := remoteProc{newFakeProc(8), otherDevice{Device: cpu.Default(), peers: &peers}}
-	r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2}
-	r.cfg.AddAcquisition(r.acq, r.proc, far)
-	r.cfg.SetRotation([]engine.Processor{r.proc}, []engine.Processor{far})
-	r.cfg.AddProcessor(r.proc, r.fmt)
-	r.cfg.AddProcessor(far, r.fmt)
-	r.cfg.AddFormatter(r.fmt, ep)
-	e := r.engine(t)
-	require.NoError(t, e.Prepare())
-	require.NoError(t, e.Start())
-	require.NoError(t, e.Wait())
-	require.Equal(t, int64(3), r.proc.calls.Load())
-	require.Equal(t, int64(2), far.calls.Load())
-	checkVolume(t, ep, scan, 8, 1, 0)
-	require.Equal(t, int64(2), e.Status().Volumes)
-	require.Equal(t, []backend.Device{cpu.Default()}, peers, "the remote device was given access to the engine's, once")
+	tests := []struct {
+		name        string
+		ring        string // DeviceBlocksEnv
+		blocks      int
+		wantBlocks  int64
+		wantVolumes int
+	}{
+		{"as allocated", "", 4, 4, 2},
+		{"a deeper device ring", "12", 4, 12, 2},
+		{"a ring over two host sets", "9", 2, 9, 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(engine.DeviceBlocksEnv, tc.ring)
+			ep, err := endpoint.NewStackHostTensorEndpoint(backend.Uint16)
+			require.NoError(t, err)
+			closeEndpoint(t, ep)
+			scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: tc.wantVolumes}
+			r := newRig(t, 8, scan, ep)
+			var peers []backend.Device
+			far := remoteProc{newFakeProc(8), otherDevice{Device: cpu.Default(), peers: &peers}}
+			r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: tc.blocks, PreloadCount: 2}
+			r.cfg.AddAcquisition(r.acq, r.proc, far)
+			r.cfg.SetRotation([]engine.Processor{r.proc}, []engine.Processor{far})
+			r.cfg.AddProcessor(r.proc, r.fmt)
+			r.cfg.AddProcessor(far, r.fmt)
+			r.cfg.AddFormatter(r.fmt, ep)
+			e := r.engine(t)
+			require.NoError(t, e.Prepare())
+			require.EqualValues(t, tc.wantBlocks, e.Status().Allocated)
+			require.NoError(t, e.Start())
+			require.NoError(t, e.Wait())
+			near, other := r.proc.calls.Load(), far.calls.Load()
+			require.GreaterOrEqual(t, near+other, int64(12*tc.wantVolumes+4)/5, "every block of the volumes (12 records each) processed")
+			require.Contains(t, []int64{other, other + 1}, near, "the even blocks on the engine's device, the odd ones on the other")
+			checkVolume(t, ep, scan, 8, tc.wantVolumes-1, 0)
+			require.EqualValues(t, tc.wantVolumes, e.Status().Volumes)
+			require.Equal(t, []backend.Device{cpu.Default()}, peers, "the remote device was given access to the engine's, once")
+		})
+	}
 }
 
 // TestRemoteUploadIsTimedOnItsDevice: a block that only a remote processor

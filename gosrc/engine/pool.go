@@ -53,24 +53,23 @@ func deviceBlocksAsked() (int, error) {
 // poolBlocks is how many blocks the engine cycles for blocks blocks to
 // allocate: asked (deviceBlocksAsked) when at least blocks, up to MaxBlocks;
 // blocks for smaller counts; -1 defaultPoolBlocks.
-func poolBlocks(asked int, kind backend.Kind, blocks, blockBytes int, remote bool) int {
+func poolBlocks(asked int, kind backend.Kind, blocks, blockBytes int) int {
 	if asked < 0 {
-		return defaultPoolBlocks(kind, blocks, blockBytes, remote)
+		return defaultPoolBlocks(kind, blocks, blockBytes)
 	}
 	return min(max(asked, blocks), MaxBlocks)
 }
 
 // defaultPoolBlocks is the blocks cycled without DeviceBlocksEnv: deepBlocks
-// on a GPU below sharedSlotBytes of raw spectra a block, when no processor
-// runs on another device (remote), else blocks. Why not with remote
-// processors: their uploads read the acquisitions' memory from their own
-// streams, after the engine's upload (processRemote), so the host set goes
-// back only with the block (recycleLoop) and a deeper ring would gain
-// nothing. The CPU backend's blocks are host memory and its stages do not
-// pay a round trip's wake-ups the way a GPU's driver calls do: there the
-// pool stays as the user sized it.
-func defaultPoolBlocks(kind backend.Kind, blocks, blockBytes int, remote bool) int {
-	if kind == backend.CUDA && blockBytes < sharedSlotBytes && !remote {
+// on a GPU below sharedSlotBytes of raw spectra a block, else blocks. The
+// CPU backend's blocks are host memory and its stages do not pay a round
+// trip's wake-ups the way a GPU's driver calls do: there the pool stays as
+// the user sized it. Processors on other devices get the ring too: their
+// uploads are queued with the block's (dispatchProcess), so the host set goes
+// back then, and their longer round trip (upload there, process, copy back)
+// needs the depth more.
+func defaultPoolBlocks(kind backend.Kind, blocks, blockBytes int) int {
+	if kind == backend.CUDA && blockBytes < sharedSlotBytes {
 		return max(blocks, deepBlocks)
 	}
 	return blocks
@@ -81,11 +80,12 @@ func defaultPoolBlocks(kind backend.Kind, blocks, blockBytes int, remote bool) i
 // own memory, Lender).
 type hostSet struct {
 	bufs []backend.Buffer
-	// after is the event of the upload that last read the set (nil: none
-	// in flight): the acquire loop waits for it before the set is written
+	// after is the events of the uploads that last read the set (the
+	// engine's, and those to processors on other devices; empty: none in
+	// flight): the acquire loop waits for them before the set is written
 	// again (takeHost). Set by whoever gives the set back, before the send
 	// on Engine.hosts that hands it over.
-	after backend.Event
+	after []backend.Event
 }
 
 // newHostSet allocates one host set for sh's acquisitions; on error it
@@ -134,16 +134,15 @@ func (sh blockShape) needsHost() bool {
 	return false
 }
 
-// preparePool allocates the pool for shape sh: n blocks, and the host sets
-// of Config.BlocksToAllocate when an acquisition fills host memory. A block
-// past the first least that cannot be allocated ends the pool there, without
-// an error (Engine.poolSize then says how many it holds): the deeper ring
-// the engine picks itself is a speed-up nobody asked for, and a device with
-// room for the blocks the user allocated must not fail prepare() for it.
-// remote: some processor reads the raw spectra from the host after the
-// engine's upload, so a block keeps its host set until it is recycled
-// (loanAtUpload).
-func (e *Engine) preparePool(sh blockShape, n, least int, remote bool) error {
+// preparePool allocates the pool for shape sh: n blocks (with their buffers
+// on the remote processors' devices), and the host sets of
+// Config.BlocksToAllocate when an acquisition fills host memory. A block
+// past the first least that cannot be allocated, on any device, ends the
+// pool there without an error (Engine.poolSize then says how many it holds):
+// the deeper ring the engine picks itself is a speed-up nobody asked for,
+// and devices with room for the blocks the user allocated must not fail
+// prepare() for it.
+func (e *Engine) preparePool(sh blockShape, n, least int) error {
 	cfg := &e.cfg
 	if err := sh.check(n); err != nil {
 		return err
@@ -159,7 +158,6 @@ func (e *Engine) preparePool(sh blockShape, n, least int, remote bool) error {
 			e.hosts <- h
 		}
 	}
-	e.loanAtUpload = !remote
 	e.free = make(chan *Block, n)
 	for i := range n {
 		timed := e.dev.Kind() != backend.CUDA || (cfg.DeviceTimings && i%timingEvery == 0)
@@ -170,10 +168,13 @@ func (e *Engine) preparePool(sh blockShape, n, least int, remote bool) error {
 			}
 			return err
 		}
-		e.blocks = append(e.blocks, b)
 		if err := e.newRemoteBufs(b, cfg.RecordsPerBlock, sh.outSamples); err != nil {
-			return err
+			if ferr := errors.Join(b.free(), b.freeRemote()); i < least || ferr != nil {
+				return errors.Join(err, ferr)
+			}
+			break
 		}
+		e.blocks = append(e.blocks, b)
 		e.free <- b
 	}
 	e.poolSize = len(e.blocks)
@@ -197,15 +198,15 @@ func (e *Engine) takeHost(s *session, b *Block) bool {
 	if stopped {
 		return false
 	}
-	if h.after != nil {
-		if err := waitEvent(s.hostWait.Window(), h.after); err != nil {
-			h.after = nil
+	for _, ev := range h.after {
+		if err := waitEvent(s.hostWait.Window(), ev); err != nil {
+			h.after = h.after[:0]
 			e.hosts <- h // cannot block: the channel has room for every set
 			e.failPipeline(s, fmt.Errorf("engine: block %d: waiting for the upload of its host memory: %w", b.ID, err))
 			return false
 		}
-		h.after = nil
 	}
+	h.after = h.after[:0]
 	b.host = h
 	for a := range b.raws {
 		r := &b.raws[a]
@@ -219,8 +220,12 @@ func (e *Engine) takeHost(s *session, b *Block) bool {
 }
 
 // giveHost hands block b's host set back to the acquire loop, to be
-// written once after completes (nil: nothing reads it any more).
-func (e *Engine) giveHost(b *Block, after backend.Event) {
+// written once the uploads that read it are done: the engine's (local; nil:
+// none) and, with remote, those of b's processors on other devices (an event
+// never recorded counts as done; one recorded again since, for a later
+// upload on the same stream, completes after it). Without either, nothing
+// reads the set any more.
+func (e *Engine) giveHost(b *Block, local backend.Event, remote bool) {
 	h := b.host
 	if h == nil {
 		return
@@ -229,7 +234,17 @@ func (e *Engine) giveHost(b *Block, after backend.Event) {
 	for a := range b.raws {
 		b.raws[a].hostBuf, b.raws[a].host = nil, nil
 	}
-	h.after = after
+	h.after = h.after[:0]
+	if local != nil {
+		h.after = append(h.after, local)
+	}
+	if remote {
+		for pi, on := range b.active {
+			if on && e.procDev[pi] >= 0 {
+				h.after = append(h.after, b.rem[pi].uploaded)
+			}
+		}
+	}
 	e.hosts <- h // cannot block: the channel has room for every set
 }
 
@@ -237,7 +252,7 @@ func (e *Engine) giveHost(b *Block, after backend.Event) {
 // one: nothing reads that set any more (b's device work is done, or its
 // upload was never queued).
 func (e *Engine) toPool(b *Block) {
-	e.giveHost(b, nil)
+	e.giveHost(b, nil, false)
 	e.free <- b // cannot block: the pool has room for every block
 }
 
@@ -254,10 +269,10 @@ func (e *Engine) reclaimHosts() {
 		b.host = nil
 	}
 	for _, h := range e.hostSets {
-		if h.after != nil {
-			_ = guard.Call("engine: reclaiming a host set", h.after.Synchronize)
+		for _, ev := range h.after {
+			_ = guard.Call("engine: reclaiming a host set", ev.Synchronize)
 		}
-		h.after = nil
+		h.after = h.after[:0]
 		e.hosts <- h
 	}
 }

@@ -179,7 +179,7 @@ func (e *Engine) newSession() (*session, error) {
 		if path == slotPathInline {
 			s.inline = true
 		} else {
-			s.work = make([]chan *Block, len(e.slots))
+			s.work = make([]chan *Block, len(e.slots)+len(e.remote)) // the slots', then each remote device's lane
 			for i := range s.work {
 				// Never full: a slot cannot hold more blocks than there are.
 				s.work[i] = make(chan *Block, len(e.blocks))

@@ -217,3 +217,61 @@ func (e *Engine) localReader(b *Block, a int) bool {
 	}
 	return false
 }
+
+// singleDeviceBlocks reports whether every block is processed on one
+// device: the engine's, or one remote device (a cycle over devices, vortex's
+// way to spread blocks over GPUs). A block's processors are the union of
+// each acquisition's rotation set for its ID (activeSet), so the sets repeat
+// every lcm of the rotations' lengths blocks; past maxRotationPeriod blocks
+// (many acquisitions with long, coprime rotations) it reports false.
+func (e *Engine) singleDeviceBlocks() bool {
+	period := 1
+	for _, a := range e.acqs {
+		if len(a.rotation) == 0 {
+			continue
+		}
+		period = lcm(period, len(a.rotation))
+		if period > maxRotationPeriod {
+			return false
+		}
+	}
+	for id := range period {
+		dev, first := 0, true
+		for _, a := range e.acqs {
+			if len(a.rotation) == 0 {
+				continue
+			}
+			for _, pi := range a.rotation[id%len(a.rotation)] {
+				if !first && e.procDev[pi] != dev {
+					return false
+				}
+				dev, first = e.procDev[pi], false
+			}
+		}
+	}
+	return true
+}
+
+// maxRotationPeriod bounds singleDeviceBlocks' look at the blocks' rotation
+// sets.
+const maxRotationPeriod = 4096
+
+// lcm is the least common multiple of a and b (both >= 1).
+func lcm(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
+// remoteActive reports whether a processor on another device processes
+// block b (b.active set).
+func (e *Engine) remoteActive(b *Block) bool {
+	for pi, on := range b.active {
+		if on && e.procDev[pi] >= 0 {
+			return true
+		}
+	}
+	return false
+}
