@@ -13,6 +13,7 @@ N-GPU volumes equal the one-GPU volume of the same spectra.
     python bench/bench_gpus.py --blocks 16,32 --repeats 3   # pool sizes side by side, one and N
                                                            # GPUs interleaved, the median ratio
     python bench/bench_gpus.py --records 256,512 --blocks 4   # small blocks at vortex's defaults
+    python bench/bench_gpus.py --records 256 --blocks 32 --profile   # where each device's blocks wait
 """
 
 from __future__ import annotations
@@ -68,11 +69,40 @@ def pipeline(g: be.Geometry, devices: list, *, total_volumes: int, endpoint: Any
     return engine, acq, procs
 
 
-def throughput(g: be.Geometry, devices: list, seconds: float, warm: float, timings: bool = False) -> dict:
+def host_stages(log: Path, n: int) -> dict:
+    """Per device (block i on devices[i % n]) the p50 / p99 of each block's host stages in us,
+    from vortex's profiler log: vortex-oct-tools' stages, and ``submit queue``, from the block's
+    acquisition to its submission's start (waiting for a free submitter or lane)."""
+    from vortexgo.profiler import ProfileCode, job_stage_durations, read_profiler_log
+
+    recs = read_profiler_log(log)
+    stages = job_stage_durations(recs)
+    jobs = np.unique(recs["job"][(recs["code"] >= 0x100) & (recs["code"] < 0x10000)])
+    t = {}
+    for code in (ProfileCode.JOB_ACQUIRE_JOIN, ProfileCode.JOB_PROCESS_DISPATCH_BEGIN):
+        sel = recs[recs["code"] == int(code)]
+        m = dict(zip(sel["job"].tolist(), sel["timestamp"].tolist()))
+        t[code] = np.array([m.get(int(j), np.nan) for j in jobs], dtype=float)
+    stages["submit queue"] = (t[ProfileCode.JOB_PROCESS_DISPATCH_BEGIN] - t[ProfileCode.JOB_ACQUIRE_JOIN]) / 1e6
+    skip = jobs.size // 10  # the start-up
+    out: dict = {}
+    for d in range(n):
+        sel = (jobs % n == d) & (np.arange(jobs.size) >= skip)
+        out[f"cuda:{d}"] = {name: {"p50_us": float(np.nanpercentile(v[sel], 50) * 1e3),
+                                   "p99_us": float(np.nanpercentile(v[sel], 99) * 1e3)}
+                            for name, v in stages.items() if np.isfinite(v[sel]).any()}
+    return out
+
+
+def throughput(g: be.Geometry, devices: list, seconds: float, warm: float, timings: bool = False,
+               profile: "Path | None" = None) -> dict:
     """Steady-state A-scans/s; with `timings`, the engine's per-stage device times too (one block
-    in four timed, 1-3.5% of the throughput: a separate run)."""
+    in four timed, 1-3.5% of the throughput: a separate run); with `profile`, vortex's profiler
+    log written there and each block's host stages (host_stages)."""
     ep = StackDeviceTensorEndpointInt8()
     engine, acq, procs = pipeline(g, devices, total_volumes=0, endpoint=ep, timings=timings)
+    if profile is not None:
+        engine.profiler_log = str(profile)
     stamps: list = []
     ep.volume_callback = lambda sample, *a: stamps.append((time.perf_counter_ns(), sample))
     try:
@@ -99,6 +129,8 @@ def throughput(g: be.Geometry, devices: list, seconds: float, warm: float, timin
            "blocks_dropped": status.blocks_dropped}
     if stages is not None:
         out["timings"] = stages
+    if profile is not None:
+        out["host_stages"] = host_stages(profile, len(devices))
     return out
 
 
@@ -159,6 +191,10 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--repeats", type=int, default=1, help="runs of one and N GPUs, interleaved")
     ap.add_argument("--timings", action="store_true",
                     help="one more run of each with device timings: per-stage upload / process / format times")
+    ap.add_argument("--profile", action="store_true",
+                    help="one more run of each with vortex's profiler log: each block's host stages, per device "
+                         "(where a block waits: for a submitter, its driver calls, the device and formatting, "
+                         "the recycle)")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats={args.repeats}, expected >= 1")
@@ -196,11 +232,23 @@ def main(argv: Any = None) -> int:
                     for which, v in stage_times.items():
                         print(f"  {which}: " + ", ".join(f"{st} p50 {t['p50_ms']:.3f} / p99 {t['p99_ms']:.3f} ms"
                                                      for st, t in v.items() if t["count"]), flush=True)
+                host = None
+                if args.profile:
+                    out = Path(args.out)
+                    out.mkdir(parents=True, exist_ok=True)
+                    host = {}
+                    for which, ds in (("one_gpu", devs[:1]), ("n_gpus", devs)):
+                        log = out / f"profile-{s}-{rpb}-{nb}-{which}.log"
+                        host[which] = throughput(g, ds, args.seconds, 1.0, profile=log)["host_stages"]
+                        log.unlink()  # megabytes a second: the summary is what is kept
+                        for dev, st in host[which].items():
+                            print(f"  {which} {dev}: " + ", ".join(f"{k} {v['p50_us']:.1f} / {v['p99_us']:.1f} us"
+                                                                  for k, v in st.items()), flush=True)
                 rows.append({"samples": s, "records_per_block": rpb, "blocks": nb, "gpus": n, "one_gpu": one,
                              "n_gpus": many, "ratio": ratios[k], "ratios": ratios, "ceilings": ceil,
                              "n_over_ceiling": many["gbs"] / ceil["together_total_gbs"],
                              "one_over_ceiling": one["gbs"] / ceil["alone_gbs"][0], "volumes_equal": same,
-                             "stage_times": stage_times, "geometry": g.describe()})
+                             "stage_times": stage_times, "host_stages": host, "geometry": g.describe()})
                 print(f"{s} samples, {rpb} records, {nb} blocks: one GPU {one['ascans_per_s'] / 1e6:.2f} M A-scans/s, "
                       f"{n} {many['ascans_per_s'] / 1e6:.2f} ({ratios[k]:.2f}x; runs "
                       f"{', '.join(f'{r:.2f}' for r in ratios)}), volumes equal: {same}", flush=True)

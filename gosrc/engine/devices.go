@@ -114,6 +114,17 @@ type remoteBuf struct {
 	rawBytes, outSize int // bytes of raw spectra, samples of output per record
 }
 
+// remoteProcessors reports whether a processor runs on another device than
+// the engine's (as prepareDevices finds them; callable before it).
+func (e *Engine) remoteProcessors() bool {
+	for _, p := range e.procs {
+		if dp, ok := p.(DeviceProcessor); ok && dp.Device() != nil && dp.Device() != e.dev {
+			return true
+		}
+	}
+	return false
+}
+
 // prepareDevices finds the processors on other devices than the engine's
 // (DeviceProcessor), and makes each such device's streams: an upload
 // stream and, for the blocks' slots (how many: slots), their streams

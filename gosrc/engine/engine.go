@@ -363,7 +363,7 @@ func (e *Engine) Prepare() (err error) {
 	used := activeSlots(askedSlots, e.dev.Kind(), cfg.slots(), blockBytes)
 	streams := slotStreams(askedStreams, e.dev.Kind(), used, blockBytes)
 	markers := blockMarkers(cfg.RecordsPerBlock)
-	e.poolSize = poolBlocks(askedBlocks, e.dev.Kind(), cfg.BlocksToAllocate, blockBytes)
+	e.poolSize = poolBlocks(askedBlocks, e.dev.Kind(), cfg.BlocksToAllocate, blockBytes, e.remoteProcessors())
 	if err := e.prepareRoutes(outSamples, markers, used); err != nil {
 		return err
 	}

@@ -32,6 +32,21 @@ type drain struct {
 	done   chan struct{}
 }
 
+// waitOr is e.Wait's result, or a test failure (hang) when the run does
+// not end within timeout.
+func waitOr(t *testing.T, e *engine.Engine, timeout time.Duration, hang string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- e.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		t.Fatal(hang)
+		return nil
+	}
+}
+
 func startDrain(e *engine.Engine) *drain { return drainFrom(e, nil) }
 
 // drainFrom starts draining once ready returns true (nil: at once).

@@ -137,13 +137,7 @@ func TestRemoteLanes(t *testing.T) {
 
 			d := startDrain(e)
 			require.NoError(t, e.Start())
-			waited := make(chan error, 1)
-			go func() { waited <- e.Wait() }()
-			select {
-			case err = <-waited:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the run hung")
-			}
+			err = waitOr(t, e, 30*time.Second, "the run hung")
 			d.wait(t)
 			require.Equal(t, tc.wantLanes, e.SessionLanes() > tc.slots, "a lane for the other device")
 			assert.Equal(t, tc.wantLanes, m.concurrent.Load(), "the far device's first block submitted while the near one's waited")

@@ -137,13 +137,7 @@ func TestStorageWriteErrorStopsTheEngineAtOnce(t *testing.T) {
 	require.NoError(t, e.Prepare())
 	d := startDrain(e)
 	require.NoError(t, e.Start())
-	done := make(chan error, 1)
-	go func() { done <- e.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the engine kept running after a failed write")
-	}
+	err = waitOr(t, e, 10*time.Second, "the engine kept running after a failed write")
 	require.ErrorIs(t, err, errDiskFull)
 	evs := d.wait(t)
 	require.Equal(t, 1, countEngine(evs, engine.EngineError), "one error event")

@@ -53,23 +53,27 @@ func deviceBlocksAsked() (int, error) {
 // poolBlocks is how many blocks the engine cycles for blocks blocks to
 // allocate: asked (deviceBlocksAsked) when at least blocks, up to MaxBlocks;
 // blocks for smaller counts; -1 defaultPoolBlocks.
-func poolBlocks(asked int, kind backend.Kind, blocks, blockBytes int) int {
+func poolBlocks(asked int, kind backend.Kind, blocks, blockBytes int, remote bool) int {
 	if asked < 0 {
-		return defaultPoolBlocks(kind, blocks, blockBytes)
+		return defaultPoolBlocks(kind, blocks, blockBytes, remote)
 	}
 	return min(max(asked, blocks), MaxBlocks)
 }
 
 // defaultPoolBlocks is the blocks cycled without DeviceBlocksEnv: deepBlocks
-// on a GPU below sharedSlotBytes of raw spectra a block, else blocks. The
-// CPU backend's blocks are host memory and its stages do not pay a round
-// trip's wake-ups the way a GPU's driver calls do: there the pool stays as
-// the user sized it. Processors on other devices get the ring too: their
-// uploads are queued with the block's (dispatchProcess), so the host set goes
-// back then, and their longer round trip (upload there, process, copy back)
-// needs the depth more.
-func defaultPoolBlocks(kind backend.Kind, blocks, blockBytes int) int {
-	if kind == backend.CUDA && blockBytes < sharedSlotBytes {
+// on a GPU below sharedSlotBytes of raw spectra a block, and up to it with
+// processors on other devices (remote), else blocks. The CPU backend's
+// blocks are host memory and its stages do not pay a round trip's wake-ups
+// the way a GPU's driver calls do: there the pool stays as the user sized
+// it. Processors on other devices get the ring too: their uploads are
+// queued with the block's (dispatchProcess), so the host set goes back then,
+// and their longer round trip (upload there, process, copy back) needs the
+// depth more. Measured on two H200s (docs/bench.md "Session 51"): 2048 x
+// 512 blocks (2 MiB) at vortex's 4 blocks ran 1.20x one GPU, 1.91x with 32
+// on the device; one GPU is at its link there with 4 (0.99-1.00 in the
+// sweeps).
+func defaultPoolBlocks(kind backend.Kind, blocks, blockBytes int, remote bool) int {
+	if kind == backend.CUDA && (blockBytes < sharedSlotBytes || remote && blockBytes <= sharedSlotBytes) {
 		return max(blocks, deepBlocks)
 	}
 	return blocks

@@ -336,3 +336,34 @@ func TestSlotSubmittersWithRemoteDevices(t *testing.T) {
 
 // orderedStub is an OrderedProcessor that is never called.
 type orderedStub struct{ OrderedProcessor }
+
+// devProc is a processor bound to dev (DeviceProcessor).
+type devProc struct {
+	Processor
+	dev backend.Device
+}
+
+func (p devProc) Device() backend.Device { return p.dev }
+
+// TestRemoteProcessors: the pool's size is chosen before prepareDevices
+// finds the remote devices, from the processors themselves.
+func TestRemoteProcessors(t *testing.T) {
+	engineDev, other := cpu.Default(), &scarceDevice{Device: cpu.Default()}
+	tests := []struct {
+		name  string
+		procs []Processor
+		want  bool
+	}{
+		{"no processor", nil, false},
+		{"a processor of no device", []Processor{orderedStub{}}, false},
+		{"a processor of no device in particular", []Processor{devProc{dev: nil}}, false},
+		{"on the engine's device", []Processor{devProc{dev: engineDev}}, false},
+		{"one on another device", []Processor{devProc{dev: engineDev}, devProc{dev: other}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine{dev: engineDev, procs: tc.procs}
+			require.Equal(t, tc.want, e.remoteProcessors())
+		})
+	}
+}

@@ -24,21 +24,26 @@ func TestPoolBlocks(t *testing.T) {
 		kind       backend.Kind
 		blocks     int
 		blockBytes int
+		remote     bool
 		want       int
 	}{
-		{"gpu, small blocks: the deep ring", -1, backend.CUDA, 4, small, engine.DeepBlocks},
-		{"gpu, small blocks, more asked of blocks_to_allocate", -1, backend.CUDA, 40, small, 40},
-		{"gpu, 2 MiB blocks: as allocated", -1, backend.CUDA, 4, 2 << 20, 4},
-		{"gpu, large blocks: as allocated", -1, backend.CUDA, 4, large, 4},
-		{"cpu: as allocated", -1, backend.CPU, 4, small, 4},
-		{"asked 0: as allocated", 0, backend.CUDA, 4, small, 4},
-		{"asked fewer: as allocated", 2, backend.CUDA, 4, small, 4},
-		{"asked more, cpu", 12, backend.CPU, 4, large, 12},
-		{"asked past the bound", engine.MaxBlocks + 5, backend.CUDA, 4, small, engine.MaxBlocks},
+		{"gpu, small blocks: the deep ring", -1, backend.CUDA, 4, small, false, engine.DeepBlocks},
+		{"gpu, small blocks, more asked of blocks_to_allocate", -1, backend.CUDA, 40, small, false, 40},
+		{"gpu, 2 MiB blocks: as allocated", -1, backend.CUDA, 4, 2 << 20, false, 4},
+		{"gpu, large blocks: as allocated", -1, backend.CUDA, 4, large, false, 4},
+		{"gpu, small blocks, processors on other gpus: the deep ring", -1, backend.CUDA, 4, small, true, engine.DeepBlocks},
+		{"gpu, 2 MiB blocks, processors on other gpus: the deep ring", -1, backend.CUDA, 4, 2 << 20, true, engine.DeepBlocks},
+		{"gpu, large blocks, processors on other gpus: as allocated", -1, backend.CUDA, 4, large, true, 4},
+		{"cpu: as allocated", -1, backend.CPU, 4, small, false, 4},
+		{"cpu, other devices: as allocated", -1, backend.CPU, 4, small, true, 4},
+		{"asked 0: as allocated", 0, backend.CUDA, 4, small, false, 4},
+		{"asked fewer: as allocated", 2, backend.CUDA, 4, small, false, 4},
+		{"asked more, cpu", 12, backend.CPU, 4, large, false, 12},
+		{"asked past the bound", engine.MaxBlocks + 5, backend.CUDA, 4, small, false, engine.MaxBlocks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, engine.PoolBlocks(tc.asked, tc.kind, tc.blocks, tc.blockBytes))
+			require.Equal(t, tc.want, engine.PoolBlocks(tc.asked, tc.kind, tc.blocks, tc.blockBytes, tc.remote))
 		})
 	}
 }

@@ -178,14 +178,7 @@ func slotSubmittersCase(t *testing.T, path string, slots, failAt, panicAt int, w
 	e, ep := orderedEngine(t, proc, scan, engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 6, PreloadCount: 3, Slots: slots})
 	d := startDrain(e)
 	require.NoError(t, e.Start())
-	waited := make(chan error, 1)
-	go func() { waited <- e.Wait() }()
-	var err error
-	select {
-	case err = <-waited:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run hung")
-	}
+	err := waitOr(t, e, 30*time.Second, "the run hung")
 	d.wait(t)
 	require.Equal(t, slots > 1 && path == "direct", e.DirectPath(), "the path the session took")
 	require.Equal(t, path == "inline", e.InlinePath(), "the path the session took (one slot too)")

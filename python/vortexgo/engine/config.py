@@ -31,8 +31,9 @@ class EngineConfig(StrictAttributes):
         records_per_block: A-scans per block.
         blocks_to_allocate: blocks in the preallocated pool (how many can be in flight;
             vortex's default, 4): the acquisition's pinned memory. On a GPU with blocks under
-            2 MiB of raw spectra the engine cycles a deeper ring of 32 device blocks behind them
-            (``status().blocks_allocated``; ``VORTEXGO_DEVICE_BLOCKS``).
+            2 MiB of raw spectra (up to 2 MiB with a processor on another GPU) the engine cycles
+            a deeper ring of 32 device blocks behind them (``status().blocks_allocated``;
+            ``VORTEXGO_DEVICE_BLOCKS``).
         preload_count: blocks generated ahead for the IOs, and acquired blocks that may
             wait for processing (<= blocks_to_allocate; vortex's default, 2).
         blocks_to_acquire: stop after that many blocks; 0 runs until the scan ends.
