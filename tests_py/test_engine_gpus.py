@@ -68,7 +68,8 @@ def test_engine_on_the_second_gpu():
     {"VORTEXGO_DEVICE_BLOCKS": "0"},  # the pool as allocated
     {"VORTEXGO_SLOT_PATH": "stages"},  # the process loop hands the lanes their blocks
     {"VORTEXGO_SLOT_PATH": "inline"},  # the acquire loop submits every block: no lanes
-], ids=["default", "ring-off", "stages", "inline"])
+    {"VORTEXGO_REMOTE_LANES": "slot"},  # a lane per slot of the second GPU, the order by tickets
+], ids=["default", "ring-off", "stages", "inline", "lane-per-slot"])
 def test_cycle_across_two_gpus_keeps_each_processors_order(monkeypatch, env):
     # With a rolling average each processor's history depends on the order of its blocks: the
     # second GPU's blocks, submitted from its own lane, must reach its processor in block

@@ -25,6 +25,10 @@ type Block struct {
 	Records int
 	// Slot is the index of the slot stream that processed the block.
 	Slot int
+	// remSlot is the slot of the remote processors that process the block
+	// when its lane has one of its own (route), else -1 (processRemote
+	// takes the device's next).
+	remSlot int
 	// Last is set on the run's last block: the formatters finish after it.
 	Last bool
 	// finishOnly marks the block of no records that ends a stopped run:
@@ -189,7 +193,7 @@ const timingEvery = 4
 // newBlock allocates one block; on error it frees what it allocated.
 // timed says whether its events keep timestamps (Engine.Timings).
 func newBlock(dev backend.Device, sh blockShape, timed bool) (b *Block, err error) {
-	b = &Block{timed: timed}
+	b = &Block{timed: timed, remSlot: -1}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, b.free())

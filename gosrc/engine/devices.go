@@ -96,11 +96,12 @@ type remoteDevice struct {
 	upload backend.Stream
 	slots  []backend.Stream
 	next   int // the slot of its next block
-	// lane is the engine-device stream of the blocks this device's
-	// submitter takes (Engine.laneStream): it waits for their outputs to
-	// come back, and their formatting follows it. A stream of its own, so
-	// that the engine's slots' blocks never wait behind another device's.
-	lane backend.Stream
+	// lanes are the engine-device streams of the blocks this device's
+	// lanes take (a session uses the first, or one per slot:
+	// RemoteLanesEnv): each waits for its blocks' outputs to come back, and
+	// their formatting follows it. Streams of their own, so that the
+	// engine's slots' blocks never wait behind another device's.
+	lanes []backend.Stream
 }
 
 // remoteBuf is a remote processor's part of a block, on its device.
@@ -157,8 +158,12 @@ func (e *Engine) prepareDevices(slots, streams int) error {
 			if e.remote[len(e.remote)-1].slots, err = newSlotStreams(d, slots, streams); err != nil {
 				return fmt.Errorf("engine.Prepare: processor #%d's device: slot stream: %w", pi, err)
 			}
-			if e.remote[len(e.remote)-1].lane, err = e.dev.NewStream(0); err != nil {
-				return fmt.Errorf("engine.Prepare: processor #%d's device: its lane's stream: %w", pi, err)
+			for range slots {
+				ln, err := e.dev.NewStream(0)
+				if err != nil {
+					return fmt.Errorf("engine.Prepare: processor #%d's device: its lane's stream: %w", pi, err)
+				}
+				e.remote[len(e.remote)-1].lanes = append(e.remote[len(e.remote)-1].lanes, ln)
 			}
 			idx = len(e.remote) - 1
 		}
@@ -232,11 +237,13 @@ func (b *Block) freeRemote() error {
 // slot streams, the outputs copied back to the block's buffers on the
 // engine's device on the same stream, and its ready event, on which
 // local (a stream of the engine's device: a slot's, or the remote device's
-// lane) then waits on the device. Nothing here waits on the host. One
-// goroutine at a time calls it for a device (the process loop, the acquire
-// loop inline, or the device's lane submitter, which route hands every
-// block of that device's processors): the device's slot rotation (next)
-// and its processors' slots are that goroutine's.
+// lane) then waits on the device. Nothing here waits on the host. Each of
+// the device's processor slots has one caller at a time: with b.remSlot < 0
+// one goroutine calls it for the whole device (the process loop, the
+// acquire loop inline, or the device's one lane, which route hands every
+// block of that device's processors), and the slot rotation (next) is that
+// goroutine's; with a lane per slot (RemoteLanesEnv) each lane calls its
+// own slot, b.remSlot, and the processors' tickets keep their order.
 func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
 	rd := &e.remote[e.procDev[pi]]
 	r := &b.rem[pi]
@@ -253,8 +260,11 @@ func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
 	if err := rd.upload.Record(r.uploaded); err != nil {
 		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
 	}
-	slot := rd.next
-	rd.next = (rd.next + 1) % len(rd.slots)
+	slot := b.remSlot
+	if slot < 0 { // the device's rotation: one goroutine calls this device's processors
+		slot = rd.next
+		rd.next = (rd.next + 1) % len(rd.slots)
+	}
 	st := rd.slots[slot]
 	if err := st.WaitEvent(r.uploaded); err != nil {
 		return fmt.Errorf("engine: block %d: processor #%d: %w", b.ID, pi, err)
@@ -294,7 +304,7 @@ func (e *Engine) processRemote(pi int, b *Block, local backend.Stream) error {
 func (e *Engine) releaseRemote() error {
 	var errs []error
 	for _, rd := range e.remote {
-		for _, st := range []backend.Stream{rd.upload, rd.lane} {
+		for _, st := range append([]backend.Stream{rd.upload}, rd.lanes...) {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}

@@ -470,6 +470,7 @@ func (e *Engine) processLoop(s *session) {
 // to 0 so that the later stages pass it through).
 func (e *Engine) passThrough(s *session, b *Block) bool {
 	b.setStream(nil) // set once the block's processing is queued
+	b.remSlot = -1   // a remote processor's slot: the device's rotation unless route picks a lane's
 	switch {
 	case b.finishOnly:
 		return true
@@ -586,9 +587,14 @@ func (e *Engine) endAcquire(s *session) {
 func (e *Engine) route(s *session, b *Block) {
 	if !e.passThrough(s, b) {
 		e.takeTickets(b)
-		lane := e.remoteLane(b)
-		b.Slot = 0 // no processor of the engine's device processes a lane's block
-		if lane < 0 {
+		var lane int
+		if d := e.remoteDeviceOf(b); d >= 0 {
+			l := &s.lanes[d]
+			lane = l.first + l.next
+			l.next = (l.next + 1) % l.count
+			b.Slot = 0 // no processor of the engine's device processes a lane's block
+			b.remSlot = s.laneSlots[lane]
+		} else {
 			b.Slot = s.nextSlot
 			s.nextSlot = (s.nextSlot + 1) % len(e.slots)
 			lane = b.Slot
@@ -599,31 +605,87 @@ func (e *Engine) route(s *session, b *Block) {
 	s.toFmt <- b
 }
 
-// remoteLane is the lane of block b (b.active set) in a session's
-// submitters: len(e.slots)+d when only processors on remote device d
-// process it, else -1 (the engine's slots).
-func (e *Engine) remoteLane(b *Block) int {
-	lane := -1
+// remoteDeviceOf is the remote device (index of e.remote) whose processors
+// alone process block b (b.active set), else -1 (one of the engine's
+// device's does, or processors of two devices: singleDeviceBlocks rules
+// that out where there are lanes).
+func (e *Engine) remoteDeviceOf(b *Block) int {
+	dev := -1
 	for pi, on := range b.active {
 		if !on {
 			continue
 		}
 		d := e.procDev[pi]
-		if d < 0 || (lane >= 0 && lane != len(e.slots)+d) {
-			return -1 // not one remote device's (singleDeviceBlocks rules it out with lanes)
+		if d < 0 || (dev >= 0 && dev != d) {
+			return -1
 		}
-		lane = len(e.slots) + d
+		dev = d
 	}
-	return lane
+	return dev
 }
 
-// laneStream is the stream of lane i of a session's submitters: the
-// engine's slot i, or past them a remote device's lane.
-func (e *Engine) laneStream(i int) backend.Stream {
-	if i < len(e.slots) {
-		return e.slots[i]
+// RemoteLanesEnv is the environment variable that chooses how many lanes
+// (submitters, route) a remote device's blocks take: "device", one a device,
+// which calls the device's processors on its slots in turn; "slot", one per
+// processor slot of the device, each calling its own slot (the processors'
+// order kept by their tickets, as on the engine's slots). Unset: device.
+// Read at each Start from the live environment.
+//
+// Why a choice: measured on two H200s (docs/bench.md "Session 51"), one lane
+// a device bounds 256-record blocks (its driver calls take 17.4 us a block,
+// every other block); a lane per slot splits them over two threads but is
+// not measured yet.
+const RemoteLanesEnv = "VORTEXGO_REMOTE_LANES"
+
+// remoteLanesPerSlot reads RemoteLanesEnv: whether each remote slot gets a
+// lane; any other value than the two is an error naming the variable.
+func remoteLanesPerSlot() (bool, error) {
+	v, _ := dl.Getenv(RemoteLanesEnv)
+	switch v {
+	case "", "device":
+		return false, nil
+	case "slot":
+		return true, nil
 	}
-	return e.remote[i-len(e.slots)].lane
+	return false, fmt.Errorf("%s=%q in the environment, expected device or slot (unset: device)", RemoteLanesEnv, v)
+}
+
+// orderedOn reports whether every processor on remote device d is an
+// OrderedProcessor.
+func (e *Engine) orderedOn(d int) bool {
+	for pi, p := range e.procs {
+		if _, ok := p.(OrderedProcessor); !ok && e.procDev[pi] == d {
+			return false
+		}
+	}
+	return true
+}
+
+// makeLanes lays out session s's submitters: the engine's slots, then each
+// remote device's lanes, one a device or, with perSlot, one per slot of it
+// where every processor of the device keeps its order across goroutines
+// (orderedOn; else one: its lanes would call it at once, out of order).
+func (e *Engine) makeLanes(s *session, perSlot bool) {
+	s.laneStreams = append([]backend.Stream(nil), e.slots...)
+	s.laneSlots = make([]int, len(e.slots))
+	for i := range s.laneSlots {
+		s.laneSlots[i] = -1
+	}
+	s.lanes = make([]remoteLanes, len(e.remote))
+	for d := range e.remote {
+		rd := &e.remote[d]
+		s.lanes[d] = remoteLanes{first: len(s.laneStreams), count: 1}
+		if !perSlot || !e.orderedOn(d) {
+			s.laneStreams = append(s.laneStreams, rd.lanes[0])
+			s.laneSlots = append(s.laneSlots, -1)
+			continue
+		}
+		s.lanes[d].count = len(rd.slots)
+		for k := range rd.slots {
+			s.laneStreams = append(s.laneStreams, rd.lanes[k])
+			s.laneSlots = append(s.laneSlots, k)
+		}
+	}
 }
 
 // dispatchTimed is dispatchProcess between the profiler's marks, stamped.
@@ -813,7 +875,7 @@ func (e *Engine) defaultSlotPath(procs int) string {
 // were handed over, and reports each to the format loop.
 func (e *Engine) submitLoop(s *session, slot int, work <-chan *Block) {
 	defer s.wg.Done()
-	st := e.laneStream(slot)
+	st := s.laneStreams[slot]
 	in := spin.NewWaiter(s.spin)
 	for {
 		b, ok := spin.Recv(in, work)

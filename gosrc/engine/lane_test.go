@@ -80,22 +80,33 @@ func TestRemoteLanes(t *testing.T) {
 	tests := []struct {
 		name      string
 		path      string // engine.SlotPathEnv
+		perSlot   bool   // engine.RemoteLanesEnv=slot: a lane per slot of the far device
 		slots     int
 		both      bool // every block on both devices: no lanes
 		farFailAt int  // the far processor's block that fails, -1 none
-		wantLanes bool
+		wantLanes int  // the far device's lanes
 		wantErr   string
 	}{
-		{"direct, one slot", "direct", 1, false, -1, true, ""},
-		{"direct, two slots", "direct", 2, false, -1, true, ""},
-		{"stages, two slots", "stages", 2, false, -1, true, ""},
-		{"inline: the acquire loop submits every block", "inline", 2, false, -1, false, ""},
-		{"every block on both devices: the process loop", "direct", 2, true, -1, false, ""},
-		{"a failing block on the lane", "direct", 2, false, 3, true, "orderedProc: failing block 3"},
+		{"direct, one slot", "direct", false, 1, false, -1, 1, ""},
+		{"direct, two slots", "direct", false, 2, false, -1, 1, ""},
+		{"stages, two slots", "stages", false, 2, false, -1, 1, ""},
+		{"a lane per slot", "direct", true, 2, false, -1, 2, ""},
+		{"a lane per slot, three slots, stages", "stages", true, 3, false, -1, 3, ""},
+		{"inline: the acquire loop submits every block", "inline", false, 2, false, -1, 0, ""},
+		{"every block on both devices: the process loop", "direct", false, 2, true, -1, 0, ""},
+		{"a failing block on the lane", "direct", false, 2, false, 3, 1, "orderedProc: failing block 3"},
+		{"a failing block on a lane of a slot", "direct", true, 2, false, 3, 2, "orderedProc: failing block 3"},
 	}
+	// (A far processor that does not keep its order gets one lane whatever
+	// is asked: TestRemoteLanesUnordered.)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(engine.SlotPathEnv, tc.path)
+			lanes := "device"
+			if tc.perSlot {
+				lanes = "slot"
+			}
+			t.Setenv(engine.RemoteLanesEnv, lanes)
 			t.Setenv(engine.DeviceBlocksEnv, "12")
 			scan := raster{AscansPerBscan: 4, BscansPerVolume: 5, Volumes: 4}
 			const samples, rpb = 8, 3
@@ -139,8 +150,17 @@ func TestRemoteLanes(t *testing.T) {
 			require.NoError(t, e.Start())
 			err = waitOr(t, e, 30*time.Second, "the run hung")
 			d.wait(t)
-			require.Equal(t, tc.wantLanes, e.SessionLanes() > tc.slots, "a lane for the other device")
-			assert.Equal(t, tc.wantLanes, m.concurrent.Load(), "the far device's first block submitted while the near one's waited")
+			if tc.wantLanes > 0 {
+				require.Equal(t, tc.slots+tc.wantLanes, e.SessionLanes(), "the engine's slots, then the far device's lanes")
+			} else {
+				require.Zero(t, e.SessionLanes(), "no submitters")
+			}
+			assert.Equal(t, tc.wantLanes > 0, m.concurrent.Load(), "the far device's first block submitted while the near one's waited")
+			if tc.wantErr == "" {
+				used := 0
+				far.goroutines.Range(func(any, any) bool { used++; return true })
+				assert.Equal(t, tc.slots, used, "every slot of the far device processed blocks")
+			}
 			for _, p := range []*orderedProc{near.orderedProc, far.orderedProc} {
 				p.mu.Lock()
 				seen := slices.Clone(p.seen)
@@ -174,4 +194,37 @@ func TestRemoteLanes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRemoteLanesUnordered: a processor on another device that is not an
+// OrderedProcessor gets one lane, a lane per slot asked or not (two lanes
+// would call it at once, out of block order), and the volumes are whole.
+func TestRemoteLanesUnordered(t *testing.T) {
+	t.Setenv(engine.SlotPathEnv, "direct")
+	t.Setenv(engine.RemoteLanesEnv, "slot")
+	t.Setenv(engine.DeviceBlocksEnv, "12")
+	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Uint16)
+	require.NoError(t, err)
+	closeEndpoint(t, ep)
+	scan := raster{AscansPerBscan: 4, BscansPerVolume: 3, Volumes: 3}
+	r := newRig(t, 8, scan, ep)
+	near := newOrderedProc(8)
+	near.alone = true
+	var peers []backend.Device
+	far := remoteProc{newFakeProc(8), otherDevice{Device: cpu.Default(), peers: &peers}}
+	r.cfg = engine.Config{RecordsPerBlock: 5, BlocksToAllocate: 4, PreloadCount: 2, Slots: 2}
+	r.cfg.AddAcquisition(r.acq, near, far)
+	r.cfg.SetRotation([]engine.Processor{near}, []engine.Processor{far})
+	r.cfg.AddProcessor(near, r.fmt)
+	r.cfg.AddProcessor(far, r.fmt)
+	r.cfg.AddFormatter(r.fmt, ep)
+	e := r.engine(t)
+	require.NoError(t, e.Prepare())
+	d := startDrain(e)
+	require.NoError(t, e.Start())
+	require.NoError(t, waitOr(t, e, 30*time.Second, "the run hung"))
+	d.wait(t)
+	require.Equal(t, 2+1, e.SessionLanes(), "the engine's two slots and one lane")
+	require.Positive(t, far.calls.Load())
+	require.EqualValues(t, scan.Volumes, e.Status().Volumes)
 }

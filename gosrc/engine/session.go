@@ -83,6 +83,19 @@ type session struct {
 	direct, inline bool
 	work           []chan *Block
 	nextSlot       int
+	// lanes describes the remote devices' lanes (work past the slots'):
+	// per remote device its first lane and how many it has, and the
+	// router's next one; laneStreams and laneSlots are every submitter's
+	// stream and, for a remote lane of one processor slot, that slot (-1:
+	// the device's rotation, processRemote).
+	lanes       []remoteLanes
+	laneStreams []backend.Stream
+	laneSlots   []int
+}
+
+// remoteLanes is one remote device's lanes in a session.
+type remoteLanes struct {
+	first, count, next int
 }
 
 // EngineEvent is vortex's Engine.Event: the session's lifecycle, posted as
@@ -138,6 +151,10 @@ func (e *Engine) newSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	perSlot, err := remoteLanesPerSlot()
+	if err != nil {
+		return nil, err
+	}
 	procs := runtime.GOMAXPROCS(0)
 	asked := path
 	if path == "" {
@@ -179,7 +196,8 @@ func (e *Engine) newSession() (*session, error) {
 		if path == slotPathInline {
 			s.inline = true
 		} else {
-			s.work = make([]chan *Block, len(e.slots)+len(e.remote)) // the slots', then each remote device's lane
+			e.makeLanes(s, perSlot)
+			s.work = make([]chan *Block, len(s.laneStreams))
 			for i := range s.work {
 				// Never full: a slot cannot hold more blocks than there are.
 				s.work[i] = make(chan *Block, len(e.blocks))

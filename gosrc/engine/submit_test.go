@@ -367,8 +367,8 @@ func TestStageSpinEnvs(t *testing.T) {
 	}
 }
 
-// TestStageEnvRefused: a misspelt VORTEXGO_STAGE_SPIN or VORTEXGO_SLOT_PATH
-// fails Start with an error naming it, before any stage runs; the next
+// TestStageEnvRefused: a misspelt VORTEXGO_STAGE_SPIN, VORTEXGO_SLOT_PATH
+// (or another stage variable) fails Start with an error naming it, before any stage runs; the next
 // Start with a good value runs.
 func TestStageEnvRefused(t *testing.T) {
 	tests := []struct{ env, bad, good string }{
@@ -380,6 +380,8 @@ func TestStageEnvRefused(t *testing.T) {
 		{spin.RecycleEnv, "-1", "0"},
 		{spin.PoolEnv, "30us", "30"},
 		{spin.PoolEnv, "20000", "0"},
+		{engine.RemoteLanesEnv, "slots", "slot"},
+		{engine.RemoteLanesEnv, "Device", "device"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.env+"="+tc.bad, func(t *testing.T) {
