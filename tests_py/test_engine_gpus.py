@@ -11,7 +11,8 @@ import pytest
 
 import vortexgo as vg
 from vortexgo._device import cuda_device_count
-from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointFloat32, cycle
+from vortexgo.engine import AscanStackEndpoint, Engine, EngineConfig, StackDeviceTensorEndpointFloat32, cycle
+from vortexgo.storage import SimpleStackConfig, SimpleStackInt8
 
 from _scans import planner, queue_volumes
 from test_engine import A, B, RPB, S
@@ -83,3 +84,49 @@ def test_cycle_across_two_gpus_keeps_each_processors_order(monkeypatch, env):
     assert s2.blocks_formatted == s1.blocks_formatted
     np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-3)
     assert np.abs(two).sum() > 0
+
+
+def _run_file(tmp_path, devices, graph, name: str, vols: int) -> np.ndarray:
+    """``vols`` volumes of the spectra in tmp_path/raw.npy, filled by the engine into its pinned
+    blocks (FileAcquisition, pin=False), processed over ``devices`` and stored (SimpleStack,
+    read back by numpy)."""
+    acq = vg.FileAcquisition(path=str(tmp_path / "raw.npy"), samples_per_record=S, loop=False, pin=False)
+    procs = [vg.CUDAProcessor(samples_per_record=S, ascans_per_block=RPB, device=d) for d in devices]
+    st = SimpleStackInt8()
+    st.open(SimpleStackConfig(str(tmp_path / f"{name}.npy"), (B, A, S)))
+    store = AscanStackEndpoint(st)
+    fmt = planner(A, B)
+    ec = EngineConfig(records_per_block=RPB, blocks_to_allocate=4, preload_count=2)
+    ec.add_acquisition(acq, [graph(procs)])
+    for p in procs:
+        ec.add_processor(p, [fmt])
+    ec.add_formatter(fmt, [store])
+    with Engine(ec) as eng:
+        queue_volumes(eng, A, B, vols)
+        eng.prepare()
+        eng.start()
+        eng.wait()
+        s = eng.status()
+        assert s.error == "" and s.volumes == vols and s.blocks_dropped == 0, s
+        assert s.blocks_allocated == 32, "the device ring, remote processor or not"
+    st.close()
+    store.close()
+    for p in procs:
+        p.close()
+    return np.load(tmp_path / f"{name}.npy")
+
+
+def test_cycle_across_two_gpus_from_blocks_the_engine_fills(tmp_path):
+    # The acquisition fills the engine's 4 pinned blocks, each again as soon as every upload that
+    # reads it is done: the second GPU's upload, queued after the first's, included (session 50's
+    # engine gave a block's pinned memory back before queueing the second GPU's upload, so the
+    # file reader could overwrite spectra the second GPU was still copying). Every volume of both
+    # runs must be equal.
+    vols = 8
+    raw = np.random.default_rng(3).integers(0, 4000, (vols * B, A, S), dtype=np.uint16)
+    np.save(tmp_path / "raw.npy", raw)
+    one = _run_file(tmp_path, ["cuda:0"], lambda ps: ps[0], "one", vols)
+    two = _run_file(tmp_path, ["cuda:0", "cuda:1"], cycle, "two", vols)
+    assert one.shape == two.shape == (vols, B, A, S, 1)
+    np.testing.assert_array_equal(two, one)
+    assert np.abs(one.astype(np.int32)).sum() > 0
