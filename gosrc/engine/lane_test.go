@@ -18,7 +18,7 @@ import (
 )
 
 // meeting tells whether two processors' first blocks ran at once: the
-// near one's first block waits (up to a second) for the far one's first
+// near one's first block waits (up to two seconds) for the far one's first
 // to start, which happens only when another goroutine submits it.
 type meeting struct {
 	far        chan struct{}
@@ -45,7 +45,7 @@ func (p nearProc) ProcessTicket(t uint64, slot int, s backend.Stream, in uintptr
 		select {
 		case <-p.m.far:
 			p.m.concurrent.Store(true)
-		case <-time.After(time.Second):
+		case <-time.After(2 * time.Second): // as orderedProc's rendezvous: ample on a loaded CI machine
 		}
 	}
 	return p.orderedProc.ProcessTicket(t, slot, s, in, records, out, out8)
@@ -86,16 +86,19 @@ func TestRemoteLanes(t *testing.T) {
 		farFailAt int  // the far processor's block that fails, -1 none
 		wantLanes int  // the far device's lanes
 		wantErr   string
+		farPanics bool // the far processor panics at its block farFailAt instead
 	}{
-		{"direct, one slot", "direct", false, 1, false, -1, 1, ""},
-		{"direct, two slots", "direct", false, 2, false, -1, 1, ""},
-		{"stages, two slots", "stages", false, 2, false, -1, 1, ""},
-		{"a lane per slot", "direct", true, 2, false, -1, 2, ""},
-		{"a lane per slot, three slots, stages", "stages", true, 3, false, -1, 3, ""},
-		{"inline: the acquire loop submits every block", "inline", false, 2, false, -1, 0, ""},
-		{"every block on both devices: the process loop", "direct", false, 2, true, -1, 0, ""},
-		{"a failing block on the lane", "direct", false, 2, false, 3, 1, "orderedProc: failing block 3"},
-		{"a failing block on a lane of a slot", "direct", true, 2, false, 3, 2, "orderedProc: failing block 3"},
+		{"direct, one slot", "direct", false, 1, false, -1, 1, "", false},
+		{"direct, two slots", "direct", false, 2, false, -1, 1, "", false},
+		{"stages, two slots", "stages", false, 2, false, -1, 1, "", false},
+		{"a lane per slot", "direct", true, 2, false, -1, 2, "", false},
+		{"a lane per slot, three slots, stages", "stages", true, 3, false, -1, 3, "", false},
+		{"inline: the acquire loop submits every block", "inline", false, 2, false, -1, 0, "", false},
+		{"every block on both devices: the process loop", "direct", false, 2, true, -1, 0, "", false},
+		{"a failing block on the lane", "direct", false, 2, false, 3, 1, "orderedProc: failing block 3", false},
+		{"a failing block on a lane of a slot", "direct", true, 2, false, 3, 2, "orderedProc: failing block 3", false},
+		{"a panicking block on a lane", "direct", false, 2, false, 2, 1, "orderedProc: panic at block 2", true},
+		{"a panicking block on a lane of a slot", "stages", true, 2, false, 4, 2, "orderedProc: panic at block 4", true},
 	}
 	// (A far processor that does not keep its order gets one lane whatever
 	// is asked: TestRemoteLanesUnordered.)
@@ -115,7 +118,11 @@ func TestRemoteLanes(t *testing.T) {
 			var peers []backend.Device
 			far := farProc{newOrderedProc(samples), otherDevice{Device: cpu.Default(), peers: &peers}, m}
 			near.alone, far.alone = true, true // no rendezvous of their own slots
-			far.failAt = tc.farFailAt
+			if tc.farPanics {
+				far.panicAt = tc.farFailAt
+			} else {
+				far.failAt = tc.farFailAt
+			}
 
 			ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
 			require.NoError(t, err)
