@@ -504,11 +504,68 @@ func (e *Engine) skipTickets(b *Block) {
 	}
 }
 
+// UploadFromEnv is the environment variable that chooses which thread
+// queues a block's upload to the engine's device: "submitter" (the
+// default), the one that submits its processing (a slot's submitter, the
+// process loop); "acquire", the acquire loop, as soon as the block is
+// acquired (uploadEarly), which leaves the submitter the processing's calls
+// alone. Read at each Start from the live environment.
+//
+// Why a choice: with one slot every block's driver calls are one thread's,
+// 16.5 us a block at 256 x 1024 where the copy takes 12 (H200, docs/bench.md
+// "Session 50"), while the acquire loop, ahead of it, has time to spare; the
+// upload's calls on the acquire loop split them over two threads. Built in
+// session 51, to measure before it becomes a default.
+const UploadFromEnv = "VORTEXGO_UPLOAD_FROM"
+
+// uploadFromAcquire reads UploadFromEnv: whether the acquire loop queues
+// the uploads; any other value than the two is an error naming the
+// variable.
+func uploadFromAcquire() (bool, error) {
+	v, _ := dl.Getenv(UploadFromEnv)
+	switch v {
+	case "", "submitter":
+		return false, nil
+	case "acquire":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q in the environment, expected submitter or acquire (unset: submitter)", UploadFromEnv, v)
+}
+
+// earlyUpload is a block's upload queued by the acquire loop (uploadEarly):
+// what queueUpload returned, for dispatchProcess to go on from.
+type earlyUpload struct {
+	queued bool
+	copied bool
+	err    error
+}
+
+// uploadEarly queues block b's upload from the acquire loop (UploadFromEnv),
+// in block order, before handing it on: not for a block that passes through
+// unprocessed (none to upload) or that a processor on another device
+// processes (its uploads are queued with its processing, processRemote).
+// An error is the block's, returned by its dispatchProcess, which fails the
+// session as any upload error does.
+func (e *Engine) uploadEarly(s *session, b *Block) {
+	if b.finishOnly || b.Records == 0 || s.broken.Load() || s.interrupt.Load() {
+		return
+	}
+	e.activeSet(b)
+	if e.remoteActive(b) {
+		return
+	}
+	copied, err := e.queueUpload(b, false)
+	b.early = earlyUpload{queued: true, copied: copied, err: err}
+}
+
 // toProcess hands acquired block b on, in block order: on the direct path
 // the acquire loop routes it to its slot's submitter itself (route), on the
 // inline path it submits it itself (submitInline), else it goes to the
 // process loop.
 func (e *Engine) toProcess(s *session, b *Block) {
+	if s.uploadEarly && !s.inline {
+		e.uploadEarly(s, b)
+	}
 	switch {
 	case s.direct:
 		e.route(s, b)
@@ -909,7 +966,6 @@ func (e *Engine) submit(s *session, st backend.Stream, b *Block) (err error) {
 // dispatchProcess enqueues the upload and every processor on slot stream
 // s; nothing here waits for the device.
 func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
-	up := e.upload
 	e.activeSet(b)
 	// remote: a processor on another device uploads the raw spectra from
 	// the host set too (processRemote): the set goes back once those
@@ -920,59 +976,16 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	if remote {
 		defer func() { e.giveHost(b, after, true) }()
 	}
-	if b.timed {
-		if err := up.Record(b.start); err != nil {
-			return fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
-		}
+	copied, err := b.early.copied, b.early.err
+	if !b.early.queued {
+		copied, err = e.queueUpload(b, remote)
 	}
-	copied := false // whether the upload stream carries a copy of b's
-	for a := range b.raws {
-		if !e.rawOnEngine && !e.localReader(b, a) {
-			continue // only remote processors read it, on their devices
-		}
-		r := &b.raws[a]
-		copied = true
-		if pk := e.acqs[a].packed; pk.bytes > 0 {
-			// The packed frame as it landed, then widened on the device:
-			// the whole frame, whatever b.Records (a frame is whole).
-			if err := up.Copy(r.stage.Ptr(), r.src+uintptr(pk.offset), pk.bytes); err != nil {
-				return fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
-			}
-			if err := ops.UnpackBits(up, r.dev.Ptr(), r.stage.Ptr(), pk.values, pk.bits, pk.bytes); err != nil {
-				return fmt.Errorf("engine: block %d: widening acquisition #%d's %d-bit values: %w", b.ID, a, pk.bits, err)
-			}
-			continue
-		}
-		if err := up.Copy(r.dev.Ptr(), r.src, b.Records*r.values*2); err != nil {
-			return fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
-		}
-	}
-	// The positions travel with the block when a PositionFormatExecutor
-	// reads them on the device; otherwise the copies would only cost the
-	// copy engine time (two 128 KiB copies per 16 MiB block: 2-3%).
-	if e.positions {
-		copied = true
-		if err := up.Copy(b.targetDev.Ptr(), b.targetHost.Ptr(), b.Records*e.cfg.outChannels()*8); err != nil {
-			return fmt.Errorf("engine: block %d: target positions upload: %w", b.ID, err)
-		}
-		if err := up.Copy(b.actualDev.Ptr(), b.actualHost.Ptr(), b.Records*e.cfg.inChannels()*8); err != nil {
-			return fmt.Errorf("engine: block %d: actual positions upload: %w", b.ID, err)
-		}
-	}
-	// A block that only processors on other devices process has nothing
-	// on the upload stream (a cycle over GPUs: every other block): no
-	// event to record or wait for, two driver calls fewer on its lane.
+	b.early = earlyUpload{}
 	if copied {
-		if err := up.Record(b.uploaded); err != nil {
-			return fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
-		}
 		after = b.uploaded
 	}
-	if !remote {
-		// Nothing on the host reads the acquisition's memory after the
-		// upload: the acquire loop may fill it again once the upload is
-		// done, while this block is processed and formatted.
-		e.giveHost(b, after, false)
+	if err != nil {
+		return err
 	}
 	if copied {
 		if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
@@ -1008,6 +1021,73 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 		return fmt.Errorf("engine: block %d: recording ready event: %w", b.ID, err)
 	}
 	return nil
+}
+
+// queueUpload enqueues block b's upload on the engine's upload stream (its
+// raw spectra where a processor of the engine's device or an endpoint reads
+// them, its positions where a formatter does) and records b.uploaded after
+// it; copied reports whether anything went on the stream (else no event
+// was recorded). Without remote processors for b it gives b's host set
+// back, to be refilled once the upload is done. b.active must be set.
+func (e *Engine) queueUpload(b *Block, remote bool) (copied bool, err error) {
+	up := e.upload
+	if b.timed {
+		if err := up.Record(b.start); err != nil {
+			return false, fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
+		}
+	}
+	for a := range b.raws {
+		if !e.rawOnEngine && !e.localReader(b, a) {
+			continue // only remote processors read it, on their devices
+		}
+		r := &b.raws[a]
+		copied = true
+		if pk := e.acqs[a].packed; pk.bytes > 0 {
+			// The packed frame as it landed, then widened on the device:
+			// the whole frame, whatever b.Records (a frame is whole).
+			if err := up.Copy(r.stage.Ptr(), r.src+uintptr(pk.offset), pk.bytes); err != nil {
+				return copied, fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
+			}
+			if err := ops.UnpackBits(up, r.dev.Ptr(), r.stage.Ptr(), pk.values, pk.bits, pk.bytes); err != nil {
+				return copied, fmt.Errorf("engine: block %d: widening acquisition #%d's %d-bit values: %w", b.ID, a, pk.bits, err)
+			}
+			continue
+		}
+		if err := up.Copy(r.dev.Ptr(), r.src, b.Records*r.values*2); err != nil {
+			return copied, fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
+		}
+	}
+	// The positions travel with the block when a PositionFormatExecutor
+	// reads them on the device; otherwise the copies would only cost the
+	// copy engine time (two 128 KiB copies per 16 MiB block: 2-3%).
+	if e.positions {
+		copied = true
+		if err := up.Copy(b.targetDev.Ptr(), b.targetHost.Ptr(), b.Records*e.cfg.outChannels()*8); err != nil {
+			return copied, fmt.Errorf("engine: block %d: target positions upload: %w", b.ID, err)
+		}
+		if err := up.Copy(b.actualDev.Ptr(), b.actualHost.Ptr(), b.Records*e.cfg.inChannels()*8); err != nil {
+			return copied, fmt.Errorf("engine: block %d: actual positions upload: %w", b.ID, err)
+		}
+	}
+	// A block that only processors on other devices process has nothing
+	// on the upload stream (a cycle over GPUs: every other block): no
+	// event to record or wait for, two driver calls fewer on its lane.
+	if copied {
+		if err := up.Record(b.uploaded); err != nil {
+			return copied, fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
+		}
+	}
+	if !remote {
+		// Nothing on the host reads the acquisition's memory after the
+		// upload: the acquire loop may fill it again once the upload is
+		// done, while this block is processed and formatted.
+		var after backend.Event
+		if copied {
+			after = b.uploaded
+		}
+		e.giveHost(b, after, false)
+	}
+	return copied, nil
 }
 
 func (e *Engine) formatLoop(s *session) {
