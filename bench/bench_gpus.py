@@ -14,12 +14,16 @@ N-GPU volumes equal the one-GPU volume of the same spectra.
                                                            # GPUs interleaved, the median ratio
     python bench/bench_gpus.py --records 256,512 --blocks 4   # small blocks at vortex's defaults
     python bench/bench_gpus.py --records 256 --blocks 32 --profile   # where each device's blocks wait
+    python bench/bench_gpus.py --records 256,512 --blocks 4,32 \
+        --variant lane --variant slot:VORTEXGO_REMOTE_LANES=slot    # settings side by side, interleaved
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import threading
 import time
@@ -36,6 +40,7 @@ except ImportError:  # run from a checkout without PYTHONPATH
     import vortexgo as vg
 
 import bench_engine as be
+from host_cost import parse_variant
 from vortexgo.acquire import SimulatedAcquisition, SimulatedAcquisitionConfig
 from vortexgo.engine import Engine, EngineConfig, StackDeviceTensorEndpointInt8, cycle
 from vortexgo.format import FormatPlanner, FormatPlannerConfig
@@ -67,6 +72,23 @@ def pipeline(g: be.Geometry, devices: list, *, total_volumes: int, endpoint: Any
         for _ in range(total_volumes):
             engine.scan_queue.append(be._raster(g, loop=False))
     return engine, acq, procs
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str]):
+    """The process environment with ``env`` set, put back after: the engine reads its
+    ``VORTEXGO_*`` settings from the live environment at each prepare / start, so variants of
+    them run in one process, interleaved."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def host_stages(log: Path, n: int) -> dict:
@@ -191,11 +213,21 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--repeats", type=int, default=1, help="runs of one and N GPUs, interleaved")
     ap.add_argument("--timings", action="store_true",
                     help="one more run of each with device timings: per-stage upload / process / format times")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME[:VAR=VALUE,...]",
+                    help="the N-GPU run with these environment variables set (the engine reads them at "
+                         "prepare / start), once per variant, interleaved with the others; the first is the "
+                         "row's headline; one GPU always runs with the environment as it is")
     ap.add_argument("--profile", action="store_true",
                     help="one more run of each with vortex's profiler log: each block's host stages, per device "
                          "(where a block waits: for a submitter, its driver calls, the device and formatting, "
                          "the recycle)")
     args = ap.parse_args(argv)
+    try:
+        variants = [parse_variant(v) for v in args.variant] or [("default", {})]
+    except ValueError as e:
+        ap.error(str(e))
+    if len({n for n, _ in variants}) != len(variants):
+        ap.error(f"--variant names repeat: {[n for n, _ in variants]}")
     if args.repeats < 1:
         ap.error(f"--repeats={args.repeats}, expected >= 1")
     if not all(x.strip().isdigit() and int(x) >= 2 for x in args.blocks.split(",")):
@@ -216,14 +248,27 @@ def main(argv: Any = None) -> int:
         for rpb in (int(x) for x in args.records.split(",")):
             for nb in (int(x) for x in args.blocks.split(",")):
                 g = be.Geometry(s, 512, 128, rpb, blocks=nb, preload=nb // 2, slots=2)
-                same = bool(np.array_equal(volumes(g, devs[:1], 3), volumes(g, devs, 3)))
-                ones, manys = [], []
-                for _ in range(args.repeats):  # interleaved: a drift of the host hits both alike
+                ref = volumes(g, devs[:1], 3)
+                same_by = {}
+                for name, env in variants:
+                    with environment(env):
+                        same_by[name] = bool(np.array_equal(ref, volumes(g, devs, 3)))
+                same = all(same_by.values())
+                ones, manys_by = [], {name: [] for name, _ in variants}
+                for _ in range(args.repeats):  # interleaved: a drift of the host hits every run alike
                     ones.append(throughput(g, devs[:1], args.seconds, 1.0))
-                    manys.append(throughput(g, devs, args.seconds, 1.0))
-                ratios = [t["ascans_per_s"] / o["ascans_per_s"] for o, t in zip(ones, manys)]
-                k = int(np.argsort(ratios)[len(ratios) // 2])  # the run of the median ratio
-                one, many = ones[k], manys[k]
+                    for name, env in variants:
+                        with environment(env):
+                            manys_by[name].append(throughput(g, devs, args.seconds, 1.0))
+                by_variant = {}
+                for name, _ in variants:
+                    rs = [t["ascans_per_s"] / o["ascans_per_s"] for o, t in zip(ones, manys_by[name])]
+                    k = int(np.argsort(rs)[len(rs) // 2])  # the run of the median ratio
+                    by_variant[name] = {"n_gpus": manys_by[name][k], "ratio": rs[k], "ratios": rs,
+                                        "one_gpu": ones[k], "volumes_equal": same_by[name]}
+                head = by_variant[variants[0][0]]
+                one, many, ratios = head["one_gpu"], head["n_gpus"], head["ratios"]
+                k = ratios.index(head["ratio"])
                 ceil = ceilings(g, n, 1.0)
                 stage_times = None
                 if args.timings:
@@ -237,9 +282,12 @@ def main(argv: Any = None) -> int:
                     out = Path(args.out)
                     out.mkdir(parents=True, exist_ok=True)
                     host = {}
-                    for which, ds in (("one_gpu", devs[:1]), ("n_gpus", devs)):
-                        log = out / f"profile-{s}-{rpb}-{nb}-{which}.log"
-                        host[which] = throughput(g, ds, args.seconds, 1.0, profile=log)["host_stages"]
+                    runs = [("one_gpu", devs[:1], {})] + [
+                        ("n_gpus" if len(variants) == 1 else f"n_gpus:{name}", devs, env) for name, env in variants]
+                    for which, ds, env in runs:
+                        log = out / f"profile-{s}-{rpb}-{nb}-{which.replace(':', '-')}.log"
+                        with environment(env):
+                            host[which] = throughput(g, ds, args.seconds, 1.0, profile=log)["host_stages"]
                         log.unlink()  # megabytes a second: the summary is what is kept
                         for dev, st in host[which].items():
                             print(f"  {which} {dev}: " + ", ".join(f"{k} {v['p50_us']:.1f} / {v['p99_us']:.1f} us"
@@ -248,10 +296,14 @@ def main(argv: Any = None) -> int:
                              "n_gpus": many, "ratio": ratios[k], "ratios": ratios, "ceilings": ceil,
                              "n_over_ceiling": many["gbs"] / ceil["together_total_gbs"],
                              "one_over_ceiling": one["gbs"] / ceil["alone_gbs"][0], "volumes_equal": same,
-                             "stage_times": stage_times, "host_stages": host, "geometry": g.describe()})
+                             "stage_times": stage_times, "host_stages": host, "geometry": g.describe(),
+                             "variants": by_variant if len(variants) > 1 else None})
                 print(f"{s} samples, {rpb} records, {nb} blocks: one GPU {one['ascans_per_s'] / 1e6:.2f} M A-scans/s, "
                       f"{n} {many['ascans_per_s'] / 1e6:.2f} ({ratios[k]:.2f}x; runs "
                       f"{', '.join(f'{r:.2f}' for r in ratios)}), volumes equal: {same}", flush=True)
+                for name, v in list(by_variant.items())[1:]:
+                    print(f"  {name}: {n} {v['n_gpus']['ascans_per_s'] / 1e6:.2f} ({v['ratio']:.2f}x; runs "
+                          f"{', '.join(f'{r:.2f}' for r in v['ratios'])})", flush=True)
     names = [d.name for d in devs]
     md = [f"### {n} GPUs ({' + '.join(names)})", "",
           f"One SimulatedAcquisition (pinned, lent), `cycle([CUDAProcessor(cuda:0), ..., CUDAProcessor(cuda:{n - 1})])`, "
@@ -267,9 +319,22 @@ def main(argv: Any = None) -> int:
                   f"{_ratio_cell(r)} | {r['n_gpus']['gbs']:.1f} | {r['ceilings']['together_total_gbs']:.1f} | "
                   f"{r['n_over_ceiling']:.2f} | {r['volumes_equal']} | "
                   f">= {target:.2f}x ({'met' if r['ratio'] >= target else '**missed**'}) |")
+    if len(variants) > 1:
+        md += ["", "Variants (the N-GPU run with these settings, interleaved with the others; "
+               + "; ".join(f"{name}: {', '.join(f'{k}={v}' for k, v in env.items()) or 'as run'}" for name, env in variants)
+               + "):", "",
+               "| A-scan | records / block | blocks | one GPU | " + " | ".join(f"{name}: {n} / one" for name, _ in variants) + " |",
+               "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in variants) + " |"]
+        for r in rows:
+            md.append(f"| {r['samples']} x uint16 | {r['records_per_block']} | {r['blocks']} | "
+                      f"{r['one_gpu']['ascans_per_s'] / 1e6:.2f} | "
+                      + " | ".join(f"{v['ratio']:.2f} ({', '.join(f'{x:.2f}' for x in v['ratios'])})"
+                                   for v in r["variants"].values()) + " |")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_gpus.json").write_text(json.dumps({"devices": names, "rows": rows}, indent=2, default=float))
+    (out / "bench_gpus.json").write_text(json.dumps({"devices": names, "rows": rows,
+                                                     "variants": {name: env for name, env in variants}},
+                                                    indent=2, default=float))
     (out / "bench_gpus.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0 if all(r["volumes_equal"] for r in rows) else 1
