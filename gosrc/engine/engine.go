@@ -12,7 +12,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/guard"
-	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
 	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 	"github.com/vortexgo/vortexgo/gosrc/marker"
 	"github.com/vortexgo/vortexgo/gosrc/ops"
@@ -522,22 +521,16 @@ const UploadFromEnv = "VORTEXGO_UPLOAD_FROM"
 // the uploads; any other value than the two is an error naming the
 // variable.
 func uploadFromAcquire() (bool, error) {
-	v, _ := dl.Getenv(UploadFromEnv)
-	switch v {
-	case "", "submitter":
-		return false, nil
-	case "acquire":
-		return true, nil
-	}
-	return false, fmt.Errorf("%s=%q in the environment, expected submitter or acquire (unset: submitter)", UploadFromEnv, v)
+	v, err := choiceAsked(UploadFromEnv, "submitter", "submitter", "acquire")
+	return v == "acquire", err
 }
 
 // earlyUpload is a block's upload queued by the acquire loop (uploadEarly):
 // what queueUpload returned, for dispatchProcess to go on from.
 type earlyUpload struct {
-	queued bool
-	copied bool
-	err    error
+	queued   bool
+	uploaded backend.Event
+	err      error
 }
 
 // uploadEarly queues block b's upload from the acquire loop (UploadFromEnv),
@@ -554,8 +547,8 @@ func (e *Engine) uploadEarly(s *session, b *Block) {
 	if e.remoteActive(b) {
 		return
 	}
-	copied, err := e.queueUpload(b, false)
-	b.early = earlyUpload{queued: true, copied: copied, err: err}
+	uploaded, err := e.queueUpload(b, false)
+	b.early = earlyUpload{queued: true, uploaded: uploaded, err: err}
 }
 
 // toProcess hands acquired block b on, in block order: on the direct path
@@ -697,14 +690,8 @@ const RemoteLanesEnv = "VORTEXGO_REMOTE_LANES"
 // remoteLanesPerSlot reads RemoteLanesEnv: whether each remote slot gets a
 // lane; any other value than the two is an error naming the variable.
 func remoteLanesPerSlot() (bool, error) {
-	v, _ := dl.Getenv(RemoteLanesEnv)
-	switch v {
-	case "", "device":
-		return false, nil
-	case "slot":
-		return true, nil
-	}
-	return false, fmt.Errorf("%s=%q in the environment, expected device or slot (unset: device)", RemoteLanesEnv, v)
+	v, err := choiceAsked(RemoteLanesEnv, "device", "device", "slot")
+	return v == "slot", err
 }
 
 // orderedOn reports whether every processor on remote device d is an
@@ -901,12 +888,7 @@ const (
 // slotPath reads SlotPathEnv ("" when unset: the engine's choice); any
 // other value than the three is an error naming the variable.
 func slotPath() (string, error) {
-	v, _ := dl.Getenv(SlotPathEnv)
-	switch v {
-	case "", slotPathDirect, slotPathStages, slotPathInline:
-		return v, nil
-	}
-	return "", fmt.Errorf("%s=%q in the environment, expected direct, stages or inline (unset: the engine picks)", SlotPathEnv, v)
+	return choiceAsked(SlotPathEnv, "the engine picks", slotPathDirect, slotPathStages, slotPathInline)
 }
 
 // defaultSlotPath is the path without SlotPathEnv: inline with fewer than
@@ -972,23 +954,21 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 	// uploads are queued as well, on every return (an error leaves none in
 	// flight that a later upload of b's would not wait for: giveHost).
 	remote := e.remoteActive(b)
-	var after backend.Event // b.uploaded once recorded: a copy on the upload stream reads the set
+	var after backend.Event // b.uploaded when a copy went on the upload stream (queueUpload): it reads the set
 	if remote {
 		defer func() { e.giveHost(b, after, true) }()
 	}
-	copied, err := b.early.copied, b.early.err
+	var err error
+	after, err = b.early.uploaded, b.early.err
 	if !b.early.queued {
-		copied, err = e.queueUpload(b, remote)
+		after, err = e.queueUpload(b, remote)
 	}
 	b.early = earlyUpload{}
-	if copied {
-		after = b.uploaded
-	}
 	if err != nil {
 		return err
 	}
-	if copied {
-		if err := s.WaitEvent(b.uploaded); err != nil { // a device-side wait
+	if after != nil {
+		if err := s.WaitEvent(after); err != nil { // a device-side wait
 			return fmt.Errorf("engine: block %d: waiting for its upload: %w", b.ID, err)
 		}
 	}
@@ -1026,14 +1006,15 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 // queueUpload enqueues block b's upload on the engine's upload stream (its
 // raw spectra where a processor of the engine's device or an endpoint reads
 // them, its positions where a formatter does) and records b.uploaded after
-// it; copied reports whether anything went on the stream (else no event
-// was recorded). Without remote processors for b it gives b's host set
-// back, to be refilled once the upload is done. b.active must be set.
-func (e *Engine) queueUpload(b *Block, remote bool) (copied bool, err error) {
+// it. uploaded is b.uploaded once a copy went on the stream (on an error
+// too), nil when none did (then no event was recorded). Without remote
+// processors for b it gives b's host set back, to be refilled once the
+// upload is done. b.active must be set.
+func (e *Engine) queueUpload(b *Block, remote bool) (uploaded backend.Event, err error) {
 	up := e.upload
 	if b.timed {
 		if err := up.Record(b.start); err != nil {
-			return false, fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
+			return nil, fmt.Errorf("engine: block %d: recording start event: %w", b.ID, err)
 		}
 	}
 	for a := range b.raws {
@@ -1041,53 +1022,49 @@ func (e *Engine) queueUpload(b *Block, remote bool) (copied bool, err error) {
 			continue // only remote processors read it, on their devices
 		}
 		r := &b.raws[a]
-		copied = true
+		uploaded = b.uploaded
 		if pk := e.acqs[a].packed; pk.bytes > 0 {
 			// The packed frame as it landed, then widened on the device:
 			// the whole frame, whatever b.Records (a frame is whole).
 			if err := up.Copy(r.stage.Ptr(), r.src+uintptr(pk.offset), pk.bytes); err != nil {
-				return copied, fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
+				return uploaded, fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
 			}
 			if err := ops.UnpackBits(up, r.dev.Ptr(), r.stage.Ptr(), pk.values, pk.bits, pk.bytes); err != nil {
-				return copied, fmt.Errorf("engine: block %d: widening acquisition #%d's %d-bit values: %w", b.ID, a, pk.bits, err)
+				return uploaded, fmt.Errorf("engine: block %d: widening acquisition #%d's %d-bit values: %w", b.ID, a, pk.bits, err)
 			}
 			continue
 		}
 		if err := up.Copy(r.dev.Ptr(), r.src, b.Records*r.values*2); err != nil {
-			return copied, fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
+			return uploaded, fmt.Errorf("engine: block %d: upload (acquisition #%d): %w", b.ID, a, err)
 		}
 	}
 	// The positions travel with the block when a PositionFormatExecutor
 	// reads them on the device; otherwise the copies would only cost the
 	// copy engine time (two 128 KiB copies per 16 MiB block: 2-3%).
 	if e.positions {
-		copied = true
+		uploaded = b.uploaded
 		if err := up.Copy(b.targetDev.Ptr(), b.targetHost.Ptr(), b.Records*e.cfg.outChannels()*8); err != nil {
-			return copied, fmt.Errorf("engine: block %d: target positions upload: %w", b.ID, err)
+			return uploaded, fmt.Errorf("engine: block %d: target positions upload: %w", b.ID, err)
 		}
 		if err := up.Copy(b.actualDev.Ptr(), b.actualHost.Ptr(), b.Records*e.cfg.inChannels()*8); err != nil {
-			return copied, fmt.Errorf("engine: block %d: actual positions upload: %w", b.ID, err)
+			return uploaded, fmt.Errorf("engine: block %d: actual positions upload: %w", b.ID, err)
 		}
 	}
 	// A block that only processors on other devices process has nothing
 	// on the upload stream (a cycle over GPUs: every other block): no
 	// event to record or wait for, two driver calls fewer on its lane.
-	if copied {
-		if err := up.Record(b.uploaded); err != nil {
-			return copied, fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
+	if uploaded != nil {
+		if err := up.Record(uploaded); err != nil {
+			return uploaded, fmt.Errorf("engine: block %d: recording upload event: %w", b.ID, err)
 		}
 	}
 	if !remote {
 		// Nothing on the host reads the acquisition's memory after the
 		// upload: the acquire loop may fill it again once the upload is
 		// done, while this block is processed and formatted.
-		var after backend.Event
-		if copied {
-			after = b.uploaded
-		}
-		e.giveHost(b, after, false)
+		e.giveHost(b, uploaded, false)
 	}
-	return copied, nil
+	return uploaded, nil
 }
 
 func (e *Engine) formatLoop(s *session) {

@@ -3,7 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/vortexgo/vortexgo/gosrc/backend"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
@@ -71,6 +73,18 @@ func countAsked(env, things, zero string) (int, error) {
 		return 0, fmt.Errorf("%s=%q in the environment, expected a count of %s >= 0 (0: %s; unset: the engine picks)", env, v, things, zero)
 	}
 	return n, nil
+}
+
+// choiceAsked reads one of values from the environment variable env: ""
+// when unset. Another value is an error naming the variable, the values and
+// what unset means (unset).
+func choiceAsked(env, unset string, values ...string) (string, error) {
+	v, _ := dl.Getenv(env)
+	if v == "" || slices.Contains(values, v) {
+		return v, nil
+	}
+	list := strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
+	return "", fmt.Errorf("%s=%q in the environment, expected %s (unset: %s)", env, v, list, unset)
 }
 
 // upToSlots is a count asked for (countAsked) up to slots: 0 and counts
