@@ -32,6 +32,38 @@ type drain struct {
 	done   chan struct{}
 }
 
+// runToEnd makes an engine of cfg on dev, queues scan's raster, prepares
+// and starts it, and returns it with Wait's result once the run ends (its
+// events drained), or fails the test (hang) when it does not end within 30
+// seconds. Closed by the test.
+func runToEnd(t *testing.T, cfg engine.Config, dev backend.Device, scan raster, hang string) (*engine.Engine, error) {
+	t.Helper()
+	e, err := engine.New(cfg, dev)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	queueRaster(t, e, scan)
+	require.NoError(t, e.Prepare())
+	d := startDrain(e)
+	require.NoError(t, e.Start())
+	err = waitOr(t, e, 30*time.Second, hang)
+	d.wait(t)
+	return e, err
+}
+
+// floatStack is a host stack endpoint of float32 A-scans of samples and a
+// format planner of scan's raster (the planner formats into it once the
+// test adds both to its config). The endpoint is closed by the test.
+func floatStack(t *testing.T, scan raster, samples int) (*endpoint.StackTensorEndpoint, *format.FormatPlanner) {
+	t.Helper()
+	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
+	require.NoError(t, err)
+	require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
+	closeEndpoint(t, ep)
+	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
+	require.NoError(t, err)
+	return ep, planner
+}
+
 // waitOr is e.Wait's result, or a test failure (hang) when the run does
 // not end within timeout.
 func waitOr(t *testing.T, e *engine.Engine, timeout time.Duration, hang string) error {

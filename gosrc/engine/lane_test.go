@@ -124,12 +124,7 @@ func TestRemoteLanes(t *testing.T) {
 				far.failAt = tc.farFailAt
 			}
 
-			ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
-			require.NoError(t, err)
-			require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
-			closeEndpoint(t, ep)
-			planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
-			require.NoError(t, err)
+			ep, planner := floatStack(t, scan, samples)
 			cfg := engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 4, PreloadCount: 2, Slots: tc.slots}
 			cfg.AddAcquisition(newFakeAcq(samples), near, far)
 			if !tc.both {
@@ -147,16 +142,7 @@ func TestRemoteLanes(t *testing.T) {
 			} else {
 				cfg.AddProcessor(far, planner)
 			}
-			e, err := engine.New(cfg, cpu.Default())
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, e.Close()) })
-			queueRaster(t, e, scan)
-			require.NoError(t, e.Prepare())
-
-			d := startDrain(e)
-			require.NoError(t, e.Start())
-			err = waitOr(t, e, 30*time.Second, "the run hung")
-			d.wait(t)
+			e, err := runToEnd(t, cfg, cpu.Default(), scan, "the run hung")
 			if tc.wantLanes > 0 {
 				require.Equal(t, tc.slots+tc.wantLanes, e.SessionLanes(), "the engine's slots, then the far device's lanes")
 			} else {

@@ -15,7 +15,6 @@ import (
 	"github.com/vortexgo/vortexgo/gosrc/cpu"
 	"github.com/vortexgo/vortexgo/gosrc/endpoint"
 	"github.com/vortexgo/vortexgo/gosrc/engine"
-	"github.com/vortexgo/vortexgo/gosrc/format"
 	"github.com/vortexgo/vortexgo/gosrc/internal/spin"
 )
 
@@ -413,12 +412,7 @@ func TestStageEnvRefused(t *testing.T) {
 // endpoint of proc's samples (returned), scan queued. Closed by the test.
 func orderedEngine(t *testing.T, proc *orderedProc, scan raster, cfg engine.Config) (*engine.Engine, *endpoint.StackTensorEndpoint) {
 	t.Helper()
-	ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
-	require.NoError(t, err)
-	require.NoError(t, ep.SetExecutor(sliced(t, 0, proc.samples), nil))
-	closeEndpoint(t, ep)
-	planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
-	require.NoError(t, err)
+	ep, planner := floatStack(t, scan, proc.samples)
 	cfg.AddAcquisition(newFakeAcq(proc.samples), proc)
 	cfg.AddProcessor(proc, planner)
 	cfg.AddFormatter(planner, ep)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -130,25 +129,13 @@ func TestUploadFromAcquire(t *testing.T) {
 			proc := processCallers{newOrderedProc(samples), &callers{}}
 			proc.alone = true
 			dev := uploadWatch{Device: cpu.Default(), size: rpb * samples * 2, copiers: &callers{}}
-			ep, err := endpoint.NewStackHostTensorEndpoint(backend.Float32)
-			require.NoError(t, err)
-			require.NoError(t, ep.SetExecutor(sliced(t, 0, samples), nil))
-			closeEndpoint(t, ep)
-			planner, err := format.NewFormatPlanner(format.DefaultFormatPlannerConfig(scan.BscansPerVolume, scan.AscansPerBscan))
-			require.NoError(t, err)
+			ep, planner := floatStack(t, scan, samples)
 			cfg := engine.Config{RecordsPerBlock: rpb, BlocksToAllocate: 4, PreloadCount: 2, Slots: tc.slots}
 			cfg.AddAcquisition(newFakeAcq(samples), proc)
 			cfg.AddProcessor(proc, planner)
 			cfg.AddFormatter(planner, ep)
-			e, err := engine.New(cfg, dev)
+			e, err := runToEnd(t, cfg, dev, scan, "the run hung")
 			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, e.Close()) })
-			queueRaster(t, e, scan)
-			require.NoError(t, e.Prepare())
-			d := startDrain(e)
-			require.NoError(t, e.Start())
-			require.NoError(t, waitOr(t, e, 30*time.Second, "the run hung"))
-			d.wait(t)
 			st := e.Status()
 			require.EqualValues(t, scan.Volumes, st.Volumes)
 			require.Equal(t, st.BlocksAcquired, st.BlocksFormatted)
@@ -210,15 +197,7 @@ func TestUploadFromAcquireFails(t *testing.T) {
 			cfg.AddAcquisition(newFakeAcq(samples), proc)
 			cfg.AddProcessor(proc, planner)
 			cfg.AddFormatter(planner, ep)
-			e, err := engine.New(cfg, dev)
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, e.Close()) })
-			queueRaster(t, e, scan)
-			require.NoError(t, e.Prepare())
-			d := startDrain(e)
-			require.NoError(t, e.Start())
-			err = waitOr(t, e, 30*time.Second, "the run hung after a failed upload")
-			d.wait(t)
+			e, err := runToEnd(t, cfg, dev, scan, "the run hung after a failed upload")
 			require.ErrorContains(t, err, "upload (acquisition #0): watchedStream: copy failed")
 			require.Positive(t, e.Status().BlocksDropped)
 		})
