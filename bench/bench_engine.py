@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -52,8 +53,9 @@ from vortexgo.format import FormatPlanner, FormatPlannerConfig
 from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig, hann_window, spectral_filter
 from vortexgo.scan import RasterScan
 
-#: the processing parameters every variant uses
-AVERAGE_WINDOW = 64
+#: the processing parameters every variant uses (BENCH_AVERAGE_WINDOW in the environment sets
+#: the rolling average's window for A/B runs: ``host_cost.py --variant w0:BENCH_AVERAGE_WINDOW=0``)
+AVERAGE_WINDOW = int(os.environ.get("BENCH_AVERAGE_WINDOW", "64"))
 LEVELS = (0.0, 60.0)
 
 # Targets of issue 3 ("Benchmark").

@@ -31,33 +31,43 @@ __device__ __forceinline__ int sample(const uint16_t *__restrict__ raw, int r, i
 // divided in float64 and rounded once (as the CPU processor's
 // history.mean). Each block owns 32 samples (x) of every row: it writes
 // its columns of the new rows (y strides over them) and, after a barrier,
-// sums its columns, y striding over the rows, the eight partial sums
-// meeting in shared memory. Integer sums are exact in any order, so the
-// mean is the same. Why one launch: a history kernel with one thread per
-// value followed by a mean kernel cost 31 us per 8192-record block on an
-// H100 (bench/probe_kernels.py), and a mean with one thread per sample
-// summing every row ran a few blocks on 132 SMs, bound by the latency of
-// its sequential loads. Launch: grid ceil(n / 32), block (32, 8).
+// sums its columns, y striding over the rows, the blockDim.y partial sums
+// meeting in shared memory in a tree. Integer sums are exact in any order,
+// so the mean is the same whatever blockDim.y. Why one launch: a history
+// kernel with one thread per value followed by a mean kernel cost 31 us
+// per 8192-record block on an H100 (bench/probe_kernels.py), and a mean
+// with one thread per sample summing every row ran a few blocks on 132
+// SMs, bound by the latency of its sequential loads. Why 32 rows at once
+// (blockDim.y, a power of two up to OCT_MEAN_ROWS): a record of 1024
+// samples is only 32 blocks, on 32 of the GPU's SMs, and the blocks of
+// every slot wait for this kernel in turn (the history is in block order):
+// with 8 rows at once its 8 dependent steps a thread made a 256-record
+// block's processing 15% slower with one slot (docs/bench.md, session 52).
+// Launch: grid ceil(n / 32), block (32, y), y a power of two <= 32.
+#define OCT_MEAN_ROWS 32
 extern "C" __global__ void oct_history_mean(const uint16_t *__restrict__ raw, int32_t *__restrict__ ring,
                                             float *__restrict__ avg, int records, int n, int ch, int channel,
                                             int is_signed, int cnt, int index, int w, int count) {
-    __shared__ long long part[8][32];
+    __shared__ long long part[OCT_MEAN_ROWS][32];
     int i = blockIdx.x * 32 + threadIdx.x;
+    int rows = blockDim.y;
     if (i < n) {
-        for (int q = threadIdx.y; q < cnt; q += 8) {
+        for (int q = threadIdx.y; q < cnt; q += rows) {
             ring[((index + q) % w) * n + i] = sample(raw, records - cnt + q, i, n, ch, channel, is_signed);
         }
     }
     __syncthreads(); // the block's ring writes are visible to its sums
     long long s = 0;
     if (i < n) {
-        for (int r = threadIdx.y; r < count; r += 8) s += ring[r * n + i];
+        for (int r = threadIdx.y; r < count; r += rows) s += ring[r * n + i];
     }
     part[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
+    for (int half = rows / 2; half > 0; half /= 2) {
+        __syncthreads();
+        if (threadIdx.y < half) part[threadIdx.y][threadIdx.x] += part[threadIdx.y + half][threadIdx.x];
+    }
     if (threadIdx.y != 0 || i >= n) return;
-    for (int y = 1; y < 8; ++y) s += part[y][threadIdx.x];
-    avg[i] = __double2float_rn(__ddiv_rn((double)s, (double)count));
+    avg[i] = __double2float_rn(__ddiv_rn((double)part[0][threadIdx.x], (double)count));
 }
 
 // load is step 1 for one value: the sample as float32 minus the average

@@ -28,9 +28,27 @@ const (
 	// processes: enough to amortise its table reads, few enough that a
 	// block of thousands of records still fills the device.
 	spectrumRecordsPerThread = 8
+	// spectrumFill is how many oct_spectrum threads a block needs before a
+	// thread takes more than one record: an H200's 132 SMs x 2048 resident
+	// threads. Below, a 256 x 1024 block ran as 128 blocks of 256 threads,
+	// each thread 8 records in turn, a fraction of the device (the slots'
+	// kernels follow one another on one stream with one slot: issue 29).
+	spectrumFill = 132 * 2048
+	// meanRows is oct_history_mean's blockDim.y: the rows each of its blocks
+	// writes and sums at once (a power of two, at most OCT_MEAN_ROWS).
+	meanRows = 32
 	// maxGridY is CUDA's limit on gridDim.y.
 	maxGridY = 65535
 )
+
+// spectrumRecordsPer returns how many records each oct_spectrum thread
+// processes for a block of records x m values: one where a thread per
+// value fills the device at most (spectrumFill), else up to
+// spectrumRecordsPerThread (the per-sample tables read once for them).
+// The arithmetic per value is the same whatever the split.
+func spectrumRecordsPer(records, m int) int {
+	return max(1, min(spectrumRecordsPerThread, records*m/spectrumFill))
+}
 
 // Flags of oct_post; keep in step with kernels/oct.cu.
 const (
@@ -592,8 +610,8 @@ func (p *CUDAProcessor) launchAverage(st *cudaState, s *cuda.Stream, sl *cudaSlo
 	if st.cfg.InterpretAsSigned {
 		signed = 1
 	}
-	// 32 samples x 8 row strides per block (kernels/oct.cu oct_history_mean).
-	if err := s.Launch(p.fnAverage, cuda.Dim3{X: uint32(ceilDiv(n, 32)), Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 8, Z: 1}, 0,
+	// 32 samples x meanRows row strides per block (kernels/oct.cu oct_history_mean).
+	if err := s.Launch(p.fnAverage, cuda.Dim3{X: uint32(ceilDiv(n, 32)), Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: meanRows, Z: 1}, 0,
 		k.in, st.hist.buf.Ptr(), sl.avg, int32(k.records), int32(n), ch, channel, signed, int32(k.histCnt), int32(k.histIndex),
 		int32(st.cfg.AverageWindow), int32(k.histCount)); err != nil {
 		return fmt.Errorf("oct_history_mean: %w", err)
@@ -629,7 +647,7 @@ func (p *CUDAProcessor) enqueue(st *cudaState, cs *cuda.Stream, sl *cudaSlot, k 
 	// Steps 1b-3: load, subtract, resample and filter into complex64.
 	// x covers the samples, y the records in strides (the kernel reads its
 	// per-sample tables once per thread and loops over records).
-	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads)), Y: uint32(min(ceilDiv(records, spectrumRecordsPerThread), maxGridY)), Z: 1}
+	grid := cuda.Dim3{X: uint32(ceilDiv(m, threads)), Y: uint32(min(ceilDiv(records, spectrumRecordsPer(records, m)), maxGridY)), Z: 1}
 	if err := cs.Launch(p.fnSpectrum, grid, block, 0,
 		in, k.avg, st.before, st.after, st.wBefore, st.wAfter, phase, phaseMax, st.filt, sl.spectrum,
 		int32(n), int32(m), ch, channel, signed, int32(records)); err != nil {
