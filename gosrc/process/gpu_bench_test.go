@@ -194,3 +194,75 @@ func mallocB(b *testing.B, dev *cuda.Device, n int) *cuda.Buffer {
 	b.Cleanup(func() { buf.Free() })
 	return buf
 }
+
+// BenchmarkCUDAProcessorSmallBlocks measures the processor's device time
+// per block at the block sizes users pick for latency (256 and 512
+// records), on one stream (one slot: each block's kernels follow the last
+// block's) and on two, with and without the rolling average, whose
+// history chains every slot's blocks in order. It reports the host's time
+// to enqueue a block (host_us/block) beside the wall time per block with
+// the device drained at the end (us/block): where the second is the
+// larger, the device's chain of kernels, not the host, sets the pace.
+//
+//	gpu-build/bin/process.test -test.run '^$' -test.bench CUDAProcessorSmallBlocks
+func BenchmarkCUDAProcessorSmallBlocks(b *testing.B) {
+	dev := gpuDevice(b)
+	for _, n := range []int{1024, 2048} {
+		for _, records := range []int{256, 512} {
+			for _, slots := range []int{1, 2} {
+				for _, window := range []int{0, 64} {
+					name := "n=" + strconv.Itoa(n) + "/records=" + strconv.Itoa(records) + "/slots=" + strconv.Itoa(slots) + "/window=" + strconv.Itoa(window)
+					b.Run(name, func(b *testing.B) {
+						rng := rand.New(rand.NewPCG(1, 2))
+						c := smallConfig(n, records)
+						c.AverageWindow = window
+						c.ResamplingSamples = sortedPositions(rng, n, n)
+						c.SpectralFilter = randomFilter(rng, n)
+						c.Levels = [2]float32{0, 80}
+						c.Slots = slots
+						p, err := NewCUDAProcessor(dev, c)
+						require.NoError(b, err)
+						require.NoError(b, p.Prepare())
+						defer p.Close()
+						m := p.OutputSamples()
+						in := mallocB(b, dev, slots*records*n*2)
+						out8 := mallocB(b, dev, slots*records*m)
+						streams := make([]*cuda.Stream, slots)
+						for i := range streams {
+							streams[i], err = dev.CreateStream(0)
+							require.NoError(b, err)
+							defer streams[i].Close()
+						}
+						var host time.Duration
+						run := func(blocks int) {
+							t := time.Now()
+							for k := range blocks {
+								i := k % slots
+								if err := p.Process(i, streams[i], in.Ptr()+uintptr(i*records*n*2), records,
+									0, out8.Ptr()+uintptr(i*records*m)); err != nil {
+									b.Fatal(err)
+								}
+							}
+							host += time.Since(t)
+							if err := dev.Synchronize(); err != nil {
+								b.Fatal(err)
+							}
+						}
+						run(64) // plans, modules, graphs
+						host = 0
+						b.ResetTimer()
+						t := time.Now()
+						blocks := 0
+						for b.Loop() {
+							run(256)
+							blocks += 256
+						}
+						wall := time.Since(t)
+						b.ReportMetric(float64(wall.Microseconds())/float64(blocks), "us/block")
+						b.ReportMetric(float64(host.Microseconds())/float64(blocks), "host_us/block")
+					})
+				}
+			}
+		}
+	}
+}
