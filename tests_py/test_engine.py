@@ -213,13 +213,10 @@ def device_ring_run(tmp_path, monkeypatch, device: str, pin: Optional[bool], rin
         np.testing.assert_array_equal(got, raw, err_msg=f"VORTEXGO_DEVICE_BLOCKS={ring!r}, pin={pin}")
 
 
-@pytest.mark.parametrize("upload_from", ["", "acquire"])
-def test_device_ring_on_the_cpu(tmp_path, monkeypatch, upload_from):
+def test_device_ring_on_the_cpu(tmp_path, monkeypatch):
     """The CPU backend cycles the blocks to allocate unless ``VORTEXGO_DEVICE_BLOCKS`` asks for
     more (the GPU's deeper ring, its code path tested here): every spectrum is stored as read
-    either way, the acquisition's memory still 4 blocks refilled as the uploads complete, queued
-    by the blocks' submitter or by the acquisition thread (``VORTEXGO_UPLOAD_FROM=acquire``)."""
-    monkeypatch.setenv("VORTEXGO_UPLOAD_FROM", upload_from)
+    either way, the acquisition's memory still 4 blocks refilled as the uploads complete."""
     device_ring_run(tmp_path, monkeypatch, "cpu", None, (("", 4), ("12", 12), ("2", 4)))
 
 

@@ -191,8 +191,7 @@ def test_every_block_is_formatted_wherever_the_format_stream_is(where: str) -> N
                                  {"VORTEXGO_TURN_SPIN": "0"}, {"VORTEXGO_TURN_SPIN": "30"},
                                  {"VORTEXGO_SLOT_PATH": "stages", "VORTEXGO_TURN_SPIN": "200"},
                                  {"VORTEXGO_RECYCLE_SPIN": "0"}, {"VORTEXGO_RECYCLE_SPIN": "100"},
-                                 {"VORTEXGO_REMOTE_LANES": "slot"}, {"VORTEXGO_UPLOAD_FROM": "acquire"},
-                                 {"VORTEXGO_UPLOAD_FROM": "acquire", "VORTEXGO_SLOT_PATH": "direct"}])
+                                 {"VORTEXGO_REMOTE_LANES": "slot"}])
 def test_every_block_runs_on_either_slot_path_and_turn_window(env: dict[str, str]) -> None:
     """``VORTEXGO_SLOT_PATH`` (how blocks reach the slots' submitters) and ``VORTEXGO_TURN_SPIN``
     (how long a submitter polls for the rolling average's turn): read at each start, the same
@@ -207,8 +206,7 @@ def test_every_block_runs_on_either_slot_path_and_turn_window(env: dict[str, str
                                                 ("VORTEXGO_TURN_SPIN", "on", "[0, 10000]"),
                                                 ("VORTEXGO_TURN_SPIN", "-3", "[0, 10000]"),
                                                 ("VORTEXGO_RECYCLE_SPIN", "fast", "[0, 10000]"),
-                                                ("VORTEXGO_REMOTE_LANES", "slots", "device or slot (unset: device)"),
-                                                ("VORTEXGO_UPLOAD_FROM", "acquisition", "submitter or acquire (unset: submitter)")])
+                                                ("VORTEXGO_REMOTE_LANES", "slots", "device or slot (unset: device)")])
 def test_a_bad_slot_setting_is_refused_by_start_naming_the_variable(var: str, value: str, expected: str) -> None:
     out = _run(**{var: value})
     assert out.startswith("REFUSED"), out

@@ -25,9 +25,6 @@ type Block struct {
 	Records int
 	// Slot is the index of the slot stream that processed the block.
 	Slot int
-	// early is the upload the acquire loop queued (UploadFromEnv), until
-	// dispatchProcess takes it (or the block goes back to the pool).
-	early earlyUpload
 	// remSlot is the slot of the remote processors that process the block
 	// when its lane has one of its own (route), else -1 (processRemote
 	// takes the device's next).

@@ -503,62 +503,11 @@ func (e *Engine) skipTickets(b *Block) {
 	}
 }
 
-// UploadFromEnv is the environment variable that chooses which thread
-// queues a block's upload to the engine's device: "submitter" (the
-// default), the one that submits its processing (a slot's submitter, the
-// process loop); "acquire", the acquire loop, as soon as the block is
-// acquired (uploadEarly), which leaves the submitter the processing's calls
-// alone. Read at each Start from the live environment.
-//
-// Why a choice: with one slot every block's driver calls are one thread's,
-// 16.5 us a block at 256 x 1024 where the copy takes 12 (H200, docs/bench.md
-// "Session 50"), while the acquire loop, ahead of it, has time to spare; the
-// upload's calls on the acquire loop split them over two threads. Built in
-// session 51, to measure before it becomes a default.
-const UploadFromEnv = "VORTEXGO_UPLOAD_FROM"
-
-// uploadFromAcquire reads UploadFromEnv: whether the acquire loop queues
-// the uploads; any other value than the two is an error naming the
-// variable.
-func uploadFromAcquire() (bool, error) {
-	v, err := choiceAsked(UploadFromEnv, "submitter", "submitter", "acquire")
-	return v == "acquire", err
-}
-
-// earlyUpload is a block's upload queued by the acquire loop (uploadEarly):
-// what queueUpload returned, for dispatchProcess to go on from.
-type earlyUpload struct {
-	queued   bool
-	uploaded backend.Event
-	err      error
-}
-
-// uploadEarly queues block b's upload from the acquire loop (UploadFromEnv),
-// in block order, before handing it on: not for a block that passes through
-// unprocessed (none to upload) or that a processor on another device
-// processes (its uploads are queued with its processing, processRemote).
-// An error is the block's, returned by its dispatchProcess, which fails the
-// session as any upload error does.
-func (e *Engine) uploadEarly(s *session, b *Block) {
-	if b.finishOnly || b.Records == 0 || s.broken.Load() || s.interrupt.Load() {
-		return
-	}
-	e.activeSet(b)
-	if e.remoteActive(b) {
-		return
-	}
-	uploaded, err := e.queueUpload(b, false)
-	b.early = earlyUpload{queued: true, uploaded: uploaded, err: err}
-}
-
 // toProcess hands acquired block b on, in block order: on the direct path
 // the acquire loop routes it to its slot's submitter itself (route), on the
 // inline path it submits it itself (submitInline), else it goes to the
 // process loop.
 func (e *Engine) toProcess(s *session, b *Block) {
-	if s.uploadEarly && !s.inline {
-		e.uploadEarly(s, b)
-	}
 	switch {
 	case s.direct:
 		e.route(s, b)
@@ -959,11 +908,7 @@ func (e *Engine) dispatchProcess(s backend.Stream, b *Block) error {
 		defer func() { e.giveHost(b, after, true) }()
 	}
 	var err error
-	after, err = b.early.uploaded, b.early.err
-	if !b.early.queued {
-		after, err = e.queueUpload(b, remote)
-	}
-	b.early = earlyUpload{}
+	after, err = e.queueUpload(b, remote)
 	if err != nil {
 		return err
 	}

@@ -257,8 +257,7 @@ func (e *Engine) giveHost(b *Block, local backend.Event, remote bool) {
 // upload was never queued).
 func (e *Engine) toPool(b *Block) {
 	e.giveHost(b, nil, false)
-	b.early = earlyUpload{} // queued for a block that then passed through unprocessed
-	e.free <- b             // cannot block: the pool has room for every block
+	e.free <- b // cannot block: the pool has room for every block
 }
 
 // reclaimHosts gives back the host sets a panicking stage left on its

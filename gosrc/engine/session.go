@@ -91,9 +91,6 @@ type session struct {
 	lanes       []remoteLanes
 	laneStreams []backend.Stream
 	laneSlots   []int
-	// uploadEarly: the acquire loop queues each block's upload
-	// (UploadFromEnv).
-	uploadEarly bool
 }
 
 // remoteLanes is one remote device's lanes in a session.
@@ -158,10 +155,6 @@ func (e *Engine) newSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	uploadEarly, err := uploadFromAcquire()
-	if err != nil {
-		return nil, err
-	}
 	procs := runtime.GOMAXPROCS(0)
 	asked := path
 	if path == "" {
@@ -195,7 +188,6 @@ func (e *Engine) newSession() (*session, error) {
 		freeWait:    spin.NewWaiter(pool),
 		hostWait:    spin.NewWaiter(pool),
 		procWait:    spin.NewWaiter(pool),
-		uploadEarly: uploadEarly,
 	}
 	switch {
 	case e.oneSlotInline(asked):

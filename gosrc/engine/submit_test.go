@@ -381,7 +381,6 @@ func TestStageEnvRefused(t *testing.T) {
 		{spin.PoolEnv, "20000", "0"},
 		{engine.RemoteLanesEnv, "slots", "slot"},
 		{engine.RemoteLanesEnv, "Device", "device"},
-		{engine.UploadFromEnv, "acquisition", "acquire"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.env+"="+tc.bad, func(t *testing.T) {
