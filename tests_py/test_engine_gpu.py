@@ -292,3 +292,53 @@ eng.close()
 print("OK")
 ''')
     assert out.count("RAISED InUseError") == 3 and "RAISED ClosedError" in out and "OK" in out
+
+
+def _fused_volume(samples: int, device: str = "cuda") -> tuple[np.ndarray, np.ndarray]:
+    """One volume of the simulated source at ``samples`` a record through a CUDA processor (the
+    rolling average on, 256-record blocks), as float32 and int8, read back on the host."""
+    from vortexgo.engine import Engine, EngineConfig
+    from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig
+    from _scans import planner, queue_volumes
+
+    ascans, bscans = 128, 8
+    acq = vg.SimulatedAcquisition(samples_per_record=samples, ascans_per_bscan=ascans, bscans_per_volume=bscans,
+                                  volumes=1)
+    pc = ProcessorConfig(samples_per_record=samples, ascans_per_block=256, average_window=64,
+                         resampling_samples=acq.resampling_positions(),
+                         spectral_filter=spectral_filter(hann_window(samples), acq.dispersion_compensation()),
+                         levels=(0.0, 60.0))
+    proc = CUDAProcessor(pc, device=vg.get_device(device)) if device == "cuda" else CPUProcessor(pc)
+    f32, i8 = StackDeviceTensorEndpointFloat32(), StackDeviceTensorEndpointInt8()
+    ec = EngineConfig(records_per_block=256, blocks_to_allocate=4, preload_count=2)
+    ec.add_acquisition(acq, [proc])
+    fmt = planner(ascans, bscans)
+    ec.add_processor(proc, [fmt])
+    ec.add_formatter(fmt, [f32, i8])
+    with Engine(ec) as eng:
+        queue_volumes(eng, ascans, bscans, 1)
+        eng.prepare()
+        eng.start()
+        eng.wait()
+        st = eng.status()
+        assert st.volumes == 1 and st.blocks_dropped == 0 and st.error == "", st
+        with f32.tensor as a, i8.tensor as b:
+            return np.array(a), np.array(b)
+
+
+@pytest.mark.parametrize("samples", [1024, 2048])
+def test_fused_kernels_process_as_the_three_kernels(gpu, monkeypatch, samples):
+    """``VORTEXGO_FUSED_KERNELS=1`` (a record's spectrum, inverse FFT and output values in one
+    kernel) gives the volume the spectrum, cuFFT and output kernels give: the float32 A-scans within
+    float32 rounding of the transforms (in dB), the int8 ones equal but for a rounding step at
+    a few values."""
+    got = {}
+    for fused in ("0", "1"):
+        monkeypatch.setenv("VORTEXGO_FUSED_KERNELS", fused)  # read at the processor's prepare
+        got[fused] = _fused_volume(samples)
+    (f0, b0), (f1, b1) = got["0"], got["1"]
+    assert np.isfinite(f0).all() and np.isfinite(f1).all()
+    far = np.abs(f1 - f0) > 1e-3 * np.maximum(1.0, np.abs(f0))
+    assert far.mean() < 1e-4, f"{far.sum()} of {far.size} values apart; largest {np.abs(f1 - f0).max():.3g}"
+    step = np.abs(b1.astype(int) - b0.astype(int))
+    assert step.max() <= 1 and (step > 0).mean() < 1e-3, (step.max(), int((step > 0).sum()))

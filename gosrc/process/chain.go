@@ -172,6 +172,20 @@ type kernelConsts struct {
 	outMul, outAdd, lvlMul, lvlAdd float32
 }
 
+// flags are the CUDA kernels' step-5 flags (flagLog10, ...) for p.
+func (p *postParams) flags() int32 {
+	var f int32
+	for _, on := range []struct {
+		set  bool
+		flag int32
+	}{{p.log10, flagLog10}, {p.square, flagSquare}, {p.magnitude, flagMagnitude}, {p.levels, flagLevels}} {
+		if on.set {
+			f |= on.flag
+		}
+	}
+	return f
+}
+
 func (p *postParams) kernel() kernelConsts {
 	var mul, add float64
 	switch {

@@ -50,7 +50,8 @@ func spectrumRecordsPer(records, m int) int {
 	return max(1, min(spectrumRecordsPerThread, records*m/spectrumFill))
 }
 
-// Flags of oct_post; keep in step with kernels/oct.cu.
+// Flags of oct_post and the fused kernels; keep in step with
+// kernels/oct_value.cuh.
 const (
 	flagLog10     = 1
 	flagSquare    = 2
@@ -98,6 +99,10 @@ type CUDAProcessor struct {
 	// cuFFTOnly makes every length use cuFFT, for tests and benchmarks
 	// that compare the one-pass kernels with it; set before Prepare.
 	cuFFTOnly bool
+	// unfused keeps the spectrum, FFT and output kernels where a fused
+	// kernel covers the length and FusedEnv asks for it, for tests and
+	// benchmarks that compare the two; set before Prepare.
+	unfused bool
 	// noGraphs launches every block's kernels directly instead of
 	// replaying the slots' graphs (graphs.go), for tests and benchmarks
 	// that compare the two; set before Prepare.
@@ -115,6 +120,7 @@ type cudaState struct {
 	slots                                []*cudaSlot
 	buffers                              []*cuda.Buffer // the tables and slot scratch, freed with the state
 	fft                                  *onePassKernel // the inverse FFT of length m (fft.go), nil when cuFFT transforms it
+	fused                                *fusedKernel   // steps 1-5 in one kernel (fused.go), nil when the chain runs as three
 	hist                                 *cudaHistory   // nil without averaging; kept across compatible changes
 }
 
@@ -315,7 +321,21 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 	}
 
 	n, m, R := st.cfg.SamplesPerRecord, st.m, st.cfg.AscansPerBlock
-	if st.cfg.EnableIFFT && !p.cuFFTOnly {
+	fuse, err := fusedEnabled()
+	if err != nil {
+		return err
+	}
+	if fuse && !p.unfused && !p.cuFFTOnly && fusable(&st.cfg, m) {
+		k, err := loadFused(p.dev, m)
+		if err != nil {
+			return fmt.Errorf("fused kernel of %d points: %w", m, err)
+		}
+		if k.tw, err = upload(bytesOf(rootsOfUnity(m))); err != nil {
+			return fmt.Errorf("fused kernel of %d points: %w", m, err)
+		}
+		st.fused = k
+	}
+	if st.cfg.EnableIFFT && !p.cuFFTOnly && st.fused == nil {
 		k, err := loadOnePassFFT(p.dev, m)
 		if err != nil {
 			return fmt.Errorf("inverse FFT of %d points: %w", m, err)
@@ -355,14 +375,18 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 				return fmt.Errorf("slot %d: graph capture stream: %w", i, err)
 			}
 		}
-		if sl.spectrum, err = alloc(R * m * 8); err != nil {
-			return fmt.Errorf("slot %d: %w", i, err)
-		}
-		// The plan always transforms AscansPerBlock records; the rows past
-		// a short block's records hold zeros or stale spectra and are never
-		// read back. Zero them once so no NaN ever appears there.
-		if err = s.Memset(sl.spectrum, 0, R*m*8); err != nil {
-			return fmt.Errorf("slot %d: %w", i, err)
+		// The fused kernel keeps a block's spectra in shared memory: no
+		// scratch for them (a 8192 x 2048 block's would be 128 MiB a slot).
+		if st.fused == nil {
+			if sl.spectrum, err = alloc(R * m * 8); err != nil {
+				return fmt.Errorf("slot %d: %w", i, err)
+			}
+			// The plan always transforms AscansPerBlock records; the rows past
+			// a short block's records hold zeros or stale spectra and are never
+			// read back. Zero them once so no NaN ever appears there.
+			if err = s.Memset(sl.spectrum, 0, R*m*8); err != nil {
+				return fmt.Errorf("slot %d: %w", i, err)
+			}
 		}
 		if st.cfg.ClockChannel != nil {
 			if sl.phase, err = alloc(R * n * 4); err != nil {
@@ -375,7 +399,7 @@ func (p *CUDAProcessor) allocate(st *cudaState, prev *cudaState) (err error) {
 		// The clock's Hilbert transform uses the plan too (M = N with a
 		// clock), as vortex plans for enable_ifft or clock_channel; the
 		// inverse FFT needs none where a one-pass kernel covers M.
-		if (st.cfg.EnableIFFT && st.fft == nil) || st.cfg.ClockChannel != nil {
+		if (st.cfg.EnableIFFT && st.fft == nil && st.fused == nil) || st.cfg.ClockChannel != nil {
 			if sl.plan, err = cuda.NewFFTPlan(p.dev, m, R, cuda.C2C); err != nil {
 				return fmt.Errorf("slot %d: %w", i, err)
 			}
@@ -644,6 +668,12 @@ func (p *CUDAProcessor) enqueue(st *cudaState, cs *cuda.Stream, sl *cudaSlot, k 
 		phase, phaseMax = sl.phase, sl.phaseMax
 	}
 
+	// Steps 1b-5 in one kernel (fused.go) where the length has one: the
+	// block's raw records in, its outputs out, nothing in between.
+	if st.fused != nil {
+		return st.fused.exec(st, cs, k, st.post.flags(), ch, channel, signed)
+	}
+
 	// Steps 1b-3: load, subtract, resample and filter into complex64.
 	// x covers the samples, y the records in strides (the kernel reads its
 	// per-sample tables once per thread and loops over records).
@@ -671,19 +701,7 @@ func (p *CUDAProcessor) enqueue(st *cudaState, cs *cuda.Stream, sl *cudaSlot, k 
 
 	// Step 5: output values.
 	total := records * m
-	var flags int32
-	if st.post.log10 {
-		flags |= flagLog10
-	}
-	if st.post.square {
-		flags |= flagSquare
-	}
-	if st.post.magnitude {
-		flags |= flagMagnitude
-	}
-	if st.post.levels {
-		flags |= flagLevels
-	}
+	flags := st.post.flags()
 	kp := st.post.kernel()
 	grid = cuda.Dim3{X: uint32(min(ceilDiv(total, threads), postBlocks)), Y: 1, Z: 1}
 	if err := cs.Launch(p.fnPost, grid, block, 0,
@@ -841,7 +859,7 @@ func (st *cudaState) release(keep *cudaState) error {
 	}
 	st.slots, st.buffers, st.hist = nil, nil, nil
 	st.before, st.after, st.wBefore, st.wAfter, st.filt = 0, 0, 0, 0, 0
-	st.fft = nil
+	st.fft, st.fused = nil, nil
 	return first
 }
 

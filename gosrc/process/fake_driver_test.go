@@ -108,6 +108,28 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 		require.False(t, s.Capturing())
 	})
 
+	t.Run("the fused kernel: one launch a block, no cuFFT, no plan, no spectrum scratch", func(t *testing.T) {
+		t.Setenv(FusedEnv, "1")
+		p, s := newProc(t, nil)
+		require.NotNil(t, p.st.fused)
+		require.Nil(t, p.st.slots[0].plan)
+		require.Zero(t, p.st.slots[0].spectrum)
+		in, out := buf(t, r*n*2), buf(t, r*n*4)
+		for i, want := range []struct{ launches, graphs, ffts int64 }{
+			{1, 0, 0}, // first sighting: the fused kernel, directly
+			{0, 1, 0}, // second: captured, replayed
+			{0, 1, 0},
+		} {
+			l0, g0, f0 := counts.read()
+			process(t, p, s, in, out)
+			l1, g1, f1 := counts.read()
+			if i == 1 { // the capture's own launch
+				l1--
+			}
+			require.Equal(t, want, struct{ launches, graphs, ffts int64 }{l1 - l0, g1 - g0, f1 - f0}, "call %d", i)
+		}
+	})
+
 	t.Run("a record and a wait on the caller's stream mid-capture run, not captured", func(t *testing.T) {
 		// The engine's format stage enqueues an earlier block's formatting on
 		// the slot stream from another goroutine: were the capture on that

@@ -45,11 +45,14 @@ func (f onePassFFT) grid(records int) cuda.Dim3 {
 // block is the launch block.
 func (f onePassFFT) block() cuda.Dim3 { return cuda.Dim3{X: uint32(f.threads), Y: 1, Z: 1} }
 
-// twiddles returns the kernel's table of the n-th roots of unity,
-// exp(+2 pi i j / n) for j in [0, n), computed in float64 and rounded once
-// to complex64 (interleaved float32 pairs, as the kernel reads float2).
-func (f onePassFFT) twiddles() []float32 {
-	n := f.n()
+// twiddles returns the kernel's table of the n-th roots of unity
+// (rootsOfUnity).
+func (f onePassFFT) twiddles() []float32 { return rootsOfUnity(f.n()) }
+
+// rootsOfUnity returns exp(+2 pi i j / n) for j in [0, n), computed in
+// float64 and rounded once to complex64 (interleaved float32 pairs, as the
+// one-pass and fused kernels read float2).
+func rootsOfUnity(n int) []float32 {
 	out := make([]float32, 2*n)
 	for j := range n {
 		w := cmplx.Rect(1, 2*math.Pi*float64(j)/float64(n))

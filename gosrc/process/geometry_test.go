@@ -51,3 +51,64 @@ func TestHistoryMeanRowsMatchPTX(t *testing.T) {
 	assert.Zero(t, meanRows&(meanRows-1), "meanRows is a power of two")
 	assert.LessOrEqual(t, meanRows*32, 1024, "a block of at most 1024 threads")
 }
+
+// TestFusedKernelsMatchPTX checks fusedKernels against the PTX: each
+// length's module holds its one entry, launched with the table's threads,
+// its shared memory the table's records x P x (R+1) complex64.
+func TestFusedKernelsMatchPTX(t *testing.T) {
+	require.NotEmpty(t, fusedKernels)
+	for m, f := range fusedKernels {
+		t.Run(fmt.Sprint(m), func(t *testing.T) {
+			assert.Equal(t, m, f.p*f.r)
+			assert.Zero(t, f.p&(f.p-1), "P is a power of two")
+			assert.Zero(t, f.r&(f.r-1), "R is a power of two")
+			entries, err := kernels.Entries(f.module())
+			require.NoError(t, err)
+			assert.Equal(t, []string{f.entry()}, entries)
+			ptx, err := kernels.PTX(f.module())
+			require.NoError(t, err)
+			assert.Regexp(t, fmt.Sprintf(`\.maxntid %d, 1, 1`, f.threads), string(ptx))
+			assert.Regexp(t, fmt.Sprintf(`\.shared \.align 8 \.b8 \S+\[%d\]`, f.records*f.p*(f.r+1)*8), string(ptx))
+			assert.Equal(t, uint32(ceilDiv(1001, f.records)), f.grid(1001).X)
+		})
+	}
+}
+
+// TestFusedChoice covers fusable and FusedEnv's values.
+func TestFusedChoice(t *testing.T) {
+	clock := 0
+	for _, tc := range []struct {
+		name string
+		m    int
+		mod  func(*Config)
+		want bool
+	}{
+		{"1024", 1024, func(*Config) {}, true},
+		{"2048", 2048, func(*Config) {}, true},
+		{"1376: the one-pass FFT", 1376, func(*Config) {}, false},
+		{"no inverse FFT", 1024, func(c *Config) { c.EnableIFFT = false }, false},
+		{"k-clock", 1024, func(c *Config) { c.ClockChannel = &clock }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := smallConfig(tc.m, 8)
+			tc.mod(&c)
+			assert.Equal(t, tc.want, fusable(&c, tc.m))
+		})
+	}
+	for _, tc := range []struct {
+		env     string
+		want    bool
+		invalid bool
+	}{{"", false, false}, {"0", false, false}, {"1", true, false}, {"on", false, true}} {
+		t.Run("env="+tc.env, func(t *testing.T) {
+			t.Setenv(FusedEnv, tc.env)
+			got, err := fusedEnabled()
+			if tc.invalid {
+				require.ErrorContains(t, err, FusedEnv)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -205,6 +205,10 @@ func mallocB(b *testing.B, dev *cuda.Device, n int) *cuda.Buffer {
 // larger, the device's chain of kernels, not the host, sets the pace.
 //
 //	gpu-build/bin/process.test -test.run '^$' -test.bench CUDAProcessorSmallBlocks
+//
+// With VORTEXGO_FUSED_KERNELS=1 in the environment the 1024- and
+// 2048-point chains run as one fused kernel (fused.go): run it with and
+// without to compare.
 func BenchmarkCUDAProcessorSmallBlocks(b *testing.B) {
 	dev := gpuDevice(b)
 	for _, n := range []int{1024, 2048} {

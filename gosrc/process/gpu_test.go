@@ -50,10 +50,20 @@ func gpuBlocks(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks []
 // gpuBlocksWith is gpuBlocks with the processor's cuFFTOnly set as given.
 func gpuBlocksWith(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks []int, cuFFTOnly bool) ([]float32, []int8) {
 	t.Helper()
+	return gpuBlocksSet(t, dev, c, raw, blocks, func(p *CUDAProcessor) { p.cuFFTOnly = cuFFTOnly }, nil)
+}
+
+// gpuBlocksSet is gpuBlocks with set applied to the processor before its
+// Prepare and prepared (when not nil) called after it.
+func gpuBlocksSet(t testing.TB, dev *cuda.Device, c Config, raw []uint16, blocks []int, set, prepared func(*CUDAProcessor)) ([]float32, []int8) {
+	t.Helper()
 	p, err := NewCUDAProcessor(dev, c)
 	require.NoError(t, err)
-	p.cuFFTOnly = cuFFTOnly
+	set(p)
 	require.NoError(t, p.Prepare())
+	if prepared != nil {
+		prepared(p)
+	}
 	defer func() { require.NoError(t, p.Close()) }()
 	nraw, m := c.SamplesPerRecord*c.Channels(), p.OutputSamples()
 	streams := make([]*cuda.Stream, c.Slots)

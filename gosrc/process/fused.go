@@ -1,0 +1,108 @@
+package process
+
+import (
+	"fmt"
+
+	"github.com/vortexgo/vortexgo/gosrc/cuda"
+	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
+	"github.com/vortexgo/vortexgo/kernels"
+)
+
+// fusedGeometry is the geometry of one fused processing kernel
+// (kernels/fused.cuh): steps 1-5 of the chain for records of m = p x r
+// output samples, both powers of two, s records a block of threads.
+type fusedGeometry struct {
+	p, r, records, threads int
+}
+
+// fusedKernels holds the lengths with a fused kernel, each in a module of
+// its own (kernels/fused<m>.cu: a processor JIT-compiles only its own);
+// keep it in step with their FUSED_ENTRY lines.
+var fusedKernels = map[int]fusedGeometry{
+	1024: {p: 32, r: 32, records: 2, threads: 64},
+	2048: {p: 32, r: 64, records: 2, threads: 128},
+}
+
+// module is the name of the kernel's module (kernels/<module>.cu).
+func (f fusedGeometry) module() string { return fmt.Sprintf("fused%d", f.p*f.r) }
+
+// entry is the kernel's name.
+func (f fusedGeometry) entry() string { return fmt.Sprintf("oct_fused_%dx%d", f.p, f.r) }
+
+// grid is the launch grid for records records.
+func (f fusedGeometry) grid(records int) cuda.Dim3 {
+	return cuda.Dim3{X: uint32(ceilDiv(records, f.records)), Y: 1, Z: 1}
+}
+
+// block is the launch block.
+func (f fusedGeometry) block() cuda.Dim3 { return cuda.Dim3{X: uint32(f.threads), Y: 1, Z: 1} }
+
+// fusedKernel is a fused kernel loaded on a device, with the device
+// address of its roots of unity (rootsOfUnity(m)), which the caller uploads
+// and sets.
+type fusedKernel struct {
+	fusedGeometry
+	fn *cuda.Function
+	tw uintptr
+}
+
+// FusedEnv is the environment variable that turns the fused processing
+// kernels on ("1") or off ("0", or unset: the three kernels of the chain).
+// Read when a processor prepares a configuration (Prepare, Change).
+const FusedEnv = "VORTEXGO_FUSED_KERNELS"
+
+// fusedEnabled reads FusedEnv; any other value than 0, 1 or none is an
+// error naming the variable.
+func fusedEnabled() (bool, error) {
+	v, _ := dl.Getenv(FusedEnv)
+	switch v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q in the environment, expected 0 (the spectrum, FFT and output kernels, the default) or 1 (one fused kernel where the length has one)", FusedEnv, v)
+}
+
+// fusable reports whether cfg's chain can run as one fused kernel of
+// length m: with the inverse FFT and without a k-clock (whose phase needs
+// a transform of its own before the spectrum), at a length with a kernel.
+func fusable(cfg *Config, m int) bool {
+	_, ok := fusedKernels[m]
+	return ok && cfg.EnableIFFT && cfg.ClockChannel == nil
+}
+
+// loadFused returns the fused kernel for length m on dev, without its
+// roots table, or nil when m has none.
+func loadFused(dev *cuda.Device, m int) (*fusedKernel, error) {
+	f, ok := fusedKernels[m]
+	if !ok {
+		return nil, nil
+	}
+	ptx, err := kernels.PTX(f.module())
+	if err != nil {
+		return nil, err
+	}
+	mod, err := dev.LoadNamedModule(f.module(), ptx)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := mod.Function(f.entry())
+	if err != nil {
+		return nil, err
+	}
+	return &fusedKernel{fusedGeometry: f, fn: fn}, nil
+}
+
+// exec enqueues steps 1-5 of k's block on cs: the arguments are
+// oct_spectrum's and oct_post's (enqueue).
+func (f *fusedKernel) exec(st *cudaState, cs *cuda.Stream, k graphKey, flags int32, ch, channel, signed int32) error {
+	kp := st.post.kernel()
+	if err := cs.Launch(f.fn, f.grid(k.records), f.block(), 0,
+		k.in, k.avg, st.before, st.after, st.wBefore, st.wAfter, st.filt, f.tw, k.out, k.outInt8,
+		int32(st.cfg.SamplesPerRecord), ch, channel, signed, int32(k.records), flags,
+		kp.outMul, kp.outAdd, kp.lvlMul, kp.lvlAdd); err != nil {
+		return fmt.Errorf("%s: %w", f.entry(), err)
+	}
+	return nil
+}
