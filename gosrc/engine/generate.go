@@ -307,7 +307,10 @@ func (e *Engine) acquireLoop(s *session) {
 				generating = false
 				break
 			}
-			created := e.now(s)
+			var created int64
+			if s.jobs {
+				created = e.now(s)
+			}
 			e.dispatched.Add(1)
 			s.prof.job(ProfJobCreate, id)
 			b, ok := e.takeFree(s)
@@ -315,7 +318,8 @@ func (e *Engine) acquireLoop(s *session) {
 				return
 			}
 			s.prof.job(ProfJobClearance, id)
-			b.times = [blockMarks]int64{markCreate: created, markService: e.now(s)}
+			b.times = [blockMarks]int64{markCreate: created}
+			e.stamp(s, b, markService)
 			want := e.cfg.RecordsPerBlock
 			if e.limit > 0 {
 				want = int(min(int64(want), e.limit-start))
