@@ -78,3 +78,6 @@ template <int R, int LEN> __device__ __forceinline__ void radix2_stages(float2 (
     if constexpr (LEN < R) radix2_stages<R, LEN * 2>(z);
 }
 
+// Row pitch of the shared-memory transpose, in float2: one more than R so
+// the rows step by 8 bytes across the banks.
+template <int R> __host__ __device__ constexpr int pitch() { return R + 1; }

@@ -85,7 +85,7 @@ __device__ __forceinline__ void fused_pr(const uint16_t *__restrict__ raw, const
     static_assert((P & (P - 1)) == 0 && P >= 2, "P must be a power of two");
     static_assert((R & (R - 1)) == 0 && R >= 2, "R must be a power of two");
     constexpr int M = P * R;
-    constexpr int L = R + 1; // row pitch in float2: rows step by 8 bytes across the banks
+    constexpr int L = pitch<R>();
     __shared__ float2 sm[S * P * L];
 
     const int first = blockIdx.x * S;

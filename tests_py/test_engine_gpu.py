@@ -294,11 +294,11 @@ print("OK")
     assert out.count("RAISED InUseError") == 3 and "RAISED ClosedError" in out and "OK" in out
 
 
-def _fused_volume(samples: int, device: str = "cuda") -> tuple[np.ndarray, np.ndarray]:
+def _fused_volume(samples: int) -> tuple[np.ndarray, np.ndarray]:
     """One volume of the simulated source at ``samples`` a record through a CUDA processor (the
     rolling average on, 256-record blocks), as float32 and int8, read back on the host."""
     from vortexgo.engine import Engine, EngineConfig
-    from vortexgo.process import CPUProcessor, CUDAProcessor, ProcessorConfig
+    from vortexgo.process import CUDAProcessor, ProcessorConfig
     from _scans import planner, queue_volumes
 
     ascans, bscans = 128, 8
@@ -308,7 +308,7 @@ def _fused_volume(samples: int, device: str = "cuda") -> tuple[np.ndarray, np.nd
                          resampling_samples=acq.resampling_positions(),
                          spectral_filter=spectral_filter(hann_window(samples), acq.dispersion_compensation()),
                          levels=(0.0, 60.0))
-    proc = CUDAProcessor(pc, device=vg.get_device(device)) if device == "cuda" else CPUProcessor(pc)
+    proc = CUDAProcessor(pc, device=vg.get_device("cuda"))
     f32, i8 = StackDeviceTensorEndpointFloat32(), StackDeviceTensorEndpointInt8()
     ec = EngineConfig(records_per_block=256, blocks_to_allocate=4, preload_count=2)
     ec.add_acquisition(acq, [proc])

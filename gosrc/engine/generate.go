@@ -307,10 +307,7 @@ func (e *Engine) acquireLoop(s *session) {
 				generating = false
 				break
 			}
-			var created int64
-			if s.jobs {
-				created = e.now(s)
-			}
+			created := e.markTime(s)
 			e.dispatched.Add(1)
 			s.prof.job(ProfJobCreate, id)
 			b, ok := e.takeFree(s)
@@ -318,8 +315,7 @@ func (e *Engine) acquireLoop(s *session) {
 				return
 			}
 			s.prof.job(ProfJobClearance, id)
-			b.times = [blockMarks]int64{markCreate: created}
-			e.stamp(s, b, markService)
+			b.times = [blockMarks]int64{markCreate: created, markService: e.markTime(s)}
 			want := e.cfg.RecordsPerBlock
 			if e.limit > 0 {
 				want = int(min(int64(want), e.limit-start))

@@ -728,15 +728,18 @@ const (
 	blockMarks
 )
 
-// stamp records mark m of block b at the session's clock.
-//
-// Only a session that posts job events reads the marks (jobEvent): without
-// a job callback the clock is not read (seven reads a block were 6% of the
-// engine's host time on the fake driver, bench/host_cost.py).
-func (e *Engine) stamp(s *session, b *Block, m int) {
-	if s.jobs {
-		b.times[m] = e.now(s)
+// stamp records mark m of block b at the session's clock (markTime).
+func (e *Engine) stamp(s *session, b *Block, m int) { b.times[m] = e.markTime(s) }
+
+// markTime is the session's clock for a block's stage marks, or 0 where
+// nothing reads them: only a session that posts job events does (jobEvent),
+// and seven clock reads a block were 6% of the engine's host time in a
+// fake-driver profile (bench/host_cost.py).
+func (e *Engine) markTime(s *session) int64 {
+	if !s.jobs {
+		return 0
 	}
+	return e.now(s)
 }
 
 // failAsync is fail for errors reported from outside the session's

@@ -175,13 +175,17 @@ type kernelConsts struct {
 // flags are the CUDA kernels' step-5 flags (flagLog10, ...) for p.
 func (p *postParams) flags() int32 {
 	var f int32
-	for _, on := range []struct {
-		set  bool
-		flag int32
-	}{{p.log10, flagLog10}, {p.square, flagSquare}, {p.magnitude, flagMagnitude}, {p.levels, flagLevels}} {
-		if on.set {
-			f |= on.flag
-		}
+	if p.log10 {
+		f |= flagLog10
+	}
+	if p.square {
+		f |= flagSquare
+	}
+	if p.magnitude {
+		f |= flagMagnitude
+	}
+	if p.levels {
+		f |= flagLevels
 	}
 	return f
 }

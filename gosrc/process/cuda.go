@@ -671,7 +671,7 @@ func (p *CUDAProcessor) enqueue(st *cudaState, cs *cuda.Stream, sl *cudaSlot, k 
 	// Steps 1b-5 in one kernel (fused.go) where the length has one: the
 	// block's raw records in, its outputs out, nothing in between.
 	if st.fused != nil {
-		return st.fused.exec(st, cs, k, st.post.flags(), ch, channel, signed)
+		return st.fused.exec(st, cs, k, ch, channel, signed)
 	}
 
 	// Steps 1b-3: load, subtract, resample and filter into complex64.

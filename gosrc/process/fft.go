@@ -92,17 +92,23 @@ func loadOnePassFFT(dev *cuda.Device, m int) (*onePassKernel, error) {
 	if !ok {
 		return nil, nil
 	}
-	ptx, err := kernels.PTX(fftModule)
-	if err != nil {
-		return nil, err
-	}
-	mod, err := dev.LoadNamedModule(fftModule, ptx)
-	if err != nil {
-		return nil, err
-	}
-	fn, err := mod.Function(f.entry())
+	fn, err := moduleFunction(dev, fftModule, f.entry())
 	if err != nil {
 		return nil, err
 	}
 	return &onePassKernel{onePassFFT: f, fn: fn}, nil
+}
+
+// moduleFunction returns entry of the embedded PTX module (kernels/<module>.cu)
+// on dev, loading the module once per device (LoadNamedModule caches it).
+func moduleFunction(dev *cuda.Device, module, entry string) (*cuda.Function, error) {
+	ptx, err := kernels.PTX(module)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := dev.LoadNamedModule(module, ptx)
+	if err != nil {
+		return nil, err
+	}
+	return mod.Function(entry)
 }

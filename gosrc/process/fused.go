@@ -5,7 +5,6 @@ import (
 
 	"github.com/vortexgo/vortexgo/gosrc/cuda"
 	"github.com/vortexgo/vortexgo/gosrc/internal/dl"
-	"github.com/vortexgo/vortexgo/kernels"
 )
 
 // fusedGeometry is the geometry of one fused processing kernel
@@ -79,15 +78,7 @@ func loadFused(dev *cuda.Device, m int) (*fusedKernel, error) {
 	if !ok {
 		return nil, nil
 	}
-	ptx, err := kernels.PTX(f.module())
-	if err != nil {
-		return nil, err
-	}
-	mod, err := dev.LoadNamedModule(f.module(), ptx)
-	if err != nil {
-		return nil, err
-	}
-	fn, err := mod.Function(f.entry())
+	fn, err := moduleFunction(dev, f.module(), f.entry())
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +87,8 @@ func loadFused(dev *cuda.Device, m int) (*fusedKernel, error) {
 
 // exec enqueues steps 1-5 of k's block on cs: the arguments are
 // oct_spectrum's and oct_post's (enqueue).
-func (f *fusedKernel) exec(st *cudaState, cs *cuda.Stream, k graphKey, flags int32, ch, channel, signed int32) error {
-	kp := st.post.kernel()
+func (f *fusedKernel) exec(st *cudaState, cs *cuda.Stream, k graphKey, ch, channel, signed int32) error {
+	flags, kp := st.post.flags(), st.post.kernel()
 	if err := cs.Launch(f.fn, f.grid(k.records), f.block(), 0,
 		k.in, k.avg, st.before, st.after, st.wBefore, st.wAfter, st.filt, f.tw, k.out, k.outInt8,
 		int32(st.cfg.SamplesPerRecord), ch, channel, signed, int32(k.records), flags,
