@@ -1,6 +1,6 @@
 // Fused processing kernels: steps 1-5 of the OCT chain (gosrc/process/doc.go)
-// for records whose inverse FFT has a power-of-two length m = P x R, in one
-// launch and one pass over device memory.
+// for records whose inverse FFT has a power-of-two length M, in one launch
+// and one pass over device memory.
 //
 // The chain otherwise runs three kernels a block: oct_spectrum writes the
 // complex spectrum (8 bytes a value), cuFFT transforms it in place (16 more)
@@ -9,18 +9,21 @@
 // the device's time whatever it moves, and with one processor slot every
 // block's kernels wait for the last block's: 9.1 us a 256 x 1024 block on an
 // H200 against its 12 us of copy (docs/bench.md, session 52). Here a block of
-// threads holds S records in shared memory from the spectrum to the outputs:
-// the raw samples are read once, the outputs written once.
+// M / 4 threads holds one record in shared memory from the spectrum to the
+// outputs: the raw samples are read once, the outputs written once.
 //
 // Per value the arithmetic of steps 1-3 and 5 is oct_spectrum's and
 // oct_post's (oct_value.cuh), so those steps give the same bits; the inverse
-// FFT is fft.cu's Cooley-Tukey split, with both factors radix-2 transforms
-// in registers:
-//   n = R n2 + n1, k = k1 + P k2,
-//   step 1: Y[n1][k1] = exp(+2 pi i n1 k1 / m) sum_n2 x[R n2 + n1] exp(+2 pi i n2 k1 / P)
-//   step 2: X[k1 + P k2] = sum_n1 Y[n1][k1] exp(+2 pi i n1 k2 / R)
-// with the m-th roots of unity of the twiddles from a table the caller
-// computes in float64 (gosrc/process.rootsOfUnity).
+// FFT is a Stockham autosort transform (radix 4, natural order in and out),
+// its twiddles the M-th roots of unity from a table the caller computes in
+// float64 (gosrc/process.rootsOfUnity).
+//
+// Why a thread for each 4 values: session 52's first version gave each
+// thread a whole 32-point column (two records a block of 64 threads), so a
+// 256-record block ran 128 blocks of two warps over 132 SMs, each thread 32
+// chains of dependent gathers: 28.6 us a 256 x 1024 block against the three
+// kernels' 15.7 (bench/host_cost.py on an H200, session 53). A block of
+// M / 4 threads a record keeps 8-16 warps on every SM at 256 records.
 //
 // One module per length (fused1024.cu, fused2048.cu), so that a processor
 // JIT-compiles only its own on first use.
@@ -72,87 +75,114 @@ __device__ __forceinline__ float2 spectrum_value(const uint16_t *__restrict__ ra
     return make_float2(v, 0.f);
 }
 
-// fused_pr processes records [blockIdx.x S, blockIdx.x S + S) of m = P x R
-// output samples with T threads.
-template <int P, int R, int S, int T>
-__device__ __forceinline__ void fused_pr(const uint16_t *__restrict__ raw, const float *__restrict__ avg,
-                                         const int32_t *__restrict__ before, const int32_t *__restrict__ after,
-                                         const float *__restrict__ w_before, const float *__restrict__ w_after,
-                                         const float2 *__restrict__ filt, const float2 *__restrict__ tw,
-                                         float *__restrict__ out, int8_t *__restrict__ out8, int n, int ch,
-                                         int channel, int is_signed, int records, int flags, float out_mul,
-                                         float out_add, float lvl_mul, float lvl_add) {
-    static_assert((P & (P - 1)) == 0 && P >= 2, "P must be a power of two");
-    static_assert((R & (R - 1)) == 0 && R >= 2, "R must be a power of two");
-    constexpr int M = P * R;
-    constexpr int L = pitch<R>();
-    __shared__ float2 sm[S * P * L];
+// butterfly4 is the 4-point inverse DFT of a in place:
+// A[k] = sum_r a[r] exp(+2 pi i r k / 4), with exp(+2 pi i / 4) = i.
+__device__ __forceinline__ void butterfly4(float2 (&a)[4]) {
+    const float2 s0 = make_float2(a[0].x + a[2].x, a[0].y + a[2].y), d0 = make_float2(a[0].x - a[2].x, a[0].y - a[2].y);
+    const float2 s1 = make_float2(a[1].x + a[3].x, a[1].y + a[3].y), d1 = make_float2(a[1].x - a[3].x, a[1].y - a[3].y);
+    a[0] = make_float2(s0.x + s1.x, s0.y + s1.y);
+    a[2] = make_float2(s0.x - s1.x, s0.y - s1.y);
+    a[1] = make_float2(d0.x - d1.y, d0.y + d1.x); // d0 + i d1
+    a[3] = make_float2(d0.x + d1.y, d0.y - d1.x); // d0 - i d1
+}
 
-    const int first = blockIdx.x * S;
+// fused_stockham processes record blockIdx.x, of m = M output samples,
+// with T = M / 4 threads: thread j computes the spectrum's values j + r T
+// (r = 0..3, coalesced), the inverse FFT runs as Stockham autosort passes
+// through shared memory (radix 4, after one radix-2 pass where log2 M is
+// odd; one barrier a pass, ping-ponging two buffers), and the last pass
+// leaves X[j + r T] in thread j's registers for step 5, so the outputs are
+// stored coalesced without a last trip through shared memory. A pass of
+// span ns (sub-transforms of ns points done) reads a[r] = src[j + r T],
+// twiddles it by exp(+2 pi i r (j mod ns) / (4 ns)), and writes the 4-point
+// DFT to dst[(j / ns) 4 ns + j mod ns + r ns].
+template <int M, int T>
+__device__ __forceinline__ void fused_stockham(const uint16_t *__restrict__ raw, const float *__restrict__ avg,
+                                               const int32_t *__restrict__ before, const int32_t *__restrict__ after,
+                                               const float *__restrict__ w_before, const float *__restrict__ w_after,
+                                               const float2 *__restrict__ filt, const float2 *__restrict__ tw,
+                                               float *__restrict__ out, int8_t *__restrict__ out8, int n, int ch,
+                                               int channel, int is_signed, int records, int flags, float out_mul,
+                                               float out_add, float lvl_mul, float lvl_add) {
+    static_assert((M & (M - 1)) == 0 && M >= 16, "M must be a power of two");
+    static_assert(T * 4 == M, "one thread for each 4 values");
+    __shared__ float2 buf[2][M];
 
-    // Step 1: the spectrum's values down column n1, their P-point inverse
-    // FFT, twiddled, into rows k1.
-#pragma unroll 1
-    for (int item = threadIdx.x; item < S * R; item += T) {
-        const int s = item / R, n1 = item % R, rec = first + s;
-        if (rec < records) {
-            constexpr int bits = log2i(P);
-            float2 z[P];
+    const int rec = blockIdx.x, j = threadIdx.x;
+    if (rec >= records) return; // the grid is exactly records: a guard, not a path
+
+    float2 a[4];
 #pragma unroll
-            for (int i = 0; i < P; ++i) {
-                z[i] = spectrum_value(raw, avg, before, after, w_before, w_after, filt, rec, R * bitrev(i, bits) + n1, n,
-                                      ch, channel, is_signed);
-            }
-            radix2_stages<P, 2>(z);
-            float2 *row = sm + s * P * L + n1;
-            row[0] = z[0]; // the twiddle of k1 = 0 is 1
-#pragma unroll
-            for (int k1 = 1; k1 < P; ++k1) row[k1 * L] = cmul(z[k1], __ldg(tw + n1 * k1));
-        }
+    for (int r = 0; r < 4; ++r) {
+        a[r] = spectrum_value(raw, avg, before, after, w_before, w_after, filt, rec, j + r * T, n, ch, channel,
+                              is_signed);
     }
-    __syncthreads(); // every record's rows are in shared memory
 
-    // Step 2: an R-point inverse FFT along each row k1, then step 5 on
-    // X[k1 + P k2]: a warp's threads hold consecutive k1, so each k2's
-    // stores are contiguous.
-#pragma unroll 1
-    for (int item = threadIdx.x; item < S * P; item += T) {
-        const int s = item / P, k1 = item % P, rec = first + s;
-        if (rec < records) {
-            constexpr int bits = log2i(R);
-            const float2 *row = sm + s * P * L + k1 * L;
-            float2 z[R];
+    // The first pass (ns = 1) needs no twiddles and reads what the thread
+    // holds: radix 2 on the pairs (x[i], x[i + M/2]) for i = j and j + T
+    // where log2 M is odd, else radix 4 on x[j + r T].
+    int ns;
+    if constexpr (log2i(M) % 2 == 1) {
+        buf[0][2 * j] = make_float2(a[0].x + a[2].x, a[0].y + a[2].y);
+        buf[0][2 * j + 1] = make_float2(a[0].x - a[2].x, a[0].y - a[2].y);
+        buf[0][2 * (j + T)] = make_float2(a[1].x + a[3].x, a[1].y + a[3].y);
+        buf[0][2 * (j + T) + 1] = make_float2(a[1].x - a[3].x, a[1].y - a[3].y);
+        ns = 2;
+    } else {
+        butterfly4(a);
 #pragma unroll
-            for (int i = 0; i < R; ++i) z[i] = row[bitrev(i, bits)];
-            radix2_stages<R, 2>(z);
-            const size_t base = static_cast<size_t>(rec) * M + k1;
+        for (int r = 0; r < 4; ++r) buf[0][4 * j + r] = a[r];
+        ns = 4;
+    }
+
+    int from = 0;
 #pragma unroll
-            for (int k2 = 0; k2 < R; ++k2) {
-                float v;
-                int8_t b;
-                post(z[k2], flags, out_mul, out_add, lvl_mul, lvl_add, &v, &b);
-                if (out) out[base + P * k2] = v; // null when no endpoint reads the float32 A-scans
-                if (out8) out8[base + P * k2] = b;
-            }
-        }
+    for (; ns < M / 4; ns *= 4, from ^= 1) {
+        __syncthreads(); // the last pass's writes are in
+        const int k = j % ns, stride = M / (4 * ns);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) a[r] = buf[from][j + r * T];
+#pragma unroll
+        for (int r = 1; r < 4; ++r) a[r] = cmul(a[r], __ldg(tw + r * k * stride));
+        butterfly4(a);
+        const int base = (j / ns) * 4 * ns + k;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) buf[from ^ 1][base + r * ns] = a[r];
+    }
+
+    // The last pass (ns = M / 4): its outputs are X[j + r T].
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[r] = buf[from][j + r * T];
+#pragma unroll
+    for (int r = 1; r < 4; ++r) a[r] = cmul(a[r], __ldg(tw + r * j));
+    butterfly4(a);
+    const size_t base = static_cast<size_t>(rec) * M + j;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        float v;
+        int8_t b;
+        post(a[r], flags, out_mul, out_add, lvl_mul, lvl_add, &v, &b);
+        if (out) out[base + r * T] = v; // null when no endpoint reads the float32 A-scans
+        if (out8) out8[base + r * T] = b;
     }
 }
 
 } // namespace
 
-// Entry points: oct_fused_<P>x<R>(raw, avg, before, after, w_before,
-// w_after, filt, tw, out, out8, n, ch, channel, is_signed, records, flags,
-// out_mul, out_add, lvl_mul, lvl_add); the arguments are oct_spectrum's and
-// oct_post's (null tables: none), tw[j] = exp(+2 pi i j / m) for j in
-// [0, m). Launch: grid ceil(records / S), block T; gosrc/process/fused.go
-// holds the same table (one entry per module).
-#define FUSED_ENTRY(P, R, S, T)                                                                                        \
-    extern "C" __global__ void __launch_bounds__(T) oct_fused_##P##x##R(                                               \
+// Entry points: oct_fused_<M>(raw, avg, before, after, w_before, w_after,
+// filt, tw, out, out8, n, ch, channel, is_signed, records, flags, out_mul,
+// out_add, lvl_mul, lvl_add); the arguments are oct_spectrum's and
+// oct_post's (null tables: none), tw[j] = exp(+2 pi i j / M) for j in
+// [0, M). Launch: grid records, block M / 4; gosrc/process/fused.go holds
+// the same table (one entry per module).
+#define FUSED_ENTRY(M)                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(M / 4) oct_fused_##M(                                                  \
         const uint16_t *__restrict__ raw, const float *__restrict__ avg, const int32_t *__restrict__ before,          \
         const int32_t *__restrict__ after, const float *__restrict__ w_before, const float *__restrict__ w_after,     \
         const float2 *__restrict__ filt, const float2 *__restrict__ tw, float *__restrict__ out,                       \
         int8_t *__restrict__ out8, int n, int ch, int channel, int is_signed, int records, int flags, float out_mul,  \
         float out_add, float lvl_mul, float lvl_add) {                                                                 \
-        fused_pr<P, R, S, T>(raw, avg, before, after, w_before, w_after, filt, tw, out, out8, n, ch, channel,         \
-                             is_signed, records, flags, out_mul, out_add, lvl_mul, lvl_add);                           \
+        fused_stockham<M, M / 4>(raw, avg, before, after, w_before, w_after, filt, tw, out, out8, n, ch, channel,      \
+                                 is_signed, records, flags, out_mul, out_add, lvl_mul, lvl_add);                       \
     }

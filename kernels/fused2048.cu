@@ -1,5 +1,5 @@
-// The fused processing kernel for 2048-point records (fused.cuh):
-// 2048 = 32 x 64: two records a block of 128 threads, one column a thread, then one row for half of them.
+// The fused processing kernel for 2048-point records (fused.cuh): one record
+// a block of 512 threads, a radix-2 pass and five radix-4 passes.
 #include "fused.cuh"
 
-FUSED_ENTRY(32, 64, 2, 128)
+FUSED_ENTRY(2048)

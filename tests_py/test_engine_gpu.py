@@ -323,7 +323,7 @@ def _fused_volume(samples: int) -> tuple[np.ndarray, np.ndarray]:
         st = eng.status()
         assert st.volumes == 1 and st.blocks_dropped == 0 and st.error == "", st
         with f32.tensor as a, i8.tensor as b:
-            return np.array(a), np.array(b)
+            return a.get(), b.get()  # CuPy arrays on the device
 
 
 @pytest.mark.parametrize("samples", [1024, 2048])

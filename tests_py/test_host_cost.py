@@ -46,6 +46,20 @@ OWN_STREAM_BELOW = 1 << 19
 GRAPH_BLOCK_SAMPLES = 1 << 20
 
 
+#: the record lengths whose spectrum, inverse FFT and outputs run as one fused kernel a block
+#: (gosrc/process/fused.go; VORTEXGO_FUSED_KERNELS=0 turns it off): one launch, no cuFFT
+FUSED_LENGTHS = (1024, 2048)
+
+
+def _chain(r: dict, env: dict | None = None) -> tuple[int, int]:
+    """The processor's kernel launches and cuFFT executions a block when launched directly: the
+    rolling average's update and mean (host_cost.py's processor averages), then the fused kernel,
+    or the spectrum and output kernels around cuFFT."""
+    if r["samples"] in FUSED_LENGTHS and {**os.environ, **(env or {})}.get("VORTEXGO_FUSED_KERNELS", "1") != "0":
+        return 2, 0
+    return 3, 1
+
+
 def _run_host_cost(out: Path, *args: str, **env: str) -> dict:
     if shutil.which("gcc") is None and shutil.which("cc") is None:
         pytest.skip("the fake driver needs a C compiler")
@@ -123,8 +137,9 @@ def _check_budget(host_cost: dict, deep_ring: bool) -> None:
             elif size < OWN_STREAM_BELOW:
                 assert total <= OWN_STREAM_CALLS * (1 + skew) + 0.05, calls
         else:  # larger blocks launch directly (gosrc/process/graphs.go says why)
-            assert calls["cuLaunchKernel"] == pytest.approx(3 + format_launches, abs=0.01 + 4 * skew), calls
-            assert calls["cufftExec"] == pytest.approx(1, abs=0.01 + skew), calls
+            launches, ffts = _chain(r)
+            assert calls["cuLaunchKernel"] == pytest.approx(launches + format_launches, abs=0.01 + 4 * skew), calls
+            assert calls.get("cufftExec", 0) == pytest.approx(ffts, abs=0.01 + skew), calls
             assert calls.get("cuGraphLaunch", 0) == pytest.approx(format_graphs, abs=0.01 + skew), calls
             assert total <= (CALLS_BUDGET + DIRECT_EXTRA) * (1 + skew) + 0.05, calls
     assert "driver calls/block" in host_cost["markdown"] and "`cuEventRecord`" in host_cost["markdown"]
@@ -132,12 +147,17 @@ def _check_budget(host_cost: dict, deep_ring: bool) -> None:
 
 def test_graphs_can_be_turned_off(tmp_path: Path) -> None:
     """VORTEXGO_CUDA_GRAPHS=0 (the escape hatch docs/performance.md names) launches the
-    processor's kernels, cuFFT and the formatting one by one again: three launches and one cuFFT
-    execution per block besides the format's kernel, no graph."""
-    for r in _run_host_cost(tmp_path, VORTEXGO_CUDA_GRAPHS="0")["rows"]:
-        calls, skew = r["calls_per_upload"], (r["blocks_allocated"] + 2) / r["blocks"]
-        assert calls["cuLaunchKernel"] == pytest.approx(4, abs=0.01 + 4 * skew), calls
-        assert calls["cufftExec"] == pytest.approx(1, abs=0.01 + skew), calls
+    processor's kernels, cuFFT and the formatting one by one again: the fused kernel (or, with
+    VORTEXGO_FUSED_KERNELS=0, three launches and one cuFFT execution) per block besides the
+    format's kernel and the rolling average's, no graph."""
+    for fused in ("1", "0"):
+        env = {"VORTEXGO_CUDA_GRAPHS": "0", "VORTEXGO_FUSED_KERNELS": fused}
+        for r in _run_host_cost(tmp_path / fused, **env)["rows"]:
+            calls, skew = r["calls_per_upload"], (r["blocks_allocated"] + 2) / r["blocks"]
+            launches, ffts = _chain(r, env)
+            assert (launches, ffts) == ((2, 0) if fused == "1" else (3, 1))
+            assert calls["cuLaunchKernel"] == pytest.approx(launches + 1, abs=0.01 + 4 * skew), calls
+            assert calls.get("cufftExec", 0) == pytest.approx(ffts, abs=0.01 + skew), calls
         assert calls.get("cuGraphLaunch", 0) == 0, calls
 
 

@@ -71,11 +71,11 @@
 // steps 4-5 in float64 (gonum's FFT); the CUDA processor computes steps 1-3
 // bit for bit as the CPU and steps 4-5 in float32 (cuFFT, or at lengths
 // such as 1376 = 2^5 x 43 a one-pass kernel of kernels/fft.cu, whose error
-// is of cuFFT's order: within 2e-6 of a record's peak). With
-// VORTEXGO_FUSED_KERNELS=1 (fused.go, off by default until measured on a
-// GPU) the CUDA processor runs steps 1-5 of 1024- and 2048-point records
-// without a k-clock as one kernel of kernels/fused.cuh: steps 1-3 and 5 the
-// same per value, the FFT a radix-2 one of the same split. Against vortex's
+// is of cuFFT's order: within 2e-6 of a record's peak). At 1024 and 2048
+// points without a k-clock the CUDA processor runs steps 1-5 as one kernel
+// of kernels/fused.cuh (fused.go; VORTEXGO_FUSED_KERNELS=0 turns it off):
+// steps 1-3 and 5 the same per value, the FFT a Stockham radix-4 one in
+// shared memory, within the same bounds of the CPU's. Against vortex's
 // CPUProcessor (FFTW, float32), the int8 outputs are equal except for
 // values within 5e-3 of a step from a rounding boundary (measured: 2e-3)
 // and bins 80 dB or more below their record's peak, where float32 FFT

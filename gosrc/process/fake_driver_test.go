@@ -57,6 +57,10 @@ func TestGraphsOnTheFakeDriverChild(t *testing.T) {
 	require.NoError(t, err)
 
 	const n, r = 1024, 64 // 1024 samples: cuFFT, not a one-pass kernel
+	// The graph subtests count the three kernels' launches and cuFFT's
+	// executions (the spectrum, FFT and output steps as separate calls);
+	// the fused kernel's subtest turns it back on.
+	t.Setenv(FusedEnv, "0")
 	newProc := func(t *testing.T, mod func(*Config)) (*CUDAProcessor, *cuda.Stream) {
 		c := smallConfig(n, r)
 		c.Slots = 1

@@ -8,33 +8,36 @@ import (
 )
 
 // fusedGeometry is the geometry of one fused processing kernel
-// (kernels/fused.cuh): steps 1-5 of the chain for records of m = p x r
-// output samples, both powers of two, s records a block of threads.
+// (kernels/fused.cuh): steps 1-5 of the chain for records of m output
+// samples, a power of two, one record a block of m / 4 threads (a
+// Stockham radix-4 inverse FFT in shared memory, a thread for each 4
+// values).
 type fusedGeometry struct {
-	p, r, records, threads int
+	m int
 }
 
 // fusedKernels holds the lengths with a fused kernel, each in a module of
 // its own (kernels/fused<m>.cu: a processor JIT-compiles only its own);
 // keep it in step with their FUSED_ENTRY lines.
 var fusedKernels = map[int]fusedGeometry{
-	1024: {p: 32, r: 32, records: 2, threads: 64},
-	2048: {p: 32, r: 64, records: 2, threads: 128},
+	1024: {m: 1024},
+	2048: {m: 2048},
 }
 
 // module is the name of the kernel's module (kernels/<module>.cu).
-func (f fusedGeometry) module() string { return fmt.Sprintf("fused%d", f.p*f.r) }
+func (f fusedGeometry) module() string { return fmt.Sprintf("fused%d", f.m) }
 
 // entry is the kernel's name.
-func (f fusedGeometry) entry() string { return fmt.Sprintf("oct_fused_%dx%d", f.p, f.r) }
+func (f fusedGeometry) entry() string { return fmt.Sprintf("oct_fused_%d", f.m) }
 
-// grid is the launch grid for records records.
-func (f fusedGeometry) grid(records int) cuda.Dim3 {
-	return cuda.Dim3{X: uint32(ceilDiv(records, f.records)), Y: 1, Z: 1}
-}
+// threads is the launch block's size: a thread for each 4 values.
+func (f fusedGeometry) threads() int { return f.m / 4 }
+
+// grid is the launch grid for records records: one a block.
+func (f fusedGeometry) grid(records int) cuda.Dim3 { return cuda.Dim3{X: uint32(records), Y: 1, Z: 1} }
 
 // block is the launch block.
-func (f fusedGeometry) block() cuda.Dim3 { return cuda.Dim3{X: uint32(f.threads), Y: 1, Z: 1} }
+func (f fusedGeometry) block() cuda.Dim3 { return cuda.Dim3{X: uint32(f.threads()), Y: 1, Z: 1} }
 
 // fusedKernel is a fused kernel loaded on a device, with the device
 // address of its roots of unity (rootsOfUnity(m)), which the caller uploads
@@ -46,8 +49,10 @@ type fusedKernel struct {
 }
 
 // FusedEnv is the environment variable that turns the fused processing
-// kernels on ("1") or off ("0", or unset: the three kernels of the chain).
-// Read when a processor prepares a configuration (Prepare, Change).
+// kernels off ("0": the three kernels of the chain) or on ("1", or unset:
+// the default since session 53, when they measured 10% faster a block at
+// 256 x 1024 with one slot, docs/bench.md). Read when a processor prepares
+// a configuration (Prepare, Change).
 const FusedEnv = "VORTEXGO_FUSED_KERNELS"
 
 // fusedEnabled reads FusedEnv; any other value than 0, 1 or none is an
@@ -55,12 +60,12 @@ const FusedEnv = "VORTEXGO_FUSED_KERNELS"
 func fusedEnabled() (bool, error) {
 	v, _ := dl.Getenv(FusedEnv)
 	switch v {
-	case "", "0":
+	case "0":
 		return false, nil
-	case "1":
+	case "", "1":
 		return true, nil
 	}
-	return false, fmt.Errorf("%s=%q in the environment, expected 0 (the spectrum, FFT and output kernels, the default) or 1 (one fused kernel where the length has one)", FusedEnv, v)
+	return false, fmt.Errorf("%s=%q in the environment, expected 1 (one fused kernel where the length has one, the default) or 0 (the spectrum, FFT and output kernels)", FusedEnv, v)
 }
 
 // fusable reports whether cfg's chain can run as one fused kernel of

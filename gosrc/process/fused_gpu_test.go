@@ -86,7 +86,7 @@ func TestFusedKernelChoice(t *testing.T) {
 	}{
 		{"asked, 1024", "1", 1024, func(*Config) {}, true},
 		{"asked, 2048", "1", 2048, func(*Config) {}, true},
-		{"not asked", "", 1024, func(*Config) {}, false},
+		{"not asked: the default", "", 1024, func(*Config) {}, true},
 		{"off", "0", 2048, func(*Config) {}, false},
 		{"no kernel for 1376", "1", 1376, func(*Config) {}, false},
 		{"without the inverse FFT", "1", 1024, func(c *Config) { c.EnableIFFT = false }, false},

@@ -53,23 +53,24 @@ func TestHistoryMeanRowsMatchPTX(t *testing.T) {
 }
 
 // TestFusedKernelsMatchPTX checks fusedKernels against the PTX: each
-// length's module holds its one entry, launched with the table's threads,
-// its shared memory the table's records x P x (R+1) complex64.
+// length's module holds its one entry, launched with m / 4 threads, its
+// shared memory two buffers of m complex64 (the Stockham passes'
+// ping-pong), one record a block.
 func TestFusedKernelsMatchPTX(t *testing.T) {
 	require.NotEmpty(t, fusedKernels)
 	for m, f := range fusedKernels {
 		t.Run(fmt.Sprint(m), func(t *testing.T) {
-			assert.Equal(t, m, f.p*f.r)
-			assert.Zero(t, f.p&(f.p-1), "P is a power of two")
-			assert.Zero(t, f.r&(f.r-1), "R is a power of two")
+			assert.Equal(t, m, f.m)
+			assert.Zero(t, m&(m-1), "m is a power of two")
 			entries, err := kernels.Entries(f.module())
 			require.NoError(t, err)
 			assert.Equal(t, []string{f.entry()}, entries)
 			ptx, err := kernels.PTX(f.module())
 			require.NoError(t, err)
-			assert.Regexp(t, fmt.Sprintf(`\.maxntid %d, 1, 1`, f.threads), string(ptx))
-			assert.Regexp(t, fmt.Sprintf(`\.shared \.align 8 \.b8 \S+\[%d\]`, f.records*f.p*(f.r+1)*8), string(ptx))
-			assert.Equal(t, uint32(ceilDiv(1001, f.records)), f.grid(1001).X)
+			assert.Regexp(t, fmt.Sprintf(`\.maxntid %d, 1, 1`, m/4), string(ptx))
+			assert.Equal(t, uint32(m/4), f.block().X)
+			assert.Regexp(t, fmt.Sprintf(`\.shared \.align \d+ \.b8 \S+\[%d\]`, 2*m*8), string(ptx))
+			assert.Equal(t, uint32(1001), f.grid(1001).X)
 		})
 	}
 }
@@ -99,7 +100,7 @@ func TestFusedChoice(t *testing.T) {
 		env     string
 		want    bool
 		invalid bool
-	}{{"", false, false}, {"0", false, false}, {"1", true, false}, {"on", false, true}} {
+	}{{"", true, false}, {"0", false, false}, {"1", true, false}, {"on", false, true}} {
 		t.Run("env="+tc.env, func(t *testing.T) {
 			t.Setenv(FusedEnv, tc.env)
 			got, err := fusedEnabled()
