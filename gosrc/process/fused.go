@@ -68,12 +68,26 @@ func fusedEnabled() (bool, error) {
 	return false, fmt.Errorf("%s=%q in the environment, expected 1 (one fused kernel where the length has one, the default) or 0 (the spectrum, FFT and output kernels)", FusedEnv, v)
 }
 
+// maxFusedBlockSamples is the largest block (records x output samples)
+// the fused kernel processes; larger ones run the three kernels. The
+// fused kernel is latency-bound (a record's passes wait on each other
+// through shared memory and its barriers), the three kernels bandwidth-
+// bound, so the fused one wins where a block is too small to fill the
+// device and loses where it is large: on an H200 (session 53,
+// BenchmarkCUDAProcessorSmallBlocks and BenchmarkCUDAProcessor) 23% less
+// device time a 256 x 1024 block and 20% less at 256 x 2048, level at
+// 512 x 2048, 4% more at 8192 x 1024 and 32% more at 8192 x 2048 (its L1
+// and shared memory's throughput the bound). Large blocks are bound by
+// the bus with either, but the device time is the user's to share.
+const maxFusedBlockSamples = 1 << 20
+
 // fusable reports whether cfg's chain can run as one fused kernel of
 // length m: with the inverse FFT and without a k-clock (whose phase needs
-// a transform of its own before the spectrum), at a length with a kernel.
+// a transform of its own before the spectrum), at a length with a kernel,
+// in blocks of at most maxFusedBlockSamples.
 func fusable(cfg *Config, m int) bool {
 	_, ok := fusedKernels[m]
-	return ok && cfg.EnableIFFT && cfg.ClockChannel == nil
+	return ok && cfg.EnableIFFT && cfg.ClockChannel == nil && cfg.AscansPerBlock*m <= maxFusedBlockSamples
 }
 
 // loadFused returns the fused kernel for length m on dev, without its

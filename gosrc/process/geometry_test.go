@@ -89,6 +89,10 @@ func TestFusedChoice(t *testing.T) {
 		{"1376: the one-pass FFT", 1376, func(*Config) {}, false},
 		{"no inverse FFT", 1024, func(c *Config) { c.EnableIFFT = false }, false},
 		{"k-clock", 1024, func(c *Config) { c.ClockChannel = &clock }, false},
+		{"1024 x 1024: the largest block", 1024, func(c *Config) { c.AscansPerBlock = 1024 }, true},
+		{"1025 x 1024", 1024, func(c *Config) { c.AscansPerBlock = 1025 }, false},
+		{"512 x 2048", 2048, func(c *Config) { c.AscansPerBlock = 512 }, true},
+		{"8192 x 2048", 2048, func(c *Config) { c.AscansPerBlock = 8192 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := smallConfig(tc.m, 8)
