@@ -91,6 +91,8 @@ func TestFusedKernelChoice(t *testing.T) {
 		{"no kernel for 1376", "1", 1376, func(*Config) {}, false},
 		{"without the inverse FFT", "1", 1024, func(c *Config) { c.EnableIFFT = false }, false},
 		{"with a k-clock", "1", 1024, func(c *Config) { ch := 1; c.ChannelsPerSample, c.ClockChannel = 2, &ch }, false},
+		{"1024 x 1024: the largest fused block", "1", 1024, func(c *Config) { c.AscansPerBlock = 1024 }, true},
+		{"1025 x 1024: the three kernels", "1", 1024, func(c *Config) { c.AscansPerBlock = 1025 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(FusedEnv, tc.env)
