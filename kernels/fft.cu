@@ -27,6 +27,10 @@ namespace {
 
 #include "fft_radix2.cuh"
 
+// Row pitch of the shared-memory transpose, in float2: one more than R so
+// the rows step by 8 bytes across the banks.
+template <int R> __host__ __device__ constexpr int pitch() { return R + 1; }
+
 // fft_pr transforms records [blockIdx.x S, blockIdx.x S + S) with T threads.
 template <int P, int R, int S, int T>
 __device__ __forceinline__ void fft_pr(float2 *__restrict__ data, const float2 *__restrict__ tw, int records) {

@@ -1,7 +1,8 @@
-// Radix-2 building blocks of the one-pass FFT kernels (fft.cu) and the
-// fused processing kernels (fused.cu): compile-time root tables and the
-// decimation-in-time butterflies in registers. Included into each module's
-// anonymous namespace; not a module of its own (build_ptx.sh compiles *.cu).
+// Radix-2 building blocks of the one-pass FFT kernels (fft.cu):
+// compile-time root tables and the decimation-in-time butterflies in
+// registers; the fused processing kernels (fused.cuh) use its cmul and
+// log2i. Included into each module's anonymous namespace; not a module of
+// its own (build_ptx.sh compiles *.cu).
 #pragma once
 
 
@@ -77,7 +78,3 @@ template <int R, int LEN> __device__ __forceinline__ void radix2_stages(float2 (
     }
     if constexpr (LEN < R) radix2_stages<R, LEN * 2>(z);
 }
-
-// Row pitch of the shared-memory transpose, in float2: one more than R so
-// the rows step by 8 bytes across the banks.
-template <int R> __host__ __device__ constexpr int pitch() { return R + 1; }

@@ -75,15 +75,37 @@ __device__ __forceinline__ float2 spectrum_value(const uint16_t *__restrict__ ra
     return make_float2(v, 0.f);
 }
 
+// butterfly2 is the 2-point DFT of (u, v) in place: (u + v, u - v).
+__device__ __forceinline__ void butterfly2(float2 &u, float2 &v) {
+    const float2 s = make_float2(u.x + v.x, u.y + v.y);
+    v = make_float2(u.x - v.x, u.y - v.y);
+    u = s;
+}
+
 // butterfly4 is the 4-point inverse DFT of a in place:
 // A[k] = sum_r a[r] exp(+2 pi i r k / 4), with exp(+2 pi i / 4) = i.
 __device__ __forceinline__ void butterfly4(float2 (&a)[4]) {
-    const float2 s0 = make_float2(a[0].x + a[2].x, a[0].y + a[2].y), d0 = make_float2(a[0].x - a[2].x, a[0].y - a[2].y);
-    const float2 s1 = make_float2(a[1].x + a[3].x, a[1].y + a[3].y), d1 = make_float2(a[1].x - a[3].x, a[1].y - a[3].y);
+    butterfly2(a[0], a[2]); // a[0], a[2]: s0, d0
+    butterfly2(a[1], a[3]); // a[1], a[3]: s1, d1
+    const float2 s0 = a[0], d0 = a[2], s1 = a[1], d1 = a[3];
     a[0] = make_float2(s0.x + s1.x, s0.y + s1.y);
     a[2] = make_float2(s0.x - s1.x, s0.y - s1.y);
     a[1] = make_float2(d0.x - d1.y, d0.y + d1.x); // d0 + i d1
     a[3] = make_float2(d0.x + d1.y, d0.y - d1.x); // d0 - i d1
+}
+
+// stockham_pass loads a pass's inputs a[r] = src[j + r T], twiddles them
+// by exp(+2 pi i r k / M)^stride (k = j mod ns, stride = M / (4 ns)) and
+// takes their 4-point DFT: what every pass after the first does before it
+// stores.
+template <int T>
+__device__ __forceinline__ void stockham_pass(float2 (&a)[4], const float2 *src, const float2 *__restrict__ tw, int j,
+                                              int k, int stride) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[r] = src[j + r * T];
+#pragma unroll
+    for (int r = 1; r < 4; ++r) a[r] = cmul(a[r], __ldg(tw + r * k * stride));
+    butterfly4(a);
 }
 
 // fused_stockham processes record blockIdx.x, of m = M output samples,
@@ -123,10 +145,12 @@ __device__ __forceinline__ void fused_stockham(const uint16_t *__restrict__ raw,
     // where log2 M is odd, else radix 4 on x[j + r T].
     int ns;
     if constexpr (log2i(M) % 2 == 1) {
-        buf[0][2 * j] = make_float2(a[0].x + a[2].x, a[0].y + a[2].y);
-        buf[0][2 * j + 1] = make_float2(a[0].x - a[2].x, a[0].y - a[2].y);
-        buf[0][2 * (j + T)] = make_float2(a[1].x + a[3].x, a[1].y + a[3].y);
-        buf[0][2 * (j + T) + 1] = make_float2(a[1].x - a[3].x, a[1].y - a[3].y);
+        butterfly2(a[0], a[2]);
+        butterfly2(a[1], a[3]);
+        buf[0][2 * j] = a[0];
+        buf[0][2 * j + 1] = a[2];
+        buf[0][2 * (j + T)] = a[1];
+        buf[0][2 * (j + T) + 1] = a[3];
         ns = 2;
     } else {
         butterfly4(a);
@@ -139,24 +163,17 @@ __device__ __forceinline__ void fused_stockham(const uint16_t *__restrict__ raw,
 #pragma unroll
     for (; ns < M / 4; ns *= 4, from ^= 1) {
         __syncthreads(); // the last pass's writes are in
-        const int k = j % ns, stride = M / (4 * ns);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) a[r] = buf[from][j + r * T];
-#pragma unroll
-        for (int r = 1; r < 4; ++r) a[r] = cmul(a[r], __ldg(tw + r * k * stride));
-        butterfly4(a);
+        const int k = j % ns;
+        stockham_pass<T>(a, buf[from], tw, j, k, M / (4 * ns));
         const int base = (j / ns) * 4 * ns + k;
 #pragma unroll
         for (int r = 0; r < 4; ++r) buf[from ^ 1][base + r * ns] = a[r];
     }
 
-    // The last pass (ns = M / 4): its outputs are X[j + r T].
+    // The last pass (ns = M / 4, so k = j and stride 1): its outputs are
+    // X[j + r T].
     __syncthreads();
-#pragma unroll
-    for (int r = 0; r < 4; ++r) a[r] = buf[from][j + r * T];
-#pragma unroll
-    for (int r = 1; r < 4; ++r) a[r] = cmul(a[r], __ldg(tw + r * j));
-    butterfly4(a);
+    stockham_pass<T>(a, buf[from], tw, j, j, 1);
     const size_t base = static_cast<size_t>(rec) * M + j;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
